@@ -1,0 +1,82 @@
+/**
+ * Run facts: the committed state of one run as the engine sees it. The host reads these from
+ * SQLite (src/state) and sends them to the worker; the engine (src/workflows) decides the next
+ * durable boundary from them. The shape lives here because it crosses the worker channel.
+ */
+import * as v from "valibot";
+import type { JsonValue } from "./canonical-json.ts";
+
+export const JsonValueSchema: v.GenericSchema<JsonValue> = v.lazy(() =>
+  v.union([
+    v.null(),
+    v.boolean(),
+    v.pipe(v.number(), v.finite()),
+    v.string(),
+    v.array(JsonValueSchema),
+    v.record(v.string(), JsonValueSchema),
+  ])
+);
+
+/**
+ * Attempt states. `running` has no outcome yet. `interrupted` means the worker stopped before
+ * the outcome was committed (crash, pause, claim loss): it does not route and the node runs again
+ * as a new attempt when that is safe.
+ */
+export const ATTEMPT_STATES = [
+  "running",
+  "waiting",
+  "ok",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "interrupted",
+] as const;
+export type AttemptState = (typeof ATTEMPT_STATES)[number];
+
+/** The outcomes a `$result.outcome` switch can see. */
+export const NODE_OUTCOMES = ["ok", "failed", "timed_out", "cancelled"] as const;
+export type NodeOutcome = (typeof NODE_OUTCOMES)[number];
+
+/** Whether a node's callback may have external side effects; decides what recovery may repeat. */
+export const NODE_EFFECTS = ["pure", "external"] as const;
+export type NodeEffect = (typeof NODE_EFFECTS)[number];
+
+export const FactErrorSchema = v.object({
+  /** A stable machine code, e.g. `nodeFailed`, `workerTimedOut`, `validationFailed`. */
+  code: v.pipe(v.string(), v.maxLength(128)),
+  /** A bounded, user-facing message. */
+  message: v.pipe(v.string(), v.maxLength(8192)),
+});
+export type FactError = v.InferOutput<typeof FactErrorSchema>;
+
+export const AttemptFactSchema = v.object({
+  attemptId: v.string(),
+  /** Flattened node id (`mount/child` inside includes). */
+  nodeId: v.string(),
+  /** 1-based order of the attempt within the run chain. */
+  sequence: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  nodeKind: v.string(),
+  effect: v.picklist(NODE_EFFECTS),
+  state: v.picklist(ATTEMPT_STATES),
+  output: v.optional(JsonValueSchema),
+  error: v.optional(FactErrorSchema),
+  startedAt: v.number(),
+  finishedAt: v.optional(v.number()),
+  /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
+  deadlineAt: v.nullable(v.number()),
+});
+export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
+
+export const RunFactsSchema = v.object({
+  runId: v.string(),
+  workflowName: v.string(),
+  input: JsonValueSchema,
+  /** Attempts of this run and of the runs it continues, in sequence order. */
+  attempts: v.array(AttemptFactSchema),
+  /**
+   * The answer that resumes a run continued from a checkpoint or human decision, keyed by the
+   * waiting node id; absent for a fresh run.
+   */
+  resumeAnswer: v.optional(v.object({ nodeId: v.string(), answer: JsonValueSchema })),
+});
+export type RunFacts = v.InferOutput<typeof RunFactsSchema>;
