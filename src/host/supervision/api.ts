@@ -1,0 +1,86 @@
+/**
+ * The seam between the host's front half (lifecycle, socket, commands: src/host/*.ts) and its
+ * back half (scheduler, worker supervision, recovery: src/host/supervision/*). The host main
+ * creates one `Supervision` after it holds the host epoch and before it accepts commands.
+ */
+import type { Clock, IdSource } from "../../state/clock.ts";
+import type { StateStore } from "../../state/store.ts";
+
+export interface HostContext {
+  store: StateStore;
+  clock: Clock;
+  ids: IdSource;
+  /** The user-only state directory (worker logs live under it). */
+  stateDir: string;
+  /** The host epoch this process holds; every claim it takes is tagged with it. */
+  hostEpoch: number;
+  /** Owner id of this host process for claims (never a secret). */
+  hostOwnerId: string;
+  /** Bounded, privacy-safe log line (no tokens, payloads, prompts or paths). */
+  log(event: string, fields?: Record<string, string | number | boolean | null>): void;
+  /** Tunables; every field has a documented default in supervision/options.ts. */
+  options: SupervisionOptions;
+}
+
+export interface SupervisionOptions {
+  /** Runs executing at once. */
+  maxConcurrentWorkers: number;
+  /** Run claim lease length. */
+  claimTtlMs: number;
+  /** How often the host renews live run claims from its timer (backup to write renewal). */
+  claimRenewMs: number;
+  /** Deadline for `worker.ready` after spawn. */
+  workerStartupMs: number;
+  /** SIGTERM to SIGKILL escalation. */
+  killGraceMs: number;
+  /** Captured stdout/stderr bytes per worker epoch. */
+  maxCapturedOutputBytes: number;
+}
+
+export interface ResolveRequest {
+  /** Workflow name, `builtin:<id>`, or a path (absolute, or relative to `cwd`). */
+  workflow: string;
+  /** Raw input before the workflow's `input` normalizer. */
+  input: unknown;
+  /** Canonical project path the run belongs to. */
+  cwd: string;
+}
+
+export type ResolveResult =
+  | {
+    ok: true;
+    workflowName: string;
+    title: string | null;
+    /** Source identity exactly as the worker launch envelope carries it. */
+    workflowSource: unknown;
+    definitionDigest: string;
+    /** Normalized input and its hash. */
+    input: unknown;
+    inputHash: string;
+    /** Whether the definition has steps that need an origin Pi session. */
+    needsInteractive: boolean;
+  }
+  | { ok: false; code: string; message: string };
+
+export interface Supervision {
+  /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */
+  recover(): Promise<void>;
+  /** Starts the scheduler and renewal timers. */
+  start(): void;
+  /** Called after a command made a run claimable (start, resume): schedule promptly. */
+  wake(): void;
+  /**
+   * Stops the fenced worker group of a run whose claim the caller has already released in the
+   * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.
+   */
+  stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /** Validates a workflow reference and input in a supervised source-resolver child. */
+  resolve(request: ResolveRequest): Promise<ResolveResult>;
+  activeWorkerCount(): number;
+  /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
+  hasPendingWork(): boolean;
+  /** Stops scheduling, parks live runs at their last durable boundary, stops all groups. */
+  shutdown(): Promise<void>;
+}
+
+export type CreateSupervision = (ctx: HostContext) => Supervision;
