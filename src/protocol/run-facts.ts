@@ -64,6 +64,12 @@ export const AttemptFactSchema = v.object({
   finishedAt: v.optional(v.number()),
   /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
   deadlineAt: v.nullable(v.number()),
+  /**
+   * For a `waiting` attempt whose checkpoint or human decision was answered in an earlier
+   * continuation: the accepted answer. The engine treats such an attempt as `ok` with this
+   * output. (`resumeAnswer` covers the answer that resumes the current run.)
+   */
+  answer: v.optional(JsonValueSchema),
 });
 export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
 

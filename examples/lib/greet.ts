@@ -1,0 +1,13 @@
+/** A helper module: workflow files can import relative files like any TypeScript module. */
+export function greeting(name: string): string {
+  return `Hello, ${name}!`;
+}
+
+export function normalizeName(raw: unknown): string {
+  const name = typeof raw === "object" && raw !== null ? (raw as { name?: unknown }).name : raw;
+  if (name === undefined || name === null || name === "") return "world";
+  if (typeof name !== "string" || name.length > 100) {
+    throw new Error('input.name must be a string of at most 100 characters, e.g. {"name": "Ada"}');
+  }
+  return name.trim();
+}

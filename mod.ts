@@ -1,0 +1,33 @@
+/**
+ * The pi-workflows authoring API. Workflow files import these names from `pi-workflows` or
+ * `@osolmaz/pi-workflows`; see docs/authoring.md.
+ */
+export {
+  action,
+  agent,
+  assistantMessage,
+  checkpoint,
+  compute,
+  notify,
+  shell,
+} from "./src/workflows/nodes.ts";
+export { decision, decisionEdge } from "./src/workflows/decision.ts";
+export {
+  defineWorkflow,
+  defineWorkflowRegistry,
+  isWorkflowDefinition,
+} from "./src/workflows/define-workflow.ts";
+export {
+  choice,
+  defineHumanChoices,
+  humanDecision,
+  humanDecisionEdge,
+  textInput,
+} from "./src/workflows/human-decision.ts";
+export { includedResult, includeWorkflow } from "./src/workflows/include.ts";
+export type { IncludedResult } from "./src/workflows/include.ts";
+export { parseTolerantJson } from "./src/workflows/agent-output.ts";
+export { PROGRESS_SCHEMA } from "./src/workflows/updates.ts";
+export type { ProgressData } from "./src/workflows/updates.ts";
+export type * from "./src/workflows/types.ts";
+export type { JsonValue } from "./src/protocol/canonical-json.ts";

@@ -1,0 +1,89 @@
+/**
+ * `start --wait`: follows a run by polling `run.status` with an event cursor, prints progress
+ * lines as events arrive, and stops when the run ends or needs someone (waiting, paused,
+ * blocked). The exit code says which (exit-codes.ts).
+ */
+import { receiptOf } from "../client/command-receipt.ts";
+import type { HostConnection } from "../client/host-connection.ts";
+import type { RunSummary } from "../protocol/run-operations.ts";
+import { EXIT } from "./exit-codes.ts";
+import { formatEvent, formatRunHeadline, formatValue } from "./format-run.ts";
+import { type CliIo, printJson } from "./output.ts";
+
+const POLL_INTERVAL_MS = 150;
+const EVENT_PAGE = 200;
+
+export async function followRun(
+  connection: HostConnection,
+  started: RunSummary,
+  json: boolean,
+  io: CliIo,
+): Promise<number> {
+  if (!json) io.out(`Started ${formatRunHeadline(started)}`);
+  let cursor = 0;
+  for (;;) {
+    const receipt = receiptOf(
+      "run.status",
+      await connection.request("run.status", {
+        runId: started.runId,
+        payload: { eventsAfter: cursor, eventLimit: EVENT_PAGE },
+      }),
+    );
+    for (const event of receipt.events ?? []) {
+      const line = json ? null : formatEvent(event);
+      if (line !== null) io.out(line);
+    }
+    const events = receipt.events ?? [];
+    cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
+    const run = receipt.run;
+    // Drain every event before deciding, so the last lines are never skipped.
+    if (events.length < EVENT_PAGE) {
+      const code = finalCode(run);
+      if (code !== null) {
+        if (json) printJson(io, { run });
+        else printResult(io, run);
+        return code;
+      }
+    }
+    if (events.length < EVENT_PAGE) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    }
+  }
+}
+
+/** The exit code once the run stops moving, or null while it still runs. */
+function finalCode(run: RunSummary): number | null {
+  switch (run.state) {
+    case "completed":
+      return EXIT.ok;
+    case "failed":
+    case "timed_out":
+    case "cancelled":
+      return EXIT.runUnsuccessful;
+    case "waiting":
+      return EXIT.runNeedsAttention;
+    default:
+      if (run.paused) return EXIT.runNeedsAttention;
+      // A blocked run is parked with a reason; it does not move until someone resumes it.
+      if ((run as { blockedReason?: string | null }).blockedReason) return EXIT.runNeedsAttention;
+      return null;
+  }
+}
+
+function printResult(io: CliIo, run: RunSummary): void {
+  switch (run.state) {
+    case "completed":
+      io.out(`Run completed: ${run.runId}`);
+      if (run.output !== undefined) io.out(formatValue(run.output));
+      return;
+    case "waiting":
+      io.out(`Run is waiting for input: ${run.runId} (see 'pi-workflows status ${run.runId}')`);
+      return;
+    default:
+      if (run.state === "queued" || run.state === "running") {
+        io.out(`Run stopped moving: ${run.runId} is paused or blocked; resume it with 'pi-workflows resume ${run.runId}'`);
+        return;
+      }
+      io.out(`Run ${run.state}: ${run.runId}${run.error ? `: ${run.error.message}` : ""}`);
+  }
+}

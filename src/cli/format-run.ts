@@ -1,0 +1,94 @@
+/** Plain-text views of runs for people: one run, a list of runs, and progress events. */
+import { canonicalJson } from "../protocol/canonical-json.ts";
+import type { AttemptSummary, RunEvent, RunSummary } from "../protocol/run-operations.ts";
+
+const MAX_VALUE_CHARS = 2000;
+
+export function formatRunHeadline(run: RunSummary): string {
+  const flags = [run.paused ? "paused" : ""].filter(Boolean);
+  const title = run.title ? ` — ${run.title}` : "";
+  return `${run.runId}  ${run.workflowName}${title}  ${run.state}${
+    flags.length ? ` (${flags.join(", ")})` : ""
+  }`;
+}
+
+export function formatRun(run: RunSummary, attempts: readonly AttemptSummary[] = []): string {
+  const lines = [
+    `run ${run.runId}`,
+    `workflow: ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`,
+    `state: ${run.state} (queue ${run.queueState})${run.paused ? ", paused" : ""}`,
+    `revision: ${run.revision}`,
+    `mode: ${run.executionMode}`,
+    `created: ${new Date(run.createdAt).toISOString()}`,
+    `updated: ${new Date(run.updatedAt).toISOString()}`,
+  ];
+  if (attempts.length > 0) {
+    lines.push("nodes:");
+    for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt)}`);
+  }
+  if (run.output !== undefined) lines.push(`output: ${formatValue(run.output)}`);
+  if (run.error) lines.push(`error: ${run.error.code}: ${run.error.message}`);
+  return lines.join("\n");
+}
+
+const ATTEMPT_MARKS: Record<AttemptSummary["state"], string> = {
+  running: "…",
+  waiting: "?",
+  ok: "✓",
+  failed: "✗",
+  timed_out: "⧗",
+  cancelled: "⊘",
+  interrupted: "↺",
+};
+
+function formatAttempt(attempt: AttemptSummary): string {
+  const took = attempt.finishedAt !== undefined
+    ? ` ${Math.max(0, attempt.finishedAt - attempt.startedAt)} ms`
+    : "";
+  const error = attempt.error ? `: ${attempt.error.message}` : "";
+  return `${ATTEMPT_MARKS[attempt.state]} ${attempt.nodeId} (${attempt.nodeKind}, ${attempt.state}${took})${error}`;
+}
+
+export function formatRunList(runs: readonly RunSummary[]): string {
+  if (runs.length === 0) return "No runs";
+  const width = Math.max(...runs.map((run) => run.state.length + (run.paused ? 8 : 0)));
+  return runs.map((run) => {
+    const state = `${run.state}${run.paused ? " (paused)" : ""}`.padEnd(width + 1);
+    return `${state} ${run.runId}  ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`;
+  }).join("\n");
+}
+
+/** One progress line per event `start --wait` shows; null for events people need not see. */
+export function formatEvent(event: RunEvent): string | null {
+  const node = event.nodeId ?? "";
+  const data = (event.data ?? {}) as Record<string, unknown>;
+  switch (event.type) {
+    case "node.started":
+      return `▶ ${node}`;
+    case "node.finished":
+      return `✓ ${node}`;
+    case "node.failed":
+      return `✗ ${node}${typeof data.code === "string" ? `: ${data.code}` : ""}`;
+    case "node.timed_out":
+      return `⧗ ${node} timed out`;
+    case "node.update":
+      return `  · ${node} ${typeof data.type === "string" ? data.type : "update"}${
+        typeof data.key === "string" ? ` ${data.key}` : ""
+      }`;
+    case "run.waiting":
+      return "? waiting for input";
+    case "run.paused":
+      return "‖ paused";
+    case "run.resumed":
+      return "▷ resumed";
+    case "run.blocked":
+      return "‖ blocked for review";
+    default:
+      return null;
+  }
+}
+
+export function formatValue(value: unknown): string {
+  const text = typeof value === "string" ? value : canonicalJson(value);
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}… (truncated)` : text;
+}

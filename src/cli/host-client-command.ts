@@ -1,0 +1,134 @@
+/**
+ * `host start`, `host status` and `host stop`: clients of the host socket. `status` and `stop`
+ * never start a host; `start` starts one only when none answers.
+ */
+import { connectHost, type HostConnection } from "../client/host-connection.ts";
+import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { clientStateDir, hostSocketPath } from "../client/socket-path.ts";
+import { HostUnavailableError } from "../protocol/failures.ts";
+import type { HostStatusReceipt } from "../protocol/host-operations.ts";
+import { EXIT } from "./exit-codes.ts";
+import { formatHostStatus, formatHostStopped } from "./format-host-status.ts";
+import { type CliIo, oneLineError, printJson } from "./output.ts";
+import type { CliCommand } from "./parse-command.ts";
+import { waitFor } from "./wait-for.ts";
+
+type HostCommand = Extract<CliCommand, { kind: "host" }>;
+
+const STOP_TIMEOUT_MS = 30_000;
+
+export async function runHostClientCommand(
+  command: HostCommand,
+  io: CliIo,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const stateDir = clientStateDir(env);
+  const socketPath = hostSocketPath(stateDir);
+  switch (command.action) {
+    case "status":
+      return await hostStatusCommand(socketPath, command.json, io);
+    case "stop":
+      return await hostStopCommand(socketPath, command.json, io);
+    default:
+      return await hostStartCommand(stateDir, socketPath, command.json, io, env);
+  }
+}
+
+/** Connects and reads `host.status`, or null when no host answers. */
+async function readStatus(
+  socketPath: string,
+): Promise<{ connection: HostConnection; status: HostStatusReceipt } | null> {
+  let connection: HostConnection;
+  try {
+    connection = await connectHost(socketPath);
+  } catch (error) {
+    if (error instanceof HostUnavailableError) return null;
+    throw error;
+  }
+  try {
+    const status = receiptOf("host.status", await connection.request("host.status"));
+    return { connection, status };
+  } catch (error) {
+    connection.close();
+    if (error instanceof HostUnavailableError) return null;
+    // A stopping host answers `unavailable`: for status and start it is as good as gone.
+    if (error instanceof HostCommandError && error.outcome === "unavailable") return null;
+    throw error;
+  }
+}
+
+async function hostStatusCommand(socketPath: string, json: boolean, io: CliIo): Promise<number> {
+  const found = await readStatus(socketPath);
+  if (!found) {
+    if (json) printJson(io, { state: "stopped", socket: "unavailable" });
+    else io.out(formatHostStopped(null));
+    return EXIT.hostUnavailable;
+  }
+  found.connection.close();
+  if (json) printJson(io, found.status);
+  else io.out(formatHostStatus(found.status));
+  return EXIT.ok;
+}
+
+async function hostStopCommand(socketPath: string, json: boolean, io: CliIo): Promise<number> {
+  const found = await readStatus(socketPath);
+  if (!found) {
+    if (json) printJson(io, { stopped: true, wasRunning: false });
+    else io.out("Host is not running");
+    return EXIT.ok;
+  }
+  const { connection, status } = found;
+  receiptOf("host.stop", await connection.request("host.stop"));
+  // The host closes every connection once it has stopped accepting; then the socket goes.
+  await waitFor(
+    async () => connection.closed && (await readStatus(socketPath)) === null,
+    STOP_TIMEOUT_MS,
+    `Host stop timed out: epoch ${status.epoch} still answers after ${STOP_TIMEOUT_MS} ms`,
+  );
+  if (json) printJson(io, { stopped: true, wasRunning: true, epoch: status.epoch });
+  else io.out(`Host stopped (epoch ${status.epoch})`);
+  return EXIT.ok;
+}
+
+async function hostStartCommand(
+  stateDir: string,
+  socketPath: string,
+  json: boolean,
+  io: CliIo,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const running = await readStatus(socketPath);
+  if (running) {
+    running.connection.close();
+    report(io, json, running.status.epoch, true);
+    return EXIT.ok;
+  }
+  const { HostStartError } = await import("../host/host-main.ts");
+  const { startDetachedHost } = await import("../host/host-start.ts");
+  try {
+    await startDetachedHost({ stateDir, env });
+  } catch (error) {
+    // Another client may have started a host at the same moment: that one is as good.
+    if (error instanceof HostStartError && error.code === "alreadyRunning") {
+      const other = await waitFor(() => readStatus(socketPath), 5_000, oneLineError(error));
+      other.connection.close();
+      report(io, json, other.status.epoch, true);
+      return EXIT.ok;
+    }
+    throw new HostUnavailableError(oneLineError(error), { cause: error });
+  }
+  const started = await readStatus(socketPath);
+  if (!started) {
+    throw new HostUnavailableError(
+      "the host reported ready but its socket does not answer; see host.log in the state directory",
+    );
+  }
+  started.connection.close();
+  report(io, json, started.status.epoch, false);
+  return EXIT.ok;
+}
+
+function report(io: CliIo, json: boolean, epoch: number, alreadyRunning: boolean): void {
+  if (json) printJson(io, { started: !alreadyRunning, alreadyRunning, epoch });
+  else io.out(alreadyRunning ? `Host already running (epoch ${epoch})` : `Host started (epoch ${epoch})`);
+}

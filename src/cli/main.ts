@@ -1,0 +1,10 @@
+/**
+ * The `pi-workflows` program. Everything the CLI does starts here, including the host (`host
+ * run`) and the internal `worker` mode the host spawns. Heavy modules load lazily so `--version`
+ * and `--help` stay fast.
+ */
+import { runCli } from "./run-cli.ts";
+
+runCli(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

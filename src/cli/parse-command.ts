@@ -1,0 +1,226 @@
+/**
+ * Turns the command line into one `CliCommand`, or a `UsageError` with one actionable line.
+ * Parsing only: nothing here touches the host, the state or the file system.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { UsageError } from "./exit-codes.ts";
+import { COMMAND_HELP } from "./usage.ts";
+
+export type HostAction = "run" | "start" | "status" | "stop";
+export type ControlAction = "pause" | "resume" | "cancel";
+
+export type CliCommand =
+  | { kind: "help"; topic: string | null }
+  | { kind: "version" }
+  | { kind: "host"; action: HostAction; json: boolean }
+  | {
+    kind: "start";
+    workflow: string;
+    input: JsonValue;
+    cwd: string | null;
+    wait: boolean;
+    json: boolean;
+  }
+  | { kind: "status"; runId: string; json: boolean }
+  | { kind: "list"; all: boolean; json: boolean }
+  | { kind: "control"; action: ControlAction; runId: string; json: boolean }
+  | { kind: "doctor"; json: boolean }
+  | { kind: "worker"; args: string[] };
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+const HELP: Options = { help: { type: "boolean", short: "h" } };
+const JSON_FLAG: Options = { ...HELP, json: { type: "boolean" } };
+const HOST_ACTIONS: readonly HostAction[] = ["run", "start", "status", "stop"];
+const MAX_RUN_ID_LENGTH = 200;
+
+export function parseCommand(argv: readonly string[]): CliCommand {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    const topic = name === "help" ? rest[0] ?? null : null;
+    if (topic !== null && !(topic in COMMAND_HELP)) throw unknownCommand(topic);
+    return { kind: "help", topic };
+  }
+  if (name === "--version" || name === "-V") return { kind: "version" };
+  if (name.startsWith("-")) {
+    throw new UsageError(`Unknown option '${name}': run 'pi-workflows --help'`);
+  }
+  switch (name) {
+    case "worker":
+      // The worker owns its own arguments; the host builds them.
+      return rest.includes("--help") ? { kind: "help", topic: "worker" } : {
+        kind: "worker",
+        args: rest,
+      };
+    case "host":
+      return parseHost(rest);
+    case "start":
+      return parseStart(rest);
+    case "status": {
+      const parsed = parse("status", rest, JSON_FLAG, 1, 1);
+      if (parsed.help) return { kind: "help", topic: "status" };
+      return { kind: "status", runId: runIdArg("status", parsed.positionals[0]), json: flag(parsed, "json") };
+    }
+    case "list": {
+      const parsed = parse("list", rest, { ...JSON_FLAG, all: { type: "boolean" } }, 0, 0);
+      if (parsed.help) return { kind: "help", topic: "list" };
+      return { kind: "list", all: flag(parsed, "all"), json: flag(parsed, "json") };
+    }
+    case "pause":
+    case "resume":
+    case "cancel": {
+      const parsed = parse(name, rest, JSON_FLAG, 1, 1);
+      if (parsed.help) return { kind: "help", topic: name };
+      return {
+        kind: "control",
+        action: name,
+        runId: runIdArg(name, parsed.positionals[0]),
+        json: flag(parsed, "json"),
+      };
+    }
+    case "doctor": {
+      const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
+      if (parsed.help) return { kind: "help", topic: "doctor" };
+      return { kind: "doctor", json: flag(parsed, "json") };
+    }
+    default:
+      throw unknownCommand(name);
+  }
+}
+
+function parseHost(rest: readonly string[]): CliCommand {
+  const parsed = parse("host", rest, JSON_FLAG, 0, 1);
+  if (parsed.help) return { kind: "help", topic: "host" };
+  const action = parsed.positionals[0];
+  if (action === undefined) {
+    throw new UsageError(
+      "Missing host action: use one of run, start, status, stop (pi-workflows host --help)",
+    );
+  }
+  if (!(HOST_ACTIONS as readonly string[]).includes(action)) {
+    throw new UsageError(
+      `Unknown host action '${action}': use one of run, start, status, stop`,
+    );
+  }
+  return { kind: "host", action: action as HostAction, json: flag(parsed, "json") };
+}
+
+function parseStart(rest: readonly string[]): CliCommand {
+  const parsed = parse(
+    "start",
+    rest,
+    {
+      ...JSON_FLAG,
+      "input-json": { type: "string" },
+      cwd: { type: "string" },
+      wait: { type: "boolean" },
+    },
+    1,
+    Infinity,
+  );
+  if (parsed.help) return { kind: "help", topic: "start" };
+  const [workflow, ...words] = parsed.positionals;
+  if (workflow.trim() === "") throw new UsageError("Workflow reference is empty: name a workflow");
+  const inputJson = parsed.values["input-json"];
+  let input: JsonValue;
+  if (typeof inputJson === "string") {
+    if (words.length > 0) {
+      throw new UsageError(
+        "Cannot combine --input-json with task text: pass one or the other",
+      );
+    }
+    input = parseInputJson(inputJson);
+  } else {
+    const text = words.join(" ");
+    input = text === "" ? {} : { task: text };
+  }
+  const cwd = parsed.values.cwd;
+  if (cwd === "") throw new UsageError("Option --cwd is empty: give a project directory");
+  return {
+    kind: "start",
+    workflow,
+    input,
+    cwd: typeof cwd === "string" ? cwd : null,
+    wait: flag(parsed, "wait"),
+    json: flag(parsed, "json"),
+  };
+}
+
+function parseInputJson(text: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new UsageError(
+      `Invalid --input-json: ${(error as Error).message.split("\n")[0]}`,
+    );
+  }
+}
+
+interface Parsed {
+  help: boolean;
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+function parse(
+  command: string,
+  args: readonly string[],
+  options: Options,
+  minPositionals: number,
+  maxPositionals: number,
+): Parsed {
+  let result;
+  try {
+    result = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${describeParseError(error)}: run 'pi-workflows ${command} --help'`);
+  }
+  const values = result.values as Record<string, string | boolean | undefined>;
+  const help = values.help === true;
+  if (help) return { help, values, positionals: result.positionals };
+  const count = result.positionals.length;
+  if (count < minPositionals) {
+    throw new UsageError(
+      `Missing argument for '${command}': run 'pi-workflows ${command} --help'`,
+    );
+  }
+  if (count > maxPositionals) {
+    throw new UsageError(
+      `Unexpected argument '${result.positionals[maxPositionals]}' for '${command}': run 'pi-workflows ${command} --help'`,
+    );
+  }
+  return { help, values, positionals: result.positionals };
+}
+
+function describeParseError(error: unknown): string {
+  const code = (error as { code?: string }).code;
+  const message = String((error as Error).message ?? error).split("\n")[0];
+  const option = /'(-[^' ]*)/.exec(message)?.[1];
+  switch (code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `Unknown option '${option ?? "?"}'`;
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      return option ? `Option '${option}' needs a value` : "Invalid option value";
+    default:
+      return message.replace(/\.$/, "");
+  }
+}
+
+function flag(parsed: Parsed, name: string): boolean {
+  return parsed.values[name] === true;
+}
+
+function runIdArg(command: string, value: string | undefined): string {
+  if (value === undefined || value.trim() === "") {
+    throw new UsageError(`Missing run id for '${command}': see 'pi-workflows list'`);
+  }
+  if (value.length > MAX_RUN_ID_LENGTH || /[\s\x00-\x1f]/.test(value)) {
+    throw new UsageError(`Invalid run id for '${command}': see 'pi-workflows list'`);
+  }
+  return value;
+}
+
+function unknownCommand(name: string): UsageError {
+  return new UsageError(`Unknown command '${name.slice(0, 60)}': run 'pi-workflows --help'`);
+}

@@ -1,0 +1,59 @@
+/**
+ * Runs one CLI invocation: parse, dispatch, print, and return the exit code. Every failure ends
+ * as one line on stderr and a documented exit code (exit-codes.ts), never a stack trace.
+ */
+import { HostUnavailableError, WorkflowFailureError } from "../protocol/failures.ts";
+import { EXIT, UsageError } from "./exit-codes.ts";
+import { type CliIo, oneLineError, processIo } from "./output.ts";
+import { parseCommand } from "./parse-command.ts";
+import { COMMAND_HELP, MAIN_HELP } from "./usage.ts";
+import { VERSION } from "./version.ts";
+
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo = processIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  try {
+    const command = parseCommand(argv);
+    switch (command.kind) {
+      case "help":
+        io.out(command.topic === null ? MAIN_HELP : COMMAND_HELP[command.topic]);
+        return EXIT.ok;
+      case "version":
+        io.out(VERSION);
+        return EXIT.ok;
+      case "worker": {
+        const { runWorkerCommand } = await import("./worker-command.ts");
+        return await runWorkerCommand(command.args);
+      }
+      case "host": {
+        const { runHostCommand } = await import("./host-command.ts");
+        return await runHostCommand(command, io, env);
+      }
+      case "doctor": {
+        const { runDoctorCommand } = await import("./doctor-command.ts");
+        return await runDoctorCommand(command, io, env);
+      }
+      default: {
+        const { runRunCommand } = await import("./run-command.ts");
+        return await runRunCommand(command, io, env);
+      }
+    }
+  } catch (error) {
+    io.err(oneLineError(error));
+    return exitCodeFor(error);
+  }
+}
+
+export function exitCodeFor(error: unknown): number {
+  if (error instanceof UsageError) return EXIT.usage;
+  if (error instanceof HostUnavailableError) return EXIT.hostUnavailable;
+  if (error instanceof WorkflowFailureError && error.failureClass === "hostUnavailable") {
+    return EXIT.hostUnavailable;
+  }
+  if (error instanceof RangeError && /^Invalid PI_WORKFLOWS_/.test(error.message)) {
+    return EXIT.usage;
+  }
+  return EXIT.failure;
+}

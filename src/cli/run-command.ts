@@ -1,0 +1,106 @@
+/**
+ * `start`, `status`, `list`, `pause`, `resume` and `cancel`: requests to the host, which is
+ * started on demand. The host answers; this file prints and picks the exit code.
+ */
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
+import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { ensureHost } from "../client/ensure-host.ts";
+import type { HostConnection } from "../client/host-connection.ts";
+import { EXIT, UsageError } from "./exit-codes.ts";
+import { followRun } from "./follow-run.ts";
+import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
+import { type CliIo, printJson } from "./output.ts";
+import type { CliCommand } from "./parse-command.ts";
+
+type RunCommand = Extract<CliCommand, { kind: "start" | "status" | "list" | "control" }>;
+
+const PAST_TENSE = { pause: "Paused", resume: "Resumed", cancel: "Cancelled" } as const;
+
+export async function runRunCommand(
+  command: RunCommand,
+  io: CliIo,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  const cwd = command.kind === "start" ? projectDir(command.cwd) : null;
+  const connection = await ensureHost({ env });
+  try {
+    return await execute(connection, command, cwd, io);
+  } catch (error) {
+    if (error instanceof HostCommandError) {
+      io.err(error.message);
+      return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
+    }
+    throw error;
+  } finally {
+    connection.close();
+  }
+}
+
+async function execute(
+  connection: HostConnection,
+  command: RunCommand,
+  cwd: string | null,
+  io: CliIo,
+): Promise<number> {
+  switch (command.kind) {
+    case "start": {
+      const { run } = receiptOf(
+        "run.start",
+        await connection.request("run.start", {
+          payload: {
+            workflow: command.workflow,
+            input: command.input,
+            cwd: cwd!,
+            executionMode: "headless",
+          },
+        }),
+      );
+      if (command.wait) return await followRun(connection, run, command.json, io);
+      if (command.json) printJson(io, { run });
+      else io.out(`Started ${formatRunHeadline(run)}`);
+      return EXIT.ok;
+    }
+    case "status": {
+      const receipt = receiptOf(
+        "run.status",
+        await connection.request("run.status", { runId: command.runId }),
+      );
+      if (command.json) printJson(io, receipt);
+      else io.out(formatRun(receipt.run, receipt.attempts));
+      return EXIT.ok;
+    }
+    case "list": {
+      const receipt = receiptOf(
+        "run.list",
+        await connection.request("run.list", { payload: { all: command.all } }),
+      );
+      if (command.json) printJson(io, receipt);
+      else io.out(formatRunList(receipt.runs));
+      return EXIT.ok;
+    }
+    case "control": {
+      const operation = `run.${command.action}` as const;
+      const { run } = receiptOf(
+        operation,
+        await connection.request(operation, { runId: command.runId }),
+      );
+      if (command.json) printJson(io, { run });
+      else io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run)}`);
+      return EXIT.ok;
+    }
+  }
+}
+
+/** The absolute project directory for `start`; it must exist. */
+function projectDir(cwd: string | null): string {
+  const dir = resolve(cwd ?? process.cwd());
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) throw new UsageError(`Invalid --cwd: not a directory: ${dir}`);
+  return dir;
+}

@@ -1,0 +1,67 @@
+/** Help texts of the CLI, one per command, printed by `--help` and `<command> --help`. */
+
+export const MAIN_HELP = `pi-workflows: durable workflows for the Pi coding agent
+
+Usage:
+  pi-workflows <command> [options]
+
+Commands:
+  start <workflow> [text...]   Start a run (text becomes the input {"task": "..."})
+  status <runId>               Show one run
+  list                         List active runs (--all: every run)
+  pause <runId>                Pause a run at its last durable boundary
+  resume <runId>               Resume a paused or blocked run
+  cancel <runId>               Cancel a run
+  host run|start|status|stop   Manage the workflow host process
+  doctor                       Check the state database (read-only)
+
+Options:
+  --help       Show help (also: pi-workflows <command> --help)
+  --version    Print the version
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by the host, 4 host unavailable,
+5 doctor found problems, 6 run did not succeed, 7 run needs attention (see docs/cli.md).`;
+
+export const COMMAND_HELP: Record<string, string> = {
+  start: `Usage: pi-workflows start <workflow> [text...] [options]
+
+Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts file).
+Words after the workflow become the input {"task": "<text>"}; with no text the input is {}.
+The host is started on demand.
+
+Options:
+  --input-json JSON   Use this JSON value as the input instead of text
+  --cwd DIR           Project directory the run belongs to (default: the current directory)
+  --wait              Follow the run's progress until it ends or waits, then print the result
+  --json              Print machine-readable JSON`,
+  status: `Usage: pi-workflows status <runId> [--json]
+
+Shows the state, revision, nodes and result of one run.`,
+  list: `Usage: pi-workflows list [--all] [--json]
+
+Lists active runs (queued, running, waiting, paused). --all includes finished runs.`,
+  pause: `Usage: pi-workflows pause <runId> [--json]
+
+Pauses a run: its worker stops and it resumes later from its last durable boundary.`,
+  resume: `Usage: pi-workflows resume <runId> [--json]
+
+Resumes a paused run, or a run blocked for review (changed source, ambiguous effect).`,
+  cancel: `Usage: pi-workflows cancel <runId> [--json]
+
+Cancels a run. An effect that may have applied becomes ambiguous for manual review.`,
+  host: `Usage: pi-workflows host <run|start|status|stop> [--json]
+
+  run      Run the host attached to this terminal (logs to stderr)
+  start    Start the host in the background and wait until it answers
+  status   Show host state, epoch, socket, workers and run counts
+  stop     Ask the host to stop gracefully
+
+Environment: PI_WORKFLOWS_STATE_DIR (state directory), PI_WORKFLOWS_HOST_IDLE_MS (idle exit,
+default 300000).`,
+  doctor: `Usage: pi-workflows doctor [--json]
+
+Opens the state database read-only and checks its identity and invariants.`,
+  worker: `Usage: pi-workflows worker
+
+Internal: a run worker started by the host. Do not run it by hand.`,
+};

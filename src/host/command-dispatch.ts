@@ -1,0 +1,129 @@
+/**
+ * From one decoded frame to one response: validate with the protocol schemas, check the host
+ * epoch and phase, then hand the request to its operation's handler. Operations of the spec that
+ * this host does not serve yet are answered `rejected` ("not available yet"). A request that
+ * fails validation is answered once and its connection closed; a valid request never closes it.
+ */
+import type { FrameError } from "../protocol/framing.ts";
+import { type HostOperation, SERVED_OPERATIONS } from "../protocol/host-operations.ts";
+import { type HostRequest, parseHostRequest } from "../protocol/host-request.ts";
+import {
+  failureResponse,
+  HOST_ERROR_CODES,
+  type HostResponse,
+  successResponse,
+} from "../protocol/host-response.ts";
+import { errorResponse } from "./command-errors.ts";
+import { withReceipt } from "./command-receipts.ts";
+import { hostStatus } from "./host-status.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-control.ts";
+import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
+import { startRunCommand } from "./run-start.ts";
+import type { HandledFrame } from "./socket-server.ts";
+
+type Handler = (rt: HostRuntime, request: HostRequest) => Promise<HostResponse> | HostResponse;
+
+const HANDLERS: Partial<Record<HostOperation, Handler>> = {
+  "run.start": (rt, request) => withReceipt(rt, request, startRunCommand),
+  "run.pause": (rt, request) => withReceipt(rt, request, pauseRunCommand),
+  "run.resume": (rt, request) => withReceipt(rt, request, resumeRunCommand),
+  "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
+  "run.status": runStatusQuery,
+  "run.list": listRunsQuery,
+  "host.status": (rt, request) =>
+    successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
+  "host.stop": (rt, request) => {
+    // Not a durable change, so no receipt: a retry after the host stopped finds no host.
+    rt.requestStop("host.stop");
+    return successResponse({
+      requestId: request.requestId,
+      hostEpoch: rt.epoch,
+      receipt: { stopping: true },
+    });
+  },
+};
+
+/** The socket server's `handle`: never throws, every failure becomes a response. */
+export function createCommandHandler(rt: HostRuntime): (value: unknown) => Promise<HandledFrame> {
+  return async (value) => {
+    const parsed = parseHostRequest(value);
+    if (!parsed.ok) {
+      return {
+        close: true,
+        response: failureResponse({
+          requestId: parsed.requestId ?? null,
+          hostEpoch: rt.epoch,
+          outcome: "rejected",
+          code: parsed.code,
+          message: `Request rejected: ${parsed.error}`,
+        }),
+      };
+    }
+    const request = parsed.request;
+    try {
+      return { close: false, response: await dispatch(rt, request) };
+    } catch (error) {
+      return { close: false, response: errorResponse(rt, request, error) };
+    }
+  };
+}
+
+async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResponse> {
+  const fail = (
+    outcome: "rejected" | "unavailable",
+    code: string,
+    message: string,
+  ): HostResponse =>
+    failureResponse({ requestId: request.requestId, hostEpoch: rt.epoch, outcome, code, message });
+  if (request.hostEpoch !== undefined && request.hostEpoch !== rt.epoch) {
+    return fail(
+      "rejected",
+      HOST_ERROR_CODES.staleEpoch,
+      `Request rejected: it names host epoch ${request.hostEpoch}, the host now holds epoch ${rt.epoch}; read the state again and retry`,
+    );
+  }
+  if (rt.phase() !== "running") {
+    return fail(
+      "unavailable",
+      HOST_ERROR_CODES.hostStopping,
+      "Host unavailable: the host is stopping; retry and a new host will start",
+    );
+  }
+  const handler = SERVED_OPERATIONS.has(request.operation) ? HANDLERS[request.operation] : undefined;
+  if (!handler) {
+    return fail(
+      "rejected",
+      HOST_ERROR_CODES.notAvailable,
+      `Operation ${request.operation} is not available yet in this host`,
+    );
+  }
+  return await handler(rt, request);
+}
+
+/** The answer to a frame that could not be decoded; the connection closes after it. */
+export function frameRejectedResponse(hostEpoch: number, error: FrameError): HostResponse {
+  return failureResponse({
+    requestId: null,
+    hostEpoch,
+    outcome: "rejected",
+    code: error.code,
+    message: `Request rejected: ${error.message}`,
+  });
+}
+
+/** Sent instead of a response that cannot be encoded (larger than a frame). */
+export function responseFailedResponse(
+  hostEpoch: number,
+  response: unknown,
+  error: Error,
+): HostResponse {
+  const requestId = (response as { requestId?: string | null })?.requestId ?? null;
+  return failureResponse({
+    requestId,
+    hostEpoch,
+    outcome: "rejected",
+    code: "responseTooLarge",
+    message: `Response not sent: ${error.message}; ask for less (a smaller limit)`,
+  });
+}

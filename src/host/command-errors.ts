@@ -1,0 +1,88 @@
+/**
+ * Maps an error thrown by a command handler (mostly by a state transition) to the one response
+ * outcome that means it, so a caller can tell a missing run from a stale revision from a refused
+ * transition. Unexpected errors are logged by name only and answered without internals.
+ */
+import {
+  failureResponse,
+  HOST_ERROR_CODES,
+  type HostOutcome,
+  type HostResponse,
+} from "../protocol/host-response.ts";
+import type { HostRequest } from "../protocol/host-request.ts";
+import {
+  ClaimLostError,
+  NotFoundError,
+  RequestConflictError,
+  RevisionConflictError,
+  TransitionError,
+  ValueTooLargeError,
+} from "../state/errors.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+
+export function errorResponse(rt: HostRuntime, request: HostRequest, error: unknown): HostResponse {
+  const answer = (
+    outcome: Exclude<HostOutcome, "accepted" | "adopted">,
+    code: string,
+    message: string,
+    revision?: number,
+  ) =>
+    failureResponse({
+      requestId: request.requestId,
+      hostEpoch: rt.epoch,
+      outcome,
+      code,
+      message,
+      revision,
+    });
+  if (error instanceof NotFoundError) {
+    return answer("notFound", HOST_ERROR_CODES.runNotFound, error.message);
+  }
+  if (error instanceof RevisionConflictError) {
+    return answer(
+      "conflict",
+      HOST_ERROR_CODES.revisionMismatch,
+      `Revision conflict: run ${error.runId} is at revision ${error.actual}, the request expected ${error.expected}`,
+      error.actual,
+    );
+  }
+  if (error instanceof RequestConflictError) {
+    return answer(
+      "conflict",
+      HOST_ERROR_CODES.requestIdReused,
+      "Request id reused with another payload: use a new request id for a new command",
+    );
+  }
+  if (error instanceof TransitionError) {
+    return answer("rejected", "invalidTransition", error.message);
+  }
+  if (error instanceof ClaimLostError) {
+    return answer("claimLost", "claimLost", error.message);
+  }
+  if (error instanceof ValueTooLargeError) {
+    return answer("rejected", "valueTooLarge", error.message);
+  }
+  if (isBusy(error)) {
+    return answer(
+      "unavailable",
+      "stateBusy",
+      "Host unavailable: the state database stayed locked; retry shortly",
+    );
+  }
+  rt.log("command.error", {
+    operation: request.operation,
+    name: (error as Error)?.name ?? typeof error,
+  });
+  return answer(
+    "rejected",
+    HOST_ERROR_CODES.internal,
+    `Command ${request.operation} failed inside the host: ${
+      (error as Error)?.name ?? "error"
+    } (see host.log)`,
+  );
+}
+
+function isBusy(error: unknown): boolean {
+  const message = (error as Error)?.message ?? "";
+  return /database is locked|SQLITE_BUSY/i.test(message);
+}

@@ -1,0 +1,46 @@
+/**
+ * The host's log: one line per event, `<iso time> <event> key=value ...`, written to stderr
+ * (the detached host's stderr is `<stateDir>/host.log`). Fields are primitives the caller chose
+ * to log: run ids, generations, epochs, counts, reasons. Never tokens, token hashes, payloads,
+ * prompts, session ids or paths. Values are flattened to one line and bounded, and the whole log
+ * stops at a byte budget so a looping failure cannot fill the disk.
+ */
+import type { Clock } from "../state/clock.ts";
+
+export type LogFields = Record<string, string | number | boolean | null>;
+export type HostLog = (event: string, fields?: LogFields) => void;
+
+const MAX_VALUE_CHARS = 200;
+
+export interface HostLogOptions {
+  clock: Clock;
+  /** Bytes this process may write in total; one notice is written when it is reached. */
+  maxBytes: number;
+  write: (line: string) => void;
+}
+
+export function createHostLog(options: HostLogOptions): HostLog {
+  let written = 0;
+  let exhausted = false;
+  return (event, fields = {}) => {
+    if (exhausted) return;
+    const parts = [new Date(options.clock.now()).toISOString(), safe(event)];
+    for (const [key, value] of Object.entries(fields)) parts.push(`${safe(key)}=${safe(value)}`);
+    let line = parts.join(" ") + "\n";
+    if (written + line.length > options.maxBytes) {
+      exhausted = true;
+      line = `${parts[0]} log.limit bytes=${written} further lines dropped until restart\n`;
+    }
+    written += line.length;
+    try {
+      options.write(line);
+    } catch {
+      // A closed stderr must not take the host down.
+    }
+  };
+}
+
+function safe(value: string | number | boolean | null): string {
+  const text = String(value).replace(/\s+/g, "_");
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
+}

@@ -1,0 +1,223 @@
+/**
+ * `pi-workflows host run`: the host process from start to exit.
+ *
+ * Start: take the global host claim (epoch + 1; refused while another live host holds it), judge
+ * a leftover socket file (refuse if a live host answers on it, else remove it), recover, then
+ * listen user-only and accept commands. The socket and the claim therefore always agree: nobody
+ * answers on the socket without holding the epoch.
+ * Run: renew the host claim from a timer (losing it means stop accepting and exit), and exit
+ * after the idle period once no client, worker, wake or unsettled work keeps the host busy.
+ * Stop (SIGTERM, SIGINT, `host.stop`, idle): stop accepting, answer what is in flight, shut the
+ * supervision down, release the claim, remove the socket.
+ */
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { systemClock, type Clock, type IdSource, randomIds } from "../state/clock.ts";
+import { acquireHostClaim, type HostClaim, HostClaimHeldError, releaseHostClaim, renewHostClaim } from "../state/host-claim.ts";
+import { closeStateStore, ensureStateDir, openStateStore, resolveStateDir } from "../state/store.ts";
+import { VERSION } from "../cli/version.ts";
+import { readSupervisionOptions } from "./supervision/options.ts";
+import type { Supervision } from "./supervision/api.ts";
+import { createCommandHandler, frameRejectedResponse, responseFailedResponse } from "./command-dispatch.ts";
+import { createHostLog } from "./host-log.ts";
+import { readHostOptions } from "./host-options.ts";
+import type { HostPhase, HostRuntime } from "./host-runtime.ts";
+import { createIdleTracker, idleCheckIntervalMs } from "./idle-tracker.ts";
+import { openReadyChannel } from "./ready-handshake.ts";
+import { listenUserOnly, probeSocket, removeOwnSocket, type SocketIdentity } from "./socket-listener.ts";
+import { createSocketServer, type SocketServer } from "./socket-server.ts";
+import { createHostSupervision } from "./supervision-adapter.ts";
+
+export const SOCKET_FILE_NAME = "host.sock";
+
+/** Why a host could not start; `code` decides the CLI exit code. */
+export class HostStartError extends Error {
+  readonly code: "alreadyRunning" | "startFailed";
+  constructor(code: "alreadyRunning" | "startFailed", message: string) {
+    super(message);
+    this.name = "HostStartError";
+    this.code = code;
+  }
+}
+
+export interface RunHostOptions {
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+  ids?: IdSource;
+  /** Where log lines go (stderr by default). */
+  writeLog?: (line: string) => void;
+  /** Install SIGTERM/SIGINT handlers (the CLI does; in-process tests do not). */
+  handleSignals?: boolean;
+}
+
+/** Runs the host until it stops. Resolves with the reason; rejects with `HostStartError`. */
+export async function runHost(options: RunHostOptions = {}): Promise<string> {
+  const env = options.env ?? process.env;
+  const ready = openReadyChannel(env);
+  try {
+    const host = await startHost(options, env);
+    ready.send({ ready: true, epoch: host.epoch, pid: process.pid });
+    return await host.stopped;
+  } catch (error) {
+    const code = error instanceof HostStartError ? error.code : "startFailed";
+    ready.send({ ready: false, code, message: oneLine(error) });
+    throw error instanceof HostStartError ? error : new HostStartError("startFailed", oneLine(error));
+  }
+}
+
+interface StartedHost {
+  epoch: number;
+  stopped: Promise<string>;
+}
+
+async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promise<StartedHost> {
+  const hostOptions = readHostOptions(env);
+  const supervisionOptions = readSupervisionOptions(env);
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? randomIds;
+  const log = createHostLog({
+    clock,
+    maxBytes: hostOptions.maxLogBytes,
+    write: options.writeLog ?? ((line) => process.stderr.write(line)),
+  });
+  const stateDir = ensureStateDir(resolveStateDir(env));
+  const socketPath = join(stateDir, SOCKET_FILE_NAME);
+  const store = openStateStore({ stateDir, clock, ids });
+  const ownerId = `host-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+  let claim: HostClaim;
+  try {
+    claim = acquireHostClaim(store, { ownerId, token: ids.token(), ttlMs: hostOptions.hostClaimTtlMs });
+  } catch (error) {
+    closeStateStore(store);
+    if (error instanceof HostClaimHeldError) {
+      throw new HostStartError(
+        "alreadyRunning",
+        `Host already running: host epoch ${error.epoch} holds the state database (see 'pi-workflows host status')`,
+      );
+    }
+    throw error;
+  }
+  log("host.claimed", { epoch: claim.epoch, pid: process.pid });
+
+  let phase: HostPhase = "running";
+  let listening = false;
+  let socketIdentity: SocketIdentity | null = null;
+  let socketServer: SocketServer | null = null;
+  let supervision: Supervision | null = null;
+  const timers: NodeJS.Timeout[] = [];
+  let resolveStopped!: (reason: string) => void;
+  const stopped = new Promise<string>((resolve) => (resolveStopped = resolve));
+  let stopping: Promise<void> | null = null;
+  const signalHandlers: [NodeJS.Signals, () => void][] = [];
+
+  const stop = (reason: string, claimLost = false): Promise<void> => {
+    stopping ??= (async () => {
+      phase = "stopping";
+      log("host.stopping", { epoch: claim.epoch, reason });
+      for (const timer of timers) clearInterval(timer);
+      listening = false;
+      await socketServer?.close().catch(() => {});
+      await supervision?.shutdown().catch((error) => {
+        log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
+      });
+      if (!claimLost) {
+        try {
+          releaseHostClaim(store, claim);
+        } catch {
+          // Already lost: the next host takes over after expiry.
+        }
+      }
+      if (socketIdentity) removeOwnSocket(socketIdentity);
+      closeStateStore(store);
+      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
+      log("host.stopped", { epoch: claim.epoch, reason });
+      resolveStopped(reason);
+    })();
+    return stopping;
+  };
+
+  // Renewal starts before recovery so a long recovery cannot let the lease lapse.
+  timers.push(setInterval(() => {
+    if (phase !== "running") return;
+    try {
+      claim = { ...claim, expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs) };
+    } catch (error) {
+      log("host.claimLost", { epoch: claim.epoch, reason: (error as { reason?: string }).reason ?? oneLine(error) });
+      void stop("claimLost", true);
+    }
+  }, hostOptions.hostClaimRenewMs));
+
+  if (options.handleSignals) {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      const handler = () => void stop(signal);
+      signalHandlers.push([signal, handler]);
+      process.on(signal, handler);
+    }
+  }
+
+  try {
+    if ((await probeSocket(socketPath, 1000)) === "live") {
+      throw new HostStartError(
+        "alreadyRunning",
+        "Host already running: another host still answers on the socket (see 'pi-workflows host status')",
+      );
+    }
+    const runtime: HostRuntime = {
+      store,
+      clock,
+      ids,
+      epoch: claim.epoch,
+      ownerId,
+      get supervision() {
+        return supervision!;
+      },
+      log,
+      version: VERSION,
+      phase: () => phase,
+      socketAvailable: () => listening,
+      requestStop: (reason) => void stop(reason),
+    };
+    supervision = createHostSupervision({
+      store,
+      clock,
+      ids,
+      stateDir,
+      hostEpoch: claim.epoch,
+      hostOwnerId: ownerId,
+      log,
+      options: supervisionOptions,
+    });
+    await supervision.recover();
+    supervision.start();
+    socketServer = createSocketServer({
+      handle: createCommandHandler(runtime),
+      frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
+      responseFailed: (response, error) => responseFailedResponse(claim.epoch, response, error),
+      log,
+      partialFrameMs: hostOptions.partialFrameMs,
+    });
+    socketIdentity = await listenUserOnly(socketServer.server, socketPath);
+    listening = true;
+  } catch (error) {
+    await stop("startFailed");
+    throw error;
+  }
+  if (phase !== "running") throw new HostStartError("startFailed", "Host stopped while starting");
+
+  const idle = createIdleTracker(clock, hostOptions.idleMs);
+  timers.push(setInterval(() => {
+    if (phase !== "running") return;
+    const busy = socketServer!.connectionCount() > 0 ||
+      supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork();
+    if (idle.check(busy)) void stop("idle");
+  }, idleCheckIntervalMs(hostOptions.idleMs)));
+
+  log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });
+  return { epoch: claim.epoch, stopped };
+}
+
+export function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split("\n")[0] ?? "").trim().replace(/\.$/, "") || "Unknown error";
+}

@@ -1,0 +1,71 @@
+/**
+ * Host tunables read from the environment, each with a documented default (docs/host.md).
+ * Tests shorten them (a 300 ms idle period, a 1 s host lease) instead of sleeping.
+ */
+import * as v from "valibot";
+
+export interface HostOptions {
+  /** An idle host (no client, worker, wake or unsettled work) exits after this long. */
+  idleMs: number;
+  /** Length of the global host lease. Another host may take over once it has expired. */
+  hostClaimTtlMs: number;
+  /** How often the host renews its lease; well under the lease length. */
+  hostClaimRenewMs: number;
+  /** How long a client may leave a frame unfinished before its connection is closed. */
+  partialFrameMs: number;
+  /** Bytes of host log kept in `<stateDir>/host.log` before it is rotated to `host.log.1`. */
+  maxLogBytes: number;
+}
+
+export const DEFAULT_HOST_OPTIONS: HostOptions = {
+  idleMs: 5 * 60_000,
+  hostClaimTtlMs: 15_000,
+  hostClaimRenewMs: 5_000,
+  partialFrameMs: 10_000,
+  maxLogBytes: 1024 * 1024,
+};
+
+const ENV_NAMES = {
+  idleMs: "PI_WORKFLOWS_HOST_IDLE_MS",
+  hostClaimTtlMs: "PI_WORKFLOWS_HOST_CLAIM_TTL_MS",
+  hostClaimRenewMs: "PI_WORKFLOWS_HOST_RENEW_MS",
+  partialFrameMs: "PI_WORKFLOWS_HOST_PARTIAL_FRAME_MS",
+  maxLogBytes: "PI_WORKFLOWS_HOST_LOG_BYTES",
+} as const satisfies Record<keyof HostOptions, string>;
+
+const Milliseconds = v.pipe(
+  v.string(),
+  v.regex(/^\d+$/, "expected a whole number"),
+  v.transform(Number),
+  v.number(),
+  v.integer(),
+  v.minValue(1, "expected at least 1"),
+  v.maxValue(2 ** 31 - 1, "expected at most 2147483647"),
+);
+
+/** Reads host options from `env`; an invalid value is a one-line error naming the variable. */
+export function readHostOptions(env: NodeJS.ProcessEnv = process.env): HostOptions {
+  const options = { ...DEFAULT_HOST_OPTIONS };
+  for (const key of Object.keys(ENV_NAMES) as (keyof HostOptions)[]) {
+    const name = ENV_NAMES[key];
+    const raw = env[name];
+    if (raw === undefined || raw === "") continue;
+    const parsed = v.safeParse(Milliseconds, raw.trim());
+    if (!parsed.success) {
+      throw new RangeError(
+        `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
+      );
+    }
+    options[key] = parsed.output;
+  }
+  // A renewal interval at or above the lease would let the lease lapse between renewals.
+  if (env[ENV_NAMES.hostClaimRenewMs] === undefined || env[ENV_NAMES.hostClaimRenewMs] === "") {
+    options.hostClaimRenewMs = Math.max(1, Math.floor(options.hostClaimTtlMs / 3));
+  }
+  if (options.hostClaimRenewMs >= options.hostClaimTtlMs) {
+    throw new RangeError(
+      `Invalid ${ENV_NAMES.hostClaimRenewMs}: must be below ${ENV_NAMES.hostClaimTtlMs} (${options.hostClaimTtlMs}), got ${options.hostClaimRenewMs}`,
+    );
+  }
+  return options;
+}

@@ -1,0 +1,28 @@
+/**
+ * What the command handlers see of the running host: the store, the epoch it holds, its
+ * supervision and its lifecycle phase. One object per host process, built by host-main.ts.
+ */
+import type { Clock, IdSource } from "../state/clock.ts";
+import type { StateStore } from "../state/store.ts";
+import type { HostLog } from "./host-log.ts";
+import type { Supervision } from "./supervision/api.ts";
+
+export type HostPhase = "running" | "stopping";
+
+export interface HostRuntime {
+  readonly store: StateStore;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  /** The host epoch this process holds; requests naming another epoch are rejected. */
+  readonly epoch: number;
+  /** Owner id of this host's claims (not a secret). */
+  readonly ownerId: string;
+  readonly supervision: Supervision;
+  readonly log: HostLog;
+  readonly version: string;
+  phase(): HostPhase;
+  /** Whether the socket is listening and accepting connections. */
+  socketAvailable(): boolean;
+  /** Begins a graceful shutdown after the current answers are written. */
+  requestStop(reason: string): void;
+}

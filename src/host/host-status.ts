@@ -1,0 +1,29 @@
+/**
+ * The `host.status` receipt: exactly the spec's list (host state and epoch, socket, active
+ * workers, run counts, expired claims, pending interactions, ambiguous effects). Counts come from
+ * the state store; the active worker count from the supervision, which knows its live processes.
+ * Nothing here names a run, a session, a path or a payload.
+ */
+import type { HostStatusReceipt } from "../protocol/host-operations.ts";
+import { hostStatusCounts } from "../state/queries.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+
+export function hostStatus(rt: HostRuntime): HostStatusReceipt {
+  const counts = hostStatusCounts(rt.store, rt.clock.now());
+  return {
+    state: rt.phase(),
+    epoch: rt.epoch,
+    socket: rt.socketAvailable() ? "available" : "unavailable",
+    activeWorkers: rt.supervision.activeWorkerCount(),
+    runs: {
+      queued: counts.queued,
+      running: counts.running,
+      parked: counts.parked,
+      waiting: counts.waiting,
+    },
+    expiredClaims: counts.expiredClaims,
+    pendingInteractions: counts.pendingInteractions,
+    ambiguousEffects: counts.ambiguousEffects,
+    version: rt.version,
+  };
+}

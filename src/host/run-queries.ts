@@ -1,0 +1,75 @@
+/**
+ * `run.status` and `run.list`: reads from the store, answered at once (no receipt: they change
+ * nothing). `run.status` also pages the run's events after a cursor, which `start --wait` uses
+ * to stream progress.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { AttemptSummary, RunEvent } from "../protocol/run-operations.ts";
+import { NotFoundError } from "../state/errors.ts";
+import { listEvents, listRuns, readRun, readRunFacts } from "../state/queries.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+import { runSummary } from "./run-summary.ts";
+
+const DEFAULT_EVENT_LIMIT = 200;
+
+export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostResponse {
+  if (request.operation !== "run.status") throw new TypeError("Expected run.status");
+  const runId = request.runId!;
+  const view = readRun(rt.store, runId);
+  if (!view) throw new NotFoundError("run", runId);
+  const attempts: AttemptSummary[] = readRunFacts(rt.store, runId).attempts.map((a) => ({
+    attemptId: a.attemptId,
+    nodeId: a.nodeId,
+    sequence: a.sequence,
+    nodeKind: a.nodeKind,
+    effect: a.effect,
+    state: a.state,
+    startedAt: a.startedAt,
+    ...(a.finishedAt !== undefined ? { finishedAt: a.finishedAt } : {}),
+    deadlineAt: a.deadlineAt,
+    ...(a.error ? { error: a.error } : {}),
+  }));
+  const after = request.payload.eventsAfter ?? 0;
+  const rows = listEvents(rt.store, runId, after, request.payload.eventLimit ?? DEFAULT_EVENT_LIMIT);
+  const events: RunEvent[] = rows.map((row) => {
+    const payload = isRecord(row.payload) ? row.payload : {};
+    const { nodeId, attemptId, ...data } = payload;
+    return {
+      seq: row.seq,
+      type: row.type,
+      at: row.at,
+      ...(typeof nodeId === "string" ? { nodeId } : {}),
+      ...(typeof attemptId === "string" ? { attemptId } : {}),
+      ...(Object.keys(data).length > 0 ? { data } : {}),
+    };
+  });
+  const receipt = {
+    run: runSummary(view),
+    attempts,
+    events,
+    lastEventSeq: rows.at(-1)?.seq ?? after,
+  };
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    revision: view.revision,
+    receipt: JSON.parse(JSON.stringify(receipt)),
+  });
+}
+
+export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
+  if (request.operation !== "run.list") throw new TypeError("Expected run.list");
+  const runs = listRuns(rt.store, { all: request.payload.all, limit: request.payload.limit })
+    .map(runSummary);
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    receipt: { runs: JSON.parse(JSON.stringify(runs)) },
+  });
+}
+
+function isRecord(value: JsonValue): value is { [key: string]: JsonValue } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,224 @@
+/**
+ * Serves the host socket: one bounded NDJSON reader per connection, requests handled
+ * concurrently (a slow command never blocks another client, and a client may pipeline), one
+ * response per request. A framing or validation failure answers once where it can and closes
+ * only that connection. Per-connection limits keep a hostile or stuck client from holding
+ * unbounded memory: at most `maxInFlight` unanswered requests (reading pauses beyond that), a
+ * deadline for an unfinished frame, and a cap on connections.
+ */
+import net from "node:net";
+import { FrameDecoder, FrameError, writeFrame } from "../protocol/framing.ts";
+import type { HostLog } from "./host-log.ts";
+
+/** What the command layer decides for one parsed frame. */
+export interface HandledFrame {
+  response: unknown;
+  /** Close the connection after this response (validation failure). */
+  close: boolean;
+}
+
+export interface SocketServerOptions {
+  /** Handles one complete JSON frame; never throws (errors become responses). */
+  handle(value: unknown): Promise<HandledFrame>;
+  /** The one response to a frame that could not be decoded. */
+  frameRejected(error: FrameError): unknown;
+  /** A response that could not be encoded (too large): what to send instead. */
+  responseFailed(response: unknown, error: Error): unknown;
+  log: HostLog;
+  /** Unanswered requests per connection before reading pauses. */
+  maxInFlight?: number;
+  /** How long a started frame may stay unfinished before the connection is closed. */
+  partialFrameMs?: number;
+  /** Connections served at once; more are closed on arrival. */
+  maxConnections?: number;
+}
+
+export interface SocketServer {
+  server: net.Server;
+  connectionCount(): number;
+  /** Stops taking connections and ends the open ones once their answers are written. */
+  close(): Promise<void>;
+}
+
+export function createSocketServer(options: SocketServerOptions): SocketServer {
+  const maxInFlight = options.maxInFlight ?? 32;
+  const partialFrameMs = options.partialFrameMs ?? 10_000;
+  const maxConnections = options.maxConnections ?? 128;
+  const connections = new Set<Connection>();
+  const server = net.createServer((socket) => {
+    if (connections.size >= maxConnections) {
+      options.log("socket.refused", { reason: "tooManyConnections" });
+      socket.destroy();
+      return;
+    }
+    const connection = serveConnection(socket, options, maxInFlight, partialFrameMs, () => {
+      connections.delete(connection);
+    });
+    connections.add(connection);
+  });
+  server.on("error", (error) => options.log("socket.error", { code: errorCode(error) }));
+  return {
+    server,
+    connectionCount: () => connections.size,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([...connections].map((connection) => connection.drainAndClose()));
+      await closed;
+    },
+  };
+}
+
+interface Connection {
+  drainAndClose(): Promise<void>;
+}
+
+function serveConnection(
+  socket: net.Socket,
+  options: SocketServerOptions,
+  maxInFlight: number,
+  partialFrameMs: number,
+  onClosed: () => void,
+): Connection {
+  const decoder = new FrameDecoder();
+  let inFlight = 0;
+  let closing = false;
+  let ended = false;
+  let rejected = false;
+  let partialTimer: NodeJS.Timeout | null = null;
+  let idleWaiters: (() => void)[] = [];
+
+  const settleIdle = () => {
+    if (inFlight > 0) return;
+    for (const resolve of idleWaiters) resolve();
+    idleWaiters = [];
+  };
+
+  const stopReading = () => {
+    closing = true;
+    clearPartialTimer();
+    socket.pause();
+    socket.removeListener("data", onData);
+  };
+
+  const closeAfterWrites = () => {
+    if (ended) return;
+    ended = true;
+    stopReading();
+    // `end` flushes what was written; a peer that never reads is cut off after a grace period.
+    const force = setTimeout(() => socket.destroy(), 1000);
+    force.unref();
+    socket.end(() => {
+      clearTimeout(force);
+      socket.destroy();
+    });
+  };
+
+  const send = async (response: unknown): Promise<void> => {
+    if (socket.destroyed) return;
+    try {
+      await writeFrame(socket, response);
+    } catch (error) {
+      if (socket.destroyed || socket.writableEnded) return;
+      if (error instanceof FrameError) {
+        await writeFrame(socket, options.responseFailed(response, error)).catch(() => {});
+      } else {
+        socket.destroy();
+      }
+    }
+  };
+
+  const clearPartialTimer = () => {
+    if (partialTimer) clearTimeout(partialTimer);
+    partialTimer = null;
+  };
+
+  const rejectFrame = (error: FrameError) => {
+    rejected = true;
+    options.log("socket.frameRejected", { code: error.code });
+    stopReading();
+    void send(options.frameRejected(error)).finally(closeAfterWrites);
+  };
+
+  const dispatch = (value: unknown) => {
+    inFlight++;
+    if (inFlight >= maxInFlight) socket.pause();
+    void options.handle(value).then(async ({ response, close }) => {
+      if (close) {
+        rejected = true;
+        stopReading();
+      }
+      await send(response);
+      if (close) closeAfterWrites();
+    }).catch((error) => {
+      // `handle` answers every error itself; reaching here is a bug, so close this client only.
+      options.log("socket.handlerError", { name: (error as Error)?.name ?? "unknown" });
+      socket.destroy();
+    }).finally(() => {
+      inFlight--;
+      if (!closing && inFlight < maxInFlight) socket.resume();
+      settleIdle();
+    });
+  };
+
+  function onData(chunk: Buffer) {
+    if (closing) return;
+    // Frames already received are answered even when a drain starts meanwhile (host.stop in the
+    // same chunk); after a rejected frame nothing more from this peer is read.
+    for (const frame of decoder.push(chunk)) {
+      if (rejected) return;
+      if (frame.ok) dispatch(frame.value);
+      else return rejectFrame(frame.error);
+    }
+    if (closing) return;
+    if (decoder.bufferedBytes > 0) {
+      partialTimer ??= setTimeout(() => {
+        partialTimer = null;
+        if (!closing) {
+          rejectFrame(
+            new FrameError(
+              "partialFrame",
+              `Frame incomplete: no newline within ${partialFrameMs} ms`,
+            ),
+          );
+        }
+      }, partialFrameMs);
+    } else {
+      clearPartialTimer();
+    }
+  }
+
+  socket.on("data", onData);
+  socket.on("end", () => {
+    if (closing) return;
+    const [last] = decoder.end();
+    if (last && !last.ok) return rejectFrame(last.error);
+    // The peer finished sending; answer what is in flight, then close our side.
+    closing = true;
+    void new Promise<void>((resolve) => {
+      idleWaiters.push(resolve);
+      settleIdle();
+    }).then(closeAfterWrites);
+  });
+  socket.on("error", () => {
+    // Peer resets are ordinary; the close handler cleans up.
+  });
+  socket.on("close", () => {
+    clearPartialTimer();
+    onClosed();
+  });
+
+  return {
+    drainAndClose: () =>
+      new Promise<void>((resolve) => {
+        if (socket.destroyed) return resolve();
+        socket.once("close", () => resolve());
+        stopReading();
+        idleWaiters.push(closeAfterWrites);
+        settleIdle();
+      }),
+  };
+}
+
+function errorCode(error: unknown): string {
+  return (error as NodeJS.ErrnoException)?.code ?? "unknown";
+}

@@ -1,0 +1,10 @@
+/**
+ * The one place the host front half obtains its supervision (the back half: scheduler, workers,
+ * recovery, source resolver), so the seam stays visible in one import.
+ */
+import type { HostContext, Supervision } from "./supervision/api.ts";
+import { createSupervision } from "./supervision/index.ts";
+
+export function createHostSupervision(ctx: HostContext): Supervision {
+  return createSupervision(ctx);
+}

@@ -1,0 +1,51 @@
+/**
+ * The host's in-memory record of one worker epoch, from spawn to exit. The durable record is the
+ * `run_workers` row; this holds what only the live host knows (timers, the child, why it stops).
+ */
+import type { Claim } from "../../state/claims.ts";
+import type { ProcessIdentity } from "./process-identity.ts";
+import type { SpawnedWorker } from "./worker-process.ts";
+
+/**
+ * Why the host stops (or stopped) a worker. `null` while nobody asked it to stop; the exit is
+ * then a completion (after a terminal or park message) or a crash.
+ */
+export type StopReason =
+  | "paused"
+  | "cancelled"
+  | "timedOut"
+  | "startupTimedOut"
+  | "outputExceeded"
+  | "protocolRejected"
+  | "claimLost"
+  | "shutdown";
+
+export interface OpenAttempt {
+  attemptId: string;
+  nodeId: string;
+  effect: "pure" | "external";
+  deadlineAt: number | null;
+}
+
+export interface ActiveWorker {
+  runId: string;
+  workerEpoch: string;
+  generation: number;
+  /** The run claim the host holds for this worker. */
+  claim: Claim;
+  spawned: SpawnedWorker;
+  identity: ProcessIdentity | null;
+  /** `worker.ready` was accepted. */
+  ready: boolean;
+  /** A terminal, park or block message committed: the exit that follows is normal. */
+  settled: boolean;
+  /** The claim was released by the host (commit before stop) or found lost. */
+  claimReleased: boolean;
+  stopReason: StopReason | null;
+  /** Diagnostic for the epoch record (bounded, no payloads). */
+  diagnostic: string | null;
+  openAttempt: OpenAttempt | null;
+  timers: Set<ReturnType<typeof setTimeout>>;
+  /** Resolves when exit handling (epoch record, run follow-up) is complete. */
+  done: Promise<void>;
+}

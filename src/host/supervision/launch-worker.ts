@@ -1,0 +1,99 @@
+/**
+ * Launching one worker epoch: record the epoch and take the run claim (one transaction, before
+ * any process exists), spawn `pi-workflows worker` in its own process group, then send the
+ * launch envelope as the first frame. The envelope carries no secret: the host keeps the claim.
+ */
+import { join } from "node:path";
+import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
+import { writeFrame } from "../../protocol/framing.ts";
+import {
+  WORKER_LAUNCH_SCHEMA,
+  WORKER_PROTOCOL_VERSION,
+  type WorkerLaunch,
+} from "../../protocol/worker-launch.ts";
+import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/run-launch.ts";
+import { selfCommand } from "../self-launch.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { spawnWorkerProcess } from "./worker-process.ts";
+
+export interface LaunchHooks {
+  stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+  /** Extra environment for the worker (tests); never secrets. */
+  env?: NodeJS.ProcessEnv;
+  /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
+  command?: (args: string[]) => { command: string; args: string[] };
+}
+
+/** The envelope minus its generation, which the claim decides; hashed into `run_workers`. */
+function envelopeBase(run: LaunchableRun, workerEpoch: string) {
+  return {
+    schema: WORKER_LAUNCH_SCHEMA,
+    runId: run.runId,
+    workerEpoch,
+    projectPath: run.projectPath,
+    workflowSource: run.workflowSource as WorkerLaunch["workflowSource"],
+    definitionDigest: run.definitionDigest,
+    inputHash: run.inputHash,
+    protocolVersion: WORKER_PROTOCOL_VERSION,
+  } as const;
+}
+
+/**
+ * Claims and starts a worker for `run`. Returns the active record before the worker is ready;
+ * the caller serves its channel and watches its exit. Throws when the claim cannot be taken
+ * (another owner won the run): nothing was spawned then.
+ */
+export function launchWorker(
+  ctx: HostContext,
+  run: LaunchableRun,
+  hooks: LaunchHooks,
+): ActiveWorker {
+  const workerEpoch = ctx.ids.next("wep");
+  const base = envelopeBase(run, workerEpoch);
+  const { claim, generation } = claimRunForLaunch(ctx.store, {
+    runId: run.runId,
+    ownerId: ctx.hostOwnerId,
+    token: ctx.ids.token(),
+    ttlMs: ctx.options.claimTtlMs,
+    workerEpoch,
+    launchEnvelopeHash: fingerprint(base as unknown as JsonValue),
+  });
+  const envelope: WorkerLaunch = { ...base, generation };
+  const command = (hooks.command ?? selfCommand)(["worker"]);
+  const worker = {} as ActiveWorker;
+  const spawned = spawnWorkerProcess({
+    command: command.command,
+    args: command.args,
+    env: { ...process.env, ...hooks.env },
+    logDir: join(ctx.stateDir, "workers"),
+    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    onOutputExceeded: (stream, bytes) =>
+      hooks.stop(
+        worker,
+        "outputExceeded",
+        `workerCrashed: captured ${stream} passed ${ctx.options.maxCapturedOutputBytes} bytes (${bytes})`,
+      ),
+  });
+  Object.assign(worker, {
+    runId: run.runId,
+    workerEpoch,
+    generation,
+    claim,
+    spawned,
+    identity: spawned.identity,
+    ready: false,
+    settled: false,
+    claimReleased: false,
+    stopReason: null,
+    diagnostic: null,
+    openAttempt: null,
+    timers: new Set(),
+    done: Promise.resolve(),
+  } satisfies ActiveWorker);
+  writeFrame(spawned.channel, envelope).catch(() => {
+    // The child died before reading: its exit is handled as a crash.
+  });
+  return worker;
+}

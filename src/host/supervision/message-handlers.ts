@@ -1,0 +1,197 @@
+/**
+ * What each accepted worker message commits. One state transition per message, all under the
+ * run claim the host holds for this worker; the worker never writes. Kinds that belong to later
+ * features (interactive requests, notifications, managed effects, registered Pi children) are
+ * refused with a clear `protocolRejected` error so the channel stays complete and honest.
+ */
+import type { RunFacts } from "../../protocol/run-facts.ts";
+import { WorkflowFailureError } from "../../protocol/failures.ts";
+import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
+import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
+import { readRunFacts } from "../../state/queries.ts";
+import {
+  recordNodeFailed,
+  recordNodeFinished,
+  recordNodeStarted,
+  recordNodeUpdate,
+} from "../../state/transitions/node-attempts.ts";
+import { completeRun, failRun, timeOutRun } from "../../state/transitions/run-end.ts";
+import { markWorkerLive } from "../../state/transitions/run-launch.ts";
+import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import { formatStartIdentity } from "./process-identity.ts";
+
+export interface Applied {
+  revision?: number;
+  facts?: RunFacts;
+  /** Store a durable receipt (state-changing messages). */
+  durable: boolean;
+  /** The worker's open attempt closed with this message. */
+  closedAttempt: boolean;
+}
+
+/**
+ * Applies `message` under the worker's claim. `write` carries the expected revision and the
+ * message receipt, both checked and stored inside the transition's own transaction.
+ */
+export function applyWorkerMessage(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessage,
+  write: WorkerWriteOptions,
+): Applied {
+  const { store } = ctx;
+  const claim = worker.claim;
+  switch (message.kind) {
+    case "worker.ready": {
+      if (worker.ready) throw refuse("worker.ready was already accepted for this epoch");
+      const identity = worker.identity;
+      if (identity === null || message.payload.pid !== identity.pid) {
+        throw refuse("worker.ready names another process than the one the host started");
+      }
+      const { revision } = markWorkerLive(store, claim, {
+        ...write,
+        workerEpoch: worker.workerEpoch,
+        pid: identity.pid,
+        startIdentity: formatStartIdentity(identity),
+      });
+      worker.ready = true;
+      return {
+        revision,
+        facts: readRunFacts(store, worker.runId),
+        durable: true,
+        closedAttempt: false,
+      };
+    }
+    case "node.started": {
+      const { attemptId } = attemptOf(message);
+      const p = message.payload;
+      const { revision } = recordNodeStarted(store, claim, {
+        ...write,
+        attemptId,
+        nodeId: p.nodeId,
+        nodeKind: p.nodeKind,
+        effect: p.effect,
+        deadlineAt: p.deadlineAt,
+      });
+      worker.openAttempt = {
+        attemptId,
+        nodeId: p.nodeId,
+        effect: p.effect,
+        deadlineAt: p.deadlineAt,
+      };
+      return { revision, durable: true, closedAttempt: false };
+    }
+    case "node.update": {
+      const { attemptId } = attemptOf(message);
+      const p = message.payload;
+      // Updates are latest-value facts: replaying one is harmless, so no durable receipt.
+      const { revision } = recordNodeUpdate(store, claim, {
+        expectedRevision: write.expectedRevision,
+        attemptId,
+        type: p.type,
+        key: p.key ?? "",
+        data: p.data,
+      });
+      return { revision, durable: false, closedAttempt: false };
+    }
+    case "node.finished": {
+      const { attemptId } = attemptOf(message);
+      const { revision } = recordNodeFinished(store, claim, {
+        ...write,
+        attemptId,
+        output: message.payload.output,
+      });
+      worker.openAttempt = null;
+      return { revision, durable: true, closedAttempt: true };
+    }
+    case "node.failed": {
+      const { attemptId } = attemptOf(message);
+      const { revision } = recordNodeFailed(store, claim, {
+        ...write,
+        attemptId,
+        outcome: message.payload.outcome,
+        error: message.payload.error,
+      });
+      worker.openAttempt = null;
+      return { revision, durable: true, closedAttempt: true };
+    }
+    case "run.parked":
+      return park(ctx, worker, message, write);
+    case "run.finished": {
+      const p = message.payload;
+      const { revision } = p.state === "completed"
+        ? completeRun(store, claim, { ...write, output: p.output })
+        : p.state === "failed"
+        ? failRun(store, claim, { ...write, error: p.error })
+        : timeOutRun(store, claim, { ...write, error: p.error });
+      settle(worker);
+      return { revision, durable: true, closedAttempt: true };
+    }
+    case "worker.progress": {
+      if (message.payload.op !== "heartbeat") {
+        throw refuse(`worker.progress ${message.payload.op} is not available yet`);
+      }
+      renewClaim(store, claim);
+      return { durable: false, closedAttempt: false };
+    }
+    case "worker.exiting":
+      worker.diagnostic = `exiting: ${message.payload.reason}`;
+      return { durable: false, closedAttempt: false };
+    default:
+      throw refuse(`${message.kind} is not available yet in this version of the host`);
+  }
+}
+
+function park(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"run.parked">,
+  write: WorkerWriteOptions,
+): Applied {
+  const p = message.payload;
+  if (p.reason === "checkpoint" || p.reason === "humanDecision") {
+    const attemptId = message.attemptId;
+    const open = worker.openAttempt;
+    if (attemptId === undefined || open === null || open.attemptId !== attemptId) {
+      throw refuse("run.parked for a checkpoint must name the open attempt");
+    }
+    const { revision } = waitRun(ctx.store, worker.claim, {
+      ...write,
+      attemptId,
+      nodeId: open.nodeId,
+      kind: p.reason,
+      request: p.request ?? null,
+    });
+    settle(worker);
+    worker.openAttempt = null;
+    return { revision, durable: true, closedAttempt: true };
+  }
+  if (p.reason === "workflowSourceChanged" || p.reason === "effectAmbiguous") {
+    const { revision } = blockRun(ctx.store, worker.claim, {
+      ...write,
+      runId: worker.runId,
+      reason: p.reason,
+      detail: p.detail ?? p.reason,
+    });
+    settle(worker);
+    return { revision, durable: true, closedAttempt: true };
+  }
+  throw refuse(`run.parked with reason ${p.reason} is not available yet`);
+}
+
+/** The run reached a durable end for this epoch; the state transition released the claim. */
+function settle(worker: ActiveWorker): void {
+  worker.settled = true;
+  worker.claimReleased = true;
+}
+
+function attemptOf(message: WorkerMessage): { attemptId: string } {
+  if (message.attemptId === undefined) throw refuse(`${message.kind} needs an attempt id`);
+  return { attemptId: message.attemptId };
+}
+
+function refuse(detail: string): WorkflowFailureError {
+  return new WorkflowFailureError("protocolRejected", detail);
+}

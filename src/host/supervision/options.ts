@@ -1,0 +1,67 @@
+/**
+ * Supervision tunables, each with a documented default (docs/workers.md). The host main reads
+ * them with `readSupervisionOptions(process.env)`; tests pass short values directly.
+ */
+import * as v from "valibot";
+import type { SupervisionOptions } from "./api.ts";
+
+export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
+  /** Two cores are common; more workers than that mostly queue for CPU. */
+  maxConcurrentWorkers: 4,
+  claimTtlMs: 30_000,
+  claimRenewMs: 10_000,
+  /** Generous: a cold `node` start with type stripping takes ~250 ms on a slow VM. */
+  workerStartupMs: 15_000,
+  killGraceMs: 2_000,
+  /** Per stream (stdout, stderr) and worker epoch. */
+  maxCapturedOutputBytes: 4 * 1024 * 1024,
+};
+
+const ENV_NAMES = {
+  maxConcurrentWorkers: "PI_WORKFLOWS_MAX_WORKERS",
+  claimTtlMs: "PI_WORKFLOWS_CLAIM_TTL_MS",
+  claimRenewMs: "PI_WORKFLOWS_CLAIM_RENEW_MS",
+  workerStartupMs: "PI_WORKFLOWS_WORKER_STARTUP_MS",
+  killGraceMs: "PI_WORKFLOWS_KILL_GRACE_MS",
+  maxCapturedOutputBytes: "PI_WORKFLOWS_WORKER_OUTPUT_BYTES",
+} as const satisfies Record<keyof SupervisionOptions, string>;
+
+const PositiveInteger = v.pipe(
+  v.string(),
+  v.regex(/^\d+$/, "expected a whole number"),
+  v.transform(Number),
+  v.number(),
+  v.integer(),
+  v.minValue(1, "expected at least 1"),
+  v.maxValue(2 ** 31 - 1, "expected at most 2147483647"),
+);
+
+/** Reads options from `env`; an invalid value is a one-line error naming the variable. */
+export function readSupervisionOptions(
+  env: NodeJS.ProcessEnv = process.env,
+): SupervisionOptions {
+  const options = { ...DEFAULT_SUPERVISION_OPTIONS };
+  for (const key of Object.keys(ENV_NAMES) as (keyof SupervisionOptions)[]) {
+    const name = ENV_NAMES[key];
+    const raw = env[name];
+    if (raw === undefined || raw === "") continue;
+    const parsed = v.safeParse(PositiveInteger, raw.trim());
+    if (!parsed.success) {
+      throw new RangeError(
+        `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
+      );
+    }
+    options[key] = parsed.output;
+  }
+  return validateSupervisionOptions(options);
+}
+
+/** Rejects combinations that would let a live claim lapse between renewals. */
+export function validateSupervisionOptions(options: SupervisionOptions): SupervisionOptions {
+  if (options.claimRenewMs >= options.claimTtlMs) {
+    throw new RangeError(
+      `Invalid supervision options: claimRenewMs must be below claimTtlMs (${options.claimTtlMs}), got ${options.claimRenewMs}`,
+    );
+  }
+  return options;
+}

@@ -1,0 +1,72 @@
+/**
+ * Host start-up recovery, the spec's steps in order (step 1, the host epoch, is taken by the host
+ * main before it calls `recover()`):
+ *
+ *   2. reap worker epochs left active by an earlier host: signal a group only when its leader's
+ *      exact start identity still runs (a reused PID is never signalled); record `orphaned`;
+ *   3. find running runs whose claim is absent or expired, and their active attempts;
+ *   4-6. per run, one control-claimed transition (`recoverExpiredRun`) reads the attempt's effect
+ *      state: a pure attempt is interrupted and the run made claimable again; an external one
+ *      (action, shell) has an uncertain outcome: its effects become ambiguous and the run is
+ *      blocked `effectAmbiguous` for an operator to resume or cancel;
+ *   7-10. interactive requests, validating submissions and controllers do not exist in this
+ *      version of the host; nothing is pending there.
+ *
+ * Runs whose old claim has not expired yet are picked up by the same sweep later (the renewal
+ * timer calls `recoverExpiredRuns`). Claim loss is a handoff: nothing here writes a failure.
+ */
+import { ClaimLostError, TransitionError } from "../../state/errors.ts";
+import { listActiveWorkers, listExpiredRuns } from "../../state/queries.ts";
+import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
+import { finishWorkerEpoch } from "../../state/transitions/workers.ts";
+import type { HostContext } from "./api.ts";
+import { isSameProcessAlive, parseStartIdentity } from "./process-identity.ts";
+import { stopProcessGroup } from "./stop-group.ts";
+
+export async function recoverAtStart(ctx: HostContext): Promise<void> {
+  await reapStaleWorkers(ctx);
+  recoverExpiredRuns(ctx, new Set());
+}
+
+/** Step 2. Returns how many stale groups were signalled. */
+export async function reapStaleWorkers(ctx: HostContext): Promise<number> {
+  let reaped = 0;
+  for (const epoch of listActiveWorkers(ctx.store)) {
+    const identity = parseStartIdentity(epoch.startIdentity);
+    if (identity !== null && isSameProcessAlive(identity)) {
+      await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+      reaped++;
+    }
+    finishWorkerEpoch(ctx.store, {
+      workerEpoch: epoch.workerEpoch,
+      status: "orphaned",
+      exitCode: null,
+      signal: null,
+      diagnosticHash: null,
+    });
+  }
+  if (reaped > 0) ctx.log("recovery.reaped", { count: reaped });
+  return reaped;
+}
+
+/** Steps 3-6 for every expired running run not in `skip`. Returns how many were recovered. */
+export function recoverExpiredRuns(ctx: HostContext, skip: ReadonlySet<string>): number {
+  let recovered = 0;
+  for (const runId of listExpiredRuns(ctx.store, ctx.clock.now())) {
+    if (skip.has(runId)) continue;
+    try {
+      recoverExpiredRun(ctx.store, {
+        runId,
+        ownerId: ctx.hostOwnerId,
+        token: ctx.ids.token(),
+        ttlMs: ctx.options.claimTtlMs,
+      });
+      recovered++;
+    } catch (error) {
+      // Another owner renewed or took it in between: not ours to recover.
+      if (!(error instanceof ClaimLostError) && !(error instanceof TransitionError)) throw error;
+    }
+  }
+  if (recovered > 0) ctx.log("recovery.runs", { count: recovered });
+  return recovered;
+}

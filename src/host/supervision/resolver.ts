@@ -1,0 +1,108 @@
+/**
+ * The source resolver: `run.start` must validate a workflow reference and normalize its input,
+ * which means running workflow code. The host never does that itself; it starts
+ * `pi-workflows worker --resolve` (own process group, bounded output, same fd-3 framing), sends
+ * one request, waits for one answer within the startup deadline, and stops the child.
+ */
+import { join } from "node:path";
+import * as v from "valibot";
+import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import { JsonValueSchema } from "../../protocol/run-facts.ts";
+import { WorkflowSourceSchema } from "../../protocol/worker-launch.ts";
+import { selfCommand } from "../self-launch.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
+import { stopProcessGroup } from "./stop-group.ts";
+import { spawnWorkerProcess } from "./worker-process.ts";
+
+const RESOLVE_REQUEST_SCHEMA = "pi-workflows.resolve-request.v1";
+
+// Temporary local schema until the protocol layer publishes the resolver frames.
+const ResolveResultSchema = v.variant("ok", [
+  v.object({
+    ok: v.literal(true),
+    workflowName: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+    title: v.nullable(v.pipe(v.string(), v.maxLength(1000))),
+    workflowSource: WorkflowSourceSchema,
+    definitionDigest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/)),
+    input: JsonValueSchema,
+    inputHash: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/)),
+    needsInteractive: v.boolean(),
+  }),
+  v.object({
+    ok: v.literal(false),
+    code: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
+    message: v.pipe(v.string(), v.maxLength(8192)),
+  }),
+]);
+
+export async function resolveInChild(
+  ctx: HostContext,
+  request: ResolveRequest,
+  env: NodeJS.ProcessEnv = {},
+  commandFor: (args: string[]) => { command: string; args: string[] } = selfCommand,
+): Promise<ResolveResult> {
+  const command = commandFor(["worker", "--resolve"]);
+  let overLimit = false;
+  const spawned = spawnWorkerProcess({
+    command: command.command,
+    args: command.args,
+    env: { ...process.env, ...env },
+    logDir: join(ctx.stateDir, "workers"),
+    logStem: ctx.ids.next("resolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
+    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    onOutputExceeded: () => {
+      overLimit = true;
+      if (spawned.identity) void stopProcessGroup(spawned.identity, { graceMs: 0, immediate: true });
+    },
+  });
+  const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);
+  try {
+    await writeFrame(spawned.channel, {
+      schema: RESOLVE_REQUEST_SCHEMA,
+      workflow: request.workflow,
+      input: (request.input ?? null) as JsonValue,
+      cwd: request.cwd,
+    });
+    const answer = await firstFrame(spawned.channel, deadline);
+    if (overLimit) return failure("workerCrashed", "the resolver's output passed its limit");
+    if (answer === undefined) {
+      return deadline.aborted
+        ? failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`)
+        : failure("workerCrashed", "the resolver exited without an answer");
+    }
+    const parsed = v.safeParse(ResolveResultSchema, answer);
+    if (!parsed.success) return failure("protocolRejected", "the resolver sent a malformed answer");
+    return parsed.output as ResolveResult;
+  } catch (error) {
+    return failure("workerCrashed", error instanceof Error ? error.message : String(error));
+  } finally {
+    spawned.channel.destroy();
+    if (spawned.identity) {
+      await stopProcessGroup(spawned.identity, { graceMs: ctx.options.killGraceMs });
+    }
+    await spawned.exited;
+  }
+}
+
+async function firstFrame(
+  channel: NodeJS.ReadableStream & { destroy(): void },
+  signal: AbortSignal,
+): Promise<unknown> {
+  const onAbort = () => channel.destroy();
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    for await (const frame of readFrames(channel as never)) {
+      return frame.ok ? frame.value : undefined;
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+function failure(code: string, detail: string): ResolveResult {
+  return { ok: false, code, message: `Workflow not resolved: ${detail}` };
+}

@@ -1,0 +1,263 @@
+/**
+ * The host's back half: scheduler, worker supervision, host-enforced deadlines, claim renewal,
+ * recovery and the source resolver. Everything here runs in the host event loop and does only
+ * short SQLite transactions, timers and process bookkeeping; workflow code runs in workers.
+ *
+ * Worker states (in memory; `run_workers` holds the durable record):
+ *   launching  claimRunForLaunch committed (running/starting), child spawned, envelope sent;
+ *              the startup timer runs until `worker.ready`.
+ *   live       `worker.ready` committed (running/running); each `node.started` arms the node's
+ *              deadline timer (deadline + kill grace), each closed attempt disarms it.
+ *   stopping   a stop reason is set and the group got SIGTERM (SIGKILL after the grace).
+ *   gone       the child exited and its channel drained: worker-exit.ts records the epoch and
+ *              settles the run; the scheduler then looks for more work.
+ */
+import { renewClaim } from "../../state/claims.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
+import { listExpiredRuns } from "../../state/queries.ts";
+import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
+import { parkRun } from "../../state/transitions/run-park.ts";
+import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
+import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { launchWorker } from "./launch-worker.ts";
+import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
+import { resolveInChild } from "./resolver.ts";
+import { stopProcessGroup } from "./stop-group.ts";
+import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
+import { serveWorkerChannel } from "./worker-session.ts";
+
+export interface SupervisionExtras {
+  /**
+   * Extra environment for workers (per run when a function) and resolvers (tests: crash
+   * points). Never secrets.
+   */
+  childEnv?: NodeJS.ProcessEnv | ((runId: string | null) => NodeJS.ProcessEnv);
+  /** Crash-like exits in a row before the run fails (default 3). */
+  maxCrashes?: number;
+  /** The command for `worker [args]` children; default `selfCommand` (this same program). */
+  workerCommand?: (args: string[]) => { command: string; args: string[] };
+}
+
+export function createSupervision(ctx: HostContext, extras: SupervisionExtras = {}): Supervision {
+  const active = new Map<string, ActiveWorker>();
+  const crashes = createCrashCounter();
+  const maxCrashes = extras.maxCrashes ?? DEFAULT_MAX_CRASHES;
+  const stopping = new Map<ActiveWorker, Promise<void>>();
+  const background = new Set<ReturnType<typeof setInterval>>();
+  let resolvers = 0;
+  let started = false;
+  let shuttingDown = false;
+  let tickQueued = false;
+
+  const envFor = (runId: string | null): NodeJS.ProcessEnv =>
+    typeof extras.childEnv === "function" ? extras.childEnv(runId) : extras.childEnv ?? {};
+
+  const stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string): void => {
+    if (worker.stopReason === null) {
+      worker.stopReason = reason;
+      worker.diagnostic ??= diagnostic;
+    }
+    if (stopping.has(worker) || worker.identity === null) return;
+    const identity = worker.identity;
+    const done = stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(
+      (result) => {
+        if (result === "stuck") ctx.log("worker.stop_stuck", { run: worker.runId });
+      },
+    );
+    stopping.set(worker, done);
+  };
+
+  const arm = (worker: ActiveWorker, ms: number, fire: () => void) => {
+    const timer = setTimeout(() => {
+      worker.timers.delete(timer);
+      fire();
+    }, Math.max(0, ms));
+    worker.timers.add(timer);
+    return timer;
+  };
+  const disarmAll = (worker: ActiveWorker) => {
+    for (const timer of worker.timers) clearTimeout(timer);
+    worker.timers.clear();
+  };
+
+  const deadlineTimers = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
+  const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
+    if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
+    worker.stopReason = "timedOut";
+    worker.diagnostic = "workerTimedOut: node deadline passed";
+    try {
+      // Commit first, then stop: a late message from the worker now meets a released claim.
+      timeOutAttempt(ctx.store, worker.claim, { attemptId });
+      worker.claimReleased = true;
+      worker.openAttempt = null;
+      crashes.reset(worker.runId);
+    } catch (error) {
+      if (!(error instanceof ClaimLostError)) throw error;
+      worker.stopReason = "claimLost";
+      worker.claimReleased = true;
+    }
+    ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
+    stop(worker, worker.stopReason, worker.diagnostic);
+  };
+
+  const hooks = {
+    stop,
+    onReady(worker: ActiveWorker) {
+      disarmAll(worker);
+    },
+    onAttemptStarted(worker: ActiveWorker) {
+      const attempt = worker.openAttempt;
+      if (attempt === null || attempt.deadlineAt === null) return;
+      const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
+      deadlineTimers.set(
+        worker,
+        arm(worker, delay, () => enforceDeadline(worker, attempt.attemptId)),
+      );
+    },
+    onAttemptClosed(worker: ActiveWorker) {
+      const timer = deadlineTimers.get(worker);
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        worker.timers.delete(timer);
+        deadlineTimers.delete(worker);
+      }
+      crashes.reset(worker.runId);
+    },
+  };
+
+  const supervise = (worker: ActiveWorker) => {
+    active.set(worker.runId, worker);
+    arm(worker, ctx.options.workerStartupMs, () => {
+      if (!worker.ready) {
+        stop(worker, "startupTimedOut", "workerTimedOut: no worker.ready before the deadline");
+      }
+    });
+    const served = serveWorkerChannel(ctx, worker, hooks);
+    worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
+      disarmAll(worker);
+      deadlineTimers.delete(worker);
+      // The leader is gone; make sure nothing of its group outlives it.
+      if (worker.identity) {
+        await stopProcessGroup(worker.identity, { graceMs: ctx.options.killGraceMs });
+      }
+      await stopping.get(worker);
+      stopping.delete(worker);
+      try {
+        handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
+      } catch (error) {
+        // Never leave the worker counted as active; the expired-claim sweep settles the run.
+        ctx.log("worker.exit_failed", { run: worker.runId, error: errorName(error) });
+      }
+      active.delete(worker.runId);
+      schedule();
+    });
+  };
+
+  const tick = () => {
+    tickQueued = false;
+    if (!started || shuttingDown) return;
+    const capacity = ctx.options.maxConcurrentWorkers - active.size;
+    if (capacity <= 0) return;
+    const candidates = nextLaunchableRuns(ctx.store, capacity + active.size)
+      .filter((run) => !active.has(run.runId))
+      .slice(0, capacity);
+    for (const run of candidates) {
+      try {
+        supervise(
+          launchWorker(ctx, run, {
+            stop,
+            env: envFor(run.runId),
+            command: extras.workerCommand,
+          }),
+        );
+      } catch (error) {
+        ctx.log("worker.launch_failed", { run: run.runId, error: errorName(error) });
+      }
+    }
+  };
+
+  const schedule = () => {
+    if (tickQueued) return;
+    tickQueued = true;
+    setImmediate(tick);
+  };
+
+  const renew = () => {
+    for (const worker of active.values()) {
+      if (worker.claimReleased || worker.stopReason !== null) continue;
+      try {
+        renewClaim(ctx.store, worker.claim);
+      } catch (error) {
+        if (!(error instanceof ClaimLostError)) throw error;
+        worker.claimReleased = true;
+        stop(worker, "claimLost", `claimLost: ${error.reason}`);
+      }
+    }
+    if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
+  };
+
+  return {
+    async recover() {
+      await recoverAtStart(ctx);
+    },
+    start() {
+      if (started) return;
+      started = true;
+      const renewal = setInterval(renew, ctx.options.claimRenewMs);
+      const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
+      background.add(renewal).add(sweep);
+      schedule();
+    },
+    wake() {
+      schedule();
+    },
+    async stopRun(runId, reason) {
+      const worker = active.get(runId);
+      if (!worker) return;
+      worker.claimReleased = true;
+      stop(worker, reason, `${reason} by command`);
+      await worker.done;
+    },
+    async resolve(request: ResolveRequest): Promise<ResolveResult> {
+      resolvers++;
+      try {
+        return await resolveInChild(ctx, request, envFor(null), extras.workerCommand);
+      } finally {
+        resolvers--;
+      }
+    },
+    activeWorkerCount() {
+      return active.size;
+    },
+    hasPendingWork() {
+      if (active.size > 0 || resolvers > 0) return true;
+      if (shuttingDown) return false;
+      if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
+      // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
+      return listExpiredRuns(ctx.store, Number.MAX_SAFE_INTEGER).length > 0;
+    },
+    async shutdown() {
+      shuttingDown = true;
+      for (const timer of background) clearInterval(timer);
+      background.clear();
+      for (const worker of active.values()) {
+        if (!worker.settled && !worker.claimReleased && worker.stopReason === null) {
+          try {
+            parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
+          } catch (error) {
+            if (!(error instanceof ClaimLostError)) throw error;
+          }
+          worker.claimReleased = true;
+        }
+        stop(worker, "shutdown", "host shutdown");
+      }
+      await Promise.all([...active.values()].map((worker) => worker.done));
+    },
+  };
+}
+
+/** Only the class name: messages may carry paths, which logs never show. */
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "unknown";
+}

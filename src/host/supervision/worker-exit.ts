@@ -1,0 +1,143 @@
+/**
+ * After a worker process is gone: record its one terminal epoch outcome, then decide what the
+ * run needs from the last committed attempt. A worker exit is never by itself a run failure:
+ *
+ *   settled (terminal, park or block committed)   -> epoch `exited`; nothing else to do
+ *   paused / cancelled / shutdown                 -> epoch `cancelled`; the command committed first
+ *   claim lost                                    -> epoch `claimLost`; a handoff, never a run event
+ *   node deadline (host enforced)                 -> epoch `timedOut`; timeOutAttempt committed first
+ *   anything else (crash, startup deadline, output or protocol violation)
+ *                                                 -> epoch `crashed` (`timedOut` for the startup
+ *      deadline); the open attempt is
+ *      interrupted (pure: runs again) or blocked as effectAmbiguous (external). After
+ *      `maxCrashes` crash-like exits in a row with no committed progress the run fails with
+ *      the failure class of the last one.
+ */
+import type { FailureClass } from "../../protocol/failures.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import { failRun } from "../../state/transitions/run-end.ts";
+import { blockRun, parkRun } from "../../state/transitions/run-park.ts";
+import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
+import { fingerprint } from "../../protocol/canonical-json.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { WorkerExit } from "./worker-process.ts";
+
+/** Crash-like exits in a row (no committed progress between) before the run fails. */
+export const DEFAULT_MAX_CRASHES = 3;
+
+export interface CrashCounter {
+  /** Adds one crash of `runId`; returns the count since the last progress. */
+  add(runId: string): number;
+  reset(runId: string): void;
+}
+
+export function createCrashCounter(): CrashCounter {
+  const counts = new Map<string, number>();
+  return {
+    add(runId) {
+      const next = (counts.get(runId) ?? 0) + 1;
+      counts.set(runId, next);
+      return next;
+    },
+    reset(runId) {
+      counts.delete(runId);
+    },
+  };
+}
+
+export function epochStatusOf(worker: ActiveWorker): WorkerOutcome {
+  if (worker.settled) return "exited";
+  switch (worker.stopReason) {
+    case "paused":
+    case "cancelled":
+    case "shutdown":
+      return "cancelled";
+    case "claimLost":
+      return "claimLost";
+    case "timedOut":
+    case "startupTimedOut":
+      return "timedOut";
+    default:
+      return "crashed";
+  }
+}
+
+/** The worker stopped on its own or broke a rule: the run must be settled by the host. */
+function isCrashLike(worker: ActiveWorker): boolean {
+  if (worker.settled) return false;
+  return worker.stopReason === null || worker.stopReason === "startupTimedOut" ||
+    worker.stopReason === "outputExceeded" || worker.stopReason === "protocolRejected";
+}
+
+/** The failure class a crash-like exit is reported under. */
+function crashClass(worker: ActiveWorker): FailureClass {
+  if (worker.stopReason === "protocolRejected") return "protocolRejected";
+  if (worker.stopReason === "startupTimedOut") return "workerTimedOut";
+  return "workerCrashed";
+}
+
+export function handleWorkerExit(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  exit: WorkerExit,
+  crashes: CrashCounter,
+  maxCrashes: number,
+): void {
+  const status = epochStatusOf(worker);
+  const diagnostic = worker.diagnostic ??
+    (exit.signal ? `exit by ${exit.signal}` : `exit code ${exit.code}`);
+  try {
+    finishWorkerEpoch(ctx.store, {
+      workerEpoch: worker.workerEpoch,
+      status,
+      exitCode: exit.code,
+      signal: exit.signal,
+      diagnosticHash: fingerprint(diagnostic),
+    });
+  } catch (error) {
+    ctx.log("worker.epoch_finish_failed", { error: errorName(error) });
+  }
+  ctx.log("worker.exited", {
+    run: worker.runId,
+    generation: worker.generation,
+    status,
+    code: exit.code,
+    signal: exit.signal,
+  });
+  if (!isCrashLike(worker) || worker.claimReleased) return;
+
+  const failureClass = crashClass(worker);
+  const count = crashes.add(worker.runId);
+  try {
+    if (count >= maxCrashes) {
+      failRun(ctx.store, worker.claim, {
+        error: {
+          code: failureClass,
+          message: `The run's worker stopped ${count} times without progress: ${diagnostic}`,
+        },
+      });
+      crashes.reset(worker.runId);
+    } else if (worker.openAttempt?.effect === "external") {
+      // An action or shell may have applied without a receipt: an operator decides.
+      blockRun(ctx.store, worker.claim, {
+        runId: worker.runId,
+        reason: "effectAmbiguous",
+        detail: `The worker stopped during external node ${worker.openAttempt.nodeId}; ` +
+          "inspect its effect, then resume or cancel the run",
+      });
+    } else {
+      // Pure work may repeat: the open attempt becomes interrupted and runs again.
+      parkRun(ctx.store, worker.claim, { reason: failureClass });
+    }
+    worker.claimReleased = true;
+  } catch (error) {
+    // Claim gone (expired while we were busy): recovery of the expired row takes over.
+    if (!(error instanceof ClaimLostError)) throw error;
+    ctx.log("worker.claim_lost_on_exit", { run: worker.runId, reason: error.reason });
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "unknown";
+}

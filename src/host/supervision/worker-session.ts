@@ -1,0 +1,181 @@
+/**
+ * The host's end of one worker's fd-3 channel. Frames are handled one at a time (the next frame
+ * is not read until the previous reply is written: backpressure). For each message, in order:
+ *
+ *   1. header schema (the payload stays unread);
+ *   2. fence: run, generation, worker epoch, and that the host still holds the claim for this
+ *      worker. A stale sender gets ONE `claimLost` reply and its group is stopped;
+ *   3. stored receipt for the message id: a retry gets the same reply;
+ *   4. payload schema and expected revision (`protocolRejected` on failure);
+ *   5. the state transition under the run claim, then the receipt, then the reply.
+ */
+import { fingerprint } from "../../protocol/canonical-json.ts";
+import { type FailureClass } from "../../protocol/failures.ts";
+import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import {
+  checkWorkerFence,
+  parseWorkerHeader,
+  parseWorkerPayload,
+  type WorkerMessage,
+  type WorkerReply,
+  workerReply,
+} from "../../protocol/worker-messages.ts";
+import { readRunRow } from "../../state/claims.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import { recordHostCommand } from "../../state/host-commands.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { crashPoint } from "./crash-point.ts";
+import { applyWorkerMessage, type Applied } from "./message-handlers.ts";
+
+export interface SessionHooks {
+  /** Stops the worker's group for `reason` (idempotent); the exit handler does the rest. */
+  stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+  /** A `node.started` committed: arm the host-side deadline. */
+  onAttemptStarted(worker: ActiveWorker): void;
+  /** The open attempt closed (finished, failed, parked). */
+  onAttemptClosed(worker: ActiveWorker): void;
+  /** `worker.ready` committed. */
+  onReady(worker: ActiveWorker): void;
+}
+
+/** Reads and answers frames until the worker's channel ends. */
+export async function serveWorkerChannel(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  hooks: SessionHooks,
+): Promise<void> {
+  const channel = worker.spawned.channel;
+  const receipts = new Map<string, WorkerReply>();
+  let claimLostSent = false;
+  try {
+    for await (const frame of readFrames(channel)) {
+      if (!frame.ok) {
+        hooks.stop(worker, "protocolRejected", `protocolRejected: ${frame.error.code}`);
+        break;
+      }
+      const reply = answer(ctx, worker, hooks, frame.value, receipts);
+      if (reply === null) continue;
+      if (reply.outcome === "claimLost") {
+        if (claimLostSent) continue;
+        claimLostSent = true;
+      }
+      await writeFrame(channel, reply).catch(() => {});
+    }
+  } catch {
+    // A channel error ends the session; the exit handler classifies what happened.
+  }
+}
+
+function answer(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  hooks: SessionHooks,
+  value: unknown,
+  receipts: Map<string, WorkerReply>,
+): WorkerReply | null {
+  const header = parseWorkerHeader(value);
+  if (!header.ok) {
+    const messageId = (value as { messageId?: unknown } | null)?.messageId;
+    hooks.stop(worker, "protocolRejected", "protocolRejected: invalid message header");
+    if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 200) {
+      return null;
+    }
+    return rejected(messageId, "protocolRejected", header.error);
+  }
+  const { messageId, kind } = header.value;
+  const stale = checkWorkerFence(header.value, worker);
+  if (stale !== null || worker.claimReleased && !worker.settled || worker.stopReason !== null) {
+    hooks.stop(worker, worker.stopReason ?? "claimLost", `claimLost: ${stale ?? "released"}`);
+    return lost(messageId, stale ?? "the run's claim was released");
+  }
+  const stored = receipts.get(messageId);
+  if (stored) return stored;
+  if (worker.settled) {
+    return rejected(messageId, "protocolRejected", "the run already reached a durable end");
+  }
+  const parsed = parseWorkerPayload(header.value, value);
+  if (!parsed.ok) {
+    hooks.stop(worker, "protocolRejected", `protocolRejected: invalid ${kind} payload`);
+    return rejected(messageId, "protocolRejected", parsed.error);
+  }
+  const message = parsed.value as WorkerMessage;
+  const run = readRunRow(ctx.store, worker.runId);
+  if (
+    message.expectedRevision !== undefined && run !== undefined &&
+    message.expectedRevision !== run.revision
+  ) {
+    return rejected(
+      messageId,
+      "protocolRejected",
+      `expected revision ${message.expectedRevision}, the run is at ${run.revision}`,
+    );
+  }
+
+  let applied: Applied;
+  crashPoint(`host.${kind}.beforeCommit`);
+  try {
+    applied = applyWorkerMessage(ctx, worker, message);
+  } catch (error) {
+    if (error instanceof ClaimLostError) {
+      worker.claimReleased = true;
+      hooks.stop(worker, "claimLost", `claimLost: ${error.reason}`);
+      return lost(messageId, `the run claim was lost: ${error.reason}`);
+    }
+    const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
+    return rejected(messageId, code, error instanceof Error ? error.message : String(error));
+  }
+  crashPoint(`host.${kind}.afterCommit`);
+
+  const reply = workerReply({
+    messageId,
+    outcome: "accepted",
+    revision: applied.revision,
+    ...(applied.facts ? { facts: applied.facts } : {}),
+  });
+  receipts.set(messageId, reply);
+  if (applied.durable) storeReceipt(ctx, worker, message, reply);
+  if (kind === "worker.ready") hooks.onReady(worker);
+  if (kind === "node.started") hooks.onAttemptStarted(worker);
+  if (applied.closedAttempt) hooks.onAttemptClosed(worker);
+  return reply;
+}
+
+/**
+ * Durable receipt of an accepted state-changing message. Written right after the change (the
+ * state layer has no receipt argument on worker transitions yet): a crash in between loses only
+ * the receipt of a message whose sender is gone with the channel.
+ */
+function storeReceipt(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessage,
+  reply: WorkerReply,
+): void {
+  try {
+    recordHostCommand(ctx.store, {
+      requestId: `worker:${message.messageId}`,
+      clientId: worker.workerEpoch,
+      operation: message.kind,
+      requestFingerprint: fingerprint(message as never),
+      receipt: { outcome: reply.outcome, revision: reply.revision ?? null },
+    }, { runId: worker.runId, revision: reply.revision ?? null });
+  } catch (error) {
+    ctx.log("worker.receipt_failed", {
+      kind: message.kind,
+      error: error instanceof Error ? error.name : "unknown",
+    });
+  }
+}
+
+function rejected(messageId: string, code: string, message: string): WorkerReply {
+  return workerReply({ messageId, outcome: "rejected", error: { code, message } });
+}
+
+function lost(messageId: string, detail: string): WorkerReply {
+  return workerReply({
+    messageId,
+    outcome: "claimLost",
+    error: { code: "claimLost", message: `Claim lost: ${detail}` },
+  });
+}

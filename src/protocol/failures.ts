@@ -1,0 +1,81 @@
+/**
+ * The eight failure classes of the spec: a closed set with stable codes. Every layer reports a
+ * failure under exactly one class, so a claim loss never looks like a crash and a crash never
+ * looks like a node failure. The codes are stored in SQLite and sent on the wire: never rename one.
+ */
+
+export const FAILURE_CLASSES = [
+  "claimLost",
+  "workerCrashed",
+  "workerTimedOut",
+  "hostUnavailable",
+  "sourceChanged",
+  "effectAmbiguous",
+  "nodeFailed",
+  "protocolRejected",
+] as const;
+export type FailureClass = (typeof FAILURE_CLASSES)[number];
+
+/** What each class means, in the words the user sees before the detail. */
+export const FAILURE_SUMMARIES: Readonly<Record<FailureClass, string>> = {
+  claimLost: "Claim lost: another generation owns the run or the claim expired",
+  workerCrashed: "Worker crashed: the worker exited without a terminal protocol message",
+  workerTimedOut: "Worker timed out: the worker exceeded a declared deadline",
+  hostUnavailable: "Host unavailable: the client cannot reach or start the workflow host",
+  sourceChanged: "Source changed: the workflow source does not match the saved identity",
+  effectAmbiguous: "Effect ambiguous: an external action may have applied without a receipt",
+  nodeFailed: "Node failed: the workflow code returned a failure",
+  protocolRejected:
+    "Protocol rejected: a message failed schema, revision, attempt or idempotency checks",
+};
+
+export function isFailureClass(value: unknown): value is FailureClass {
+  return typeof value === "string" && (FAILURE_CLASSES as readonly string[]).includes(value);
+}
+
+/** `"<summary>: <detail>"`, one line, bounded; newlines in the detail become spaces. */
+export function failureMessage(failureClass: FailureClass, detail?: string): string {
+  const summary = FAILURE_SUMMARIES[failureClass];
+  if (detail === undefined || detail.trim() === "") return summary;
+  return `${summary}: ${oneLine(detail)}`;
+}
+
+const MAX_DETAIL_CHARS = 1000;
+
+/** Collapses whitespace runs (including newlines) and bounds the length of a message detail. */
+export function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > MAX_DETAIL_CHARS ? `${flat.slice(0, MAX_DETAIL_CHARS - 1)}…` : flat;
+}
+
+/**
+ * Base class for errors that belong to one failure class. Layers above catch by class
+ * (`instanceof`) or by `failureClass` after crossing a process boundary.
+ */
+export class WorkflowFailureError extends Error {
+  readonly failureClass: FailureClass;
+  constructor(failureClass: FailureClass, detail?: string, options?: ErrorOptions) {
+    super(failureMessage(failureClass, detail), options);
+    this.name = "WorkflowFailureError";
+    this.failureClass = failureClass;
+  }
+}
+
+/** The client could not reach or start the host. The message says what to do next. */
+export class HostUnavailableError extends WorkflowFailureError {
+  constructor(detail: string, options?: ErrorOptions) {
+    super("hostUnavailable", detail, options);
+    this.name = "HostUnavailableError";
+  }
+}
+
+/** A peer refused a message: bad schema, stale revision, wrong attempt, or a reused id. */
+export class ProtocolRejectedError extends WorkflowFailureError {
+  /** The machine code the peer gave, e.g. `invalidRequest`, `frameTooLarge`. */
+  readonly code: string;
+  constructor(code: string, detail: string, options?: ErrorOptions) {
+    super("protocolRejected", detail, options);
+    this.name = "ProtocolRejectedError";
+    this.code = code;
+  }
+}

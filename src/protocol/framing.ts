@@ -1,0 +1,225 @@
+/**
+ * Bounded NDJSON framing, shared by the host socket, the client and the fd-3 worker channel.
+ * One frame is one line of JSON of at most `MAX_FRAME_BYTES` bytes (the newline excluded). The
+ * reader never holds more than the bound for one line: once a line passes it, the reader
+ * reports `frameTooLarge` and drops the rest of that line as it arrives. Lines are decoded only
+ * when complete, so a multibyte character split across chunks is never seen half.
+ */
+import type { Readable, Writable } from "node:stream";
+import { Buffer } from "node:buffer";
+import { canonicalJson } from "./canonical-json.ts";
+
+/** 1 MiB, the spec's message bound (matching the durable event limit). */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
+export const FRAME_ERROR_CODES = [
+  "frameTooLarge",
+  "invalidUtf8",
+  "invalidJson",
+  "partialFrame",
+] as const;
+export type FrameErrorCode = (typeof FRAME_ERROR_CODES)[number];
+
+/** A framing failure. The receiver answers once where it can and closes the connection. */
+export class FrameError extends Error {
+  readonly code: FrameErrorCode;
+  constructor(code: FrameErrorCode, message: string) {
+    super(message);
+    this.name = "FrameError";
+    this.code = code;
+  }
+}
+
+export type Frame =
+  | { ok: true; value: unknown; bytes: number }
+  | { ok: false; error: FrameError };
+
+export interface FramingOptions {
+  /** Bound per frame in bytes; defaults to `MAX_FRAME_BYTES`. Tests may lower it. */
+  maxBytes?: number;
+}
+
+const NEWLINE = 0x0a;
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * Push-style decoder: feed chunks, get complete frames back. Blank lines are skipped. After a
+ * `frameTooLarge` error the decoder discards input up to the next newline, then goes on.
+ */
+export class FrameDecoder {
+  readonly #maxBytes: number;
+  #parts: Uint8Array[] = [];
+  #length = 0;
+  #discarding = false;
+
+  constructor(options: FramingOptions = {}) {
+    this.#maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
+  }
+
+  /** Bytes currently held for an unfinished line (never more than the bound). */
+  get bufferedBytes(): number {
+    return this.#length;
+  }
+
+  push(chunk: Uint8Array): Frame[] {
+    const frames: Frame[] = [];
+    let start = 0;
+    while (start < chunk.length) {
+      const newline = chunk.indexOf(NEWLINE, start);
+      const end = newline === -1 ? chunk.length : newline;
+      if (this.#discarding) {
+        if (newline !== -1) this.#discarding = false;
+      } else if (this.#length + (end - start) > this.#maxBytes) {
+        this.#reset();
+        frames.push({ ok: false, error: tooLarge(this.#maxBytes) });
+        this.#discarding = newline === -1;
+      } else {
+        if (end > start) {
+          // A finished line is decoded before push returns, so a view is enough; an unfinished
+          // tail is copied so the caller's (possibly large) chunk is not kept alive.
+          const part = chunk.subarray(start, end);
+          this.#parts.push(newline === -1 ? Buffer.from(part) : part);
+          this.#length += end - start;
+        }
+        if (newline !== -1) {
+          const frame = this.#finishLine();
+          if (frame) frames.push(frame);
+        }
+      }
+      if (newline === -1) break;
+      start = newline + 1;
+    }
+    return frames;
+  }
+
+  /** Ends the input: an unfinished line is a `partialFrame` error. */
+  end(): Frame[] {
+    const partial = this.#length > 0 || this.#discarding;
+    this.#reset();
+    this.#discarding = false;
+    if (!partial) return [];
+    return [{
+      ok: false,
+      error: new FrameError(
+        "partialFrame",
+        "Frame incomplete: the stream ended before the newline",
+      ),
+    }];
+  }
+
+  #finishLine(): Frame | null {
+    const bytes = this.#length;
+    const line = this.#parts.length === 1 ? this.#parts[0] : Buffer.concat(this.#parts, bytes);
+    this.#reset();
+    if (bytes === 0) return null;
+    let text: string;
+    try {
+      text = utf8.decode(line);
+    } catch {
+      return {
+        ok: false,
+        error: new FrameError("invalidUtf8", "Frame invalid: the line is not valid UTF-8"),
+      };
+    }
+    if (text.trim() === "") return null;
+    try {
+      return { ok: true, value: JSON.parse(text), bytes };
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      return {
+        ok: false,
+        error: new FrameError("invalidJson", `Frame invalid: the line is not JSON: ${detail}`),
+      };
+    }
+  }
+
+  #reset(): void {
+    this.#parts = [];
+    this.#length = 0;
+  }
+}
+
+function tooLarge(maxBytes: number): FrameError {
+  return new FrameError(
+    "frameTooLarge",
+    `Frame too large: a message may hold at most ${maxBytes} bytes`,
+  );
+}
+
+/**
+ * Reads frames from a stream until it ends. Yields errors as frames (the caller decides whether
+ * to answer and close); a stream error ends the iteration by throwing it.
+ */
+export async function* readFrames(
+  stream: Readable,
+  options: FramingOptions = {},
+): AsyncGenerator<Frame, void, undefined> {
+  const decoder = new FrameDecoder(options);
+  for await (const chunk of stream) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : (chunk as Uint8Array);
+    yield* decoder.push(bytes);
+  }
+  yield* decoder.end();
+}
+
+/** Canonical JSON plus newline, or `frameTooLarge` when the message passes the bound. */
+export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffer {
+  const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
+  const text = canonicalJson(value);
+  // A UTF-16 string of n units never encodes to fewer than n bytes: cheap early refusal.
+  if (text.length > maxBytes) throw tooLarge(maxBytes);
+  const body = Buffer.from(text, "utf8");
+  if (body.length > maxBytes) throw tooLarge(maxBytes);
+  const frame = Buffer.allocUnsafe(body.length + 1);
+  body.copy(frame);
+  frame[body.length] = NEWLINE;
+  return frame;
+}
+
+/**
+ * Writes one frame and resolves when the stream can take more: waits for 'drain' when the write
+ * buffer is full, so a slow reader slows the writer instead of growing memory. Rejects when the
+ * stream is closed or fails before it drains.
+ */
+export function writeFrame(
+  stream: Writable,
+  value: unknown,
+  options: FramingOptions = {},
+): Promise<void> {
+  let frame: Buffer;
+  try {
+    frame = encodeFrame(value, options);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (stream.destroyed || stream.writableEnded) {
+    return Promise.reject(new Error("Frame not written: the stream is closed"));
+  }
+  return new Promise<void>((resolve, reject) => {
+    const cleanup = () => {
+      stream.off("drain", onDrain);
+      stream.off("close", onClose);
+      stream.off("error", onError);
+    };
+    const onDrain = () => {
+      cleanup();
+      resolve();
+    };
+    const onClose = () => {
+      cleanup();
+      reject(new Error("Frame not written: the stream closed before it drained"));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const ready = stream.write(frame);
+    if (ready) {
+      resolve();
+      return;
+    }
+    stream.on("drain", onDrain);
+    stream.on("close", onClose);
+    stream.on("error", onError);
+  });
+}

@@ -1,0 +1,254 @@
+/**
+ * The 21 operations of the host socket: for each, whether the envelope must name a run, whether
+ * it changes state (and so stores a receipt), its payload schema and its receipt schema. The host
+ * serves `SERVED_OPERATIONS` now and answers the rest `rejected` ("not available yet").
+ */
+import * as v from "valibot";
+import { CountSchema, looseObject, PositiveIntegerSchema, strictObject } from "./fields.ts";
+import {
+  RunCancelPayloadSchema,
+  RunCommandReceiptSchema,
+  RunListPayloadSchema,
+  RunListReceiptSchema,
+  RunPausePayloadSchema,
+  RunResumePayloadSchema,
+  RunStartPayloadSchema,
+  RunStatusPayloadSchema,
+  RunStatusReceiptSchema,
+} from "./run-operations.ts";
+import {
+  AnswerReceiptSchema,
+  CheckpointAnswerPayloadSchema,
+  DecisionAnswerPayloadSchema,
+  DeliveryReceiptSchema,
+  InteractionReceiptSchema,
+  InteractionSubmitPayloadSchema,
+  InteractionUpdatePayloadSchema,
+  NotificationClaimPayloadSchema,
+  NotificationClaimReceiptSchema,
+  NotificationDeliverPayloadSchema,
+  TurnClaimPayloadSchema,
+  TurnClaimReceiptSchema,
+  TurnResolvePayloadSchema,
+} from "./session-operations.ts";
+import {
+  ControllerApplyPayloadSchema,
+  ControllerDeletePayloadSchema,
+  ControllerGetPayloadSchema,
+  ControllerListPayloadSchema,
+  ControllerListReceiptSchema,
+  ControllerReceiptSchema,
+  ControllerReconcilePayloadSchema,
+} from "./controller-operations.ts";
+
+export const HOST_OPERATIONS = [
+  "run.start",
+  "run.pause",
+  "run.resume",
+  "run.cancel",
+  "run.status",
+  "run.list",
+  "checkpoint.answer",
+  "decision.answer",
+  "interaction.submit",
+  "interaction.update",
+  "notification.claim",
+  "notification.deliver",
+  "turn.claim",
+  "turn.resolve",
+  "controller.list",
+  "controller.get",
+  "controller.apply",
+  "controller.reconcile",
+  "controller.delete",
+  "host.status",
+  "host.stop",
+] as const;
+export type HostOperation = (typeof HOST_OPERATIONS)[number];
+
+/** Operations the host answers today; the others are recognised and rejected as not available. */
+export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperation>([
+  "run.start",
+  "run.pause",
+  "run.resume",
+  "run.cancel",
+  "run.status",
+  "run.list",
+  "host.status",
+  "host.stop",
+]);
+
+export function isHostOperation(value: unknown): value is HostOperation {
+  return typeof value === "string" && (HOST_OPERATIONS as readonly string[]).includes(value);
+}
+
+export const HostStatusPayloadSchema = v.optional(strictObject({}), {});
+export const HostStopPayloadSchema = v.optional(strictObject({}), {});
+
+/** Exactly the spec's status list; nothing that identifies a person, session, path or payload. */
+export const HostStatusReceiptSchema = looseObject({
+  state: v.picklist(["running", "stopping"]),
+  epoch: PositiveIntegerSchema,
+  socket: v.picklist(["available", "unavailable"]),
+  activeWorkers: CountSchema,
+  runs: looseObject({
+    queued: CountSchema,
+    running: CountSchema,
+    parked: CountSchema,
+    waiting: CountSchema,
+  }),
+  expiredClaims: CountSchema,
+  pendingInteractions: CountSchema,
+  ambiguousEffects: CountSchema,
+  /** Package version of the running host, so a client can spot a stale host after an upgrade. */
+  version: v.optional(v.string()),
+});
+export type HostStatusReceipt = v.InferOutput<typeof HostStatusReceiptSchema>;
+
+export const HostStopReceiptSchema = looseObject({ stopping: v.boolean() });
+
+export interface OperationSpec {
+  /** `required`: the envelope must carry `runId`; `forbidden`: it must not. */
+  runId: "required" | "forbidden";
+  /** Changes durable state, so the host stores a `host_commands` receipt before answering. */
+  mutating: boolean;
+  payload: v.GenericSchema<unknown, unknown>;
+  receipt: v.GenericSchema<unknown, unknown>;
+}
+
+export const OPERATION_SPECS = {
+  "run.start": {
+    runId: "forbidden",
+    mutating: true,
+    payload: RunStartPayloadSchema,
+    receipt: RunCommandReceiptSchema,
+  },
+  "run.pause": {
+    runId: "required",
+    mutating: true,
+    payload: RunPausePayloadSchema,
+    receipt: RunCommandReceiptSchema,
+  },
+  "run.resume": {
+    runId: "required",
+    mutating: true,
+    payload: RunResumePayloadSchema,
+    receipt: RunCommandReceiptSchema,
+  },
+  "run.cancel": {
+    runId: "required",
+    mutating: true,
+    payload: RunCancelPayloadSchema,
+    receipt: RunCommandReceiptSchema,
+  },
+  "run.status": {
+    runId: "required",
+    mutating: false,
+    payload: RunStatusPayloadSchema,
+    receipt: RunStatusReceiptSchema,
+  },
+  "run.list": {
+    runId: "forbidden",
+    mutating: false,
+    payload: RunListPayloadSchema,
+    receipt: RunListReceiptSchema,
+  },
+  "checkpoint.answer": {
+    runId: "required",
+    mutating: true,
+    payload: CheckpointAnswerPayloadSchema,
+    receipt: AnswerReceiptSchema,
+  },
+  "decision.answer": {
+    runId: "required",
+    mutating: true,
+    payload: DecisionAnswerPayloadSchema,
+    receipt: AnswerReceiptSchema,
+  },
+  "interaction.submit": {
+    runId: "required",
+    mutating: true,
+    payload: InteractionSubmitPayloadSchema,
+    receipt: InteractionReceiptSchema,
+  },
+  "interaction.update": {
+    runId: "required",
+    mutating: true,
+    payload: InteractionUpdatePayloadSchema,
+    receipt: InteractionReceiptSchema,
+  },
+  "notification.claim": {
+    runId: "forbidden",
+    mutating: true,
+    payload: NotificationClaimPayloadSchema,
+    receipt: NotificationClaimReceiptSchema,
+  },
+  "notification.deliver": {
+    runId: "forbidden",
+    mutating: true,
+    payload: NotificationDeliverPayloadSchema,
+    receipt: DeliveryReceiptSchema,
+  },
+  "turn.claim": {
+    runId: "forbidden",
+    mutating: true,
+    payload: TurnClaimPayloadSchema,
+    receipt: TurnClaimReceiptSchema,
+  },
+  "turn.resolve": {
+    runId: "forbidden",
+    mutating: true,
+    payload: TurnResolvePayloadSchema,
+    receipt: DeliveryReceiptSchema,
+  },
+  "controller.list": {
+    runId: "forbidden",
+    mutating: false,
+    payload: ControllerListPayloadSchema,
+    receipt: ControllerListReceiptSchema,
+  },
+  "controller.get": {
+    runId: "forbidden",
+    mutating: false,
+    payload: ControllerGetPayloadSchema,
+    receipt: ControllerReceiptSchema,
+  },
+  "controller.apply": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ControllerApplyPayloadSchema,
+    receipt: ControllerReceiptSchema,
+  },
+  "controller.reconcile": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ControllerReconcilePayloadSchema,
+    receipt: ControllerReceiptSchema,
+  },
+  "controller.delete": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ControllerDeletePayloadSchema,
+    receipt: ControllerReceiptSchema,
+  },
+  "host.status": {
+    runId: "forbidden",
+    mutating: false,
+    payload: HostStatusPayloadSchema,
+    receipt: HostStatusReceiptSchema,
+  },
+  "host.stop": {
+    runId: "forbidden",
+    mutating: true,
+    payload: HostStopPayloadSchema,
+    receipt: HostStopReceiptSchema,
+  },
+} as const satisfies Record<HostOperation, OperationSpec>;
+
+type Specs = typeof OPERATION_SPECS;
+/** The validated payload of an operation (defaults applied). */
+export type OperationPayload<Op extends HostOperation> = v.InferOutput<Specs[Op]["payload"]>;
+/** The payload a client may send (before defaults). */
+export type OperationInput<Op extends HostOperation> = v.InferInput<Specs[Op]["payload"]>;
+/** The receipt of an accepted or adopted answer. */
+export type OperationReceipt<Op extends HostOperation> = v.InferOutput<Specs[Op]["receipt"]>;

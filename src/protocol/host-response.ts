@@ -1,0 +1,136 @@
+/**
+ * The response envelope of the host socket, `pi-workflows.host-response.v1`: one per request,
+ * correlated by `requestId`. `accepted` and `adopted` (a stored receipt returned again) carry a
+ * receipt; every other outcome carries an error with a stable code and a one-line message.
+ */
+import * as v from "valibot";
+import { JsonValueSchema } from "./run-facts.ts";
+import type { JsonValue } from "./canonical-json.ts";
+import {
+  ErrorInfoSchema,
+  nonArray,
+  OpaqueIdSchema,
+  PositiveIntegerSchema,
+  RevisionSchema,
+  strictObject,
+} from "./fields.ts";
+import type { ErrorInfo } from "./fields.ts";
+import { type HostOperation, OPERATION_SPECS, type OperationReceipt } from "./host-operations.ts";
+import { parseWith, type SchemaResult } from "./schema-issues.ts";
+
+export const HOST_RESPONSE_SCHEMA = "pi-workflows.host-response.v1";
+
+export const HOST_OUTCOMES = [
+  "accepted",
+  "adopted",
+  "rejected",
+  "conflict",
+  "notFound",
+  "claimLost",
+  "unavailable",
+] as const;
+export type HostOutcome = (typeof HOST_OUTCOMES)[number];
+
+/** Outcomes that mean the command took effect (now, or earlier under the same request). */
+export const SUCCESS_OUTCOMES: ReadonlySet<HostOutcome> = new Set(["accepted", "adopted"]);
+
+/**
+ * Error codes the host uses in `error.code`. Framing codes come from framing.ts; failure classes
+ * from failures.ts may also appear (e.g. `claimLost`, `sourceChanged`).
+ */
+export const HOST_ERROR_CODES = {
+  invalidRequest: "invalidRequest",
+  unknownOperation: "unknownOperation",
+  notAvailable: "notAvailable",
+  requestIdReused: "requestIdReused",
+  revisionMismatch: "revisionMismatch",
+  staleEpoch: "staleEpoch",
+  runNotFound: "runNotFound",
+  hostStopping: "hostStopping",
+  internal: "internal",
+} as const;
+
+const HostResponseFieldsSchema = strictObject({
+  schema: v.literal(HOST_RESPONSE_SCHEMA),
+  /** Null only when the offending frame had no usable request id (the connection then closes). */
+  requestId: v.nullable(OpaqueIdSchema),
+  outcome: v.picklist(HOST_OUTCOMES),
+  /** The resource revision after the command, or the current one on `conflict`. */
+  revision: v.optional(RevisionSchema),
+  receipt: v.optional(nonArray(v.record(v.string(), JsonValueSchema))),
+  error: v.optional(ErrorInfoSchema),
+  hostEpoch: PositiveIntegerSchema,
+});
+
+export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe(
+  HostResponseFieldsSchema,
+  v.check(
+    (r) =>
+      SUCCESS_OUTCOMES.has(r.outcome)
+        ? r.receipt !== undefined && r.error === undefined
+        : r.error !== undefined,
+    "Invalid response: accepted and adopted carry a receipt and no error; other outcomes carry an error",
+  ),
+);
+
+export interface HostResponse {
+  schema: typeof HOST_RESPONSE_SCHEMA;
+  requestId: string | null;
+  outcome: HostOutcome;
+  revision?: number;
+  receipt?: { [key: string]: JsonValue };
+  error?: ErrorInfo;
+  hostEpoch: number;
+}
+
+/** Validates an untrusted decoded frame as a host response. */
+export function parseHostResponse(value: unknown): SchemaResult<HostResponse> {
+  return parseWith(HostResponseSchema, value);
+}
+
+/** Validates the receipt of a successful response against its operation's receipt schema. */
+export function parseReceipt<Op extends HostOperation>(
+  operation: Op,
+  receipt: unknown,
+): SchemaResult<OperationReceipt<Op>> {
+  return parseWith(OPERATION_SPECS[operation].receipt, receipt, "receipt") as SchemaResult<
+    OperationReceipt<Op>
+  >;
+}
+
+/** A success response (`accepted`, or `adopted` for a stored receipt returned again). */
+export function successResponse(fields: {
+  requestId: string;
+  hostEpoch: number;
+  receipt: { [key: string]: JsonValue };
+  revision?: number;
+  adopted?: boolean;
+}): HostResponse {
+  return {
+    schema: HOST_RESPONSE_SCHEMA,
+    requestId: fields.requestId,
+    outcome: fields.adopted ? "adopted" : "accepted",
+    revision: fields.revision,
+    receipt: fields.receipt,
+    hostEpoch: fields.hostEpoch,
+  };
+}
+
+/** A failure response with a stable code and a one-line message. */
+export function failureResponse(fields: {
+  requestId: string | null;
+  hostEpoch: number;
+  outcome: Exclude<HostOutcome, "accepted" | "adopted">;
+  code: string;
+  message: string;
+  revision?: number;
+}): HostResponse {
+  return {
+    schema: HOST_RESPONSE_SCHEMA,
+    requestId: fields.requestId,
+    outcome: fields.outcome,
+    revision: fields.revision,
+    error: { code: fields.code, message: fields.message },
+    hostEpoch: fields.hostEpoch,
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * Payloads and receipts of the `run.*` operations on the host socket. The envelope fields
+ * (`runId`, `expectedRevision`, `idempotencyKey`) live in host-request.ts; these schemas cover
+ * only `payload` and `receipt`.
+ */
+import * as v from "valibot";
+import { JsonValueSchema } from "./run-facts.ts";
+import { ATTEMPT_STATES, NODE_EFFECTS } from "./run-facts.ts";
+import {
+  AbsolutePathSchema,
+  CountSchema,
+  ErrorInfoSchema,
+  looseObject,
+  OpaqueIdSchema,
+  RevisionSchema,
+  ShortTextSchema,
+  strictObject,
+  TimestampSchema,
+} from "./fields.ts";
+
+export const RUN_STATES = [
+  "queued",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "timed_out",
+  "cancelled",
+] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+export const QUEUE_STATES = [
+  "queued",
+  "starting",
+  "running",
+  "parked",
+  "done",
+  "failed",
+  "cancelled",
+] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+
+/** Why a parked run waits for an operator rather than for the scheduler. */
+export const BLOCKED_REASONS = ["workflowSourceChanged", "effectAmbiguous"] as const;
+export type BlockedReason = (typeof BLOCKED_REASONS)[number];
+
+export const EXECUTION_MODES = ["interactive", "headless"] as const;
+export type ExecutionMode = (typeof EXECUTION_MODES)[number];
+
+const EmptyPayloadSchema = v.optional(strictObject({}), {});
+
+const RunStartFieldsSchema = strictObject({
+  /** Workflow name, `builtin:<id>`, or a path (absolute, or relative to `cwd`). */
+  workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
+  /** Raw input, before the workflow's own normalizer; absent means `null`. */
+  input: v.optional(JsonValueSchema),
+  /** The directory the request came from; the run's project is found from it. */
+  cwd: AbsolutePathSchema,
+  executionMode: v.optional(v.picklist(EXECUTION_MODES), "headless"),
+  /** The Pi session an interactive run belongs to. */
+  originSessionId: v.optional(OpaqueIdSchema),
+});
+export type RunStartPayload = v.InferOutput<typeof RunStartFieldsSchema>;
+
+export const RunStartPayloadSchema: v.GenericSchema<
+  v.InferInput<typeof RunStartFieldsSchema>,
+  RunStartPayload
+> = v.pipe(
+  RunStartFieldsSchema,
+  v.check(
+    (p) => p.executionMode !== "interactive" || p.originSessionId !== undefined,
+    "Invalid run.start: an interactive run needs originSessionId",
+  ),
+);
+
+export const RunPausePayloadSchema = EmptyPayloadSchema;
+export const RunResumePayloadSchema = EmptyPayloadSchema;
+export const RunCancelPayloadSchema = v.optional(
+  strictObject({ reason: v.optional(ShortTextSchema) }),
+  {},
+);
+
+export const RunStatusPayloadSchema = v.optional(
+  strictObject({
+    /** Return events with a sequence number above this cursor (for `start --wait`). */
+    eventsAfter: v.optional(CountSchema),
+    /** At most this many events (default chosen by the host, never above 1000). */
+    eventLimit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1000))),
+  }),
+  {},
+);
+
+export const RunListPayloadSchema = v.optional(
+  strictObject({
+    /** Include finished runs. */
+    all: v.optional(v.boolean(), false),
+    limit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1000)), 50),
+  }),
+  { all: false, limit: 50 },
+);
+
+/** The public summary of one run, shared by every run receipt. */
+export const RunSummarySchema = looseObject({
+  runId: OpaqueIdSchema,
+  workflowName: v.string(),
+  title: v.optional(v.nullable(v.string())),
+  state: v.picklist(RUN_STATES),
+  queueState: v.picklist(QUEUE_STATES),
+  paused: v.boolean(),
+  /**
+   * Set while the run is parked for review and will not move until an explicit resume or
+   * cancel: its source changed, or an external effect may have applied without a receipt.
+   */
+  blockedReason: v.optional(v.nullable(v.picklist(BLOCKED_REASONS))),
+  revision: RevisionSchema,
+  executionMode: v.picklist(EXECUTION_MODES),
+  createdAt: TimestampSchema,
+  updatedAt: TimestampSchema,
+  /** Present when the run completed. */
+  output: v.optional(JsonValueSchema),
+  /** Present when the run failed, timed out or was cancelled with a reason. */
+  error: v.optional(ErrorInfoSchema),
+});
+export type RunSummary = v.InferOutput<typeof RunSummarySchema>;
+
+export const AttemptSummarySchema = looseObject({
+  attemptId: OpaqueIdSchema,
+  nodeId: v.string(),
+  sequence: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
+  nodeKind: v.string(),
+  effect: v.picklist(NODE_EFFECTS),
+  state: v.picklist(ATTEMPT_STATES),
+  startedAt: TimestampSchema,
+  finishedAt: v.optional(TimestampSchema),
+  deadlineAt: v.nullable(TimestampSchema),
+  error: v.optional(ErrorInfoSchema),
+});
+export type AttemptSummary = v.InferOutput<typeof AttemptSummarySchema>;
+
+/** One run event as `run.status` streams it (progress for `start --wait`). */
+export const RunEventSchema = looseObject({
+  seq: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
+  type: v.string(),
+  at: TimestampSchema,
+  nodeId: v.optional(v.string()),
+  attemptId: v.optional(OpaqueIdSchema),
+  data: v.optional(JsonValueSchema),
+});
+export type RunEvent = v.InferOutput<typeof RunEventSchema>;
+
+/** Receipt of run.start, run.pause, run.resume and run.cancel: the run as the command left it. */
+export const RunCommandReceiptSchema = looseObject({ run: RunSummarySchema });
+
+export const RunStatusReceiptSchema = looseObject({
+  run: RunSummarySchema,
+  attempts: v.optional(v.array(AttemptSummarySchema)),
+  events: v.optional(v.array(RunEventSchema)),
+  /** The cursor to send as `eventsAfter` next time. */
+  lastEventSeq: v.optional(CountSchema),
+});
+
+export const RunListReceiptSchema = looseObject({ runs: v.array(RunSummarySchema) });

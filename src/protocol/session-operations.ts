@@ -1,0 +1,115 @@
+/**
+ * Payloads and receipts of the operations a Pi session uses: answering checkpoints and human
+ * decisions, submitting interactive steps, and claiming/delivering notifications and completion
+ * turns. The host recognises them now and serves them as their issues land.
+ */
+import * as v from "valibot";
+import { JsonValueSchema } from "./run-facts.ts";
+import {
+  ErrorInfoSchema,
+  looseObject,
+  OpaqueIdSchema,
+  ShortTextSchema,
+  strictObject,
+  TimestampSchema,
+} from "./fields.ts";
+
+const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
+
+/** `checkpoint.answer` (run id in the envelope): the model-facing answer to an ordinary checkpoint. */
+export const CheckpointAnswerPayloadSchema = strictObject({
+  nodeId: NodeIdSchema,
+  attemptId: v.optional(OpaqueIdSchema),
+  answer: JsonValueSchema,
+});
+
+/** `decision.answer`: a person's answer to a protected human decision (`/workflow answer`). */
+export const DecisionAnswerPayloadSchema = strictObject({
+  nodeId: NodeIdSchema,
+  attemptId: v.optional(OpaqueIdSchema),
+  answer: JsonValueSchema,
+});
+
+/**
+ * `interaction.submit`: a workflow tool submission for one pending interactive request. The
+ * envelope carries the run, expected revision and the tool-call idempotency key.
+ */
+export const InteractionSubmitPayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  nodeId: NodeIdSchema,
+  attemptId: OpaqueIdSchema,
+  sessionId: OpaqueIdSchema,
+  submission: JsonValueSchema,
+});
+
+/** `interaction.update`: a progress update for a pending interactive request. */
+export const InteractionUpdatePayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  nodeId: NodeIdSchema,
+  attemptId: OpaqueIdSchema,
+  sessionId: OpaqueIdSchema,
+  update: JsonValueSchema,
+});
+
+/** Receipt of a submission: `validating` until a workflow child accepts or rejects it. */
+export const InteractionReceiptSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  submissionId: v.optional(OpaqueIdSchema),
+  status: v.picklist(["validating", "accepted", "rejected", "updated"]),
+  error: v.optional(ErrorInfoSchema),
+});
+
+/** Receipt of an answer: the continuation run it reserved, when there is one. */
+export const AnswerReceiptSchema = looseObject({
+  runId: OpaqueIdSchema,
+  nodeId: NodeIdSchema,
+  continuationRunId: v.optional(OpaqueIdSchema),
+});
+
+/** `notification.claim`: claim passive messages for one session to present. */
+export const NotificationClaimPayloadSchema = strictObject({
+  sessionId: OpaqueIdSchema,
+  limit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(100)), 10),
+});
+
+export const NotificationClaimReceiptSchema = looseObject({
+  notifications: v.array(looseObject({
+    notificationId: OpaqueIdSchema,
+    runId: OpaqueIdSchema,
+    level: v.optional(v.picklist(["info", "warning", "error"])),
+    message: v.string(),
+    createdAt: TimestampSchema,
+  })),
+});
+
+/** `notification.deliver`: the session entry that now shows a claimed notification. */
+export const NotificationDeliverPayloadSchema = strictObject({
+  notificationId: OpaqueIdSchema,
+  sessionId: OpaqueIdSchema,
+  sessionEntryId: OpaqueIdSchema,
+});
+
+/** `turn.claim`: claim one eligible completion turn for a session. */
+export const TurnClaimPayloadSchema = strictObject({ sessionId: OpaqueIdSchema });
+
+export const TurnClaimReceiptSchema = looseObject({
+  turn: v.nullable(looseObject({
+    turnIntentId: OpaqueIdSchema,
+    runId: OpaqueIdSchema,
+    prompt: v.string(),
+  })),
+});
+
+/** `turn.resolve`: the session entry of the turn the extension started (or why it could not). */
+export const TurnResolvePayloadSchema = strictObject({
+  turnIntentId: OpaqueIdSchema,
+  sessionId: OpaqueIdSchema,
+  sessionEntryId: v.optional(OpaqueIdSchema),
+  failure: v.optional(ShortTextSchema),
+});
+
+/** Receipt of deliver/resolve: the delivery is recorded (adopted when it already was). */
+export const DeliveryReceiptSchema = looseObject({
+  id: OpaqueIdSchema,
+  sessionEntryId: v.optional(OpaqueIdSchema),
+});

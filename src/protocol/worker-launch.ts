@@ -1,0 +1,76 @@
+/**
+ * The worker launch envelope, `pi-workflows.worker-launch.v1`: the first frame the host writes
+ * on a worker's fd-3 channel. It names exactly one run generation and the source identity the
+ * worker must verify before it loads any workflow code.
+ *
+ * No secret travels in it. The worker never holds the claim token: the host keeps the claim and
+ * fences the worker by (runId, generation, workerEpoch), all of which it checks on every message.
+ * A leaked envelope (it may reach worker logs) therefore grants nothing.
+ */
+import * as v from "valibot";
+import {
+  AbsolutePathSchema,
+  DigestSchema,
+  nonArray,
+  OpaqueIdSchema,
+  PositiveIntegerSchema,
+  strictObject,
+} from "./fields.ts";
+import { parseWith, type SchemaResult } from "./schema-issues.ts";
+
+export const WORKER_LAUNCH_SCHEMA = "pi-workflows.worker-launch.v1";
+export const WORKER_PROTOCOL_VERSION = 1;
+
+const FileSourceSchema = v.strictObject({
+  kind: v.literal("file"),
+  /** Canonical real path. */
+  path: AbsolutePathSchema,
+  /** `sha256:<hex>` of the file bytes. */
+  hash: DigestSchema,
+});
+
+const BuiltinSourceSchema = v.strictObject({
+  kind: v.literal("builtin"),
+  id: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+  revision: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+});
+
+export const SourceRootSchema = nonArray(
+  v.variant("kind", [FileSourceSchema, BuiltinSourceSchema]),
+);
+export type SourceRoot = v.InferOutput<typeof SourceRootSchema>;
+
+/** One file the definition loaded besides the root (relative imports, included workflows). */
+export const MountedSourceSchema = v.union([
+  strictObject({
+    kind: v.optional(v.literal("file")),
+    path: AbsolutePathSchema,
+    hash: DigestSchema,
+  }),
+  BuiltinSourceSchema,
+]);
+export type MountedSource = v.InferOutput<typeof MountedSourceSchema>;
+
+export const WorkflowSourceSchema = strictObject({
+  root: SourceRootSchema,
+  mounted: v.pipe(v.array(MountedSourceSchema), v.maxLength(10_000)),
+});
+export type WorkflowSource = v.InferOutput<typeof WorkflowSourceSchema>;
+
+export const WorkerLaunchSchema = strictObject({
+  schema: v.literal(WORKER_LAUNCH_SCHEMA),
+  runId: OpaqueIdSchema,
+  generation: PositiveIntegerSchema,
+  workerEpoch: OpaqueIdSchema,
+  projectPath: AbsolutePathSchema,
+  workflowSource: WorkflowSourceSchema,
+  definitionDigest: DigestSchema,
+  inputHash: DigestSchema,
+  protocolVersion: v.literal(WORKER_PROTOCOL_VERSION),
+});
+export type WorkerLaunch = v.InferOutput<typeof WorkerLaunchSchema>;
+
+/** Validates the launch envelope the worker reads first; one-line error on failure. */
+export function parseWorkerLaunch(value: unknown): SchemaResult<WorkerLaunch> {
+  return parseWith(WorkerLaunchSchema, value, "launch");
+}

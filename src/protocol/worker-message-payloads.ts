@@ -1,0 +1,182 @@
+/**
+ * Per-kind payloads of the sixteen worker -> host messages. The header (schema, ids, fence) is in
+ * worker-messages.ts; the host reads a payload only after the header passed its fence check.
+ */
+import * as v from "valibot";
+import { FactErrorSchema, JsonValueSchema, NODE_EFFECTS } from "./run-facts.ts";
+import {
+  DigestSchema,
+  nonArray,
+  OpaqueIdSchema,
+  ShortTextSchema,
+  strictObject,
+  TimestampSchema,
+} from "./fields.ts";
+
+const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
+const PidSchema = v.pipe(v.number(), v.safeInteger(), v.minValue(1));
+
+export const WORKER_MESSAGE_KINDS = [
+  "worker.ready",
+  "node.started",
+  "node.update",
+  "node.finished",
+  "node.failed",
+  "run.parked",
+  "run.finished",
+  "interaction.requested",
+  "interaction.accepted",
+  "interaction.rejected",
+  "notification.requested",
+  "presentation.requested",
+  "effect.reserve",
+  "effect.settle",
+  "worker.progress",
+  "worker.exiting",
+] as const;
+export type WorkerMessageKind = (typeof WORKER_MESSAGE_KINDS)[number];
+
+/** Kinds about one node attempt: the header must carry `attemptId`. */
+export const ATTEMPT_KINDS: ReadonlySet<WorkerMessageKind> = new Set<WorkerMessageKind>([
+  "node.started",
+  "node.update",
+  "node.finished",
+  "node.failed",
+  "interaction.requested",
+  "interaction.accepted",
+  "interaction.rejected",
+  "effect.reserve",
+  "effect.settle",
+]);
+
+/** Why a run stopped at a durable boundary without finishing. */
+export const PARK_REASONS = [
+  "workflowSourceChanged",
+  "checkpoint",
+  "humanDecision",
+  "interaction",
+  "unsupportedInput",
+  "effectAmbiguous",
+] as const;
+export type ParkReason = (typeof PARK_REASONS)[number];
+
+export const INTERACTION_KINDS = [
+  "agent",
+  "assistantMessage",
+  "checkpoint",
+  "humanDecision",
+] as const;
+
+export const EFFECT_CONTRACTS = ["idempotencyKey", "readBack", "nonResumable"] as const;
+export const EFFECT_OUTCOMES = ["applied", "rejected", "cancelled", "ambiguous"] as const;
+
+export const WORKER_EXIT_REASONS = [
+  "finished",
+  "parked",
+  "claimLost",
+  "signal",
+  "sourceChanged",
+  "error",
+] as const;
+
+export const WORKER_PAYLOAD_SCHEMAS = {
+  "worker.ready": strictObject({ pid: PidSchema }),
+  "node.started": strictObject({
+    nodeId: NodeIdSchema,
+    nodeKind: v.pipe(v.string(), v.minLength(1), v.maxLength(100)),
+    effect: v.picklist(NODE_EFFECTS),
+    /** Resolved wall-clock deadline (epoch ms) or null when the node has no timeout. */
+    deadlineAt: v.nullable(TimestampSchema),
+  }),
+  "node.update": strictObject({
+    type: v.pipe(v.string(), v.minLength(1), v.maxLength(100)),
+    key: v.optional(v.pipe(v.string(), v.maxLength(1000))),
+    data: JsonValueSchema,
+  }),
+  "node.finished": strictObject({ output: JsonValueSchema }),
+  "node.failed": strictObject({
+    outcome: v.picklist(["failed", "timed_out", "cancelled"]),
+    error: FactErrorSchema,
+  }),
+  "run.parked": strictObject({
+    reason: v.picklist(PARK_REASONS),
+    kind: v.optional(v.pipe(v.string(), v.maxLength(100))),
+    /** What the run waits for (checkpoint prompt and schema, decision options...). */
+    request: v.optional(JsonValueSchema),
+    detail: v.optional(ShortTextSchema),
+  }),
+  "run.finished": nonArray(v.variant("state", [
+    v.strictObject({
+      state: v.literal("completed"),
+      output: JsonValueSchema,
+      presentationPrompt: v.optional(v.pipe(v.string(), v.maxLength(65_536))),
+    }),
+    v.strictObject({ state: v.literal("failed"), error: FactErrorSchema }),
+    v.strictObject({ state: v.literal("timed_out"), error: FactErrorSchema }),
+  ])),
+  "interaction.requested": strictObject({
+    nodeId: NodeIdSchema,
+    requestKind: v.picklist(INTERACTION_KINDS),
+    /** The step contract: message, tool schema, allowed actions. Hashed by the host. */
+    contract: JsonValueSchema,
+    deadlineAt: v.nullable(TimestampSchema),
+  }),
+  "interaction.accepted": strictObject({
+    interactionId: OpaqueIdSchema,
+    submissionId: OpaqueIdSchema,
+    output: JsonValueSchema,
+  }),
+  "interaction.rejected": strictObject({
+    interactionId: OpaqueIdSchema,
+    submissionId: OpaqueIdSchema,
+    error: FactErrorSchema,
+  }),
+  "notification.requested": strictObject({
+    /** Stable per node attempt, so a repeated proposal enqueues one notification. */
+    notificationKey: v.pipe(v.string(), v.minLength(1), v.maxLength(500)),
+    level: v.optional(v.picklist(["info", "warning", "error"]), "info"),
+    message: v.pipe(v.string(), v.maxLength(65_536)),
+  }),
+  "presentation.requested": strictObject({
+    presentationKey: v.pipe(v.string(), v.minLength(1), v.maxLength(500)),
+    prompt: v.pipe(v.string(), v.maxLength(65_536)),
+  }),
+  "effect.reserve": strictObject({
+    /** Source resource, effect type and author key together form the effect key. */
+    resource: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
+    effectType: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+    idempotencyKey: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
+    /** Fingerprint of the effect request; the same key with another fingerprint is refused. */
+    requestFingerprint: DigestSchema,
+    contract: v.picklist(EFFECT_CONTRACTS),
+  }),
+  "effect.settle": strictObject({
+    effectId: OpaqueIdSchema,
+    outcome: v.picklist(EFFECT_OUTCOMES),
+    receipt: v.optional(JsonValueSchema),
+    error: v.optional(FactErrorSchema),
+  }),
+  "worker.progress": nonArray(v.variant("op", [
+    v.strictObject({ op: v.literal("heartbeat") }),
+    v.strictObject({
+      op: v.literal("process.register"),
+      pid: PidSchema,
+      /** Start identity from /proc/PID/stat (field 22), guarding against PID reuse. */
+      startTime: v.pipe(v.string(), v.regex(/^[0-9]{1,20}$/)),
+      processGroup: PidSchema,
+    }),
+    v.strictObject({
+      op: v.literal("process.unregister"),
+      pid: PidSchema,
+      startTime: v.pipe(v.string(), v.regex(/^[0-9]{1,20}$/)),
+    }),
+  ])),
+  "worker.exiting": strictObject({
+    reason: v.picklist(WORKER_EXIT_REASONS),
+    detail: v.optional(ShortTextSchema),
+  }),
+} as const satisfies Record<WorkerMessageKind, v.GenericSchema<unknown, unknown>>;
+
+export type WorkerPayload<K extends WorkerMessageKind> = v.InferOutput<
+  (typeof WORKER_PAYLOAD_SCHEMAS)[K]
+>;

@@ -1,0 +1,55 @@
+/**
+ * The host's answer to one worker message, correlated by `messageId`. A retried message (same
+ * messageId) gets the same stored answer. `claimLost` tells a stale worker to exit at once.
+ */
+import * as v from "valibot";
+import { JsonValueSchema, type RunFacts, RunFactsSchema } from "./run-facts.ts";
+import type { JsonValue } from "./canonical-json.ts";
+import { ErrorInfoSchema, OpaqueIdSchema, RevisionSchema, strictObject } from "./fields.ts";
+import type { ErrorInfo } from "./fields.ts";
+import { parseWith, type SchemaResult } from "./schema-issues.ts";
+
+export const WORKER_REPLY_SCHEMA = "pi-workflows.worker-reply.v1";
+
+export const WORKER_REPLY_OUTCOMES = ["accepted", "rejected", "claimLost"] as const;
+export type WorkerReplyOutcome = (typeof WORKER_REPLY_OUTCOMES)[number];
+
+const WorkerReplyFieldsSchema = strictObject({
+  schema: v.literal(WORKER_REPLY_SCHEMA),
+  messageId: OpaqueIdSchema,
+  outcome: v.picklist(WORKER_REPLY_OUTCOMES),
+  /** The run revision after the message was applied; the worker's next expectedRevision. */
+  revision: v.optional(RevisionSchema),
+  /** On the reply to `worker.ready`: the committed facts the engine resumes from. */
+  facts: v.optional(RunFactsSchema),
+  /** Kind-specific answer, e.g. `{effectId, state, receipt?}` for `effect.reserve`. */
+  result: v.optional(JsonValueSchema),
+  error: v.optional(ErrorInfoSchema),
+});
+
+export interface WorkerReply {
+  schema: typeof WORKER_REPLY_SCHEMA;
+  messageId: string;
+  outcome: WorkerReplyOutcome;
+  revision?: number;
+  facts?: RunFacts;
+  result?: JsonValue;
+  error?: ErrorInfo;
+}
+
+export const WorkerReplySchema: v.GenericSchema<unknown, WorkerReply> = v.pipe(
+  WorkerReplyFieldsSchema,
+  v.check(
+    (r) => r.outcome === "accepted" ? r.error === undefined : r.error !== undefined,
+    "Invalid reply: accepted carries no error; rejected and claimLost carry one",
+  ),
+);
+
+export function parseWorkerReply(value: unknown): SchemaResult<WorkerReply> {
+  return parseWith(WorkerReplySchema, value, "reply");
+}
+
+/** Builds a reply; `error` is required unless the outcome is `accepted`. */
+export function workerReply(fields: Omit<WorkerReply, "schema">): WorkerReply {
+  return { schema: WORKER_REPLY_SCHEMA, ...fields };
+}

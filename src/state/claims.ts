@@ -1,0 +1,283 @@
+/**
+ * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules"),
+ * and the global host claim (host epoch). A raw token lives only in the holder's memory; the
+ * database keeps its sha256. Generations only grow, even across release.
+ */
+import { sha256Hex } from "../protocol/canonical-json.ts";
+import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
+import { type CommandReceiptInput, recordHostCommandInTx } from "./host-commands.ts";
+import { appendHistory, bumpRevision, type JournalEntry } from "./journal.ts";
+import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
+
+export type ClaimOwnerType = "host" | "control";
+
+export interface Claim {
+  /** Claimed resource, `run:<runId>` for runs. */
+  readonly resource: string;
+  /** The run a run claim belongs to, else null. */
+  readonly runId: string | null;
+  readonly ownerType: ClaimOwnerType;
+  readonly ownerId: string;
+  /** Raw token: memory only, never logged or stored. */
+  readonly token: string;
+  readonly generation: number;
+  /** Expiry as of acquisition (renewals move the stored one). */
+  readonly expiresAt: number;
+}
+
+export interface AcquireClaimOptions {
+  resource: string;
+  runId?: string | null;
+  ownerType: ClaimOwnerType;
+  ownerId: string;
+  /** Defaults to a fresh `store.ids.token()`. */
+  token?: string;
+  ttlMs: number;
+}
+
+interface LeaseRow {
+  resource: string;
+  run_id: string | null;
+  owner_type: string | null;
+  owner_id: string | null;
+  token_hash: string | null;
+  generation: number;
+  ttl_ms: number | null;
+  expires_at: number | null;
+}
+
+/** The lease resource name of a run. */
+export function runResource(runId: string): string {
+  return `run:${runId}`;
+}
+
+export function hashToken(token: string): string {
+  return sha256Hex(token);
+}
+
+/** The run id of a run claim; throws for other claims. */
+export function claimRunId(claim: Claim): string {
+  if (!claim.runId) throw new ClaimLostError(null, claim.generation, "missingAuthority");
+  return claim.runId;
+}
+
+/**
+ * Takes `resource` when it has no claim or an expired one; the generation increases. Throws
+ * `ClaimLostError(ownerChanged)` while another live claim holds it.
+ */
+export function acquireClaim(store: StateStore, opts: AcquireClaimOptions): Claim {
+  return writeTransaction(store, () => acquireClaimInTx(store, opts, store.clock.now()));
+}
+
+/** `acquireClaim` inside the caller's transaction. */
+export function acquireClaimInTx(
+  store: StateStore,
+  opts: AcquireClaimOptions,
+  now: number,
+): Claim {
+  if (!(opts.ttlMs > 0)) throw new RangeError(`Invalid claim ttlMs: ${opts.ttlMs}`);
+  const current = readLease(store, opts.resource);
+  if (current?.token_hash && (current.expires_at ?? 0) > now) {
+    throw new ClaimLostError(opts.runId ?? null, current.generation, "ownerChanged");
+  }
+  const token = opts.token ?? store.ids.token();
+  const generation = (current?.generation ?? 0) + 1;
+  const expiresAt = now + opts.ttlMs;
+  execute(
+    store,
+    "INSERT INTO leases (resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, " +
+      "acquired_at, heartbeat_at, expires_at, released_at) VALUES (:resource, :runId, :ownerType, " +
+      ":ownerId, :tokenHash, :generation, :ttlMs, :now, :now, :expiresAt, NULL) " +
+      "ON CONFLICT (resource) DO UPDATE SET owner_type = :ownerType, owner_id = :ownerId, " +
+      "token_hash = :tokenHash, generation = :generation, ttl_ms = :ttlMs, acquired_at = :now, " +
+      "heartbeat_at = :now, expires_at = :expiresAt, released_at = NULL",
+    {
+      resource: opts.resource,
+      runId: opts.runId ?? null,
+      ownerType: opts.ownerType,
+      ownerId: opts.ownerId,
+      tokenHash: hashToken(token),
+      generation,
+      ttlMs: opts.ttlMs,
+      now,
+      expiresAt,
+    },
+  );
+  return {
+    resource: opts.resource,
+    runId: opts.runId ?? null,
+    ownerType: opts.ownerType,
+    ownerId: opts.ownerId,
+    token,
+    generation,
+    expiresAt,
+  };
+}
+
+/**
+ * Checks that `claim` is the exact live claim of its resource (spec steps 1-3) and returns the
+ * lease. Throws `ClaimLostError` with the first failed check.
+ */
+export function checkClaimInTx(store: StateStore, claim: Claim, now: number): LeaseRow {
+  const lease = readLease(store, claim.resource);
+  const fail = (reason: ClaimLostError["reason"]) =>
+    new ClaimLostError(claim.runId, claim.generation, reason);
+  if (!lease || !lease.token_hash) throw fail("missingAuthority");
+  if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
+    throw fail("ownerChanged");
+  }
+  if (lease.token_hash !== hashToken(claim.token)) throw fail("tokenChanged");
+  if (lease.generation !== claim.generation) throw fail("generationChanged");
+  if ((lease.expires_at ?? 0) <= now) throw fail("expired");
+  return lease;
+}
+
+/** Extends a live claim by its ttl; returns the new expiry. An expired claim never renews. */
+export function renewClaim(store: StateStore, claim: Claim): number {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const lease = checkClaimInTx(store, claim, now);
+    return renewLeaseInTx(store, lease, now);
+  });
+}
+
+function renewLeaseInTx(store: StateStore, lease: LeaseRow, now: number): number {
+  const expiresAt = now + (lease.ttl_ms ?? 0);
+  execute(
+    store,
+    "UPDATE leases SET heartbeat_at = :now, expires_at = :expiresAt WHERE resource = :resource",
+    { now, expiresAt, resource: lease.resource },
+  );
+  return expiresAt;
+}
+
+/** Releases the exact claim (owner, token, generation). An expired claim may still release. */
+export function releaseClaim(store: StateStore, claim: Claim): void {
+  writeTransaction(store, () => releaseClaimInTx(store, claim, store.clock.now()));
+}
+
+export function releaseClaimInTx(store: StateStore, claim: Claim, now: number): void {
+  const lease = readLease(store, claim.resource);
+  const fail = (reason: ClaimLostError["reason"]) =>
+    new ClaimLostError(claim.runId, claim.generation, reason);
+  if (!lease || !lease.token_hash) throw fail("missingAuthority");
+  if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
+    throw fail("ownerChanged");
+  }
+  if (lease.token_hash !== hashToken(claim.token)) throw fail("tokenChanged");
+  if (lease.generation !== claim.generation) throw fail("generationChanged");
+  releaseLeaseInTx(store, claim.resource, now);
+}
+
+/** Clears whatever claim `resource` has (the generation stays). Transitions use this. */
+export function releaseLeaseInTx(store: StateStore, resource: string, now: number): void {
+  execute(
+    store,
+    "UPDATE leases SET owner_type = NULL, owner_id = NULL, token_hash = NULL, ttl_ms = NULL, " +
+      "expires_at = NULL, released_at = :now WHERE resource = :resource",
+    { resource, now },
+  );
+}
+
+export function readLease(store: StateStore, resource: string): LeaseRow | undefined {
+  return queryOne<LeaseRow>(
+    store,
+    "SELECT resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, expires_at " +
+      "FROM leases WHERE resource = :resource",
+    { resource },
+  );
+}
+
+export interface RunRow {
+  run_id: string;
+  state: string;
+  paused: number;
+  blocked_reason: string | null;
+  revision: number;
+  queue_state: string;
+}
+
+/** The run a protected write changes, plus the optional atomic checks and receipt. */
+export interface ProtectedTarget extends WorkerWriteOptions {
+  runId: string;
+}
+
+/**
+ * Options every worker-proposed transition accepts: the revision the worker saw (a mismatch
+ * throws `RevisionConflictError` and changes nothing) and the receipt of the worker message,
+ * stored in the same transaction so a retried message gets the same answer.
+ */
+export interface WorkerWriteOptions {
+  expectedRevision?: number;
+  receipt?: CommandReceiptInput;
+}
+
+/** The protected-write target of a worker-proposed transition on `runId`. */
+export function workerTarget(runId: string, opts: WorkerWriteOptions): ProtectedTarget {
+  return { runId, expectedRevision: opts.expectedRevision, receipt: opts.receipt };
+}
+
+export interface ProtectedTx {
+  readonly store: StateStore;
+  readonly now: number;
+  readonly runId: string;
+  readonly claim: Claim;
+  /** The run and queue rows as read in step 1 (before the revision increase). */
+  readonly run: RunRow;
+  /** The run revision this change produces. */
+  readonly revision: number;
+}
+
+export interface ProtectedChange<T> extends JournalEntry {
+  result: T;
+}
+
+export interface ProtectedResult<T> {
+  result: T;
+  /** The run revision after the change. */
+  revision: number;
+  /** The claim's renewed expiry. */
+  expiresAt: number;
+}
+
+/**
+ * The spec's protected write, in one transaction: read revision and lease, compare owner, token
+ * and generation, require a future expiry, renew, apply `change`, append its event and viewer
+ * delta, increase the revision, commit. Any failed check or throw changes nothing.
+ */
+export function protectedWrite<T>(
+  store: StateStore,
+  claim: Claim,
+  target: ProtectedTarget,
+  change: (tx: ProtectedTx) => ProtectedChange<T>,
+): ProtectedResult<T> {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const run = readRunRow(store, target.runId);
+    if (!run) throw new NotFoundError("run", target.runId);
+    if (claim.resource !== runResource(target.runId)) {
+      throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
+    }
+    const lease = checkClaimInTx(store, claim, now);
+    if (target.expectedRevision !== undefined && target.expectedRevision !== run.revision) {
+      throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);
+    }
+    const expiresAt = renewLeaseInTx(store, lease, now);
+    const revision = bumpRevision(store, target.runId, now);
+    const outcome = change({ store, now, runId: target.runId, claim, run, revision });
+    appendHistory(store, target.runId, revision, now, outcome);
+    if (target.receipt) {
+      recordHostCommandInTx(store, target.receipt, { runId: target.runId, revision, now });
+    }
+    return { result: outcome.result, revision, expiresAt };
+  });
+}
+
+export function readRunRow(store: StateStore, runId: string): RunRow | undefined {
+  return queryOne<RunRow>(
+    store,
+    "SELECT r.run_id, r.state, r.paused, r.blocked_reason, r.revision, q.state AS queue_state " +
+      "FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
+    { runId },
+  );
+}

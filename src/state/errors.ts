@@ -1,0 +1,118 @@
+/**
+ * Errors raised by the state store. Messages are one line, name what failed and never include a
+ * token, token hash, payload or session id.
+ */
+
+/** The database cannot be opened: bad permissions, corrupt file, not a database, wrong schema. */
+export class StateOpenError extends Error {
+  readonly file: string;
+  constructor(file: string, detail: string) {
+    super(`Cannot open workflow state ${file}: ${detail}`);
+    this.name = "StateOpenError";
+    this.file = file;
+  }
+}
+
+/** The file is a database of another identity, version or DDL digest; nothing was changed. */
+export class StateSchemaMismatchError extends StateOpenError {
+  constructor(file: string, found: string) {
+    super(
+      file,
+      `${found}; the file was left untouched. Stop the host, then back it up and reset with ` +
+        `\`mv ${file} ${file}.bak\` (also move any ${file}-wal and ${file}-shm) and start again`,
+    );
+    this.name = "StateSchemaMismatchError";
+  }
+}
+
+export const CLAIM_LOST_REASONS = [
+  "missingAuthority",
+  "expired",
+  "ownerChanged",
+  "tokenChanged",
+  "generationChanged",
+] as const;
+export type ClaimLostReason = (typeof CLAIM_LOST_REASONS)[number];
+
+/** A protected write or claim operation was refused; nothing changed. */
+export class ClaimLostError extends Error {
+  readonly reason: ClaimLostReason;
+  readonly runId: string | null;
+  readonly generation: number;
+  constructor(runId: string | null, generation: number, reason: ClaimLostReason) {
+    super(`Claim lost for run ${runId ?? "(none)"} generation ${generation}: ${reason}`);
+    this.name = "ClaimLostError";
+    this.reason = reason;
+    this.runId = runId;
+    this.generation = generation;
+  }
+}
+
+/** A lifecycle transition was attempted from a state that does not allow it; nothing changed. */
+export class TransitionError extends Error {
+  readonly runId: string;
+  readonly transition: string;
+  readonly currentState: string;
+  constructor(runId: string, transition: string, currentState: string, detail?: string) {
+    super(
+      `Cannot ${transition} run ${runId} in state ${currentState}` + (detail ? `: ${detail}` : ""),
+    );
+    this.name = "TransitionError";
+    this.runId = runId;
+    this.transition = transition;
+    this.currentState = currentState;
+  }
+}
+
+/** The caller's expected revision is not the run's current revision; nothing changed. */
+export class RevisionConflictError extends Error {
+  readonly runId: string;
+  readonly expected: number;
+  readonly actual: number;
+  constructor(runId: string, expected: number, actual: number) {
+    super(`Revision conflict for run ${runId}: expected ${expected}, found ${actual}`);
+    this.name = "RevisionConflictError";
+    this.runId = runId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** No such run (or attempt, or worker epoch). */
+export class NotFoundError extends Error {
+  constructor(what: string, id: string) {
+    super(`Unknown ${what}: ${id}`);
+    this.name = "NotFoundError";
+  }
+}
+
+/** A durable JSON value exceeds the 1 MiB limit. */
+export class ValueTooLargeError extends RangeError {
+  readonly field: string;
+  readonly bytes: number;
+  constructor(field: string, bytes: number, limit: number) {
+    super(`Value too large for ${field}: ${bytes} bytes exceeds the ${limit} byte limit`);
+    this.name = "ValueTooLargeError";
+    this.field = field;
+    this.bytes = bytes;
+  }
+}
+
+/**
+ * The request id already has a receipt: with another fingerprint (`otherPayload`, answer
+ * `conflict`) or the same one (`alreadyRecorded`, answer with the stored receipt).
+ */
+export class RequestConflictError extends Error {
+  readonly requestId: string;
+  readonly kind: "otherPayload" | "alreadyRecorded";
+  constructor(requestId: string, kind: "otherPayload" | "alreadyRecorded") {
+    super(
+      kind === "otherPayload"
+        ? `Request id reused with another payload: ${requestId}`
+        : `Request already recorded: ${requestId}`,
+    );
+    this.name = "RequestConflictError";
+    this.requestId = requestId;
+    this.kind = kind;
+  }
+}

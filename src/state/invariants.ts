@@ -1,0 +1,186 @@
+/**
+ * The invariant checker: every violated consistency rule of the durable state, found with
+ * read-only queries. Tests run it after every step; `pi-workflows doctor` runs it on the user's
+ * database. An empty list means the projections agree with each other.
+ */
+import { queryAll, type StateStore } from "./store.ts";
+
+export interface Violation {
+  code: string;
+  runId?: string;
+  detail: string;
+}
+
+const ALLOWED_PAIRS = [
+  "queued/queued",
+  "running/starting",
+  "running/running",
+  "running/parked",
+  "waiting/parked",
+  "completed/done",
+  "failed/failed",
+  "timed_out/failed",
+  "cancelled/cancelled",
+];
+const TERMINAL = "('completed', 'failed', 'timed_out', 'cancelled')";
+
+interface Check {
+  code: string;
+  sql: string;
+  detail: (row: Record<string, unknown>) => string;
+}
+
+const CHECKS: Check[] = [
+  {
+    code: "runQueueMismatch",
+    sql: "SELECT r.run_id, r.state, q.state AS queue FROM runs r LEFT JOIN run_queue q " +
+      "ON q.run_id = r.run_id WHERE COALESCE(r.state || '/' || q.state, '') NOT IN (" +
+      ALLOWED_PAIRS.map((p) => `'${p}'`).join(", ") + ")",
+    detail: (r) => `run state ${r.state} with queue state ${r.queue ?? "(missing)"}`,
+  },
+  {
+    code: "missingBinding",
+    sql: "SELECT r.run_id FROM runs r LEFT JOIN run_bindings b ON b.run_id = r.run_id " +
+      "WHERE b.run_id IS NULL",
+    detail: () => "run has no run_bindings row",
+  },
+  {
+    code: "claimOutsideActiveRun",
+    sql:
+      "SELECT l.run_id, r.state, q.state AS queue FROM leases l JOIN runs r ON r.run_id = l.run_id " +
+      "JOIN run_queue q ON q.run_id = r.run_id WHERE l.token_hash IS NOT NULL " +
+      "AND NOT (r.state = 'running' AND q.state IN ('starting', 'running'))",
+    detail: (r) => `a claim is held while the run is ${r.state}/${r.queue}`,
+  },
+  {
+    code: "activeRunWithoutClaim",
+    sql: "SELECT r.run_id, q.state AS queue FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
+      "LEFT JOIN leases l ON l.resource = 'run:' || r.run_id WHERE r.state = 'running' " +
+      "AND q.state IN ('starting', 'running') AND (l.token_hash IS NULL OR l.owner_type <> 'host')",
+    detail: (r) => `run is running/${r.queue} without a host claim`,
+  },
+  {
+    code: "workerEpochMismatch",
+    // The epoch may already have ended (crash before the host parks the run); it must exist.
+    sql: "SELECT r.run_id, q.state AS queue FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
+      "JOIN leases l ON l.resource = 'run:' || r.run_id WHERE r.state = 'running' AND " +
+      "q.state IN ('starting', 'running') AND NOT EXISTS (SELECT 1 FROM run_workers w WHERE " +
+      "w.run_id = r.run_id AND w.generation = l.generation AND (q.state = 'starting' OR " +
+      "w.ready_at IS NOT NULL))",
+    detail: (r) => `run is running/${r.queue} but no worker epoch of its generation matches`,
+  },
+  {
+    code: "multipleActiveWorkers",
+    sql: "SELECT run_id, COUNT(*) AS n FROM run_workers WHERE status IN ('starting', 'live') " +
+      "GROUP BY run_id HAVING COUNT(*) > 1",
+    detail: (r) => `${r.n} active worker epochs`,
+  },
+  {
+    code: "generationRegressed",
+    sql: "SELECT w.run_id, MAX(w.generation) AS g, l.generation AS lg FROM run_workers w " +
+      "LEFT JOIN leases l ON l.resource = 'run:' || w.run_id GROUP BY w.run_id " +
+      "HAVING l.generation IS NULL OR MAX(w.generation) > l.generation",
+    detail: (r) => `worker generation ${r.g} exceeds lease generation ${r.lg ?? "(none)"}`,
+  },
+  {
+    code: "revisionMismatch",
+    sql: "SELECT r.run_id, r.revision, COUNT(e.seq) AS n, COALESCE(MAX(e.run_revision), 0) AS m " +
+      "FROM runs r LEFT JOIN events e ON e.run_id = r.run_id GROUP BY r.run_id " +
+      "HAVING r.revision <> COUNT(e.seq) OR r.revision <> COALESCE(MAX(e.run_revision), 0)",
+    detail: (r) => `revision ${r.revision} but ${r.n} events up to revision ${r.m}`,
+  },
+  {
+    code: "eventOrder",
+    sql: "SELECT run_id, seq, run_revision FROM events WHERE run_revision <> seq",
+    detail: (r) => `event ${r.seq} carries revision ${r.run_revision}`,
+  },
+  {
+    code: "viewerDeltaAhead",
+    sql: "SELECT d.run_id, MAX(d.run_revision) AS m, r.revision FROM viewer_deltas d " +
+      "JOIN runs r ON r.run_id = d.run_id GROUP BY d.run_id HAVING MAX(d.run_revision) > r.revision",
+    detail: (r) => `viewer delta revision ${r.m} beyond run revision ${r.revision}`,
+  },
+  {
+    code: "missingViewerDelta",
+    sql: "SELECT e.run_id, e.run_revision FROM events e LEFT JOIN viewer_deltas d ON " +
+      "d.run_id = e.run_id AND d.run_revision = e.run_revision WHERE d.revision IS NULL",
+    detail: (r) => `no viewer delta for revision ${r.run_revision}`,
+  },
+  {
+    code: "terminalEventOnLiveRun",
+    sql: "SELECT e.run_id, e.type, r.state FROM events e JOIN runs r ON r.run_id = e.run_id " +
+      "WHERE e.type IN ('run.completed', 'run.failed', 'run.timed_out', 'run.cancelled') " +
+      "AND e.type <> 'run.' || r.state",
+    detail: (r) => `event ${r.type} while the run is ${r.state}`,
+  },
+  {
+    code: "terminalRunIncomplete",
+    sql: "SELECT r.run_id, r.state FROM runs r WHERE r.state IN " + TERMINAL + " AND (" +
+      "r.finished_at IS NULL OR (SELECT type FROM events e WHERE e.run_id = r.run_id " +
+      "ORDER BY seq DESC LIMIT 1) IS NOT 'run.' || r.state)",
+    detail: (r) => `terminal ${r.state} run lacks its finish time or final event`,
+  },
+  {
+    code: "openAttemptOnInactiveRun",
+    sql: "SELECT a.run_id, a.attempt_id, a.state, r.state AS run_state, q.state AS queue " +
+      "FROM node_attempts a JOIN runs r ON r.run_id = a.run_id JOIN run_queue q ON " +
+      "q.run_id = a.run_id WHERE (a.state = 'running' AND NOT (r.state = 'running' AND " +
+      "q.state = 'running')) OR (a.state = 'waiting' AND r.state <> 'waiting')",
+    detail: (r) =>
+      `attempt ${r.attempt_id} is ${r.state} while the run is ${r.run_state}/${r.queue}`,
+  },
+  {
+    code: "waitingWithoutRequest",
+    sql: "SELECT r.run_id FROM runs r WHERE r.state = 'waiting' AND NOT EXISTS (SELECT 1 FROM " +
+      "node_attempts a WHERE a.run_id = r.run_id AND a.state = 'waiting' AND (EXISTS (SELECT 1 " +
+      "FROM human_decisions d WHERE d.attempt_id = a.attempt_id AND d.state IN ('pending', 'resolved')) " +
+      "OR EXISTS (SELECT 1 FROM interactive_requests i WHERE i.attempt_id = a.attempt_id)))",
+    detail: () => "waiting run has no waiting attempt with a decision or interactive request",
+  },
+  {
+    code: "pendingInteractionOnTerminalRun",
+    sql:
+      "SELECT run_id FROM human_decisions WHERE state = 'pending' AND run_id IN (SELECT run_id " +
+      "FROM runs WHERE state IN " + TERMINAL + ") UNION ALL SELECT run_id FROM " +
+      "interactive_requests WHERE status = 'pending' AND run_id IN (SELECT run_id FROM runs " +
+      "WHERE state IN " + TERMINAL + ")",
+    detail: () => "a pending decision or interactive request belongs to a terminal run",
+  },
+  {
+    code: "unsettledEffectOnTerminalRun",
+    sql:
+      "SELECT run_id, effect_id FROM effects WHERE state IN ('pending', 'applying') AND run_id " +
+      "IN (SELECT run_id FROM runs WHERE state IN " + TERMINAL + ")",
+    detail: (r) => `effect ${r.effect_id} is still pending or applying`,
+  },
+  {
+    code: "pausedOrBlockedButActive",
+    sql: "SELECT r.run_id, q.state AS queue FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
+      "WHERE (r.paused = 1 OR r.blocked_reason IS NOT NULL) AND q.state IN ('starting', 'running')",
+    detail: (r) => `paused or blocked run has queue state ${r.queue}`,
+  },
+  {
+    code: "hostClaimInconsistent",
+    sql: "SELECT NULL AS run_id, COUNT(*) AS n FROM host_claim HAVING COUNT(*) > 1",
+    detail: (r) => `${r.n} host claim rows`,
+  },
+];
+
+/** Every violated invariant (empty when the state is consistent). */
+export function checkInvariants(store: StateStore): Violation[] {
+  const violations: Violation[] = [];
+  for (const check of CHECKS) {
+    for (const row of queryAll<Record<string, unknown>>(store, check.sql)) {
+      const runId = typeof row.run_id === "string" ? row.run_id : undefined;
+      violations.push({
+        code: check.code,
+        ...(runId ? { runId } : {}),
+        detail: check.detail(row),
+      });
+    }
+  }
+  return violations;
+}
+
+/** The codes `checkInvariants` can return (for docs and doctor output). */
+export const INVARIANT_CODES: readonly string[] = CHECKS.map((c) => c.code);

@@ -1,0 +1,73 @@
+/**
+ * The history every committed change leaves behind: the run's revision increases, one immutable
+ * event is appended to the run's ordered log, and one small viewer delta joins the global feed.
+ * Called inside the transaction of the change: `bumpRevision` before the domain change (a
+ * terminal run row accepts no later update), `appendHistory` after it.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { execute, queryOne, type StateStore } from "./store.ts";
+import { encodeValue } from "./values.ts";
+
+export interface JournalEntry {
+  /** Event type, e.g. `run.queued`, `node.finished`. */
+  type: string;
+  /** Small event payload (ids, states, error codes); never outputs or prompts. */
+  payload?: JsonValue;
+  /** Viewer delta summary; defaults to `{state, queue}` of the run after the change. */
+  summary?: JsonValue;
+}
+
+/** Increases the run revision; returns the new one. */
+export function bumpRevision(store: StateStore, runId: string, now: number): number {
+  const row = queryOne<{ revision: number }>(
+    store,
+    "UPDATE runs SET revision = revision + 1, updated_at = :now WHERE run_id = :runId " +
+      "RETURNING revision",
+    { runId, now },
+  );
+  if (!row) throw new Error(`Cannot bump the revision of unknown run ${runId}`);
+  return row.revision;
+}
+
+/** Appends the event and viewer delta of the change that produced `revision`. */
+export function appendHistory(
+  store: StateStore,
+  runId: string,
+  revision: number,
+  now: number,
+  entry: JournalEntry,
+): void {
+  execute(
+    store,
+    "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) VALUES (:runId, " +
+      "(SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = :runId), :type, :revision, " +
+      ":payload, :now)",
+    {
+      runId,
+      type: entry.type,
+      revision,
+      payload: encodeValue("event payload", entry.payload ?? {}),
+      now,
+    },
+  );
+  appendViewerDelta(store, runId, revision, now, entry.type, entry.summary);
+}
+
+/** Appends a viewer delta alone (facts outside the run row, e.g. a worker epoch ending). */
+export function appendViewerDelta(
+  store: StateStore,
+  runId: string,
+  revision: number,
+  now: number,
+  kind: string,
+  summary?: JsonValue,
+): void {
+  const text = summary === undefined ? null : encodeValue("viewer delta", summary);
+  execute(
+    store,
+    "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) SELECT :runId, " +
+      ":revision, :kind, COALESCE(:summary, json_object('state', r.state, 'queue', q.state)), " +
+      ":now FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
+    { runId, revision, kind, summary: text, now },
+  );
+}

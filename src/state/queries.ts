@@ -1,0 +1,371 @@
+/**
+ * Read queries. All work on a read-only store (status, viewers, doctor) as well as the host's.
+ * Results hold ids, states and counts; callers decide what is safe to print (status output
+ * never shows project paths, session ids or payloads).
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
+import { NotFoundError } from "./errors.ts";
+import { queryAll, queryOne, type StateStore } from "./store.ts";
+import { decodeValue } from "./values.ts";
+
+interface RunDbRow {
+  run_id: string;
+  workflow_name: string;
+  workflow_ref: string;
+  title: string | null;
+  state: string;
+  queue_state: string;
+  paused: number;
+  blocked_reason: string | null;
+  project_path: string;
+  definition_digest: string;
+  input_hash: string;
+  parent_run_id: string | null;
+  revision: number;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+  output_json: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  execution_mode: "interactive" | "headless";
+  origin_session_id: string | null;
+}
+
+export interface RunView {
+  runId: string;
+  workflowName: string;
+  workflowRef: string;
+  title: string | null;
+  state: string;
+  queueState: string;
+  paused: boolean;
+  blockedReason: string | null;
+  /** Private: never print in status output. */
+  projectPath: string;
+  definitionDigest: string;
+  inputHash: string;
+  parentRunId: string | null;
+  revision: number;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  output: JsonValue | undefined;
+  error: { code: string; message: string } | null;
+  executionMode: "interactive" | "headless";
+  /** Private: never print in status output. */
+  originSessionId: string | null;
+}
+
+const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
+  "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
+  "r.input_hash, r.parent_run_id, r.revision, r.created_at, r.updated_at, r.finished_at, " +
+  "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id " +
+  "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
+
+function toView(row: RunDbRow): RunView {
+  return {
+    runId: row.run_id,
+    workflowName: row.workflow_name,
+    workflowRef: row.workflow_ref,
+    title: row.title,
+    state: row.state,
+    queueState: row.queue_state,
+    paused: row.paused === 1,
+    blockedReason: row.blocked_reason,
+    projectPath: row.project_path,
+    definitionDigest: row.definition_digest,
+    inputHash: row.input_hash,
+    parentRunId: row.parent_run_id,
+    revision: row.revision,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    finishedAt: row.finished_at,
+    output: decodeValue(row.output_json),
+    error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
+    executionMode: row.execution_mode,
+    originSessionId: row.origin_session_id,
+  };
+}
+
+/** One run, or undefined. */
+export function readRun(store: StateStore, runId: string): RunView | undefined {
+  const row = queryOne<RunDbRow>(store, `${RUN_SELECT} WHERE r.run_id = :runId`, { runId });
+  return row && toView(row);
+}
+
+/** Newest first; without `all`, only non-terminal runs. */
+export function listRuns(
+  store: StateStore,
+  opts: { all?: boolean; limit?: number } = {},
+): RunView[] {
+  const where = opts.all
+    ? ""
+    : "WHERE r.state NOT IN ('completed', 'failed', 'timed_out', 'cancelled') ";
+  return queryAll<RunDbRow>(
+    store,
+    `${RUN_SELECT} ${where}ORDER BY r.created_at DESC, r.run_id DESC LIMIT :limit`,
+    { limit: opts.limit ?? 100 },
+  ).map(toView);
+}
+
+/**
+ * The committed facts the engine routes from: this run's input, and the attempts of the runs it
+ * continues (oldest ancestor first) then its own, renumbered 1..n in that order.
+ */
+export function readRunFacts(store: StateStore, runId: string): RunFacts {
+  const run = queryOne<{ run_id: string; workflow_name: string; input_json: string }>(
+    store,
+    "SELECT run_id, workflow_name, input_json FROM runs WHERE run_id = :runId",
+    { runId },
+  );
+  if (!run) throw new NotFoundError("run", runId);
+  const chain: string[] = [];
+  const seen = new Set<string>();
+  for (let id: string | null = runId; id && !seen.has(id);) {
+    seen.add(id);
+    chain.unshift(id);
+    id = queryOne<{ parent_run_id: string | null }>(
+      store,
+      "SELECT parent_run_id FROM runs WHERE run_id = :id",
+      { id },
+    )?.parent_run_id ?? null;
+  }
+  const attempts: AttemptFact[] = [];
+  for (const id of chain) {
+    for (const a of listAttemptRows(store, id)) {
+      attempts.push({
+        attemptId: a.attempt_id,
+        nodeId: a.node_id,
+        sequence: attempts.length + 1,
+        nodeKind: a.node_kind,
+        effect: a.effect,
+        state: a.state,
+        ...(a.output_json !== null ? { output: decodeValue(a.output_json) } : {}),
+        ...(a.error_code !== null
+          ? { error: { code: a.error_code, message: a.error_message ?? "" } }
+          : {}),
+        startedAt: a.started_at,
+        ...(a.finished_at !== null ? { finishedAt: a.finished_at } : {}),
+        deadlineAt: a.deadline_at,
+      });
+    }
+  }
+  const facts: RunFacts = {
+    runId,
+    workflowName: run.workflow_name,
+    input: decodeValue(run.input_json) ?? null,
+    attempts,
+  };
+  const answer = queryOne<{ node_id: string; answer_json: string | null }>(
+    store,
+    "SELECT d.node_id, h.answer_json FROM human_decision_resolutions h JOIN human_decisions d " +
+      "ON d.decision_id = h.decision_id WHERE h.continuation_run_id = :runId",
+    { runId },
+  );
+  if (answer) {
+    facts.resumeAnswer = {
+      nodeId: answer.node_id,
+      answer: decodeValue(answer.answer_json) ?? null,
+    };
+  }
+  return facts;
+}
+
+interface AttemptRow {
+  attempt_id: string;
+  node_id: string;
+  node_kind: string;
+  effect: AttemptFact["effect"];
+  state: AttemptFact["state"];
+  output_json: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  started_at: number;
+  finished_at: number | null;
+  deadline_at: number | null;
+}
+
+function listAttemptRows(store: StateStore, runId: string): AttemptRow[] {
+  return queryAll<AttemptRow>(
+    store,
+    "SELECT attempt_id, node_id, node_kind, effect, state, output_json, error_code, " +
+      "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
+      "WHERE run_id = :runId ORDER BY sequence",
+    { runId },
+  );
+}
+
+export interface HostStatusCounts {
+  queued: number;
+  running: number;
+  parked: number;
+  waiting: number;
+  paused: number;
+  blocked: number;
+  activeWorkers: number;
+  expiredClaims: number;
+  pendingInteractions: number;
+  ambiguousEffects: number;
+}
+
+/** Counts for `host status` (no ids, paths or payloads). */
+export function hostStatusCounts(store: StateStore, now = store.clock.now()): HostStatusCounts {
+  const runs = queryOne<
+    Omit<
+      HostStatusCounts,
+      "activeWorkers" | "expiredClaims" | "pendingInteractions" | "ambiguousEffects"
+    >
+  >(
+    store,
+    "SELECT COALESCE(SUM(r.state = 'queued'), 0) AS queued, " +
+      "COALESCE(SUM(r.state = 'running' AND q.state IN ('starting', 'running')), 0) AS running, " +
+      "COALESCE(SUM(r.state = 'running' AND q.state = 'parked'), 0) AS parked, " +
+      "COALESCE(SUM(r.state = 'waiting'), 0) AS waiting, " +
+      "COALESCE(SUM(r.paused = 1 AND r.state IN ('queued', 'running', 'waiting')), 0) AS paused, " +
+      "COALESCE(SUM(r.blocked_reason IS NOT NULL AND r.state IN ('queued', 'running')), 0) AS blocked " +
+      "FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
+      "WHERE r.state IN ('queued', 'running', 'waiting')",
+  )!;
+  const count = (sql: string, params: Record<string, number> = {}) =>
+    queryOne<{ n: number }>(store, sql, params)!.n;
+  return {
+    ...runs,
+    activeWorkers: count(
+      "SELECT COUNT(*) AS n FROM run_workers WHERE status IN ('starting', 'live')",
+    ),
+    expiredClaims: count(
+      "SELECT COUNT(*) AS n FROM leases WHERE token_hash IS NOT NULL AND expires_at <= :now",
+      { now },
+    ),
+    pendingInteractions: count(
+      "SELECT (SELECT COUNT(*) FROM interactive_requests WHERE status = 'pending') + " +
+        "(SELECT COUNT(*) FROM human_decisions WHERE state = 'pending') AS n",
+    ),
+    ambiguousEffects: count("SELECT COUNT(*) AS n FROM effects WHERE state = 'ambiguous'"),
+  };
+}
+
+export interface RunEvent {
+  runId: string;
+  seq: number;
+  type: string;
+  runRevision: number;
+  payload: JsonValue;
+  at: number;
+}
+
+/** Events of a run after `afterSeq`, in order. */
+export function listEvents(
+  store: StateStore,
+  runId: string,
+  afterSeq = 0,
+  limit = 1000,
+): RunEvent[] {
+  return queryAll<{
+    run_id: string;
+    seq: number;
+    type: string;
+    run_revision: number;
+    payload_json: string;
+    at: number;
+  }>(
+    store,
+    "SELECT run_id, seq, type, run_revision, payload_json, at FROM events WHERE run_id = :runId " +
+      "AND seq > :afterSeq ORDER BY seq LIMIT :limit",
+    { runId, afterSeq, limit },
+  ).map((r) => ({
+    runId: r.run_id,
+    seq: r.seq,
+    type: r.type,
+    runRevision: r.run_revision,
+    payload: decodeValue(r.payload_json) ?? {},
+    at: r.at,
+  }));
+}
+
+export interface ViewerDelta {
+  /** Global delta revision: poll with the last one seen. */
+  revision: number;
+  runId: string;
+  runRevision: number;
+  kind: string;
+  summary: JsonValue;
+  at: number;
+}
+
+/** Viewer deltas after global revision `revision`, oldest first. */
+export function viewerDeltasSince(
+  store: StateStore,
+  revision: number,
+  limit = 1000,
+): ViewerDelta[] {
+  return queryAll<{
+    revision: number;
+    run_id: string;
+    run_revision: number;
+    kind: string;
+    summary_json: string;
+    at: number;
+  }>(
+    store,
+    "SELECT revision, run_id, run_revision, kind, summary_json, at FROM viewer_deltas " +
+      "WHERE revision > :revision ORDER BY revision LIMIT :limit",
+    { revision, limit },
+  ).map((r) => ({
+    revision: r.revision,
+    runId: r.run_id,
+    runRevision: r.run_revision,
+    kind: r.kind,
+    summary: decodeValue(r.summary_json) ?? {},
+    at: r.at,
+  }));
+}
+
+/** Runs whose worker claim expired while live (recovery step 3). */
+export function listExpiredRuns(store: StateStore, now = store.clock.now()): string[] {
+  return queryAll<{ run_id: string }>(
+    store,
+    "SELECT r.run_id FROM runs r JOIN run_queue q ON q.run_id = r.run_id LEFT JOIN leases l " +
+      "ON l.resource = 'run:' || r.run_id WHERE r.state = 'running' AND q.state IN " +
+      "('starting', 'running') AND (l.token_hash IS NULL OR l.expires_at <= :now) " +
+      "ORDER BY r.created_at",
+    { now },
+  ).map((r) => r.run_id);
+}
+
+export interface ActiveWorker {
+  workerEpoch: string;
+  runId: string;
+  generation: number;
+  status: "starting" | "live";
+  pid: number | null;
+  startIdentity: string | null;
+  startedAt: number;
+}
+
+/** Worker epochs recorded `starting` or `live` (orphan checks, supervision). */
+export function listActiveWorkers(store: StateStore): ActiveWorker[] {
+  return queryAll<{
+    worker_epoch: string;
+    run_id: string;
+    generation: number;
+    status: "starting" | "live";
+    pid: number | null;
+    start_identity: string | null;
+    started_at: number;
+  }>(
+    store,
+    "SELECT worker_epoch, run_id, generation, status, pid, start_identity, started_at " +
+      "FROM run_workers WHERE status IN ('starting', 'live') ORDER BY started_at",
+  ).map((r) => ({
+    workerEpoch: r.worker_epoch,
+    runId: r.run_id,
+    generation: r.generation,
+    status: r.status,
+    pid: r.pid,
+    startIdentity: r.start_identity,
+    startedAt: r.started_at,
+  }));
+}

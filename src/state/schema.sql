@@ -1,0 +1,365 @@
+-- pi-workflows-state, schema version 1.
+--
+-- Every durable fact of the workflow host. Only the host process writes this database; workers,
+-- the CLI, the extension and viewers never do (viewers open it read-only).
+--
+-- Table families, their writers and the functions that own their transitions:
+--   identity     meta                               openStateStore (once, at creation)
+--   host         host_claim                         claims.ts (acquire/renew/releaseHostClaim)
+--   lifecycle    runs, run_queue, leases, run_bindings
+--                                                   transitions/*.ts (one function per transition)
+--   history      events, viewer_deltas              journal.ts, appended by every transition
+--   execution    node_attempts, node_updates         transitions/node-attempts.ts
+--   decisions    human_decisions, human_decision_resolutions
+--                                                   transitions/run-park.ts, run-commands.ts
+--   effects      effects, effect_attempts            transitions/run-recovery.ts, run-commands.ts
+--   pi messages  notifications, turn_intents         (outbox owners, later issues)
+--   commands     host_commands                       host-commands.ts, inside each command's
+--                                                   transition transaction
+--   interaction  interactive_requests, interactive_submissions (interaction owners, later issues)
+--   workers      run_workers                         transitions/run-launch.ts, workers.ts
+--
+-- Conventions: times are INTEGER epoch milliseconds from the host's injected clock (SQLite never
+-- reads the time); JSON columns hold canonical JSON text of at most 1 MiB; every enumeration has
+-- a CHECK; a raw claim token is never stored, only its sha256 hex.
+
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+-- The single host claim. `epoch` only grows; a new host takes epoch + 1 after the old claim
+-- expired or was released. Owner columns are all NULL while no host holds it.
+CREATE TABLE host_claim (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  epoch INTEGER NOT NULL CHECK (epoch >= 1),
+  owner_id TEXT,
+  token_hash TEXT,
+  acquired_at INTEGER,
+  heartbeat_at INTEGER,
+  expires_at INTEGER,
+  released_at INTEGER,
+  CHECK ((owner_id IS NULL) = (token_hash IS NULL) AND (owner_id IS NULL) = (expires_at IS NULL))
+);
+
+CREATE TABLE runs (
+  run_id TEXT PRIMARY KEY,
+  workflow_name TEXT NOT NULL,
+  workflow_ref TEXT NOT NULL,
+  title TEXT,
+  state TEXT NOT NULL CHECK (
+    state IN ('queued', 'running', 'waiting', 'completed', 'failed', 'timed_out', 'cancelled')
+  ),
+  paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+  blocked_reason TEXT CHECK (
+    blocked_reason IS NULL OR blocked_reason IN ('workflowSourceChanged', 'effectAmbiguous')
+  ),
+  blocked_detail TEXT,
+  project_path TEXT NOT NULL,
+  workflow_source_json TEXT NOT NULL,
+  definition_digest TEXT NOT NULL,
+  input_json TEXT NOT NULL,
+  input_hash TEXT NOT NULL,
+  parent_run_id TEXT REFERENCES runs (run_id),
+  revision INTEGER NOT NULL CHECK (revision >= 1),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  output_json TEXT,
+  error_code TEXT,
+  error_message TEXT
+);
+CREATE INDEX runs_by_state ON runs (state, created_at);
+CREATE INDEX runs_by_created ON runs (created_at, run_id);
+CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+
+-- Terminal runs never change again.
+CREATE TRIGGER runs_terminal_immutable BEFORE UPDATE ON runs
+WHEN OLD.state IN ('completed', 'failed', 'timed_out', 'cancelled')
+BEGIN
+  SELECT RAISE(ABORT, 'terminal run rows are immutable');
+END;
+CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+BEGIN
+  SELECT RAISE(ABORT, 'run rows are never deleted');
+END;
+
+-- The scheduler projection of a run; its state must match the run state (spec run/queue table).
+CREATE TABLE run_queue (
+  run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
+  state TEXT NOT NULL CHECK (
+    state IN ('queued', 'starting', 'running', 'parked', 'done', 'failed', 'cancelled')
+  ),
+  available_at INTEGER NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 0,
+  enqueued_seq INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX run_queue_launchable ON run_queue (state, priority DESC, enqueued_seq);
+CREATE TRIGGER run_queue_terminal_immutable BEFORE UPDATE ON run_queue
+WHEN OLD.state IN ('done', 'failed', 'cancelled')
+BEGIN
+  SELECT RAISE(ABORT, 'terminal queue rows are immutable');
+END;
+
+-- One row per claimable resource (`run:<id>`). The row survives release so the generation never
+-- decreases; a released claim has NULL owner, token and expiry.
+CREATE TABLE leases (
+  resource TEXT PRIMARY KEY,
+  run_id TEXT REFERENCES runs (run_id),
+  owner_type TEXT CHECK (owner_type IS NULL OR owner_type IN ('host', 'control')),
+  owner_id TEXT,
+  token_hash TEXT,
+  generation INTEGER NOT NULL CHECK (generation >= 1),
+  ttl_ms INTEGER,
+  acquired_at INTEGER,
+  heartbeat_at INTEGER,
+  expires_at INTEGER,
+  released_at INTEGER,
+  CHECK (
+    (owner_type IS NULL) = (owner_id IS NULL) AND (owner_id IS NULL) = (token_hash IS NULL) AND
+    (token_hash IS NULL) = (expires_at IS NULL) AND (expires_at IS NULL) = (ttl_ms IS NULL)
+  )
+);
+CREATE INDEX leases_held_by_expiry ON leases (expires_at) WHERE token_hash IS NOT NULL;
+CREATE INDEX leases_by_run ON leases (run_id) WHERE run_id IS NOT NULL;
+
+CREATE TABLE run_bindings (
+  run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
+  execution_mode TEXT NOT NULL CHECK (execution_mode IN ('interactive', 'headless')),
+  origin_session_id TEXT,
+  created_at INTEGER NOT NULL,
+  CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL)
+);
+
+-- Immutable, ordered per run (seq 1, 2, ...). Payloads are small summaries, never outputs.
+CREATE TABLE events (
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  type TEXT NOT NULL,
+  run_revision INTEGER NOT NULL,
+  payload_json TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN
+  SELECT RAISE(ABORT, 'events are immutable');
+END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN
+  SELECT RAISE(ABORT, 'events are immutable');
+END;
+
+-- One small delta per committed change, in one global order (`revision`), so a viewer follows
+-- every run by polling `revision > last seen` without reading payloads.
+CREATE TABLE viewer_deltas (
+  revision INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  run_revision INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  summary_json TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+CREATE INDEX viewer_deltas_by_run ON viewer_deltas (run_id, run_revision);
+
+CREATE TABLE node_attempts (
+  attempt_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  sequence INTEGER NOT NULL CHECK (sequence >= 1),
+  node_id TEXT NOT NULL,
+  node_kind TEXT NOT NULL,
+  effect TEXT NOT NULL CHECK (effect IN ('pure', 'external')),
+  state TEXT NOT NULL CHECK (
+    state IN ('running', 'waiting', 'ok', 'failed', 'timed_out', 'cancelled', 'interrupted')
+  ),
+  generation INTEGER NOT NULL,
+  output_json TEXT,
+  error_code TEXT,
+  error_message TEXT,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  -- Resolved wall-clock deadline; NULL when the node declares no timeout.
+  deadline_at INTEGER,
+  UNIQUE (run_id, sequence)
+);
+-- At most one open attempt per run.
+CREATE UNIQUE INDEX node_attempts_one_open ON node_attempts (run_id)
+WHERE state IN ('running', 'waiting');
+CREATE INDEX node_attempts_deadlines ON node_attempts (deadline_at)
+WHERE state IN ('running', 'waiting') AND deadline_at IS NOT NULL;
+
+-- Latest update per (run, type, key) and how many were received.
+CREATE TABLE node_updates (
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  type TEXT NOT NULL,
+  key TEXT NOT NULL,
+  attempt_id TEXT NOT NULL REFERENCES node_attempts (attempt_id),
+  data_json TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count >= 1),
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, type, key)
+);
+
+CREATE TABLE human_decisions (
+  decision_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  attempt_id TEXT NOT NULL UNIQUE REFERENCES node_attempts (attempt_id),
+  node_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('checkpoint', 'humanDecision')),
+  request_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'resolved', 'cancelled')),
+  created_at INTEGER NOT NULL,
+  closed_at INTEGER
+);
+CREATE INDEX human_decisions_pending ON human_decisions (state, created_at);
+
+CREATE TABLE human_decision_resolutions (
+  decision_id TEXT PRIMARY KEY REFERENCES human_decisions (decision_id),
+  resolution TEXT NOT NULL CHECK (resolution IN ('answered', 'timeoutDefault', 'cancelled')),
+  answer_json TEXT,
+  continuation_run_id TEXT REFERENCES runs (run_id),
+  resolved_at INTEGER NOT NULL
+);
+
+CREATE TABLE effects (
+  effect_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  attempt_id TEXT NOT NULL REFERENCES node_attempts (attempt_id),
+  -- Source resource + effect type + author idempotency key.
+  effect_key TEXT NOT NULL UNIQUE,
+  effect_type TEXT NOT NULL,
+  request_fingerprint TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (
+    state IN ('pending', 'applying', 'applied', 'rejected', 'cancelled', 'ambiguous')
+  ),
+  receipt_json TEXT,
+  error_code TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX effects_by_state ON effects (state);
+CREATE INDEX effects_by_attempt ON effects (attempt_id);
+
+CREATE TABLE effect_attempts (
+  effect_id TEXT NOT NULL REFERENCES effects (effect_id),
+  attempt_no INTEGER NOT NULL CHECK (attempt_no >= 1),
+  generation INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('applying', 'applied', 'rejected', 'ambiguous', 'cancelled')),
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  PRIMARY KEY (effect_id, attempt_no)
+);
+
+-- Passive session-addressed messages (notify nodes); claimed and delivered through the host.
+CREATE TABLE notifications (
+  notification_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  node_id TEXT NOT NULL,
+  notification_index INTEGER NOT NULL,
+  target_session_id TEXT,
+  message_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'delivered')),
+  claim_token_hash TEXT,
+  claim_expires_at INTEGER,
+  session_entry_id TEXT,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (run_id, node_id, notification_index)
+);
+CREATE INDEX notifications_pending ON notifications (target_session_id, state, created_at);
+
+-- Successor-turn obligations (completion presentation, failure follow-ups).
+CREATE TABLE turn_intents (
+  intent_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  target_session_id TEXT,
+  cause TEXT NOT NULL CHECK (
+    cause IN (
+      'presentation', 'agentCancelled', 'timedOut', 'failed', 'launchFailed',
+      'controllerInterrupted', 'claimLost'
+    )
+  ),
+  eligible INTEGER NOT NULL DEFAULT 0 CHECK (eligible IN (0, 1)),
+  facts_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'resolved')),
+  claim_token_hash TEXT,
+  claim_expires_at INTEGER,
+  resolution TEXT CHECK (resolution IS NULL OR resolution IN ('workflowPrompt', 'presentation', 'fallback')),
+  session_entry_id TEXT,
+  created_at INTEGER NOT NULL,
+  resolved_at INTEGER
+);
+CREATE INDEX turn_intents_pending ON turn_intents (target_session_id, state, eligible, created_at);
+
+-- Command receipts, committed in the same transaction as the change they acknowledge.
+CREATE TABLE host_commands (
+  request_id TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  idempotency_key TEXT,
+  request_fingerprint TEXT NOT NULL,
+  run_id TEXT REFERENCES runs (run_id),
+  accepted_revision INTEGER,
+  outcome TEXT NOT NULL CHECK (
+    outcome IN ('accepted', 'adopted', 'rejected', 'conflict', 'notFound', 'claimLost', 'unavailable')
+  ),
+  receipt_json TEXT NOT NULL,
+  receipt_hash TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  completed_at INTEGER NOT NULL,
+  UNIQUE (request_id, request_fingerprint)
+);
+CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
+WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE interactive_requests (
+  request_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  attempt_id TEXT NOT NULL UNIQUE REFERENCES node_attempts (attempt_id),
+  target_session_id TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('agent', 'assistantMessage', 'checkpoint', 'humanDecision')),
+  contract_hash TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'settled', 'cancelled', 'timedOut')),
+  accepted_submission_id TEXT,
+  presentation_entry_id TEXT,
+  created_at INTEGER NOT NULL,
+  settled_at INTEGER
+);
+CREATE INDEX interactive_requests_pending ON interactive_requests (target_session_id, status, created_at);
+
+CREATE TABLE interactive_submissions (
+  submission_id TEXT PRIMARY KEY,
+  request_id TEXT NOT NULL REFERENCES interactive_requests (request_id),
+  idempotency_key TEXT NOT NULL,
+  payload_hash TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('validating', 'accepted', 'rejected')),
+  receipt_hash TEXT,
+  submitted_at INTEGER NOT NULL,
+  decided_at INTEGER,
+  UNIQUE (request_id, idempotency_key)
+);
+CREATE INDEX interactive_submissions_validating ON interactive_submissions (outcome)
+WHERE outcome = 'validating';
+
+-- Worker epochs: several per (run, generation) over time, at most one active per run.
+CREATE TABLE run_workers (
+  worker_epoch TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  generation INTEGER NOT NULL,
+  launch_envelope_hash TEXT NOT NULL,
+  pid INTEGER,
+  start_identity TEXT,
+  status TEXT NOT NULL CHECK (
+    status IN ('starting', 'live', 'exited', 'cancelled', 'timedOut', 'crashed', 'claimLost', 'orphaned')
+  ),
+  started_at INTEGER NOT NULL,
+  ready_at INTEGER,
+  finished_at INTEGER,
+  exit_code INTEGER,
+  signal TEXT,
+  diagnostic_hash TEXT
+);
+CREATE UNIQUE INDEX run_workers_one_active ON run_workers (run_id)
+WHERE status IN ('starting', 'live');
+CREATE INDEX run_workers_active ON run_workers (status) WHERE status IN ('starting', 'live');

@@ -1,0 +1,268 @@
+/**
+ * The state store: one `DatabaseSync` over `state.sqlite` plus the injected clock and ids. Plain
+ * functions in this directory take it as their first argument. Opening checks the file's
+ * identity, schema version and DDL digest on a read-only connection before anything can write.
+ */
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  statSync,
+} from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import type { Clock, IdSource } from "./clock.ts";
+import { StateOpenError, StateSchemaMismatchError } from "./errors.ts";
+import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
+
+export const STATE_FILE_NAME = "state.sqlite";
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
+
+export interface StateStore {
+  readonly db: DatabaseSync;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  /** Absolute path of `state.sqlite`. */
+  readonly path: string;
+  readonly readOnly: boolean;
+  /** Prepared statements by SQL text. */
+  readonly statements: Map<string, StatementSync>;
+  /**
+   * Test seam for crash injection: called before every statement of a write transaction
+   * (including its COMMIT). Throwing from it aborts the transaction like a crash would.
+   */
+  beforeStatement: ((sql: string) => void) | null;
+}
+
+export interface OpenStateStoreOptions {
+  stateDir: string;
+  clock: Clock;
+  ids: IdSource;
+  readOnly?: boolean;
+  busyTimeoutMs?: number;
+}
+
+/** `$PI_WORKFLOWS_STATE_DIR`, else `${PI_CODING_AGENT_DIR:-~/.pi/agent}/workflows`. */
+export function resolveStateDir(env: Record<string, string | undefined> = process.env): string {
+  if (env.PI_WORKFLOWS_STATE_DIR) return env.PI_WORKFLOWS_STATE_DIR;
+  const agentDir = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
+  return join(agentDir, "workflows");
+}
+
+/** Creates the state directory (mode 0700) if missing; returns it. */
+export function ensureStateDir(stateDir: string): string {
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const mode = statSync(stateDir).mode & 0o777;
+    if (mode & 0o077) chmodSync(stateDir, 0o700);
+    accessSync(stateDir, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new StateOpenError(
+      stateDir,
+      `the state directory is not usable (${codeOf(error)}): it must be a directory you own ` +
+        `with mode 0700`,
+    );
+  }
+  return stateDir;
+}
+
+/** Opens (and on first use creates) the state database. Throws `StateOpenError`. */
+export function openStateStore(opts: OpenStateStoreOptions): StateStore {
+  const readOnly = opts.readOnly ?? false;
+  const timeout = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  const path = join(opts.stateDir, STATE_FILE_NAME);
+  if (!readOnly) ensureStateDir(opts.stateDir);
+  const exists = fileSize(path) !== null;
+  if (readOnly && !exists) {
+    throw new StateOpenError(path, "no state database yet; the host creates it when it starts");
+  }
+  if (exists) {
+    try {
+      accessSync(path, readOnly ? constants.R_OK : constants.R_OK | constants.W_OK);
+    } catch {
+      throw new StateOpenError(
+        path,
+        `the file is not ${readOnly ? "readable" : "readable and writable"} by this user; ` +
+          `fix it with \`chmod 600 ${path}\``,
+      );
+    }
+  }
+  // Check identity before anything can write: even `journal_mode=WAL` rewrites the header.
+  const fresh = !exists || verifyIdentity(path, timeout) === "empty";
+  if (readOnly && fresh) {
+    throw new StateOpenError(path, "the database is empty; the host initializes it when it starts");
+  }
+  if (!exists) {
+    // Create it 0600 so SQLite (and its -wal/-shm files, which copy the mode) never widen it.
+    closeSync(openSync(path, "a", 0o600));
+  }
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(path, { readOnly, timeout });
+    if (!readOnly) {
+      db.exec("PRAGMA journal_mode = WAL");
+      db.exec("PRAGMA synchronous = FULL");
+    }
+    db.exec("PRAGMA foreign_keys = ON");
+  } catch (error) {
+    throw new StateOpenError(path, describeSqliteError(error));
+  }
+  const store: StateStore = {
+    db,
+    clock: opts.clock,
+    ids: opts.ids,
+    path,
+    readOnly,
+    statements: new Map(),
+    beforeStatement: null,
+  };
+  if (fresh && !readOnly) initialize(store);
+  return store;
+}
+
+/** Closes the database; the store must not be used afterwards. */
+export function closeStateStore(store: StateStore): void {
+  store.statements.clear();
+  if (store.db.isOpen) store.db.close();
+}
+
+function initialize(store: StateStore): void {
+  try {
+    writeTransaction(store, () => {
+      // Another process may have initialized it between our check and this lock.
+      const has = store.db.prepare(
+        "SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+      ).get();
+      if (has) return;
+      store.db.exec(schemaDdl());
+      const insert = store.db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
+      insert.run("identity", STATE_IDENTITY);
+      insert.run("schema_version", String(SCHEMA_VERSION));
+      insert.run("ddl_digest", ddlDigest());
+      insert.run("created_at", String(store.clock.now()));
+    });
+  } catch (error) {
+    closeStateStore(store);
+    throw new StateOpenError(store.path, `initialization failed: ${describeSqliteError(error)}`);
+  }
+  verifyIdentity(store.path, DEFAULT_BUSY_TIMEOUT_MS);
+}
+
+/**
+ * Reads identity, version and digest on a read-only connection. Returns "empty" for a file with
+ * no tables (a new database), "ok" when everything matches; throws otherwise.
+ */
+export function verifyIdentity(path: string, timeout: number): "empty" | "ok" {
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout });
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
+    if (tables.length === 0) return "empty";
+    if (!tables.some((t) => t.name === "meta")) {
+      throw new StateSchemaMismatchError(path, "it is not a pi-workflows state database");
+    }
+    const rows = db.prepare("SELECT key, value FROM meta").all() as Array<
+      { key: string; value: string }
+    >;
+    const meta = new Map(rows.map((r) => [r.key, r.value]));
+    if (meta.get("identity") !== STATE_IDENTITY) {
+      throw new StateSchemaMismatchError(
+        path,
+        `its identity is ${JSON.stringify(meta.get("identity") ?? null)}, not ${STATE_IDENTITY}`,
+      );
+    }
+    if (meta.get("schema_version") !== String(SCHEMA_VERSION)) {
+      throw new StateSchemaMismatchError(
+        path,
+        `its schema version is ${meta.get("schema_version")}, this build needs ${SCHEMA_VERSION}`,
+      );
+    }
+    if (meta.get("ddl_digest") !== ddlDigest()) {
+      throw new StateSchemaMismatchError(
+        path,
+        "its schema digest differs from this build (state from another alpha build)",
+      );
+    }
+    return "ok";
+  } catch (error) {
+    if (error instanceof StateOpenError) throw error;
+    throw new StateOpenError(path, describeSqliteError(error));
+  } finally {
+    if (db?.isOpen) db.close();
+  }
+}
+
+/** Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; any throw rolls everything back. */
+export function writeTransaction<T>(store: StateStore, fn: () => T): T {
+  if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
+  if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
+  store.db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = fn();
+    store.beforeStatement?.("COMMIT");
+    store.db.exec("COMMIT");
+    return result;
+  } catch (error) {
+    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+type Params = Record<string, SQLInputValue>;
+
+function prepared(store: StateStore, sql: string): StatementSync {
+  let stmt = store.statements.get(sql);
+  if (!stmt) {
+    stmt = store.db.prepare(sql);
+    store.statements.set(sql, stmt);
+  }
+  if (store.beforeStatement && store.db.isTransaction) store.beforeStatement(sql);
+  return stmt;
+}
+
+/** Executes a write statement with named parameters (`:name`); returns the changed row count. */
+export function execute(store: StateStore, sql: string, params: Params = {}): number {
+  return Number(prepared(store, sql).run(params).changes);
+}
+
+/** First row of a query, or undefined. */
+export function queryOne<T>(store: StateStore, sql: string, params: Params = {}): T | undefined {
+  return prepared(store, sql).get(params) as T | undefined;
+}
+
+/** All rows of a query. */
+export function queryAll<T>(store: StateStore, sql: string, params: Params = {}): T[] {
+  return prepared(store, sql).all(params) as T[];
+}
+
+function fileSize(path: string): number | null {
+  try {
+    return statSync(path).size;
+  } catch (error) {
+    if (codeOf(error) === "ENOENT") return null;
+    throw new StateOpenError(path, `cannot inspect the file (${codeOf(error)})`);
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" ? code : "error";
+}
+
+function describeSqliteError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/not a database|malformed|corrupt/i.test(message)) {
+    return "the file is not a SQLite database or is corrupt; move it aside and restart";
+  }
+  if (/unable to open|readonly|permission|access/i.test(message)) {
+    return "the file cannot be opened with the needed access; check it is yours with mode 0600";
+  }
+  if (/locked|busy/i.test(message)) {
+    return "the database stayed locked past the busy timeout; another process holds it";
+  }
+  return message.split("\n")[0] ?? "unknown error";
+}

@@ -1,0 +1,169 @@
+/** Small helpers shared by the lifecycle transitions (inside their transactions). */
+import { readRunRow, type RunRow } from "../claims.ts";
+import { NotFoundError, TransitionError } from "../errors.ts";
+import { execute, queryOne, type StateStore } from "../store.ts";
+
+export const TERMINAL_RUN_STATES = ["completed", "failed", "timed_out", "cancelled"] as const;
+export const RUN_STATES = ["queued", "running", "waiting", ...TERMINAL_RUN_STATES] as const;
+export type RunState = (typeof RUN_STATES)[number];
+export const QUEUE_STATES = [
+  "queued",
+  "starting",
+  "running",
+  "parked",
+  "done",
+  "failed",
+  "cancelled",
+] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+export const BLOCKED_REASONS = ["workflowSourceChanged", "effectAmbiguous"] as const;
+export type BlockedReason = (typeof BLOCKED_REASONS)[number];
+
+export function isTerminalRunState(state: string): boolean {
+  return (TERMINAL_RUN_STATES as readonly string[]).includes(state);
+}
+
+/** `state/queue` as shown in transition errors. */
+export function describeState(run: RunRow): string {
+  const flags = [
+    run.paused ? "paused" : "",
+    run.blocked_reason ? `blocked ${run.blocked_reason}` : "",
+  ]
+    .filter(Boolean).join(", ");
+  return `${run.state}/${run.queue_state}${flags ? ` (${flags})` : ""}`;
+}
+
+export function requireRun(store: StateStore, runId: string): RunRow {
+  const run = readRunRow(store, runId);
+  if (!run) throw new NotFoundError("run", runId);
+  return run;
+}
+
+/** Throws `TransitionError` unless `ok(run)`. */
+export function expectState(
+  run: RunRow,
+  transition: string,
+  ok: (run: RunRow) => boolean,
+  detail?: string,
+): void {
+  if (!ok(run)) throw new TransitionError(run.run_id, transition, describeState(run), detail);
+}
+
+export function setQueueState(
+  store: StateStore,
+  runId: string,
+  state: QueueState,
+  now: number,
+): void {
+  execute(
+    store,
+    "UPDATE run_queue SET state = :state, updated_at = :now WHERE run_id = :runId",
+    { runId, state, now },
+  );
+}
+
+export function setRunState(store: StateStore, runId: string, state: RunState): void {
+  execute(store, "UPDATE runs SET state = :state WHERE run_id = :runId", { runId, state });
+}
+
+export interface OpenAttempt {
+  attempt_id: string;
+  node_id: string;
+  effect: "pure" | "external";
+  state: "running" | "waiting";
+}
+
+/** The run's running or waiting attempt, if any. */
+export function openAttempt(store: StateStore, runId: string): OpenAttempt | undefined {
+  return queryOne<OpenAttempt>(
+    store,
+    "SELECT attempt_id, node_id, effect, state FROM node_attempts WHERE run_id = :runId " +
+      "AND state IN ('running', 'waiting')",
+    { runId },
+  );
+}
+
+/** Closes an open attempt with a final state (and an error for non-ok outcomes). */
+export function closeAttempt(
+  store: StateStore,
+  attemptId: string,
+  state: "interrupted" | "failed" | "timed_out" | "cancelled",
+  now: number,
+  error: { code: string; message: string } | null,
+): void {
+  execute(
+    store,
+    "UPDATE node_attempts SET state = :state, finished_at = :now, error_code = :code, " +
+      "error_message = :message WHERE attempt_id = :attemptId AND state IN ('running', 'waiting')",
+    { attemptId, state, now, code: error?.code ?? null, message: error?.message ?? null },
+  );
+}
+
+/**
+ * Settles effect recovery state of a run that stops for good: pending effects are cancelled;
+ * applying effects become ambiguous (the external outcome cannot be proven).
+ */
+export function settleEffectsOnStop(store: StateStore, runId: string, now: number): void {
+  execute(
+    store,
+    "UPDATE effects SET state = 'cancelled', updated_at = :now WHERE run_id = :runId " +
+      "AND state = 'pending'",
+    { runId, now },
+  );
+  markApplyingAmbiguous(store, runId, now);
+}
+
+export function markApplyingAmbiguous(store: StateStore, runId: string, now: number): number {
+  execute(
+    store,
+    "UPDATE effect_attempts SET state = 'ambiguous', finished_at = :now WHERE state = 'applying' " +
+      "AND effect_id IN (SELECT effect_id FROM effects WHERE run_id = :runId)",
+    { runId, now },
+  );
+  return execute(
+    store,
+    "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE run_id = :runId " +
+      "AND state = 'applying'",
+    { runId, now },
+  );
+}
+
+/** Cancels pending decisions, interactive requests and validating submissions of a run. */
+export function cancelPendingInteractions(store: StateStore, runId: string, now: number): void {
+  execute(
+    store,
+    "INSERT INTO human_decision_resolutions (decision_id, resolution, resolved_at) " +
+      "SELECT decision_id, 'cancelled', :now FROM human_decisions WHERE run_id = :runId " +
+      "AND state = 'pending'",
+    { runId, now },
+  );
+  execute(
+    store,
+    "UPDATE human_decisions SET state = 'cancelled', closed_at = :now WHERE run_id = :runId " +
+      "AND state = 'pending'",
+    { runId, now },
+  );
+  execute(
+    store,
+    "UPDATE interactive_submissions SET outcome = 'rejected', decided_at = :now " +
+      "WHERE outcome = 'validating' AND request_id IN " +
+      "(SELECT request_id FROM interactive_requests WHERE run_id = :runId AND status = 'pending')",
+    { runId, now },
+  );
+  execute(
+    store,
+    "UPDATE interactive_requests SET status = 'cancelled', settled_at = :now " +
+      "WHERE run_id = :runId AND status = 'pending'",
+    { runId, now },
+  );
+}
+
+/** Makes eligible the turn intents a terminal commit releases (completion presentation). */
+export function releaseTurnIntents(store: StateStore, runId: string): void {
+  execute(
+    store,
+    "UPDATE turn_intents SET eligible = 1 WHERE run_id = :runId AND eligible = 0 " +
+      "AND state = 'pending'",
+    { runId },
+  );
+}

@@ -1,0 +1,218 @@
+/**
+ * Node attempts of a live worker (all protected writes under the run claim, run stays
+ * `running/running`): start, updates, finish, fail. Plus the host-enforced attempt deadline.
+ */
+import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { FactError, NodeEffect, NodeOutcome } from "../../protocol/run-facts.ts";
+import {
+  type Claim,
+  claimRunId,
+  type ProtectedTx,
+  protectedWrite,
+  releaseLeaseInTx,
+  type WorkerWriteOptions,
+  workerTarget as target,
+} from "../claims.ts";
+import { TransitionError } from "../errors.ts";
+import { execute, queryOne, type StateStore } from "../store.ts";
+import { encodeValue } from "../values.ts";
+import { closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
+
+export interface RecordNodeStartedOptions extends WorkerWriteOptions {
+  attemptId: string;
+  nodeId: string;
+  nodeKind: string;
+  effect: NodeEffect;
+  /** Resolved wall-clock deadline (epoch ms) or null. */
+  deadlineAt: number | null;
+}
+
+const isLive = (r: { state: string; queue_state: string }) =>
+  r.state === "running" && r.queue_state === "running";
+
+/** A new `running` attempt (sequence = previous + 1); event `node.started`. */
+export function recordNodeStarted(
+  store: StateStore,
+  claim: Claim,
+  opts: RecordNodeStartedOptions,
+): { revision: number; sequence: number } {
+  const runId = claimRunId(claim);
+  const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    expectState(tx.run, "start a node of", isLive);
+    const open = queryOne<{ attempt_id: string }>(
+      store,
+      "SELECT attempt_id FROM node_attempts WHERE run_id = :runId AND state IN ('running', 'waiting')",
+      { runId },
+    );
+    if (open) {
+      throw new TransitionError(
+        runId,
+        "start a node of",
+        describeState(tx.run),
+        `attempt ${open.attempt_id} is still open`,
+      );
+    }
+    const row = queryOne<{ sequence: number }>(
+      store,
+      "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, state, " +
+        "generation, started_at, deadline_at) VALUES (:attemptId, :runId, (SELECT " +
+        "COALESCE(MAX(sequence), 0) + 1 FROM node_attempts WHERE run_id = :runId), :nodeId, " +
+        ":nodeKind, :effect, 'running', :generation, :now, :deadlineAt) RETURNING sequence",
+      {
+        attemptId: opts.attemptId,
+        runId,
+        nodeId: opts.nodeId,
+        nodeKind: opts.nodeKind,
+        effect: opts.effect,
+        generation: claim.generation,
+        now: tx.now,
+        deadlineAt: opts.deadlineAt,
+      },
+    );
+    return {
+      type: "node.started",
+      payload: { attemptId: opts.attemptId, nodeId: opts.nodeId, sequence: row!.sequence },
+      summary: { state: "running", nodeId: opts.nodeId, attempt: "running" },
+      result: row!.sequence,
+    };
+  });
+  return { revision, sequence: result };
+}
+
+/** Requires `attemptId` to be the run's running attempt. */
+function requireRunningAttempt(tx: ProtectedTx, attemptId: string, transition: string): string {
+  expectState(tx.run, transition, isLive);
+  const row = queryOne<{ node_id: string; state: string; run_id: string }>(
+    tx.store,
+    "SELECT node_id, state, run_id FROM node_attempts WHERE attempt_id = :attemptId",
+    { attemptId },
+  );
+  if (!row || row.run_id !== tx.runId || row.state !== "running") {
+    throw new TransitionError(
+      tx.runId,
+      transition,
+      describeState(tx.run),
+      `attempt ${attemptId} is ${
+        row ? (row.run_id === tx.runId ? row.state : "of another run") : "unknown"
+      }`,
+    );
+  }
+  return row.node_id;
+}
+
+export interface RecordNodeUpdateOptions extends WorkerWriteOptions {
+  attemptId: string;
+  /** Update channel, e.g. `progress`, `stream`. */
+  type: string;
+  /** Key within the type; the latest value per (run, type, key) is kept with a count. */
+  key: string;
+  data: JsonValue;
+}
+
+/** Keeps the latest update per (run, type, key); event `node.update`. */
+export function recordNodeUpdate(
+  store: StateStore,
+  claim: Claim,
+  opts: RecordNodeUpdateOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const data = encodeValue("node update", opts.data);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    const nodeId = requireRunningAttempt(tx, opts.attemptId, "update a node of");
+    execute(
+      store,
+      "INSERT INTO node_updates (run_id, type, key, attempt_id, data_json, count, updated_at) " +
+        "VALUES (:runId, :type, :key, :attemptId, :data, 1, :now) ON CONFLICT (run_id, type, key) " +
+        "DO UPDATE SET attempt_id = :attemptId, data_json = :data, count = count + 1, " +
+        "updated_at = :now",
+      { runId, type: opts.type, key: opts.key, attemptId: opts.attemptId, data, now: tx.now },
+    );
+    return {
+      type: "node.update",
+      payload: { attemptId: opts.attemptId, type: opts.type, key: opts.key },
+      summary: { state: "running", nodeId, update: opts.type },
+      result: undefined,
+    };
+  });
+  return { revision };
+}
+
+/** The running attempt succeeds with `output` (a durable boundary); event `node.finished`. */
+export function recordNodeFinished(
+  store: StateStore,
+  claim: Claim,
+  opts: { attemptId: string; output: JsonValue } & WorkerWriteOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const output = encodeValue("node output", opts.output);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    const nodeId = requireRunningAttempt(tx, opts.attemptId, "finish a node of");
+    execute(
+      store,
+      "UPDATE node_attempts SET state = 'ok', output_json = :output, finished_at = :now " +
+        "WHERE attempt_id = :attemptId",
+      { attemptId: opts.attemptId, output, now: tx.now },
+    );
+    return {
+      type: "node.finished",
+      payload: { attemptId: opts.attemptId, nodeId },
+      summary: { state: "running", nodeId, attempt: "ok" },
+      result: undefined,
+    };
+  });
+  return { revision };
+}
+
+/** The running attempt ends with a non-ok outcome the workflow can route on; event `node.failed`. */
+export function recordNodeFailed(
+  store: StateStore,
+  claim: Claim,
+  opts:
+    & { attemptId: string; outcome: Exclude<NodeOutcome, "ok">; error: FactError }
+    & WorkerWriteOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    const nodeId = requireRunningAttempt(tx, opts.attemptId, "fail a node of");
+    closeAttempt(store, opts.attemptId, opts.outcome, tx.now, boundedError(opts.error));
+    return {
+      type: "node.failed",
+      payload: { attemptId: opts.attemptId, nodeId, outcome: opts.outcome, code: opts.error.code },
+      summary: { state: "running", nodeId, attempt: opts.outcome },
+      result: undefined,
+    };
+  });
+  return { revision };
+}
+
+/**
+ * Host-enforced node deadline: the running attempt becomes `timed_out` (`workerTimedOut`), the
+ * claim is released and the run parks (`running/parked`) so a new worker routes from that fact.
+ */
+export function timeOutAttempt(
+  store: StateStore,
+  claim: Claim,
+  opts: { attemptId: string } & WorkerWriteOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    const nodeId = requireRunningAttempt(tx, opts.attemptId, "time out a node of");
+    closeAttempt(store, opts.attemptId, "timed_out", tx.now, {
+      code: "workerTimedOut",
+      message: "The node exceeded its deadline and its worker was stopped",
+    });
+    setQueueState(store, runId, "parked", tx.now);
+    releaseLeaseInTx(store, claim.resource, tx.now);
+    return {
+      type: "node.timed_out",
+      payload: { attemptId: opts.attemptId, nodeId, code: "workerTimedOut" },
+      summary: { state: "running", queue: "parked", nodeId, attempt: "timed_out" },
+      result: undefined,
+    };
+  });
+  return { revision };
+}
+
+function boundedError(error: FactError): { code: string; message: string } {
+  return { code: error.code.slice(0, 128), message: error.message.slice(0, 8192) };
+}

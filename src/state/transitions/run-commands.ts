@@ -1,0 +1,151 @@
+/**
+ * Operator commands on a run (pause, resume, cancel). Each commits the change, the released
+ * claim and the command receipt in ONE transaction, so an acknowledged command is durable and a
+ * crash before commit leaves no trace. The host then stops the fenced worker group.
+ */
+import { RevisionConflictError } from "../errors.ts";
+import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
+import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
+import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
+import { execute, type StateStore, writeTransaction } from "../store.ts";
+import { takeAuthorityInTx } from "./control-claim.ts";
+import {
+  cancelPendingInteractions,
+  closeAttempt,
+  expectState,
+  isTerminalRunState,
+  openAttempt,
+  requireRun,
+  setQueueState,
+  settleEffectsOnStop,
+} from "./common.ts";
+import type { TransitionResult } from "./run-enqueue.ts";
+
+export interface RunCommandOptions {
+  runId: string;
+  /**
+   * The calling host's owner id. Its own live run claim is released; another owner's live claim
+   * refuses the command (`ClaimLostError ownerChanged`); an expired one is replaced by a control
+   * claim first.
+   */
+  ownerId: string;
+  /** Receipt committed with the change. */
+  receipt?: CommandReceiptInput;
+  /** The revision the client saw; a mismatch throws `RevisionConflictError`, nothing changes. */
+  expectedRevision?: number;
+}
+
+/** The outcome of a command transition. */
+export interface CommandResult extends TransitionResult {
+  /** True when a live worker claim was released: the host must stop that worker group. */
+  stopWorker: boolean;
+}
+
+/**
+ * `paused = 1`. A live run parks (`running/parked`, its running attempt `interrupted`, claim
+ * released); a queued or waiting run keeps its state and is skipped until resumed.
+ */
+export function pauseRun(store: StateStore, opts: RunCommandOptions): CommandResult {
+  const allowed = (r: RunRow) => !r.paused && !isTerminalRunState(r.state);
+  return command(store, opts, "pause", allowed, (run, now) => {
+    const live = run.state === "running" && run.queue_state !== "parked";
+    if (live) {
+      const open = openAttempt(store, run.run_id);
+      if (open?.state === "running") {
+        closeAttempt(store, open.attempt_id, "interrupted", now, {
+          code: "paused",
+          message: "The run was paused before the node finished",
+        });
+      }
+      setQueueState(store, run.run_id, "parked", now);
+    }
+    execute(store, "UPDATE runs SET paused = 1 WHERE run_id = :runId", { runId: run.run_id });
+    return {
+      type: "run.paused",
+      payload: {},
+      summary: { state: run.state, queue: live ? "parked" : run.queue_state, paused: true },
+    };
+  });
+}
+
+/**
+ * Clears `paused` and any blocked reason, so the scheduler can launch the run again with a new
+ * claim generation from its last durable boundary.
+ */
+export function resumeRun(
+  store: StateStore,
+  opts: Omit<RunCommandOptions, "ownerId"> & { ownerId?: string },
+): CommandResult {
+  const allowed = (r: RunRow) =>
+    (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
+  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run) => {
+    execute(
+      store,
+      "UPDATE runs SET paused = 0, blocked_reason = NULL, blocked_detail = NULL WHERE run_id = :runId",
+      { runId: run.run_id },
+    );
+    return {
+      type: "run.resumed",
+      payload: { wasBlocked: run.blocked_reason },
+      summary: { state: run.state, queue: run.queue_state, paused: false },
+    };
+  });
+}
+
+/**
+ * Terminal `cancelled/cancelled`: the open attempt is cancelled, pending effects cancelled and
+ * applying ones ambiguous, pending decisions and interactive requests cancelled, claim released.
+ */
+export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandResult {
+  const allowed = (r: RunRow) => !isTerminalRunState(r.state);
+  return command(store, opts, "cancel", allowed, (run, now) => {
+    const open = openAttempt(store, run.run_id);
+    if (open) {
+      closeAttempt(store, open.attempt_id, "cancelled", now, {
+        code: "cancelled",
+        message: "The run was cancelled",
+      });
+    }
+    settleEffectsOnStop(store, run.run_id, now);
+    cancelPendingInteractions(store, run.run_id, now);
+    setQueueState(store, run.run_id, "cancelled", now);
+    // One update: a terminal run row accepts no later change.
+    execute(
+      store,
+      "UPDATE runs SET state = 'cancelled', paused = 0, finished_at = :now, error_code = 'cancelled', " +
+        "error_message = 'The run was cancelled' WHERE run_id = :runId",
+      { runId: run.run_id, now },
+    );
+    return { type: "run.cancelled", payload: {}, summary: { state: "cancelled" } };
+  });
+}
+
+function command(
+  store: StateStore,
+  opts: RunCommandOptions,
+  transition: string,
+  allowed: (run: RunRow) => boolean,
+  apply: (run: RunRow, now: number) => JournalEntry,
+): CommandResult {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const run = requireRun(store, opts.runId);
+    if (opts.expectedRevision !== undefined && opts.expectedRevision !== run.revision) {
+      throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
+    }
+    expectState(run, transition, allowed);
+    const authority = takeAuthorityInTx(store, opts.runId, opts.ownerId || null, now);
+    const revision = bumpRevision(store, opts.runId, now);
+    const entry = apply(run, now);
+    if (authority !== "none") releaseLeaseInTx(store, runResource(opts.runId), now);
+    appendHistory(store, opts.runId, revision, now, entry);
+    if (opts.receipt) {
+      recordHostCommandInTx(store, opts.receipt, { runId: opts.runId, revision, now });
+    }
+    return {
+      runId: opts.runId,
+      revision,
+      stopWorker: authority === "own" || authority === "control",
+    };
+  });
+}

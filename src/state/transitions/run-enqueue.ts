@@ -1,0 +1,98 @@
+/** `queued/queued`: a new run enters the global queue (run.start). */
+import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
+import { appendHistory } from "../journal.ts";
+import { execute, type StateStore, writeTransaction } from "../store.ts";
+import { encodeValue } from "../values.ts";
+
+export interface RunBindingInput {
+  executionMode: "interactive" | "headless";
+  /** Required for interactive runs. */
+  originSessionId?: string | null;
+}
+
+export interface EnqueueRunOptions {
+  /** Defaults to `store.ids.next("run")`. */
+  runId?: string;
+  workflowName: string;
+  /** The canonical workflow reference (`builtin:x` or absolute path). */
+  workflowRef: string;
+  title?: string | null;
+  projectPath: string;
+  /** Source identity exactly as the worker launch envelope carries it. */
+  workflowSource: JsonValue;
+  definitionDigest: string;
+  input: JsonValue;
+  inputHash: string;
+  binding: RunBindingInput;
+  parentRunId?: string | null;
+  /** Scheduling priority; higher launches first. */
+  priority?: number;
+  /** Earliest launch time; defaults to now. */
+  availableAt?: number;
+  receipt?: CommandReceiptInput;
+}
+
+export interface TransitionResult {
+  runId: string;
+  /** Run revision after the transition. */
+  revision: number;
+}
+
+/** Inserts the run, its queue row and binding at revision 1 (event `run.queued`). */
+export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): TransitionResult {
+  if (opts.binding.executionMode === "interactive" && !opts.binding.originSessionId) {
+    throw new TypeError("Cannot enqueue an interactive run: originSessionId is required");
+  }
+  const workflowSource = encodeValue("workflowSource", opts.workflowSource);
+  const input = encodeValue("input", opts.input);
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const runId = opts.runId ?? store.ids.next("run");
+    execute(
+      store,
+      "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
+        "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, revision, " +
+        "created_at, updated_at) VALUES (:runId, :workflowName, :workflowRef, :title, 'queued', 0, " +
+        ":projectPath, :workflowSource, :definitionDigest, :input, :inputHash, :parentRunId, 1, " +
+        ":now, :now)",
+      {
+        runId,
+        workflowName: opts.workflowName,
+        workflowRef: opts.workflowRef,
+        title: opts.title ?? null,
+        projectPath: opts.projectPath,
+        workflowSource,
+        definitionDigest: opts.definitionDigest,
+        input,
+        inputHash: opts.inputHash,
+        parentRunId: opts.parentRunId ?? null,
+        now,
+      },
+    );
+    execute(
+      store,
+      "INSERT INTO run_queue (run_id, state, available_at, priority, enqueued_seq, updated_at) " +
+        "VALUES (:runId, 'queued', :availableAt, :priority, " +
+        "(SELECT COALESCE(MAX(enqueued_seq), 0) + 1 FROM run_queue), :now)",
+      { runId, availableAt: opts.availableAt ?? now, priority: opts.priority ?? 0, now },
+    );
+    execute(
+      store,
+      "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, created_at) " +
+        "VALUES (:runId, :mode, :session, :now)",
+      {
+        runId,
+        mode: opts.binding.executionMode,
+        session: opts.binding.originSessionId ?? null,
+        now,
+      },
+    );
+    appendHistory(store, runId, 1, now, {
+      type: "run.queued",
+      payload: { workflowName: opts.workflowName, executionMode: opts.binding.executionMode },
+    });
+    if (opts.receipt) recordHostCommandInTx(store, opts.receipt, { runId, revision: 1, now });
+    return { runId, revision: 1 };
+  });
+}

@@ -1,0 +1,71 @@
+/** Worker epochs: the terminal outcome of one worker process, recorded by the supervisor. */
+import { TransitionError } from "../errors.ts";
+import { appendViewerDelta } from "../journal.ts";
+import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+
+export const WORKER_OUTCOMES = [
+  "exited",
+  "cancelled",
+  "timedOut",
+  "crashed",
+  "claimLost",
+  "orphaned",
+] as const;
+export type WorkerOutcome = (typeof WORKER_OUTCOMES)[number];
+
+export interface FinishWorkerEpochOptions {
+  workerEpoch: string;
+  status: WorkerOutcome;
+  exitCode: number | null;
+  signal: string | null;
+  /** Hash of the bounded diagnostic (captured stderr tail), never the text itself. */
+  diagnosticHash: string | null;
+}
+
+/**
+ * Records the one terminal outcome of an active (`starting` or `live`) worker epoch. It changes
+ * no run state: the host decides from committed attempt and effect facts whether to park,
+ * resume or fail the run. Appends a viewer delta only (the run row may already be terminal).
+ */
+export function finishWorkerEpoch(
+  store: StateStore,
+  opts: FinishWorkerEpochOptions,
+): { runId: string } {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const row = queryOne<{ run_id: string; status: string; revision: number }>(
+      store,
+      "SELECT w.run_id, w.status, r.revision FROM run_workers w JOIN runs r " +
+        "ON r.run_id = w.run_id WHERE w.worker_epoch = :workerEpoch",
+      { workerEpoch: opts.workerEpoch },
+    );
+    if (!row) {
+      throw new TransitionError("(unknown)", "finish worker epoch", "missing", opts.workerEpoch);
+    }
+    if (row.status !== "starting" && row.status !== "live") {
+      throw new TransitionError(
+        row.run_id,
+        "finish worker epoch",
+        `worker ${row.status}`,
+        `epoch ${opts.workerEpoch} already finished`,
+      );
+    }
+    execute(
+      store,
+      "UPDATE run_workers SET status = :status, finished_at = :now, exit_code = :exitCode, " +
+        "signal = :signal, diagnostic_hash = :diagnosticHash WHERE worker_epoch = :workerEpoch",
+      {
+        status: opts.status,
+        now,
+        exitCode: opts.exitCode,
+        signal: opts.signal,
+        diagnosticHash: opts.diagnosticHash,
+        workerEpoch: opts.workerEpoch,
+      },
+    );
+    appendViewerDelta(store, row.run_id, row.revision, now, "worker.finished", {
+      worker: opts.status,
+    });
+    return { runId: row.run_id };
+  });
+}

@@ -1,0 +1,101 @@
+/**
+ * The worker's end of the private fd-3 channel: NDJSON frames, one reply per message, correlated
+ * by `messageId`. When the host end closes (the host died or stopped us) the worker has no one to
+ * propose to, so `onClosed` fires and the worker exits without writing anything anywhere.
+ */
+import { Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import { type Frame, readFrames, writeFrame } from "../protocol/framing.ts";
+
+export interface WorkerChannel {
+  /** The first frame the host sends (the launch envelope); rejects when the channel ends first. */
+  firstFrame(): Promise<unknown>;
+  /** Sends one message and resolves with the host's reply to its `messageId`. */
+  request(message: { messageId: string }): Promise<unknown>;
+  /** Sends one frame that expects no reply (the resolver's single answer). */
+  send(message: unknown): Promise<void>;
+  /** Resolves when the host side closed or the channel failed. */
+  closed: Promise<string>;
+  close(): void;
+}
+
+/** Opens fd 3. Throws a clear error when this process was not started by the host. */
+export function openHostChannel(fd = 3): Duplex {
+  try {
+    return new Socket({ fd, readable: true, writable: true });
+  } catch {
+    throw new Error(
+      "Worker channel unavailable: `pi-workflows worker` is started by the workflow host, not by hand",
+    );
+  }
+}
+
+export function createWorkerChannel(stream: Duplex): WorkerChannel {
+  const pending = new Map<string, (reply: unknown) => void>();
+  const waiting: {
+    first: ((value: unknown) => void) | null;
+    failed: ((error: Error) => void) | null;
+  } = { first: null, failed: null };
+  const firstFrame = new Promise<unknown>((resolve, reject) => {
+    waiting.first = resolve;
+    waiting.failed = reject;
+  });
+  firstFrame.catch(() => {});
+  let closeReason: (reason: string) => void = () => {};
+  const closed = new Promise<string>((resolve) => {
+    closeReason = resolve;
+  });
+
+  const onFrame = (frame: Frame): string | null => {
+    if (!frame.ok) return `Worker channel failed: ${frame.error.message}`;
+    if (waiting.first) {
+      const deliver = waiting.first;
+      waiting.first = null;
+      waiting.failed = null;
+      deliver(frame.value);
+      return null;
+    }
+    const id = (frame.value as { messageId?: unknown } | null)?.messageId;
+    const waiter = typeof id === "string" ? pending.get(id) : undefined;
+    if (!waiter) return "Worker channel failed: a reply names no pending message";
+    pending.delete(id as string);
+    waiter(frame.value);
+    return null;
+  };
+
+  void (async () => {
+    let reason = "Worker channel closed by the host";
+    try {
+      for await (const frame of readFrames(stream)) {
+        const failure = onFrame(frame);
+        if (failure) {
+          reason = failure;
+          break;
+        }
+      }
+    } catch (error) {
+      reason = `Worker channel failed: ${error instanceof Error ? error.message : error}`;
+    }
+    waiting.failed?.(new Error(reason));
+    closeReason(reason);
+  })();
+
+  return {
+    firstFrame: () => firstFrame,
+    request(message) {
+      return new Promise((resolve, reject) => {
+        pending.set(message.messageId, resolve);
+        closed.then((reason) => reject(new Error(reason)));
+        writeFrame(stream, message).catch((error) => {
+          pending.delete(message.messageId);
+          reject(error);
+        });
+      });
+    },
+    send: (message) => writeFrame(stream, message),
+    closed,
+    close() {
+      stream.destroy();
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * `pi-workflows worker [--resolve]`: the internal modes the host spawns. Both talk to the host
+ * only over fd 3; stdout and stderr go to bounded files the host keeps in the state directory.
+ *
+ *   worker            one epoch of one run (run-worker.ts)
+ *   worker --resolve  load a workflow reference and normalize an input for `run.start`, so the
+ *                     host never loads workflow code itself (resolve-source.ts)
+ *
+ * The process exits when its work is done, when the host answers `claimLost`, and as soon as
+ * the channel closes (the host is gone: nobody could commit anything it proposed).
+ */
+import { createWorkerChannel, openHostChannel } from "./channel.ts";
+import { abortActiveNode } from "./node-runner.ts";
+import { ProposalRejected } from "./proposer.ts";
+import { resolveSource } from "./resolve-source.ts";
+import { runWorkerEpoch, WORKER_EXIT } from "./run-worker.ts";
+
+const USAGE = "Usage: pi-workflows worker [--resolve] (internal: started by the workflow host)";
+
+/** Runs the worker mode named by `args`; resolves with the process exit code. */
+export async function runWorker(args: readonly string[] = []): Promise<number> {
+  const unknown = args.find((arg) => arg !== "--resolve");
+  if (unknown !== undefined) {
+    process.stderr.write(`Unknown worker argument: ${unknown.slice(0, 100)}\n${USAGE}\n`);
+    return WORKER_EXIT.usage;
+  }
+  let channel;
+  try {
+    channel = createWorkerChannel(openHostChannel());
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : error}\n`);
+    return WORKER_EXIT.usage;
+  }
+  let finishing = false;
+  // The host closed the channel: stop at once, mid-node included.
+  channel.closed.then((reason) => {
+    if (finishing) return;
+    process.stderr.write(`${reason}\n`);
+    process.exit(WORKER_EXIT.channelClosed);
+  });
+  process.once("SIGTERM", () => {
+    // Let the node's own cleanup (e.g. a shell node's process group) run, then leave.
+    abortActiveNode(new DOMException("The worker was stopped by the host", "AbortError"));
+    setTimeout(() => process.exit(WORKER_EXIT.failed), 500).unref();
+  });
+  try {
+    const code = args.includes("--resolve")
+      ? await resolveSource(channel)
+      : await runWorkerEpoch(channel);
+    finishing = true;
+    channel.close();
+    return code;
+  } catch (error) {
+    const message = error instanceof ProposalRejected || error instanceof Error
+      ? error.message
+      : String(error);
+    process.stderr.write(`Worker failed: ${message.slice(0, 2000)}\n`);
+    finishing = true;
+    channel.close();
+    return WORKER_EXIT.failed;
+  }
+}

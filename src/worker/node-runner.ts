@@ -1,0 +1,137 @@
+/**
+ * Executes one node as one attempt: resolve its deadline, commit `node.started` (with the
+ * resolved wall-clock deadline, which the host enforces from then on even if this process
+ * spins), run the callback with an abort signal that fires at the deadline or on SIGTERM, stream
+ * updates, then propose the outcome. Returns the attempt as the host committed it, or "parked".
+ */
+import { randomUUID } from "node:crypto";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
+import { ClaimLostStop, type Proposer } from "./proposer.ts";
+import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
+
+/** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
+const MAX_PENDING_UPDATES = 64;
+
+/** Aborts the node that is running now (SIGTERM handler); null between nodes. */
+let abortActive: ((reason: Error) => void) | null = null;
+
+export function abortActiveNode(reason: Error): boolean {
+  if (abortActive === null) return false;
+  abortActive(reason);
+  return true;
+}
+
+export async function runNode(
+  workflow: RunWorkflow,
+  step: NodeStep,
+  facts: RunFacts,
+  proposer: Proposer,
+): Promise<AttemptFact | "parked"> {
+  const attemptId = randomUUID();
+  let timeoutMs: number | null = null;
+  let timeoutFailure: { code: string; message: string } | null = null;
+  try {
+    timeoutMs = await workflow.resolveTimeout(step.nodeId, facts, attemptId);
+  } catch (error) {
+    // Recorded as the attempt's failure once the attempt exists (node.started first).
+    timeoutFailure = {
+      code: (error as { code?: unknown }).code === undefined
+        ? "timeoutCallbackFailed"
+        : String((error as { code: unknown }).code),
+      message: error instanceof Error ? error.message : String(error),
+    };
+  }
+  const startedAt = Date.now();
+  const deadlineAt = timeoutMs === null ? null : startedAt + timeoutMs;
+  await proposer.propose("node.started", {
+    nodeId: step.nodeId,
+    nodeKind: step.nodeKind,
+    effect: step.effect,
+    deadlineAt,
+  }, attemptId);
+
+  if (timeoutFailure !== null) {
+    await proposer.propose("node.failed", { outcome: "failed", error: timeoutFailure }, attemptId);
+    return {
+      attemptId,
+      nodeId: step.nodeId,
+      sequence: nextSequence(facts),
+      nodeKind: step.nodeKind,
+      effect: step.effect,
+      state: "failed",
+      error: timeoutFailure,
+      startedAt,
+      finishedAt: Date.now(),
+      deadlineAt,
+    };
+  }
+
+  const controller = new AbortController();
+  abortActive = (reason) => controller.abort(reason);
+  const timer = timeoutMs === null ? null : setTimeout(() => {
+    controller.abort(new DOMException(`Node timed out after ${timeoutMs} ms`, "TimeoutError"));
+  }, timeoutMs);
+
+  let pendingUpdates = 0;
+  let lost: ClaimLostStop | null = null;
+  const publishUpdate = (update: { type: string; key: string; data: JsonValue }) => {
+    if (lost || pendingUpdates >= MAX_PENDING_UPDATES) return;
+    pendingUpdates++;
+    proposer.propose("node.update", { ...update }, attemptId).then(
+      () => pendingUpdates--,
+      (error) => {
+        pendingUpdates--;
+        if (error instanceof ClaimLostStop) {
+          lost = error;
+          controller.abort(error);
+        }
+      },
+    );
+  };
+
+  let result;
+  try {
+    result = await workflow.execute(step.nodeId, {
+      facts,
+      attemptId,
+      signal: controller.signal,
+      publishUpdate,
+    });
+  } finally {
+    if (timer) clearTimeout(timer);
+    abortActive = null;
+  }
+  if (lost) throw lost;
+
+  const base = {
+    attemptId,
+    nodeId: step.nodeId,
+    sequence: nextSequence(facts),
+    nodeKind: step.nodeKind,
+    effect: step.effect,
+    startedAt,
+    deadlineAt,
+  };
+  if (result.outcome === "waiting") {
+    await proposer.propose("run.parked", { reason: result.kind, request: result.request }, attemptId);
+    return "parked";
+  }
+  if (result.outcome === "ok") {
+    if (result.notification) {
+      // Notifications need an origin Pi session, which workers cannot reach in this version.
+      process.stderr.write("Notification not delivered: notify is not available in workers yet\n");
+    }
+    await proposer.propose("node.finished", { output: result.output }, attemptId);
+    return { ...base, state: "ok", output: result.output, finishedAt: Date.now() };
+  }
+  await proposer.propose("node.failed", {
+    outcome: result.outcome,
+    error: result.error,
+  }, attemptId);
+  return { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
+}
+
+function nextSequence(facts: RunFacts): number {
+  return facts.attempts.reduce((max, a) => Math.max(max, a.sequence), 0) + 1;
+}

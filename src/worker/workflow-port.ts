@@ -1,0 +1,101 @@
+/**
+ * The worker's view of the workflow layer: check the saved source identity without loading,
+ * load and compare the mounted map, then decide and execute steps. Agent and assistant-message
+ * steps cannot run in workers yet (interactive and headless Pi come later): they fail as normal
+ * node failures with a message that says so.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { RunFacts } from "../protocol/run-facts.ts";
+import type { WorkerLaunch } from "../protocol/worker-launch.ts";
+import { unavailableAgentExecutor } from "../workflows/agent-executor.ts";
+import {
+  type CompiledWorkflow,
+  decideNext,
+  executeNode,
+  type NextStep,
+  type NodeResult,
+  resolveNodeTimeout,
+} from "../workflows/engine.ts";
+import {
+  compareMountedSources,
+  describeSourceChanges,
+  verifySourceIdentity,
+} from "../workflows/sources/identity.ts";
+import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
+
+export type NodeStep = Extract<NextStep, { kind: "startNode" }>;
+
+export interface SourceProblem {
+  reason: "workflowSourceChanged";
+  detail: string;
+}
+
+export interface ExecuteRequest {
+  facts: RunFacts;
+  attemptId: string;
+  signal: AbortSignal;
+  publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
+}
+
+export interface RunWorkflow {
+  decideNext(facts: RunFacts): NextStep;
+  /** Milliseconds or null; a failing timeout callback surfaces as a thrown NodeFailure. */
+  resolveTimeout(nodeId: string, facts: RunFacts, attemptId: string): Promise<number | null>;
+  execute(nodeId: string, request: ExecuteRequest): Promise<NodeResult>;
+}
+
+const agentUnavailable = unavailableAgentExecutor(
+  "agent and assistant-message steps are not available in workers yet (interactive and " +
+    "headless Pi execution come in a later version)",
+);
+
+/** Hashes every saved source file (or built-in revision); loads nothing. */
+export function checkSourceBeforeLoad(launch: WorkerLaunch): SourceProblem | null {
+  const check = verifySourceIdentity(launch.workflowSource);
+  if (check.ok) return null;
+  return { reason: "workflowSourceChanged", detail: describeSourceChanges(check.changed) };
+}
+
+export type LoadOutcome =
+  | { ok: true; workflow: RunWorkflow }
+  | { ok: false; problem: SourceProblem };
+
+/**
+ * Loads the run's workflow from its saved root and compares the complete mounted map and the
+ * definition digest with the launch envelope. A load error of unchanged bytes is thrown (it is
+ * not a source change).
+ */
+export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome> {
+  const root = launch.workflowSource.root;
+  const ref = root.kind === "builtin" ? `builtin:${root.id}` : root.path;
+  const loaded = await loadWorkflow(ref, { cwd: launch.projectPath });
+  const mounted = compareMountedSources(
+    launch.workflowSource.mounted,
+    loaded.identity.workflowSource.mounted,
+  );
+  if (!mounted.ok) {
+    return {
+      ok: false,
+      problem: { reason: "workflowSourceChanged", detail: describeSourceChanges(mounted.changed) },
+    };
+  }
+  if (loaded.identity.definitionDigest !== launch.definitionDigest) {
+    return {
+      ok: false,
+      problem: {
+        reason: "workflowSourceChanged",
+        detail: "Workflow source changed: the definition digest differs from the saved one",
+      },
+    };
+  }
+  return { ok: true, workflow: wrap(loaded.workflow) };
+}
+
+function wrap(wf: CompiledWorkflow): RunWorkflow {
+  return {
+    decideNext: (facts) => decideNext(wf, facts),
+    resolveTimeout: (nodeId, facts, attemptId) =>
+      resolveNodeTimeout(wf, nodeId, { facts, attemptId }),
+    execute: (nodeId, request) => executeNode(wf, nodeId, { ...request, agent: agentUnavailable }),
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * The model-facing seam. The engine hands an executor one agent or assistant-message step and
+ * an `accept` function; the executor talks to a model (the origin Pi session, or a headless
+ * `pi --mode rpc` child), calls `accept` for every submission, re-prompts with the rejection
+ * message until one is accepted, and resolves with the accepted output.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { NodeFailure } from "./errors.ts";
+import type { WorkflowUpdate } from "./types.ts";
+
+export type AcceptResult = { ok: true; output: JsonValue } | { ok: false; message: string };
+
+export interface AgentStepRequest {
+  kind: "agent" | "assistantMessage";
+  runId: string;
+  workflowName: string;
+  nodeId: string;
+  attemptId: string;
+  /** The node's prompt; the executor adds its own submission contract around it. */
+  prompt: string;
+  /** What the output should look like, for the contract text; null when free-form. */
+  expectedOutput: string | null;
+  statusDetail: string | null;
+  signal: AbortSignal;
+  publishUpdate(update: WorkflowUpdate): void;
+  /** Normalizes and validates one submission. A rejection message is meant for the model. */
+  accept(raw: unknown): Promise<AcceptResult>;
+}
+
+export interface AgentStepExecutor {
+  /** Resolves with an output `accept` returned; rejects (NodeFailure preferred) on failure. */
+  runStep(request: AgentStepRequest): Promise<JsonValue>;
+}
+
+/** An executor for processes that cannot reach a model: every step fails with `reason`. */
+export function unavailableAgentExecutor(reason: string): AgentStepExecutor {
+  return {
+    runStep: (request) =>
+      Promise.reject(
+        new NodeFailure(
+          "agentUnavailable",
+          `Agent step "${request.nodeId}" cannot run: ${reason}`,
+        ),
+      ),
+  };
+}

@@ -1,0 +1,307 @@
+/**
+ * `compileWorkflow` turns a definition into the flattened graph the engine walks: included
+ * workflows become nodes named `mount/child`, entry edges point at the child's start node and
+ * `mount.exit` edges leave from the child's exit node. Every graph rule is checked here, before
+ * a run starts: start node, known targets, at most one out-edge, reachability, include exits,
+ * include cycles.
+ */
+import type { NodeEffect } from "../protocol/run-facts.ts";
+import { isWorkflowDefinition } from "./define-workflow.ts";
+import { DEFAULT_MAX_STEPS } from "./definition-schema.ts";
+import { WorkflowDefinitionError } from "./errors.ts";
+import type { IncludeSpec, NodeKind, WorkflowDefinition, WorkflowNode } from "./types.ts";
+import { snapshotNode } from "./snapshot.ts";
+
+/** One workflow instance in the flattened graph: the root or a mounted include. */
+export interface CompiledScope {
+  /** `""` for the root, `a/` for mount a, `a/b/` for mount b inside a. */
+  prefix: string;
+  definition: WorkflowDefinition;
+  parent: CompiledScope | null;
+  /** Mount name in the parent, null for the root. */
+  mount: string | null;
+  include: IncludeSpec | null;
+  /** Exit name -> flattened node id. */
+  exits: Map<string, string>;
+  /** Mount name -> child scope. */
+  children: Map<string, CompiledScope>;
+  maxSteps: number;
+}
+
+export interface CompiledNode {
+  id: string;
+  localId: string;
+  kind: NodeKind;
+  effect: NodeEffect;
+  node: WorkflowNode;
+  scope: CompiledScope;
+  /** Set when this node is an exit of its (included) scope. */
+  exitName: string | null;
+}
+
+export type CompiledEdge =
+  | { kind: "plain"; to: string }
+  | { kind: "switch"; on: string; cases: Record<string, string> };
+
+export interface CompiledWorkflow {
+  name: string;
+  definition: WorkflowDefinition;
+  root: CompiledScope;
+  nodes: Map<string, CompiledNode>;
+  edges: Map<string, CompiledEdge>;
+  startAt: string;
+  maxSteps: number;
+  /** Canonical JSON-ready snapshot of the flattened graph without functions. */
+  snapshot: Record<string, unknown>;
+}
+
+export interface CompileOptions {
+  /** Resolves a string include (`"./review.workflow.ts"`) to a loaded definition. */
+  resolveInclude?: (ref: string, parent: WorkflowDefinition) => WorkflowDefinition;
+}
+
+const EFFECTS: Record<NodeKind, NodeEffect> = {
+  compute: "pure",
+  checkpoint: "pure",
+  humanDecision: "pure",
+  notify: "pure",
+  action: "external",
+  shell: "external",
+  agent: "external",
+  decision: "external",
+  assistantMessage: "external",
+};
+
+export function nodeEffect(kind: NodeKind): NodeEffect {
+  return EFFECTS[kind];
+}
+
+function fail(name: string, detail: string, code = "invalidGraph"): never {
+  throw new WorkflowDefinitionError(code, `Invalid workflow graph "${name}": ${detail}`);
+}
+
+export function compileWorkflow(
+  def: WorkflowDefinition,
+  options: CompileOptions = {},
+): CompiledWorkflow {
+  if (!isWorkflowDefinition(def)) {
+    throw new WorkflowDefinitionError(
+      "invalidDefinition",
+      "Invalid workflow definition: expected the result of defineWorkflow",
+    );
+  }
+  const nodes = new Map<string, CompiledNode>();
+  const edges = new Map<string, CompiledEdge>();
+  const root = buildScope(def, null, null, null, "", [def], options, nodes);
+  wireScope(root, nodes, edges);
+  const startAt = entryOf(root, root.definition.startAt, def.name);
+  checkReachable(def.name, startAt, nodes, edges);
+  const snapshot = {
+    schema: "pi-workflows.definition-snapshot.v1",
+    name: def.name,
+    startAt,
+    maxSteps: root.maxSteps,
+    hasPresentationPrompt: def.presentationPrompt !== undefined,
+    nodes: Object.fromEntries(
+      [...nodes.values()].map((n) => [n.id, { ...snapshotNode(n.node), effect: n.effect }]),
+    ),
+    edges: Object.fromEntries([...edges.entries()].sort(([a], [b]) => (a < b ? -1 : 1))),
+    scopes: scopeSnapshot(root),
+  };
+  return {
+    name: def.name,
+    definition: def,
+    root,
+    nodes,
+    edges,
+    startAt,
+    maxSteps: root.maxSteps,
+    snapshot,
+  };
+}
+
+function buildScope(
+  def: WorkflowDefinition,
+  parent: CompiledScope | null,
+  mount: string | null,
+  include: IncludeSpec | null,
+  prefix: string,
+  chain: WorkflowDefinition[],
+  options: CompileOptions,
+  nodes: Map<string, CompiledNode>,
+): CompiledScope {
+  const scope: CompiledScope = {
+    prefix,
+    definition: def,
+    parent,
+    mount,
+    include,
+    exits: new Map(),
+    children: new Map(),
+    maxSteps: def.maxSteps ?? DEFAULT_MAX_STEPS,
+  };
+  for (const [localId, node] of Object.entries(def.nodes)) {
+    nodes.set(prefix + localId, {
+      id: prefix + localId,
+      localId,
+      kind: node.kind,
+      effect: nodeEffect(node.kind),
+      node,
+      scope,
+      exitName: null,
+    });
+  }
+  for (const [name, spec] of Object.entries(def.includes ?? {})) {
+    let child = spec.workflow;
+    if (typeof child === "string") {
+      if (!options.resolveInclude) {
+        fail(def.name, `include "${name}" names "${child}", which only the loader can resolve`);
+      }
+      child = options.resolveInclude(child, def);
+    }
+    if (!isWorkflowDefinition(child)) {
+      fail(def.name, `include "${name}" is not a workflow definition`, "invalidDefinition");
+    }
+    if (chain.includes(child) || chain.some((d) => d.name === child.name)) {
+      const path = [...chain.map((d) => d.name), child.name].join(" -> ");
+      fail(def.name, `include cycle: ${path}`, "sourceCycle");
+    }
+    if (!child.exits || Object.keys(child.exits).length === 0) {
+      fail(def.name, `included workflow "${child.name}" (mount "${name}") declares no exits`);
+    }
+    const sub = buildScope(
+      child,
+      scope,
+      name,
+      spec,
+      `${prefix}${name}/`,
+      [...chain, child],
+      options,
+      nodes,
+    );
+    scope.children.set(name, sub);
+  }
+  return scope;
+}
+
+/** The flattened node a target name enters: a node, or the start of a mounted include. */
+function entryOf(scope: CompiledScope, target: string, name: string): string {
+  if (target in scope.definition.nodes) return scope.prefix + target;
+  const child = scope.children.get(target);
+  if (child) return entryOf(child, child.definition.startAt, name);
+  return fail(
+    scope.definition.name,
+    `unknown target "${target}"${scope.prefix ? ` (inside "${name}")` : ""}`,
+  );
+}
+
+/** The flattened node an edge source names: a node, or `mount.exit`. */
+function sourceOf(scope: CompiledScope, from: string): string {
+  if (from in scope.definition.nodes) return scope.prefix + from;
+  const dot = from.indexOf(".");
+  const wf = scope.definition.name;
+  if (dot < 0) {
+    if (scope.children.has(from)) {
+      fail(wf, `edges leave include "${from}" through "${from}.<exit>", not "${from}"`);
+    }
+    fail(wf, `edge from unknown node "${from}"`);
+  }
+  const child = scope.children.get(from.slice(0, dot));
+  if (!child) fail(wf, `edge from unknown include "${from.slice(0, dot)}"`);
+  const exit = child.exits.get(from.slice(dot + 1));
+  if (!exit) {
+    fail(wf, `include "${from.slice(0, dot)}" has no exit "${from.slice(dot + 1)}"`);
+  }
+  return exit;
+}
+
+function wireScope(
+  scope: CompiledScope,
+  nodes: Map<string, CompiledNode>,
+  edges: Map<string, CompiledEdge>,
+): void {
+  const def = scope.definition;
+  if (!(def.startAt in def.nodes) && !scope.children.has(def.startAt)) {
+    fail(def.name, `start node "${def.startAt}" does not exist`);
+  }
+  // Children first: a parent's `mount.exit` edge needs the child's exit map.
+  for (const child of scope.children.values()) wireScope(child, nodes, edges);
+  if (scope.parent) {
+    for (const [exitName, exit] of Object.entries(def.exits ?? {})) {
+      const from = sourceOf(scope, exit.from);
+      if (from.slice(scope.prefix.length).includes("/") === false) {
+        nodes.get(from)!.exitName = exitName;
+      }
+      scope.exits.set(exitName, from);
+    }
+  }
+  for (const edge of def.edges ?? []) {
+    const from = sourceOf(scope, edge.from);
+    if (edges.has(from)) {
+      fail(def.name, `node "${edge.from}" has more than one outgoing edge`);
+    }
+    if ("to" in edge) {
+      edges.set(from, { kind: "plain", to: entryOf(scope, edge.to, def.name) });
+    } else {
+      const cases: Record<string, string> = {};
+      for (const [value, target] of Object.entries(edge.switch.cases)) {
+        cases[value] = entryOf(scope, target, def.name);
+      }
+      edges.set(from, { kind: "switch", on: edge.switch.on, cases });
+    }
+  }
+  if (scope.parent) {
+    const exitNodes = new Set(scope.exits.values());
+    for (const exitNode of exitNodes) {
+      if (edges.has(exitNode)) {
+        fail(def.name, `exit node "${exitNode.slice(scope.prefix.length)}" must be terminal`);
+      }
+    }
+    for (const localId of Object.keys(def.nodes)) {
+      const id = scope.prefix + localId;
+      if (!edges.has(id) && !exitNodes.has(id)) {
+        fail(
+          def.name,
+          `terminal node "${localId}" is not an exit; an included workflow ends only through exits`,
+        );
+      }
+    }
+  }
+}
+
+function checkReachable(
+  name: string,
+  startAt: string,
+  nodes: Map<string, CompiledNode>,
+  edges: Map<string, CompiledEdge>,
+): void {
+  const seen = new Set([startAt]);
+  const queue = [startAt];
+  while (queue.length > 0) {
+    const edge = edges.get(queue.shift()!);
+    if (!edge) continue;
+    const targets = edge.kind === "plain" ? [edge.to] : Object.values(edge.cases);
+    for (const t of targets) {
+      if (!seen.has(t)) {
+        seen.add(t);
+        queue.push(t);
+      }
+    }
+  }
+  const unreachable = [...nodes.keys()].filter((id) => !seen.has(id));
+  if (unreachable.length > 0) {
+    fail(name, `unreachable node${unreachable.length > 1 ? "s" : ""} ${unreachable.join(", ")}`);
+  }
+}
+
+function scopeSnapshot(scope: CompiledScope): Record<string, unknown> {
+  return {
+    name: scope.definition.name,
+    prefix: scope.prefix,
+    maxSteps: scope.maxSteps,
+    exits: Object.fromEntries(scope.exits),
+    includes: Object.fromEntries(
+      [...scope.children.entries()].map(([m, c]) => [m, scopeSnapshot(c)]),
+    ),
+  };
+}

@@ -1,0 +1,188 @@
+/**
+ * `executeNode` runs one node callback for one attempt and reports its outcome. It never
+ * throws: every failure becomes a `NodeResult` with a stable code. The abort signal ends the
+ * attempt promptly even when the callback ignores it (the worker process is then the
+ * supervisor's to kill).
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { RunFacts } from "../protocol/run-facts.ts";
+import { type Clock, systemClock } from "../state/clock.ts";
+import { acceptForKind } from "./accept-output.ts";
+import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
+import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
+import { errorMessage, NodeFailure } from "./errors.ts";
+import { scopeContext, viewFacts } from "./facts-view.ts";
+import { runNodeKind } from "./node-kinds.ts";
+import { toJson } from "./json-value.ts";
+import type { NodeContext } from "./types.ts";
+import { createUpdatePublisher } from "./updates.ts";
+
+export type NodeResult =
+  | {
+    outcome: "ok";
+    output: JsonValue;
+    /** Set by notify nodes: the worker proposes `notification.requested` with it. */
+    notification?: { kind: "progress" | "final"; message: string };
+  }
+  | { outcome: "failed" | "timed_out" | "cancelled"; error: { code: string; message: string } }
+  | { outcome: "waiting"; kind: "checkpoint" | "humanDecision"; request: JsonValue };
+
+export interface ExecuteContext {
+  facts: RunFacts;
+  attemptId: string;
+  signal: AbortSignal;
+  /** Receives updates that passed the type/key/data limits and the rate limit. */
+  publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
+  agent: AgentStepExecutor;
+  /** Drives the update rate limit; default the system clock. */
+  clock?: Clock;
+}
+
+export async function executeNode(
+  wf: CompiledWorkflow,
+  nodeId: string,
+  exec: ExecuteContext,
+): Promise<NodeResult> {
+  const node = wf.nodes.get(nodeId);
+  if (!node) return failed("unknownNode", `Unknown node "${nodeId}" in workflow "${wf.name}"`);
+  let detach = () => {};
+  try {
+    if (exec.signal.aborted) throw exec.signal.reason;
+    const ctx = nodeContext(wf, node, exec.facts, exec.attemptId, exec.signal);
+    const publish = createUpdatePublisher(exec.clock ?? systemClock, exec.publishUpdate);
+    const aborted = new Promise<never>((_, reject) => {
+      const onAbort = () => reject(exec.signal.reason);
+      exec.signal.addEventListener("abort", onAbort, { once: true });
+      detach = () => exec.signal.removeEventListener("abort", onAbort);
+    });
+    const work = runNodeKind(node, ctx, {
+      publish,
+      agent: exec.agent,
+      runId: exec.facts.runId,
+      workflowName: wf.name,
+      accept: (raw) => acceptOutput(wf, node, ctx, raw),
+    });
+    const result = await Promise.race([work, aborted]);
+    if (result.outcome !== "ok") return result;
+    return { ...result, output: applyExitValidation(node, result.output) };
+  } catch (error) {
+    return classify(error, exec.signal);
+  } finally {
+    detach();
+  }
+}
+
+/**
+ * Checks one agent submission for a node outside `executeNode`: the supervised child that
+ * validates an interactive submission calls this. Same rules as during execution.
+ */
+export async function acceptAgentSubmission(
+  wf: CompiledWorkflow,
+  nodeId: string,
+  exec: { facts: RunFacts; attemptId: string; signal?: AbortSignal },
+  raw: unknown,
+): Promise<AcceptResult> {
+  const node = wf.nodes.get(nodeId);
+  if (!node) return { ok: false, message: `Unknown node "${nodeId}"` };
+  try {
+    const ctx = nodeContext(
+      wf,
+      node,
+      exec.facts,
+      exec.attemptId,
+      exec.signal ?? new AbortController().signal,
+    );
+    return await acceptOutput(wf, node, ctx, raw);
+  } catch (error) {
+    return { ok: false, message: errorMessage(error) };
+  }
+}
+
+function nodeContext(
+  wf: CompiledWorkflow,
+  node: CompiledNode,
+  facts: RunFacts,
+  attemptId: string,
+  signal: AbortSignal,
+): NodeContext {
+  const view = viewFacts(wf, facts);
+  const base = scopeContext(wf, view, facts, node.scope);
+  return {
+    ...base,
+    signal,
+    state: {
+      runId: facts.runId,
+      workflowName: wf.name,
+      nodeId: node.id,
+      attemptId,
+      visit: (view.visits.get(node.id) ?? 0) + 1,
+      stepsUsed: view.steps.length + 1,
+      maxSteps: wf.maxSteps,
+    },
+  };
+}
+
+async function acceptOutput(
+  _wf: CompiledWorkflow,
+  node: CompiledNode,
+  ctx: NodeContext,
+  raw: unknown,
+): Promise<AcceptResult> {
+  try {
+    const output = await acceptForKind(node, ctx, raw);
+    return { ok: true, output: applyExitValidation(node, output) };
+  } catch (error) {
+    return { ok: false, message: errorMessage(error) };
+  }
+}
+
+/** Runs the `validate` of every include exit this node leaves through, innermost first. */
+function applyExitValidation(node: CompiledNode, output: JsonValue): JsonValue {
+  let value = output;
+  for (let scope = node.scope; scope.parent; scope = scope.parent) {
+    for (const [name, exitNode] of scope.exits) {
+      if (exitNode !== node.id) continue;
+      const validate = scope.definition.exits?.[name]?.validate;
+      if (!validate) continue;
+      let replaced: unknown;
+      try {
+        replaced = validate(value);
+      } catch (error) {
+        throw new NodeFailure(
+          "exitValidationFailed",
+          `Exit "${name}" of included workflow "${scope.definition.name}" rejected the output: ${
+            errorMessage(error)
+          }`,
+        );
+      }
+      if (replaced !== undefined) value = toJson(replaced, `output of exit "${name}"`);
+    }
+  }
+  return value;
+}
+
+function classify(error: unknown, signal: AbortSignal): NodeResult {
+  if (signal.aborted && error === signal.reason) {
+    const timedOut = (signal.reason as { name?: string } | undefined)?.name === "TimeoutError";
+    return timedOut
+      ? {
+        outcome: "timed_out",
+        error: { code: "nodeTimedOut", message: "The node reached its deadline" },
+      }
+      : {
+        outcome: "cancelled",
+        error: { code: "nodeCancelled", message: "The node was cancelled" },
+      };
+  }
+  if (error instanceof NodeFailure) {
+    if (error.code === "commandTimedOut") {
+      return { outcome: "timed_out", error: { code: error.code, message: error.message } };
+    }
+    return failed(error.code, error.message);
+  }
+  return failed("nodeFailed", errorMessage(error) || "The node failed");
+}
+
+function failed(code: string, message: string): NodeResult {
+  return { outcome: "failed", error: { code, message: message.slice(0, 8000) } };
+}

@@ -1,0 +1,163 @@
+/**
+ * Protected human decisions: a checkpoint only a person answers (never the model tool), with
+ * typed choices, optional free text, a structured presentation and an optional timeout default.
+ */
+import { checkCases } from "./decision.ts";
+import { WorkflowDefinitionError } from "./errors.ts";
+import type {
+  CommonNodeOptions,
+  DecisionPresentation,
+  HumanChoice,
+  HumanChoices,
+  HumanDecisionNode,
+  HumanDecisionRequest,
+  HumanDecisionResponse,
+  NodeContext,
+  PresentationBlock,
+  SwitchEdge,
+  TextInputSpec,
+} from "./types.ts";
+
+export const PRESENTATION_LIMITS = {
+  blocks: 256,
+  items: 256,
+  stringChars: 16_000,
+  totalChars: 64_000,
+} as const;
+
+export function defineHumanChoices<const C extends Record<string, HumanChoice>>(choices: C): C {
+  const keys = Object.keys(choices ?? {});
+  if (keys.length === 0) {
+    throw new WorkflowDefinitionError("invalidDefinition", "Invalid human choices: none given");
+  }
+  return Object.freeze({ ...choices });
+}
+
+export function choice(options: { label: string; input?: TextInputSpec }): HumanChoice {
+  return { ...options };
+}
+
+export function textInput(options: {
+  name: string;
+  prompt: string;
+  minLength?: number;
+  maxLength?: number;
+}): TextInputSpec {
+  return { minLength: 1, maxLength: 4000, ...options };
+}
+
+export function humanDecision<I = any>(
+  options: CommonNodeOptions<I> & {
+    audience?: string;
+    choices: HumanChoices;
+    request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
+    onTimeout?: { afterMs: number; response: HumanDecisionResponse };
+  },
+): HumanDecisionNode<I> {
+  const node: HumanDecisionNode<I> = {
+    ...options,
+    audience: options.audience ?? "owner",
+    kind: "humanDecision",
+  };
+  if (options.onTimeout) {
+    const checked = validateHumanResponse(options.choices, options.onTimeout.response);
+    if (!checked.ok) {
+      throw new WorkflowDefinitionError(
+        "invalidDefinition",
+        `Invalid humanDecision onTimeout response: ${checked.message}`,
+      );
+    }
+  }
+  return node;
+}
+
+export function humanDecisionEdge<const C extends HumanChoices>(options: {
+  from: string;
+  choices: C;
+  cases: { [K in keyof C & string]: string };
+}): SwitchEdge {
+  checkCases(options.from, Object.keys(options.choices), options.cases as Record<string, string>);
+  return { from: options.from, switch: { on: "$.choice", cases: { ...options.cases } } };
+}
+
+/** Checks a person's answer against the choices; returns the normalized response. */
+export function validateHumanResponse(
+  choices: HumanChoices,
+  raw: unknown,
+): { ok: true; response: HumanDecisionResponse } | { ok: false; message: string } {
+  const names = Object.keys(choices);
+  let value = raw;
+  if (typeof value === "string") value = { choice: value };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, message: `expected {"choice": one of ${names.join(", ")}}` };
+  }
+  const { choice: picked, text } = value as { choice?: unknown; text?: unknown };
+  if (typeof picked !== "string" || !names.includes(picked)) {
+    return { ok: false, message: `choice must be one of ${names.join(", ")}` };
+  }
+  const spec = choices[picked].input;
+  if (!spec) {
+    if (text !== undefined) {
+      return { ok: false, message: `choice "${picked}" takes no text` };
+    }
+    return { ok: true, response: { choice: picked } };
+  }
+  if (typeof text !== "string") {
+    return { ok: false, message: `choice "${picked}" needs text (${spec.prompt})` };
+  }
+  const trimmed = text.trim();
+  if (trimmed.length < spec.minLength || trimmed.length > spec.maxLength) {
+    return {
+      ok: false,
+      message: `text for "${picked}" must be ${spec.minLength}-${spec.maxLength} characters`,
+    };
+  }
+  return { ok: true, response: { choice: picked, text: trimmed } };
+}
+
+/** Checks a request's presentation against the size limits; throws a clear error. */
+export function checkPresentation(p: DecisionPresentation): void {
+  if (p?.schema !== "pi-workflows.decision-presentation.v1") {
+    throw new TypeError(
+      'Invalid decision presentation: schema must be "pi-workflows.decision-presentation.v1"',
+    );
+  }
+  let total = 0;
+  let blocks = 0;
+  const str = (s: unknown, where: string) => {
+    if (typeof s !== "string") throw new TypeError(`Invalid decision presentation: ${where}`);
+    if (s.length > PRESENTATION_LIMITS.stringChars) {
+      throw new RangeError(`Invalid decision presentation: ${where} is over 16000 characters`);
+    }
+    total += s.length;
+  };
+  const walk = (list: PresentationBlock[]) => {
+    if (!Array.isArray(list)) throw new TypeError("Invalid decision presentation: blocks");
+    for (const b of list) {
+      if (++blocks > PRESENTATION_LIMITS.blocks) {
+        throw new RangeError("Invalid decision presentation: more than 256 blocks");
+      }
+      if (b.kind === "paragraph" || b.kind === "preformatted") str(b.text, `${b.kind} text`);
+      else if (b.kind === "section") {
+        str(b.title, "section title");
+        walk(b.blocks ?? []);
+      } else if (b.kind === "bullets" || b.kind === "fields") {
+        if (!Array.isArray(b.items) || b.items.length > PRESENTATION_LIMITS.items) {
+          throw new RangeError(`Invalid decision presentation: ${b.kind} needs at most 256 items`);
+        }
+        for (const item of b.items) {
+          if (typeof item === "string") str(item, "bullet");
+          else {
+            str(item?.label, "field label");
+            str(item?.value, "field value");
+          }
+        }
+      } else throw new TypeError(`Invalid decision presentation: unknown block kind`);
+    }
+  };
+  str(p.summary, "summary");
+  walk(p.blocks);
+  if (total > PRESENTATION_LIMITS.totalChars) {
+    throw new RangeError("Invalid decision presentation: over 64000 characters in total");
+  }
+}

@@ -1,0 +1,27 @@
+/** Turns a callback's return value into a JSON value that survives a round trip. */
+import { Buffer } from "node:buffer";
+import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
+import { NodeFailure } from "./errors.ts";
+
+/** Largest output a node may produce, matching the durable value limit. */
+export const MAX_OUTPUT_BYTES = 1024 * 1024;
+
+export function toJson(value: unknown, what: string): JsonValue {
+  let text: string;
+  try {
+    text = canonicalJson(value === undefined ? null : value);
+  } catch (error) {
+    throw new NodeFailure(
+      "outputNotJson",
+      `${capitalize(what)} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (Buffer.byteLength(text) > MAX_OUTPUT_BYTES) {
+    throw new NodeFailure("outputTooLarge", `${capitalize(what)} is over 1 MiB of JSON`);
+  }
+  return JSON.parse(text) as JsonValue;
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

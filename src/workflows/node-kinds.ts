@@ -1,0 +1,139 @@
+/** What each node kind does when its attempt runs. */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { decisionSuffix } from "./accept-output.ts";
+import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
+import type { CompiledNode } from "./compile.ts";
+import { NodeFailure } from "./errors.ts";
+import type { NodeResult } from "./execute-node.ts";
+import { checkPresentation } from "./human-decision.ts";
+import { toJson } from "./json-value.ts";
+import { runShell } from "./shell-runner.ts";
+import type { NodeContext, TextSpec, WorkflowUpdate } from "./types.ts";
+
+export interface KindServices {
+  publish(update: WorkflowUpdate): void;
+  agent: AgentStepExecutor;
+  runId: string;
+  workflowName: string;
+  accept(raw: unknown): Promise<AcceptResult>;
+}
+
+export async function runNodeKind(
+  node: CompiledNode,
+  ctx: NodeContext,
+  svc: KindServices,
+): Promise<NodeResult> {
+  const n = node.node;
+  switch (n.kind) {
+    case "compute":
+      return ok(toJson(await n.run(ctx), "compute output"));
+    case "action":
+      return ok(toJson(await n.run({ ...ctx, publishUpdate: svc.publish }), "action output"));
+    case "shell": {
+      const cmd = await n.exec(ctx);
+      const updates = n.updates;
+      const streams = updates?.streams ?? ["stdout", "stderr"];
+      const result = await runShell(cmd, {
+        signal: ctx.signal,
+        onLine: updates
+          ? (line, stream) => {
+            if (!streams.includes(stream)) return;
+            try {
+              const out = updates.parseLine(line, { stream, input: ctx.input });
+              for (const u of out == null ? [] : Array.isArray(out) ? out : [out]) svc.publish(u);
+            } catch {
+              // A bad or rate-limited line update never fails the command.
+            }
+          }
+          : undefined,
+      });
+      const output = n.parse ? await n.parse(result, ctx) : result;
+      return ok(toJson(output, "shell output"));
+    }
+    case "checkpoint": {
+      const request = n.run
+        ? await n.run(ctx)
+        : { summary: n.summary === undefined ? null : await text(n.summary, ctx, "summary") };
+      return {
+        outcome: "waiting",
+        kind: "checkpoint",
+        request: toJson(request, "checkpoint request"),
+      };
+    }
+    case "humanDecision": {
+      const req = await n.request(ctx);
+      if (typeof req !== "object" || req === null) {
+        throw new NodeFailure("invalidRequest", "Human decision request must be an object");
+      }
+      if (typeof req.title !== "string" || typeof req.subject !== "string") {
+        throw new NodeFailure(
+          "invalidRequest",
+          "Human decision request needs a title and a subject",
+        );
+      }
+      try {
+        checkPresentation(req.presentation);
+      } catch (error) {
+        throw new NodeFailure("invalidRequest", (error as Error).message);
+      }
+      const request = {
+        schema: "pi-workflows.human-decision-request.v1",
+        audience: n.audience,
+        title: req.title,
+        subject: req.subject,
+        presentation: req.presentation,
+        revision: req.revision ?? 1,
+        choices: n.choices,
+        onTimeout: n.onTimeout ?? null,
+      };
+      return {
+        outcome: "waiting",
+        kind: "humanDecision",
+        request: toJson(request, "decision request"),
+      };
+    }
+    case "notify": {
+      const message = await text(n.message, ctx, "notify message");
+      const notification = { kind: n.notifyKind, message };
+      return { outcome: "ok", output: notification, notification };
+    }
+    case "agent":
+    case "decision":
+    case "assistantMessage": {
+      const prompt = n.kind === "decision"
+        ? (await text(n.question, ctx, "question")) + decisionSuffix(n.choices, n.field)
+        : await text(n.prompt, ctx, "prompt");
+      const expectedOutput = n.kind === "agent"
+        ? n.expectedOutput ?? null
+        : n.kind === "decision"
+        ? `{"${n.field}": ${n.choices.map((c) => JSON.stringify(c)).join(" | ")}}`
+        : null;
+      const output = await svc.agent.runStep({
+        kind: n.kind === "assistantMessage" ? "assistantMessage" : "agent",
+        runId: svc.runId,
+        workflowName: svc.workflowName,
+        nodeId: node.id,
+        attemptId: ctx.state.attemptId,
+        prompt,
+        expectedOutput,
+        statusDetail: n.statusDetail ?? null,
+        signal: ctx.signal,
+        publishUpdate: svc.publish,
+        accept: svc.accept,
+      });
+      return ok(toJson(output, "agent output"));
+    }
+  }
+}
+
+function ok(output: JsonValue): NodeResult {
+  return { outcome: "ok", output };
+}
+
+async function text(spec: TextSpec, ctx: NodeContext, what: string): Promise<string> {
+  const value = typeof spec === "function" ? await spec(ctx) : spec;
+  if (typeof value !== "string") {
+    throw new NodeFailure("invalidText", `The ${what} must be a string`);
+  }
+  return value;
+}

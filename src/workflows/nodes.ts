@@ -1,0 +1,81 @@
+/** Node builders. Each returns a plain node object; `defineWorkflow` checks the shape. */
+import type {
+  ActionContext,
+  ActionNode,
+  AgentNode,
+  AssistantMessageNode,
+  CheckpointNode,
+  CommonNodeOptions,
+  ComputeNode,
+  NodeContext,
+  NotifyNode,
+  ShellCommand,
+  ShellNode,
+  ShellResult,
+  ShellUpdates,
+  TextSpec,
+} from "./types.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+
+export function agent<I = any>(
+  options: CommonNodeOptions<I> & {
+    prompt: TextSpec<I>;
+    expectedOutput?: string;
+    validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;
+  },
+): AgentNode<I> {
+  return { ...options, kind: "agent" };
+}
+
+/** A visible reply in the origin Pi session (interactive runs only). Output: `{text}`. */
+export function assistantMessage<I = any>(
+  options: CommonNodeOptions<I> & { prompt: TextSpec<I> },
+): AssistantMessageNode<I> {
+  return { ...options, kind: "assistantMessage" };
+}
+
+/** A pure function of the context; it may run again after a crash. */
+export function compute<I = any>(
+  options: CommonNodeOptions<I> & { run: (ctx: NodeContext<I>) => unknown },
+): ComputeNode<I> {
+  return { ...options, kind: "compute" };
+}
+
+interface ShellOptions<I> extends CommonNodeOptions<I> {
+  exec: (ctx: NodeContext<I>) => ShellCommand | Promise<ShellCommand>;
+  parse?: (result: ShellResult, ctx: NodeContext<I>) => unknown;
+  updates?: ShellUpdates<I>;
+}
+
+/** A side-effecting step: a function (`run`) or a command (`exec`, same as `shell`). */
+export function action<I = any>(
+  options:
+    | (CommonNodeOptions<I> & { run: (ctx: ActionContext<I>) => unknown })
+    | ShellOptions<I>,
+): ActionNode<I> | ShellNode<I> {
+  if ("exec" in options) return shell(options);
+  return { ...options, kind: "action" };
+}
+
+/** Runs one command without a shell, in its own process group. */
+export function shell<I = any>(options: ShellOptions<I>): ShellNode<I> {
+  return { ...options, kind: "shell" };
+}
+
+/** Parks the run as `waiting` until someone answers; the answer becomes this node's output. */
+export function checkpoint<I = any>(
+  options: CommonNodeOptions<I> & {
+    summary?: TextSpec<I>;
+    run?: (ctx: NodeContext<I>) => unknown;
+  } = {},
+): CheckpointNode<I> {
+  return { ...options, kind: "checkpoint" };
+}
+
+/** A passive message to the origin Pi session (no model turn). */
+export function notify<I = any>(
+  options: CommonNodeOptions<I> & { message: TextSpec<I>; kind?: "progress" | "final" },
+): NotifyNode<I> {
+  const { kind, ...rest } = options;
+  return { ...rest, kind: "notify", notifyKind: kind ?? "progress" };
+}

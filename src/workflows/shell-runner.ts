@@ -1,0 +1,185 @@
+/**
+ * Runs one shell node command: no shell unless asked, its own process group, stdin, env and
+ * cwd, output caps, line-based updates, and SIGTERM then SIGKILL to the whole group on abort or
+ * on the command's own timeout.
+ */
+import type { Buffer } from "node:buffer";
+import { spawn } from "node:child_process";
+import process from "node:process";
+import { resolve } from "node:path";
+import { NodeFailure } from "./errors.ts";
+import type { ShellCommand, ShellResult } from "./types.ts";
+
+export const DEFAULT_MAX_OUTPUT_CHARS = 1_000_000;
+export const KILL_GRACE_MS = 1000;
+const MAX_LINE_CHARS = 64 * 1024;
+
+export interface RunShellOptions {
+  signal: AbortSignal;
+  onLine?: (line: string, stream: "stdout" | "stderr") => void;
+  killGraceMs?: number;
+}
+
+export async function runShell(cmd: ShellCommand, options: RunShellOptions): Promise<ShellResult> {
+  checkCommand(cmd);
+  const args = cmd.args ?? [];
+  const cwd = resolve(cmd.cwd ?? process.cwd());
+  const cap = cmd.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+  const started = Date.now();
+  if (options.signal.aborted) throw options.signal.reason;
+  const child = spawn(cmd.command, args, {
+    cwd,
+    env: { ...process.env, ...(cmd.env ?? {}) },
+    shell: cmd.shell === true ? "/bin/sh" : false,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const streams = {
+    stdout: { text: "", cut: false, line: "" },
+    stderr: { text: "", cut: false, line: "" },
+  };
+  const onData = (name: "stdout" | "stderr") => (chunk: Buffer) => {
+    const s = streams[name];
+    const text = chunk.toString("utf8");
+    if (!s.cut) {
+      const room = cap - s.text.length;
+      if (text.length <= room) s.text += text;
+      else {
+        s.text += text.slice(0, room);
+        s.cut = true;
+      }
+    }
+    if (options.onLine) {
+      s.line += text;
+      let nl: number;
+      while ((nl = s.line.indexOf("\n")) >= 0) {
+        emitLine(s.line.slice(0, nl), name);
+        s.line = s.line.slice(nl + 1);
+      }
+      if (s.line.length > MAX_LINE_CHARS) {
+        emitLine(s.line, name);
+        s.line = "";
+      }
+    }
+  };
+  const emitLine = (line: string, name: "stdout" | "stderr") => {
+    options.onLine?.(line.replace(/\r$/, "").slice(0, MAX_LINE_CHARS), name);
+  };
+  child.stdout!.on("data", onData("stdout"));
+  child.stderr!.on("data", onData("stderr"));
+  child.stdin!.on("error", () => {}); // the command may exit without reading stdin
+  child.stdin!.end(cmd.stdin ?? "");
+
+  let stopReason: unknown = null;
+  let killTimer: ReturnType<typeof setTimeout> | undefined;
+  const stop = (reason: unknown) => {
+    if (stopReason !== null) return;
+    stopReason = reason;
+    signalGroup(child.pid, "SIGTERM");
+    killTimer = setTimeout(
+      () => signalGroup(child.pid, "SIGKILL"),
+      options.killGraceMs ?? KILL_GRACE_MS,
+    );
+  };
+  const onAbort = () => stop(options.signal.reason);
+  options.signal.addEventListener("abort", onAbort, { once: true });
+  const ownTimer = cmd.timeoutMs !== undefined
+    ? setTimeout(
+      () =>
+        stop(
+          new NodeFailure(
+            "commandTimedOut",
+            `Command timed out after ${cmd.timeoutMs} ms: ${cmd.command}`,
+          ),
+        ),
+      cmd.timeoutMs,
+    )
+    : undefined;
+
+  const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>(
+    (done) => {
+      child.once("error", (error) => done({ code: null, signal: null, error }));
+      child.once("close", (code, signal) => done({ code, signal }));
+    },
+  );
+  options.signal.removeEventListener("abort", onAbort);
+  clearTimeout(ownTimer);
+  clearTimeout(killTimer);
+  // The leader exited; make sure no descendant in its group outlives the node.
+  signalGroup(child.pid, "SIGKILL");
+  for (const name of ["stdout", "stderr"] as const) {
+    if (streams[name].line.length > 0) emitLine(streams[name].line, name);
+  }
+  if (exit.error) {
+    const code = (exit.error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      throw new NodeFailure("commandNotFound", `Command not found: ${cmd.command}`);
+    }
+    throw new NodeFailure(
+      "commandFailed",
+      `Command could not start: ${cmd.command}: ${exit.error.message}`,
+    );
+  }
+  if (stopReason !== null) throw stopReason;
+  const result: ShellResult = {
+    command: cmd.command,
+    args,
+    cwd,
+    stdout: streams.stdout.text + (streams.stdout.cut ? "\n[output truncated]" : ""),
+    stderr: streams.stderr.text + (streams.stderr.cut ? "\n[output truncated]" : ""),
+    exitCode: exit.code,
+    signal: exit.signal,
+    durationMs: Date.now() - started,
+    stdoutTruncated: streams.stdout.cut,
+    stderrTruncated: streams.stderr.cut,
+  };
+  if (exit.code !== 0 && !cmd.allowNonZeroExit) {
+    const tail = result.stderr.trim().split("\n").slice(-3).join(" / ").slice(0, 500);
+    throw new NodeFailure(
+      "commandFailed",
+      `Command failed: ${cmd.command} exited with ${
+        exit.code === null ? `signal ${exit.signal}` : `code ${exit.code}`
+      }${tail ? `: ${tail}` : ""}`,
+    );
+  }
+  return result;
+}
+
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+function checkCommand(cmd: ShellCommand): void {
+  const bad = (detail: string): never => {
+    throw new NodeFailure("invalidCommand", `Invalid shell command: ${detail}`);
+  };
+  if (typeof cmd !== "object" || cmd === null) bad("exec must return {command, args?, ...}");
+  if (typeof cmd.command !== "string" || cmd.command.length === 0) {
+    bad("command must be a non-empty string");
+  }
+  if (
+    cmd.args !== undefined &&
+    (!Array.isArray(cmd.args) || cmd.args.some((a) => typeof a !== "string"))
+  ) {
+    bad("args must be an array of strings");
+  }
+  if (
+    cmd.env !== undefined &&
+    (typeof cmd.env !== "object" || Object.values(cmd.env).some((e) => typeof e !== "string"))
+  ) {
+    bad("env values must be strings");
+  }
+  if (cmd.stdin !== undefined && typeof cmd.stdin !== "string") bad("stdin must be a string");
+  if (cmd.cwd !== undefined && typeof cmd.cwd !== "string") bad("cwd must be a string");
+  for (const k of ["timeoutMs", "maxOutputChars"] as const) {
+    const n = cmd[k];
+    if (n !== undefined && (!Number.isInteger(n) || n < 0)) {
+      bad(`${k} must be a non-negative integer`);
+    }
+  }
+}

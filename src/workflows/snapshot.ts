@@ -1,0 +1,38 @@
+/**
+ * The function-free description of a node that goes into the definition digest: changing a
+ * node's kind, fixed timeout, label or choices changes the digest; editing a callback body does
+ * not (the source file hash covers that).
+ */
+import type { WorkflowNode } from "./types.ts";
+
+export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
+  const out: Record<string, unknown> = { kind: node.kind };
+  const t = node.timeoutMs;
+  out.timeoutMs = typeof t === "function" ? "callback" : t === undefined ? "default" : t;
+  if (node.statusDetail !== undefined) out.statusDetail = node.statusDetail;
+  switch (node.kind) {
+    case "agent":
+      if (node.expectedOutput !== undefined) out.expectedOutput = node.expectedOutput;
+      out.validate = node.validate !== undefined;
+      break;
+    case "decision":
+      out.choices = [...node.choices];
+      out.field = node.field;
+      break;
+    case "notify":
+      out.notifyKind = node.notifyKind;
+      break;
+    case "shell":
+      out.parse = node.parse !== undefined;
+      out.updates = node.updates ? { streams: node.updates.streams ?? ["stdout", "stderr"] } : null;
+      break;
+    case "humanDecision":
+      out.audience = node.audience;
+      out.choices = JSON.parse(JSON.stringify(node.choices));
+      out.onTimeout = node.onTimeout ?? null;
+      break;
+    default:
+      break;
+  }
+  return out;
+}

@@ -1,0 +1,120 @@
+/**
+ * Module hooks for loading workflow files at run time (installed once per process):
+ *
+ * - `pi-workflows` and `@osolmaz/pi-workflows` resolve to a virtual module whose exports read
+ *   the running API from `globalThis[Symbol.for("pi-workflows.api")]`, so workflow files get the
+ *   same objects as the engine and load unchanged from any location.
+ * - Every load session tags its files with a `piw-load=<token>` query, propagated to relative
+ *   imports. A new session therefore gets fresh module instances (an edited helper is never
+ *   served from the module cache), and the load hook records the exact bytes of every file the
+ *   session loaded: that is the source identity's `mounted` map.
+ * - A `.ts` file under a `"type": "commonjs"` package is loaded as module TypeScript.
+ */
+import { readFileSync } from "node:fs";
+import module from "node:module";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { sha256Hex } from "../../protocol/canonical-json.ts";
+import { API_GLOBAL_KEY, authoringApi } from "../api.ts";
+
+export const API_SPECIFIERS = ["pi-workflows", "@osolmaz/pi-workflows"];
+const VIRTUAL_API_URL = "file:///__pi_workflows__/authoring-api.mjs";
+const TOKEN_PARAM = "piw-load";
+
+export interface LoadSession {
+  token: string;
+  /** Canonical file path -> `sha256:<hex>` of the bytes the loader read. */
+  files: Map<string, string>;
+}
+
+const sessions = new Map<string, LoadSession>();
+let installed = false;
+let counter = 0;
+
+export function installWorkflowHooks(): void {
+  const g = globalThis as Record<symbol, unknown>;
+  if (g[API_GLOBAL_KEY] === undefined) g[API_GLOBAL_KEY] = authoringApi;
+  if (installed) return;
+  installed = true;
+  const registerHooks = (module as unknown as { registerHooks?: typeof module.registerHooks })
+    .registerHooks;
+  if (typeof registerHooks !== "function") {
+    throw new Error(
+      "Workflow loading needs module.registerHooks: run on Node >= 22.19 or a current Deno",
+    );
+  }
+  registerHooks({
+    resolve(specifier, context, next) {
+      if (API_SPECIFIERS.includes(specifier)) return { url: VIRTUAL_API_URL, shortCircuit: true };
+      const result = next(specifier, context);
+      const token = tokenOf(context.parentURL);
+      if (token && result.url.startsWith("file:") && !result.url.includes("/node_modules/")) {
+        return { ...result, url: withToken(result.url, token) };
+      }
+      return result;
+    },
+    load(url, context, next) {
+      if (url === VIRTUAL_API_URL) {
+        return { format: "module", source: virtualApiSource(), shortCircuit: true };
+      }
+      const token = tokenOf(url);
+      const result = next(url, context);
+      const session = token ? sessions.get(token) : undefined;
+      if (!session) return result;
+      const path = fileURLToPath(stripQuery(url));
+      const source = result.source ?? readFileSync(path);
+      session.files.set(path, `sha256:${sha256Hex(toBytes(source))}`);
+      if (result.format === "commonjs-typescript") {
+        return { ...result, format: "module-typescript", source };
+      }
+      return result;
+    },
+  });
+}
+
+export function openLoadSession(): LoadSession {
+  const session = { token: `${process.pid}x${++counter}`, files: new Map<string, string>() };
+  sessions.set(session.token, session);
+  return session;
+}
+
+export function closeLoadSession(session: LoadSession): void {
+  sessions.delete(session.token);
+}
+
+export function sessionUrl(fileUrl: string, session: LoadSession): string {
+  return withToken(fileUrl, session.token);
+}
+
+function virtualApiSource(): string {
+  const names = Object.keys(authoringApi);
+  const lines = [`const api = globalThis[Symbol.for("pi-workflows.api")];`];
+  for (const name of names) lines.push(`export const ${name} = api.${name};`);
+  lines.push("export default api;");
+  return lines.join("\n");
+}
+
+function tokenOf(url: string | undefined): string | null {
+  if (!url) return null;
+  const q = url.indexOf("?");
+  if (q < 0) return null;
+  return new URLSearchParams(url.slice(q + 1)).get(TOKEN_PARAM);
+}
+
+function withToken(url: string, token: string): string {
+  if (tokenOf(url) === token) return url;
+  const u = new URL(url);
+  u.searchParams.set(TOKEN_PARAM, token);
+  return u.href;
+}
+
+function stripQuery(url: string): string {
+  const q = url.search(/[?#]/);
+  return q < 0 ? url : url.slice(0, q);
+}
+
+function toBytes(source: string | ArrayBuffer | ArrayBufferView): Uint8Array | string {
+  if (typeof source === "string") return source;
+  if (source instanceof ArrayBuffer) return new Uint8Array(source);
+  return new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+}

@@ -1,0 +1,270 @@
+/**
+ * Authoring types: what a `*.workflow.ts` file builds with `defineWorkflow` and the node
+ * builders. Functions live only here and in the compiled graph; the durable record of a run
+ * holds JSON only.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { NodeOutcome } from "../protocol/run-facts.ts";
+
+/** The latest result record of a node, as node callbacks and `$result.*` switches see it. */
+export interface NodeResultRecord {
+  outcome: NodeOutcome | "waiting";
+  output?: JsonValue;
+  error?: { code: string; message: string };
+  durationMs: number | null;
+  attemptId: string;
+}
+
+/** Run-level facts a callback may read. */
+export interface NodeRunState {
+  runId: string;
+  workflowName: string;
+  /** Flattened id of the node being executed (`mount/child` inside includes). */
+  nodeId: string;
+  attemptId: string;
+  /** 1-based visit number of this node in the run chain. */
+  visit: number;
+  /** Steps used so far, this one included. */
+  stepsUsed: number;
+  maxSteps: number;
+}
+
+/** The context every node callback receives. */
+export interface NodeContext<I = any> {
+  input: I;
+  /** Latest ok output per node id (local ids inside an included workflow). */
+  outputs: Record<string, JsonValue>;
+  /** Latest result record per node id. */
+  results: Record<string, NodeResultRecord>;
+  state: NodeRunState;
+  signal: AbortSignal;
+}
+
+export interface WorkflowUpdate {
+  /** `^[a-z][a-z0-9.-]{0,63}$`; `progress` carries the progress schema. */
+  type: string;
+  key: string;
+  data: JsonValue;
+}
+
+export interface ActionContext<I = any> extends NodeContext<I> {
+  publishUpdate(update: WorkflowUpdate): void;
+}
+
+/** A number of milliseconds, `null` for no wall-clock limit, or a callback deciding either. */
+export type TimeoutSpec<I = any> =
+  | number
+  | null
+  | ((ctx: Omit<NodeContext<I>, "signal">) => number | null | Promise<number | null>);
+
+export interface CommonNodeOptions<I = any> {
+  /** Default 15 minutes. */
+  timeoutMs?: TimeoutSpec<I>;
+  /** A short label shown by status and viewers. */
+  statusDetail?: string;
+}
+
+export type TextSpec<I = any> = string | ((ctx: NodeContext<I>) => string | Promise<string>);
+
+export interface AgentNode<I = any> extends CommonNodeOptions<I> {
+  kind: "agent";
+  prompt: TextSpec<I>;
+  expectedOutput?: string;
+  validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;
+}
+
+export interface DecisionNode<I = any> extends CommonNodeOptions<I> {
+  kind: "decision";
+  question: TextSpec<I>;
+  choices: readonly string[];
+  field: string;
+}
+
+export interface AssistantMessageNode<I = any> extends CommonNodeOptions<I> {
+  kind: "assistantMessage";
+  prompt: TextSpec<I>;
+}
+
+export interface ComputeNode<I = any> extends CommonNodeOptions<I> {
+  kind: "compute";
+  run: (ctx: NodeContext<I>) => unknown;
+}
+
+export interface ActionNode<I = any> extends CommonNodeOptions<I> {
+  kind: "action";
+  run: (ctx: ActionContext<I>) => unknown;
+}
+
+/** What a shell node's `exec` returns: the command to spawn. */
+export interface ShellCommand {
+  command: string;
+  args?: string[];
+  /** Absolute, or relative to the process working directory. */
+  cwd?: string;
+  /** Merged over the worker's environment. */
+  env?: Record<string, string>;
+  stdin?: string;
+  /** Run through `/bin/sh -c` instead of spawning `command` directly. Default false. */
+  shell?: boolean;
+  /** Accept a non-zero exit code as a normal result. Default false. */
+  allowNonZeroExit?: boolean;
+  /** The command's own time limit (the node deadline still applies). */
+  timeoutMs?: number;
+  /** Characters kept per stream. Default 1,000,000. */
+  maxOutputChars?: number;
+}
+
+export interface ShellResult {
+  command: string;
+  args: string[];
+  cwd: string;
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signal: string | null;
+  durationMs: number;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+export interface ShellUpdates<I = any> {
+  /** Streams whose lines are offered to `parseLine`. Default both. */
+  streams?: ("stdout" | "stderr")[];
+  parseLine(
+    line: string,
+    ctx: { stream: "stdout" | "stderr"; input: I },
+  ): WorkflowUpdate | WorkflowUpdate[] | null | undefined;
+}
+
+export interface ShellNode<I = any> extends CommonNodeOptions<I> {
+  kind: "shell";
+  exec: (ctx: NodeContext<I>) => ShellCommand | Promise<ShellCommand>;
+  parse?: (result: ShellResult, ctx: NodeContext<I>) => unknown;
+  updates?: ShellUpdates<I>;
+}
+
+export interface CheckpointNode<I = any> extends CommonNodeOptions<I> {
+  kind: "checkpoint";
+  summary?: TextSpec<I>;
+  /** Computes the request shown to whoever answers; default `{summary}`. */
+  run?: (ctx: NodeContext<I>) => unknown;
+}
+
+export interface NotifyNode<I = any> extends CommonNodeOptions<I> {
+  kind: "notify";
+  message: TextSpec<I>;
+  notifyKind: "progress" | "final";
+}
+
+export interface TextInputSpec {
+  name: string;
+  prompt: string;
+  minLength: number;
+  maxLength: number;
+}
+
+export interface HumanChoice {
+  label: string;
+  input?: TextInputSpec;
+}
+
+export type HumanChoices = Readonly<Record<string, HumanChoice>>;
+
+export interface HumanDecisionRequest {
+  title: string;
+  subject: string;
+  presentation: DecisionPresentation;
+  revision?: number;
+}
+
+export interface DecisionPresentation {
+  schema: "pi-workflows.decision-presentation.v1";
+  summary: string;
+  blocks: PresentationBlock[];
+}
+
+export type PresentationBlock =
+  | { kind: "paragraph"; text: string }
+  | { kind: "section"; title: string; blocks?: PresentationBlock[] }
+  | { kind: "bullets"; items: string[] }
+  | { kind: "fields"; items: { label: string; value: string }[] }
+  | { kind: "preformatted"; text: string };
+
+export interface HumanDecisionResponse {
+  choice: string;
+  text?: string;
+}
+
+export interface HumanDecisionNode<I = any> extends CommonNodeOptions<I> {
+  kind: "humanDecision";
+  audience: string;
+  choices: HumanChoices;
+  request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
+  onTimeout?: { afterMs: number; response: HumanDecisionResponse };
+}
+
+export type WorkflowNode<I = any> =
+  | AgentNode<I>
+  | DecisionNode<I>
+  | AssistantMessageNode<I>
+  | ComputeNode<I>
+  | ActionNode<I>
+  | ShellNode<I>
+  | CheckpointNode<I>
+  | NotifyNode<I>
+  | HumanDecisionNode<I>;
+
+export type NodeKind = WorkflowNode["kind"];
+
+export interface PlainEdge {
+  from: string;
+  to: string;
+}
+
+export interface SwitchEdge {
+  from: string;
+  /** `on`: `$.path`, `$output.path` or `$result.outcome|error.code|durationMs`. */
+  switch: { on: string; cases: Record<string, string> };
+}
+
+export type WorkflowEdge = PlainEdge | SwitchEdge;
+
+export interface WorkflowExit {
+  /** The child's terminal node this exit leaves from. */
+  from: string;
+  /** May throw to reject the exit output, or return a replacement. */
+  validate?: (output: JsonValue) => unknown;
+}
+
+export interface IncludeSpec {
+  readonly __piwInclude: true;
+  /** A definition object, or a path relative to the including file (resolved by the loader). */
+  workflow: WorkflowDefinition | string;
+  /** The child's raw input: a constant or a function of the parent context at entry. */
+  input?: JsonValue | ((ctx: Omit<NodeContext, "signal">) => unknown);
+}
+
+export interface WorkflowSpec<I = any> {
+  name: string;
+  title?: string | ((ctx: { input: I; workflowName: string }) => string);
+  /** Validates and normalizes raw input; its result must be JSON. Default: identity. */
+  input?: (raw: unknown) => I;
+  /** Instructions for one final Pi turn after the run completes. */
+  presentationPrompt?: string | ((ctx: { input: I; output: JsonValue }) => string);
+  startAt: string;
+  nodes: Record<string, WorkflowNode<I>>;
+  edges?: WorkflowEdge[];
+  includes?: Record<string, IncludeSpec>;
+  exits?: Record<string, WorkflowExit>;
+  /** Default 100; counts node attempts across continuations. */
+  maxSteps?: number;
+  /** `import.meta.url` of the defining file, for diagnostics. */
+  source?: string;
+}
+
+export const DEFINITION_BRAND: unique symbol = Symbol.for("pi-workflows.definition") as never;
+
+/** A validated, frozen workflow definition. */
+export type WorkflowDefinition<I = any> = Readonly<WorkflowSpec<I>> & {
+  readonly [DEFINITION_BRAND]: true;
+};

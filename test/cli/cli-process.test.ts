@@ -1,0 +1,167 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, runCliProcess, tempHome, type TempHome } from "../host/helpers.ts";
+
+let home: TempHome;
+let project: string;
+
+const cli = (args: string[], timeoutMs = 60_000) => runCliProcess(args, home.env, timeoutMs);
+
+/** Errors are one line, with no stack trace. */
+function expectOneLineError(stderr: string): string {
+  const lines = stderr.trim().split("\n");
+  expect(lines, stderr).toHaveLength(1);
+  expect(stderr).not.toMatch(/^\s+at /m);
+  return lines[0];
+}
+
+beforeAll(() => {
+  // A leaked host exits on its own soon; afterAll stops it explicitly.
+  home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+  project = join(home.root, "project");
+  mkdirSync(project);
+  writeFileSync(
+    join(project, "fail.workflow.ts"),
+    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "fails",
+  startAt: "boom",
+  nodes: { boom: compute({ run: () => { throw new Error("kaboom"); } }) },
+  edges: [],
+});
+`,
+  );
+});
+
+afterAll(async () => {
+  if (home) {
+    await cli(["host", "stop"]);
+    home.cleanup();
+  }
+});
+
+describe("pi-workflows CLI", () => {
+  it("prints its version and help", async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+    const version = await cli(["--version"]);
+    expect(version).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage:");
+    expect(help.stdout).toContain("Exit codes:");
+    const startHelp = await cli(["start", "--help"]);
+    expect(startHelp.stdout).toContain("--input-json JSON");
+  });
+
+  it("exits 2 with one line for usage errors", async () => {
+    for (const args of [["bogus"], ["start"], ["status"], ["list", "--frob"], ["host", "jump"]]) {
+      const result = await cli(args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(expectOneLineError(result.stderr)).toMatch(/^[A-Z].*[^.]$/);
+    }
+  });
+
+  it("exits 4 when the host cannot be reached or started", async () => {
+    const stopped = await cli(["host", "status"]);
+    expect(stopped.code).toBe(4);
+    expect(stopped.stdout).toContain("host: stopped");
+
+    const blocked = tempHome();
+    try {
+      writeFileSync(join(blocked.root, "file"), "not a directory");
+      const env = { ...blocked.env, PI_WORKFLOWS_STATE_DIR: join(blocked.root, "file", "state") };
+      const result = await runCliProcess(["status", "run-1"], env, 60_000);
+      expect(result.code).toBe(4);
+      expect(expectOneLineError(result.stderr)).toMatch(/^Host unavailable: /);
+    } finally {
+      blocked.cleanup();
+    }
+  });
+
+  it("runs workflows to their end and reports each ending with its exit code", async () => {
+    const hello = await cli(["start", "examples/hello.workflow.ts", "Ada", "--cwd", ROOT, "--wait"]);
+    expect(hello.code, hello.stderr).toBe(0);
+    expect(hello.stdout).toContain("▶ greet");
+    expect(hello.stdout).toContain("✓ finish");
+    expect(hello.stdout).toContain("Run completed: ");
+
+    const json = await cli([
+      "start",
+      "examples/hello.workflow.ts",
+      "--input-json",
+      '{"name":"Grace"}',
+      "--cwd",
+      ROOT,
+      "--wait",
+      "--json",
+    ]);
+    expect(json.code, json.stderr).toBe(0);
+    const done = JSON.parse(json.stdout);
+    expect(done.run).toMatchObject({ state: "completed", output: { message: "Hello, Grace!" } });
+
+    const failed = await cli(["start", "fail.workflow.ts", "--cwd", project, "--wait"]);
+    expect(failed.code).toBe(6);
+    expect(failed.stdout).toContain("Run failed: ");
+    expect(failed.stdout).toContain("kaboom");
+
+    const waiting = await cli(["start", "examples/human-decision.workflow.ts", "--cwd", ROOT, "--wait"]);
+    expect(waiting.code).toBe(7);
+    expect(waiting.stdout).toContain("waiting for input");
+
+    const missing = await cli(["start", "nope.workflow.ts", "--cwd", project]);
+    expect(missing.code).toBe(3);
+    expectOneLineError(missing.stderr);
+  });
+
+  it("shows, lists, pauses, resumes and cancels runs", async () => {
+    const started = await cli(["start", "examples/human-decision.workflow.ts", "--cwd", ROOT, "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    const runId = JSON.parse(started.stdout).run.runId as string;
+
+    const status = await cli(["status", runId, "--json"]);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout).run.runId).toBe(runId);
+    const text = await cli(["status", runId]);
+    expect(text.stdout).toContain(`run ${runId}`);
+
+    const list = await cli(["list", "--json"]);
+    expect(JSON.parse(list.stdout).runs.map((r: { runId: string }) => r.runId)).toContain(runId);
+
+    const pause = await cli(["pause", runId]);
+    expect(pause.code, pause.stderr).toBe(0);
+    expect(pause.stdout).toMatch(/^Paused /);
+    const resume = await cli(["resume", runId, "--json"]);
+    expect(resume.code, resume.stderr).toBe(0);
+    expect(JSON.parse(resume.stdout).run.paused).toBe(false);
+    const cancel = await cli(["cancel", runId]);
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toMatch(/^Cancelled /);
+
+    const again = await cli(["cancel", runId]);
+    expect(again.code).toBe(3);
+    expect(expectOneLineError(again.stderr)).toContain("Cannot cancel run");
+    const unknown = await cli(["status", "run-unknown"]);
+    expect(unknown.code).toBe(3);
+    expect(expectOneLineError(unknown.stderr)).toContain("Unknown run: run-unknown");
+  });
+
+  it("checks the state with doctor", async () => {
+    const ok = await cli(["doctor"]);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toContain("Invariants: all hold");
+    const json = await cli(["doctor", "--json"]);
+    expect(JSON.parse(json.stdout).ok).toBe(true);
+
+    const broken = tempHome();
+    try {
+      mkdirSync(broken.stateDir, { recursive: true, mode: 0o700 });
+      writeFileSync(join(broken.stateDir, "state.sqlite"), "this is not a database at all");
+      const result = await runCliProcess(["doctor"], broken.env);
+      expect(result.code).toBe(5);
+      expect(result.stdout).toContain("Problem: ");
+    } finally {
+      broken.cleanup();
+    }
+  });
+});

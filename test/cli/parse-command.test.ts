@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { UsageError } from "../../src/cli/exit-codes.ts";
+import { parseCommand } from "../../src/cli/parse-command.ts";
+
+function usageError(argv: string[]): string {
+  try {
+    parseCommand(argv);
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    const message = (error as Error).message;
+    expect(message).not.toContain("\n");
+    expect(message).toMatch(/^[A-Z]/);
+    expect(message).not.toMatch(/\.$/);
+    return message;
+  }
+  throw new Error(`Expected a usage error for ${JSON.stringify(argv)}`);
+}
+
+describe("parseCommand()", () => {
+  it("reads help and version", () => {
+    expect(parseCommand([])).toEqual({ kind: "help", topic: null });
+    expect(parseCommand(["--help"])).toEqual({ kind: "help", topic: null });
+    expect(parseCommand(["--version"])).toEqual({ kind: "version" });
+    expect(parseCommand(["start", "--help"])).toEqual({ kind: "help", topic: "start" });
+    expect(parseCommand(["host", "--help"])).toEqual({ kind: "help", topic: "host" });
+    expect(parseCommand(["help", "cancel"])).toEqual({ kind: "help", topic: "cancel" });
+  });
+
+  it("turns task text into {task} and no text into {}", () => {
+    expect(parseCommand(["start", "hello", "fix", "the", "bug"])).toEqual({
+      kind: "start",
+      workflow: "hello",
+      input: { task: "fix the bug" },
+      cwd: null,
+      wait: false,
+      json: false,
+    });
+    expect(parseCommand(["start", "builtin:x", "--wait", "--json", "--cwd", "/tmp"])).toEqual({
+      kind: "start",
+      workflow: "builtin:x",
+      input: {},
+      cwd: "/tmp",
+      wait: true,
+      json: true,
+    });
+    expect(parseCommand(["start", "w", "--input-json", '{"n":[1,2]}'])).toMatchObject({
+      input: { n: [1, 2] },
+    });
+  });
+
+  it("reads run commands and host actions", () => {
+    expect(parseCommand(["status", "run-1", "--json"])).toEqual({
+      kind: "status",
+      runId: "run-1",
+      json: true,
+    });
+    expect(parseCommand(["list", "--all"])).toEqual({ kind: "list", all: true, json: false });
+    expect(parseCommand(["cancel", "run-2"])).toEqual({
+      kind: "control",
+      action: "cancel",
+      runId: "run-2",
+      json: false,
+    });
+    expect(parseCommand(["host", "status", "--json"])).toEqual({
+      kind: "host",
+      action: "status",
+      json: true,
+    });
+    expect(parseCommand(["doctor"])).toEqual({ kind: "doctor", json: false });
+    expect(parseCommand(["worker", "--resolve"])).toEqual({ kind: "worker", args: ["--resolve"] });
+  });
+
+  it("refuses bad command lines with one actionable line", () => {
+    expect(usageError(["frobnicate"])).toBe(
+      "Unknown command 'frobnicate': run 'pi-workflows --help'",
+    );
+    expect(usageError(["--frob"])).toContain("Unknown option '--frob'");
+    expect(usageError(["start"])).toContain("Missing argument for 'start'");
+    expect(usageError(["start", "w", "--bogus"])).toContain("Unknown option '--bogus'");
+    expect(usageError(["start", "w", "--cwd"])).toContain("'--cwd' needs a value");
+    expect(usageError(["start", "w", "--input-json", "{nope"])).toContain("Invalid --input-json");
+    expect(usageError(["start", "w", "text", "--input-json", "{}"])).toContain(
+      "Cannot combine --input-json with task text",
+    );
+    expect(usageError(["status"])).toContain("Missing argument for 'status'");
+    expect(usageError(["status", "a", "b"])).toContain("Unexpected argument 'b'");
+    expect(usageError(["pause", "bad id"])).toContain("Invalid run id");
+    expect(usageError(["host"])).toContain("Missing host action");
+    expect(usageError(["host", "explode"])).toContain("Unknown host action 'explode'");
+    expect(usageError(["list", "--json=1"])).toContain("list");
+    expect(usageError(["help", "nothing"])).toContain("Unknown command 'nothing'");
+  });
+});

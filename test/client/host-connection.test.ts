@@ -1,0 +1,282 @@
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import net from "node:net";
+import { connectHost, type HostConnection } from "../../src/client/host-connection.ts";
+import { HostCommandError, receiptOf } from "../../src/client/command-receipt.ts";
+import { createHostClient } from "../../src/client/host-client.ts";
+import { clientStateDir, hostSocketPath } from "../../src/client/socket-path.ts";
+import { resolveStateDir } from "../../src/state/store.ts";
+import { HostUnavailableError, ProtocolRejectedError } from "../../src/protocol/failures.ts";
+import { failureResponse, successResponse } from "../../src/protocol/host-response.ts";
+import { MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
+import {
+  answerStatus,
+  FAKE_EPOCH,
+  type FakeHost,
+  type Handler,
+  HOST_STATUS_RECEIPT,
+  startFakeHost,
+} from "./fixtures/fake-host-server.ts";
+
+let dir: string;
+let socketPath: string;
+let host: FakeHost | undefined;
+const connections: HostConnection[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "piw-client-"));
+  socketPath = hostSocketPath(dir);
+});
+
+afterEach(async () => {
+  for (const connection of connections.splice(0)) connection.close();
+  await host?.close();
+  host = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function serve(handler: Handler = answerStatus) {
+  host = await startFakeHost(socketPath, handler);
+  return host;
+}
+
+async function connect(options: Parameters<typeof connectHost>[1] = {}) {
+  const connection = await connectHost(socketPath, options);
+  connections.push(connection);
+  return connection;
+}
+
+describe("socket path", () => {
+  test("the client finds the state directory exactly as the state layer does", () => {
+    const envs = [
+      { PI_WORKFLOWS_STATE_DIR: "/a/b" },
+      { PI_CODING_AGENT_DIR: "/agent" },
+      { PI_WORKFLOWS_STATE_DIR: "", PI_CODING_AGENT_DIR: "/agent" },
+      {},
+    ];
+    for (const env of envs) expect(clientStateDir(env)).toBe(resolveStateDir(env));
+    expect(hostSocketPath("/s")).toBe("/s/host.sock");
+  });
+});
+
+describe("connectHost()", () => {
+  test("no socket: HostUnavailableError that says how to start the host", async () => {
+    const error = await connectHost(socketPath).catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error.message).toMatch(/not running.*pi-workflows host start/);
+  });
+
+  test("a stale socket left by a killed process: refused, reported as unavailable", async () => {
+    const stale = join(dir, "stale.sock");
+    const child = spawn(process.execPath, [
+      "-e",
+      `require("node:net").createServer().listen(${
+        JSON.stringify(stale)
+      }, () => console.log("up"))`,
+    ], { stdio: ["ignore", "pipe", "ignore"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.once("data", () => resolve());
+        child.once("exit", () => reject(new Error("listener exited early")));
+      });
+      child.kill("SIGKILL");
+      await new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+    expect(existsSync(stale)).toBe(true);
+    const error = await connectHost(stale).catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error.message).toMatch(/refuses connections/);
+  });
+
+  test("several requests in flight are matched to their answers out of order", async () => {
+    const held: { request: { requestId: string; runId?: string }; socket: net.Socket }[] = [];
+    await serve((request, socket) => {
+      held.push({ request, socket });
+      if (held.length < 3) return null;
+      // Answer all three in reverse order once the third arrives.
+      for (const h of held.reverse()) {
+        const response = successResponse({
+          requestId: h.request.requestId,
+          hostEpoch: FAKE_EPOCH,
+          receipt: { echo: h.request.runId ?? null },
+        });
+        h.socket.write(`${JSON.stringify(response)}\n`);
+      }
+      return null;
+    });
+    const connection = await connect();
+    const answers = await Promise.all(
+      ["run-a", "run-b", "run-c"].map((runId) =>
+        connection.request("run.status", { runId, payload: {} })
+      ),
+    );
+    expect(answers.map((a) => a.receipt?.echo)).toEqual(["run-a", "run-b", "run-c"]);
+    expect(connection.hostEpoch).toBe(FAKE_EPOCH);
+  });
+
+  test("a silent host fails the request at its deadline, the connection stays usable", async () => {
+    await serve((
+      request,
+    ) => (request.operation === "run.status" ? null : answerStatus(request, null!)));
+    const connection = await connect();
+    const started = Date.now();
+    const error = await connection.request("run.status", { runId: "r", timeoutMs: 150 })
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error.message).toMatch(/no answer to run.status within 150 ms/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const status = await connection.request("host.status");
+    expect(receiptOf("host.status", status)).toEqual(HOST_STATUS_RECEIPT);
+  });
+
+  test("the host closing mid-request fails every pending request as unavailable", async () => {
+    await serve((_request, socket) => {
+      socket.destroy();
+      return null;
+    });
+    const connection = await connect();
+    const error = await connection.request("host.status").catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(connection.closed).toBe(true);
+    await expect(connection.request("host.status")).rejects.toBeInstanceOf(HostUnavailableError);
+  });
+
+  test("garbage from the host is a protocol rejection, not a hang", async () => {
+    await serve((_request, socket) => {
+      socket.write("this is not json\n");
+      return null;
+    });
+    const connection = await connect();
+    const error = await connection.request("host.status").catch((e) => e);
+    expect(error).toBeInstanceOf(ProtocolRejectedError);
+    expect(error.code).toBe("invalidJson");
+  });
+
+  test("a response that breaks the schema is a protocol rejection", async () => {
+    await serve((request, socket) => {
+      socket.write(`${JSON.stringify({ requestId: request.requestId, outcome: "maybe" })}\n`);
+      return null;
+    });
+    const connection = await connect();
+    const error = await connection.request("host.status").catch((e) => e);
+    expect(error).toBeInstanceOf(ProtocolRejectedError);
+    expect(error.message).toMatch(/schema/);
+  });
+
+  test("an unattributable rejection from the host fails pending requests with its reason", async () => {
+    await serve((request) =>
+      request.operation === "run.list"
+        ? failureResponse({
+          requestId: null,
+          hostEpoch: FAKE_EPOCH,
+          outcome: "rejected",
+          code: "invalidJson",
+          message: "Frame invalid: the line is not JSON",
+        })
+        : null
+    );
+    const connection = await connect();
+    const waiting = connection.request("run.status", { runId: "r-1" }).catch((e) => e);
+    const listing = await connection.request("run.list").catch((e) => e);
+    expect(listing).toBeInstanceOf(ProtocolRejectedError);
+    expect(listing.code).toBe("invalidJson");
+    expect(await waiting).toBeInstanceOf(ProtocolRejectedError);
+    expect(connection.closed).toBe(true);
+  });
+
+  test("a request past 1 MiB is refused before it is sent", async () => {
+    await serve();
+    const connection = await connect();
+    const error = await connection.request("run.start", {
+      payload: { workflow: "w", cwd: "/p", input: "x".repeat(MAX_FRAME_BYTES) },
+    }).catch((e) => e);
+    expect(error).toBeInstanceOf(ProtocolRejectedError);
+    expect(error.code).toBe("frameTooLarge");
+    expect(host!.seen).toEqual([]);
+    expect(receiptOf("host.status", await connection.request("host.status")).epoch).toBe(
+      FAKE_EPOCH,
+    );
+  });
+
+  test("the host's own validation error comes back attributed to the request", async () => {
+    await serve();
+    const connection = await connect();
+    const response = await connection.request("run.start", {
+      // deno-lint-ignore no-explicit-any
+      payload: { workflow: "w", cwd: "relative" } as any,
+    });
+    expect(response.outcome).toBe("rejected");
+    expect(response.error?.message).toMatch(/^payload\.cwd: /);
+  });
+});
+
+describe("receiptOf()", () => {
+  test("typed receipt on success, HostCommandError with outcome and revision otherwise", () => {
+    const ok = successResponse({ requestId: "r", hostEpoch: 1, receipt: { stopping: true } });
+    expect(receiptOf("host.stop", ok)).toEqual({ stopping: true });
+    const conflict = failureResponse({
+      requestId: "r",
+      hostEpoch: 1,
+      outcome: "conflict",
+      code: "revisionMismatch",
+      message: "Run changed: expected revision 3, current 5",
+      revision: 5,
+    });
+    const error = (() => {
+      try {
+        receiptOf("run.pause", conflict);
+      } catch (e) {
+        return e as HostCommandError;
+      }
+    })();
+    expect(error).toBeInstanceOf(HostCommandError);
+    expect(error).toMatchObject({ outcome: "conflict", code: "revisionMismatch", revision: 5 });
+    const bad = successResponse({ requestId: "r", hostEpoch: 1, receipt: { stopping: "yes" } });
+    expect(() => receiptOf("host.stop", bad)).toThrow(ProtocolRejectedError);
+  });
+});
+
+describe("createHostClient()", () => {
+  test("a request lost with its connection is retried once with the same request id", async () => {
+    const cancelIds: string[] = [];
+    await serve((request, socket) => {
+      if (request.operation !== "run.cancel") return answerStatus(request, socket);
+      cancelIds.push(request.requestId);
+      if (cancelIds.length === 1) {
+        socket.destroy();
+        return null;
+      }
+      return failureResponse({
+        requestId: request.requestId,
+        hostEpoch: FAKE_EPOCH,
+        outcome: "notFound",
+        code: "runNotFound",
+        message: "Run not found: run-9",
+      });
+    });
+    const client = createHostClient({ stateDir: dir, autoStart: false });
+    try {
+      const response = await client.request("run.cancel", { runId: "run-9" });
+      expect(response.outcome).toBe("notFound");
+      expect(cancelIds).toHaveLength(2);
+      expect(cancelIds[1]).toBe(cancelIds[0]);
+      await expect(client.call("run.cancel", { runId: "run-9" })).rejects.toMatchObject({
+        outcome: "notFound",
+      });
+      expect(cancelIds[2]).not.toBe(cancelIds[0]);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("without a host and without auto-start: HostUnavailableError", async () => {
+    const client = createHostClient({ stateDir: dir, autoStart: false });
+    await expect(client.call("host.status")).rejects.toBeInstanceOf(HostUnavailableError);
+    client.close();
+  });
+});

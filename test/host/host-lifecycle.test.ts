@@ -1,0 +1,162 @@
+import { existsSync, statSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  hostRequest,
+  killAll,
+  RawClient,
+  requestOnce,
+  runCliProcess,
+  spawnCli,
+  startHostProcess,
+  stopProcess,
+  tempHome,
+  type TempHome,
+  waitFor,
+} from "./helpers.ts";
+
+const homes: TempHome[] = [];
+function home(env: NodeJS.ProcessEnv = {}): TempHome {
+  const h = tempHome(env);
+  homes.push(h);
+  return h;
+}
+
+afterEach(async () => {
+  await killAll();
+  for (const h of homes.splice(0)) h.cleanup();
+});
+
+describe("host run", () => {
+  it("serves host.status on a 0600 socket in a 0700 state dir and stops cleanly on SIGTERM", async () => {
+    const h = home();
+    const host = await startHostProcess(h.env);
+    expect(statSync(h.stateDir).mode & 0o777).toBe(0o700);
+    expect(statSync(h.socketPath).mode & 0o777).toBe(0o600);
+    const response = await requestOnce(h.socketPath, hostRequest("host.status"));
+    expect(response).toMatchObject({
+      schema: "pi-workflows.host-response.v1",
+      outcome: "accepted",
+      hostEpoch: 1,
+      receipt: { state: "running", epoch: 1, socket: "available", activeWorkers: 0 },
+    });
+    await stopProcess(host);
+    expect((await host.exited).code).toBe(0);
+    expect(host.stderr()).toContain("host.stopped epoch=1 reason=SIGTERM");
+    expect(existsSync(h.socketPath)).toBe(false);
+
+    // The claim was released, so the next host starts at once with the next epoch.
+    const next = await startHostProcess(h.env);
+    const status = await requestOnce(h.socketPath, hostRequest("host.status"));
+    expect(status.receipt.epoch).toBe(2);
+    await stopProcess(next);
+  });
+
+  it("refuses a second live host with a clear message", async () => {
+    const h = home();
+    const first = await startHostProcess(h.env);
+    const second = await runCliProcess(["host", "run"], h.env);
+    expect(second.code).toBe(3);
+    expect(second.stderr.trim().split("\n").at(-1)).toMatch(
+      /^Host already running: host epoch 1 holds the state database/,
+    );
+    const status = await requestOnce(h.socketPath, hostRequest("host.status"));
+    expect(status.outcome).toBe("accepted");
+    await stopProcess(first);
+  });
+
+  it("lets exactly one of several hosts started at the same instant win", async () => {
+    const h = home();
+    const hosts = [0, 1, 2].map(() => spawnCli(["host", "run"], h.env));
+    const results = await Promise.all(
+      hosts.map((host) =>
+        Promise.race([
+          host.waitForStderr("host.ready").then(() => "ready" as const),
+          host.exited.then(({ code }) => code),
+        ]).catch(() => host.exited.then(({ code }) => code))
+      ),
+    );
+    expect(results.filter((r) => r === "ready")).toHaveLength(1);
+    expect(results.filter((r) => r === 3)).toHaveLength(2);
+    const status = await requestOnce(h.socketPath, hostRequest("host.status"));
+    expect(status.receipt.epoch).toBe(1);
+  });
+
+  it("takes over after a SIGKILLed host's lease expires, with a higher epoch", async () => {
+    const h = home({ PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "800" });
+    const old = await startHostProcess(h.env);
+    old.kill("SIGKILL");
+    await old.exited;
+    expect(existsSync(h.socketPath)).toBe(true); // stale socket left behind
+
+    // Until the lease expires every new host is refused; then one takes epoch 2.
+    const refusals: number[] = [];
+    const next = (await waitFor(async () => {
+      const candidate = spawnCli(["host", "run"], h.env);
+      const result = await Promise.race([
+        candidate.waitForStderr("host.ready").then(() => "ready" as const),
+        candidate.exited.then(({ code }) => code),
+      ]).catch(() => candidate.exited.then(({ code }) => code));
+      if (result === "ready") return candidate;
+      refusals.push(result as number);
+      return null;
+    }, "a new host to take over", 15_000, 50))!;
+    expect(refusals.every((code) => code === 3)).toBe(true);
+    expect(next.stderr()).toContain("host.claimed epoch=2");
+
+    const client = await RawClient.connect(h.socketPath);
+    const stale = await client.request(hostRequest("host.status", { hostEpoch: 1 }));
+    expect(stale).toMatchObject({ outcome: "rejected", error: { code: "staleEpoch" }, hostEpoch: 2 });
+    expect(stale.error.message).toContain("host epoch 1");
+    const current = await client.request(hostRequest("host.status", { hostEpoch: 2 }));
+    expect(current).toMatchObject({ outcome: "accepted", receipt: { epoch: 2 } });
+    client.close();
+    await stopProcess(next);
+  });
+
+  it("stops on host.stop after answering it", async () => {
+    const h = home();
+    const host = await startHostProcess(h.env);
+    const client = await RawClient.connect(h.socketPath);
+    // Two frames in one write: the second arrives after the host began stopping.
+    const stop = hostRequest("host.stop");
+    const late = hostRequest("host.status");
+    client.write(JSON.stringify(stop) + "\n" + JSON.stringify(late) + "\n");
+    const answers = [await client.next(), await client.next()];
+    expect(answers.find((a) => a.requestId === stop.requestId)).toMatchObject({
+      outcome: "accepted",
+      receipt: { stopping: true },
+    });
+    expect(answers.find((a) => a.requestId === late.requestId)).toMatchObject({
+      outcome: "unavailable",
+      error: { code: "hostStopping" },
+    });
+    await client.waitClosed();
+    expect((await host.exited).code).toBe(0);
+    expect(host.stderr()).toContain("reason=host.stop");
+    expect(existsSync(h.socketPath)).toBe(false);
+  });
+
+  it("exits when idle, but not while a client is connected", async () => {
+    const h = home({ PI_WORKFLOWS_HOST_IDLE_MS: "300" });
+    const host = await startHostProcess(h.env);
+    const client = await RawClient.connect(h.socketPath);
+    // Several idle periods with a client attached: the host must still be there.
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(host.child.exitCode).toBeNull();
+    expect((await client.request(hostRequest("host.status"))).outcome).toBe("accepted");
+    client.close();
+    const { code } = await host.exited;
+    expect(code).toBe(0);
+    expect(host.stderr()).toContain("reason=idle");
+    expect(existsSync(h.socketPath)).toBe(false);
+  });
+
+  it("rejects a bad environment setting with one line", async () => {
+    const h = home({ PI_WORKFLOWS_HOST_IDLE_MS: "soon" });
+    const result = await runCliProcess(["host", "run"], h.env);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      'Invalid PI_WORKFLOWS_HOST_IDLE_MS: expected a whole number, got "soon"',
+    );
+  });
+});

@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type CliProcess,
+  hostRequest,
+  RawClient,
+  startHostProcess,
+  stopProcess,
+  tempHome,
+  type TempHome,
+} from "./helpers.ts";
+import { seedRuns } from "./seed.ts";
+
+let home: TempHome;
+let host: CliProcess;
+
+beforeAll(async () => {
+  home = tempHome({ PI_WORKFLOWS_HOST_PARTIAL_FRAME_MS: "1500" });
+  seedRuns(home.stateDir, [{ runId: "run-1" }]);
+  host = await startHostProcess(home.env);
+});
+
+afterAll(async () => {
+  if (host) await stopProcess(host);
+  home?.cleanup();
+});
+
+/** A well-behaved client: `count` sequential requests, each answered correctly. */
+async function politeClient(count: number): Promise<number> {
+  const client = await RawClient.connect(home.socketPath);
+  let answered = 0;
+  for (let i = 0; i < count; i++) {
+    const request = i % 2
+      ? hostRequest("host.status")
+      : hostRequest("run.status", { runId: "run-1" });
+    const response = await client.request(request);
+    expect(response.requestId).toBe(request.requestId);
+    expect(response.outcome).toBe("accepted");
+    answered++;
+  }
+  client.close();
+  return answered;
+}
+
+describe("hostile clients", () => {
+  it("keep other clients served: garbage, oversized, split and never-finished frames", async () => {
+    // A never-finished frame: the connection stays open with half a request buffered.
+    const stuck = await RawClient.connect(home.socketPath);
+    stuck.write('{"schema":"pi-workflows.host-request.v1","requestId":"stuck');
+
+    const garbage = (async () => {
+      for (let i = 0; i < 20; i++) {
+        const client = await RawClient.connect(home.socketPath);
+        client.write(`not json at all ${i}\n`);
+        const response = await client.next();
+        expect(response).toMatchObject({
+          requestId: null,
+          outcome: "rejected",
+          error: { code: "invalidJson" },
+        });
+        await client.waitClosed();
+      }
+    })();
+
+    const oversized = (async () => {
+      for (let i = 0; i < 3; i++) {
+        const client = await RawClient.connect(home.socketPath);
+        // 2 MiB without a newline, in chunks: rejected as soon as it passes 1 MiB.
+        const chunk = "x".repeat(256 * 1024);
+        for (let j = 0; j < 8 && !client.closed; j++) client.write(chunk);
+        const response = await client.next();
+        expect(response).toMatchObject({ outcome: "rejected", error: { code: "frameTooLarge" } });
+        await client.waitClosed();
+      }
+    })();
+
+    const split = (async () => {
+      // A valid request delivered a few bytes at a time is still one request.
+      const client = await RawClient.connect(home.socketPath);
+      const text = JSON.stringify(hostRequest("run.status", { runId: "run-1" })) + "\n";
+      for (let i = 0; i < text.length; i += 7) {
+        client.write(text.slice(i, i + 7));
+        await new Promise((r) => setImmediate(r));
+      }
+      expect((await client.next()).outcome).toBe("accepted");
+      client.close();
+    })();
+
+    const polite = Promise.all(Array.from({ length: 6 }, () => politeClient(25)));
+    const [served] = await Promise.all([polite, garbage, oversized, split]);
+    expect(served.reduce((a, b) => a + b, 0)).toBe(150);
+
+    // The stuck connection was not answered meanwhile; at its deadline it is closed.
+    expect(stuck.closed).toBe(false);
+    const response = await stuck.next(10_000);
+    expect(response).toMatchObject({ outcome: "rejected", error: { code: "partialFrame" } });
+    await stuck.waitClosed();
+  });
+
+  it("rejects a frame that is exactly one byte over 1 MiB and serves one at the limit", async () => {
+    const base = hostRequest("host.status");
+    const json = JSON.stringify(base);
+    // Pad with insignificant whitespace after the object: still one JSON value.
+    const atLimit = json + " ".repeat(1024 * 1024 - Buffer.byteLength(json));
+    const client = await RawClient.connect(home.socketPath);
+    client.write(atLimit + "\n");
+    expect((await client.next()).outcome).toBe("accepted");
+    client.write(atLimit + " \n");
+    expect(await client.next()).toMatchObject({ error: { code: "frameTooLarge" } });
+    await client.waitClosed();
+  });
+
+  it("answers 200 requests pipelined in one write", async () => {
+    const client = await RawClient.connect(home.socketPath);
+    const requests = Array.from({ length: 200 }, () => hostRequest("host.status"));
+    client.write(requests.map((r) => JSON.stringify(r) + "\n").join(""));
+    const ids = new Set<string>();
+    for (let i = 0; i < requests.length; i++) ids.add((await client.next()).requestId);
+    expect(ids.size).toBe(200);
+    client.close();
+  });
+});

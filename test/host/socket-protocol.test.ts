@@ -1,0 +1,215 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseHostResponse, parseReceipt } from "../../src/protocol/host-response.ts";
+import {
+  type CliProcess,
+  hostRequest,
+  RawClient,
+  requestOnce,
+  startHostProcess,
+  stopProcess,
+  tempHome,
+  type TempHome,
+} from "./helpers.ts";
+import { seedRuns } from "./seed.ts";
+
+let home: TempHome;
+let host: CliProcess;
+
+beforeAll(async () => {
+  home = tempHome();
+  seedRuns(home.stateDir, [
+    { runId: "run-a" },
+    { runId: "run-b" },
+    { runId: "run-c" },
+    { runId: "run-d" },
+    { runId: "run-owned", claimedByOtherHost: true },
+  ]);
+  host = await startHostProcess(home.env);
+});
+
+afterAll(async () => {
+  if (host) await stopProcess(host);
+  home?.cleanup();
+});
+
+/** Sends one request and checks the answer is a well-formed response to it. */
+async function ask(operation: string, fields: Record<string, unknown> = {}): Promise<any> {
+  const request = hostRequest(operation, fields);
+  const response = await requestOnce(home.socketPath, request);
+  const parsed = parseHostResponse(response);
+  expect(parsed.ok, JSON.stringify(parsed)).toBe(true);
+  expect(response.requestId).toBe(request.requestId);
+  expect(response.hostEpoch).toBe(1);
+  if (response.outcome === "accepted" || response.outcome === "adopted") {
+    const receipt = parseReceipt(operation as any, response.receipt);
+    expect(receipt.ok, JSON.stringify(receipt)).toBe(true);
+  }
+  return response;
+}
+
+describe("host socket protocol", () => {
+  it("answers host.status with exactly the spec's fields", async () => {
+    const response = await ask("host.status");
+    expect(response.outcome).toBe("accepted");
+    expect(Object.keys(response.receipt).sort()).toEqual([
+      "activeWorkers",
+      "ambiguousEffects",
+      "epoch",
+      "expiredClaims",
+      "pendingInteractions",
+      "runs",
+      "socket",
+      "state",
+      "version",
+    ]);
+    expect(response.receipt.runs).toEqual({ queued: 4, running: 1, parked: 0, waiting: 0 });
+  });
+
+  it("lists runs and shows one run with its events, without paths or input", async () => {
+    const list = await ask("run.list");
+    expect(list.outcome).toBe("accepted");
+    expect(list.receipt.runs.map((r: any) => r.runId).sort()).toEqual([
+      "run-a",
+      "run-b",
+      "run-c",
+      "run-d",
+      "run-owned",
+    ]);
+    const status = await ask("run.status", { runId: "run-a" });
+    expect(status).toMatchObject({
+      outcome: "accepted",
+      revision: 1,
+      receipt: {
+        run: { runId: "run-a", state: "queued", queueState: "queued", revision: 1 },
+        attempts: [],
+        lastEventSeq: 1,
+      },
+    });
+    expect(status.receipt.events.map((e: any) => e.type)).toEqual(["run.queued"]);
+    const text = JSON.stringify([list, status]);
+    expect(text).not.toContain("/seed/project");
+    expect(text).not.toContain("private-input-text");
+
+    const paged = await ask("run.status", { runId: "run-a", payload: { eventsAfter: 1 } });
+    expect(paged.receipt.events).toEqual([]);
+    expect(paged.receipt.lastEventSeq).toBe(1);
+  });
+
+  it("answers notFound for an unknown run", async () => {
+    for (const operation of ["run.status", "run.pause", "run.resume", "run.cancel"]) {
+      const response = await ask(operation, { runId: "run-missing" });
+      expect(response).toMatchObject({ outcome: "notFound", error: { code: "runNotFound" } });
+      expect(response.error.message).toBe("Unknown run: run-missing");
+    }
+  });
+
+  it("pauses and resumes with receipts; a repeated request gets the stored receipt", async () => {
+    const pause = hostRequest("run.pause", { runId: "run-b" });
+    const first = await requestOnce(home.socketPath, pause);
+    expect(first).toMatchObject({
+      outcome: "accepted",
+      revision: 2,
+      receipt: { run: { runId: "run-b", paused: true, revision: 2 } },
+    });
+    const again = await requestOnce(home.socketPath, pause);
+    expect(again).toEqual(first);
+    const status = await ask("run.status", { runId: "run-b" });
+    expect(status.receipt.run).toMatchObject({ paused: true, revision: 2 });
+
+    // The same request id with another payload is a conflict, and changes nothing.
+    const reused = await requestOnce(home.socketPath, { ...pause, runId: "run-c" });
+    expect(reused).toMatchObject({ outcome: "conflict", error: { code: "requestIdReused" } });
+    expect((await ask("run.status", { runId: "run-c" })).receipt.run.paused).toBe(false);
+
+    // Pausing a paused run is a refused transition, not a conflict.
+    const twice = await ask("run.pause", { runId: "run-b" });
+    expect(twice).toMatchObject({ outcome: "rejected", error: { code: "invalidTransition" } });
+
+    const resume = await ask("run.resume", { runId: "run-b" });
+    expect(resume).toMatchObject({
+      outcome: "accepted",
+      revision: 3,
+      receipt: { run: { paused: false, revision: 3 } },
+    });
+  });
+
+  it("answers conflict with the current revision when expectedRevision is stale", async () => {
+    const stale = await ask("run.pause", { runId: "run-c", expectedRevision: 7 });
+    expect(stale).toMatchObject({
+      outcome: "conflict",
+      revision: 1,
+      error: { code: "revisionMismatch" },
+    });
+    const fresh = await ask("run.pause", { runId: "run-c", expectedRevision: 1 });
+    expect(fresh).toMatchObject({ outcome: "accepted", revision: 2 });
+  });
+
+  it("cancels a run once; cancelling a terminal run is rejected", async () => {
+    const cancel = await ask("run.cancel", { runId: "run-d" });
+    expect(cancel).toMatchObject({
+      outcome: "accepted",
+      receipt: { run: { state: "cancelled", queueState: "cancelled" } },
+    });
+    const status = await ask("run.status", { runId: "run-d" });
+    expect(status.receipt.run).toMatchObject({ state: "cancelled", revision: cancel.revision });
+    const again = await ask("run.cancel", { runId: "run-d" });
+    expect(again).toMatchObject({ outcome: "rejected", error: { code: "invalidTransition" } });
+    const active = await ask("run.list");
+    expect(active.receipt.runs.map((r: any) => r.runId)).not.toContain("run-d");
+    const all = await ask("run.list", { payload: { all: true } });
+    expect(all.receipt.runs.map((r: any) => r.runId)).toContain("run-d");
+  });
+
+  it("answers claimLost for a run another host's live claim holds", async () => {
+    const response = await ask("run.pause", { runId: "run-owned" });
+    expect(response).toMatchObject({ outcome: "claimLost", error: { code: "claimLost" } });
+    expect(response.error.message).not.toMatch(/token/i);
+  });
+
+  it("rejects recognised operations it does not serve yet", async () => {
+    const response = await ask("controller.list");
+    expect(response).toMatchObject({
+      outcome: "rejected",
+      error: { code: "notAvailable", message: "Operation controller.list is not available yet in this host" },
+    });
+  });
+
+  it("rejects invalid requests once and closes only that connection", async () => {
+    const bystander = await RawClient.connect(home.socketPath);
+    const cases: [unknown, string, string | null][] = [
+      [{ ...hostRequest("host.status"), schema: "other" }, "invalidRequest", "keep"],
+      [{ ...hostRequest("run.status") }, "invalidRequest", "keep"],
+      [{ ...hostRequest("run.list"), payload: { all: "yes" } }, "invalidRequest", "keep"],
+      [{ ...hostRequest("run.explode") }, "unknownOperation", "keep"],
+      [{ operation: "host.status" }, "invalidRequest", null],
+      [[1, 2, 3], "invalidRequest", null],
+    ];
+    for (const [value, code, keepId] of cases) {
+      const client = await RawClient.connect(home.socketPath);
+      const response = await client.request(value as Record<string, unknown>);
+      expect(parseHostResponse(response).ok).toBe(true);
+      expect(response).toMatchObject({ outcome: "rejected", error: { code } });
+      expect(response.requestId).toBe(keepId ? (value as any).requestId : null);
+      expect(response.error.message).toMatch(/^Request rejected: /);
+      await client.waitClosed();
+    }
+    // The bystander's connection was untouched.
+    expect((await bystander.request(hostRequest("host.status"))).outcome).toBe("accepted");
+    bystander.close();
+  });
+
+  it("answers requests pipelined on one connection", async () => {
+    const client = await RawClient.connect(home.socketPath);
+    const requests = Array.from({ length: 20 }, (_, i) =>
+      hostRequest(i % 2 ? "run.list" : "run.status", i % 2 ? {} : { runId: "run-a" })
+    );
+    client.write(requests.map((r) => JSON.stringify(r) + "\n").join(""));
+    const answers = [];
+    for (let i = 0; i < requests.length; i++) answers.push(await client.next());
+    expect(answers.map((a) => a.requestId).sort()).toEqual(
+      requests.map((r) => r.requestId as string).sort(),
+    );
+    expect(answers.every((a) => a.outcome === "accepted")).toBe(true);
+    client.close();
+  });
+});

@@ -1,0 +1,170 @@
+import { afterEach, describe, expect, test } from "vitest";
+import net from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Buffer } from "node:buffer";
+import { PassThrough } from "node:stream";
+import {
+  encodeFrame,
+  type Frame,
+  FrameDecoder,
+  FrameError,
+  MAX_FRAME_BYTES,
+  readFrames,
+  writeFrame,
+} from "../../src/protocol/framing.ts";
+
+const bytes = (text: string) => Buffer.from(text, "utf8");
+const values = (frames: Frame[]) => frames.map((f) => (f.ok ? f.value : f.error.code));
+
+describe("FrameDecoder", () => {
+  test("decodes several frames in one chunk and skips blank lines", () => {
+    const decoder = new FrameDecoder();
+    expect(values(decoder.push(bytes('{"a":1}\n\n[2]\n  \n"x"\n')))).toEqual([{ a: 1 }, [2], "x"]);
+    expect(decoder.end()).toEqual([]);
+  });
+
+  test("a frame split at every byte offset decodes the same", () => {
+    const line = bytes('{"text":"héllo wörld 🚀 ✓","n":[1,2,3]}\n');
+    for (let cut = 0; cut <= line.length; cut++) {
+      const decoder = new FrameDecoder();
+      const frames = [...decoder.push(line.subarray(0, cut)), ...decoder.push(line.subarray(cut))];
+      expect(values(frames), `cut at ${cut}`).toEqual([{ text: "héllo wörld 🚀 ✓", n: [1, 2, 3] }]);
+    }
+  });
+
+  test("multibyte characters fed one byte at a time", () => {
+    const line = bytes('"日本語 🎉 émoji"\n');
+    const decoder = new FrameDecoder();
+    const frames: Frame[] = [];
+    for (const byte of line) frames.push(...decoder.push(Uint8Array.of(byte)));
+    expect(values(frames)).toEqual(["日本語 🎉 émoji"]);
+  });
+
+  test("exactly 1 MiB is a frame; 1 MiB + 1 is frameTooLarge", () => {
+    const exact = bytes(`"${"a".repeat(MAX_FRAME_BYTES - 2)}"\n`);
+    expect(exact.length).toBe(MAX_FRAME_BYTES + 1);
+    const decoder = new FrameDecoder();
+    const ok = decoder.push(exact);
+    expect(ok).toHaveLength(1);
+    expect(ok[0].ok && (ok[0].value as string).length).toBe(MAX_FRAME_BYTES - 2);
+
+    const over = bytes(`"${"a".repeat(MAX_FRAME_BYTES - 1)}"\n{"next":true}\n`);
+    expect(values(decoder.push(over))).toEqual(["frameTooLarge", { next: true }]);
+  });
+
+  test("an oversized line arriving in chunks is never buffered past the bound", () => {
+    const decoder = new FrameDecoder({ maxBytes: 1000 });
+    const results: Frame[] = [];
+    let peak = 0;
+    for (let i = 0; i < 50; i++) {
+      results.push(...decoder.push(bytes("x".repeat(97))));
+      peak = Math.max(peak, decoder.bufferedBytes);
+    }
+    expect(peak).toBeLessThanOrEqual(1000);
+    expect(decoder.bufferedBytes).toBe(0);
+    expect(values(results)).toEqual(["frameTooLarge"]);
+    // The rest of the oversized line is dropped up to its newline, then decoding resumes.
+    expect(values(decoder.push(bytes('tail of the big line\n{"b":2}\n')))).toEqual([{ b: 2 }]);
+  });
+
+  test("a never-finished frame is a partialFrame error at end", () => {
+    const decoder = new FrameDecoder();
+    expect(decoder.push(bytes('{"a":1}\n{"unfinished":'))).toHaveLength(1);
+    expect(values(decoder.end())).toEqual(["partialFrame"]);
+    expect(decoder.end()).toEqual([]);
+  });
+
+  test("garbage: not JSON, invalid UTF-8, then a good frame", () => {
+    const decoder = new FrameDecoder();
+    const chunk = Buffer.concat([
+      bytes("hello world\n{bad json}\n"),
+      Uint8Array.of(0x22, 0xff, 0xfe, 0x22, 0x0a),
+      bytes('{"fine":true}\n'),
+    ]);
+    const frames = decoder.push(chunk);
+    expect(values(frames)).toEqual(["invalidJson", "invalidJson", "invalidUtf8", { fine: true }]);
+    const error = (frames[0] as { error: FrameError }).error;
+    expect(error).toBeInstanceOf(FrameError);
+    expect(error.message).toMatch(/^Frame invalid: the line is not JSON: /);
+    expect(error.message).not.toContain("\n");
+  });
+});
+
+describe("encodeFrame()", () => {
+  test("canonical JSON and one newline", () => {
+    expect(encodeFrame({ b: 1, a: [true, null] }).toString("utf8")).toBe(
+      '{"a":[true,null],"b":1}\n',
+    );
+  });
+
+  test("refuses a message past the bound, counting UTF-8 bytes", () => {
+    expect(encodeFrame("a".repeat(MAX_FRAME_BYTES - 2)).length).toBe(MAX_FRAME_BYTES + 1);
+    expect(() => encodeFrame("a".repeat(MAX_FRAME_BYTES - 1))).toThrow(/^Frame too large/);
+    // 3 bytes per character: passes the length check, fails the byte check.
+    expect(() => encodeFrame("€".repeat(400_000))).toThrow(FrameError);
+    expect(() => encodeFrame({ n: Number.NaN })).toThrow(/not finite/);
+  });
+});
+
+describe("readFrames() and writeFrame() over a real unix socket", () => {
+  let dir: string | undefined;
+  let server: net.Server | undefined;
+  afterEach(async () => {
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    server = undefined;
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a paused reader makes the writer wait for drain; every frame arrives in order", async () => {
+    dir = mkdtempSync(join(tmpdir(), "piw-framing-"));
+    const path = join(dir, "s.sock");
+    const accepted = new Promise<net.Socket>((resolve) => {
+      server = net.createServer(resolve);
+      server.listen(path);
+    });
+    await new Promise<void>((resolve) => server!.once("listening", () => resolve()));
+    const client = net.connect(path);
+    const peer = await accepted;
+    peer.pause();
+
+    const big = { filler: "z".repeat(200_000) };
+    const writes: Promise<void>[] = [];
+    let pending: { settled: boolean } | null = null;
+    for (let i = 0; i < 200 && !pending; i++) {
+      const state = { settled: false };
+      const write = writeFrame(client, { i, ...big });
+      write.then(() => (state.settled = true));
+      writes.push(write);
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!state.settled) pending = state;
+    }
+    // The writer stopped at a full buffer instead of queueing all 200 frames in memory.
+    expect(pending).not.toBeNull();
+    expect(writes.length).toBeLessThan(200);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(pending!.settled).toBe(false);
+
+    const received: number[] = [];
+    const reading = (async () => {
+      for await (const frame of readFrames(peer)) {
+        if (!frame.ok) throw frame.error;
+        received.push((frame.value as { i: number }).i);
+      }
+    })();
+    await Promise.all(writes);
+    client.end();
+    await reading;
+    expect(received).toEqual(writes.map((_, i) => i));
+  });
+
+  test("writeFrame() rejects on a closed stream and readFrames() reports a cut-off frame", async () => {
+    const stream = new PassThrough();
+    stream.end('{"a":1}\n{"b":');
+    const seen: Frame[] = [];
+    for await (const frame of readFrames(stream)) seen.push(frame);
+    expect(values(seen)).toEqual([{ a: 1 }, "partialFrame"]);
+    await expect(writeFrame(stream, { a: 1 })).rejects.toThrow(/^Frame not written/);
+  });
+});

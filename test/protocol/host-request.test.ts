@@ -1,0 +1,245 @@
+import { describe, expect, test } from "vitest";
+import {
+  HOST_REQUEST_SCHEMA,
+  parseHostRequest,
+  readRequestId,
+  requestFingerprint,
+} from "../../src/protocol/host-request.ts";
+import {
+  HOST_OPERATIONS,
+  type HostOperation,
+  OPERATION_SPECS,
+  SERVED_OPERATIONS,
+} from "../../src/protocol/host-operations.ts";
+
+/** One valid payload per operation, and one payload each operation must refuse. */
+const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: string }> = {
+  "run.start": {
+    good: { workflow: "hello", input: { topic: "x" }, cwd: "/tmp/project" },
+    bad: { workflow: "hello", cwd: "relative/dir" },
+    badPath: "payload.cwd",
+  },
+  "run.pause": { good: {}, bad: { force: true }, badPath: "payload.force" },
+  "run.resume": { good: {}, bad: { from: 1 }, badPath: "payload.from" },
+  "run.cancel": { good: { reason: "not needed" }, bad: { reason: "" }, badPath: "payload.reason" },
+  "run.status": {
+    good: { eventsAfter: 3 },
+    bad: { eventsAfter: -1 },
+    badPath: "payload.eventsAfter",
+  },
+  "run.list": { good: { all: true, limit: 10 }, bad: { limit: 5000 }, badPath: "payload.limit" },
+  "checkpoint.answer": {
+    good: { nodeId: "review", answer: "yes" },
+    bad: { answer: "yes" },
+    badPath: "payload.nodeId",
+  },
+  "decision.answer": {
+    good: { nodeId: "approve", answer: { choice: "ship" } },
+    bad: { nodeId: "", answer: 1 },
+    badPath: "payload.nodeId",
+  },
+  "interaction.submit": {
+    good: {
+      interactionId: "ir-1",
+      nodeId: "draft",
+      attemptId: "att-1",
+      sessionId: "s-1",
+      submission: { text: "done" },
+    },
+    bad: { interactionId: "ir-1", nodeId: "draft", attemptId: "att-1", submission: {} },
+    badPath: "payload.sessionId",
+  },
+  "interaction.update": {
+    good: { interactionId: "ir-1", nodeId: "draft", attemptId: "att-1", sessionId: "s", update: 1 },
+    bad: { interactionId: "has space", nodeId: "d", attemptId: "a", sessionId: "s", update: 1 },
+    badPath: "payload.interactionId",
+  },
+  "notification.claim": {
+    good: { sessionId: "s-1" },
+    bad: { sessionId: 7 },
+    badPath: "payload.sessionId",
+  },
+  "notification.deliver": {
+    good: { notificationId: "n-1", sessionId: "s-1", sessionEntryId: "e-1" },
+    bad: { notificationId: "n-1", sessionId: "s-1" },
+    badPath: "payload.sessionEntryId",
+  },
+  "turn.claim": { good: { sessionId: "s-1" }, bad: {}, badPath: "payload.sessionId" },
+  "turn.resolve": {
+    good: { turnIntentId: "t-1", sessionId: "s-1", sessionEntryId: "e-9" },
+    bad: { turnIntentId: "t-1" },
+    badPath: "payload.sessionId",
+  },
+  "controller.list": { good: {}, bad: { name: "x" }, badPath: "payload.name" },
+  "controller.get": {
+    good: { name: "nightly" },
+    bad: { name: "Bad Name" },
+    badPath: "payload.name",
+  },
+  "controller.apply": {
+    good: { name: "nightly", source: "nightly.workflow.ts", cwd: "/srv/p" },
+    bad: { name: "nightly", source: "x", cwd: "/srv/p", sourceDigest: "md5:1" },
+    badPath: "payload.sourceDigest",
+  },
+  "controller.reconcile": { good: { name: "nightly" }, bad: { name: 1 }, badPath: "payload.name" },
+  "controller.delete": { good: { name: "nightly" }, bad: {}, badPath: "payload.name" },
+  "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
+  "host.stop": { good: {}, bad: [], badPath: "payload" },
+};
+
+function envelope(operation: string, payload: unknown, extra: Record<string, unknown> = {}) {
+  const runId = (OPERATION_SPECS as Record<string, { runId: string }>)[operation]?.runId ===
+      "required"
+    ? { runId: "run-1" }
+    : {};
+  return {
+    schema: HOST_REQUEST_SCHEMA,
+    requestId: "req-1",
+    clientId: "cli-1",
+    operation,
+    ...runId,
+    payload,
+    ...extra,
+  };
+}
+
+describe("parseHostRequest()", () => {
+  test("the operation list is the spec's 21, eight of them served now", () => {
+    expect(HOST_OPERATIONS).toHaveLength(21);
+    expect(new Set(HOST_OPERATIONS).size).toBe(21);
+    expect([...SERVED_OPERATIONS].sort()).toEqual([
+      "host.status",
+      "host.stop",
+      "run.cancel",
+      "run.list",
+      "run.pause",
+      "run.resume",
+      "run.start",
+      "run.status",
+    ]);
+  });
+
+  for (const operation of HOST_OPERATIONS) {
+    test(`${operation}: accepts a valid payload`, () => {
+      const parsed = parseHostRequest(envelope(operation, CASES[operation].good));
+      if (!parsed.ok) throw new Error(parsed.error);
+      expect(parsed.request.operation).toBe(operation);
+    });
+
+    test(`${operation}: refuses a bad payload with its field path`, () => {
+      const parsed = parseHostRequest(envelope(operation, CASES[operation].bad));
+      expect(parsed.ok).toBe(false);
+      if (parsed.ok) return;
+      expect(parsed.code).toBe("invalidRequest");
+      expect(parsed.error.startsWith(`${CASES[operation].badPath}:`)).toBe(true);
+      expect(parsed.error).not.toContain("\n");
+      expect(parsed.requestId).toBe("req-1");
+    });
+
+    test(`${operation}: enforces its run id rule`, () => {
+      const spec = OPERATION_SPECS[operation];
+      const request = envelope(operation, CASES[operation].good) as Record<string, unknown>;
+      if (spec.runId === "required") delete request.runId;
+      else request.runId = "run-1";
+      const parsed = parseHostRequest(request);
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.error).toMatch(/^runId: /);
+    });
+  }
+
+  test("run.start applies defaults: headless, null input", () => {
+    const parsed = parseHostRequest(envelope("run.start", { workflow: "w", cwd: "/p" }));
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(parsed.request.payload).toEqual({ workflow: "w", cwd: "/p", executionMode: "headless" });
+  });
+
+  test("run.start: an interactive run needs its origin session", () => {
+    const bad = parseHostRequest(
+      envelope("run.start", { workflow: "w", cwd: "/p", executionMode: "interactive" }),
+    );
+    expect(bad).toMatchObject({ ok: false, error: expect.stringContaining("originSessionId") });
+    const good = parseHostRequest(
+      envelope("run.start", {
+        workflow: "w",
+        cwd: "/p",
+        executionMode: "interactive",
+        originSessionId: "sess-1",
+      }),
+    );
+    expect(good.ok).toBe(true);
+  });
+
+  test("run.start refuses input that is not JSON-shaped", () => {
+    const parsed = parseHostRequest(
+      envelope("run.start", { workflow: "w", cwd: "/p", input: { n: Number.NaN } }),
+    );
+    expect(parsed).toMatchObject({ ok: false });
+  });
+
+  test("payload-free operations accept a missing payload", () => {
+    const request = envelope("host.status", undefined) as Record<string, unknown>;
+    delete request.payload;
+    expect(parseHostRequest(request).ok).toBe(true);
+  });
+
+  test("envelope problems name the field", () => {
+    const cases: [unknown, string][] = [
+      [null, "value:"],
+      ["text", "value:"],
+      [{ ...envelope("host.status", {}), schema: "pi-workflows.host-request.v2" }, "schema:"],
+      [{ ...envelope("host.status", {}), requestId: "" }, "requestId:"],
+      [{ ...envelope("host.status", {}), requestId: "a b" }, "requestId:"],
+      [{ ...envelope("host.status", {}), clientId: 5 }, "clientId:"],
+      [{ ...envelope("run.cancel", {}), expectedRevision: -1 }, "expectedRevision:"],
+      [{ ...envelope("run.cancel", {}), expectedRevision: 1.5 }, "expectedRevision:"],
+      [{ ...envelope("run.cancel", {}), hostEpoch: 0 }, "hostEpoch:"],
+      [{ ...envelope("run.cancel", {}), idempotencyKey: "" }, "idempotencyKey:"],
+      [{ ...envelope("run.cancel", {}), extra: 1 }, "extra: unknown field"],
+    ];
+    for (const [value, prefix] of cases) {
+      const parsed = parseHostRequest(value);
+      expect(parsed.ok, JSON.stringify(value)).toBe(false);
+      if (!parsed.ok) expect(parsed.error.startsWith(prefix), parsed.error).toBe(true);
+    }
+  });
+
+  test("an unknown operation is reported as such", () => {
+    const parsed = parseHostRequest(envelope("run.explode", {}));
+    expect(parsed).toMatchObject({ ok: false, code: "unknownOperation", requestId: "req-1" });
+  });
+
+  test("readRequestId() keeps only well-formed ids", () => {
+    expect(readRequestId({ requestId: "r-1" })).toBe("r-1");
+    expect(readRequestId({ requestId: "" })).toBeUndefined();
+    expect(readRequestId({ requestId: 3 })).toBeUndefined();
+    expect(readRequestId([])).toBeUndefined();
+  });
+});
+
+describe("requestFingerprint()", () => {
+  const base = { operation: "run.cancel" as const, runId: "run-1", payload: { reason: "x" } };
+
+  test("ignores request id, client id and key order", () => {
+    const a = parseHostRequest(envelope("run.cancel", { reason: "x" }));
+    const b = parseHostRequest({
+      ...envelope("run.cancel", { reason: "x" }),
+      requestId: "req-2",
+      clientId: "other",
+    });
+    if (!a.ok || !b.ok) throw new Error("parse failed");
+    expect(requestFingerprint(a.request)).toBe(requestFingerprint(b.request));
+    expect(requestFingerprint(a.request)).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  test("changes with every field it covers", () => {
+    const reference = requestFingerprint(base);
+    const variants = [
+      { ...base, operation: "run.pause" as const },
+      { ...base, runId: "run-2" },
+      { ...base, expectedRevision: 4 },
+      { ...base, idempotencyKey: "k" },
+      { ...base, payload: { reason: "y" } },
+    ];
+    for (const variant of variants) expect(requestFingerprint(variant)).not.toBe(reference);
+  });
+});

@@ -1,0 +1,234 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  acquireClaim,
+  type Claim,
+  protectedWrite,
+  readLease,
+  releaseClaim,
+  renewClaim,
+  runResource,
+} from "../../src/state/claims.ts";
+import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
+import {
+  acquireHostClaim,
+  HostClaimHeldError,
+  readHostEpoch,
+  releaseHostClaim,
+  renewHostClaim,
+} from "../../src/state/host-claim.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
+import { parkRun } from "../../src/state/transitions/run-park.ts";
+import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
+import { claimRunForLaunch } from "../../src/state/transitions/run-launch.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  launchWithAttempt,
+  openFixture,
+  snapshot,
+  TTL,
+} from "./helpers.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => f.close());
+
+/** Expects `fn` to throw ClaimLostError(reason) and change nothing. */
+function expectClaimLost(fn: () => unknown, reason: ClaimLostError["reason"]): ClaimLostError {
+  const before = snapshot(f.store);
+  let error: unknown;
+  try {
+    fn();
+  } catch (e) {
+    error = e;
+  }
+  expect(error).toBeInstanceOf(ClaimLostError);
+  expect((error as ClaimLostError).reason).toBe(reason);
+  expect(snapshot(f.store)).toBe(before);
+  return error as ClaimLostError;
+}
+
+const update = (claim: Claim, attemptId: string) => () =>
+  recordNodeUpdate(f.store, claim, { attemptId, type: "progress", key: "k", data: 1 });
+
+/** Lets the run claim expire and recovers the run, so a new launch can replace the claim. */
+function expireAndRecover(runId: string): void {
+  f.clock.advance(TTL + 1);
+  recoverExpiredRun(f.store, { runId, ownerId: "recovery", token: "recovery-token", ttlMs: TTL });
+}
+
+describe("protectedWrite() claim checks", () => {
+  it("renews the claim on every write and accepts a live claim", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    f.clock.advance(TTL - 1);
+    update(claim, attemptId)();
+    expect(readLease(f.store, runResource(runId))?.expires_at).toBe(f.clock.now() + TTL);
+    f.clock.advance(TTL - 1);
+    expect(() => update(claim, attemptId)()).not.toThrow();
+  });
+
+  it("missingAuthority: the claim was released", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    parkRun(f.store, claim, { reason: "hostShutdown" });
+    const error = expectClaimLost(update(claim, attemptId), "missingAuthority");
+    expect(error.message).toBe(`Claim lost for run ${runId} generation 1: missingAuthority`);
+    expect(error.message).not.toContain(claim.token);
+  });
+
+  it("missingAuthority: the claim names another run", () => {
+    const a = enqueue(f.store);
+    const b = enqueue(f.store);
+    const { claim } = launchWithAttempt(f.store, a);
+    expectClaimLost(
+      () => protectedWrite(f.store, claim, { runId: b }, () => ({ type: "x", result: 1 })),
+      "missingAuthority",
+    );
+  });
+
+  it("expired: no write after the expiry, and an expired claim never renews", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    f.clock.advance(TTL);
+    expectClaimLost(update(claim, attemptId), "expired");
+    expectClaimLost(() => renewClaim(f.store, claim), "expired");
+  });
+
+  it("ownerChanged: another host took the run after expiry", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    expireAndRecover(runId);
+    claimRunForLaunch(f.store, {
+      runId,
+      ownerId: "host-b",
+      token: "b-token",
+      ttlMs: TTL,
+      workerEpoch: "e-b",
+      launchEnvelopeHash: "h",
+    });
+    expectClaimLost(update(claim, attemptId), "ownerChanged");
+  });
+
+  it("tokenChanged: the same host relaunched with a new token", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    expireAndRecover(runId);
+    claimRunForLaunch(f.store, {
+      runId,
+      ownerId: HOST,
+      token: "new-token",
+      ttlMs: TTL,
+      workerEpoch: "e-2",
+      launchEnvelopeHash: "h",
+    });
+    expectClaimLost(update(claim, attemptId), "tokenChanged");
+  });
+
+  it("generationChanged: same owner and token, newer generation", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    expireAndRecover(runId);
+    const again = claimRunForLaunch(f.store, {
+      runId,
+      ownerId: HOST,
+      token: claim.token,
+      ttlMs: TTL,
+      workerEpoch: "e-3",
+      launchEnvelopeHash: "h",
+    });
+    expect(again.generation).toBe(claim.generation + 2);
+    expectClaimLost(update(claim, attemptId), "generationChanged");
+  });
+
+  it("an expected revision that moved is a conflict and changes nothing", () => {
+    const runId = enqueue(f.store);
+    const { claim } = launchWithAttempt(f.store, runId);
+    const before = snapshot(f.store);
+    expect(() =>
+      protectedWrite(
+        f.store,
+        claim,
+        { runId, expectedRevision: 1 },
+        () => ({ type: "x", result: 0 }),
+      )
+    ).toThrow(RevisionConflictError);
+    expect(snapshot(f.store)).toBe(before);
+  });
+
+  it("a throw inside the change rolls back the renewal too", () => {
+    const runId = enqueue(f.store);
+    const { claim } = launchWithAttempt(f.store, runId);
+    const before = snapshot(f.store);
+    f.clock.advance(10);
+    expect(() =>
+      protectedWrite(f.store, claim, { runId }, () => {
+        throw new Error("domain check failed");
+      })
+    ).toThrow(/domain check failed/);
+    expect(snapshot(f.store)).toBe(before);
+  });
+});
+
+describe("acquireClaim() / renewClaim() / releaseClaim()", () => {
+  const resource = "controller:demo";
+  const take = (ownerId: string) =>
+    acquireClaim(f.store, { resource, ownerType: "host", ownerId, ttlMs: 100 });
+
+  it("acquires only when free or expired, and the generation only grows", () => {
+    const a = take("a");
+    expect(a.generation).toBe(1);
+    expect(() => take("b")).toThrow(ClaimLostError);
+    f.clock.advance(100);
+    const b = take("b");
+    expect(b.generation).toBe(2);
+    releaseClaim(f.store, b);
+    const c = take("c");
+    expect(c.generation).toBe(3);
+    expect(readLease(f.store, resource)?.token_hash).not.toContain(c.token);
+  });
+
+  it("renews a live claim and refuses an expired one", () => {
+    const a = take("a");
+    f.clock.advance(99);
+    expect(renewClaim(f.store, a)).toBe(f.clock.now() + 100);
+    f.clock.advance(100);
+    expectClaimLost(() => renewClaim(f.store, a), "expired");
+  });
+
+  it("release is exact: wrong token or generation is refused", () => {
+    const a = take("a");
+    expectClaimLost(() => releaseClaim(f.store, { ...a, token: "other" }), "tokenChanged");
+    expectClaimLost(() => releaseClaim(f.store, { ...a, generation: 9 }), "generationChanged");
+    expectClaimLost(() => releaseClaim(f.store, { ...a, ownerId: "z" }), "ownerChanged");
+    releaseClaim(f.store, a);
+    expectClaimLost(() => releaseClaim(f.store, a), "missingAuthority");
+  });
+});
+
+describe("host claim", () => {
+  it("takes increasing epochs, refuses a second live host, renews and releases exactly", () => {
+    const one = acquireHostClaim(f.store, { ownerId: "h1", token: "t1", ttlMs: 1000 });
+    expect(one.epoch).toBe(1);
+    expect(() => acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 })).toThrow(
+      HostClaimHeldError,
+    );
+    f.clock.advance(999);
+    renewHostClaim(f.store, one, 1000);
+    f.clock.advance(999);
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 1, live: true });
+    f.clock.advance(1);
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 1, live: false });
+    expectClaimLost(() => renewHostClaim(f.store, one, 1000), "expired");
+    const two = acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 });
+    expect(two.epoch).toBe(2);
+    expectClaimLost(() => releaseHostClaim(f.store, one), "ownerChanged");
+    releaseHostClaim(f.store, two);
+    expect(acquireHostClaim(f.store, { ownerId: "h3", token: "t3", ttlMs: 1000 }).epoch).toBe(3);
+    expect(checkInvariants(f.store)).toEqual([]);
+  });
+});

@@ -1,0 +1,100 @@
+/** Test fixtures for the state store: a temp state dir, a fake clock, deterministic ids. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
+import { enqueueRun, type EnqueueRunOptions } from "../../src/state/transitions/run-enqueue.ts";
+import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
+import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
+import type { Claim } from "../../src/state/claims.ts";
+
+export const HOST = "host-a";
+export const TTL = 30_000;
+
+export interface Fixture {
+  dir: string;
+  clock: FakeClock;
+  store: StateStore;
+  close(): void;
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "pi-wf-state-"));
+}
+
+/** A fresh writable store in a new temp dir; `close()` closes it and removes the dir. */
+export function openFixture(): Fixture {
+  const dir = tempDir();
+  const clock = new FakeClock();
+  const store = openStateStore({ stateDir: join(dir, "state"), clock, ids: sequentialIds() });
+  return {
+    dir,
+    clock,
+    store,
+    close() {
+      closeStateStore(store);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function enqueue(store: StateStore, extra: Partial<EnqueueRunOptions> = {}): string {
+  return enqueueRun(store, {
+    workflowName: "demo",
+    workflowRef: "builtin:demo",
+    title: "Demo run",
+    projectPath: "/project",
+    workflowSource: { root: { kind: "builtin", id: "demo" }, mounted: [] },
+    definitionDigest: "sha256:def",
+    input: { task: "x" },
+    inputHash: "sha256:in",
+    binding: { executionMode: "headless" },
+    ...extra,
+  }).runId;
+}
+
+let epochs = 0;
+
+/** queued -> running/starting -> running/running; returns the host claim. */
+export function launch(store: StateStore, runId: string, owner = HOST): Claim {
+  const workerEpoch = `epoch-${++epochs}`;
+  const { claim } = claimRunForLaunch(store, {
+    runId,
+    ownerId: owner,
+    token: store.ids.token(),
+    ttlMs: TTL,
+    workerEpoch,
+    launchEnvelopeHash: "sha256:env",
+  });
+  markWorkerLive(store, claim, { workerEpoch, pid: 4242, startIdentity: "start-1" });
+  return claim;
+}
+
+/** Launches and starts one attempt; returns the claim and attempt id. */
+export function launchWithAttempt(
+  store: StateStore,
+  runId: string,
+  effect: "pure" | "external" = "pure",
+): { claim: Claim; attemptId: string } {
+  const claim = launch(store, runId);
+  const attemptId = store.ids.next("attempt");
+  recordNodeStarted(store, claim, {
+    attemptId,
+    nodeId: "step",
+    nodeKind: effect === "pure" ? "compute" : "action",
+    effect,
+    deadlineAt: null,
+  });
+  return { claim, attemptId };
+}
+
+/** A row-count snapshot of every table, to prove a refused write changed nothing. */
+export function snapshot(store: StateStore): string {
+  const tables = store.db.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+  ).all() as Array<{ name: string }>;
+  return JSON.stringify(
+    tables.map((t) => [t.name, store.db.prepare(`SELECT * FROM "${t.name}"`).all()]),
+  );
+}

@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { queryAll } from "../../src/state/store.ts";
+import { createHarness, type Harness, isTerminal } from "./harness.ts";
+
+const THREE_STEPS = `
+import { compute, defineWorkflow, shell } from "pi-workflows";
+export default defineWorkflow({
+  name: "three",
+  input: (raw) => ({ n: Number((raw ?? {}).n ?? 1) }),
+  startAt: "double",
+  nodes: {
+    double: compute({ run: ({ input }) => ({ value: input.n * 2 }) }),
+    echo: shell({
+      timeoutMs: 10_000,
+      exec: ({ outputs }) => ({ command: "printf", args: ["%s", String(outputs.double.value)] }),
+      parse: (r) => ({ printed: r.stdout }),
+    }),
+    finish: compute({ run: ({ outputs }) => ({ result: outputs.echo.printed + "!" }) }),
+  },
+  edges: [{ from: "double", to: "echo" }, { from: "echo", to: "finish" }],
+});
+`;
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe("createSupervision()", () => {
+  it("runs a three-node workflow to completion in a real worker process", async () => {
+    h = await createHarness();
+    const path = h.writeWorkflow("three.workflow.ts", THREE_STEPS);
+    const runId = await h.startRun(path, { n: 21 });
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("completed");
+    expect(run.queueState).toBe("done");
+    expect(run.output).toEqual({ result: "42!" });
+    await h.waitForRun(runId, () => h!.supervision.activeWorkerCount() === 0);
+    const workers = queryAll<{ status: string }>(
+      h.store,
+      "SELECT status FROM run_workers WHERE run_id = :runId",
+      { runId },
+    );
+    expect(workers.map((w) => w.status)).toEqual(["exited"]);
+    expect(h.invariants()).toEqual([]);
+  });
+});

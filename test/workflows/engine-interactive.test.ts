@@ -1,0 +1,343 @@
+import { describe, expect, it } from "vitest";
+import {
+  action,
+  agent,
+  assistantMessage,
+  checkpoint,
+  choice,
+  compute,
+  decision,
+  decisionEdge,
+  defineHumanChoices,
+  defineWorkflow,
+  humanDecision,
+  humanDecisionEdge,
+  notify,
+  textInput,
+} from "../../mod.ts";
+import { compileWorkflow, decideNext } from "../../src/workflows/index.ts";
+import { DeadlineClock, runWorkflow, ScriptedExecutor } from "./harness.ts";
+
+describe("engine harness: checkpoints and human decisions", () => {
+  it("parks at a checkpoint and continues with the answer as its output", async () => {
+    const wf = compileWorkflow(defineWorkflow({
+      name: "cp",
+      startAt: "ask",
+      nodes: {
+        ask: checkpoint({ summary: ({ input }) => `Approve ${input}?` }),
+        after: compute({ run: ({ outputs, input }) => ({ answer: outputs.ask, input }) }),
+      },
+      edges: [{ from: "ask", to: "after" }],
+    }));
+    const first = await runWorkflow(wf, { input: "deploy" });
+    expect(first.results[0].result).toEqual({
+      outcome: "waiting",
+      kind: "checkpoint",
+      request: { summary: "Approve deploy?" },
+    });
+    expect(first.last).toEqual({ kind: "wait", nodeId: "ask", attemptId: "attempt-1" });
+    const resumed = await runWorkflow(wf, {
+      facts: { ...first.facts, resumeAnswer: { nodeId: "ask", answer: { go: true } } },
+    });
+    expect(resumed.last).toMatchObject({
+      kind: "complete",
+      output: { answer: { go: true }, input: "deploy" },
+    });
+  });
+
+  const choices = defineHumanChoices({
+    ship: choice({ label: "Ship" }),
+    stop: choice({
+      label: "Stop",
+      input: textInput({ name: "why", prompt: "Why?", maxLength: 20 }),
+    }),
+  });
+  const hd = compileWorkflow(defineWorkflow({
+    name: "hd",
+    startAt: "decide",
+    nodes: {
+      decide: humanDecision({
+        choices,
+        onTimeout: { afterMs: 60_000, response: { choice: "ship" } },
+        request: () => ({
+          title: "Ship?",
+          subject: "release",
+          presentation: {
+            schema: "pi-workflows.decision-presentation.v1",
+            summary: "Ship it",
+            blocks: [{ kind: "paragraph", text: "ready" }],
+          },
+        }),
+      }),
+      shipped: compute({ run: () => "shipped" }),
+      stopped: compute({ run: ({ outputs }) => outputs.decide }),
+    },
+    edges: [
+      humanDecisionEdge({ from: "decide", choices, cases: { ship: "shipped", stop: "stopped" } }),
+    ],
+  }));
+
+  it("a human decision parks with its request, choices and timeout default", async () => {
+    const run = await runWorkflow(hd);
+    expect(run.results[0].result).toMatchObject({
+      outcome: "waiting",
+      kind: "humanDecision",
+      request: {
+        schema: "pi-workflows.human-decision-request.v1",
+        audience: "owner",
+        title: "Ship?",
+        onTimeout: { afterMs: 60_000, response: { choice: "ship" } },
+        choices: { ship: { label: "Ship" } },
+      },
+    });
+  });
+
+  it("routes on a validated answer and fails the run on an invalid one", async () => {
+    const parked = await runWorkflow(hd);
+    const answered = (answer: unknown) =>
+      runWorkflow(hd, {
+        facts: {
+          ...structuredClone(parked.facts),
+          resumeAnswer: { nodeId: "decide", answer: answer as never },
+        },
+      });
+    expect((await answered({ choice: "ship" })).last).toMatchObject({
+      kind: "complete",
+      output: "shipped",
+    });
+    expect((await answered({ choice: "stop", text: " not yet " })).last).toMatchObject({
+      output: { choice: "stop", text: "not yet" },
+    });
+    expect((await answered({ choice: "stop" })).last).toMatchObject({
+      kind: "fail",
+      error: { code: "invalidAnswer", message: expect.stringContaining("needs text") },
+    });
+    expect((await answered({ choice: "maybe" })).last).toMatchObject({
+      error: { code: "invalidAnswer" },
+    });
+  });
+
+  it("rejects an oversized presentation with a clear node failure", async () => {
+    const wf = compileWorkflow(defineWorkflow({
+      name: "big",
+      startAt: "d",
+      nodes: {
+        d: humanDecision({
+          choices,
+          request: () => ({
+            title: "t",
+            subject: "s",
+            presentation: {
+              schema: "pi-workflows.decision-presentation.v1",
+              summary: "x".repeat(20_000),
+              blocks: [],
+            },
+          }),
+        }),
+      },
+    }));
+    const run = await runWorkflow(wf);
+    expect(run.last).toMatchObject({
+      kind: "fail",
+      error: { code: "invalidRequest", message: expect.stringMatching(/over 16000/) },
+    });
+  });
+});
+
+describe("engine harness: agents, notify, presentation", () => {
+  const wf = compileWorkflow(defineWorkflow({
+    name: "ag",
+    presentationPrompt: ({ output }) => `Report ${JSON.stringify(output)}`,
+    startAt: "plan",
+    nodes: {
+      plan: agent({
+        prompt: ({ input }) => `Plan ${input}`,
+        expectedOutput: '{"steps": []}',
+        validate: (o) => {
+          if (!Array.isArray((o as { steps?: unknown }).steps)) {
+            throw new Error('send {"steps": [...]}');
+          }
+          return { steps: (o as { steps: string[] }).steps.map((s) => s.toUpperCase()) };
+        },
+      }),
+      pick: decision({ question: "Good?", choices: ["yes", "no"] }),
+      say: assistantMessage({ prompt: "Tell the user" }),
+      tell: notify({
+        message: ({ outputs }) => `steps: ${JSON.stringify(outputs.plan)}`,
+        kind: "final",
+      }),
+      no: compute({ run: () => "no" }),
+    },
+    edges: [
+      { from: "plan", to: "pick" },
+      decisionEdge({ from: "pick", choices: ["yes", "no"], cases: { yes: "say", no: "no" } }),
+      { from: "say", to: "tell" },
+    ],
+  }));
+
+  it("accepts tolerant JSON, sends validate errors back to the model, and routes decisions", async () => {
+    const executor = new ScriptedExecutor({
+      plan: ["not json at all", 'Sure! ```json\n{"steps": ["a", "b"]}\n```'],
+      pick: ['{"route": "maybe"}', 'I pick {"route": "yes"} because'],
+      say: [{ text: "All done." }],
+    });
+    const run = await runWorkflow(wf, { input: "x", agent: executor });
+    expect(executor.rejections).toEqual([
+      { nodeId: "plan", message: 'Output rejected: send {"steps": [...]}' },
+      {
+        nodeId: "pick",
+        message: 'Output rejected: "route" must be one of "yes", "no"; send {"route": "<choice>"}',
+      },
+    ]);
+    expect(executor.requests.map((r) => [r.nodeId, r.kind])).toEqual([
+      ["plan", "agent"],
+      ["pick", "agent"],
+      ["say", "assistantMessage"],
+    ]);
+    expect(executor.requests[0]).toMatchObject({
+      prompt: "Plan x",
+      expectedOutput: '{"steps": []}',
+    });
+    expect(executor.requests[1].prompt).toMatch(/^Good\?\n\nChoose exactly one of: yes, no/);
+    expect(run.results.at(-1)?.result).toEqual({
+      outcome: "ok",
+      output: { kind: "final", message: 'steps: {"steps":["A","B"]}' },
+      notification: { kind: "final", message: 'steps: {"steps":["A","B"]}' },
+    });
+    expect(run.last).toEqual({
+      kind: "complete",
+      output: { kind: "final", message: 'steps: {"steps":["A","B"]}' },
+      presentationPrompt:
+        'Report {"kind":"final","message":"steps: {\\"steps\\":[\\"A\\",\\"B\\"]}"}',
+    });
+  });
+
+  it("fails an agent step when the executor gives up or is unavailable", async () => {
+    const run = await runWorkflow(wf, {
+      agent: new ScriptedExecutor({ plan: [{ fail: "model offline" }] }),
+    });
+    expect(run.last).toEqual({
+      kind: "fail",
+      outcome: "failed",
+      error: { code: "agentFailed", message: "model offline" },
+    });
+    const none = await runWorkflow(wf, {
+      agent: (await import("../../src/workflows/index.ts")).unavailableAgentExecutor(
+        "not in this release",
+      ),
+    });
+    expect(none.last).toMatchObject({
+      error: {
+        code: "agentUnavailable",
+        message: 'Agent step "plan" cannot run: not in this release',
+      },
+    });
+  });
+
+  it("acceptAgentSubmission() applies the same rules outside execution", async () => {
+    const { acceptAgentSubmission } = await import("../../src/workflows/index.ts");
+    const facts = { runId: "r", workflowName: "ag", input: "x", attempts: [] };
+    expect(await acceptAgentSubmission(wf, "plan", { facts, attemptId: "a" }, '{"steps":["q"]}'))
+      .toEqual({
+        ok: true,
+        output: { steps: ["Q"] },
+      });
+    expect(await acceptAgentSubmission(wf, "plan", { facts, attemptId: "a" }, "{}")).toEqual({
+      ok: false,
+      message: 'Output rejected: send {"steps": [...]}',
+    });
+    expect(await acceptAgentSubmission(wf, "tell", { facts, attemptId: "a" }, "{}")).toMatchObject({
+      ok: false,
+    });
+  });
+});
+
+describe("engine harness: updates", () => {
+  it("passes checked updates through and rejects bad ones with clear errors", async () => {
+    const seen: string[] = [];
+    const wf = compileWorkflow(defineWorkflow({
+      name: "up",
+      startAt: "work",
+      nodes: {
+        work: action({
+          run: ({ publishUpdate }) => {
+            publishUpdate({
+              type: "progress",
+              key: "files",
+              data: { schema: "pi-workflows.progress.v1", completed: 1, total: 4, unit: "file" },
+            });
+            for (
+              const bad of [
+                { type: "Bad", key: "k", data: 1 },
+                { type: "log", key: "", data: 1 },
+                { type: "log", key: "k", data: "x".repeat(70_000) },
+                { type: "progress", key: "k", data: { completed: -1 } },
+              ]
+            ) {
+              try {
+                publishUpdate(bad);
+              } catch (error) {
+                seen.push((error as Error).message);
+              }
+            }
+            return "ok";
+          },
+        }),
+      },
+    }));
+    const run = await runWorkflow(wf);
+    expect(run.updates).toEqual([{
+      nodeId: "work",
+      type: "progress",
+      key: "files",
+      data: { schema: "pi-workflows.progress.v1", completed: 1, total: 4, unit: "file" },
+    }]);
+    expect(seen).toEqual([
+      "Update rejected: type must match /^[a-z][a-z0-9.-]{0,63}$/",
+      "Update rejected: key must be 1-128 characters",
+      "Update rejected: data is over 64 KiB",
+      expect.stringMatching(/^Update rejected: progress data must be/),
+    ]);
+  });
+
+  it("rate limits to a burst of 100, refilling at 20 per second of clock time", async () => {
+    const clock = new DeadlineClock();
+    let accepted = 0;
+    let rejected = 0;
+    const wf = compileWorkflow(defineWorkflow({
+      name: "rate",
+      startAt: "work",
+      nodes: {
+        work: action({
+          run: ({ publishUpdate }) => {
+            const burst = () => {
+              for (let i = 0; i < 150; i++) {
+                try {
+                  publishUpdate({ type: "log", key: "line", data: i });
+                  accepted++;
+                } catch {
+                  rejected++;
+                }
+              }
+            };
+            burst();
+            clock.advance(1000);
+            burst();
+            return null;
+          },
+        }),
+      },
+    }));
+    await runWorkflow(wf, { clock });
+    expect(accepted).toBe(120);
+    expect(rejected).toBe(180);
+  });
+});
+
+it("decideNext() is deterministic: the same facts give the same step", () => {
+  const wf = compileWorkflow(
+    defineWorkflow({ name: "d", startAt: "a", nodes: { a: compute({ run: () => 1 }) } }),
+  );
+  const facts = { runId: "r", workflowName: "d", input: null, attempts: [] };
+  expect(decideNext(wf, facts)).toEqual(decideNext(wf, facts));
+});

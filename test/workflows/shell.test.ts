@@ -1,0 +1,130 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { afterAll, describe, expect, it } from "vitest";
+import { runShell } from "../../src/workflows/index.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "piw-shell-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const never = () => new AbortController().signal;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A zombie still answers kill(0): read its state.
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return check();
+}
+
+describe("runShell()", () => {
+  it("spawns without a shell, with args, stdin, env and cwd", async () => {
+    const r = await runShell({
+      command: "sh",
+      args: ["-c", 'read line; printf "%s|%s|%s" "$line" "$GREETING" "$(pwd)"', "ignored-$0"],
+      stdin: "from stdin\n",
+      env: { GREETING: "hi" },
+      cwd: dir,
+    }, { signal: never() });
+    expect(r).toMatchObject({
+      stdout: `from stdin|hi|${dir}`,
+      exitCode: 0,
+      signal: null,
+      cwd: dir,
+    });
+    const literal = await runShell({ command: "echo", args: ["$HOME", "a b"] }, {
+      signal: never(),
+    });
+    expect(literal.stdout).toBe("$HOME a b\n");
+    const viaShell = await runShell({ command: "echo $((1+2))", shell: true }, { signal: never() });
+    expect(viaShell.stdout).toBe("3\n");
+  });
+
+  it("fails on a non-zero exit unless allowNonZeroExit", async () => {
+    await expect(
+      runShell({ command: "sh", args: ["-c", "echo oops >&2; exit 3"] }, { signal: never() }),
+    )
+      .rejects.toMatchObject({
+        code: "commandFailed",
+        message: "Command failed: sh exited with code 3: oops",
+      });
+    const r = await runShell({ command: "sh", args: ["-c", "exit 3"], allowNonZeroExit: true }, {
+      signal: never(),
+    });
+    expect(r.exitCode).toBe(3);
+  });
+
+  it("reports a missing command and a malformed spec clearly", async () => {
+    await expect(runShell({ command: "piw-no-such-command" }, { signal: never() })).rejects
+      .toMatchObject({
+        code: "commandNotFound",
+        message: "Command not found: piw-no-such-command",
+      });
+    await expect(runShell({ command: "echo", args: [1 as never] }, { signal: never() })).rejects
+      .toMatchObject({
+        code: "invalidCommand",
+        message: "Invalid shell command: args must be an array of strings",
+      });
+  });
+
+  it("caps output per stream and marks truncation", async () => {
+    const r = await runShell({
+      command: "sh",
+      args: ["-c", "head -c 5000 /dev/zero | tr '\\0' x"],
+      maxOutputChars: 100,
+    }, {
+      signal: never(),
+    });
+    expect(r.stdoutTruncated).toBe(true);
+    expect(r.stdout).toBe(`${"x".repeat(100)}\n[output truncated]`);
+  });
+
+  it("splits output into lines for updates, across chunks", async () => {
+    const lines: string[] = [];
+    await runShell({
+      command: "sh",
+      args: ["-c", "printf 'a\\nb'; sleep 0.05; printf 'c\\nd'; echo e >&2"],
+    }, {
+      signal: never(),
+      onLine: (line, stream) => lines.push(`${stream}:${line}`),
+    });
+    expect(lines.sort()).toEqual(["stderr:e", "stdout:a", "stdout:bc", "stdout:d"]);
+  });
+
+  it("kills the whole process group on its own timeout, escalating to SIGKILL", async () => {
+    const pidFile = join(dir, "grandchild.pid");
+    const started = Date.now();
+    await expect(runShell({
+      command: "sh",
+      // The grandchild ignores SIGTERM; only SIGKILL to the group stops it.
+      args: ["-c", `(trap '' TERM; sleep 30) & echo $! > ${pidFile}; wait`],
+      timeoutMs: 200,
+    }, { signal: never(), killGraceMs: 200 })).rejects.toMatchObject({ code: "commandTimedOut" });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const grandchild = Number(readFileSync(pidFile, "utf8"));
+    expect(await until(() => !alive(grandchild), 3000)).toBe(true);
+  });
+
+  it("stops the command when the signal aborts and rethrows the abort reason", async () => {
+    const controller = new AbortController();
+    const reason = new DOMException("deadline", "TimeoutError");
+    setTimeout(() => controller.abort(reason), 100);
+    await expect(runShell({ command: "sleep", args: ["30"] }, { signal: controller.signal }))
+      .rejects.toBe(reason);
+  });
+});
