@@ -28,6 +28,12 @@ export { includedResult, includeWorkflow } from "./src/workflows/include.ts";
 export type { IncludedResult } from "./src/workflows/include.ts";
 export { parseTolerantJson } from "./src/workflows/agent-output.ts";
 export { PROGRESS_SCHEMA } from "./src/workflows/updates.ts";
+export { COMMAND_BATCH_LIMITS, runCommandBatch } from "./src/workflows/command-batch.ts";
+export type {
+  CommandBatchItem,
+  CommandBatchItemResult,
+  CommandBatchResult,
+} from "./src/workflows/command-batch.ts";
 export type { ProgressData } from "./src/workflows/updates.ts";
 export type * from "./src/workflows/types.ts";
 export type { JsonValue } from "./src/protocol/canonical-json.ts";

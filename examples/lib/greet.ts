@@ -4,7 +4,10 @@ export function greeting(name: string): string {
 }
 
 export function normalizeName(raw: unknown): string {
-  const name = typeof raw === "object" && raw !== null ? (raw as { name?: unknown }).name : raw;
+  const obj = typeof raw === "object" && raw !== null
+    ? raw as { name?: unknown; task?: unknown }
+    : null;
+  const name = obj ? obj.name ?? obj.task : raw;
   if (name === undefined || name === null || name === "") return "world";
   if (typeof name !== "string" || name.length > 100) {
     throw new Error('input.name must be a string of at most 100 characters, e.g. {"name": "Ada"}');

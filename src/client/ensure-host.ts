@@ -67,6 +67,7 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
     );
   } finally {
     if (!starter.exit()) starter.kill();
+    starter.release();
   }
 }
 
@@ -117,6 +118,8 @@ interface Starter {
   waitExit(ms: number): Promise<void>;
   stderr(): string;
   kill(): void;
+  /** Stops reading its stderr, so a grandchild that kept the pipe cannot hold this process open. */
+  release(): void;
 }
 
 function startHost(command: SelfCommand, env: Record<string, string | undefined>): Starter {
@@ -159,6 +162,10 @@ function startHost(command: SelfCommand, env: Record<string, string | undefined>
     },
     kill() {
       if (child.pid !== undefined && !exit) child.kill("SIGTERM");
+    },
+    release() {
+      child.stderr?.destroy();
+      child.unref();
     },
   };
 }

@@ -83,7 +83,7 @@ async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResp
       `Request rejected: it names host epoch ${request.hostEpoch}, the host now holds epoch ${rt.epoch}; read the state again and retry`,
     );
   }
-  if (rt.phase() !== "running") {
+  if (rt.phase() !== "running" || !rt.holdsEpoch()) {
     return fail(
       "unavailable",
       HOST_ERROR_CODES.hostStopping,

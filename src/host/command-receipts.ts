@@ -18,9 +18,9 @@ import { RequestConflictError } from "../state/errors.ts";
 import {
   type CommandReceiptInput,
   findHostCommand,
+  findHostCommandByKey,
   type StoredHostCommand,
 } from "../state/host-commands.ts";
-import { findCommandByKey } from "./state-adapter.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 /** Runs the change and commits `receipt` with it; returns the response it acknowledges. */
@@ -55,7 +55,7 @@ export function withReceipt(
     );
   }
   if (request.idempotencyKey !== undefined) {
-    const earlier = findCommandByKey(rt.store, {
+    const earlier = findHostCommandByKey(rt.store, {
       clientId: request.clientId,
       operation: request.operation,
       idempotencyKey: request.idempotencyKey,

@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { systemClock, type Clock, type IdSource, randomIds } from "../state/clock.ts";
 import { acquireHostClaim, type HostClaim, HostClaimHeldError, releaseHostClaim, renewHostClaim } from "../state/host-claim.ts";
+import { ClaimLostError } from "../state/errors.ts";
 import { closeStateStore, ensureStateDir, openStateStore, resolveStateDir } from "../state/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
@@ -121,14 +122,16 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       await supervision?.shutdown().catch((error) => {
         log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
       });
+      // The socket goes while this host still holds the epoch, so no successor can have created
+      // its own yet; after a claim loss a successor may exist, so the file is left alone.
       if (!claimLost) {
+        if (socketIdentity) removeOwnSocket(socketIdentity);
         try {
           releaseHostClaim(store, claim);
         } catch {
-          // Already lost: the next host takes over after expiry.
+          // Lost meanwhile: the next host takes over after expiry.
         }
       }
-      if (socketIdentity) removeOwnSocket(socketIdentity);
       closeStateStore(store);
       for (const [signal, handler] of signalHandlers) process.off(signal, handler);
       log("host.stopped", { epoch: claim.epoch, reason });
@@ -137,16 +140,30 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     return stopping;
   };
 
-  // Renewal starts before recovery so a long recovery cannot let the lease lapse.
-  timers.push(setInterval(() => {
-    if (phase !== "running") return;
+  // Renewal starts before recovery so a long recovery cannot let the lease lapse. A refused
+  // renewal (another host took the epoch) or a lease that ran out means this host must stop
+  // accepting at once; a busy database is retried until the lease would run out.
+  const renew = (): boolean => {
+    if (phase !== "running") return false;
     try {
       claim = { ...claim, expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs) };
+      return true;
     } catch (error) {
-      log("host.claimLost", { epoch: claim.epoch, reason: (error as { reason?: string }).reason ?? oneLine(error) });
-      void stop("claimLost", true);
+      const lost = error instanceof ClaimLostError || clock.now() >= claim.expiresAt;
+      log(lost ? "host.claimLost" : "host.renewFailed", {
+        epoch: claim.epoch,
+        reason: (error as { reason?: string }).reason ?? oneLine(error),
+      });
+      if (lost) void stop("claimLost", true);
+      return !lost;
     }
-  }, hostOptions.hostClaimRenewMs));
+  };
+  timers.push(setInterval(renew, hostOptions.hostClaimRenewMs));
+  // Checked before every command: a host that was stopped (SIGSTOP, a suspended laptop) past its
+  // lease renews first and answers nothing if another host has taken the epoch meanwhile.
+  const holdsEpoch = (): boolean =>
+    phase === "running" &&
+    (clock.now() < claim.expiresAt - hostOptions.hostClaimRenewMs || renew());
 
   if (options.handleSignals) {
     for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -175,6 +192,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       log,
       version: VERSION,
       phase: () => phase,
+      holdsEpoch,
       socketAvailable: () => listening,
       requestStop: (reason) => void stop(reason),
     };

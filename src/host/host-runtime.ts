@@ -21,6 +21,8 @@ export interface HostRuntime {
   readonly log: HostLog;
   readonly version: string;
   phase(): HostPhase;
+  /** True while this host still holds its epoch (renewing first when the lease is due). */
+  holdsEpoch(): boolean;
   /** Whether the socket is listening and accepting connections. */
   socketAvailable(): boolean;
   /** Begins a graceful shutdown after the current answers are written. */

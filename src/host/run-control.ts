@@ -1,13 +1,13 @@
 /**
  * `run.pause`, `run.resume` and `run.cancel`. Each commits its transition with the command
- * receipt in one transaction (releasing the exact claim), answers only after that commit, and
- * then has the supervision stop the fenced worker group (pause, cancel) or schedule (resume).
+ * receipt in one transaction (checking `expectedRevision` and releasing the exact claim there),
+ * answers only after that commit, and then has the supervision stop the fenced worker group
+ * (pause, cancel) or schedule the run again (resume).
  */
 import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
-import { NotFoundError, RevisionConflictError } from "../state/errors.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
-import { readRun } from "../state/queries.ts";
+import type { StateStore } from "../state/store.ts";
 import {
   cancelRun,
   type CommandResult,
@@ -16,12 +16,11 @@ import {
   type RunCommandOptions,
 } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
-import { runReceipt, runSummary } from "./run-summary.ts";
+import { committedRunReceipt } from "./run-summary.ts";
 
 type Action = "pause" | "resume" | "cancel";
 
-const TRANSITIONS: Record<Action, (store: HostRuntime["store"], opts: RunCommandOptions) => CommandResult> = {
+const TRANSITIONS: Record<Action, (store: StateStore, opts: RunCommandOptions) => CommandResult> = {
   pause: pauseRun,
   resume: resumeRun,
   cancel: cancelRun,
@@ -34,17 +33,12 @@ async function controlRun(
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
   const runId = request.runId!;
-  const before = readRun(rt.store, runId);
-  if (!before) throw new NotFoundError("run", runId);
-  if (request.expectedRevision !== undefined && request.expectedRevision !== before.revision) {
-    throw new RevisionConflictError(runId, request.expectedRevision, before.revision);
-  }
-  const now = rt.clock.now();
-  const body = runReceipt(expectedAfter(action, runSummary(before), now));
+  const committed = committedRunReceipt(rt.store);
   const result = TRANSITIONS[action](rt.store, {
     runId,
     ownerId: rt.ownerId,
-    receipt: { ...receipt, receipt: body },
+    expectedRevision: request.expectedRevision,
+    receipt: { ...receipt, receipt: committed.receipt },
   });
   rt.log(`run.${action}`, { runId, revision: result.revision, stopWorker: result.stopWorker });
   if (result.stopWorker && action !== "resume") {
@@ -55,35 +49,19 @@ async function controlRun(
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     revision: result.revision,
-    receipt: body,
+    receipt: committed.body(),
   });
 }
 
-/** The run as the transition leaves it (the same rules as src/state/transitions/run-commands.ts). */
-function expectedAfter(action: Action, run: RunSummary, now: number): RunSummary {
-  const after: RunSummary = { ...run, revision: run.revision + 1, updatedAt: now };
-  const live = run.state === "running" && run.queueState !== "parked";
-  switch (action) {
-    case "pause":
-      return { ...after, paused: true, queueState: live ? "parked" : run.queueState };
-    case "resume": {
-      const { blockedReason: _, ...rest } = after as RunSummary & { blockedReason?: string };
-      return { ...rest, paused: false };
-    }
-    case "cancel":
-      return {
-        ...after,
-        state: "cancelled",
-        queueState: "cancelled",
-        paused: false,
-        error: { code: "cancelled", message: "The run was cancelled" },
-      };
-  }
-}
+type Command = (
+  rt: HostRuntime,
+  request: HostRequest,
+  receipt: CommandReceiptInput,
+) => Promise<HostResponse>;
 
-export const pauseRunCommand = (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput) =>
+export const pauseRunCommand: Command = (rt, request, receipt) =>
   controlRun("pause", rt, request, receipt);
-export const resumeRunCommand = (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput) =>
+export const resumeRunCommand: Command = (rt, request, receipt) =>
   controlRun("resume", rt, request, receipt);
-export const cancelRunCommand = (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput) =>
+export const cancelRunCommand: Command = (rt, request, receipt) =>
   controlRun("cancel", rt, request, receipt);

@@ -6,7 +6,7 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
-import type { AttemptSummary, RunEvent } from "../protocol/run-operations.ts";
+import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listEvents, listRuns, readRun, readRunFacts } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -31,31 +31,28 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     deadlineAt: a.deadlineAt,
     ...(a.error ? { error: a.error } : {}),
   }));
-  const after = request.payload.eventsAfter ?? 0;
-  const rows = listEvents(rt.store, runId, after, request.payload.eventLimit ?? DEFAULT_EVENT_LIMIT);
-  const events: RunEvent[] = rows.map((row) => {
-    const payload = isRecord(row.payload) ? row.payload : {};
-    const { nodeId, attemptId, ...data } = payload;
-    return {
-      seq: row.seq,
-      type: row.type,
-      at: row.at,
-      ...(typeof nodeId === "string" ? { nodeId } : {}),
-      ...(typeof attemptId === "string" ? { attemptId } : {}),
-      ...(Object.keys(data).length > 0 ? { data } : {}),
-    };
-  });
-  const receipt = {
-    run: runSummary(view),
-    attempts,
-    events,
-    lastEventSeq: rows.at(-1)?.seq ?? after,
+  // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
+  // plain status answer small and fast.
+  const after = request.payload.eventsAfter;
+  const receipt: { [key: string]: JsonValue } = {
+    run: runSummary(view) as unknown as JsonValue,
+    attempts: attempts as unknown as JsonValue,
   };
+  if (after !== undefined) {
+    const rows = listEvents(
+      rt.store,
+      runId,
+      after,
+      request.payload.eventLimit ?? DEFAULT_EVENT_LIMIT,
+    );
+    receipt.events = rows.map((row) => eventOf(row.seq, row.type, row.at, row.payload));
+    receipt.lastEventSeq = rows.at(-1)?.seq ?? after;
+  }
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     revision: view.revision,
-    receipt: JSON.parse(JSON.stringify(receipt)),
+    receipt,
   });
 }
 
@@ -66,8 +63,18 @@ export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostRespon
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
-    receipt: { runs: JSON.parse(JSON.stringify(runs)) },
+    receipt: { runs: runs as unknown as JsonValue },
   });
+}
+
+/** A stored event as the protocol shows it: node and attempt ids lifted out of the payload. */
+function eventOf(seq: number, type: string, at: number, payload: JsonValue): JsonValue {
+  const { nodeId, attemptId, ...data } = isRecord(payload) ? payload : {};
+  const event: { [key: string]: JsonValue } = { seq, type, at };
+  if (typeof nodeId === "string") event.nodeId = nodeId;
+  if (typeof attemptId === "string") event.attemptId = attemptId;
+  if (Object.keys(data).length > 0) event.data = data;
+  return event;
 }
 
 function isRecord(value: JsonValue): value is { [key: string]: JsonValue } {

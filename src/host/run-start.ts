@@ -1,17 +1,17 @@
 /**
  * `run.start`: the workflow reference and input are checked by a supervised source-resolver
  * child (the host never loads workflow code), then the run is enqueued together with its
- * command receipt in one transaction, and the scheduler is woken.
+ * command receipt in one transaction, and the scheduler is woken. Resolution is asynchronous,
+ * so a slow resolver never holds up other clients.
  */
 import { realpathSync } from "node:fs";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
-import { runReceipt } from "./run-summary.ts";
+import { committedRunReceipt } from "./run-summary.ts";
 
 export async function startRunCommand(
   rt: HostRuntime,
@@ -40,26 +40,10 @@ export async function startRunCommand(
     cwd: projectPath,
   });
   if (!resolved.ok) return reject(resolved.code, resolved.message);
-  const runId = rt.ids.next("run");
-  const now = rt.clock.now();
-  // The receipt states the run exactly as this transaction creates it (revision 1, queued).
-  const summary: RunSummary = {
-    runId,
-    workflowName: resolved.workflowName,
-    title: resolved.title,
-    state: "queued",
-    queueState: "queued",
-    paused: false,
-    revision: 1,
-    executionMode: payload.executionMode,
-    createdAt: now,
-    updatedAt: now,
-  };
-  const body = runReceipt(summary);
+  const committed = committedRunReceipt(rt.store);
   const result = enqueueRun(rt.store, {
-    runId,
     workflowName: resolved.workflowName,
-    workflowRef: payload.workflow,
+    workflowRef: canonicalRef(resolved.workflowSource, payload.workflow),
     title: resolved.title,
     projectPath,
     workflowSource: resolved.workflowSource as JsonValue,
@@ -70,14 +54,22 @@ export async function startRunCommand(
       executionMode: payload.executionMode,
       originSessionId: payload.originSessionId ?? null,
     },
-    receipt: { ...receipt, receipt: body },
+    receipt: { ...receipt, receipt: committed.receipt },
   });
-  rt.log("run.queued", { runId, revision: result.revision });
+  rt.log("run.queued", { runId: result.runId, revision: result.revision });
   rt.supervision.wake();
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     revision: result.revision,
-    receipt: body,
+    receipt: committed.body(),
   });
+}
+
+/** `builtin:<id>` or the absolute root path the resolver found; the request's text otherwise. */
+function canonicalRef(source: unknown, requested: string): string {
+  const root = (source as { root?: { kind?: unknown; path?: unknown; id?: unknown } })?.root;
+  if (root?.kind === "file" && typeof root.path === "string") return root.path;
+  if (root?.kind === "builtin" && typeof root.id === "string") return `builtin:${root.id}`;
+  return requested;
 }

@@ -3,8 +3,10 @@
  * output or error. Never the project path, the workflow path, the input or the origin session.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
-import type { RunView } from "../state/queries.ts";
+import type { BlockedReason, RunSummary } from "../protocol/run-operations.ts";
+import { readRun, type RunView } from "../state/queries.ts";
+import type { ReceiptTarget } from "../state/host-commands.ts";
+import type { StateStore } from "../state/store.ts";
 
 export function runSummary(view: RunView): RunSummary {
   const summary: RunSummary = {
@@ -19,9 +21,7 @@ export function runSummary(view: RunView): RunSummary {
     createdAt: view.createdAt,
     updatedAt: view.updatedAt,
   };
-  if (view.blockedReason !== null) {
-    (summary as RunSummary & { blockedReason?: string }).blockedReason = view.blockedReason;
-  }
+  if (view.blockedReason !== null) summary.blockedReason = view.blockedReason as BlockedReason;
   if (view.output !== undefined && view.state === "completed") summary.output = view.output;
   if (view.error) summary.error = view.error;
   return summary;
@@ -29,5 +29,28 @@ export function runSummary(view: RunView): RunSummary {
 
 /** A summary as a JSON receipt body. */
 export function runReceipt(summary: RunSummary): { [key: string]: JsonValue } {
-  return { run: JSON.parse(JSON.stringify(summary)) as JsonValue };
+  return { run: summary as unknown as JsonValue };
+}
+
+/**
+ * A receipt function for a run command: evaluated inside the command's transaction, after the
+ * change, so the stored receipt is exactly the committed run. `body()` returns what it produced.
+ */
+export function committedRunReceipt(store: StateStore): {
+  receipt: (target: ReceiptTarget) => JsonValue;
+  body(): { [key: string]: JsonValue };
+} {
+  let body: { [key: string]: JsonValue } | null = null;
+  return {
+    receipt: (target) => {
+      const view = target.runId === null ? undefined : readRun(store, target.runId);
+      if (!view) throw new Error("Command receipt failed: the run is missing after its change");
+      body = runReceipt(runSummary(view));
+      return body;
+    },
+    body: () => {
+      if (!body) throw new Error("Command receipt failed: the receipt was not produced");
+      return body;
+    },
+  };
 }

@@ -7,7 +7,7 @@
  * deadline for an unfinished frame, and a cap on connections.
  */
 import net from "node:net";
-import { FrameDecoder, FrameError, writeFrame } from "../protocol/framing.ts";
+import { encodeFrame, FrameDecoder, FrameError } from "../protocol/framing.ts";
 import type { HostLog } from "./host-log.ts";
 
 /** What the command layer decides for one parsed frame. */
@@ -113,18 +113,18 @@ function serveConnection(
     });
   };
 
+  // Encodes and writes at once; waits only when the socket's buffer is full (backpressure), so
+  // the common answer costs no extra promise round.
   const send = async (response: unknown): Promise<void> => {
-    if (socket.destroyed) return;
+    if (socket.destroyed || socket.writableEnded) return;
+    let frame: Buffer;
     try {
-      await writeFrame(socket, response);
+      frame = encodeFrame(response);
     } catch (error) {
-      if (socket.destroyed || socket.writableEnded) return;
-      if (error instanceof FrameError) {
-        await writeFrame(socket, options.responseFailed(response, error)).catch(() => {});
-      } else {
-        socket.destroy();
-      }
+      if (!(error instanceof FrameError)) throw error;
+      frame = encodeFrame(options.responseFailed(response, error));
     }
+    if (!socket.write(frame)) await drained(socket);
   };
 
   const clearPartialTimer = () => {
@@ -221,4 +221,17 @@ function serveConnection(
 
 function errorCode(error: unknown): string {
   return (error as NodeJS.ErrnoException)?.code ?? "unknown";
+}
+
+/** Resolves when the socket drained its write buffer, or closed. */
+function drained(socket: net.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off("drain", done);
+      socket.off("close", done);
+      resolve();
+    };
+    socket.on("drain", done);
+    socket.on("close", done);
+  });
 }

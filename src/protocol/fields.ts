@@ -53,7 +53,13 @@ function isPlainRecord(value: unknown): boolean {
  */
 export function nonArray<S extends v.GenericSchema>(schema: S) {
   return v.pipe(
-    v.custom<v.InferInput<S>>(isPlainRecord, "Invalid type: Expected Object"),
+    v.custom<v.InferInput<S>>(
+      isPlainRecord,
+      (issue) =>
+        `Invalid type: Expected Object but received ${
+          Array.isArray(issue.input) ? "Array" : issue.received
+        }`,
+    ),
     schema,
   );
 }

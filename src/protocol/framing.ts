@@ -177,9 +177,9 @@ export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffe
 }
 
 /**
- * Writes one frame and resolves when the stream can take more: waits for 'drain' when the write
- * buffer is full, so a slow reader slows the writer instead of growing memory. Rejects when the
- * stream is closed or fails before it drains.
+ * Writes one frame and resolves when the stream can take more: when the write buffer is full it
+ * waits until the buffer drains or this frame is flushed, so a slow reader slows the writer
+ * instead of growing memory. Rejects when the stream fails or closes before the frame left.
  */
 export function writeFrame(
   stream: Writable,
@@ -196,30 +196,26 @@ export function writeFrame(
     return Promise.reject(new Error("Frame not written: the stream is closed"));
   }
   return new Promise<void>((resolve, reject) => {
-    const cleanup = () => {
+    let settled = false;
+    const settle = (error?: Error | null) => {
+      if (settled) return;
+      settled = true;
       stream.off("drain", onDrain);
       stream.off("close", onClose);
-      stream.off("error", onError);
+      if (error) reject(error);
+      else resolve();
     };
-    const onDrain = () => {
-      cleanup();
-      resolve();
-    };
-    const onClose = () => {
-      cleanup();
-      reject(new Error("Frame not written: the stream closed before it drained"));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const ready = stream.write(frame);
+    const onDrain = () => settle();
+    const onClose = () =>
+      settle(new Error("Frame not written: the stream closed before the frame was sent"));
+    // The callback runs once this frame is flushed (or failed): it also settles a wait for
+    // 'drain' that never comes because the peer ended the stream after the data left.
+    const ready = stream.write(frame, (error) => settle(error));
     if (ready) {
-      resolve();
+      settle();
       return;
     }
     stream.on("drain", onDrain);
     stream.on("close", onClose);
-    stream.on("error", onError);
   });
 }

@@ -84,5 +84,11 @@ export const RunFactsSchema = v.object({
    * waiting node id; absent for a fresh run.
    */
   resumeAnswer: v.optional(v.object({ nodeId: v.string(), answer: JsonValueSchema })),
+  /**
+   * Set when an operator resumed a run blocked with `effectAmbiguous`: the interrupted
+   * `external` attempt they reviewed, which the engine may now run again. Without it an
+   * interrupted external attempt keeps the run blocked.
+   */
+  approvedRetry: v.optional(v.object({ attemptId: v.string() })),
 });
 export type RunFacts = v.InferOutput<typeof RunFactsSchema>;

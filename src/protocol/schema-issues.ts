@@ -15,10 +15,7 @@ export function describeIssues(
   if (!first) return prefix ? `${prefix}: invalid value` : "Invalid value";
   const dotPath = v.getDotPath(first);
   const path = [prefix, dotPath].filter((part) => part).join(".") || "value";
-  const problem = first.type === "strict_object" && dotPath && first.input !== undefined &&
-      first.expected === "never"
-    ? "unknown field"
-    : first.message;
+  const problem = describeProblem(first, dotPath);
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : "";
   return `${path}: ${problem}${more}`;
 }
@@ -32,4 +29,13 @@ export function parseWith<T extends v.GenericSchema>(
   const result = v.safeParse(schema, value);
   if (result.success) return { ok: true, value: result.output };
   return { ok: false, error: describeIssues(result.issues, prefix) };
+}
+
+function describeProblem(issue: v.BaseIssue<unknown>, dotPath: string | null): string {
+  // A strict object reports an extra key as "Expected never"; a required key as "Expected <key>".
+  if (issue.type === "strict_object" && dotPath && issue.expected === "never") {
+    return "unknown field";
+  }
+  if (issue.input === undefined && issue.kind === "schema") return "missing required field";
+  return issue.message;
 }

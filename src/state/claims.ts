@@ -51,8 +51,17 @@ export function runResource(runId: string): string {
   return `run:${runId}`;
 }
 
+const tokenHashes = new Map<string, string>();
+
+/** sha256 hex of a claim token (memoized for the few live tokens a host holds). */
 export function hashToken(token: string): string {
-  return sha256Hex(token);
+  let hash = tokenHashes.get(token);
+  if (hash === undefined) {
+    hash = sha256Hex(token);
+    if (tokenHashes.size >= 1024) tokenHashes.clear();
+    tokenHashes.set(token, hash);
+  }
+  return hash;
 }
 
 /** The run id of a run claim; throws for other claims. */
@@ -222,7 +231,7 @@ export interface ProtectedTx {
   readonly now: number;
   readonly runId: string;
   readonly claim: Claim;
-  /** The run and queue rows as read in step 1 (before the revision increase). */
+  /** The run and queue rows as read in step 1 (`revision` is the one before this change). */
   readonly run: RunRow;
   /** The run revision this change produces. */
   readonly revision: number;
@@ -253,23 +262,48 @@ export function protectedWrite<T>(
 ): ProtectedResult<T> {
   return writeTransaction(store, () => {
     const now = store.clock.now();
-    const run = readRunRow(store, target.runId);
-    if (!run) throw new NotFoundError("run", target.runId);
     if (claim.resource !== runResource(target.runId)) {
       throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
     }
-    const lease = checkClaimInTx(store, claim, now);
+    // Steps 2-4 in one statement on the fast path; on a miss, find the failed check's reason.
+    const renewed = queryOne<{ expires_at: number }>(
+      store,
+      "UPDATE leases SET heartbeat_at = :now, expires_at = :now + ttl_ms WHERE resource = " +
+        ":resource AND owner_type = :ownerType AND owner_id = :ownerId AND token_hash = " +
+        ":tokenHash AND generation = :generation AND expires_at > :now RETURNING expires_at",
+      {
+        now,
+        resource: claim.resource,
+        ownerType: claim.ownerType,
+        ownerId: claim.ownerId,
+        tokenHash: hashToken(claim.token),
+        generation: claim.generation,
+      },
+    );
+    if (!renewed) {
+      checkClaimInTx(store, claim, now);
+      throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
+    }
+    // Step 1's revision read and step 7's increase in one statement (the change is atomic).
+    const bumped = queryOne<RunRow>(
+      store,
+      "UPDATE runs SET revision = revision + 1, updated_at = :now WHERE run_id = :runId " +
+        "RETURNING run_id, state, paused, blocked_reason, revision, " +
+        "(SELECT state FROM run_queue WHERE run_id = :runId) AS queue_state",
+      { now, runId: target.runId },
+    );
+    if (!bumped) throw new NotFoundError("run", target.runId);
+    const revision = bumped.revision;
+    const run: RunRow = { ...bumped, revision: revision - 1 };
     if (target.expectedRevision !== undefined && target.expectedRevision !== run.revision) {
       throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);
     }
-    const expiresAt = renewLeaseInTx(store, lease, now);
-    const revision = bumpRevision(store, target.runId, now);
     const outcome = change({ store, now, runId: target.runId, claim, run, revision });
     appendHistory(store, target.runId, revision, now, outcome);
     if (target.receipt) {
       recordHostCommandInTx(store, target.receipt, { runId: target.runId, revision, now });
     }
-    return { result: outcome.result, revision, expiresAt };
+    return { result: outcome.result, revision, expiresAt: renewed.expires_at };
   });
 }
 

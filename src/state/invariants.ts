@@ -95,16 +95,12 @@ const CHECKS: Check[] = [
     detail: (r) => `event ${r.seq} carries revision ${r.run_revision}`,
   },
   {
-    code: "viewerDeltaAhead",
-    sql: "SELECT d.run_id, MAX(d.run_revision) AS m, r.revision FROM viewer_deltas d " +
-      "JOIN runs r ON r.run_id = d.run_id GROUP BY d.run_id HAVING MAX(d.run_revision) > r.revision",
-    detail: (r) => `viewer delta revision ${r.m} beyond run revision ${r.revision}`,
-  },
-  {
-    code: "missingViewerDelta",
-    sql: "SELECT e.run_id, e.run_revision FROM events e LEFT JOIN viewer_deltas d ON " +
-      "d.run_id = e.run_id AND d.run_revision = e.run_revision WHERE d.revision IS NULL",
-    detail: (r) => `no viewer delta for revision ${r.run_revision}`,
+    code: "viewerDeltaMismatch",
+    // Every revision has a delta (worker-epoch deltas reuse a revision, hence DISTINCT).
+    sql: "SELECT r.run_id, r.revision, d.n, d.m FROM runs r LEFT JOIN (SELECT run_id, " +
+      "COUNT(DISTINCT run_revision) AS n, MAX(run_revision) AS m FROM viewer_deltas GROUP BY " +
+      "run_id) d ON d.run_id = r.run_id WHERE COALESCE(d.n, 0) <> r.revision OR d.m > r.revision",
+    detail: (r) => `revision ${r.revision} but viewer deltas cover ${r.n ?? 0} up to ${r.m ?? 0}`,
   },
   {
     code: "terminalEventOnLiveRun",

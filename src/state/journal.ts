@@ -39,9 +39,9 @@ export function appendHistory(
 ): void {
   execute(
     store,
+    // Every revision has exactly one event, so the sequence number is the revision.
     "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) VALUES (:runId, " +
-      "(SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = :runId), :type, :revision, " +
-      ":payload, :now)",
+      ":revision, :type, :revision, :payload, :now)",
     {
       runId,
       type: entry.type,
@@ -62,12 +62,20 @@ export function appendViewerDelta(
   kind: string,
   summary?: JsonValue,
 ): void {
-  const text = summary === undefined ? null : encodeValue("viewer delta", summary);
+  if (summary !== undefined) {
+    execute(
+      store,
+      "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) " +
+        "VALUES (:runId, :revision, :kind, :summary, :now)",
+      { runId, revision, kind, summary: encodeValue("viewer delta", summary), now },
+    );
+    return;
+  }
   execute(
     store,
     "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) SELECT :runId, " +
-      ":revision, :kind, COALESCE(:summary, json_object('state', r.state, 'queue', q.state)), " +
-      ":now FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
-    { runId, revision, kind, summary: text, now },
+      ":revision, :kind, json_object('state', r.state, 'queue', q.state), :now FROM runs r " +
+      "JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
+    { runId, revision, kind, now },
   );
 }

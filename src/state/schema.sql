@@ -141,7 +141,7 @@ CREATE TABLE events (
   payload_json TEXT NOT NULL,
   at INTEGER NOT NULL,
   PRIMARY KEY (run_id, seq)
-);
+) WITHOUT ROWID;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
   SELECT RAISE(ABORT, 'events are immutable');
@@ -152,16 +152,21 @@ BEGIN
 END;
 
 -- One small delta per committed change, in one global order (`revision`), so a viewer follows
--- every run by polling `revision > last seen` without reading payloads.
+-- every run by polling `revision > last seen` without reading payloads. Rows are never deleted,
+-- so the rowid alias grows monotonically without AUTOINCREMENT's extra page write per commit.
 CREATE TABLE viewer_deltas (
-  revision INTEGER PRIMARY KEY AUTOINCREMENT,
+  revision INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
   run_revision INTEGER NOT NULL,
   kind TEXT NOT NULL,
   summary_json TEXT NOT NULL,
   at INTEGER NOT NULL
 );
-CREATE INDEX viewer_deltas_by_run ON viewer_deltas (run_id, run_revision);
+
+CREATE TRIGGER viewer_deltas_no_delete BEFORE DELETE ON viewer_deltas
+BEGIN
+  SELECT RAISE(ABORT, 'viewer deltas are never deleted');
+END;
 
 CREATE TABLE node_attempts (
   attempt_id TEXT PRIMARY KEY,

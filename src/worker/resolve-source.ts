@@ -6,6 +6,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { ResolveResult } from "../host/supervision/api.ts";
+import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "../protocol/resolve-messages.ts";
 import { errorMessage } from "../workflows/errors.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import {
@@ -14,7 +15,7 @@ import {
   workflowNeedsOriginSession,
 } from "../workflows/sources/workflow-input.ts";
 import type { WorkerChannel } from "./channel.ts";
-import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "./resolve-messages.ts";
+
 
 export async function resolveSource(channel: WorkerChannel): Promise<number> {
   const request = parseResolveRequest(await channel.firstFrame());

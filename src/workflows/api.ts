@@ -16,6 +16,7 @@ import {
 import { includedResult, includeWorkflow } from "./include.ts";
 import { parseTolerantJson } from "./agent-output.ts";
 import { PROGRESS_SCHEMA } from "./updates.ts";
+import { runCommandBatch } from "./command-batch.ts";
 
 export const API_GLOBAL_KEY: unique symbol = Symbol.for("pi-workflows.api") as never;
 
@@ -39,6 +40,7 @@ export const authoringApi = Object.freeze({
   notify,
   parseTolerantJson,
   PROGRESS_SCHEMA,
+  runCommandBatch,
   shell,
   textInput,
 });

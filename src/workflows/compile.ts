@@ -229,9 +229,8 @@ function wireScope(
   if (scope.parent) {
     for (const [exitName, exit] of Object.entries(def.exits ?? {})) {
       const from = sourceOf(scope, exit.from);
-      if (from.slice(scope.prefix.length).includes("/") === false) {
-        nodes.get(from)!.exitName = exitName;
-      }
+      const node = nodes.get(from)!;
+      if (node.scope === scope) node.exitName = exitName;
       scope.exits.set(exitName, from);
     }
   }

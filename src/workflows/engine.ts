@@ -14,6 +14,7 @@
  *                                   (effectAmbiguous); exit; }
  *   // step.kind === "startNode"
  *   const timeoutMs = await resolveNodeTimeout(workflow, step.nodeId, { facts, attemptId });
+ *     // throws NodeFailure(timeoutCallbackFailed): record the attempt as failed with it
  *   propose node.started(attemptId, step.nodeId, deadlineAt = now + timeoutMs or null);
  *   const result = await executeNode(workflow, step.nodeId, {
  *     facts, attemptId, signal,   // abort with a DOMException named "TimeoutError" at the
@@ -28,9 +29,14 @@
  * }
  * ```
  *
+ * Interactive model steps do not wait in the worker: `prepareAgentStep` renders the prompt for
+ * `interaction.requested`, and the supervised child that validates a submission calls
+ * `acceptAgentSubmission` (the node's `validate` runs only there).
+ *
  * Rules decided here: `maxSteps` counts attempts across continuations, ignoring `interrupted`
  * ones (a `running` attempt at decide time counts as interrupted); an interrupted `pure` node
- * runs again, an interrupted `external` node blocks the run; failures route only through
+ * runs again, an interrupted `external` node blocks the run unless `facts.approvedRetry` names
+ * that attempt (an operator reviewed it and resumed); failures route only through
  * `$result.*` switches; `cancelled` never routes; a missing switch case fails the run with
  * `routingError`; a node with no out-edge completes the run with its output; a `waiting`
  * attempt answered by `facts.resumeAnswer` (or a committed `answer`) counts as `ok` with the
@@ -45,7 +51,7 @@ import { routeFrom } from "./routing.ts";
 
 export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 export { compileWorkflow } from "./compile.ts";
-export { acceptAgentSubmission, executeNode } from "./execute-node.ts";
+export { acceptAgentSubmission, executeNode, prepareAgentStep } from "./execute-node.ts";
 export type { ExecuteContext, NodeResult } from "./execute-node.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 
@@ -89,7 +95,9 @@ export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
     );
   }
   if (last.state === "running" || last.state === "interrupted") {
-    if (last.effect === "pure") return start(wf, view, last.nodeId);
+    if (last.effect === "pure" || facts.approvedRetry?.attemptId === last.attemptId) {
+      return start(wf, view, last.nodeId);
+    }
     return {
       kind: "blocked",
       nodeId: last.nodeId,
@@ -101,8 +109,7 @@ export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
       },
     };
   }
-  const step = view.steps.at(-1)!;
-  const record = step.record;
+  const record = view.record(view.steps.at(-1)!);
   if (record.outcome === "waiting") {
     return { kind: "wait", nodeId: last.nodeId, attemptId: last.attemptId };
   }
@@ -168,7 +175,7 @@ function scopeBudgetExceeded(
   for (let scope = node.scope; scope.parent; scope = scope.parent) {
     let used = 0;
     for (let i = view.steps.length - 1; i >= 0; i--) {
-      if (!view.steps[i].attempt.nodeId.startsWith(scope.prefix)) break;
+      if (!view.steps[i].nodeId.startsWith(scope.prefix)) break;
       used++;
     }
     if (used >= scope.maxSteps) {
@@ -200,6 +207,9 @@ function complete(wf: CompiledWorkflow, facts: RunFacts, output: JsonValue): Nex
   }
   if (presentationPrompt !== null && typeof presentationPrompt !== "string") {
     return fail("failed", "presentationFailed", "presentationPrompt must return a string");
+  }
+  if (presentationPrompt !== null && presentationPrompt.length > 65_536) {
+    return fail("failed", "presentationFailed", "presentationPrompt is over 65536 characters");
   }
   return { kind: "complete", output, presentationPrompt };
 }

@@ -12,7 +12,7 @@ import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
 import { scopeContext, viewFacts } from "./facts-view.ts";
-import { runNodeKind } from "./node-kinds.ts";
+import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import { toJson } from "./json-value.ts";
 import type { NodeContext } from "./types.ts";
 import { createUpdatePublisher } from "./updates.ts";
@@ -96,6 +96,26 @@ export async function acceptAgentSubmission(
   } catch (error) {
     return { ok: false, message: errorMessage(error) };
   }
+}
+
+/**
+ * The prompt of a model step without running it: an interactive worker proposes it as an
+ * interaction request and exits instead of waiting for the model. Throws `NodeFailure`.
+ */
+export async function prepareAgentStep(
+  wf: CompiledWorkflow,
+  nodeId: string,
+  exec: { facts: RunFacts; attemptId: string },
+): Promise<{
+  kind: "agent" | "assistantMessage";
+  prompt: string;
+  expectedOutput: string | null;
+  statusDetail: string | null;
+}> {
+  const node = wf.nodes.get(nodeId);
+  if (!node) throw new NodeFailure("unknownNode", `Unknown node "${nodeId}"`);
+  const ctx = nodeContext(wf, node, exec.facts, exec.attemptId, new AbortController().signal);
+  return { ...(await agentStepText(node, ctx)), statusDetail: node.node.statusDetail ?? null };
 }
 
 function nodeContext(

@@ -2,6 +2,9 @@
  * Reads a run's committed facts the way node callbacks and routing see them: which attempts
  * count, the latest result and ok output per node, answered checkpoints, and the per-scope view
  * (local node ids, `outputs[mount] = {exit, output}`) inside included workflows.
+ *
+ * The worker asks for a view at every step of a run, so building one is a single pass with no
+ * per-attempt objects; result records and the context's `outputs`/`results` are made lazily.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
@@ -9,39 +12,70 @@ import type { CompiledScope, CompiledWorkflow } from "./compile.ts";
 import { validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { NodeFailure } from "./errors.ts";
+import { readonlyRecord } from "./readonly-record.ts";
 import type { NodeResultRecord } from "./types.ts";
 
 export interface FactsView {
-  /** Attempts that count: not `interrupted`, not `running` (treated as interrupted). */
-  steps: { attempt: AttemptFact; record: NodeResultRecord }[];
-  latest: Map<string, NodeResultRecord>;
+  /** Attempts that count, in order: not `interrupted`, not `running` (treated as interrupted). */
+  steps: AttemptFact[];
+  /** Latest counted attempt per node id. */
+  latest: Map<string, AttemptFact>;
+  /** Latest ok output per node id; a later failure removes it. */
   outputs: Map<string, JsonValue>;
-  /** Effective attempts per node id. */
   visits: Map<string, number>;
+  /** The result record of a counted attempt (answers applied). */
+  record(attempt: AttemptFact): NodeResultRecord;
 }
 
 export function viewFacts(wf: CompiledWorkflow, facts: RunFacts): FactsView {
-  const sorted = [...facts.attempts].sort((a, b) => a.sequence - b.sequence);
+  const attempts = isSorted(facts.attempts)
+    ? facts.attempts
+    : [...facts.attempts].sort((a, b) => a.sequence - b.sequence);
   const answer = facts.resumeAnswer;
-  const lastWaitingForAnswer = answer
-    ? sorted.findLast((a) => a.nodeId === answer.nodeId && a.state === "waiting")
-    : undefined;
-  const view: FactsView = { steps: [], latest: new Map(), outputs: new Map(), visits: new Map() };
-  for (const attempt of sorted) {
-    if (attempt.state === "interrupted" || attempt.state === "running") continue;
-    let record = recordOf(attempt);
-    const given = attempt === lastWaitingForAnswer ? answer!.answer : attempt.answer;
-    if (attempt.state === "waiting" && given !== undefined) {
-      record = answeredRecord(wf, attempt, given);
+  let resumed: AttemptFact | undefined;
+  if (answer) {
+    for (let i = attempts.length - 1; i >= 0; i--) {
+      const a = attempts[i];
+      if (a.nodeId === answer.nodeId && a.state === "waiting") {
+        resumed = a;
+        break;
+      }
     }
-    view.steps.push({ attempt, record });
-    view.latest.set(attempt.nodeId, record);
+  }
+  const answered = new Map<AttemptFact, NodeResultRecord>();
+  const view: FactsView = {
+    steps: [],
+    latest: new Map(),
+    outputs: new Map(),
+    visits: new Map(),
+    record: (a) => answered.get(a) ?? recordOf(a),
+  };
+  for (const attempt of attempts) {
+    if (attempt.state === "interrupted" || attempt.state === "running") continue;
+    let ok = attempt.state === "ok";
+    let output = attempt.output;
+    const given = attempt === resumed ? answer!.answer : attempt.answer;
+    if (attempt.state === "waiting" && given !== undefined) {
+      const record = answeredRecord(wf, attempt, given);
+      answered.set(attempt, record);
+      ok = record.outcome === "ok";
+      output = record.output;
+    }
+    view.steps.push(attempt);
+    view.latest.set(attempt.nodeId, attempt);
     view.visits.set(attempt.nodeId, (view.visits.get(attempt.nodeId) ?? 0) + 1);
     // A later failure hides the node's earlier output, so callbacks never read stale data.
-    if (record.outcome === "ok") view.outputs.set(attempt.nodeId, record.output ?? null);
+    if (ok) view.outputs.set(attempt.nodeId, output ?? null);
     else view.outputs.delete(attempt.nodeId);
   }
   return view;
+}
+
+function isSorted(attempts: readonly AttemptFact[]): boolean {
+  for (let i = 1; i < attempts.length; i++) {
+    if (attempts[i - 1].sequence > attempts[i].sequence) return false;
+  }
+  return true;
 }
 
 function recordOf(a: AttemptFact): NodeResultRecord {
@@ -89,29 +123,47 @@ export function scopeContext(
   facts: RunFacts,
   scope: CompiledScope,
 ): ScopeContext {
-  const outputs: Record<string, JsonValue> = {};
-  const results: Record<string, NodeResultRecord> = {};
-  for (const [id, record] of view.latest) {
-    if (!id.startsWith(scope.prefix)) continue;
-    const local = id.slice(scope.prefix.length);
-    if (local.includes("/")) continue;
-    results[local] = record;
-    if (view.outputs.has(id)) outputs[local] = view.outputs.get(id)!;
-  }
-  for (const [mount, child] of scope.children) {
-    let best: { exit: string; record: NodeResultRecord; seq: number } | null = null;
+  const mountExit = (mount: string) => {
+    const child = scope.children.get(mount);
+    if (!child) return undefined;
+    let best: { exit: string; attempt: AttemptFact } | undefined;
     for (const [exit, nodeId] of child.exits) {
-      const step = view.steps.findLast((s) => s.attempt.nodeId === nodeId);
-      if (step && (!best || step.attempt.sequence > best.seq)) {
-        best = { exit, record: step.record, seq: step.attempt.sequence };
-      }
+      const attempt = view.latest.get(nodeId);
+      if (attempt && (!best || attempt.sequence > best.attempt.sequence)) best = { exit, attempt };
     }
-    if (best && best.record.outcome === "ok") {
-      const value = { exit: best.exit, output: best.record.output ?? null };
-      outputs[mount] = value;
-      results[mount] = { ...best.record, output: value };
+    if (!best || !view.outputs.has(best.attempt.nodeId)) return undefined;
+    return {
+      exit: best.exit,
+      output: view.outputs.get(best.attempt.nodeId)!,
+      attempt: best.attempt,
+    };
+  };
+  const keys = (withOutput: boolean) => {
+    const out: string[] = [];
+    for (const id of view.latest.keys()) {
+      if (!id.startsWith(scope.prefix)) continue;
+      const local = id.slice(scope.prefix.length);
+      if (local.includes("/") || (withOutput && !view.outputs.has(id))) continue;
+      out.push(local);
     }
-  }
+    for (const mount of scope.children.keys()) if (mountExit(mount)) out.push(mount);
+    return out;
+  };
+  const local = (key: string) => (key.includes("/") ? undefined : scope.prefix + key);
+  const outputs = readonlyRecord<JsonValue>("outputs", () => keys(true), (key) => {
+    const id = local(key);
+    if (id !== undefined && view.outputs.has(id)) return view.outputs.get(id);
+    const exited = mountExit(key);
+    return exited ? { exit: exited.exit, output: exited.output } : undefined;
+  });
+  const results = readonlyRecord<NodeResultRecord>("results", () => keys(false), (key) => {
+    const id = local(key);
+    const attempt = id !== undefined ? view.latest.get(id) : undefined;
+    if (attempt) return view.record(attempt);
+    const exited = mountExit(key);
+    if (!exited) return undefined;
+    return { ...view.record(exited.attempt), output: { exit: exited.exit, output: exited.output } };
+  });
   return { input: scopeInput(wf, view, facts, scope), outputs, results };
 }
 

@@ -3,8 +3,11 @@ import { Buffer } from "node:buffer";
 import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
 import { NodeFailure } from "./errors.ts";
 
-/** Largest output a node may produce, matching the durable value limit. */
-export const MAX_OUTPUT_BYTES = 1024 * 1024;
+/**
+ * Largest output a node may produce: it must fit, with its envelope, in one 1 MiB protocol
+ * message and one durable value.
+ */
+export const MAX_OUTPUT_BYTES = 960 * 1024;
 
 export function toJson(value: unknown, what: string): JsonValue {
   let text: string;
@@ -17,7 +20,10 @@ export function toJson(value: unknown, what: string): JsonValue {
     );
   }
   if (Buffer.byteLength(text) > MAX_OUTPUT_BYTES) {
-    throw new NodeFailure("outputTooLarge", `${capitalize(what)} is over 1 MiB of JSON`);
+    throw new NodeFailure(
+      "outputTooLarge",
+      `${capitalize(what)} is over 960 KiB of JSON: return less, or store large data in a file`,
+    );
   }
   return JSON.parse(text) as JsonValue;
 }

@@ -10,6 +10,9 @@ import { toJson } from "./json-value.ts";
 import { runShell } from "./shell-runner.ts";
 import type { NodeContext, TextSpec, WorkflowUpdate } from "./types.ts";
 
+/** Notify messages and prompts travel in one protocol field of this size. */
+export const MAX_MESSAGE_CHARS = 65_536;
+
 export interface KindServices {
   publish(update: WorkflowUpdate): void;
   agent: AgentStepExecutor;
@@ -94,28 +97,22 @@ export async function runNodeKind(
     }
     case "notify": {
       const message = await text(n.message, ctx, "notify message");
+      if (message.length > MAX_MESSAGE_CHARS) {
+        throw new NodeFailure("messageTooLong", "The notify message is over 65536 characters");
+      }
       const notification = { kind: n.notifyKind, message };
       return { outcome: "ok", output: notification, notification };
     }
     case "agent":
     case "decision":
     case "assistantMessage": {
-      const prompt = n.kind === "decision"
-        ? (await text(n.question, ctx, "question")) + decisionSuffix(n.choices, n.field)
-        : await text(n.prompt, ctx, "prompt");
-      const expectedOutput = n.kind === "agent"
-        ? n.expectedOutput ?? null
-        : n.kind === "decision"
-        ? `{"${n.field}": ${n.choices.map((c) => JSON.stringify(c)).join(" | ")}}`
-        : null;
+      const step = await agentStepText(node, ctx);
       const output = await svc.agent.runStep({
-        kind: n.kind === "assistantMessage" ? "assistantMessage" : "agent",
+        ...step,
         runId: svc.runId,
         workflowName: svc.workflowName,
         nodeId: node.id,
         attemptId: ctx.state.attemptId,
-        prompt,
-        expectedOutput,
         statusDetail: n.statusDetail ?? null,
         signal: ctx.signal,
         publishUpdate: svc.publish,
@@ -124,6 +121,36 @@ export async function runNodeKind(
       return ok(toJson(output, "agent output"));
     }
   }
+}
+
+/** The prompt and output hint of a model step, as the executor (or an interaction) shows them. */
+export async function agentStepText(
+  node: CompiledNode,
+  ctx: NodeContext,
+): Promise<{ kind: "agent" | "assistantMessage"; prompt: string; expectedOutput: string | null }> {
+  const n = node.node;
+  if (n.kind === "decision") {
+    return {
+      kind: "agent",
+      prompt: (await text(n.question, ctx, "question")) + decisionSuffix(n.choices, n.field),
+      expectedOutput: `{"${n.field}": ${n.choices.map((c) => JSON.stringify(c)).join(" | ")}}`,
+    };
+  }
+  if (n.kind === "agent") {
+    return {
+      kind: "agent",
+      prompt: await text(n.prompt, ctx, "prompt"),
+      expectedOutput: n.expectedOutput ?? null,
+    };
+  }
+  if (n.kind === "assistantMessage") {
+    return {
+      kind: "assistantMessage",
+      prompt: await text(n.prompt, ctx, "prompt"),
+      expectedOutput: null,
+    };
+  }
+  throw new NodeFailure("notAnAgentStep", `Node "${node.id}" is not a model step`);
 }
 
 function ok(output: JsonValue): NodeResult {

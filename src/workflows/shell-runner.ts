@@ -10,7 +10,9 @@ import { resolve } from "node:path";
 import { NodeFailure } from "./errors.ts";
 import type { ShellCommand, ShellResult } from "./types.ts";
 
-export const DEFAULT_MAX_OUTPUT_CHARS = 1_000_000;
+/** Per stream; both streams together stay well under the node output limit. */
+export const DEFAULT_MAX_OUTPUT_CHARS = 200_000;
+export const MAX_OUTPUT_CHARS = 1_000_000;
 export const KILL_GRACE_MS = 1000;
 const MAX_LINE_CHARS = 64 * 1024;
 
@@ -181,5 +183,8 @@ function checkCommand(cmd: ShellCommand): void {
     if (n !== undefined && (!Number.isInteger(n) || n < 0)) {
       bad(`${k} must be a non-negative integer`);
     }
+  }
+  if (cmd.maxOutputChars !== undefined && cmd.maxOutputChars > MAX_OUTPUT_CHARS) {
+    bad(`maxOutputChars must be at most ${MAX_OUTPUT_CHARS}`);
   }
 }

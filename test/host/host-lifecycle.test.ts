@@ -113,6 +113,34 @@ describe("host run", () => {
     await stopProcess(next);
   });
 
+  it("a host that lost its epoch while stopped exits without touching its successor", async () => {
+    const h = home({ PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "800" });
+    const old = await startHostProcess(h.env);
+    old.kill("SIGSTOP");
+    try {
+      // The frozen host neither renews nor answers: after its lease expires a new host wins.
+      const next = (await waitFor(async () => {
+        const candidate = spawnCli(["host", "run"], h.env);
+        const result = await Promise.race([
+          candidate.waitForStderr("host.ready").then(() => "ready" as const),
+          candidate.exited.then(({ code }) => code),
+        ]).catch(() => candidate.exited.then(({ code }) => code));
+        return result === "ready" ? candidate : null;
+      }, "a new host to take over", 15_000, 50))!;
+      expect(next.stderr()).toContain("host.claimed epoch=2");
+      old.kill("SIGCONT");
+      const { code } = await old.exited;
+      expect(code).toBe(1);
+      expect(old.stderr()).toContain("host.claimLost epoch=1");
+      // The successor's socket is still there and still answers.
+      const status = await requestOnce(h.socketPath, hostRequest("host.status"));
+      expect(status).toMatchObject({ outcome: "accepted", receipt: { epoch: 2 } });
+      await stopProcess(next);
+    } finally {
+      old.kill("SIGCONT");
+    }
+  });
+
   it("stops on host.stop after answering it", async () => {
     const h = home();
     const host = await startHostProcess(h.env);

@@ -22,6 +22,9 @@ beforeAll(async () => {
     { runId: "run-b" },
     { runId: "run-c" },
     { runId: "run-d" },
+    { runId: "run-e" },
+    { runId: "run-f" },
+    { runId: "run-g" },
     { runId: "run-owned", claimedByOtherHost: true },
   ]);
   host = await startHostProcess(home.env);
@@ -62,7 +65,7 @@ describe("host socket protocol", () => {
       "state",
       "version",
     ]);
-    expect(response.receipt.runs).toEqual({ queued: 4, running: 1, parked: 0, waiting: 0 });
+    expect(response.receipt.runs).toEqual({ queued: 7, running: 1, parked: 0, waiting: 0 });
   });
 
   it("lists runs and shows one run with its events, without paths or input", async () => {
@@ -73,9 +76,14 @@ describe("host socket protocol", () => {
       "run-b",
       "run-c",
       "run-d",
+      "run-e",
+      "run-f",
+      "run-g",
       "run-owned",
     ]);
-    const status = await ask("run.status", { runId: "run-a" });
+    const plain = await ask("run.status", { runId: "run-a" });
+    expect(plain.receipt.events).toBeUndefined();
+    const status = await ask("run.status", { runId: "run-a", payload: { eventsAfter: 0 } });
     expect(status).toMatchObject({
       outcome: "accepted",
       revision: 1,
@@ -131,6 +139,27 @@ describe("host socket protocol", () => {
       revision: 3,
       receipt: { run: { paused: false, revision: 3 } },
     });
+  });
+
+  it("answers a repeated idempotency key with the stored receipt as adopted", async () => {
+    const first = await ask("run.pause", { runId: "run-e", idempotencyKey: "pause-e" });
+    expect(first).toMatchObject({ outcome: "accepted", revision: 2 });
+    const repeat = await ask("run.pause", { runId: "run-e", idempotencyKey: "pause-e" });
+    expect(repeat).toMatchObject({ outcome: "adopted", revision: 2, receipt: first.receipt });
+    const other = await ask("run.pause", { runId: "run-f", idempotencyKey: "pause-e" });
+    expect(other).toMatchObject({ outcome: "conflict", error: { code: "requestIdReused" } });
+    expect((await ask("run.status", { runId: "run-f" })).receipt.run.paused).toBe(false);
+  });
+
+  it("runs one command once when its copies race on several connections", async () => {
+    const request = hostRequest("run.pause", { runId: "run-g" });
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => requestOnce(home.socketPath, request)),
+    );
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    expect(answers[0]).toMatchObject({ outcome: "accepted", revision: 2 });
+    const status = await ask("run.status", { runId: "run-g", payload: { eventsAfter: 0 } });
+    expect(status.receipt.events.map((e: any) => e.type)).toEqual(["run.queued", "run.paused"]);
   });
 
   it("answers conflict with the current revision when expectedRevision is stale", async () => {

@@ -54,6 +54,27 @@ describe("FrameDecoder", () => {
     expect(values(decoder.push(over))).toEqual(["frameTooLarge", { next: true }]);
   });
 
+  test("the bound holds when the line and its newline arrive in separate chunks", () => {
+    const body = bytes(`"${"b".repeat(MAX_FRAME_BYTES - 2)}"`);
+    const feed = (decoder: FrameDecoder, data: Uint8Array) => {
+      const out: Frame[] = [];
+      for (let at = 0; at < data.length; at += 65_536) {
+        out.push(...decoder.push(data.subarray(at, at + 65_536)));
+      }
+      return out;
+    };
+    const exact = new FrameDecoder();
+    expect(feed(exact, body)).toEqual([]);
+    expect(exact.bufferedBytes).toBe(MAX_FRAME_BYTES);
+    expect(values(exact.push(bytes("\n")))).toHaveLength(1);
+
+    const over = new FrameDecoder();
+    expect(feed(over, body)).toEqual([]);
+    expect(values(over.push(bytes(" ")))).toEqual(["frameTooLarge"]);
+    expect(over.bufferedBytes).toBe(0);
+    expect(values(over.push(bytes('\n{"after":1}\n')))).toEqual([{ after: 1 }]);
+  });
+
   test("an oversized line arriving in chunks is never buffered past the bound", () => {
     const decoder = new FrameDecoder({ maxBytes: 1000 });
     const results: Frame[] = [];

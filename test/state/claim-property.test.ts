@@ -148,7 +148,6 @@ function simulate(seed: number, steps: number): Record<string, number> {
           launchEnvelopeHash: "h",
         });
         expect(held, "acquired over a live claim").toBeNull();
-        stats.launched = (stats.launched ?? 0) + 1;
         expect(result.generation).toBe(generation.get(runId)! + 1);
         generation.set(runId, result.generation);
         current.set(runId, {
@@ -166,8 +165,6 @@ function simulate(seed: number, steps: number): Record<string, number> {
         epochOf.set(forged, workerEpoch);
       } catch (error) {
         if (!(error instanceof TransitionError || error instanceof ClaimLostError)) throw error;
-        const k = "launchRefused:" + (error as Error).message.replace(/run-\d+/, "").slice(0, 60);
-        stats[k] = (stats[k] ?? 0) + 1;
       }
     } else if (roll < 0.24 && claim) {
       protectedOp("markWorkerLive", claim, () =>
@@ -187,18 +184,27 @@ function simulate(seed: number, steps: number): Record<string, number> {
         }));
     } else if (roll < 0.52 && claim) {
       const attemptId = openAttempt(claim.runId!)?.attempt_id ?? "none";
-      protectedOp("recordNodeUpdate", claim, () =>
-        recordNodeUpdate(store, claim, { attemptId, type: "p", key: "k", data: step }));
+      protectedOp(
+        "recordNodeUpdate",
+        claim,
+        () => recordNodeUpdate(store, claim, { attemptId, type: "p", key: "k", data: step }),
+      );
     } else if (roll < 0.6 && claim) {
       const attemptId = openAttempt(claim.runId!)?.attempt_id ?? "none";
-      protectedOp("recordNodeFinished", claim, () =>
-        recordNodeFinished(store, claim, { attemptId, output: step }));
+      protectedOp(
+        "recordNodeFinished",
+        claim,
+        () => recordNodeFinished(store, claim, { attemptId, output: step }),
+      );
     } else if (roll < 0.68 && claim) {
       const expectPass = matches(claim);
       try {
         renewClaim(store, claim);
         expect(expectPass, "an expired or stale claim renewed").toBe(true);
-        current.set(claim.runId!, { ...current.get(claim.runId!)!, expiresAt: f.clock.now() + TTL });
+        current.set(claim.runId!, {
+          ...current.get(claim.runId!)!,
+          expiresAt: f.clock.now() + TTL,
+        });
       } catch (error) {
         if (!(error instanceof ClaimLostError)) throw error;
         expect(expectPass, "a live claim failed to renew").toBe(false);
@@ -207,7 +213,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
       protectedOp("parkRun", claim, () => parkRun(store, claim, { reason: "r" }), true);
     } else if (roll < 0.76 && claim) {
       protectedOp("completeRun", claim, () => completeRun(store, claim, { output: 1 }), true);
-    } else if (roll < 0.88) {
+    } else if (roll < 0.84) {
       const held = live(runId);
       try {
         recoverExpiredRun(store, { runId, ownerId: owner, token: `r-${step}`, ttlMs: TTL });
@@ -217,7 +223,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
       } catch (error) {
         if (!(error instanceof TransitionError || error instanceof ClaimLostError)) throw error;
       }
-    } else if (roll < 0.84) {
+    } else if (roll < 0.88) {
       const held = live(runId);
       const hadClaim = !!store.db.prepare(
         "SELECT 1 FROM leases WHERE resource = ? AND token_hash IS NOT NULL",
@@ -254,10 +260,10 @@ describe("claims under random interleavings (seeded)", () => {
   for (const seed of [1, 2, 3]) {
     it(`seed ${seed}: no stale or replaced owner writes; invariants hold`, () => {
       const stats = simulate(seed, 1200);
-      console.log(JSON.stringify(stats));
       // The run must exercise both sides of the fence.
-      expect(stats.passed).toBeGreaterThan(100);
-      expect(stats.refusedClaim).toBeGreaterThan(100);
+      expect(stats.passed).toBeGreaterThan(50);
+      expect(stats.refusedClaim).toBeGreaterThan(200);
+      expect(stats.refusedState).toBeGreaterThan(50);
     });
   }
 });

@@ -162,7 +162,8 @@ const scenarios: Scenario[] = [
     name: "waitRun",
     setup: (s) => {
       const { claim, attemptId } = withAttempt()(s);
-      return () => waitRun(s, claim, { attemptId, nodeId: "step", kind: "checkpoint", request: {} });
+      return () =>
+        waitRun(s, claim, { attemptId, nodeId: "step", kind: "checkpoint", request: {} });
     },
   },
   {
@@ -233,7 +234,8 @@ const scenarios: Scenario[] = [
     setup: (s) => {
       const { claim } = withAttempt("external")(s);
       f.clock.advance(TTL);
-      return () => recoverExpiredRun(s, { runId: claim.runId!, ownerId: HOST, token: "r", ttlMs: TTL });
+      return () =>
+        recoverExpiredRun(s, { runId: claim.runId!, ownerId: HOST, token: "r", ttlMs: TTL });
     },
   },
   {

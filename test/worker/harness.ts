@@ -14,7 +14,12 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { HostContext, Supervision, SupervisionOptions } from "../../src/host/supervision/api.ts";
+import type {
+  HostContext,
+  ResolveResult,
+  Supervision,
+  SupervisionOptions,
+} from "../../src/host/supervision/api.ts";
 import { createSupervision, type SupervisionExtras } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
@@ -55,6 +60,8 @@ export interface Harness {
   writeWorkflow(name: string, source: string): string;
   /** Resolves (real resolver child), enqueues and wakes; returns the run id. */
   startRun(workflow: string, input?: unknown): Promise<string>;
+  /** Enqueues an already resolved workflow and wakes the scheduler. */
+  enqueueResolved(workflow: string, resolved: ResolveResult): string;
   run(runId: string): RunView;
   /** Waits until the run satisfies `done` (deadline), then returns it. */
   waitForRun(runId: string, done: (run: RunView) => boolean, ms?: number): Promise<RunView>;
@@ -109,6 +116,9 @@ export async function createHarness(
     },
     async startRun(workflow, input = {}) {
       const resolved = await supervision.resolve({ workflow, input, cwd: projectDir });
+      return harness.enqueueResolved(workflow, resolved);
+    },
+    enqueueResolved(workflow, resolved) {
       if (!resolved.ok) {
         throw new Error(
           `Resolve failed: ${resolved.code}: ${resolved.message}\n${harness.workerLogs()}`,

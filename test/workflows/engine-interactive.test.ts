@@ -234,6 +234,26 @@ describe("engine harness: agents, notify, presentation", () => {
     });
   });
 
+  it("prepareAgentStep() renders a model step's prompt without running it", async () => {
+    const { prepareAgentStep } = await import("../../src/workflows/index.ts");
+    const facts = { runId: "r", workflowName: "ag", input: "x", attempts: [] };
+    expect(await prepareAgentStep(wf, "plan", { facts, attemptId: "a" })).toEqual({
+      kind: "agent",
+      prompt: "Plan x",
+      expectedOutput: '{"steps": []}',
+      statusDetail: null,
+    });
+    expect(await prepareAgentStep(wf, "pick", { facts, attemptId: "a" })).toMatchObject({
+      expectedOutput: '{"route": "yes" | "no"}',
+    });
+    expect((await prepareAgentStep(wf, "say", { facts, attemptId: "a" })).kind).toBe(
+      "assistantMessage",
+    );
+    await expect(prepareAgentStep(wf, "no", { facts, attemptId: "a" })).rejects.toThrow(
+      /not a model step/,
+    );
+  });
+
   it("acceptAgentSubmission() applies the same rules outside execution", async () => {
     const { acceptAgentSubmission } = await import("../../src/workflows/index.ts");
     const facts = { runId: "r", workflowName: "ag", input: "x", attempts: [] };

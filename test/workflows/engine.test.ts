@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { action, compute, defineWorkflow, includeWorkflow } from "../../mod.ts";
+import { action, compute, defineWorkflow, includeWorkflow, notify } from "../../mod.ts";
 import { compileWorkflow, DEFAULT_NODE_TIMEOUT_MS } from "../../src/workflows/index.ts";
 import { DeadlineClock, runWorkflow } from "./harness.ts";
 
@@ -127,6 +127,65 @@ describe("engine harness: deadlines and failures", () => {
       kind: "fail",
       outcome: "failed",
       error: { code: "nodeFailed", message: "disk full second line" },
+    });
+  });
+
+  it("fails outputs over the size limit and overlong notify messages with clear codes", async () => {
+    const wf = compileWorkflow(defineWorkflow({
+      name: "big",
+      startAt: "a",
+      nodes: {
+        a: compute({ run: () => "x".repeat(1_000_000) }),
+        b: notify({ message: "y".repeat(70_000) }),
+      },
+      edges: [{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b" } } }],
+    }));
+    const run = await runWorkflow(wf);
+    expect(run.facts.attempts[0].error).toEqual({
+      code: "outputTooLarge",
+      message: "Compute output is over 960 KiB of JSON: return less, or store large data in a file",
+    });
+    expect(run.last).toMatchObject({ kind: "fail", error: { code: "messageTooLong" } });
+  });
+
+  it("gives read-only outputs and results that behave like plain objects", async () => {
+    const wf = compileWorkflow(defineWorkflow({
+      name: "ctx",
+      startAt: "a",
+      nodes: {
+        a: compute({ run: () => ({ x: 1 }) }),
+        b: compute({
+          run: ({ outputs, results }) => {
+            let writeError = "";
+            try {
+              (outputs as Record<string, unknown>).a = 2;
+            } catch (error) {
+              writeError = (error as Error).message;
+            }
+            return {
+              whole: outputs,
+              spread: { ...outputs },
+              keys: Object.keys(results),
+              has: ["a" in outputs, "zzz" in outputs],
+              outcome: results.a.outcome,
+              writeError,
+            };
+          },
+        }),
+      },
+      edges: [{ from: "a", to: "b" }],
+    }));
+    const run = await runWorkflow(wf);
+    expect(run.last).toMatchObject({
+      kind: "complete",
+      output: {
+        whole: { a: { x: 1 } },
+        spread: { a: { x: 1 } },
+        keys: ["a"],
+        has: [true, false],
+        outcome: "ok",
+        writeError: "Context outputs are read-only",
+      },
     });
   });
 

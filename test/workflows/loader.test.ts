@@ -298,6 +298,18 @@ export default defineWorkflow({
     );
   });
 
+  it("a file that throws while loading, located at the throwing line", async () => {
+    const dir = project({
+      "t.workflow.ts": `import "pi-workflows";\n\nthrow new Error("config missing");\n`,
+    });
+    const error = await loadError("./t.workflow.ts", dir);
+    expect(error.code).toBe("loadFailed");
+    expect(error.location).toBe(`${join(dir, "t.workflow.ts")}:3`);
+    expect(error.message).toBe(
+      `Workflow file failed to load: ${join(dir, "t.workflow.ts")}:3: config missing`,
+    );
+  });
+
   it("an import of a missing module", async () => {
     const dir = project({ "m.workflow.ts": simple("m", "pi-workflows", `import "./gone.ts";`) });
     expect(await loadError("./m.workflow.ts", dir)).toMatchObject({ code: "moduleNotFound" });

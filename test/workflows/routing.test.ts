@@ -162,6 +162,11 @@ describe("decideNext() routing", () => {
     expect(decideNext(wf, facts([["a", "ok", { go: "sh" }], ["sh", "running"]]))).toMatchObject({
       kind: "blocked",
     });
+    // After an operator reviewed the effect and resumed, the engine runs the node again.
+    expect(decideNext(wf, {
+      ...facts([["a", "ok", { go: "sh" }], ["sh", "interrupted"]]),
+      approvedRetry: { attemptId: "a2" },
+    })).toMatchObject({ kind: "startNode", nodeId: "sh", visit: 1 });
   });
 
   it("waits on an unanswered checkpoint and continues from its answer", () => {

@@ -128,3 +128,48 @@ describe("runShell()", () => {
       .rejects.toBe(reason);
   });
 });
+
+describe("runCommandBatch()", () => {
+  it("runs items with bounded concurrency, keeping order and per-item outcomes", async () => {
+    const { runCommandBatch } = await import("../../mod.ts");
+    const settled: string[] = [];
+    const result = await runCommandBatch({
+      maxConcurrency: 2,
+      items: [
+        { id: "ok", command: "echo", args: ["hi"], cwd: dir, timeoutMs: 5000 },
+        { id: "bad", command: "sh", args: ["-c", "exit 2"], cwd: dir, timeoutMs: 5000 },
+        { id: "slow", command: "sleep", args: ["10"], cwd: dir, timeoutMs: 150 },
+        { id: "missing", command: "piw-no-such-command", cwd: dir, timeoutMs: 5000 },
+      ],
+    }, { signal: never(), onItemSettled: (r) => settled.push(r.id) });
+    expect(result.schema).toBe("pi-workflows.command-batch-result.v1");
+    expect(result.items.map((i) => [i.id, i.outcome])).toEqual([
+      ["ok", "succeeded"],
+      ["bad", "failed"],
+      ["slow", "timedOut"],
+      ["missing", "failed"],
+    ]);
+    expect(result.items[0].stdout).toBe("hi\n");
+    expect(result.items[1].exitCode).toBe(2);
+    expect(settled.sort()).toEqual(["bad", "missing", "ok", "slow"]);
+  });
+
+  it("refuses malformed batches before running anything", async () => {
+    const { runCommandBatch } = await import("../../mod.ts");
+    const item = { id: "a", command: "true", cwd: dir, timeoutMs: 1000 };
+    await expect(runCommandBatch({ items: [] }, { signal: never() })).rejects.toThrow(
+      "Invalid command batch: items must be a non-empty array",
+    );
+    await expect(runCommandBatch({ items: [item, item] }, { signal: never() })).rejects.toThrow(
+      /duplicate id "a"/,
+    );
+    await expect(runCommandBatch({ items: [{ ...item, cwd: "rel" }] }, { signal: never() })).rejects
+      .toThrow(
+        /cwd must be absolute/,
+      );
+    await expect(runCommandBatch({ items: [item], maxConcurrency: 9 }, { signal: never() })).rejects
+      .toThrow(
+        /maxConcurrency must be 1-8/,
+      );
+  });
+});

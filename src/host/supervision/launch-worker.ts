@@ -15,6 +15,7 @@ import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/r
 import { selfCommand } from "../self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { crashPoint } from "./crash-point.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
 
 export interface LaunchHooks {
@@ -59,6 +60,7 @@ export function launchWorker(
     workerEpoch,
     launchEnvelopeHash: fingerprint(base as unknown as JsonValue),
   });
+  crashPoint("host.launch.afterClaim");
   const envelope: WorkerLaunch = { ...base, generation };
   const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;

@@ -25,8 +25,6 @@ import { formatStartIdentity } from "./process-identity.ts";
 export interface Applied {
   revision?: number;
   facts?: RunFacts;
-  /** Store a durable receipt (state-changing messages). */
-  durable: boolean;
   /** The worker's open attempt closed with this message. */
   closedAttempt: boolean;
 }
@@ -60,7 +58,6 @@ export function applyWorkerMessage(
       return {
         revision,
         facts: readRunFacts(store, worker.runId),
-        durable: true,
         closedAttempt: false,
       };
     }
@@ -81,7 +78,7 @@ export function applyWorkerMessage(
         effect: p.effect,
         deadlineAt: p.deadlineAt,
       };
-      return { revision, durable: true, closedAttempt: false };
+      return { revision, closedAttempt: false };
     }
     case "node.update": {
       const { attemptId } = attemptOf(message);
@@ -94,7 +91,7 @@ export function applyWorkerMessage(
         key: p.key ?? "",
         data: p.data,
       });
-      return { revision, durable: false, closedAttempt: false };
+      return { revision, closedAttempt: false };
     }
     case "node.finished": {
       const { attemptId } = attemptOf(message);
@@ -104,7 +101,7 @@ export function applyWorkerMessage(
         output: message.payload.output,
       });
       worker.openAttempt = null;
-      return { revision, durable: true, closedAttempt: true };
+      return { revision, closedAttempt: true };
     }
     case "node.failed": {
       const { attemptId } = attemptOf(message);
@@ -115,7 +112,7 @@ export function applyWorkerMessage(
         error: message.payload.error,
       });
       worker.openAttempt = null;
-      return { revision, durable: true, closedAttempt: true };
+      return { revision, closedAttempt: true };
     }
     case "run.parked":
       return park(ctx, worker, message, write);
@@ -127,18 +124,18 @@ export function applyWorkerMessage(
         ? failRun(store, claim, { ...write, error: p.error })
         : timeOutRun(store, claim, { ...write, error: p.error });
       settle(worker);
-      return { revision, durable: true, closedAttempt: true };
+      return { revision, closedAttempt: true };
     }
     case "worker.progress": {
       if (message.payload.op !== "heartbeat") {
         throw refuse(`worker.progress ${message.payload.op} is not available yet`);
       }
       renewClaim(store, claim);
-      return { durable: false, closedAttempt: false };
+      return { closedAttempt: false };
     }
     case "worker.exiting":
       worker.diagnostic = `exiting: ${message.payload.reason}`;
-      return { durable: false, closedAttempt: false };
+      return { closedAttempt: false };
     default:
       throw refuse(`${message.kind} is not available yet in this version of the host`);
   }
@@ -166,7 +163,7 @@ function park(
     });
     settle(worker);
     worker.openAttempt = null;
-    return { revision, durable: true, closedAttempt: true };
+    return { revision, closedAttempt: true };
   }
   if (p.reason === "workflowSourceChanged" || p.reason === "effectAmbiguous") {
     const { revision } = blockRun(ctx.store, worker.claim, {
@@ -176,7 +173,7 @@ function park(
       detail: p.detail ?? p.reason,
     });
     settle(worker);
-    return { revision, durable: true, closedAttempt: true };
+    return { revision, closedAttempt: true };
   }
   throw refuse(`run.parked with reason ${p.reason} is not available yet`);
 }

@@ -5,36 +5,13 @@
  * one request, waits for one answer within the startup deadline, and stops the child.
  */
 import { join } from "node:path";
-import * as v from "valibot";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { readFrames, writeFrame } from "../../protocol/framing.ts";
-import { JsonValueSchema } from "../../protocol/run-facts.ts";
-import { WorkflowSourceSchema } from "../../protocol/worker-launch.ts";
+import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { selfCommand } from "../self-launch.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import { stopProcessGroup } from "./stop-group.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
-
-const RESOLVE_REQUEST_SCHEMA = "pi-workflows.resolve-request.v1";
-
-// Temporary local schema until the protocol layer publishes the resolver frames.
-const ResolveResultSchema = v.variant("ok", [
-  v.object({
-    ok: v.literal(true),
-    workflowName: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
-    title: v.nullable(v.pipe(v.string(), v.maxLength(1000))),
-    workflowSource: WorkflowSourceSchema,
-    definitionDigest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/)),
-    input: JsonValueSchema,
-    inputHash: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/)),
-    needsInteractive: v.boolean(),
-  }),
-  v.object({
-    ok: v.literal(false),
-    code: v.pipe(v.string(), v.minLength(1), v.maxLength(128)),
-    message: v.pipe(v.string(), v.maxLength(8192)),
-  }),
-]);
 
 export async function resolveInChild(
   ctx: HostContext,
@@ -71,9 +48,10 @@ export async function resolveInChild(
         ? failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`)
         : failure("workerCrashed", "the resolver exited without an answer");
     }
-    const parsed = v.safeParse(ResolveResultSchema, answer);
-    if (!parsed.success) return failure("protocolRejected", "the resolver sent a malformed answer");
-    return parsed.output as ResolveResult;
+    const parsed = parseResolveResult(answer);
+    if (!parsed.ok) return failure("protocolRejected", `malformed answer: ${parsed.error}`);
+    const { schema: _schema, ...result } = parsed.value;
+    return result as ResolveResult;
   } catch (error) {
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {

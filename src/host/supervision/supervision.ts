@@ -20,6 +20,7 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { crashPoint } from "./crash-point.ts";
 import { launchWorker } from "./launch-worker.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
@@ -89,6 +90,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     try {
       // Commit first, then stop: a late message from the worker now meets a released claim.
       timeOutAttempt(ctx.store, worker.claim, { attemptId });
+      crashPoint("host.deadline.afterCommit");
       worker.claimReleased = true;
       worker.openAttempt = null;
       crashes.reset(worker.runId);

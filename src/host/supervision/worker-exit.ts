@@ -20,6 +20,7 @@ import { blockRun, parkRun } from "../../state/transitions/run-park.ts";
 import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import type { HostContext } from "./api.ts";
+import { crashPoint } from "./crash-point.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { WorkerExit } from "./worker-process.ts";
 
@@ -98,6 +99,7 @@ export function handleWorkerExit(
   } catch (error) {
     ctx.log("worker.epoch_finish_failed", { error: errorName(error) });
   }
+  crashPoint("host.exit.afterEpoch");
   ctx.log("worker.exited", {
     run: worker.runId,
     generation: worker.generation,
@@ -131,6 +133,7 @@ export function handleWorkerExit(
       parkRun(ctx.store, worker.claim, { reason: failureClass });
     }
     worker.claimReleased = true;
+    crashPoint("host.exit.afterSettle");
   } catch (error) {
     // Claim gone (expired while we were busy): recovery of the expired row takes over.
     if (!(error instanceof ClaimLostError)) throw error;

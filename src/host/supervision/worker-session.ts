@@ -6,8 +6,9 @@
  *   2. fence: run, generation, worker epoch, and that the host still holds the claim for this
  *      worker. A stale sender gets ONE `claimLost` reply and its group is stopped;
  *   3. stored receipt for the message id: a retry gets the same reply;
- *   4. payload schema and expected revision (`protocolRejected` on failure);
- *   5. the state transition under the run claim, then the receipt, then the reply.
+ *   4. payload schema (`protocolRejected` on failure);
+ *   5. the state transition under the run claim, which checks the expected revision and stores
+ *      the message receipt in the same transaction; then the reply.
  */
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
@@ -20,9 +21,8 @@ import {
   type WorkerReply,
   workerReply,
 } from "../../protocol/worker-messages.ts";
-import { readRunRow } from "../../state/claims.ts";
 import { ClaimLostError } from "../../state/errors.ts";
-import { recordHostCommand } from "../../state/host-commands.ts";
+import { findHostCommand } from "../../state/host-commands.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "./crash-point.ts";
@@ -89,8 +89,8 @@ function answer(
     hooks.stop(worker, worker.stopReason ?? "claimLost", `claimLost: ${stale ?? "released"}`);
     return lost(messageId, stale ?? "the run's claim was released");
   }
-  const stored = receipts.get(messageId);
-  if (stored) return stored;
+  const remembered = receipts.get(messageId);
+  if (remembered) return remembered;
   if (worker.settled) {
     return rejected(messageId, "protocolRejected", "the run already reached a durable end");
   }
@@ -100,22 +100,34 @@ function answer(
     return rejected(messageId, "protocolRejected", parsed.error);
   }
   const message = parsed.value as WorkerMessage;
-  const run = readRunRow(ctx.store, worker.runId);
-  if (
-    message.expectedRevision !== undefined && run !== undefined &&
-    message.expectedRevision !== run.revision
-  ) {
-    return rejected(
+  const requestId = `worker:${messageId}`;
+  const requestFingerprint = fingerprint(message as never);
+  const stored = findHostCommand(ctx.store, requestId);
+  if (stored) {
+    // A retry of a committed message (same id): the same answer, nothing applied twice.
+    if (stored.requestFingerprint !== requestFingerprint) {
+      return rejected(messageId, "protocolRejected", "the message id was used for another message");
+    }
+    return workerReply({
       messageId,
-      "protocolRejected",
-      `expected revision ${message.expectedRevision}, the run is at ${run.revision}`,
-    );
+      outcome: "accepted",
+      ...(stored.acceptedRevision !== null ? { revision: stored.acceptedRevision } : {}),
+    });
   }
 
   let applied: Applied;
   crashPoint(`host.${kind}.beforeCommit`);
   try {
-    applied = applyWorkerMessage(ctx, worker, message);
+    applied = applyWorkerMessage(ctx, worker, message, {
+      expectedRevision: message.expectedRevision,
+      receipt: {
+        requestId,
+        clientId: worker.workerEpoch,
+        operation: kind,
+        requestFingerprint,
+        receipt: { kind },
+      },
+    });
   } catch (error) {
     if (error instanceof ClaimLostError) {
       worker.claimReleased = true;
@@ -134,38 +146,10 @@ function answer(
     ...(applied.facts ? { facts: applied.facts } : {}),
   });
   receipts.set(messageId, reply);
-  if (applied.durable) storeReceipt(ctx, worker, message, reply);
   if (kind === "worker.ready") hooks.onReady(worker);
   if (kind === "node.started") hooks.onAttemptStarted(worker);
   if (applied.closedAttempt) hooks.onAttemptClosed(worker);
   return reply;
-}
-
-/**
- * Durable receipt of an accepted state-changing message. Written right after the change (the
- * state layer has no receipt argument on worker transitions yet): a crash in between loses only
- * the receipt of a message whose sender is gone with the channel.
- */
-function storeReceipt(
-  ctx: HostContext,
-  worker: ActiveWorker,
-  message: WorkerMessage,
-  reply: WorkerReply,
-): void {
-  try {
-    recordHostCommand(ctx.store, {
-      requestId: `worker:${message.messageId}`,
-      clientId: worker.workerEpoch,
-      operation: message.kind,
-      requestFingerprint: fingerprint(message as never),
-      receipt: { outcome: reply.outcome, revision: reply.revision ?? null },
-    }, { runId: worker.runId, revision: reply.revision ?? null });
-  } catch (error) {
-    ctx.log("worker.receipt_failed", {
-      kind: message.kind,
-      error: error instanceof Error ? error.name : "unknown",
-    });
-  }
 }
 
 function rejected(messageId: string, code: string, message: string): WorkerReply {

@@ -10,8 +10,8 @@ import {
   type ProtectedTx,
   protectedWrite,
   releaseLeaseInTx,
-  type WorkerWriteOptions,
   workerTarget as target,
+  type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { execute, queryOne, type StateStore } from "../store.ts";
@@ -118,19 +118,22 @@ export function recordNodeUpdate(
   const runId = claimRunId(claim);
   const data = encodeValue("node update", opts.data);
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
-    const nodeId = requireRunningAttempt(tx, opts.attemptId, "update a node of");
-    execute(
+    expectState(tx.run, "update a node of", isLive);
+    // The attempt check rides on the upsert; only a miss pays for the detailed lookup.
+    const changed = execute(
       store,
       "INSERT INTO node_updates (run_id, type, key, attempt_id, data_json, count, updated_at) " +
-        "VALUES (:runId, :type, :key, :attemptId, :data, 1, :now) ON CONFLICT (run_id, type, key) " +
-        "DO UPDATE SET attempt_id = :attemptId, data_json = :data, count = count + 1, " +
-        "updated_at = :now",
+        "SELECT :runId, :type, :key, attempt_id, :data, 1, :now FROM node_attempts WHERE " +
+        "attempt_id = :attemptId AND run_id = :runId AND state = 'running' " +
+        "ON CONFLICT (run_id, type, key) DO UPDATE SET attempt_id = :attemptId, " +
+        "data_json = :data, count = count + 1, updated_at = :now",
       { runId, type: opts.type, key: opts.key, attemptId: opts.attemptId, data, now: tx.now },
     );
+    if (changed !== 1) requireRunningAttempt(tx, opts.attemptId, "update a node of");
     return {
       type: "node.update",
       payload: { attemptId: opts.attemptId, type: opts.type, key: opts.key },
-      summary: { state: "running", nodeId, update: opts.type },
+      summary: { state: "running", attemptId: opts.attemptId, update: opts.type },
       result: undefined,
     };
   });

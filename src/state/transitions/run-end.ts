@@ -11,8 +11,8 @@ import {
   type ProtectedTx,
   protectedWrite,
   releaseLeaseInTx,
-  type WorkerWriteOptions,
   workerTarget as target,
+  type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { execute, type StateStore } from "../store.ts";

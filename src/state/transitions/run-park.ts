@@ -9,8 +9,8 @@ import {
   claimRunId,
   protectedWrite,
   releaseLeaseInTx,
-  type WorkerWriteOptions,
   workerTarget as target,
+  type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";

@@ -214,8 +214,9 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
   if (e.code === "ERR_INVALID_TYPESCRIPT_SYNTAX" || e.name === "SyntaxError") {
     return new WorkflowLoadError("syntaxError", `Syntax error in ${where}: ${detail}`, where);
   }
-  if (error instanceof WorkflowDefinitionError) {
-    return new WorkflowLoadError(error.code, `${error.message} (${where})`, where);
+  // By name, not class: a definition error may come from another copy of this module.
+  if (e.name === "WorkflowDefinitionError" && typeof e.code === "string") {
+    return new WorkflowLoadError(e.code, `${detail} (${where})`, where);
   }
   if (e.code === "ERR_MODULE_NOT_FOUND" || e.code === "ERR_UNSUPPORTED_DIR_IMPORT") {
     return new WorkflowLoadError(

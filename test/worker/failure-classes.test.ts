@@ -1,0 +1,145 @@
+/**
+ * Each failure class of the spec is produced by its own cause, and by nothing else: after each
+ * scenario the failure-class codes found anywhere in the run's durable record (run error,
+ * blocked reason, attempt errors, worker epoch outcomes) are exactly the expected one.
+ */
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FAILURE_CLASSES } from "../../src/protocol/failures.ts";
+import { existsSync, writeFileSync } from "node:fs";
+import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
+import { queryAll } from "../../src/state/store.ts";
+import { createHarness, type Harness, isTerminal } from "./harness.ts";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const ROGUE = join(import.meta.dirname, "fixtures", "rogue-worker.ts");
+
+/** Epoch outcomes that name a failure class. */
+const EPOCH_CLASS: Record<string, string> = {
+  crashed: "workerCrashed",
+  timedOut: "workerTimedOut",
+  claimLost: "claimLost",
+};
+
+/** Failure classes in the run's own record: run error, blocked reason, attempt errors. */
+function runClasses(h: Harness, runId: string): string[] {
+  const run = h.run(runId);
+  const codes = new Set<string>();
+  if (run.error) codes.add(run.error.code);
+  if (run.blockedReason === "workflowSourceChanged") codes.add("sourceChanged");
+  if (run.blockedReason === "effectAmbiguous") codes.add("effectAmbiguous");
+  for (const a of queryAll<{ error_code: string | null }>(
+    h.store,
+    "SELECT error_code FROM node_attempts WHERE run_id = :runId",
+    { runId },
+  )) if (a.error_code) codes.add(a.error_code);
+  return [...codes].filter((c) => (FAILURE_CLASSES as readonly string[]).includes(c)).sort();
+}
+
+/** Failure classes named by the run's worker epoch outcomes. */
+function epochClasses(h: Harness, runId: string): string[] {
+  const codes = new Set<string>();
+  for (const w of queryAll<{ status: string }>(
+    h.store,
+    "SELECT status FROM run_workers WHERE run_id = :runId",
+    { runId },
+  )) if (EPOCH_CLASS[w.status]) codes.add(EPOCH_CLASS[w.status]);
+  return [...codes].sort();
+}
+
+const workflow = (name: string, node: string, effect = "compute") => `
+import { action, compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: ${JSON.stringify(name)},
+  startAt: "a",
+  nodes: { a: ${effect}({ run: ${node} }) },
+  edges: [],
+});
+`;
+
+describe("failure classification", () => {
+  it("workerCrashed: a worker that dies without a terminal message, bounded retries", async () => {
+    h = await createHarness({}, { maxCrashes: 2 });
+    const runId = await h.startRun(
+      h.writeWorkflow("crash.workflow.ts", workflow("crash", `() => process.kill(process.pid, "SIGKILL")`)),
+    );
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("workerCrashed");
+    expect(runClasses(h, runId)).toEqual(["workerCrashed"]);
+    expect(epochClasses(h, runId)).toEqual(["workerCrashed"]);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("nodeFailed: workflow code throws", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(
+      h.writeWorkflow("fail.workflow.ts", workflow("fail", `() => { throw new Error("no") }`)),
+    );
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(runClasses(h, runId)).toEqual(["nodeFailed"]);
+    expect(epochClasses(h, runId)).toEqual([]);
+  });
+
+  it("effectAmbiguous: a worker dies inside an external action", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(h.writeWorkflow(
+      "act.workflow.ts",
+      workflow("act", `() => process.kill(process.pid, "SIGKILL")`, "action"),
+    ));
+    const run = await h.waitForRun(runId, (r) => r.blockedReason !== null);
+    expect([run.state, run.queueState, run.blockedReason]).toEqual([
+      "running",
+      "parked",
+      "effectAmbiguous",
+    ]);
+    // The run records the ambiguity (not a failure); the epoch records the crash that caused it.
+    expect(runClasses(h, runId)).toEqual(["effectAmbiguous"]);
+    expect(epochClasses(h, runId)).toEqual(["workerCrashed"]);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("sourceChanged: the file changed after the run was recorded; new code never runs", async () => {
+    h = await createHarness();
+    const marker = join(h.root, "ran.txt");
+    const path = h.writeWorkflow("src.workflow.ts", workflow("src", `() => ({ v: 1 })`));
+    const resolved = await h.supervision.resolve({ workflow: path, input: {}, cwd: h.projectDir });
+    expect(resolved.ok).toBe(true);
+    writeFileSync(
+      path,
+      `import { existsSync, writeFileSync } from "node:fs";
+import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\n` +
+        workflow("src", `() => { writeFileSync(${JSON.stringify(marker)}, "x"); return {}; }`),
+    );
+    const runId = h.enqueueResolved(path, resolved);
+    const run = await h.waitForRun(runId, (r) => r.blockedReason !== null);
+    expect(run.blockedReason).toBe("workflowSourceChanged");
+    expect(runClasses(h, runId)).toEqual(["sourceChanged"]);
+    expect(epochClasses(h, runId)).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+    // The scheduler never picks it again until an explicit resume.
+    expect(nextLaunchableRuns(h.store, 100).map((r) => r.runId)).not.toContain(runId);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("protocolRejected: a worker that sends a malformed payload is refused and stopped", async () => {
+    h = await createHarness({}, {
+      maxCrashes: 1,
+      workerCommand: (args) =>
+        args.includes("--resolve")
+          ? { command: process.execPath, args: [join(import.meta.dirname, "fixtures", "worker-entry.ts"), "--resolve"] }
+          : { command: process.execPath, args: [ROGUE] },
+    });
+    const runId = await h.startRun(h.writeWorkflow("p.workflow.ts", workflow("p", `() => ({})`)));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("protocolRejected");
+    expect(runClasses(h, runId)).toEqual(["protocolRejected"]);
+  });
+});
