@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { createHash } from "node:crypto";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
@@ -34,9 +34,40 @@ export async function bundleCli(): Promise<string> {
         "const require = __piwCreateRequire(import.meta.url);",
     },
     define: { "process.env.PI_WORKFLOWS_BUNDLED": '"1"' },
+    plugins: [embedTextAssets()],
     logLevel: "warning",
   });
+  const leftover = readFileSync(bundle, "utf8").match(TEXT_ASSET_READ);
+  if (leftover) {
+    throw new Error(`Bundling failed: a module still reads a file beside itself: ${leftover[0]}`);
+  }
   return bundle;
+}
+
+/**
+ * Source modules read text files that sit beside them (`schema.sql`) with
+ * `readFileSync(new URL("./x", import.meta.url), "utf8")`. In the bundle `import.meta.url` is the
+ * bundle (or the binary), where no such file exists, so the build replaces each such read with
+ * the file's text as a string literal.
+ */
+const TEXT_ASSET_READ =
+  /readFileSync\(\s*new URL\(\s*"(\.{1,2}\/[^"]+)"\s*,\s*import\.meta\.url\s*\)\s*,\s*"utf8"\s*,?\s*\)/g;
+
+function embedTextAssets(): Plugin {
+  return {
+    name: "embed-text-assets",
+    setup(pluginBuild) {
+      pluginBuild.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => {
+        const source = readFileSync(args.path, "utf8");
+        if (!source.includes("import.meta.url")) return undefined;
+        const contents = source.replace(TEXT_ASSET_READ, (_match, relative: string) => {
+          const asset = resolve(dirname(args.path), relative);
+          return JSON.stringify(readFileSync(asset, "utf8"));
+        });
+        return contents === source ? undefined : { contents, loader: "ts" };
+      });
+    },
+  };
 }
 
 /** Copies the running Node binary, stripped of symbols when `strip` is available. */

@@ -65,7 +65,7 @@ function finalCode(run: RunSummary): number | null {
     default:
       if (run.paused) return EXIT.runNeedsAttention;
       // A blocked run is parked with a reason; it does not move until someone resumes it.
-      if ((run as { blockedReason?: string | null }).blockedReason) return EXIT.runNeedsAttention;
+      if (run.blockedReason) return EXIT.runNeedsAttention;
       return null;
   }
 }
@@ -81,7 +81,9 @@ function printResult(io: CliIo, run: RunSummary): void {
       return;
     default:
       if (run.state === "queued" || run.state === "running") {
-        io.out(`Run stopped moving: ${run.runId} is paused or blocked; resume it with 'pi-workflows resume ${run.runId}'`);
+        io.out(
+          `Run stopped moving: ${run.runId} is paused or blocked; resume it with 'pi-workflows resume ${run.runId}'`,
+        );
         return;
       }
       io.out(`Run ${run.state}: ${run.runId}${run.error ? `: ${run.error.message}` : ""}`);

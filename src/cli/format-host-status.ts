@@ -3,6 +3,7 @@
  * person, session, path or payload (the receipt carries nothing else to print).
  */
 import type { HostStatusReceipt } from "../protocol/host-operations.ts";
+import type { StoppedHostStatus } from "./stopped-host-status.ts";
 
 export function formatHostStatus(status: HostStatusReceipt): string {
   return [
@@ -16,10 +17,20 @@ export function formatHostStatus(status: HostStatusReceipt): string {
   ].join("\n");
 }
 
-/** What `host status` prints when no host answers: the socket is the only thing to report. */
-export function formatHostStopped(lastEpoch: number | null): string {
-  return [
-    `host: stopped${lastEpoch === null ? "" : ` (last epoch ${lastEpoch})`}`,
+/** What `host status` prints when no host answers (counts from the read-only database). */
+export function formatHostStopped(status: StoppedHostStatus): string {
+  const lines = [
+    `host: stopped${status.epoch === null ? "" : ` (last epoch ${status.epoch})`}`,
     "socket: unavailable",
-  ].join("\n");
+  ];
+  if (status.runs) {
+    lines.push(
+      `recorded active workers: ${status.activeWorkers}`,
+      `runs: ${status.runs.queued} queued, ${status.runs.running} running, ${status.runs.parked} parked, ${status.runs.waiting} waiting`,
+      `expired claims: ${status.expiredClaims}`,
+      `pending interactions: ${status.pendingInteractions}`,
+      `ambiguous effects: ${status.ambiguousEffects}`,
+    );
+  }
+  return lines.join("\n");
 }

@@ -5,7 +5,11 @@ import type { AttemptSummary, RunEvent, RunSummary } from "../protocol/run-opera
 const MAX_VALUE_CHARS = 2000;
 
 export function formatRunHeadline(run: RunSummary): string {
-  const flags = [run.paused ? "paused" : ""].filter(Boolean);
+  const flags = [
+    run.paused ? "paused" : "",
+    run.blockedReason ? `blocked: ${run.blockedReason}` : "",
+  ]
+    .filter(Boolean);
   const title = run.title ? ` — ${run.title}` : "";
   return `${run.runId}  ${run.workflowName}${title}  ${run.state}${
     flags.length ? ` (${flags.join(", ")})` : ""
@@ -16,7 +20,9 @@ export function formatRun(run: RunSummary, attempts: readonly AttemptSummary[] =
   const lines = [
     `run ${run.runId}`,
     `workflow: ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`,
-    `state: ${run.state} (queue ${run.queueState})${run.paused ? ", paused" : ""}`,
+    `state: ${run.state} (queue ${run.queueState})${run.paused ? ", paused" : ""}${
+      run.blockedReason ? `, blocked: ${run.blockedReason}` : ""
+    }`,
     `revision: ${run.revision}`,
     `mode: ${run.executionMode}`,
     `created: ${new Date(run.createdAt).toISOString()}`,
@@ -46,7 +52,9 @@ function formatAttempt(attempt: AttemptSummary): string {
     ? ` ${Math.max(0, attempt.finishedAt - attempt.startedAt)} ms`
     : "";
   const error = attempt.error ? `: ${attempt.error.message}` : "";
-  return `${ATTEMPT_MARKS[attempt.state]} ${attempt.nodeId} (${attempt.nodeKind}, ${attempt.state}${took})${error}`;
+  return `${
+    ATTEMPT_MARKS[attempt.state]
+  } ${attempt.nodeId} (${attempt.nodeKind}, ${attempt.state}${took})${error}`;
 }
 
 export function formatRunList(runs: readonly RunSummary[]): string {

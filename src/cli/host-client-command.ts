@@ -26,7 +26,7 @@ export async function runHostClientCommand(
   const socketPath = hostSocketPath(stateDir);
   switch (command.action) {
     case "status":
-      return await hostStatusCommand(socketPath, command.json, io);
+      return await hostStatusCommand(stateDir, socketPath, command.json, io);
     case "stop":
       return await hostStopCommand(socketPath, command.json, io);
     default:
@@ -57,11 +57,18 @@ async function readStatus(
   }
 }
 
-async function hostStatusCommand(socketPath: string, json: boolean, io: CliIo): Promise<number> {
+async function hostStatusCommand(
+  stateDir: string,
+  socketPath: string,
+  json: boolean,
+  io: CliIo,
+): Promise<number> {
   const found = await readStatus(socketPath);
   if (!found) {
-    if (json) printJson(io, { state: "stopped", socket: "unavailable" });
-    else io.out(formatHostStopped(null));
+    const { readStoppedHostStatus } = await import("./stopped-host-status.ts");
+    const stopped = readStoppedHostStatus(stateDir);
+    if (json) printJson(io, stopped);
+    else io.out(formatHostStopped(stopped));
     return EXIT.hostUnavailable;
   }
   found.connection.close();
@@ -130,5 +137,7 @@ async function hostStartCommand(
 
 function report(io: CliIo, json: boolean, epoch: number, alreadyRunning: boolean): void {
   if (json) printJson(io, { started: !alreadyRunning, alreadyRunning, epoch });
-  else io.out(alreadyRunning ? `Host already running (epoch ${epoch})` : `Host started (epoch ${epoch})`);
+  else {io.out(
+      alreadyRunning ? `Host already running (epoch ${epoch})` : `Host started (epoch ${epoch})`,
+    );}
 }

@@ -27,13 +27,17 @@ export async function runHostCommand(
 async function hostRun(io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const reason = await runHost({ env, handleSignals: true });
-    const code = reason === "claimLost" ? EXIT.failure : EXIT.ok;
+    if (reason === "claimLost") {
+      // The listening socket was left open on purpose (see SocketServer.close): exit now.
+      process.exit(EXIT.failure);
+    }
     // The host closed everything it owns; a handle left by a bug must not keep the process up.
-    setTimeout(() => process.exit(code), 2000).unref();
-    return code;
+    setTimeout(() => process.exit(EXIT.ok), 2000).unref();
+    return EXIT.ok;
   } catch (error) {
-    io.err(oneLineError(error));
+    const message = oneLineError(error);
+    io.err(message);
     if (error instanceof HostStartError && error.code === "alreadyRunning") return EXIT.refused;
-    return EXIT.failure;
+    return /^Invalid PI_WORKFLOWS_/.test(message) ? EXIT.usage : EXIT.failure;
   }
 }

@@ -3,6 +3,7 @@
  * run`) and the internal `worker` mode the host spawns. Heavy modules load lazily so `--version`
  * and `--help` stay fast.
  */
+import "./quiet-warnings.ts";
 import { runCli } from "./run-cli.ts";
 
 runCli(process.argv.slice(2)).then((code) => {

@@ -60,7 +60,11 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "status": {
       const parsed = parse("status", rest, JSON_FLAG, 1, 1);
       if (parsed.help) return { kind: "help", topic: "status" };
-      return { kind: "status", runId: runIdArg("status", parsed.positionals[0]), json: flag(parsed, "json") };
+      return {
+        kind: "status",
+        runId: runIdArg("status", parsed.positionals[0]),
+        json: flag(parsed, "json"),
+      };
     }
     case "list": {
       const parsed = parse("list", rest, { ...JSON_FLAG, all: { type: "boolean" } }, 0, 0);
@@ -187,7 +191,9 @@ function parse(
   }
   if (count > maxPositionals) {
     throw new UsageError(
-      `Unexpected argument '${result.positionals[maxPositionals]}' for '${command}': run 'pi-workflows ${command} --help'`,
+      `Unexpected argument '${
+        result.positionals[maxPositionals]
+      }' for '${command}': run 'pi-workflows ${command} --help'`,
     );
   }
   return { help, values, positionals: result.positionals };
@@ -215,7 +221,7 @@ function runIdArg(command: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") {
     throw new UsageError(`Missing run id for '${command}': see 'pi-workflows list'`);
   }
-  if (value.length > MAX_RUN_ID_LENGTH || /[\s\x00-\x1f]/.test(value)) {
+  if (value.length > MAX_RUN_ID_LENGTH || !/^[\x21-\x7e]+$/.test(value)) {
     throw new UsageError(`Invalid run id for '${command}': see 'pi-workflows list'`);
   }
   return value;

@@ -90,7 +90,9 @@ async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResp
       "Host unavailable: the host is stopping; retry and a new host will start",
     );
   }
-  const handler = SERVED_OPERATIONS.has(request.operation) ? HANDLERS[request.operation] : undefined;
+  const handler = SERVED_OPERATIONS.has(request.operation)
+    ? HANDLERS[request.operation]
+    : undefined;
   if (!handler) {
     return fail(
       "rejected",

@@ -9,11 +9,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
-import {
-  failureResponse,
-  HOST_ERROR_CODES,
-  type HostResponse,
-} from "../protocol/host-response.ts";
+import { failureResponse, HOST_ERROR_CODES, type HostResponse } from "../protocol/host-response.ts";
 import { RequestConflictError } from "../state/errors.ts";
 import {
   type CommandReceiptInput,
@@ -30,7 +26,10 @@ export type ReceiptedCommand = (
   receipt: CommandReceiptInput,
 ) => Promise<HostResponse> | HostResponse;
 
-const inFlight = new WeakMap<HostRuntime, Map<string, { fingerprint: string; answer: Promise<HostResponse> }>>();
+const inFlight = new WeakMap<
+  HostRuntime,
+  Map<string, { fingerprint: string; answer: Promise<HostResponse> }>
+>();
 
 export function withReceipt(
   rt: HostRuntime,
@@ -69,8 +68,7 @@ export function withReceipt(
             hostEpoch: rt.epoch,
             outcome: "conflict",
             code: HOST_ERROR_CODES.requestIdReused,
-            message:
-              "Idempotency key reused with another payload: use a new key for a new command",
+            message: "Idempotency key reused with another payload: use a new key for a new command",
           }),
       );
     }

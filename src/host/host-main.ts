@@ -12,20 +12,40 @@
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { systemClock, type Clock, type IdSource, randomIds } from "../state/clock.ts";
-import { acquireHostClaim, type HostClaim, HostClaimHeldError, releaseHostClaim, renewHostClaim } from "../state/host-claim.ts";
+import { type Clock, type IdSource, randomIds, systemClock } from "../state/clock.ts";
+import {
+  acquireHostClaim,
+  type HostClaim,
+  HostClaimHeldError,
+  releaseHostClaim,
+  renewHostClaim,
+} from "../state/host-claim.ts";
 import { ClaimLostError } from "../state/errors.ts";
-import { closeStateStore, ensureStateDir, openStateStore, resolveStateDir } from "../state/store.ts";
+import {
+  closeStateStore,
+  ensureStateDir,
+  openStateStore,
+  resolveStateDir,
+} from "../state/store.ts";
 import { VERSION } from "../cli/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import type { Supervision } from "./supervision/api.ts";
-import { createCommandHandler, frameRejectedResponse, responseFailedResponse } from "./command-dispatch.ts";
+import {
+  createCommandHandler,
+  frameRejectedResponse,
+  responseFailedResponse,
+} from "./command-dispatch.ts";
 import { createHostLog } from "./host-log.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
 import { createIdleTracker, idleCheckIntervalMs } from "./idle-tracker.ts";
 import { openReadyChannel } from "./ready-handshake.ts";
-import { listenUserOnly, probeSocket, removeOwnSocket, type SocketIdentity } from "./socket-listener.ts";
+import {
+  listenUserOnly,
+  probeSocket,
+  removeOwnSocket,
+  type SocketIdentity,
+} from "./socket-listener.ts";
 import { createSocketServer, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
 
@@ -61,8 +81,10 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
     return await host.stopped;
   } catch (error) {
     const code = error instanceof HostStartError ? error.code : "startFailed";
-    ready.send({ ready: false, code, message: oneLine(error) });
-    throw error instanceof HostStartError ? error : new HostStartError("startFailed", oneLine(error));
+    ready.send({ ready: false, code, message: oneLine(error).slice(0, 4000) });
+    throw error instanceof HostStartError
+      ? error
+      : new HostStartError("startFailed", oneLine(error));
   }
 }
 
@@ -88,7 +110,11 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
 
   let claim: HostClaim;
   try {
-    claim = acquireHostClaim(store, { ownerId, token: ids.token(), ttlMs: hostOptions.hostClaimTtlMs });
+    claim = acquireHostClaim(store, {
+      ownerId,
+      token: ids.token(),
+      ttlMs: hostOptions.hostClaimTtlMs,
+    });
   } catch (error) {
     closeStateStore(store);
     if (error instanceof HostClaimHeldError) {
@@ -118,7 +144,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       log("host.stopping", { epoch: claim.epoch, reason });
       for (const timer of timers) clearInterval(timer);
       listening = false;
-      await socketServer?.close().catch(() => {});
+      await socketServer?.close({ abandon: claimLost }).catch(() => {});
       await supervision?.shutdown().catch((error) => {
         log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
       });
@@ -166,8 +192,16 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     (clock.now() < claim.expiresAt - hostOptions.hostClaimRenewMs || renew());
 
   if (options.handleSignals) {
-    for (const signal of ["SIGTERM", "SIGINT"] as const) {
-      const handler = () => void stop(signal);
+    // First signal: graceful stop. A second one while stopping: exit now (like a crash, which
+    // the database and the next host's recovery already handle).
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+      const handler = () => {
+        if (stopping) {
+          log("host.forcedExit", { epoch: claim.epoch, signal });
+          process.exit(1);
+        }
+        void stop(signal);
+      };
       signalHandlers.push([signal, handler]);
       process.on(signal, handler);
     }

@@ -12,8 +12,9 @@ import * as v from "valibot";
 import { ensureStateDir } from "../state/store.ts";
 import { HostStartError } from "./host-main.ts";
 import { readHostOptions } from "./host-options.ts";
-import { READY_FD_ENV, type ReadyMessage, ReadyMessageSchema } from "./ready-handshake.ts";
-import { selfCommand, type SelfCommand } from "./self-launch.ts";
+import { type HostReadyMessage, HostReadyMessageSchema } from "../protocol/host-ready.ts";
+import { READY_FD_ENV } from "./ready-handshake.ts";
+import { type SelfCommand, selfCommand } from "./self-launch.ts";
 
 export const HOST_LOG_FILE_NAME = "host.log";
 export const DEFAULT_HOST_START_TIMEOUT_MS = 20_000;
@@ -75,10 +76,10 @@ function readReady(
   pipe: Readable,
   child: ReturnType<typeof spawn>,
   timeoutMs: number,
-): Promise<ReadyMessage> {
+): Promise<HostReadyMessage> {
   return new Promise((resolve, reject) => {
     let text = "";
-    const finish = (error: Error | null, message?: ReadyMessage) => {
+    const finish = (error: Error | null, message?: HostReadyMessage) => {
       clearTimeout(timer);
       pipe.off("data", onData);
       child.off("exit", onExit);
@@ -98,7 +99,7 @@ function readReady(
       } catch {
         parsed = undefined;
       }
-      const result = v.safeParse(ReadyMessageSchema, parsed);
+      const result = v.safeParse(HostReadyMessageSchema, parsed);
       if (!result.success) {
         return finish(new HostStartError("startFailed", "Host start failed: bad ready handshake"));
       }

@@ -5,18 +5,12 @@
  * when it cannot start, then closes it. A host started any other way writes nothing.
  */
 import net from "node:net";
-import * as v from "valibot";
+import type { HostReadyMessage } from "../protocol/host-ready.ts";
 
 export const READY_FD_ENV = "PI_WORKFLOWS_HOST_READY_FD";
 
-export const ReadyMessageSchema = v.union([
-  v.object({ ready: v.literal(true), epoch: v.number(), pid: v.number() }),
-  v.object({ ready: v.literal(false), message: v.string(), code: v.string() }),
-]);
-export type ReadyMessage = v.InferOutput<typeof ReadyMessageSchema>;
-
 export interface ReadyChannel {
-  send(message: ReadyMessage): void;
+  send(message: HostReadyMessage): void;
 }
 
 /** Takes the ready fd from the environment (and removes it, so workers do not inherit it). */

@@ -8,7 +8,7 @@ import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "../state/errors.ts";
-import { listEvents, listRuns, readRun, readRunFacts } from "../state/queries.ts";
+import { listAttempts, listEvents, listRuns, readRun } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 
@@ -19,18 +19,22 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   const runId = request.runId!;
   const view = readRun(rt.store, runId);
   if (!view) throw new NotFoundError("run", runId);
-  const attempts: AttemptSummary[] = readRunFacts(rt.store, runId).attempts.map((a) => ({
-    attemptId: a.attemptId,
-    nodeId: a.nodeId,
-    sequence: a.sequence,
-    nodeKind: a.nodeKind,
-    effect: a.effect,
-    state: a.state,
-    startedAt: a.startedAt,
-    ...(a.finishedAt !== undefined ? { finishedAt: a.finishedAt } : {}),
-    deadlineAt: a.deadlineAt,
-    ...(a.error ? { error: a.error } : {}),
-  }));
+  // The protocol leaves absent fields out where the state layer says null.
+  const attempts: AttemptSummary[] = listAttempts(rt.store, runId).map((a) => {
+    const attempt: AttemptSummary = {
+      attemptId: a.attemptId,
+      nodeId: a.nodeId,
+      sequence: a.sequence,
+      nodeKind: a.nodeKind,
+      effect: a.effect,
+      state: a.state,
+      startedAt: a.startedAt,
+      deadlineAt: a.deadlineAt,
+    };
+    if (a.finishedAt !== null) attempt.finishedAt = a.finishedAt;
+    if (a.error !== null) attempt.error = a.error;
+    return attempt;
+  });
   // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
   // plain status answer small and fast.
   const after = request.payload.eventsAfter;

@@ -36,8 +36,12 @@ export interface SocketServerOptions {
 export interface SocketServer {
   server: net.Server;
   connectionCount(): number;
-  /** Stops taking connections and ends the open ones once their answers are written. */
-  close(): Promise<void>;
+  /**
+   * Stops taking connections and ends the open ones once their answers are written. With
+   * `abandon`, the listening socket is left open (the process is about to exit): closing it would
+   * unlink the socket path, which after a claim loss may already belong to the next host.
+   */
+  close(options?: { abandon?: boolean }): Promise<void>;
 }
 
 export function createSocketServer(options: SocketServerOptions): SocketServer {
@@ -45,7 +49,13 @@ export function createSocketServer(options: SocketServerOptions): SocketServer {
   const partialFrameMs = options.partialFrameMs ?? 10_000;
   const maxConnections = options.maxConnections ?? 128;
   const connections = new Set<Connection>();
-  const server = net.createServer((socket) => {
+  let abandoned = false;
+  // Half-open: a client that ends its side after a request still gets the answer.
+  const server = net.createServer({ allowHalfOpen: false }, (socket) => {
+    if (abandoned) {
+      socket.destroy();
+      return;
+    }
     if (connections.size >= maxConnections) {
       options.log("socket.refused", { reason: "tooManyConnections" });
       socket.destroy();
@@ -60,8 +70,11 @@ export function createSocketServer(options: SocketServerOptions): SocketServer {
   return {
     server,
     connectionCount: () => connections.size,
-    close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    close: async (closeOptions = {}) => {
+      abandoned = true;
+      const closed = closeOptions.abandon
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all([...connections].map((connection) => connection.drainAndClose()));
       await closed;
     },

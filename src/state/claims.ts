@@ -6,7 +6,7 @@
 import { sha256Hex } from "../protocol/canonical-json.ts";
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "./host-commands.ts";
-import { appendHistory, bumpRevision, type JournalEntry } from "./journal.ts";
+import { appendHistory, type JournalEntry } from "./journal.ts";
 import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
 
 export type ClaimOwnerType = "host" | "control";

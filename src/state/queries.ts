@@ -8,6 +8,9 @@ import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { NotFoundError } from "./errors.ts";
 import { queryAll, queryOne, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
+import { readAttemptFacts } from "./attempt-queries.ts";
+
+export { type AttemptSummary, listAttempts } from "./attempt-queries.ts";
 
 interface RunDbRow {
   run_id: string;
@@ -133,25 +136,7 @@ export function readRunFacts(store: StateStore, runId: string): RunFacts {
     )?.parent_run_id ?? null;
   }
   const attempts: AttemptFact[] = [];
-  for (const id of chain) {
-    for (const a of listAttemptRows(store, id)) {
-      attempts.push({
-        attemptId: a.attempt_id,
-        nodeId: a.node_id,
-        sequence: attempts.length + 1,
-        nodeKind: a.node_kind,
-        effect: a.effect,
-        state: a.state,
-        ...(a.output_json !== null ? { output: decodeValue(a.output_json) } : {}),
-        ...(a.error_code !== null
-          ? { error: { code: a.error_code, message: a.error_message ?? "" } }
-          : {}),
-        startedAt: a.started_at,
-        ...(a.finished_at !== null ? { finishedAt: a.finished_at } : {}),
-        deadlineAt: a.deadline_at,
-      });
-    }
-  }
+  for (const id of chain) attempts.push(...readAttemptFacts(store, id, attempts.length + 1));
   const facts: RunFacts = {
     runId,
     workflowName: run.workflow_name,
@@ -171,30 +156,6 @@ export function readRunFacts(store: StateStore, runId: string): RunFacts {
     };
   }
   return facts;
-}
-
-interface AttemptRow {
-  attempt_id: string;
-  node_id: string;
-  node_kind: string;
-  effect: AttemptFact["effect"];
-  state: AttemptFact["state"];
-  output_json: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  started_at: number;
-  finished_at: number | null;
-  deadline_at: number | null;
-}
-
-function listAttemptRows(store: StateStore, runId: string): AttemptRow[] {
-  return queryAll<AttemptRow>(
-    store,
-    "SELECT attempt_id, node_id, node_kind, effect, state, output_json, error_code, " +
-      "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
-      "WHERE run_id = :runId ORDER BY sequence",
-    { runId },
-  );
 }
 
 export interface HostStatusCounts {

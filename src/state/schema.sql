@@ -121,7 +121,8 @@ CREATE TABLE leases (
     (token_hash IS NULL) = (expires_at IS NULL) AND (expires_at IS NULL) = (ttl_ms IS NULL)
   )
 );
-CREATE INDEX leases_held_by_expiry ON leases (expires_at) WHERE token_hash IS NOT NULL;
+-- Held claims (status counts expired ones); keyed so that renewal does not rewrite the index.
+CREATE INDEX leases_held ON leases (resource) WHERE token_hash IS NOT NULL;
 CREATE INDEX leases_by_run ON leases (run_id) WHERE run_id IS NOT NULL;
 
 CREATE TABLE run_bindings (

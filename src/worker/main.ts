@@ -10,10 +10,9 @@
  * the channel closes (the host is gone: nobody could commit anything it proposed).
  */
 import { createWorkerChannel, openHostChannel } from "./channel.ts";
-import { abortActiveNode } from "./node-runner.ts";
-import { ProposalRejected } from "./proposer.ts";
-import { resolveSource } from "./resolve-source.ts";
-import { runWorkerEpoch, WORKER_EXIT } from "./run-worker.ts";
+import { WORKER_EXIT } from "./exit-codes.ts";
+
+export { WORKER_EXIT };
 
 const USAGE = "Usage: pi-workflows worker [--resolve] (internal: started by the workflow host)";
 
@@ -38,22 +37,22 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
     process.stderr.write(`${reason}\n`);
     process.exit(WORKER_EXIT.channelClosed);
   });
-  process.once("SIGTERM", () => {
+  process.once("SIGTERM", async () => {
     // Let the node's own cleanup (e.g. a shell node's process group) run, then leave.
-    abortActiveNode(new DOMException("The worker was stopped by the host", "AbortError"));
     setTimeout(() => process.exit(WORKER_EXIT.failed), 500).unref();
+    const { abortActiveNode } = await import("./node-runner.ts");
+    abortActiveNode(new DOMException("The worker was stopped by the host", "AbortError"));
   });
   try {
+    // Modes load lazily: the run mode says ready before it imports the workflow layer.
     const code = args.includes("--resolve")
-      ? await resolveSource(channel)
-      : await runWorkerEpoch(channel);
+      ? await (await import("./resolve-source.ts")).resolveSource(channel)
+      : await (await import("./run-worker.ts")).runWorkerEpoch(channel);
     finishing = true;
     channel.close();
     return code;
   } catch (error) {
-    const message = error instanceof ProposalRejected || error instanceof Error
-      ? error.message
-      : String(error);
+    const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`Worker failed: ${message.slice(0, 2000)}\n`);
     finishing = true;
     channel.close();

@@ -12,6 +12,8 @@ import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
 
 /** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
 const MAX_PENDING_UPDATES = 64;
+/** While a node runs the worker renews its claim through the host (the host's timer backs it up). */
+const HEARTBEAT_MS = 10_000;
 
 /** Aborts the node that is running now (SIGTERM handler); null between nodes. */
 let abortActive: ((reason: Error) => void) | null = null;
@@ -90,6 +92,16 @@ export async function runNode(
     );
   };
 
+  const heartbeat = setInterval(() => {
+    proposer.propose("worker.progress", { op: "heartbeat" }).catch((error) => {
+      if (error instanceof ClaimLostStop) {
+        lost = error;
+        controller.abort(error);
+      }
+    });
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+
   let result;
   try {
     result = await workflow.execute(step.nodeId, {
@@ -100,6 +112,7 @@ export async function runNode(
     });
   } finally {
     if (timer) clearTimeout(timer);
+    clearInterval(heartbeat);
     abortActive = null;
   }
   if (lost) throw lost;
@@ -114,7 +127,11 @@ export async function runNode(
     deadlineAt,
   };
   if (result.outcome === "waiting") {
-    await proposer.propose("run.parked", { reason: result.kind, request: result.request }, attemptId);
+    await proposer.propose(
+      "run.parked",
+      { reason: result.kind, request: result.request },
+      attemptId,
+    );
     return "parked";
   }
   if (result.outcome === "ok") {

@@ -58,7 +58,9 @@ export function createProposer(channel: WorkerChannel, header: LaunchHeader): Pr
     attemptId: string | undefined,
   ): Promise<HostVerdict> => {
     const payload: Record<string, JsonValue> = {};
-    for (const [key, value] of Object.entries(fields)) if (value !== undefined) payload[key] = value;
+    for (const [key, value] of Object.entries(fields)) {
+      if (value !== undefined) payload[key] = value;
+    }
     const message: Record<string, unknown> = {
       ...header,
       kind,

@@ -16,7 +16,6 @@ import {
 } from "../workflows/sources/workflow-input.ts";
 import type { WorkerChannel } from "./channel.ts";
 
-
 export async function resolveSource(channel: WorkerChannel): Promise<number> {
   const request = parseResolveRequest(await channel.firstFrame());
   let result: ResolveResult;

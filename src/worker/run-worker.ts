@@ -1,8 +1,8 @@
 /**
- * One worker epoch of one run. The host sends the launch envelope; the worker checks the saved
- * source identity before it loads any workflow module, loads, re-checks the complete mounted map,
- * says `worker.ready` (the reply carries the run's committed facts) and then walks the engine's
- * step machine, proposing each durable boundary to the host:
+ * One worker epoch of one run. The host sends the launch envelope; the worker says
+ * `worker.ready` (the reply carries the run's committed facts), checks the saved source identity
+ * before it imports any workflow module, loads, re-checks the complete mounted map, and then
+ * walks the engine's step machine, proposing each durable boundary to the host:
  *
  *   decideNext -> node.started (resolved deadline) -> executeNode -> node.update* ->
  *   node.finished | node.failed | run.parked (checkpoint, human decision) ; ... ; run.finished
@@ -12,19 +12,10 @@
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerChannel } from "./channel.ts";
+import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
-import { runNode } from "./node-runner.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
-import { checkSourceBeforeLoad, loadRunWorkflow, type RunWorkflow } from "./workflow-port.ts";
-
-/** Exit codes of `pi-workflows worker`. The host reads them only as diagnostics. */
-export const WORKER_EXIT = {
-  done: 0,
-  failed: 1,
-  usage: 2,
-  claimLost: 3,
-  channelClosed: 4,
-} as const;
+import type { RunWorkflow } from "./workflow-port.ts";
 
 export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
   const launch = parseLaunch(await channel.firstFrame());
@@ -34,37 +25,50 @@ export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
     generation: launch.generation,
     workerEpoch: launch.workerEpoch,
   });
+  let reason: ExitReason;
   try {
-    return await drive(launch, proposer);
+    reason = await drive(launch, proposer);
   } catch (error) {
+    // Another owner holds the run: leave without another word.
     if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
     throw error;
   }
+  // Diagnostic only; the durable end was already committed.
+  await proposer.propose("worker.exiting", { reason }).catch(() => {});
+  return WORKER_EXIT.done;
 }
 
-async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<number> {
-  // Changed code never executes: hashes are compared before any import.
-  const before = await checkSourceBeforeLoad(launch);
+type ExitReason = "finished" | "parked" | "sourceChanged";
+
+async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReason> {
+  // Ready first: the workflow layer is loaded only after, so the host sees a live worker within
+  // a bare runtime start-up (it keeps a deadline on the first boundary that follows).
+  const ready = await proposer.propose("worker.ready", { pid: process.pid });
+  const port = await import("./workflow-port.ts");
+  // Changed code never executes: hashes are compared before any workflow module is imported.
+  let sourceProblem = port.checkSourceBeforeLoad(launch);
   let workflow: RunWorkflow | null = null;
-  let sourceProblem = before;
   if (sourceProblem === null) {
-    const loaded = await loadRunWorkflow(launch);
+    const loaded = await port.loadRunWorkflow(launch);
     if (loaded.ok) workflow = loaded.workflow;
     else sourceProblem = loaded.problem;
   }
-  const ready = await proposer.propose("worker.ready", { pid: process.pid });
   if (sourceProblem !== null) {
     await proposer.propose("run.parked", {
       reason: sourceProblem.reason,
       detail: sourceProblem.detail,
     });
-    return WORKER_EXIT.done;
+    return "sourceChanged";
   }
   if (!ready.facts) throw new Error("Worker not started: the ready reply carried no run facts");
   return await walk(workflow!, ready.facts, proposer);
 }
 
-async function walk(workflow: RunWorkflow, initial: RunFacts, proposer: Proposer) {
+async function walk(
+  workflow: RunWorkflow,
+  initial: RunFacts,
+  proposer: Proposer,
+): Promise<ExitReason> {
   const facts: RunFacts = { ...initial, attempts: [...initial.attempts] };
   for (;;) {
     const step = workflow.decideNext(facts);
@@ -74,25 +78,32 @@ async function walk(workflow: RunWorkflow, initial: RunFacts, proposer: Proposer
         output: step.output,
         presentationPrompt: step.presentationPrompt ?? undefined,
       });
-      return WORKER_EXIT.done;
+      return "finished";
     }
     if (step.kind === "fail") {
-      await proposer.propose("run.finished", { state: step.outcome, error: step.error });
-      return WORKER_EXIT.done;
+      // `cancelled` never routes and never ends a run from a worker: report it as a failure.
+      const state = step.outcome === "timed_out" ? "timed_out" : "failed";
+      await proposer.propose("run.finished", { state, error: step.error });
+      return "finished";
     }
     if (step.kind === "blocked") {
       await proposer.propose("run.parked", {
         reason: "effectAmbiguous",
         detail: step.error.message.slice(0, 1000),
       });
-      return WORKER_EXIT.done;
+      return "parked";
     }
     if (step.kind === "wait") {
       // The host launches no waiting run; reaching here means the facts and the run disagree.
       throw new Error(`Worker stopped: node ${step.nodeId} is waiting for an answer`);
     }
-    const attempt = await runNode(workflow, step, facts, proposer);
-    if (attempt === "parked") return WORKER_EXIT.done;
+    const attempt = await (await import("./node-runner.ts")).runNode(
+      workflow,
+      step,
+      facts,
+      proposer,
+    );
+    if (attempt === "parked") return "parked";
     facts.attempts.push(attempt);
   }
 }

@@ -37,6 +37,11 @@ export interface CompiledNode {
   scope: CompiledScope;
   /** Set when this node is an exit of its (included) scope. */
   exitName: string | null;
+  /**
+   * A declared managed effect (action and shell nodes): an interrupted attempt may run again
+   * because reserving the effect adopts a stored receipt instead of applying it twice.
+   */
+  managedEffect: { type: string; contract: "idempotencyKey" | "readBack" } | null;
 }
 
 export type CompiledEdge =
@@ -149,6 +154,12 @@ function buildScope(
       node,
       scope,
       exitName: null,
+      managedEffect: (node.kind === "action" || node.kind === "shell") && node.effect
+        ? {
+          type: node.effect.type ?? node.kind,
+          contract: node.effect.observe ? "readBack" : "idempotencyKey",
+        }
+        : null,
     });
   }
   for (const [name, spec] of Object.entries(def.includes ?? {})) {

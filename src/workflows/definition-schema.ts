@@ -27,6 +27,13 @@ const common = {
   timeoutMs: timeout,
   statusDetail: v.optional(v.pipe(v.string(), v.maxLength(200))),
 };
+const managedEffect = v.optional(v.strictObject({
+  type: v.optional(
+    v.pipe(v.string(), v.regex(/^[a-z][a-z0-9.-]{0,63}$/, "expected a lowercase effect type")),
+  ),
+  key: fn,
+  observe: v.optional(fn),
+}));
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 
 const textInput = v.object({
@@ -53,7 +60,7 @@ const nodeSchema = v.variant("kind", [
   }),
   v.object({ kind: v.literal("assistantMessage"), prompt: text, ...common }),
   v.object({ kind: v.literal("compute"), run: fn, ...common }),
-  v.object({ kind: v.literal("action"), run: fn, ...common }),
+  v.object({ kind: v.literal("action"), run: fn, effect: managedEffect, ...common }),
   v.object({
     kind: v.literal("shell"),
     exec: fn,
@@ -62,6 +69,7 @@ const nodeSchema = v.variant("kind", [
       streams: v.optional(v.array(v.picklist(["stdout", "stderr"]))),
       parseLine: fn,
     })),
+    effect: managedEffect,
     ...common,
   }),
   v.object({

@@ -35,8 +35,10 @@
  *
  * Rules decided here: `maxSteps` counts attempts across continuations, ignoring `interrupted`
  * ones (a `running` attempt at decide time counts as interrupted); an interrupted `pure` node
- * runs again, an interrupted `external` node blocks the run unless `facts.approvedRetry` names
- * that attempt (an operator reviewed it and resumed); failures route only through
+ * runs again, and so does an external node that declares a managed `effect` (with an
+ * `EffectPort` in `executeNode` its reservation adopts a stored receipt); any other interrupted
+ * `external` node blocks the run unless `facts.approvedRetry` names that attempt (an operator
+ * reviewed it and resumed); failures route only through
  * `$result.*` switches; `cancelled` never routes; a missing switch case fails the run with
  * `routingError`; a node with no out-edge completes the run with its output; a `waiting`
  * attempt answered by `facts.resumeAnswer` (or a committed `answer`) counts as `ok` with the
@@ -53,6 +55,7 @@ export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 export { compileWorkflow } from "./compile.ts";
 export { acceptAgentSubmission, executeNode, prepareAgentStep } from "./execute-node.ts";
 export type { ExecuteContext, NodeResult } from "./execute-node.ts";
+export type { EffectPort, EffectReservation } from "./managed-effect.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 
 export type NextStep =
@@ -95,7 +98,11 @@ export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
     );
   }
   if (last.state === "running" || last.state === "interrupted") {
-    if (last.effect === "pure" || facts.approvedRetry?.attemptId === last.attemptId) {
+    // A managed effect is safe to repeat: its reservation adopts a stored receipt.
+    if (
+      last.effect === "pure" || node.managedEffect !== null ||
+      facts.approvedRetry?.attemptId === last.attemptId
+    ) {
       return start(wf, view, last.nodeId);
     }
     return {

@@ -11,6 +11,7 @@ import { acceptForKind } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
+import type { EffectPort } from "./managed-effect.ts";
 import { scopeContext, viewFacts } from "./facts-view.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import { toJson } from "./json-value.ts";
@@ -34,6 +35,11 @@ export interface ExecuteContext {
   /** Receives updates that passed the type/key/data limits and the rate limit. */
   publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
   agent: AgentStepExecutor;
+  /**
+   * Reserves and settles managed effects (`effect.reserve` / `effect.settle`). Without it,
+   * nodes that declare an `effect` run unmanaged.
+   */
+  effects?: EffectPort;
   /** Drives the update rate limit; default the system clock. */
   clock?: Clock;
 }
@@ -61,6 +67,7 @@ export async function executeNode(
       runId: exec.facts.runId,
       workflowName: wf.name,
       accept: (raw) => acceptOutput(wf, node, ctx, raw),
+      effects: exec.effects,
     });
     const result = await Promise.race([work, aborted]);
     if (result.outcome !== "ok") return result;

@@ -23,6 +23,7 @@ export {
 export type { DiscoveredWorkflow, SourceDirs, WorkflowRef } from "./sources/discovery.ts";
 export {
   compareMountedSources,
+  compareSourceIdentity,
   describeSourceChanges,
   hashFile,
   verifySourceIdentity,

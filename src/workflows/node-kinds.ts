@@ -8,7 +8,8 @@ import type { NodeResult } from "./execute-node.ts";
 import { checkPresentation } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { runShell } from "./shell-runner.ts";
-import type { NodeContext, TextSpec, WorkflowUpdate } from "./types.ts";
+import type { NodeContext, ShellCommand, ShellNode, TextSpec, WorkflowUpdate } from "./types.ts";
+import { type EffectPort, runManagedEffect } from "./managed-effect.ts";
 
 /** Notify messages and prompts travel in one protocol field of this size. */
 export const MAX_MESSAGE_CHARS = 65_536;
@@ -19,6 +20,8 @@ export interface KindServices {
   runId: string;
   workflowName: string;
   accept(raw: unknown): Promise<AcceptResult>;
+  /** Present when the worker can reserve and settle managed effects. */
+  effects?: EffectPort;
 }
 
 export async function runNodeKind(
@@ -30,28 +33,19 @@ export async function runNodeKind(
   switch (n.kind) {
     case "compute":
       return ok(toJson(await n.run(ctx), "compute output"));
-    case "action":
-      return ok(toJson(await n.run({ ...ctx, publishUpdate: svc.publish }), "action output"));
+    case "action": {
+      const apply = async () =>
+        toJson(await n.run({ ...ctx, publishUpdate: svc.publish }), "action output");
+      if (!n.effect || !svc.effects) return ok(await apply());
+      const request = { nodeId: node.id };
+      return ok(await runManagedEffect(n.effect, "action", ctx, svc.effects, request, apply));
+    }
     case "shell": {
       const cmd = await n.exec(ctx);
-      const updates = n.updates;
-      const streams = updates?.streams ?? ["stdout", "stderr"];
-      const result = await runShell(cmd, {
-        signal: ctx.signal,
-        onLine: updates
-          ? (line, stream) => {
-            if (!streams.includes(stream)) return;
-            try {
-              const out = updates.parseLine(line, { stream, input: ctx.input });
-              for (const u of out == null ? [] : Array.isArray(out) ? out : [out]) svc.publish(u);
-            } catch {
-              // A bad or rate-limited line update never fails the command.
-            }
-          }
-          : undefined,
-      });
-      const output = n.parse ? await n.parse(result, ctx) : result;
-      return ok(toJson(output, "shell output"));
+      const apply = () => runShellNode(n, cmd, ctx, svc);
+      if (!n.effect || !svc.effects) return ok(await apply());
+      const request = toJson({ nodeId: node.id, command: cmd }, "shell command");
+      return ok(await runManagedEffect(n.effect, "shell", ctx, svc.effects, request, apply));
     }
     case "checkpoint": {
       const request = n.run
@@ -151,6 +145,32 @@ export async function agentStepText(
     };
   }
   throw new NodeFailure("notAnAgentStep", `Node "${node.id}" is not a model step`);
+}
+
+async function runShellNode(
+  n: ShellNode,
+  cmd: ShellCommand,
+  ctx: NodeContext,
+  svc: KindServices,
+): Promise<JsonValue> {
+  const updates = n.updates;
+  const streams = updates?.streams ?? ["stdout", "stderr"];
+  const result = await runShell(cmd, {
+    signal: ctx.signal,
+    onLine: updates
+      ? (line, stream) => {
+        if (!streams.includes(stream)) return;
+        try {
+          const out = updates.parseLine(line, { stream, input: ctx.input });
+          for (const u of out == null ? [] : Array.isArray(out) ? out : [out]) svc.publish(u);
+        } catch {
+          // A bad or rate-limited line update never fails the command.
+        }
+      }
+      : undefined,
+  });
+  const output = n.parse ? await n.parse(result, ctx) : result;
+  return toJson(output, "shell output");
 }
 
 function ok(output: JsonValue): NodeResult {

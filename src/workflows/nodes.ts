@@ -7,6 +7,7 @@ import type {
   CheckpointNode,
   CommonNodeOptions,
   ComputeNode,
+  ManagedEffect,
   NodeContext,
   NotifyNode,
   ShellCommand,
@@ -45,12 +46,16 @@ interface ShellOptions<I> extends CommonNodeOptions<I> {
   exec: (ctx: NodeContext<I>) => ShellCommand | Promise<ShellCommand>;
   parse?: (result: ShellResult, ctx: NodeContext<I>) => unknown;
   updates?: ShellUpdates<I>;
+  effect?: ManagedEffect<I>;
 }
 
 /** A side-effecting step: a function (`run`) or a command (`exec`, same as `shell`). */
 export function action<I = any>(
   options:
-    | (CommonNodeOptions<I> & { run: (ctx: ActionContext<I>) => unknown })
+    | (CommonNodeOptions<I> & {
+      run: (ctx: ActionContext<I>) => unknown;
+      effect?: ManagedEffect<I>;
+    })
     | ShellOptions<I>,
 ): ActionNode<I> | ShellNode<I> {
   if ("exec" in options) return shell(options);

@@ -22,7 +22,11 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
     case "notify":
       out.notifyKind = node.notifyKind;
       break;
+    case "action":
+      out.effect = effectSnapshot(node.kind, node.effect);
+      break;
     case "shell":
+      out.effect = effectSnapshot(node.kind, node.effect);
       out.parse = node.parse !== undefined;
       out.updates = node.updates ? { streams: node.updates.streams ?? ["stdout", "stderr"] } : null;
       break;
@@ -35,4 +39,12 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
       break;
   }
   return out;
+}
+
+function effectSnapshot(
+  kind: string,
+  effect: { type?: string; observe?: unknown } | undefined,
+): Record<string, unknown> | null {
+  if (!effect) return null;
+  return { type: effect.type ?? kind, contract: effect.observe ? "readBack" : "idempotencyKey" };
 }

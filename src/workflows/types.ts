@@ -32,10 +32,13 @@ export interface NodeRunState {
 /** The context every node callback receives. */
 export interface NodeContext<I = any> {
   input: I;
-  /** Latest ok output per node id (local ids inside an included workflow). */
-  outputs: Record<string, JsonValue>;
+  /**
+   * Latest ok output per node id (local ids inside an included workflow); read-only. Typed
+   * loosely so callbacks can read fields directly; the values are JSON.
+   */
+  outputs: Readonly<Record<string, any>>;
   /** Latest result record per node id. */
-  results: Record<string, NodeResultRecord>;
+  results: Readonly<Record<string, NodeResultRecord>>;
   state: NodeRunState;
   signal: AbortSignal;
 }
@@ -90,9 +93,27 @@ export interface ComputeNode<I = any> extends CommonNodeOptions<I> {
   run: (ctx: NodeContext<I>) => unknown;
 }
 
+/**
+ * A managed effect: the host reserves it under `type` + `key` before the node runs and settles
+ * it after, so a repeated attempt (after a crash) adopts the stored receipt instead of applying
+ * the effect twice. Without it an interrupted external node blocks the run for review.
+ */
+export interface ManagedEffect<I = any> {
+  /** Effect type, part of the effect key. Default: the node kind. */
+  type?: string;
+  /** The author's idempotency key, stable for "the same effect" (e.g. an external request id). */
+  key: (ctx: NodeContext<I>) => string | Promise<string>;
+  /**
+   * Read-back check: whether the effect already applied in the external system. Return its
+   * receipt (any JSON) when it did, `null` when it did not.
+   */
+  observe?: (ctx: NodeContext<I>) => unknown;
+}
+
 export interface ActionNode<I = any> extends CommonNodeOptions<I> {
   kind: "action";
   run: (ctx: ActionContext<I>) => unknown;
+  effect?: ManagedEffect<I>;
 }
 
 /** What a shell node's `exec` returns: the command to spawn. */
@@ -141,6 +162,7 @@ export interface ShellNode<I = any> extends CommonNodeOptions<I> {
   exec: (ctx: NodeContext<I>) => ShellCommand | Promise<ShellCommand>;
   parse?: (result: ShellResult, ctx: NodeContext<I>) => unknown;
   updates?: ShellUpdates<I>;
+  effect?: ManagedEffect<I>;
 }
 
 export interface CheckpointNode<I = any> extends CommonNodeOptions<I> {

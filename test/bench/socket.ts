@@ -46,7 +46,11 @@ async function main(): Promise<void> {
     await waitForOutput(echo, "stdout", "ready");
     const host = spawn(process.execPath, [CLI, "host", "run"], {
       stdio: ["ignore", "ignore", "pipe"],
-      env: { ...process.env, PI_WORKFLOWS_STATE_DIR: stateDir, PI_CODING_AGENT_DIR: join(root, "a") },
+      env: {
+        ...process.env,
+        PI_WORKFLOWS_STATE_DIR: stateDir,
+        PI_CODING_AGENT_DIR: join(root, "a"),
+      },
     });
     children.push(host);
     await waitForOutput(host, "stderr", "host.ready");
@@ -80,11 +84,16 @@ async function main(): Promise<void> {
     statusClient.close();
 
     const clients = await Promise.all(
-      Array.from({ length: CONCURRENT_CLIENTS }, () => LineClient.connect(join(stateDir, "host.sock"))),
+      Array.from(
+        { length: CONCURRENT_CLIENTS },
+        () => LineClient.connect(join(stateDir, "host.sock")),
+      ),
     );
     const started = process.hrtime.bigint();
     await Promise.all(
-      clients.map((client) => timeRoundTrips(client, CONCURRENT_REQUESTS / CONCURRENT_CLIENTS, request)),
+      clients.map((client) =>
+        timeRoundTrips(client, CONCURRENT_REQUESTS / CONCURRENT_CLIENTS, request)
+      ),
     );
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     for (const client of clients) client.close();
@@ -194,10 +203,17 @@ function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
 
-function waitForOutput(child: ChildProcess, stream: "stdout" | "stderr", text: string): Promise<void> {
+function waitForOutput(
+  child: ChildProcess,
+  stream: "stdout" | "stderr",
+  text: string,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let seen = "";
-    const timer = setTimeout(() => reject(new Error(`Benchmark setup timed out waiting for ${text}`)), 20_000);
+    const timer = setTimeout(
+      () => reject(new Error(`Benchmark setup timed out waiting for ${text}`)),
+      20_000,
+    );
     child[stream]!.on("data", (chunk: Buffer) => {
       seen += chunk;
       if (seen.includes(text)) {
@@ -207,7 +223,9 @@ function waitForOutput(child: ChildProcess, stream: "stdout" | "stderr", text: s
     });
     child.once("exit", () => {
       clearTimeout(timer);
-      reject(new Error(`Benchmark setup failed: a child exited before ${text}: ${seen.slice(-300)}`));
+      reject(
+        new Error(`Benchmark setup failed: a child exited before ${text}: ${seen.slice(-300)}`),
+      );
     });
   });
 }

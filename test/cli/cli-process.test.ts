@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, tempHome, type TempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
 
 let home: TempHome;
 let project: string;
@@ -80,7 +80,14 @@ describe("pi-workflows CLI", () => {
   });
 
   it("runs workflows to their end and reports each ending with its exit code", async () => {
-    const hello = await cli(["start", "examples/hello.workflow.ts", "Ada", "--cwd", ROOT, "--wait"]);
+    const hello = await cli([
+      "start",
+      "examples/hello.workflow.ts",
+      "Ada",
+      "--cwd",
+      ROOT,
+      "--wait",
+    ]);
     expect(hello.code, hello.stderr).toBe(0);
     expect(hello.stdout).toContain("▶ greet");
     expect(hello.stdout).toContain("✓ finish");
@@ -105,7 +112,13 @@ describe("pi-workflows CLI", () => {
     expect(failed.stdout).toContain("Run failed: ");
     expect(failed.stdout).toContain("kaboom");
 
-    const waiting = await cli(["start", "examples/human-decision.workflow.ts", "--cwd", ROOT, "--wait"]);
+    const waiting = await cli([
+      "start",
+      "examples/human-decision.workflow.ts",
+      "--cwd",
+      ROOT,
+      "--wait",
+    ]);
     expect(waiting.code).toBe(7);
     expect(waiting.stdout).toContain("waiting for input");
 
@@ -115,7 +128,13 @@ describe("pi-workflows CLI", () => {
   });
 
   it("shows, lists, pauses, resumes and cancels runs", async () => {
-    const started = await cli(["start", "examples/human-decision.workflow.ts", "--cwd", ROOT, "--json"]);
+    const started = await cli([
+      "start",
+      "examples/human-decision.workflow.ts",
+      "--cwd",
+      ROOT,
+      "--json",
+    ]);
     expect(started.code, started.stderr).toBe(0);
     const runId = JSON.parse(started.stdout).run.runId as string;
 
@@ -144,6 +163,30 @@ describe("pi-workflows CLI", () => {
     const unknown = await cli(["status", "run-unknown"]);
     expect(unknown.code).toBe(3);
     expect(expectOneLineError(unknown.stderr)).toContain("Unknown run: run-unknown");
+  });
+
+  it("starts exactly one host when several clients need it at once", async () => {
+    const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+    try {
+      const results = await Promise.all(
+        [0, 1, 2, 3].map(() => runCliProcess(["list", "--json"], fresh.env, 60_000)),
+      );
+      for (const result of results) expect(result.code, result.stderr).toBe(0);
+      const status = await runCliProcess(["host", "status", "--json"], fresh.env);
+      expect(JSON.parse(status.stdout)).toMatchObject({ state: "running", epoch: 1 });
+      const log = readFileSync(join(fresh.stateDir, "host.log"), "utf8");
+      expect(log.match(/host\.ready/g)).toHaveLength(1);
+
+      const again = await runCliProcess(["host", "start", "--json"], fresh.env);
+      expect(JSON.parse(again.stdout)).toEqual({ alreadyRunning: true, epoch: 1, started: false });
+      const stop = await runCliProcess(["host", "stop", "--json"], fresh.env);
+      expect(JSON.parse(stop.stdout)).toEqual({ epoch: 1, stopped: true, wasRunning: true });
+      const start = await runCliProcess(["host", "start"], fresh.env);
+      expect(start).toMatchObject({ code: 0, stdout: "Host started (epoch 2)\n" });
+    } finally {
+      await runCliProcess(["host", "stop"], fresh.env);
+      fresh.cleanup();
+    }
   });
 
   it("checks the state with doctor", async () => {

@@ -6,7 +6,7 @@
  *
  * Every callback appends its node id to a side-channel file, so a test can count executions.
  * It passes through every live message kind: worker.ready, node.started x4, node.update x2,
- * node.finished x3, node.failed x1, run.finished.
+ * node.finished x3, node.failed x1, run.finished, worker.exiting.
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { StateStore } from "../../src/state/store.ts";
@@ -72,7 +72,9 @@ export function retryViolations(store: StateStore, runId: string, sideChannel: s
     const attempts = rows.filter((r) => r.node_id === node);
     const committed = attempts.filter((r) => r.state === "ok" || r.state === "failed").length;
     const interrupted = attempts.filter((r) => r.state === "interrupted").length;
-    if (count > attempts.length) problems.push(`${node} ran ${count}x for ${attempts.length} attempts`);
+    if (count > attempts.length) {
+      problems.push(`${node} ran ${count}x for ${attempts.length} attempts`);
+    }
     if (committed > 1) problems.push(`${node} has ${committed} committed outcomes`);
     if (count - 1 > interrupted) problems.push(`${node} repeated without interruption`);
     if (EXTERNAL_NODES.has(node) && count > 1) problems.push(`external ${node} ran ${count}x`);

@@ -28,6 +28,7 @@ const OCCURRENCES: [string, number][] = [
   ["node.finished", 3],
   ["node.failed", 1],
   ["run.finished", 1],
+  ["worker.exiting", 1],
 ];
 const POINTS = [
   "host.launch.afterClaim#1",

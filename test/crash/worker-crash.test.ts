@@ -21,6 +21,7 @@ const OCCURRENCES: [string, number][] = [
   ["node.finished", 3],
   ["node.failed", 1],
   ["run.finished", 1],
+  ["worker.exiting", 1],
 ];
 const MOMENTS = ["beforeSend", "afterSend", "afterReply"];
 
@@ -48,7 +49,11 @@ beforeAll(async () => {
   });
   // One workflow file, resolved once by the real resolver; each run gets its own side channel.
   const path = h.writeWorkflow("crashy.workflow.ts", CRASH_WORKFLOW_SOURCE);
-  const base = await h.supervision.resolve({ workflow: path, input: { side: "/" }, cwd: h.projectDir });
+  const base = await h.supervision.resolve({
+    workflow: path,
+    input: { side: "/" },
+    cwd: h.projectDir,
+  });
   if (!base.ok) throw new Error(`Resolve failed: ${base.message}`);
   for (const [i, point] of POINTS.entries()) {
     const side = join(h.root, `side-${i}.log`);
@@ -66,11 +71,13 @@ afterAll(async () => {
 
 describe(`worker SIGKILL at ${POINTS.length} durable boundaries`, () => {
   it("every run reaches its expected end; only uncommitted pure work repeats", async () => {
-    const settled = (runId: string) => (run: ReturnType<Harness["run"]>) =>
-      isTerminal(run) || (run.blockedReason !== null && run.queueState === "parked") ||
-      !runs.has(runId);
+    // Settled: terminal, or blocked for an operator; and the crash point was reached (for
+    // worker.exiting that happens after the terminal commit).
+    const settled = (marker: string) => (run: ReturnType<Harness["run"]>) =>
+      (isTerminal(run) || (run.blockedReason !== null && run.queueState === "parked")) &&
+      existsSync(marker);
     for (const [runId, s] of runs) {
-      const run = await h.waitForRun(runId, settled(runId), 90_000);
+      const run = await h.waitForRun(runId, settled(s.marker), 90_000);
       expect(existsSync(s.marker), `${s.point} was reached`).toBe(true);
       if (expectsBlocked(s.point)) {
         expect([run.state, run.blockedReason], s.point).toEqual(["running", "effectAmbiguous"]);
@@ -78,7 +85,11 @@ describe(`worker SIGKILL at ${POINTS.length} durable boundaries`, () => {
         cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
         expect(h.run(runId).state).toBe("cancelled");
       } else {
-        expect([run.state, run.output, run.error], s.point).toEqual(["completed", { total: 3 }, null]);
+        expect([run.state, run.output, run.error], s.point).toEqual([
+          "completed",
+          { total: 3 },
+          null,
+        ]);
         expect(executions(s.side).get("two"), s.point).toBe(1);
       }
       expect(retryViolations(h.store, runId, s.side), s.point).toEqual([]);

@@ -91,7 +91,10 @@ export function createFrameGenerator(seed: number, runIds: string[]): () => Fuzz
   return () => {
     const choice = int(100);
     if (choice < 8) {
-      return { kind: "randomBytes", bytes: line(Buffer.from(Array.from({ length: int(200) }, () => int(256)))) };
+      return {
+        kind: "randomBytes",
+        bytes: line(Buffer.from(Array.from({ length: int(200) }, () => int(256)))),
+      };
     }
     if (choice < 14) return { kind: "randomJson", bytes: line(JSON.stringify(randomJson(0))) };
     if (choice < 30) return { kind: "valid", bytes: line(JSON.stringify(validRequest())) };
@@ -134,14 +137,19 @@ export function createFrameGenerator(seed: number, runIds: string[]): () => Fuzz
       return { kind: "deep", bytes: line("[".repeat(depth) + "]".repeat(depth)) };
     }
     if (choice < 94) {
-      return { kind: "badUtf8", bytes: line(Buffer.from([0x7b, 0xc3, 0x28, 0xa0, 0xa1, 0xe2, 0x82, 0x7d])) };
+      return {
+        kind: "badUtf8",
+        bytes: line(Buffer.from([0x7b, 0xc3, 0x28, 0xa0, 0xa1, 0xe2, 0x82, 0x7d])),
+      };
     }
     if (choice < 97) {
       request.requestId = "r".repeat(150 + int(100));
       request.expectedRevision = pick([-1, 1.5, 1e400, "3", null]);
       return { kind: "limits", bytes: line(JSON.stringify(request).replace("1e+400", "1e400")) };
     }
-    if (choice < 99) return { kind: "blank", bytes: Buffer.from(pick(["\n", " \n", "\r\n", "\t\n"])) };
+    if (choice < 99) {
+      return { kind: "blank", bytes: Buffer.from(pick(["\n", " \n", "\r\n", "\t\n"])) };
+    }
     // Rarely: one byte over the 1 MiB bound.
     if (random() < 0.2) {
       return { kind: "oversized", bytes: line("a".repeat(1024 * 1024 + 1)) };

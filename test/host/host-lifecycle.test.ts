@@ -9,8 +9,8 @@ import {
   spawnCli,
   startHostProcess,
   stopProcess,
-  tempHome,
   type TempHome,
+  tempHome,
   waitFor,
 } from "./helpers.ts";
 
@@ -90,22 +90,31 @@ describe("host run", () => {
 
     // Until the lease expires every new host is refused; then one takes epoch 2.
     const refusals: number[] = [];
-    const next = (await waitFor(async () => {
-      const candidate = spawnCli(["host", "run"], h.env);
-      const result = await Promise.race([
-        candidate.waitForStderr("host.ready").then(() => "ready" as const),
-        candidate.exited.then(({ code }) => code),
-      ]).catch(() => candidate.exited.then(({ code }) => code));
-      if (result === "ready") return candidate;
-      refusals.push(result as number);
-      return null;
-    }, "a new host to take over", 15_000, 50))!;
+    const next = (await waitFor(
+      async () => {
+        const candidate = spawnCli(["host", "run"], h.env);
+        const result = await Promise.race([
+          candidate.waitForStderr("host.ready").then(() => "ready" as const),
+          candidate.exited.then(({ code }) => code),
+        ]).catch(() => candidate.exited.then(({ code }) => code));
+        if (result === "ready") return candidate;
+        refusals.push(result as number);
+        return null;
+      },
+      "a new host to take over",
+      15_000,
+      50,
+    ))!;
     expect(refusals.every((code) => code === 3)).toBe(true);
     expect(next.stderr()).toContain("host.claimed epoch=2");
 
     const client = await RawClient.connect(h.socketPath);
     const stale = await client.request(hostRequest("host.status", { hostEpoch: 1 }));
-    expect(stale).toMatchObject({ outcome: "rejected", error: { code: "staleEpoch" }, hostEpoch: 2 });
+    expect(stale).toMatchObject({
+      outcome: "rejected",
+      error: { code: "staleEpoch" },
+      hostEpoch: 2,
+    });
     expect(stale.error.message).toContain("host epoch 1");
     const current = await client.request(hostRequest("host.status", { hostEpoch: 2 }));
     expect(current).toMatchObject({ outcome: "accepted", receipt: { epoch: 2 } });
@@ -119,14 +128,19 @@ describe("host run", () => {
     old.kill("SIGSTOP");
     try {
       // The frozen host neither renews nor answers: after its lease expires a new host wins.
-      const next = (await waitFor(async () => {
-        const candidate = spawnCli(["host", "run"], h.env);
-        const result = await Promise.race([
-          candidate.waitForStderr("host.ready").then(() => "ready" as const),
-          candidate.exited.then(({ code }) => code),
-        ]).catch(() => candidate.exited.then(({ code }) => code));
-        return result === "ready" ? candidate : null;
-      }, "a new host to take over", 15_000, 50))!;
+      const next = (await waitFor(
+        async () => {
+          const candidate = spawnCli(["host", "run"], h.env);
+          const result = await Promise.race([
+            candidate.waitForStderr("host.ready").then(() => "ready" as const),
+            candidate.exited.then(({ code }) => code),
+          ]).catch(() => candidate.exited.then(({ code }) => code));
+          return result === "ready" ? candidate : null;
+        },
+        "a new host to take over",
+        15_000,
+        50,
+      ))!;
       expect(next.stderr()).toContain("host.claimed epoch=2");
       old.kill("SIGCONT");
       const { code } = await old.exited;
@@ -182,7 +196,7 @@ describe("host run", () => {
   it("rejects a bad environment setting with one line", async () => {
     const h = home({ PI_WORKFLOWS_HOST_IDLE_MS: "soon" });
     const result = await runCliProcess(["host", "run"], h.env);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe(
       'Invalid PI_WORKFLOWS_HOST_IDLE_MS: expected a whole number, got "soon"',
     );

@@ -5,8 +5,8 @@ import {
   RawClient,
   startHostProcess,
   stopProcess,
-  tempHome,
   type TempHome,
+  tempHome,
 } from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
 
@@ -106,6 +106,17 @@ describe("hostile clients", () => {
     expect((await client.next()).outcome).toBe("accepted");
     client.write(atLimit + " \n");
     expect(await client.next()).toMatchObject({ error: { code: "frameTooLarge" } });
+    await client.waitClosed();
+  });
+
+  it("answers a client that half-closes right after its requests, then closes", async () => {
+    const client = await RawClient.connect(home.socketPath);
+    const requests = Array.from({ length: 5 }, () => hostRequest("run.status", { runId: "run-1" }));
+    client.write(requests.map((r) => JSON.stringify(r) + "\n").join(""));
+    client.socket.end();
+    for (let i = 0; i < requests.length; i++) {
+      expect((await client.next()).outcome).toBe("accepted");
+    }
     await client.waitClosed();
   });
 

@@ -1,7 +1,15 @@
 import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, stopProcess, startHostProcess, tempHome, type TempHome, type CliProcess } from "./helpers.ts";
+import {
+  type CliProcess,
+  ROOT,
+  runCliProcess,
+  startHostProcess,
+  stopProcess,
+  type TempHome,
+  tempHome,
+} from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
 
 /** Markers planted in every private place: none may appear in status output or the host log. */
@@ -81,5 +89,16 @@ describe("host status privacy", () => {
     // The attached host logs to stderr (a detached one to host.log, the same lines).
     expectNoSecrets(host.stderr());
     expect(host.stderr()).toContain("run.queued");
+
+    // Stopped: the status comes from the read-only database, under the same rule.
+    await stopProcess(host);
+    const stopped = await runCliProcess(["host", "status"], home.env);
+    const stoppedJson = await runCliProcess(["host", "status", "--json"], home.env);
+    expect(stopped.code).toBe(4);
+    expect(stopped.stdout).toContain("host: stopped (last epoch 1)");
+    expect(JSON.parse(stoppedJson.stdout)).toMatchObject({ state: "stopped", epoch: 1 });
+    for (const output of [stopped.stdout, stopped.stderr, stoppedJson.stdout, stoppedJson.stderr]) {
+      expectNoSecrets(output);
+    }
   });
 });

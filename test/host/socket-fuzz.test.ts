@@ -11,8 +11,8 @@ import {
   requestOnce,
   startHostProcess,
   stopProcess,
-  tempHome,
   type TempHome,
+  tempHome,
 } from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
 
@@ -64,7 +64,14 @@ describe("socket fuzz", () => {
     };
     await Promise.all(Array.from({ length: SENDERS }, sender));
 
-    if (process.env.FUZZ_REPORT) console.log(JSON.stringify({ kinds: Object.fromEntries(kinds), outcomes: Object.fromEntries(outcomes) }));
+    if (process.env.FUZZ_REPORT) {
+      console.log(
+        JSON.stringify({
+          kinds: Object.fromEntries(kinds),
+          outcomes: Object.fromEntries(outcomes),
+        }),
+      );
+    }
     expect(host.child.exitCode).toBeNull();
     expect([...kinds.values()].reduce((a, b) => a + b, 0)).toBe(FRAMES);
     expect(outcomes.get("rejected")).toBeGreaterThan(FRAMES / 2);

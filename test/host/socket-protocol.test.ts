@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseHostResponse, parseReceipt } from "../../src/protocol/host-response.ts";
 import {
@@ -5,10 +7,11 @@ import {
   hostRequest,
   RawClient,
   requestOnce,
+  ROOT,
   startHostProcess,
   stopProcess,
-  tempHome,
   type TempHome,
+  tempHome,
 } from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
 
@@ -27,6 +30,21 @@ beforeAll(async () => {
     { runId: "run-g" },
     { runId: "run-owned", claimedByOtherHost: true },
   ]);
+  const project = join(home.root, "project");
+  mkdirSync(project);
+  // Loading this module takes a while: the resolver child is slow, the host must not be.
+  writeFileSync(
+    join(project, "slow.workflow.ts"),
+    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+await new Promise((resolve) => setTimeout(resolve, 1500));
+export default defineWorkflow({
+  name: "slow",
+  startAt: "only",
+  nodes: { only: compute({ run: () => ({ done: true }) }) },
+  edges: [],
+});
+`,
+  );
   host = await startHostProcess(home.env);
 });
 
@@ -195,11 +213,56 @@ describe("host socket protocol", () => {
     expect(response.error.message).not.toMatch(/token/i);
   });
 
+  it("starts a run once per request id and refuses an unknown workflow", async () => {
+    const start = hostRequest("run.start", {
+      payload: { workflow: "examples/hello.workflow.ts", input: { name: "Lin" }, cwd: ROOT },
+    });
+    const first = await requestOnce(home.socketPath, start);
+    expect(first).toMatchObject({
+      outcome: "accepted",
+      revision: 1,
+      receipt: { run: { workflowName: "hello", state: "queued", revision: 1 } },
+    });
+    expect(parseReceipt("run.start", first.receipt).ok).toBe(true);
+    const again = await requestOnce(home.socketPath, start);
+    expect(again).toEqual(first);
+    const list = await ask("run.list", { payload: { all: true } });
+    expect(list.receipt.runs.filter((r: any) => r.workflowName === "hello")).toHaveLength(1);
+
+    const missing = await ask("run.start", {
+      payload: { workflow: "examples/nope.workflow.ts", cwd: ROOT },
+    });
+    expect(missing.outcome).toBe("rejected");
+    expect(missing.error.message).toMatch(/^[A-Z]/);
+  });
+
+  it("keeps answering other clients while a run.start waits for its resolver", async () => {
+    const slow = requestOnce(
+      home.socketPath,
+      hostRequest("run.start", {
+        payload: { workflow: "slow.workflow.ts", cwd: join(home.root, "project") },
+      }),
+    );
+    let slowDone = false;
+    void slow.then(() => (slowDone = true));
+    for (let i = 0; i < 5; i++) {
+      expect((await ask("host.status")).outcome).toBe("accepted");
+    }
+    expect(slowDone).toBe(false);
+    expect(await slow).toMatchObject({
+      outcome: "accepted",
+      receipt: { run: { workflowName: "slow" } },
+    });
+  });
+
   it("rejects recognised operations it does not serve yet", async () => {
     const response = await ask("controller.list");
     expect(response).toMatchObject({
       outcome: "rejected",
-      error: { code: "notAvailable", message: "Operation controller.list is not available yet in this host" },
+      error: {
+        code: "notAvailable",
+        message: "Operation controller.list is not available yet in this host",
+      },
     });
   });
 
@@ -229,8 +292,9 @@ describe("host socket protocol", () => {
 
   it("answers requests pipelined on one connection", async () => {
     const client = await RawClient.connect(home.socketPath);
-    const requests = Array.from({ length: 20 }, (_, i) =>
-      hostRequest(i % 2 ? "run.list" : "run.status", i % 2 ? {} : { runId: "run-a" })
+    const requests = Array.from(
+      { length: 20 },
+      (_, i) => hostRequest(i % 2 ? "run.list" : "run.status", i % 2 ? {} : { runId: "run-a" }),
     );
     client.write(requests.map((r) => JSON.stringify(r) + "\n").join(""));
     const answers = [];

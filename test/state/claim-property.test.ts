@@ -259,7 +259,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
 describe("claims under random interleavings (seeded)", () => {
   for (const seed of [1, 2, 3]) {
     it(`seed ${seed}: no stale or replaced owner writes; invariants hold`, () => {
-      const stats = simulate(seed, 1200);
+      const stats = simulate(seed, 1000);
       // The run must exercise both sides of the fence.
       expect(stats.passed).toBeGreaterThan(50);
       expect(stats.refusedClaim).toBeGreaterThan(200);

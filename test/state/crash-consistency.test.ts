@@ -20,7 +20,7 @@ import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-
 import { completeRun, failRun, timeOutRun } from "../../src/state/transitions/run-end.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import { blockRun, parkRun, waitRun } from "../../src/state/transitions/run-park.ts";
-import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
+import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import {
   enqueue,
@@ -236,6 +236,13 @@ const scenarios: Scenario[] = [
       f.clock.advance(TTL);
       return () =>
         recoverExpiredRun(s, { runId: claim.runId!, ownerId: HOST, token: "r", ttlMs: TTL });
+    },
+  },
+  {
+    name: "interruptRun (external)",
+    setup: (s) => {
+      const { claim } = withAttempt("external")(s);
+      return () => interruptRun(s, claim, { reason: "workerCrashed" });
     },
   },
   {

@@ -28,6 +28,9 @@ export function openFixture(): Fixture {
   const dir = tempDir();
   const clock = new FakeClock();
   const store = openStateStore({ stateDir: join(dir, "state"), clock, ids: sequentialIds() });
+  // Logic tests need no fsync per commit (the suite shares 2 cores with other suites); the
+  // process-kill test and the benchmark keep the store's synchronous=FULL.
+  store.db.exec("PRAGMA synchronous = NORMAL");
   return {
     dir,
     clock,

@@ -195,3 +195,12 @@ describe("openStateStore()", () => {
     }
   });
 });
+
+describe("ddlDigest()", () => {
+  it("ignores comments and whitespace but not a change in the schema", () => {
+    const ddl = "CREATE TABLE a (\n  x INTEGER -- note\n);\n";
+    expect(ddlDigest(ddl)).toBe(ddlDigest("-- header\nCREATE TABLE a (x INTEGER);"));
+    expect(ddlDigest(ddl)).not.toBe(ddlDigest("CREATE TABLE a (x TEXT);"));
+    expect(ddlDigest()).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+});

@@ -2,10 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { readLease, runResource } from "../../src/state/claims.ts";
 import { ClaimLostError, RequestConflictError, TransitionError } from "../../src/state/errors.ts";
-import { findHostCommand } from "../../src/state/host-commands.ts";
+import { findHostCommand, findHostCommandByKey } from "../../src/state/host-commands.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import {
   hostStatusCounts,
+  listAttempts,
   listEvents,
   listExpiredRuns,
   readRun,
@@ -27,7 +28,7 @@ import {
   nextLaunchableRuns,
 } from "../../src/state/transitions/run-launch.ts";
 import { blockRun, parkRun, waitRun } from "../../src/state/transitions/run-park.ts";
-import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
+import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import {
   enqueue,
@@ -461,6 +462,38 @@ describe("recoverExpiredRun()", () => {
   });
 });
 
+describe("interruptRun()", () => {
+  it("parks a crashed worker's run under the live claim; pure work runs again", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "pure");
+    const result = interruptRun(f.store, claim, { reason: "workerCrashed" });
+    expect(result).toMatchObject({ interruptedAttemptId: attemptId, blocked: false });
+    expect(pair(runId)).toBe("running/parked");
+    expect(readLease(f.store, runResource(runId))?.token_hash).toBeNull();
+    expect(() => interruptRun(f.store, claim, { reason: "again" })).toThrow(/missingAuthority/);
+    f.store.db.exec("UPDATE run_workers SET status = 'crashed'");
+    expect(nextLaunchableRuns(f.store, 5).map((r) => r.runId)).toEqual([runId]);
+  });
+
+  it("makes an unsettled external effect ambiguous and blocks the run", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    const result = interruptRun(f.store, claim, { reason: "workerCrashed" });
+    expect(result).toMatchObject({ interruptedAttemptId: attemptId, blocked: true });
+    expect(readRun(f.store, runId)?.blockedReason).toBe("effectAmbiguous");
+    expect(hostStatusCounts(f.store)).toMatchObject({ ambiguousEffects: 1, blocked: 1 });
+  });
+
+  it("does not block when the external attempt's effects all settled", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    f.store.db.exec(
+      `INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, request_fingerprint, state, created_at, updated_at) VALUES ('e1', '${runId}', '${attemptId}', 'k1', 'http', 'fp', 'applied', 0, 0)`,
+    );
+    expect(interruptRun(f.store, claim, { reason: "workerCrashed" }).blocked).toBe(false);
+  });
+});
+
 describe("continuations", () => {
   it("readRunFacts includes the parent's attempts and the resume answer", () => {
     const parent = enqueue(f.store);
@@ -479,5 +512,70 @@ describe("continuations", () => {
     const facts = readRunFacts(f.store, child);
     expect(facts.attempts.map((a) => [a.attemptId, a.sequence])).toEqual([[attemptId, 1]]);
     expect(facts.resumeAnswer).toEqual({ nodeId: "step", answer: "yes" });
+  });
+});
+
+describe("worker message receipts and expected revisions", () => {
+  it("stores the receipt with the change and refuses a stale expected revision", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    const revision = readRun(f.store, runId)!.revision;
+    const before = snapshot(f.store);
+    expect(() =>
+      recordNodeUpdate(f.store, claim, {
+        attemptId,
+        type: "p",
+        key: "k",
+        data: 1,
+        expectedRevision: revision - 1,
+        receipt: receipt("m-1", "node.update"),
+      })
+    ).toThrow(/Revision conflict for run .*: expected \d+, found \d+/);
+    expect(snapshot(f.store)).toBe(before);
+    const done = recordNodeFinished(f.store, claim, {
+      attemptId,
+      output: "ok",
+      expectedRevision: revision,
+      receipt: { ...receipt("m-2", "node.finished"), receipt: (t) => ({ revision: t.revision }) },
+    });
+    expect(findHostCommand(f.store, "m-2")).toMatchObject({
+      runId,
+      acceptedRevision: done.revision,
+      receipt: { revision: done.revision },
+    });
+    // A retried message with the same id cannot apply twice.
+    expect(() =>
+      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "node.finished") })
+    ).toThrow(RequestConflictError);
+    expect(pair(runId)).toBe("running/running");
+  });
+
+  it("finds an earlier command by client idempotency key", () => {
+    const runId = enqueue(f.store, {
+      receipt: { ...receipt("req-1", "run.start"), idempotencyKey: "key-1" },
+    });
+    expect(
+      findHostCommandByKey(f.store, {
+        clientId: "client-1",
+        operation: "run.start",
+        idempotencyKey: "key-1",
+      }),
+    ).toMatchObject({ requestId: "req-1", runId, acceptedRevision: 1 });
+    expect(
+      findHostCommandByKey(f.store, {
+        clientId: "client-2",
+        operation: "run.start",
+        idempotencyKey: "key-1",
+      }),
+    ).toBeUndefined();
+  });
+
+  it("refuses a pause whose expected revision moved", () => {
+    const runId = enqueue(f.store);
+    const before = snapshot(f.store);
+    expect(() => pauseRun(f.store, { runId, ownerId: HOST, expectedRevision: 7 })).toThrow(
+      /Revision conflict/,
+    );
+    expect(snapshot(f.store)).toBe(before);
   });
 });

@@ -16,7 +16,11 @@ export default defineWorkflow({
         for (;;) {}
       },
     }),
-    ${withRoute ? `recover: compute({ run: ({ results }) => ({ recovered: results.spin.outcome }) }),` : ""}
+    ${
+  withRoute
+    ? `recover: compute({ run: ({ results }) => ({ recovered: results.spin.outcome }) }),`
+    : ""
+}
   },
   edges: [${
   withRoute

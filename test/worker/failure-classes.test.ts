@@ -33,22 +33,26 @@ function runClasses(h: Harness, runId: string): string[] {
   if (run.error) codes.add(run.error.code);
   if (run.blockedReason === "workflowSourceChanged") codes.add("sourceChanged");
   if (run.blockedReason === "effectAmbiguous") codes.add("effectAmbiguous");
-  for (const a of queryAll<{ error_code: string | null }>(
-    h.store,
-    "SELECT error_code FROM node_attempts WHERE run_id = :runId",
-    { runId },
-  )) if (a.error_code) codes.add(a.error_code);
+  for (
+    const a of queryAll<{ error_code: string | null }>(
+      h.store,
+      "SELECT error_code FROM node_attempts WHERE run_id = :runId",
+      { runId },
+    )
+  ) if (a.error_code) codes.add(a.error_code);
   return [...codes].filter((c) => (FAILURE_CLASSES as readonly string[]).includes(c)).sort();
 }
 
 /** Failure classes named by the run's worker epoch outcomes. */
 function epochClasses(h: Harness, runId: string): string[] {
   const codes = new Set<string>();
-  for (const w of queryAll<{ status: string }>(
-    h.store,
-    "SELECT status FROM run_workers WHERE run_id = :runId",
-    { runId },
-  )) if (EPOCH_CLASS[w.status]) codes.add(EPOCH_CLASS[w.status]);
+  for (
+    const w of queryAll<{ status: string }>(
+      h.store,
+      "SELECT status FROM run_workers WHERE run_id = :runId",
+      { runId },
+    )
+  ) if (EPOCH_CLASS[w.status]) codes.add(EPOCH_CLASS[w.status]);
   return [...codes].sort();
 }
 
@@ -66,7 +70,10 @@ describe("failure classification", () => {
   it("workerCrashed: a worker that dies without a terminal message, bounded retries", async () => {
     h = await createHarness({}, { maxCrashes: 2 });
     const runId = await h.startRun(
-      h.writeWorkflow("crash.workflow.ts", workflow("crash", `() => process.kill(process.pid, "SIGKILL")`)),
+      h.writeWorkflow(
+        "crash.workflow.ts",
+        workflow("crash", `() => process.kill(process.pid, "SIGKILL")`),
+      ),
     );
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("failed");
@@ -133,7 +140,10 @@ import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\
       maxCrashes: 1,
       workerCommand: (args) =>
         args.includes("--resolve")
-          ? { command: process.execPath, args: [join(import.meta.dirname, "fixtures", "worker-entry.ts"), "--resolve"] }
+          ? {
+            command: process.execPath,
+            args: [join(import.meta.dirname, "fixtures", "worker-entry.ts"), "--resolve"],
+          }
           : { command: process.execPath, args: [ROGUE] },
     });
     const runId = await h.startRun(h.writeWorkflow("p.workflow.ts", workflow("p", `() => ({})`)));

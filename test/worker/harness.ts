@@ -71,7 +71,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function createHarness(
+export function createHarness(
   options: Partial<SupervisionOptions> = {},
   extras: SupervisionExtras = {},
 ): Promise<Harness> {
@@ -81,7 +81,11 @@ export async function createHarness(
   mkdirSync(projectDir, { recursive: true });
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
   const hostOwnerId = `host-test-${process.pid}`;
-  const host = acquireHostClaim(store, { ownerId: hostOwnerId, token: "host-token", ttlMs: 60_000 });
+  const host = acquireHostClaim(store, {
+    ownerId: hostOwnerId,
+    token: "host-token",
+    ttlMs: 60_000,
+  });
   const logs: string[] = [];
   const ctx: HostContext = {
     store,
@@ -152,7 +156,9 @@ export async function createHarness(
       if (!ok) {
         throw new Error(
           `Run ${runId} did not reach the expected state in ${ms} ms: ` +
-            `${last?.state}/${last?.queueState} ${JSON.stringify(last?.error)}\n${logs.join("\n")}\n${harness.workerLogs()}`,
+            `${last?.state}/${last?.queueState} ${JSON.stringify(last?.error)}\n${
+              logs.join("\n")
+            }\n${harness.workerLogs()}`,
         );
       }
       return last!;
@@ -178,7 +184,7 @@ export async function createHarness(
     },
   };
   supervision.start();
-  return harness;
+  return Promise.resolve(harness);
 }
 
 export const isTerminal = (run: RunView) =>

@@ -13,7 +13,9 @@ import { createHarness, type Harness, isTerminal } from "./harness.ts";
 const slowWorkflow = (marker: string, waitMs: number) => `
 import { appendFileSync, readFileSync } from "node:fs";
 import { compute, defineWorkflow } from "pi-workflows";
-const runs = () => readFileSync(${JSON.stringify(marker)}, "utf8").split("\\n").filter(Boolean).length;
+const runs = () => readFileSync(${
+  JSON.stringify(marker)
+}, "utf8").split("\\n").filter(Boolean).length;
 export default defineWorkflow({
   name: "slow",
   startAt: "slow",
@@ -60,7 +62,9 @@ describe("pause, resume and cancel against a live worker", () => {
   it("pause commits first, stops the group; resume runs the uncommitted pure node again", async () => {
     h = await createHarness();
     const marker = join(h.root, "slow.log");
-    const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)));
+    const runId = await h.startRun(
+      h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
+    );
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
 
     const paused = pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
@@ -85,7 +89,9 @@ describe("pause, resume and cancel against a live worker", () => {
   it("cancel against a live worker ends the run cancelled and stops its group", async () => {
     h = await createHarness();
     const marker = join(h.root, "slow.log");
-    const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)));
+    const runId = await h.startRun(
+      h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
+    );
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
     cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
     await h.supervision.stopRun(runId, "cancelled");

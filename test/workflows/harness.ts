@@ -12,6 +12,7 @@ import {
   type AgentStepRequest,
   type CompiledWorkflow,
   decideNext,
+  type EffectPort,
   executeNode,
   type NextStep,
   NodeFailure,
@@ -90,6 +91,8 @@ export interface HarnessOptions {
   clock?: DeadlineClock;
   /** Safety bound on loop iterations of the harness itself. */
   maxIterations?: number;
+  /** Managed effects port, passed to executeNode. */
+  effects?: EffectPort;
   /** Simulates a worker crash: the attempt of this node at this visit stays `running`. */
   crashAt?: { nodeId: string; visit: number };
 }
@@ -154,6 +157,7 @@ export async function runWorkflow(
       publishUpdate: (u) => run.updates.push({ nodeId: step.nodeId, ...u }),
       agent,
       clock,
+      effects: options.effects,
     });
     unwatch();
     run.results.push({ nodeId: step.nodeId, result });
@@ -170,4 +174,56 @@ export async function runWorkflow(
     }
   }
   throw new Error("Harness iteration bound reached");
+}
+
+/** An in-memory effects table with the host's rules: one record per (type, key). */
+export class MemoryEffects implements EffectPort {
+  readonly records = new Map<
+    string,
+    {
+      effectId: string;
+      fingerprint: string;
+      state: "reserved" | "applied" | "rejected";
+      receipt?: JsonValue;
+    }
+  >();
+  #next = 0;
+  reserve(
+    request: Parameters<EffectPort["reserve"]>[0],
+  ): ReturnType<EffectPort["reserve"]> {
+    const key = `${request.effectType}\u0000${request.idempotencyKey}`;
+    const found = this.records.get(key);
+    if (found && found.fingerprint !== request.requestFingerprint) {
+      return Promise.resolve({
+        effectId: found.effectId,
+        state: "rejected",
+        error: { code: "effectKeyReused", message: "Effect key reused with another request" },
+      });
+    }
+    if (found?.state === "applied") {
+      return Promise.resolve({
+        effectId: found.effectId,
+        state: "applied",
+        receipt: found.receipt ?? null,
+      });
+    }
+    if (found?.state === "rejected") {
+      return Promise.resolve({ effectId: found.effectId, state: "rejected" });
+    }
+    const record = found ?? {
+      effectId: `effect-${++this.#next}`,
+      fingerprint: request.requestFingerprint,
+      state: "reserved" as const,
+    };
+    this.records.set(key, record);
+    return Promise.resolve({ effectId: record.effectId, state: "reserved" });
+  }
+  settle(request: Parameters<EffectPort["settle"]>[0]): Promise<void> {
+    for (const record of this.records.values()) {
+      if (record.effectId !== request.effectId) continue;
+      record.state = request.outcome;
+      record.receipt = request.receipt;
+    }
+    return Promise.resolve();
+  }
 }

@@ -1,56 +1,10 @@
-import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import {
-  compareMountedSources,
-  decideNext,
-  discoverWorkflows,
-  loadWorkflow,
-  normalizeWorkflowInput,
-  resolveWorkflowTitle,
-  verifySourceIdentity,
-  WorkflowLoadError,
-} from "../../src/workflows/index.ts";
+import { describe, expect, it } from "vitest";
+import { compareMountedSources, decideNext, loadWorkflow } from "../../src/workflows/index.ts";
+import { loadError, sha, simple, tempProjects } from "./temp-project.ts";
 
-const root = mkdtempSync(join(tmpdir(), "piw-loader-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-let n = 0;
-
-/** A fresh project dir with the given files. */
-function project(files: Record<string, string>): string {
-  const dir = join(root, `p${++n}`);
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
-
-const sha = (path: string) =>
-  `sha256:${createHash("sha256").update(readFileSync(path)).digest("hex")}`;
-
-const simple = (name: string, specifier = "pi-workflows", extra = "") => `
-import { compute, defineWorkflow } from "${specifier}";
-${extra}
-export default defineWorkflow({
-  name: "${name}",
-  startAt: "a",
-  nodes: { a: compute({ run: () => ({ from: "${name}" }) }) },
-});
-`;
-
-async function loadError(ref: string, cwd: string): Promise<WorkflowLoadError> {
-  try {
-    await loadWorkflow(ref, { cwd, agentDir: join(cwd, "agent") });
-  } catch (error) {
-    expect(error).toBeInstanceOf(WorkflowLoadError);
-    expect((error as Error).message).not.toContain("\n");
-    return error as WorkflowLoadError;
-  }
-  throw new Error("expected a load error");
-}
+const { project, root } = tempProjects("piw-loader-");
 
 describe("loadWorkflow() from files", () => {
   it("loads strip-only TypeScript with relative imports and records the source identity", async () => {
@@ -103,6 +57,60 @@ export const shout: Shout = (x: string): string => x.toUpperCase() + suffix;`,
       const { workflow } = await loadWorkflow(join(dir, file), { cwd: dir });
       expect(workflow.name).toBe(file[0]);
     }
+  });
+
+  it("hands workflow files the very same API objects the engine uses", async () => {
+    const dir = project({
+      "same.workflow.ts": simple(
+        "same",
+        "pi-workflows",
+        `import * as api from "@osolmaz/pi-workflows";
+import { compute as c2 } from "pi-workflows";
+export const same = api.compute === c2 && typeof api.defineWorkflow === "function";`,
+      )
+        .replace('({ from: "same" })', "({ same })"),
+    });
+    const { workflow } = await loadWorkflow(join(dir, "same.workflow.ts"), { cwd: dir });
+    const { authoringApi } = await import("../../src/workflows/api.ts");
+    const node = workflow.nodes.get("a")!.node as unknown as { run: () => unknown };
+    expect(node.run()).toEqual({ same: true });
+    expect((globalThis as Record<symbol, unknown>)[Symbol.for("pi-workflows.api")]).toBe(
+      authoringApi,
+    );
+    expect((authoringApi as Record<string, unknown>).compute).toBe(
+      (await import("../../mod.ts")).compute,
+    );
+  });
+
+  it("includes a workflow by name from the project directory", async () => {
+    const dir = project({
+      ".pi/workflows/child.workflow.ts": `
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "child", startAt: "x", nodes: { x: compute({ run: () => 1 }) }, exits: { done: { from: "x" } } });`,
+      "main.workflow.ts": `
+import { compute, defineWorkflow, includeWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "main",
+  startAt: "c",
+  includes: { c: includeWorkflow("child") },
+  nodes: { end: compute({ run: () => 2 }) },
+  edges: [{ from: "c.done", to: "end" }],
+});`,
+    });
+    const { workflow, identity } = await loadWorkflow("./main.workflow.ts", {
+      cwd: dir,
+      agentDir: join(dir, "agent"),
+    });
+    expect([...workflow.nodes.keys()]).toEqual(["end", "c/x"]);
+    expect(identity.workflowSource.mounted).toHaveLength(1);
+    const viaBuiltin = project({
+      "b.workflow.ts": `
+import { defineWorkflow, includeWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "b", startAt: "e", includes: { e: includeWorkflow("builtin:echo") }, nodes: {} });`,
+    });
+    expect((await loadError("./b.workflow.ts", viaBuiltin)).message).toMatch(
+      /"echo" \(mount "e"\) declares no exits/,
+    );
   });
 
   it('loads .ts under a "type": "commonjs" package as module TypeScript', async () => {
@@ -313,90 +321,5 @@ export default defineWorkflow({
   it("an import of a missing module", async () => {
     const dir = project({ "m.workflow.ts": simple("m", "pi-workflows", `import "./gone.ts";`) });
     expect(await loadError("./m.workflow.ts", dir)).toMatchObject({ code: "moduleNotFound" });
-  });
-});
-
-describe("source identity checks", () => {
-  it("verifySourceIdentity() hashes without loading and reports changed and missing files", async () => {
-    const dir = project({
-      "s.workflow.ts": simple("s", "pi-workflows", `import "./dep.ts";`),
-      "dep.ts": "export {};",
-    });
-    const { identity } = await loadWorkflow("./s.workflow.ts", { cwd: dir });
-    expect(verifySourceIdentity(identity.workflowSource)).toEqual({ ok: true });
-    writeFileSync(join(dir, "dep.ts"), "export const changed = 1;");
-    rmSync(join(dir, "s.workflow.ts"));
-    expect(verifySourceIdentity(identity.workflowSource)).toEqual({
-      ok: false,
-      changed: [
-        { source: join(dir, "s.workflow.ts"), reason: "missing" },
-        { source: join(dir, "dep.ts"), reason: "changed" },
-      ],
-    });
-    expect(
-      verifySourceIdentity({ root: { kind: "builtin", id: "echo", revision: "0" }, mounted: [] }),
-    ).toEqual({
-      ok: false,
-      changed: [{ source: "builtin:echo", reason: "revisionChanged" }],
-    });
-    expect(
-      verifySourceIdentity({ root: { kind: "builtin", id: "gone", revision: "1" }, mounted: [] }),
-    )
-      .toMatchObject({ ok: false, changed: [{ reason: "unknownBuiltin" }] });
-  });
-
-  it("compareMountedSources() reports added and removed files", () => {
-    const a = { kind: "file" as const, path: "/x/a.ts", hash: `sha256:${"a".repeat(64)}` };
-    const b = { kind: "file" as const, path: "/x/b.ts", hash: `sha256:${"b".repeat(64)}` };
-    expect(compareMountedSources([a, b], [b, a])).toEqual({ ok: true });
-    expect(compareMountedSources([a], [b])).toEqual({
-      ok: false,
-      changed: [{ source: "/x/b.ts", reason: "added" }, { source: "/x/a.ts", reason: "removed" }],
-    });
-  });
-});
-
-describe("discovery and input", () => {
-  it("prefers project over user over built-in, by file stem", () => {
-    const dir = project({
-      ".pi/workflows/echo.workflow.ts": simple("echo"),
-      ".pi/workflows/only-project.workflow.mjs": "",
-      ".pi/workflows/notes.md": "",
-      "agent/workflows/echo.workflow.ts": simple("echo"),
-      "agent/workflows/user-one.workflow.ts": simple("user-one"),
-    });
-    const found = discoverWorkflows({ cwd: dir, agentDir: join(dir, "agent") });
-    expect(found.map((w) => [w.name, w.origin])).toEqual([
-      ["echo", "project"],
-      ["only-project", "project"],
-      ["user-one", "user"],
-    ]);
-    const noProject = discoverWorkflows({ cwd: join(dir, "agent"), agentDir: join(root, "none") });
-    expect(noProject.find((w) => w.name === "echo")?.origin).toBe("builtin");
-  });
-
-  it("loads by name from the user directory", async () => {
-    const dir = project({ "agent/workflows/mine.workflow.ts": simple("mine") });
-    const { workflow } = await loadWorkflow("mine", { cwd: dir, agentDir: join(dir, "agent") });
-    expect(workflow.name).toBe("mine");
-  });
-
-  it("normalizeWorkflowInput() runs the parser once and hashes the result", async () => {
-    const dir = project({
-      "in.workflow.ts": simple("in").replace(
-        'startAt: "a",',
-        `startAt: "a", title: ({ input }) => "for " + input.who,
-  input: (raw: unknown) => { if (typeof raw !== "string") throw new Error("input must be a string"); return { who: raw }; },`,
-      ),
-    });
-    const { workflow } = await loadWorkflow("./in.workflow.ts", { cwd: dir });
-    const { input, inputHash } = normalizeWorkflowInput(workflow, "ada");
-    expect(input).toEqual({ who: "ada" });
-    expect(inputHash).toMatch(/^sha256:/);
-    expect(resolveWorkflowTitle(workflow, input)).toBe("for ada");
-    expect(() => normalizeWorkflowInput(workflow, 3)).toThrow(
-      'Invalid input for workflow "in": input must be a string',
-    );
-    expect(() => normalizeWorkflowInput(workflow, undefined)).toThrow(/input must be a string/);
   });
 });

@@ -3,7 +3,8 @@
  * hello example (module hooks, vm.Script import, relative helper import) and run it to the end.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -27,7 +28,7 @@ const facts = { runId: "r", workflowName: workflow.name, input: normalizeWorkflo
 for (let seq = 1; ; seq++) {
   const step = decideNext(workflow, facts);
   if (step.kind !== "startNode") {
-    console.log(JSON.stringify({ step, mounted: identity.workflowSource.mounted.length }));
+    console.log(JSON.stringify({ step, mounted: identity.workflowSource.mounted.length, root: identity.workflowSource.root, hashes: identity.workflowSource.mounted.map((m: any) => m.hash) }));
     break;
   }
   const r: any = await executeNode(workflow, step.nodeId, {
@@ -63,6 +64,10 @@ function run(
   });
 }
 
+const fileHash = (path: string) =>
+  `sha256:${createHash("sha256").update(readFileSync(path)).digest("hex")}`;
+const hello = join(repo, "examples/hello.workflow.ts");
+
 const expected = {
   step: {
     kind: "complete",
@@ -70,6 +75,9 @@ const expected = {
     presentationPrompt: null,
   },
   mounted: 1,
+  // The identity hashes the files' own bytes on every runtime, so a worker's pre-load check agrees.
+  root: { kind: "file", path: hello, hash: fileHash(hello) },
+  hashes: [fileHash(join(repo, "examples/lib/greet.ts"))],
 };
 
 describe("loading outside the test runner", () => {

@@ -78,22 +78,25 @@ export function launchWorker(
         `workerCrashed: captured ${stream} passed ${ctx.options.maxCapturedOutputBytes} bytes (${bytes})`,
       ),
   });
-  Object.assign(worker, {
-    runId: run.runId,
-    workerEpoch,
-    generation,
-    claim,
-    spawned,
-    identity: spawned.identity,
-    ready: false,
-    settled: false,
-    claimReleased: false,
-    stopReason: null,
-    diagnostic: null,
-    openAttempt: null,
-    timers: new Set(),
-    done: Promise.resolve(),
-  } satisfies ActiveWorker);
+  Object.assign(
+    worker,
+    {
+      runId: run.runId,
+      workerEpoch,
+      generation,
+      claim,
+      spawned,
+      identity: spawned.identity,
+      ready: false,
+      settled: false,
+      claimReleased: false,
+      stopReason: null,
+      diagnostic: null,
+      openAttempt: null,
+      timers: new Set(),
+      done: Promise.resolve(),
+    } satisfies ActiveWorker,
+  );
   writeFrame(spawned.channel, envelope).catch(() => {
     // The child died before reading: its exit is handled as a crash.
   });

@@ -30,7 +30,9 @@ export async function resolveInChild(
     maxOutputBytes: ctx.options.maxCapturedOutputBytes,
     onOutputExceeded: () => {
       overLimit = true;
-      if (spawned.identity) void stopProcessGroup(spawned.identity, { graceMs: 0, immediate: true });
+      if (spawned.identity) {
+        void stopProcessGroup(spawned.identity, { graceMs: 0, immediate: true });
+      }
     },
   });
   const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);

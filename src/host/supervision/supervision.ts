@@ -83,6 +83,17 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   };
 
   const deadlineTimers = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
+  const firstBoundary = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
+  const clearTimer = (
+    worker: ActiveWorker,
+    timers: Map<ActiveWorker, ReturnType<typeof setTimeout>>,
+  ) => {
+    const timer = timers.get(worker);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    worker.timers.delete(timer);
+    timers.delete(worker);
+  };
   const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
     if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
     worker.stopReason = "timedOut";
@@ -107,8 +118,22 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     stop,
     onReady(worker: ActiveWorker) {
       disarmAll(worker);
+      // The worker loads its workflow after ready: the first boundary has the same deadline.
+      firstBoundary.set(
+        worker,
+        arm(worker, ctx.options.workerStartupMs, () => {
+          if (!worker.settled && worker.openAttempt === null) {
+            stop(
+              worker,
+              "startupTimedOut",
+              "workerTimedOut: no first boundary before the deadline",
+            );
+          }
+        }),
+      );
     },
     onAttemptStarted(worker: ActiveWorker) {
+      clearTimer(worker, firstBoundary);
       const attempt = worker.openAttempt;
       if (attempt === null || attempt.deadlineAt === null) return;
       const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
@@ -118,12 +143,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       );
     },
     onAttemptClosed(worker: ActiveWorker) {
-      const timer = deadlineTimers.get(worker);
-      if (timer !== undefined) {
-        clearTimeout(timer);
-        worker.timers.delete(timer);
-        deadlineTimers.delete(worker);
-      }
+      clearTimer(worker, deadlineTimers);
+      clearTimer(worker, firstBoundary);
       crashes.reset(worker.runId);
     },
   };
@@ -139,6 +160,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
       disarmAll(worker);
       deadlineTimers.delete(worker);
+      firstBoundary.delete(worker);
       // The leader is gone; make sure nothing of its group outlives it.
       if (worker.identity) {
         await stopProcessGroup(worker.identity, { graceMs: ctx.options.killGraceMs });

@@ -26,7 +26,7 @@ import { findHostCommand } from "../../state/host-commands.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "./crash-point.ts";
-import { applyWorkerMessage, type Applied } from "./message-handlers.ts";
+import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
 
 export interface SessionHooks {
   /** Stops the worker's group for `reason` (idempotent); the exit handler does the rest. */
@@ -91,7 +91,7 @@ function answer(
   }
   const remembered = receipts.get(messageId);
   if (remembered) return remembered;
-  if (worker.settled) {
+  if (worker.settled && kind !== "worker.exiting") {
     return rejected(messageId, "protocolRejected", "the run already reached a durable end");
   }
   const parsed = parseWorkerPayload(header.value, value);

@@ -167,3 +167,63 @@ export function releaseTurnIntents(store: StateStore, runId: string): void {
     { runId },
   );
 }
+
+/**
+ * Parks a live run at its last durable boundary: interrupts the running attempt, makes
+ * uncertain external effects ambiguous (blocking the run `effectAmbiguous`), parks the queue.
+ */
+export function stopAtBoundary(
+  store: StateStore,
+  runId: string,
+  now: number,
+  why: { code: string; message: string },
+): { interruptedAttemptId: string | null; blocked: boolean } {
+  const open = openAttempt(store, runId);
+  let blocked = false;
+  if (open) {
+    closeAttempt(store, open.attempt_id, "interrupted", now, why);
+    if (open.effect === "external") blocked = externalOutcomeUncertain(store, open.attempt_id, now);
+  }
+  if (markApplyingAmbiguous(store, runId, now) > 0) blocked = true;
+  if (blocked) {
+    execute(
+      store,
+      "UPDATE runs SET blocked_reason = 'effectAmbiguous', blocked_detail = :detail " +
+        "WHERE run_id = :runId",
+      {
+        runId,
+        detail: "An external action may have applied without a receipt; inspect it, then " +
+          "resume or cancel the run",
+      },
+    );
+  }
+  setQueueState(store, runId, "parked", now);
+  return { interruptedAttemptId: open?.attempt_id ?? null, blocked };
+}
+
+/**
+ * An external attempt's outcome is uncertain unless every effect it reserved has settled. One
+ * with no managed effect at all gets an `ambiguous` unmanaged effect row recording that fact.
+ */
+export function externalOutcomeUncertain(
+  store: StateStore,
+  attemptId: string,
+  now: number,
+): boolean {
+  const counts = queryOne<{ total: number; unsettled: number }>(
+    store,
+    "SELECT COUNT(*) AS total, COALESCE(SUM(state IN ('applying', 'ambiguous')), 0) AS unsettled " +
+      "FROM effects WHERE attempt_id = :attemptId",
+    { attemptId },
+  )!;
+  if (counts.total > 0) return counts.unsettled > 0;
+  execute(
+    store,
+    "INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, " +
+      "request_fingerprint, state, created_at, updated_at) SELECT :effectId, run_id, attempt_id, " +
+      "'unmanaged:' || attempt_id, 'unmanaged', 'none', 'ambiguous', :now, :now " +
+      "FROM node_attempts WHERE attempt_id = :attemptId",
+    { effectId: store.ids.next("effect"), attemptId, now },
+  );
+  return true;
+}

@@ -18,6 +18,7 @@ import {
   requireRun,
   setQueueState,
   settleEffectsOnStop,
+  stopAtBoundary,
 } from "./common.ts";
 import type { TransitionResult } from "./run-enqueue.ts";
 
@@ -50,14 +51,10 @@ export function pauseRun(store: StateStore, opts: RunCommandOptions): CommandRes
   return command(store, opts, "pause", allowed, (run, now) => {
     const live = run.state === "running" && run.queue_state !== "parked";
     if (live) {
-      const open = openAttempt(store, run.run_id);
-      if (open?.state === "running") {
-        closeAttempt(store, open.attempt_id, "interrupted", now, {
-          code: "paused",
-          message: "The run was paused before the node finished",
-        });
-      }
-      setQueueState(store, run.run_id, "parked", now);
+      stopAtBoundary(store, run.run_id, now, {
+        code: "paused",
+        message: "The run was paused before the node finished",
+      });
     }
     execute(store, "UPDATE runs SET paused = 1 WHERE run_id = :runId", { runId: run.run_id });
     return {

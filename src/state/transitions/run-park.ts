@@ -26,6 +26,7 @@ import {
   requireRun,
   setQueueState,
   setRunState,
+  stopAtBoundary,
 } from "./common.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
@@ -102,34 +103,32 @@ export function waitRun(
 
 /**
  * `running/starting|running` -> `running/parked` (host shutdown, worker exit at a boundary). A
- * still-running attempt becomes `interrupted` and runs again as a new attempt.
+ * still-running attempt becomes `interrupted` and runs again as a new attempt; if it was an
+ * external attempt with unsettled effects they become `ambiguous` and the run is blocked
+ * `effectAmbiguous` (`blocked: true`).
  */
 export function parkRun(
   store: StateStore,
   claim: Claim,
   opts: { reason: string } & WorkerWriteOptions,
-): { revision: number } {
+): { revision: number; blocked: boolean } {
   const runId = claimRunId(claim);
   const reason = opts.reason.slice(0, 64);
-  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+  const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "park", isActive);
-    const open = openAttempt(store, runId);
-    if (open) {
-      closeAttempt(store, open.attempt_id, "interrupted", tx.now, {
-        code: "interrupted",
-        message: `The worker stopped before the node finished: ${reason}`,
-      });
-    }
-    setQueueState(store, runId, "parked", tx.now);
+    const stopped = stopAtBoundary(store, runId, tx.now, {
+      code: "interrupted",
+      message: `The worker stopped before the node finished: ${reason}`,
+    });
     releaseLeaseInTx(store, claim.resource, tx.now);
     return {
       type: "run.parked",
-      payload: { reason },
+      payload: { reason, blocked: stopped.blocked },
       summary: { state: "running", queue: "parked", reason },
-      result: undefined,
+      result: stopped.blocked,
     };
   });
-  return { revision };
+  return { revision, blocked: result };
 }
 
 export interface BlockRunOptions extends WorkerWriteOptions {

@@ -2,18 +2,23 @@
  * Recovery of an expired running row (host restart, lost worker): a control claim proves the
  * old lease expired and fences its owner, then the run parks at its last durable boundary.
  */
-import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../claims.ts";
+import {
+  acquireClaimInTx,
+  type Claim,
+  claimRunId,
+  protectedWrite,
+  readLease,
+  releaseLeaseInTx,
+  runResource,
+  workerTarget,
+  type WorkerWriteOptions,
+} from "../claims.ts";
 import { ClaimLostError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
-import {
-  closeAttempt,
-  expectState,
-  markApplyingAmbiguous,
-  openAttempt,
-  requireRun,
-  setQueueState,
-} from "./common.ts";
+import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
+import { expectState, requireRun, stopAtBoundary } from "./common.ts";
+
+const CRASHED = { code: "workerCrashed", message: "The worker stopped before the node finished" };
 
 export interface RecoverExpiredRunOptions {
   runId: string;
@@ -68,18 +73,7 @@ export function recoverExpiredRun(
       ttlMs: opts.ttlMs,
     }, now);
     const revision = bumpRevision(store, opts.runId, now);
-    const open = openAttempt(store, opts.runId);
-    let blocked = false;
-    if (open) {
-      closeAttempt(store, open.attempt_id, "interrupted", now, {
-        code: "workerCrashed",
-        message: "The worker stopped before the node finished",
-      });
-      if (open.effect === "external") {
-        blocked = externalOutcomeUncertain(store, open.attempt_id, now);
-      }
-    }
-    if (markApplyingAmbiguous(store, opts.runId, now) > 0) blocked = true;
+    const { interruptedAttemptId, blocked } = stopAtBoundary(store, opts.runId, now, CRASHED);
     const orphaned = queryAllEpochs(store, opts.runId);
     execute(
       store,
@@ -87,25 +81,12 @@ export function recoverExpiredRun(
         "AND status IN ('starting', 'live')",
       { runId: opts.runId, now },
     );
-    if (blocked) {
-      execute(
-        store,
-        "UPDATE runs SET blocked_reason = 'effectAmbiguous', blocked_detail = :detail " +
-          "WHERE run_id = :runId",
-        {
-          runId: opts.runId,
-          detail: "An external action may have applied without a receipt; inspect it, then " +
-            "resume or cancel the run",
-        },
-      );
-    }
-    setQueueState(store, opts.runId, "parked", now);
     releaseLeaseInTx(store, control.resource, now);
     appendHistory(store, opts.runId, revision, now, {
       type: "run.recovered",
       payload: {
         generation: control.generation,
-        interruptedAttemptId: open?.attempt_id ?? null,
+        interruptedAttemptId,
         blocked,
       },
       summary: {
@@ -117,7 +98,7 @@ export function recoverExpiredRun(
     return {
       revision,
       generation: control.generation,
-      interruptedAttemptId: open?.attempt_id ?? null,
+      interruptedAttemptId,
       blocked,
       orphanedWorkerEpochs: orphaned,
     };
@@ -125,26 +106,43 @@ export function recoverExpiredRun(
 }
 
 /**
- * An external attempt's outcome is uncertain unless every effect it reserved has settled. One
- * with no managed effect at all gets an `ambiguous` unmanaged effect row recording that fact.
+ * The worker of the caller's own live claim died without a terminal message (crash, kill,
+ * claim-loss exit): the same outcome as recovery, under the live claim, in one transaction:
+ * the running attempt becomes `interrupted`; an external one with unsettled effects makes them
+ * `ambiguous` and blocks the run `effectAmbiguous`; the run parks and the claim is released.
+ * The caller records the worker epoch's outcome with `finishWorkerEpoch`.
  */
-function externalOutcomeUncertain(store: StateStore, attemptId: string, now: number): boolean {
-  const counts = queryOne<{ total: number; unsettled: number }>(
-    store,
-    "SELECT COUNT(*) AS total, COALESCE(SUM(state IN ('applying', 'ambiguous')), 0) AS unsettled " +
-      "FROM effects WHERE attempt_id = :attemptId",
-    { attemptId },
-  )!;
-  if (counts.total > 0) return counts.unsettled > 0;
-  execute(
-    store,
-    "INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, " +
-      "request_fingerprint, state, created_at, updated_at) SELECT :effectId, run_id, attempt_id, " +
-      "'unmanaged:' || attempt_id, 'unmanaged', 'none', 'ambiguous', :now, :now " +
-      "FROM node_attempts WHERE attempt_id = :attemptId",
-    { effectId: store.ids.next("effect"), attemptId, now },
-  );
-  return true;
+export function interruptRun(
+  store: StateStore,
+  claim: Claim,
+  opts: { reason: string } & WorkerWriteOptions,
+): { revision: number; interruptedAttemptId: string | null; blocked: boolean } {
+  const runId = claimRunId(claim);
+  const reason = opts.reason.slice(0, 64);
+  const { revision, result } = protectedWrite(store, claim, workerTarget(runId, opts), (tx) => {
+    expectState(
+      tx.run,
+      "interrupt",
+      (r) => r.state === "running" && (r.queue_state === "starting" || r.queue_state === "running"),
+    );
+    const stopped = stopAtBoundary(store, runId, tx.now, CRASHED);
+    releaseLeaseInTx(store, claim.resource, tx.now);
+    return {
+      type: "run.interrupted",
+      payload: {
+        reason,
+        interruptedAttemptId: stopped.interruptedAttemptId,
+        blocked: stopped.blocked,
+      },
+      summary: {
+        state: "running",
+        queue: "parked",
+        ...(stopped.blocked ? { blocked: "effectAmbiguous" } : {}),
+      },
+      result: stopped,
+    };
+  });
+  return { revision, ...result };
 }
 
 function queryAllEpochs(store: StateStore, runId: string): string[] {

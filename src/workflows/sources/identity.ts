@@ -68,6 +68,26 @@ export function compareMountedSources(
   return changed.length === 0 ? { ok: true } : { ok: false, changed };
 }
 
+/**
+ * Compares a fresh load's whole identity (root and mounted) with the saved one. The root hash of
+ * a fresh load comes from the bytes the loader actually read, so this also catches a file that
+ * changed between `verifySourceIdentity` and the load.
+ */
+export function compareSourceIdentity(saved: WorkflowSource, fresh: WorkflowSource): SourceCheck {
+  const rootKey = (r: WorkflowSource["root"]) =>
+    r.kind === "builtin" ? `builtin:${r.id}@${r.revision}` : `${r.path}@${r.hash}`;
+  const mounted = compareMountedSources(saved.mounted, fresh.mounted);
+  const changed = mounted.ok ? [] : [...mounted.changed];
+  if (rootKey(saved.root) !== rootKey(fresh.root)) {
+    const source = saved.root.kind === "builtin" ? `builtin:${saved.root.id}` : saved.root.path;
+    changed.unshift({
+      source,
+      reason: saved.root.kind === "builtin" ? "revisionChanged" : "changed",
+    });
+  }
+  return changed.length === 0 ? { ok: true } : { ok: false, changed };
+}
+
 /** One line for logs and park reasons: counts only, no paths. */
 export function describeSourceChanges(changes: readonly SourceChange[]): string {
   const counts = new Map<string, number>();

@@ -62,7 +62,12 @@ export function installWorkflowHooks(): void {
       const session = token ? sessions.get(token) : undefined;
       if (!session) return result;
       const path = fileURLToPath(stripQuery(url));
-      const source = result.source ?? readFileSync(path);
+      // Node hands the hook the file's own bytes; Deno hands it transpiled JavaScript (format
+      // undefined), whose hash would never match the file, so there the file is read again.
+      const source = typeof result.format === "string" && !("Deno" in globalThis) &&
+          result.source != null
+        ? result.source
+        : readFileSync(path);
       session.files.set(path, `sha256:${sha256Hex(toBytes(source))}`);
       if (result.format === "commonjs-typescript") {
         return { ...result, format: "module-typescript", source };

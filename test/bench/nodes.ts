@@ -1,0 +1,134 @@
+/**
+ * `npm run bench -- nodes`: one run of a 1,000-node compute-only workflow through the real host
+ * supervision and one real worker process (every node is a `node.started` and a `node.finished`
+ * proposal, each one protected, claim-checked SQLite commit with synchronous=FULL). Prints
+ * `nodes_per_s` beside the raw single-row commit rate of a SQLite file with the same pragmas on
+ * the same disk, measured in the same run (`raw_tx_per_s`), and their ratio. Two commits per
+ * node means a ratio near 0.5 is the ceiling.
+ *
+ *   npm run bench -- nodes [nodes=1000]
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { createSupervision } from "../../src/host/supervision/index.ts";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
+import { readRun } from "../../src/state/queries.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+
+const NODES = Number(process.argv[2] ?? 1000);
+const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
+
+/** Single-row INSERT commits per second, WAL + synchronous=FULL, for `ms` milliseconds. */
+function rawCommitRate(ms: number): number {
+  const db = new DatabaseSync(join(root, "raw.sqlite"));
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = FULL");
+  db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+  const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
+  const payload = "x".repeat(200);
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    db.exec("BEGIN IMMEDIATE");
+    insert.run(payload);
+    db.exec("COMMIT");
+    n++;
+  }
+  const rate = n / ((performance.now() - start) / 1000);
+  db.close();
+  return rate;
+}
+
+function workflowSource(count: number): string {
+  const nodes = Array.from(
+    { length: count },
+    (_, i) => `    n${i}: compute({ run: ({ input }) => ({ i: ${i}, seed: input.seed }) }),`,
+  ).join("\n");
+  const edges = Array.from(
+    { length: count - 1 },
+    (_, i) => `    { from: "n${i}", to: "n${i + 1}" },`,
+  )
+    .join("\n");
+  return `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "many",
+  maxSteps: ${count + 10},
+  startAt: "n0",
+  nodes: {
+${nodes}
+  },
+  edges: [
+${edges}
+  ],
+});
+`;
+}
+
+const stateDir = join(root, "state");
+const project = join(root, "project");
+mkdirSync(project, { recursive: true });
+const workflowPath = join(project, "many.workflow.ts");
+writeFileSync(workflowPath, workflowSource(NODES));
+const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
+const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
+const supervision = createSupervision({
+  store,
+  clock: systemClock,
+  ids: randomIds,
+  stateDir,
+  hostEpoch: host.epoch,
+  hostOwnerId: "bench-host",
+  log: () => {},
+  options: {
+    maxConcurrentWorkers: 1,
+    claimTtlMs: 30_000,
+    claimRenewMs: 10_000,
+    workerStartupMs: 30_000,
+    killGraceMs: 1_000,
+    maxCapturedOutputBytes: 1024 * 1024,
+  },
+}, { childEnv: { PI_CODING_AGENT_DIR: join(root, "agent") } });
+
+try {
+  const raw = rawCommitRate(2_000);
+  const resolved = await supervision.resolve({
+    workflow: workflowPath,
+    input: { seed: 1 },
+    cwd: project,
+  });
+  if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
+  supervision.start();
+  const started = performance.now();
+  const { runId } = enqueueRun(store, {
+    workflowName: resolved.workflowName,
+    workflowRef: workflowPath,
+    projectPath: project,
+    workflowSource: resolved.workflowSource as never,
+    definitionDigest: resolved.definitionDigest,
+    input: resolved.input as never,
+    inputHash: resolved.inputHash,
+    binding: { executionMode: "headless" },
+  });
+  supervision.wake();
+  const finished = await waitUntil(() => readRun(store, runId)?.state === "completed", 600_000);
+  if (!finished) throw new Error(`Run ended ${readRun(store, runId)?.state}`);
+  const seconds = (performance.now() - started) / 1000;
+  const nodesPerS = NODES / seconds;
+  console.log(JSON.stringify({
+    bench: "nodes",
+    nodes: NODES,
+    seconds: Math.round(seconds * 100) / 100,
+    nodes_per_s: Math.round(nodesPerS),
+    raw_tx_per_s: Math.round(raw),
+    ratio: Math.round((nodesPerS / raw) * 1000) / 1000,
+  }));
+} finally {
+  await supervision.shutdown();
+  closeStateStore(store);
+  rmSync(root, { recursive: true, force: true });
+}

@@ -1,0 +1,164 @@
+/**
+ * `npm run bench -- spawn`: time from a run becoming launchable to its worker's `worker.ready`
+ * (claim, spawn, envelope, source check, ready committed), median and p95 over sequential runs,
+ * beside the start-up of a bare `node -e 0` measured in the same run. Prints one JSON line.
+ *
+ * Two worker commands are measured in the same run: `pi-workflows worker` from source (Node
+ * strips types at start-up: the command a checkout uses) and the same CLI bundled into one
+ * JavaScript file with esbuild (what the npm package ships; the compiled binary adds a code
+ * cache on top). The ratio of each is against the bare `node -e 0` median.
+ *
+ *   npm run bench -- spawn [runs=15]
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createSupervision } from "../../src/host/supervision/index.ts";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
+import { closeStateStore, openStateStore, queryOne } from "../../src/state/store.ts";
+import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+
+const RUNS = Number(process.argv[2] ?? 15);
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function bareNode(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+    child.on("error", reject);
+    child.on("exit", () => resolve(performance.now() - start));
+  });
+}
+
+const root = mkdtempSync(join(tmpdir(), "piw-bench-spawn-"));
+const stateDir = join(root, "state");
+const project = join(root, "project");
+mkdirSync(project, { recursive: true });
+const workflowPath = join(project, "one.workflow.ts");
+writeFileSync(
+  workflowPath,
+  `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({ run: () => 1 }) }, edges: [] });
+`,
+);
+const repo = fileURLToPath(new URL("../..", import.meta.url));
+const bundle = join(root, "bundle", "main.mjs");
+const built = spawnSync(
+  join(repo, "node_modules", ".bin", "esbuild"),
+  [
+    join(repo, "src", "cli", "main.ts"),
+    "--bundle",
+    "--platform=node",
+    "--format=esm",
+    "--target=node22",
+    `--outfile=${bundle}`,
+    "--log-level=warning",
+  ],
+  { stdio: "inherit" },
+);
+if (built.status !== 0) throw new Error("esbuild failed");
+
+const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
+const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
+const ctx = {
+  store,
+  clock: systemClock,
+  ids: randomIds,
+  stateDir,
+  hostEpoch: host.epoch,
+  hostOwnerId: "bench-host",
+  log: () => {},
+  options: {
+    maxConcurrentWorkers: 1,
+    claimTtlMs: 30_000,
+    claimRenewMs: 10_000,
+    workerStartupMs: 15_000,
+    killGraceMs: 1_000,
+    maxCapturedOutputBytes: 1024 * 1024,
+  },
+};
+const env = { PI_CODING_AGENT_DIR: join(root, "agent") };
+const source = createSupervision(ctx, { childEnv: env });
+const bundled = createSupervision(ctx, {
+  childEnv: env,
+  workerCommand: (args) => ({ command: process.execPath, args: [bundle, ...args] }),
+});
+
+try {
+  const resolved = await source.resolve({ workflow: workflowPath, input: {}, cwd: project });
+  if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
+  source.start();
+  bundled.start();
+
+  /** Launches one run with `supervision` and returns enqueue -> worker.ready in ms. */
+  const readyOnce = async (supervision: typeof source): Promise<number> => {
+    const { runId } = enqueueRun(store, {
+      workflowName: resolved.workflowName,
+      workflowRef: workflowPath,
+      projectPath: project,
+      workflowSource: resolved.workflowSource as never,
+      definitionDigest: resolved.definitionDigest,
+      input: resolved.input as never,
+      inputHash: resolved.inputHash,
+      binding: { executionMode: "headless" },
+    });
+    const enqueuedAt = Date.now();
+    supervision.wake();
+    const row = () =>
+      queryOne<{ ready_at: number | null; state: string }>(
+        store,
+        "SELECT w.ready_at, r.state FROM runs r LEFT JOIN run_workers w ON w.run_id = r.run_id " +
+          "WHERE r.run_id = :runId",
+        { runId },
+      );
+    if (!await waitUntil(() => row()?.ready_at != null, 30_000)) throw new Error("No ready");
+    const readyMs = row()!.ready_at! - enqueuedAt;
+    const done = await waitUntil(
+      () => row()?.state === "completed" && supervision.activeWorkerCount() === 0,
+      30_000,
+    );
+    if (!done) throw new Error("Run did not complete");
+    return readyMs;
+  };
+
+  const ready: number[] = [];
+  const readyBundled: number[] = [];
+  const bare: number[] = [];
+  for (let i = 0; i < RUNS + 2; i++) {
+    // Interleaved, so all three see the same machine load; two warm-ups.
+    const bareMs = await bareNode();
+    const sourceMs = await readyOnce(source);
+    const bundledMs = await readyOnce(bundled);
+    if (i < 2) continue;
+    bare.push(bareMs);
+    ready.push(sourceMs);
+    readyBundled.push(bundledMs);
+  }
+  const bareMedian = percentile(bare, 50);
+  const round = (n: number) => Math.round(n * 10) / 10;
+  console.log(JSON.stringify({
+    bench: "spawn",
+    runs: RUNS,
+    bare_node_median_ms: round(bareMedian),
+    bare_node_p95_ms: round(percentile(bare, 95)),
+    ready_median_ms: round(percentile(ready, 50)),
+    ready_p95_ms: round(percentile(ready, 95)),
+    ratio: Math.round((percentile(ready, 50) / bareMedian) * 100) / 100,
+    bundled_ready_median_ms: round(percentile(readyBundled, 50)),
+    bundled_ready_p95_ms: round(percentile(readyBundled, 95)),
+    bundled_ratio: Math.round((percentile(readyBundled, 50) / bareMedian) * 100) / 100,
+  }));
+} finally {
+  await source.shutdown();
+  await bundled.shutdown();
+  closeStateStore(store);
+  rmSync(root, { recursive: true, force: true });
+}

@@ -1,0 +1,66 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/state/clock.ts";
+import { formatDoctorReport, runDoctor } from "../../src/state/doctor.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { closeStateStore } from "../../src/state/store.ts";
+import { enqueue, launchWithAttempt, openFixture, tempDir } from "./helpers.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe("runDoctor()", () => {
+  it("reports a healthy database read-only, with counts and no private data", () => {
+    const f = openFixture();
+    dirs.push(f.dir);
+    const secret = "/home/someone/secret-project";
+    enqueue(f.store, { projectPath: secret, input: { prompt: "private prompt" } });
+    launchWithAttempt(f.store, enqueue(f.store));
+    closeStateStore(f.store);
+    const report = runDoctor({ stateDir: join(f.dir, "state"), clock: new FakeClock() });
+    expect(report).toMatchObject({
+      ok: true,
+      openError: null,
+      violations: [],
+      counts: { queued: 1, running: 1, activeWorkers: 1 },
+    });
+    const text = formatDoctorReport(report);
+    expect(text).toContain("Invariants: all hold");
+    expect(text).toContain("1 queued, 1 running");
+    for (const out of [text, JSON.stringify(report)]) {
+      expect(out).not.toContain(secret);
+      expect(out).not.toContain("private prompt");
+      expect(out).not.toContain("token-");
+    }
+  });
+
+  it("finds violated invariants and names them", () => {
+    const f = openFixture();
+    dirs.push(f.dir);
+    const runId = enqueue(f.store);
+    // Damage the projections the way a buggy writer could (bypassing the transitions).
+    f.store.db.exec(`UPDATE run_queue SET state = 'running' WHERE run_id = '${runId}'`);
+    f.store.db.exec(`UPDATE runs SET revision = 5 WHERE run_id = '${runId}'`);
+    const codes = checkInvariants(f.store).map((v) => v.code).sort();
+    expect(codes).toEqual(["revisionMismatch", "runQueueMismatch", "viewerDeltaMismatch"]);
+    closeStateStore(f.store);
+    const report = runDoctor({ stateDir: join(f.dir, "state") });
+    expect(report.ok).toBe(false);
+    expect(report.violations.map((v) => v.code)).toContain("runQueueMismatch");
+    expect(formatDoctorReport(report)).toMatch(
+      /Invariants: \d+ violated\n {2}runQueueMismatch run/,
+    );
+  });
+
+  it("explains a missing or unreadable database instead of throwing", () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const report = runDoctor({ stateDir: dir });
+    expect(report.ok).toBe(false);
+    expect(report.openError).toMatch(/no state database yet/);
+    expect(formatDoctorReport(report)).toMatch(/^State file: .*\nSchema: pi-workflows-state v1/);
+  });
+});

@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createSupervision } from "../../src/host/supervision/index.ts";
+import {
+  formatStartIdentity,
+  isSameProcessAlive,
+  readProcessIdentity,
+} from "../../src/host/supervision/process-identity.ts";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { listActiveWorkers, readRun } from "../../src/state/queries.ts";
+import {
+  closeStateStore,
+  openStateStore,
+  queryAll,
+  type StateStore,
+} from "../../src/state/store.ts";
+import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import {
+  claimRunForLaunch,
+  markWorkerLive,
+  nextLaunchableRuns,
+} from "../../src/state/transitions/run-launch.ts";
+import { FAST_OPTIONS } from "./harness.ts";
+
+const children: ChildProcess[] = [];
+const roots: string[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+async function sleeper() {
+  const child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+  children.push(child);
+  await waitUntil(() => readProcessIdentity(child.pid!) !== null, 5_000);
+  return readProcessIdentity(child.pid!)!;
+}
+
+function enqueue(store: StateStore): string {
+  const digest = `sha256:${"0".repeat(64)}`;
+  return enqueueRun(store, {
+    workflowName: "w",
+    workflowRef: "/p/w.workflow.ts",
+    projectPath: "/p",
+    workflowSource: { root: { kind: "file", path: "/p/w.workflow.ts", hash: digest }, mounted: [] },
+    definitionDigest: digest,
+    input: {},
+    inputHash: digest,
+    binding: { executionMode: "headless" },
+  }).runId;
+}
+
+/** A worker epoch an earlier host recorded live, with the given process identity. */
+function staleEpoch(store: StateStore, runId: string, pid: number, startIdentity: string) {
+  const { claim } = claimRunForLaunch(store, {
+    runId,
+    ownerId: "old-host",
+    token: "old-token",
+    ttlMs: 1_000,
+    workerEpoch: `wep-${runId}`,
+    launchEnvelopeHash: `sha256:${"1".repeat(64)}`,
+  });
+  markWorkerLive(store, claim, { workerEpoch: `wep-${runId}`, pid, startIdentity });
+}
+
+describe("recover() after a host restart", () => {
+  it("reaps only exact stale identities and makes expired runs claimable again", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-recover-")));
+    roots.push(root);
+    const clock = new FakeClock(Date.now());
+    const store = openStateStore({ stateDir: join(root, "state"), clock, ids: sequentialIds() });
+    try {
+      const unrelated = await sleeper();
+      const leftover = await sleeper();
+      const reused = enqueue(store);
+      const orphan = enqueue(store);
+      // The PID of a live unrelated process, recorded with another start time: a reused PID.
+      staleEpoch(
+        store,
+        reused,
+        unrelated.pid,
+        `${unrelated.pid}:${BigInt(unrelated.startTime) - 7n}`,
+      );
+      staleEpoch(store, orphan, leftover.pid, formatStartIdentity(leftover));
+      clock.advance(5_000); // the old host's run claims expire
+
+      const supervision = createSupervision({
+        store,
+        clock,
+        ids: sequentialIds(),
+        stateDir: join(root, "state"),
+        hostEpoch: 2,
+        hostOwnerId: "new-host",
+        log: () => {},
+        options: FAST_OPTIONS,
+      });
+      await supervision.recover();
+
+      expect(isSameProcessAlive(unrelated)).toBe(true);
+      expect(await waitUntil(() => !isSameProcessAlive(leftover), 5_000)).toBe(true);
+      expect(listActiveWorkers(store)).toEqual([]);
+      const statuses = queryAll<{ status: string }>(store, "SELECT status FROM run_workers")
+        .map((r) => r.status);
+      expect(statuses).toEqual(["orphaned", "orphaned"]);
+      for (const runId of [reused, orphan]) {
+        const run = readRun(store, runId)!;
+        expect([run.state, run.queueState, run.blockedReason]).toEqual(["running", "parked", null]);
+      }
+      expect(nextLaunchableRuns(store, 10).map((r) => r.runId)).toEqual([reused, orphan]);
+      expect(checkInvariants(store)).toEqual([]);
+      await supervision.shutdown();
+    } finally {
+      closeStateStore(store);
+    }
+  });
+});

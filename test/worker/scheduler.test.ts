@@ -1,0 +1,121 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { queryAll, queryOne } from "../../src/state/store.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const quick = `
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "quick",
+  startAt: "a",
+  nodes: { a: compute({ run: async ({ input }) => { await new Promise((r) => setTimeout(r, 100)); return input; } }) },
+  edges: [],
+});
+`;
+
+describe("scheduler", () => {
+  it("respects the concurrency limit and launches in creation order", async () => {
+    h = await createHarness({ maxConcurrentWorkers: 1 });
+    const path = h.writeWorkflow("quick.workflow.ts", quick);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await h.startRun(path, { i }));
+    for (const id of ids) expect((await h.waitForRun(id, isTerminal)).state).toBe("completed");
+    const epochs = queryAll<{ run_id: string; started_at: number; finished_at: number }>(
+      h.store,
+      "SELECT run_id, started_at, finished_at FROM run_workers ORDER BY started_at",
+    );
+    expect(epochs.map((e) => e.run_id)).toEqual(ids);
+    for (let i = 1; i < epochs.length; i++) {
+      expect(epochs[i].started_at).toBeGreaterThanOrEqual(epochs[i - 1].finished_at);
+    }
+  });
+
+  it("keeps renewing the claim of a worker that spins on the CPU", async () => {
+    h = await createHarness({ claimTtlMs: 800, claimRenewMs: 200 });
+    const marker = join(h.root, "spinning");
+    const runId = await h.startRun(h.writeWorkflow(
+      "cpu.workflow.ts",
+      `import { writeFileSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "cpu",
+  startAt: "a",
+  nodes: { a: compute({ timeoutMs: null, run: () => { writeFileSync(${
+        JSON.stringify(marker)
+      }, ""); for (;;) {} } }) },
+  edges: [],
+});`,
+    ));
+    expect(await waitUntil(() => existsSync(marker), 15_000)).toBe(true);
+    const lease = () =>
+      queryOne<{ generation: number; expires_at: number | null }>(
+        h!.store,
+        "SELECT generation, expires_at FROM leases WHERE run_id = :runId",
+        { runId },
+      )!;
+    const generation = lease().generation;
+    const until = Date.now() + 3 * 800;
+    // Over three lease lengths the claim never lapses and never changes hands.
+    const lapsed = await waitUntil(() => {
+      const l = lease();
+      return l.expires_at === null || l.expires_at <= Date.now() || l.generation !== generation ||
+        Date.now() > until;
+    }, 5_000);
+    expect(lapsed).toBe(true);
+    expect(Date.now()).toBeGreaterThan(until);
+    expect(lease().generation).toBe(generation);
+    expect(h.run(runId).queueState).toBe("running");
+    cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    await h.supervision.stopRun(runId, "cancelled");
+    expect(h.run(runId).state).toBe("cancelled");
+  });
+
+  it("fails a worker epoch that passes its captured output limit", async () => {
+    h = await createHarness({ maxCapturedOutputBytes: 64 * 1024 }, { maxCrashes: 1 });
+    const runId = await h.startRun(h.writeWorkflow(
+      "loud.workflow.ts",
+      `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "loud",
+  startAt: "a",
+  nodes: { a: compute({ run: async () => { process.stdout.write("x".repeat(200_000)); await new Promise((r) => setTimeout(r, 30_000)); } }) },
+  edges: [],
+});`,
+    ));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("workerCrashed");
+    expect(run.error?.message).toContain("captured stdout passed 65536 bytes");
+  });
+
+  it("fails a worker epoch that never says worker.ready before the startup deadline", async () => {
+    h = await createHarness({}, {
+      maxCrashes: 1,
+      workerCommand: (args) =>
+        args.includes("--resolve") ? testWorkerCommand(args) : { command: "sleep", args: ["300"] },
+    });
+    const path = h.writeWorkflow("quick.workflow.ts", quick);
+    const resolved = await h.supervision.resolve({ workflow: path, input: {}, cwd: h.projectDir });
+    h.ctx.options.workerStartupMs = 500; // the resolver had the normal deadline; workers get 500 ms
+    const runId = h.enqueueResolved(path, resolved);
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("workerTimedOut");
+    const statuses = queryAll<{ status: string }>(
+      h.store,
+      "SELECT status FROM run_workers WHERE run_id = :runId",
+      { runId },
+    ).map((r) => r.status);
+    expect(statuses).toEqual(["timedOut"]);
+    expect(h.invariants()).toEqual([]);
+  });
+});
