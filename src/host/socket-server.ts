@@ -51,7 +51,7 @@ export function createSocketServer(options: SocketServerOptions): SocketServer {
   const connections = new Set<Connection>();
   let abandoned = false;
   // Half-open: a client that ends its side after a request still gets the answer.
-  const server = net.createServer({ allowHalfOpen: false }, (socket) => {
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
     if (abandoned) {
       socket.destroy();
       return;
