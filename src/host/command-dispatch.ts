@@ -83,7 +83,9 @@ async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResp
       `Request rejected: it names host epoch ${request.hostEpoch}, the host now holds epoch ${rt.epoch}; read the state again and retry`,
     );
   }
-  if (rt.phase() !== "running" || !rt.holdsEpoch()) {
+  // A stopping host still tells what it is doing; every other command waits for the next host.
+  const stoppingStatus = request.operation === "host.status" && rt.phase() === "stopping";
+  if (!stoppingStatus && (rt.phase() !== "running" || !rt.holdsEpoch())) {
     return fail(
       "unavailable",
       HOST_ERROR_CODES.hostStopping,

@@ -62,8 +62,12 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
 
 export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
   if (request.operation !== "run.list") throw new TypeError("Expected run.list");
+  // Outputs stay out of the list (each may be up to 1 MiB); `run.status` shows one.
   const runs = listRuns(rt.store, { all: request.payload.all, limit: request.payload.limit })
-    .map(runSummary);
+    .map((view) => {
+      const { output: _, ...summary } = runSummary(view);
+      return summary;
+    });
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,

@@ -97,7 +97,10 @@ export async function listenUserOnly(
   return { path: socketPath, dev: stat.dev, ino: stat.ino };
 }
 
-/** Removes the socket file only when it is still the one this process created. */
+/**
+ * Removes the socket file only when it is still the one this process created. (Closing the
+ * server already unlinks its path, as libuv does for unix sockets; this covers the rest.)
+ */
 export function removeOwnSocket(identity: SocketIdentity): void {
   try {
     const stat = lstatSync(identity.path);

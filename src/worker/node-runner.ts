@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposer } from "./proposer.ts";
 import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
@@ -102,7 +103,7 @@ export async function runNode(
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
-  let result;
+  let result: Awaited<ReturnType<RunWorkflow["execute"]>>;
   try {
     result = await workflow.execute(step.nodeId, {
       facts,
@@ -139,8 +140,20 @@ export async function runNode(
       // Notifications need an origin Pi session, which workers cannot reach in this version.
       process.stderr.write("Notification not delivered: notify is not available in workers yet\n");
     }
-    await proposer.propose("node.finished", { output: result.output }, attemptId);
-    return { ...base, state: "ok", output: result.output, finishedAt: Date.now() };
+    try {
+      await proposer.propose("node.finished", { output: result.output }, attemptId);
+      return { ...base, state: "ok", output: result.output, finishedAt: Date.now() };
+    } catch (error) {
+      if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
+      // The output cannot cross the channel (nor fit the durable value limit): a node failure.
+      result = {
+        outcome: "failed",
+        error: {
+          code: "outputTooLarge",
+          message: `The node's output is larger than the ${MAX_FRAME_BYTES} byte message limit`,
+        },
+      };
+    }
   }
   await proposer.propose("node.failed", {
     outcome: result.outcome,

@@ -92,10 +92,13 @@ const nodeSchema = v.variant("kind", [
       v.object({ label: v.string(), input: v.optional(textInput) }),
     ),
     request: fn,
-    onTimeout: v.optional(v.object({
-      afterMs: positiveInt,
-      response: v.object({ choice: v.string(), text: v.optional(v.string()) }),
-    })),
+    onTimeout: v.optional(v.union([
+      v.object({
+        afterMs: positiveInt,
+        response: v.object({ choice: v.string(), text: v.optional(v.string()) }),
+      }),
+      fn,
+    ], "expected {afterMs, response} or a function returning it")),
     ...common,
   }),
 ], "expected a node built with agent(), compute(), action(), shell(), checkpoint(), notify(), ...");

@@ -12,6 +12,7 @@ import type {
   HumanDecisionNode,
   HumanDecisionRequest,
   HumanDecisionResponse,
+  HumanDecisionTimeout,
   NodeContext,
   PresentationBlock,
   SwitchEdge,
@@ -51,7 +52,7 @@ export function humanDecision<I = any>(
     audience?: string;
     choices: HumanChoices;
     request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
-    onTimeout?: { afterMs: number; response: HumanDecisionResponse };
+    onTimeout?: HumanDecisionTimeout | ((ctx: NodeContext<I>) => HumanDecisionTimeout | null);
   },
 ): HumanDecisionNode<I> {
   const node: HumanDecisionNode<I> = {
@@ -59,13 +60,10 @@ export function humanDecision<I = any>(
     audience: options.audience ?? "owner",
     kind: "humanDecision",
   };
-  if (options.onTimeout) {
-    const checked = validateHumanResponse(options.choices, options.onTimeout.response);
-    if (!checked.ok) {
-      throw new WorkflowDefinitionError(
-        "invalidDefinition",
-        `Invalid humanDecision onTimeout response: ${checked.message}`,
-      );
+  if (options.onTimeout && typeof options.onTimeout !== "function") {
+    const problem = checkTimeout(options.choices, options.onTimeout);
+    if (problem) {
+      throw new WorkflowDefinitionError("invalidDefinition", `Invalid humanDecision ${problem}`);
     }
   }
   return node;
@@ -78,6 +76,17 @@ export function humanDecisionEdge<const C extends HumanChoices>(options: {
 }): SwitchEdge {
   checkCases(options.from, Object.keys(options.choices), options.cases as Record<string, string>);
   return { from: options.from, switch: { on: "$.choice", cases: { ...options.cases } } };
+}
+
+/** A problem with an `onTimeout` value (`"onTimeout ...: detail"`), or null when it is valid. */
+export function checkTimeout(choices: HumanChoices, timeout: unknown): string | null {
+  const t = timeout as Partial<HumanDecisionTimeout> | null;
+  if (typeof t !== "object" || t === null) return "onTimeout: expected {afterMs, response}";
+  if (typeof t.afterMs !== "number" || !Number.isInteger(t.afterMs) || t.afterMs < 1) {
+    return "onTimeout afterMs: expected a positive integer of milliseconds";
+  }
+  const checked = validateHumanResponse(choices, t.response);
+  return checked.ok ? null : `onTimeout response: ${checked.message}`;
 }
 
 /** Checks a person's answer against the choices; returns the normalized response. */

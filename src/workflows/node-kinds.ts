@@ -5,7 +5,7 @@ import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode } from "./compile.ts";
 import { NodeFailure } from "./errors.ts";
 import type { NodeResult } from "./execute-node.ts";
-import { checkPresentation } from "./human-decision.ts";
+import { checkPresentation, checkTimeout } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { runShell } from "./shell-runner.ts";
 import type { NodeContext, ShellCommand, ShellNode, TextSpec, WorkflowUpdate } from "./types.ts";
@@ -73,6 +73,11 @@ export async function runNodeKind(
       } catch (error) {
         throw new NodeFailure("invalidRequest", (error as Error).message);
       }
+      const onTimeout = typeof n.onTimeout === "function" ? await n.onTimeout(ctx) : n.onTimeout;
+      if (onTimeout !== undefined && onTimeout !== null) {
+        const problem = checkTimeout(n.choices, onTimeout);
+        if (problem) throw new NodeFailure("invalidRequest", `Human decision ${problem}`);
+      }
       const request = {
         schema: "pi-workflows.human-decision-request.v1",
         audience: n.audience,
@@ -81,7 +86,7 @@ export async function runNodeKind(
         presentation: req.presentation,
         revision: req.revision ?? 1,
         choices: n.choices,
-        onTimeout: n.onTimeout ?? null,
+        onTimeout: onTimeout ?? null,
       };
       return {
         outcome: "waiting",

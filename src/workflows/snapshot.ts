@@ -33,7 +33,7 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
     case "humanDecision":
       out.audience = node.audience;
       out.choices = JSON.parse(JSON.stringify(node.choices));
-      out.onTimeout = node.onTimeout ?? null;
+      out.onTimeout = typeof node.onTimeout === "function" ? "callback" : node.onTimeout ?? null;
       break;
     default:
       break;

@@ -212,6 +212,11 @@ export type PresentationBlock =
   | { kind: "fields"; items: { label: string; value: string }[] }
   | { kind: "preformatted"; text: string };
 
+export interface HumanDecisionTimeout {
+  afterMs: number;
+  response: HumanDecisionResponse;
+}
+
 export interface HumanDecisionResponse {
   choice: string;
   text?: string;
@@ -222,7 +227,11 @@ export interface HumanDecisionNode<I = any> extends CommonNodeOptions<I> {
   audience: string;
   choices: HumanChoices;
   request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
-  onTimeout?: { afterMs: number; response: HumanDecisionResponse };
+  /**
+   * The answer recorded when nobody answers within `afterMs`; a function may decide it from the
+   * context (or return null for no timeout).
+   */
+  onTimeout?: HumanDecisionTimeout | ((ctx: NodeContext<I>) => HumanDecisionTimeout | null);
 }
 
 export type WorkflowNode<I = any> =

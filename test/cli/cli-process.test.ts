@@ -166,7 +166,10 @@ describe("pi-workflows CLI", () => {
   });
 
   it("starts exactly one host when several clients need it at once", async () => {
-    const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+    const fresh = tempHome({
+      PI_WORKFLOWS_HOST_IDLE_MS: "3000",
+      PI_WORKFLOWS_HOST_LOG_BYTES: "150",
+    });
     try {
       const results = await Promise.all(
         [0, 1, 2, 3].map(() => runCliProcess(["list", "--json"], fresh.env, 60_000)),
@@ -183,6 +186,9 @@ describe("pi-workflows CLI", () => {
       expect(JSON.parse(stop.stdout)).toEqual({ epoch: 1, stopped: true, wasRunning: true });
       const start = await runCliProcess(["host", "start"], fresh.env);
       expect(start).toMatchObject({ code: 0, stdout: "Host started (epoch 2)\n" });
+      // The log stays bounded: past its budget it says so and stops, and the next start rotates it.
+      expect(readFileSync(join(fresh.stateDir, "host.log.1"), "utf8")).toContain("log.limit");
+      expect(readFileSync(join(fresh.stateDir, "host.log"), "utf8")).toContain("epoch=2");
     } finally {
       await runCliProcess(["host", "stop"], fresh.env);
       fresh.cleanup();

@@ -1,4 +1,5 @@
 import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   hostRequest,
@@ -161,16 +162,20 @@ describe("host run", () => {
     const client = await RawClient.connect(h.socketPath);
     // Two frames in one write: the second arrives after the host began stopping.
     const stop = hostRequest("host.stop");
-    const late = hostRequest("host.status");
-    client.write(JSON.stringify(stop) + "\n" + JSON.stringify(late) + "\n");
-    const answers = [await client.next(), await client.next()];
-    expect(answers.find((a) => a.requestId === stop.requestId)).toMatchObject({
-      outcome: "accepted",
-      receipt: { stopping: true },
-    });
-    expect(answers.find((a) => a.requestId === late.requestId)).toMatchObject({
+    const late = hostRequest("run.list");
+    const status = hostRequest("host.status");
+    client.write([stop, late, status].map((r) => JSON.stringify(r) + "\n").join(""));
+    const answers = [await client.next(), await client.next(), await client.next()];
+    const answer = (request: Record<string, unknown>) =>
+      answers.find((a) => a.requestId === request.requestId);
+    expect(answer(stop)).toMatchObject({ outcome: "accepted", receipt: { stopping: true } });
+    expect(answer(late)).toMatchObject({
       outcome: "unavailable",
       error: { code: "hostStopping" },
+    });
+    expect(answer(status)).toMatchObject({
+      outcome: "accepted",
+      receipt: { state: "stopping", socket: "unavailable" },
     });
     await client.waitClosed();
     expect((await host.exited).code).toBe(0);
@@ -191,6 +196,16 @@ describe("host run", () => {
     expect(code).toBe(0);
     expect(host.stderr()).toContain("reason=idle");
     expect(existsSync(h.socketPath)).toBe(false);
+  });
+
+  it("refuses a state directory whose socket path would be too long", async () => {
+    const h = home();
+    const long = join(h.root, "d".repeat(60), "e".repeat(60));
+    const result = await runCliProcess(["host", "run"], { ...h.env, PI_WORKFLOWS_STATE_DIR: long });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n").at(-1)).toMatch(
+      /^Cannot create the host socket: path is \d+ bytes, the limit is 107; use a shorter PI_WORKFLOWS_STATE_DIR$/,
+    );
   });
 
   it("rejects a bad environment setting with one line", async () => {

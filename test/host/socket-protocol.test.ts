@@ -12,6 +12,7 @@ import {
   stopProcess,
   type TempHome,
   tempHome,
+  waitFor,
 } from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
 
@@ -229,6 +230,27 @@ describe("host socket protocol", () => {
     const list = await ask("run.list", { payload: { all: true } });
     expect(list.receipt.runs.filter((r: any) => r.workflowName === "hello")).toHaveLength(1);
 
+    // Once it completed, status shows its output; the list leaves outputs out.
+    const runId = first.receipt.run.runId;
+    const done = await waitFor(
+      async () => {
+        const status = await ask("run.status", { runId });
+        return status.receipt.run.state === "completed" ? status : null;
+      },
+      "the hello run to complete",
+      30_000,
+    );
+    expect(done.receipt.run.output).toMatchObject({ message: "Hello, Lin!" });
+    expect(done.receipt.attempts.map((a: any) => [a.nodeId, a.state])).toEqual([
+      ["greet", "ok"],
+      ["echo", "ok"],
+      ["finish", "ok"],
+    ]);
+    const listed = (await ask("run.list", { payload: { all: true } })).receipt.runs
+      .find((r: any) => r.runId === runId);
+    expect(listed).toMatchObject({ state: "completed" });
+    expect(listed.output).toBeUndefined();
+
     const missing = await ask("run.start", {
       payload: { workflow: "examples/nope.workflow.ts", cwd: ROOT },
     });
@@ -253,6 +275,18 @@ describe("host socket protocol", () => {
       outcome: "accepted",
       receipt: { run: { workflowName: "slow" } },
     });
+  });
+
+  it("answers a slow command of a client that half-closed after sending it", async () => {
+    const client = await RawClient.connect(home.socketPath);
+    client.send(
+      hostRequest("run.start", {
+        payload: { workflow: "slow.workflow.ts", cwd: join(home.root, "project") },
+      }),
+    );
+    client.socket.end();
+    expect(await client.next()).toMatchObject({ outcome: "accepted" });
+    await client.waitClosed();
   });
 
   it("rejects recognised operations it does not serve yet", async () => {

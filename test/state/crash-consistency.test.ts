@@ -22,6 +22,7 @@ import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/r
 import { blockRun, parkRun, waitRun } from "../../src/state/transitions/run-park.ts";
 import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
+import { reserveEffect, settleEffect } from "../../src/state/transitions/effects.ts";
 import {
   enqueue,
   type Fixture,
@@ -243,6 +244,33 @@ const scenarios: Scenario[] = [
     setup: (s) => {
       const { claim } = withAttempt("external")(s);
       return () => interruptRun(s, claim, { reason: "workerCrashed" });
+    },
+  },
+  {
+    name: "reserveEffect",
+    setup: (s) => {
+      const { claim, attemptId } = withAttempt("external")(s);
+      return () =>
+        reserveEffect(s, claim, {
+          attemptId,
+          effectType: "t",
+          idempotencyKey: "k",
+          requestFingerprint: "f",
+        });
+    },
+  },
+  {
+    name: "settleEffect",
+    setup: (s) => {
+      const { claim, attemptId } = withAttempt("external")(s);
+      const { result } = reserveEffect(s, claim, {
+        attemptId,
+        effectType: "t",
+        idempotencyKey: "k",
+        requestFingerprint: "f",
+      });
+      return () =>
+        settleEffect(s, claim, { effectId: result.effectId, outcome: "applied", effectReceipt: 1 });
     },
   },
   {

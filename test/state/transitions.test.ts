@@ -161,6 +161,18 @@ describe("launch path", () => {
       state: "ok",
       output: { answer: 42 },
     }]);
+    expect(listAttempts(f.store, runId)).toEqual([{
+      attemptId: "a1",
+      nodeId: "n1",
+      sequence: 1,
+      nodeKind: "compute",
+      effect: "pure",
+      state: "ok",
+      startedAt: facts.attempts[0]!.startedAt,
+      finishedAt: facts.attempts[0]!.finishedAt,
+      deadlineAt: facts.attempts[0]!.deadlineAt,
+      error: null,
+    }]);
     // Terminal rows are immutable; a finished run cannot be claimed again.
     expect(() => f.store.db.exec(`UPDATE runs SET title = 'x' WHERE run_id = '${runId}'`)).toThrow(
       /immutable/,

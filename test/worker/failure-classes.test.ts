@@ -1,12 +1,15 @@
 /**
  * Each failure class of the spec is produced by its own cause, and by nothing else: after each
  * scenario the failure-class codes found anywhere in the run's durable record (run error,
- * blocked reason, attempt errors, worker epoch outcomes) are exactly the expected one.
+ * blocked reason, attempt errors) and in its worker epoch outcomes are exactly the expected
+ * ones. `hostUnavailable` belongs to the client (test/client/*).
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAILURE_CLASSES } from "../../src/protocol/failures.ts";
 import { existsSync, writeFileSync } from "node:fs";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import { queryAll } from "../../src/state/store.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
@@ -121,6 +124,8 @@ describe("failure classification", () => {
     writeFileSync(
       path,
       `import { existsSync, writeFileSync } from "node:fs";
+import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\n` +
         workflow("src", `() => { writeFileSync(${JSON.stringify(marker)}, "x"); return {}; }`),
     );
@@ -151,5 +156,50 @@ import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\
     expect(run.state).toBe("failed");
     expect(run.error?.code).toBe("protocolRejected");
     expect(runClasses(h, runId)).toEqual(["protocolRejected"]);
+  });
+
+  it("workerTimedOut: a node that spins past its declared deadline", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(h.writeWorkflow(
+      "spin.workflow.ts",
+      `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "spin",
+  startAt: "a",
+  nodes: { a: compute({ timeoutMs: 300, run: () => { for (;;) {} } }) },
+  edges: [],
+});`,
+    ));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("timed_out");
+    expect(runClasses(h, runId)).toEqual(["workerTimedOut"]);
+    expect(epochClasses(h, runId)).toEqual(["workerTimedOut"]);
+  });
+
+  it("claimLost: a worker whose claim was released is a handoff, never a run failure", async () => {
+    h = await createHarness();
+    const marker = join(h.root, "started");
+    const runId = await h.startRun(h.writeWorkflow(
+      "slow.workflow.ts",
+      `import { writeFileSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "slow",
+  startAt: "a",
+  nodes: { a: compute({ run: async () => {
+    writeFileSync(${JSON.stringify(marker)}, "");
+    await new Promise((r) => setTimeout(r, 500));
+    return {};
+  } }) },
+  edges: [],
+});`,
+    ));
+    expect(await waitUntil(() => existsSync(marker), 15_000)).toBe(true);
+    pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
+    expect(runClasses(h, runId)).toEqual([]);
+    expect(epochClasses(h, runId)).toEqual(["claimLost"]);
+    expect(h.run(runId).state).toBe("running");
+    expect(h.invariants()).toEqual([]);
   });
 });

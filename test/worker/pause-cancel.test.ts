@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { ClaimLostError } from "../../src/state/errors.ts";
 import { queryAll } from "../../src/state/store.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
@@ -121,6 +122,19 @@ describe("pause, resume and cancel against a live worker", () => {
     ).map((e) => e.type);
     expect(events).not.toContain("node.finished");
     expect(events.some((t) => t.includes("failed"))).toBe(false);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("a live claim cannot be force-cancelled by another owner through the stale path", async () => {
+    h = await createHarness();
+    const marker = join(h.root, "slow.log");
+    const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 800)));
+    expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
+    expect(() => cancelRun(h!.store, { runId, ownerId: "some-other-host" })).toThrow(
+      ClaimLostError,
+    );
+    const run = await h.waitForRun(runId, isTerminal);
+    expect([run.state, run.output]).toEqual(["completed", { executions: 1 }]);
     expect(h.invariants()).toEqual([]);
   });
 });

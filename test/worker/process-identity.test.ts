@@ -9,6 +9,7 @@ import {
   readProcessStat,
   signalGroup,
 } from "../../src/host/supervision/process-identity.ts";
+import { createProcessRegistry } from "../../src/host/supervision/process-registry.ts";
 import { isGone, stopProcessGroup, waitUntil } from "../../src/host/supervision/stop-group.ts";
 
 const started: ChildProcess[] = [];
@@ -125,5 +126,22 @@ describe("stopProcessGroup()", () => {
     const identity = { pid: child.pid!, startTime: "0" };
     await new Promise((resolve) => child.once("exit", resolve));
     expect(await stopProcessGroup(identity, { graceMs: 100 })).toBe("alreadyGone");
+  });
+});
+
+describe("createProcessRegistry()", () => {
+  it("keys entries by PID and start identity and stops every registered group", async () => {
+    const child = startDetached("sleep 300 & sleep 300; wait");
+    await waitUntil(() => childrenOf(child.pid!).length >= 2, 5_000);
+    const identity = readProcessIdentity(child.pid!)!;
+    const registry = createProcessRegistry();
+    registry.register({ identity, kind: "worker", runId: "run-1" });
+    expect(registry.has(identity)).toBe(true);
+    expect(registry.has({ pid: identity.pid, startTime: "1" })).toBe(false);
+    expect(registry.size()).toBe(1);
+    await registry.stopAll(1_000);
+    expect(isGone(identity)).toBe(true);
+    registry.unregister(identity);
+    expect(registry.size()).toBe(0);
   });
 });

@@ -19,6 +19,8 @@ import {
   queryAll,
   type StateStore,
 } from "../../src/state/store.ts";
+import { ClaimLostError } from "../../src/state/errors.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import {
   claimRunForLaunch,
@@ -85,6 +87,7 @@ describe("recover() after a host restart", () => {
       const leftover = await sleeper();
       const reused = enqueue(store);
       const orphan = enqueue(store);
+      const abandoned = enqueue(store);
       // The PID of a live unrelated process, recorded with another start time: a reused PID.
       staleEpoch(
         store,
@@ -93,7 +96,15 @@ describe("recover() after a host restart", () => {
         `${unrelated.pid}:${BigInt(unrelated.startTime) - 7n}`,
       );
       staleEpoch(store, orphan, leftover.pid, formatStartIdentity(leftover));
+      staleEpoch(store, abandoned, 2 ** 22 + 11, `${2 ** 22 + 11}:1`);
+      // While the old claims are live, another owner cannot cancel through the stale path.
+      expect(() => cancelRun(store, { runId: abandoned, ownerId: "new-host" })).toThrow(
+        ClaimLostError,
+      );
       clock.advance(5_000); // the old host's run claims expire
+      // Cancelling an expired running row takes a control claim first, then cancels.
+      cancelRun(store, { runId: abandoned, ownerId: "new-host" });
+      expect(readRun(store, abandoned)!.state).toBe("cancelled");
 
       const supervision = createSupervision({
         store,
@@ -112,7 +123,7 @@ describe("recover() after a host restart", () => {
       expect(listActiveWorkers(store)).toEqual([]);
       const statuses = queryAll<{ status: string }>(store, "SELECT status FROM run_workers")
         .map((r) => r.status);
-      expect(statuses).toEqual(["orphaned", "orphaned"]);
+      expect(statuses.sort()).toEqual(["orphaned", "orphaned", "orphaned"]);
       for (const runId of [reused, orphan]) {
         const run = readRun(store, runId)!;
         expect([run.state, run.queueState, run.blockedReason]).toEqual(["running", "parked", null]);

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { queryAll } from "../../src/state/store.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
@@ -43,6 +44,20 @@ describe("createSupervision()", () => {
       { runId },
     );
     expect(workers.map((w) => w.status)).toEqual(["exited"]);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("runs the same workflow with workers started under Deno", async () => {
+    const deno = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "deno");
+    const main = join(import.meta.dirname, "..", "..", "src", "cli", "main.ts");
+    h = await createHarness({}, {
+      workerCommand: (args) => ({ command: deno, args: ["run", "-A", main, ...args] }),
+      childEnv: { DENO_NO_UPDATE_CHECK: "1" },
+    });
+    const path = h.writeWorkflow("three.workflow.ts", THREE_STEPS);
+    const runId = await h.startRun(path, { n: 5 });
+    const run = await h.waitForRun(runId, isTerminal);
+    expect([run.state, run.output]).toEqual(["completed", { result: "10!" }]);
     expect(h.invariants()).toEqual([]);
   });
 });

@@ -114,4 +114,31 @@ describe("discovery and input", () => {
     );
     expect(() => normalizeWorkflowInput(workflow, undefined)).toThrow(/input must be a string/);
   });
+
+  it("tells which workflows need an origin session or a model", async () => {
+    const { compileWorkflow, workflowHasAgentSteps, workflowNeedsOriginSession } = await import(
+      "../../src/workflows/index.ts"
+    );
+    const { agent, assistantMessage, compute, defineWorkflow } = await import("../../mod.ts");
+    const make = (node: unknown) =>
+      compileWorkflow(defineWorkflow({ name: "n", startAt: "a", nodes: { a: node as never } }));
+    const plain = make(compute({ run: () => 1 }));
+    const withAgent = make(agent({ prompt: "p" }));
+    const withMessage = make(assistantMessage({ prompt: "p" }));
+    expect([plain, withAgent, withMessage].map(workflowHasAgentSteps)).toEqual([false, true, true]);
+    expect([plain, withAgent, withMessage].map(workflowNeedsOriginSession)).toEqual([
+      false,
+      false,
+      true,
+    ]);
+  });
+
+  it("refuses an empty reference and a directory path", async () => {
+    const { resolveWorkflowRef } = await import("../../src/workflows/index.ts");
+    const dir = project({ "flows.workflow.ts/keep": "" });
+    expect(() => resolveWorkflowRef(" ", { cwd: dir })).toThrow("Workflow reference is empty");
+    expect(() => resolveWorkflowRef("./flows.workflow.ts", { cwd: dir })).toThrow(
+      `Workflow path is not a file: ${join(dir, "flows.workflow.ts")}`,
+    );
+  });
 });

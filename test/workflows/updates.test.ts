@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { checkUpdate, estimateProgress } from "../../src/workflows/index.ts";
+import { action, defineWorkflow } from "../../mod.ts";
+import { checkUpdate, compileWorkflow, estimateProgress } from "../../src/workflows/index.ts";
+import { DeadlineClock, runWorkflow } from "./harness.ts";
 
 describe("checkUpdate()", () => {
   it("accepts a well-formed update and normalizes its data to JSON", () => {
@@ -33,5 +35,87 @@ describe("estimateProgress()", () => {
       etaMs: null,
       fraction: null,
     });
+  });
+});
+
+describe("engine harness: updates", () => {
+  it("passes checked updates through and rejects bad ones with clear errors", async () => {
+    const seen: string[] = [];
+    const wf = compileWorkflow(defineWorkflow({
+      name: "up",
+      startAt: "work",
+      nodes: {
+        work: action({
+          run: ({ publishUpdate }) => {
+            publishUpdate({
+              type: "progress",
+              key: "files",
+              data: { schema: "pi-workflows.progress.v1", completed: 1, total: 4, unit: "file" },
+            });
+            for (
+              const bad of [
+                { type: "Bad", key: "k", data: 1 },
+                { type: "log", key: "", data: 1 },
+                { type: "log", key: "k", data: "x".repeat(70_000) },
+                { type: "progress", key: "k", data: { completed: -1 } },
+              ]
+            ) {
+              try {
+                publishUpdate(bad);
+              } catch (error) {
+                seen.push((error as Error).message);
+              }
+            }
+            return "ok";
+          },
+        }),
+      },
+    }));
+    const run = await runWorkflow(wf);
+    expect(run.updates).toEqual([{
+      nodeId: "work",
+      type: "progress",
+      key: "files",
+      data: { schema: "pi-workflows.progress.v1", completed: 1, total: 4, unit: "file" },
+    }]);
+    expect(seen).toEqual([
+      "Update rejected: type must match /^[a-z][a-z0-9.-]{0,63}$/",
+      "Update rejected: key must be 1-128 characters",
+      "Update rejected: data is over 64 KiB",
+      expect.stringMatching(/^Update rejected: progress data must be/),
+    ]);
+  });
+
+  it("rate limits to a burst of 100, refilling at 20 per second of clock time", async () => {
+    const clock = new DeadlineClock();
+    let accepted = 0;
+    let rejected = 0;
+    const wf = compileWorkflow(defineWorkflow({
+      name: "rate",
+      startAt: "work",
+      nodes: {
+        work: action({
+          run: ({ publishUpdate }) => {
+            const burst = () => {
+              for (let i = 0; i < 150; i++) {
+                try {
+                  publishUpdate({ type: "log", key: "line", data: i });
+                  accepted++;
+                } catch {
+                  rejected++;
+                }
+              }
+            };
+            burst();
+            clock.advance(1000);
+            burst();
+            return null;
+          },
+        }),
+      },
+    }));
+    await runWorkflow(wf, { clock });
+    expect(accepted).toBe(120);
+    expect(rejected).toBe(180);
   });
 });

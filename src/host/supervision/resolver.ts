@@ -10,14 +10,16 @@ import { readFrames, writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { selfCommand } from "../self-launch.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "./stop-group.ts";
-import { spawnWorkerProcess } from "./worker-process.ts";
+import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
 
 export async function resolveInChild(
   ctx: HostContext,
   request: ResolveRequest,
   env: NodeJS.ProcessEnv = {},
   commandFor: (args: string[]) => { command: string; args: string[] } = selfCommand,
+  registry?: ProcessRegistry,
 ): Promise<ResolveResult> {
   const command = commandFor(["worker", "--resolve"]);
   let overLimit = false;
@@ -35,6 +37,9 @@ export async function resolveInChild(
       }
     },
   });
+  if (spawned.identity) {
+    registry?.register({ identity: spawned.identity, kind: "resolver", runId: null });
+  }
   const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);
   try {
     await writeFrame(spawned.channel, {
@@ -60,8 +65,10 @@ export async function resolveInChild(
     spawned.channel.destroy();
     if (spawned.identity) {
       await stopProcessGroup(spawned.identity, { graceMs: ctx.options.killGraceMs });
+      registry?.unregister(spawned.identity);
     }
     await spawned.exited;
+    removeEmptyLogs(spawned.logFiles);
   }
 }
 

@@ -12,6 +12,7 @@
  *   gone       the child exited and its channel drained: worker-exit.ts records the epoch and
  *              settles the run; the scheduler then looks for more work.
  */
+import { join } from "node:path";
 import { renewClaim } from "../../state/claims.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
@@ -22,11 +23,18 @@ import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "./crash-point.ts";
 import { launchWorker } from "./launch-worker.ts";
+import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
 import { stopProcessGroup } from "./stop-group.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
+import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
+
+/** Captured output files kept across host restarts (newest first). */
+const KEPT_WORKER_LOGS = 200;
+/** How long a dead worker's channel may still deliver frames already written. */
+const CHANNEL_DRAIN_MS = 1_000;
 
 export interface SupervisionExtras {
   /**
@@ -42,6 +50,7 @@ export interface SupervisionExtras {
 
 export function createSupervision(ctx: HostContext, extras: SupervisionExtras = {}): Supervision {
   const active = new Map<string, ActiveWorker>();
+  const registry = createProcessRegistry();
   const crashes = createCrashCounter();
   const maxCrashes = extras.maxCrashes ?? DEFAULT_MAX_CRASHES;
   const stopping = new Map<ActiveWorker, Promise<void>>();
@@ -151,6 +160,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   const supervise = (worker: ActiveWorker) => {
     active.set(worker.runId, worker);
+    const identity = worker.identity;
+    if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
+    // A descendant that inherited nothing can still hold the pipe open in odd cases: once the
+    // worker is gone, give the channel a moment to drain, then close it.
+    worker.spawned.exited.then(() => {
+      setTimeout(() => worker.spawned.channel.destroy(), CHANNEL_DRAIN_MS).unref();
+    });
     arm(worker, ctx.options.workerStartupMs, () => {
       if (!worker.ready) {
         stop(worker, "startupTimedOut", "workerTimedOut: no worker.ready before the deadline");
@@ -162,11 +178,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       deadlineTimers.delete(worker);
       firstBoundary.delete(worker);
       // The leader is gone; make sure nothing of its group outlives it.
-      if (worker.identity) {
-        await stopProcessGroup(worker.identity, { graceMs: ctx.options.killGraceMs });
+      if (identity) {
+        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+        registry.unregister(identity);
       }
       await stopping.get(worker);
       stopping.delete(worker);
+      removeEmptyLogs(worker.spawned.logFiles);
       try {
         handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
       } catch (error) {
@@ -223,6 +241,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   return {
     async recover() {
+      pruneWorkerLogs(join(ctx.stateDir, "workers"), KEPT_WORKER_LOGS);
       await recoverAtStart(ctx);
     },
     start() {
@@ -246,7 +265,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     async resolve(request: ResolveRequest): Promise<ResolveResult> {
       resolvers++;
       try {
-        return await resolveInChild(ctx, request, envFor(null), extras.workerCommand);
+        return await resolveInChild(
+          ctx,
+          request,
+          envFor(null),
+          extras.workerCommand,
+          registry,
+        );
       } finally {
         resolvers--;
       }
@@ -277,6 +302,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         stop(worker, "shutdown", "host shutdown");
       }
       await Promise.all([...active.values()].map((worker) => worker.done));
+      await registry.stopAll(ctx.options.killGraceMs);
     },
   };
 }

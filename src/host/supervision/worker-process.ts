@@ -4,7 +4,7 @@
  * private NDJSON channel (a plain pipe, not Node's `ipc`, so any runtime can speak it).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, fstatSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { type ProcessIdentity, readProcessIdentity } from "./process-identity.ts";
@@ -96,4 +96,41 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
     child.once("error", () => finish({ code: null, signal: null }));
   });
   return { child, identity, channel, exited, logFiles };
+}
+
+/** Removes captured output files that stayed empty (the common case): nothing to keep. */
+export function removeEmptyLogs(logFiles: { stdout: string; stderr: string }): void {
+  for (const path of [logFiles.stdout, logFiles.stderr]) {
+    try {
+      if (statSync(path).size === 0) rmSync(path);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Keeps the `keep` newest captured output files in `logDir`, oldest removed first. */
+export function pruneWorkerLogs(logDir: string, keep: number): number {
+  let files: { path: string; mtime: number }[];
+  try {
+    files = readdirSync(logDir)
+      .filter((name) => name.endsWith(".out") || name.endsWith(".err"))
+      .map((name) => {
+        const path = join(logDir, name);
+        return { path, mtime: statSync(path).mtimeMs };
+      });
+  } catch {
+    return 0;
+  }
+  files.sort((a, b) => b.mtime - a.mtime);
+  let removed = 0;
+  for (const file of files.slice(keep)) {
+    try {
+      rmSync(file.path);
+      removed++;
+    } catch {
+      // raced with another removal
+    }
+  }
+  return removed;
 }

@@ -112,6 +112,12 @@ export function reserveEffect(
         "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE effect_id = :effectId",
         { effectId: existing.effect_id, now: tx.now },
       );
+      execute(
+        store,
+        "UPDATE effect_attempts SET state = 'ambiguous', finished_at = :now " +
+          "WHERE effect_id = :effectId AND state = 'applying'",
+        { effectId: existing.effect_id, now: tx.now },
+      );
       result = { decision: "refuse", effectId: existing.effect_id, state: "ambiguous" };
     } else {
       // New, or still pending from an attempt that never started applying: apply now.

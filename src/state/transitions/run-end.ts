@@ -50,6 +50,8 @@ export function completeRun(
         `attempt ${open.attempt_id} is still open`,
       );
     }
+    // A worker that finishes with an effect still applying cannot prove its outcome.
+    settleEffectsOnStop(store, runId, tx.now);
     finish(tx, "completed", "done", output, null);
     return {
       type: "run.completed",

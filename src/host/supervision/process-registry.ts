@@ -1,0 +1,48 @@
+/**
+ * The host's one registry of the process groups it supervises, keyed by PID and start identity
+ * (`pid:starttime`), never by PID alone. Workers and resolver children are registered at spawn
+ * and removed when their group is gone; registered Pi children of headless workers will join
+ * them through `process.register` later. Durable copies of worker identities live in
+ * `run_workers`, so a restarted host can reap exact matches (recovery.ts).
+ */
+import { formatStartIdentity, type ProcessIdentity } from "./process-identity.ts";
+import { stopProcessGroup } from "./stop-group.ts";
+
+export interface RegisteredProcess {
+  identity: ProcessIdentity;
+  kind: "worker" | "resolver";
+  /** The run it works for; null for a resolver. */
+  runId: string | null;
+}
+
+export interface ProcessRegistry {
+  register(entry: RegisteredProcess): void;
+  unregister(identity: ProcessIdentity): void;
+  has(identity: ProcessIdentity): boolean;
+  size(): number;
+  /** Stops every registered group (host shutdown); resolves when all are gone. */
+  stopAll(graceMs: number): Promise<void>;
+}
+
+export function createProcessRegistry(): ProcessRegistry {
+  const entries = new Map<string, RegisteredProcess>();
+  return {
+    register(entry) {
+      entries.set(formatStartIdentity(entry.identity), entry);
+    },
+    unregister(identity) {
+      entries.delete(formatStartIdentity(identity));
+    },
+    has(identity) {
+      return entries.has(formatStartIdentity(identity));
+    },
+    size() {
+      return entries.size;
+    },
+    async stopAll(graceMs) {
+      await Promise.all(
+        [...entries.values()].map((entry) => stopProcessGroup(entry.identity, { graceMs })),
+      );
+    },
+  };
+}

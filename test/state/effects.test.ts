@@ -1,0 +1,111 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { hostStatusCounts, readRun } from "../../src/state/queries.ts";
+import { reserveEffect, settleEffect } from "../../src/state/transitions/effects.ts";
+import {
+  recordNodeFinished,
+  recordNodeStarted,
+} from "../../src/state/transitions/node-attempts.ts";
+import { pauseRun } from "../../src/state/transitions/run-commands.ts";
+import { completeRun } from "../../src/state/transitions/run-end.ts";
+import { parkRun } from "../../src/state/transitions/run-park.ts";
+import type { Claim } from "../../src/state/claims.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  launch,
+  launchWithAttempt,
+  openFixture,
+  snapshot,
+} from "./helpers.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => {
+  expect(checkInvariants(f.store)).toEqual([]);
+  f.close();
+});
+
+const request = (claim: Claim, attemptId: string, fp = "sha256:req") =>
+  reserveEffect(f.store, claim, {
+    attemptId,
+    effectType: "http.post",
+    idempotencyKey: "create-issue",
+    requestFingerprint: fp,
+  }).result;
+
+function relaunchWithAttempt(runId: string): { claim: Claim; attemptId: string } {
+  f.store.db.exec("UPDATE run_workers SET status = 'exited' WHERE status IN ('starting', 'live')");
+  const claim = launch(f.store, runId);
+  const attemptId = f.store.ids.next("attempt");
+  recordNodeStarted(f.store, claim, {
+    attemptId,
+    nodeId: "step",
+    nodeKind: "action",
+    effect: "external",
+    deadlineAt: null,
+  });
+  return { claim, attemptId };
+}
+
+describe("reserveEffect() / settleEffect()", () => {
+  it("applies once; a repeat after a crash adopts the stored receipt", () => {
+    const runId = enqueue(f.store);
+    const first = launchWithAttempt(f.store, runId, "external");
+    const reserved = request(first.claim, first.attemptId);
+    expect(reserved.decision).toBe("apply");
+    settleEffect(f.store, first.claim, {
+      effectId: reserved.effectId,
+      outcome: "applied",
+      effectReceipt: { issue: 7 },
+    });
+    parkRun(f.store, first.claim, { reason: "workerExited" });
+    const again = relaunchWithAttempt(runId);
+    expect(request(again.claim, again.attemptId)).toEqual({
+      decision: "adopt",
+      effectId: reserved.effectId,
+      state: "applied",
+      receipt: { issue: 7 },
+    });
+    recordNodeFinished(f.store, again.claim, { attemptId: again.attemptId, output: 7 });
+    completeRun(f.store, again.claim, { output: 7 });
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(0);
+  });
+
+  it("refuses the same key with another request, and reservation from a pure attempt", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    request(claim, attemptId);
+    const before = snapshot(f.store);
+    expect(() => request(claim, attemptId, "sha256:other")).toThrow(/already used with another/);
+    expect(snapshot(f.store)).toBe(before);
+    const pure = launchWithAttempt(f.store, enqueue(f.store), "pure");
+    expect(() => request(pure.claim, pure.attemptId)).toThrow(/not a running external attempt/);
+  });
+
+  it("an effect interrupted mid-apply is never applied again", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    request(claim, attemptId);
+    const paused = pauseRun(f.store, { runId, ownerId: HOST });
+    expect(paused.stopWorker).toBe(true);
+    expect(readRun(f.store, runId)).toMatchObject({
+      paused: true,
+      blockedReason: "effectAmbiguous",
+    });
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(1);
+  });
+
+  it("settling twice or another run's effect is refused", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    const { effectId } = request(claim, attemptId);
+    settleEffect(f.store, claim, { effectId, outcome: "rejected", errorCode: "http422" });
+    expect(() => settleEffect(f.store, claim, { effectId, outcome: "applied" })).toThrow(
+      /is not applying/,
+    );
+  });
+});
