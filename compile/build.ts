@@ -1,116 +1,193 @@
 /**
- * Builds the single executable: an esbuild ESM bundle of the CLI entry, then a Node single
- * executable application built by the pinned Node 26 (`node --build-sea`). Run with
- * `npm run compile`; writes `dist/pi-workflows` and prints its size and sha256.
+ * Builds the single executable `dist/pi-workflows` (`npm run compile`) and the npm package's
+ * bundle `dist/pi-workflows.mjs`, then prints one JSON line with the binary's size and sha256.
  *
- * The SEA runs with `execArgvExtension: "none"`, so a user's NODE_OPTIONS cannot change how the
- * binary behaves, and with a V8 code cache for start-up. See docs/compile.md.
+ * The executable is a Node single executable application made by the pinned Node 26
+ * (`node --build-sea`) on a stripped copy of itself. Its main script is a small launcher
+ * (sea-launcher.ts); the CLI is an embedded CommonJS bundle with a V8 code cache made here. The
+ * build refuses to finish unless the result prints its version and V8 accepts the code cache.
+ * `execArgvExtension: "none"` keeps a user's NODE_OPTIONS from changing the binary. See
+ * docs/compile.md.
+ *
+ *   node compile/build.ts [--no-strip]
  */
-import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Plugin } from "esbuild";
+import { parseArgs } from "node:util";
+import vm from "node:vm";
+import { build, type BuildOptions } from "esbuild";
+import { VERSION } from "../src/cli/version.ts";
+import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
+import { lazyBuiltins } from "./lazy-builtins.ts";
+import { APP_ASSET, CODE_CACHE_ASSET, CODE_CACHE_CHECK_ENV } from "./sea-assets.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
+const work = join(dist, "sea");
 const bundle = join(dist, "pi-workflows.mjs");
 const output = join(dist, "pi-workflows");
 
-/** Bundles the CLI into one ESM file; also the file the npm package's bin runs. */
+const common: BuildOptions = {
+  bundle: true,
+  platform: "node",
+  target: "node22",
+  define: { "process.env.PI_WORKFLOWS_BUNDLED": '"1"' },
+  plugins: [embedTextAssets()],
+  logLevel: "silent",
+  write: false,
+};
+
+/** Bundles the CLI into one ESM file: the file the npm package's bin runs. */
 export async function bundleCli(): Promise<string> {
   mkdirSync(dist, { recursive: true });
-  await build({
+  const text = await bundleText({
+    ...common,
     entryPoints: [join(root, "src/cli/main.ts")],
-    outfile: bundle,
-    bundle: true,
-    platform: "node",
     format: "esm",
-    target: "node22",
+    plugins: [embedTextAssets(), lazyBuiltins()],
     // Packages bundled as CJS call require(); give the ESM bundle one.
     banner: {
       js: 'import { createRequire as __piwCreateRequire } from "node:module"; ' +
         "const require = __piwCreateRequire(import.meta.url);",
     },
-    define: { "process.env.PI_WORKFLOWS_BUNDLED": '"1"' },
-    plugins: [embedTextAssets()],
-    logLevel: "warning",
   });
-  const leftover = readFileSync(bundle, "utf8").match(TEXT_ASSET_READ);
-  if (leftover) {
-    throw new Error(`Bundling failed: a module still reads a file beside itself: ${leftover[0]}`);
-  }
+  writeFileSync(bundle, text);
   return bundle;
 }
 
 /**
- * Source modules read text files that sit beside them (`schema.sql`) with
- * `readFileSync(new URL("./x", import.meta.url), "utf8")`. In the bundle `import.meta.url` is the
- * bundle (or the binary), where no such file exists, so the build replaces each such read with
- * the file's text as a string literal.
+ * The CLI as a CommonJS function body for the executable. CommonJS, because esbuild then loads
+ * each module's node: built-ins inside its lazy initializer instead of hoisting them all to
+ * start-up, and V8 code caches work for it. `import.meta.url` becomes the executable's URL.
  */
-const TEXT_ASSET_READ =
-  /readFileSync\(\s*new URL\(\s*"(\.{1,2}\/[^"]+)"\s*,\s*import\.meta\.url\s*\)\s*,\s*"utf8"\s*,?\s*\)/g;
-
-function embedTextAssets(): Plugin {
-  return {
-    name: "embed-text-assets",
-    setup(pluginBuild) {
-      pluginBuild.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => {
-        const source = readFileSync(args.path, "utf8");
-        if (!source.includes("import.meta.url")) return undefined;
-        const contents = source.replace(TEXT_ASSET_READ, (_match, relative: string) => {
-          const asset = resolve(dirname(args.path), relative);
-          return JSON.stringify(readFileSync(asset, "utf8"));
-        });
-        return contents === source ? undefined : { contents, loader: "ts" };
-      });
+async function bundleSeaApp(): Promise<string> {
+  const text = await bundleText({
+    ...common,
+    entryPoints: [join(root, "src/cli/main.ts")],
+    format: "cjs",
+    define: { ...common.define, "import.meta.url": "__piwImportMetaUrl" },
+    banner: {
+      js: 'var __piwImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
     },
-  };
+  });
+  return `(function (exports, require, module, __filename, __dirname) {${text}\n})`;
 }
 
-/** Copies the running Node binary, stripped of symbols when `strip` is available. */
-function baseExecutable(): string {
-  const base = join(dist, "node-base");
+async function bundleLauncher(): Promise<string> {
+  return await bundleText({
+    ...common,
+    entryPoints: [join(root, "compile/sea-launcher.ts")],
+    format: "cjs",
+  });
+}
+
+/** Runs esbuild; any warning fails the build, so a bundle never half-works at run time. */
+async function bundleText(options: BuildOptions): Promise<string> {
+  const result = await build(options);
+  const problems = [...result.errors, ...result.warnings].map((m) =>
+    `${m.location?.file ?? "?"}:${m.location?.line ?? "?"}: ${m.text}`
+  );
+  if (problems.length > 0) throw new Error(`Bundling failed: ${problems.join("; ")}`);
+  const text = result.outputFiles?.[0]?.text ?? "";
+  const leftover = text.match(TEXT_ASSET_READ);
+  if (leftover) {
+    throw new Error(`Bundling failed: a module still reads a file beside itself: ${leftover[0]}`);
+  }
+  return text;
+}
+
+/** V8 code cache of the wrapped app, made by this Node (the one the executable is built from). */
+function codeCache(app: string): Uint8Array {
+  return new vm.Script(app, { filename: APP_ASSET }).createCachedData();
+}
+
+/** A copy of the running Node binary, stripped of symbols unless asked not to or impossible. */
+function baseExecutable(strip: boolean): { path: string; stripped: boolean } {
+  const base = join(work, "node-base");
   copyFileSync(process.execPath, base);
+  if (!strip) return { path: base, stripped: false };
   try {
     execFileSync("strip", ["--strip-all", base], { stdio: "ignore" });
+    return { path: base, stripped: true };
   } catch {
     // No strip on this machine: the unstripped copy works the same, it is only larger.
+    return { path: base, stripped: false };
   }
-  return base;
 }
 
-export async function compile(): Promise<{ path: string; bytes: number; sha256: string }> {
+export interface CompileResult {
+  path: string;
+  bytes: number;
+  sha256: string;
+  stripped: boolean;
+}
+
+export async function compile(options: { strip?: boolean } = {}): Promise<CompileResult> {
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
   await bundleCli();
-  const config = join(dist, "sea-config.json");
-  const base = baseExecutable();
+  const app = await bundleSeaApp();
+  const files = {
+    launcher: join(work, "launcher.cjs"),
+    app: join(work, APP_ASSET),
+    cache: join(work, CODE_CACHE_ASSET),
+    config: join(work, "sea-config.json"),
+  };
+  writeFileSync(files.launcher, await bundleLauncher());
+  writeFileSync(files.app, app);
+  writeFileSync(files.cache, codeCache(app));
+  const base = baseExecutable(options.strip ?? true);
   writeFileSync(
-    config,
+    files.config,
     JSON.stringify({
-      main: bundle,
-      mainFormat: "module",
+      main: files.launcher,
       output,
-      executable: base,
+      executable: base.path,
       disableExperimentalSEAWarning: true,
       useCodeCache: true,
       execArgvExtension: "none",
+      assets: { [APP_ASSET]: files.app, [CODE_CACHE_ASSET]: files.cache },
     }),
   );
   rmSync(output, { force: true });
-  execFileSync(process.execPath, ["--build-sea", config], {
+  execFileSync(process.execPath, ["--build-sea", files.config], {
     stdio: ["ignore", "ignore", "inherit"],
   });
-  rmSync(base, { force: true });
+  rmSync(base.path, { force: true });
+  verify(output);
   const bytes = statSync(output).size;
   const sha256 = createHash("sha256").update(readFileSync(output)).digest("hex");
-  return { path: output, bytes, sha256 };
+  return { path: output, bytes, sha256, stripped: base.stripped };
+}
+
+/** The executable answers its version from the launcher and runs the CLI from the cache. */
+function verify(binary: string): void {
+  const env = { PATH: "/usr/bin:/bin", [CODE_CACHE_CHECK_ENV]: "1" };
+  const version = execFileSync(binary, ["--version"], { env, encoding: "utf8" }).trim();
+  if (version !== VERSION) {
+    throw new Error(`Compile check failed: --version printed ${version}, expected ${VERSION}`);
+  }
+  const help = spawnSync(binary, ["--help"], { env, encoding: "utf8", timeout: 30_000 });
+  if (help.status !== 0 || !help.stdout.includes("pi-workflows")) {
+    throw new Error(`Compile check failed: --help exited ${help.status}: ${help.stderr.trim()}`);
+  }
+  if (help.stderr.trim() !== "code cache accepted") {
+    throw new Error(
+      `Compile check failed: V8 did not accept the code cache: ${help.stderr.trim()}`,
+    );
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const result = await compile();
-  console.log(
-    JSON.stringify({ binary: "dist/pi-workflows", bytes: result.bytes, sha256: result.sha256 }),
-  );
+  const { values } = parseArgs({ options: { "no-strip": { type: "boolean" } } });
+  const result = await compile({ strip: !values["no-strip"] });
+  console.log(JSON.stringify({
+    binary: "dist/pi-workflows",
+    bytes: result.bytes,
+    sha256: result.sha256,
+    stripped: result.stripped,
+  }));
 }

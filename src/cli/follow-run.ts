@@ -5,6 +5,7 @@
  */
 import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
+import { HostUnavailableError } from "../protocol/failures.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { formatEvent, formatRunHeadline, formatValue } from "./format-run.ts";
@@ -12,42 +13,60 @@ import { type CliIo, printJson } from "./output.ts";
 
 const POLL_INTERVAL_MS = 150;
 const EVENT_PAGE = 200;
+/** Consecutive lost connections tolerated while following. */
+const MAX_RECONNECTS = 3;
 
+/**
+ * Follows `started` until it stops moving. When the host goes away meanwhile (restart, idle
+ * exit is impossible while we are connected, a crash), `reconnect` starts or finds the next host
+ * and following resumes from the same event cursor: runs survive host restarts, so does --wait.
+ */
 export async function followRun(
   connection: HostConnection,
+  reconnect: () => Promise<HostConnection>,
   started: RunSummary,
   json: boolean,
   io: CliIo,
 ): Promise<number> {
   if (!json) io.out(`Started ${formatRunHeadline(started)}`);
   let cursor = 0;
-  for (;;) {
-    const receipt = receiptOf(
-      "run.status",
-      await connection.request("run.status", {
-        runId: started.runId,
-        payload: { eventsAfter: cursor, eventLimit: EVENT_PAGE },
-      }),
-    );
-    for (const event of receipt.events ?? []) {
-      const line = json ? null : formatEvent(event);
-      if (line !== null) io.out(line);
-    }
-    const events = receipt.events ?? [];
-    cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
-    const run = receipt.run;
-    // Drain every event before deciding, so the last lines are never skipped.
-    if (events.length < EVENT_PAGE) {
-      const code = finalCode(run);
-      if (code !== null) {
-        if (json) printJson(io, { run });
-        else printResult(io, run);
-        return code;
+  let failures = 0;
+  let current = connection;
+  try {
+    for (;;) {
+      let response;
+      try {
+        response = await current.request("run.status", {
+          runId: started.runId,
+          payload: { eventsAfter: cursor, eventLimit: EVENT_PAGE },
+        });
+        failures = 0;
+      } catch (error) {
+        if (!(error instanceof HostUnavailableError) || ++failures > MAX_RECONNECTS) throw error;
+        current.close();
+        current = await reconnect();
+        continue;
+      }
+      const receipt = receiptOf("run.status", response);
+      const events = receipt.events ?? [];
+      for (const event of events) {
+        const line = json ? null : formatEvent(event);
+        if (line !== null) io.out(line);
+      }
+      cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
+      // Drain every event before deciding, so the last lines are never skipped.
+      if (events.length < EVENT_PAGE) {
+        const code = finalCode(receipt.run);
+        if (code !== null) {
+          if (json) printJson(io, { run: receipt.run });
+          else printResult(io, receipt.run);
+          return code;
+        }
+        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
       }
     }
-    if (events.length < EVENT_PAGE) {
-      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-    }
+  } finally {
+    if (current !== connection) current.close();
   }
 }
 

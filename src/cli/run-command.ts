@@ -25,7 +25,7 @@ export async function runRunCommand(
   const cwd = command.kind === "start" ? projectDir(command.cwd) : null;
   const connection = await ensureHost({ env });
   try {
-    return await execute(connection, command, cwd, io);
+    return await execute(connection, () => ensureHost({ env }), command, cwd, io);
   } catch (error) {
     if (error instanceof HostCommandError) {
       io.err(error.message);
@@ -39,6 +39,7 @@ export async function runRunCommand(
 
 async function execute(
   connection: HostConnection,
+  reconnect: () => Promise<HostConnection>,
   command: RunCommand,
   cwd: string | null,
   io: CliIo,
@@ -56,7 +57,7 @@ async function execute(
           },
         }),
       );
-      if (command.wait) return await followRun(connection, run, command.json, io);
+      if (command.wait) return await followRun(connection, reconnect, run, command.json, io);
       if (command.json) printJson(io, { run });
       else io.out(`Started ${formatRunHeadline(run)}`);
       return EXIT.ok;

@@ -44,9 +44,14 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   },
 };
 
-/** The socket server's `handle`: never throws, every failure becomes a response. */
-export function createCommandHandler(rt: HostRuntime): (value: unknown) => Promise<HandledFrame> {
-  return async (value) => {
+/**
+ * The socket server's `handle`: never throws, every failure becomes a response. Reads answer
+ * synchronously (no promise round on the hot path); commands that wait return a promise.
+ */
+export function createCommandHandler(
+  rt: HostRuntime,
+): (value: unknown) => HandledFrame | Promise<HandledFrame> {
+  return (value) => {
     const parsed = parseHostRequest(value);
     if (!parsed.ok) {
       return {
@@ -61,15 +66,21 @@ export function createCommandHandler(rt: HostRuntime): (value: unknown) => Promi
       };
     }
     const request = parsed.request;
+    const failed = (error: unknown): HandledFrame => ({
+      close: false,
+      response: errorResponse(rt, request, error),
+    });
     try {
-      return { close: false, response: await dispatch(rt, request) };
+      const response = dispatch(rt, request);
+      if (!(response instanceof Promise)) return { close: false, response };
+      return response.then((answer) => ({ close: false, response: answer }), failed);
     } catch (error) {
-      return { close: false, response: errorResponse(rt, request, error) };
+      return failed(error);
     }
   };
 }
 
-async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResponse> {
+function dispatch(rt: HostRuntime, request: HostRequest): HostResponse | Promise<HostResponse> {
   const fail = (
     outcome: "rejected" | "unavailable",
     code: string,
@@ -102,7 +113,7 @@ async function dispatch(rt: HostRuntime, request: HostRequest): Promise<HostResp
       `Operation ${request.operation} is not available yet in this host`,
     );
   }
-  return await handler(rt, request);
+  return handler(rt, request);
 }
 
 /** The answer to a frame that could not be decoded; the connection closes after it. */

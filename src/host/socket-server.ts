@@ -19,7 +19,7 @@ export interface HandledFrame {
 
 export interface SocketServerOptions {
   /** Handles one complete JSON frame; never throws (errors become responses). */
-  handle(value: unknown): Promise<HandledFrame>;
+  handle(value: unknown): HandledFrame | Promise<HandledFrame>;
   /** The one response to a frame that could not be decoded. */
   frameRejected(error: FrameError): unknown;
   /** A response that could not be encoded (too large): what to send instead. */
@@ -152,17 +152,26 @@ function serveConnection(
     void send(options.frameRejected(error)).finally(closeAfterWrites);
   };
 
+  const answer = async ({ response, close }: HandledFrame): Promise<void> => {
+    if (close) {
+      rejected = true;
+      stopReading();
+    }
+    await send(response);
+    if (close) closeAfterWrites();
+  };
+
   const dispatch = (value: unknown) => {
     inFlight++;
     if (inFlight >= maxInFlight) socket.pause();
-    void options.handle(value).then(async ({ response, close }) => {
-      if (close) {
-        rejected = true;
-        stopReading();
-      }
-      await send(response);
-      if (close) closeAfterWrites();
-    }).catch((error) => {
+    let handled: HandledFrame | Promise<HandledFrame>;
+    try {
+      handled = options.handle(value);
+    } catch (error) {
+      handled = Promise.reject(error);
+    }
+    const done = handled instanceof Promise ? handled.then(answer) : answer(handled);
+    void done.catch((error) => {
       // `handle` answers every error itself; reaching here is a bug, so close this client only.
       options.log("socket.handlerError", { name: (error as Error)?.name ?? "unknown" });
       socket.destroy();

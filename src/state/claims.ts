@@ -1,6 +1,6 @@
 /**
  * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules"),
- * and the global host claim (host epoch). A raw token lives only in the holder's memory; the
+ * and the protected write built on them. A raw token lives only in the holder's memory; the
  * database keeps its sha256. Generations only grow, even across release.
  */
 import { sha256Hex } from "../protocol/canonical-json.ts";
@@ -51,17 +51,9 @@ export function runResource(runId: string): string {
   return `run:${runId}`;
 }
 
-const tokenHashes = new Map<string, string>();
-
-/** sha256 hex of a claim token (memoized for the few live tokens a host holds). */
+/** sha256 hex of a claim token: the only form a token takes in the database. */
 export function hashToken(token: string): string {
-  let hash = tokenHashes.get(token);
-  if (hash === undefined) {
-    hash = sha256Hex(token);
-    if (tokenHashes.size >= 1024) tokenHashes.clear();
-    tokenHashes.set(token, hash);
-  }
-  return hash;
+  return sha256Hex(token);
 }
 
 /** The run id of a run claim; throws for other claims. */

@@ -118,9 +118,17 @@ export function listRuns(
  * continues (oldest ancestor first) then its own, renumbered 1..n in that order.
  */
 export function readRunFacts(store: StateStore, runId: string): RunFacts {
-  const run = queryOne<{ run_id: string; workflow_name: string; input_json: string }>(
+  const run = queryOne<
+    {
+      run_id: string;
+      workflow_name: string;
+      input_json: string;
+      approved_retry_attempt_id: string | null;
+    }
+  >(
     store,
-    "SELECT run_id, workflow_name, input_json FROM runs WHERE run_id = :runId",
+    "SELECT run_id, workflow_name, input_json, approved_retry_attempt_id FROM runs " +
+      "WHERE run_id = :runId",
     { runId },
   );
   if (!run) throw new NotFoundError("run", runId);
@@ -142,6 +150,9 @@ export function readRunFacts(store: StateStore, runId: string): RunFacts {
     workflowName: run.workflow_name,
     input: decodeValue(run.input_json) ?? null,
     attempts,
+    ...(run.approved_retry_attempt_id
+      ? { approvedRetry: { attemptId: run.approved_retry_attempt_id } }
+      : {}),
   };
   const answer = queryOne<{ node_id: string; answer_json: string | null }>(
     store,

@@ -5,19 +5,22 @@
 --
 -- Table families, their writers and the functions that own their transitions:
 --   identity     meta                               openStateStore (once, at creation)
---   host         host_claim                         claims.ts (acquire/renew/releaseHostClaim)
+--   host         host_claim                         host-claim.ts (acquire/renew/releaseHostClaim)
 --   lifecycle    runs, run_queue, leases, run_bindings
 --                                                   transitions/*.ts (one function per transition)
 --   history      events, viewer_deltas              journal.ts, appended by every transition
 --   execution    node_attempts, node_updates         transitions/node-attempts.ts
 --   decisions    human_decisions, human_decision_resolutions
---                                                   transitions/run-park.ts, run-commands.ts
---   effects      effects, effect_attempts            transitions/run-recovery.ts, run-commands.ts
+--                                                   transitions/run-park.ts, run-commands.ts, run-end.ts
+--   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops)
 --   pi messages  notifications, turn_intents         (outbox owners, later issues)
 --   commands     host_commands                       host-commands.ts, inside each command's
 --                                                   transition transaction
---   interaction  interactive_requests, interactive_submissions (interaction owners, later issues)
---   workers      run_workers                         transitions/run-launch.ts, workers.ts
+--   interaction  interactive_requests, interactive_submissions
+--                                                   (interaction owners, later issues; cancel and
+--                                                   terminal transitions close pending ones)
+--   workers      run_workers                         transitions/run-launch.ts, workers.ts,
+--                                                   run-recovery.ts (orphaned epochs)
 --
 -- Conventions: times are INTEGER epoch milliseconds from the host's injected clock (SQLite never
 -- reads the time); JSON columns hold canonical JSON text of at most 1 MiB; every enumeration has
@@ -55,6 +58,9 @@ CREATE TABLE runs (
     blocked_reason IS NULL OR blocked_reason IN ('workflowSourceChanged', 'effectAmbiguous')
   ),
   blocked_detail TEXT,
+  -- The interrupted external attempt an operator approved for retry when resuming an
+  -- `effectAmbiguous` block (RunFacts.approvedRetry).
+  approved_retry_attempt_id TEXT,
   project_path TEXT NOT NULL,
   workflow_source_json TEXT NOT NULL,
   definition_digest TEXT NOT NULL,

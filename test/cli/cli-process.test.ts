@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../host/helpers.ts";
 
 let home: TempHome;
 let project: string;
@@ -33,6 +33,22 @@ export default defineWorkflow({
 `,
   );
 });
+
+function writeSlowWorkflow(dir: string): void {
+  writeFileSync(
+    join(dir, "slow.workflow.ts"),
+    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "slow",
+  startAt: "nap",
+  nodes: {
+    nap: compute({ run: async () => { await new Promise((r) => setTimeout(r, 1500)); return { slept: true }; } }),
+  },
+  edges: [],
+});
+`,
+  );
+}
 
 afterAll(async () => {
   if (home) {
@@ -195,7 +211,33 @@ describe("pi-workflows CLI", () => {
     }
   });
 
+  it("keeps following a run across a host restart", async () => {
+    const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+    try {
+      writeSlowWorkflow(fresh.root);
+      const follower = spawnCli(
+        ["start", "slow.workflow.ts", "--cwd", fresh.root, "--wait"],
+        fresh.env,
+      );
+      await follower.waitForStdout("▶ nap", 60_000);
+      // Stop the host under the follower: the run parks, the follower starts the next host.
+      const stop = await runCliProcess(["host", "stop"], fresh.env);
+      expect(stop.code, stop.stderr).toBe(0);
+      const { code } = await follower.exited;
+      expect(code, follower.stderr()).toBe(0);
+      expect(follower.stdout()).toContain("Run completed: ");
+      expect(follower.stdout()).toContain('{"slept":true}');
+      const status = await runCliProcess(["host", "status", "--json"], fresh.env);
+      expect(JSON.parse(status.stdout).epoch).toBe(2);
+    } finally {
+      await runCliProcess(["host", "stop"], fresh.env);
+      fresh.cleanup();
+    }
+  });
+
   it("checks the state with doctor", async () => {
+    // Checked with the host stopped: a live host keeps writing between doctor's queries.
+    expect((await cli(["host", "stop"])).code).toBe(0);
     const ok = await cli(["doctor"]);
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);
     expect(ok.stdout).toContain("Invariants: all hold");

@@ -48,6 +48,8 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves when stderr contains `text`; rejects at the deadline or on exit. */
   waitForStderr(text: string, timeoutMs?: number): Promise<void>;
+  /** The same for stdout. */
+  waitForStdout(text: string, timeoutMs?: number): Promise<void>;
   kill(signal?: NodeJS.Signals): void;
 }
 
@@ -61,46 +63,51 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
   });
   let out = "";
   let err = "";
-  child.stdout!.on("data", (d) => (out += d));
-  const errListeners = new Set<() => void>();
+  const listeners = new Set<() => void>();
+  child.stdout!.on("data", (d) => {
+    out += d;
+    for (const listener of listeners) listener();
+  });
   child.stderr!.on("data", (d) => {
     err += d;
-    for (const listener of errListeners) listener();
+    for (const listener of listeners) listener();
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
     child.on("exit", (code, signal) => {
       running.delete(proc);
-      for (const listener of errListeners) listener();
+      for (const listener of listeners) listener();
       res({ code, signal });
     });
   });
+  const waitForText = (read: () => string, text: string, timeoutMs: number) =>
+    new Promise<void>((res, rej) => {
+      const check = () => {
+        if (read().includes(text)) return done(null);
+        if (child.exitCode !== null || child.signalCode !== null) {
+          done(new Error(`Process exited before '${text}': ${err.slice(-500)}`));
+        }
+      };
+      const timer = setTimeout(
+        () => done(new Error(`Timed out waiting for '${text}': ${err.slice(-500)}`)),
+        timeoutMs,
+      );
+      const done = (error: Error | null) => {
+        clearTimeout(timer);
+        listeners.delete(check);
+        if (error) rej(error);
+        else res();
+      };
+      listeners.add(check);
+      check();
+    });
   const proc: CliProcess = {
     child,
     pid: child.pid!,
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForStderr: (text, timeoutMs = 15_000) =>
-      new Promise<void>((res, rej) => {
-        const check = () => {
-          if (err.includes(text)) return done(null);
-          if (child.exitCode !== null || child.signalCode !== null) {
-            done(new Error(`Process exited before '${text}': ${err.slice(-500)}`));
-          }
-        };
-        const timer = setTimeout(
-          () => done(new Error(`Timed out waiting for '${text}': ${err.slice(-500)}`)),
-          timeoutMs,
-        );
-        const done = (error: Error | null) => {
-          clearTimeout(timer);
-          errListeners.delete(check);
-          if (error) rej(error);
-          else res();
-        };
-        errListeners.add(check);
-        check();
-      }),
+    waitForStderr: (text, timeoutMs = 15_000) => waitForText(() => err, text, timeoutMs),
+    waitForStdout: (text, timeoutMs = 15_000) => waitForText(() => out, text, timeoutMs),
     kill: (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, signal);
     },

@@ -1,8 +1,9 @@
 /**
  * Fresh-machine smoke of the compiled executable (`npm run smoke`, after `npm run compile`).
  * The binary is copied into an empty temp dir and run with only PATH=/usr/bin:/bin, a temp HOME
- * and the state/agent dirs in its environment, with the temp project as its working directory:
- * no node_modules is reachable and every host and worker process must be that copied file.
+ * and the state/agent dirs in its environment (plus a NODE_OPTIONS that it must ignore), with
+ * the temp project as its working directory: no node_modules is reachable and every host and
+ * worker process must be that copied file.
  * Prints one JSON line; exits 1 on failure.
  *
  *   node test/smoke/binary-smoke.ts [--binary dist/pi-workflows]
@@ -40,6 +41,9 @@ try {
     command: binary,
     prefixArgs: [],
     expectedExe: binary,
+    // A hostile NODE_OPTIONS that would break any Node that read it (no type stripping, a
+    // missing preload): the binary is built with execArgvExtension "none" and must ignore it.
+    extraEnv: { NODE_OPTIONS: "--no-strip-types --require=/nonexistent/preload.cjs" },
     expectedVersion: packageVersion(),
   });
   finish(report);

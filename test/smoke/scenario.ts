@@ -54,7 +54,7 @@ export function makeSmokeDir(label: string): SmokeDir {
     ["examples/hello.workflow.ts", "hello.workflow.ts"],
     ["examples/lib/greet.ts", "lib/greet.ts"],
     ["test/smoke/fixtures/slow.workflow.ts", "slow.workflow.ts"],
-    ["test/smoke/fixtures/lib/pause.ts", "lib/pause.ts"],
+    ["test/smoke/fixtures/lib/smoke-helpers.ts", "lib/smoke-helpers.ts"],
   ];
   for (const [from, to] of copies) copyFileSync(join(REPO_ROOT, from), join(project, to));
   return { root, home, stateDir, project };
@@ -190,6 +190,16 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
       `slow run after recovery: ${JSON.stringify({ run: finished.run, slowStates })}`,
     );
     step("host recovered and completed the slow run");
+
+    // The resolver and both workers loaded the slow workflow; the host never did.
+    const loaders = readFileSync(join(dir.project, "loads.ndjson"), "utf8").trim().split("\n")
+      .map((line) => JSON.parse(line) as { pid: number; args: string[] });
+    check(
+      loaders.length >= 3 && loaders.every((l) => l.args[0] === "worker") &&
+        loaders.every((l) => l.pid !== host.pid),
+      `processes that loaded the workflow: ${JSON.stringify(loaders)}`,
+    );
+    step(`only workers loaded workflow code (${loaders.length} loads)`);
 
     const idle = await cliJson(["host", "status", "--json"]);
     check(

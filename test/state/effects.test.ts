@@ -6,7 +6,7 @@ import {
   recordNodeFinished,
   recordNodeStarted,
 } from "../../src/state/transitions/node-attempts.ts";
-import { pauseRun } from "../../src/state/transitions/run-commands.ts";
+import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 import { parkRun } from "../../src/state/transitions/run-park.ts";
 import type { Claim } from "../../src/state/claims.ts";
@@ -86,17 +86,44 @@ describe("reserveEffect() / settleEffect()", () => {
     expect(() => request(pure.claim, pure.attemptId)).toThrow(/not a running external attempt/);
   });
 
-  it("an effect interrupted mid-apply is never applied again", () => {
+  it("a stop mid-apply returns a managed effect to pending; the retry reserves the same effect", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    const first = request(claim, attemptId);
+    const paused = pauseRun(f.store, { runId, ownerId: HOST });
+    expect(paused.stopWorker).toBe(true);
+    expect(readRun(f.store, runId)).toMatchObject({ paused: true, blockedReason: null });
+    expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "pending" }]);
+    resumeRun(f.store, { runId });
+    const again = relaunchWithAttempt(runId);
+    expect(request(again.claim, again.attemptId)).toEqual({
+      decision: "apply",
+      effectId: first.effectId,
+      state: "reserved",
+    });
+    expect(
+      f.store.db.prepare("SELECT attempt_no, state FROM effect_attempts ORDER BY attempt_no").all(),
+    ).toEqual([{ attempt_no: 1, state: "cancelled" }, { attempt_no: 2, state: "applying" }]);
+  });
+
+  it("cancel while applying makes the effect ambiguous; a reserved retry is refused", () => {
     const runId = enqueue(f.store);
     const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
     request(claim, attemptId);
-    const paused = pauseRun(f.store, { runId, ownerId: HOST });
-    expect(paused.stopWorker).toBe(true);
-    expect(readRun(f.store, runId)).toMatchObject({
-      paused: true,
-      blockedReason: "effectAmbiguous",
-    });
+    cancelRun(f.store, { runId, ownerId: HOST });
+    expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "ambiguous" }]);
     expect(hostStatusCounts(f.store).ambiguousEffects).toBe(1);
+    // Another run using the same resource and key sees the ambiguous outcome.
+    const other = launchWithAttempt(f.store, enqueue(f.store), "external");
+    expect(
+      reserveEffect(f.store, other.claim, {
+        attemptId: other.attemptId,
+        effectType: "http.post",
+        idempotencyKey: "create-issue",
+        requestFingerprint: "sha256:req",
+        resource: `run:${runId}`,
+      }).result,
+    ).toMatchObject({ decision: "refuse", state: "ambiguous" });
   });
 
   it("settling twice or another run's effect is refused", () => {

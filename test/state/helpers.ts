@@ -8,6 +8,9 @@ import { enqueueRun, type EnqueueRunOptions } from "../../src/state/transitions/
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import type { Claim } from "../../src/state/claims.ts";
+import { TransitionError } from "../../src/state/errors.ts";
+import { readRun } from "../../src/state/queries.ts";
+import { expect } from "vitest";
 
 export const HOST = "host-a";
 export const TTL = 30_000;
@@ -100,4 +103,18 @@ export function snapshot(store: StateStore): string {
   return JSON.stringify(
     tables.map((t) => [t.name, store.db.prepare(`SELECT * FROM "${t.name}"`).all()]),
   );
+}
+
+/** `state/queue` of a run, e.g. `running/parked`. */
+export function pairOf(store: StateStore, runId: string): string {
+  const run = readRun(store, runId)!;
+  return `${run.state}/${run.queueState}`;
+}
+
+/** Expects `fn` to throw a TransitionError matching `pattern` and to change nothing. */
+export function expectRefused(store: StateStore, fn: () => unknown, pattern: RegExp): void {
+  const before = snapshot(store);
+  expect(fn).toThrow(TransitionError);
+  expect(fn).toThrow(pattern);
+  expect(snapshot(store)).toBe(before);
 }

@@ -8,7 +8,9 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
@@ -168,6 +170,25 @@ describe("openStateStore()", () => {
     const dirAsFile = newDir();
     mkdirSync(join(dirAsFile, STATE_FILE_NAME));
     expect(() => open(dirAsFile)).toThrow(StateOpenError);
+  });
+
+  it.runIf(isRoot)("reports a database another user cannot read, in a child run as nobody", () => {
+    const stateDir = newDir();
+    closeStateStore(open(stateDir));
+    // Let `nobody` reach the file but not read it: the directory is traversable, the file 0600.
+    chmodSync(stateDir, 0o711);
+    const child = spawnSync(
+      process.execPath,
+      [fileURLToPath(new URL("./fixtures/open-as-other-user.ts", import.meta.url)), stateDir],
+      { uid: 65534, gid: 65534, encoding: "utf8", timeout: 20_000 },
+    );
+    expect(child.status, child.stderr).toBe(0);
+    const result = JSON.parse(child.stdout) as { readOnly: string; writable: string };
+    expect(result.readOnly).toMatch(
+      /^StateOpenError: Cannot open workflow state .*: the file is not readable by this user; fix it with `chmod 600 /,
+    );
+    expect(result.writable).toMatch(/^StateOpenError: .*state directory is not usable \(EPERM\)/);
+    for (const message of Object.values(result)) expect(message).not.toContain("\n");
   });
 
   it.skipIf(isRoot)("reports a database without read/write permission", () => {

@@ -1,8 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { readLease, runResource } from "../../src/state/claims.ts";
-import { ClaimLostError, RequestConflictError, TransitionError } from "../../src/state/errors.ts";
-import { findHostCommand, findHostCommandByKey } from "../../src/state/host-commands.ts";
+import { ClaimLostError, TransitionError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import {
   hostStatusCounts,
@@ -28,15 +26,17 @@ import {
   nextLaunchableRuns,
 } from "../../src/state/transitions/run-launch.ts";
 import { blockRun, parkRun, waitRun } from "../../src/state/transitions/run-park.ts";
-import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
+import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import {
   enqueue,
+  expectRefused,
   type Fixture,
   HOST,
   launch,
   launchWithAttempt,
   openFixture,
+  pairOf,
   snapshot,
   TTL,
 } from "./helpers.ts";
@@ -50,26 +50,8 @@ afterEach(() => {
   f.close();
 });
 
-const pair = (runId: string) => {
-  const run = readRun(f.store, runId)!;
-  return `${run.state}/${run.queueState}`;
-};
-
-/** Expects a TransitionError that changes nothing. */
-function refused(fn: () => unknown, pattern: RegExp): void {
-  const before = snapshot(f.store);
-  expect(fn).toThrow(TransitionError);
-  expect(fn).toThrow(pattern);
-  expect(snapshot(f.store)).toBe(before);
-}
-
-const receipt = (requestId: string, operation: string, payload: unknown = {}) => ({
-  requestId,
-  clientId: "client-1",
-  operation,
-  requestFingerprint: fingerprint({ operation, payload }),
-  receipt: { ok: true },
-});
+const pair = (runId: string) => pairOf(f.store, runId);
+const refused = (fn: () => unknown, pattern: RegExp) => expectRefused(f.store, fn, pattern);
 
 describe("launch path", () => {
   it("enqueue -> launching -> live -> node start/update/finish -> completed", () => {
@@ -372,222 +354,5 @@ describe("waiting, parking, blocking", () => {
       [runId, queued].sort(),
     );
     refused(() => resumeRun(f.store, { runId }), /Cannot resume/);
-  });
-});
-
-describe("commands with receipts", () => {
-  it("pause/resume/cancel commit their receipt in the same transaction", () => {
-    const runId = enqueue(f.store);
-    const { attemptId } = launchWithAttempt(f.store, runId);
-    const paused = pauseRun(f.store, { runId, ownerId: HOST, receipt: receipt("r1", "run.pause") });
-    expect(paused.stopWorker).toBe(true);
-    expect(pair(runId)).toBe("running/parked");
-    expect(readRun(f.store, runId)?.paused).toBe(true);
-    expect(readRunFacts(f.store, runId).attempts[0]).toMatchObject({
-      attemptId,
-      state: "interrupted",
-    });
-    expect(findHostCommand(f.store, "r1")).toMatchObject({
-      outcome: "accepted",
-      runId,
-      acceptedRevision: paused.revision,
-      receipt: { ok: true },
-    });
-    refused(() => pauseRun(f.store, { runId, ownerId: HOST }), /Cannot pause .*paused/);
-    // Same request id again: detectable both ways, and nothing changes.
-    const before = snapshot(f.store);
-    expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.pause") })).toThrow(
-      RequestConflictError,
-    );
-    expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.resume") })).toThrow(
-      /another payload/,
-    );
-    expect(snapshot(f.store)).toBe(before);
-    resumeRun(f.store, { runId, receipt: receipt("r2", "run.resume") });
-    expect(readRun(f.store, runId)?.paused).toBe(false);
-    cancelRun(f.store, { runId, ownerId: HOST, receipt: receipt("r3", "run.cancel") });
-    expect(pair(runId)).toBe("cancelled/cancelled");
-    refused(() => cancelRun(f.store, { runId, ownerId: HOST }), /Cannot cancel run .* cancelled/);
-  });
-
-  it("pause of a queued or waiting run keeps its state and skips it until resumed", () => {
-    const runId = enqueue(f.store);
-    const r = pauseRun(f.store, { runId, ownerId: HOST });
-    expect([r.stopWorker, pair(runId)]).toEqual([false, "queued/queued"]);
-    expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
-    expect(hostStatusCounts(f.store)).toMatchObject({ queued: 1, paused: 1 });
-  });
-
-  it("cancel of an expired running row takes a control claim; another host's live claim refuses", () => {
-    const runId = enqueue(f.store);
-    launchWithAttempt(f.store, runId);
-    const before = snapshot(f.store);
-    expect(() => cancelRun(f.store, { runId, ownerId: "host-b" })).toThrow(ClaimLostError);
-    expect(() => pauseRun(f.store, { runId, ownerId: "host-b" })).toThrow(/ownerChanged/);
-    expect(snapshot(f.store)).toBe(before);
-    f.clock.advance(TTL);
-    const generation = readLease(f.store, runResource(runId))!.generation;
-    const result = cancelRun(f.store, { runId, ownerId: "host-b" });
-    expect(result.stopWorker).toBe(true);
-    expect(pair(runId)).toBe("cancelled/cancelled");
-    const lease = readLease(f.store, runResource(runId))!;
-    expect([lease.generation, lease.token_hash]).toEqual([generation + 1, null]);
-    expect(readRunFacts(f.store, runId).attempts[0]?.state).toBe("cancelled");
-  });
-});
-
-describe("recoverExpiredRun()", () => {
-  it("interrupts a pure attempt and parks the run for a new launch", () => {
-    const runId = enqueue(f.store);
-    launchWithAttempt(f.store, runId, "pure");
-    const before = snapshot(f.store);
-    expect(() => recoverExpiredRun(f.store, { runId, ownerId: HOST, token: "r", ttlMs: TTL }))
-      .toThrow(/ownerChanged/);
-    expect(snapshot(f.store)).toBe(before);
-    f.clock.advance(TTL);
-    const result = recoverExpiredRun(f.store, { runId, ownerId: HOST, token: "r", ttlMs: TTL });
-    expect(result).toMatchObject({ blocked: false, generation: 2 });
-    expect(result.orphanedWorkerEpochs).toHaveLength(1);
-    expect(pair(runId)).toBe("running/parked");
-    expect(nextLaunchableRuns(f.store, 5).map((r) => r.runId)).toEqual([runId]);
-    expect(hostStatusCounts(f.store).expiredClaims).toBe(0);
-  });
-
-  it("blocks a run whose external attempt has no settled effect (effectAmbiguous)", () => {
-    const runId = enqueue(f.store);
-    launchWithAttempt(f.store, runId, "external");
-    f.clock.advance(TTL);
-    expect(hostStatusCounts(f.store).expiredClaims).toBe(1);
-    const result = recoverExpiredRun(f.store, { runId, ownerId: HOST, token: "r", ttlMs: TTL });
-    expect(result.blocked).toBe(true);
-    expect(readRun(f.store, runId)?.blockedReason).toBe("effectAmbiguous");
-    expect(hostStatusCounts(f.store)).toMatchObject({ ambiguousEffects: 1, blocked: 1 });
-    expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
-  });
-
-  it("refuses a run that is not live", () => {
-    const runId = enqueue(f.store);
-    refused(
-      () => recoverExpiredRun(f.store, { runId, ownerId: HOST, token: "r", ttlMs: TTL }),
-      /Cannot recover run .* queued\/queued/,
-    );
-  });
-});
-
-describe("interruptRun()", () => {
-  it("parks a crashed worker's run under the live claim; pure work runs again", () => {
-    const runId = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, runId, "pure");
-    const result = interruptRun(f.store, claim, { reason: "workerCrashed" });
-    expect(result).toMatchObject({ interruptedAttemptId: attemptId, blocked: false });
-    expect(pair(runId)).toBe("running/parked");
-    expect(readLease(f.store, runResource(runId))?.token_hash).toBeNull();
-    expect(() => interruptRun(f.store, claim, { reason: "again" })).toThrow(/missingAuthority/);
-    f.store.db.exec("UPDATE run_workers SET status = 'crashed'");
-    expect(nextLaunchableRuns(f.store, 5).map((r) => r.runId)).toEqual([runId]);
-  });
-
-  it("makes an unsettled external effect ambiguous and blocks the run", () => {
-    const runId = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
-    const result = interruptRun(f.store, claim, { reason: "workerCrashed" });
-    expect(result).toMatchObject({ interruptedAttemptId: attemptId, blocked: true });
-    expect(readRun(f.store, runId)?.blockedReason).toBe("effectAmbiguous");
-    expect(hostStatusCounts(f.store)).toMatchObject({ ambiguousEffects: 1, blocked: 1 });
-  });
-
-  it("does not block when the external attempt's effects all settled", () => {
-    const runId = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
-    f.store.db.exec(
-      `INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, request_fingerprint, state, created_at, updated_at) VALUES ('e1', '${runId}', '${attemptId}', 'k1', 'http', 'fp', 'applied', 0, 0)`,
-    );
-    expect(interruptRun(f.store, claim, { reason: "workerCrashed" }).blocked).toBe(false);
-  });
-});
-
-describe("continuations", () => {
-  it("readRunFacts includes the parent's attempts and the resume answer", () => {
-    const parent = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, parent);
-    const { decisionId } = waitRun(f.store, claim, {
-      attemptId,
-      nodeId: "step",
-      kind: "checkpoint",
-      request: {},
-    });
-    const child = enqueue(f.store, { parentRunId: parent });
-    f.store.db.prepare(
-      "INSERT INTO human_decision_resolutions (decision_id, resolution, answer_json, continuation_run_id, resolved_at) VALUES (?, 'answered', '\"yes\"', ?, 0)",
-    ).run(decisionId, child);
-    f.store.db.prepare("UPDATE human_decisions SET state = 'resolved'").run();
-    const facts = readRunFacts(f.store, child);
-    expect(facts.attempts.map((a) => [a.attemptId, a.sequence])).toEqual([[attemptId, 1]]);
-    expect(facts.resumeAnswer).toEqual({ nodeId: "step", answer: "yes" });
-  });
-});
-
-describe("worker message receipts and expected revisions", () => {
-  it("stores the receipt with the change and refuses a stale expected revision", () => {
-    const runId = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, runId);
-    const revision = readRun(f.store, runId)!.revision;
-    const before = snapshot(f.store);
-    expect(() =>
-      recordNodeUpdate(f.store, claim, {
-        attemptId,
-        type: "p",
-        key: "k",
-        data: 1,
-        expectedRevision: revision - 1,
-        receipt: receipt("m-1", "node.update"),
-      })
-    ).toThrow(/Revision conflict for run .*: expected \d+, found \d+/);
-    expect(snapshot(f.store)).toBe(before);
-    const done = recordNodeFinished(f.store, claim, {
-      attemptId,
-      output: "ok",
-      expectedRevision: revision,
-      receipt: { ...receipt("m-2", "node.finished"), receipt: (t) => ({ revision: t.revision }) },
-    });
-    expect(findHostCommand(f.store, "m-2")).toMatchObject({
-      runId,
-      acceptedRevision: done.revision,
-      receipt: { revision: done.revision },
-    });
-    // A retried message with the same id cannot apply twice.
-    expect(() =>
-      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "node.finished") })
-    ).toThrow(RequestConflictError);
-    expect(pair(runId)).toBe("running/running");
-  });
-
-  it("finds an earlier command by client idempotency key", () => {
-    const runId = enqueue(f.store, {
-      receipt: { ...receipt("req-1", "run.start"), idempotencyKey: "key-1" },
-    });
-    expect(
-      findHostCommandByKey(f.store, {
-        clientId: "client-1",
-        operation: "run.start",
-        idempotencyKey: "key-1",
-      }),
-    ).toMatchObject({ requestId: "req-1", runId, acceptedRevision: 1 });
-    expect(
-      findHostCommandByKey(f.store, {
-        clientId: "client-2",
-        operation: "run.start",
-        idempotencyKey: "key-1",
-      }),
-    ).toBeUndefined();
-  });
-
-  it("refuses a pause whose expected revision moved", () => {
-    const runId = enqueue(f.store);
-    const before = snapshot(f.store);
-    expect(() => pauseRun(f.store, { runId, ownerId: HOST, expectedRevision: 7 })).toThrow(
-      /Revision conflict/,
-    );
-    expect(snapshot(f.store)).toBe(before);
   });
 });

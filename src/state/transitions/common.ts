@@ -116,13 +116,34 @@ export function settleEffectsOnStop(store: StateStore, runId: string, now: numbe
 export function markApplyingAmbiguous(store: StateStore, runId: string, now: number): number {
   execute(
     store,
-    "UPDATE effect_attempts SET state = 'ambiguous', finished_at = :now WHERE state = 'applying' " +
-      "AND effect_id IN (SELECT effect_id FROM effects WHERE run_id = :runId)",
+    "UPDATE effect_attempts SET state = CASE (SELECT e.state FROM effects e WHERE e.effect_id = " +
+      "effect_attempts.effect_id) WHEN 'applying' THEN 'ambiguous' ELSE 'cancelled' END, " +
+      "finished_at = :now WHERE state = 'applying' AND effect_id IN " +
+      "(SELECT effect_id FROM effects WHERE run_id = :runId)",
     { runId, now },
   );
   return execute(
     store,
     "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE run_id = :runId " +
+      "AND state = 'applying'",
+    { runId, now },
+  );
+}
+
+/**
+ * A run that will resume: its applying managed effects go back to `pending`. They carry an
+ * external idempotency key, so the retry reserves and applies them again under the same key.
+ */
+function releaseApplyingEffects(store: StateStore, runId: string, now: number): void {
+  execute(
+    store,
+    "UPDATE effect_attempts SET state = 'cancelled', finished_at = :now WHERE state = 'applying' " +
+      "AND effect_id IN (SELECT effect_id FROM effects WHERE run_id = :runId)",
+    { runId, now },
+  );
+  execute(
+    store,
+    "UPDATE effects SET state = 'pending', updated_at = :now WHERE run_id = :runId " +
       "AND state = 'applying'",
     { runId, now },
   );
@@ -169,8 +190,10 @@ export function releaseTurnIntents(store: StateStore, runId: string): void {
 }
 
 /**
- * Parks a live run at its last durable boundary: interrupts the running attempt, makes
- * uncertain external effects ambiguous (blocking the run `effectAmbiguous`), parks the queue.
+ * Parks a live run at its last durable boundary: interrupts the running attempt, returns its
+ * managed effects to `pending` (retryable under their key), and when the attempt was external
+ * with no managed effect (or an already ambiguous one) records it ambiguous and blocks the run
+ * `effectAmbiguous`. Parks the queue.
  */
 export function stopAtBoundary(
   store: StateStore,
@@ -184,7 +207,7 @@ export function stopAtBoundary(
     closeAttempt(store, open.attempt_id, "interrupted", now, why);
     if (open.effect === "external") blocked = externalOutcomeUncertain(store, open.attempt_id, now);
   }
-  if (markApplyingAmbiguous(store, runId, now) > 0) blocked = true;
+  releaseApplyingEffects(store, runId, now);
   if (blocked) {
     execute(
       store,
@@ -202,8 +225,9 @@ export function stopAtBoundary(
 }
 
 /**
- * An external attempt's outcome is uncertain unless every effect it reserved has settled. One
- * with no managed effect at all gets an `ambiguous` unmanaged effect row recording that fact.
+ * An external attempt's outcome is uncertain when it reserved no managed effect at all (an
+ * unmanaged action: recorded as an `ambiguous` unmanaged effect row) or one of its effects is
+ * already ambiguous. Managed effects that were applying are retryable under their key.
  */
 export function externalOutcomeUncertain(
   store: StateStore,
@@ -212,7 +236,7 @@ export function externalOutcomeUncertain(
 ): boolean {
   const counts = queryOne<{ total: number; unsettled: number }>(
     store,
-    "SELECT COUNT(*) AS total, COALESCE(SUM(state IN ('applying', 'ambiguous')), 0) AS unsettled " +
+    "SELECT COUNT(*) AS total, COALESCE(SUM(state = 'ambiguous'), 0) AS unsettled " +
       "FROM effects WHERE attempt_id = :attemptId",
     { attemptId },
   )!;

@@ -30,17 +30,21 @@ export interface ReserveEffectOptions extends WorkerWriteOptions {
   resource?: string;
 }
 
+/**
+ * What the worker does next. `reserved` (`decision: "apply"`; the effect is `applying`): apply
+ * it now under the key (a retry after a crash reuses the key, which the external system
+ * deduplicates).
+ * `applied`/`rejected` (`adopt`): use the stored outcome, do not apply again.
+ * `cancelled`/`ambiguous` (`refuse`): never retried automatically.
+ */
 export type ReserveEffectResult =
-  /** Go ahead: the effect is `applying` under this attempt. */
-  | { decision: "apply"; effectId: string }
-  /** Already settled: use the stored outcome, do not apply again. */
+  | { decision: "apply"; effectId: string; state: "reserved" }
   | {
     decision: "adopt";
     effectId: string;
     state: "applied" | "rejected";
     receipt: JsonValue | null;
   }
-  /** Unknown outcome or cancelled: never retried automatically. */
   | { decision: "refuse"; effectId: string; state: "ambiguous" | "cancelled" };
 
 interface EffectRow {
@@ -52,7 +56,11 @@ interface EffectRow {
   receipt_json: string | null;
 }
 
-/** Reserves (or finds) the effect for `(resource, type, key)`; event `effect.reserved`. */
+/**
+ * Reserves (or finds) the effect for `(resource, type, key)`: a new or `pending` one (left by an
+ * interrupted attempt) becomes `applying` under this attempt with a new `effect_attempts` row;
+ * event `effect.reserved`.
+ */
 export function reserveEffect(
   store: StateStore,
   claim: Claim,
@@ -105,8 +113,11 @@ export function reserveEffect(
       };
     } else if (existing?.state === "ambiguous" || existing?.state === "cancelled") {
       result = { decision: "refuse", effectId: existing.effect_id, state: existing.state };
+    } else if (existing?.state === "applying" && existing.attempt_id === opts.attemptId) {
+      // The same attempt asking again (a retried message): still reserved, nothing new.
+      result = { decision: "apply", effectId: existing.effect_id, state: "reserved" };
     } else if (existing?.state === "applying") {
-      // An earlier attempt stopped mid-apply and nobody marked it: its outcome is unknown.
+      // Another attempt left it applying and nobody released it: its outcome is unknown.
       execute(
         store,
         "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE effect_id = :effectId",
@@ -120,9 +131,15 @@ export function reserveEffect(
       );
       result = { decision: "refuse", effectId: existing.effect_id, state: "ambiguous" };
     } else {
-      // New, or still pending from an attempt that never started applying: apply now.
+      // New, or still pending from an interrupted attempt: (re)reserve it for this attempt.
       const effectId = existing?.effect_id ?? store.ids.next("effect");
       if (existing) {
+        execute(
+          store,
+          "UPDATE effect_attempts SET state = 'cancelled', finished_at = :now " +
+            "WHERE effect_id = :effectId AND state = 'applying'",
+          { effectId, now: tx.now },
+        );
         execute(
           store,
           "UPDATE effects SET attempt_id = :attemptId, state = 'applying', updated_at = :now " +
@@ -153,7 +170,7 @@ export function reserveEffect(
           "WHERE effect_id = :effectId), :generation, 'applying', :now)",
         { effectId, generation: claim.generation, now: tx.now },
       );
-      result = { decision: "apply", effectId };
+      result = { decision: "apply", effectId, state: "reserved" };
     }
     return {
       type: "effect.reserved",

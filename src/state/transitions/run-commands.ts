@@ -7,7 +7,7 @@ import { RevisionConflictError } from "../errors.ts";
 import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
-import { execute, type StateStore, writeTransaction } from "../store.ts";
+import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import {
   cancelPendingInteractions,
@@ -75,15 +75,20 @@ export function resumeRun(
 ): CommandResult {
   const allowed = (r: RunRow) =>
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
-  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run) => {
+  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run, now) => {
+    const approved = run.blocked_reason === "effectAmbiguous"
+      ? approveRetry(store, run.run_id, now)
+      : null;
     execute(
       store,
-      "UPDATE runs SET paused = 0, blocked_reason = NULL, blocked_detail = NULL WHERE run_id = :runId",
-      { runId: run.run_id },
+      "UPDATE runs SET paused = 0, blocked_reason = NULL, blocked_detail = NULL, " +
+        "approved_retry_attempt_id = COALESCE(:approved, approved_retry_attempt_id) " +
+        "WHERE run_id = :runId",
+      { runId: run.run_id, approved },
     );
     return {
       type: "run.resumed",
-      payload: { wasBlocked: run.blocked_reason },
+      payload: { wasBlocked: run.blocked_reason, approvedRetry: approved },
       summary: { state: run.state, queue: run.queue_state, paused: false },
     };
   });
@@ -145,4 +150,26 @@ function command(
       stopWorker: authority === "own" || authority === "control",
     };
   });
+}
+
+/**
+ * Resuming an `effectAmbiguous` block is the operator's reviewed recovery: the latest interrupted
+ * external attempt may run again. Its ambiguous managed effects become `pending` (the retry
+ * re-reserves them under the same key); an unmanaged marker is settled `cancelled`.
+ */
+function approveRetry(store: StateStore, runId: string, now: number): string | null {
+  const attempt = queryOne<{ attempt_id: string }>(
+    store,
+    "SELECT attempt_id FROM node_attempts WHERE run_id = :runId AND state = 'interrupted' " +
+      "AND effect = 'external' ORDER BY sequence DESC LIMIT 1",
+    { runId },
+  );
+  if (!attempt) return null;
+  execute(
+    store,
+    "UPDATE effects SET state = CASE effect_type WHEN 'unmanaged' THEN 'cancelled' ELSE " +
+      "'pending' END, updated_at = :now WHERE attempt_id = :attemptId AND state = 'ambiguous'",
+    { attemptId: attempt.attempt_id, now },
+  );
+  return attempt.attempt_id;
 }

@@ -1,0 +1,168 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { fingerprint } from "../../src/protocol/canonical-json.ts";
+import { readLease, runResource } from "../../src/state/claims.ts";
+import { ClaimLostError, RequestConflictError } from "../../src/state/errors.ts";
+import { findHostCommand, findHostCommandByKey } from "../../src/state/host-commands.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { hostStatusCounts, readRun, readRunFacts } from "../../src/state/queries.ts";
+import { recordNodeFinished, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
+import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { completeRun } from "../../src/state/transitions/run-end.ts";
+import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
+import {
+  enqueue,
+  expectRefused,
+  type Fixture,
+  HOST,
+  launchWithAttempt,
+  openFixture,
+  pairOf,
+  snapshot,
+  TTL,
+} from "./helpers.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => {
+  expect(checkInvariants(f.store)).toEqual([]);
+  f.close();
+});
+
+const pair = (runId: string) => pairOf(f.store, runId);
+const refused = (fn: () => unknown, pattern: RegExp) => expectRefused(f.store, fn, pattern);
+
+const receipt = (requestId: string, operation: string, payload: unknown = {}) => ({
+  requestId,
+  clientId: "client-1",
+  operation,
+  requestFingerprint: fingerprint({ operation, payload }),
+  receipt: { ok: true },
+});
+
+describe("commands with receipts", () => {
+  it("pause/resume/cancel commit their receipt in the same transaction", () => {
+    const runId = enqueue(f.store);
+    const { attemptId } = launchWithAttempt(f.store, runId);
+    const paused = pauseRun(f.store, { runId, ownerId: HOST, receipt: receipt("r1", "run.pause") });
+    expect(paused.stopWorker).toBe(true);
+    expect(pair(runId)).toBe("running/parked");
+    expect(readRun(f.store, runId)?.paused).toBe(true);
+    expect(readRunFacts(f.store, runId).attempts[0]).toMatchObject({
+      attemptId,
+      state: "interrupted",
+    });
+    expect(findHostCommand(f.store, "r1")).toMatchObject({
+      outcome: "accepted",
+      runId,
+      acceptedRevision: paused.revision,
+      receipt: { ok: true },
+    });
+    refused(() => pauseRun(f.store, { runId, ownerId: HOST }), /Cannot pause .*paused/);
+    // Same request id again: detectable both ways, and nothing changes.
+    const before = snapshot(f.store);
+    expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.pause") })).toThrow(
+      RequestConflictError,
+    );
+    expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.resume") })).toThrow(
+      /another payload/,
+    );
+    expect(snapshot(f.store)).toBe(before);
+    resumeRun(f.store, { runId, receipt: receipt("r2", "run.resume") });
+    expect(readRun(f.store, runId)?.paused).toBe(false);
+    cancelRun(f.store, { runId, ownerId: HOST, receipt: receipt("r3", "run.cancel") });
+    expect(pair(runId)).toBe("cancelled/cancelled");
+    refused(() => cancelRun(f.store, { runId, ownerId: HOST }), /Cannot cancel run .* cancelled/);
+  });
+
+  it("pause of a queued or waiting run keeps its state and skips it until resumed", () => {
+    const runId = enqueue(f.store);
+    const r = pauseRun(f.store, { runId, ownerId: HOST });
+    expect([r.stopWorker, pair(runId)]).toEqual([false, "queued/queued"]);
+    expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
+    expect(hostStatusCounts(f.store)).toMatchObject({ queued: 1, paused: 1 });
+  });
+
+  it("cancel of an expired running row takes a control claim; another host's live claim refuses", () => {
+    const runId = enqueue(f.store);
+    launchWithAttempt(f.store, runId);
+    const before = snapshot(f.store);
+    expect(() => cancelRun(f.store, { runId, ownerId: "host-b" })).toThrow(ClaimLostError);
+    expect(() => pauseRun(f.store, { runId, ownerId: "host-b" })).toThrow(/ownerChanged/);
+    expect(snapshot(f.store)).toBe(before);
+    f.clock.advance(TTL);
+    const generation = readLease(f.store, runResource(runId))!.generation;
+    const result = cancelRun(f.store, { runId, ownerId: "host-b" });
+    expect(result.stopWorker).toBe(true);
+    expect(pair(runId)).toBe("cancelled/cancelled");
+    const lease = readLease(f.store, runResource(runId))!;
+    expect([lease.generation, lease.token_hash]).toEqual([generation + 1, null]);
+    expect(readRunFacts(f.store, runId).attempts[0]?.state).toBe("cancelled");
+  });
+});
+
+describe("worker message receipts and expected revisions", () => {
+  it("stores the receipt with the change and refuses a stale expected revision", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    const revision = readRun(f.store, runId)!.revision;
+    const before = snapshot(f.store);
+    expect(() =>
+      recordNodeUpdate(f.store, claim, {
+        attemptId,
+        type: "p",
+        key: "k",
+        data: 1,
+        expectedRevision: revision - 1,
+        receipt: receipt("m-1", "node.update"),
+      })
+    ).toThrow(/Revision conflict for run .*: expected \d+, found \d+/);
+    expect(snapshot(f.store)).toBe(before);
+    const done = recordNodeFinished(f.store, claim, {
+      attemptId,
+      output: "ok",
+      expectedRevision: revision,
+      receipt: { ...receipt("m-2", "node.finished"), receipt: (t) => ({ revision: t.revision }) },
+    });
+    expect(findHostCommand(f.store, "m-2")).toMatchObject({
+      runId,
+      acceptedRevision: done.revision,
+      receipt: { revision: done.revision },
+    });
+    // A retried message with the same id cannot apply twice.
+    expect(() =>
+      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "node.finished") })
+    ).toThrow(RequestConflictError);
+    expect(pair(runId)).toBe("running/running");
+  });
+
+  it("finds an earlier command by client idempotency key", () => {
+    const runId = enqueue(f.store, {
+      receipt: { ...receipt("req-1", "run.start"), idempotencyKey: "key-1" },
+    });
+    expect(
+      findHostCommandByKey(f.store, {
+        clientId: "client-1",
+        operation: "run.start",
+        idempotencyKey: "key-1",
+      }),
+    ).toMatchObject({ requestId: "req-1", runId, acceptedRevision: 1 });
+    expect(
+      findHostCommandByKey(f.store, {
+        clientId: "client-2",
+        operation: "run.start",
+        idempotencyKey: "key-1",
+      }),
+    ).toBeUndefined();
+  });
+
+  it("refuses a pause whose expected revision moved", () => {
+    const runId = enqueue(f.store);
+    const before = snapshot(f.store);
+    expect(() => pauseRun(f.store, { runId, ownerId: HOST, expectedRevision: 7 })).toThrow(
+      /Revision conflict/,
+    );
+    expect(snapshot(f.store)).toBe(before);
+  });
+});
