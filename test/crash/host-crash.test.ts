@@ -128,9 +128,9 @@ async function crashAndRecover(point: string) {
 }
 
 describe(`host SIGKILL at ${POINTS.length} commit points`, () => {
-  // Three independent hosts at a time: each pair of processes owns its own state directory.
+  // Four independent hosts at a time: each pair of processes owns its own state directory.
   const batches: string[][] = [];
-  for (let i = 0; i < POINTS.length; i += 3) batches.push(POINTS.slice(i, i + 3));
+  for (let i = 0; i < POINTS.length; i += 4) batches.push(POINTS.slice(i, i + 4));
   for (const batch of batches) {
     it(`recovers after ${batch.join(", ")}`, async () => {
       await Promise.all(batch.map((point) => crashAndRecover(point)));

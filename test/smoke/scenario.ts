@@ -6,8 +6,9 @@
  * 2. `start hello.workflow.ts --wait` (a compute, a shell node and a relative import) completes,
  *    and `status --json` shows every node ok; a missing workflow file is refused on one line;
  * 3. a second, slower run: its worker is SIGKILLed in the middle of a pure compute step, and the
- *    host recovers the run in a new worker and completes it;
- * 4. `host stop`; no process of the smoke is left.
+ *    host recovers the run in a new worker and completes it; only workers loaded workflow code;
+ * 4. a third run is paused (its worker stops), resumed and cancelled; `list --all` shows all three;
+ * 5. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
  *
  * Processes of this smoke are recognised by its private state directory in their environment;
  * the `finally` SIGKILLs any that are left, by PID.
@@ -201,10 +202,41 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     );
     step(`only workers loaded workflow code (${loaders.length} loads)`);
 
-    const idle = await cliJson(["host", "status", "--json"]);
+    const third = (await cliJson(["start", "slow.workflow.ts", "--json"])).run.runId as string;
+    const slowRunning = async (id: string, count: number) => {
+      const status = await cliJson(["status", id, "--json"]);
+      const running = (status.attempts ?? []).filter((a: any) => a.nodeId === "slow");
+      return running.length === count && running.at(-1).state === "running" ? true : undefined;
+    };
+    await waitFor("the third run's slow step to start", 30_000, () => slowRunning(third, 1));
+    const paused = await cliJson(["pause", third, "--json"]);
+    check(paused.run.paused === true, `pause: ${JSON.stringify(paused)}`);
+    await waitFor("the paused run's worker to stop", 20_000, () => {
+      return ours().some((p) => p.ppid === host.pid && isArgvTail(p.argv, ["worker"]))
+        ? undefined
+        : true;
+    });
+    const resumed = await cliJson(["resume", third, "--json"]);
+    check(resumed.run.paused === false, `resume: ${JSON.stringify(resumed)}`);
+    await waitFor(
+      "the resumed run's slow step to start again",
+      30_000,
+      () => slowRunning(third, 2),
+    );
+    const cancelled = await cliJson(["cancel", third, "--json"]);
+    check(cancelled.run.state === "cancelled", `cancel: ${JSON.stringify(cancelled)}`);
+    const listed = await cliJson(["list", "--all", "--json"]);
+    const states = listed.runs.map((r: any) => r.state).sort().join(",");
+    check(states === "cancelled,completed,completed", `list --all: ${states}`);
+    step("pause, resume and cancel a third run; list --all");
+
+    const idle = await waitFor("the host to be idle", 20_000, async () => {
+      const status = await cliJson(["host", "status", "--json"]);
+      return status.activeWorkers === 0 ? status : undefined;
+    });
     check(
-      idle.state === "running" && idle.activeWorkers === 0 && idle.runs.running === 0 &&
-        idle.runs.queued === 0 && idle.expiredClaims === 0 && idle.ambiguousEffects === 0,
+      idle.state === "running" && idle.runs.running === 0 && idle.runs.queued === 0 &&
+        idle.runs.parked === 0 && idle.expiredClaims === 0 && idle.ambiguousEffects === 0,
       `host status at the end: ${JSON.stringify(idle)}`,
     );
     step("host status idle");

@@ -23,6 +23,7 @@ import { blockRun, parkRun, waitRun } from "../../src/state/transitions/run-park
 import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { reserveEffect, settleEffect } from "../../src/state/transitions/effects.ts";
+import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import {
   enqueue,
   type Fixture,
@@ -271,6 +272,19 @@ const scenarios: Scenario[] = [
       });
       return () =>
         settleEffect(s, claim, { effectId: result.effectId, outcome: "applied", effectReceipt: 1 });
+    },
+  },
+  {
+    name: "answerDecision",
+    setup: (s) => {
+      const { claim, attemptId } = withAttempt()(s);
+      const { decisionId } = waitRun(s, claim, {
+        attemptId,
+        nodeId: "step",
+        kind: "humanDecision",
+        request: {},
+      });
+      return () => answerDecision(s, { decisionId, answer: "yes", receipt: receipt("a") });
     },
   },
   {

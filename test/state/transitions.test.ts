@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readLease, runResource } from "../../src/state/claims.ts";
-import { ClaimLostError, TransitionError } from "../../src/state/errors.ts";
+import { ClaimLostError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import {
   hostStatusCounts,

@@ -202,4 +202,28 @@ export default defineWorkflow({
     expect(h.run(runId).state).toBe("running");
     expect(h.invariants()).toEqual([]);
   });
+
+  it("protocolRejected: committed facts too large for one reply fail the run clearly", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(h.writeWorkflow(
+      "big.workflow.ts",
+      `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "big",
+  startAt: "a",
+  nodes: {
+    a: compute({ run: () => "a".repeat(600_000) }),
+    b: compute({ run: () => "b".repeat(600_000) }),
+    c: compute({ run: () => process.kill(process.pid, "SIGKILL") }),
+  },
+  edges: [{ from: "a", to: "b" }, { from: "b", to: "c" }],
+});`,
+    ));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("protocolRejected");
+    expect(run.error?.message).toContain("committed facts exceed");
+    expect(runClasses(h, runId)).toEqual(["protocolRejected"]);
+    expect(h.invariants()).toEqual([]);
+  });
 });

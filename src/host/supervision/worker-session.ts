@@ -12,7 +12,7 @@
  */
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
-import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
 import {
   checkWorkerFence,
   parseWorkerHeader,
@@ -23,6 +23,7 @@ import {
 } from "../../protocol/worker-messages.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { findHostCommand } from "../../state/host-commands.ts";
+import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "./crash-point.ts";
@@ -60,7 +61,15 @@ export async function serveWorkerChannel(
         if (claimLostSent) continue;
         claimLostSent = true;
       }
-      await writeFrame(channel, reply).catch(() => {});
+      try {
+        await writeFrame(channel, reply);
+      } catch (error) {
+        if (error instanceof FrameError && error.code === "frameTooLarge") {
+          replyTooLarge(ctx, worker, hooks);
+          break;
+        }
+        // The worker is gone; its exit is handled elsewhere.
+      }
     }
   } catch {
     // A channel error ends the session; the exit handler classifies what happened.
@@ -150,6 +159,31 @@ function answer(
   if (kind === "node.started") hooks.onAttemptStarted(worker);
   if (applied.closedAttempt) hooks.onAttemptClosed(worker);
   return reply;
+}
+
+/**
+ * A reply that cannot cross the channel (in practice: the committed facts of a very long run
+ * passed the 1 MiB message bound). The run can never make progress through this channel, so it
+ * fails now with a clear reason instead of crash-looping.
+ */
+function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHooks): void {
+  if (!worker.claimReleased && !worker.settled) {
+    try {
+      failRun(ctx.store, worker.claim, {
+        error: {
+          code: "protocolRejected",
+          message: `The run's committed facts exceed the ${MAX_FRAME_BYTES} byte channel message ` +
+            "limit",
+        },
+      });
+      worker.settled = true;
+      worker.claimReleased = true;
+    } catch (error) {
+      if (!(error instanceof ClaimLostError)) throw error;
+      worker.claimReleased = true;
+    }
+  }
+  hooks.stop(worker, "protocolRejected", "protocolRejected: reply too large");
 }
 
 function rejected(messageId: string, code: string, message: string): WorkerReply {
