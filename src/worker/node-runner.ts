@@ -9,6 +9,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposer } from "./proposer.ts";
+import { createEffectPort } from "./effect-port.ts";
 import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
 
 /** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
@@ -110,6 +111,7 @@ export async function runNode(
       attemptId,
       signal: controller.signal,
       publishUpdate,
+      effects: createEffectPort(proposer, facts.runId, attemptId),
     });
   } finally {
     if (timer) clearTimeout(timer);

@@ -11,13 +11,14 @@ import { unavailableAgentExecutor } from "../workflows/agent-executor.ts";
 import {
   type CompiledWorkflow,
   decideNext,
+  type EffectPort,
   executeNode,
   type NextStep,
   type NodeResult,
   resolveNodeTimeout,
 } from "../workflows/engine.ts";
 import {
-  compareMountedSources,
+  compareSourceIdentity,
   describeSourceChanges,
   verifySourceIdentity,
 } from "../workflows/sources/identity.ts";
@@ -35,6 +36,8 @@ export interface ExecuteRequest {
   attemptId: string;
   signal: AbortSignal;
   publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
+  /** Managed effects of action and shell nodes, reserved and settled through the host. */
+  effects: EffectPort;
 }
 
 export interface RunWorkflow {
@@ -69,14 +72,12 @@ export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome
   const root = launch.workflowSource.root;
   const ref = root.kind === "builtin" ? `builtin:${root.id}` : root.path;
   const loaded = await loadWorkflow(ref, { cwd: launch.projectPath });
-  const mounted = compareMountedSources(
-    launch.workflowSource.mounted,
-    loaded.identity.workflowSource.mounted,
-  );
-  if (!mounted.ok) {
+  // Root and complete mounted map, as the loader actually read them.
+  const same = compareSourceIdentity(launch.workflowSource, loaded.identity.workflowSource);
+  if (!same.ok) {
     return {
       ok: false,
-      problem: { reason: "workflowSourceChanged", detail: describeSourceChanges(mounted.changed) },
+      problem: { reason: "workflowSourceChanged", detail: describeSourceChanges(same.changed) },
     };
   }
   if (loaded.identity.definitionDigest !== launch.definitionDigest) {

@@ -8,9 +8,14 @@
  * JavaScript file with esbuild (what the npm package ships; the compiled binary adds a code
  * cache on top). The ratio of each is against the bare `node -e 0` median.
  *
- *   npm run bench -- spawn [runs=15]
+ * When the compiled binary exists (`dist/pi-workflows`, or `--binary PATH`) a third variant
+ * starts workers from it (`binary_*` fields; `binary: null` when there is none).
+ *
+ *   npm run bench -- spawn [runs=15] [--binary PATH]
  */
 import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +27,12 @@ import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore, queryOne } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 
-const RUNS = Number(process.argv[2] ?? 15);
+const cli = parseArgs({
+  args: process.argv.slice(2),
+  options: { binary: { type: "string" } },
+  allowPositionals: true,
+});
+const RUNS = Number(cli.positionals[0] ?? 15);
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -91,12 +101,20 @@ const bundled = createSupervision(ctx, {
   childEnv: env,
   workerCommand: (args) => ({ command: process.execPath, args: [bundle, ...args] }),
 });
+const binaryPath = cli.values.binary ?? join(repo, "dist", "pi-workflows");
+const binary = existsSync(binaryPath)
+  ? createSupervision(ctx, {
+    childEnv: env,
+    workerCommand: (args) => ({ command: binaryPath, args }),
+  })
+  : null;
 
 try {
   const resolved = await source.resolve({ workflow: workflowPath, input: {}, cwd: project });
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   source.start();
   bundled.start();
+  binary?.start();
 
   /** Launches one run with `supervision` and returns enqueue -> worker.ready in ms. */
   const readyOnce = async (supervision: typeof source): Promise<number> => {
@@ -131,16 +149,19 @@ try {
 
   const ready: number[] = [];
   const readyBundled: number[] = [];
+  const readyBinary: number[] = [];
   const bare: number[] = [];
   for (let i = 0; i < RUNS + 2; i++) {
     // Interleaved, so all three see the same machine load; two warm-ups.
     const bareMs = await bareNode();
     const sourceMs = await readyOnce(source);
     const bundledMs = await readyOnce(bundled);
+    const binaryMs = binary ? await readyOnce(binary) : null;
     if (i < 2) continue;
     bare.push(bareMs);
     ready.push(sourceMs);
     readyBundled.push(bundledMs);
+    if (binaryMs !== null) readyBinary.push(binaryMs);
   }
   const bareMedian = percentile(bare, 50);
   const round = (n: number) => Math.round(n * 10) / 10;
@@ -155,10 +176,19 @@ try {
     bundled_ready_median_ms: round(percentile(readyBundled, 50)),
     bundled_ready_p95_ms: round(percentile(readyBundled, 95)),
     bundled_ratio: Math.round((percentile(readyBundled, 50) / bareMedian) * 100) / 100,
+    ...(binary
+      ? {
+        binary: true,
+        binary_ready_median_ms: round(percentile(readyBinary, 50)),
+        binary_ready_p95_ms: round(percentile(readyBinary, 95)),
+        binary_ratio: Math.round((percentile(readyBinary, 50) / bareMedian) * 100) / 100,
+      }
+      : { binary: null }),
   }));
 } finally {
   await source.shutdown();
   await bundled.shutdown();
+  await binary?.shutdown();
   closeStateStore(store);
   rmSync(root, { recursive: true, force: true });
 }

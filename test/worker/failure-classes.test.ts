@@ -1,8 +1,7 @@
 /**
  * Each failure class of the spec is produced by its own cause, and by nothing else: after each
- * scenario the failure-class codes found anywhere in the run's durable record (run error,
- * blocked reason, attempt errors) and in its worker epoch outcomes are exactly the expected
- * ones. `hostUnavailable` belongs to the client (test/client/*).
+ * scenario the failure-class codes in the run row (error, blocked reason), on its attempts and
+ * in its worker epoch outcomes are exactly the expected ones. `hostUnavailable` belongs to the client (test/client/*).
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -29,21 +28,26 @@ const EPOCH_CLASS: Record<string, string> = {
   claimLost: "claimLost",
 };
 
-/** Failure classes in the run's own record: run error, blocked reason, attempt errors. */
+const isClass = (c: string) => (FAILURE_CLASSES as readonly string[]).includes(c);
+
+/** Failure classes in the run row itself: its error and its blocked reason. */
 function runClasses(h: Harness, runId: string): string[] {
   const run = h.run(runId);
   const codes = new Set<string>();
   if (run.error) codes.add(run.error.code);
   if (run.blockedReason === "workflowSourceChanged") codes.add("sourceChanged");
   if (run.blockedReason === "effectAmbiguous") codes.add("effectAmbiguous");
-  for (
-    const a of queryAll<{ error_code: string | null }>(
-      h.store,
-      "SELECT error_code FROM node_attempts WHERE run_id = :runId",
-      { runId },
-    )
-  ) if (a.error_code) codes.add(a.error_code);
-  return [...codes].filter((c) => (FAILURE_CLASSES as readonly string[]).includes(c)).sort();
+  return [...codes].filter(isClass).sort();
+}
+
+/** Failure classes on the run's node attempts (why each one ended or was interrupted). */
+function attemptClasses(h: Harness, runId: string): string[] {
+  const codes = queryAll<{ error_code: string | null }>(
+    h.store,
+    "SELECT error_code FROM node_attempts WHERE run_id = :runId",
+    { runId },
+  ).map((a) => a.error_code ?? "");
+  return [...new Set(codes)].filter(isClass).sort();
 }
 
 /** Failure classes named by the run's worker epoch outcomes. */
@@ -82,6 +86,7 @@ describe("failure classification", () => {
     expect(run.state).toBe("failed");
     expect(run.error?.code).toBe("workerCrashed");
     expect(runClasses(h, runId)).toEqual(["workerCrashed"]);
+    expect(attemptClasses(h, runId)).toEqual(["workerCrashed"]);
     expect(epochClasses(h, runId)).toEqual(["workerCrashed"]);
     expect(h.invariants()).toEqual([]);
   });
@@ -94,6 +99,7 @@ describe("failure classification", () => {
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("failed");
     expect(runClasses(h, runId)).toEqual(["nodeFailed"]);
+    expect(attemptClasses(h, runId)).toEqual(["nodeFailed"]);
     expect(epochClasses(h, runId)).toEqual([]);
   });
 
@@ -111,6 +117,7 @@ describe("failure classification", () => {
     ]);
     // The run records the ambiguity (not a failure); the epoch records the crash that caused it.
     expect(runClasses(h, runId)).toEqual(["effectAmbiguous"]);
+    expect(attemptClasses(h, runId)).toEqual(["workerCrashed"]);
     expect(epochClasses(h, runId)).toEqual(["workerCrashed"]);
     expect(h.invariants()).toEqual([]);
   });
@@ -133,6 +140,7 @@ import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\
     const run = await h.waitForRun(runId, (r) => r.blockedReason !== null);
     expect(run.blockedReason).toBe("workflowSourceChanged");
     expect(runClasses(h, runId)).toEqual(["sourceChanged"]);
+    expect(attemptClasses(h, runId)).toEqual([]);
     expect(epochClasses(h, runId)).toEqual([]);
     expect(existsSync(marker)).toBe(false);
     // The scheduler never picks it again until an explicit resume.
@@ -156,6 +164,9 @@ import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\
     expect(run.state).toBe("failed");
     expect(run.error?.code).toBe("protocolRejected");
     expect(runClasses(h, runId)).toEqual(["protocolRejected"]);
+    expect(attemptClasses(h, runId)).toEqual([]);
+    // Epoch outcomes have no protocol class: the host stopped the process, recorded `crashed`.
+    expect(epochClasses(h, runId)).toEqual(["workerCrashed"]);
   });
 
   it("workerTimedOut: a node that spins past its declared deadline", async () => {
@@ -173,6 +184,7 @@ export default defineWorkflow({
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("timed_out");
     expect(runClasses(h, runId)).toEqual(["workerTimedOut"]);
+    expect(attemptClasses(h, runId)).toEqual(["workerTimedOut"]);
     expect(epochClasses(h, runId)).toEqual(["workerTimedOut"]);
   });
 
@@ -198,6 +210,7 @@ export default defineWorkflow({
     pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
     expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
     expect(runClasses(h, runId)).toEqual([]);
+    expect(attemptClasses(h, runId)).toEqual([]);
     expect(epochClasses(h, runId)).toEqual(["claimLost"]);
     expect(h.run(runId).state).toBe("running");
     expect(h.invariants()).toEqual([]);
@@ -224,6 +237,8 @@ export default defineWorkflow({
     expect(run.error?.code).toBe("protocolRejected");
     expect(run.error?.message).toContain("committed facts exceed");
     expect(runClasses(h, runId)).toEqual(["protocolRejected"]);
+    // Node c's worker crashed before the oversized relaunch; that is recorded as what it was.
+    expect(attemptClasses(h, runId)).toEqual(["workerCrashed"]);
     expect(h.invariants()).toEqual([]);
   });
 });

@@ -60,4 +60,26 @@ describe("createSupervision()", () => {
     expect([run.state, run.output]).toEqual(["completed", { result: "10!" }]);
     expect(h.invariants()).toEqual([]);
   });
+
+  it("parks at a human decision: waiting/parked, a pending decision, no worker left", async () => {
+    h = await createHarness();
+    const example = join(import.meta.dirname, "..", "..", "examples", "human-decision.workflow.ts");
+    const runId = await h.startRun(example, { version: "2.0.0" });
+    const run = await h.waitForRun(runId, (r) => r.state === "waiting");
+    expect(run.queueState).toBe("parked");
+    await h.waitForRun(runId, () => h!.supervision.activeWorkerCount() === 0);
+    const decisions = queryAll<{ node_id: string; kind: string; state: string }>(
+      h.store,
+      "SELECT node_id, kind, state FROM human_decisions WHERE run_id = :runId",
+      { runId },
+    );
+    expect(decisions).toEqual([{ node_id: "approval", kind: "humanDecision", state: "pending" }]);
+    const epochs = queryAll<{ status: string }>(
+      h.store,
+      "SELECT status FROM run_workers WHERE run_id = :runId",
+      { runId },
+    ).map((r) => r.status);
+    expect(epochs).toEqual(["exited"]);
+    expect(h.invariants()).toEqual([]);
+  });
 });

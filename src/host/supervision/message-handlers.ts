@@ -1,9 +1,10 @@
 /**
  * What each accepted worker message commits. One state transition per message, all under the
  * run claim the host holds for this worker; the worker never writes. Kinds that belong to later
- * features (interactive requests, notifications, managed effects, registered Pi children) are
+ * features (interactive requests, notifications, presentations, registered Pi children) are
  * refused with a clear `protocolRejected` error so the channel stays complete and honest.
  */
+import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { RunFacts } from "../../protocol/run-facts.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
@@ -15,6 +16,7 @@ import {
   recordNodeStarted,
   recordNodeUpdate,
 } from "../../state/transitions/node-attempts.ts";
+import { reserveEffect, settleEffect } from "../../state/transitions/effects.ts";
 import { completeRun, failRun, timeOutRun } from "../../state/transitions/run-end.ts";
 import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
@@ -25,6 +27,8 @@ import { formatStartIdentity } from "./process-identity.ts";
 export interface Applied {
   revision?: number;
   facts?: RunFacts;
+  /** Kind-specific answer (the effect reservation). */
+  result?: JsonValue;
   /** The worker's open attempt closed with this message. */
   closedAttempt: boolean;
 }
@@ -125,6 +129,39 @@ export function applyWorkerMessage(
         : timeOutRun(store, claim, { ...write, error: p.error });
       settle(worker);
       return { revision, closedAttempt: true };
+    }
+    case "effect.reserve": {
+      const { attemptId } = attemptOf(message);
+      const p = message.payload;
+      const { revision, result } = reserveEffect(store, claim, {
+        ...write,
+        attemptId,
+        effectType: p.effectType,
+        idempotencyKey: p.idempotencyKey,
+        requestFingerprint: p.requestFingerprint,
+        resource: p.resource,
+      });
+      const reservation: JsonValue = result.decision === "apply"
+        ? { effectId: result.effectId, state: "reserved" }
+        : result.decision === "adopt"
+        ? { effectId: result.effectId, state: result.state, receipt: result.receipt ?? null }
+        : { effectId: result.effectId, state: result.state };
+      return { revision, result: reservation, closedAttempt: false };
+    }
+    case "effect.settle": {
+      attemptOf(message);
+      const p = message.payload;
+      if (p.outcome !== "applied" && p.outcome !== "rejected") {
+        throw refuse(`effect.settle with outcome ${p.outcome} is for the host to decide`);
+      }
+      const { revision } = settleEffect(store, claim, {
+        ...write,
+        effectId: p.effectId,
+        outcome: p.outcome,
+        ...(p.receipt !== undefined ? { effectReceipt: p.receipt } : {}),
+        ...(p.error ? { errorCode: p.error.code } : {}),
+      });
+      return { revision, closedAttempt: false };
     }
     case "worker.progress": {
       if (message.payload.op !== "heartbeat") {

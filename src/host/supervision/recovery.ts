@@ -37,13 +37,17 @@ export async function reapStaleWorkers(ctx: HostContext): Promise<number> {
       await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
       reaped++;
     }
-    finishWorkerEpoch(ctx.store, {
-      workerEpoch: epoch.workerEpoch,
-      status: "orphaned",
-      exitCode: null,
-      signal: null,
-      diagnosticHash: null,
-    });
+    try {
+      finishWorkerEpoch(ctx.store, {
+        workerEpoch: epoch.workerEpoch,
+        status: "orphaned",
+        exitCode: null,
+        signal: null,
+        diagnosticHash: null,
+      });
+    } catch (error) {
+      if (!(error instanceof TransitionError)) throw error; // finished in between
+    }
   }
   if (reaped > 0) ctx.log("recovery.reaped", { count: reaped });
   return reaped;

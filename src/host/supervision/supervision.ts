@@ -105,22 +105,24 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   };
   const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
     if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
-    worker.stopReason = "timedOut";
-    worker.diagnostic = "workerTimedOut: node deadline passed";
+    let reason: StopReason = "timedOut";
     try {
       // Commit first, then stop: a late message from the worker now meets a released claim.
       timeOutAttempt(ctx.store, worker.claim, { attemptId });
       crashPoint("host.deadline.afterCommit");
-      worker.claimReleased = true;
       worker.openAttempt = null;
       crashes.reset(worker.runId);
     } catch (error) {
-      if (!(error instanceof ClaimLostError)) throw error;
-      worker.stopReason = "claimLost";
-      worker.claimReleased = true;
+      if (!(error instanceof ClaimLostError)) {
+        // The attempt closed in between (its outcome committed): nothing to enforce.
+        ctx.log("worker.deadline_skipped", { run: worker.runId, error: errorName(error) });
+        return;
+      }
+      reason = "claimLost";
     }
+    worker.claimReleased = true;
     ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
-    stop(worker, worker.stopReason, worker.diagnostic);
+    stop(worker, reason, "workerTimedOut: node deadline passed");
   };
 
   const hooks = {
@@ -201,9 +203,15 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     if (!started || shuttingDown) return;
     const capacity = ctx.options.maxConcurrentWorkers - active.size;
     if (capacity <= 0) return;
-    const candidates = nextLaunchableRuns(ctx.store, capacity + active.size)
-      .filter((run) => !active.has(run.runId))
-      .slice(0, capacity);
+    let candidates;
+    try {
+      candidates = nextLaunchableRuns(ctx.store, capacity + active.size)
+        .filter((run) => !active.has(run.runId))
+        .slice(0, capacity);
+    } catch (error) {
+      ctx.log("scheduler.query_failed", { error: errorName(error) });
+      return;
+    }
     for (const run of candidates) {
       try {
         supervise(
@@ -231,12 +239,20 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       try {
         renewClaim(ctx.store, worker.claim);
       } catch (error) {
-        if (!(error instanceof ClaimLostError)) throw error;
+        if (!(error instanceof ClaimLostError)) {
+          // e.g. a busy database: the next tick retries well before the claim expires.
+          ctx.log("worker.renew_failed", { run: worker.runId, error: errorName(error) });
+          continue;
+        }
         worker.claimReleased = true;
         stop(worker, "claimLost", `claimLost: ${error.reason}`);
       }
     }
-    if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
+    try {
+      if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
+    } catch (error) {
+      ctx.log("recovery.sweep_failed", { error: errorName(error) });
+    }
   };
 
   return {
@@ -295,7 +311,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
           try {
             parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
           } catch (error) {
-            if (!(error instanceof ClaimLostError)) throw error;
+            // Lost or already settled: recovery of the next host handles whatever is left.
+            ctx.log("worker.park_failed", { run: worker.runId, error: errorName(error) });
           }
           worker.claimReleased = true;
         }

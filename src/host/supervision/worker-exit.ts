@@ -16,7 +16,7 @@
 import type { FailureClass } from "../../protocol/failures.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
-import { blockRun, parkRun } from "../../state/transitions/run-park.ts";
+import { interruptRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import type { HostContext } from "./api.ts";
@@ -120,17 +120,10 @@ export function handleWorkerExit(
         },
       });
       crashes.reset(worker.runId);
-    } else if (worker.openAttempt?.effect === "external") {
-      // An action or shell may have applied without a receipt: an operator decides.
-      blockRun(ctx.store, worker.claim, {
-        runId: worker.runId,
-        reason: "effectAmbiguous",
-        detail: `The worker stopped during external node ${worker.openAttempt.nodeId}; ` +
-          "inspect its effect, then resume or cancel the run",
-      });
     } else {
-      // Pure work may repeat: the open attempt becomes interrupted and runs again.
-      parkRun(ctx.store, worker.claim, { reason: failureClass });
+      // Pure work becomes interrupted and runs again; an external attempt with an uncertain
+      // effect blocks the run `effectAmbiguous` for an operator (one transaction).
+      interruptRun(ctx.store, worker.claim, { reason: failureClass });
     }
     worker.claimReleased = true;
     crashPoint("host.exit.afterSettle");

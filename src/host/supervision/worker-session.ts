@@ -153,6 +153,7 @@ function answer(
     outcome: "accepted",
     revision: applied.revision,
     ...(applied.facts ? { facts: applied.facts } : {}),
+    ...(applied.result !== undefined ? { result: applied.result } : {}),
   });
   receipts.set(messageId, reply);
   if (kind === "worker.ready") hooks.onReady(worker);
