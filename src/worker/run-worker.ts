@@ -70,6 +70,7 @@ async function walk(
   proposer: Proposer,
 ): Promise<ExitReason> {
   const facts: RunFacts = { ...initial, attempts: [...initial.attempts] };
+  const { runNode } = await import("./node-runner.ts");
   for (;;) {
     const step = workflow.decideNext(facts);
     if (step.kind === "complete") {
@@ -97,12 +98,7 @@ async function walk(
       // The host launches no waiting run; reaching here means the facts and the run disagree.
       throw new Error(`Worker stopped: node ${step.nodeId} is waiting for an answer`);
     }
-    const attempt = await (await import("./node-runner.ts")).runNode(
-      workflow,
-      step,
-      facts,
-      proposer,
-    );
+    const attempt = await runNode(workflow, step, facts, proposer);
     if (attempt === "parked") return "parked";
     facts.attempts.push(attempt);
   }
