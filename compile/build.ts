@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import vm from "node:vm";
 import { build, type BuildOptions } from "esbuild";
-import { VERSION } from "../src/cli/version.ts";
+import { VERSION } from "../src/protocol/version.ts";
 import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
 import { lazyBuiltins } from "./lazy-builtins.ts";
 import { APP_ASSET, CODE_CACHE_ASSET, CODE_CACHE_CHECK_ENV } from "./sea-assets.ts";

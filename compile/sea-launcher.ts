@@ -8,7 +8,7 @@
 import { dirname } from "node:path";
 import { getAsset } from "node:sea";
 import vm from "node:vm";
-import { VERSION } from "../src/cli/version.ts";
+import { VERSION } from "../src/protocol/version.ts";
 import { APP_ASSET, CODE_CACHE_ASSET, CODE_CACHE_CHECK_ENV } from "./sea-assets.ts";
 
 type CommonJsMain = (

@@ -7,7 +7,7 @@ import { EXIT, UsageError } from "./exit-codes.ts";
 import { type CliIo, oneLineError, processIo } from "./output.ts";
 import { parseCommand } from "./parse-command.ts";
 import { COMMAND_HELP, MAIN_HELP } from "./usage.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../protocol/version.ts";
 
 export async function runCli(
   argv: readonly string[],

@@ -27,7 +27,7 @@ import {
   openStateStore,
   resolveStateDir,
 } from "../state/store.ts";
-import { VERSION } from "../cli/version.ts";
+import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import type { Supervision } from "./supervision/api.ts";
 import {

@@ -40,7 +40,7 @@ describe("scheduler", () => {
   });
 
   it("keeps renewing the claim of a worker that spins on the CPU", async () => {
-    h = await createHarness({ claimTtlMs: 800, claimRenewMs: 200 });
+    h = await createHarness({ claimTtlMs: 1_200, claimRenewMs: 250 });
     const marker = join(h.root, "spinning");
     const runId = await h.startRun(h.writeWorkflow(
       "cpu.workflow.ts",
@@ -63,7 +63,7 @@ export default defineWorkflow({
         { runId },
       )!;
     const generation = lease().generation;
-    const until = Date.now() + 3 * 800;
+    const until = Date.now() + 3 * 1_200;
     // Over three lease lengths the claim never lapses and never changes hands.
     const lapsed = await waitUntil(() => {
       const l = lease();
