@@ -7,7 +7,13 @@ import { sha256Hex } from "../protocol/canonical-json.ts";
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "./host-commands.ts";
 import { appendHistory, type JournalEntry } from "./journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
+import {
+  execute,
+  queryOne,
+  queryOneArgs,
+  type StateStore,
+  writeTransaction,
+} from "./store.ts";
 
 export type ClaimOwnerType = "host" | "control";
 
@@ -54,6 +60,18 @@ export function runResource(runId: string): string {
 /** sha256 hex of a claim token: the only form a token takes in the database. */
 export function hashToken(token: string): string {
   return sha256Hex(token);
+}
+
+// The token hash of each claim object, computed once per claim instead of once per write. The
+// token is kept beside it and compared, so a claim object whose token changed is hashed again.
+const claimHashes = new WeakMap<Claim, { token: string; hash: string }>();
+
+function claimTokenHash(claim: Claim): string {
+  const cached = claimHashes.get(claim);
+  if (cached && cached.token === claim.token) return cached.hash;
+  const hash = hashToken(claim.token);
+  claimHashes.set(claim, { token: claim.token, hash });
+  return hash;
 }
 
 /** The run id of a run claim; throws for other claims. */
@@ -127,7 +145,7 @@ export function checkClaimInTx(store: StateStore, claim: Claim, now: number): Le
   if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
     throw fail("ownerChanged");
   }
-  if (lease.token_hash !== hashToken(claim.token)) throw fail("tokenChanged");
+  if (lease.token_hash !== claimTokenHash(claim)) throw fail("tokenChanged");
   if (lease.generation !== claim.generation) throw fail("generationChanged");
   if ((lease.expires_at ?? 0) <= now) throw fail("expired");
   return lease;
@@ -165,7 +183,7 @@ export function releaseClaimInTx(store: StateStore, claim: Claim, now: number): 
   if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
     throw fail("ownerChanged");
   }
-  if (lease.token_hash !== hashToken(claim.token)) throw fail("tokenChanged");
+  if (lease.token_hash !== claimTokenHash(claim)) throw fail("tokenChanged");
   if (lease.generation !== claim.generation) throw fail("generationChanged");
   releaseLeaseInTx(store, claim.resource, now);
 }
@@ -258,31 +276,30 @@ export function protectedWrite<T>(
       throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
     }
     // Steps 2-4 in one statement on the fast path; on a miss, find the failed check's reason.
-    const renewed = queryOne<{ expires_at: number }>(
+    const renewed = queryOneArgs<{ expires_at: number }>(
       store,
-      "UPDATE leases SET heartbeat_at = :now, expires_at = :now + ttl_ms WHERE resource = " +
-        ":resource AND owner_type = :ownerType AND owner_id = :ownerId AND token_hash = " +
-        ":tokenHash AND generation = :generation AND expires_at > :now RETURNING expires_at",
-      {
-        now,
-        resource: claim.resource,
-        ownerType: claim.ownerType,
-        ownerId: claim.ownerId,
-        tokenHash: hashToken(claim.token),
-        generation: claim.generation,
-      },
+      "UPDATE leases SET heartbeat_at = ?1, expires_at = ?1 + ttl_ms WHERE resource = ?2 " +
+        "AND owner_type = ?3 AND owner_id = ?4 AND token_hash = ?5 AND generation = ?6 " +
+        "AND expires_at > ?1 RETURNING expires_at",
+      now,
+      claim.resource,
+      claim.ownerType,
+      claim.ownerId,
+      claimTokenHash(claim),
+      claim.generation,
     );
     if (!renewed) {
       checkClaimInTx(store, claim, now);
       throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
     }
     // Step 1's revision read and step 7's increase in one statement (the change is atomic).
-    const bumped = queryOne<RunRow>(
+    const bumped = queryOneArgs<RunRow>(
       store,
-      "UPDATE runs SET revision = revision + 1, updated_at = :now WHERE run_id = :runId " +
+      "UPDATE runs SET revision = revision + 1, updated_at = ?1 WHERE run_id = ?2 " +
         "RETURNING run_id, state, paused, blocked_reason, revision, " +
-        "(SELECT state FROM run_queue WHERE run_id = :runId) AS queue_state",
-      { now, runId: target.runId },
+        "(SELECT state FROM run_queue WHERE run_id = ?2) AS queue_state",
+      now,
+      target.runId,
     );
     if (!bumped) throw new NotFoundError("run", target.runId);
     const revision = bumped.revision;

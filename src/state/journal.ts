@@ -5,7 +5,7 @@
  * terminal run row accepts no later update), `appendHistory` after it.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { execute, queryOne, type StateStore } from "./store.ts";
+import { execute, executeArgs, queryOne, type StateStore } from "./store.ts";
 import { encodeValue } from "./values.ts";
 
 export interface JournalEntry {
@@ -37,18 +37,16 @@ export function appendHistory(
   now: number,
   entry: JournalEntry,
 ): void {
-  execute(
+  executeArgs(
     store,
     // Every revision has exactly one event, so the sequence number is the revision.
-    "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) VALUES (:runId, " +
-      ":revision, :type, :revision, :payload, :now)",
-    {
-      runId,
-      type: entry.type,
-      revision,
-      payload: encodeValue("event payload", entry.payload ?? {}),
-      now,
-    },
+    "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) " +
+      "VALUES (?1, ?2, ?3, ?2, ?4, ?5)",
+    runId,
+    revision,
+    entry.type,
+    encodeValue("event payload", entry.payload ?? {}),
+    now,
   );
   appendViewerDelta(store, runId, revision, now, entry.type, entry.summary);
 }
@@ -63,11 +61,15 @@ export function appendViewerDelta(
   summary?: JsonValue,
 ): void {
   if (summary !== undefined) {
-    execute(
+    executeArgs(
       store,
       "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) " +
-        "VALUES (:runId, :revision, :kind, :summary, :now)",
-      { runId, revision, kind, summary: encodeValue("viewer delta", summary), now },
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
+      runId,
+      revision,
+      kind,
+      encodeValue("viewer delta", summary),
+      now,
     );
     return;
   }

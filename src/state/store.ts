@@ -200,11 +200,12 @@ export function verifyIdentity(path: string, timeout: number): "empty" | "ok" {
 export function writeTransaction<T>(store: StateStore, fn: () => T): T {
   if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
   if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
-  store.db.exec("BEGIN IMMEDIATE");
+  // Cached statements: `exec` would parse BEGIN and COMMIT again on every write.
+  prepared(store, "BEGIN IMMEDIATE").run();
   try {
     const result = fn();
     store.beforeStatement?.("COMMIT");
-    store.db.exec("COMMIT");
+    cachedStatement(store, "COMMIT").run();
     return result;
   } catch (error) {
     if (store.db.isTransaction) store.db.exec("ROLLBACK");
@@ -214,12 +215,17 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
 
 type Params = Record<string, SQLInputValue>;
 
-function prepared(store: StateStore, sql: string): StatementSync {
+function cachedStatement(store: StateStore, sql: string): StatementSync {
   let stmt = store.statements.get(sql);
   if (!stmt) {
     stmt = store.db.prepare(sql);
     store.statements.set(sql, stmt);
   }
+  return stmt;
+}
+
+function prepared(store: StateStore, sql: string): StatementSync {
+  const stmt = cachedStatement(store, sql);
   if (store.beforeStatement && store.db.isTransaction) store.beforeStatement(sql);
   return stmt;
 }
@@ -237,6 +243,23 @@ export function queryOne<T>(store: StateStore, sql: string, params: Params = {})
 /** All rows of a query. */
 export function queryAll<T>(store: StateStore, sql: string, params: Params = {}): T[] {
   return prepared(store, sql).all(params) as T[];
+}
+
+/**
+ * Positional variants (`?1`, `?2`...) for the protected-write hot path: binding an object by
+ * parameter name costs about as much as a small statement's own work.
+ */
+export function executeArgs(store: StateStore, sql: string, ...args: SQLInputValue[]): number {
+  return Number(prepared(store, sql).run(...args).changes);
+}
+
+/** First row of a query with positional parameters, or undefined. */
+export function queryOneArgs<T>(
+  store: StateStore,
+  sql: string,
+  ...args: SQLInputValue[]
+): T | undefined {
+  return prepared(store, sql).get(...args) as T | undefined;
 }
 
 function fileSize(path: string): number | null {

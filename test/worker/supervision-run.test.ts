@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { queryAll } from "../../src/state/store.ts";
+import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 const THREE_STEPS = `
@@ -54,10 +55,16 @@ describe("createSupervision()", () => {
       workerCommand: (args) => ({ command: deno, args: ["run", "-A", main, ...args] }),
       childEnv: { DENO_NO_UPDATE_CHECK: "1" },
     });
-    const path = h.writeWorkflow("three.workflow.ts", THREE_STEPS);
+    const path = h.writeWorkflow(
+      "where.workflow.ts",
+      THREE_STEPS.replace(
+        `finish: compute({ run: ({ outputs }) => ({ result: outputs.echo.printed + "!" }) }),`,
+        `finish: compute({ run: ({ outputs }) => ({ result: outputs.echo.printed + "!", deno: "Deno" in globalThis }) }),`,
+      ),
+    );
     const runId = await h.startRun(path, { n: 5 });
     const run = await h.waitForRun(runId, isTerminal);
-    expect([run.state, run.output]).toEqual(["completed", { result: "10!" }]);
+    expect([run.state, run.output]).toEqual(["completed", { result: "10!", deno: true }]);
     expect(h.invariants()).toEqual([]);
   });
 
@@ -80,6 +87,18 @@ describe("createSupervision()", () => {
       { runId },
     ).map((r) => r.status);
     expect(epochs).toEqual(["exited"]);
+    expect(h.invariants()).toEqual([]);
+
+    // A person answers: the run resumes in place with a new worker and routes on the choice.
+    const decisionId = queryAll<{ decision_id: string }>(
+      h.store,
+      "SELECT decision_id FROM human_decisions WHERE run_id = :runId",
+      { runId },
+    )[0].decision_id;
+    answerDecision(h.store, { decisionId, answer: { choice: "approve" } });
+    h.supervision.wake();
+    const done = await h.waitForRun(runId, isTerminal);
+    expect([done.state, done.output]).toEqual(["completed", { released: "2.0.0" }]);
     expect(h.invariants()).toEqual([]);
   });
 });

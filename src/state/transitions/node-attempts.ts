@@ -14,7 +14,7 @@ import {
   type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import { closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
 
@@ -120,14 +120,19 @@ export function recordNodeUpdate(
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "update a node of", isLive);
     // The attempt check rides on the upsert; only a miss pays for the detailed lookup.
-    const changed = execute(
+    const changed = executeArgs(
       store,
       "INSERT INTO node_updates (run_id, type, key, attempt_id, data_json, count, updated_at) " +
-        "SELECT :runId, :type, :key, attempt_id, :data, 1, :now FROM node_attempts WHERE " +
-        "attempt_id = :attemptId AND run_id = :runId AND state = 'running' " +
-        "ON CONFLICT (run_id, type, key) DO UPDATE SET attempt_id = :attemptId, " +
-        "data_json = :data, count = count + 1, updated_at = :now",
-      { runId, type: opts.type, key: opts.key, attemptId: opts.attemptId, data, now: tx.now },
+        "SELECT ?1, ?2, ?3, attempt_id, ?4, 1, ?5 FROM node_attempts WHERE " +
+        "attempt_id = ?6 AND run_id = ?1 AND state = 'running' " +
+        "ON CONFLICT (run_id, type, key) DO UPDATE SET attempt_id = ?6, " +
+        "data_json = ?4, count = count + 1, updated_at = ?5",
+      runId,
+      opts.type,
+      opts.key,
+      data,
+      tx.now,
+      opts.attemptId,
     );
     if (changed !== 1) requireRunningAttempt(tx, opts.attemptId, "update a node of");
     return {
