@@ -165,15 +165,23 @@ const CHECKS: Check[] = [
 /** Every violated invariant (empty when the state is consistent). */
 export function checkInvariants(store: StateStore): Violation[] {
   const violations: Violation[] = [];
-  for (const check of CHECKS) {
-    for (const row of queryAll<Record<string, unknown>>(store, check.sql)) {
-      const runId = typeof row.run_id === "string" ? row.run_id : undefined;
-      violations.push({
-        code: check.code,
-        ...(runId ? { runId } : {}),
-        detail: check.detail(row),
-      });
+  // One read transaction: every check sees the same WAL snapshot, so a live host committing
+  // between two checks cannot make consistent state look inconsistent.
+  const own = !store.db.isTransaction;
+  if (own) store.db.exec("BEGIN DEFERRED");
+  try {
+    for (const check of CHECKS) {
+      for (const row of queryAll<Record<string, unknown>>(store, check.sql)) {
+        const runId = typeof row.run_id === "string" ? row.run_id : undefined;
+        violations.push({
+          code: check.code,
+          ...(runId ? { runId } : {}),
+          detail: check.detail(row),
+        });
+      }
     }
+  } finally {
+    if (own) store.db.exec("COMMIT");
   }
   return violations;
 }
