@@ -8,7 +8,7 @@ import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "../state/errors.ts";
-import { listAttempts, listEvents, listRuns, readRun } from "../state/queries.ts";
+import { listEvents, listRuns, readRunStatus } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 
@@ -17,10 +17,12 @@ const DEFAULT_EVENT_LIMIT = 200;
 export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostResponse {
   if (request.operation !== "run.status") throw new TypeError("Expected run.status");
   const runId = request.runId!;
-  const view = readRun(rt.store, runId);
-  if (!view) throw new NotFoundError("run", runId);
+  // One query for the run and its attempts.
+  const status = readRunStatus(rt.store, runId);
+  if (!status) throw new NotFoundError("run", runId);
+  const view = status.run;
   // The protocol leaves absent fields out where the state layer says null.
-  const attempts: AttemptSummary[] = listAttempts(rt.store, runId).map((a) => {
+  const attempts: AttemptSummary[] = status.attempts.map((a) => {
     const attempt: AttemptSummary = {
       attemptId: a.attemptId,
       nodeId: a.nodeId,

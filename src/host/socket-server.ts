@@ -7,8 +7,9 @@
  * deadline for an unfinished frame, and a cap on connections.
  */
 import net from "node:net";
-import { encodeFrame, FrameDecoder, FrameError } from "../protocol/framing.ts";
+import { FrameDecoder, FrameError } from "../protocol/framing.ts";
 import type { HostLog } from "./host-log.ts";
+import { encodeResponseFrame } from "./response-frame.ts";
 
 /** What the command layer decides for one parsed frame. */
 export interface HandledFrame {
@@ -126,18 +127,18 @@ function serveConnection(
     });
   };
 
-  // Encodes and writes at once; waits only when the socket's buffer is full (backpressure), so
-  // the common answer costs no extra promise round.
-  const send = async (response: unknown): Promise<void> => {
-    if (socket.destroyed || socket.writableEnded) return;
+  // Encodes and writes at once; returns a promise only when the socket's buffer is full
+  // (backpressure), so the common answer costs no promise at all.
+  const send = (response: unknown): Promise<void> | undefined => {
+    if (socket.destroyed || socket.writableEnded) return undefined;
     let frame: Buffer;
     try {
-      frame = encodeFrame(response);
+      frame = encodeResponseFrame(response);
     } catch (error) {
       if (!(error instanceof FrameError)) throw error;
-      frame = encodeFrame(options.responseFailed(response, error));
+      frame = encodeResponseFrame(options.responseFailed(response, error));
     }
-    if (!socket.write(frame)) await drained(socket);
+    return socket.write(frame) ? undefined : drained(socket);
   };
 
   const clearPartialTimer = () => {
@@ -149,47 +150,66 @@ function serveConnection(
     rejected = true;
     options.log("socket.frameRejected", { code: error.code });
     stopReading();
-    void send(options.frameRejected(error)).finally(closeAfterWrites);
+    void Promise.resolve(send(options.frameRejected(error))).finally(closeAfterWrites);
   };
 
-  const answer = async ({ response, close }: HandledFrame): Promise<void> => {
+  /** Sends one answer; a promise only while it waits for the socket to drain. */
+  const answer = ({ response, close }: HandledFrame): Promise<void> | undefined => {
     if (close) {
       rejected = true;
       stopReading();
     }
-    await send(response);
-    if (close) closeAfterWrites();
+    const sent = send(response);
+    if (!close) return sent;
+    if (sent) return sent.then(closeAfterWrites);
+    closeAfterWrites();
+    return undefined;
+  };
+
+  const handlerFailed = (error: unknown) => {
+    // `handle` answers every error itself; reaching here is a bug, so close this client only.
+    options.log("socket.handlerError", { name: (error as Error)?.name ?? "unknown" });
+    socket.destroy();
+  };
+
+  // While one chunk's frames are being dispatched, idleness waits for the whole chunk: a drain
+  // that starts meanwhile (host.stop) must still answer the frames after it.
+  let dispatching = false;
+  const answered = () => {
+    inFlight--;
+    if (!closing && inFlight < maxInFlight) socket.resume();
+    if (!dispatching) settleIdle();
   };
 
   const dispatch = (value: unknown) => {
     inFlight++;
     if (inFlight >= maxInFlight) socket.pause();
-    let handled: HandledFrame | Promise<HandledFrame>;
+    // Reads answer synchronously: no promise is made unless the handler or the socket waits.
+    let pending: Promise<void> | undefined;
     try {
-      handled = options.handle(value);
+      const handled = options.handle(value);
+      pending = handled instanceof Promise ? handled.then(answer) : answer(handled);
     } catch (error) {
-      handled = Promise.reject(error);
+      handlerFailed(error);
     }
-    const done = handled instanceof Promise ? handled.then(answer) : answer(handled);
-    void done.catch((error) => {
-      // `handle` answers every error itself; reaching here is a bug, so close this client only.
-      options.log("socket.handlerError", { name: (error as Error)?.name ?? "unknown" });
-      socket.destroy();
-    }).finally(() => {
-      inFlight--;
-      if (!closing && inFlight < maxInFlight) socket.resume();
-      settleIdle();
-    });
+    if (pending) void pending.catch(handlerFailed).finally(answered);
+    else answered();
   };
 
   function onData(chunk: Buffer) {
     if (closing) return;
     // Frames already received are answered even when a drain starts meanwhile (host.stop in the
     // same chunk); after a rejected frame nothing more from this peer is read.
-    for (const frame of decoder.push(chunk)) {
-      if (rejected) return;
-      if (frame.ok) dispatch(frame.value);
-      else return rejectFrame(frame.error);
+    dispatching = true;
+    try {
+      for (const frame of decoder.push(chunk)) {
+        if (rejected) return;
+        if (frame.ok) dispatch(frame.value);
+        else return rejectFrame(frame.error);
+      }
+    } finally {
+      dispatching = false;
+      settleIdle();
     }
     if (closing) return;
     if (decoder.bufferedBytes > 0) {

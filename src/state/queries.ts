@@ -6,9 +6,9 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { NotFoundError } from "./errors.ts";
-import { queryAll, queryOne, type StateStore } from "./store.ts";
+import { queryAll, queryAllArgs, queryOne, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
-import { readAttemptFacts } from "./attempt-queries.ts";
+import { type AttemptSummary, readAttemptFacts } from "./attempt-queries.ts";
 
 export { type AttemptSummary, listAttempts } from "./attempt-queries.ts";
 
@@ -96,6 +96,65 @@ function toView(row: RunDbRow): RunView {
 export function readRun(store: StateStore, runId: string): RunView | undefined {
   const row = queryOne<RunDbRow>(store, `${RUN_SELECT} WHERE r.run_id = :runId`, { runId });
   return row && toView(row);
+}
+
+interface RunStatusDbRow extends RunDbRow {
+  a_attempt_id: string | null;
+  a_node_id: string;
+  a_sequence: number;
+  a_node_kind: string;
+  a_effect: AttemptSummary["effect"];
+  a_state: AttemptSummary["state"];
+  a_error_code: string | null;
+  a_error_message: string | null;
+  a_started_at: number;
+  a_finished_at: number | null;
+  a_deadline_at: number | null;
+}
+
+// One statement for `run.status`: the run joined with its attempts in sequence order (one row
+// when it has none). The output, up to 1 MiB, rides on the first row only.
+const RUN_STATUS_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
+  "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
+  "r.input_hash, r.parent_run_id, r.revision, r.created_at, r.updated_at, r.finished_at, " +
+  "CASE WHEN COALESCE(a.sequence, 1) = 1 THEN r.output_json END AS output_json, " +
+  "r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
+  "a.attempt_id AS a_attempt_id, a.node_id AS a_node_id, a.sequence AS a_sequence, " +
+  "a.node_kind AS a_node_kind, a.effect AS a_effect, a.state AS a_state, " +
+  "a.error_code AS a_error_code, a.error_message AS a_error_message, " +
+  "a.started_at AS a_started_at, a.finished_at AS a_finished_at, a.deadline_at AS a_deadline_at " +
+  "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id " +
+  "LEFT JOIN node_attempts a ON a.run_id = r.run_id WHERE r.run_id = ?1 ORDER BY a.sequence";
+
+/**
+ * `readRun` and `listAttempts` of one run in one query (one snapshot, one statement), for
+ * `run.status`; undefined when the run does not exist.
+ */
+export function readRunStatus(
+  store: StateStore,
+  runId: string,
+): { run: RunView; attempts: AttemptSummary[] } | undefined {
+  const rows = queryAllArgs<RunStatusDbRow>(store, RUN_STATUS_SELECT, runId);
+  if (rows.length === 0) return undefined;
+  const attempts: AttemptSummary[] = [];
+  for (const a of rows) {
+    if (a.a_attempt_id === null) continue;
+    attempts.push({
+      attemptId: a.a_attempt_id,
+      nodeId: a.a_node_id,
+      sequence: a.a_sequence,
+      nodeKind: a.a_node_kind,
+      effect: a.a_effect,
+      state: a.a_state,
+      startedAt: a.a_started_at,
+      finishedAt: a.a_finished_at,
+      deadlineAt: a.a_deadline_at,
+      error: a.a_error_code !== null
+        ? { code: a.a_error_code, message: a.a_error_message ?? "" }
+        : null,
+    });
+  }
+  return { run: toView(rows[0]), attempts };
 }
 
 /** Newest first; without `all`, only non-terminal runs. */

@@ -262,6 +262,11 @@ export function queryOneArgs<T>(
   return prepared(store, sql).get(...args) as T | undefined;
 }
 
+/** All rows of a query with positional parameters. */
+export function queryAllArgs<T>(store: StateStore, sql: string, ...args: SQLInputValue[]): T[] {
+  return prepared(store, sql).all(...args) as T[];
+}
+
 function fileSize(path: string): number | null {
   try {
     return statSync(path).size;

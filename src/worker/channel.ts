@@ -80,14 +80,33 @@ export function createWorkerChannel(stream: Duplex): WorkerChannel {
     closeReason(reason);
   })();
 
+  // One close handler fails every request still waiting (not one handler per request: a long
+  // run sends thousands).
+  const failed = new Map<string, (error: Error) => void>();
+  let closedReason: string | null = null;
+  closed.then((reason) => {
+    closedReason = reason;
+    for (const reject of failed.values()) reject(new Error(reason));
+    failed.clear();
+  });
+
   return {
     firstFrame: () => firstFrame,
     request(message) {
       return new Promise((resolve, reject) => {
-        pending.set(message.messageId, resolve);
-        closed.then((reason) => reject(new Error(reason)));
+        if (closedReason !== null) {
+          reject(new Error(closedReason));
+          return;
+        }
+        const id = message.messageId;
+        pending.set(id, (reply) => {
+          failed.delete(id);
+          resolve(reply);
+        });
+        failed.set(id, reject);
         writeFrame(stream, message).catch((error) => {
-          pending.delete(message.messageId);
+          pending.delete(id);
+          failed.delete(id);
           reject(error);
         });
       });

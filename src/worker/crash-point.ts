@@ -2,19 +2,21 @@
  * Test hook for crash tests: `PI_WORKFLOWS_CRASH_AT=<point>` makes this process SIGKILL itself
  * when it reaches the named durable boundary (e.g. `worker.node.finished.afterSend`). With
  * `PI_WORKFLOWS_CRASH_ONCE=<file>` it crashes only if it can create that file first, so the
- * relaunched worker (same environment) runs through. Unset in production: one env read.
+ * relaunched worker (same environment) runs through. Unset in production: one env read per process.
  */
 import { closeSync, openSync } from "node:fs";
 
 const reached = new Map<string, number>();
+let target: string | undefined;
 
 /**
  * `PI_WORKFLOWS_CRASH_AT=<point>` or `<point>#<n>`: crash the n-th time (default the first) this
  * process reaches the point.
  */
 export function crashPoint(point: string): void {
-  const target = process.env.PI_WORKFLOWS_CRASH_AT;
-  if (target === undefined || !target.startsWith(point)) return;
+  // Read once: this runs on every message, and an env lookup is a native call.
+  target ??= process.env.PI_WORKFLOWS_CRASH_AT ?? "";
+  if (target === "" || !target.startsWith(point)) return;
   const rest = target.slice(point.length);
   if (rest !== "" && !/^#\d+$/.test(rest)) return;
   const count = (reached.get(point) ?? 0) + 1;

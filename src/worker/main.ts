@@ -31,17 +31,20 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
     return WORKER_EXIT.usage;
   }
   let finishing = false;
-  // The host closed the channel: stop at once, mid-node included.
+  /** Abort the running node (a shell node then stops its own process group) and leave soon. */
+  const leave = async (code: number, reason: string) => {
+    setTimeout(() => process.exit(code), 500).unref();
+    const { abortActiveNode } = await import("./node-runner.ts");
+    abortActiveNode(new DOMException(reason, "AbortError"));
+  };
+  // The host closed the channel: nobody can commit anything any more; stop mid-node too.
   channel.closed.then((reason) => {
     if (finishing) return;
     process.stderr.write(`${reason}\n`);
-    process.exit(WORKER_EXIT.channelClosed);
+    void leave(WORKER_EXIT.channelClosed, reason);
   });
-  process.once("SIGTERM", async () => {
-    // Let the node's own cleanup (e.g. a shell node's process group) run, then leave.
-    setTimeout(() => process.exit(WORKER_EXIT.failed), 500).unref();
-    const { abortActiveNode } = await import("./node-runner.ts");
-    abortActiveNode(new DOMException("The worker was stopped by the host", "AbortError"));
+  process.once("SIGTERM", () => {
+    void leave(WORKER_EXIT.failed, "The worker was stopped by the host");
   });
   try {
     // Modes load lazily: the run mode says ready before it imports the workflow layer.

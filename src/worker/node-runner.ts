@@ -10,6 +10,7 @@ import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
+import { createProcessGroupPort } from "./process-group-port.ts";
 import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
 
 /** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
@@ -79,6 +80,10 @@ export async function runNode(
 
   let pendingUpdates = 0;
   let lost: ClaimLostStop | null = null;
+  const onClaimLost = (error: ClaimLostStop) => {
+    lost = error;
+    controller.abort(error);
+  };
   const publishUpdate = (update: { type: string; key: string; data: JsonValue }) => {
     if (lost || pendingUpdates >= MAX_PENDING_UPDATES) return;
     pendingUpdates++;
@@ -86,20 +91,14 @@ export async function runNode(
       () => pendingUpdates--,
       (error) => {
         pendingUpdates--;
-        if (error instanceof ClaimLostStop) {
-          lost = error;
-          controller.abort(error);
-        }
+        if (error instanceof ClaimLostStop) onClaimLost(error);
       },
     );
   };
 
   const heartbeat = setInterval(() => {
     proposer.propose("worker.progress", { op: "heartbeat" }).catch((error) => {
-      if (error instanceof ClaimLostStop) {
-        lost = error;
-        controller.abort(error);
-      }
+      if (error instanceof ClaimLostStop) onClaimLost(error);
     });
   }, HEARTBEAT_MS);
   heartbeat.unref();
@@ -112,6 +111,7 @@ export async function runNode(
       signal: controller.signal,
       publishUpdate,
       effects: createEffectPort(proposer, facts.runId, attemptId),
+      processGroups: createProcessGroupPort(proposer, onClaimLost),
     });
   } finally {
     if (timer) clearTimeout(timer);

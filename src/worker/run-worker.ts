@@ -69,7 +69,7 @@ async function walk(
   initial: RunFacts,
   proposer: Proposer,
 ): Promise<ExitReason> {
-  const facts: RunFacts = { ...initial, attempts: [...initial.attempts] };
+  const facts = workflow.ownFacts(initial);
   const { runNode } = await import("./node-runner.ts");
   for (;;) {
     const step = workflow.decideNext(facts);

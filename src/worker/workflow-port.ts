@@ -15,7 +15,9 @@ import {
   executeNode,
   type NextStep,
   type NodeResult,
+  type ProcessGroupHooks,
   resolveNodeTimeout,
+  trackAppendOnlyFacts,
 } from "../workflows/engine.ts";
 import {
   compareSourceIdentity,
@@ -38,9 +40,16 @@ export interface ExecuteRequest {
   publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
   /** Managed effects of action and shell nodes, reserved and settled through the host. */
   effects: EffectPort;
+  /** Shell command process groups, registered with the host while they run. */
+  processGroups: ProcessGroupHooks;
 }
 
 export interface RunWorkflow {
+  /**
+   * The worker's own copy of the committed facts. The worker only appends the attempts the host
+   * accepted, so views of it are extended step by step instead of rebuilt.
+   */
+  ownFacts(committed: RunFacts): RunFacts;
   decideNext(facts: RunFacts): NextStep;
   /** Milliseconds or null; a failing timeout callback surfaces as a thrown NodeFailure. */
   resolveTimeout(nodeId: string, facts: RunFacts, attemptId: string): Promise<number | null>;
@@ -94,6 +103,8 @@ export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome
 
 function wrap(wf: CompiledWorkflow): RunWorkflow {
   return {
+    ownFacts: (committed) =>
+      trackAppendOnlyFacts({ ...committed, attempts: [...committed.attempts] }),
     decideNext: (facts) => decideNext(wf, facts),
     resolveTimeout: (nodeId, facts, attemptId) =>
       resolveNodeTimeout(wf, nodeId, { facts, attemptId }),

@@ -56,6 +56,8 @@ export { compileWorkflow } from "./compile.ts";
 export { acceptAgentSubmission, executeNode, prepareAgentStep } from "./execute-node.ts";
 export type { ExecuteContext, NodeResult } from "./execute-node.ts";
 export type { EffectPort, EffectReservation } from "./managed-effect.ts";
+export type { ProcessGroupHooks } from "./shell-runner.ts";
+export { trackAppendOnlyFacts } from "./facts-view.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 
 export type NextStep =
@@ -85,9 +87,8 @@ export type NextStep =
   };
 
 export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
-  const sorted = [...facts.attempts].sort((a, b) => a.sequence - b.sequence);
   const view = viewFacts(wf, facts);
-  const last = sorted.at(-1);
+  const last = view.last;
   if (!last) return start(wf, view, wf.startAt);
   const node = wf.nodes.get(last.nodeId);
   if (!node) {

@@ -15,6 +15,7 @@ import type { EffectPort } from "./managed-effect.ts";
 import { scopeContext, viewFacts } from "./facts-view.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import { toJson } from "./json-value.ts";
+import type { ProcessGroupHooks } from "./shell-runner.ts";
 import type { NodeContext } from "./types.ts";
 import { createUpdatePublisher } from "./updates.ts";
 
@@ -40,6 +41,11 @@ export interface ExecuteContext {
    * nodes that declare an `effect` run unmanaged.
    */
   effects?: EffectPort;
+  /**
+   * Attaches each shell command's process group to a supervisor that outlives this process
+   * (the worker registers it with the host), before the command is awaited.
+   */
+  processGroups?: ProcessGroupHooks;
   /** Drives the update rate limit; default the system clock. */
   clock?: Clock;
 }
@@ -68,6 +74,7 @@ export async function executeNode(
       workflowName: wf.name,
       accept: (raw) => acceptOutput(wf, node, ctx, raw),
       effects: exec.effects,
+      processGroups: exec.processGroups,
     });
     const result = await Promise.race([work, aborted]);
     if (result.outcome !== "ok") return result;

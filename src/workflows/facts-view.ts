@@ -23,11 +23,64 @@ export interface FactsView {
   /** Latest ok output per node id; a later failure removes it. */
   outputs: Map<string, JsonValue>;
   visits: Map<string, number>;
+  /** The attempt with the highest sequence, whatever its state. */
+  last: AttemptFact | undefined;
   /** The result record of a counted attempt (answers applied). */
   record(attempt: AttemptFact): NodeResultRecord;
 }
 
+/**
+ * Facts objects the owner promised to change only by appending new attempts in sequence order
+ * (never editing or removing one): the worker's own copy of its run's facts. For them the last
+ * view is kept and extended by the new attempts, so a run of n steps costs O(n), not O(n²).
+ */
+const appendOnly = new WeakMap<RunFacts, BuiltView | null>();
+
+interface BuiltView {
+  wf: CompiledWorkflow;
+  attempts: readonly AttemptFact[];
+  /** How many of `attempts` the view has taken in, and the last of them. */
+  count: number;
+  tail: AttemptFact | undefined;
+  view: FactsView;
+  answered: Map<AttemptFact, NodeResultRecord>;
+}
+
+/**
+ * Marks `facts` as append-only (see above) and returns it. Views of it are then extended in
+ * place: a view read before an append reflects the append afterwards.
+ */
+export function trackAppendOnlyFacts<T extends RunFacts>(facts: T): T {
+  appendOnly.set(facts, null);
+  return facts;
+}
+
 export function viewFacts(wf: CompiledWorkflow, facts: RunFacts): FactsView {
+  if (!appendOnly.has(facts)) return buildView(wf, facts).view;
+  const built = appendOnly.get(facts);
+  if (built && canExtend(built, wf, facts)) {
+    takeIn(built, facts.attempts, built.count, undefined, undefined);
+    return built.view;
+  }
+  const fresh = buildView(wf, facts);
+  // A resumed answer names "the latest waiting attempt": appends could move it, so rebuild.
+  appendOnly.set(facts, facts.resumeAnswer ? null : fresh);
+  return fresh.view;
+}
+
+function canExtend(built: BuiltView, wf: CompiledWorkflow, facts: RunFacts): boolean {
+  const attempts = facts.attempts;
+  if (built.wf !== wf || built.attempts !== attempts || facts.resumeAnswer) return false;
+  if (attempts.length < built.count || attempts[built.count - 1] !== built.tail) return false;
+  let previous = built.tail;
+  for (let i = built.count; i < attempts.length; i++) {
+    if (previous && previous.sequence > attempts[i].sequence) return false;
+    previous = attempts[i];
+  }
+  return true;
+}
+
+function buildView(wf: CompiledWorkflow, facts: RunFacts): BuiltView {
   const attempts = isSorted(facts.attempts)
     ? facts.attempts
     : [...facts.attempts].sort((a, b) => a.sequence - b.sequence);
@@ -48,13 +101,37 @@ export function viewFacts(wf: CompiledWorkflow, facts: RunFacts): FactsView {
     latest: new Map(),
     outputs: new Map(),
     visits: new Map(),
+    last: undefined,
     record: (a) => answered.get(a) ?? recordOf(a),
   };
-  for (const attempt of attempts) {
+  const built: BuiltView = {
+    wf,
+    attempts: facts.attempts,
+    count: 0,
+    tail: undefined,
+    view,
+    answered,
+  };
+  takeIn(built, attempts, 0, resumed, answer?.answer);
+  return built;
+}
+
+/** Adds `attempts[from..]` (in sequence order) to the view. */
+function takeIn(
+  built: BuiltView,
+  attempts: readonly AttemptFact[],
+  from: number,
+  resumed: AttemptFact | undefined,
+  resumedAnswer: JsonValue | undefined,
+): void {
+  const { view, answered, wf } = built;
+  for (let i = from; i < attempts.length; i++) {
+    const attempt = attempts[i];
+    view.last = attempt;
     if (attempt.state === "interrupted" || attempt.state === "running") continue;
     let ok = attempt.state === "ok";
     let output = attempt.output;
-    const given = attempt === resumed ? answer!.answer : attempt.answer;
+    const given = attempt === resumed ? resumedAnswer : attempt.answer;
     if (attempt.state === "waiting" && given !== undefined) {
       const record = answeredRecord(wf, attempt, given);
       answered.set(attempt, record);
@@ -68,7 +145,8 @@ export function viewFacts(wf: CompiledWorkflow, facts: RunFacts): FactsView {
     if (ok) view.outputs.set(attempt.nodeId, output ?? null);
     else view.outputs.delete(attempt.nodeId);
   }
-  return view;
+  built.count = attempts.length;
+  built.tail = attempts.at(-1);
 }
 
 function isSorted(attempts: readonly AttemptFact[]): boolean {

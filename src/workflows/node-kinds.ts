@@ -7,7 +7,7 @@ import { NodeFailure } from "./errors.ts";
 import type { NodeResult } from "./execute-node.ts";
 import { checkPresentation, checkTimeout } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
-import { runShell } from "./shell-runner.ts";
+import { type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import type { NodeContext, ShellCommand, ShellNode, TextSpec, WorkflowUpdate } from "./types.ts";
 import { type EffectPort, runManagedEffect } from "./managed-effect.ts";
 
@@ -22,6 +22,8 @@ export interface KindServices {
   accept(raw: unknown): Promise<AcceptResult>;
   /** Present when the worker can reserve and settle managed effects. */
   effects?: EffectPort;
+  /** Present when a shell command's process group is to be attached to host supervision. */
+  processGroups?: ProcessGroupHooks;
 }
 
 export async function runNodeKind(
@@ -162,6 +164,7 @@ async function runShellNode(
   const streams = updates?.streams ?? ["stdout", "stderr"];
   const result = await runShell(cmd, {
     signal: ctx.signal,
+    processGroups: svc.processGroups,
     onLine: updates
       ? (line, stream) => {
         if (!streams.includes(stream)) return;

@@ -1,7 +1,8 @@
 /**
  * Runs one shell node command: no shell unless asked, its own process group, stdin, env and
  * cwd, output caps, line-based updates, and SIGTERM then SIGKILL to the whole group on abort or
- * on the command's own timeout.
+ * on the command's own timeout. A supervisor (the worker) may attach the group to someone who
+ * outlives this process (the host) right after spawn, and detach it once the group is gone.
  */
 import type { Buffer } from "node:buffer";
 import { spawn } from "node:child_process";
@@ -20,6 +21,22 @@ export interface RunShellOptions {
   signal: AbortSignal;
   onLine?: (line: string, stream: "stdout" | "stderr") => void;
   killGraceMs?: number;
+  processGroups?: ProcessGroupHooks;
+}
+
+/**
+ * Lets a supervisor outside this process reap the command's process group if this process dies
+ * first (a SIGKILLed worker cannot stop it itself).
+ */
+export interface ProcessGroupHooks {
+  /**
+   * Called right after spawn with the command's PID, which is also its process group. The run
+   * waits for it before it feeds stdin or awaits the command; a rejection stops the group and
+   * becomes the node's error.
+   */
+  started(pid: number): Promise<void>;
+  /** Called once the group was signalled to death after the command ended; errors are ignored. */
+  stopped(pid: number): Promise<void>;
 }
 
 export async function runShell(cmd: ShellCommand, options: RunShellOptions): Promise<ShellResult> {
@@ -70,7 +87,13 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   child.stdout!.on("data", onData("stdout"));
   child.stderr!.on("data", onData("stderr"));
   child.stdin!.on("error", () => {}); // the command may exit without reading stdin
-  child.stdin!.end(cmd.stdin ?? "");
+  // Listen at once: a spawn error must not become an uncaught 'error' event while we wait below.
+  const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>(
+    (done) => {
+      child.once("error", (error) => done({ code: null, signal: null, error }));
+      child.once("close", (code, signal) => done({ code, signal }));
+    },
+  );
 
   let stopReason: unknown = null;
   let killTimer: ReturnType<typeof setTimeout> | undefined;
@@ -97,18 +120,25 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
       cmd.timeoutMs,
     )
     : undefined;
+  const hooks = options.processGroups;
+  let attached = false;
+  if (hooks && child.pid !== undefined) {
+    try {
+      await hooks.started(child.pid);
+      attached = true;
+    } catch (error) {
+      stop(error);
+    }
+  }
+  child.stdin!.end(cmd.stdin ?? "");
 
-  const exit = await new Promise<{ code: number | null; signal: string | null; error?: Error }>(
-    (done) => {
-      child.once("error", (error) => done({ code: null, signal: null, error }));
-      child.once("close", (code, signal) => done({ code, signal }));
-    },
-  );
+  const exit = await exited;
   options.signal.removeEventListener("abort", onAbort);
   clearTimeout(ownTimer);
   clearTimeout(killTimer);
   // The leader exited; make sure no descendant in its group outlives the node.
   signalGroup(child.pid, "SIGKILL");
+  if (attached) await hooks!.stopped(child.pid!).catch(() => {});
   for (const name of ["stdout", "stderr"] as const) {
     if (streams[name].line.length > 0) emitLine(streams[name].line, name);
   }

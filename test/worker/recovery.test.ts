@@ -8,6 +8,7 @@ import {
   formatStartIdentity,
   isSameProcessAlive,
   readProcessIdentity,
+  signalGroup,
 } from "../../src/host/supervision/process-identity.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
@@ -27,7 +28,7 @@ import {
   markWorkerLive,
   nextLaunchableRuns,
 } from "../../src/state/transitions/run-launch.ts";
-import { FAST_OPTIONS } from "./harness.ts";
+import { createHarness, FAST_OPTIONS, testWorkerCommand } from "./harness.ts";
 
 const children: ChildProcess[] = [];
 const roots: string[] = [];
@@ -133,6 +134,37 @@ describe("recover() after a host restart", () => {
       await supervision.shutdown();
     } finally {
       closeStateStore(store);
+    }
+  });
+
+  it("reaps a child group the worker registered when the worker dies first", async () => {
+    const fixture = join(import.meta.dirname, "fixtures", "registering-worker.ts");
+    const h = await createHarness({}, {
+      maxCrashes: 1,
+      workerCommand: (args) =>
+        args.includes("--resolve")
+          ? testWorkerCommand(args)
+          : { command: process.execPath, args: [fixture] },
+    });
+    let child = 0;
+    try {
+      const runId = await h.startRun(h.writeWorkflow(
+        "one.workflow.ts",
+        `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({ run: () => 1 }) }, edges: [] });`,
+      ));
+      await h.waitForRun(runId, (r) => r.state === "failed");
+      await waitUntil(() => h.supervision.activeWorkerCount() === 0, 10_000);
+      const line = h.workerLogs().split("\n").find((l) => l.startsWith("{"));
+      const report = JSON.parse(line!) as { child: number; refused: string; accepted: string };
+      child = report.child;
+      expect(report.refused).toBe("rejected");
+      expect(report.accepted).toBe("accepted");
+      expect(await waitUntil(() => readProcessIdentity(report.child) === null, 10_000)).toBe(true);
+    } finally {
+      const left = child ? readProcessIdentity(child) : null;
+      if (left) signalGroup(left, "SIGKILL"); // only if the host failed to reap it
+      await h.close();
     }
   });
 });

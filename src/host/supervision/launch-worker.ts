@@ -15,6 +15,7 @@ import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/r
 import { selfCommand } from "../self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { childGroupsFileFor } from "./child-groups.ts";
 import { crashPoint } from "./crash-point.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
 
@@ -93,6 +94,8 @@ export function launchWorker(
       stopReason: null,
       diagnostic: null,
       openAttempt: null,
+      children: new Map(),
+      childGroupsFile: childGroupsFileFor(spawned.logFiles.stdout),
       timers: new Set(),
       done: Promise.resolve(),
     } satisfies ActiveWorker,

@@ -22,7 +22,8 @@ import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import { formatStartIdentity } from "./process-identity.ts";
+import { saveChildGroups } from "./child-groups.ts";
+import { formatStartIdentity, readProcessStat } from "./process-identity.ts";
 
 export interface Applied {
   revision?: number;
@@ -163,13 +164,8 @@ export function applyWorkerMessage(
       });
       return { revision, closedAttempt: false };
     }
-    case "worker.progress": {
-      if (message.payload.op !== "heartbeat") {
-        throw refuse(`worker.progress ${message.payload.op} is not available yet`);
-      }
-      renewClaim(store, claim);
-      return { closedAttempt: false };
-    }
+    case "worker.progress":
+      return progress(ctx, worker, message);
     case "worker.exiting":
       worker.diagnostic = `exiting: ${message.payload.reason}`;
       return { closedAttempt: false };
@@ -213,6 +209,46 @@ function park(
     return { revision, closedAttempt: true };
   }
   throw refuse(`run.parked with reason ${p.reason} is not available yet`);
+}
+
+/**
+ * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that
+ * leads its own process group (a headless Pi, a long command) to host supervision: it needs the
+ * live claim, and the PID, start time, parent and group are checked against /proc, so a worker
+ * cannot make the host signal anything else. `process.unregister` stays valid after the claim
+ * was released by a terminal commit, so cleanup can finish.
+ */
+function progress(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"worker.progress">,
+): Applied {
+  const p = message.payload;
+  if (p.op === "process.unregister") {
+    if (worker.children.delete(formatStartIdentity({ pid: p.pid, startTime: p.startTime }))) {
+      saveChildGroups(worker.childGroupsFile, worker.children.values());
+    }
+    return { closedAttempt: false };
+  }
+  if (worker.settled) throw refuse(`worker.progress ${p.op} after the run's durable end`);
+  renewClaim(ctx.store, worker.claim);
+  if (p.op === "heartbeat") return { closedAttempt: false };
+  const stat = readProcessStat(p.pid);
+  const leader = worker.identity;
+  if (
+    leader === null || stat === null || stat.startTime !== p.startTime ||
+    stat.ppid !== leader.pid || stat.pgrp !== p.pid || p.processGroup !== p.pid
+  ) {
+    throw refuse(
+      "process.register accepts only a live direct child of this worker that leads its own " +
+        "process group, named by its exact start identity",
+    );
+  }
+  const identity = { pid: p.pid, startTime: p.startTime };
+  worker.children.set(formatStartIdentity(identity), identity);
+  // Durable before the worker hears "accepted" and lets the command run on.
+  saveChildGroups(worker.childGroupsFile, worker.children.values());
+  return { closedAttempt: false };
 }
 
 /** The run reached a durable end for this epoch; the state transition released the claim. */

@@ -4,6 +4,8 @@
  *
  *   2. reap worker epochs left active by an earlier host: signal a group only when its leader's
  *      exact start identity still runs (a reused PID is never signalled); record `orphaned`;
+ *      likewise the child groups their workers registered (a shell command), from their
+ *      durable records (child-groups.ts);
  *   3. find running runs whose claim is absent or expired, and their active attempts;
  *   4-6. per run, one control-claimed transition (`recoverExpiredRun`) reads the attempt's effect
  *      state: a pure attempt is interrupted and the run made claimable again; an external one
@@ -15,16 +17,23 @@
  * Runs whose old claim has not expired yet are picked up by the same sweep later (the renewal
  * timer calls `recoverExpiredRuns`). Claim loss is a handoff: nothing here writes a failure.
  */
+import { join } from "node:path";
 import { ClaimLostError, TransitionError } from "../../state/errors.ts";
 import { listActiveWorkers, listExpiredRuns } from "../../state/queries.ts";
 import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../state/transitions/workers.ts";
 import type { HostContext } from "./api.ts";
+import { reapRecordedChildGroups } from "./child-groups.ts";
 import { isSameProcessAlive, parseStartIdentity } from "./process-identity.ts";
 import { stopProcessGroup } from "./stop-group.ts";
 
 export async function recoverAtStart(ctx: HostContext): Promise<void> {
   await reapStaleWorkers(ctx);
+  const groups = await reapRecordedChildGroups(
+    join(ctx.stateDir, "workers"),
+    ctx.options.killGraceMs,
+  );
+  if (groups > 0) ctx.log("recovery.reaped_children", { count: groups });
   recoverExpiredRuns(ctx, new Set());
 }
 

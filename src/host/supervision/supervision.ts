@@ -21,6 +21,7 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import { saveChildGroups } from "./child-groups.ts";
 import { crashPoint } from "./crash-point.ts";
 import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
@@ -179,11 +180,19 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       disarmAll(worker);
       deadlineTimers.delete(worker);
       firstBoundary.delete(worker);
-      // The leader is gone; make sure nothing of its group outlives it.
+      // The leader is gone; make sure nothing of its group, nor a child group it registered,
+      // outlives it.
       if (identity) {
         await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
         registry.unregister(identity);
       }
+      await Promise.all(
+        [...worker.children.values()].map((child) =>
+          stopProcessGroup(child, { graceMs: ctx.options.killGraceMs })
+        ),
+      );
+      worker.children.clear();
+      saveChildGroups(worker.childGroupsFile, []);
       await stopping.get(worker);
       stopping.delete(worker);
       removeEmptyLogs(worker.spawned.logFiles);

@@ -5,10 +5,11 @@
  *   1. header schema (the payload stays unread);
  *   2. fence: run, generation, worker epoch, and that the host still holds the claim for this
  *      worker. A stale sender gets ONE `claimLost` reply and its group is stopped;
- *   3. stored receipt for the message id: a retry gets the same reply;
+ *   3. this session's remembered reply for the message id: a retry gets the same reply;
  *   4. payload schema (`protocolRejected` on failure);
  *   5. the state transition under the run claim, which checks the expected revision and stores
- *      the message receipt in the same transaction; then the reply.
+ *      the message receipt in the same transaction; then the reply. When the transition refuses,
+ *      a durable receipt for the message id (a retry of a committed message) answers instead.
  */
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
@@ -100,7 +101,7 @@ function answer(
   }
   const remembered = receipts.get(messageId);
   if (remembered) return remembered;
-  if (worker.settled && kind !== "worker.exiting") {
+  if (worker.settled && kind !== "worker.exiting" && kind !== "worker.progress") {
     return rejected(messageId, "protocolRejected", "the run already reached a durable end");
   }
   const parsed = parseWorkerPayload(header.value, value);
@@ -111,18 +112,6 @@ function answer(
   const message = parsed.value as WorkerMessage;
   const requestId = `worker:${messageId}`;
   const requestFingerprint = fingerprint(message as never);
-  const stored = findHostCommand(ctx.store, requestId);
-  if (stored) {
-    // A retry of a committed message (same id): the same answer, nothing applied twice.
-    if (stored.requestFingerprint !== requestFingerprint) {
-      return rejected(messageId, "protocolRejected", "the message id was used for another message");
-    }
-    return workerReply({
-      messageId,
-      outcome: "accepted",
-      ...(stored.acceptedRevision !== null ? { revision: stored.acceptedRevision } : {}),
-    });
-  }
 
   let applied: Applied;
   crashPoint(`host.${kind}.beforeCommit`);
@@ -138,6 +127,11 @@ function answer(
       },
     });
   } catch (error) {
+    // A message id is stored with its receipt in the transition's own transaction, which
+    // therefore refuses a retry of a committed message (duplicate id, or an older revision):
+    // only then is the stored receipt read, so the common case costs no extra query.
+    const retried = storedAnswer(ctx, messageId, requestId, requestFingerprint);
+    if (retried) return retried;
     if (error instanceof ClaimLostError) {
       worker.claimReleased = true;
       hooks.stop(worker, "claimLost", `claimLost: ${error.reason}`);
@@ -160,6 +154,26 @@ function answer(
   if (kind === "node.started") hooks.onAttemptStarted(worker);
   if (applied.closedAttempt) hooks.onAttemptClosed(worker);
   return reply;
+}
+
+/** The answer to a retry of a committed message (same id), or null when it is not one. */
+function storedAnswer(
+  ctx: HostContext,
+  messageId: string,
+  requestId: string,
+  requestFingerprint: string,
+): WorkerReply | null {
+  const stored = findHostCommand(ctx.store, requestId);
+  if (!stored) return null;
+  // Nothing was applied twice: the same answer, or a refusal when the id names another message.
+  if (stored.requestFingerprint !== requestFingerprint) {
+    return rejected(messageId, "protocolRejected", "the message id was used for another message");
+  }
+  return workerReply({
+    messageId,
+    outcome: "accepted",
+    ...(stored.acceptedRevision !== null ? { revision: stored.acceptedRevision } : {}),
+  });
 }
 
 /**
