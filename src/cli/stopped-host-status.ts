@@ -5,7 +5,7 @@
  */
 import { randomIds, systemClock } from "../state/clock.ts";
 import { readHostEpoch } from "../state/host-claim.ts";
-import { hostStatusCounts } from "../state/queries.ts";
+import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 
 export interface StoppedHostStatus {
@@ -36,15 +36,7 @@ export function readStoppedHostStatus(stateDir: string): StoppedHostStatus {
       epoch: readHostEpoch(store)?.epoch ?? null,
       socket: "unavailable",
       activeWorkers: counts.activeWorkers,
-      runs: {
-        queued: counts.queued,
-        running: counts.running,
-        parked: counts.parked,
-        waiting: counts.waiting,
-      },
-      expiredClaims: counts.expiredClaims,
-      pendingInteractions: counts.pendingInteractions,
-      ambiguousEffects: counts.ambiguousEffects,
+      ...hostStatusCountFields(counts),
     };
   } finally {
     closeStateStore(store);

@@ -33,7 +33,7 @@ const ENV_NAMES = {
   maxLogBytes: "PI_WORKFLOWS_HOST_LOG_BYTES",
 } as const satisfies Record<keyof HostOptions, string>;
 
-const Milliseconds = v.pipe(
+const PositiveInteger = v.pipe(
   v.string(),
   v.regex(/^\d+$/, "expected a whole number"),
   v.transform(Number),
@@ -43,20 +43,28 @@ const Milliseconds = v.pipe(
   v.maxValue(2 ** 31 - 1, "expected at most 2147483647"),
 );
 
+/**
+ * A whole number from 1 to 2^31-1 in environment variable `name`; undefined when it is unset or
+ * empty. A bad value is a one-line `RangeError` naming the variable. Shared by every tunable read
+ * from the environment (host and supervision options).
+ */
+export function readPositiveIntegerEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const parsed = v.safeParse(PositiveInteger, raw.trim());
+  if (!parsed.success) {
+    throw new RangeError(
+      `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
+    );
+  }
+  return parsed.output;
+}
+
 /** Reads host options from `env`; an invalid value is a one-line error naming the variable. */
 export function readHostOptions(env: NodeJS.ProcessEnv = process.env): HostOptions {
   const options = { ...DEFAULT_HOST_OPTIONS };
   for (const key of Object.keys(ENV_NAMES) as (keyof HostOptions)[]) {
-    const name = ENV_NAMES[key];
-    const raw = env[name];
-    if (raw === undefined || raw === "") continue;
-    const parsed = v.safeParse(Milliseconds, raw.trim());
-    if (!parsed.success) {
-      throw new RangeError(
-        `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
-      );
-    }
-    options[key] = parsed.output;
+    options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
   }
   // A renewal interval at or above the lease would let the lease lapse between renewals.
   if (env[ENV_NAMES.hostClaimRenewMs] === undefined || env[ENV_NAMES.hostClaimRenewMs] === "") {

@@ -5,7 +5,7 @@
  * Nothing here names a run, a session, a path or a payload.
  */
 import type { HostStatusReceipt } from "../protocol/host-operations.ts";
-import { hostStatusCounts } from "../state/queries.ts";
+import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 export function hostStatus(rt: HostRuntime): HostStatusReceipt {
@@ -15,15 +15,7 @@ export function hostStatus(rt: HostRuntime): HostStatusReceipt {
     epoch: rt.epoch,
     socket: rt.socketAvailable() ? "available" : "unavailable",
     activeWorkers: rt.supervision.activeWorkerCount(),
-    runs: {
-      queued: counts.queued,
-      running: counts.running,
-      parked: counts.parked,
-      waiting: counts.waiting,
-    },
-    expiredClaims: counts.expiredClaims,
-    pendingInteractions: counts.pendingInteractions,
-    ambiguousEffects: counts.ambiguousEffects,
+    ...hostStatusCountFields(counts),
     version: rt.version,
   };
 }

@@ -4,20 +4,14 @@
  * its receipt or a receipt without its change. Repeating a request id returns the stored row.
  */
 import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
+import { HOST_OUTCOMES, type HostOutcome } from "../protocol/host-response.ts";
 import { RequestConflictError } from "./errors.ts";
 import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
 import { decodeValue, encodeValue } from "./values.ts";
 
-export const HOST_COMMAND_OUTCOMES = [
-  "accepted",
-  "adopted",
-  "rejected",
-  "conflict",
-  "notFound",
-  "claimLost",
-  "unavailable",
-] as const;
-export type HostCommandOutcome = (typeof HOST_COMMAND_OUTCOMES)[number];
+/** A stored receipt's outcome: one of the protocol's response outcomes. */
+export const HOST_COMMAND_OUTCOMES = HOST_OUTCOMES;
+export type HostCommandOutcome = HostOutcome;
 
 /** What the caller knows about the request; the store adds run id, revision and times. */
 export interface CommandReceiptInput {

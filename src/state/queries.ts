@@ -241,6 +241,28 @@ export interface HostStatusCounts {
   ambiguousEffects: number;
 }
 
+/** The count fields of a `host status` report, live or stopped (same shape for both). */
+export interface HostStatusCountFields {
+  runs: { queued: number; running: number; parked: number; waiting: number };
+  expiredClaims: number;
+  pendingInteractions: number;
+  ambiguousEffects: number;
+}
+
+export function hostStatusCountFields(counts: HostStatusCounts): HostStatusCountFields {
+  return {
+    runs: {
+      queued: counts.queued,
+      running: counts.running,
+      parked: counts.parked,
+      waiting: counts.waiting,
+    },
+    expiredClaims: counts.expiredClaims,
+    pendingInteractions: counts.pendingInteractions,
+    ambiguousEffects: counts.ambiguousEffects,
+  };
+}
+
 /** Counts for `host status` (no ids, paths or payloads). */
 export function hostStatusCounts(store: StateStore, now = store.clock.now()): HostStatusCounts {
   const runs = queryOne<

@@ -2,22 +2,23 @@
 import { readRunRow, type RunRow } from "../claims.ts";
 import { NotFoundError, TransitionError } from "../errors.ts";
 import { execute, queryOne, type StateStore } from "../store.ts";
+import type { QueueState, RunState } from "../../protocol/run-operations.ts";
 
-export const TERMINAL_RUN_STATES = ["completed", "failed", "timed_out", "cancelled"] as const;
-export const RUN_STATES = ["queued", "running", "waiting", ...TERMINAL_RUN_STATES] as const;
-export type RunState = (typeof RUN_STATES)[number];
-export const QUEUE_STATES = [
-  "queued",
-  "starting",
-  "running",
-  "parked",
-  "done",
+// The run, queue and blocked-reason enumerations are the protocol's (one list each).
+export {
+  BLOCKED_REASONS,
+  type BlockedReason,
+  QUEUE_STATES,
+  type QueueState,
+  RUN_STATES,
+  type RunState,
+} from "../../protocol/run-operations.ts";
+export const TERMINAL_RUN_STATES = [
+  "completed",
   "failed",
+  "timed_out",
   "cancelled",
-] as const;
-export type QueueState = (typeof QUEUE_STATES)[number];
-export const BLOCKED_REASONS = ["workflowSourceChanged", "effectAmbiguous"] as const;
-export type BlockedReason = (typeof BLOCKED_REASONS)[number];
+] as const satisfies readonly RunState[];
 
 export function isTerminalRunState(state: string): boolean {
   return (TERMINAL_RUN_STATES as readonly string[]).includes(state);
