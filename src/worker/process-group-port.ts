@@ -7,8 +7,8 @@
  * group down, the worker unregisters it.
  */
 import type { ProcessGroupHooks } from "../workflows/engine.ts";
-import { readProcessIdentity } from "../host/supervision/process-identity.ts";
-import { ClaimLostStop, type Proposer } from "./proposer.ts";
+import { isSameProcessAlive, readProcessIdentity } from "../host/supervision/process-identity.ts";
+import { ClaimLostStop, ProposalRejected, type Proposer } from "./proposer.ts";
 
 export function createProcessGroupPort(
   proposer: Proposer,
@@ -29,6 +29,10 @@ export function createProcessGroupPort(
         });
       } catch (error) {
         if (error instanceof ClaimLostStop) onClaimLost(error);
+        // A quick command may end, and be reaped, before the host looks at /proc: the host then
+        // refuses it, yet there is nothing left to supervise (the runner kills what is left of
+        // its group as soon as it sees the exit).
+        if (error instanceof ProposalRejected && !isSameProcessAlive(identity)) return;
         throw error;
       }
       registered.set(pid, identity.startTime);

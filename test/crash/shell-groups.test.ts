@@ -119,6 +119,33 @@ describe("shell command groups under host supervision", () => {
     expect(h.invariants()).toEqual([]);
   });
 
+  it("commands that end before the host checks them still succeed", async () => {
+    h = await createHarness();
+    const count = 30;
+    const nodes = Array.from(
+      { length: count },
+      (_, i) => `    s${i}: shell({ exec: () => ({ command: "true" }), parse: () => ${i} }),`,
+    ).join("\n");
+    const edges = Array.from({ length: count - 1 }, (_, i) => `{ from: "s${i}", to: "s${i + 1}" }`)
+      .join(", ");
+    const runId = await h.startRun(h.writeWorkflow(
+      "fast.workflow.ts",
+      `import { defineWorkflow, shell } from "pi-workflows";
+export default defineWorkflow({
+  name: "fast",
+  startAt: "s0",
+  nodes: {
+${nodes}
+  },
+  edges: [${edges}],
+});`,
+    ));
+    const run = await h.waitForRun(runId, (r) => r.state !== "running" && r.state !== "queued");
+    expect([run.state, run.output]).toEqual(["completed", count - 1]);
+    await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 10_000);
+    expect(recordedGroups(h.stateDir)).toEqual([]);
+  });
+
   it("a node timeout still stops the command, and the group is unregistered", async () => {
     h = await createHarness();
     const pidFile = join(h.root, "sleeper.pid");

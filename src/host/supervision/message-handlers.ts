@@ -1,8 +1,8 @@
 /**
  * What each accepted worker message commits. One state transition per message, all under the
  * run claim the host holds for this worker; the worker never writes. Kinds that belong to later
- * features (interactive requests, notifications, presentations, registered Pi children) are
- * refused with a clear `protocolRejected` error so the channel stays complete and honest.
+ * features (interactive requests, notifications, presentations) are refused with a clear
+ * `protocolRejected` error so the channel stays complete and honest.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { RunFacts } from "../../protocol/run-facts.ts";

@@ -2,8 +2,9 @@
  * The host's one registry of the process groups it supervises, keyed by PID and start identity
  * (`pid:starttime`), never by PID alone. Workers and resolver children are registered at spawn
  * and removed when their group is gone. Children a worker attaches with `process.register`
- * (e.g. a headless Pi) are kept on that worker's record and reaped with it. Durable copies of
- * worker identities live in `run_workers`, so a restarted host can reap exact matches.
+ * (a shell node's command, later a headless Pi) are kept on that worker's record and reaped with
+ * it. Durable copies of worker identities live in `run_workers`, and of registered children in
+ * `workers/<epoch>.groups` files (child-groups.ts), so a restarted host can reap exact matches.
  */
 import { formatStartIdentity, type ProcessIdentity } from "./process-identity.ts";
 import { stopProcessGroup } from "./stop-group.ts";

@@ -11,7 +11,7 @@
  *      the message receipt in the same transaction; then the reply. When the transition refuses,
  *      a durable receipt for the message id (a retry of a committed message) answers instead.
  */
-import { fingerprint } from "../../protocol/canonical-json.ts";
+import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
 import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
 import {
@@ -23,6 +23,7 @@ import {
   workerReply,
 } from "../../protocol/worker-messages.ts";
 import { ClaimLostError } from "../../state/errors.ts";
+import { fastCanonicalJson } from "../../state/fast-canonical-json.ts";
 import { findHostCommand } from "../../state/host-commands.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
@@ -111,7 +112,8 @@ function answer(
   }
   const message = parsed.value as WorkerMessage;
   const requestId = `worker:${messageId}`;
-  const requestFingerprint = fingerprint(message as never);
+  // `fingerprint(message)`, through the state layer's faster encoder of the same canonical bytes.
+  const requestFingerprint = `sha256:${sha256Hex(fastCanonicalJson(message))}`;
 
   let applied: Applied;
   crashPoint(`host.${kind}.beforeCommit`);
