@@ -7,7 +7,7 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { parseWorkerReply, type WorkerReply } from "../protocol/worker-reply.ts";
 import type { WorkerChannel } from "./channel.ts";
-import { crashPoint } from "./crash-point.ts";
+import { crashPoint } from "../protocol/crash-point.ts";
 
 export interface LaunchHeader {
   schema: string;

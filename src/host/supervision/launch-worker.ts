@@ -16,7 +16,7 @@ import { selfCommand } from "../self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { childGroupsFileFor } from "./child-groups.ts";
-import { crashPoint } from "./crash-point.ts";
+import { crashPoint } from "../../protocol/crash-point.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
 
 export interface LaunchHooks {

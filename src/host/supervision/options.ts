@@ -2,7 +2,7 @@
  * Supervision tunables, each with a documented default (docs/workers.md). The host main reads
  * them with `readSupervisionOptions(process.env)`; tests pass short values directly.
  */
-import * as v from "valibot";
+import { readPositiveIntegerEnv } from "../host-options.ts";
 import type { SupervisionOptions } from "./api.ts";
 
 export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
@@ -26,32 +26,13 @@ const ENV_NAMES = {
   maxCapturedOutputBytes: "PI_WORKFLOWS_WORKER_OUTPUT_BYTES",
 } as const satisfies Record<keyof SupervisionOptions, string>;
 
-const PositiveInteger = v.pipe(
-  v.string(),
-  v.regex(/^\d+$/, "expected a whole number"),
-  v.transform(Number),
-  v.number(),
-  v.integer(),
-  v.minValue(1, "expected at least 1"),
-  v.maxValue(2 ** 31 - 1, "expected at most 2147483647"),
-);
-
 /** Reads options from `env`; an invalid value is a one-line error naming the variable. */
 export function readSupervisionOptions(
   env: NodeJS.ProcessEnv = process.env,
 ): SupervisionOptions {
   const options = { ...DEFAULT_SUPERVISION_OPTIONS };
   for (const key of Object.keys(ENV_NAMES) as (keyof SupervisionOptions)[]) {
-    const name = ENV_NAMES[key];
-    const raw = env[name];
-    if (raw === undefined || raw === "") continue;
-    const parsed = v.safeParse(PositiveInteger, raw.trim());
-    if (!parsed.success) {
-      throw new RangeError(
-        `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
-      );
-    }
-    options[key] = parsed.output;
+    options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
   }
   return validateSupervisionOptions(options);
 }

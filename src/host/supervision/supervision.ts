@@ -22,7 +22,7 @@ import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { saveChildGroups } from "./child-groups.ts";
-import { crashPoint } from "./crash-point.ts";
+import { crashPoint } from "../../protocol/crash-point.ts";
 import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";

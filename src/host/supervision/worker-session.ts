@@ -28,7 +28,7 @@ import { findHostCommand } from "../../state/host-commands.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { crashPoint } from "./crash-point.ts";
+import { crashPoint } from "../../protocol/crash-point.ts";
 import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
 
 export interface SessionHooks {

@@ -1,8 +1,10 @@
 /**
- * Test hook for crash tests: `PI_WORKFLOWS_CRASH_AT=<point>` makes this process SIGKILL itself
- * when it reaches the named durable boundary (e.g. `worker.node.finished.afterSend`). With
- * `PI_WORKFLOWS_CRASH_ONCE=<file>` it crashes only if it can create that file first, so the
- * relaunched worker (same environment) runs through. Unset in production: one env read per process.
+ * Test hook for crash tests, shared by the host and worker processes (it lives in the bottom
+ * layer so both may import it): `PI_WORKFLOWS_CRASH_AT=<point>` makes this process SIGKILL itself
+ * when it reaches the named durable boundary (e.g. `worker.node.finished.afterSend`,
+ * `host.node.finished.afterCommit`). With `PI_WORKFLOWS_CRASH_ONCE=<file>` it crashes only if it
+ * can create that file first, so the restarted host or relaunched worker (same environment) runs
+ * through. Unset in production: one env read per process.
  */
 import { closeSync, openSync } from "node:fs";
 

@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_SUPERVISION_OPTIONS,
+  readSupervisionOptions,
+} from "../../src/host/supervision/options.ts";
+
+describe("readSupervisionOptions()", () => {
+  it("keeps the documented defaults when nothing is set", () => {
+    expect(readSupervisionOptions({})).toEqual(DEFAULT_SUPERVISION_OPTIONS);
+  });
+
+  it("reads each tunable from its variable", () => {
+    const options = readSupervisionOptions({
+      PI_WORKFLOWS_MAX_WORKERS: "2",
+      PI_WORKFLOWS_CLAIM_TTL_MS: "6000",
+      PI_WORKFLOWS_CLAIM_RENEW_MS: "2000",
+      PI_WORKFLOWS_WORKER_STARTUP_MS: "900",
+      PI_WORKFLOWS_KILL_GRACE_MS: "50",
+      PI_WORKFLOWS_WORKER_OUTPUT_BYTES: "1024",
+    });
+    expect(options).toEqual({
+      maxConcurrentWorkers: 2,
+      claimTtlMs: 6000,
+      claimRenewMs: 2000,
+      workerStartupMs: 900,
+      killGraceMs: 50,
+      maxCapturedOutputBytes: 1024,
+    });
+  });
+
+  it("refuses a bad value with one line naming the variable", () => {
+    expect(() => readSupervisionOptions({ PI_WORKFLOWS_MAX_WORKERS: "two" })).toThrow(
+      /^Invalid PI_WORKFLOWS_MAX_WORKERS: .*"two"$/,
+    );
+    expect(() => readSupervisionOptions({ PI_WORKFLOWS_KILL_GRACE_MS: "0" })).toThrow(
+      /PI_WORKFLOWS_KILL_GRACE_MS/,
+    );
+  });
+
+  it("refuses a renewal interval that would let a claim lapse", () => {
+    expect(() =>
+      readSupervisionOptions({
+        PI_WORKFLOWS_CLAIM_TTL_MS: "1000",
+        PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
+      })
+    ).toThrow(/claimRenewMs must be below claimTtlMs/);
+  });
+});
