@@ -40,6 +40,14 @@ export async function startRunCommand(
     cwd: projectPath,
   });
   if (!resolved.ok) return reject(resolved.code, resolved.message);
+  // A headless run has no origin Pi session to show an assistant message in: refuse it now
+  // rather than let it fail at that step after earlier steps ran.
+  if (payload.executionMode === "headless" && resolved.needsInteractive) {
+    return reject(
+      "needsOriginSession",
+      `Cannot start "${resolved.workflowName}" headless: it has an assistant-message step, which needs an origin Pi session (start it from Pi)`,
+    );
+  }
   const committed = committedRunReceipt(rt.store);
   const result = enqueueRun(rt.store, {
     workflowName: resolved.workflowName,

@@ -258,6 +258,29 @@ describe("host socket protocol", () => {
     expect(missing.error.message).toMatch(/^[A-Z]/);
   });
 
+  it("refuses a headless start of a workflow that needs an origin Pi session", async () => {
+    const dir = join(home.root, "project");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, "reply.workflow.ts"),
+      `import { assistantMessage, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "reply",
+  startAt: "say",
+  nodes: { say: assistantMessage({ prompt: "Tell the user hello." }) },
+  edges: [],
+});
+`,
+    );
+    const response = await ask("run.start", {
+      payload: { workflow: "reply.workflow.ts", cwd: dir, executionMode: "headless" },
+    });
+    expect(response).toMatchObject({ outcome: "rejected", error: { code: "needsOriginSession" } });
+    expect(response.error.message).toMatch(/^Cannot start "reply" headless: .*origin Pi session/);
+    const runs = (await ask("run.list", { payload: { all: true } })).receipt.runs;
+    expect(runs.some((r: any) => r.workflowName === "reply")).toBe(false);
+  });
+
   it("keeps answering other clients while a run.start waits for its resolver", async () => {
     const slow = requestOnce(
       home.socketPath,
