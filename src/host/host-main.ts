@@ -27,6 +27,7 @@ import {
   openStateStore,
   resolveStateDir,
 } from "../state/store.ts";
+import { applyDueDecisionDefaults, hasDecisionDeadline } from "./decision-timeouts.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import type { Supervision } from "./supervision/api.ts";
@@ -48,6 +49,9 @@ import {
 } from "./socket-listener.ts";
 import { createSocketServer, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
+
+/** How often the host looks for human decisions whose `onTimeout` deadline passed. */
+const DECISION_CHECK_MS = 500;
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -242,6 +246,12 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     });
     await supervision.recover();
     supervision.start();
+    // Deadlines that passed while no host ran are applied before new commands arrive.
+    const decisions = { store, clock, supervision, log };
+    applyDueDecisionDefaults(decisions);
+    timers.push(setInterval(() => {
+      if (phase === "running") applyDueDecisionDefaults(decisions);
+    }, DECISION_CHECK_MS));
     socketServer = createSocketServer({
       handle: createCommandHandler(runtime),
       frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
@@ -261,7 +271,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   timers.push(setInterval(() => {
     if (phase !== "running") return;
     const busy = socketServer!.connectionCount() > 0 ||
-      supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork();
+      supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork() ||
+      hasDecisionDeadline({ store });
     if (idle.check(busy)) void stop("idle");
   }, idleCheckIntervalMs(hostOptions.idleMs)));
 

@@ -5,7 +5,7 @@ import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode } from "./compile.ts";
 import { NodeFailure } from "./errors.ts";
 import type { NodeResult } from "./execute-node.ts";
-import { checkPresentation, checkTimeout } from "./human-decision.ts";
+import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import type { NodeContext, ShellCommand, ShellNode, TextSpec, WorkflowUpdate } from "./types.ts";
@@ -75,10 +75,13 @@ export async function runNodeKind(
       } catch (error) {
         throw new NodeFailure("invalidRequest", (error as Error).message);
       }
-      const onTimeout = typeof n.onTimeout === "function" ? await n.onTimeout(ctx) : n.onTimeout;
+      let onTimeout = typeof n.onTimeout === "function" ? await n.onTimeout(ctx) : n.onTimeout;
       if (onTimeout !== undefined && onTimeout !== null) {
         const problem = checkTimeout(n.choices, onTimeout);
         if (problem) throw new NodeFailure("invalidRequest", `Human decision ${problem}`);
+        // Saved already normalized: the host applies it at the deadline without workflow code.
+        const checked = validateHumanResponse(n.choices, onTimeout.response);
+        if (checked.ok) onTimeout = { afterMs: onTimeout.afterMs, response: checked.response };
       }
       const request = {
         schema: "pi-workflows.human-decision-request.v1",
