@@ -21,8 +21,15 @@ import vm from "node:vm";
 import { build, type BuildOptions } from "esbuild";
 import { VERSION } from "../src/protocol/version.ts";
 import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
+import { deferredBuiltins } from "./deferred-builtins.ts";
 import { lazyBuiltins } from "./lazy-builtins.ts";
-import { APP_ASSET, CODE_CACHE_ASSET, CODE_CACHE_CHECK_ENV } from "./sea-assets.ts";
+import {
+  APP_ASSET,
+  CODE_CACHE_ASSET,
+  CODE_CACHE_CHECK_ENV,
+  WORKER_ASSET,
+  WORKER_CODE_CACHE_ASSET,
+} from "./sea-assets.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
@@ -35,38 +42,40 @@ const common: BuildOptions = {
   platform: "node",
   target: "node22",
   define: { "process.env.PI_WORKFLOWS_BUNDLED": '"1"' },
-  plugins: [embedTextAssets()],
+  plugins: [embedTextAssets(), deferredBuiltins()],
   logLevel: "silent",
   write: false,
 };
 
 /** Bundles the CLI into one ESM file: the file the npm package's bin runs. */
-export async function bundleCli(): Promise<string> {
-  mkdirSync(dist, { recursive: true });
+export async function bundleCli(outfile: string = bundle): Promise<string> {
+  mkdirSync(dirname(outfile), { recursive: true });
   const text = await bundleText({
     ...common,
     entryPoints: [join(root, "src/cli/main.ts")],
     format: "esm",
-    plugins: [embedTextAssets(), lazyBuiltins()],
+    plugins: [embedTextAssets(), deferredBuiltins(), lazyBuiltins()],
     // Packages bundled as CJS call require(); give the ESM bundle one.
     banner: {
       js: 'import { createRequire as __piwCreateRequire } from "node:module"; ' +
         "const require = __piwCreateRequire(import.meta.url);",
     },
   });
-  writeFileSync(bundle, text);
-  return bundle;
+  writeFileSync(outfile, text);
+  return outfile;
 }
 
 /**
- * The CLI as a CommonJS function body for the executable. CommonJS, because esbuild then loads
- * each module's node: built-ins inside its lazy initializer instead of hoisting them all to
+ * A CLI entry as a CommonJS function body for the executable. CommonJS, because esbuild then
+ * loads each module's node: built-ins inside its lazy initializer instead of hoisting them all to
  * start-up, and V8 code caches work for it. `import.meta.url` becomes the executable's URL.
+ * Two entries are embedded: the whole CLI (src/cli/main.ts) and the worker mode alone
+ * (src/cli/worker-main.ts), which every spawned worker runs.
  */
-async function bundleSeaApp(): Promise<string> {
+async function bundleSeaApp(entry: string): Promise<string> {
   const text = await bundleText({
     ...common,
-    entryPoints: [join(root, "src/cli/main.ts")],
+    entryPoints: [join(root, entry)],
     format: "cjs",
     define: { ...common.define, "import.meta.url": "__piwImportMetaUrl" },
     banner: {
@@ -100,8 +109,8 @@ async function bundleText(options: BuildOptions): Promise<string> {
 }
 
 /** V8 code cache of the wrapped app, made by this Node (the one the executable is built from). */
-function codeCache(app: string): Uint8Array {
-  return new vm.Script(app, { filename: APP_ASSET }).createCachedData();
+function codeCache(app: string, filename: string): Uint8Array {
+  return new vm.Script(app, { filename }).createCachedData();
 }
 
 /** A copy of the running Node binary, stripped of symbols unless asked not to or impossible. */
@@ -129,16 +138,21 @@ export async function compile(options: { strip?: boolean } = {}): Promise<Compil
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   await bundleCli();
-  const app = await bundleSeaApp();
+  const app = await bundleSeaApp("src/cli/main.ts");
+  const workerApp = await bundleSeaApp("src/cli/worker-main.ts");
   const files = {
     launcher: join(work, "launcher.cjs"),
     app: join(work, APP_ASSET),
     cache: join(work, CODE_CACHE_ASSET),
+    workerApp: join(work, WORKER_ASSET),
+    workerCache: join(work, WORKER_CODE_CACHE_ASSET),
     config: join(work, "sea-config.json"),
   };
   writeFileSync(files.launcher, await bundleLauncher());
   writeFileSync(files.app, app);
-  writeFileSync(files.cache, codeCache(app));
+  writeFileSync(files.cache, codeCache(app, APP_ASSET));
+  writeFileSync(files.workerApp, workerApp);
+  writeFileSync(files.workerCache, codeCache(workerApp, WORKER_ASSET));
   const base = baseExecutable(options.strip ?? true);
   writeFileSync(
     files.config,
@@ -149,7 +163,12 @@ export async function compile(options: { strip?: boolean } = {}): Promise<Compil
       disableExperimentalSEAWarning: true,
       useCodeCache: true,
       execArgvExtension: "none",
-      assets: { [APP_ASSET]: files.app, [CODE_CACHE_ASSET]: files.cache },
+      assets: {
+        [APP_ASSET]: files.app,
+        [CODE_CACHE_ASSET]: files.cache,
+        [WORKER_ASSET]: files.workerApp,
+        [WORKER_CODE_CACHE_ASSET]: files.workerCache,
+      },
     }),
   );
   rmSync(output, { force: true });
@@ -177,6 +196,25 @@ function verify(binary: string): void {
   if (help.stderr.trim() !== "code cache accepted") {
     throw new Error(
       `Compile check failed: V8 did not accept the code cache: ${help.stderr.trim()}`,
+    );
+  }
+  // The worker mode, started by hand (no fd 3): it must run from its own cached asset and
+  // refuse with its one-line usage error.
+  const worker = spawnSync(binary, ["worker"], {
+    env,
+    encoding: "utf8",
+    timeout: 30_000,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const [cacheLine, errorLine] = worker.stderr.trim().split("\n");
+  if (
+    worker.status !== 2 || cacheLine !== "code cache accepted" ||
+    !errorLine?.startsWith("Worker channel unavailable")
+  ) {
+    throw new Error(
+      `Compile check failed: worker mode exited ${worker.status}: ${
+        worker.stderr.trim().replaceAll("\n", " | ")
+      }`,
     );
   }
 }

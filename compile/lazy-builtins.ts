@@ -29,7 +29,12 @@ export function lazyBuiltins(): Plugin {
         }
         // Export names come from the Node running the build; a name an older Node lacks is
         // undefined there, as it would be with a direct import.
-        const names = Object.keys(builtin).filter((n) => n !== "default" && IDENTIFIER.test(n));
+        // Accessors are skipped: reading one runs it (process.stdin would open a stream at
+        // start-up); importing one by name fails the build instead.
+        const names = Object.keys(builtin).filter((n) =>
+          n !== "default" && IDENTIFIER.test(n) &&
+          !Object.getOwnPropertyDescriptor(builtin, n)?.get
+        );
         const lines = [`const m = process.getBuiltinModule(${JSON.stringify(args.path)});`];
         lines.push("export default m;");
         for (const name of names) lines.push(`export const ${name} = m.${name};`);

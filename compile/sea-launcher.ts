@@ -1,15 +1,22 @@
 /**
  * Main script of the single executable. It answers exactly `pi-workflows --version` itself, so
- * that answer costs no more than starting Node; anything else runs the whole CLI, compiled from
- * an embedded asset with the V8 code cache made at build time. Keeping the CLI out of the main
- * script is what makes the short path short: V8 would otherwise deserialize the whole bundle's
+ * that answer costs no more than starting Node; `pi-workflows worker ...` (what the host spawns
+ * for every run) runs the worker mode alone; anything else runs the whole CLI. Both are compiled
+ * from an embedded asset with the V8 code cache made at build time. Keeping them out of the main
+ * script is what makes the short paths short: V8 would otherwise deserialize the whole bundle's
  * cache before the first line runs.
  */
 import { dirname } from "node:path";
 import { getAsset } from "node:sea";
 import vm from "node:vm";
 import { VERSION } from "../src/protocol/version.ts";
-import { APP_ASSET, CODE_CACHE_ASSET, CODE_CACHE_CHECK_ENV } from "./sea-assets.ts";
+import {
+  APP_ASSET,
+  CODE_CACHE_ASSET,
+  CODE_CACHE_CHECK_ENV,
+  WORKER_ASSET,
+  WORKER_CODE_CACHE_ASSET,
+} from "./sea-assets.ts";
 
 type CommonJsMain = (
   exports: unknown,
@@ -25,14 +32,16 @@ declare const require: unknown;
 const args = process.argv.slice(2);
 if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${VERSION}\n`);
+} else if (args[0] === "worker" && !args.includes("--help")) {
+  run(WORKER_ASSET, WORKER_CODE_CACHE_ASSET);
 } else {
-  runCli();
+  run(APP_ASSET, CODE_CACHE_ASSET);
 }
 
-function runCli(): void {
-  const script = new vm.Script(getAsset(APP_ASSET, "utf8"), {
-    filename: APP_ASSET,
-    cachedData: new Uint8Array(getAsset(CODE_CACHE_ASSET)),
+function run(asset: string, cache: string): void {
+  const script = new vm.Script(getAsset(asset, "utf8"), {
+    filename: asset,
+    cachedData: new Uint8Array(getAsset(cache)),
   });
   if (process.env[CODE_CACHE_CHECK_ENV] === "1") {
     process.stderr.write(`code cache ${script.cachedDataRejected ? "rejected" : "accepted"}\n`);

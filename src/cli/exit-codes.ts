@@ -2,6 +2,8 @@
  * Exit codes of the `pi-workflows` CLI (documented in docs/cli.md). Scripts can tell a usage
  * mistake from a refused request and from a host that could not be reached.
  */
+import { HostUnavailableError, WorkflowFailureError } from "../protocol/failures.ts";
+
 export const EXIT = {
   /** The command did what was asked (for `start --wait`: the run completed). */
   ok: 0,
@@ -26,4 +28,17 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** Raised for a bad command line; the message is one actionable line. */
 export class UsageError extends Error {
   override name = "UsageError";
+}
+
+/** The exit code for an error that ended a command (re-exported by run-cli.ts). */
+export function exitCodeFor(error: unknown): number {
+  if (error instanceof UsageError) return EXIT.usage;
+  if (error instanceof HostUnavailableError) return EXIT.hostUnavailable;
+  if (error instanceof WorkflowFailureError && error.failureClass === "hostUnavailable") {
+    return EXIT.hostUnavailable;
+  }
+  if (error instanceof RangeError && /^Invalid PI_WORKFLOWS_/.test(error.message)) {
+    return EXIT.usage;
+  }
+  return EXIT.failure;
 }

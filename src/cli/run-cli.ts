@@ -2,12 +2,13 @@
  * Runs one CLI invocation: parse, dispatch, print, and return the exit code. Every failure ends
  * as one line on stderr and a documented exit code (exit-codes.ts), never a stack trace.
  */
-import { HostUnavailableError, WorkflowFailureError } from "../protocol/failures.ts";
-import { EXIT, UsageError } from "./exit-codes.ts";
+import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { type CliIo, oneLineError, processIo } from "./output.ts";
 import { parseCommand } from "./parse-command.ts";
 import { COMMAND_HELP, MAIN_HELP } from "./usage.ts";
 import { VERSION } from "../protocol/version.ts";
+
+export { exitCodeFor };
 
 export async function runCli(
   argv: readonly string[],
@@ -44,16 +45,4 @@ export async function runCli(
     io.err(oneLineError(error));
     return exitCodeFor(error);
   }
-}
-
-export function exitCodeFor(error: unknown): number {
-  if (error instanceof UsageError) return EXIT.usage;
-  if (error instanceof HostUnavailableError) return EXIT.hostUnavailable;
-  if (error instanceof WorkflowFailureError && error.failureClass === "hostUnavailable") {
-    return EXIT.hostUnavailable;
-  }
-  if (error instanceof RangeError && /^Invalid PI_WORKFLOWS_/.test(error.message)) {
-    return EXIT.usage;
-  }
-  return EXIT.failure;
 }

@@ -5,21 +5,22 @@
  *
  * Two worker commands are measured in the same run: `pi-workflows worker` from source (Node
  * strips types at start-up: the command a checkout uses) and the same CLI bundled into one
- * JavaScript file with esbuild (what the npm package ships; the compiled binary adds a code
- * cache on top). The ratio of each is against the bare `node -e 0` median.
+ * JavaScript file by compile/build.ts's `bundleCli` (what the npm package ships; the compiled
+ * binary adds a code cache on top). The ratio of each is against the bare `node -e 0` median.
  *
  * When the compiled binary exists (`dist/pi-workflows`, or `--binary PATH`) a third variant
  * starts workers from it (`binary_*` fields; `binary: null` when there is none).
  *
  *   npm run bench -- spawn [runs=15] [--binary PATH]
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
@@ -60,21 +61,9 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
 `,
 );
 const repo = fileURLToPath(new URL("../..", import.meta.url));
-const bundle = join(root, "bundle", "main.mjs");
-const built = spawnSync(
-  join(repo, "node_modules", ".bin", "esbuild"),
-  [
-    join(repo, "src", "cli", "main.ts"),
-    "--bundle",
-    "--platform=node",
-    "--format=esm",
-    "--target=node22",
-    `--outfile=${bundle}`,
-    "--log-level=warning",
-  ],
-  { stdio: "inherit" },
-);
-if (built.status !== 0) throw new Error("esbuild failed");
+// The npm package's bundle, made by the same code as `npm run compile` (its plugins defer
+// built-ins the start-up path does not need), written into the temp dir.
+const bundle = await bundleCli(join(root, "bundle", "pi-workflows.mjs"));
 
 const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
 const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
