@@ -10,6 +10,7 @@ import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { embedTextAssets, TEXT_ASSET_READ } from "../../compile/embed-text-assets.ts";
 import { lazyBuiltins } from "../../compile/lazy-builtins.ts";
+import { deferredBuiltins } from "../../compile/deferred-builtins.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -88,4 +89,27 @@ test("lazyBuiltins() loads a built-in only when its module is first evaluated", 
   } finally {
     process.getBuiltinModule = original;
   }
+});
+
+test("deferredBuiltins() loads node:crypto on the first call, with the same results", async () => {
+  writeFileSync(
+    join(dir, "src", "hash.ts"),
+    'import { createHash } from "node:crypto";\n' +
+      'export const hex = (s: string) => createHash("sha256").update(s).digest("hex");\n',
+  );
+  const text = await bundle(join(dir, "src", "hash.ts"), [deferredBuiltins()]);
+  // No static import of the built-in is left: it loads inside the forwarding function.
+  expect(text).not.toMatch(/from\s*["']node:crypto["']/);
+  const out = join(dir, "hash.mjs");
+  writeFileSync(out, text);
+  const mod = await import(pathToFileURL(out).href);
+  expect(mod.hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+});
+
+test("deferredBuiltins() refuses a class import instead of changing its identity", async () => {
+  writeFileSync(
+    join(dir, "src", "cls.ts"),
+    'import { Hash } from "node:crypto";\nexport const isHash = (x: unknown) => x instanceof Hash;\n',
+  );
+  await expect(bundle(join(dir, "src", "cls.ts"), [deferredBuiltins()])).rejects.toThrow(/Hash/);
 });
