@@ -97,6 +97,9 @@ async function hostStopCommand(socketPath: string, json: boolean, io: CliIo): Pr
   return EXIT.ok;
 }
 
+/** How long `host start` keeps trying while a previous host still holds the epoch. */
+const START_RETRY_MS = 20_000;
+
 async function hostStartCommand(
   stateDir: string,
   socketPath: string,
@@ -112,17 +115,33 @@ async function hostStartCommand(
   }
   const { HostStartError } = await import("../host/host-main.ts");
   const { startDetachedHost } = await import("../host/host-start.ts");
-  try {
-    await startDetachedHost({ stateDir, env });
-  } catch (error) {
-    // Another client may have started a host at the same moment: that one is as good.
-    if (error instanceof HostStartError && error.code === "alreadyRunning") {
-      const other = await waitFor(() => readStatus(socketPath), 5_000, oneLineError(error));
-      other.connection.close();
-      report(io, json, other.status.epoch, true);
-      return EXIT.ok;
+  const deadline = Date.now() + START_RETRY_MS;
+  for (;;) {
+    try {
+      await startDetachedHost({ stateDir, env });
+      break;
+    } catch (error) {
+      if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {
+        throw new HostUnavailableError(oneLineError(error), { cause: error });
+      }
+      // Another host holds the epoch. One started by another client at the same moment is as
+      // good; one that is stopping (or died with its lease still live) releases the epoch soon,
+      // so try again until the deadline.
+      const other = await waitFor(() => readStatus(socketPath), 1_000, "").catch(() => null);
+      if (other) {
+        other.connection.close();
+        report(io, json, other.status.epoch, true);
+        return EXIT.ok;
+      }
+      if (Date.now() >= deadline) {
+        throw new HostUnavailableError(
+          `${
+            oneLineError(error)
+          }; it does not answer (a stopped or killed host releases the state within its claim lease)`,
+          { cause: error },
+        );
+      }
     }
-    throw new HostUnavailableError(oneLineError(error), { cause: error });
   }
   const started = await readStatus(socketPath);
   if (!started) {
