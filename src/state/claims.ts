@@ -164,6 +164,15 @@ export function acquireClaimInTx(
  * lease. Throws `ClaimLostError` with the first failed check.
  */
 export function checkClaimInTx(store: StateStore, claim: Claim, now: number): LeaseRow {
+  const lease = readOwnLease(store, claim);
+  if ((lease.expires_at ?? 0) <= now) {
+    throw new ClaimLostError(claim.runId, claim.generation, "expired");
+  }
+  return lease;
+}
+
+/** The lease of `claim` when owner, token and generation still match (expiry not checked). */
+function readOwnLease(store: StateStore, claim: Claim): LeaseRow {
   const lease = readLease(store, claim.resource);
   const fail = (reason: ClaimLostError["reason"]) =>
     new ClaimLostError(claim.runId, claim.generation, reason);
@@ -173,7 +182,6 @@ export function checkClaimInTx(store: StateStore, claim: Claim, now: number): Le
   }
   if (lease.token_hash !== claimTokenHash(claim)) throw fail("tokenChanged");
   if (lease.generation !== claim.generation) throw fail("generationChanged");
-  if ((lease.expires_at ?? 0) <= now) throw fail("expired");
   return lease;
 }
 
@@ -202,15 +210,7 @@ export function releaseClaim(store: StateStore, claim: Claim): void {
 }
 
 export function releaseClaimInTx(store: StateStore, claim: Claim, now: number): void {
-  const lease = readLease(store, claim.resource);
-  const fail = (reason: ClaimLostError["reason"]) =>
-    new ClaimLostError(claim.runId, claim.generation, reason);
-  if (!lease || !lease.token_hash) throw fail("missingAuthority");
-  if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
-    throw fail("ownerChanged");
-  }
-  if (lease.token_hash !== claimTokenHash(claim)) throw fail("tokenChanged");
-  if (lease.generation !== claim.generation) throw fail("generationChanged");
+  readOwnLease(store, claim);
   releaseLeaseInTx(store, claim.resource, now);
 }
 

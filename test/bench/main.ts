@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
 const available = readdirSync(dir)
-  .filter((f) => f.endsWith(".ts") && f !== "main.ts")
+  .filter((f) => f.endsWith(".ts") && f !== "main.ts" && !f.startsWith("_"))
   .map((f) => f.slice(0, -3))
   .sort();
 const name = process.argv[2];

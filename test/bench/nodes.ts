@@ -16,11 +16,10 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
-import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { closeStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import { benchHostContext } from "./_host-context.ts";
 
 const NODES = Number(process.argv[2] ?? 1000);
 const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
@@ -76,25 +75,11 @@ const project = join(root, "project");
 mkdirSync(project, { recursive: true });
 const workflowPath = join(project, "many.workflow.ts");
 writeFileSync(workflowPath, workflowSource(NODES));
-const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
-const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
-const supervision = createSupervision({
-  store,
-  clock: systemClock,
-  ids: randomIds,
-  stateDir,
-  hostEpoch: host.epoch,
-  hostOwnerId: "bench-host",
-  log: () => {},
-  options: {
-    maxConcurrentWorkers: 1,
-    claimTtlMs: 30_000,
-    claimRenewMs: 10_000,
-    workerStartupMs: 30_000,
-    killGraceMs: 1_000,
-    maxCapturedOutputBytes: 1024 * 1024,
-  },
-}, { childEnv: { PI_CODING_AGENT_DIR: join(root, "agent") } });
+const ctx = benchHostContext(stateDir, 30_000);
+const store = ctx.store;
+const supervision = createSupervision(ctx, {
+  childEnv: { PI_CODING_AGENT_DIR: join(root, "agent") },
+});
 
 try {
   const raw = rawCommitRate(2_000);

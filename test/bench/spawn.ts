@@ -23,10 +23,9 @@ import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { acquireHostClaim } from "../../src/state/host-claim.ts";
-import { closeStateStore, openStateStore, queryOne } from "../../src/state/store.ts";
+import { closeStateStore, queryOne } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import { benchHostContext } from "./_host-context.ts";
 
 const cli = parseArgs({
   args: process.argv.slice(2),
@@ -65,25 +64,8 @@ const repo = fileURLToPath(new URL("../..", import.meta.url));
 // built-ins the start-up path does not need), written into the temp dir.
 const bundle = await bundleCli(join(root, "bundle", "pi-workflows.mjs"));
 
-const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
-const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
-const ctx = {
-  store,
-  clock: systemClock,
-  ids: randomIds,
-  stateDir,
-  hostEpoch: host.epoch,
-  hostOwnerId: "bench-host",
-  log: () => {},
-  options: {
-    maxConcurrentWorkers: 1,
-    claimTtlMs: 30_000,
-    claimRenewMs: 10_000,
-    workerStartupMs: 15_000,
-    killGraceMs: 1_000,
-    maxCapturedOutputBytes: 1024 * 1024,
-  },
-};
+const ctx = benchHostContext(stateDir, 15_000);
+const store = ctx.store;
 const env = { PI_CODING_AGENT_DIR: join(root, "agent") };
 const source = createSupervision(ctx, { childEnv: env });
 const bundled = createSupervision(ctx, {

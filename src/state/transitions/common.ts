@@ -3,6 +3,7 @@ import { readRunRow, type RunRow } from "../claims.ts";
 import { NotFoundError, TransitionError } from "../errors.ts";
 import { execute, queryOne, type StateStore } from "../store.ts";
 import type { QueueState, RunState } from "../../protocol/run-operations.ts";
+import type { FactError } from "../../protocol/run-facts.ts";
 
 // The run, queue and blocked-reason enumerations are the protocol's (one list each).
 export {
@@ -251,4 +252,9 @@ export function externalOutcomeUncertain(
     { effectId: store.ids.next("effect"), attemptId, now },
   );
   return true;
+}
+
+/** A durable error cut to the stored bounds (code 128, message 8192 characters). */
+export function boundedError(error: FactError): FactError {
+  return { code: error.code.slice(0, 128), message: error.message.slice(0, 8192) };
 }

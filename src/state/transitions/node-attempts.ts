@@ -16,7 +16,7 @@ import {
 import { TransitionError } from "../errors.ts";
 import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
-import { closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
+import { boundedError, closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
 
 export interface RecordNodeStartedOptions extends WorkerWriteOptions {
   attemptId: string;
@@ -219,8 +219,4 @@ export function timeOutAttempt(
     };
   });
   return { revision };
-}
-
-function boundedError(error: FactError): { code: string; message: string } {
-  return { code: error.code.slice(0, 128), message: error.message.slice(0, 8192) };
 }

@@ -18,6 +18,7 @@ import { TransitionError } from "../errors.ts";
 import { execute, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import {
+  boundedError,
   cancelPendingInteractions,
   closeAttempt,
   describeState,
@@ -95,7 +96,7 @@ function endWithError(
   opts: WorkerWriteOptions,
 ): { revision: number } {
   const runId = claimRunId(claim);
-  const bounded = { code: error.code.slice(0, 128), message: error.message.slice(0, 8192) };
+  const bounded = boundedError(error);
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, state === "failed" ? "fail" : "time out", isActive);
     const open = openAttempt(store, runId);

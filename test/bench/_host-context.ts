@@ -1,0 +1,31 @@
+/**
+ * Shared by the benchmarks that drive the real supervision in-process: a state store in
+ * `stateDir`, the host claim, and the `HostContext` the host main would build. Files starting
+ * with `_` are helpers, not benchmarks (main.ts skips them).
+ */
+import type { HostContext } from "../../src/host/supervision/api.ts";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
+import { openStateStore } from "../../src/state/store.ts";
+
+export function benchHostContext(stateDir: string, workerStartupMs: number): HostContext {
+  const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
+  const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
+  return {
+    store,
+    clock: systemClock,
+    ids: randomIds,
+    stateDir,
+    hostEpoch: host.epoch,
+    hostOwnerId: "bench-host",
+    log: () => {},
+    options: {
+      maxConcurrentWorkers: 1,
+      claimTtlMs: 30_000,
+      claimRenewMs: 10_000,
+      workerStartupMs,
+      killGraceMs: 1_000,
+      maxCapturedOutputBytes: 1024 * 1024,
+    },
+  };
+}
