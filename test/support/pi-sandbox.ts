@@ -1,0 +1,176 @@
+/**
+ * A private Pi installation for one test: a temp HOME and agent dir (`PI_CODING_AGENT_DIR`) with
+ * `models.json` naming the fake model server and a quiet `settings.json`, an explicit environment
+ * (no inherited provider keys, `PI_OFFLINE=1`), and packages installed with `pi install <dir>` the
+ * way users install them. Nothing outside the temp root is read or written. `cleanup()` stops
+ * every process still carrying this sandbox's agent dir in its environment (Pi, a host it started,
+ * workers), by PID, then removes the root.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { processesWithEnv } from "../smoke/processes.ts";
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The real Pi CLI from devDependencies (`dist/bundle/cli.js`, the package's `bin`). */
+export const PI_CLI = (() => {
+  const dir = join(REPO_ROOT, "node_modules", "@earendil-works", "pi-coding-agent");
+  const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+  return join(dir, (manifest as { bin: { pi: string } }).bin.pi);
+})();
+
+export const FAKE_PROVIDER = "fake";
+export const FAKE_MODEL_ID = "fake-model";
+
+export interface PiSandbox {
+  root: string;
+  home: string;
+  agentDir: string;
+  /** The workflow state dir Pi's extension and any host it starts use. */
+  stateDir: string;
+  /** A project directory (the cwd Pi runs in). */
+  project: string;
+  /** The full environment Pi and the CLI get (nothing inherited beyond PATH). */
+  env: Record<string, string>;
+  /** `pi install <source>` into this agent dir; rejects with Pi's output on failure. */
+  install(source: string, timeoutMs?: number): Promise<string>;
+  /** The agent dir's settings.json as it is now. */
+  settings(): Record<string, unknown>;
+  /** SIGKILLs every process whose environment names this sandbox, by PID. */
+  killStragglers(): Promise<number[]>;
+  cleanup(): Promise<void>;
+}
+
+export interface PiSandboxOptions {
+  /** Base URL of the fake model server (`FakeModel.baseUrl`). */
+  modelBaseUrl: string;
+  /** Extra settings.json keys. */
+  settings?: Record<string, unknown>;
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+}
+
+/** Node that runs Pi: this process's, which must meet Pi's `engines` (>= 22.19). */
+function piNode(): string {
+  const [major, minor] = process.versions.node.split(".").map(Number);
+  if (major < 22 || (major === 22 && minor < 19)) {
+    throw new Error(
+      `Pi 1.6.0 needs Node >= 22.19 but the tests run on ${process.version}; run them through npm (npm test / npx vitest), which puts the pinned Node first on PATH`,
+    );
+  }
+  return process.execPath;
+}
+
+export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
+  // A short root: the host socket lives under it and unix socket paths are limited.
+  const root = mkdtempSync(join(tmpdir(), "ppi-"));
+  const home = join(root, "home");
+  const agentDir = join(root, "agent");
+  const stateDir = join(root, "state");
+  const project = join(root, "project");
+  for (const dir of [home, agentDir, project]) mkdirSync(dir, { recursive: true });
+
+  writeFileSync(
+    join(agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        [FAKE_PROVIDER]: {
+          baseUrl: options.modelBaseUrl,
+          api: "openai-completions",
+          apiKey: "fake-key",
+          compat: { supportsDeveloperRole: false, supportsStore: false },
+          models: [{
+            id: FAKE_MODEL_ID,
+            reasoning: false,
+            input: ["text"],
+            contextWindow: 64_000,
+            maxTokens: 1024,
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+          }],
+        },
+      },
+    }),
+  );
+  writeFileSync(
+    join(agentDir, "settings.json"),
+    JSON.stringify({
+      defaultProvider: FAKE_PROVIDER,
+      defaultModel: FAKE_MODEL_ID,
+      defaultThinkingLevel: "off",
+      enableInstallTelemetry: false,
+      quietStartup: true,
+      cacheWarming: "off",
+      retry: { enabled: false },
+      compaction: { enabled: false },
+      extensions: [
+        "-builtin:mcp",
+        "-builtin:llama.cpp",
+        "-builtin:codemode",
+        "-builtin:tool-search",
+      ],
+      ...options.settings,
+    }),
+  );
+
+  const node = piNode();
+  const env: Record<string, string> = {
+    PATH: `${dirname(node)}:/usr/bin:/bin`,
+    HOME: home,
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_WORKFLOWS_STATE_DIR: stateDir,
+    PI_OFFLINE: "1",
+    PI_SKIP_VERSION_CHECK: "1",
+    PI_TELEMETRY: "0",
+    TMPDIR: tmpdir(),
+    LANG: "C.UTF-8",
+    ...options.env,
+  };
+  const marker = `PI_CODING_AGENT_DIR=${agentDir}`;
+
+  const killStragglers = async (): Promise<number[]> => {
+    const pids = processesWithEnv(marker).map((info) => info.pid);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+    // SIGKILL is not instant: wait (bounded) until none of them is alive any more.
+    const deadline = Date.now() + 5_000;
+    while (pids.length > 0 && processesWithEnv(marker).length > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return pids;
+  };
+
+  return {
+    root,
+    home,
+    agentDir,
+    stateDir,
+    project,
+    env,
+    settings: () => JSON.parse(readFileSync(join(agentDir, "settings.json"), "utf8")),
+    install: (source, timeoutMs = 60_000) =>
+      new Promise((resolvePromise, reject) => {
+        execFile(
+          node,
+          [PI_CLI, "install", source],
+          { cwd: project, env, timeout: timeoutMs, killSignal: "SIGKILL", encoding: "utf8" },
+          (error, stdout, stderr) => {
+            if (error) reject(new Error(`pi install ${source} failed: ${stderr || error.message}`));
+            else resolvePromise(stdout);
+          },
+        );
+      }),
+    killStragglers,
+    async cleanup() {
+      await killStragglers();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
