@@ -5,6 +5,7 @@
 export * from "./engine.ts";
 export type { AcceptResult, AgentStepExecutor, AgentStepRequest } from "./agent-executor.ts";
 export { unavailableAgentExecutor } from "./agent-executor.ts";
+export * from "./step-contract.ts";
 export { normalizeAgentOutput, parseTolerantJson } from "./agent-output.ts";
 export { nodeEffect } from "./compile.ts";
 export type { CompiledEdge, CompiledScope, CompileOptions } from "./compile.ts";
