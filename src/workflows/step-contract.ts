@@ -81,18 +81,19 @@ export function updateArguments(
   return { action: "update", step: contract.step, attempt: contract.attempt, update };
 }
 
-/** What the model copies; `<output>` marks where its result goes. */
-const OUTPUT_MARK = "<output>";
-
 /**
  * The contract block: ids, the expected output, the exact submit and update lines, and the
- * rules. Both JSON lines are the real serialization of the arguments (ids escaped as JSON), with
- * the output replaced by a marker the model substitutes.
+ * rules. Both lines are the real JSON serialization of the arguments (ids escaped), so a model
+ * or a test can copy them; the submit line carries `null` (or a text marker for an assistant
+ * message) where the result goes.
  */
 export function contractBlock(contract: Omit<StepContract, "message">): string {
-  const ids = JSON.stringify({ action: "submit", step: contract.step, attempt: contract.attempt });
-  const output = contract.kind === "assistantMessage" ? '{"text":"<your message>"}' : OUTPUT_MARK;
-  const submitLine = `${ids.slice(0, -1)},"output":${output}}`;
+  const submitLine = JSON.stringify(
+    submitArguments(
+      contract,
+      contract.kind === "assistantMessage" ? { text: "<your message>" } : null,
+    ),
+  );
   const updateLine = JSON.stringify(updateArguments(contract, {
     type: "status",
     key: "note",
@@ -116,7 +117,7 @@ export function contractBlock(contract: Omit<StepContract, "message">): string {
       `Expected output: ${contract.expectedOutput ?? "a JSON object with your result"}`,
       "",
       "When the work is done, call the `workflow` tool once with exactly these arguments, " +
-        `replacing ${OUTPUT_MARK} with your result as JSON:`,
+        'with your result (the expected output above) as JSON in place of the null "output":',
       submitLine,
     );
   }
