@@ -187,11 +187,12 @@ function readOwnLease(store: StateStore, claim: Claim): LeaseRow {
 
 /** Extends a live claim by its ttl; returns the new expiry. An expired claim never renews. */
 export function renewClaim(store: StateStore, claim: Claim): number {
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    const lease = checkClaimInTx(store, claim, now);
-    return renewLeaseInTx(store, lease, now);
-  });
+  return writeTransaction(store, () => renewClaimInTx(store, claim, store.clock.now()));
+}
+
+/** `renewClaim` inside the caller's transaction. */
+export function renewClaimInTx(store: StateStore, claim: Claim, now: number): number {
+  return renewLeaseInTx(store, checkClaimInTx(store, claim, now), now);
 }
 
 function renewLeaseInTx(store: StateStore, lease: LeaseRow, now: number): number {

@@ -21,6 +21,7 @@
 --                                                   terminal transitions close pending ones)
 --   workers      run_workers                         transitions/run-launch.ts, workers.ts,
 --                                                   run-recovery.ts (orphaned epochs)
+--                worker_child_groups                 transitions/child-groups.ts
 --
 -- Conventions: times are INTEGER epoch milliseconds from the host's injected clock (SQLite never
 -- reads the time); JSON columns hold canonical JSON text of at most 1 MiB; every enumeration has
@@ -375,3 +376,15 @@ CREATE TABLE run_workers (
 CREATE UNIQUE INDEX run_workers_one_active ON run_workers (run_id)
 WHERE status IN ('starting', 'live');
 CREATE INDEX run_workers_active ON run_workers (status) WHERE status IN ('starting', 'live');
+
+-- Process groups a worker attached to host supervision (`process.register`: a shell node's
+-- command, a headless Pi): a direct child of the worker leading its own group, named by PID and
+-- start time. Written in the transaction that checks and renews the run claim; removed when the
+-- worker unregisters it or the host has reaped it. A restarted host reaps exact identities only.
+CREATE TABLE worker_child_groups (
+  worker_epoch TEXT NOT NULL REFERENCES run_workers (worker_epoch),
+  pid INTEGER NOT NULL CHECK (pid >= 1),
+  start_time TEXT NOT NULL,
+  registered_at INTEGER NOT NULL,
+  PRIMARY KEY (worker_epoch, pid, start_time)
+) WITHOUT ROWID;

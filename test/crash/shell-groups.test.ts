@@ -11,7 +11,6 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -30,6 +29,7 @@ import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { listChildGroups } from "../../src/state/transitions/child-groups.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
@@ -65,16 +65,15 @@ async function registeredSleeper(pidFile: string, stateDir: string): Promise<num
   return pid;
 }
 
+/** `pid:starttime` of every group the host holds in `worker_child_groups` (read-only open). */
 function recordedGroups(stateDir: string): string[] {
-  const dir = join(stateDir, "workers");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((n) => n.endsWith(".groups")).flatMap((n) => {
-    try {
-      return readFileSync(join(dir, n), "utf8").split("\n").filter(Boolean);
-    } catch {
-      return []; // replaced or removed in between
-    }
-  });
+  if (!existsSync(join(stateDir, "state.sqlite"))) return [];
+  const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    return listChildGroups(store).map((g) => `${g.pid}:${g.startTime}`);
+  } finally {
+    closeStateStore(store);
+  }
 }
 
 const sleepers: number[] = [];

@@ -1,26 +1,30 @@
 /**
- * Durable records of registered child groups: recovery signals a recorded group only while its
- * leader runs with the exact recorded start time (a reused PID is never signalled), and removes
- * every record afterwards.
+ * The durable registry of child groups (`worker_child_groups`): registration needs the live run
+ * claim and renews it; unregistering needs none; recovery signals a recorded group only while
+ * its leader runs with the exact recorded start time (a reused PID is never signalled), and
+ * removes every record afterwards.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  childGroupsFileFor,
-  reapRecordedChildGroups,
-  saveChildGroups,
-} from "../../src/host/supervision/child-groups.ts";
+import { reapRecordedChildGroups } from "../../src/host/supervision/child-groups.ts";
 import { readProcessIdentity } from "../../src/host/supervision/process-identity.ts";
 import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { ClaimLostError } from "../../src/state/errors.ts";
+import { queryOne } from "../../src/state/store.ts";
+import {
+  clearChildGroups,
+  listChildGroups,
+  registerChildGroup,
+  unregisterChildGroup,
+} from "../../src/state/transitions/child-groups.ts";
+import { completeRun } from "../../src/state/transitions/run-end.ts";
+import { enqueue, type Fixture, launch, openFixture, TTL } from "../state/helpers.ts";
 
-const dirs: string[] = [];
+const fixtures: Fixture[] = [];
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  for (const fixture of fixtures.splice(0)) fixture.close();
 });
 
 function liveGroupLeader() {
@@ -31,35 +35,65 @@ function liveGroupLeader() {
   return identity;
 }
 
+function launched() {
+  const f = openFixture();
+  fixtures.push(f);
+  const runId = enqueue(f.store);
+  const claim = launch(f.store, runId);
+  const { worker_epoch: workerEpoch } = queryOne<{ worker_epoch: string }>(
+    f.store,
+    "SELECT worker_epoch FROM run_workers WHERE run_id = :runId",
+    { runId },
+  )!;
+  return { f, runId, claim, workerEpoch };
+}
+
 describe("recorded child groups", () => {
-  it("keeps one 0600 file per epoch, removed when the set is empty", () => {
-    const dir = mkdtempSync(join(tmpdir(), "piw-groups-"));
-    dirs.push(dir);
-    const file = childGroupsFileFor(join(dir, "epoch-1.out"));
-    expect(file).toBe(join(dir, "epoch-1.groups"));
-    saveChildGroups(file, [{ pid: 12, startTime: "34" }, { pid: 56, startTime: "78" }]);
-    expect(readFileSync(file, "utf8")).toBe("12:34\n56:78\n");
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    saveChildGroups(file, []);
-    expect(existsSync(file)).toBe(false);
+  it("registers under the live claim (renewing it) and unregisters without one", () => {
+    const { f, claim, workerEpoch } = launched();
+    f.clock.advance(TTL / 2);
+    registerChildGroup(f.store, claim, { workerEpoch, pid: 12, startTime: "34" });
+    registerChildGroup(f.store, claim, { workerEpoch, pid: 12, startTime: "34" });
+    registerChildGroup(f.store, claim, { workerEpoch, pid: 56, startTime: "78" });
+    expect(listChildGroups(f.store)).toEqual([
+      { workerEpoch, pid: 12, startTime: "34" },
+      { workerEpoch, pid: 56, startTime: "78" },
+    ]);
+    const lease = queryOne<{ expires_at: number }>(
+      f.store,
+      "SELECT expires_at FROM leases WHERE run_id IS NOT NULL",
+    )!;
+    expect(lease.expires_at).toBe(f.clock.now() + TTL);
+    // After a terminal commit released the claim, cleanup still works.
+    completeRun(f.store, claim, { output: null });
+    expect(unregisterChildGroup(f.store, { workerEpoch, pid: 12, startTime: "34" })).toBe(true);
+    expect(unregisterChildGroup(f.store, { workerEpoch, pid: 12, startTime: "34" })).toBe(false);
+    expect(clearChildGroups(f.store, workerEpoch)).toBe(1);
+    expect(listChildGroups(f.store)).toEqual([]);
+  });
+
+  it("refuses a registration once the claim expired or was released", () => {
+    const { f, claim, workerEpoch } = launched();
+    f.clock.advance(TTL + 1);
+    expect(() => registerChildGroup(f.store, claim, { workerEpoch, pid: 12, startTime: "34" }))
+      .toThrow(ClaimLostError);
+    expect(listChildGroups(f.store)).toEqual([]);
   });
 
   it("reaps only exact identities at recovery and removes the records", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "piw-groups-"));
-    dirs.push(dir);
+    const { f, claim, workerEpoch } = launched();
     const unrelated = liveGroupLeader();
     const ours = liveGroupLeader();
-    // The unrelated process holds a recorded PID with another start time (PID reuse), and a
-    // corrupt line is ignored.
-    writeFileSync(
-      join(dir, "old.groups"),
-      `${unrelated.pid}:${BigInt(unrelated.startTime) + 1n}\nnot an identity\n`,
-    );
-    saveChildGroups(join(dir, "older.groups"), [ours]);
-    expect(await reapRecordedChildGroups(dir, 200)).toBe(1);
+    // The unrelated process holds a recorded PID with another start time (PID reuse).
+    registerChildGroup(f.store, claim, {
+      workerEpoch,
+      pid: unrelated.pid,
+      startTime: String(BigInt(unrelated.startTime) + 1n),
+    });
+    registerChildGroup(f.store, claim, { workerEpoch, ...ours });
+    expect(await reapRecordedChildGroups(f.store, 200)).toBe(1);
     expect(await waitUntil(() => readProcessIdentity(ours.pid) === null, 5_000)).toBe(true);
     expect(readProcessIdentity(unrelated.pid)).toEqual(unrelated);
-    expect(existsSync(join(dir, "old.groups"))).toBe(false);
-    expect(existsSync(join(dir, "older.groups"))).toBe(false);
+    expect(listChildGroups(f.store)).toEqual([]);
   });
 });

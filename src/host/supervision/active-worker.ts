@@ -47,11 +47,10 @@ export interface ActiveWorker {
   openAttempt: OpenAttempt | null;
   /**
    * Direct children the worker registered (`process.register`): each leads its own process
-   * group, and the host reaps it if the worker exits first. Keyed by `pid:starttime`.
+   * group, and the host reaps it if the worker exits first. Keyed by `pid:starttime`; the
+   * durable copy is `worker_child_groups`.
    */
   children: Map<string, ProcessIdentity>;
-  /** Durable copy of `children` for a host restart (child-groups.ts). */
-  childGroupsFile: string;
   timers: Set<ReturnType<typeof setTimeout>>;
   /** Resolves when exit handling (epoch record, run follow-up) is complete. */
   done: Promise<void>;

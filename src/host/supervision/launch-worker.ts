@@ -15,7 +15,6 @@ import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/r
 import { selfCommand } from "../self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { childGroupsFileFor } from "./child-groups.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
 
@@ -95,7 +94,6 @@ export function launchWorker(
       diagnostic: null,
       openAttempt: null,
       children: new Map(),
-      childGroupsFile: childGroupsFileFor(spawned.logFiles.stdout),
       timers: new Set(),
       done: Promise.resolve(),
     } satisfies ActiveWorker,

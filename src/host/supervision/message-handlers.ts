@@ -9,6 +9,7 @@ import type { RunFacts } from "../../protocol/run-facts.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
+import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import { readRunFacts } from "../../state/queries.ts";
 import {
   recordNodeFailed,
@@ -22,7 +23,6 @@ import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import { saveChildGroups } from "./child-groups.ts";
 import { formatStartIdentity, readProcessStat } from "./process-identity.ts";
 
 export interface Applied {
@@ -225,14 +225,17 @@ function progress(
 ): Applied {
   const p = message.payload;
   if (p.op === "process.unregister") {
-    if (worker.children.delete(formatStartIdentity({ pid: p.pid, startTime: p.startTime }))) {
-      saveChildGroups(worker.childGroupsFile, worker.children.values());
+    const identity = { pid: p.pid, startTime: p.startTime };
+    if (worker.children.delete(formatStartIdentity(identity))) {
+      unregisterChildGroup(ctx.store, { workerEpoch: worker.workerEpoch, ...identity });
     }
     return { closedAttempt: false };
   }
   if (worker.settled) throw refuse(`worker.progress ${p.op} after the run's durable end`);
-  renewClaim(ctx.store, worker.claim);
-  if (p.op === "heartbeat") return { closedAttempt: false };
+  if (p.op === "heartbeat") {
+    renewClaim(ctx.store, worker.claim);
+    return { closedAttempt: false };
+  }
   const stat = readProcessStat(p.pid);
   const leader = worker.identity;
   if (
@@ -245,9 +248,10 @@ function progress(
     );
   }
   const identity = { pid: p.pid, startTime: p.startTime };
+  // Durable (with the claim checked and renewed) before the worker hears "accepted" and lets
+  // the child run on.
+  registerChildGroup(ctx.store, worker.claim, { workerEpoch: worker.workerEpoch, ...identity });
   worker.children.set(formatStartIdentity(identity), identity);
-  // Durable before the worker hears "accepted" and lets the command run on.
-  saveChildGroups(worker.childGroupsFile, worker.children.values());
   return { closedAttempt: false };
 }
 

@@ -4,7 +4,7 @@
  * and removed when their group is gone. Children a worker attaches with `process.register`
  * (a shell node's command, later a headless Pi) are kept on that worker's record and reaped with
  * it. Durable copies of worker identities live in `run_workers`, and of registered children in
- * `workers/<epoch>.groups` files (child-groups.ts), so a restarted host can reap exact matches.
+ * `worker_child_groups` (transitions/child-groups.ts), so a restarted host can reap exact matches.
  */
 import { formatStartIdentity, type ProcessIdentity } from "./process-identity.ts";
 import { stopProcessGroup } from "./stop-group.ts";

@@ -4,8 +4,8 @@
  *
  *   2. reap worker epochs left active by an earlier host: signal a group only when its leader's
  *      exact start identity still runs (a reused PID is never signalled); record `orphaned`;
- *      likewise the child groups their workers registered (a shell command), from their
- *      durable records (child-groups.ts);
+ *      likewise the child groups their workers registered (a shell command, a headless Pi), from
+ *      their durable records (`worker_child_groups`);
  *   3. find running runs whose claim is absent or expired, and their active attempts;
  *   4-6. per run, one control-claimed transition (`recoverExpiredRun`) reads the attempt's effect
  *      state: a pure attempt is interrupted and the run made claimable again; an external one
@@ -17,7 +17,6 @@
  * Runs whose old claim has not expired yet are picked up by the same sweep later (the renewal
  * timer calls `recoverExpiredRuns`). Claim loss is a handoff: nothing here writes a failure.
  */
-import { join } from "node:path";
 import { ClaimLostError, TransitionError } from "../../state/errors.ts";
 import { listActiveWorkers, listExpiredRuns } from "../../state/queries.ts";
 import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
@@ -29,10 +28,7 @@ import { stopProcessGroup } from "./stop-group.ts";
 
 export async function recoverAtStart(ctx: HostContext): Promise<void> {
   await reapStaleWorkers(ctx);
-  const groups = await reapRecordedChildGroups(
-    join(ctx.stateDir, "workers"),
-    ctx.options.killGraceMs,
-  );
+  const groups = await reapRecordedChildGroups(ctx.store, ctx.options.killGraceMs);
   if (groups > 0) ctx.log("recovery.reaped_children", { count: groups });
   recoverExpiredRuns(ctx, new Set());
 }

@@ -21,7 +21,7 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { saveChildGroups } from "./child-groups.ts";
+import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
@@ -191,8 +191,15 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
           stopProcessGroup(child, { graceMs: ctx.options.killGraceMs })
         ),
       );
-      worker.children.clear();
-      saveChildGroups(worker.childGroupsFile, []);
+      if (worker.children.size > 0) {
+        worker.children.clear();
+        try {
+          clearChildGroups(ctx.store, worker.workerEpoch);
+        } catch (error) {
+          // A busy database: the records stay for the next host's recovery (exact identities).
+          ctx.log("worker.children_clear_failed", { run: worker.runId, error: errorName(error) });
+        }
+      }
       await stopping.get(worker);
       stopping.delete(worker);
       removeEmptyLogs(worker.spawned.logFiles);
