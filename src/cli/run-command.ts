@@ -5,6 +5,7 @@
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
@@ -23,9 +24,11 @@ export async function runRunCommand(
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
   const cwd = command.kind === "start" ? projectDir(command.cwd) : null;
-  const connection = await ensureHost({ env });
+  // One client id per invocation: a reconnect (start --wait across a host restart) keeps it.
+  const clientId = newClientId();
+  const connection = await ensureHost({ env, clientId });
   try {
-    return await execute(connection, () => ensureHost({ env }), command, cwd, io);
+    return await execute(connection, () => ensureHost({ env, clientId }), command, cwd, io);
   } catch (error) {
     if (error instanceof HostCommandError) {
       io.err(error.message);

@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { HostUnavailableError } from "../protocol/failures.ts";
-import { type SelfCommand, selfCommand } from "../host/self-launch.ts";
+import { type SelfCommand, selfCommand } from "../os/self-launch.ts";
 import { connectHost, type ConnectOptions, type HostConnection } from "./host-connection.ts";
 import { clientStateDir, hostSocketPath } from "./socket-path.ts";
 

@@ -8,15 +8,24 @@ import { HostUnavailableError } from "../protocol/failures.ts";
 import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
 import { receiptOf } from "./command-receipt.ts";
+import { checkClientId, newClientId } from "./client-id.ts";
 import { ensureHost, type EnsureHostOptions } from "./ensure-host.ts";
 import { type HostConnection, newRequestId, type RequestOptions } from "./host-connection.ts";
 
 export interface HostClientOptions extends EnsureHostOptions {
+  /**
+   * This client's stable id, sent on every connection (idempotency keys are scoped to it). The
+   * Pi extension passes `stableClientId("pi-session:" + sessionId)`; without one the client picks
+   * a fresh id once and keeps it for its whole life, across reconnects.
+   */
+  clientId?: string;
   /** Extra attempts after the host became unavailable mid-request (default 1). */
   retries?: number;
 }
 
 export interface HostClient {
+  /** The id every request of this client carries. */
+  readonly clientId: string;
   /** The host's answer, whatever its outcome. */
   request<Op extends HostOperation>(
     operation: Op,
@@ -32,11 +41,13 @@ export interface HostClient {
 
 export function createHostClient(options: HostClientOptions = {}): HostClient {
   const retries = options.retries ?? 1;
+  const clientId = checkClientId(options.clientId ?? newClientId());
+  const connectOptions = { ...options, clientId };
   let connection: Promise<HostConnection> | null = null;
 
   const connected = (): Promise<HostConnection> => {
     if (!connection) {
-      connection = ensureHost(options);
+      connection = ensureHost(connectOptions);
       connection.catch(() => (connection = null));
     }
     return connection.then((open) => {
@@ -67,6 +78,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
   };
 
   return {
+    clientId,
     request,
     async call(operation, requestOptions) {
       return receiptOf(operation, await request(operation, requestOptions));

@@ -6,6 +6,7 @@
  */
 import net from "node:net";
 import { randomUUID } from "node:crypto";
+import { newClientId } from "./client-id.ts";
 import { FrameDecoder, FrameError, writeFrame } from "../protocol/framing.ts";
 import { HostUnavailableError, ProtocolRejectedError } from "../protocol/failures.ts";
 import { HOST_REQUEST_SCHEMA, type HostRequestInput } from "../protocol/host-request.ts";
@@ -41,6 +42,7 @@ export interface HostConnection {
 }
 
 export interface ConnectOptions {
+  /** The client's stable id (client-id.ts); a fresh one for this connection when absent. */
   clientId?: string;
   connectTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -97,7 +99,7 @@ function connectFailure(error: NodeJS.ErrnoException): string {
 }
 
 function openConnection(socket: net.Socket, options: ConnectOptions): HostConnection {
-  const clientId = options.clientId ?? `client-${randomUUID()}`;
+  const clientId = options.clientId ?? newClientId();
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const pending = new Map<string, Pending>();
   const decoder = new FrameDecoder();

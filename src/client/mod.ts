@@ -11,4 +11,5 @@ export {
 } from "./host-connection.ts";
 export { DEFAULT_START_TIMEOUT_MS, ensureHost, type EnsureHostOptions } from "./ensure-host.ts";
 export { HostCommandError, receiptOf } from "./command-receipt.ts";
+export { checkClientId, newClientId, stableClientId } from "./client-id.ts";
 export { createHostClient, type HostClient, type HostClientOptions } from "./host-client.ts";

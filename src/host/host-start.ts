@@ -14,7 +14,7 @@ import { HostStartError } from "./host-main.ts";
 import { readHostOptions } from "./host-options.ts";
 import { type HostReadyMessage, HostReadyMessageSchema } from "../protocol/host-ready.ts";
 import { READY_FD_ENV } from "./ready-handshake.ts";
-import { type SelfCommand, selfCommand } from "./self-launch.ts";
+import { type SelfCommand, selfCommand } from "../os/self-launch.ts";
 
 export const HOST_LOG_FILE_NAME = "host.log";
 export const DEFAULT_HOST_START_TIMEOUT_MS = 20_000;

@@ -55,3 +55,20 @@ export function parseResolveRequest(value: unknown): SchemaResult<ResolveRequest
 export function parseResolveResult(value: unknown): SchemaResult<ResolveResultMessage> {
   return parseWith(ResolveResultSchema, value, "result");
 }
+
+/** What the host gets from a resolver child: the result message minus its schema tag. */
+export type ResolveResult =
+  | {
+    ok: true;
+    workflowName: string;
+    title: string | null;
+    /** Source identity exactly as the worker launch envelope carries it. */
+    workflowSource: unknown;
+    definitionDigest: string;
+    /** Normalized input and its hash. */
+    input: unknown;
+    inputHash: string;
+    /** Whether the definition has steps that need an origin Pi session. */
+    needsInteractive: boolean;
+  }
+  | { ok: false; code: string; message: string };

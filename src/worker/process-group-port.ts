@@ -7,7 +7,7 @@
  * group down, the worker unregisters it.
  */
 import type { ProcessGroupHooks } from "../workflows/engine.ts";
-import { isSameProcessAlive, readProcessIdentity } from "../host/supervision/process-identity.ts";
+import { isSameProcessAlive, readProcessIdentity } from "../os/process-identity.ts";
 import { ClaimLostStop, ProposalRejected, type Proposer } from "./proposer.ts";
 
 export function createProcessGroupPort(

@@ -5,7 +5,7 @@
  * never imports workflow code; this child does, then exits.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { ResolveResult } from "../host/supervision/api.ts";
+import type { ResolveResult } from "../protocol/resolve-messages.ts";
 import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "../protocol/resolve-messages.ts";
 import { errorMessage } from "../workflows/errors.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";

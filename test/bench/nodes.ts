@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { createSupervision } from "../../src/host/supervision/index.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";

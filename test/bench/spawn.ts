@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore, queryOne } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { benchHostContext } from "./_host-context.ts";

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { readFileSync } from "node:fs";
-import { detectRuntime, selfCommand, selfEntry } from "../../src/host/self-launch.ts";
+import { detectRuntime, selfCommand, selfEntry } from "../../src/os/self-launch.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const cliMain = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));

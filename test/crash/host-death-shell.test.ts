@@ -16,8 +16,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { readProcessIdentity } from "../../src/host/supervision/process-identity.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";

@@ -23,8 +23,8 @@ import {
   readProcessIdentity,
   readProcessStat,
   signalGroup,
-} from "../../src/host/supervision/process-identity.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+} from "../../src/os/process-identity.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";

@@ -7,8 +7,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { reapRecordedChildGroups } from "../../src/host/supervision/child-groups.ts";
-import { readProcessIdentity } from "../../src/host/supervision/process-identity.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { queryOne } from "../../src/state/store.ts";
 import {

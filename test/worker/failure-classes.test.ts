@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAILURE_CLASSES } from "../../src/protocol/failures.ts";
 import { existsSync, writeFileSync } from "node:fs";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import { queryAll } from "../../src/state/store.ts";
@@ -131,7 +131,7 @@ describe("failure classification", () => {
     writeFileSync(
       path,
       `import { existsSync, writeFileSync } from "node:fs";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";\n` +
         workflow("src", `() => { writeFileSync(${JSON.stringify(marker)}, "x"); return {}; }`),

@@ -21,7 +21,7 @@ import type {
   SupervisionOptions,
 } from "../../src/host/supervision/api.ts";
 import { createSupervision, type SupervisionExtras } from "../../src/host/supervision/index.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { queryAll } from "../../src/state/store.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";

@@ -8,9 +8,9 @@ import {
   readProcessIdentity,
   readProcessStat,
   signalGroup,
-} from "../../src/host/supervision/process-identity.ts";
+} from "../../src/os/process-identity.ts";
 import { createProcessRegistry } from "../../src/host/supervision/process-registry.ts";
-import { isGone, stopProcessGroup, waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { isGone, stopProcessGroup, waitUntil } from "../../src/os/stop-group.ts";
 
 const started: ChildProcess[] = [];
 

@@ -9,8 +9,8 @@ import {
   isSameProcessAlive,
   readProcessIdentity,
   signalGroup,
-} from "../../src/host/supervision/process-identity.ts";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+} from "../../src/os/process-identity.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { listActiveWorkers, readRun } from "../../src/state/queries.ts";

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryAll, queryOne } from "../../src/state/store.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";

@@ -3,7 +3,7 @@
  * `run_workers` row; this holds what only the live host knows (timers, the child, why it stops).
  */
 import type { Claim } from "../../state/claims.ts";
-import type { ProcessIdentity } from "./process-identity.ts";
+import type { ProcessIdentity } from "../../os/process-identity.ts";
 import type { SpawnedWorker } from "./worker-process.ts";
 
 /**

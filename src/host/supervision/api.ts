@@ -5,6 +5,7 @@
  */
 import type { Clock, IdSource } from "../../state/clock.ts";
 import type { StateStore } from "../../state/store.ts";
+import type { ResolveResult } from "../../protocol/resolve-messages.ts";
 
 export interface HostContext {
   store: StateStore;
@@ -46,21 +47,7 @@ export interface ResolveRequest {
   cwd: string;
 }
 
-export type ResolveResult =
-  | {
-    ok: true;
-    workflowName: string;
-    title: string | null;
-    /** Source identity exactly as the worker launch envelope carries it. */
-    workflowSource: unknown;
-    definitionDigest: string;
-    /** Normalized input and its hash. */
-    input: unknown;
-    inputHash: string;
-    /** Whether the definition has steps that need an origin Pi session. */
-    needsInteractive: boolean;
-  }
-  | { ok: false; code: string; message: string };
+export type { ResolveResult } from "../../protocol/resolve-messages.ts";
 
 export interface Supervision {
   /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */

@@ -7,8 +7,8 @@
  */
 import { clearChildGroups, listChildGroups } from "../../state/transitions/child-groups.ts";
 import type { StateStore } from "../../state/store.ts";
-import { isSameProcessAlive } from "./process-identity.ts";
-import { stopProcessGroup } from "./stop-group.ts";
+import { isSameProcessAlive } from "../../os/process-identity.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
 
 /** Returns how many groups were signalled. */
 export async function reapRecordedChildGroups(store: StateStore, graceMs: number): Promise<number> {

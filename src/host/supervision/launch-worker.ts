@@ -12,7 +12,7 @@ import {
   type WorkerLaunch,
 } from "../../protocol/worker-launch.ts";
 import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/run-launch.ts";
-import { selfCommand } from "../self-launch.ts";
+import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";

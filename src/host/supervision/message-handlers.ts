@@ -23,7 +23,7 @@ import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import { formatStartIdentity, readProcessStat } from "./process-identity.ts";
+import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
 
 export interface Applied {
   revision?: number;

@@ -6,8 +6,8 @@
  * it. Durable copies of worker identities live in `run_workers`, and of registered children in
  * `worker_child_groups` (transitions/child-groups.ts), so a restarted host can reap exact matches.
  */
-import { formatStartIdentity, type ProcessIdentity } from "./process-identity.ts";
-import { stopProcessGroup } from "./stop-group.ts";
+import { formatStartIdentity, type ProcessIdentity } from "../../os/process-identity.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
 
 export interface RegisteredProcess {
   identity: ProcessIdentity;

@@ -23,8 +23,8 @@ import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../state/transitions/workers.ts";
 import type { HostContext } from "./api.ts";
 import { reapRecordedChildGroups } from "./child-groups.ts";
-import { isSameProcessAlive, parseStartIdentity } from "./process-identity.ts";
-import { stopProcessGroup } from "./stop-group.ts";
+import { isSameProcessAlive, parseStartIdentity } from "../../os/process-identity.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
 
 export async function recoverAtStart(ctx: HostContext): Promise<void> {
   await reapStaleWorkers(ctx);

@@ -8,10 +8,10 @@ import { join } from "node:path";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { readFrames, writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
-import { selfCommand } from "../self-launch.ts";
+import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { stopProcessGroup } from "./stop-group.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
 import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
 
 export async function resolveInChild(

@@ -27,7 +27,7 @@ import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
-import { stopProcessGroup } from "./stop-group.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { type ProcessIdentity, readProcessIdentity } from "./process-identity.ts";
+import { type ProcessIdentity, readProcessIdentity } from "../../os/process-identity.ts";
 
 export interface WorkerSpawnOptions {
   command: string;

@@ -44,12 +44,12 @@ export function detectRuntime(): RuntimeKind {
 }
 
 /**
- * The CLI entry. From source this module is `src/host/self-launch.ts` and the entry is
+ * The CLI entry. From source this module is `src/os/self-launch.ts` and the entry is
  * `src/cli/main.ts`; in the bundle every module shares one file, which is itself the entry.
  */
 export function selfEntry(moduleUrl: string = import.meta.url): string {
   const here = fileURLToPath(moduleUrl);
-  if (!/[\\/]src[\\/]host[\\/]self-launch\.ts$/.test(here)) return here;
+  if (!/[\\/]src[\\/]os[\\/]self-launch\.ts$/.test(here)) return here;
   const main = fileURLToPath(new URL("../cli/main.ts", moduleUrl));
   if (!existsSync(main)) {
     throw new Error(`Self-launch failed: the CLI entry is missing: expected ${main}`);
