@@ -96,7 +96,10 @@ function printResult(io: CliIo, run: RunSummary): void {
       if (run.output !== undefined) io.out(formatValue(run.output));
       return;
     case "waiting":
-      io.out(`Run is waiting for input: ${run.runId} (see 'pi-workflows status ${run.runId}')`);
+      io.out(
+        `Run is waiting for input: ${run.runId} (see what it asks with 'pi-workflows status ` +
+          `${run.runId}', answer with 'pi-workflows answer ${run.runId} ...')`,
+      );
       return;
     default:
       if (run.state === "queued" || run.state === "running") {

@@ -25,6 +25,18 @@ export type CliCommand =
   | { kind: "status"; runId: string; json: boolean }
   | { kind: "list"; all: boolean; json: boolean }
   | { kind: "control"; action: ControlAction; runId: string; json: boolean }
+  | {
+    kind: "answer";
+    runId: string;
+    /** The waiting node, when named (else the run's waiting node). */
+    nodeId: string | null;
+    /** The answer as typed: JSON, plain text, or a choice name or label. */
+    text: string | null;
+    /** `--choice` and `--input name=value` (a human decision). */
+    choice: string | null;
+    inputs: { name: string; value: string }[];
+    json: boolean;
+  }
   | { kind: "doctor"; json: boolean }
   | { kind: "worker"; args: string[] };
 
@@ -83,6 +95,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
         json: flag(parsed, "json"),
       };
     }
+    case "answer":
+      return parseAnswer(rest);
     case "doctor": {
       const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
       if (parsed.help) return { kind: "help", topic: "doctor" };
@@ -149,6 +163,49 @@ function parseStart(rest: readonly string[]): CliCommand {
     wait: flag(parsed, "wait"),
     json: flag(parsed, "json"),
   };
+}
+
+/** `answer <runId> [<nodeId>] <json|text>`, or `answer <runId> [<nodeId>] --choice c [--input n=v]`. */
+function parseAnswer(rest: readonly string[]): CliCommand {
+  const options: Options = {
+    ...JSON_FLAG,
+    choice: { type: "string" },
+    input: { type: "string", multiple: true },
+  };
+  const loose = parse("answer", rest, options, 0, Infinity);
+  if (loose.help) return { kind: "help", topic: "answer" };
+  const inputs = ((loose.values.input ?? []) as unknown as string[]).map(parseInputPair);
+  const choice = typeof loose.values.choice === "string" ? loose.values.choice : null;
+  if (choice !== null && choice.trim() === "") {
+    throw new UsageError("Option --choice is empty: name one of the decision's choices");
+  }
+  const flagged = choice !== null || inputs.length > 0;
+  // With --choice/--input the answer is in the options: <runId> [<nodeId>]; else it is last.
+  const parsed = parse("answer", rest, options, flagged ? 1 : 2, flagged ? 2 : 3);
+  const [runId, ...more] = parsed.positionals;
+  const text = flagged ? null : more.pop()!;
+  if (text !== null && text.trim() === "") {
+    throw new UsageError("The answer is empty: give JSON, text or a choice");
+  }
+  const nodeId = more[0] ?? null;
+  if (nodeId !== null && nodeId.trim() === "") throw new UsageError("The node id is empty");
+  return {
+    kind: "answer",
+    runId: runIdArg("answer", runId),
+    nodeId,
+    text,
+    choice,
+    inputs,
+    json: flag(parsed, "json"),
+  };
+}
+
+function parseInputPair(pair: string): { name: string; value: string } {
+  const at = pair.indexOf("=");
+  if (at <= 0) {
+    throw new UsageError(`Invalid --input '${pair.slice(0, 60)}': expected name=value`);
+  }
+  return { name: pair.slice(0, at), value: pair.slice(at + 1) };
 }
 
 function parseInputJson(text: string): JsonValue {

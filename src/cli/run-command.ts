@@ -1,5 +1,5 @@
 /**
- * `start`, `status`, `list`, `pause`, `resume` and `cancel`: requests to the host, which is
+ * `start`, `status`, `list`, `pause`, `resume`, `cancel` and `answer`: requests to the host, which is
  * started on demand. The host answers; this file prints and picks the exit code.
  */
 import { statSync } from "node:fs";
@@ -9,12 +9,18 @@ import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
+import { answerRun } from "./answer-command.ts";
 import { followRun } from "./follow-run.ts";
+import { formatWaiting } from "./format-waiting.ts";
+import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
 
-type RunCommand = Extract<CliCommand, { kind: "start" | "status" | "list" | "control" }>;
+type RunCommand = Extract<
+  CliCommand,
+  { kind: "start" | "status" | "list" | "control" | "answer" }
+>;
 
 const PAST_TENSE = { pause: "Paused", resume: "Resumed", cancel: "Cancelled" } as const;
 
@@ -71,9 +77,14 @@ async function execute(
         await connection.request("run.status", { runId: command.runId }),
       );
       if (command.json) printJson(io, receipt);
-      else io.out(formatRun(receipt.run, receipt.attempts));
+      else {
+        io.out(formatRun(receipt.run, receipt.attempts));
+        if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
+      }
       return EXIT.ok;
     }
+    case "answer":
+      return await answerRun(connection, command, io);
     case "list": {
       const receipt = receiptOf(
         "run.list",

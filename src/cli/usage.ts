@@ -12,6 +12,7 @@ Commands:
   pause <runId>                Pause a run at its last durable boundary
   resume <runId>               Resume a paused or blocked run
   cancel <runId>               Cancel a run
+  answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
   host run|start|status|stop   Manage the workflow host process
   doctor                       Check the state database (read-only)
 
@@ -36,7 +37,8 @@ Options:
   --json              Print machine-readable JSON`,
   status: `Usage: pi-workflows status <runId> [--json]
 
-Shows the state, revision, nodes and result of one run.`,
+Shows the state, revision, nodes and result of one run. A waiting run also shows what it asks:
+the decision's title, presentation, choices, deadline and default, and how to answer it.`,
   list: `Usage: pi-workflows list [--all] [--json]
 
 Lists active runs (queued, running, waiting, paused). --all includes finished runs.`,
@@ -49,6 +51,18 @@ Resumes a paused run, or a run blocked for review (changed source, ambiguous eff
   cancel: `Usage: pi-workflows cancel <runId> [--json]
 
 Cancels a run. An effect that may have applied becomes ambiguous for manual review.`,
+  answer: `Usage: pi-workflows answer <runId> [<nodeId>] <json|text> [--json]
+       pi-workflows answer <runId> [<nodeId>] --choice <name> [--input <name>=<text>] [--json]
+
+Answers what a waiting run asks (see 'pi-workflows status <runId>'). <nodeId> defaults to the
+node the run waits at. The run then continues, same run id, from the answered node.
+
+  checkpoint       JSON as typed ('{"approved": true}'); any other text becomes {"answer": "<text>"}
+  human decision   a choice name or label (approve, "Approve the release"), or --choice <name>;
+                   a choice that needs text takes --input <name>=<text>
+
+Refused (exit 3): a second or stale answer, the wrong node, an answer after the deadline (its
+default or timeout is recorded instead), or one that does not fit what the node declared.`,
   host: `Usage: pi-workflows host <run|start|status|stop> [--json]
 
   run      Run the host attached to this terminal (logs to stderr)

@@ -13,6 +13,7 @@ import {
   type HostResponse,
   successResponse,
 } from "../protocol/host-response.ts";
+import { answerCheckpointCommand, answerDecisionCommand } from "./answer-commands.ts";
 import { errorResponse } from "./command-errors.ts";
 import { withReceipt } from "./command-receipts.ts";
 import { hostStatus } from "./host-status.ts";
@@ -31,6 +32,8 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
   "run.status": runStatusQuery,
   "run.list": listRunsQuery,
+  "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),
+  "decision.answer": (rt, request) => withReceipt(rt, request, answerDecisionCommand),
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
   "host.stop": (rt, request) => {

@@ -11,6 +11,7 @@ import {
 } from "../protocol/host-response.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import {
+  AnswerRefusedError,
   ClaimLostError,
   NotFoundError,
   RequestConflictError,
@@ -52,6 +53,13 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       HOST_ERROR_CODES.requestIdReused,
       "Request id reused with another payload: use a new request id for a new command",
     );
+  }
+  if (error instanceof AnswerRefusedError) {
+    // A race lost to another answer, a default or a newer attempt is a conflict; a request that
+    // could never be right (wrong node, kind or answer) is rejected.
+    const conflict = error.code === "staleAttempt" || error.code === "alreadyAnswered" ||
+      error.code === "deadlinePassed";
+    return answer(conflict ? "conflict" : "rejected", error.code, error.message);
   }
   if (error instanceof TransitionError) {
     return answer("rejected", "invalidTransition", error.message);

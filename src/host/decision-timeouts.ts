@@ -1,42 +1,79 @@
 /**
- * Human decisions with a saved `onTimeout` default: when the deadline passes, the host records
- * the default (`timeoutDefault` resolution) and makes the run launchable again, with no worker
- * alive while the run waits. The host checks on a short timer and once at start-up (after
- * recovery), so a deadline that passed while no host ran is applied as soon as one starts.
+ * The deadlines of runs waiting for a person, as kinds of the host deadline timer:
+ *   decisionDefault  a human decision's saved `onTimeout` default is recorded at its deadline
+ *                    (`applyDecisionDefault`: control claim, default, interaction closed, claim
+ *                    released, run launchable, in one transaction)
+ *   waitTimeout      a checkpoint's or decision's own `timeoutMs` passed while it waited: the
+ *                    attempt ends `timed_out` (`timeOutWaitingAttempt`) and the next worker
+ *                    follows `$result.outcome` or ends the run `timed_out`
+ * No worker is alive while these runs wait and no workflow code runs in the host: the default
+ * was normalized by the worker when the run started waiting.
  */
-import { listDecisionDeadlines } from "../state/decision-deadlines.ts";
-import { answerDecision } from "../state/transitions/decisions.ts";
-import type { HostRuntime } from "./host-runtime.ts";
+import { crashPoint } from "../protocol/crash-point.ts";
+import {
+  dueDecisionDefaults,
+  dueWaitTimeouts,
+  nextDecisionDefaultAt,
+  nextWaitTimeoutAt,
+} from "../state/decision-deadlines.ts";
+import {
+  applyDecisionDefault,
+  type ClosedDecision,
+  timeOutWaitingAttempt,
+} from "../state/transitions/decisions.ts";
+import type { DeadlineKind, DeadlineRuntime } from "./deadline-timer.ts";
 
-type DecisionRuntime = Pick<HostRuntime, "store" | "clock" | "supervision" | "log">;
-
-/** Applies every due default; returns how many it applied. */
-export function applyDueDecisionDefaults(rt: DecisionRuntime): number {
-  const now = rt.clock.now();
-  let applied = 0;
-  for (const due of listDecisionDeadlines(rt.store)) {
-    if (due.dueAt > now) break;
-    try {
-      const { revision } = answerDecision(rt.store, {
-        decisionId: due.decisionId,
-        answer: due.response,
-        resolution: "timeoutDefault",
-      });
-      rt.log("decision.timeoutDefault", { runId: due.runId, revision });
-      applied++;
-    } catch (error) {
-      // Answered or cancelled between the read and the write: nothing left to default.
-      rt.log("decision.timeoutSkipped", {
-        runId: due.runId,
-        reason: error instanceof Error ? error.name : "Error",
-      });
+export const decisionDefaultDeadline: DeadlineKind = {
+  name: "decisionDefault",
+  nextDue: nextDecisionDefaultAt,
+  applyDue(rt, now, limit) {
+    const due = dueDecisionDefaults(rt.store, now, limit);
+    for (const { decisionId, runId } of due) {
+      apply(rt, "decisionDefault", runId, () =>
+        applyDecisionDefault(rt.store, {
+          decisionId,
+          ownerId: rt.ownerId,
+          beforeCommit: () => crashPoint("host.decisionDefault.beforeCommit"),
+        }));
     }
-  }
-  if (applied > 0) rt.supervision.wake();
-  return applied;
-}
+    return due.length;
+  },
+};
 
-/** Whether a pending decision deadline should keep the host alive (a scheduled wake). */
-export function hasDecisionDeadline(rt: Pick<HostRuntime, "store">): boolean {
-  return listDecisionDeadlines(rt.store).length > 0;
+export const waitTimeoutDeadline: DeadlineKind = {
+  name: "waitTimeout",
+  nextDue: nextWaitTimeoutAt,
+  applyDue(rt, now, limit) {
+    const due = dueWaitTimeouts(rt.store, now, limit);
+    for (const { attemptId, runId } of due) {
+      apply(rt, "waitTimeout", runId, () =>
+        timeOutWaitingAttempt(rt.store, {
+          attemptId,
+          ownerId: rt.ownerId,
+          beforeCommit: () => crashPoint("host.waitTimeout.beforeCommit"),
+        }));
+    }
+    return due.length;
+  },
+};
+
+function apply(
+  rt: DeadlineRuntime,
+  name: string,
+  runId: string,
+  close: () => ClosedDecision | null,
+): void {
+  const closed = close();
+  if (closed === null) {
+    // Answered or cancelled between the read and the write: nothing left to do.
+    rt.log(`${name}.skipped`, { runId });
+    return;
+  }
+  crashPoint(`host.${name}.afterCommit`);
+  rt.log(`${name}.applied`, {
+    runId,
+    revision: closed.revision,
+    generation: closed.generation,
+  });
+  rt.wake();
 }

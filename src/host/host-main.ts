@@ -27,7 +27,8 @@ import {
   openStateStore,
   resolveStateDir,
 } from "../state/store.ts";
-import { applyDueDecisionDefaults, hasDecisionDeadline } from "./decision-timeouts.ts";
+import { DEADLINE_KINDS } from "./deadline-kinds.ts";
+import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import type { Supervision } from "./supervision/api.ts";
@@ -49,9 +50,6 @@ import {
 } from "./socket-listener.ts";
 import { createSocketServer, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
-
-/** How often the host looks for human decisions whose `onTimeout` deadline passed. */
-const DECISION_CHECK_MS = 500;
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -136,6 +134,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   let socketIdentity: SocketIdentity | null = null;
   let socketServer: SocketServer | null = null;
   let supervision: Supervision | null = null;
+  let deadlines: DeadlineTimer | null = null;
   const timers: NodeJS.Timeout[] = [];
   let resolveStopped!: (reason: string) => void;
   const stopped = new Promise<string>((resolve) => (resolveStopped = resolve));
@@ -147,6 +146,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       phase = "stopping";
       log("host.stopping", { epoch: claim.epoch, reason });
       for (const timer of timers) clearInterval(timer);
+      deadlines?.stop();
       listening = false;
       await socketServer?.close({ abandon: claimLost }).catch(() => {});
       await supervision?.shutdown().catch((error) => {
@@ -227,6 +227,9 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       get supervision() {
         return supervision!;
       },
+      get deadlines() {
+        return deadlines!;
+      },
       log,
       version: VERSION,
       phase: () => phase,
@@ -243,15 +246,21 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       hostOwnerId: ownerId,
       log,
       options: supervisionOptions,
+      deadlinesChanged: () => deadlines?.changed(),
     });
+    deadlines = createDeadlineTimer({
+      store,
+      clock,
+      ids,
+      ownerId,
+      log,
+      wake: () => supervision!.wake(),
+    }, DEADLINE_KINDS);
     await supervision.recover();
+    // Deadlines that fell due while no host ran are applied before any other work is scheduled
+    // and before commands arrive (recovery step 8); then the timer waits for the next one.
+    deadlines.start();
     supervision.start();
-    // Deadlines that passed while no host ran are applied before new commands arrive.
-    const decisions = { store, clock, supervision, log };
-    applyDueDecisionDefaults(decisions);
-    timers.push(setInterval(() => {
-      if (phase === "running") applyDueDecisionDefaults(decisions);
-    }, DECISION_CHECK_MS));
     socketServer = createSocketServer({
       handle: createCommandHandler(runtime),
       frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
@@ -272,7 +281,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     if (phase !== "running") return;
     const busy = socketServer!.connectionCount() > 0 ||
       supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork() ||
-      hasDecisionDeadline({ store });
+      deadlines!.hasPending();
     if (idle.check(busy)) void stop("idle");
   }, idleCheckIntervalMs(hostOptions.idleMs)));
 

@@ -4,6 +4,7 @@
  */
 import type { Clock, IdSource } from "../state/clock.ts";
 import type { StateStore } from "../state/store.ts";
+import type { DeadlineTimer } from "./deadline-timer.ts";
 import type { HostLog } from "./host-log.ts";
 import type { Supervision } from "./supervision/api.ts";
 
@@ -18,6 +19,8 @@ export interface HostRuntime {
   /** Owner id of this host's claims (not a secret). */
   readonly ownerId: string;
   readonly supervision: Supervision;
+  /** The one timer for deadlines of runs waiting without a worker. */
+  readonly deadlines: DeadlineTimer;
   readonly log: HostLog;
   readonly version: string;
   phase(): HostPhase;

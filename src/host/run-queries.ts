@@ -9,6 +9,8 @@ import { type HostResponse, successResponse } from "../protocol/host-response.ts
 import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listEvents, listRuns, readRunStatus } from "../state/queries.ts";
+import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
+import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 
@@ -44,6 +46,10 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     run: runSummary(view) as unknown as JsonValue,
     attempts: attempts as unknown as JsonValue,
   };
+  if (view.state === "waiting") {
+    const waiting = readWaiting(rt.store, runId);
+    if (waiting) receipt.waiting = waitingView(waiting);
+  }
   if (after !== undefined) {
     const rows = listEvents(
       rt.store,
@@ -75,6 +81,26 @@ export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostRespon
     hostEpoch: rt.epoch,
     receipt: { runs: runs as unknown as JsonValue },
   });
+}
+
+/** What a waiting run asks, as `run.status` shows it (protocol `WaitingSchema`). */
+export function waitingView(w: WaitingRecord): JsonValue {
+  const view: { [key: string]: JsonValue } = {
+    kind: w.kind,
+    operation: ANSWER_OPERATIONS[w.kind],
+    decisionId: w.decisionId,
+    nodeId: w.nodeId,
+    attemptId: w.attemptId,
+    since: w.since,
+    deadlineAt: w.deadlineAt,
+    default: w.defaultAt !== null && w.defaultAnswer !== undefined
+      ? { at: w.defaultAt, answer: w.defaultAnswer }
+      : null,
+  };
+  if (w.kind === "humanDecision") view.decision = w.request;
+  else view.request = w.request;
+  if (w.answerSchema !== undefined) view.answerSchema = w.answerSchema;
+  return view;
 }
 
 /** A stored event as the protocol shows it: node and attempt ids lifted out of the payload. */

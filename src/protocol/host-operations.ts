@@ -74,6 +74,8 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "run.cancel",
   "run.status",
   "run.list",
+  "checkpoint.answer",
+  "decision.answer",
   "host.status",
   "host.stop",
 ]);

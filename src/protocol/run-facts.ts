@@ -53,7 +53,7 @@ export const AttemptFactSchema = v.object({
   attemptId: v.string(),
   /** Flattened node id (`mount/child` inside includes). */
   nodeId: v.string(),
-  /** 1-based order of the attempt within the run chain. */
+  /** 1-based order of the attempt within the run. */
   sequence: v.pipe(v.number(), v.integer(), v.minValue(1)),
   nodeKind: v.string(),
   effect: v.picklist(NODE_EFFECTS),
@@ -64,12 +64,6 @@ export const AttemptFactSchema = v.object({
   finishedAt: v.optional(v.number()),
   /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
   deadlineAt: v.nullable(v.number()),
-  /**
-   * For a `waiting` attempt whose checkpoint or human decision was answered in an earlier
-   * continuation: the accepted answer. The engine treats such an attempt as `ok` with this
-   * output. (`resumeAnswer` covers the answer that resumes the current run.)
-   */
-  answer: v.optional(JsonValueSchema),
 });
 export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
 
@@ -77,13 +71,11 @@ export const RunFactsSchema = v.object({
   runId: v.string(),
   workflowName: v.string(),
   input: JsonValueSchema,
-  /** Attempts of this run and of the runs it continues, in sequence order. */
-  attempts: v.array(AttemptFactSchema),
   /**
-   * The answer that resumes a run continued from a checkpoint or human decision, keyed by the
-   * waiting node id; absent for a fresh run.
+   * The run's attempts in sequence order. An answered checkpoint or human decision is an `ok`
+   * attempt whose output is the recorded answer (the run resumes in place).
    */
-  resumeAnswer: v.optional(v.object({ nodeId: v.string(), answer: JsonValueSchema })),
+  attempts: v.array(AttemptFactSchema),
   /**
    * Set when an operator resumed a run blocked with `effectAmbiguous`: the interrupted
    * `external` attempt they reviewed, which the engine may now run again. Without it an

@@ -5,6 +5,7 @@
  */
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
+import { WaitingSchema } from "./decision-request.ts";
 import { ATTEMPT_STATES, NODE_EFFECTS } from "./run-facts.ts";
 import {
   AbsolutePathSchema,
@@ -154,6 +155,8 @@ export const RunCommandReceiptSchema = looseObject({ run: RunSummarySchema });
 export const RunStatusReceiptSchema = looseObject({
   run: RunSummarySchema,
   attempts: v.optional(v.array(AttemptSummarySchema)),
+  /** Present while the run waits at a checkpoint or human decision: what it asks. */
+  waiting: v.optional(WaitingSchema),
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),

@@ -1,10 +1,11 @@
 /**
  * Payloads and receipts of the operations a Pi session uses: answering checkpoints and human
  * decisions, submitting interactive steps, and claiming/delivering notifications and completion
- * turns. The host recognises them now and serves them as their issues land.
+ * turns. The host serves the answers; the others are recognised and served as their issues land.
  */
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
+import { RunSummarySchema } from "./run-operations.ts";
 import {
   ErrorInfoSchema,
   looseObject,
@@ -16,17 +17,20 @@ import {
 
 const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
 
-/** `checkpoint.answer` (run id in the envelope): the model-facing answer to an ordinary checkpoint. */
+/**
+ * `checkpoint.answer` (run id in the envelope): an answer to an ordinary checkpoint, from a
+ * person or the model's tool. It names the waiting node and attempt, so a stale answer is refused.
+ */
 export const CheckpointAnswerPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
-  attemptId: v.optional(OpaqueIdSchema),
+  attemptId: OpaqueIdSchema,
   answer: JsonValueSchema,
 });
 
-/** `decision.answer`: a person's answer to a protected human decision (`/workflow answer`). */
+/** `decision.answer`: a person's answer to a protected human decision (never the model). */
 export const DecisionAnswerPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
-  attemptId: v.optional(OpaqueIdSchema),
+  attemptId: OpaqueIdSchema,
   answer: JsonValueSchema,
 });
 
@@ -59,11 +63,22 @@ export const InteractionReceiptSchema = looseObject({
   error: v.optional(ErrorInfoSchema),
 });
 
-/** Receipt of an answer: the continuation run it reserved, when there is one. */
+/**
+ * Receipt of an answer. The answer resumes the waiting run in place: the same run id continues
+ * from the answered node under a new claim generation (there is no separate continuation run).
+ */
 export const AnswerReceiptSchema = looseObject({
-  runId: OpaqueIdSchema,
-  nodeId: NodeIdSchema,
-  continuationRunId: v.optional(OpaqueIdSchema),
+  answered: looseObject({
+    runId: OpaqueIdSchema,
+    nodeId: NodeIdSchema,
+    attemptId: OpaqueIdSchema,
+    decisionId: OpaqueIdSchema,
+    kind: v.picklist(["checkpoint", "humanDecision"]),
+    resolution: v.picklist(["answered", "timeoutDefault"]),
+    /** The answer as recorded (a decision's answer normalized: `{choice, text?}`). */
+    answer: JsonValueSchema,
+  }),
+  run: RunSummarySchema,
 });
 
 /** `notification.claim`: claim passive messages for one session to present. */

@@ -2,6 +2,7 @@
  * Per-kind payloads of the sixteen worker -> host messages. The header (schema, ids, fence) is in
  * worker-messages.ts; the host reads a payload only after the header passed its fence check.
  */
+import { AnswerSchemaSchema } from "./answer-schema.ts";
 import * as v from "valibot";
 import { FactErrorSchema, JsonValueSchema, NODE_EFFECTS } from "./run-facts.ts";
 import {
@@ -103,6 +104,8 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     kind: v.optional(v.pipe(v.string(), v.maxLength(100))),
     /** What the run waits for (checkpoint prompt and schema, decision options...). */
     request: v.optional(JsonValueSchema),
+    /** A checkpoint's declared answer shape, checked by the host before an answer is recorded. */
+    answerSchema: v.optional(AnswerSchemaSchema),
     detail: v.optional(ShortTextSchema),
   }),
   "run.finished": nonArray(v.variant("state", [

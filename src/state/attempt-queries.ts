@@ -11,7 +11,6 @@ interface AttemptRow {
   effect: AttemptFact["effect"];
   state: AttemptFact["state"];
   output_json?: string | null;
-  answer_json?: string | null;
   error_code: string | null;
   error_message: string | null;
   started_at: number;
@@ -20,23 +19,20 @@ interface AttemptRow {
 }
 
 /**
- * Attempt facts of one run (outputs included), in sequence order, numbered from `first`. A
- * `waiting` attempt whose decision was answered (or defaulted) carries that `answer`.
+ * Attempt facts of one run (outputs included), in sequence order. An answered checkpoint or
+ * decision is already an `ok` attempt whose output is the answer.
  */
-export function readAttemptFacts(store: StateStore, runId: string, first = 1): AttemptFact[] {
+export function readAttemptFacts(store: StateStore, runId: string): AttemptFact[] {
   return queryAll<AttemptRow>(
     store,
-    "SELECT a.attempt_id, a.node_id, a.sequence, a.node_kind, a.effect, a.state, a.output_json, " +
-      "a.error_code, a.error_message, a.started_at, a.finished_at, a.deadline_at, " +
-      "h.answer_json FROM node_attempts a LEFT JOIN human_decisions d ON d.attempt_id = " +
-      "a.attempt_id AND a.state = 'waiting' LEFT JOIN human_decision_resolutions h ON " +
-      "h.decision_id = d.decision_id AND h.resolution IN ('answered', 'timeoutDefault') " +
-      "WHERE a.run_id = :runId ORDER BY a.sequence",
+    "SELECT attempt_id, node_id, sequence, node_kind, effect, state, output_json, error_code, " +
+      "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
+      "WHERE run_id = :runId ORDER BY sequence",
     { runId },
-  ).map((a, i) => ({
+  ).map((a) => ({
     attemptId: a.attempt_id,
     nodeId: a.node_id,
-    sequence: first + i,
+    sequence: a.sequence,
     nodeKind: a.node_kind,
     effect: a.effect,
     state: a.state,
@@ -47,7 +43,6 @@ export function readAttemptFacts(store: StateStore, runId: string, first = 1): A
     startedAt: a.started_at,
     ...(a.finished_at !== null ? { finishedAt: a.finished_at } : {}),
     deadlineAt: a.deadline_at,
-    ...(a.answer_json != null ? { answer: decodeValue(a.answer_json) } : {}),
   }));
 }
 

@@ -1,47 +1,58 @@
 /**
- * Saved `onTimeout` defaults of pending human decisions. The worker stores each waiting
- * decision's request with its already-normalized default (`onTimeout: {afterMs, response}`); the
- * deadline is the decision's creation time plus `afterMs`. The host applies due defaults with
- * `answerDecision(..., resolution: "timeoutDefault")`, so no workflow code runs in the host and
- * no worker is needed while the run waits.
+ * The deadlines of waiting checkpoints and human decisions, for the host deadline timer. Each is
+ * a column with a partial index, so the next one due is one indexed `MIN` and the due ones one
+ * indexed range, however many runs wait:
+ *   decision defaults   `human_decisions.default_at` (pending, with a saved `onTimeout`)
+ *   wait timeouts       `node_attempts.deadline_at` of waiting checkpoint and decision attempts
+ *                       (the author's `timeoutMs`; none by default)
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
-import { queryAll, type StateStore } from "./store.ts";
+import { queryAll, queryOne, type StateStore } from "./store.ts";
 
-export interface DecisionDeadline {
-  decisionId: string;
-  runId: string;
-  dueAt: number;
-  /** The normalized default response to record at `dueAt`. */
-  response: JsonValue;
+const WAIT_KINDS = "('checkpoint', 'humanDecision')";
+
+/** Earliest pending decision default, or null. */
+export function nextDecisionDefaultAt(store: StateStore): number | null {
+  return queryOne<{ due: number | null }>(
+    store,
+    "SELECT MIN(default_at) AS due FROM human_decisions WHERE state = 'pending' " +
+      "AND default_at IS NOT NULL",
+  )?.due ?? null;
 }
 
-/** Every pending human decision that has a saved default, earliest deadline first. */
-export function listDecisionDeadlines(store: StateStore): DecisionDeadline[] {
-  const rows = queryAll<
-    { decision_id: string; run_id: string; created_at: number; request_json: string }
-  >(
+/** Decisions whose default is due at `now`, earliest first. */
+export function dueDecisionDefaults(
+  store: StateStore,
+  now: number,
+  limit: number,
+): { decisionId: string; runId: string }[] {
+  return queryAll<{ decision_id: string; run_id: string }>(
     store,
-    "SELECT decision_id, run_id, created_at, request_json FROM human_decisions " +
-      "WHERE state = 'pending' AND kind = 'humanDecision'",
-  );
-  const deadlines: DecisionDeadline[] = [];
-  for (const row of rows) {
-    let onTimeout: { afterMs?: unknown; response?: unknown } | null | undefined;
-    try {
-      onTimeout = (JSON.parse(row.request_json) as { onTimeout?: typeof onTimeout }).onTimeout;
-    } catch {
-      continue; // written by this build as canonical JSON: unreadable means no default
-    }
-    if (!onTimeout || typeof onTimeout.afterMs !== "number" || onTimeout.response === undefined) {
-      continue;
-    }
-    deadlines.push({
-      decisionId: row.decision_id,
-      runId: row.run_id,
-      dueAt: row.created_at + onTimeout.afterMs,
-      response: onTimeout.response as JsonValue,
-    });
-  }
-  return deadlines.sort((a, b) => a.dueAt - b.dueAt);
+    "SELECT decision_id, run_id FROM human_decisions WHERE state = 'pending' " +
+      "AND default_at IS NOT NULL AND default_at <= :now ORDER BY default_at LIMIT :limit",
+    { now, limit },
+  ).map((r) => ({ decisionId: r.decision_id, runId: r.run_id }));
+}
+
+/** Earliest deadline of a waiting checkpoint or decision attempt, or null. */
+export function nextWaitTimeoutAt(store: StateStore): number | null {
+  return queryOne<{ due: number | null }>(
+    store,
+    "SELECT MIN(deadline_at) AS due FROM node_attempts WHERE state = 'waiting' " +
+      `AND deadline_at IS NOT NULL AND node_kind IN ${WAIT_KINDS}`,
+  )?.due ?? null;
+}
+
+/** Waiting checkpoint and decision attempts whose deadline is due at `now`, earliest first. */
+export function dueWaitTimeouts(
+  store: StateStore,
+  now: number,
+  limit: number,
+): { attemptId: string; runId: string }[] {
+  return queryAll<{ attempt_id: string; run_id: string }>(
+    store,
+    "SELECT attempt_id, run_id FROM node_attempts WHERE state = 'waiting' " +
+      `AND deadline_at IS NOT NULL AND deadline_at <= :now AND node_kind IN ${WAIT_KINDS} ` +
+      "ORDER BY deadline_at LIMIT :limit",
+    { now, limit },
+  ).map((r) => ({ attemptId: r.attempt_id, runId: r.run_id }));
 }

@@ -116,3 +116,28 @@ export class RequestConflictError extends Error {
     this.kind = kind;
   }
 }
+
+/**
+ * Why an answer to a checkpoint or human decision was refused; nothing changed. `code` is stable
+ * (the host maps it to an outcome): `notWaiting`, `nodeNotWaiting`, `staleAttempt`,
+ * `alreadyAnswered`, `wrongKind`, `deadlinePassed`, `invalidAnswer`.
+ */
+export class AnswerRefusedError extends Error {
+  readonly code: AnswerRefusal;
+  constructor(code: AnswerRefusal, message: string) {
+    super(message);
+    this.name = "AnswerRefusedError";
+    this.code = code;
+  }
+}
+
+export const ANSWER_REFUSALS = [
+  "notWaiting",
+  "nodeNotWaiting",
+  "staleAttempt",
+  "alreadyAnswered",
+  "wrongKind",
+  "deadlinePassed",
+  "invalidAnswer",
+] as const;
+export type AnswerRefusal = (typeof ANSWER_REFUSALS)[number];

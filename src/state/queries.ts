@@ -178,10 +178,7 @@ export function listRuns(
   ).map(toView);
 }
 
-/**
- * The committed facts the engine routes from: this run's input, and the attempts of the runs it
- * continues (oldest ancestor first) then its own, renumbered 1..n in that order.
- */
+/** The committed facts the engine routes from: this run's input and its attempts in order. */
 export function readRunFacts(store: StateStore, runId: string): RunFacts {
   const run = queryOne<
     {
@@ -197,41 +194,15 @@ export function readRunFacts(store: StateStore, runId: string): RunFacts {
     { runId },
   );
   if (!run) throw new NotFoundError("run", runId);
-  const chain: string[] = [];
-  const seen = new Set<string>();
-  for (let id: string | null = runId; id && !seen.has(id);) {
-    seen.add(id);
-    chain.unshift(id);
-    id = queryOne<{ parent_run_id: string | null }>(
-      store,
-      "SELECT parent_run_id FROM runs WHERE run_id = :id",
-      { id },
-    )?.parent_run_id ?? null;
-  }
-  const attempts: AttemptFact[] = [];
-  for (const id of chain) attempts.push(...readAttemptFacts(store, id, attempts.length + 1));
-  const facts: RunFacts = {
+  return {
     runId,
     workflowName: run.workflow_name,
     input: decodeValue(run.input_json) ?? null,
-    attempts,
+    attempts: readAttemptFacts(store, runId),
     ...(run.approved_retry_attempt_id
       ? { approvedRetry: { attemptId: run.approved_retry_attempt_id } }
       : {}),
   };
-  const answer = queryOne<{ node_id: string; answer_json: string | null }>(
-    store,
-    "SELECT d.node_id, h.answer_json FROM human_decision_resolutions h JOIN human_decisions d " +
-      "ON d.decision_id = h.decision_id WHERE h.continuation_run_id = :runId",
-    { runId },
-  );
-  if (answer) {
-    facts.resumeAnswer = {
-      nodeId: answer.node_id,
-      answer: decodeValue(answer.answer_json) ?? null,
-    };
-  }
-  return facts;
 }
 
 export interface RunEvent {

@@ -11,7 +11,9 @@
 --   history      events, viewer_deltas              journal.ts, appended by every transition
 --   execution    node_attempts, node_updates         transitions/node-attempts.ts
 --   decisions    human_decisions, human_decision_resolutions
---                                                   transitions/run-park.ts, run-commands.ts, run-end.ts
+--                                                   transitions/run-park.ts (waitRun),
+--                                                   decisions.ts (answers, defaults, wait
+--                                                   timeouts), run-commands.ts, run-end.ts
 --   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops)
 --   pi messages  notifications, turn_intents         (outbox owners, later issues)
 --   commands     host_commands                       host-commands.ts, inside each command's
@@ -201,6 +203,9 @@ CREATE UNIQUE INDEX node_attempts_one_open ON node_attempts (run_id)
 WHERE state IN ('running', 'waiting');
 CREATE INDEX node_attempts_deadlines ON node_attempts (deadline_at)
 WHERE state IN ('running', 'waiting') AND deadline_at IS NOT NULL;
+-- The host deadline timer's next waiting attempt to time out (checkpoints, decisions, requests).
+CREATE INDEX node_attempts_waiting_deadlines ON node_attempts (deadline_at)
+WHERE state = 'waiting' AND deadline_at IS NOT NULL;
 
 -- Latest update per (run, type, key) and how many were received.
 CREATE TABLE node_updates (
@@ -214,6 +219,8 @@ CREATE TABLE node_updates (
   PRIMARY KEY (run_id, type, key)
 );
 
+-- A checkpoint or protected human decision a waiting run asks. An answer resumes the same run in
+-- place (there is no continuation run): the attempt becomes `ok` with the answer as its output.
 CREATE TABLE human_decisions (
   decision_id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
@@ -221,17 +228,29 @@ CREATE TABLE human_decisions (
   node_id TEXT NOT NULL,
   kind TEXT NOT NULL CHECK (kind IN ('checkpoint', 'humanDecision')),
   request_json TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'resolved', 'cancelled')),
+  -- A checkpoint's declared answer shape (a JSON Schema subset), checked before an answer commits.
+  answer_schema_json TEXT,
+  -- A human decision's saved `onTimeout` default, recorded at `default_at` unless answered first.
+  default_at INTEGER,
+  default_answer_json TEXT,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'resolved', 'timedOut', 'cancelled')),
   created_at INTEGER NOT NULL,
-  closed_at INTEGER
+  closed_at INTEGER,
+  CHECK ((default_at IS NULL) = (default_answer_json IS NULL))
 );
 CREATE INDEX human_decisions_pending ON human_decisions (state, created_at);
+-- The host deadline timer's next decision default to apply.
+CREATE INDEX human_decisions_default_due ON human_decisions (state, default_at)
+WHERE default_at IS NOT NULL;
 
+-- How a decision closed: answered (a person, or the model for a checkpoint), its saved default
+-- at the deadline, the author's `timeoutMs` while waiting, or the run's cancellation.
 CREATE TABLE human_decision_resolutions (
   decision_id TEXT PRIMARY KEY REFERENCES human_decisions (decision_id),
-  resolution TEXT NOT NULL CHECK (resolution IN ('answered', 'timeoutDefault', 'cancelled')),
+  resolution TEXT NOT NULL CHECK (
+    resolution IN ('answered', 'timeoutDefault', 'timedOut', 'cancelled')
+  ),
   answer_json TEXT,
-  continuation_run_id TEXT REFERENCES runs (run_id),
   resolved_at INTEGER NOT NULL
 );
 

@@ -17,6 +17,12 @@ import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
 const MAX_PENDING_UPDATES = 64;
 /** While a node runs the worker renews its claim through the host (the host's timer backs it up). */
 const HEARTBEAT_MS = 10_000;
+/**
+ * A checkpoint or human decision without `timeoutMs` has no deadline while it waits; building
+ * its request is still work, bounded here like any node's default (15 minutes).
+ */
+const REQUEST_WORK_LIMIT_MS = 15 * 60_000;
+const WAITING_KINDS = new Set(["checkpoint", "humanDecision"]);
 
 /** Aborts the node that is running now (SIGTERM handler); null between nodes. */
 let abortActive: ((reason: Error) => void) | null = null;
@@ -74,9 +80,10 @@ export async function runNode(
 
   const controller = new AbortController();
   abortActive = (reason) => controller.abort(reason);
-  const timer = timeoutMs === null ? null : setTimeout(() => {
-    controller.abort(new DOMException(`Node timed out after ${timeoutMs} ms`, "TimeoutError"));
-  }, timeoutMs);
+  const limitMs = timeoutMs ?? (WAITING_KINDS.has(step.nodeKind) ? REQUEST_WORK_LIMIT_MS : null);
+  const timer = limitMs === null ? null : setTimeout(() => {
+    controller.abort(new DOMException(`Node timed out after ${limitMs} ms`, "TimeoutError"));
+  }, limitMs);
 
   let pendingUpdates = 0;
   let lost: ClaimLostStop | null = null;
@@ -132,7 +139,11 @@ export async function runNode(
   if (result.outcome === "waiting") {
     await proposer.propose(
       "run.parked",
-      { reason: result.kind, request: result.request },
+      {
+        reason: result.kind,
+        request: result.request,
+        ...(result.answerSchema !== undefined ? { answerSchema: result.answerSchema } : {}),
+      },
       attemptId,
     );
     return "parked";

@@ -2,6 +2,7 @@
  * The valibot shape of a workflow definition, checked eagerly by `defineWorkflow`. Graph rules
  * (start node, targets, one out-edge, reachability) are checked later by `compileWorkflow`.
  */
+import { AnswerSchemaSchema } from "../protocol/answer-schema.ts";
 import * as v from "valibot";
 
 export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -76,6 +77,7 @@ const nodeSchema = v.variant("kind", [
     kind: v.literal("checkpoint"),
     summary: v.optional(text),
     run: v.optional(fn),
+    answerSchema: v.optional(AnswerSchemaSchema),
     ...common,
   }),
   v.object({

@@ -33,7 +33,7 @@
  * `interaction.requested`, and the supervised child that validates a submission calls
  * `acceptAgentSubmission` (the node's `validate` runs only there).
  *
- * Rules decided here: `maxSteps` counts attempts across continuations, ignoring `interrupted`
+ * Rules decided here: `maxSteps` counts the run's attempts, ignoring `interrupted`
  * ones (a `running` attempt at decide time counts as interrupted); an interrupted `pure` node
  * runs again, and so does an external node that declares a managed `effect` (with an
  * `EffectPort` in `executeNode` its reservation adopts a stored receipt); any other interrupted
@@ -41,8 +41,8 @@
  * reviewed it and resumed); failures route only through
  * `$result.*` switches; `cancelled` never routes; a missing switch case fails the run with
  * `routingError`; a node with no out-edge completes the run with its output; a `waiting`
- * attempt answered by `facts.resumeAnswer` (or a committed `answer`) counts as `ok` with the
- * answer as output (a human decision's answer is validated against its choices first).
+ * attempt is the run's end for this worker (the host records the answer as that attempt's `ok`
+ * output, after checking it against what the node declared, and a new worker routes on).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeEffect, RunFacts } from "../protocol/run-facts.ts";

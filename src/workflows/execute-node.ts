@@ -27,7 +27,13 @@ export type NodeResult =
     notification?: { kind: "progress" | "final"; message: string };
   }
   | { outcome: "failed" | "timed_out" | "cancelled"; error: { code: string; message: string } }
-  | { outcome: "waiting"; kind: "checkpoint" | "humanDecision"; request: JsonValue };
+  | {
+    outcome: "waiting";
+    kind: "checkpoint" | "humanDecision";
+    request: JsonValue;
+    /** A checkpoint's declared answer shape. */
+    answerSchema?: JsonValue;
+  };
 
 export interface ExecuteContext {
   facts: RunFacts;

@@ -1,6 +1,6 @@
 /**
  * Reads a run's committed facts the way node callbacks and routing see them: which attempts
- * count, the latest result and ok output per node, answered checkpoints, and the per-scope view
+ * count, the latest result and ok output per node, and the per-scope view
  * (local node ids, `outputs[mount] = {exit, output}`) inside included workflows.
  *
  * The worker asks for a view at every step of a run, so building one is a single pass with no
@@ -9,7 +9,6 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledScope, CompiledWorkflow } from "./compile.ts";
-import { validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { NodeFailure } from "./errors.ts";
 import { readonlyRecord } from "./readonly-record.ts";
@@ -25,7 +24,7 @@ export interface FactsView {
   visits: Map<string, number>;
   /** The attempt with the highest sequence, whatever its state. */
   last: AttemptFact | undefined;
-  /** The result record of a counted attempt (answers applied). */
+  /** The result record of a counted attempt. */
   record(attempt: AttemptFact): NodeResultRecord;
 }
 
@@ -43,7 +42,6 @@ interface BuiltView {
   count: number;
   tail: AttemptFact | undefined;
   view: FactsView;
-  answered: Map<AttemptFact, NodeResultRecord>;
 }
 
 /**
@@ -59,18 +57,17 @@ export function viewFacts(wf: CompiledWorkflow, facts: RunFacts): FactsView {
   if (!appendOnly.has(facts)) return buildView(wf, facts).view;
   const built = appendOnly.get(facts);
   if (built && canExtend(built, wf, facts)) {
-    takeIn(built, facts.attempts, built.count, undefined, undefined);
+    takeIn(built, facts.attempts, built.count);
     return built.view;
   }
   const fresh = buildView(wf, facts);
-  // A resumed answer names "the latest waiting attempt": appends could move it, so rebuild.
-  appendOnly.set(facts, facts.resumeAnswer ? null : fresh);
+  appendOnly.set(facts, fresh);
   return fresh.view;
 }
 
 function canExtend(built: BuiltView, wf: CompiledWorkflow, facts: RunFacts): boolean {
   const attempts = facts.attempts;
-  if (built.wf !== wf || built.attempts !== attempts || facts.resumeAnswer) return false;
+  if (built.wf !== wf || built.attempts !== attempts) return false;
   if (attempts.length < built.count || attempts[built.count - 1] !== built.tail) return false;
   let previous = built.tail;
   for (let i = built.count; i < attempts.length; i++) {
@@ -84,25 +81,13 @@ function buildView(wf: CompiledWorkflow, facts: RunFacts): BuiltView {
   const attempts = isSorted(facts.attempts)
     ? facts.attempts
     : [...facts.attempts].sort((a, b) => a.sequence - b.sequence);
-  const answer = facts.resumeAnswer;
-  let resumed: AttemptFact | undefined;
-  if (answer) {
-    for (let i = attempts.length - 1; i >= 0; i--) {
-      const a = attempts[i];
-      if (a.nodeId === answer.nodeId && a.state === "waiting") {
-        resumed = a;
-        break;
-      }
-    }
-  }
-  const answered = new Map<AttemptFact, NodeResultRecord>();
   const view: FactsView = {
     steps: [],
     latest: new Map(),
     outputs: new Map(),
     visits: new Map(),
     last: undefined,
-    record: (a) => answered.get(a) ?? recordOf(a),
+    record: recordOf,
   };
   const built: BuiltView = {
     wf,
@@ -110,9 +95,8 @@ function buildView(wf: CompiledWorkflow, facts: RunFacts): BuiltView {
     count: 0,
     tail: undefined,
     view,
-    answered,
   };
-  takeIn(built, attempts, 0, resumed, answer?.answer);
+  takeIn(built, attempts, 0);
   return built;
 }
 
@@ -121,28 +105,17 @@ function takeIn(
   built: BuiltView,
   attempts: readonly AttemptFact[],
   from: number,
-  resumed: AttemptFact | undefined,
-  resumedAnswer: JsonValue | undefined,
 ): void {
-  const { view, answered, wf } = built;
+  const { view } = built;
   for (let i = from; i < attempts.length; i++) {
     const attempt = attempts[i];
     view.last = attempt;
     if (attempt.state === "interrupted" || attempt.state === "running") continue;
-    let ok = attempt.state === "ok";
-    let output = attempt.output;
-    const given = attempt === resumed ? resumedAnswer : attempt.answer;
-    if (attempt.state === "waiting" && given !== undefined) {
-      const record = answeredRecord(wf, attempt, given);
-      answered.set(attempt, record);
-      ok = record.outcome === "ok";
-      output = record.output;
-    }
     view.steps.push(attempt);
     view.latest.set(attempt.nodeId, attempt);
     view.visits.set(attempt.nodeId, (view.visits.get(attempt.nodeId) ?? 0) + 1);
     // A later failure hides the node's earlier output, so callbacks never read stale data.
-    if (ok) view.outputs.set(attempt.nodeId, output ?? null);
+    if (attempt.state === "ok") view.outputs.set(attempt.nodeId, attempt.output ?? null);
     else view.outputs.delete(attempt.nodeId);
   }
   built.count = attempts.length;
@@ -165,27 +138,6 @@ function recordOf(a: AttemptFact): NodeResultRecord {
   if (a.output !== undefined) record.output = a.output;
   if (a.error !== undefined) record.error = a.error;
   return record;
-}
-
-function answeredRecord(
-  wf: CompiledWorkflow,
-  a: AttemptFact,
-  answer: JsonValue,
-): NodeResultRecord {
-  const base = { durationMs: recordOf(a).durationMs, attemptId: a.attemptId };
-  const node = wf.nodes.get(a.nodeId)?.node;
-  if (node?.kind === "humanDecision") {
-    const checked = validateHumanResponse(node.choices, answer);
-    if (!checked.ok) {
-      return {
-        ...base,
-        outcome: "failed",
-        error: { code: "invalidAnswer", message: `Invalid decision answer: ${checked.message}` },
-      };
-    }
-    return { ...base, outcome: "ok", output: checked.response as unknown as JsonValue };
-  }
-  return { ...base, outcome: "ok", output: answer };
 }
 
 export interface ScopeContext {

@@ -57,6 +57,7 @@ export async function runNodeKind(
         outcome: "waiting",
         kind: "checkpoint",
         request: toJson(request, "checkpoint request"),
+        ...(n.answerSchema ? { answerSchema: n.answerSchema as unknown as JsonValue } : {}),
       };
     }
     case "humanDecision": {

@@ -11,7 +11,14 @@ export const TIMEOUT_CALLBACK_BOUND_MS = 30_000;
 const MAX_TIMEOUT_MS = 30 * 24 * 3600_000;
 
 /**
- * `timeoutMs` as a number, `null` (no limit) or a callback; default 15 minutes. Throws a
+ * Kinds that wait for a person: the default bounds work, not waiting, so without an author
+ * `timeoutMs` they have no deadline at all (the worker still bounds building the request).
+ */
+const WAITS_FOR_A_PERSON = new Set(["checkpoint", "humanDecision"]);
+
+/**
+ * `timeoutMs` as a number, `null` (no limit) or a callback; default 15 minutes (none for a
+ * checkpoint or human decision, whose deadline applies while it waits). Throws a
  * `NodeFailure` (`timeoutCallbackFailed`) when the callback throws, hangs or returns nonsense:
  * the worker then records the attempt as failed with that error.
  */
@@ -23,7 +30,7 @@ export async function resolveNodeTimeout(
   const node = wf.nodes.get(nodeId);
   if (!node) throw new NodeFailure("unknownNode", `Unknown node "${nodeId}"`);
   const spec = node.node.timeoutMs;
-  if (spec === undefined) return DEFAULT_NODE_TIMEOUT_MS;
+  if (spec === undefined) return WAITS_FOR_A_PERSON.has(node.kind) ? null : DEFAULT_NODE_TIMEOUT_MS;
   if (typeof spec !== "function") return spec;
   const view = viewFacts(wf, ctx.facts);
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -1,4 +1,5 @@
 /** Node builders. Each returns a plain node object; `defineWorkflow` checks the shape. */
+import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import type {
   ActionContext,
   ActionNode,
@@ -67,11 +68,16 @@ export function shell<I = any>(options: ShellOptions<I>): ShellNode<I> {
   return { ...options, kind: "shell" };
 }
 
-/** Parks the run as `waiting` until someone answers; the answer becomes this node's output. */
+/**
+ * Parks the run as `waiting` until someone answers; the answer becomes this node's output. With
+ * `answerSchema` the host refuses an answer of another shape (naming the field) before it
+ * records it.
+ */
 export function checkpoint<I = any>(
   options: CommonNodeOptions<I> & {
     summary?: TextSpec<I>;
     run?: (ctx: NodeContext<I>) => unknown;
+    answerSchema?: AnswerSchema;
   } = {},
 ): CheckpointNode<I> {
   return { ...options, kind: "checkpoint" };

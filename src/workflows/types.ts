@@ -3,6 +3,7 @@
  * builders. Functions live only here and in the compiled graph; the durable record of a run
  * holds JSON only.
  */
+import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeOutcome } from "../protocol/run-facts.ts";
 
@@ -170,6 +171,8 @@ export interface CheckpointNode<I = any> extends CommonNodeOptions<I> {
   summary?: TextSpec<I>;
   /** Computes the request shown to whoever answers; default `{summary}`. */
   run?: (ctx: NodeContext<I>) => unknown;
+  /** The shape an answer must have (a JSON Schema subset); checked by the host. */
+  answerSchema?: AnswerSchema;
 }
 
 export interface NotifyNode<I = any> extends CommonNodeOptions<I> {
@@ -287,7 +290,7 @@ export interface WorkflowSpec<I = any> {
   edges?: WorkflowEdge[];
   includes?: Record<string, IncludeSpec>;
   exits?: Record<string, WorkflowExit>;
-  /** Default 100; counts node attempts across continuations. */
+  /** Default 100; counts node attempts across pauses, restarts and answers. */
   maxSteps?: number;
   /** `import.meta.url` of the defining file, for diagnostics. */
   source?: string;

@@ -91,3 +91,47 @@ describe("parseCommand()", () => {
     expect(usageError(["help", "nothing"])).toContain("Unknown command 'nothing'");
   });
 });
+
+describe("parseCommand() answer", () => {
+  const base = { kind: "answer", nodeId: null, choice: null, inputs: [], json: false };
+  it("reads <runId> [<nodeId>] <answer> and --choice/--input", () => {
+    expect(parseCommand(["answer", "run-1", "yes"])).toEqual({
+      ...base,
+      runId: "run-1",
+      text: "yes",
+    });
+    expect(parseCommand(["answer", "run-1", "ask", '{"ok":true}', "--json"])).toEqual({
+      ...base,
+      runId: "run-1",
+      nodeId: "ask",
+      text: '{"ok":true}',
+      json: true,
+    });
+    expect(
+      parseCommand(["answer", "run-1", "gate", "--choice", "no", "--input", "why=a=b"]),
+    ).toEqual({
+      ...base,
+      runId: "run-1",
+      nodeId: "gate",
+      text: null,
+      choice: "no",
+      inputs: [{ name: "why", value: "a=b" }],
+    });
+    expect(parseCommand(["answer", "--help"])).toEqual({ kind: "help", topic: "answer" });
+  });
+
+  it("refuses a missing or unquoted answer and malformed options", () => {
+    expect(usageError(["answer", "run-1"])).toContain("Missing argument for 'answer'");
+    expect(usageError(["answer", "run-1", "ask", "two", "words"])).toContain(
+      "Unexpected argument 'words'",
+    );
+    expect(usageError(["answer", "run-1", "--choice", "a", "text", "more"])).toContain(
+      "Unexpected argument 'more'",
+    );
+    expect(usageError(["answer", "run-1", "--input", "novalue"])).toBe(
+      "Invalid --input 'novalue': expected name=value",
+    );
+    expect(usageError(["answer", "run-1", "--choice", " "])).toContain("Option --choice is empty");
+    expect(usageError(["answer", "run-1", "  "])).toContain("The answer is empty");
+  });
+});

@@ -29,13 +29,13 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
   },
   "run.list": { good: { all: true, limit: 10 }, bad: { limit: 5000 }, badPath: "payload.limit" },
   "checkpoint.answer": {
-    good: { nodeId: "review", answer: "yes" },
+    good: { nodeId: "review", attemptId: "attempt-1", answer: "yes" },
     bad: { answer: "yes" },
     badPath: "payload.nodeId",
   },
   "decision.answer": {
-    good: { nodeId: "approve", answer: { choice: "ship" } },
-    bad: { nodeId: "", answer: 1 },
+    good: { nodeId: "approve", attemptId: "attempt-1", answer: { choice: "ship" } },
+    bad: { nodeId: "", attemptId: "attempt-1", answer: 1 },
     badPath: "payload.nodeId",
   },
   "interaction.submit": {
@@ -104,10 +104,12 @@ function envelope(operation: string, payload: unknown, extra: Record<string, unk
 }
 
 describe("parseHostRequest()", () => {
-  test("the operation list is the spec's 21, eight of them served now", () => {
+  test("the operation list is the spec's 21, ten of them served now", () => {
     expect(HOST_OPERATIONS).toHaveLength(21);
     expect(new Set(HOST_OPERATIONS).size).toBe(21);
     expect([...SERVED_OPERATIONS].sort()).toEqual([
+      "checkpoint.answer",
+      "decision.answer",
       "host.status",
       "host.stop",
       "run.cancel",

@@ -278,13 +278,18 @@ const scenarios: Scenario[] = [
     name: "answerDecision",
     setup: (s) => {
       const { claim, attemptId } = withAttempt()(s);
-      const { decisionId } = waitRun(s, claim, {
-        attemptId,
-        nodeId: "step",
-        kind: "humanDecision",
-        request: {},
-      });
-      return () => answerDecision(s, { decisionId, answer: "yes", receipt: receipt("a") });
+      waitRun(s, claim, { attemptId, nodeId: "step", kind: "humanDecision", request: {} });
+      const runId = claim.runId!;
+      return () =>
+        answerDecision(s, {
+          runId,
+          nodeId: "step",
+          attemptId,
+          kind: "humanDecision",
+          answer: "yes",
+          ownerId: "host-a",
+          receipt: receipt("a"),
+        });
     },
   },
   {

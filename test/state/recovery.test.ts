@@ -112,26 +112,3 @@ describe("approved retry of an ambiguous external attempt", () => {
     expect(listEvents(f.store, runId).at(-1)?.payload).toMatchObject({ approvedRetry: attemptId });
   });
 });
-
-describe("continuations", () => {
-  it("readRunFacts includes the parent's attempts and the resume answer", () => {
-    const parent = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, parent);
-    const { decisionId } = waitRun(f.store, claim, {
-      attemptId,
-      nodeId: "step",
-      kind: "checkpoint",
-      request: {},
-    });
-    const child = enqueue(f.store, { parentRunId: parent });
-    f.store.db.prepare(
-      "INSERT INTO human_decision_resolutions (decision_id, resolution, answer_json, continuation_run_id, resolved_at) VALUES (?, 'answered', '\"yes\"', ?, 0)",
-    ).run(decisionId, child);
-    f.store.db.prepare("UPDATE human_decisions SET state = 'resolved'").run();
-    const facts = readRunFacts(f.store, child);
-    expect(facts.attempts.map((a) => [a.attemptId, a.sequence, a.answer])).toEqual([
-      [attemptId, 1, "yes"],
-    ]);
-    expect(facts.resumeAnswer).toEqual({ nodeId: "step", answer: "yes" });
-  });
-});

@@ -90,12 +90,19 @@ describe("createSupervision()", () => {
     expect(h.invariants()).toEqual([]);
 
     // A person answers: the run resumes in place with a new worker and routes on the choice.
-    const decisionId = queryAll<{ decision_id: string }>(
+    const attemptId = queryAll<{ attempt_id: string }>(
       h.store,
-      "SELECT decision_id FROM human_decisions WHERE run_id = :runId",
+      "SELECT attempt_id FROM human_decisions WHERE run_id = :runId",
       { runId },
-    )[0].decision_id;
-    answerDecision(h.store, { decisionId, answer: { choice: "approve" } });
+    )[0].attempt_id;
+    answerDecision(h.store, {
+      runId,
+      nodeId: "approval",
+      attemptId,
+      kind: "humanDecision",
+      answer: { choice: "approve" },
+      ownerId: "test",
+    });
     h.supervision.wake();
     const done = await h.waitForRun(runId, isTerminal);
     expect([done.state, done.output]).toEqual(["completed", { released: "2.0.0" }]);

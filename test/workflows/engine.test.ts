@@ -47,7 +47,7 @@ describe("engine harness: loops and budgets", () => {
     expect(run.facts.attempts).toHaveLength(3);
   });
 
-  it("carries the budget across a continuation and re-runs an interrupted pure node", async () => {
+  it("carries the budget across workers and re-runs an interrupted pure node", async () => {
     const wf = counter(5);
     const first = await runWorkflow(wf, { crashAt: { nodeId: "tick", visit: 3 } });
     expect(first.facts.attempts.at(-1)?.state).toBe("running");

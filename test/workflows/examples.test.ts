@@ -2,7 +2,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { describe, expect, it } from "vitest";
 import { loadWorkflow, normalizeWorkflowInput } from "../../src/workflows/index.ts";
-import { runWorkflow, ScriptedExecutor } from "./harness.ts";
+import { answerWaiting, runWorkflow, ScriptedExecutor } from "./harness.ts";
 
 const examples = join(process.cwd(), "examples");
 const load = (file: string) => loadWorkflow(join(examples, file), { cwd: examples });
@@ -75,10 +75,7 @@ describe("examples", () => {
       onTimeout: { afterMs: 600_000, response: { choice: "approve" } },
     });
     const rejected = await runWorkflow(workflow, {
-      facts: {
-        ...parked.facts,
-        resumeAnswer: { nodeId: "approval", answer: { choice: "reject", text: "flaky" } },
-      },
+      facts: answerWaiting(parked.facts, { choice: "reject", text: "flaky" }),
     });
     expect(rejected.last).toMatchObject({
       kind: "complete",

@@ -176,6 +176,19 @@ export async function runWorkflow(
   throw new Error("Harness iteration bound reached");
 }
 
+/**
+ * What the host does with an answer (after checking it against the node's declaration): the
+ * waiting attempt becomes `ok` with the answer as its output, and the same run routes on.
+ */
+export function answerWaiting(facts: RunFacts, answer: JsonValue): RunFacts {
+  const copy = structuredClone(facts);
+  const waiting = copy.attempts.findLast((a) => a.state === "waiting");
+  if (!waiting) throw new Error("No waiting attempt to answer");
+  waiting.state = "ok";
+  waiting.output = answer;
+  return copy;
+}
+
 /** An in-memory effects table with the host's rules: one record per (type, key). */
 export class MemoryEffects implements EffectPort {
   readonly records = new Map<

@@ -21,6 +21,11 @@ export interface HostContext {
   log(event: string, fields?: Record<string, string | number | boolean | null>): void;
   /** Tunables; every field has a documented default in supervision/options.ts. */
   options: SupervisionOptions;
+  /**
+   * Call after committing a new or moved deadline of a run that waits without a worker (a
+   * checkpoint, a human decision, an interactive request): the host deadline timer re-arms.
+   */
+  deadlinesChanged?(): void;
 }
 
 export interface SupervisionOptions {

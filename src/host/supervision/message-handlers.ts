@@ -6,7 +6,9 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { RunFacts } from "../../protocol/run-facts.ts";
+import { HumanDecisionRequestSchema } from "../../protocol/decision-request.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
+import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
@@ -187,15 +189,28 @@ function park(
     if (attemptId === undefined || open === null || open.attemptId !== attemptId) {
       throw refuse("run.parked for a checkpoint must name the open attempt");
     }
+    // The host checks answers against this request later without workflow code: it must parse.
+    let timeoutDefault: { afterMs: number; response: JsonValue } | null = null;
+    if (p.reason === "humanDecision") {
+      const parsed = parseWith(HumanDecisionRequestSchema, p.request, "request");
+      if (!parsed.ok) throw refuse(`run.parked for a human decision: ${parsed.error}`);
+      timeoutDefault = parsed.value.onTimeout as typeof timeoutDefault;
+    } else if (p.answerSchema !== undefined && p.reason !== "checkpoint") {
+      throw refuse("run.parked: only a checkpoint declares an answer schema");
+    }
     const { revision } = waitRun(ctx.store, worker.claim, {
       ...write,
       attemptId,
       nodeId: open.nodeId,
       kind: p.reason,
       request: p.request ?? null,
+      answerSchema: p.answerSchema as JsonValue | undefined,
+      timeoutDefault,
     });
     settle(worker);
     worker.openAttempt = null;
+    // The waiting attempt's deadline and the decision's default now wait for the host timer.
+    ctx.deadlinesChanged?.();
     return { revision, closedAttempt: true };
   }
   if (p.reason === "workflowSourceChanged" || p.reason === "effectAmbiguous") {

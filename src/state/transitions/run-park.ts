@@ -39,9 +39,17 @@ export interface WaitRunOptions extends WorkerWriteOptions {
   kind: "checkpoint" | "humanDecision";
   /** The validated request shown to the person (prompt, options, default). */
   request: JsonValue;
+  /** A checkpoint's declared answer shape, checked before an answer is recorded. */
+  answerSchema?: JsonValue;
+  /** A human decision's saved default: recorded `afterMs` after this commit unless answered. */
+  timeoutDefault?: { afterMs: number; response: JsonValue } | null;
 }
 
-/** `running/running` -> `waiting/parked` with a pending `human_decisions` row. */
+/**
+ * `running/running` -> `waiting/parked` with a pending `human_decisions` row. The attempt keeps
+ * the deadline `node.started` resolved (the author's `timeoutMs`, or none); a decision's default
+ * gets its own deadline. The host deadline timer enforces both while no worker runs.
+ */
 export function waitRun(
   store: StateStore,
   claim: Claim,
@@ -49,6 +57,12 @@ export function waitRun(
 ): { revision: number; decisionId: string } {
   const runId = claimRunId(claim);
   const request = encodeValue("decision request", opts.request);
+  const answerSchema = opts.answerSchema === undefined
+    ? null
+    : encodeValue("answer schema", opts.answerSchema);
+  const defaultAnswer = opts.timeoutDefault
+    ? encodeValue("decision default", opts.timeoutDefault.response)
+    : null;
   const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "wait", (r) => r.state === "running" && r.queue_state === "running");
     const attempt = queryOne<{ run_id: string; state: string; node_id: string }>(
@@ -76,8 +90,9 @@ export function waitRun(
     execute(
       store,
       "INSERT INTO human_decisions (decision_id, run_id, attempt_id, node_id, kind, request_json, " +
-        "state, created_at) VALUES (:decisionId, :runId, :attemptId, :nodeId, :kind, :request, " +
-        "'pending', :now)",
+        "answer_schema_json, default_at, default_answer_json, state, created_at) VALUES " +
+        "(:decisionId, :runId, :attemptId, :nodeId, :kind, :request, :answerSchema, :defaultAt, " +
+        ":defaultAnswer, 'pending', :now)",
       {
         decisionId,
         runId,
@@ -85,6 +100,9 @@ export function waitRun(
         nodeId: opts.nodeId,
         kind: opts.kind,
         request,
+        answerSchema,
+        defaultAt: opts.timeoutDefault ? tx.now + opts.timeoutDefault.afterMs : null,
+        defaultAnswer,
         now: tx.now,
       },
     );
