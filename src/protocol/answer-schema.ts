@@ -152,8 +152,12 @@ function hasType(value: JsonValue, type: AnswerType): boolean {
       return isRecord(value);
     case "integer":
       return typeof value === "number" && Number.isInteger(value);
-    default:
-      return typeof value === type;
+    case "number":
+      return typeof value === "number";
+    case "string":
+      return typeof value === "string";
+    case "boolean":
+      return typeof value === "boolean";
   }
 }
 

@@ -4,7 +4,6 @@ import { checkInvariants } from "../../src/state/invariants.ts";
 import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/state/queries.ts";
 import { resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
-import { waitRun } from "../../src/state/transitions/run-park.ts";
 import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import {
   enqueue,
