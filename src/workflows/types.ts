@@ -4,6 +4,7 @@
  * holds JSON only.
  */
 import type { AnswerSchema } from "../protocol/answer-schema.ts";
+import type { PresentationBlock } from "../protocol/decision-request.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeOutcome } from "../protocol/run-facts.ts";
 
@@ -208,12 +209,8 @@ export interface DecisionPresentation {
   blocks: PresentationBlock[];
 }
 
-export type PresentationBlock =
-  | { kind: "paragraph"; text: string }
-  | { kind: "section"; title: string; blocks?: PresentationBlock[] }
-  | { kind: "bullets"; items: string[] }
-  | { kind: "fields"; items: { label: string; value: string }[] }
-  | { kind: "preformatted"; text: string };
+/** The block kinds of a decision presentation (one definition, in the protocol). */
+export type { PresentationBlock };
 
 export interface HumanDecisionTimeout {
   afterMs: number;
