@@ -6,6 +6,7 @@
 import { defineWorkflow } from "../define-workflow.ts";
 import { compute } from "../nodes.ts";
 import type { WorkflowDefinition } from "../types.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../../protocol/builtin-workflows.ts";
 
 export interface BuiltinWorkflow {
   id: string;
@@ -23,9 +24,18 @@ const echo = defineWorkflow({
   },
 });
 
-export const BUILTIN_WORKFLOWS: readonly BuiltinWorkflow[] = Object.freeze([
-  { id: "echo", revision: "1", summary: "Returns its input unchanged", definition: echo },
-]);
+const DEFINITIONS: Record<string, { revision: string; definition: WorkflowDefinition }> = {
+  echo: { revision: "1", definition: echo },
+};
+
+/** Every built-in: ids and summaries from the static list the Pi extension also reads. */
+export const BUILTIN_WORKFLOWS: readonly BuiltinWorkflow[] = Object.freeze(
+  BUILTIN_WORKFLOW_INFO.map((info) => {
+    const built = DEFINITIONS[info.id];
+    if (!built) throw new Error(`Built-in workflow ${info.id} has no definition`);
+    return { id: info.id, summary: info.summary, ...built };
+  }),
+);
 
 export function findBuiltin(id: string): BuiltinWorkflow | undefined {
   return BUILTIN_WORKFLOWS.find((b) => b.id === id);

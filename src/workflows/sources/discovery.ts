@@ -3,14 +3,20 @@
  * then the built-in catalog. A file's command name is its stem (`deploy.workflow.ts` is
  * `deploy`). A reference with a slash or a workflow suffix is a path; `builtin:<id>` is a built-in.
  */
-import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { homedir } from "node:os";
-import process from "node:process";
-import { isAbsolute, join, resolve } from "node:path";
+import { existsSync, realpathSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import {
+  defaultAgentDir as agentDirOf,
+  isFile,
+  listWorkflowFiles,
+  WORKFLOW_SUFFIXES,
+  workflowDirs as dirsOf,
+  workflowStem,
+} from "../../protocol/workflow-files.ts";
 import { WorkflowLoadError } from "../errors.ts";
 import { BUILTIN_WORKFLOWS, findBuiltin } from "./builtin-catalog.ts";
 
-export const WORKFLOW_SUFFIXES = [".workflow.ts", ".workflow.mts", ".workflow.js", ".workflow.mjs"];
+export { WORKFLOW_SUFFIXES, workflowStem };
 
 export interface SourceDirs {
   /** Project directory (its `.pi/workflows/` is searched first). */
@@ -30,39 +36,22 @@ export interface DiscoveredWorkflow {
 }
 
 export function defaultAgentDir(): string {
-  return process.env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
+  return agentDirOf();
 }
 
 export function workflowDirs(dirs: SourceDirs): { origin: "project" | "user"; dir: string }[] {
-  return [
-    { origin: "project", dir: join(dirs.cwd, ".pi", "workflows") },
-    { origin: "user", dir: join(dirs.agentDir ?? defaultAgentDir(), "workflows") },
-  ];
-}
-
-/** The stem of a workflow file name, or null when it has no workflow suffix. */
-export function workflowStem(fileName: string): string | null {
-  const suffix = WORKFLOW_SUFFIXES.find((s) => fileName.endsWith(s));
-  return suffix ? fileName.slice(0, -suffix.length) : null;
+  return dirsOf(dirs.cwd, dirs.agentDir);
 }
 
 /** Every visible workflow, earlier sources shadowing later ones with the same name. */
 export function discoverWorkflows(dirs: SourceDirs): DiscoveredWorkflow[] {
   const out = new Map<string, DiscoveredWorkflow>();
-  for (const { origin, dir } of workflowDirs(dirs)) {
-    let names: string[] = [];
-    try {
-      names = readdirSync(dir).sort();
-    } catch {
-      continue;
-    }
-    for (const file of names) {
-      const name = workflowStem(file);
-      if (!name || out.has(name)) continue;
-      const path = join(dir, file);
-      if (!isFile(path)) continue;
-      out.set(name, { name, origin, ref: { kind: "file", path } });
-    }
+  for (const file of listWorkflowFiles(dirs.cwd, dirs.agentDir)) {
+    out.set(file.name, {
+      name: file.name,
+      origin: file.origin,
+      ref: { kind: "file", path: file.path },
+    });
   }
   for (const b of BUILTIN_WORKFLOWS) {
     if (!out.has(b.id)) {
@@ -106,12 +95,4 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
   return found.ref.kind === "file"
     ? { kind: "file", path: realpathSync(found.ref.path) }
     : found.ref;
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }

@@ -1,0 +1,97 @@
+/**
+ * Parses the arguments of `/workflow` (what 0.12 users type) into one command, or a
+ * `CommandArgsError` with one actionable line. Parsing only.
+ *
+ *   /workflow                              list discovered workflows
+ *   /workflow <name|path> [task…]          start, input {"task": "<words>"} ({} without words)
+ *   /workflow <name|path> --input-json J   start with any JSON input
+ *   /workflow status|pause|resume|cancel [runId]
+ *   /workflow answer [runId] <json|text>
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+
+export type ControlVerb = "status" | "pause" | "resume" | "cancel";
+
+export type WorkflowCommand =
+  | { kind: "list" }
+  | { kind: "start"; workflow: string; input: JsonValue }
+  | { kind: "control"; verb: ControlVerb; runId: string | null }
+  | { kind: "answer"; runId: string | null; answer: JsonValue; text: string };
+
+export class CommandArgsError extends Error {
+  override name = "CommandArgsError";
+}
+
+const CONTROL_VERBS: readonly string[] = ["status", "pause", "resume", "cancel"];
+const RUN_ID = /^run-[\x21-\x7e]{1,196}$/;
+export const USAGE =
+  "Usage: /workflow [<name|path> [task…] | <name|path> --input-json <json> | status|pause|resume|cancel [runId] | answer [runId] <json|text>]";
+
+export function parseWorkflowArgs(raw: string): WorkflowCommand {
+  const text = raw.trim();
+  if (text === "" || text === "list") return { kind: "list" };
+  const [head] = text.split(/\s+/, 1);
+  const rest = text.slice(head.length).trim();
+  if (head === "help" || head === "--help") throw new CommandArgsError(USAGE);
+  if (CONTROL_VERBS.includes(head)) {
+    const words = rest === "" ? [] : rest.split(/\s+/);
+    if (words.length > 1) {
+      throw new CommandArgsError(`Too many arguments for /workflow ${head}: give at most a run id`);
+    }
+    const runId = words[0] ?? null;
+    if (runId !== null && !RUN_ID.test(runId)) {
+      throw new CommandArgsError(`Not a run id: ${runId.slice(0, 60)} (run ids start with run-)`);
+    }
+    return { kind: "control", verb: head as ControlVerb, runId };
+  }
+  if (head === "answer") return parseAnswer(rest);
+  return parseStart(head, rest);
+}
+
+function parseStart(workflow: string, rest: string): WorkflowCommand {
+  const flag = rest.match(/(^|\s)--input-json(\s|$)/);
+  if (!flag) {
+    if (rest.startsWith("--")) {
+      throw new CommandArgsError(`Unknown option ${rest.split(/\s+/, 1)[0]}: ${USAGE}`);
+    }
+    return { kind: "start", workflow, input: rest === "" ? {} : { task: rest } };
+  }
+  if (flag.index! > 0) {
+    throw new CommandArgsError(
+      "Cannot combine --input-json with task text: pass one or the other",
+    );
+  }
+  const json = rest.slice(flag[0].length).trim();
+  if (json === "") throw new CommandArgsError("Missing JSON after --input-json");
+  return { kind: "start", workflow, input: parseJson(json, "--input-json") };
+}
+
+function parseAnswer(rest: string): WorkflowCommand {
+  if (rest === "") {
+    throw new CommandArgsError("Missing answer: /workflow answer [runId] <json|text>");
+  }
+  const [first] = rest.split(/\s+/, 1);
+  if (RUN_ID.test(first)) {
+    const body = rest.slice(first.length).trim();
+    if (body === "") throw new CommandArgsError(`Missing answer for ${first}`);
+    return { kind: "answer", runId: first, answer: jsonOrText(body), text: body };
+  }
+  return { kind: "answer", runId: null, answer: jsonOrText(rest), text: rest };
+}
+
+/** JSON when the text parses as JSON, else the text itself as a string. */
+function jsonOrText(text: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return text;
+  }
+}
+
+function parseJson(text: string, what: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new CommandArgsError(`Invalid ${what}: ${(error as Error).message.split("\n")[0]}`);
+  }
+}

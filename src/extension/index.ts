@@ -1,0 +1,43 @@
+/**
+ * The pi-workflows Pi extension: a thin client of the workflow host. The factory only registers
+ * the `/workflow` command, the `workflow` tool and event handlers; nothing starts until
+ * `session_start`, which links this session to the host (starting it on demand), and
+ * `session_shutdown` closes that link (idempotently). Workflow code never runs in Pi: the host's
+ * worker processes run it. Imports stay within `src/client`, `src/protocol` and this directory.
+ */
+import type { PiExtensionApi } from "./pi-api.ts";
+import { runWorkflowCommand } from "./workflow-command.ts";
+import { WorkflowSession } from "./workflow-session.ts";
+import { workflowTool } from "./workflow-tool.ts";
+import { USAGE } from "./command-args.ts";
+
+export default function piWorkflows(pi: PiExtensionApi): void {
+  let session: WorkflowSession | null = null;
+
+  pi.registerCommand("workflow", {
+    description: `Run pi-workflows workflows. ${USAGE.replace(/^Usage: /, "")}`,
+    handler: (args, ctx) => runWorkflowCommand(session, args, ctx),
+  });
+  pi.registerTool(workflowTool(() => session));
+
+  pi.on("session_start", (_event, ctx) => {
+    session?.close();
+    session = new WorkflowSession(pi, ctx);
+    session.start();
+  });
+  pi.on("session_shutdown", () => {
+    session?.close();
+    session = null;
+  });
+  pi.on("agent_start", () => {
+    session?.presenter.noteAgentStart();
+  });
+  pi.on("turn_end", () => {
+    void session?.presenter.recordSent().catch(() => {});
+  });
+  pi.on("agent_settled", (event, ctx) => {
+    if (!session) return;
+    session.touch(ctx);
+    void session.settled(event.aborted);
+  });
+}

@@ -1,0 +1,244 @@
+/**
+ * Presents the session's current interactive request: one at a time, in creation order (the
+ * host's `interaction.claim` picks it). A request already shown in this session branch is
+ * adopted, not sent again: its stored entry id is on the branch, or a step message naming it is
+ * (Pi died between sending and recording). Otherwise the step message goes out with
+ * `pi.sendMessage` (displayed, starting a turn; `steer` while Pi streams, `followUp` when idle)
+ * and its entry id is recorded with `interaction.present` once Pi has appended the entry.
+ *
+ * When the agent settles without a submission the host is told (`interaction.remind`) and
+ * answers with a reminder to show, or fails the attempt after the second one.
+ */
+import { randomUUID } from "node:crypto";
+import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
+import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
+import {
+  branchHasEntry,
+  contractBlockOf,
+  findStepEntry,
+  MESSAGE_DETAILS_SCHEMA,
+  MESSAGE_TYPE,
+  type MessageDetails,
+} from "./session-messages.ts";
+
+export interface PresenterHost {
+  pi: PiExtensionApi;
+  ops: SessionOps;
+  session(): PiSessionManager;
+  isIdle(): boolean;
+  hasPendingMessages(): boolean;
+  /** A human-facing notice (never model context). */
+  notify(message: string, level: "info" | "warning" | "error"): void;
+}
+
+interface Current {
+  interaction: ClaimedInteraction;
+  /** The entry id recorded with the host (or adopted), once known. */
+  entryId: string | null;
+  /** The presentation this process sent and has not yet recorded. */
+  unrecorded: { presentationId: string; replaces: string | null } | null;
+  /** An agent run started since the last step/reminder message went out. */
+  turnSinceSend: boolean;
+  /** A submission of this request was accepted: nothing more to present or remind. */
+  accepted: boolean;
+  /** Escape aborted the turn: no reminders until `/workflow resume`. */
+  held: boolean;
+}
+
+export class Presenter {
+  #current: Current | null = null;
+  #chain: Promise<void> = Promise.resolve();
+  #lastClaim: ClaimReceipt | null = null;
+
+  readonly #host: PresenterHost;
+
+  constructor(host: PresenterHost) {
+    this.#host = host;
+  }
+
+  /** The request on screen (or being presented), if any. */
+  get current(): ClaimedInteraction | null {
+    return this.#current?.interaction ?? null;
+  }
+
+  get lastClaim(): ClaimReceipt | null {
+    return this.#lastClaim;
+  }
+
+  /** Claims and presents, serialized: overlapping triggers (timer, push, settle) run one by one. */
+  refresh(): Promise<void> {
+    const next = this.#chain.then(() => this.#refresh());
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  /** Records the entry id of a sent presentation once Pi has appended it. */
+  recordSent(): Promise<void> {
+    const next = this.#chain.then(() => this.#recordSent());
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  noteAgentStart(): void {
+    if (this.#current) this.#current.turnSinceSend = true;
+  }
+
+  noteAccepted(interactionId: string): void {
+    if (this.#current?.interaction.interactionId === interactionId) this.#current.accepted = true;
+  }
+
+  /** The agent settled: remind (or fail the attempt) when the step went unanswered. */
+  settled(aborted: boolean): Promise<void> {
+    const next = this.#chain.then(() => this.#settled(aborted));
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  /** `/workflow resume`: lift an Escape hold and show the step's contract again. */
+  resumeHeld(): boolean {
+    const current = this.#current;
+    if (!current?.held) return false;
+    current.held = false;
+    this.#send(current, "resume", { display: true });
+    return true;
+  }
+
+  async #refresh(): Promise<void> {
+    const claim = await this.#host.ops.claim();
+    this.#lastClaim = claim;
+    const interaction = claim.interaction;
+    if (!interaction) {
+      this.#current = null;
+      return;
+    }
+    const current = this.#current;
+    if (current && current.interaction.interactionId === interaction.interactionId) {
+      current.interaction = interaction;
+      await this.#recordSent();
+      return;
+    }
+    this.#current = await this.#adoptOrSend(interaction);
+  }
+
+  async #adoptOrSend(interaction: ClaimedInteraction): Promise<Current> {
+    const session = this.#host.session();
+    const stored = interaction.presentation.sessionEntryId;
+    const current: Current = {
+      interaction,
+      entryId: null,
+      unrecorded: null,
+      turnSinceSend: false,
+      accepted: false,
+      held: false,
+    };
+    if (stored !== null && branchHasEntry(session, stored)) {
+      current.entryId = stored;
+      this.#continueAdopted(current);
+      return current;
+    }
+    const shown = findStepEntry(session, interaction.interactionId);
+    if (shown) {
+      await this.#host.ops.present(interaction, shown.id, stored);
+      current.entryId = shown.id;
+      this.#continueAdopted(current);
+      return current;
+    }
+    const presentationId = randomUUID();
+    current.unrecorded = { presentationId, replaces: stored };
+    this.#send(current, "step", { display: true, presentationId });
+    return current;
+  }
+
+  /**
+   * A step already on screen from an earlier Pi process: nobody is working on it now, so when
+   * Pi is idle a hidden nudge (no second visible message) asks the model to continue it.
+   */
+  #continueAdopted(current: Current): void {
+    if (current.interaction.submission?.status === "validating") return;
+    if (!this.#host.isIdle() || this.#host.hasPendingMessages()) return;
+    this.#send(current, "resume", { display: false });
+  }
+
+  async #recordSent(): Promise<void> {
+    const current = this.#current;
+    const pending = current?.unrecorded;
+    if (!current || !pending) return;
+    const entry = findStepEntry(
+      this.#host.session(),
+      current.interaction.interactionId,
+      pending.presentationId,
+    );
+    if (!entry) return; // Not appended yet (queued behind a streaming turn).
+    await this.#host.ops.present(current.interaction, entry.id, pending.replaces);
+    current.entryId = entry.id;
+    current.unrecorded = null;
+  }
+
+  async #settled(aborted: boolean): Promise<void> {
+    await this.#recordSent();
+    const current = this.#current;
+    if (!current || current.accepted) return;
+    if (aborted) {
+      current.held = true;
+      this.#host.notify(
+        `Workflow step ${current.interaction.contract.step} is on hold; /workflow resume continues it`,
+        "info",
+      );
+      return;
+    }
+    if (current.held || !current.turnSinceSend) return;
+    if (!this.#host.isIdle() || this.#host.hasPendingMessages()) return;
+    const reminder = current.interaction.reminders + 1;
+    const answer = await this.#host.ops.remind(current.interaction, reminder);
+    if (answer.action === "wait") return;
+    current.interaction = { ...current.interaction, reminders: reminder };
+    if (answer.action === "failed") {
+      this.#host.notify(
+        answer.error?.message ??
+          `Workflow step ${current.interaction.contract.step} failed: no submission`,
+        "warning",
+      );
+      this.#current = null;
+      return;
+    }
+    this.#send(current, "reminder", {
+      display: true,
+      text: answer.message ?? contractBlockOf(current.interaction.contract.message),
+      reminder,
+    });
+  }
+
+  #send(
+    current: Current,
+    kind: "step" | "reminder" | "resume",
+    options: { display: boolean; presentationId?: string; text?: string; reminder?: number },
+  ): void {
+    const { interaction } = current;
+    const details: MessageDetails = {
+      schema: MESSAGE_DETAILS_SCHEMA,
+      kind,
+      runId: interaction.runId,
+      interactionId: interaction.interactionId,
+      step: interaction.contract.step,
+      attempt: interaction.contract.attempt,
+      ...(options.presentationId ? { presentationId: options.presentationId } : {}),
+      ...(options.reminder ? { reminder: options.reminder } : {}),
+    };
+    const content = options.text ??
+      (kind === "step" ? interaction.contract.message : resumeText(interaction));
+    current.turnSinceSend = false;
+    this.#host.pi.sendMessage(
+      { customType: MESSAGE_TYPE, content, display: options.display, details },
+      { triggerTurn: true, deliverAs: this.#host.isIdle() ? "followUp" : "steer" },
+    );
+  }
+}
+
+function resumeText(interaction: ClaimedInteraction): string {
+  const rejected = interaction.submission?.status === "rejected"
+    ? `\nThe last submission was rejected: ${interaction.submission.error?.message ?? "no reason"}`
+    : "";
+  return `Workflow step ${JSON.stringify(interaction.contract.step)} shown earlier is still ` +
+    `waiting for its submission. Continue it now.${rejected}\n\n---\n` +
+    contractBlockOf(interaction.contract.message);
+}

@@ -1,0 +1,135 @@
+/**
+ * What Pi shows of a run's progress: a footer status line and a widget of at most 10 lines, one
+ * per node (state glyph, kind glyph, node, elapsed time, status detail, progress with an ETA).
+ * Pure: from a `run.status` answer and the time, so tests assert on the exact lines.
+ */
+import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
+
+export const MAX_WIDGET_LINES = 10;
+
+/** The latest `progress` update of an attempt (`pi-workflows.progress.v1` data). */
+export interface NodeProgress {
+  attemptId: string;
+  completed: number;
+  total?: number;
+  unit?: string;
+  label?: string;
+  updatedAt: number;
+}
+
+export interface ProgressInput {
+  run: RunSummary;
+  attempts: readonly AttemptSummary[];
+  /** Status details by node id (the step contract's `statusDetail` of an agent step). */
+  details?: Readonly<Record<string, string | null>>;
+  progress?: readonly NodeProgress[];
+  now: number;
+}
+
+const STATE_GLYPHS: Record<string, string> = {
+  running: "◐",
+  waiting: "⏸",
+  ok: "✓",
+  failed: "✗",
+  timed_out: "⧗",
+  cancelled: "⊘",
+  interrupted: "↻",
+};
+
+const KIND_GLYPHS: Record<string, string> = {
+  agent: "●",
+  decision: "◇",
+  assistantMessage: "✎",
+  compute: "ƒ",
+  notify: "!",
+  shell: "$",
+  action: "*",
+  checkpoint: "◆",
+  humanDecision: "◆",
+};
+
+/** One line per node, its latest attempt; at most 10 lines, keeping the most recent nodes. */
+export function widgetLines(input: ProgressInput): string[] {
+  const latest = new Map<string, AttemptSummary>();
+  for (const attempt of [...input.attempts].sort((a, b) => a.sequence - b.sequence)) {
+    latest.delete(attempt.nodeId); // Re-insert so a node that ran again moves to the end.
+    latest.set(attempt.nodeId, attempt);
+  }
+  const visits = new Map<string, number>();
+  for (const attempt of input.attempts) {
+    visits.set(attempt.nodeId, (visits.get(attempt.nodeId) ?? 0) + 1);
+  }
+  const progressByAttempt = new Map((input.progress ?? []).map((p) => [p.attemptId, p]));
+  const lines = [...latest.values()].map((attempt) => {
+    const parts = [
+      `${STATE_GLYPHS[attempt.state] ?? "·"} ${
+        KIND_GLYPHS[attempt.nodeKind] ?? "·"
+      } ${attempt.nodeId}`,
+    ];
+    const count = visits.get(attempt.nodeId) ?? 1;
+    if (count > 1) parts[0] += ` ×${count}`;
+    parts.push(duration((attempt.finishedAt ?? input.now) - attempt.startedAt));
+    const detail = input.details?.[attempt.nodeId];
+    if (attempt.state === "running" || attempt.state === "waiting") {
+      if (detail) parts.push(detail);
+    } else if (attempt.error && attempt.state !== "ok") {
+      parts.push(attempt.error.message);
+    }
+    const progress = progressByAttempt.get(attempt.attemptId);
+    if (progress && attempt.state === "running") {
+      parts.push(progressText(progress, attempt.startedAt, input.now));
+    }
+    return clip(parts.join("  "), 160);
+  });
+  return lines.slice(-MAX_WIDGET_LINES);
+}
+
+/** The footer status: `wf <workflow> <state>[ paused] <active node>`. */
+export function statusLine(input: ProgressInput): string {
+  const { run } = input;
+  const active = [...input.attempts].sort((a, b) => b.sequence - a.sequence)
+    .find((a) => a.state === "running" || a.state === "waiting");
+  const parts = [`wf ${run.title ?? run.workflowName}`, run.state];
+  if (run.paused) parts.push("paused");
+  if (active && !TERMINAL_RUN_STATES.has(run.state)) parts.push(active.nodeId);
+  return clip(parts.join(" "), 120);
+}
+
+export const TERMINAL_RUN_STATES: ReadonlySet<string> = new Set([
+  "completed",
+  "failed",
+  "timed_out",
+  "cancelled",
+]);
+
+function progressText(progress: NodeProgress, startedAt: number, now: number): string {
+  const unit = progress.unit ? ` ${progress.unit}` : "";
+  const label = progress.label ? `${progress.label} ` : "";
+  if (progress.total === undefined || progress.total <= 0) {
+    return `${label}${progress.completed}${unit}`;
+  }
+  const done = Math.min(progress.completed, progress.total);
+  const percent = Math.floor((done / progress.total) * 100);
+  let text = `${label}${done}/${progress.total}${unit} ${percent}%`;
+  if (done > 0 && done < progress.total) {
+    const elapsed = Math.max(0, progress.updatedAt - startedAt);
+    const remaining = (elapsed / done) * (progress.total - done) - (now - progress.updatedAt);
+    text += ` ETA ${duration(Math.max(0, remaining))}`;
+  }
+  return text;
+}
+
+/** `850ms`, `12s`, `3m04s`, `2h05m`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m${String(seconds % 60).padStart(2, "0")}s`;
+  return `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, "0")}m`;
+}
+
+function clip(text: string, max: number): string {
+  const flat = text.replace(/\s*\n\s*/g, " ");
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

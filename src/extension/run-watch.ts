@@ -1,0 +1,134 @@
+/**
+ * Follows this session's run: reads `run.status` when the host reports a change (and on the
+ * once-a-second tick), draws the footer status and the progress widget, shows a run waiting on a
+ * person once (a human decision or checkpoint message, no model turn), and notices the end of
+ * the run, which releases the session for the next one.
+ */
+import type { HostClient } from "../client/host-client.ts";
+import type { RunSummary } from "../protocol/run-operations.ts";
+import type { PiExtensionApi, PiSessionManager, PiUi } from "./pi-api.ts";
+import { decisionText, type Waiting } from "./decision-text.ts";
+import { statusLine, TERMINAL_RUN_STATES, widgetLines } from "./progress-view.ts";
+import { hasDecisionEntry, MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
+
+export const WIDGET_KEY = "pi-workflows";
+export const STATUS_KEY = "pi-workflows";
+/** A finished run's widget stays this long. */
+const FINISHED_WIDGET_MS = 60_000;
+
+export interface RunWatchHost {
+  pi: PiExtensionApi;
+  client: HostClient;
+  ui(): PiUi | null;
+  session(): PiSessionManager;
+  /** Status detail of a node when this session knows it (the current step's contract). */
+  detailFor(nodeId: string): string | null;
+}
+
+export class RunWatch {
+  #runId: string | null = null;
+  #finishedAt: number | null = null;
+  #busy: Promise<void> | null = null;
+  #last: RunSummary | null = null;
+  /** Decisions shown by this process (Pi may append the entry later). */
+  #shown = new Set<string>();
+
+  readonly #host: RunWatchHost;
+
+  constructor(host: RunWatchHost) {
+    this.#host = host;
+  }
+
+  /** The session's active (non-terminal) run, as far as this session knows. */
+  get activeRunId(): string | null {
+    return this.#finishedAt === null ? this.#runId : null;
+  }
+
+  /** The run this session followed last, finished or not (for `status` without a run id). */
+  get lastRunId(): string | null {
+    return this.#runId;
+  }
+
+  get lastSummary(): RunSummary | null {
+    return this.#last;
+  }
+
+  follow(runId: string): void {
+    if (this.#runId === runId && this.#finishedAt === null) return;
+    this.#runId = runId;
+    this.#finishedAt = null;
+    this.#last = null;
+  }
+
+  /** Reads the run once (overlapping calls share one read). */
+  refresh(now: number = Date.now()): Promise<void> {
+    if (this.#busy) return this.#busy;
+    this.#busy = this.#refresh(now).finally(() => (this.#busy = null));
+    return this.#busy;
+  }
+
+  async #refresh(now: number): Promise<void> {
+    const runId = this.#runId;
+    if (!runId) return;
+    if (this.#finishedAt !== null) {
+      if (now - this.#finishedAt >= FINISHED_WIDGET_MS) this.clear();
+      return;
+    }
+    const status = await this.#host.client.call("run.status", { runId });
+    if (this.#runId !== runId) return;
+    this.#last = status.run;
+    const details: Record<string, string | null> = {};
+    for (const attempt of status.attempts ?? []) {
+      details[attempt.nodeId] = this.#host.detailFor(attempt.nodeId);
+    }
+    const input = { run: status.run, attempts: status.attempts ?? [], details, now };
+    const ui = this.#host.ui();
+    ui?.setWidget(WIDGET_KEY, widgetLines(input));
+    ui?.setStatus(STATUS_KEY, statusLine(input));
+    const waiting = (status as { waiting?: Waiting }).waiting;
+    if (waiting) this.#showWaiting(runId, waiting);
+    if (TERMINAL_RUN_STATES.has(status.run.state)) {
+      this.#finishedAt = now;
+      this.#announceEnd(status.run);
+    }
+  }
+
+  #showWaiting(runId: string, waiting: Waiting): void {
+    if (this.#shown.has(waiting.decisionId)) return;
+    this.#shown.add(waiting.decisionId);
+    if (hasDecisionEntry(this.#host.session(), waiting.decisionId)) return;
+    this.#host.pi.sendMessage(
+      {
+        customType: MESSAGE_TYPE,
+        content: decisionText(runId, waiting),
+        display: true,
+        details: {
+          schema: MESSAGE_DETAILS_SCHEMA,
+          kind: "decision",
+          runId,
+          decisionId: waiting.decisionId,
+          step: waiting.nodeId,
+          attempt: waiting.attemptId,
+        },
+      },
+      // A person answers: no model turn starts.
+      { triggerTurn: false },
+    );
+  }
+
+  #announceEnd(run: RunSummary): void {
+    const what = run.error ? `${run.state}: ${run.error.message}` : run.state;
+    this.#host.ui()?.notify(
+      `Workflow ${run.workflowName} ${what} (${run.runId})`,
+      run.error ? "warning" : "info",
+    );
+  }
+
+  clear(): void {
+    const ui = this.#host.ui();
+    ui?.setWidget(WIDGET_KEY, undefined);
+    ui?.setStatus(STATUS_KEY, undefined);
+    this.#runId = null;
+    this.#finishedAt = null;
+  }
+}

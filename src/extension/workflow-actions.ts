@@ -1,0 +1,166 @@
+/**
+ * What `/workflow` and the `workflow` tool both do, as plain functions returning the text to
+ * show: list the discovered workflows, show a run, pause/resume/cancel it, answer what it waits
+ * for. A run defaults to this session's run. Failures throw; callers turn them into one line.
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../protocol/builtin-workflows.ts";
+import { listWorkflowFiles } from "../protocol/workflow-files.ts";
+import type { RunSummary } from "../protocol/run-operations.ts";
+import { decisionAnswer, type Waiting } from "./decision-text.ts";
+import { widgetLines } from "./progress-view.ts";
+import type { WorkflowSession } from "./workflow-session.ts";
+
+export interface ListedWorkflow {
+  name: string;
+  source: "project" | "user" | "builtin";
+  detail: string;
+}
+
+/** Project files, then the agent dir's, then built-ins; an earlier name hides a later one. */
+export function discoveredWorkflows(cwd: string): ListedWorkflow[] {
+  const out: ListedWorkflow[] = listWorkflowFiles(cwd).map((file) => ({
+    name: file.name,
+    source: file.origin,
+    detail: file.path,
+  }));
+  for (const builtin of BUILTIN_WORKFLOW_INFO) {
+    if (!out.some((w) => w.name === builtin.id)) {
+      out.push({ name: builtin.id, source: "builtin", detail: builtin.summary });
+    }
+  }
+  return out;
+}
+
+const PAGE_ITEMS = 50;
+const PAGE_CHARS = 3_500;
+
+/** One page of the list (at most 50 entries or 3,500 characters) and where the next starts. */
+export function listPage(cwd: string, offset = 0): string {
+  const all = discoveredWorkflows(cwd);
+  if (all.length === 0) return "No workflows found.";
+  const lines: string[] = [];
+  let chars = 0;
+  let index = offset;
+  for (; index < all.length && lines.length < PAGE_ITEMS; index++) {
+    const w = all[index];
+    const line = `${w.name}  [${w.source}]  ${w.detail}`;
+    if (lines.length > 0 && chars + line.length > PAGE_CHARS) break;
+    lines.push(line);
+    chars += line.length + 1;
+  }
+  if (lines.length === 0) return `No workflows at offset ${offset} (there are ${all.length}).`;
+  const header = `Workflows ${offset + 1}-${index} of ${all.length}:`;
+  const more = index < all.length ? `\n(more: offset ${index})` : "";
+  return `${header}\n${lines.join("\n")}${more}`;
+}
+
+/** The run to act on: the one named, else this session's. */
+export function resolveRunId(session: WorkflowSession, runId: string | null | undefined): string {
+  const id = runId ?? session.runs.activeRunId ?? session.presenter.lastClaim?.activeRun?.runId ??
+    session.presenter.current?.runId ?? session.runs.lastRunId;
+  if (!id) throw new Error("No workflow run in this session: pass a run id");
+  return id;
+}
+
+export function runLine(run: RunSummary): string {
+  const flags = [run.state, run.queueState !== run.state ? `queue ${run.queueState}` : null]
+    .concat(
+      run.paused ? ["paused"] : [],
+      run.blockedReason ? [`blocked: ${run.blockedReason}`] : [],
+    )
+    .filter((part): part is string => part !== null);
+  const title = run.title ? ` — ${run.title}` : "";
+  return `Run ${run.runId} ${run.workflowName}${title}: ${flags.join(", ")}`;
+}
+
+export async function statusText(session: WorkflowSession, runId?: string | null): Promise<string> {
+  session.link();
+  const id = resolveRunId(session, runId);
+  const status = await session.client.call("run.status", { runId: id });
+  const lines = [runLine(status.run)];
+  lines.push(...widgetLines({ run: status.run, attempts: status.attempts ?? [], now: Date.now() }));
+  if (status.run.output !== undefined) {
+    lines.push(`Output: ${clip(JSON.stringify(status.run.output))}`);
+  }
+  if (status.run.error) lines.push(`Error: ${status.run.error.message}`);
+  const waiting = (status as { waiting?: Waiting }).waiting;
+  if (waiting) {
+    lines.push(`Waiting: ${waiting.kind} ${waiting.nodeId} (answer with /workflow answer)`);
+  }
+  return lines.join("\n");
+}
+
+export type ControlAction = "pause" | "resume" | "cancel";
+
+export async function controlRun(
+  session: WorkflowSession,
+  action: ControlAction,
+  runId: string | null | undefined,
+  requestId?: string,
+): Promise<string> {
+  session.link();
+  const id = resolveRunId(session, runId);
+  const operation = action === "pause"
+    ? "run.pause"
+    : action === "resume"
+    ? "run.resume"
+    : "run.cancel";
+  const receipt = await session.client.call(operation, { runId: id, requestId });
+  if (action === "resume") session.presenter.resumeHeld();
+  void session.sync();
+  return runLine(receipt.run);
+}
+
+/**
+ * Answers what the run waits for. A protected human decision takes a person's answer only
+ * (`fromModel` refuses it); an ordinary checkpoint takes either.
+ */
+export async function answerRun(
+  session: WorkflowSession,
+  options: {
+    runId: string | null | undefined;
+    answer: JsonValue;
+    text?: string;
+    fromModel: boolean;
+    requestId?: string;
+  },
+): Promise<string> {
+  session.link();
+  const id = resolveRunId(session, options.runId);
+  const status = await session.client.call("run.status", { runId: id });
+  const waiting = (status as { waiting?: Waiting }).waiting;
+  if (!waiting) throw new Error(`Run ${id} is not waiting for an answer (${status.run.state})`);
+  if (waiting.kind === "humanDecision") {
+    if (options.fromModel) {
+      throw new Error(
+        `Step ${waiting.nodeId} is a protected human decision: only a person can answer it, ` +
+          "with /workflow answer. Tell the user it is waiting for them.",
+      );
+    }
+    const answer = decisionAnswer(options.answer, options.text ?? String(options.answer));
+    await session.client.call("decision.answer", {
+      runId: id,
+      requestId: options.requestId,
+      payload: { nodeId: waiting.nodeId, attemptId: waiting.attemptId, answer } as never,
+    });
+  } else {
+    await session.client.call("checkpoint.answer", {
+      runId: id,
+      requestId: options.requestId,
+      payload: {
+        nodeId: waiting.nodeId,
+        attemptId: waiting.attemptId,
+        answer: options.answer,
+      } as never,
+    });
+  }
+  void session.sync();
+  return `Answered ${
+    waiting.kind === "humanDecision" ? "decision" : "checkpoint"
+  } ${waiting.nodeId} of run ${id}`;
+}
+
+function clip(text: string, max = 2_000): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

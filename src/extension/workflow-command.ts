@@ -1,0 +1,56 @@
+/**
+ * `/workflow`: list, start, status, pause, resume, cancel, answer. Results and errors are shown
+ * as Pi notices (one line for errors, never a stack); a start runs at once and the run's first
+ * step arrives in this session through the presenter.
+ */
+import { CommandArgsError, parseWorkflowArgs } from "./command-args.ts";
+import { errorLine } from "./error-line.ts";
+import type { PiContext } from "./pi-api.ts";
+import { answerRun, controlRun, listPage, statusText } from "./workflow-actions.ts";
+import type { WorkflowSession } from "./workflow-session.ts";
+
+export async function runWorkflowCommand(
+  session: WorkflowSession | null,
+  args: string,
+  ctx: PiContext,
+): Promise<void> {
+  const say = (text: string, level: "info" | "warning" | "error" = "info") => {
+    if (ctx.hasUI) ctx.ui.notify(text, level);
+  };
+  try {
+    const command = parseWorkflowArgs(args);
+    if (command.kind === "list") return say(listPage(ctx.cwd));
+    if (!session) throw new Error("Workflows are not available: this Pi session has not started");
+    session.touch(ctx);
+    switch (command.kind) {
+      case "start": {
+        const active = session.runs.activeRunId;
+        if (active) {
+          throw new Error(
+            `This session already runs workflow run ${active}; /workflow cancel it or wait for it to end`,
+          );
+        }
+        const run = await session.startRun(command.workflow, command.input);
+        const title = run.title ? `: ${run.title}` : "";
+        return say(`Started workflow ${run.workflowName} (${run.runId})${title}`);
+      }
+      case "control":
+        if (command.verb === "status") return say(await statusText(session, command.runId));
+        return say(await controlRun(session, command.verb, command.runId));
+      case "answer":
+        return say(
+          await answerRun(session, {
+            runId: command.runId,
+            answer: command.answer,
+            text: command.text,
+            fromModel: false,
+          }),
+        );
+    }
+  } catch (error) {
+    say(
+      error instanceof CommandArgsError ? error.message : `/workflow: ${errorLine(error)}`,
+      "error",
+    );
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * One Pi session's link to the host, from `session_start` to `session_shutdown`: the host client
+ * under the session's stable client id, the presenter of interactive steps, the watch of the
+ * session's run, the tool's deferred launches, and the loops that keep them current (a long poll
+ * the host answers on any change, so a step appears within milliseconds, plus a once-a-second
+ * tick as the spec's backstop). Closing is idempotent. Nothing here loads workflow code.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { createHostClient, type HostClient } from "../client/host-client.ts";
+import { clientStateDir } from "../client/socket-path.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { RunSummary } from "../protocol/run-operations.ts";
+import { sessionClientId } from "./client-id.ts";
+import { hostStartCommand } from "./host-launch.ts";
+import type { PiContext, PiExtensionApi } from "./pi-api.ts";
+import { Presenter } from "./presenter.ts";
+import { RunWatch } from "./run-watch.ts";
+import { SessionOps } from "./session-ops.ts";
+import { MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
+import { errorLine } from "./error-line.ts";
+
+const TICK_MS = 1_000;
+const LONG_POLL_MS = 25_000;
+const RETRY_MS = 1_000;
+
+export interface DeferredLaunch {
+  key: string;
+  workflow: string;
+  input: JsonValue;
+}
+
+export class WorkflowSession {
+  readonly sessionId: string;
+  readonly client: HostClient;
+  readonly ops: SessionOps;
+  readonly presenter: Presenter;
+  readonly runs: RunWatch;
+  #ctx: PiContext;
+  #closed = false;
+  #linked = false;
+  #tick: ReturnType<typeof setInterval> | null = null;
+  #cursor: number | undefined;
+  #launches: DeferredLaunch[] = [];
+
+  readonly #pi: PiExtensionApi;
+
+  constructor(pi: PiExtensionApi, ctx: PiContext) {
+    this.#pi = pi;
+    this.#ctx = ctx;
+    this.sessionId = ctx.sessionManager.getSessionId();
+    this.client = createHostClient({
+      clientId: sessionClientId(this.sessionId),
+      startCommand: hostStartCommand(),
+    });
+    this.ops = new SessionOps(this.client, this.sessionId);
+    this.presenter = new Presenter({
+      pi,
+      ops: this.ops,
+      session: () => this.#ctx.sessionManager,
+      isIdle: () => this.#ctx.isIdle(),
+      hasPendingMessages: () => this.#ctx.hasPendingMessages(),
+      notify: (message, level) => this.ui()?.notify(message, level),
+    });
+    this.runs = new RunWatch({
+      pi,
+      client: this.client,
+      ui: () => this.ui(),
+      session: () => this.#ctx.sessionManager,
+      detailFor: (nodeId) => {
+        const current = this.presenter.current;
+        return current?.contract.step === nodeId ? current.contract.statusDetail : null;
+      },
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Keeps the latest context (event handlers get a fresh one). */
+  touch(ctx: PiContext): void {
+    this.#ctx = ctx;
+  }
+
+  ui() {
+    return this.#closed || !this.#ctx.hasUI ? null : this.#ctx.ui;
+  }
+
+  get cwd(): string {
+    return this.#ctx.cwd;
+  }
+
+  /**
+   * At session start: link to the host only when this installation has workflow state (a run
+   * may be waiting for this session); otherwise the first workflow command links.
+   */
+  start(): void {
+    if (existsSync(join(clientStateDir(), "state.sqlite"))) this.link();
+  }
+
+  /** Starts the loops (once); the client connects, starting the host if needed. */
+  link(): void {
+    if (this.#linked || this.#closed) return;
+    this.#linked = true;
+    this.#tick = setInterval(() => void this.sync(), TICK_MS);
+    this.#tick.unref?.();
+    void this.#longPoll();
+    void this.sync();
+  }
+
+  /** Presents the current step and redraws the run's progress. Quiet on failure (loops retry). */
+  async sync(): Promise<void> {
+    if (this.#closed) return;
+    // Each part on its own: the host may be starting or restarting, and the next tick or wake
+    // tries again; a failed claim must not stop the progress display, nor the other way round.
+    await this.presenter.refresh().catch(() => {});
+    const active = this.presenter.lastClaim?.activeRun?.runId ?? this.presenter.current?.runId;
+    if (active) this.runs.follow(active);
+    await this.runs.refresh().catch(() => {});
+  }
+
+  async #longPoll(): Promise<void> {
+    while (!this.#closed) {
+      try {
+        const answer = await this.ops.wait(
+          this.#cursor,
+          this.#cursor === undefined ? 0 : LONG_POLL_MS,
+        );
+        if (this.#closed) return;
+        const first = this.#cursor === undefined;
+        this.#cursor = answer.cursor;
+        if (answer.activeRun?.runId) this.runs.follow(answer.activeRun.runId);
+        if (answer.changed || first) await this.sync();
+      } catch {
+        if (this.#closed) return;
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref?.());
+      }
+    }
+  }
+
+  /** Queues a tool `start` to run after the current turn settles. */
+  defer(launch: DeferredLaunch): void {
+    this.#launches.push(launch);
+  }
+
+  get queuedLaunches(): readonly DeferredLaunch[] {
+    return this.#launches;
+  }
+
+  /** Starts an interactive run bound to this session. */
+  async startRun(
+    workflow: string,
+    input: JsonValue,
+    requestId?: string,
+  ): Promise<RunSummary> {
+    this.link();
+    const receipt = await this.client.call("run.start", {
+      requestId,
+      payload: {
+        workflow,
+        input,
+        cwd: this.cwd,
+        executionMode: "interactive",
+        originSessionId: this.sessionId,
+      },
+    });
+    this.runs.follow(receipt.run.runId);
+    void this.sync();
+    return receipt.run;
+  }
+
+  /** After a turn settled: start the queued launches, then remind or present. */
+  async settled(aborted: boolean): Promise<void> {
+    const launches = this.#launches.splice(0);
+    for (const launch of launches) {
+      try {
+        const run = await this.startRun(launch.workflow, launch.input, launch.key);
+        this.ui()?.notify(`Started workflow ${run.workflowName} (${run.runId})`, "info");
+      } catch (error) {
+        this.#pi.sendMessage(
+          {
+            customType: MESSAGE_TYPE,
+            content: `The workflow start you queued did not start: ${
+              errorLine(error)
+            }. Fix the cause and call the workflow tool's start again, or tell the user.`,
+            display: true,
+            details: { schema: MESSAGE_DETAILS_SCHEMA, kind: "launchFailed", runId: "" },
+          },
+          { triggerTurn: true, deliverAs: "followUp" },
+        );
+      }
+    }
+    try {
+      await this.presenter.settled(aborted);
+    } catch {
+      // Reported again on the next settle; the tick keeps presenting.
+    }
+    void this.sync();
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#tick) clearInterval(this.#tick);
+    this.#tick = null;
+    this.client.close();
+  }
+}
