@@ -6,7 +6,7 @@
  */
 import type { HostClient } from "../client/host-client.ts";
 import { HostCommandError } from "../client/command-receipt.ts";
-import type { HostOperation } from "../protocol/host-operations.ts";
+import { type HostOperation, isHostOperation } from "../protocol/host-operations.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { StepContract } from "../protocol/step-contract-schema.ts";
@@ -79,6 +79,11 @@ export class SessionOps {
       requestId?: string;
     },
   ): Promise<T> {
+    // An operation this build's protocol does not know would fail the envelope check, and the
+    // host closes a connection on that, failing every other request in flight on it.
+    if (!isHostOperation(operation)) {
+      throw new Error(`The workflow host does not offer ${operation} in this version`);
+    }
     const response: HostResponse = await this.client.request(operation as HostOperation, {
       ...options,
       payload: options.payload as never,

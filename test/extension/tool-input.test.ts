@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { parseToolCall, TOOL_ACTIONS, TOOL_PARAMETERS } from "../../src/extension/tool-input.ts";
+
+describe("workflow tool input", () => {
+  it("is one flat object schema that providers accept", () => {
+    expect(TOOL_PARAMETERS.type).toBe("object");
+    expect(TOOL_PARAMETERS.additionalProperties).toBe(false);
+    expect(TOOL_PARAMETERS.required).toEqual(["action"]);
+    const properties = TOOL_PARAMETERS.properties as Record<string, Record<string, unknown>>;
+    expect(Object.keys(properties).sort()).toEqual(
+      ["action", "attempt", "input", "offset", "output", "runId", "step", "update", "workflow"],
+    );
+    expect(properties.action.enum).toEqual([...TOOL_ACTIONS]);
+    // No nested combinators a provider might refuse.
+    expect(JSON.stringify(TOOL_PARAMETERS)).not.toMatch(/anyOf|oneOf|allOf|\$ref/);
+  });
+
+  it("accepts each action's contract", () => {
+    const good = [
+      { action: "list" },
+      { action: "list", offset: 50 },
+      { action: "start", workflow: "deploy", input: { task: "x" } },
+      { action: "status" },
+      { action: "cancel", runId: "run-1" },
+      { action: "answer", input: { ok: true } },
+      { action: "update", step: "s", attempt: "a", update: { type: "status", data: { m: 1 } } },
+      { action: "submit", step: "s", attempt: "a", output: null },
+      { action: "submit", step: "s", attempt: "a", output: { steps: ["x"] } },
+    ];
+    for (const params of good) {
+      expect(parseToolCall(params), JSON.stringify(params)).toMatchObject({ ok: true });
+    }
+  });
+
+  it("reports the first problems of a bad call per action", () => {
+    const cases: [unknown, RegExp][] = [
+      [{}, /"action" must be one of list, start/],
+      [{ action: "fly" }, /"action" must be one of/],
+      [{ action: "start" }, /action "start": workflow: required/],
+      [{ action: "submit", step: "s" }, /action "submit": attempt: required; output: required/],
+      [
+        { action: "submit", step: "s", attempt: "a", output: 1, runId: "r" },
+        /runId: not used by this action/,
+      ],
+      [{ action: "list", offset: -1 }, /offset: /],
+      [
+        { action: "update", step: "s", attempt: "a", update: { type: "BAD", data: 1 } },
+        /update.type: expected a lowercase type/,
+      ],
+      [{ action: "answer" }, /input: required/],
+    ];
+    for (const [params, message] of cases) {
+      const parsed = parseToolCall(params);
+      expect(parsed.ok, JSON.stringify(params)).toBe(false);
+      if (!parsed.ok) expect(parsed.error, JSON.stringify(params)).toMatch(message);
+    }
+    const many = parseToolCall({ action: "submit", a: 1, b: 2, c: 3, d: 4 });
+    expect(many.ok).toBe(false);
+    if (!many.ok) expect(many.error).toMatch(/\(and \d+ more\)$/);
+  });
+});

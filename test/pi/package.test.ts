@@ -1,0 +1,254 @@
+/**
+ * pi-workflows is a Pi package: `pi install <checkout>` (and the layout `pi install npm:` leaves)
+ * loads the extension into the real Pi, which registers `/workflow` and the `workflow` tool, lists
+ * workflows with their source, starts a run bound to the session (starting the host on demand),
+ * shows its progress, and reports mistakes in one line. The extension is thin: its bundle holds
+ * no engine, state, host or worker module, and the Pi process reads no workflow module.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { bundleCli } from "../../compile/build.ts";
+import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
+import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
+import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { stepResponder } from "../support/step-responder.ts";
+
+const RECORD_READS = fileURLToPath(new URL("./fixtures/record-reads.mjs", import.meta.url));
+const ENGINE_DIRS = /src[\\/](workflows|state|host|worker|controllers|cli|viewer)[\\/]/;
+/**
+ * The one module outside the allowed layers the client still pulls in: a leaf (node:fs and
+ * node:url only) that finds the CLI entry. It moves to src/os with the takeover work (BOARD).
+ */
+const PENDING_MOVE = /src[\\/]host[\\/]self-launch\.ts$/;
+
+describe("the extension bundle", () => {
+  it("holds no engine, state, host, worker or CLI module", async () => {
+    const result = await build({
+      entryPoints: [join(REPO_ROOT, "src/extension/index.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      write: false,
+      metafile: true,
+      logLevel: "silent",
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    expect(inputs.some((path) => path.startsWith("src/extension/"))).toBe(true);
+    expect(inputs.filter((path) => ENGINE_DIRS.test(path) && !PENDING_MOVE.test(path))).toEqual([]);
+    const outside = inputs.filter((path) =>
+      !/^src[\\/](extension|client|protocol|render|os)[\\/]/.test(path) &&
+      !PENDING_MOVE.test(path) &&
+      !/node_modules[\\/]valibot[\\/]/.test(path)
+    );
+    expect(outside).toEqual([]);
+  });
+});
+
+/** Project `.pi/workflows/hello` (the example) and a user workflow in the agent dir. */
+function writeWorkflows(sandbox: PiSandbox): void {
+  const project = join(sandbox.project, ".pi", "workflows");
+  mkdirSync(join(project, "lib"), { recursive: true });
+  cpSync(join(REPO_ROOT, "examples/hello.workflow.ts"), join(project, "hello.workflow.ts"));
+  cpSync(join(REPO_ROOT, "examples/lib/greet.ts"), join(project, "lib/greet.ts"));
+  const user = join(sandbox.agentDir, "workflows");
+  mkdirSync(user, { recursive: true });
+  writeFileSync(
+    join(user, "tidy.workflow.ts"),
+    'import { compute, defineWorkflow } from "@osolmaz/pi-workflows";\n' +
+      'export default defineWorkflow({ name: "tidy", startAt: "a", nodes: { a: compute({ run: () => 1 }) } });\n',
+  );
+}
+
+/** The notices (`ctx.ui.notify`) Pi sent since record `from`. */
+function notices(pi: PiRpc, from: number): string[] {
+  return pi.uiRequests(from).filter((r) => r.method === "notify").map((r) => String(r.message));
+}
+
+async function noticeMatching(pi: PiRpc, from: number, pattern: RegExp): Promise<string> {
+  const record = await pi.waitFor(
+    (r) =>
+      r.type === "extension_ui_request" && r.method === "notify" && pattern.test(String(r.message)),
+    { from, timeoutMs: 30_000, what: `a notice matching ${pattern}` },
+  );
+  return String(record.message);
+}
+
+describe("installed from a checkout with `pi install <dir>`", () => {
+  let model: FakeModel;
+  let sandbox: PiSandbox;
+  let pi: PiRpc;
+  let readsLog: string;
+
+  beforeAll(async () => {
+    model = await startFakeModel({ script: stepResponder(), lifetimeMs: 180_000 });
+    sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+    readsLog = join(sandbox.root, "reads.log");
+    writeFileSync(readsLog, "");
+    writeWorkflows(sandbox);
+    await sandbox.install(REPO_ROOT);
+    pi = await startPi(sandbox, {
+      env: { NODE_OPTIONS: `--import=${RECORD_READS}`, PI_WORKFLOWS_TEST_READS: readsLog },
+    });
+  });
+
+  afterAll(async () => {
+    await stopAllPi();
+    await sandbox?.cleanup();
+    await model?.close();
+  });
+
+  it("registers /workflow and a workflow tool with one flat object schema", async () => {
+    const commands = await pi.command({ type: "get_commands" });
+    const workflow =
+      (commands.data as { commands: { name: string; sourceInfo: { origin: string } }[] })
+        .commands.find((c) => c.name === "workflow");
+    expect(workflow?.sourceInfo.origin).toBe("package");
+
+    const from = pi.records.length;
+    await pi.prompt("hello");
+    await pi.waitForSettled(from);
+    const tool = (model.requests.at(-1)!.body.tools as {
+      function: { name: string; parameters: Record<string, unknown> };
+    }[])
+      .find((t) => t.function.name === "workflow");
+    expect(tool?.function.parameters).toMatchObject({
+      type: "object",
+      additionalProperties: false,
+      required: ["action"],
+    });
+  });
+
+  it("lists workflows with their source tag", async () => {
+    const from = pi.records.length;
+    await pi.prompt("/workflow");
+    const [list] = notices(pi, from);
+    expect(list.split("\n")).toEqual([
+      "Workflows 1-3 of 3:",
+      `hello  [project]  ${join(sandbox.project, ".pi/workflows/hello.workflow.ts")}`,
+      `tidy  [user]  ${join(sandbox.agentDir, "workflows/tidy.workflow.ts")}`,
+      "echo  [builtin]  Returns its input unchanged",
+    ]);
+  });
+
+  it("starts a run bound to this session, shows its progress and its end", async () => {
+    const from = pi.records.length;
+    const response = await pi.prompt('/workflow hello --input-json {"name":"Ada"}', 60_000);
+    expect(response.data).toEqual({ disposition: "handled" });
+    const started = await noticeMatching(pi, from, /^Started workflow hello/);
+    const runId = /\((run-[^)]+)\)/.exec(started)![1];
+    await noticeMatching(pi, from, new RegExp(`^Workflow hello completed \\(${runId}\\)`));
+    const widgets = pi.uiRequests(from).filter((r) => r.method === "setWidget");
+    expect(widgets.at(-1)?.widgetLines).toEqual([
+      expect.stringMatching(/^✓ ƒ greet {2}\d+ms$/),
+      expect.stringMatching(/^✓ \$ echo {2}\d+m?s$/),
+      expect.stringMatching(/^✓ ƒ finish {2}\d+ms$/),
+    ]);
+    const statuses = pi.uiRequests(from).filter((r) => r.method === "setStatus");
+    expect(statuses.at(-1)?.statusText).toBe("wf Say hello to Ada completed");
+
+    const statusFrom = pi.records.length;
+    await pi.prompt(`/workflow status ${runId}`);
+    const [status] = notices(pi, statusFrom);
+    expect(status).toContain(`Run ${runId} hello — Say hello to Ada: completed`);
+    expect(status).toContain('Output: {"message":"Hello, Ada!"');
+  });
+
+  it("reports mistakes as one line, never a stack", async () => {
+    const cases: [string, RegExp][] = [
+      [
+        "/workflow nope-such-workflow",
+        /^\/workflow: refused: .*Workflow not found: nope-such-workflow/,
+      ],
+      ["/workflow hello --input-json {bad", /^Invalid --input-json: /],
+      ["/workflow status not-a-run", /^Not a run id: not-a-run/],
+      ["/workflow cancel run-does-not-exist", /^\/workflow: not found: /],
+    ];
+    for (const [prompt, pattern] of cases) {
+      const from = pi.records.length;
+      await pi.prompt(prompt, 60_000);
+      const errors = pi.uiRequests(from).filter((r) => r.notifyType === "error");
+      expect(errors, prompt).toHaveLength(1);
+      const message = String(errors[0].message);
+      expect(message, prompt).toMatch(pattern);
+      expect(message).not.toContain("\n");
+      expect(message).not.toMatch(/\s+at\s+\S+:\d+/);
+    }
+  });
+
+  it("read no workflow, engine, state or host module in the Pi process", () => {
+    const reads = readFileSync(readsLog, "utf8").trim().split("\n").map((line) => {
+      const space = line.indexOf(" ");
+      return { pid: Number(line.slice(0, space)), path: line.slice(space + 1) };
+    });
+    const inPi = reads.filter((r) => r.pid === pi.pid).map((r) => r.path);
+    expect(inPi.some((path) => path.endsWith("src/extension/index.ts"))).toBe(true);
+    expect(
+      inPi.filter((path) =>
+        (ENGINE_DIRS.test(path) && !PENDING_MOVE.test(path)) || path.endsWith(".workflow.ts")
+      ),
+    ).toEqual([]);
+    // The run did load its workflow: in a worker process, not in Pi.
+    expect(reads.some((r) => r.pid !== pi.pid && r.path.endsWith("hello.workflow.ts"))).toBe(true);
+  });
+});
+
+describe("installed the way `pi install npm:@osolmaz/pi-workflows` leaves it", () => {
+  let model: FakeModel;
+  let sandbox: PiSandbox;
+
+  beforeAll(async () => {
+    model = await startFakeModel({ script: stepResponder(), lifetimeMs: 180_000 });
+    sandbox = createPiSandbox({
+      modelBaseUrl: model.baseUrl,
+      settings: { packages: ["npm:@osolmaz/pi-workflows"] },
+    });
+    writeWorkflows(sandbox);
+    // What Pi's npm install produces under <agentDir>/npm, without the network: the packed
+    // tarball unpacked, its prepack bundle built, its runtime dependencies beside it.
+    const npmRoot = join(sandbox.agentDir, "npm", "node_modules");
+    const target = join(npmRoot, "@osolmaz", "pi-workflows");
+    mkdirSync(target, { recursive: true });
+    const tarball = execFileSync(
+      "npm",
+      ["pack", "--ignore-scripts", "--silent", "--pack-destination", sandbox.root],
+      { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "silent" } },
+    ).trim().split("\n").at(-1)!;
+    execFileSync("tar", [
+      "-xzf",
+      join(sandbox.root, tarball),
+      "-C",
+      target,
+      "--strip-components=1",
+    ]);
+    await bundleCli(join(target, "dist", "pi-workflows.mjs"));
+    for (const dep of ["valibot", "jsonc-parser"]) {
+      symlinkSync(join(REPO_ROOT, "node_modules", dep), join(npmRoot, dep));
+    }
+  });
+
+  afterAll(async () => {
+    await stopAllPi();
+    await sandbox?.cleanup();
+    await model?.close();
+  });
+
+  it("loads from node_modules and starts the host from the package's own bin", async () => {
+    const pi = await startPi(sandbox);
+    const commands = await pi.command({ type: "get_commands" });
+    const workflow =
+      (commands.data as { commands: { name: string; sourceInfo: { path: string } }[] })
+        .commands.find((c) => c.name === "workflow");
+    expect(workflow?.sourceInfo.path).toContain(
+      join("npm", "node_modules", "@osolmaz", "pi-workflows"),
+    );
+
+    const from = pi.records.length;
+    await pi.prompt("/workflow hello", 60_000);
+    await noticeMatching(pi, from, /^Workflow hello completed/);
+    await pi.stop();
+  });
+});
