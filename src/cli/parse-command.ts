@@ -4,10 +4,26 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { isEnvName } from "../protocol/run-environment.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
+
+/**
+ * Where a run's input comes from. A value on the command line is visible to every local user
+ * in `ps`; a file or stdin is not.
+ */
+export type InputSource =
+  | { kind: "value"; value: JsonValue }
+  | { kind: "file"; path: string }
+  | { kind: "stdin" };
+
+/** `--env NAME` (the value from this environment) or `--env NAME=value`. */
+export interface EnvOption {
+  name: string;
+  value: string | null;
+}
 export type ControlAction = "pause" | "resume" | "cancel";
 
 export type CliCommand =
@@ -17,7 +33,8 @@ export type CliCommand =
   | {
     kind: "start";
     workflow: string;
-    input: JsonValue;
+    input: InputSource;
+    env: EnvOption[];
     cwd: string | null;
     wait: boolean;
     json: boolean;
@@ -131,6 +148,8 @@ function parseStart(rest: readonly string[]): CliCommand {
     {
       ...JSON_FLAG,
       "input-json": { type: "string" },
+      "input-file": { type: "string" },
+      env: { type: "string", multiple: true },
       cwd: { type: "string" },
       wait: { type: "boolean" },
     },
@@ -140,25 +159,14 @@ function parseStart(rest: readonly string[]): CliCommand {
   if (parsed.help) return { kind: "help", topic: "start" };
   const [workflow, ...words] = parsed.positionals;
   if (workflow.trim() === "") throw new UsageError("Workflow reference is empty: name a workflow");
-  const inputJson = parsed.values["input-json"];
-  let input: JsonValue;
-  if (typeof inputJson === "string") {
-    if (words.length > 0) {
-      throw new UsageError(
-        "Cannot combine --input-json with task text: pass one or the other",
-      );
-    }
-    input = parseInputJson(inputJson);
-  } else {
-    const text = words.join(" ");
-    input = text === "" ? {} : { task: text };
-  }
+  const input = inputSource(parsed, words);
   const cwd = parsed.values.cwd;
   if (cwd === "") throw new UsageError("Option --cwd is empty: give a project directory");
   return {
     kind: "start",
     workflow,
     input,
+    env: envOptions(parsed.values.env),
     cwd: typeof cwd === "string" ? cwd : null,
     wait: flag(parsed, "wait"),
     json: flag(parsed, "json"),
@@ -208,19 +216,53 @@ function parseInputPair(pair: string): { name: string; value: string } {
   return { name: pair.slice(0, at), value: pair.slice(at + 1) };
 }
 
-function parseInputJson(text: string): JsonValue {
+function inputSource(parsed: Parsed, words: string[]): InputSource {
+  const json = parsed.values["input-json"];
+  const file = parsed.values["input-file"];
+  const given = [typeof json === "string", typeof file === "string", words.length > 0]
+    .filter(Boolean).length;
+  if (given > 1) {
+    throw new UsageError(
+      "Cannot combine --input-json, --input-file and task text: pass one of them",
+    );
+  }
+  if (typeof file === "string") {
+    if (file === "") throw new UsageError("Option --input-file is empty: give a file path");
+    return { kind: "file", path: file };
+  }
+  if (typeof json === "string") {
+    return json === "-" ? { kind: "stdin" } : { kind: "value", value: parseInputJson(json) };
+  }
+  const text = words.join(" ");
+  return { kind: "value", value: text === "" ? {} : { task: text } };
+}
+
+function envOptions(values: string | boolean | string[] | undefined): EnvOption[] {
+  if (!Array.isArray(values)) return [];
+  return values.map((spec) => {
+    const equals = spec.indexOf("=");
+    const name = equals === -1 ? spec : spec.slice(0, equals);
+    if (!isEnvName(name)) {
+      throw new UsageError(
+        `Invalid --env '${spec.slice(0, 60)}': use NAME or NAME=value (NAME: letters, digits, _)`,
+      );
+    }
+    return { name, value: equals === -1 ? null : spec.slice(equals + 1) };
+  });
+}
+
+/** Parses `--input-json` text (also what `--input-file` and stdin hold). */
+export function parseInputJson(text: string, source = "--input-json"): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {
-    throw new UsageError(
-      `Invalid --input-json: ${(error as Error).message.split("\n")[0]}`,
-    );
+    throw new UsageError(`Invalid ${source}: ${(error as Error).message.split("\n")[0]}`);
   }
 }
 
 interface Parsed {
   help: boolean;
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
 }
 
@@ -237,7 +279,7 @@ function parse(
   } catch (error) {
     throw new UsageError(`${describeParseError(error)}: run 'pi-workflows ${command} --help'`);
   }
-  const values = result.values as Record<string, string | boolean | undefined>;
+  const values = result.values as Record<string, string | boolean | string[] | undefined>;
   const help = values.help === true;
   if (help) return { help, values, positionals: result.positionals };
   const count = result.positionals.length;

@@ -8,8 +8,11 @@ import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
 import type { HostConnection } from "../client/host-connection.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { answerRun } from "./answer-command.ts";
+import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
 import { formatWaiting } from "./format-waiting.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
@@ -22,6 +25,12 @@ type RunCommand = Extract<
   { kind: "start" | "status" | "list" | "control" | "answer" }
 >;
 
+interface StartRequest {
+  cwd: string;
+  input: JsonValue;
+  env: RunEnvironment;
+}
+
 const PAST_TENSE = { pause: "Paused", resume: "Resumed", cancel: "Cancelled" } as const;
 
 export async function runRunCommand(
@@ -29,12 +38,19 @@ export async function runRunCommand(
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const cwd = command.kind === "start" ? projectDir(command.cwd) : null;
+  // Everything a start needs from here is read before the host is contacted.
+  const start = command.kind === "start"
+    ? {
+      cwd: projectDir(command.cwd),
+      input: await readStartInput(command.input),
+      env: startEnvironment(command.env, env),
+    }
+    : null;
   // One client id per invocation: a reconnect (start --wait across a host restart) keeps it.
   const clientId = newClientId();
   const connection = await ensureHost({ env, clientId });
   try {
-    return await execute(connection, () => ensureHost({ env, clientId }), command, cwd, io);
+    return await execute(connection, () => ensureHost({ env, clientId }), command, start, io);
   } catch (error) {
     if (error instanceof HostCommandError) {
       io.err(error.message);
@@ -50,7 +66,7 @@ async function execute(
   connection: HostConnection,
   reconnect: () => Promise<HostConnection>,
   command: RunCommand,
-  cwd: string | null,
+  start: StartRequest | null,
   io: CliIo,
 ): Promise<number> {
   switch (command.kind) {
@@ -60,8 +76,9 @@ async function execute(
         await connection.request("run.start", {
           payload: {
             workflow: command.workflow,
-            input: command.input,
-            cwd: cwd!,
+            input: start!.input,
+            cwd: start!.cwd,
+            env: start!.env,
             executionMode: "headless",
           },
         }),

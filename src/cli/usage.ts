@@ -30,8 +30,13 @@ Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts fi
 Words after the workflow become the input {"task": "<text>"}; with no text the input is {}.
 The host is started on demand.
 
+The run executes in its project directory with a small base of this environment (PATH, HOME,
+USER, SHELL, LANG, LC_*, TERM, TMPDIR and the like) plus the variables passed with --env.
+
 Options:
-  --input-json JSON   Use this JSON value as the input instead of text
+  --input-json JSON   Use this JSON value as the input instead of text ('-': read it from stdin)
+  --input-file PATH   Read the JSON input from a file (keeps it out of 'ps')
+  --env NAME[=VALUE]  Pass a variable to the run (repeatable; without a value: from here)
   --cwd DIR           Project directory the run belongs to (default: the current directory)
   --wait              Follow the run's progress until it ends or waits, then print the result
   --json              Print machine-readable JSON`,

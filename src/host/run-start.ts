@@ -8,6 +8,7 @@ import { realpathSync } from "node:fs";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { baseRunEnvironment } from "../protocol/run-environment.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -34,10 +35,14 @@ export async function startRunCommand(
   } catch {
     return reject("invalidCwd", "Cannot start the run: the working directory does not exist");
   }
+  // The client defines the run's environment; a client that sends none gets the allowlisted
+  // base of the host's own (never the rest of it). Recorded with the run for every relaunch.
+  const environment = payload.env ?? baseRunEnvironment(process.env);
   const resolved = await rt.supervision.resolve({
     workflow: payload.workflow,
     input: payload.input ?? null,
     cwd: projectPath,
+    env: environment,
   });
   if (!resolved.ok) return reject(resolved.code, resolved.message);
   // A headless run has no origin Pi session to show an assistant message in: refuse it now
@@ -62,6 +67,7 @@ export async function startRunCommand(
       executionMode: payload.executionMode,
       originSessionId: payload.originSessionId ?? null,
     },
+    environment,
     receipt: { ...receipt, receipt: committed.receipt },
   });
   rt.log("run.queued", { runId: result.runId, revision: result.revision });

@@ -70,6 +70,8 @@ export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
 export const RunFactsSchema = v.object({
   runId: v.string(),
   workflowName: v.string(),
+  /** The run's canonical project path (node contexts expose it as `state.projectPath`). */
+  projectPath: v.optional(v.string()),
   input: JsonValueSchema,
   /**
    * The run's attempts in sequence order. An answered checkpoint or human decision is an `ok`

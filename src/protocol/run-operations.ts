@@ -6,6 +6,7 @@
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
+import { RunEnvironmentSchema } from "./run-environment.ts";
 import { ATTEMPT_STATES, NODE_EFFECTS } from "./run-facts.ts";
 import {
   AbsolutePathSchema,
@@ -60,6 +61,11 @@ const RunStartFieldsSchema = strictObject({
   executionMode: v.optional(v.picklist(EXECUTION_MODES), "headless"),
   /** The Pi session an interactive run belongs to. */
   originSessionId: v.optional(OpaqueIdSchema),
+  /**
+   * The run environment the client defines (run-environment.ts); recorded privately with the
+   * run. Absent: the allowlisted base of the host's own environment.
+   */
+  env: v.optional(RunEnvironmentSchema),
 });
 export type RunStartPayload = v.InferOutput<typeof RunStartFieldsSchema>;
 

@@ -142,6 +142,19 @@ CREATE TABLE run_bindings (
   CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL)
 );
 
+-- The run environment (protocol/run-environment.ts): the variables its workers and resolver run
+-- with, as the starting client defined them. Private: read only to launch workers, never shown in
+-- status, events or viewer deltas. Deleted when the run ends (nothing can launch it again).
+CREATE TABLE run_environments (
+  run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
+  env_json TEXT NOT NULL
+);
+CREATE TRIGGER run_environments_end AFTER UPDATE OF state ON runs
+WHEN NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled')
+BEGIN
+  DELETE FROM run_environments WHERE run_id = NEW.run_id;
+END;
+
 -- Immutable, ordered per run (seq 1, 2, ...). Payloads are small summaries, never outputs.
 CREATE TABLE events (
   run_id TEXT NOT NULL REFERENCES runs (run_id),

@@ -32,6 +32,12 @@ async function resolve(
   request: { workflow: string; input: JsonValue; cwd: string; agentDir?: string },
 ): Promise<ResolveResult> {
   try {
+    // Workflow code (module top level, the input normalizer) runs in the run's project.
+    process.chdir(request.cwd);
+  } catch {
+    return { ok: false, code: "invalidCwd", message: "The project directory cannot be entered" };
+  }
+  try {
     const { workflow, identity } = await loadWorkflow(request.workflow, {
       cwd: request.cwd,
       ...(request.agentDir ? { agentDir: request.agentDir } : {}),

@@ -15,7 +15,7 @@ import type { WorkerChannel } from "./channel.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
-import type { RunWorkflow } from "./workflow-port.ts";
+import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
 
 export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
   const launch = parseLaunch(await channel.firstFrame());
@@ -45,8 +45,10 @@ async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReas
   // a bare runtime start-up (it keeps a deadline on the first boundary that follows).
   const ready = await proposer.propose("worker.ready", { pid: process.pid });
   const port = await import("./workflow-port.ts");
-  // Changed code never executes: hashes are compared before any workflow module is imported.
-  let sourceProblem = port.checkSourceBeforeLoad(launch);
+  // Nodes run in the run's project (shell commands, relative paths); a project directory that
+  // is gone blocks the run like a changed source. Then, before any workflow module is
+  // imported, the saved hashes are compared: changed code never executes.
+  let sourceProblem = enterProject(launch.projectPath) ?? port.checkSourceBeforeLoad(launch);
   let workflow: RunWorkflow | null = null;
   if (sourceProblem === null) {
     const loaded = await port.loadRunWorkflow(launch);
@@ -61,7 +63,22 @@ async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReas
     return "sourceChanged";
   }
   if (!ready.facts) throw new Error("Worker not started: the ready reply carried no run facts");
-  return await walk(workflow!, ready.facts, proposer);
+  return await walk(workflow!, { ...ready.facts, projectPath: launch.projectPath }, proposer);
+}
+
+function enterProject(projectPath: string): SourceProblem | null {
+  try {
+    process.chdir(projectPath);
+    return null;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return {
+      reason: "workflowSourceChanged",
+      detail: `The run's project directory cannot be entered (${
+        typeof code === "string" ? code : "error"
+      }): restore it, then resume the run, or cancel it`,
+    };
+  }
 }
 
 async function walk(

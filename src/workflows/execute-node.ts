@@ -12,7 +12,7 @@ import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
 import type { EffectPort } from "./managed-effect.ts";
-import { scopeContext, viewFacts } from "./facts-view.ts";
+import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import { toJson } from "./json-value.ts";
 import type { ProcessGroupHooks } from "./shell-runner.ts";
@@ -153,6 +153,7 @@ function nodeContext(
     state: {
       runId: facts.runId,
       workflowName: wf.name,
+      projectPath: projectPathOf(facts),
       nodeId: node.id,
       attemptId,
       visit: (view.visits.get(node.id) ?? 0) + 1,

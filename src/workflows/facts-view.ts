@@ -14,6 +14,11 @@ import { NodeFailure } from "./errors.ts";
 import { readonlyRecord } from "./readonly-record.ts";
 import type { NodeResultRecord } from "./types.ts";
 
+/** The run's project path; a worker runs in it, so the current directory stands in for it. */
+export function projectPathOf(facts: RunFacts): string {
+  return facts.projectPath ?? process.cwd();
+}
+
 export interface FactsView {
   /** Attempts that count, in order: not `interrupted`, not `running` (treated as interrupted). */
   steps: AttemptFact[];
@@ -216,6 +221,7 @@ function scopeInput(
         state: {
           runId: facts.runId,
           workflowName: wf.name,
+          projectPath: projectPathOf(facts),
           nodeId: scope.prefix.slice(0, -1),
           attemptId: "",
           visit: 0,

@@ -2,7 +2,7 @@
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
-import { scopeContext, viewFacts } from "./facts-view.ts";
+import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
 
 export const DEFAULT_NODE_TIMEOUT_MS = 15 * 60_000;
 /** A timeout callback must answer within this bound. */
@@ -43,6 +43,7 @@ export async function resolveNodeTimeout(
           state: {
             runId: ctx.facts.runId,
             workflowName: wf.name,
+            projectPath: projectPathOf(ctx.facts),
             nodeId,
             attemptId: ctx.attemptId ?? "",
             visit: (view.visits.get(nodeId) ?? 0) + 1,

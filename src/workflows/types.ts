@@ -21,6 +21,11 @@ export interface NodeResultRecord {
 export interface NodeRunState {
   runId: string;
   workflowName: string;
+  /**
+   * The run's canonical project path. Workers run in it: relative paths (a shell node's `cwd`,
+   * file reads) resolve against it.
+   */
+  projectPath: string;
   /** Flattened id of the node being executed (`mount/child` inside includes). */
   nodeId: string;
   attemptId: string;

@@ -30,7 +30,8 @@ describe("parseCommand()", () => {
     expect(parseCommand(["start", "hello", "fix", "the", "bug"])).toEqual({
       kind: "start",
       workflow: "hello",
-      input: { task: "fix the bug" },
+      input: { kind: "value", value: { task: "fix the bug" } },
+      env: [],
       cwd: null,
       wait: false,
       json: false,
@@ -38,14 +39,38 @@ describe("parseCommand()", () => {
     expect(parseCommand(["start", "builtin:x", "--wait", "--json", "--cwd", "/tmp"])).toEqual({
       kind: "start",
       workflow: "builtin:x",
-      input: {},
+      input: { kind: "value", value: {} },
+      env: [],
       cwd: "/tmp",
       wait: true,
       json: true,
     });
     expect(parseCommand(["start", "w", "--input-json", '{"n":[1,2]}'])).toMatchObject({
-      input: { n: [1, 2] },
+      input: { kind: "value", value: { n: [1, 2] } },
     });
+  });
+
+  it("reads the input from a file or stdin, and --env options", () => {
+    expect(parseCommand(["start", "w", "--input-file", "in.json"])).toMatchObject({
+      input: { kind: "file", path: "in.json" },
+    });
+    expect(parseCommand(["start", "w", "--input-json", "-"])).toMatchObject({
+      input: { kind: "stdin" },
+    });
+    expect(parseCommand(["start", "w", "--env", "TOKEN", "--env", "MODE=a=b", "--env", "E="]))
+      .toMatchObject({
+        env: [{ name: "TOKEN", value: null }, { name: "MODE", value: "a=b" }, {
+          name: "E",
+          value: "",
+        }],
+      });
+    expect(usageError(["start", "w", "--env", "1BAD"])).toContain("Invalid --env '1BAD'");
+    expect(usageError(["start", "w", "--env", "=x"])).toContain("Invalid --env");
+    expect(usageError(["start", "w", "--input-file", "a", "--input-json", "{}"])).toContain(
+      "Cannot combine",
+    );
+    expect(usageError(["start", "w", "text", "--input-file", "a"])).toContain("Cannot combine");
+    expect(usageError(["start", "w", "--input-file", ""])).toContain("--input-file is empty");
   });
 
   it("reads run commands and host actions", () => {
@@ -80,7 +105,7 @@ describe("parseCommand()", () => {
     expect(usageError(["start", "w", "--cwd"])).toContain("'--cwd' needs a value");
     expect(usageError(["start", "w", "--input-json", "{nope"])).toContain("Invalid --input-json");
     expect(usageError(["start", "w", "text", "--input-json", "{}"])).toContain(
-      "Cannot combine --input-json with task text",
+      "Cannot combine --input-json, --input-file and task text",
     );
     expect(usageError(["status"])).toContain("Missing argument for 'status'");
     expect(usageError(["status", "a", "b"])).toContain("Unexpected argument 'b'");

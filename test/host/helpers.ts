@@ -55,12 +55,24 @@ export interface CliProcess {
 
 const running = new Set<CliProcess>();
 
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
+export interface SpawnCliOptions {
+  /** Working directory of the CLI process (default: the repository root). */
+  cwd?: string;
+  /** Text written to the CLI's stdin (default: no stdin). */
+  stdin?: string;
+}
+
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: SpawnCliOptions = {},
+): CliProcess {
   const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+  if (options.stdin !== undefined) child.stdin!.end(options.stdin);
   let out = "";
   let err = "";
   const listeners = new Set<() => void>();
@@ -121,8 +133,9 @@ export async function runCliProcess(
   args: string[],
   env: NodeJS.ProcessEnv,
   timeoutMs = 20_000,
+  options: SpawnCliOptions = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawnCli(args, env);
+  const proc = spawnCli(args, env, options);
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
   const { code } = await proc.exited;
   clearTimeout(timer);

@@ -6,6 +6,7 @@
 import type { Clock, IdSource } from "../../state/clock.ts";
 import type { StateStore } from "../../state/store.ts";
 import type { ResolveResult } from "../../protocol/resolve-messages.ts";
+import type { RunEnvironment } from "../../protocol/run-environment.ts";
 
 export interface HostContext {
   store: StateStore;
@@ -48,8 +49,10 @@ export interface ResolveRequest {
   workflow: string;
   /** Raw input before the workflow's `input` normalizer. */
   input: unknown;
-  /** Canonical project path the run belongs to. */
+  /** Canonical project path the run belongs to; the resolver runs in it. */
   cwd: string;
+  /** The run environment the resolver runs with (default: the host's allowlisted base). */
+  env?: RunEnvironment;
 }
 
 export type { ResolveResult } from "../../protocol/resolve-messages.ts";

@@ -17,10 +17,11 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { spawnWorkerProcess } from "./worker-process.ts";
+import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
 
 export interface LaunchHooks {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
-  /** Extra environment for the worker (tests); never secrets. */
+  /** Extra environment for the worker on top of the run's (tests); never secrets. */
   env?: NodeJS.ProcessEnv;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: (args: string[]) => { command: string; args: string[] };
@@ -67,7 +68,10 @@ export function launchWorker(
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
-    env: { ...process.env, ...hooks.env },
+    // The run's recorded environment, never the host's; the worker itself moves into the
+    // run's project directory (a missing one blocks the run instead of failing the spawn).
+    env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), hooks.env),
+    cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
     maxOutputBytes: ctx.options.maxCapturedOutputBytes,

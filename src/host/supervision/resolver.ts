@@ -8,7 +8,9 @@ import { join } from "node:path";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { readFrames, writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
+import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { selfCommand } from "../../os/self-launch.ts";
+import { childEnvironment } from "./child-environment.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
@@ -26,7 +28,8 @@ export async function resolveInChild(
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
-    env: { ...process.env, ...env },
+    env: childEnvironment(request.env ?? baseRunEnvironment(process.env), env),
+    cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: ctx.ids.next("resolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
     maxOutputBytes: ctx.options.maxCapturedOutputBytes,

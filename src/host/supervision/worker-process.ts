@@ -13,6 +13,8 @@ export interface WorkerSpawnOptions {
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
+  /** Working directory of the child before it moves into the run's project. */
+  cwd: string;
   /** `<stateDir>/workers`; created 0700 when missing. */
   logDir: string;
   /** File stem for the captured output (`<stem>.out`, `<stem>.err`). Not secret, not a path. */
@@ -57,6 +59,7 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
       detached: true,
       stdio: ["ignore", outFd, errFd, "pipe"],
       env: options.env,
+      cwd: options.cwd,
     });
   } catch (error) {
     closeSync(outFd);

@@ -4,6 +4,8 @@ import { type CommandReceiptInput, recordHostCommandInTx } from "../host-command
 import { appendHistory } from "../journal.ts";
 import { execute, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
+import type { RunEnvironment } from "../../protocol/run-environment.ts";
+import { insertRunEnvironment } from "../run-environments.ts";
 
 export interface RunBindingInput {
   executionMode: "interactive" | "headless";
@@ -25,6 +27,8 @@ export interface EnqueueRunOptions {
   input: JsonValue;
   inputHash: string;
   binding: RunBindingInput;
+  /** The run environment, recorded privately (run-environments.ts); absent: none recorded. */
+  environment?: RunEnvironment;
   parentRunId?: string | null;
   /** Scheduling priority; higher launches first. */
   priority?: number;
@@ -88,6 +92,7 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
         now,
       },
     );
+    if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
     appendHistory(store, runId, 1, now, {
       type: "run.queued",
       payload: { workflowName: opts.workflowName, executionMode: opts.binding.executionMode },

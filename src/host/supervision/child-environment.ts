@@ -1,0 +1,34 @@
+/**
+ * The environment of a run's children (workers and the source resolver): exactly the run
+ * environment recorded with the run, plus the few host variables that configure the children
+ * themselves (crash-test hooks; under Deno, Deno's own settings) and the supervision's extras.
+ * Nothing else of the host's environment reaches a run: the host may have been started from any
+ * terminal, and a token exported there must not reach every later run.
+ */
+import { baseRunEnvironment, type RunEnvironment } from "../../protocol/run-environment.ts";
+import { readRunEnvironment } from "../../state/run-environments.ts";
+import type { StateStore } from "../../state/store.ts";
+import { detectRuntime } from "../../os/self-launch.ts";
+
+const CRASH_HOOKS = /^PI_WORKFLOWS_CRASH_(AT|ONCE)$/;
+const DENO_SETTINGS = /^DENO_[A-Z_]+$/;
+
+/** The recorded environment of `runId`; the allowlisted base of the host's own if none was. */
+export function recordedRunEnvironment(store: StateStore, runId: string): RunEnvironment {
+  return readRunEnvironment(store, runId) ?? baseRunEnvironment(process.env);
+}
+
+export function childEnvironment(
+  runEnvironment: RunEnvironment,
+  extras: NodeJS.ProcessEnv = {},
+  hostEnv: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...runEnvironment };
+  const deno = detectRuntime() === "deno";
+  for (const [name, value] of Object.entries(hostEnv)) {
+    if (value !== undefined && (CRASH_HOOKS.test(name) || deno && DENO_SETTINGS.test(name))) {
+      env[name] = value;
+    }
+  }
+  return { ...env, ...extras };
+}
