@@ -13,3 +13,8 @@ export { DEFAULT_START_TIMEOUT_MS, ensureHost, type EnsureHostOptions } from "./
 export { HostCommandError, receiptOf } from "./command-receipt.ts";
 export { checkClientId, newClientId, stableClientId } from "./client-id.ts";
 export { createHostClient, type HostClient, type HostClientOptions } from "./host-client.ts";
+export {
+  baseRunEnvironment,
+  type RunEnvironment,
+  runEnvironment,
+} from "../protocol/run-environment.ts";

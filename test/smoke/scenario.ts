@@ -12,7 +12,7 @@
  * 4. another run is paused (its worker stops), resumed and cancelled; `list --all` shows all;
  * 5. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
  *
- * Processes of this smoke are recognised by its private state directory in their environment;
+ * Processes of this smoke are recognised by its private HOME in their environment;
  * the `finally` SIGKILLs any that are left, by PID.
  */
 import { join } from "node:path";
@@ -46,7 +46,8 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     PI_CODING_AGENT_DIR: join(dir.home, "agent"),
     ...options.extraEnv,
   };
-  const marker = `PI_WORKFLOWS_STATE_DIR=${dir.stateDir}`;
+  // Workers get the run environment, not the host's: HOME (private to this smoke) is in both.
+  const marker = `HOME=${dir.home}`;
   const report: ScenarioReport = { label: options.label, ok: false, steps: [] };
   const stderrSeen: string[] = [];
   const cli = async (args: string[]): Promise<CommandResult> => {
