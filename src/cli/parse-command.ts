@@ -55,6 +55,7 @@ export type CliCommand =
     json: boolean;
   }
   | { kind: "doctor"; json: boolean }
+  | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | { kind: "worker"; args: string[] };
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -114,6 +115,23 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     }
     case "answer":
       return parseAnswer(rest);
+    case "view": {
+      const parsed = parse(
+        "view",
+        rest,
+        { ...HELP, once: { type: "boolean" }, all: { type: "boolean" } },
+        0,
+        1,
+      );
+      if (parsed.help) return { kind: "help", topic: "view" };
+      const runId = parsed.positionals[0];
+      return {
+        kind: "view",
+        runId: runId === undefined ? null : runIdArg("view", runId),
+        once: flag(parsed, "once"),
+        all: flag(parsed, "all"),
+      };
+    }
     case "doctor": {
       const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
       if (parsed.help) return { kind: "help", topic: "doctor" };

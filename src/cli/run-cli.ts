@@ -32,6 +32,10 @@ export async function runCli(
         const { runHostCommand } = await import("./host-command.ts");
         return await runHostCommand(command, io, env);
       }
+      case "view": {
+        const { runViewCommand } = await import("./view-command.ts");
+        return await runViewCommand(command, env);
+      }
       case "doctor": {
         const { runDoctorCommand } = await import("./doctor-command.ts");
         return await runDoctorCommand(command, io, env);

@@ -14,6 +14,7 @@ Commands:
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
   host run|start|status|stop   Manage the workflow host process
+  view [runId]                 Watch runs live in the terminal (read-only)
   doctor                       Check the state database (read-only)
 
 Options:
@@ -24,6 +25,16 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by the host, 4 host unavai
 5 doctor found problems, 6 run did not succeed, 7 run needs attention (see docs/cli.md).`;
 
 export const COMMAND_HELP: Record<string, string> = {
+  view: `Usage: pi-workflows view [runId] [--once] [--all]
+
+Opens a live full-screen view of the runs (or of one run): the runs list, and for a run its
+graph, step timeline and the selected step's details. Reads the state database read-only, with
+or without a running host. Keys: ↑/↓ select or scroll, enter open, ←/→ replay steps (past the
+last step follows live), a active/all, q back or quit.
+
+Options:
+  --once   Print one plain-text snapshot and exit (also when stdout is not a terminal)
+  --all    List finished runs too`,
   start: `Usage: pi-workflows start <workflow> [text...] [options]
 
 Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts file).

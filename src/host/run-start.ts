@@ -61,6 +61,7 @@ export async function startRunCommand(
     projectPath,
     workflowSource: resolved.workflowSource as JsonValue,
     definitionDigest: resolved.definitionDigest,
+    definition: resolved.definition as JsonValue,
     input: resolved.input as JsonValue,
     inputHash: resolved.inputHash,
     binding: {

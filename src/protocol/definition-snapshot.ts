@@ -6,6 +6,7 @@
  * (choices, effect, audience), and drawing needs only `kind` and a few optional labels.
  */
 import * as v from "valibot";
+import { nonArray } from "./fields.ts";
 
 export const DEFINITION_SNAPSHOT_SCHEMA = "pi-workflows.definition-snapshot.v1";
 
@@ -35,9 +36,9 @@ export const DefinitionSnapshotSchema = v.looseObject({
   name: NameSchema,
   startAt: NameSchema,
   /** Flattened node id (`mount/child` inside includes) -> node. */
-  nodes: v.record(v.string(), SnapshotNodeSchema),
+  nodes: nonArray(v.record(v.string(), SnapshotNodeSchema)),
   /** Source node id -> its one outgoing edge. */
-  edges: v.record(v.string(), SnapshotEdgeSchema),
+  edges: nonArray(v.record(v.string(), SnapshotEdgeSchema)),
 });
 export type DefinitionSnapshot = v.InferOutput<typeof DefinitionSnapshotSchema>;
 

@@ -8,6 +8,7 @@ import { JsonValueSchema } from "./run-facts.ts";
 import { AbsolutePathSchema, DigestSchema, nonArray, strictObject } from "./fields.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkflowSourceSchema } from "./worker-launch.ts";
+import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
 
 export const RESOLVE_REQUEST_SCHEMA = "pi-workflows.resolve-request.v1";
 export const RESOLVE_RESULT_SCHEMA = "pi-workflows.resolve-result.v1";
@@ -33,6 +34,8 @@ export const ResolveResultSchema = nonArray(v.variant("ok", [
     /** Source identity exactly as the launch envelope carries it. */
     workflowSource: WorkflowSourceSchema,
     definitionDigest: DigestSchema,
+    /** The function-free graph the digest fingerprints (stored for viewers). */
+    definition: DefinitionSnapshotSchema,
     /** The normalized input and its fingerprint. */
     input: JsonValueSchema,
     inputHash: DigestSchema,
@@ -65,6 +68,8 @@ export type ResolveResult =
     /** Source identity exactly as the worker launch envelope carries it. */
     workflowSource: unknown;
     definitionDigest: string;
+    /** The definition snapshot that digest fingerprints (stored for viewers). */
+    definition: unknown;
     /** Normalized input and its hash. */
     input: unknown;
     inputHash: string;

@@ -25,7 +25,9 @@ const CARD_H = 6;
 const GAP_X = 2;
 const MIN_INNER = 17;
 const MAX_INNER = 22;
-const SMALLEST_INNER = 5;
+/** Below this title width `auto` draws lines instead; `box` goes down to FORCED_INNER. */
+const SMALLEST_INNER = 8;
+const FORCED_INNER = 5;
 const MAX_LABEL = 14;
 
 const PENDING: NodeStatus = { state: "pending", attempts: 0, timer: null };
@@ -39,9 +41,10 @@ export function renderGraph(
   if (graph.nodes.length === 0) return [];
   const layout = layoutGraph(graph);
   if (style !== "line") {
-    for (let inner = MAX_INNER; inner >= SMALLEST_INNER; inner--) {
+    const smallest = style === "box" ? FORCED_INNER : SMALLEST_INNER;
+    for (let inner = MAX_INNER; inner >= smallest; inner--) {
       const plan = planBoxes(graph, layout, inner);
-      if (plan.width <= options.width || (style === "box" && inner === SMALLEST_INNER)) {
+      if (plan.width <= options.width || (style === "box" && inner === smallest)) {
         return drawBoxes(graph, layout, scene, plan);
       }
     }

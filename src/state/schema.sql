@@ -8,6 +8,7 @@
 --   host         host_claim                         host-claim.ts (acquire/renew/releaseHostClaim)
 --   lifecycle    runs, run_queue, leases, run_bindings
 --                                                   transitions/*.ts (one function per transition)
+--   definitions  workflow_definitions               transitions/run-enqueue.ts (once per digest)
 --   history      events, viewer_deltas              journal.ts, appended by every transition
 --   execution    node_attempts, node_updates         transitions/node-attempts.ts
 --   decisions    human_decisions, human_decision_resolutions
@@ -154,6 +155,14 @@ WHEN NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled')
 BEGIN
   DELETE FROM run_environments WHERE run_id = NEW.run_id;
 END;
+
+-- The function-free graph of a compiled workflow (protocol/definition-snapshot.ts), stored once
+-- per definition digest at run.start so viewers draw the graph without loading workflow code.
+CREATE TABLE workflow_definitions (
+  definition_digest TEXT PRIMARY KEY,
+  snapshot_json TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
 
 -- Immutable, ordered per run (seq 1, 2, ...). Payloads are small summaries, never outputs.
 CREATE TABLE events (

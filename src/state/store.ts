@@ -36,6 +36,18 @@ export interface StateStore {
    * (including its COMMIT). Throwing from it aborts the transaction like a crash would.
    */
   beforeStatement: ((sql: string) => void) | null;
+  /**
+   * Read accounting for the viewer's bounded-read gate: when set, every query adds its
+   * statement and rows, and payload readers (viewer-queries.ts) add their payload rows.
+   */
+  readStats: ReadStats | null;
+}
+
+export interface ReadStats {
+  statements: number;
+  rows: number;
+  /** Rows that carried an output, decision request, update data or definition snapshot. */
+  payloadRows: number;
 }
 
 export interface OpenStateStoreOptions {
@@ -119,6 +131,7 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
     readOnly,
     statements: new Map(),
     beforeStatement: null,
+    readStats: null,
   };
   if (fresh && !readOnly) initialize(store);
   return store;
@@ -237,12 +250,26 @@ export function execute(store: StateStore, sql: string, params: Params = {}): nu
 
 /** First row of a query, or undefined. */
 export function queryOne<T>(store: StateStore, sql: string, params: Params = {}): T | undefined {
-  return prepared(store, sql).get(params) as T | undefined;
+  const row = prepared(store, sql).get(params) as T | undefined;
+  if (store.readStats) countRead(store.readStats, row === undefined ? 0 : 1);
+  return row;
 }
 
 /** All rows of a query. */
 export function queryAll<T>(store: StateStore, sql: string, params: Params = {}): T[] {
-  return prepared(store, sql).all(params) as T[];
+  const rows = prepared(store, sql).all(params) as T[];
+  if (store.readStats) countRead(store.readStats, rows.length);
+  return rows;
+}
+
+function countRead(stats: ReadStats, rows: number): void {
+  stats.statements++;
+  stats.rows += rows;
+}
+
+/** Adds payload rows a query read to `store.readStats` (when accounting is on). */
+export function countPayloadRows(store: StateStore, rows: number): void {
+  if (store.readStats) store.readStats.payloadRows += rows;
 }
 
 /**
@@ -259,12 +286,16 @@ export function queryOneArgs<T>(
   sql: string,
   ...args: SQLInputValue[]
 ): T | undefined {
-  return prepared(store, sql).get(...args) as T | undefined;
+  const row = prepared(store, sql).get(...args) as T | undefined;
+  if (store.readStats) countRead(store.readStats, row === undefined ? 0 : 1);
+  return row;
 }
 
 /** All rows of a query with positional parameters. */
 export function queryAllArgs<T>(store: StateStore, sql: string, ...args: SQLInputValue[]): T[] {
-  return prepared(store, sql).all(...args) as T[];
+  const rows = prepared(store, sql).all(...args) as T[];
+  if (store.readStats) countRead(store.readStats, rows.length);
+  return rows;
 }
 
 function fileSize(path: string): number | null {

@@ -49,6 +49,7 @@ async function resolve(
       title: resolveWorkflowTitle(workflow, input),
       workflowSource: identity.workflowSource,
       definitionDigest: identity.definitionDigest,
+      definition: workflow.snapshot,
       input,
       inputHash,
       needsInteractive: workflowNeedsOriginSession(workflow),

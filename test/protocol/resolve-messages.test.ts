@@ -37,6 +37,13 @@ describe("resolve channel", () => {
       input: null,
       inputHash: digest,
       needsInteractive: false,
+      definition: {
+        schema: "pi-workflows.definition-snapshot.v1",
+        name: "hello",
+        startAt: "greet",
+        nodes: { greet: { kind: "compute", timeoutMs: "default", effect: "pure" } },
+        edges: {},
+      },
     };
     const failed = {
       schema: RESOLVE_RESULT_SCHEMA,
@@ -47,6 +54,9 @@ describe("resolve channel", () => {
     expect(parseResolveResult(ok).ok).toBe(true);
     expect(parseResolveResult(failed).ok).toBe(true);
     expect(parseResolveResult({ ...failed, ok: true }).ok).toBe(false);
+    expect(parseResolveResult({ ...ok, definition: { ...ok.definition, nodes: [] } }).ok).toBe(
+      false,
+    );
     expect(parseResolveResult({ ...ok, inputHash: "nope" })).toMatchObject({
       ok: false,
       error: expect.stringMatching(/^result\.inputHash: /),

@@ -24,6 +24,8 @@ export interface EnqueueRunOptions {
   /** Source identity exactly as the worker launch envelope carries it. */
   workflowSource: JsonValue;
   definitionDigest: string;
+  /** The definition snapshot of that digest, kept once per digest for viewers. */
+  definition?: JsonValue;
   input: JsonValue;
   inputHash: string;
   binding: RunBindingInput;
@@ -50,6 +52,9 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
   }
   const workflowSource = encodeValue("workflowSource", opts.workflowSource);
   const input = encodeValue("input", opts.input);
+  const definition = opts.definition === undefined
+    ? null
+    : encodeValue("definition snapshot", opts.definition);
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const runId = opts.runId ?? store.ids.next("run");
@@ -93,6 +98,14 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
       },
     );
     if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
+    if (definition !== null) {
+      execute(
+        store,
+        "INSERT INTO workflow_definitions (definition_digest, snapshot_json, created_at) " +
+          "VALUES (:digest, :definition, :now) ON CONFLICT (definition_digest) DO NOTHING",
+        { digest: opts.definitionDigest, definition, now },
+      );
+    }
     appendHistory(store, runId, 1, now, {
       type: "run.queued",
       payload: { workflowName: opts.workflowName, executionMode: opts.binding.executionMode },

@@ -1,0 +1,39 @@
+/**
+ * Style tokens to terminal escapes. With colour off (NO_COLOR, `--once`, not a TTY) only the
+ * text remains; the active card stays distinguishable by its heavy border and the replay step
+ * by its `▶` marker, so nothing depends on colour alone.
+ */
+import { clipLine, plainText, type Style, type StyledLine } from "../render/mod.ts";
+
+const SGR: Record<Style, string> = {
+  "": "",
+  title: "1",
+  muted: "2",
+  label: "36",
+  edge: "2",
+  taken: "1;34",
+  active: "1;33",
+  selected: "1;7",
+  running: "33",
+  waiting: "35",
+  ok: "32",
+  failed: "31",
+  warn: "33",
+  heading: "1",
+};
+
+export function colorEnabled(env: NodeJS.ProcessEnv, isTty: boolean): boolean {
+  return isTty && !("NO_COLOR" in env && env.NO_COLOR !== "");
+}
+
+/** One line for the terminal, cut to `width` columns. */
+export function toTerminal(styled: StyledLine, width: number, color: boolean): string {
+  const clipped = clipLine(styled, width);
+  if (!color) return plainText(clipped);
+  let out = "";
+  for (const seg of clipped) {
+    const code = SGR[seg.style];
+    out += code ? `\x1b[${code}m${seg.text}\x1b[0m` : seg.text;
+  }
+  return out;
+}

@@ -1,0 +1,75 @@
+/** The runs list screen as styled lines (pure). */
+import { concat, line, type StyledLine, truncate } from "../render/mod.ts";
+import type { ProgressRow, RunRow } from "../state/viewer-queries.ts";
+import { progressText, runStateLabel, runTimes } from "./run-labels.ts";
+
+export interface ListView {
+  runs: readonly RunRow[];
+  progress: ReadonlyMap<string, readonly ProgressRow[]>;
+  all: boolean;
+  selected: number;
+  width: number;
+  /** Rows available for run lines (the list scrolls to keep the selection visible). */
+  rows: number;
+  now: number;
+}
+
+export function renderList(view: ListView): { header: StyledLine[]; body: StyledLine[] } {
+  const { width, now } = view;
+  const filter = view.all ? "all" : "active";
+  const header: StyledLine[] = [
+    concat(
+      { text: "pi-workflows runs", style: "heading" },
+      { text: ` · ${filter} (${view.runs.length})`, style: "muted" },
+    ),
+  ];
+  if (view.runs.length === 0) {
+    return {
+      header,
+      body: [[{
+        text: view.all ? "No runs yet." : "No active runs. Press a to show all runs.",
+        style: "muted",
+      }]],
+    };
+  }
+  const wide = width >= 72;
+  const workflowW = Math.min(18, Math.max(8, Math.floor(width / 5)));
+  if (wide) {
+    const fixed = 12 + workflowW + 1 + 12 + 15;
+    header.push(line(
+      ` ${"state".padEnd(12)}${"workflow".padEnd(workflowW + 1)}${
+        "title".padEnd(Math.max(0, width - fixed - 2))
+      }` +
+        ` ${"mode".padEnd(11)} ${"age".padStart(6)} ${"elapsed".padStart(7)}`,
+      "muted",
+    ));
+  }
+  const first = Math.max(0, Math.min(view.selected - view.rows + 1, view.runs.length - view.rows));
+  const start = Math.max(0, Math.min(first, view.selected));
+  const body = view.runs.slice(start, start + view.rows).map((run, i) => {
+    const label = runStateLabel(run);
+    const { age, elapsed } = runTimes(run, now);
+    const progress = progressText(run, view.progress.get(run.runId), now);
+    const selected = start + i === view.selected;
+    const stateText = wide ? `${label.glyph} ${label.word.padEnd(9)} ` : `${label.glyph} `;
+    const mode = wide ? ` ${run.executionMode.padEnd(11)}` : "";
+    const times = wide ? ` ${age.padStart(6)} ${elapsed.padStart(7)}` : ` ${elapsed.padStart(6)}`;
+    const tail = progress ? `  ${progress}` : "";
+    const fixed = stateText.length + workflowW + 1 + mode.length + times.length + tail.length;
+    const titleW = Math.max(0, width - fixed - 2);
+    const title = wide || titleW >= 8 ? truncate(run.title ?? "", titleW).padEnd(titleW) : "";
+    const line = concat(
+      { text: selected ? "▶" : " ", style: selected ? "selected" : "" },
+      { text: stateText, style: label.style },
+      { text: `${truncate(run.workflowName, workflowW).padEnd(workflowW)} `, style: "title" },
+      { text: title, style: selected ? "selected" : "" },
+      { text: mode, style: "muted" },
+      { text: times, style: "muted" },
+      { text: tail, style: "running" },
+    );
+    return line;
+  });
+  return { header, body };
+}
+
+export const LIST_KEYS = "↑/↓ select · enter open · a active/all · q quit";

@@ -1,0 +1,240 @@
+/** The list and detail screens as lines (pure), at full width and on a 40-column terminal. */
+import { describe, expect, it } from "vitest";
+import { compileWorkflow } from "../../src/workflows/compile.ts";
+import { graphFromSnapshot, plainLines } from "../../src/render/mod.ts";
+import { parseDefinitionSnapshot } from "../../src/protocol/definition-snapshot.ts";
+import { renderList } from "../../src/viewer/render-list.ts";
+import { renderDetail } from "../../src/viewer/render-detail.ts";
+import { colorEnabled, toTerminal } from "../../src/viewer/ansi.ts";
+import type { AttemptRow, RunRow } from "../../src/state/viewer-queries.ts";
+import { reviewLoop } from "../render/fixtures/review-loop.ts";
+
+const NOW = 1_000_000;
+
+function run(extra: Partial<RunRow> = {}): RunRow {
+  return {
+    runId: "run-1",
+    workflowName: "review-loop",
+    title: "Ship the parser",
+    state: "running",
+    queueState: "running",
+    paused: false,
+    blockedReason: null,
+    executionMode: "headless",
+    revision: 9,
+    parentRunId: null,
+    definitionDigest: "sha256:x",
+    createdAt: NOW - 125_000,
+    updatedAt: NOW,
+    finishedAt: null,
+    steps: 3,
+    openNode: "implement",
+    openStartedAt: NOW - 20_000,
+    error: null,
+    ...extra,
+  };
+}
+
+function attempt(sequence: number, nodeId: string, state = "ok", extra: Partial<AttemptRow> = {}) {
+  return {
+    attemptId: `a${sequence}`,
+    sequence,
+    nodeId,
+    nodeKind: nodeId === "publish" ? "shell" : nodeId === "review" ? "humanDecision" : "agent",
+    effect: "external",
+    state,
+    generation: 1,
+    startedAt: NOW - 60_000 + sequence * 1000,
+    finishedAt: state === "running" ? null : NOW - 60_000 + sequence * 1000 + 500,
+    deadlineAt: null,
+    error: null,
+    outputBytes: 12,
+    ...extra,
+  } satisfies AttemptRow;
+}
+
+const graph = graphFromSnapshot(
+  parseDefinitionSnapshot(JSON.parse(JSON.stringify(compileWorkflow(reviewLoop).snapshot)))!,
+);
+
+describe("renderList", () => {
+  const runs = [
+    run(),
+    run({
+      runId: "run-2",
+      workflowName: "hello",
+      title: null,
+      state: "completed",
+      finishedAt: NOW - 100_000,
+    }),
+    run({ runId: "run-3", workflowName: "deploy", state: "waiting", paused: false }),
+  ];
+  const progress = new Map([["run-1", [{
+    attemptId: "a3",
+    key: "files",
+    completed: 2,
+    total: 6,
+    label: null,
+    count: 2,
+    updatedAt: NOW,
+  }]]]);
+
+  it("shows state, workflow, title, mode, age, elapsed and a progress ETA", () => {
+    const { header, body } = renderList({
+      runs,
+      progress,
+      all: true,
+      selected: 0,
+      width: 100,
+      rows: 10,
+      now: NOW,
+    });
+    const text = [...plainLines(header), ...plainLines(body)].join("\n");
+    expect(text, text).toContain("pi-workflows runs · all (3)");
+    expect(plainLines(body)[0], text).toMatch(
+      /^▶◐ running {3}review-loop +Ship the parser +headless +2m05s +2m05s {2}2\/6 ETA 40s$/,
+    );
+    expect(plainLines(body)[1], text).toMatch(/✓ completed hello/);
+    expect(plainLines(body)[2], text).toMatch(/⏸ waiting/);
+  });
+
+  it("fits 40 columns by dropping the wide columns", () => {
+    const { body } = renderList({
+      runs,
+      progress,
+      all: true,
+      selected: 1,
+      width: 40,
+      rows: 10,
+      now: NOW,
+    });
+    for (const l of plainLines(body)) expect([...l].length, l).toBeLessThanOrEqual(40);
+    expect(plainLines(body)[1]).toMatch(/^▶✓ hello/);
+  });
+
+  it("keeps the selection visible when the list is longer than the screen", () => {
+    const many = Array.from(
+      { length: 30 },
+      (_, i) => run({ runId: `run-${i}`, workflowName: `wf-${i}` }),
+    );
+    const { body } = renderList({
+      runs: many,
+      progress: new Map(),
+      all: false,
+      selected: 25,
+      width: 80,
+      rows: 5,
+      now: NOW,
+    });
+    expect(body.length).toBe(5);
+    expect(plainLines(body).find((l) => l.startsWith("▶"))).toContain("wf-25");
+  });
+});
+
+describe("renderDetail", () => {
+  const attempts = [
+    attempt(1, "plan"),
+    attempt(2, "review"),
+    attempt(3, "implement", "running", { outputBytes: 0 }),
+  ];
+
+  it("header, graph, timeline and inspector at a replay position", () => {
+    const detail = {
+      attemptId: "a2",
+      output: { choice: "approve" },
+      error: null,
+      effects: [],
+      interaction: null,
+      decision: {
+        kind: "humanDecision",
+        state: "resolved",
+        request: {
+          title: "Review the plan",
+          presentation: {
+            summary: "Two files change",
+            blocks: [{ kind: "bullets", items: ["parser.ts"] }],
+          },
+        },
+        resolution: "answered",
+        answer: { choice: "approve" },
+      },
+    };
+    const screen = renderDetail({
+      run: run(),
+      attempts,
+      graph,
+      progress: undefined,
+      output: undefined,
+      position: 2,
+      detail,
+      width: 100,
+      now: NOW,
+    });
+    const text = [...plainLines(screen.header), ...plainLines(screen.body)].join("\n");
+    expect(text, text).toContain("review-loop — Ship the parser");
+    expect(text, text).toContain("◐ running · replay 2/3 · step 2/3 · elapsed 2m05s · headless");
+    expect(text, text).toMatch(/▶ {2}2 ✓ review \(◈ humanDecision, 500ms\)/);
+    expect(text, text).toContain("step 2: review · humanDecision · ok");
+    expect(text, text).toContain("human decision: resolved (answered)");
+    expect(text, text).toContain("• parser.ts");
+    expect(text, text).toContain('"choice": "approve"');
+    // At step 2 the active card is review; implement has not started in the replay.
+    const lines = plainLines(screen.body);
+    expect(screen.focusRow, text).toBeGreaterThanOrEqual(0);
+    expect(lines[screen.focusRow + 1], text).toContain("review");
+    expect(text, text).toMatch(/implement[\s\S]*· pending/);
+  });
+
+  it("shows the shell receipt and the error of a failed step, live, in 40 columns", () => {
+    const failed = [
+      ...attempts.slice(0, 2),
+      attempt(3, "publish", "failed", { error: { code: "commandFailed", message: "exit 2" } }),
+    ];
+    const screen = renderDetail({
+      run: run({
+        state: "failed",
+        error: { code: "nodeFailed", message: "publish failed" },
+        finishedAt: NOW,
+      }),
+      attempts: failed,
+      graph,
+      progress: undefined,
+      output: undefined,
+      position: null,
+      detail: {
+        attemptId: "a3",
+        output: { command: "git", args: ["push"], exitCode: 2, signal: null },
+        error: { code: "commandFailed", message: "exit 2" },
+        effects: [{
+          effectType: "shell",
+          state: "rejected",
+          errorCode: "commandFailed",
+          receipt: undefined,
+        }],
+        interaction: null,
+        decision: null,
+      },
+      width: 40,
+      now: NOW,
+    });
+    const lines = [...plainLines(screen.header), ...plainLines(screen.body)];
+    const text = lines.join("\n");
+    for (const l of lines) expect([...l].length, text).toBeLessThanOrEqual(40);
+    expect(text, text).toContain("$ git push → exit 2");
+    expect(text, text).toContain("effect shell: rejected");
+    expect(text, text).toContain("nodeFailed: publish failed");
+    expect(text, text).toContain("· live");
+  });
+});
+
+describe("terminal styles", () => {
+  it("NO_COLOR and non-terminals get plain text; colour terminals get SGR codes", () => {
+    const styled = [{ text: "ok", style: "ok" as const }, { text: " done", style: "" as const }];
+    expect(toTerminal(styled, 80, false)).toBe("ok done");
+    expect(toTerminal(styled, 80, true)).toBe("\x1b[32mok\x1b[0m done");
+    expect(toTerminal(styled, 4, false)).toBe("ok d");
+    expect(colorEnabled({ NO_COLOR: "1" }, true)).toBe(false);
+    expect(colorEnabled({}, false)).toBe(false);
+    expect(colorEnabled({}, true)).toBe(true);
+  });
+});
