@@ -21,7 +21,18 @@ export const LAYERS: Record<string, readonly string[]> = {
   // Decision 1 of the board: the Pi extension sees only the client, the protocol and render.
   extension: ["client", "protocol", "render"],
   viewer: ["protocol", "os", "state", "render", "client"],
-  cli: ["protocol", "os", "state", "workflows", "controllers", "worker", "host", "client"],
+  // The one executable: `view` runs the viewer.
+  cli: [
+    "protocol",
+    "os",
+    "state",
+    "workflows",
+    "controllers",
+    "worker",
+    "host",
+    "client",
+    "viewer",
+  ],
 };
 
 export interface ImportViolation {
