@@ -20,6 +20,7 @@ import {
 import { completeRun, failRun } from "../../src/state/transitions/run-end.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { waitRun } from "../../src/state/transitions/run-park.ts";
+import { latestViewerRevision } from "../../src/state/viewer-queries.ts";
 import { compileWorkflow } from "../../src/workflows/compile.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";
 import type { Claim } from "../../src/state/claims.ts";
@@ -49,7 +50,6 @@ export interface ViewerDbCounts {
   activeRuns: number;
   attempts: number;
   updates: number;
-  events: number;
   viewerDeltas: number;
   bytes: number;
 }
@@ -156,16 +156,14 @@ export function generateViewerDb(stateDir: string, opts: ViewerDbOptions): Viewe
       failRun(store, claim, { error: { code: "nodeFailed", message: "synthetic" } });
     } else active++;
   }
-  const count = (table: string) =>
-    (store.db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
   const counts = {
     projects: opts.projects,
     runs: opts.runs,
     activeRuns: active,
     attempts,
     updates,
-    events: count("events"),
-    viewerDeltas: count("viewer_deltas"),
+    // Deltas are never deleted and numbered from 1, so the newest revision is their count.
+    viewerDeltas: latestViewerRevision(store),
     bytes: 0,
   };
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
