@@ -1,7 +1,12 @@
 /**
  * A protected human decision: only a person answers it (`pi-workflows answer` or
  * `/workflow answer`), never the model. After 10 minutes without an answer the host records the
- * `onTimeout` response (approve) instead.
+ * `onTimeout` response (approve) instead, and a later answer is refused.
+ *
+ *   pi-workflows start examples/human-decision.workflow.ts --input-json '{"version":"2.0.0"}' --wait
+ *   pi-workflows status <runId>                  # the title, the changes, the choices, the default
+ *   pi-workflows answer <runId> approve          # or "Approve the release"
+ *   pi-workflows answer <runId> --choice reject --input reason="tests are flaky"
  */
 import {
   choice,

@@ -129,9 +129,23 @@ const CHECKS: Check[] = [
     code: "waitingWithoutRequest",
     sql: "SELECT r.run_id FROM runs r WHERE r.state = 'waiting' AND NOT EXISTS (SELECT 1 FROM " +
       "node_attempts a WHERE a.run_id = r.run_id AND a.state = 'waiting' AND (EXISTS (SELECT 1 " +
-      "FROM human_decisions d WHERE d.attempt_id = a.attempt_id AND d.state IN ('pending', 'resolved')) " +
+      "FROM human_decisions d WHERE d.attempt_id = a.attempt_id AND d.state = 'pending') " +
       "OR EXISTS (SELECT 1 FROM interactive_requests i WHERE i.attempt_id = a.attempt_id)))",
     detail: () => "waiting run has no waiting attempt with a decision or interactive request",
+  },
+  {
+    // An answer resumes the run in place: how a decision closed and how its attempt ended agree.
+    code: "decisionAttemptMismatch",
+    sql: "SELECT d.run_id, d.decision_id, d.state, a.state AS attempt, h.resolution FROM " +
+      "human_decisions d JOIN node_attempts a ON a.attempt_id = d.attempt_id LEFT JOIN " +
+      "human_decision_resolutions h ON h.decision_id = d.decision_id WHERE NOT (" +
+      "(d.state = 'pending' AND a.state = 'waiting' AND h.resolution IS NULL) OR " +
+      "(d.state = 'resolved' AND a.state = 'ok' AND h.resolution IN ('answered', 'timeoutDefault')) OR " +
+      "(d.state = 'timedOut' AND a.state = 'timed_out' AND h.resolution = 'timedOut') OR " +
+      "(d.state = 'cancelled' AND a.state = 'cancelled' AND h.resolution = 'cancelled'))",
+    detail: (r) =>
+      `decision ${r.decision_id} is ${r.state} (${r.resolution ?? "no resolution"}) but its ` +
+      `attempt is ${r.attempt}`,
   },
   {
     code: "pendingInteractionOnTerminalRun",

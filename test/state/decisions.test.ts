@@ -297,3 +297,19 @@ describe("timeOutWaitingAttempt()", () => {
     expect(nextWaitTimeoutAt(f.store)).toBe(null);
   });
 });
+
+describe("checkInvariants() decisionAttemptMismatch", () => {
+  it("reports a decision whose closing disagrees with its attempt", () => {
+    const w = waiting();
+    answer(w);
+    f.store.db.prepare("UPDATE node_attempts SET state = 'failed' WHERE attempt_id = ?").run(
+      w.attemptId,
+    );
+    expect(checkInvariants(f.store)).toEqual([
+      expect.objectContaining({ code: "decisionAttemptMismatch", runId: w.runId }),
+    ]);
+    f.store.db.prepare("UPDATE node_attempts SET state = 'ok' WHERE attempt_id = ?").run(
+      w.attemptId,
+    );
+  });
+});

@@ -35,6 +35,8 @@ describe("engine harness: checkpoints and human decisions", () => {
       request: { summary: "Approve deploy?" },
     });
     expect(first.last).toEqual({ kind: "wait", nodeId: "ask", attemptId: "attempt-1" });
+    // Waiting for a person has no wall-clock limit unless the author sets timeoutMs.
+    expect(first.facts.attempts[0].deadlineAt).toBe(null);
     const resumed = await runWorkflow(wf, { facts: answerWaiting(first.facts, { go: true }) });
     expect(resumed.last).toMatchObject({
       kind: "complete",

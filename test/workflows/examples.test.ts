@@ -83,6 +83,27 @@ describe("examples", () => {
     });
   });
 
+  it("checkpoint: declares its answer shape and deadline, routes on the answer or the timeout", async () => {
+    const { workflow } = await load("checkpoint.workflow.ts");
+    const parked = await runWorkflow(workflow, { input: { task: "x" } });
+    expect(parked.last).toMatchObject({ kind: "wait", nodeId: "review" });
+    expect(parked.results.at(-1)?.result).toMatchObject({
+      outcome: "waiting",
+      request: { summary: "Approve the plan for x?" },
+      answerSchema: { required: ["approved"] },
+    });
+    expect(parked.facts.attempts.at(-1)?.deadlineAt).not.toBe(null);
+    const approved = await runWorkflow(workflow, {
+      facts: answerWaiting(parked.facts, { approved: true }),
+    });
+    expect(approved.last).toMatchObject({ output: { applied: true, note: null } });
+    const expired = structuredClone(parked.facts);
+    Object.assign(expired.attempts.at(-1)!, { state: "timed_out", output: undefined });
+    expect((await runWorkflow(workflow, { facts: expired })).last).toMatchObject({
+      output: { applied: false },
+    });
+  });
+
   it("two-turn-agent: runs with a scripted executor and ends with a presentation prompt", async () => {
     const { workflow } = await load("two-turn-agent.workflow.ts");
     const agent = new ScriptedExecutor({

@@ -1,0 +1,46 @@
+/**
+ * Many runs waiting at a human decision, each with a default pending, cost an idle host nothing
+ * measurable: the deadline timer holds one timer for the earliest, so CPU time and wake-ups match
+ * a host with nothing to wait for (`npm run bench -- idle-deadlines` reports the figures).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  type HostProcess,
+  idleUsage,
+  seedWaitingDecisions,
+  startHost,
+} from "../bench/_waiting-host.ts";
+
+const root = mkdtempSync(join(tmpdir(), "pwh-idle-"));
+const hosts: HostProcess[] = [];
+afterAll(async () => {
+  await Promise.all(hosts.map((h) => h.stop()));
+  rmSync(root, { recursive: true, force: true });
+});
+
+const WINDOW_MS = 3000;
+
+async function measure(stateDir: string) {
+  const host = await startHost(stateDir, root);
+  hosts.push(host);
+  try {
+    return await idleUsage(host.child.pid!, WINDOW_MS);
+  } finally {
+    await host.stop();
+  }
+}
+
+describe("an idle host with 1,000 waiting decisions", () => {
+  it("uses no more CPU and wakes no more often than one with none", async () => {
+    const seeded = join(root, "seeded");
+    seedWaitingDecisions(seeded, 1000);
+    const none = await measure(join(root, "empty"));
+    const waiting = await measure(seeded);
+    // Polling every 500 ms would add 6 wake-ups per window and ~13 ms of parsing per poll.
+    expect(waiting.wakeups).toBeLessThanOrEqual(none.wakeups + 2);
+    expect(waiting.cpuMs).toBeLessThanOrEqual(none.cpuMs + 30);
+  }, 60_000);
+});
