@@ -74,7 +74,7 @@ function setup(extra: NodeJS.ProcessEnv = {}): { home: TempHome; project: string
 
 /** `host run`, retried while the previous (killed) host's lease has not expired yet. */
 async function startHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
-  return await waitFor(
+  const host = await waitFor<CliProcess | null>(
     async () => {
       const host = spawnCli(["host", "run"], env);
       const ready = await Promise.race([
@@ -87,6 +87,7 @@ async function startHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
     30_000,
     200,
   );
+  return host!;
 }
 
 const request = (home: TempHome, operation: string, fields: Record<string, unknown>) =>
