@@ -5,6 +5,12 @@
  *                    `--input <name>=<value>` for a choice that takes text; JSON objects as typed
  * The host is the authority on whether the answer fits: this only maps names and labels.
  */
+import {
+  AnswerTextError,
+  checkpointAnswer,
+  matchChoice,
+  parseJsonAnswer,
+} from "../protocol/answer-text.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { UsageError } from "./exit-codes.ts";
@@ -20,7 +26,7 @@ export function buildAnswer(waiting: Waiting, command: AnswerCommand): JsonValue
           "give JSON or text",
       );
     }
-    return checkpointAnswer(command.text!);
+    return usage(() => checkpointAnswer(command.text!));
   }
   const choices = waiting.decision?.choices ?? {};
   let picked: string;
@@ -28,7 +34,7 @@ export function buildAnswer(waiting: Waiting, command: AnswerCommand): JsonValue
     picked = command.choice;
   } else {
     const text = command.text!;
-    if (/^\s*\{/.test(text)) return parseJson(text);
+    if (/^\s*\{/.test(text)) return usage(() => parseJsonAnswer(text));
     picked = matchChoice(choices, text) ?? text;
   }
   const spec = choices[picked]?.input;
@@ -52,29 +58,12 @@ export function buildAnswer(waiting: Waiting, command: AnswerCommand): JsonValue
   return { choice: picked, text: input.value };
 }
 
-function checkpointAnswer(text: string): JsonValue {
-  if (/^\s*[[{]/.test(text)) return parseJson(text);
+/** The shared parsing's one-line errors as usage errors (exit 2). */
+function usage(parse: () => JsonValue): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
-  } catch {
-    return { answer: text };
-  }
-}
-
-function parseJson(text: string): JsonValue {
-  try {
-    return JSON.parse(text) as JsonValue;
+    return parse();
   } catch (error) {
-    throw new UsageError(`Invalid JSON answer: ${(error as Error).message.split("\n")[0]}`);
+    if (error instanceof AnswerTextError) throw new UsageError(error.message);
+    throw error;
   }
-}
-
-/** A choice by exact name, else by label or name ignoring case. */
-function matchChoice(choices: Record<string, { label: string }>, text: string): string | null {
-  if (text in choices) return text;
-  const wanted = text.trim().toLowerCase();
-  for (const [name, choice] of Object.entries(choices)) {
-    if (name.toLowerCase() === wanted || choice.label.trim().toLowerCase() === wanted) return name;
-  }
-  return null;
 }

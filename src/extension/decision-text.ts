@@ -3,32 +3,11 @@
  * presentation blocks, choices, how to answer with `/workflow answer`) or an ordinary checkpoint
  * (its request and answer shape; the model may answer it with the tool). Pure.
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { PresentationBlock, Waiting } from "../protocol/decision-request.ts";
 
-type Block =
-  | { kind: "paragraph"; text: string }
-  | { kind: "section"; title: string; blocks?: Block[] }
-  | { kind: "bullets"; items: string[] }
-  | { kind: "fields"; items: { label: string; value: string }[] }
-  | { kind: "preformatted"; text: string };
+export type { Waiting };
 
-/** `run.status`'s `waiting` as far as this extension reads it. */
-export interface Waiting {
-  kind: "checkpoint" | "humanDecision";
-  decisionId: string;
-  nodeId: string;
-  attemptId: string;
-  deadlineAt?: number | null;
-  default?: { at: number; answer: { choice: string; text?: string } } | null;
-  decision?: {
-    title: string;
-    subject?: string;
-    presentation?: { summary?: string; blocks?: Block[] };
-    choices: Record<string, { label: string; input?: { name: string; prompt: string } }>;
-  };
-  request?: JsonValue;
-  answerSchema?: JsonValue;
-}
+type Block = PresentationBlock;
 
 export function decisionText(runId: string, waiting: Waiting): string {
   if (waiting.kind === "humanDecision" && waiting.decision) {
@@ -81,15 +60,4 @@ function blockLines(block: Block, indent: string): string[] {
     case "fields":
       return block.items.map((item) => `${indent}${item.label}: ${item.value}`);
   }
-}
-
-/**
- * A person's `/workflow answer` text as a decision answer: JSON stays as typed; plain text is
- * `<choice> [text]` (`reject too risky` is `{"choice":"reject","text":"too risky"}`).
- */
-export function decisionAnswer(typed: JsonValue, text: string): JsonValue {
-  if (typeof typed !== "string") return typed;
-  const [choice] = text.trim().split(/\s+/, 1);
-  const rest = text.trim().slice(choice.length).trim();
-  return rest === "" ? { choice } : { choice, text: rest };
 }

@@ -85,7 +85,7 @@ export class RunWatch {
     const ui = this.#host.ui();
     ui?.setWidget(WIDGET_KEY, widgetLines(input));
     ui?.setStatus(STATUS_KEY, statusLine(input));
-    const waiting = (status as { waiting?: Waiting }).waiting;
+    const waiting = status.waiting;
     if (waiting) this.#showWaiting(runId, waiting);
     if (TERMINAL_RUN_STATES.has(status.run.state)) {
       this.#finishedAt = now;

@@ -7,7 +7,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../protocol/builtin-workflows.ts";
 import { listWorkflowFiles } from "../protocol/workflow-files.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
-import { decisionAnswer, type Waiting } from "./decision-text.ts";
+import { answerFromText } from "../protocol/answer-text.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
@@ -84,7 +84,7 @@ export async function statusText(session: WorkflowSession, runId?: string | null
     lines.push(`Output: ${clip(JSON.stringify(status.run.output))}`);
   }
   if (status.run.error) lines.push(`Error: ${status.run.error.message}`);
-  const waiting = (status as { waiting?: Waiting }).waiting;
+  const waiting = status.waiting;
   if (waiting) {
     lines.push(`Waiting: ${waiting.kind} ${waiting.nodeId} (answer with /workflow answer)`);
   }
@@ -120,8 +120,10 @@ export async function answerRun(
   session: WorkflowSession,
   options: {
     runId: string | null | undefined;
-    answer: JsonValue;
+    /** What a person typed (`/workflow answer`), mapped like the CLI's `answer`. */
     text?: string;
+    /** The tool's answer, as given. */
+    answer?: JsonValue;
     fromModel: boolean;
     requestId?: string;
   },
@@ -129,36 +131,34 @@ export async function answerRun(
   session.link();
   const id = resolveRunId(session, options.runId);
   const status = await session.client.call("run.status", { runId: id });
-  const waiting = (status as { waiting?: Waiting }).waiting;
+  const waiting = status.waiting;
   if (!waiting) throw new Error(`Run ${id} is not waiting for an answer (${status.run.state})`);
+  if (waiting.kind === "humanDecision" && options.fromModel) {
+    throw new Error(
+      `Step ${waiting.nodeId} is a protected human decision: only a person can answer it, ` +
+        "with /workflow answer. Tell the user it is waiting for them.",
+    );
+  }
+  const answer = options.text !== undefined
+    ? answerFromText(waiting, options.text)
+    : options.answer ?? null;
+  const payload = { nodeId: waiting.nodeId, attemptId: waiting.attemptId, answer };
   if (waiting.kind === "humanDecision") {
-    if (options.fromModel) {
-      throw new Error(
-        `Step ${waiting.nodeId} is a protected human decision: only a person can answer it, ` +
-          "with /workflow answer. Tell the user it is waiting for them.",
-      );
-    }
-    const answer = decisionAnswer(options.answer, options.text ?? String(options.answer));
     await session.client.call("decision.answer", {
       runId: id,
       requestId: options.requestId,
-      payload: { nodeId: waiting.nodeId, attemptId: waiting.attemptId, answer } as never,
+      payload,
     });
   } else {
     await session.client.call("checkpoint.answer", {
       runId: id,
       requestId: options.requestId,
-      payload: {
-        nodeId: waiting.nodeId,
-        attemptId: waiting.attemptId,
-        answer: options.answer,
-      } as never,
+      payload,
     });
   }
   void session.sync();
-  return `Answered ${
-    waiting.kind === "humanDecision" ? "decision" : "checkpoint"
-  } ${waiting.nodeId} of run ${id}`;
+  const what = waiting.kind === "humanDecision" ? "decision" : "checkpoint";
+  return `Answered ${what} ${waiting.nodeId} of run ${id}`;
 }
 
 function clip(text: string, max = 2_000): string {

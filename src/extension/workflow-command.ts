@@ -41,7 +41,6 @@ export async function runWorkflowCommand(
         return say(
           await answerRun(session, {
             runId: command.runId,
-            answer: command.answer,
             text: command.text,
             fromModel: false,
           }),

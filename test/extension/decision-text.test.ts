@@ -1,17 +1,28 @@
 import { describe, expect, it } from "vitest";
-import { decisionAnswer, decisionText } from "../../src/extension/decision-text.ts";
+import { decisionText } from "../../src/extension/decision-text.ts";
+import type { Waiting } from "../../src/protocol/decision-request.ts";
+
+const BASE = { since: 0, deadlineAt: null, default: null } as const;
 
 describe("waiting-run text", () => {
   it("shows a human decision with its blocks, choices and how a person answers", () => {
     const text = decisionText("run-1", {
+      ...BASE,
+      operation: "decision.answer",
       kind: "humanDecision",
       decisionId: "dec-1",
       nodeId: "approval",
       attemptId: "att-1",
       default: { at: Date.UTC(2026, 0, 1), answer: { choice: "approve" } },
       decision: {
+        schema: "pi-workflows.human-decision-request.v1",
+        audience: "owner",
+        subject: "release",
+        revision: 1,
+        onTimeout: null,
         title: "Release 1.0.0?",
         presentation: {
+          schema: "pi-workflows.decision-presentation.v1",
           summary: "Approve release 1.0.0",
           blocks: [{ kind: "bullets", items: ["release 1.0.0"] }, {
             kind: "section",
@@ -23,7 +34,7 @@ describe("waiting-run text", () => {
           approve: { label: "Approve the release" },
           reject: {
             label: "Reject with a reason",
-            input: { name: "reason", prompt: "Why reject?" },
+            input: { name: "reason", prompt: "Why reject?", minLength: 0, maxLength: 100 },
           },
         },
       },
@@ -46,6 +57,8 @@ describe("waiting-run text", () => {
 
   it("shows a checkpoint with the tool call that answers it", () => {
     const text = decisionText("run-2", {
+      ...BASE,
+      operation: "checkpoint.answer",
       kind: "checkpoint",
       decisionId: "d",
       nodeId: "confirm",
@@ -54,14 +67,5 @@ describe("waiting-run text", () => {
     });
     expect(text).toContain('Request: {"summary":"ok?"}');
     expect(text).toContain('{"action":"answer","runId":"run-2","input":<answer>}');
-  });
-
-  it("turns `<choice> [text]` into a decision answer and keeps JSON as typed", () => {
-    expect(decisionAnswer("approve", "approve")).toEqual({ choice: "approve" });
-    expect(decisionAnswer("reject too risky", "reject too risky")).toEqual({
-      choice: "reject",
-      text: "too risky",
-    });
-    expect(decisionAnswer({ choice: "x" }, '{"choice":"x"}')).toEqual({ choice: "x" });
   });
 });
