@@ -7,11 +7,12 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { stableClientId } from "../client/client-id.ts";
 import { createHostClient, type HostClient } from "../client/host-client.ts";
+import { runEnvironment } from "../protocol/run-environment.ts";
 import { clientStateDir } from "../client/socket-path.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
-import { sessionClientId } from "./client-id.ts";
 import { hostStartCommand } from "./host-launch.ts";
 import type { PiContext, PiExtensionApi } from "./pi-api.ts";
 import { Presenter } from "./presenter.ts";
@@ -50,7 +51,8 @@ export class WorkflowSession {
     this.#ctx = ctx;
     this.sessionId = ctx.sessionManager.getSessionId();
     this.client = createHostClient({
-      clientId: sessionClientId(this.sessionId),
+      // BOARD decision 2: one id per Pi session, the same after a reconnect or a Pi restart.
+      clientId: stableClientId(`pi-session:${this.sessionId}`),
       startCommand: hostStartCommand(),
     });
     this.ops = new SessionOps(this.client, this.sessionId);
@@ -163,6 +165,8 @@ export class WorkflowSession {
         cwd: this.cwd,
         executionMode: "interactive",
         originSessionId: this.sessionId,
+        // The run gets the Pi process's environment (the allowlisted base), as a CLI start would.
+        env: runEnvironment(process.env, {}),
       },
     });
     this.runs.follow(receipt.run.runId);

@@ -19,11 +19,6 @@ import { stepResponder } from "../support/step-responder.ts";
 
 const RECORD_READS = fileURLToPath(new URL("./fixtures/record-reads.mjs", import.meta.url));
 const ENGINE_DIRS = /src[\\/](workflows|state|host|worker|controllers|cli|viewer)[\\/]/;
-/**
- * The one module outside the allowed layers the client still pulls in: a leaf (node:fs and
- * node:url only) that finds the CLI entry. It moves to src/os with the takeover work (BOARD).
- */
-const PENDING_MOVE = /src[\\/]host[\\/]self-launch\.ts$/;
 
 describe("the extension bundle", () => {
   it("holds no engine, state, host, worker or CLI module", async () => {
@@ -38,10 +33,9 @@ describe("the extension bundle", () => {
     });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((path) => path.startsWith("src/extension/"))).toBe(true);
-    expect(inputs.filter((path) => ENGINE_DIRS.test(path) && !PENDING_MOVE.test(path))).toEqual([]);
+    expect(inputs.filter((path) => ENGINE_DIRS.test(path))).toEqual([]);
     const outside = inputs.filter((path) =>
       !/^src[\\/](extension|client|protocol|render|os)[\\/]/.test(path) &&
-      !PENDING_MOVE.test(path) &&
       !/node_modules[\\/]valibot[\\/]/.test(path)
     );
     expect(outside).toEqual([]);
@@ -187,12 +181,10 @@ describe("installed from a checkout with `pi install <dir>`", () => {
     const inPi = reads.filter((r) => r.pid === pi.pid).map((r) => r.path);
     expect(inPi.some((path) => path.endsWith("src/extension/index.ts"))).toBe(true);
     expect(
-      inPi.filter((path) =>
-        (ENGINE_DIRS.test(path) && !PENDING_MOVE.test(path)) || path.endsWith(".workflow.ts")
-      ),
+      inPi.filter((path) => ENGINE_DIRS.test(path) || path.endsWith(".workflow.ts")),
     ).toEqual([]);
-    // The run did load its workflow: in a worker process, not in Pi.
-    expect(reads.some((r) => r.pid !== pi.pid && r.path.endsWith("hello.workflow.ts"))).toBe(true);
+    // The recorder works: Pi did read the client the extension imports.
+    expect(inPi.some((path) => path.endsWith("src/client/host-client.ts"))).toBe(true);
   });
 });
 
