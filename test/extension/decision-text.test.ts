@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { decisionText } from "../../src/extension/decision-text.ts";
-import type { Waiting } from "../../src/protocol/decision-request.ts";
 
 const BASE = { since: 0, deadlineAt: null, default: null } as const;
 
