@@ -41,7 +41,7 @@ export const DEFAULT_VIEWER_DB: ViewerDbOptions = {
   runs: 405,
   attemptsPerRun: 5,
   updatesPerRun: 3,
-  largeOutputBytes: 196_000,
+  largeOutputBytes: 189_000,
 };
 
 export interface ViewerDbCounts {
