@@ -26,6 +26,7 @@ export class Screen {
     process.exit(signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : 129);
   };
   private readonly onExit = () => this.stop();
+  private detach: () => void = () => {};
 
   private readonly io: ScreenIo;
 
@@ -47,13 +48,18 @@ export class Screen {
     process.on("exit", this.onExit);
     if (this.io.input.isTTY) this.io.input.setRawMode(true);
     this.io.input.setEncoding("utf8");
+    const resize = () => {
+      this.previous = [];
+      this.write("\x1b[2J");
+      onResize();
+    };
     this.io.input.on("data", onKeys);
     this.io.input.resume();
-    this.io.output.on("resize", () => {
-      this.previous = [];
-      this.io.output.write("\x1b[2J");
-      onResize();
-    });
+    this.io.output.on("resize", resize);
+    this.detach = () => {
+      this.io.input.off("data", onKeys);
+      this.io.output.off("resize", resize);
+    };
     this.write(ENTER);
   }
 
@@ -79,6 +85,7 @@ export class Screen {
     this.active = false;
     for (const s of SIGNALS) process.off(s, this.onSignal);
     process.off("exit", this.onExit);
+    this.detach();
     try {
       if (this.io.input.isTTY) this.io.input.setRawMode(false);
     } catch {
