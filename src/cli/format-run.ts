@@ -1,6 +1,11 @@
 /** Plain-text views of runs for people: one run, a list of runs, and progress events. */
 import { canonicalJson } from "../protocol/canonical-json.ts";
-import type { AttemptSummary, RunEvent, RunSummary } from "../protocol/run-operations.ts";
+import type {
+  AmbiguousEffectSummary,
+  AttemptSummary,
+  RunEvent,
+  RunSummary,
+} from "../protocol/run-operations.ts";
 
 const MAX_VALUE_CHARS = 2000;
 
@@ -16,7 +21,11 @@ export function formatRunHeadline(run: RunSummary): string {
   }`;
 }
 
-export function formatRun(run: RunSummary, attempts: readonly AttemptSummary[] = []): string {
+export function formatRun(
+  run: RunSummary,
+  attempts: readonly AttemptSummary[] = [],
+  ambiguous: readonly AmbiguousEffectSummary[] = [],
+): string {
   const lines = [
     `run ${run.runId}`,
     `workflow: ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`,
@@ -34,7 +43,43 @@ export function formatRun(run: RunSummary, attempts: readonly AttemptSummary[] =
   }
   if (run.output !== undefined) lines.push(`output: ${formatValue(run.output)}`);
   if (run.error) lines.push(`error: ${run.error.code}: ${run.error.message}`);
+  lines.push(...formatAmbiguous(run, attempts, ambiguous));
   return lines.join("\n");
+}
+
+/**
+ * What may have applied without a receipt and, for a run blocked on it, the exact commands that
+ * record the operator's verdict (a plain resume is refused).
+ */
+function formatAmbiguous(
+  run: RunSummary,
+  attempts: readonly AttemptSummary[],
+  ambiguous: readonly AmbiguousEffectSummary[],
+): string[] {
+  const lines: string[] = [];
+  if (ambiguous.length > 0) {
+    lines.push("ambiguous effects (may have applied without a receipt):");
+    for (const e of ambiguous) {
+      lines.push(
+        `  node ${e.nodeId}, attempt ${e.attemptId}, effect ${e.effectId}${
+          e.managed ? "" : " (action without a managed effect)"
+        }`,
+      );
+    }
+  }
+  const blocking = attempts.at(-1);
+  if (run.blockedReason === "effectAmbiguous" && blocking) {
+    const base = `pi-workflows effect resolve ${run.runId} ${blocking.attemptId}`;
+    lines.push(
+      "check the external system, then record what happened (a plain resume is refused):",
+      `  ${base} --applied '<output-json>'   it applied; the JSON becomes the node's output`,
+      `  ${base} --not-applied               it did not apply; run the node again`,
+      `  ${base} --retry                     unknown; run the node again anyway`,
+    );
+  } else if (ambiguous.length > 0) {
+    lines.push("the run has ended: check these effects by hand");
+  }
+  return lines;
 }
 
 const ATTEMPT_MARKS: Record<AttemptSummary["state"], string> = {

@@ -7,6 +7,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/run-environment.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
+import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -56,9 +57,10 @@ export type CliCommand =
   }
   | { kind: "doctor"; json: boolean }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
+  | EffectResolveCommand
   | { kind: "worker"; args: string[] };
 
-type Options = NonNullable<ParseArgsConfig["options"]>;
+export type Options = NonNullable<ParseArgsConfig["options"]>;
 
 const HELP: Options = { help: { type: "boolean", short: "h" } };
 const JSON_FLAG: Options = { ...HELP, json: { type: "boolean" } };
@@ -132,6 +134,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
         all: flag(parsed, "all"),
       };
     }
+    case "effect":
+      return parseEffect(rest);
     case "doctor": {
       const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
       if (parsed.help) return { kind: "help", topic: "doctor" };
@@ -278,13 +282,13 @@ export function parseInputJson(text: string, source = "--input-json"): JsonValue
   }
 }
 
-interface Parsed {
+export interface Parsed {
   help: boolean;
   values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
 }
 
-function parse(
+export function parse(
   command: string,
   args: readonly string[],
   options: Options,
@@ -330,11 +334,11 @@ function describeParseError(error: unknown): string {
   }
 }
 
-function flag(parsed: Parsed, name: string): boolean {
+export function flag(parsed: Parsed, name: string): boolean {
   return parsed.values[name] === true;
 }
 
-function runIdArg(command: string, value: string | undefined): string {
+export function runIdArg(command: string, value: string | undefined): string {
   if (value === undefined || value.trim() === "") {
     throw new UsageError(`Missing run id for '${command}': see 'pi-workflows list'`);
   }

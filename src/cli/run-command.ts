@@ -10,6 +10,7 @@ import { ensureHost } from "../client/ensure-host.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
+import { effectResolveCommand } from "./effect-command.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import { answerRun } from "./answer-command.ts";
 import { readStartInput, startEnvironment } from "./start-input.ts";
@@ -22,7 +23,7 @@ import type { CliCommand } from "./parse-command.ts";
 
 type RunCommand = Extract<
   CliCommand,
-  { kind: "start" | "status" | "list" | "control" | "answer" }
+  { kind: "start" | "status" | "list" | "control" | "answer" | "effect" }
 >;
 
 interface StartRequest {
@@ -95,7 +96,7 @@ async function execute(
       );
       if (command.json) printJson(io, receipt);
       else {
-        io.out(formatRun(receipt.run, receipt.attempts));
+        io.out(formatRun(receipt.run, receipt.attempts, receipt.ambiguousEffects));
         if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
       }
       return EXIT.ok;
@@ -111,6 +112,8 @@ async function execute(
       else io.out(formatRunList(receipt.runs));
       return EXIT.ok;
     }
+    case "effect":
+      return await effectResolveCommand(connection, command, io);
     case "control": {
       const operation = `run.${command.action}` as const;
       const { run } = receiptOf(

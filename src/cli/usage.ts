@@ -10,7 +10,8 @@ Commands:
   status <runId>               Show one run
   list                         List active runs (--all: every run)
   pause <runId>                Pause a run at its last durable boundary
-  resume <runId>               Resume a paused or blocked run
+  resume <runId>               Resume a paused run, or one blocked on a changed source
+  effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
   host run|start|status|stop   Manage the workflow host process
@@ -63,7 +64,23 @@ Lists active runs (queued, running, waiting, paused). --all includes finished ru
 Pauses a run: its worker stops and it resumes later from its last durable boundary.`,
   resume: `Usage: pi-workflows resume <runId> [--json]
 
-Resumes a paused run, or a run blocked for review (changed source, ambiguous effect).`,
+Resumes a paused run, or a run blocked after its workflow source changed (once restored).
+A run blocked on an ambiguous effect is refused: use 'pi-workflows effect resolve'.`,
+  effect: `Usage: pi-workflows effect resolve <runId> <attemptId|effectId> <verdict> [options]
+
+An action or shell node was interrupted and may have applied its effect without a receipt, so
+the run is blocked and a plain resume is refused. Check the external system, then record what
+happened ('pi-workflows status <runId>' names the attempt and effect). The verdict, who gave it
+and when are kept in the run's event log; the run then resumes.
+
+Verdicts (exactly one):
+  --applied JSON   It applied: JSON becomes the node's output and the run routes on
+  --not-applied    It did not apply: the node runs again
+  --retry          Unknown: run the node again anyway (it may apply twice)
+
+Options:
+  --operator NAME  Who decided (default: your login name)
+  --json           Print machine-readable JSON`,
   cancel: `Usage: pi-workflows cancel <runId> [--json]
 
 Cancels a run. An effect that may have applied becomes ambiguous for manual review.`,

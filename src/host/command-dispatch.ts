@@ -15,6 +15,7 @@ import {
 } from "../protocol/host-response.ts";
 import { answerCheckpointCommand, answerDecisionCommand } from "./answer-commands.ts";
 import { errorResponse } from "./command-errors.ts";
+import { resolveEffectCommand } from "./effect-resolve.ts";
 import { withReceipt } from "./command-receipts.ts";
 import { hostStatus } from "./host-status.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -30,6 +31,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.pause": (rt, request) => withReceipt(rt, request, pauseRunCommand),
   "run.resume": (rt, request) => withReceipt(rt, request, resumeRunCommand),
   "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
+  "effect.resolve": (rt, request) => withReceipt(rt, request, resolveEffectCommand),
   "run.status": runStatusQuery,
   "run.list": listRunsQuery,
   "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),

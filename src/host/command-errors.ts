@@ -11,6 +11,7 @@ import {
 } from "../protocol/host-response.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import {
+  AmbiguousEffectError,
   AnswerRefusedError,
   ClaimLostError,
   NotFoundError,
@@ -54,6 +55,9 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       "Request id reused with another payload: use a new request id for a new command",
     );
   }
+  if (error instanceof AmbiguousEffectError) {
+    return answer("rejected", "effectAmbiguous", ambiguousEffectMessage(error));
+  }
   if (error instanceof AnswerRefusedError) {
     // A race lost to another answer, a default or a newer attempt is a conflict; a request that
     // could never be right (wrong node, kind or answer) is rejected.
@@ -93,4 +97,13 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
 function isBusy(error: unknown): boolean {
   const message = (error as Error)?.message ?? "";
   return /database is locked|SQLITE_BUSY/i.test(message);
+}
+
+/** Why a plain resume is refused, and the exact recovery command (the run id and attempt). */
+export function ambiguousEffectMessage(error: AmbiguousEffectError): string {
+  const effects = error.effectIds.length > 0 ? `, effect ${error.effectIds.join(", ")}` : "";
+  return `Resume refused: run ${error.runId} is blocked: node "${error.nodeId}" (attempt ` +
+    `${error.attemptId}${effects}) may have applied its effect; check the external system, ` +
+    `then record what happened with 'pi-workflows effect resolve ${error.runId} ` +
+    `${error.attemptId} --applied <output-json>' (or --not-applied, or --retry)`;
 }

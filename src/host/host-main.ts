@@ -152,6 +152,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       await supervision?.shutdown().catch((error) => {
         log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
       });
+      // The epoch is renewed until here: the shutdown may wait for external nodes.
+      clearInterval(renewTimer);
       // The socket goes while this host still holds the epoch, so no successor can have created
       // its own yet; after a claim loss a successor may exist, so the file is left alone.
       if (!claimLost) {
@@ -174,7 +176,6 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   // renewal (another host took the epoch) or a lease that ran out means this host must stop
   // accepting at once; a busy database is retried until the lease would run out.
   const renew = (): boolean => {
-    if (phase !== "running") return false;
     try {
       claim = { ...claim, expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs) };
       return true;
@@ -188,7 +189,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       return !lost;
     }
   };
-  timers.push(setInterval(renew, hostOptions.hostClaimRenewMs));
+  const renewTimer = setInterval(renew, hostOptions.hostClaimRenewMs);
   // Checked before every command: a host that was stopped (SIGSTOP, a suspended laptop) past its
   // lease renews first and answers nothing if another host has taken the epoch meanwhile.
   const holdsEpoch = (): boolean =>

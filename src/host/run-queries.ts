@@ -7,6 +7,8 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
+import { listAmbiguousEffects } from "../state/effect-queries.ts";
+import { isTerminalRunState } from "../state/transitions/common.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listEvents, listRuns, readRunStatus } from "../state/queries.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
@@ -49,6 +51,19 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   if (view.state === "waiting") {
     const waiting = readWaiting(rt.store, runId);
     if (waiting) receipt.waiting = waitingView(waiting);
+  }
+  // Effects that may have applied without a receipt: a blocked run waits for the operator's
+  // verdict (`effect.resolve`), a finished one keeps them for a check by hand.
+  if (view.blockedReason === "effectAmbiguous" || isTerminalRunState(view.state)) {
+    const ambiguous = listAmbiguousEffects(rt.store, runId);
+    if (ambiguous.length > 0) {
+      receipt.ambiguousEffects = ambiguous.map((e) => ({
+        effectId: e.effectId,
+        attemptId: e.attemptId,
+        nodeId: e.nodeId,
+        managed: e.managed,
+      }));
+    }
   }
   if (after !== undefined) {
     const rows = listEvents(

@@ -1,5 +1,5 @@
 /**
- * The 21 operations of the host socket: for each, whether the envelope must name a run, whether
+ * The operations of the host socket (the spec's 21 plus `effect.resolve`): for each, whether the envelope must name a run, whether
  * it changes state (and so stores a receipt), its payload schema and its receipt schema. The host
  * serves `SERVED_OPERATIONS` now and answers the rest `rejected` ("not available yet").
  */
@@ -40,6 +40,7 @@ import {
   ControllerReceiptSchema,
   ControllerReconcilePayloadSchema,
 } from "./controller-operations.ts";
+import { EffectResolvePayloadSchema, EffectResolveReceiptSchema } from "./effect-operations.ts";
 
 export const HOST_OPERATIONS = [
   "run.start",
@@ -63,6 +64,7 @@ export const HOST_OPERATIONS = [
   "controller.delete",
   "host.status",
   "host.stop",
+  "effect.resolve",
 ] as const;
 export type HostOperation = (typeof HOST_OPERATIONS)[number];
 
@@ -78,6 +80,7 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "decision.answer",
   "host.status",
   "host.stop",
+  "effect.resolve",
 ]);
 
 export function isHostOperation(value: unknown): value is HostOperation {
@@ -244,6 +247,12 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: HostStopPayloadSchema,
     receipt: HostStopReceiptSchema,
+  },
+  "effect.resolve": {
+    runId: "required",
+    mutating: true,
+    payload: EffectResolvePayloadSchema,
+    receipt: EffectResolveReceiptSchema,
   },
 } as const satisfies Record<HostOperation, OperationSpec>;
 

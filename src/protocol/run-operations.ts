@@ -144,6 +144,16 @@ export const AttemptSummarySchema = looseObject({
 });
 export type AttemptSummary = v.InferOutput<typeof AttemptSummarySchema>;
 
+/** An effect that may have applied without a receipt, as `run.status` reports it. */
+export const AmbiguousEffectSummarySchema = looseObject({
+  effectId: OpaqueIdSchema,
+  attemptId: OpaqueIdSchema,
+  nodeId: v.string(),
+  /** False for an action or shell without a managed effect. */
+  managed: v.boolean(),
+});
+export type AmbiguousEffectSummary = v.InferOutput<typeof AmbiguousEffectSummarySchema>;
+
 /** One run event as `run.status` streams it (progress for `start --wait`). */
 export const RunEventSchema = looseObject({
   seq: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
@@ -166,6 +176,8 @@ export const RunStatusReceiptSchema = looseObject({
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),
+  /** Effects that may have applied without a receipt (resolve them with `effect.resolve`). */
+  ambiguousEffects: v.optional(v.array(AmbiguousEffectSummarySchema)),
 });
 
 export const RunListReceiptSchema = looseObject({ runs: v.array(RunSummarySchema) });

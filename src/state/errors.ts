@@ -141,3 +141,28 @@ export const ANSWER_REFUSALS = [
   "invalidAnswer",
 ] as const;
 export type AnswerRefusal = (typeof ANSWER_REFUSALS)[number];
+
+/**
+ * A plain resume of a run blocked on an ambiguous effect: refused, because the effect may have
+ * applied. The operator records what happened with the separate recovery operation
+ * (`effect.resolve`); the fields name the attempt and effects it is about.
+ */
+export class AmbiguousEffectError extends TransitionError {
+  readonly attemptId: string;
+  readonly nodeId: string;
+  readonly effectIds: readonly string[];
+  constructor(runId: string, blocked: { attemptId: string; nodeId: string; effectIds: string[] }) {
+    super(
+      runId,
+      "resume",
+      "blocked effectAmbiguous",
+      `node "${blocked.nodeId}" (attempt ${blocked.attemptId}${
+        blocked.effectIds.length > 0 ? `, effect ${blocked.effectIds.join(", ")}` : ""
+      }) may have applied its effect`,
+    );
+    this.name = "AmbiguousEffectError";
+    this.attemptId = blocked.attemptId;
+    this.nodeId = blocked.nodeId;
+    this.effectIds = blocked.effectIds;
+  }
+}

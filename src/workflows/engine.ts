@@ -113,7 +113,7 @@ export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
       error: {
         code: "effectAmbiguous",
         message:
-          `Node "${last.nodeId}" (${node.kind}) was interrupted and may have applied its effect: resume or cancel the run explicitly`,
+          `Node "${last.nodeId}" (${node.kind}) was interrupted and may have applied its effect: record what happened with 'pi-workflows effect resolve' or cancel the run`,
       },
     };
   }

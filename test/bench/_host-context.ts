@@ -26,6 +26,8 @@ export function benchHostContext(stateDir: string, workerStartupMs: number): Hos
       workerStartupMs,
       killGraceMs: 1_000,
       maxCapturedOutputBytes: 1024 * 1024,
+      boundaryMs: 30_000,
+      stopWaitMs: 10_000,
     },
   };
 }

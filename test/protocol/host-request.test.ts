@@ -85,6 +85,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
   "controller.delete": { good: { name: "nightly" }, bad: {}, badPath: "payload.name" },
   "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
   "host.stop": { good: {}, bad: [], badPath: "payload" },
+  "effect.resolve": {
+    good: { target: "att-1", verdict: "applied", output: { id: 7 }, operator: "ops" },
+    bad: { target: "att-1", verdict: "maybe" },
+    badPath: "payload.verdict",
+  },
 };
 
 function envelope(operation: string, payload: unknown, extra: Record<string, unknown> = {}) {
@@ -104,12 +109,13 @@ function envelope(operation: string, payload: unknown, extra: Record<string, unk
 }
 
 describe("parseHostRequest()", () => {
-  test("the operation list is the spec's 21, ten of them served now", () => {
-    expect(HOST_OPERATIONS).toHaveLength(21);
-    expect(new Set(HOST_OPERATIONS).size).toBe(21);
+  test("the operation list is the spec's 21 plus effect.resolve; the served ones", () => {
+    expect(HOST_OPERATIONS).toHaveLength(22);
+    expect(new Set(HOST_OPERATIONS).size).toBe(22);
     expect([...SERVED_OPERATIONS].sort()).toEqual([
       "checkpoint.answer",
       "decision.answer",
+      "effect.resolve",
       "host.status",
       "host.stop",
       "run.cancel",
@@ -148,6 +154,24 @@ describe("parseHostRequest()", () => {
       if (!parsed.ok) expect(parsed.error).toMatch(/^runId: /);
     });
   }
+
+  test("effect.resolve: output goes with the applied verdict, and only with it", () => {
+    for (
+      const payload of [{ target: "a", verdict: "applied" }, {
+        target: "a",
+        verdict: "retry",
+        output: 1,
+      }]
+    ) {
+      const parsed = parseHostRequest(envelope("effect.resolve", payload));
+      expect(parsed).toMatchObject({
+        ok: false,
+        error: expect.stringContaining("applied verdict"),
+      });
+    }
+    expect(parseHostRequest(envelope("effect.resolve", { target: "a", verdict: "notApplied" })).ok)
+      .toBe(true);
+  });
 
   test("run.start applies defaults: headless, null input", () => {
     const parsed = parseHostRequest(envelope("run.start", { workflow: "w", cwd: "/p" }));

@@ -17,12 +17,15 @@ import {
   recordNodeUpdate,
 } from "../../src/state/transitions/node-attempts.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { resolveAmbiguousEffect } from "../../src/state/transitions/effect-resolve.ts";
+import { blockingAttempt } from "../../src/state/effect-queries.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import { parkRun } from "../../src/state/transitions/run-park.ts";
 import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { enqueue, type Fixture, openFixture } from "./helpers.ts";
+import type { StateStore } from "../../src/state/store.ts";
 
 const TTL = 1_000;
 const OWNERS = ["host-1", "host-2", "host-3"];
@@ -228,17 +231,26 @@ function simulate(seed: number, steps: number): Record<string, number> {
       const hadClaim = !!store.db.prepare(
         "SELECT 1 FROM leases WHERE resource = ? AND token_hash IS NOT NULL",
       ).get(`run:${runId}`);
-      const command = pick([pauseRun, cancelRun, resumeRun, resumeRun]);
+      // An ambiguous effect needs the operator's verdict; a plain resume is refused.
+      const resolve = (store: StateStore, opts: { runId: string; ownerId: string }) =>
+        resolveAmbiguousEffect(store, {
+          runId: opts.runId,
+          target: blockingAttempt(store, opts.runId)?.attemptId ?? "none",
+          verdict: "retry",
+          operator: opts.ownerId,
+        });
+      const command = pick([pauseRun, cancelRun, resumeRun, resolve]);
+      const resumes = command === resumeRun || command === resolve;
       try {
         command(store, { runId, ownerId: owner });
         expect(
-          held === null || held.ownerId === owner || command === resumeRun,
+          held === null || held.ownerId === owner || resumes,
           "a command overrode another owner's live claim",
         ).toBe(true);
-        if (command !== resumeRun && hadClaim && !held) {
+        if (!resumes && hadClaim && !held) {
           generation.set(runId, generation.get(runId)! + 1);
         }
-        if (command !== resumeRun) current.set(runId, null);
+        if (!resumes) current.set(runId, null);
       } catch (error) {
         if (!(error instanceof TransitionError || error instanceof ClaimLostError)) throw error;
       }

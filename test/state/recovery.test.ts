@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readLease, runResource } from "../../src/state/claims.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/state/queries.ts";
-import { resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { hostStatusCounts, readRun } from "../../src/state/queries.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import {
@@ -96,18 +95,5 @@ describe("interruptRun()", () => {
       `INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, request_fingerprint, state, created_at, updated_at) VALUES ('e1', '${runId}', '${attemptId}', 'k1', 'http', 'fp', 'applied', 0, 0)`,
     );
     expect(interruptRun(f.store, claim, { reason: "workerCrashed" }).blocked).toBe(false);
-  });
-});
-
-describe("approved retry of an ambiguous external attempt", () => {
-  it("resume of an effectAmbiguous block approves the interrupted attempt in the run facts", () => {
-    const runId = enqueue(f.store);
-    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
-    interruptRun(f.store, claim, { reason: "workerCrashed" });
-    expect(readRunFacts(f.store, runId).approvedRetry).toBeUndefined();
-    resumeRun(f.store, { runId });
-    expect(readRunFacts(f.store, runId).approvedRetry).toEqual({ attemptId });
-    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(0);
-    expect(listEvents(f.store, runId).at(-1)?.payload).toMatchObject({ approvedRetry: attemptId });
   });
 });

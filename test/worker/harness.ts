@@ -46,6 +46,8 @@ export const FAST_OPTIONS: SupervisionOptions = {
   workerStartupMs: 10_000,
   killGraceMs: 300,
   maxCapturedOutputBytes: 256 * 1024,
+  boundaryMs: 10_000,
+  stopWaitMs: 5_000,
 };
 
 export interface Harness {

@@ -15,6 +15,7 @@ export type StopReason =
   | "cancelled"
   | "timedOut"
   | "startupTimedOut"
+  | "boundaryTimedOut"
   | "outputExceeded"
   | "protocolRejected"
   | "claimLost"

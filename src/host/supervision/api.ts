@@ -42,6 +42,13 @@ export interface SupervisionOptions {
   killGraceMs: number;
   /** Captured stdout/stderr bytes per worker epoch. */
   maxCapturedOutputBytes: number;
+  /**
+   * Deadline on workflow code that runs between attempts (routing, `timeoutMs` callbacks,
+   * `presentationPrompt`): from one closed attempt to the next boundary.
+   */
+  boundaryMs: number;
+  /** How long a graceful stop waits for in-flight external nodes to reach a boundary. */
+  stopWaitMs: number;
 }
 
 export interface ResolveRequest {

@@ -15,6 +15,9 @@ export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
   killGraceMs: 2_000,
   /** Per stream (stdout, stderr) and worker epoch. */
   maxCapturedOutputBytes: 4 * 1024 * 1024,
+  boundaryMs: 30_000,
+  /** Below the host lease (15 s), so a draining host never outlives its own epoch. */
+  stopWaitMs: 10_000,
 };
 
 const ENV_NAMES = {
@@ -24,6 +27,8 @@ const ENV_NAMES = {
   workerStartupMs: "PI_WORKFLOWS_WORKER_STARTUP_MS",
   killGraceMs: "PI_WORKFLOWS_KILL_GRACE_MS",
   maxCapturedOutputBytes: "PI_WORKFLOWS_WORKER_OUTPUT_BYTES",
+  boundaryMs: "PI_WORKFLOWS_BOUNDARY_MS",
+  stopWaitMs: "PI_WORKFLOWS_STOP_WAIT_MS",
 } as const satisfies Record<keyof SupervisionOptions, string>;
 
 /** Reads options from `env`; an invalid value is a one-line error naming the variable. */

@@ -27,7 +27,7 @@ import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
-import { stopProcessGroup } from "../../os/stop-group.ts";
+import { stopProcessGroup, waitUntil } from "../../os/stop-group.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
@@ -93,7 +93,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   };
 
   const deadlineTimers = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
-  const firstBoundary = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
+  // From `worker.ready` to the first attempt, and from each closed attempt to the next boundary:
+  // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there.
+  const nextBoundary = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
   const clearTimer = (
     worker: ActiveWorker,
     timers: Map<ActiveWorker, ReturnType<typeof setTimeout>>,
@@ -126,26 +128,27 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     stop(worker, reason, "workerTimedOut: node deadline passed");
   };
 
+  const awaitBoundary = (worker: ActiveWorker, ms: number, reason: StopReason, what: string) => {
+    clearTimer(worker, nextBoundary);
+    nextBoundary.set(
+      worker,
+      arm(worker, ms, () => {
+        if (!worker.settled && worker.openAttempt === null) {
+          stop(worker, reason, `workerTimedOut: ${what} ran past ${ms} ms`);
+        }
+      }),
+    );
+  };
+
   const hooks = {
     stop,
     onReady(worker: ActiveWorker) {
       disarmAll(worker);
       // The worker loads its workflow after ready: the first boundary has the same deadline.
-      firstBoundary.set(
-        worker,
-        arm(worker, ctx.options.workerStartupMs, () => {
-          if (!worker.settled && worker.openAttempt === null) {
-            stop(
-              worker,
-              "startupTimedOut",
-              "workerTimedOut: no first boundary before the deadline",
-            );
-          }
-        }),
-      );
+      awaitBoundary(worker, ctx.options.workerStartupMs, "startupTimedOut", "loading the workflow");
     },
     onAttemptStarted(worker: ActiveWorker) {
-      clearTimer(worker, firstBoundary);
+      clearTimer(worker, nextBoundary);
       const attempt = worker.openAttempt;
       if (attempt === null || attempt.deadlineAt === null) return;
       const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
@@ -156,8 +159,26 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     },
     onAttemptClosed(worker: ActiveWorker) {
       clearTimer(worker, deadlineTimers);
-      clearTimer(worker, firstBoundary);
       crashes.reset(worker.runId);
+      if (!worker.settled) {
+        awaitBoundary(
+          worker,
+          ctx.options.boundaryMs,
+          "boundaryTimedOut",
+          "workflow code between attempts",
+        );
+      }
+    },
+    parkedAtBoundary(worker: ActiveWorker) {
+      if (!shuttingDown) return false;
+      try {
+        parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
+      } catch (error) {
+        ctx.log("worker.park_failed", { run: worker.runId, error: errorName(error) });
+      }
+      worker.claimReleased = true;
+      stop(worker, "shutdown", "host shutdown at a boundary");
+      return true;
     },
   };
 
@@ -179,7 +200,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
       disarmAll(worker);
       deadlineTimers.delete(worker);
-      firstBoundary.delete(worker);
+      nextBoundary.delete(worker);
       // The leader is gone; make sure nothing of its group, nor a child group it registered,
       // outlives it.
       if (identity) {
@@ -264,6 +285,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         stop(worker, "claimLost", `claimLost: ${error.reason}`);
       }
     }
+    if (shuttingDown) return;
     try {
       if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
     } catch (error) {
@@ -320,6 +342,21 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     },
     async shutdown() {
       shuttingDown = true;
+      // A planned stop avoids ambiguity where it can: an external node in flight gets a bounded
+      // wait to reach its boundary (its next node.started parks the run instead of starting).
+      // Claims keep being renewed meanwhile; pure work is parked after the wait (it can run
+      // again).
+      const waitUntilMs = Date.now() + ctx.options.stopWaitMs;
+      await Promise.all(
+        [...active.values()].map((worker) =>
+          waitUntil(
+            () =>
+              worker.settled || worker.claimReleased || active.get(worker.runId) !== worker ||
+              worker.openAttempt?.effect !== "external",
+            Math.max(0, waitUntilMs - Date.now()),
+          )
+        ),
+      );
       for (const timer of background) clearInterval(timer);
       background.clear();
       for (const worker of active.values()) {

@@ -8,7 +8,7 @@
  *   node deadline (host enforced)                 -> epoch `timedOut`; timeOutAttempt committed first
  *   anything else (crash, startup deadline, output or protocol violation)
  *                                                 -> epoch `crashed` (`timedOut` for the startup
- *      deadline); the open attempt is
+ *      and between-attempts deadlines); the open attempt is
  *      interrupted (pure: runs again) or blocked as effectAmbiguous (external). After
  *      `maxCrashes` crash-like exits in a row with no committed progress the run fails with
  *      the failure class of the last one.
@@ -58,6 +58,7 @@ export function epochStatusOf(worker: ActiveWorker): WorkerOutcome {
       return "claimLost";
     case "timedOut":
     case "startupTimedOut":
+    case "boundaryTimedOut":
       return "timedOut";
     default:
       return "crashed";
@@ -68,13 +69,16 @@ export function epochStatusOf(worker: ActiveWorker): WorkerOutcome {
 function isCrashLike(worker: ActiveWorker): boolean {
   if (worker.settled) return false;
   return worker.stopReason === null || worker.stopReason === "startupTimedOut" ||
-    worker.stopReason === "outputExceeded" || worker.stopReason === "protocolRejected";
+    worker.stopReason === "boundaryTimedOut" || worker.stopReason === "outputExceeded" ||
+    worker.stopReason === "protocolRejected";
 }
 
 /** The failure class a crash-like exit is reported under. */
 function crashClass(worker: ActiveWorker): FailureClass {
   if (worker.stopReason === "protocolRejected") return "protocolRejected";
-  if (worker.stopReason === "startupTimedOut") return "workerTimedOut";
+  if (worker.stopReason === "startupTimedOut" || worker.stopReason === "boundaryTimedOut") {
+    return "workerTimedOut";
+  }
   return "workerCrashed";
 }
 

@@ -40,6 +40,11 @@ export interface SessionHooks {
   onAttemptClosed(worker: ActiveWorker): void;
   /** `worker.ready` committed. */
   onReady(worker: ActiveWorker): void;
+  /**
+   * A worker proposes to start a node. True when the host is stopping: it has parked the run at
+   * this durable boundary instead, and the worker is told to leave.
+   */
+  parkedAtBoundary(worker: ActiveWorker): boolean;
 }
 
 /** Reads and answers frames until the worker's channel ends. */
@@ -111,6 +116,9 @@ function answer(
     return rejected(messageId, "protocolRejected", parsed.error);
   }
   const message = parsed.value as WorkerMessage;
+  if (kind === "node.started" && hooks.parkedAtBoundary(worker)) {
+    return lost(messageId, "the host is stopping: the run parked at its last durable boundary");
+  }
   const requestId = `worker:${messageId}`;
   // `fingerprint(message)`, through the state layer's faster encoder of the same canonical bytes.
   const requestFingerprint = `sha256:${sha256Hex(fastCanonicalJson(message))}`;

@@ -218,7 +218,7 @@ export function stopAtBoundary(
       {
         runId,
         detail: "An external action may have applied without a receipt; inspect it, then " +
-          "resume or cancel the run",
+          "record what happened with 'pi-workflows effect resolve' or cancel the run",
       },
     );
   }

@@ -3,11 +3,12 @@
  * claim and the command receipt in ONE transaction, so an acknowledged command is durable and a
  * crash before commit leaves no trace. The host then stops the fenced worker group.
  */
-import { RevisionConflictError } from "../errors.ts";
+import { blockingAttempt } from "../effect-queries.ts";
+import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
 import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { execute, type StateStore, writeTransaction } from "../store.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import {
   cancelPendingInteractions,
@@ -66,8 +67,10 @@ export function pauseRun(store: StateStore, opts: RunCommandOptions): CommandRes
 }
 
 /**
- * Clears `paused` and any blocked reason, so the scheduler can launch the run again with a new
- * claim generation from its last durable boundary.
+ * Clears `paused` and a `workflowSourceChanged` block, so the scheduler can launch the run again
+ * with a new claim generation from its last durable boundary. A run blocked on an ambiguous
+ * effect is refused (`AmbiguousEffectError`): the effect may have applied, so only the operator's
+ * reviewed recovery (`resolveAmbiguousEffect`) may let it run on.
  */
 export function resumeRun(
   store: StateStore,
@@ -75,20 +78,24 @@ export function resumeRun(
 ): CommandResult {
   const allowed = (r: RunRow) =>
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
-  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run, now) => {
-    const approved = run.blocked_reason === "effectAmbiguous"
-      ? approveRetry(store, run.run_id, now)
-      : null;
+  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run) => {
+    if (run.blocked_reason === "effectAmbiguous") {
+      const blocked = blockingAttempt(store, run.run_id);
+      throw new AmbiguousEffectError(run.run_id, {
+        attemptId: blocked?.attemptId ?? "(unknown)",
+        nodeId: blocked?.nodeId ?? "(unknown)",
+        effectIds: blocked?.effectIds ?? [],
+      });
+    }
     execute(
       store,
-      "UPDATE runs SET paused = 0, blocked_reason = NULL, blocked_detail = NULL, " +
-        "approved_retry_attempt_id = COALESCE(:approved, approved_retry_attempt_id) " +
+      "UPDATE runs SET paused = 0, blocked_reason = NULL, blocked_detail = NULL " +
         "WHERE run_id = :runId",
-      { runId: run.run_id, approved },
+      { runId: run.run_id },
     );
     return {
       type: "run.resumed",
-      payload: { wasBlocked: run.blocked_reason, approvedRetry: approved },
+      payload: { wasBlocked: run.blocked_reason },
       summary: { state: run.state, queue: run.queue_state, paused: false },
     };
   });
@@ -150,26 +157,4 @@ function command(
       stopWorker: authority === "own" || authority === "control",
     };
   });
-}
-
-/**
- * Resuming an `effectAmbiguous` block is the operator's reviewed recovery: the latest interrupted
- * external attempt may run again. Its ambiguous managed effects become `pending` (the retry
- * re-reserves them under the same key); an unmanaged marker is settled `cancelled`.
- */
-function approveRetry(store: StateStore, runId: string, now: number): string | null {
-  const attempt = queryOne<{ attempt_id: string }>(
-    store,
-    "SELECT attempt_id FROM node_attempts WHERE run_id = :runId AND state = 'interrupted' " +
-      "AND effect = 'external' ORDER BY sequence DESC LIMIT 1",
-    { runId },
-  );
-  if (!attempt) return null;
-  execute(
-    store,
-    "UPDATE effects SET state = CASE effect_type WHEN 'unmanaged' THEN 'cancelled' ELSE " +
-      "'pending' END, updated_at = :now WHERE attempt_id = :attemptId AND state = 'ambiguous'",
-    { attemptId: attempt.attempt_id, now },
-  );
-  return attempt.attempt_id;
 }

@@ -1,0 +1,200 @@
+/**
+ * An ambiguous effect is terminal for automatic retry: a plain resume is refused, and only the
+ * operator's reviewed verdict (`resolveAmbiguousEffect`) lets the run move on, recorded in the
+ * run's event log.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { listAmbiguousEffects } from "../../src/state/effect-queries.ts";
+import { AmbiguousEffectError, TransitionError } from "../../src/state/errors.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/state/queries.ts";
+import { resolveAmbiguousEffect } from "../../src/state/transitions/effect-resolve.ts";
+import { reserveEffect } from "../../src/state/transitions/effects.ts";
+import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
+import { pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { interruptRun } from "../../src/state/transitions/run-recovery.ts";
+import {
+  enqueue,
+  expectRefused,
+  type Fixture,
+  HOST,
+  launchWithAttempt,
+  openFixture,
+  snapshot,
+} from "./helpers.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => {
+  expect(checkInvariants(f.store)).toEqual([]);
+  f.close();
+});
+
+/** A run whose external attempt was interrupted: blocked `effectAmbiguous`. */
+function blockedRun(managed = false): { runId: string; attemptId: string; effectId: string } {
+  const runId = enqueue(f.store);
+  const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+  if (managed) {
+    reserveEffect(f.store, claim, {
+      attemptId,
+      effectType: "deploy",
+      idempotencyKey: "k1",
+      requestFingerprint: "fp",
+    });
+  }
+  const { blocked } = interruptRun(f.store, claim, { reason: "workerCrashed" });
+  expect(blocked).toBe(!managed);
+  if (managed) {
+    // A managed effect is retryable after a crash; it is ambiguous only after a terminal stop
+    // of another attempt, which the test reproduces directly.
+    f.store.db.exec(
+      `UPDATE effects SET state = 'ambiguous'; UPDATE runs SET blocked_reason = 'effectAmbiguous'`,
+    );
+  }
+  const [effect] = listAmbiguousEffects(f.store, runId);
+  return { runId, attemptId, effectId: effect.effectId };
+}
+
+describe("a plain resume of an ambiguous effect", () => {
+  it("is refused, naming the attempt and effect, and changes nothing", () => {
+    const { runId, attemptId, effectId } = blockedRun();
+    const before = snapshot(f.store);
+    let error: unknown;
+    try {
+      resumeRun(f.store, { runId });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(AmbiguousEffectError);
+    expect(error).toMatchObject({ attemptId, effectIds: [effectId], nodeId: "step" });
+    expect((error as Error).message).toContain(attemptId);
+    expect(snapshot(f.store)).toBe(before);
+    expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
+  });
+
+  it("is refused also when the block came from a pause, and while paused", () => {
+    const runId = enqueue(f.store);
+    launchWithAttempt(f.store, runId, "external");
+    pauseRun(f.store, { runId, ownerId: HOST });
+    expect(readRun(f.store, runId)).toMatchObject({
+      paused: true,
+      blockedReason: "effectAmbiguous",
+    });
+    expect(() => resumeRun(f.store, { runId })).toThrow(AmbiguousEffectError);
+  });
+});
+
+describe("resolveAmbiguousEffect()", () => {
+  it("--not-applied: the verdict is recorded and the node may run again", () => {
+    const { runId, attemptId, effectId } = blockedRun();
+    const result = resolveAmbiguousEffect(f.store, {
+      runId,
+      target: attemptId,
+      verdict: "notApplied",
+      operator: "ops@example",
+    });
+    expect(result).toMatchObject({ attemptId, effectIds: [effectId], adoptedAttemptId: null });
+    expect(readRun(f.store, runId)).toMatchObject({ blockedReason: null, paused: false });
+    expect(readRunFacts(f.store, runId).approvedRetry).toEqual({ attemptId });
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(0);
+    const event = listEvents(f.store, runId).at(-1)!;
+    expect(event.type).toBe("effect.resolved");
+    expect(event.payload).toMatchObject({
+      attemptId,
+      verdict: "notApplied",
+      operator: "ops@example",
+      effectIds: [effectId],
+    });
+    expect(event.at).toBe(f.clock.now());
+    f.store.db.exec("UPDATE run_workers SET status = 'crashed'");
+    expect(nextLaunchableRuns(f.store, 5).map((r) => r.runId)).toEqual([runId]);
+  });
+
+  it("--applied: the given output becomes the node's result; nothing runs again", () => {
+    const { runId, effectId } = blockedRun();
+    const result = resolveAmbiguousEffect(f.store, {
+      runId,
+      target: effectId,
+      verdict: "applied",
+      output: { deployed: "v2" },
+      operator: "ops",
+    });
+    const facts = readRunFacts(f.store, runId);
+    expect(facts.approvedRetry).toBeUndefined();
+    const last = facts.attempts.at(-1)!;
+    expect(last).toMatchObject({
+      attemptId: result.adoptedAttemptId,
+      nodeId: "step",
+      state: "ok",
+      effect: "external",
+      output: { deployed: "v2" },
+    });
+    expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "applied" }]);
+  });
+
+  it("--retry of a managed effect returns it to pending under its key", () => {
+    const { runId, attemptId } = blockedRun(true);
+    resolveAmbiguousEffect(f.store, { runId, target: attemptId, verdict: "retry", operator: "o" });
+    expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "pending" }]);
+    expect(listEvents(f.store, runId).at(-1)?.payload).toMatchObject({ verdict: "retry" });
+  });
+
+  it("refuses another target, a run that is not blocked, and a verdict without its output", () => {
+    const { runId } = blockedRun();
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId,
+          target: "att-other",
+          verdict: "retry",
+          operator: "o",
+        }),
+      /att-other is not the blocking attempt/,
+    );
+    const other = enqueue(f.store);
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId: other,
+          target: "x",
+          verdict: "retry",
+          operator: "o",
+        }),
+      /only a run blocked on an ambiguous effect/,
+    );
+    expect(() =>
+      resolveAmbiguousEffect(f.store, { runId, target: "x", verdict: "applied", operator: "o" })
+    ).toThrow(/needs the node's output/);
+    expect(() =>
+      resolveAmbiguousEffect(f.store, {
+        runId,
+        target: "x",
+        verdict: "retry",
+        output: 1,
+        operator: "o",
+      })
+    ).toThrow(/takes no output/);
+    expect(() =>
+      resolveAmbiguousEffect(f.store, { runId, target: "x", verdict: "retry", operator: "o" })
+    )
+      .toThrow(TransitionError);
+  });
+
+  it("checks the expected revision", () => {
+    const { runId, attemptId } = blockedRun();
+    const revision = readRun(f.store, runId)!.revision;
+    expect(() =>
+      resolveAmbiguousEffect(f.store, {
+        runId,
+        target: attemptId,
+        verdict: "retry",
+        operator: "o",
+        expectedRevision: revision - 1,
+      })
+    ).toThrow(/Revision conflict/);
+  });
+});
