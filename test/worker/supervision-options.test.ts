@@ -17,6 +17,8 @@ describe("readSupervisionOptions()", () => {
       PI_WORKFLOWS_WORKER_STARTUP_MS: "900",
       PI_WORKFLOWS_KILL_GRACE_MS: "50",
       PI_WORKFLOWS_WORKER_OUTPUT_BYTES: "1024",
+      PI_WORKFLOWS_BOUNDARY_MS: "700",
+      PI_WORKFLOWS_STOP_WAIT_MS: "800",
     });
     expect(options).toEqual({
       maxConcurrentWorkers: 2,
@@ -25,6 +27,8 @@ describe("readSupervisionOptions()", () => {
       workerStartupMs: 900,
       killGraceMs: 50,
       maxCapturedOutputBytes: 1024,
+      boundaryMs: 700,
+      stopWaitMs: 800,
     });
   });
 
