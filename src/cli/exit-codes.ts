@@ -21,6 +21,8 @@ export const EXIT = {
   runUnsuccessful: 6,
   /** `start --wait`: the run stopped without ending (waiting for input, paused or blocked). */
   runNeedsAttention: 7,
+  /** `start`: the workflow has agent steps and no usable Pi was found (missing or too old). */
+  piUnavailable: 8,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

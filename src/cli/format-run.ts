@@ -5,6 +5,7 @@ import type {
   AttemptSummary,
   RunEvent,
   RunSummary,
+  UpdateSummary,
 } from "../protocol/run-operations.ts";
 
 const MAX_VALUE_CHARS = 2000;
@@ -25,6 +26,7 @@ export function formatRun(
   run: RunSummary,
   attempts: readonly AttemptSummary[] = [],
   ambiguous: readonly AmbiguousEffectSummary[] = [],
+  updates: readonly UpdateSummary[] = [],
 ): string {
   const lines = [
     `run ${run.runId}`,
@@ -40,6 +42,16 @@ export function formatRun(
   if (attempts.length > 0) {
     lines.push("nodes:");
     for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt)}`);
+  }
+  if (updates.length > 0) {
+    lines.push("updates (latest first):");
+    for (const u of updates) {
+      const key = u.key ? ` ${u.key}` : "";
+      const data = formatValue(u.data);
+      lines.push(
+        `  ${u.nodeId} ${u.type}${key}: ${data.length > 200 ? `${data.slice(0, 200)}…` : data}`,
+      );
+    }
   }
   if (run.output !== undefined) lines.push(`output: ${formatValue(run.output)}`);
   if (run.error) lines.push(`error: ${run.error.code}: ${run.error.message}`);

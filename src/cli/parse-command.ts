@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/run-environment.ts";
+import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
@@ -39,6 +40,11 @@ export type CliCommand =
     cwd: string | null;
     wait: boolean;
     json: boolean;
+    /**
+     * The Pi arguments to record with a headless run: `--provider`, `--model`, `--thinking`
+     * first, then everything after `--`.
+     */
+    piArgs: string[];
   }
   | { kind: "status"; runId: string; json: boolean }
   | { kind: "list"; all: boolean; json: boolean }
@@ -163,7 +169,11 @@ function parseHost(rest: readonly string[]): CliCommand {
   return { kind: "host", action: action as HostAction, json: flag(parsed, "json") };
 }
 
-function parseStart(rest: readonly string[]): CliCommand {
+function parseStart(argv: readonly string[]): CliCommand {
+  // Everything after the first `--` belongs to Pi.
+  const split = argv.indexOf("--");
+  const rest = split === -1 ? argv : argv.slice(0, split);
+  const passthrough = split === -1 ? [] : argv.slice(split + 1);
   const parsed = parse(
     "start",
     rest,
@@ -174,12 +184,17 @@ function parseStart(rest: readonly string[]): CliCommand {
       env: { type: "string", multiple: true },
       cwd: { type: "string" },
       wait: { type: "boolean" },
+      provider: { type: "string" },
+      model: { type: "string" },
+      thinking: { type: "string" },
     },
     1,
     Infinity,
   );
   if (parsed.help) return { kind: "help", topic: "start" };
   const [workflow, ...words] = parsed.positionals;
+  const refused = refusedPiArgument(passthrough);
+  if (refused !== null) throw new UsageError(refused);
   if (workflow.trim() === "") throw new UsageError("Workflow reference is empty: name a workflow");
   const input = inputSource(parsed, words);
   const cwd = parsed.values.cwd;
@@ -192,6 +207,7 @@ function parseStart(rest: readonly string[]): CliCommand {
     cwd: typeof cwd === "string" ? cwd : null,
     wait: flag(parsed, "wait"),
     json: flag(parsed, "json"),
+    piArgs: [...modelArgs(parsed), ...passthrough],
   };
 }
 
@@ -271,6 +287,28 @@ function envOptions(values: string | boolean | string[] | undefined): EnvOption[
     }
     return { name, value: equals === -1 ? null : spec.slice(equals + 1) };
   });
+}
+
+/** `--provider`, `--model`, `--thinking` as Pi takes them; the passthrough is checked too. */
+function modelArgs(parsed: Parsed): string[] {
+  const args: string[] = [];
+  for (const name of ["provider", "model", "thinking"] as const) {
+    const value = parsed.values[name];
+    if (typeof value !== "string") continue;
+    if (value.trim() === "" || value.startsWith("-")) {
+      throw new UsageError(`Option --${name} needs a value: run 'pi-workflows start --help'`);
+    }
+    if (name === "thinking" && !(PI_THINKING_LEVELS as readonly string[]).includes(value)) {
+      throw new UsageError(
+        `Invalid --thinking '${value.slice(0, 40)}': use one of ${PI_THINKING_LEVELS.join(", ")}`,
+      );
+    }
+    args.push(`--${name}`, value);
+  }
+  if (parsed.values.provider !== undefined && parsed.values.model === undefined) {
+    throw new UsageError("Option --provider needs --model too: name the model to use");
+  }
+  return args;
 }
 
 /** Parses `--input-json` text (also what `--input-file` and stdin hold). */

@@ -7,6 +7,8 @@ import { resolve } from "node:path";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
+import { clientStateDir } from "../client/socket-path.ts";
+import { discoverPi, type PiDiscovery } from "../worker/pi-command.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
@@ -47,13 +49,29 @@ export async function runRunCommand(
       env: startEnvironment(command.env, env),
     }
     : null;
+  // Pi is looked for in the user's own environment, before anything is queued.
+  const pi = command.kind === "start"
+    ? discoverPi({ env, stateDir: clientStateDir(env), cwd: process.cwd() })
+    : null;
+  if (
+    pi && !pi.ok &&
+    (pi.code === "invalidConfig" || command.kind === "start" && command.piArgs.length > 0)
+  ) {
+    io.err(pi.message);
+    return EXIT.piUnavailable;
+  }
   // One client id per invocation: a reconnect (start --wait across a host restart) keeps it.
   const clientId = newClientId();
   const connection = await ensureHost({ env, clientId });
   try {
-    return await execute(connection, () => ensureHost({ env, clientId }), command, start, io);
+    return await execute(connection, () => ensureHost({ env, clientId }), command, start, pi, io);
   } catch (error) {
     if (error instanceof HostCommandError) {
+      // The host found agent steps that need the Pi we could not offer: say why it is missing.
+      if (error.code === "piUnavailable" && pi && !pi.ok) {
+        io.err(pi.message);
+        return EXIT.piUnavailable;
+      }
       io.err(error.message);
       return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
     }
@@ -68,6 +86,7 @@ async function execute(
   reconnect: () => Promise<HostConnection>,
   command: RunCommand,
   start: StartRequest | null,
+  pi: PiDiscovery | null,
   io: CliIo,
 ): Promise<number> {
   switch (command.kind) {
@@ -81,6 +100,7 @@ async function execute(
             cwd: start!.cwd,
             env: start!.env,
             executionMode: "headless",
+            ...(pi?.ok ? { pi: { command: pi.pi.command, args: command.piArgs } } : {}),
           },
         }),
       );
@@ -92,11 +112,16 @@ async function execute(
     case "status": {
       const receipt = receiptOf(
         "run.status",
-        await connection.request("run.status", { runId: command.runId }),
+        await connection.request("run.status", {
+          runId: command.runId,
+          payload: { includeUpdates: true },
+        }),
       );
       if (command.json) printJson(io, receipt);
       else {
-        io.out(formatRun(receipt.run, receipt.attempts, receipt.ambiguousEffects));
+        io.out(
+          formatRun(receipt.run, receipt.attempts, receipt.ambiguousEffects, receipt.updates),
+        );
         if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
       }
       return EXIT.ok;

@@ -10,9 +10,9 @@ import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { listAmbiguousEffects } from "../state/effect-queries.ts";
 import { isTerminalRunState } from "../state/transitions/common.ts";
 import { NotFoundError } from "../state/errors.ts";
-import { listEvents, listRuns, readRunStatus } from "../state/queries.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
+import { listEvents, listNodeUpdates, listRuns, readRunStatus } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 
@@ -64,6 +64,9 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
         managed: e.managed,
       }));
     }
+  }
+  if (request.payload.includeUpdates) {
+    receipt.updates = listNodeUpdates(rt.store, runId) as unknown as JsonValue;
   }
   if (after !== undefined) {
     const rows = listEvents(

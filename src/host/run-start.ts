@@ -53,6 +53,13 @@ export async function startRunCommand(
       `Cannot start "${resolved.workflowName}" headless: it has an assistant-message step, which needs an origin Pi session (start it from Pi)`,
     );
   }
+  // Agent steps of a headless run need the Pi the client found (it records it with the run).
+  if (payload.executionMode === "headless" && resolved.needsAgent && !payload.pi) {
+    return reject(
+      "piUnavailable",
+      `Cannot start "${resolved.workflowName}" headless: it has agent steps and no Pi command was found to run them`,
+    );
+  }
   const committed = committedRunReceipt(rt.store);
   const result = enqueueRun(rt.store, {
     workflowName: resolved.workflowName,
@@ -67,6 +74,7 @@ export async function startRunCommand(
     binding: {
       executionMode: payload.executionMode,
       originSessionId: payload.originSessionId ?? null,
+      pi: payload.pi ?? null,
     },
     environment,
     receipt: { ...receipt, receipt: committed.receipt },

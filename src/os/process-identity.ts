@@ -100,20 +100,49 @@ function signalLeaderlessGroup(pgid: number, signal: NodeJS.Signals): boolean {
   return killQuietly(-pgid, signal);
 }
 
-/** True while any live (non-zombie) process is still in the group `pgid`. */
-export function groupHasLiveMembers(pgid: number): boolean {
+/**
+ * The live descendants of `pid` (children, their children, ...) with their start identities,
+ * found through the parent links in `/proc`. A descendant that already left the tree (its parent
+ * died and it was re-parented) is not found: callers collect while the tree is intact.
+ */
+export function descendantsOf(pid: number): ProcessIdentity[] {
+  const children = new Map<number, ProcessStat[]>();
+  for (const stat of listProcessStats()) {
+    if (isDeadState(stat.state)) continue;
+    const siblings = children.get(stat.ppid);
+    if (siblings) siblings.push(stat);
+    else children.set(stat.ppid, [stat]);
+  }
+  const found: ProcessIdentity[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push({ pid: child.pid, startTime: child.startTime });
+      queue.push(child.pid);
+    }
+  }
+  return found;
+}
+
+function listProcessStats(): ProcessStat[] {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return false;
+    return [];
   }
+  const stats: ProcessStat[] = [];
   for (const name of entries) {
     if (!/^\d+$/.test(name)) continue;
     const stat = readProcessStat(Number(name));
-    if (stat !== null && stat.pgrp === pgid && !isDeadState(stat.state)) return true;
+    if (stat !== null) stats.push(stat);
   }
-  return false;
+  return stats;
+}
+
+/** True while any live (non-zombie) process is still in the group `pgid`. */
+export function groupHasLiveMembers(pgid: number): boolean {
+  return listProcessStats().some((stat) => stat.pgrp === pgid && !isDeadState(stat.state));
 }
 
 function killQuietly(target: number, signal: NodeJS.Signals): boolean {

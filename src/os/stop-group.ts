@@ -3,6 +3,7 @@
  * then waits (bounded) until no live member remains. Identity-checked: see process-identity.ts.
  */
 import {
+  descendantsOf,
   groupHasLiveMembers,
   isSameProcessAlive,
   type ProcessIdentity,
@@ -32,6 +33,38 @@ export async function stopProcessGroup(
   }
   signalGroup(leader, "SIGKILL");
   const gone = await waitUntil(() => isGone(leader), options.killWaitMs ?? 5_000);
+  return gone ? "killed" : "stuck";
+}
+
+/**
+ * `stopProcessGroup` for a child that may start descendants in process groups of their own (a
+ * Pi's bash tool runs each command detached): the descendants are collected while the tree is
+ * intact, before each signal, and every one of them is stopped too, each by exact identity. So
+ * a Pi that does not clean up after itself (SIGKILLed, or stuck) leaves no tool command behind.
+ */
+export async function stopProcessTree(
+  leader: ProcessIdentity,
+  options: StopGroupOptions,
+): Promise<StopGroupResult> {
+  const tracked = new Map<string, ProcessIdentity>();
+  const collect = () => {
+    if (isGone(leader)) return;
+    for (const d of descendantsOf(leader.pid)) tracked.set(`${d.pid}:${d.startTime}`, d);
+  };
+  collect();
+  const allGone = () => isGone(leader) && [...tracked.values()].every(isGone);
+  if (allGone()) return "alreadyGone";
+  const signalAll = (signal: NodeJS.Signals) => {
+    collect();
+    signalGroup(leader, signal);
+    for (const d of tracked.values()) signalGroup(d, signal);
+  };
+  if (!options.immediate) {
+    signalAll("SIGTERM");
+    if (await waitUntil(() => (collect(), allGone()), options.graceMs)) return "terminated";
+  }
+  signalAll("SIGKILL");
+  const gone = await waitUntil(allGone, options.killWaitMs ?? 5_000);
   return gone ? "killed" : "stuck";
 }
 

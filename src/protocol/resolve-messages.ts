@@ -41,6 +41,8 @@ export const ResolveResultSchema = nonArray(v.variant("ok", [
     inputHash: DigestSchema,
     /** Whether the definition has steps that need an origin Pi session. */
     needsInteractive: v.boolean(),
+    /** Whether any step talks to a model (a headless run then needs Pi). */
+    needsAgent: v.boolean(),
   }),
   v.strictObject({
     schema: v.literal(RESOLVE_RESULT_SCHEMA),
@@ -75,5 +77,7 @@ export type ResolveResult =
     inputHash: string;
     /** Whether the definition has steps that need an origin Pi session. */
     needsInteractive: boolean;
+    /** Whether any step talks to a model (a headless run then needs Pi). */
+    needsAgent: boolean;
   }
   | { ok: false; code: string; message: string };

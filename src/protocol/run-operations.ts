@@ -4,6 +4,7 @@
  * only `payload` and `receipt`.
  */
 import * as v from "valibot";
+import { PiLaunchSchema } from "./pi-launch.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
@@ -66,6 +67,11 @@ const RunStartFieldsSchema = strictObject({
    * run. Absent: the allowlisted base of the host's own environment.
    */
   env: v.optional(RunEnvironmentSchema),
+  /**
+   * Headless runs: the Pi the client found and the model arguments to record with the run. A
+   * headless run with agent steps and no `pi` is refused (`piUnavailable`).
+   */
+  pi: v.optional(PiLaunchSchema),
 });
 export type RunStartPayload = v.InferOutput<typeof RunStartFieldsSchema>;
 
@@ -93,6 +99,8 @@ export const RunStatusPayloadSchema = v.optional(
     eventsAfter: v.optional(CountSchema),
     /** At most this many events (default chosen by the host, never above 1000). */
     eventLimit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1000))),
+    /** Also return the latest node updates (`status` shows them; following does not need them). */
+    includeUpdates: v.optional(v.boolean()),
   }),
   {},
 );
@@ -168,11 +176,26 @@ export type RunEvent = v.InferOutput<typeof RunEventSchema>;
 /** Receipt of run.start, run.pause, run.resume and run.cancel: the run as the command left it. */
 export const RunCommandReceiptSchema = looseObject({ run: RunSummarySchema });
 
+/** The latest update of one (type, key) of a run, as `run.status` returns it on request. */
+export const UpdateSummarySchema = looseObject({
+  nodeId: v.string(),
+  attemptId: OpaqueIdSchema,
+  type: v.string(),
+  key: v.string(),
+  data: JsonValueSchema,
+  /** How many updates of this (type, key) arrived. */
+  count: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
+  updatedAt: TimestampSchema,
+});
+export type UpdateSummary = v.InferOutput<typeof UpdateSummarySchema>;
+
 export const RunStatusReceiptSchema = looseObject({
   run: RunSummarySchema,
   attempts: v.optional(v.array(AttemptSummarySchema)),
   /** Present while the run waits at a checkpoint or human decision: what it asks. */
   waiting: v.optional(WaitingSchema),
+  /** With `includeUpdates`: the latest updates, newest first (at most 100). */
+  updates: v.optional(v.array(UpdateSummarySchema)),
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),

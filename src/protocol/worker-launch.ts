@@ -16,6 +16,8 @@ import {
   PositiveIntegerSchema,
   strictObject,
 } from "./fields.ts";
+import { PiLaunchSchema } from "./pi-launch.ts";
+import { EXECUTION_MODES } from "./run-operations.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 
 export const WORKER_LAUNCH_SCHEMA = "pi-workflows.worker-launch.v1";
@@ -66,6 +68,10 @@ export const WorkerLaunchSchema = strictObject({
   workflowSource: WorkflowSourceSchema,
   definitionDigest: DigestSchema,
   inputHash: DigestSchema,
+  /** Where agent steps run: the origin Pi session, or a supervised `pi --mode rpc` child. */
+  executionMode: v.picklist(EXECUTION_MODES),
+  /** Headless runs: the Pi command and model arguments recorded with the run. */
+  pi: v.optional(PiLaunchSchema),
   protocolVersion: v.literal(WORKER_PROTOCOL_VERSION),
 });
 export type WorkerLaunch = v.InferOutput<typeof WorkerLaunchSchema>;

@@ -4,7 +4,8 @@
  * never shows project paths, session ids or payloads).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { RunFacts } from "../protocol/run-facts.ts";
+import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
+import type { UpdateSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "./errors.ts";
 import { queryAll, queryAllArgs, queryOne, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
@@ -161,6 +162,33 @@ export function readRunStatus(
     });
   }
   return { run: toView(rows[0]), attempts };
+}
+
+/** The latest update per (type, key) of a run, newest first, with the node that sent it. */
+export function listNodeUpdates(store: StateStore, runId: string, limit = 100): UpdateSummary[] {
+  return queryAll<{
+    node_id: string;
+    attempt_id: string;
+    type: string;
+    key: string;
+    data_json: string;
+    count: number;
+    updated_at: number;
+  }>(
+    store,
+    "SELECT a.node_id, u.attempt_id, u.type, u.key, u.data_json, u.count, u.updated_at " +
+      "FROM node_updates u JOIN node_attempts a ON a.attempt_id = u.attempt_id " +
+      "WHERE u.run_id = :runId ORDER BY u.updated_at DESC, u.type, u.key LIMIT :limit",
+    { runId, limit },
+  ).map((r) => ({
+    nodeId: r.node_id,
+    attemptId: r.attempt_id,
+    type: r.type,
+    key: r.key,
+    data: decodeValue(r.data_json) ?? null,
+    count: r.count,
+    updatedAt: r.updated_at,
+  }));
 }
 
 /** Newest first; without `all`, only non-terminal runs. */

@@ -139,8 +139,14 @@ CREATE TABLE run_bindings (
   run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
   execution_mode TEXT NOT NULL CHECK (execution_mode IN ('interactive', 'headless')),
   origin_session_id TEXT,
+  -- Headless runs: the Pi command (absolute path) and the model arguments recorded at start, so
+  -- every attempt (also after a resume or a host restart) starts the same Pi the same way. Never
+  -- a credential (`--api-key` is refused at start).
+  pi_command TEXT,
+  pi_args_json TEXT,
   created_at INTEGER NOT NULL,
-  CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL)
+  CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL),
+  CHECK ((pi_command IS NULL) = (pi_args_json IS NULL))
 );
 
 -- The run environment (protocol/run-environment.ts): the variables its workers and resolver run

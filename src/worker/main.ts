@@ -10,9 +10,13 @@
  * the channel closes (the host is gone: nobody could commit anything it proposed).
  */
 import { createWorkerChannel, openHostChannel } from "./channel.ts";
+import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 
 export { WORKER_EXIT };
+
+/** How long a stopped worker may take to stop its children (the host's kill grace is 2 s). */
+const LEAVE_BOUND_MS = 1_500;
 
 const USAGE = "Usage: pi-workflows worker [--resolve] (internal: started by the workflow host)";
 
@@ -31,11 +35,18 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
     return WORKER_EXIT.usage;
   }
   let finishing = false;
-  /** Abort the running node (a shell node then stops its own process group) and leave soon. */
+  /**
+   * Abort the running node (a shell node then stops its own process group, a headless Pi its
+   * group) and leave once those groups are down, within a bound below the host's kill grace.
+   */
   const leave = async (code: number, reason: string) => {
-    setTimeout(() => process.exit(code), 500).unref();
+    setTimeout(() => process.exit(code), LEAVE_BOUND_MS).unref();
     const { abortActiveNode } = await import("./node-runner.ts");
     abortActiveNode(new DOMException(reason, "AbortError"));
+    // A shell node's runner stops its command group within this; a headless Pi's stop is tracked.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await settleCleanups(LEAVE_BOUND_MS - 500);
+    process.exit(code);
   };
   // The host closed the channel: nobody can commit anything any more; stop mid-node too.
   channel.closed.then((reason) => {

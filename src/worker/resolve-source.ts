@@ -12,6 +12,7 @@ import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import {
   normalizeWorkflowInput,
   resolveWorkflowTitle,
+  workflowHasAgentSteps,
   workflowNeedsOriginSession,
 } from "../workflows/sources/workflow-input.ts";
 import type { WorkerChannel } from "./channel.ts";
@@ -53,6 +54,7 @@ async function resolve(
       input,
       inputHash,
       needsInteractive: workflowNeedsOriginSession(workflow),
+      needsAgent: workflowHasAgentSteps(workflow),
     };
   } catch (error) {
     const code = (error as { code?: unknown }).code;

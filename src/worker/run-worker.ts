@@ -12,6 +12,7 @@
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerChannel } from "./channel.ts";
+import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
@@ -33,10 +34,15 @@ export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
     if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
     throw error;
   }
+  // Child groups (a headless Pi) are down and unregistered before the worker says goodbye.
+  await settleCleanups(CLEANUP_BOUND_MS);
   // Diagnostic only; the durable end was already committed.
   await proposer.propose("worker.exiting", { reason }).catch(() => {});
   return WORKER_EXIT.done;
 }
+
+/** Longest wait for a stopping child group at the end of an epoch (SIGTERM + SIGKILL + slack). */
+const CLEANUP_BOUND_MS = 8_000;
 
 type ExitReason = "finished" | "parked" | "sourceChanged";
 

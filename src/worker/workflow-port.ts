@@ -1,13 +1,13 @@
 /**
  * The worker's view of the workflow layer: check the saved source identity without loading,
- * load and compare the mounted map, then decide and execute steps. Agent and assistant-message
- * steps cannot run in workers yet (interactive and headless Pi come later): they fail as normal
- * node failures with a message that says so.
+ * load and compare the mounted map, then decide and execute steps. Agent and decision steps of a
+ * headless run run in a supervised `pi --mode rpc` child (headless-executor.ts); interactive
+ * runs cannot run model steps in a worker yet: they fail as normal node failures saying so.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerLaunch } from "../protocol/worker-launch.ts";
-import { unavailableAgentExecutor } from "../workflows/agent-executor.ts";
+import { type AgentStepExecutor, unavailableAgentExecutor } from "../workflows/agent-executor.ts";
 import {
   type CompiledWorkflow,
   decideNext,
@@ -25,6 +25,7 @@ import {
   verifySourceIdentity,
 } from "../workflows/sources/identity.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
+import { createHeadlessExecutor } from "./headless-executor.ts";
 
 export type NodeStep = Extract<NextStep, { kind: "startNode" }>;
 
@@ -56,9 +57,8 @@ export interface RunWorkflow {
   execute(nodeId: string, request: ExecuteRequest): Promise<NodeResult>;
 }
 
-const agentUnavailable = unavailableAgentExecutor(
-  "agent and assistant-message steps are not available in workers yet (interactive and " +
-    "headless Pi execution come in a later version)",
+const interactiveUnavailable = unavailableAgentExecutor(
+  "model steps of interactive runs are not available in workers yet",
 );
 
 /** Hashes every saved source file (or built-in revision); loads nothing. */
@@ -98,16 +98,28 @@ export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome
       },
     };
   }
-  return { ok: true, workflow: wrap(loaded.workflow) };
+  return { ok: true, workflow: wrap(loaded.workflow, launch) };
 }
 
-function wrap(wf: CompiledWorkflow): RunWorkflow {
+function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
+  const agentFor = (processGroups: ProcessGroupHooks): AgentStepExecutor =>
+    launch.executionMode === "headless"
+      ? createHeadlessExecutor({
+        pi: launch.pi ?? null,
+        projectPath: launch.projectPath,
+        stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? null,
+        logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+        env: process.env,
+        processGroups,
+      })
+      : interactiveUnavailable;
   return {
     ownFacts: (committed) =>
       trackAppendOnlyFacts({ ...committed, attempts: [...committed.attempts] }),
     decideNext: (facts) => decideNext(wf, facts),
     resolveTimeout: (nodeId, facts, attemptId) =>
       resolveNodeTimeout(wf, nodeId, { facts, attemptId }),
-    execute: (nodeId, request) => executeNode(wf, nodeId, { ...request, agent: agentUnavailable }),
+    execute: (nodeId, request) =>
+      executeNode(wf, nodeId, { ...request, agent: agentFor(request.processGroups) }),
   };
 }

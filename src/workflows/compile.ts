@@ -72,13 +72,22 @@ const EFFECTS: Record<NodeKind, NodeEffect> = {
   notify: "pure",
   action: "external",
   shell: "external",
-  agent: "external",
-  decision: "external",
+  // A model turn runs again after a crash unless the node opts out (`rerunAfterCrash: false`).
+  agent: "pure",
+  decision: "pure",
   assistantMessage: "external",
 };
 
 export function nodeEffect(kind: NodeKind): NodeEffect {
   return EFFECTS[kind];
+}
+
+/** The recovery class of one node: its kind's, or `external` for a model step that opted out. */
+export function effectOfNode(node: WorkflowNode): NodeEffect {
+  if ((node.kind === "agent" || node.kind === "decision") && node.rerunAfterCrash === false) {
+    return "external";
+  }
+  return EFFECTS[node.kind];
 }
 
 function fail(name: string, detail: string, code = "invalidGraph"): never {
@@ -150,7 +159,7 @@ function buildScope(
       id: prefix + localId,
       localId,
       kind: node.kind,
-      effect: nodeEffect(node.kind),
+      effect: effectOfNode(node),
       node,
       scope,
       exitName: null,

@@ -3,10 +3,20 @@
  * Both check exhaustiveness when built, and the engine checks the model's answer at run time.
  */
 import { WorkflowDefinitionError } from "./errors.ts";
-import type { CommonNodeOptions, DecisionNode, SwitchEdge, TextSpec } from "./types.ts";
+import type {
+  CommonNodeOptions,
+  DecisionNode,
+  ModelStepOptions,
+  SwitchEdge,
+  TextSpec,
+} from "./types.ts";
 
 export function decision<I = any, const C extends readonly string[] = readonly string[]>(
-  options: CommonNodeOptions<I> & { question: TextSpec<I>; choices: C; field?: string },
+  options: CommonNodeOptions<I> & ModelStepOptions & {
+    question: TextSpec<I>;
+    choices: C;
+    field?: string;
+  },
 ): DecisionNode<I> {
   const { question, choices, field, ...rest } = options;
   checkChoices(choices, "decision");

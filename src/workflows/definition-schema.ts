@@ -50,6 +50,7 @@ const nodeSchema = v.variant("kind", [
     prompt: text,
     expectedOutput: v.optional(v.string()),
     validate: v.optional(fn),
+    rerunAfterCrash: v.optional(v.boolean()),
     ...common,
   }),
   v.object({
@@ -57,6 +58,7 @@ const nodeSchema = v.variant("kind", [
     question: text,
     choices: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)),
     field: v.pipe(v.string(), v.minLength(1)),
+    rerunAfterCrash: v.optional(v.boolean()),
     ...common,
   }),
   v.object({ kind: v.literal("assistantMessage"), prompt: text, ...common }),

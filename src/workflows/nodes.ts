@@ -9,6 +9,7 @@ import type {
   CommonNodeOptions,
   ComputeNode,
   ManagedEffect,
+  ModelStepOptions,
   NodeContext,
   NotifyNode,
   ShellCommand,
@@ -20,7 +21,7 @@ import type {
 import type { JsonValue } from "../protocol/canonical-json.ts";
 
 export function agent<I = any>(
-  options: CommonNodeOptions<I> & {
+  options: CommonNodeOptions<I> & ModelStepOptions & {
     prompt: TextSpec<I>;
     expectedOutput?: string;
     validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;

@@ -76,14 +76,24 @@ export interface CommonNodeOptions<I = any> {
 
 export type TextSpec<I = any> = string | ((ctx: NodeContext<I>) => string | Promise<string>);
 
-export interface AgentNode<I = any> extends CommonNodeOptions<I> {
+/** Options of the model steps that may run in a headless Pi child (agent, decision). */
+export interface ModelStepOptions {
+  /**
+   * Whether an attempt interrupted by a crash (the worker or host died mid-turn) runs again as a
+   * new attempt, as a model turn usually can. Default true. Set false when the step's tools must
+   * not run twice: an interrupted attempt then blocks the run `effectAmbiguous` for an operator.
+   */
+  rerunAfterCrash?: boolean;
+}
+
+export interface AgentNode<I = any> extends CommonNodeOptions<I>, ModelStepOptions {
   kind: "agent";
   prompt: TextSpec<I>;
   expectedOutput?: string;
   validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;
 }
 
-export interface DecisionNode<I = any> extends CommonNodeOptions<I> {
+export interface DecisionNode<I = any> extends CommonNodeOptions<I>, ModelStepOptions {
   kind: "decision";
   question: TextSpec<I>;
   choices: readonly string[];

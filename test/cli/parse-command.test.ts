@@ -35,6 +35,7 @@ describe("parseCommand()", () => {
       cwd: null,
       wait: false,
       json: false,
+      piArgs: [],
     });
     expect(parseCommand(["start", "builtin:x", "--wait", "--json", "--cwd", "/tmp"])).toEqual({
       kind: "start",
@@ -44,6 +45,7 @@ describe("parseCommand()", () => {
       cwd: "/tmp",
       wait: true,
       json: true,
+      piArgs: [],
     });
     expect(parseCommand(["start", "w", "--input-json", '{"n":[1,2]}'])).toMatchObject({
       input: { kind: "value", value: { n: [1, 2] } },
@@ -71,6 +73,55 @@ describe("parseCommand()", () => {
     );
     expect(usageError(["start", "w", "text", "--input-file", "a"])).toContain("Cannot combine");
     expect(usageError(["start", "w", "--input-file", ""])).toContain("--input-file is empty");
+  });
+
+  it("records --provider, --model, --thinking and everything after -- as Pi arguments", () => {
+    expect(
+      parseCommand([
+        "start",
+        "review",
+        "check",
+        "auth",
+        "--thinking",
+        "low",
+        "--model",
+        "sonnet",
+        "--provider",
+        "anthropic",
+        "--",
+        "--no-context-files",
+        "--append-system-prompt",
+        "be brief",
+      ]),
+    ).toMatchObject({
+      input: { task: "check auth" },
+      piArgs: [
+        "--provider",
+        "anthropic",
+        "--model",
+        "sonnet",
+        "--thinking",
+        "low",
+        "--no-context-files",
+        "--append-system-prompt",
+        "be brief",
+      ],
+    });
+    // After `--` nothing is ours: not even --wait.
+    expect(parseCommand(["start", "w", "--", "--wait"])).toMatchObject({
+      wait: false,
+      piArgs: ["--wait"],
+    });
+    expect(usageError(["start", "w", "--thinking", "huge"])).toMatch(
+      /^Invalid --thinking 'huge': use one of off, minimal/,
+    );
+    expect(usageError(["start", "w", "--provider", "x"])).toMatch(/needs --model too/);
+    expect(usageError(["start", "w", "--model", ""])).toMatch(/--model needs a value/);
+    expect(usageError(["start", "w", "--", "--api-key", "sk-123"])).toMatch(
+      /^Pi option --api-key is not allowed for workflow steps: provider keys stay/,
+    );
+    expect(usageError(["start", "w", "--", "--mode=json"])).toMatch(/--mode is not allowed/);
+    expect(usageError(["start", "w", "--", "--session", "s"])).toMatch(/fresh, unsaved session/);
   });
 
   it("reads run commands and host actions", () => {

@@ -44,6 +44,7 @@ describe("resolve channel", () => {
         nodes: { greet: { kind: "compute", timeoutMs: "default", effect: "pure" } },
         edges: {},
       },
+      needsAgent: true,
     };
     const failed = {
       schema: RESOLVE_RESULT_SCHEMA,

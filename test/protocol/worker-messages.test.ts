@@ -29,6 +29,7 @@ const launch = {
   },
   definitionDigest: digest,
   inputHash: digest,
+  executionMode: "headless",
   protocolVersion: 1,
 };
 
@@ -143,6 +144,8 @@ describe("parseWorkerLaunch()", () => {
       workflowSource: { root: { kind: "builtin", id: "review", revision: "3" }, mounted: [] },
     };
     expect(parseWorkerLaunch(builtin).ok).toBe(true);
+    const withPi = { ...launch, pi: { command: "/usr/bin/pi", args: ["--model", "m"] } };
+    expect(parseWorkerLaunch(withPi).ok).toBe(true);
   });
 
   test("refuses a wrong envelope with the field path", () => {
@@ -152,6 +155,9 @@ describe("parseWorkerLaunch()", () => {
       [{ ...launch, projectPath: "relative" }, "launch.projectPath:"],
       [{ ...launch, inputHash: "sha256:XYZ" }, "launch.inputHash:"],
       [{ ...launch, token: "secret" }, "launch.token: unknown field"],
+      [{ ...launch, executionMode: "remote" }, "launch.executionMode:"],
+      [{ ...launch, pi: { command: "pi", args: [] } }, "launch.pi.command:"],
+      [{ ...launch, pi: { command: "/bin/pi", args: ["a\0b"] } }, "launch.pi.args.0:"],
       [
         { ...launch, workflowSource: { root: { kind: "url", path: "/x" }, mounted: [] } },
         "launch.workflowSource.root.kind:",

@@ -8,13 +8,13 @@
 import { clearChildGroups, listChildGroups } from "../../state/transitions/child-groups.ts";
 import type { StateStore } from "../../state/store.ts";
 import { isSameProcessAlive } from "../../os/process-identity.ts";
-import { stopProcessGroup } from "../../os/stop-group.ts";
+import { stopProcessTree } from "../../os/stop-group.ts";
 
 /** Returns how many groups were signalled. */
 export async function reapRecordedChildGroups(store: StateStore, graceMs: number): Promise<number> {
   const records = listChildGroups(store);
   const alive = records.filter(isSameProcessAlive);
-  await Promise.all(alive.map((identity) => stopProcessGroup(identity, { graceMs })));
+  await Promise.all(alive.map((identity) => stopProcessTree(identity, { graceMs })));
   for (const epoch of new Set(records.map((r) => r.workerEpoch))) clearChildGroups(store, epoch);
   return alive.length;
 }

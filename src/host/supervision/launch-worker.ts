@@ -37,6 +37,8 @@ function envelopeBase(run: LaunchableRun, workerEpoch: string) {
     workflowSource: run.workflowSource as WorkerLaunch["workflowSource"],
     definitionDigest: run.definitionDigest,
     inputHash: run.inputHash,
+    executionMode: run.executionMode,
+    ...(run.pi ? { pi: run.pi } : {}),
     protocolVersion: WORKER_PROTOCOL_VERSION,
   } as const;
 }
@@ -69,8 +71,12 @@ export function launchWorker(
     command: command.command,
     args: command.args,
     // The run's recorded environment, never the host's; the worker itself moves into the
-    // run's project directory (a missing one blocks the run instead of failing the spawn).
-    env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), hooks.env),
+    // run's project directory (a missing one blocks the run instead of failing the spawn). The
+    // worker keeps its Pi children's output tails and the bridge under the state directory.
+    env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), {
+      ...hooks.env,
+      PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
+    }),
     cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),

@@ -97,6 +97,7 @@ export function applyWorkerMessage(
         type: p.type,
         key: p.key ?? "",
         data: p.data,
+        nodeId: worker.openAttempt?.attemptId === attemptId ? worker.openAttempt.nodeId : undefined,
       });
       return { revision, closedAttempt: false };
     }

@@ -27,7 +27,7 @@ import { launchWorker } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
-import { stopProcessGroup, waitUntil } from "../../os/stop-group.ts";
+import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
@@ -209,7 +209,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await Promise.all(
         [...worker.children.values()].map((child) =>
-          stopProcessGroup(child, { graceMs: ctx.options.killGraceMs })
+          stopProcessTree(child, { graceMs: ctx.options.killGraceMs })
         ),
       );
       if (worker.children.size > 0) {

@@ -107,6 +107,8 @@ export interface RecordNodeUpdateOptions extends WorkerWriteOptions {
   /** Key within the type; the latest value per (run, type, key) is kept with a count. */
   key: string;
   data: JsonValue;
+  /** The attempt's node, named in the event so followers can show it. */
+  nodeId?: string;
 }
 
 /** Keeps the latest update per (run, type, key); event `node.update`. */
@@ -137,7 +139,12 @@ export function recordNodeUpdate(
     if (changed !== 1) requireRunningAttempt(tx, opts.attemptId, "update a node of");
     return {
       type: "node.update",
-      payload: { attemptId: opts.attemptId, type: opts.type, key: opts.key },
+      payload: {
+        ...(opts.nodeId === undefined ? {} : { nodeId: opts.nodeId }),
+        attemptId: opts.attemptId,
+        type: opts.type,
+        key: opts.key,
+      },
       summary: { state: "running", attemptId: opts.attemptId, update: opts.type },
       result: undefined,
     };

@@ -11,6 +11,8 @@ export interface RunBindingInput {
   executionMode: "interactive" | "headless";
   /** Required for interactive runs. */
   originSessionId?: string | null;
+  /** How a headless run starts Pi (command and recorded model arguments); null: none found. */
+  pi?: { command: string; args: readonly string[] } | null;
 }
 
 export interface EnqueueRunOptions {
@@ -55,6 +57,7 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
   const definition = opts.definition === undefined
     ? null
     : encodeValue("definition snapshot", opts.definition);
+  const piArgs = opts.binding.pi ? encodeValue("pi args", [...opts.binding.pi.args]) : null;
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const runId = opts.runId ?? store.ids.next("run");
@@ -88,12 +91,14 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
     );
     execute(
       store,
-      "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, created_at) " +
-        "VALUES (:runId, :mode, :session, :now)",
+      "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, pi_command, " +
+        "pi_args_json, created_at) VALUES (:runId, :mode, :session, :piCommand, :piArgs, :now)",
       {
         runId,
         mode: opts.binding.executionMode,
         session: opts.binding.originSessionId ?? null,
+        piCommand: opts.binding.pi?.command ?? null,
+        piArgs,
         now,
       },
     );

@@ -104,6 +104,8 @@ export interface LaunchableRun {
   definitionDigest: string;
   inputHash: string;
   executionMode: "interactive" | "headless";
+  /** The Pi command and model arguments recorded for a headless run; null when none. */
+  pi: { command: string; args: string[] } | null;
   /** Revision the scheduler read; pass-through for diagnostics. */
   revision: number;
 }
@@ -126,11 +128,14 @@ export function nextLaunchableRuns(
     definition_digest: string;
     input_hash: string;
     execution_mode: "interactive" | "headless";
+    pi_command: string | null;
+    pi_args_json: string | null;
     revision: number;
   }>(
     store,
     "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.project_path, r.workflow_source_json, " +
-      "r.definition_digest, r.input_hash, b.execution_mode, r.revision FROM run_queue q " +
+      "r.definition_digest, r.input_hash, b.execution_mode, b.pi_command, b.pi_args_json, " +
+      "r.revision FROM run_queue q " +
       "JOIN runs r ON r.run_id = q.run_id JOIN run_bindings b ON b.run_id = r.run_id " +
       "WHERE q.state IN ('queued', 'parked') AND r.state IN ('queued', 'running') " +
       "AND r.paused = 0 AND r.blocked_reason IS NULL AND q.available_at <= :now " +
@@ -148,6 +153,9 @@ export function nextLaunchableRuns(
     definitionDigest: r.definition_digest,
     inputHash: r.input_hash,
     executionMode: r.execution_mode,
+    pi: r.pi_command === null
+      ? null
+      : { command: r.pi_command, args: (decodeValue(r.pi_args_json) ?? []) as string[] },
     revision: r.revision,
   }));
 }

@@ -1,0 +1,207 @@
+/**
+ * One `pi --mode rpc` child of a headless worker: spawned in its own process group (so stopping
+ * it reaches every tool process it started, and never the worker), with four pipes: stdin for
+ * RPC commands, stdout for RPC records (JSONL, split on LF only), stderr, and fd 3 for the bridge
+ * extension. stdout and stderr are read continuously (Pi honours backpressure, so a stalled
+ * reader would stall the model turn) and only a bounded tail of each is kept, in the user-only
+ * workers directory. Commands are serialized: each waits for its response before the next is
+ * written (two prompts in one stdin chunk stall Pi 1.6.0).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import type { Duplex } from "node:stream";
+import { FrameDecoder } from "../protocol/framing.ts";
+import { type ProcessIdentity, readProcessIdentity } from "../os/process-identity.ts";
+import { stopProcessTree } from "../os/stop-group.ts";
+import { NodeFailure } from "../workflows/errors.ts";
+import { createOutputTail } from "./output-tail.ts";
+
+/** Pi prints whole session messages in some records; larger ones are skipped, not buffered. */
+const MAX_RECORD_BYTES = 8 * 1024 * 1024;
+/** Kept in memory for the failure message: the last line of stderr. */
+const STDERR_MEMORY_BYTES = 4096;
+
+export type RpcRecord = Record<string, unknown> & { type: string };
+
+export interface RpcResponse extends RpcRecord {
+  type: "response";
+  id?: string;
+  command: string;
+  success: boolean;
+  data?: unknown;
+  error?: string;
+}
+
+export interface PiExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface PiChildOptions {
+  command: string;
+  args: readonly string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Where the bounded tails go: `<dir>/<stem>.out|.err` (plus one older half each). */
+  tail: { dir: string; stem: string; maxBytes: number };
+}
+
+export interface PiChild {
+  readonly pid: number;
+  /** PID and start time, read right after the fork; null if it died at once. */
+  readonly identity: ProcessIdentity | null;
+  /** The bridge's end is the child's fd 3. */
+  readonly bridge: Duplex;
+  readonly exited: Promise<PiExit>;
+  /** Calls `listener` with every RPC record Pi prints from now on; returns an unsubscribe. */
+  onRecord(listener: (record: RpcRecord) => void): () => void;
+  /** Sends one command and resolves with its response; rejects once Pi exited. */
+  command(command: Record<string, unknown> & { type: string }): Promise<RpcResponse>;
+  /** Writes a record that gets no response (`extension_ui_response`). */
+  send(record: Record<string, unknown>): void;
+  /** The last non-empty stderr line (bounded), for a failure message. */
+  lastStderrLine(): string;
+  /** Stops the whole group: SIGTERM, SIGKILL after `graceMs`, then waits (bounded). */
+  stop(graceMs: number): Promise<void>;
+}
+
+export function spawnPiChild(options: PiChildOptions): PiChild {
+  let child: ChildProcess;
+  try {
+    child = spawn(options.command, [...options.args], {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
+    });
+  } catch (error) {
+    throw unavailable(error);
+  }
+  if (child.pid === undefined) {
+    // ENOENT, EACCES: Node reports them asynchronously, but there is no process to wait for.
+    child.on("error", () => {});
+    throw unavailable(null);
+  }
+  const pid = child.pid;
+  const identity = readProcessIdentity(pid);
+  const outTail = createOutputTail(
+    options.tail.dir,
+    options.tail.stem,
+    ".out",
+    options.tail.maxBytes,
+  );
+  const errTail = createOutputTail(
+    options.tail.dir,
+    options.tail.stem,
+    ".err",
+    options.tail.maxBytes,
+  );
+
+  const listeners = new Set<(record: RpcRecord) => void>();
+  const responses = new Map<string, (response: RpcResponse) => void>();
+  const decoder = new FrameDecoder({ maxBytes: MAX_RECORD_BYTES });
+  child.stdout!.on("data", (chunk: Buffer) => {
+    outTail.write(chunk);
+    for (const frame of decoder.push(chunk)) {
+      if (!frame.ok) continue;
+      const record = frame.value as RpcRecord;
+      if (typeof record !== "object" || record === null || typeof record.type !== "string") {
+        continue;
+      }
+      if (record.type === "response" && typeof record.id === "string") {
+        const settle = responses.get(record.id);
+        responses.delete(record.id);
+        settle?.(record as RpcResponse);
+      }
+      for (const listener of listeners) listener(record);
+    }
+  });
+  let stderrMemory = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    errTail.write(chunk);
+    stderrMemory = (stderrMemory + chunk.toString("utf8")).slice(-STDERR_MEMORY_BYTES);
+  });
+  // EPIPE after Pi exited: the exit is what matters.
+  child.stdin!.on("error", () => {});
+  const bridge = child.stdio[3] as Duplex;
+  bridge.on("error", () => {});
+
+  let gone = false;
+  const exited = new Promise<PiExit>((resolve) => {
+    child.once("exit", (code, signal) => {
+      gone = true;
+      resolve({ code, signal });
+    });
+    child.once("error", () => {
+      gone = true;
+      resolve({ code: null, signal: null });
+    });
+  });
+  // Close our tails once stdout and stderr are drained, not at the exit (data may follow it).
+  child.once("close", () => {
+    outTail.close();
+    errTail.close();
+  });
+  exited.then(() => {
+    for (const settle of responses.values()) {
+      settle({ type: "response", command: "exit", success: false, error: "Pi exited" });
+    }
+    responses.clear();
+  });
+
+  let sequence = 0;
+  let chain: Promise<unknown> = Promise.resolve();
+  const write = (record: Record<string, unknown>) => {
+    if (!gone) child.stdin!.write(`${JSON.stringify(record)}\n`);
+  };
+
+  return {
+    pid,
+    identity,
+    bridge,
+    exited,
+    onRecord(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    command(command) {
+      const next = chain.then(() =>
+        new Promise<RpcResponse>((resolve) => {
+          if (gone) {
+            resolve({
+              type: "response",
+              command: command.type,
+              success: false,
+              error: "Pi exited",
+            });
+            return;
+          }
+          const id = `pwf-${++sequence}`;
+          responses.set(id, resolve);
+          write({ ...command, id });
+        })
+      );
+      chain = next.catch(() => {});
+      return next;
+    },
+    send: write,
+    lastStderrLine() {
+      const lines = stderrMemory.split("\n").map((line) => line.trim()).filter(Boolean);
+      return (lines.at(-1) ?? "").slice(0, 300);
+    },
+    async stop(graceMs) {
+      if (identity !== null) await stopProcessTree(identity, { graceMs });
+      else child.kill("SIGKILL");
+      // Bounded: a stuck group (reported by stopProcessGroup) must not hold the worker.
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    },
+  };
+}
+
+function unavailable(error: unknown): NodeFailure {
+  const code = (error as { code?: unknown } | null)?.code;
+  return new NodeFailure(
+    "piUnavailable",
+    `Pi could not be started${typeof code === "string" ? ` (${code})` : ""}: check the Pi ` +
+      "command recorded with the run (PI_WORKFLOWS_PI, or pi on PATH when the run started)",
+  );
+}

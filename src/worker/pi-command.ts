@@ -1,0 +1,179 @@
+/**
+ * Finding the user's Pi for headless runs, in the environment of whoever starts the run:
+ *
+ *   1. `PI_WORKFLOWS_PI` (a command name on PATH or a path),
+ *   2. the `pi` entry of `config.json` in the state directory,
+ *   3. `pi` on PATH.
+ *
+ * The first one named is used (a named command that is missing is an error, not a reason to
+ * look further). The result is an absolute path and the version: read from the npm package the
+ * command belongs to when it is one (no process started), else from `<command> --version`.
+ * Pi older than MIN_PI_VERSION is refused. Every failure is one actionable line.
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
+import { MIN_PI_VERSION } from "../protocol/pi-launch.ts";
+import { UserConfigSchema } from "../protocol/user-config.ts";
+import { parseWith } from "../protocol/schema-issues.ts";
+
+export interface FoundPi {
+  /** Absolute path of the executable. */
+  command: string;
+  version: string;
+}
+
+export type PiDiscovery =
+  | { ok: true; pi: FoundPi }
+  | { ok: false; code: "piNotFound" | "piTooOld" | "piBroken" | "invalidConfig"; message: string };
+
+export const PI_INSTALL_HINT =
+  "install Pi with `npm install -g @earendil-works/pi-coding-agent` or set PI_WORKFLOWS_PI to its path";
+
+const PI_PACKAGES = ["@earendil-works/pi-coding-agent", "@mariozechner/pi-coding-agent"];
+const VERSION_TIMEOUT_MS = 15_000;
+
+export interface DiscoverPiOptions {
+  env: NodeJS.ProcessEnv;
+  /** Where `config.json` lives. */
+  stateDir: string;
+  /** Relative paths in PI_WORKFLOWS_PI resolve against this; default the process cwd. */
+  cwd?: string;
+}
+
+export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
+  const { env } = options;
+  let named: { source: string; command: string } | null = null;
+  if (env.PI_WORKFLOWS_PI) named = { source: "PI_WORKFLOWS_PI", command: env.PI_WORKFLOWS_PI };
+  else {
+    const config = readUserConfig(options.stateDir);
+    if (!config.ok) return config;
+    if (config.pi !== undefined) {
+      named = { source: "the pi entry of config.json in the state directory", command: config.pi };
+    }
+  }
+  const wanted = named?.command ?? "pi";
+  const command = locate(wanted, env.PATH ?? "", options.cwd ?? process.cwd());
+  if (command === null) {
+    const where = named
+      ? `${named.source} names "${wanted.slice(0, 200)}", which is not an executable file`
+      : "looked for PI_WORKFLOWS_PI, a pi entry in the state directory's config.json and pi on PATH";
+    return { ok: false, code: "piNotFound", message: `Pi not found: ${where}; ${PI_INSTALL_HINT}` };
+  }
+  const version = packageVersion(command) ?? reportedVersion(command, env);
+  if (version === null) {
+    return {
+      ok: false,
+      code: "piBroken",
+      message:
+        `Pi at ${command} did not report its version (\`--version\` failed; Pi ${MIN_PI_VERSION}+ ` +
+        `needs Node >= 22.19 on PATH); reinstall it or set PI_WORKFLOWS_PI to a working pi`,
+    };
+  }
+  if (compareVersions(version, MIN_PI_VERSION) < 0) {
+    return {
+      ok: false,
+      code: "piTooOld",
+      message:
+        `Pi ${version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
+        "update it with `npm install -g @earendil-works/pi-coding-agent@latest`",
+    };
+  }
+  return { ok: true, pi: { command, version } };
+}
+
+/** `config.json` in the state directory; absent is an empty config. */
+function readUserConfig(
+  stateDir: string,
+): { ok: true; pi?: string } | Extract<PiDiscovery, { ok: false }> {
+  let text: string;
+  try {
+    text = readFileSync(join(stateDir, "config.json"), "utf8");
+  } catch {
+    return { ok: true };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return invalidConfig(`not JSON (${(error as Error).message.split("\n")[0]})`);
+  }
+  const parsed = parseWith(UserConfigSchema, value, "config");
+  if (!parsed.ok) return invalidConfig(parsed.error);
+  return { ok: true, pi: parsed.value.pi };
+}
+
+function invalidConfig(detail: string): Extract<PiDiscovery, { ok: false }> {
+  return {
+    ok: false,
+    code: "invalidConfig",
+    message: `Invalid config.json in the state directory: ${detail}`,
+  };
+}
+
+/** An absolute path of an executable regular file, searching PATH for a bare name. */
+function locate(command: string, path: string, cwd: string): string | null {
+  if (command.includes("/")) {
+    const file = isAbsolute(command) ? command : resolve(cwd, command);
+    return isExecutableFile(file) ? file : null;
+  }
+  for (const dir of path.split(delimiter)) {
+    if (dir === "" || !isAbsolute(dir)) continue;
+    const file = join(dir, command);
+    if (isExecutableFile(file)) return file;
+  }
+  return null;
+}
+
+function isExecutableFile(file: string): boolean {
+  try {
+    if (!statSync(file).isFile()) return false;
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The version of the Pi npm package `command` (a bin link) belongs to; null otherwise. */
+function packageVersion(command: string): string | null {
+  let dir: string;
+  try {
+    dir = dirname(realpathSync(command));
+  } catch {
+    return null;
+  }
+  for (let depth = 0; depth < 6; depth++) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+      if (PI_PACKAGES.includes(pkg?.name) && typeof pkg.version === "string") return pkg.version;
+      if (typeof pkg?.name === "string") return null; // another package: not Pi's layout
+    } catch {
+      // no package.json here: go up
+    }
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return null;
+}
+
+/** `<command> --version`: the first x.y.z it prints, or null when it fails. */
+function reportedVersion(command: string, env: NodeJS.ProcessEnv): string | null {
+  const result = spawnSync(command, ["--version"], {
+    env,
+    encoding: "utf8",
+    timeout: VERSION_TIMEOUT_MS,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  if (result.status !== 0) return null;
+  return /\b(\d+\.\d+\.\d+)\b/.exec(result.stdout ?? "")?.[1] ?? null;
+}
+
+/** Numeric x.y.z comparison; pre-release suffixes are ignored. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (s: string) => s.split(/[.+-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0);
+  const [pa, pb] = [parts(a), parts(b)];
+  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return pa[i] - pb[i];
+  return 0;
+}

@@ -1,0 +1,213 @@
+/**
+ * Headless runs end to end with the real Pi (devDependency) and the fake model on 127.0.0.1:
+ * `pi-workflows start ... --wait` from source runs agent steps in supervised `pi --mode rpc`
+ * children through the bridge's `workflow` tool. A rejected submission is corrected, an update
+ * shows in `status`, a model that never submits gets two reminders and fails clearly, the
+ * recorded Pi arguments are the ones every attempt uses, and planted provider keys appear in no
+ * status output, log or database row.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../src/os/stop-group.ts";
+import { closeStateStore, queryOne } from "../../src/state/store.ts";
+import { ROOT } from "../host/helpers.ts";
+import { FAKE_MODEL_ID } from "../support/pi-sandbox.ts";
+import { submitCall } from "../support/step-responder.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+
+const TWO_TURN = join(ROOT, "examples/two-turn-agent.workflow.ts");
+const SECRET_ENV = "sk-planted-env-4f1c9e";
+const SECRET_LITERAL = "sk-planted-literal-7b2d0a";
+
+/** models.json whose default provider takes its key from the environment, plus a literal one. */
+function plantedModels(baseUrl: string) {
+  const provider = (apiKey: string) => ({
+    baseUrl,
+    api: "openai-completions",
+    apiKey,
+    compat: { supportsDeveloperRole: false, supportsStore: false },
+    models: [{
+      id: FAKE_MODEL_ID,
+      reasoning: false,
+      input: ["text"],
+      contextWindow: 64_000,
+      maxTokens: 1024,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    }],
+  });
+  return {
+    providers: { fake: provider("$PLANTED_PROVIDER_KEY"), planted: provider(SECRET_LITERAL) },
+  };
+}
+
+describe("headless runs with the real Pi", () => {
+  let h: HeadlessEnv;
+  const runIds: string[] = [];
+
+  beforeAll(async () => {
+    h = await createHeadlessEnv({
+      env: { PLANTED_PROVIDER_KEY: SECRET_ENV },
+      modelsJson: plantedModels,
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("runs two-turn-agent from the CLI: a rejected output is corrected, an update shows in status", async () => {
+    h.decide = (request, contract) => {
+      if (!contract) return undefined;
+      const tool = request.lastToolResult;
+      if (contract.step === "draft") {
+        if (tool === undefined) return submitCall(contract, { steps: "write a README" });
+        if (tool.includes("Output rejected")) {
+          return submitCall(contract, { steps: ["write the README", "review it"] });
+        }
+      }
+      if (contract.step === "review") {
+        if (tool === undefined) {
+          return {
+            kind: "tool",
+            name: "workflow",
+            args: {
+              action: "update",
+              step: contract.step,
+              attempt: contract.attempt,
+              update: { type: "status", key: "note", data: { message: "reading the plan" } },
+            },
+          };
+        }
+        if (tool.startsWith("Update recorded")) {
+          return submitCall(contract, { risk: "typos", ok: true });
+        }
+      }
+      return undefined;
+    };
+    const from = h.model.requests.length;
+    const run = await h.cli([
+      "start",
+      TWO_TURN,
+      "add",
+      "a",
+      "README",
+      "--wait",
+      "--cwd",
+      h.sandbox.project,
+      "--thinking",
+      "off",
+      "--",
+      "--no-prompt-templates",
+    ]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("· review status note");
+    const runId = /Run completed: (\S+)/.exec(run.stdout)![1];
+    runIds.push(runId);
+    const output = JSON.parse(run.stdout.trim().split("\n").at(-1)!);
+    expect(output).toEqual({
+      plan: { steps: ["write the README", "review it"] },
+      review: { ok: true, risk: "typos" },
+    });
+
+    // The model saw the workflow tool and the node's validate message as the tool's error.
+    const requests = h.model.requests.slice(from);
+    expect(requests[0].toolNames).toContain("workflow");
+    const rejection = requests.find((r) => r.lastToolResult?.includes("Output rejected"));
+    expect(rejection?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
+    expect(rejection?.lastToolResult).toContain("submit again with step");
+
+    const status = await h.cli(["status", runId]);
+    expect(status.stdout).toContain("mode: headless");
+    expect(status.stdout).toMatch(
+      /updates \(latest first\):\n {2}review status note: .*reading the plan/,
+    );
+    const json = await h.cliJson(["status", runId]);
+    expect(json.updates).toEqual([
+      expect.objectContaining({ nodeId: "review", type: "status", key: "note", count: 1 }),
+    ]);
+    const list = await h.cliJson(["list", "--all"]);
+    expect(list.runs.find((r: any) => r.runId === runId)?.executionMode).toBe("headless");
+
+    // Recorded with the run: the Pi that was found and the model arguments.
+    const store = h.openState();
+    try {
+      const binding = queryOne<{ pi_command: string; pi_args_json: string }>(
+        store,
+        "SELECT pi_command, pi_args_json FROM run_bindings WHERE run_id = :runId",
+        { runId },
+      )!;
+      expect(binding.pi_command).toBe(h.env.PI_WORKFLOWS_PI);
+      expect(JSON.parse(binding.pi_args_json)).toEqual([
+        "--thinking",
+        "off",
+        "--no-prompt-templates",
+      ]);
+    } finally {
+      closeStateStore(store);
+    }
+    // Every Pi child is down once the run is done.
+    expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
+  });
+
+  it("refuses a stale attempt, reminds twice, then fails the attempt clearly", async () => {
+    const path = h.writeWorkflow("silent.workflow.ts", oneAgentStep("silent"));
+    h.decide = (request, contract) => {
+      if (!contract) return undefined;
+      if (request.lastToolResult === undefined && !request.lastUserText.startsWith("Reminder")) {
+        return submitCall({ ...contract, attempt: "an-old-attempt" }, { done: true });
+      }
+      return { kind: "text", text: "I would rather not." };
+    };
+    const from = h.model.requests.length;
+    const run = await h.cli(["start", path, "--wait", "--json", "--cwd", h.sandbox.project]);
+    expect(run.code).toBe(6);
+    const result = JSON.parse(run.stdout).run;
+    runIds.push(result.runId);
+    expect(result.state).toBe("failed");
+    expect(result.error.code).toBe("noSubmission");
+    expect(result.error.message).toContain('Step "work" failed: the agent ended its turn 3 times');
+    const requests = h.model.requests.slice(from);
+    const stale = requests.find((r) => r.lastToolResult !== undefined);
+    expect(stale?.lastToolResult).toContain('attempt "an-old-attempt" of step "work" is not the');
+    const reminders = requests.map((r) => /^Reminder (\d) of 2/.exec(r.lastUserText)?.[1])
+      .filter(Boolean);
+    expect([...new Set(reminders)]).toEqual(["1", "2"]);
+    expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
+  });
+
+  it("keeps planted provider keys out of every status output, log and database row", async () => {
+    expect(runIds.length).toBeGreaterThan(0);
+    const outputs = [
+      (await h.cli(["host", "status", "--json"])).stdout,
+      (await h.cli(["list", "--all", "--json"])).stdout,
+      (await h.cli(["list", "--all"])).stdout,
+    ];
+    for (const runId of runIds) {
+      outputs.push((await h.cli(["status", runId, "--json"])).stdout);
+      outputs.push((await h.cli(["status", runId])).stdout);
+    }
+    for (const text of outputs) {
+      expect(text).not.toContain(SECRET_ENV);
+      expect(text).not.toContain(SECRET_LITERAL);
+    }
+    // Every file in the state directory: the database and its WAL, the host log, worker and Pi
+    // output tails, the bridge.
+    const files = listFiles(h.sandbox.stateDir);
+    expect(files.some((f) => f.endsWith("state.sqlite"))).toBe(true);
+    expect(files.some((f) => /-pi\d+\.out$/.test(f))).toBe(true);
+    for (const file of files) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(SECRET_ENV), file).toBe(false);
+      expect(bytes.includes(SECRET_LITERAL), file).toBe(false);
+    }
+  });
+});
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return listFiles(path);
+    return statSync(path).isFile() ? [path] : [];
+  });
+}
