@@ -1,0 +1,108 @@
+/**
+ * The pieces a headless worker uses around its Pi child: the bounded output tail on disk, the
+ * bridge file written into the user-only state directory, and stopping a child's whole tree,
+ * descendants in process groups of their own included (a Pi's bash tool detaches its commands).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  descendantsOf,
+  readProcessIdentity,
+  readProcessStat,
+  signalGroup,
+} from "../../src/host/supervision/process-identity.ts";
+import { stopProcessTree, waitUntil } from "../../src/host/supervision/stop-group.ts";
+import { createOutputTail } from "../../src/worker/output-tail.ts";
+import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
+
+const dirs: string[] = [];
+const leftovers: number[] = [];
+afterEach(() => {
+  for (const pid of leftovers.splice(0)) {
+    const identity = readProcessIdentity(pid);
+    if (identity) signalGroup(identity, "SIGKILL");
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "piw-headless-"));
+  dirs.push(dir);
+  return dir;
+}
+
+describe("output tail", () => {
+  it("keeps at most the budget, always the latest half, in 0600 files", () => {
+    const dir = join(tempDir(), "workers");
+    const tail = createOutputTail(dir, "epoch-pi1", ".out", 100);
+    for (let i = 0; i < 40; i++) tail.write(Buffer.from(`line ${String(i).padStart(2, "0")}\n`));
+    tail.close();
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual(["epoch-pi1.1.out", "epoch-pi1.out"]);
+    const kept = files.map((f) => readFileSync(join(dir, f), "utf8"));
+    expect(kept.join("").length).toBeLessThanOrEqual(100);
+    expect(readFileSync(join(dir, "epoch-pi1.out"), "utf8")).toContain("line 39\n");
+    for (const f of files) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+  });
+
+  it("keeps only the end of one oversized chunk and leaves no file for no output", () => {
+    const dir = join(tempDir(), "workers");
+    const big = createOutputTail(dir, "big", ".err", 10);
+    big.write(Buffer.from("0123456789abcdef"));
+    big.close();
+    expect(readFileSync(join(dir, "big.err"), "utf8")).toBe("bcdef");
+    const none = createOutputTail(dir, "none", ".out", 10);
+    none.close();
+    expect(readdirSync(dir)).toEqual(["big.err"]);
+  });
+});
+
+describe("bridge file", () => {
+  it("is written once, by content hash, 0600 in a 0700 directory", () => {
+    const stateDir = tempDir();
+    const file = ensureBridgeFile(stateDir);
+    expect(file).toMatch(/\/pi\/bridge-[0-9a-f]{16}\.mjs$/);
+    expect(readFileSync(file, "utf8")).toBe(bridgeSource());
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(stateDir, "pi")).mode & 0o777).toBe(0o700);
+    const mtime = statSync(file).mtimeMs;
+    expect(ensureBridgeFile(stateDir)).toBe(file);
+    expect(statSync(file).mtimeMs).toBe(mtime);
+    expect(bridgeSource()).toContain('const SCHEMA = "pi-workflows.pi-bridge.v1"');
+  });
+});
+
+describe("stopProcessTree()", () => {
+  it("stops a leader that ignores SIGTERM and a descendant that left its group", async () => {
+    // The leader ignores SIGTERM; its child starts a grandchild in a group of its own that
+    // ignores SIGTERM too (an ignored signal stays ignored across exec).
+    const grandchild = `['-c', 'trap \\'\\' TERM; exec sleep 300']`;
+    const script = "trap '' TERM; " +
+      `node -e "require('child_process').spawn('sh', ${grandchild}, {detached: true, stdio: 'ignore'}).unref(); setInterval(() => {}, 1000)" & ` +
+      "wait";
+    const leader = spawn("sh", ["-c", script], { detached: true, stdio: "ignore" });
+    leftovers.push(leader.pid!);
+    const identity = readProcessIdentity(leader.pid!)!;
+    let sleeper = 0;
+    expect(
+      await waitUntil(() => {
+        const found = descendantsOf(leader.pid!).find((d) => {
+          const stat = readProcessStat(d.pid);
+          return stat?.pgrp === d.pid && readFileSync(`/proc/${d.pid}/cmdline`, "utf8").startsWith("sleep");
+        });
+        sleeper = found?.pid ?? 0;
+        return sleeper !== 0;
+      }, 10_000),
+    ).toBe(true);
+    leftovers.push(sleeper);
+    expect(readProcessStat(sleeper)!.pgrp).not.toBe(leader.pid);
+    expect(await stopProcessTree(identity, { graceMs: 300 })).toBe("killed");
+    expect(readProcessIdentity(leader.pid!)).toBe(null);
+    expect(readProcessIdentity(sleeper)).toBe(null);
+    expect(await stopProcessTree(identity, { graceMs: 300 })).toBe("alreadyGone");
+  });
+});
