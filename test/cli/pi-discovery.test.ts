@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { discoverPi } from "../../src/worker/pi-command.ts";
-import { killAll, ROOT, runCliProcess, tempHome, type TempHome } from "../host/helpers.ts";
+import { killAll, ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
 
 const homes: TempHome[] = [];
 afterEach(async () => {
@@ -59,7 +59,9 @@ describe("discoverPi()", () => {
     expect(found.ok).toBe(false);
     if (!found.ok) {
       expect(found.code).toBe("piTooOld");
-      expect(found.message).toMatch(/^Pi 0\.73\.1 at .* is too old: headless runs need Pi >= 1\.6\.0;/);
+      expect(found.message).toMatch(
+        /^Pi 0\.73\.1 at .* is too old: headless runs need Pi >= 1\.6\.0;/,
+      );
     }
   });
 
@@ -128,7 +130,7 @@ describe("start without a usable Pi", () => {
 
   it("refuses a workflow with agent steps at once (exit 8, one line) and queues nothing", async () => {
     const h = home();
-    const env = { ...h.env, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` };
+    const env: NodeJS.ProcessEnv = { ...h.env, PATH: `${dirname(process.execPath)}:/usr/bin:/bin` };
     delete env.PI_WORKFLOWS_PI;
     const refused = await runCliProcess(["start", TWO_TURN, "a task", "--wait"], env);
     expect(refused.code).toBe(8);

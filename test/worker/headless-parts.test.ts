@@ -13,8 +13,8 @@ import {
   readProcessIdentity,
   readProcessStat,
   signalGroup,
-} from "../../src/host/supervision/process-identity.ts";
-import { stopProcessTree, waitUntil } from "../../src/host/supervision/stop-group.ts";
+} from "../../src/os/process-identity.ts";
+import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
 import { createOutputTail } from "../../src/worker/output-tail.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 
@@ -92,7 +92,8 @@ describe("stopProcessTree()", () => {
       await waitUntil(() => {
         const found = descendantsOf(leader.pid!).find((d) => {
           const stat = readProcessStat(d.pid);
-          return stat?.pgrp === d.pid && readFileSync(`/proc/${d.pid}/cmdline`, "utf8").startsWith("sleep");
+          return stat?.pgrp === d.pid &&
+            readFileSync(`/proc/${d.pid}/cmdline`, "utf8").startsWith("sleep");
         });
         sleeper = found?.pid ?? 0;
         return sleeper !== 0;
