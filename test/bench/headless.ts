@@ -1,0 +1,220 @@
+/**
+ * `npm run bench -- headless`: what a headless agent step costs beyond Pi itself, with the real
+ * Pi and the fake model answering at once (a `submit` of the step's contract). Per run of a
+ * one-agent-step workflow through the real supervision (host half in this process, worker from
+ * source):
+ *
+ *   start_ms   node.started committed -> the step prompt at the model
+ *   finish_ms  the model's submit sent -> node.finished committed
+ *
+ * Beside it, in the same run and interleaved, a bare Pi measured the same way: spawn
+ * `pi --mode rpc` with the same arguments and the bridge, prompt at once -> the prompt at the
+ * model (bare_start_ms), and the model's submit sent -> the bridge receiving the tool call
+ * (bare_tool_ms), answered at once. The host's share is what the headless path adds to those:
+ * (start_ms - bare_start_ms) + (finish_ms - bare_tool_ms), medians; target: under 0.2 of the
+ * bare start-and-prompt time. Prints one JSON line.
+ *
+ *   npm run bench -- headless [runs=10]
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createSupervision } from "../../src/host/supervision/index.ts";
+import { readFrames, writeFrame } from "../../src/protocol/framing.ts";
+import {
+  bridgeHello,
+  bridgeResult,
+  parseBridgeCall,
+} from "../../src/protocol/pi-bridge-messages.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
+import { closeStateStore, queryOne } from "../../src/state/store.ts";
+import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import { ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
+import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";
+import { spawnPiChild } from "../../src/worker/pi-child.ts";
+import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
+import { createPiSandbox, PI_CLI } from "../support/pi-sandbox.ts";
+import { submitCall, submitContractIn } from "../support/step-responder.ts";
+import { benchHostContext } from "./_host-context.ts";
+
+const RUNS = Number(process.argv[2] ?? 10);
+const WARMUPS = 2;
+
+/** When the fake model answered each request (ms, same clock as `receivedAt`). */
+const answeredAt = new Map<number, number>();
+const now = () => performance.timeOrigin + performance.now();
+const model = await startFakeModel({
+  script: (request: FakeModelRequest) => {
+    answeredAt.set(request.index, now());
+    const contract = submitContractIn(request.lastUserText);
+    if (request.lastRole === "tool" || !contract) return { kind: "text", text: "done" };
+    return submitCall(contract, { done: true });
+  },
+});
+const sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+const stateDir = sandbox.stateDir;
+mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+const workflowPath = join(sandbox.project, "one-agent.workflow.ts");
+writeFileSync(
+  workflowPath,
+  `import { agent, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "one-agent",
+  startAt: "work",
+  nodes: { work: agent({ prompt: "Submit {\\"done\\": true}.", expectedOutput: '{"done": true}' }) },
+  edges: [],
+});
+`,
+);
+
+const ctx = benchHostContext(stateDir, 30_000);
+const store = ctx.store;
+const supervision = createSupervision(ctx, { childEnv: sandbox.env });
+const piArgs = [
+  "--mode",
+  "rpc",
+  "--no-session",
+  "--no-extensions",
+  "-e",
+  ensureBridgeFile(stateDir),
+];
+
+/** The first request at index >= `from` whose step message names `attempt` (or any, if null). */
+const requestFor = (from: number, attempt: string | null) =>
+  model.waitForRequest(
+    (r) => r.lastRole === "user" && (attempt === null || r.lastUserText.includes(attempt)),
+    { from, timeoutMs: 60_000 },
+  );
+
+async function headlessOnce(
+  resolved: Extract<
+    Awaited<ReturnType<typeof supervision.resolve>>,
+    { ok: true }
+  >,
+): Promise<{ start: number; finish: number }> {
+  const from = model.requests.length;
+  const { runId } = enqueueRun(store, {
+    workflowName: resolved.workflowName,
+    workflowRef: workflowPath,
+    projectPath: sandbox.project,
+    workflowSource: resolved.workflowSource as never,
+    definitionDigest: resolved.definitionDigest,
+    input: resolved.input as never,
+    inputHash: resolved.inputHash,
+    binding: { executionMode: "headless", pi: { command: PI_CLI, args: [] } },
+  });
+  supervision.wake();
+  const state = () =>
+    queryOne<{ state: string }>(store, "SELECT state FROM runs WHERE run_id = :runId", { runId })
+      ?.state;
+  const done = await waitUntil(
+    () => state() !== "queued" && state() !== "running" && supervision.activeWorkerCount() === 0,
+    90_000,
+  );
+  if (!done || state() !== "completed") throw new Error(`Headless run ended ${state()}`);
+  const at = (type: string) =>
+    queryOne<{ at: number }>(
+      store,
+      "SELECT at FROM events WHERE run_id = :runId AND type = :type ORDER BY seq LIMIT 1",
+      { runId, type },
+    )!.at;
+  const prompt = await requestFor(from, null);
+  return {
+    start: prompt.receivedAt - at("node.started"),
+    finish: at("node.finished") - answeredAt.get(prompt.index)!,
+  };
+}
+
+async function bareOnce(): Promise<{ start: number; tool: number }> {
+  const from = model.requests.length;
+  const spawnedAt = now();
+  const pi = spawnPiChild({
+    command: PI_CLI,
+    args: piArgs,
+    cwd: sandbox.project,
+    env: { ...process.env, ...sandbox.env },
+    tail: { dir: join(stateDir, "bare"), stem: "bare", maxBytes: 256 * 1024 },
+  });
+  try {
+    void writeFrame(pi.bridge, bridgeHello(BRIDGE_TOOL));
+    const called = (async () => {
+      for await (const frame of readFrames(pi.bridge)) {
+        const call = frame.ok ? parseBridgeCall(frame.value) : null;
+        if (!call?.ok) continue;
+        const calledAt = now();
+        await writeFrame(
+          pi.bridge,
+          bridgeResult(call.value.callId, { ok: true, text: "Accepted.", terminate: true }),
+        );
+        return calledAt;
+      }
+      throw new Error("The bare Pi closed its bridge before a tool call");
+    })();
+    const contract = "\n\n" +
+      JSON.stringify({ action: "submit", step: "work", attempt: `bare-${from}`, output: null });
+    void pi.command({ type: "prompt", message: `Submit {"done": true}.${contract}` });
+    const prompt = await requestFor(from, null);
+    const calledAt = await called;
+    return { start: prompt.receivedAt - spawnedAt, tool: calledAt - answeredAt.get(prompt.index)! };
+  } finally {
+    await pi.stop(1_000);
+  }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+const round = (n: number) => Math.round(n * 10) / 10;
+const stats = (values: number[]) => ({
+  median: round(percentile(values, 50)),
+  p95: round(percentile(values, 95)),
+});
+
+try {
+  const resolved = await supervision.resolve({
+    workflow: workflowPath,
+    input: {},
+    cwd: sandbox.project,
+  });
+  if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
+  supervision.start();
+  const start: number[] = [];
+  const finish: number[] = [];
+  const bareStart: number[] = [];
+  const bareTool: number[] = [];
+  for (let i = 0; i < RUNS + WARMUPS; i++) {
+    // Interleaved so both see the same machine load; the first rounds warm caches up.
+    const bare = await bareOnce();
+    const headless = await headlessOnce(resolved);
+    if (i < WARMUPS) continue;
+    bareStart.push(bare.start);
+    bareTool.push(bare.tool);
+    start.push(headless.start);
+    finish.push(headless.finish);
+  }
+  const s = stats(start);
+  const f = stats(finish);
+  const bs = stats(bareStart);
+  const bt = stats(bareTool);
+  const hostShare = (s.median - bs.median) + (f.median - bt.median);
+  console.log(JSON.stringify({
+    bench: "headless",
+    runs: RUNS,
+    start_median_ms: s.median,
+    start_p95_ms: s.p95,
+    finish_median_ms: f.median,
+    finish_p95_ms: f.p95,
+    bare_start_median_ms: bs.median,
+    bare_start_p95_ms: bs.p95,
+    bare_tool_median_ms: bt.median,
+    bare_tool_p95_ms: bt.p95,
+    host_share_ms: round(hostShare),
+    ratio: Math.round((hostShare / bs.median) * 1000) / 1000,
+    target_ratio: 0.2,
+  }));
+} finally {
+  await supervision.shutdown();
+  closeStateStore(store);
+  await sandbox.cleanup();
+  await model.close();
+}
