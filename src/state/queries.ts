@@ -4,7 +4,7 @@
  * never shows project paths, session ids or payloads).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
+import type { RunFacts } from "../protocol/run-facts.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
 import { NotFoundError } from "./errors.ts";
 import { queryAll, queryAllArgs, queryOne, type StateStore } from "./store.ts";
