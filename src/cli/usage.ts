@@ -23,7 +23,8 @@ Options:
   --version    Print the version
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by the host, 4 host unavailable,
-5 doctor found problems, 6 run did not succeed, 7 run needs attention (see docs/cli.md).`;
+5 doctor found problems, 6 run did not succeed, 7 run needs attention, 8 no usable Pi
+(see docs/cli.md).`;
 
 export const COMMAND_HELP: Record<string, string> = {
   view: `Usage: pi-workflows view [runId] [--once] [--all]
@@ -40,7 +41,8 @@ Options:
 
 Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts file).
 Words after the workflow become the input {"task": "<text>"}; with no text the input is {}.
-The host is started on demand.
+The host is started on demand. Agent and decision steps run headless with your Pi
+(PI_WORKFLOWS_PI, the pi entry of config.json in the state directory, or pi on PATH).
 
 The run executes in its project directory with a small base of this environment (PATH, HOME,
 USER, SHELL, LANG, LC_*, TERM, TMPDIR and the like) plus the variables passed with --env.
@@ -51,7 +53,11 @@ Options:
   --env NAME[=VALUE]  Pass a variable to the run (repeatable; without a value: from here)
   --cwd DIR           Project directory the run belongs to (default: the current directory)
   --wait              Follow the run's progress until it ends or waits, then print the result
-  --json              Print machine-readable JSON`,
+  --json              Print machine-readable JSON
+  --provider P        Pi provider for the run's model steps (needs --model)
+  --model M           Pi model for the run's model steps
+  --thinking T        Thinking level: off, minimal, low, medium, high, xhigh, max
+  -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)`,
   status: `Usage: pi-workflows status <runId> [--json]
 
 Shows the state, revision, nodes and result of one run. A waiting run also shows what it asks:

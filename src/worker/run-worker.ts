@@ -96,6 +96,9 @@ async function walk(
   const { runNode } = await import("./node-runner.ts");
   for (;;) {
     const step = workflow.decideNext(facts);
+    // A run that ends or parks here has no Pi child left running (a step's Pi is stopped while
+    // the next step starts; see child-cleanups.ts).
+    if (step.kind !== "startNode") await settleCleanups(CLEANUP_BOUND_MS);
     if (step.kind === "complete") {
       await proposer.propose("run.finished", {
         state: "completed",

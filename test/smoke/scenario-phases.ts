@@ -78,6 +78,29 @@ async function runShortWorkflows(ctx: SmokeContext): Promise<void> {
   step(ctx, "missing workflow refused on one line");
 }
 
+/** Two agent steps headless: Pi found on PATH, the bridge delivered by this very program. */
+async function runHeadlessAgent(ctx: SmokeContext): Promise<void> {
+  const started = Date.now();
+  const run = await cliJson(ctx, [
+    "start",
+    "two-turn-agent.workflow.ts",
+    "add",
+    "a",
+    "README",
+    "--wait",
+    "--json",
+  ]);
+  ctx.report.headlessMs = Date.now() - started;
+  check(
+    run.run?.state === "completed" && run.run.executionMode === "headless" &&
+      run.run.output?.review?.ok === true && run.run.output?.plan?.steps?.length === 2,
+    `two-turn-agent run: ${JSON.stringify(run)}`,
+  );
+  const pis = ctx.ours().filter((p) => p.argv.join(" ") === "pi");
+  check(pis.length === 0, `Pi children left after the run: ${pis.length}`);
+  step(ctx, "two-turn-agent completed headless (pi from PATH, two agent steps)");
+}
+
 async function crashWorkerAndRecover(ctx: SmokeContext): Promise<void> {
   const runId = await startSlow(ctx, "crash");
   await waitFor("the slow step to start", 30_000, () => slowStepRunning(ctx, runId, 1));
@@ -187,6 +210,7 @@ function checkNoWarnings(ctx: SmokeContext): Promise<void> {
 export const SCENARIO_PHASES: readonly Phase[] = [
   startHost,
   runShortWorkflows,
+  runHeadlessAgent,
   crashWorkerAndRecover,
   pauseResumeCancel,
   stopHost,

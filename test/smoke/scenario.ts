@@ -9,13 +9,19 @@
  *    missing workflow file is refused on one line;
  * 3. a slower run: its worker is SIGKILLed in the middle of a pure compute step, and the host
  *    recovers the run in a new worker and completes it; only workers loaded workflow code;
- * 4. another run is paused (its worker stops), resumed and cancelled; `list --all` shows all;
- * 5. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
+ * 4. `start two-turn-agent.workflow.ts --wait` runs two agent steps headless with the real Pi
+ *    (`pi` found on PATH: a wrapper starting the devDependency) against the fake model;
+ * 5. another run is paused (its worker stops), resumed and cancelled; `list --all` shows all;
+ * 6. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
  *
  * Processes of this smoke are recognised by its private HOME in their environment;
  * the `finally` SIGKILLs any that are left, by PID.
  */
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
+import { PI_CLI, writeFakeAgentConfig } from "../support/pi-sandbox.ts";
+import { stepResponder } from "../support/step-responder.ts";
 import { type CommandResult, killAll, processesWithEnv, runCommand } from "./processes.ts";
 import { SCENARIO_PHASES, type SmokeContext } from "./scenario-phases.ts";
 import type { ScenarioReport, SmokeDir } from "./smoke-dir.ts";
@@ -39,11 +45,17 @@ const COMMAND_TIMEOUT_MS = 60_000;
 
 export async function runScenario(options: ScenarioOptions): Promise<ScenarioReport> {
   const { dir } = options;
+  const model = await startSmokeModel();
+  const agentDir = join(dir.home, "agent");
+  writeFakeAgentConfig(agentDir, model.baseUrl);
   const env: Record<string, string> = {
-    PATH: "/usr/bin:/bin",
+    PATH: `${piOnPath(dir)}:/usr/bin:/bin`,
     HOME: dir.home,
     PI_WORKFLOWS_STATE_DIR: dir.stateDir,
-    PI_CODING_AGENT_DIR: join(dir.home, "agent"),
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_OFFLINE: "1",
+    PI_SKIP_VERSION_CHECK: "1",
+    PI_TELEMETRY: "0",
     ...options.extraEnv,
   };
   // Workers get the run environment, not the host's: HOME (private to this smoke) is in both.
@@ -76,6 +88,33 @@ export async function runScenario(options: ScenarioOptions): Promise<ScenarioRep
     report.error = error instanceof Error ? error.message : String(error);
   } finally {
     killAll(ctx.ours());
+    await model.close();
   }
   return report;
+}
+
+/** The fake model plays each agent step of two-turn-agent right at once. */
+function startSmokeModel(): Promise<FakeModel> {
+  return startFakeModel({
+    script: stepResponder({
+      output: (contract) =>
+        contract.step === "draft"
+          ? { steps: ["write the README", "review it"] }
+          : { risk: "none", ok: true },
+    }),
+  });
+}
+
+/**
+ * A directory with a `pi` command the way users have one: a small wrapper that starts the real
+ * Pi from devDependencies with this Node (>= 22.19, which Pi needs; the CLI under test may run on
+ * another runtime).
+ */
+function piOnPath(dir: SmokeDir): string {
+  const bin = join(dir.root, "bin");
+  mkdirSync(bin, { recursive: true });
+  const wrapper = join(bin, "pi");
+  writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${PI_CLI}" "$@"\n`);
+  chmodSync(wrapper, 0o755);
+  return bin;
 }

@@ -22,6 +22,7 @@ export interface ScenarioReport {
   steps: string[];
   error?: string;
   helloMs?: number;
+  headlessMs?: number;
   recoveryMs?: number;
 }
 
@@ -35,6 +36,7 @@ export function makeSmokeDir(label: string): SmokeDir {
   mkdirSync(home, { recursive: true });
   const copies: Array<[string, string]> = [
     ["examples/hello.workflow.ts", "hello.workflow.ts"],
+    ["examples/two-turn-agent.workflow.ts", "two-turn-agent.workflow.ts"],
     ["examples/lib/greet.ts", "lib/greet.ts"],
     ["test/smoke/fixtures/slow.workflow.ts", "slow.workflow.ts"],
     ["test/smoke/fixtures/lib/smoke-helpers.ts", "lib/smoke-helpers.ts"],

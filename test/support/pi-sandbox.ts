@@ -64,21 +64,22 @@ function piNode(): string {
   return process.execPath;
 }
 
-export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
-  // A short root: the host socket lives under it and unix socket paths are limited.
-  const root = mkdtempSync(join(tmpdir(), "ppi-"));
-  const home = join(root, "home");
-  const agentDir = join(root, "agent");
-  const stateDir = join(root, "state");
-  const project = join(root, "project");
-  for (const dir of [home, agentDir, project]) mkdirSync(dir, { recursive: true });
-
+/**
+ * A Pi agent dir's `models.json` naming the fake model server (provider `fake`, model
+ * `fake-model`) and a quiet `settings.json` that makes it the default (also for the smokes).
+ */
+export function writeFakeAgentConfig(
+  agentDir: string,
+  modelBaseUrl: string,
+  settings: Record<string, unknown> = {},
+): void {
+  mkdirSync(agentDir, { recursive: true });
   writeFileSync(
     join(agentDir, "models.json"),
     JSON.stringify({
       providers: {
         [FAKE_PROVIDER]: {
-          baseUrl: options.modelBaseUrl,
+          baseUrl: modelBaseUrl,
           api: "openai-completions",
           apiKey: "fake-key",
           compat: { supportsDeveloperRole: false, supportsStore: false },
@@ -111,9 +112,21 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
         "-builtin:codemode",
         "-builtin:tool-search",
       ],
-      ...options.settings,
+      ...settings,
     }),
   );
+}
+
+export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
+  // A short root: the host socket lives under it and unix socket paths are limited.
+  const root = mkdtempSync(join(tmpdir(), "ppi-"));
+  const home = join(root, "home");
+  const agentDir = join(root, "agent");
+  const stateDir = join(root, "state");
+  const project = join(root, "project");
+  for (const dir of [home, agentDir, project]) mkdirSync(dir, { recursive: true });
+
+  writeFakeAgentConfig(agentDir, options.modelBaseUrl, options.settings);
 
   const node = piNode();
   const env: Record<string, string> = {
