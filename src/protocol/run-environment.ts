@@ -28,6 +28,10 @@ const BASE_NAMES: ReadonlySet<string> = new Set([
   "XDG_STATE_HOME",
   "XDG_RUNTIME_DIR",
   "PI_CODING_AGENT_DIR",
+  // Pi's own switches (never secrets), so a headless run's Pi behaves as the user's does.
+  "PI_OFFLINE",
+  "PI_TELEMETRY",
+  "PI_SKIP_VERSION_CHECK",
 ]);
 
 /** `LC_ALL`, `LC_CTYPE`, ...: locale settings travel with LANG. */

@@ -94,7 +94,7 @@ describe("parseCommand()", () => {
         "be brief",
       ]),
     ).toMatchObject({
-      input: { task: "check auth" },
+      input: { kind: "value", value: { task: "check auth" } },
       piArgs: [
         "--provider",
         "anthropic",

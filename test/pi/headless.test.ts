@@ -3,8 +3,9 @@
  * `pi-workflows start ... --wait` from source runs agent steps in supervised `pi --mode rpc`
  * children through the bridge's `workflow` tool. A rejected submission is corrected, an update
  * shows in `status`, a model that never submits gets two reminders and fails clearly, the
- * recorded Pi arguments are the ones every attempt uses, and planted provider keys appear in no
- * status output, log or database row.
+ * recorded Pi arguments are the ones every attempt uses, and provider keys planted in the
+ * environment and in models.json (the one the fake model is reached with) appear in no status
+ * output, log or database row.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -20,24 +21,29 @@ const TWO_TURN = join(ROOT, "examples/two-turn-agent.workflow.ts");
 const SECRET_ENV = "sk-planted-env-4f1c9e";
 const SECRET_LITERAL = "sk-planted-literal-7b2d0a";
 
-/** models.json whose default provider takes its key from the environment, plus a literal one. */
+/**
+ * models.json whose default provider has a literal key. Another key is planted in the
+ * environment of the CLI that starts the runs (and so of the host it starts), where a user's
+ * provider keys often are.
+ */
 function plantedModels(baseUrl: string) {
-  const provider = (apiKey: string) => ({
-    baseUrl,
-    api: "openai-completions",
-    apiKey,
-    compat: { supportsDeveloperRole: false, supportsStore: false },
-    models: [{
-      id: FAKE_MODEL_ID,
-      reasoning: false,
-      input: ["text"],
-      contextWindow: 64_000,
-      maxTokens: 1024,
-      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-    }],
-  });
   return {
-    providers: { fake: provider("$PLANTED_PROVIDER_KEY"), planted: provider(SECRET_LITERAL) },
+    providers: {
+      fake: {
+        baseUrl,
+        api: "openai-completions",
+        apiKey: SECRET_LITERAL,
+        compat: { supportsDeveloperRole: false, supportsStore: false },
+        models: [{
+          id: FAKE_MODEL_ID,
+          reasoning: false,
+          input: ["text"],
+          contextWindow: 64_000,
+          maxTokens: 1024,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        }],
+      },
+    },
   };
 }
 
@@ -47,7 +53,7 @@ describe("headless runs with the real Pi", () => {
 
   beforeAll(async () => {
     h = await createHeadlessEnv({
-      env: { PLANTED_PROVIDER_KEY: SECRET_ENV },
+      env: { ANTHROPIC_API_KEY: SECRET_ENV, OPENAI_API_KEY: SECRET_ENV },
       modelsJson: plantedModels,
     });
   });
