@@ -61,25 +61,25 @@ export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
     return { ok: false, code: "piNotFound", message: `Pi not found: ${where}; ${PI_INSTALL_HINT}` };
   }
   const version = packageVersion(command) ?? reportedVersion(command, env);
-  if (version === null) {
+  if (!version.ok) {
     return {
       ok: false,
       code: "piBroken",
-      message:
-        `Pi at ${command} did not report its version (\`--version\` failed; Pi ${MIN_PI_VERSION}+ ` +
-        `needs Node >= 22.19 on PATH); reinstall it or set PI_WORKFLOWS_PI to a working pi`,
+      message: `Pi at ${command} did not report its version (\`--version\` ${version.why}); ` +
+        `Pi ${MIN_PI_VERSION}+ needs Node >= 22.19 on PATH: reinstall it or set PI_WORKFLOWS_PI ` +
+        "to a working pi",
     };
   }
-  if (compareVersions(version, MIN_PI_VERSION) < 0) {
+  if (compareVersions(version.version, MIN_PI_VERSION) < 0) {
     return {
       ok: false,
       code: "piTooOld",
       message:
-        `Pi ${version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
+        `Pi ${version.version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
         "update it with `npm install -g @earendil-works/pi-coding-agent@latest`",
     };
   }
-  return { ok: true, pi: { command, version } };
+  return { ok: true, pi: { command, version: version.version } };
 }
 
 /** `config.json` in the state directory; absent is an empty config. */
@@ -135,8 +135,10 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
+type VersionResult = { ok: true; version: string } | { ok: false; why: string };
+
 /** The version of the Pi npm package `command` (a bin link) belongs to; null otherwise. */
-function packageVersion(command: string): string | null {
+function packageVersion(command: string): VersionResult | null {
   let dir: string;
   try {
     dir = dirname(realpathSync(command));
@@ -146,7 +148,9 @@ function packageVersion(command: string): string | null {
   for (let depth = 0; depth < 6; depth++) {
     try {
       const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
-      if (PI_PACKAGES.includes(pkg?.name) && typeof pkg.version === "string") return pkg.version;
+      if (PI_PACKAGES.includes(pkg?.name) && typeof pkg.version === "string") {
+        return { ok: true, version: pkg.version };
+      }
       if (typeof pkg?.name === "string") return null; // another package: not Pi's layout
     } catch {
       // no package.json here: go up
@@ -158,16 +162,28 @@ function packageVersion(command: string): string | null {
   return null;
 }
 
-/** `<command> --version`: the first x.y.z it prints, or null when it fails. */
-function reportedVersion(command: string, env: NodeJS.ProcessEnv): string | null {
+/** `<command> --version`: the first x.y.z it prints, or why there is none. */
+function reportedVersion(command: string, env: NodeJS.ProcessEnv): VersionResult {
   const result = spawnSync(command, ["--version"], {
     env,
     encoding: "utf8",
     timeout: VERSION_TIMEOUT_MS,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  if (result.status !== 0) return null;
-  return /\b(\d+\.\d+\.\d+)\b/.exec(result.stdout ?? "")?.[1] ?? null;
+  const version = /\b(\d+\.\d+\.\d+)\b/.exec(result.stdout ?? "")?.[1];
+  if (result.status === 0 && version) return { ok: true, version };
+  const code = (result.error as { code?: string } | undefined)?.code;
+  const firstLine = (result.stderr ?? "").split("\n").find((line) => line.trim() !== "");
+  const why = code === "ETIMEDOUT"
+    ? `took longer than ${VERSION_TIMEOUT_MS / 1000} s`
+    : code
+    ? `failed: ${code}`
+    : result.status === 0
+    ? "printed no version"
+    : `exited ${result.signal ?? result.status}${
+      firstLine ? `: ${firstLine.trim().slice(0, 200)}` : ""
+    }`;
+  return { ok: false, why };
 }
 
 /** Numeric x.y.z comparison; pre-release suffixes are ignored. */

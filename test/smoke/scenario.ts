@@ -114,7 +114,12 @@ function piOnPath(dir: SmokeDir): string {
   const bin = join(dir.root, "bin");
   mkdirSync(bin, { recursive: true });
   const wrapper = join(bin, "pi");
-  writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${PI_CLI}" "$@"\n`);
+  // The binary smoke sets a hostile NODE_OPTIONS the binary must ignore; the user's own Pi would
+  // not run with it either, so this `pi` drops it.
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nunset NODE_OPTIONS\nexec "${process.execPath}" "${PI_CLI}" "$@"\n`,
+  );
   chmodSync(wrapper, 0o755);
   return bin;
 }
