@@ -182,8 +182,10 @@ describe("pi-workflows CLI", () => {
   });
 
   it("starts exactly one host when several clients need it at once", async () => {
+    // Long enough that a loaded machine's slow CLI starts never let the host idle out between
+    // the steps below; `finally` stops it.
     const fresh = tempHome({
-      PI_WORKFLOWS_HOST_IDLE_MS: "3000",
+      PI_WORKFLOWS_HOST_IDLE_MS: "60000",
       PI_WORKFLOWS_HOST_LOG_BYTES: "150",
     });
     try {
@@ -212,7 +214,7 @@ describe("pi-workflows CLI", () => {
   });
 
   it("keeps following a run across a host restart", async () => {
-    const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+    const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
     try {
       writeSlowWorkflow(fresh.root);
       const follower = spawnCli(
