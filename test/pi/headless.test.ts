@@ -182,6 +182,42 @@ describe("headless runs with the real Pi", () => {
     expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
   });
 
+  it("runs a decision step headless: a choice outside the list is rejected, the next routes", async () => {
+    const path = h.writeWorkflow(
+      "route.workflow.ts",
+      `import { compute, decision, decisionEdge, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "route",
+  startAt: "pick",
+  nodes: {
+    pick: decision({ question: "Which way?", choices: ["left", "right"] }),
+    left: compute({ run: () => "went left" }),
+    right: compute({ run: () => "went right" }),
+  },
+  edges: [decisionEdge({ from: "pick", choices: ["left", "right"], cases: { left: "left", right: "right" } })],
+});
+`,
+    );
+    h.decide = (request, contract) => {
+      if (!contract) return undefined;
+      if (request.lastToolResult === undefined) return submitCall(contract, { route: "up" });
+      if (request.lastToolResult.includes("Output rejected")) {
+        return submitCall(contract, { route: "right" });
+      }
+      return undefined;
+    };
+    const from = h.model.requests.length;
+    const run = await h.cli(["start", path, "--wait", "--json", "--cwd", h.sandbox.project]);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout).run;
+    runIds.push(result.runId);
+    expect(result.output).toBe("went right");
+    const requests = h.model.requests.slice(from);
+    expect(requests[0].lastUserText).toContain("Choose exactly one of: left, right.");
+    expect(requests.find((r) => r.lastToolResult?.includes("Output rejected"))?.lastToolResult)
+      .toContain('"route" must be one of "left", "right"');
+  });
+
   it("keeps planted provider keys out of every status output, log and database row", async () => {
     expect(runIds.length).toBeGreaterThan(0);
     const outputs = [
