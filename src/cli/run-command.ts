@@ -22,6 +22,7 @@ import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
+import { formatNotifications } from "./format-notifications.ts";
 
 type RunCommand = Extract<
   CliCommand,
@@ -114,7 +115,7 @@ async function execute(
         "run.status",
         await connection.request("run.status", {
           runId: command.runId,
-          payload: { includeUpdates: true },
+          payload: { includeUpdates: true, includeNotifications: true },
         }),
       );
       if (command.json) printJson(io, receipt);
@@ -122,6 +123,7 @@ async function execute(
         io.out(
           formatRun(receipt.run, receipt.attempts, receipt.ambiguousEffects, receipt.updates),
         );
+        if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
         if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
       }
       return EXIT.ok;

@@ -34,6 +34,7 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   });
   pi.on("turn_end", () => {
     void session?.presenter.recordSent().catch(() => {});
+    void session?.outbox.sync().catch(() => {});
   });
   pi.on("agent_settled", (event, ctx) => {
     if (!session) return;

@@ -17,6 +17,7 @@ import { hostStartCommand } from "./host-launch.ts";
 import type { PiContext, PiExtensionApi } from "./pi-api.ts";
 import { Presenter } from "./presenter.ts";
 import { RunWatch } from "./run-watch.ts";
+import { Outbox } from "./outbox.ts";
 import { SessionOps } from "./session-ops.ts";
 import { MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
 import { errorLine } from "./error-line.ts";
@@ -37,6 +38,7 @@ export class WorkflowSession {
   readonly ops: SessionOps;
   readonly presenter: Presenter;
   readonly runs: RunWatch;
+  readonly outbox: Outbox;
   #ctx: PiContext;
   #closed = false;
   #linked = false;
@@ -63,6 +65,15 @@ export class WorkflowSession {
       isIdle: () => this.#ctx.isIdle(),
       hasPendingMessages: () => this.#ctx.hasPendingMessages(),
       notify: (message, level) => this.ui()?.notify(message, level),
+    });
+    this.outbox = new Outbox({
+      pi,
+      client: this.client,
+      sessionId: this.sessionId,
+      session: () => this.#ctx.sessionManager,
+      isIdle: () => this.#ctx.isIdle(),
+      canStartTurn: () =>
+        this.presenter.current === null && this.#ctx.isIdle() && !this.#ctx.hasPendingMessages(),
     });
     this.runs = new RunWatch({
       pi,
@@ -117,6 +128,7 @@ export class WorkflowSession {
     // Each part on its own: the host may be starting or restarting, and the next tick or wake
     // tries again; a failed claim must not stop the progress display, nor the other way round.
     await this.presenter.refresh().catch(() => {});
+    await this.outbox.sync().catch(() => {});
     const active = this.presenter.lastClaim?.activeRun?.runId ?? this.presenter.current?.runId;
     if (active) this.runs.follow(active);
     await this.runs.refresh().catch(() => {});

@@ -22,6 +22,12 @@ import type { HostRuntime } from "./host-runtime.ts";
 import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-control.ts";
 import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
 import { startRunCommand } from "./run-start.ts";
+import {
+  claimNotificationsQuery,
+  claimTurnQuery,
+  deliverNotificationCommand,
+  resolveTurnCommand,
+} from "./outbox-commands.ts";
 import type { HandledFrame } from "./socket-server.ts";
 
 type Handler = (rt: HostRuntime, request: HostRequest) => Promise<HostResponse> | HostResponse;
@@ -36,6 +42,10 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.list": listRunsQuery,
   "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),
   "decision.answer": (rt, request) => withReceipt(rt, request, answerDecisionCommand),
+  "notification.claim": claimNotificationsQuery,
+  "notification.deliver": deliverNotificationCommand,
+  "turn.claim": claimTurnQuery,
+  "turn.resolve": resolveTurnCommand,
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
   "host.stop": (rt, request) => {

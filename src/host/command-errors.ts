@@ -15,6 +15,7 @@ import {
   AnswerRefusedError,
   ClaimLostError,
   NotFoundError,
+  OutboxRefusedError,
   RequestConflictError,
   RevisionConflictError,
   TransitionError,
@@ -64,6 +65,9 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
     const conflict = error.code === "staleAttempt" || error.code === "alreadyAnswered" ||
       error.code === "deadlinePassed";
     return answer(conflict ? "conflict" : "rejected", error.code, error.message);
+  }
+  if (error instanceof OutboxRefusedError) {
+    return answer(error.outcome, error.code, error.message);
   }
   if (error instanceof TransitionError) {
     return answer("rejected", "invalidTransition", error.message);

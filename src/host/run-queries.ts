@@ -11,6 +11,7 @@ import { listAmbiguousEffects } from "../state/effect-queries.ts";
 import { isTerminalRunState } from "../state/transitions/common.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
+import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import { listEvents, listNodeUpdates, listRuns, readRunStatus } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -67,6 +68,9 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   }
   if (request.payload.includeUpdates) {
     receipt.updates = listNodeUpdates(rt.store, runId) as unknown as JsonValue;
+  }
+  if (request.payload.includeNotifications) {
+    receipt.notifications = notificationsView(listRunNotifications(rt.store, runId));
   }
   if (after !== undefined) {
     const rows = listEvents(
@@ -133,4 +137,10 @@ function eventOf(seq: number, type: string, at: number, payload: JsonValue): Jso
 
 function isRecord(value: JsonValue): value is { [key: string]: JsonValue } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function notificationsView(rows: NotificationView[]): JsonValue {
+  return rows.map(({ deliveredAt, ...rest }) =>
+    deliveredAt === null ? rest : { ...rest, deliveredAt }
+  );
 }

@@ -20,17 +20,20 @@ import {
   AnswerReceiptSchema,
   CheckpointAnswerPayloadSchema,
   DecisionAnswerPayloadSchema,
-  DeliveryReceiptSchema,
   InteractionReceiptSchema,
   InteractionSubmitPayloadSchema,
   InteractionUpdatePayloadSchema,
+} from "./session-operations.ts";
+import {
   NotificationClaimPayloadSchema,
   NotificationClaimReceiptSchema,
   NotificationDeliverPayloadSchema,
+  NotificationDeliverReceiptSchema,
   TurnClaimPayloadSchema,
   TurnClaimReceiptSchema,
   TurnResolvePayloadSchema,
-} from "./session-operations.ts";
+  TurnResolveReceiptSchema,
+} from "./outbox-operations.ts";
 import {
   ControllerApplyPayloadSchema,
   ControllerDeletePayloadSchema,
@@ -78,6 +81,10 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "run.list",
   "checkpoint.answer",
   "decision.answer",
+  "notification.claim",
+  "notification.deliver",
+  "turn.claim",
+  "turn.resolve",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -184,7 +191,8 @@ export const OPERATION_SPECS = {
   },
   "notification.claim": {
     runId: "forbidden",
-    mutating: true,
+    // Its only write is a short lease held by the request: no receipt row per poll.
+    mutating: false,
     payload: NotificationClaimPayloadSchema,
     receipt: NotificationClaimReceiptSchema,
   },
@@ -192,11 +200,11 @@ export const OPERATION_SPECS = {
     runId: "forbidden",
     mutating: true,
     payload: NotificationDeliverPayloadSchema,
-    receipt: DeliveryReceiptSchema,
+    receipt: NotificationDeliverReceiptSchema,
   },
   "turn.claim": {
     runId: "forbidden",
-    mutating: true,
+    mutating: false,
     payload: TurnClaimPayloadSchema,
     receipt: TurnClaimReceiptSchema,
   },
@@ -204,7 +212,7 @@ export const OPERATION_SPECS = {
     runId: "forbidden",
     mutating: true,
     payload: TurnResolvePayloadSchema,
-    receipt: DeliveryReceiptSchema,
+    receipt: TurnResolveReceiptSchema,
   },
   "controller.list": {
     runId: "forbidden",

@@ -20,6 +20,7 @@ import {
   strictObject,
   TimestampSchema,
 } from "./fields.ts";
+import { RunNotificationSchema } from "./outbox-operations.ts";
 
 export const RUN_STATES = [
   "queued",
@@ -101,6 +102,8 @@ export const RunStatusPayloadSchema = v.optional(
     eventLimit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1000))),
     /** Also return the latest node updates (`status` shows them; following does not need them). */
     includeUpdates: v.optional(v.boolean()),
+    /** Also return the run's latest notifications (`status` shows them). */
+    includeNotifications: v.optional(v.boolean()),
   }),
   {},
 );
@@ -196,6 +199,8 @@ export const RunStatusReceiptSchema = looseObject({
   waiting: v.optional(WaitingSchema),
   /** With `includeUpdates`: the latest updates, newest first (at most 100). */
   updates: v.optional(v.array(UpdateSummarySchema)),
+  /** With `includeNotifications`: the run's latest 20 notifications, oldest first. */
+  notifications: v.optional(v.array(RunNotificationSchema)),
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),

@@ -1,19 +1,12 @@
 /**
  * Payloads and receipts of the operations a Pi session uses: answering checkpoints and human
- * decisions, submitting interactive steps, and claiming/delivering notifications and completion
- * turns. The host serves the answers; the others are recognised and served as their issues land.
+ * decisions and submitting interactive steps. The outbox operations (notifications and owed
+ * turns) are in outbox-operations.ts.
  */
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import { RunSummarySchema } from "./run-operations.ts";
-import {
-  ErrorInfoSchema,
-  looseObject,
-  OpaqueIdSchema,
-  ShortTextSchema,
-  strictObject,
-  TimestampSchema,
-} from "./fields.ts";
+import { ErrorInfoSchema, looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
 
 const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
 
@@ -79,52 +72,4 @@ export const AnswerReceiptSchema = looseObject({
     answer: JsonValueSchema,
   }),
   run: RunSummarySchema,
-});
-
-/** `notification.claim`: claim passive messages for one session to present. */
-export const NotificationClaimPayloadSchema = strictObject({
-  sessionId: OpaqueIdSchema,
-  limit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(100)), 10),
-});
-
-export const NotificationClaimReceiptSchema = looseObject({
-  notifications: v.array(looseObject({
-    notificationId: OpaqueIdSchema,
-    runId: OpaqueIdSchema,
-    level: v.optional(v.picklist(["info", "warning", "error"])),
-    message: v.string(),
-    createdAt: TimestampSchema,
-  })),
-});
-
-/** `notification.deliver`: the session entry that now shows a claimed notification. */
-export const NotificationDeliverPayloadSchema = strictObject({
-  notificationId: OpaqueIdSchema,
-  sessionId: OpaqueIdSchema,
-  sessionEntryId: OpaqueIdSchema,
-});
-
-/** `turn.claim`: claim one eligible completion turn for a session. */
-export const TurnClaimPayloadSchema = strictObject({ sessionId: OpaqueIdSchema });
-
-export const TurnClaimReceiptSchema = looseObject({
-  turn: v.nullable(looseObject({
-    turnIntentId: OpaqueIdSchema,
-    runId: OpaqueIdSchema,
-    prompt: v.string(),
-  })),
-});
-
-/** `turn.resolve`: the session entry of the turn the extension started (or why it could not). */
-export const TurnResolvePayloadSchema = strictObject({
-  turnIntentId: OpaqueIdSchema,
-  sessionId: OpaqueIdSchema,
-  sessionEntryId: v.optional(OpaqueIdSchema),
-  failure: v.optional(ShortTextSchema),
-});
-
-/** Receipt of deliver/resolve: the delivery is recorded (adopted when it already was). */
-export const DeliveryReceiptSchema = looseObject({
-  id: OpaqueIdSchema,
-  sessionEntryId: v.optional(OpaqueIdSchema),
 });

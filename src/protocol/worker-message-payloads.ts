@@ -46,6 +46,7 @@ export const ATTEMPT_KINDS: ReadonlySet<WorkerMessageKind> = new Set<WorkerMessa
   "interaction.requested",
   "interaction.accepted",
   "interaction.rejected",
+  "notification.requested",
   "effect.reserve",
   "effect.settle",
 ]);
@@ -67,6 +68,9 @@ export const INTERACTION_KINDS = [
   "checkpoint",
   "humanDecision",
 ] as const;
+
+/** `progress` while a run goes on; `final` is a notify node's closing message. */
+export const NOTIFICATION_KINDS = ["progress", "final"] as const;
 
 export const EFFECT_CONTRACTS = ["idempotencyKey", "readBack", "nonResumable"] as const;
 export const EFFECT_OUTCOMES = ["applied", "rejected", "cancelled", "ambiguous"] as const;
@@ -109,11 +113,7 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     detail: v.optional(ShortTextSchema),
   }),
   "run.finished": nonArray(v.variant("state", [
-    v.strictObject({
-      state: v.literal("completed"),
-      output: JsonValueSchema,
-      presentationPrompt: v.optional(v.pipe(v.string(), v.maxLength(65_536))),
-    }),
+    v.strictObject({ state: v.literal("completed"), output: JsonValueSchema }),
     v.strictObject({ state: v.literal("failed"), error: FactErrorSchema }),
     v.strictObject({ state: v.literal("timed_out"), error: FactErrorSchema }),
   ])),
@@ -134,14 +134,16 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     submissionId: OpaqueIdSchema,
     error: FactErrorSchema,
   }),
+  /**
+   * Finishes a notify node's running attempt (instead of `node.finished`): the attempt becomes
+   * `ok` with output `{kind, message}` and the notification is enqueued in the same commit.
+   */
   "notification.requested": strictObject({
-    /** Stable per node attempt, so a repeated proposal enqueues one notification. */
-    notificationKey: v.pipe(v.string(), v.minLength(1), v.maxLength(500)),
-    level: v.optional(v.picklist(["info", "warning", "error"]), "info"),
+    kind: v.picklist(NOTIFICATION_KINDS),
     message: v.pipe(v.string(), v.maxLength(65_536)),
   }),
+  /** Right before `run.finished(completed)`: the root's rendered `presentationPrompt`. */
   "presentation.requested": strictObject({
-    presentationKey: v.pipe(v.string(), v.minLength(1), v.maxLength(500)),
     prompt: v.pipe(v.string(), v.maxLength(65_536)),
   }),
   "effect.reserve": strictObject({

@@ -166,3 +166,19 @@ export class AmbiguousEffectError extends TransitionError {
     this.effectIds = blocked.effectIds;
   }
 }
+
+/**
+ * A notification delivery or turn resolution was refused; nothing changed. `outcome` is the
+ * response outcome it means and `code` the stable error code (`notificationNotFound`,
+ * `turnNotFound`, `wrongSession`, `notEligible`, `alreadyDelivered`, `alreadyResolved`).
+ */
+export class OutboxRefusedError extends Error {
+  readonly outcome: "rejected" | "conflict" | "notFound";
+  readonly code: string;
+  constructor(outcome: "rejected" | "conflict" | "notFound", code: string, message: string) {
+    super(message);
+    this.name = "OutboxRefusedError";
+    this.outcome = outcome;
+    this.code = code;
+  }
+}

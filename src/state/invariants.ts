@@ -157,6 +157,27 @@ const CHECKS: Check[] = [
     detail: () => "a pending decision or interactive request belongs to a terminal run",
   },
   {
+    // No completion turn may start before the completed state is durable.
+    code: "presentationBeforeCompletion",
+    sql: "SELECT t.run_id, r.state FROM turn_intents t JOIN runs r ON r.run_id = t.run_id " +
+      "WHERE t.cause = 'presentation' AND t.eligible_at IS NOT NULL AND r.state <> 'completed'",
+    detail: (r) => `a completion presentation is eligible while the run is ${r.state}`,
+  },
+  {
+    code: "turnIntentUnowed",
+    sql: "SELECT t.run_id FROM turn_intents t LEFT JOIN run_bindings b ON b.run_id = t.run_id " +
+      "WHERE b.execution_mode IS NOT 'interactive' OR b.origin_session_id IS NOT " +
+      "t.target_session_id",
+    detail: () => "a turn intent is not addressed to its run's origin session",
+  },
+  {
+    code: "notificationMisaddressed",
+    sql: "SELECT n.run_id FROM notifications n JOIN run_bindings b ON b.run_id = n.run_id " +
+      "WHERE n.target_session_id IS NOT (CASE b.execution_mode WHEN 'interactive' THEN " +
+      "b.origin_session_id END)",
+    detail: () => "a notification is not addressed to its run's origin session",
+  },
+  {
     code: "unsettledEffectOnTerminalRun",
     sql:
       "SELECT run_id, effect_id FROM effects WHERE state IN ('pending', 'applying') AND run_id " +

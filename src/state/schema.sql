@@ -16,7 +16,9 @@
 --                                                   decisions.ts (answers, defaults, wait
 --                                                   timeouts), run-commands.ts, run-end.ts
 --   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops)
---   pi messages  notifications, turn_intents         (outbox owners, later issues)
+--   pi messages  notifications, turn_intents         transitions/notifications.ts, turn-intents.ts
+--                                                   (also called by node, terminal and cancel
+--                                                   transitions)
 --   commands     host_commands                       host-commands.ts, inside each command's
 --                                                   transition transaction
 --   interaction  interactive_requests, interactive_submissions
@@ -311,46 +313,74 @@ CREATE TABLE effect_attempts (
   PRIMARY KEY (effect_id, attempt_no)
 );
 
--- Passive session-addressed messages (notify nodes); claimed and delivered through the host.
+-- Passive session-addressed messages of notify nodes, committed in the transaction that finishes
+-- the node's attempt: one per run, node and visit (`notification_index`, the node's visit number).
+-- Addressed to the run's origin session (NULL for a headless run: readable in status only). A Pi
+-- session claims them through the host under a short lease held by one request (`claimed` while
+-- it has not expired), so two Pi processes on one session never both show one, and records the
+-- public session entry that shows it (`delivered`).
 CREATE TABLE notifications (
   notification_id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
+  attempt_id TEXT NOT NULL UNIQUE REFERENCES node_attempts (attempt_id),
   node_id TEXT NOT NULL,
-  notification_index INTEGER NOT NULL,
+  notification_index INTEGER NOT NULL CHECK (notification_index >= 1),
   target_session_id TEXT,
-  message_json TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('progress', 'final')),
+  message TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'delivered')),
   claim_token_hash TEXT,
   claim_expires_at INTEGER,
   session_entry_id TEXT,
   created_at INTEGER NOT NULL,
   delivered_at INTEGER,
-  UNIQUE (run_id, node_id, notification_index)
+  UNIQUE (run_id, node_id, notification_index),
+  CHECK ((state = 'claimed') = (claim_token_hash IS NOT NULL)),
+  CHECK ((claim_token_hash IS NULL) = (claim_expires_at IS NULL)),
+  CHECK ((state = 'delivered') = (session_entry_id IS NOT NULL))
 );
-CREATE INDEX notifications_pending ON notifications (target_session_id, state, created_at);
+CREATE INDEX notifications_undelivered ON notifications (target_session_id, created_at)
+WHERE state != 'delivered' AND target_session_id IS NOT NULL;
+CREATE INDEX notifications_by_run ON notifications (run_id, created_at);
 
--- Successor-turn obligations (completion presentation, failure follow-ups).
+-- Turns the origin Pi session owes the model: the completion presentation (`presentation`,
+-- inserted ineligible before the terminal commit, made eligible by it) and successor turns
+-- when a workflow ends or strands the model's turn (`failed`, `timedOut`, `launchFailed`).
+-- The id is derived from the cause (`turn:<run>:<cause>[:<attempt>]`), so a retried proposal or
+-- a restart never records two. `eligible_at` is NULL while the turn must not start; at most one
+-- unresolved intent per run is eligible (one successor turn). Claimed under a short lease like
+-- notifications; resolved with the public session entry that started the turn, by the next
+-- step prompt of the run (`workflowPrompt`), or `superseded` (a newer run, a user turn, a
+-- user's cancel).
 CREATE TABLE turn_intents (
   intent_id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
-  target_session_id TEXT,
-  cause TEXT NOT NULL CHECK (
-    cause IN (
-      'presentation', 'agentCancelled', 'timedOut', 'failed', 'launchFailed',
-      'controllerInterrupted', 'claimLost'
-    )
-  ),
-  eligible INTEGER NOT NULL DEFAULT 0 CHECK (eligible IN (0, 1)),
+  target_session_id TEXT NOT NULL,
+  cause TEXT NOT NULL CHECK (cause IN ('presentation', 'timedOut', 'failed', 'launchFailed')),
+  -- The stranded step's attempt (a step timeout), else NULL.
+  source_attempt_id TEXT,
+  -- `{prompt}` for a presentation; `{}` otherwise (the text is built from the run at claim time).
   facts_json TEXT NOT NULL,
+  eligible_at INTEGER,
   state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'resolved')),
   claim_token_hash TEXT,
   claim_expires_at INTEGER,
-  resolution TEXT CHECK (resolution IS NULL OR resolution IN ('workflowPrompt', 'presentation', 'fallback')),
+  resolution TEXT CHECK (
+    resolution IS NULL OR resolution IN ('workflowPrompt', 'presentation', 'fallback', 'superseded')
+  ),
   session_entry_id TEXT,
   created_at INTEGER NOT NULL,
-  resolved_at INTEGER
+  resolved_at INTEGER,
+  CHECK ((state = 'claimed') = (claim_token_hash IS NOT NULL)),
+  CHECK ((claim_token_hash IS NULL) = (claim_expires_at IS NULL)),
+  CHECK ((state = 'resolved') = (resolution IS NOT NULL)),
+  CHECK ((state = 'resolved') = (resolved_at IS NOT NULL))
 );
-CREATE INDEX turn_intents_pending ON turn_intents (target_session_id, state, eligible, created_at);
+CREATE UNIQUE INDEX turn_intents_one_eligible ON turn_intents (run_id)
+WHERE eligible_at IS NOT NULL AND state != 'resolved';
+CREATE INDEX turn_intents_open ON turn_intents (target_session_id, eligible_at)
+WHERE state != 'resolved';
+CREATE INDEX turn_intents_by_run ON turn_intents (run_id) WHERE state != 'resolved';
 
 -- Command receipts, committed in the same transaction as the change they acknowledge.
 CREATE TABLE host_commands (

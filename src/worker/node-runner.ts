@@ -149,12 +149,11 @@ export async function runNode(
     return "parked";
   }
   if (result.outcome === "ok") {
-    if (result.notification) {
-      // Notifications need an origin Pi session, which workers cannot reach in this version.
-      process.stderr.write("Notification not delivered: notify is not available in workers yet\n");
-    }
     try {
-      await proposer.propose("node.finished", { output: result.output }, attemptId);
+      // A notify node's message is enqueued in the commit that finishes its attempt.
+      if (result.notification) {
+        await proposer.propose("notification.requested", { ...result.notification }, attemptId);
+      } else await proposer.propose("node.finished", { output: result.output }, attemptId);
       return { ...base, state: "ok", output: result.output, finishedAt: Date.now() };
     } catch (error) {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;

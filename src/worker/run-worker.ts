@@ -5,7 +5,8 @@
  * walks the engine's step machine, proposing each durable boundary to the host:
  *
  *   decideNext -> node.started (resolved deadline) -> executeNode -> node.update* ->
- *   node.finished | node.failed | run.parked (checkpoint, human decision) ; ... ; run.finished
+ *   node.finished | notification.requested (notify) | node.failed | run.parked (checkpoint,
+ *   human decision) ; ... ; [presentation.requested] run.finished
  *
  * It exits after a terminal or park verdict, after a claim-loss verdict (writing nothing), and
  * when the channel closes (the host is gone).
@@ -100,11 +101,12 @@ async function walk(
     // the next step starts; see child-cleanups.ts).
     if (step.kind !== "startNode") await settleCleanups(CLEANUP_BOUND_MS);
     if (step.kind === "complete") {
-      await proposer.propose("run.finished", {
-        state: "completed",
-        output: step.output,
-        presentationPrompt: step.presentationPrompt ?? undefined,
-      });
+      // The completion turn's intent is recorded (ineligible) before the terminal commit, which
+      // then makes it eligible: no completion turn can start before the run is completed.
+      if (step.presentationPrompt !== null) {
+        await proposer.propose("presentation.requested", { prompt: step.presentationPrompt });
+      }
+      await proposer.propose("run.finished", { state: "completed", output: step.output });
       return "finished";
     }
     if (step.kind === "fail") {

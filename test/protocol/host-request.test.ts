@@ -64,7 +64,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { notificationId: "n-1", sessionId: "s-1" },
     badPath: "payload.sessionEntryId",
   },
-  "turn.claim": { good: { sessionId: "s-1" }, bad: {}, badPath: "payload.sessionId" },
+  "turn.claim": {
+    good: { sessionId: "s-1", userTurnAt: 1_700_000_000_000 },
+    bad: { sessionId: "s-1", userTurnAt: -1 },
+    badPath: "payload.userTurnAt",
+  },
   "turn.resolve": {
     good: { turnIntentId: "t-1", sessionId: "s-1", sessionEntryId: "e-9" },
     bad: { turnIntentId: "t-1" },
@@ -118,12 +122,16 @@ describe("parseHostRequest()", () => {
       "effect.resolve",
       "host.status",
       "host.stop",
+      "notification.claim",
+      "notification.deliver",
       "run.cancel",
       "run.list",
       "run.pause",
       "run.resume",
       "run.start",
       "run.status",
+      "turn.claim",
+      "turn.resolve",
     ]);
   });
 

@@ -58,7 +58,7 @@ const PAYLOADS: Record<WorkerMessageKind, { good: unknown; bad: unknown; badPath
     badPath: "payload.reason",
   },
   "run.finished": {
-    good: { state: "completed", output: { ok: true }, presentationPrompt: "Summarize" },
+    good: { state: "completed", output: { ok: true } },
     bad: { state: "failed" },
     badPath: "payload.error",
   },
@@ -78,14 +78,14 @@ const PAYLOADS: Record<WorkerMessageKind, { good: unknown; bad: unknown; badPath
     badPath: "payload.error",
   },
   "notification.requested": {
-    good: { notificationKey: "att-1:notify", message: "Build done" },
-    bad: { notificationKey: "k", message: "m", level: "loud" },
-    badPath: "payload.level",
+    good: { kind: "final", message: "Build done" },
+    bad: { kind: "loud", message: "m" },
+    badPath: "payload.kind",
   },
   "presentation.requested": {
-    good: { presentationKey: "p-1", prompt: "Tell the user" },
-    bad: { presentationKey: "", prompt: "x" },
-    badPath: "payload.presentationKey",
+    good: { prompt: "Tell the user" },
+    bad: { prompt: 7 },
+    badPath: "payload.prompt",
   },
   "effect.reserve": {
     good: {

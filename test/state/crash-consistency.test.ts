@@ -24,6 +24,7 @@ import { interruptRun, recoverExpiredRun } from "../../src/state/transitions/run
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { reserveEffect, settleEffect } from "../../src/state/transitions/effects.ts";
 import { answerDecision } from "../../src/state/transitions/decisions.ts";
+import { requestPresentation } from "../../src/state/transitions/turn-intents.ts";
 import {
   enqueue,
   type Fixture,
@@ -36,6 +37,10 @@ import {
 } from "./helpers.ts";
 
 class InjectedCrash extends Error {}
+
+const INTERACTIVE = {
+  binding: { executionMode: "interactive" as const, originSessionId: "session-1" },
+};
 
 let f: Fixture;
 beforeEach(() => {
@@ -144,6 +149,41 @@ const scenarios: Scenario[] = [
     setup: (s) => {
       const claim = launch(s, enqueue(s));
       return () => completeRun(s, claim, { output: 1, receipt: receipt("done") });
+    },
+  },
+  {
+    // The completion turn becomes eligible in the terminal transaction or not at all.
+    name: "completeRun with a completion presentation",
+    setup: (s) => {
+      const claim = launch(s, enqueue(s, INTERACTIVE));
+      requestPresentation(s, claim, { prompt: "Summarize" });
+      return () => completeRun(s, claim, { output: 1, receipt: receipt("done") });
+    },
+  },
+  {
+    name: "requestPresentation",
+    setup: (s) => {
+      const claim = launch(s, enqueue(s, INTERACTIVE));
+      return () => requestPresentation(s, claim, { prompt: "Summarize" });
+    },
+  },
+  {
+    name: "recordNodeFinished with a notification",
+    setup: (s) => {
+      const { claim, attemptId } = launchWithAttempt(s, enqueue(s, INTERACTIVE));
+      return () =>
+        recordNodeFinished(s, claim, {
+          attemptId,
+          output: { kind: "final", message: "m" },
+          notification: { kind: "final", message: "m" },
+        });
+    },
+  },
+  {
+    name: "failRun of an interactive run (successor turn)",
+    setup: (s) => {
+      const { claim } = launchWithAttempt(s, enqueue(s, INTERACTIVE));
+      return () => failRun(s, claim, { error: { code: "nodeFailed", message: "m" } });
     },
   },
   {

@@ -1,8 +1,8 @@
 /**
  * What each accepted worker message commits. One state transition per message, all under the
  * run claim the host holds for this worker; the worker never writes. Kinds that belong to later
- * features (interactive requests, notifications, presentations) are refused with a clear
- * `protocolRejected` error so the channel stays complete and honest.
+ * features (interactive requests) are refused with a clear `protocolRejected` error so the
+ * channel stays complete and honest.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { RunFacts } from "../../protocol/run-facts.ts";
@@ -23,6 +23,7 @@ import { reserveEffect, settleEffect } from "../../state/transitions/effects.ts"
 import { completeRun, failRun, timeOutRun } from "../../state/transitions/run-end.ts";
 import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
+import { requestPresentation } from "../../state/transitions/turn-intents.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
@@ -110,6 +111,26 @@ export function applyWorkerMessage(
       });
       worker.openAttempt = null;
       return { revision, closedAttempt: true };
+    }
+    case "notification.requested": {
+      // A notify node: its attempt finishes and its message is enqueued in one commit.
+      const { attemptId } = attemptOf(message);
+      const { kind, message: text } = message.payload;
+      const { revision } = recordNodeFinished(store, claim, {
+        ...write,
+        attemptId,
+        output: { kind, message: text },
+        notification: { kind, message: text },
+      });
+      worker.openAttempt = null;
+      return { revision, closedAttempt: true };
+    }
+    case "presentation.requested": {
+      const { revision } = requestPresentation(store, claim, {
+        ...write,
+        prompt: message.payload.prompt,
+      });
+      return { revision, closedAttempt: false };
     }
     case "node.failed": {
       const { attemptId } = attemptOf(message);

@@ -181,16 +181,6 @@ export function cancelPendingInteractions(store: StateStore, runId: string, now:
   );
 }
 
-/** Makes eligible the turn intents a terminal commit releases (completion presentation). */
-export function releaseTurnIntents(store: StateStore, runId: string): void {
-  execute(
-    store,
-    "UPDATE turn_intents SET eligible = 1 WHERE run_id = :runId AND eligible = 0 " +
-      "AND state = 'pending'",
-    { runId },
-  );
-}
-
 /**
  * Parks a live run at its last durable boundary: interrupts the running attempt, returns its
  * managed effects to `pending` (retryable under their key), and when the attempt was external

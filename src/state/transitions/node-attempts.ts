@@ -17,6 +17,13 @@ import { TransitionError } from "../errors.ts";
 import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
+import { insertNotificationInTx, type NotificationKind } from "./notifications.ts";
+
+/** What a notify node says to the run's origin session. */
+export interface NotifyMessage {
+  kind: NotificationKind;
+  message: string;
+}
 
 export interface RecordNodeStartedOptions extends WorkerWriteOptions {
   attemptId: string;
@@ -152,15 +159,20 @@ export function recordNodeUpdate(
   return { revision };
 }
 
-/** The running attempt succeeds with `output` (a durable boundary); event `node.finished`. */
+/**
+ * The running attempt succeeds with `output` (a durable boundary); event `node.finished`. A
+ * notify node's attempt carries its `notification`, inserted in the same transaction.
+ */
 export function recordNodeFinished(
   store: StateStore,
   claim: Claim,
-  opts: { attemptId: string; output: JsonValue } & WorkerWriteOptions,
-): { revision: number } {
+  opts:
+    & { attemptId: string; output: JsonValue; notification?: NotifyMessage }
+    & WorkerWriteOptions,
+): { revision: number; notificationId: string | null } {
   const runId = claimRunId(claim);
   const output = encodeValue("node output", opts.output);
-  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+  const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     const nodeId = requireRunningAttempt(tx, opts.attemptId, "finish a node of");
     execute(
       store,
@@ -168,14 +180,22 @@ export function recordNodeFinished(
         "WHERE attempt_id = :attemptId",
       { attemptId: opts.attemptId, output, now: tx.now },
     );
+    const notificationId = opts.notification
+      ? insertNotificationInTx(store, {
+        runId,
+        attemptId: opts.attemptId,
+        nodeId,
+        ...opts.notification,
+      }, tx.now)
+      : null;
     return {
       type: "node.finished",
-      payload: { attemptId: opts.attemptId, nodeId },
+      payload: { attemptId: opts.attemptId, nodeId, ...(notificationId ? { notificationId } : {}) },
       summary: { state: "running", nodeId, attempt: "ok" },
-      result: undefined,
+      result: notificationId,
     };
   });
-  return { revision };
+  return { revision, notificationId: result };
 }
 
 /** The running attempt ends with a non-ok outcome the workflow can route on; event `node.failed`. */

@@ -22,6 +22,7 @@ import {
   stopAtBoundary,
 } from "./common.ts";
 import type { TransitionResult } from "./run-enqueue.ts";
+import { supersedeRunIntentsInTx } from "./turn-intents.ts";
 
 export interface RunCommandOptions {
   runId: string;
@@ -117,6 +118,8 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
     }
     settleEffectsOnStop(store, run.run_id, now);
     cancelPendingInteractions(store, run.run_id, now);
+    // A cancel is the user's own act: no successor turn follows it.
+    supersedeRunIntentsInTx(store, run.run_id, now);
     setQueueState(store, run.run_id, "cancelled", now);
     // One update: a terminal run row accepts no later change.
     execute(

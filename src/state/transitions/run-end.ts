@@ -1,7 +1,8 @@
 /**
  * Terminal transitions of a live run (protected writes): `completed/done`, `failed/failed`,
  * `timed_out/failed`. Each releases the claim, settles open attempt, effect and interaction
- * state, and makes pending turn intents eligible, in the same transaction.
+ * state, and makes the run's turn intent eligible (the completion presentation, or the successor
+ * turn of a run that failed or timed out), in the same transaction.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
@@ -17,6 +18,7 @@ import {
 import { TransitionError } from "../errors.ts";
 import { execute, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
+import { failureCause, releaseTurnIntentsInTx } from "./turn-intents.ts";
 import {
   boundedError,
   cancelPendingInteractions,
@@ -24,7 +26,6 @@ import {
   describeState,
   expectState,
   openAttempt,
-  releaseTurnIntents,
   setQueueState,
   settleEffectsOnStop,
 } from "./common.ts";
@@ -54,6 +55,7 @@ export function completeRun(
     // A worker that finishes with an effect still applying cannot prove its outcome.
     settleEffectsOnStop(store, runId, tx.now);
     finish(tx, "completed", "done", output, null);
+    releaseTurnIntentsInTx(store, runId, null, tx.now);
     return {
       type: "run.completed",
       payload: {},
@@ -104,6 +106,12 @@ function endWithError(
     settleEffectsOnStop(store, runId, tx.now);
     cancelPendingInteractions(store, runId, tx.now);
     finish(tx, state, "failed", null, bounded);
+    releaseTurnIntentsInTx(
+      store,
+      runId,
+      state === "failed" ? failureCause(store, runId) : "timedOut",
+      tx.now,
+    );
     return {
       type: `run.${state}`,
       payload: { code: bounded.code },
@@ -123,7 +131,6 @@ function finish(
 ): void {
   releaseLeaseInTx(tx.store, tx.claim.resource, tx.now);
   setQueueState(tx.store, tx.runId, queue, tx.now);
-  releaseTurnIntents(tx.store, tx.runId);
   execute(
     tx.store,
     "UPDATE runs SET state = :state, paused = 0, finished_at = :now, output_json = :output, " +

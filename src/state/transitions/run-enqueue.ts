@@ -6,6 +6,7 @@ import { execute, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { insertRunEnvironment } from "../run-environments.ts";
+import { supersedeSessionIntentsInTx } from "./turn-intents.ts";
 
 export interface RunBindingInput {
   executionMode: "interactive" | "headless";
@@ -103,6 +104,10 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
       },
     );
     if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
+    // A newer run of the session supersedes the turns still owed for earlier ones.
+    if (opts.binding.executionMode === "interactive") {
+      supersedeSessionIntentsInTx(store, opts.binding.originSessionId!, now);
+    }
     if (definition !== null) {
       execute(
         store,

@@ -28,6 +28,7 @@ import {
   setRunState,
   stopAtBoundary,
 } from "./common.ts";
+import { releaseTurnIntentsInTx } from "./turn-intents.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
   r.state === "running" && (r.queue_state === "running" || r.queue_state === "starting");
@@ -109,6 +110,8 @@ export function waitRun(
     setRunState(store, runId, "waiting");
     setQueueState(store, runId, "parked", tx.now);
     releaseLeaseInTx(store, claim.resource, tx.now);
+    // A model turn stranded earlier gets its successor now: the run waits for an answer.
+    releaseTurnIntentsInTx(store, runId, null, tx.now);
     return {
       type: "run.waiting",
       payload: { decisionId, nodeId: opts.nodeId, kind: opts.kind },

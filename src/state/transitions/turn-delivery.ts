@@ -1,0 +1,207 @@
+/**
+ * How an origin Pi session takes the turns owed to it: `claimTurn` gives the oldest eligible
+ * intent of the session under a short lease held by one request (another live lease hides it,
+ * so two Pi processes on one session never both start it), `resolveTurn` records the public
+ * session entry that started the turn. The text of the turn is the host's to build.
+ */
+import { hashToken } from "../claims.ts";
+import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
+import { OutboxRefusedError } from "../errors.ts";
+import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { heldByOther, OUTBOX_LEASE_MS } from "./notifications.ts";
+import { resolveIntents, type TurnCause, type TurnResolution } from "./turn-intents.ts";
+
+export interface ClaimedTurn {
+  turnIntentId: string;
+  runId: string;
+  cause: TurnCause;
+  /** `{prompt}` of a presentation. */
+  factsJson: string;
+  eligibleAt: number;
+}
+
+export interface TurnClaim {
+  turn: ClaimedTurn | null;
+  /** Eligible intents held by another live lease (adopt them only if already on the branch). */
+  leased: { turnIntentId: string; runId: string }[];
+}
+
+interface OpenIntentRow {
+  intent_id: string;
+  run_id: string;
+  cause: TurnCause;
+  facts_json: string;
+  eligible_at: number;
+  state: string;
+  claim_token_hash: string | null;
+  claim_expires_at: number | null;
+}
+
+/**
+ * Claims the session's oldest eligible intent for the lease `holder`; a run's turn waits until
+ * its notifications were shown (they come first, in order). First, in the same
+ * transaction: intents whose run now presents its next step are resolved `workflowPrompt` (that
+ * step is the successor), and presentations that became eligible before the latest user turn
+ * (`userTurnAt`) are `superseded`.
+ */
+export function claimTurn(
+  store: StateStore,
+  opts: { sessionId: string; holder: string; userTurnAt?: number; leaseMs?: number },
+): TurnClaim {
+  const holderHash = hashToken(opts.holder);
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const prompted = queryAll<{ intent_id: string }>(
+      store,
+      "SELECT t.intent_id FROM turn_intents t WHERE t.target_session_id = :sessionId AND " +
+        "t.state != 'resolved' AND EXISTS (SELECT 1 FROM interactive_requests q WHERE " +
+        "q.run_id = t.run_id AND q.status = 'pending' AND q.created_at >= t.created_at)",
+      { sessionId: opts.sessionId },
+    ).map((r) => r.intent_id);
+    resolveIntents(store, prompted, "workflowPrompt", null, now);
+    if (opts.userTurnAt !== undefined) {
+      const stale = queryAll<OpenIntentRow>(
+        store,
+        "SELECT intent_id, state, claim_token_hash, claim_expires_at FROM turn_intents WHERE " +
+          "target_session_id = :sessionId AND state != 'resolved' AND cause = 'presentation' " +
+          "AND eligible_at IS NOT NULL AND eligible_at < :userTurnAt",
+        { sessionId: opts.sessionId, userTurnAt: opts.userTurnAt },
+      ).filter((row) => !heldByOther(row, holderHash, now)).map((r) => r.intent_id);
+      resolveIntents(store, stale, "superseded", null, now);
+    }
+    const rows = queryAll<OpenIntentRow>(
+      store,
+      "SELECT intent_id, run_id, cause, facts_json, eligible_at, state, claim_token_hash, " +
+        "claim_expires_at FROM turn_intents t WHERE target_session_id = :sessionId AND " +
+        "state != 'resolved' AND eligible_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " +
+        "notifications n WHERE n.run_id = t.run_id AND n.state != 'delivered' AND " +
+        "n.target_session_id = :sessionId) ORDER BY eligible_at, rowid LIMIT 100",
+      { sessionId: opts.sessionId },
+    );
+    const claim: TurnClaim = { turn: null, leased: [] };
+    for (const row of rows) {
+      if (heldByOther(row, holderHash, now)) {
+        claim.leased.push({ turnIntentId: row.intent_id, runId: row.run_id });
+      } else if (claim.turn === null) {
+        execute(
+          store,
+          "UPDATE turn_intents SET state = 'claimed', claim_token_hash = :holderHash, " +
+            "claim_expires_at = :expiresAt WHERE intent_id = :id",
+          {
+            holderHash,
+            expiresAt: now + (opts.leaseMs ?? OUTBOX_LEASE_MS),
+            id: row.intent_id,
+          },
+        );
+        claim.turn = {
+          turnIntentId: row.intent_id,
+          runId: row.run_id,
+          cause: row.cause,
+          factsJson: row.facts_json,
+          eligibleAt: row.eligible_at,
+        };
+      }
+    }
+    return claim;
+  });
+}
+
+export interface TurnResolveResult {
+  outcome: "accepted" | "adopted";
+  body: { turnIntentId: string; resolution: TurnResolution; sessionEntryId: string };
+}
+
+/**
+ * Records the public session entry of the turn the session started for an eligible intent. Like
+ * a delivery, any claimant may record it (adoption after a restart); the same entry again is
+ * `adopted`; an intent resolved otherwise is refused (`alreadyResolved`). The run's other
+ * unresolved intents stranded before it became due (all of them once the run ended) are covered
+ * by this turn and resolved with it.
+ */
+export function resolveTurn(
+  store: StateStore,
+  opts: {
+    turnIntentId: string;
+    sessionId: string;
+    sessionEntryId: string;
+    receipt?: CommandReceiptInput;
+  },
+): TurnResolveResult {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const row = queryOne<{
+      run_id: string;
+      target_session_id: string;
+      cause: TurnCause;
+      eligible_at: number | null;
+      state: string;
+      resolution: TurnResolution | null;
+      session_entry_id: string | null;
+    }>(
+      store,
+      "SELECT run_id, target_session_id, cause, eligible_at, state, resolution, session_entry_id " +
+        "FROM turn_intents WHERE intent_id = :id",
+      { id: opts.turnIntentId },
+    );
+    if (!row) {
+      throw new OutboxRefusedError(
+        "notFound",
+        "turnNotFound",
+        `Unknown turn intent: ${opts.turnIntentId}`,
+      );
+    }
+    if (row.target_session_id !== opts.sessionId) {
+      throw new OutboxRefusedError(
+        "rejected",
+        "wrongSession",
+        `Turn intent ${opts.turnIntentId} belongs to another session`,
+      );
+    }
+    const resolution: TurnResolution = row.cause === "presentation" ? "presentation" : "fallback";
+    let result: TurnResolveResult;
+    if (row.state === "resolved") {
+      if (row.session_entry_id !== opts.sessionEntryId || row.resolution !== resolution) {
+        throw new OutboxRefusedError(
+          "conflict",
+          "alreadyResolved",
+          `Turn intent ${opts.turnIntentId} was already resolved (${row.resolution}${
+            row.session_entry_id ? `, session entry ${row.session_entry_id}` : ""
+          })`,
+        );
+      }
+      result = {
+        outcome: "adopted",
+        body: { turnIntentId: opts.turnIntentId, resolution, sessionEntryId: opts.sessionEntryId },
+      };
+    } else {
+      if (row.eligible_at === null) {
+        throw new OutboxRefusedError(
+          "rejected",
+          "notEligible",
+          `Turn intent ${opts.turnIntentId} is not eligible yet: its run has not ended`,
+        );
+      }
+      // Covered: what was stranded before this turn became due, or everything once the run ended.
+      const covered = queryAll<{ intent_id: string }>(
+        store,
+        "SELECT intent_id FROM turn_intents WHERE run_id = :runId AND state != 'resolved' AND " +
+          "(created_at <= :eligibleAt OR (SELECT state FROM runs WHERE run_id = :runId) IN " +
+          "('completed', 'failed', 'timed_out', 'cancelled'))",
+        { runId: row.run_id, eligibleAt: row.eligible_at },
+      ).map((r) => r.intent_id);
+      resolveIntents(store, covered, resolution, opts.sessionEntryId, now);
+      result = {
+        outcome: "accepted",
+        body: { turnIntentId: opts.turnIntentId, resolution, sessionEntryId: opts.sessionEntryId },
+      };
+    }
+    if (opts.receipt) {
+      recordHostCommandInTx(
+        store,
+        { ...opts.receipt, outcome: result.outcome, receipt: result.body },
+        { runId: row.run_id, revision: null, now },
+      );
+    }
+    return result;
+  });
+}

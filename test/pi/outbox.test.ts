@@ -1,0 +1,371 @@
+/**
+ * The outbox in the real Pi: notify nodes' messages appear once, in order, as displayed custom
+ * messages that start no turn; a completion with a `presentationPrompt` then starts exactly one
+ * turn whose hidden message the model reads; a failing run gives exactly one short factual
+ * fallback turn. Crashes: Pi SIGKILLed between showing a notification and recording it shows
+ * nothing twice after a restart; the host SIGKILLed right after the terminal commit still
+ * delivers the completion turn once; a second Pi process on the same session never shows what
+ * the first one showed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type FakeModel, type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
+import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
+import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { closeStateStore, openStateStore, queryAll } from "../../src/state/store.ts";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+
+const OUTBOX_TYPE = "pi-workflows-outbox";
+const CLI = join(REPO_ROOT, "src/cli/main.ts");
+
+const ANNOUNCE = `
+import { compute, defineWorkflow, notify } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "announce",
+  startAt: "hello",
+  presentationPrompt: ({ output }) => "Tell the user the answer is " + output.answer + ".",
+  nodes: {
+    hello: notify({ message: "Starting the count" }),
+    work: compute({ run: () => ({ answer: 42 }) }),
+    done: notify({ kind: "final", message: ({ outputs }) => "Counted " + outputs.work.answer }),
+    result: compute({ run: ({ outputs }) => outputs.work }),
+  },
+  edges: [
+    { from: "hello", to: "work" },
+    { from: "work", to: "done" },
+    { from: "done", to: "result" },
+  ],
+});
+`;
+
+const BREAKS = `
+import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "breaks",
+  startAt: "boom",
+  nodes: { boom: compute({ run: () => { throw new Error("disk quota exceeded"); } }) },
+});
+`;
+
+function writeWorkflows(sandbox: PiSandbox): void {
+  const dir = join(sandbox.project, ".pi", "workflows");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "announce.workflow.ts"), ANNOUNCE);
+  writeFileSync(join(dir, "breaks.workflow.ts"), BREAKS);
+}
+
+/** The fake model answers every turn with a line naming what it read. */
+function replyScript(request: FakeModelRequest) {
+  const text = request.lastUserText;
+  if (text.includes("Presentation instructions")) {
+    return { kind: "text" as const, text: "PRESENTED" };
+  }
+  if (text.startsWith("Workflow ")) return { kind: "text" as const, text: "FALLBACK SEEN" };
+  return { kind: "text" as const, text: "ok" };
+}
+
+/** Outbox messages Pi appended (RPC `message_end` of our custom type), in order. */
+function outboxMessages(pi: PiRpc, from = 0) {
+  return pi.records.slice(from).filter((r) =>
+    r.type === "message_end" && (r.message as { customType?: string })?.customType === OUTBOX_TYPE
+  ).map((r) => {
+    const message = r.message as {
+      content: string;
+      display: boolean;
+      details: Record<string, string>;
+    };
+    return { content: message.content, display: message.display, details: message.details };
+  });
+}
+
+async function noticeMatching(pi: PiRpc, from: number, pattern: RegExp): Promise<RpcRecord> {
+  return await pi.waitFor(
+    (r) =>
+      r.type === "extension_ui_request" && r.method === "notify" && pattern.test(String(r.message)),
+    { from, timeoutMs: 60_000, what: `a notice matching ${pattern}` },
+  );
+}
+
+function runIdOf(notice: RpcRecord): string {
+  return /\((run-[^)]+)\)/.exec(String(notice.message))![1];
+}
+
+function readState<T>(sandbox: PiSandbox, sql: string, params: Record<string, string> = {}): T[] {
+  const store = openStateStore({
+    stateDir: sandbox.stateDir,
+    clock: systemClock,
+    ids: randomIds,
+    readOnly: true,
+  });
+  try {
+    return queryAll<T>(store, sql, params);
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+/** Polls the state (read-only) until `done(rows)`, with a deadline. */
+async function waitForState<T>(
+  sandbox: PiSandbox,
+  sql: string,
+  params: Record<string, string>,
+  done: (rows: T[]) => boolean,
+  timeoutMs = 30_000,
+): Promise<T[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = readState<T>(sandbox, sql, params);
+    if (done(rows)) return rows;
+    if (Date.now() > deadline) {
+      throw new Error(`State did not reach the expected rows: ${JSON.stringify(rows)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+interface OutboxEntry {
+  id: string;
+  content: string;
+  display: boolean;
+  details: { kind: string; notificationId?: string; turnIntentId?: string };
+}
+
+/** The outbox entries of the session as the Pi process holds it (`get_entries`). */
+async function outboxEntries(pi: PiRpc): Promise<OutboxEntry[]> {
+  const response = await pi.command({ type: "get_entries" });
+  const entries =
+    (response.data as { entries: (OutboxEntry & { type: string; customType?: string })[] })
+      .entries;
+  return entries.filter((e) => e.type === "custom_message" && e.customType === OUTBOX_TYPE);
+}
+
+/** Each notification and turn intent of the run shows in exactly one entry. */
+function idsOf(entries: OutboxEntry[]): string[] {
+  return entries.map((e) => e.details.notificationId ?? e.details.turnIntentId ?? "?");
+}
+
+const RUN_OUTBOX_SQL =
+  "SELECT 'n' AS what, notification_id AS id, state, session_entry_id AS entry " +
+  "FROM notifications WHERE run_id = :runId UNION ALL SELECT 't', intent_id, state, " +
+  "session_entry_id FROM turn_intents WHERE run_id = :runId";
+interface OutboxRow {
+  what: "n" | "t";
+  id: string;
+  state: string;
+  entry: string | null;
+}
+const allRecorded = (rows: OutboxRow[]) =>
+  rows.length === 3 && rows.every((r) => r.state === "delivered" || r.state === "resolved");
+
+describe("the outbox in the real Pi", () => {
+  let model: FakeModel;
+  let sandbox: PiSandbox;
+  let pi: PiRpc;
+  const SESSION = "outbox-session-a";
+
+  beforeAll(async () => {
+    model = await startFakeModel({ script: replyScript, lifetimeMs: 300_000 });
+    sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+    writeWorkflows(sandbox);
+    await sandbox.install(REPO_ROOT);
+    pi = await startPi(sandbox, { sessionId: SESSION });
+    // A conversation first: Pi writes the session file once it has one.
+    const from = pi.records.length;
+    await pi.prompt("hello");
+    await pi.waitForSettled(from);
+  });
+
+  afterAll(async () => {
+    await stopAllPi();
+    await sandbox?.cleanup();
+    await model?.close();
+  });
+
+  const presentations = (from: number) =>
+    model.requests.slice(from).filter((r) => r.lastUserText.includes("Presentation instructions"));
+
+  /** Starts `announce` and waits until its notifications and turn are recorded. */
+  async function announce(on: PiRpc, options: { expectExit?: boolean } = {}) {
+    const from = on.records.length;
+    const prompt = on.prompt("/workflow announce", 60_000);
+    if (options.expectExit) prompt.catch(() => {});
+    else await prompt;
+    const started = await noticeMatching(on, from, /^Started workflow announce/);
+    return { from, runId: runIdOf(started) };
+  }
+
+  it("shows both notifications once, in order, then starts one completion turn", async () => {
+    const requestsBefore = model.requests.length;
+    const { from, runId } = await announce(pi);
+    const presented = await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(presented.lastUserText).toContain("Tell the user the answer is 42.");
+    expect(presented.lastUserText).toContain('"answer": 42');
+    const recorded = await waitForState<OutboxRow>(sandbox, RUN_OUTBOX_SQL, { runId }, allRecorded);
+    await pi.waitForSettled(pi.records.findIndex((r, i) => i >= from && r.type === "agent_start"));
+
+    const shown = outboxMessages(pi, from);
+    expect(shown.map((m) => [m.details.kind, m.content, m.display])).toEqual([
+      ["notification", "Workflow announce: Starting the count", true],
+      ["notification", "Workflow announce — final:\nCounted 42", true],
+      ["turn", presented.lastUserText, false],
+    ]);
+    // The host recorded exactly the entries Pi holds for them.
+    const entries = await outboxEntries(pi);
+    expect(recorded.map((r) => r.entry).sort()).toEqual(entries.map((e) => e.id).sort());
+    expect(idsOf(entries).sort()).toEqual(recorded.map((r) => r.id).sort());
+    // One model turn came from the workflow: the presentation; notifications start none.
+    expect(presentations(requestsBefore)).toHaveLength(1);
+    expect(
+      model.requests.slice(requestsBefore).some((r) =>
+        r.lastUserText.startsWith("Workflow announce:")
+      ),
+    )
+      .toBe(false);
+  });
+
+  it("a failing run gives exactly one short factual fallback turn", async () => {
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("/workflow breaks", 60_000);
+    const runId = runIdOf(await noticeMatching(pi, from, /^Started workflow breaks/));
+    const seen = await model.waitForRequest(
+      (r) => r.lastUserText.startsWith("Workflow "),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(seen.lastUserText).toBe(
+      `Workflow "breaks" (run ${runId}) ended with state failed: disk quota exceeded. What to do ` +
+        "next: tell the user what happened and how it could be fixed; start the workflow again " +
+        "with the workflow tool only if that is what they want.",
+    );
+    await waitForState<{ state: string }>(
+      sandbox,
+      "SELECT state FROM turn_intents WHERE run_id = :runId",
+      { runId },
+      (rows) => rows.length === 1 && rows[0].state === "resolved",
+    );
+    await pi.waitForSettled(pi.records.findIndex((r, i) => i >= from && r.type === "agent_start"));
+    const shown = outboxMessages(pi, from);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]).toMatchObject({
+      display: true,
+      details: { kind: "turn", turnKind: "fallback" },
+    });
+    expect(
+      model.requests.slice(requestsBefore).filter((r) => r.lastUserText.startsWith("Workflow ")),
+    )
+      .toHaveLength(1);
+  });
+
+  it("Pi SIGKILLed between showing a notification and recording it shows nothing twice", async () => {
+    expect(await pi.stop()).toEqual({ code: 0, signal: null });
+    const crashEnv = {
+      PI_WORKFLOWS_CRASH_AT: "extension.notification.afterShow#2",
+      PI_WORKFLOWS_CRASH_ONCE: join(sandbox.root, "pi-crashed"),
+    };
+    const crashing = await startPi(sandbox, { sessionId: SESSION, env: crashEnv });
+    const requestsBefore = model.requests.length;
+    const { runId } = await announce(crashing, { expectExit: true });
+    expect(await crashing.exited).toEqual({ code: null, signal: "SIGKILL" });
+    // The second notification is on the session but not recorded with the host.
+    const before = readState<OutboxRow>(sandbox, RUN_OUTBOX_SQL, { runId });
+    expect(before.filter((r) => r.what === "n").map((r) => r.state)).toEqual([
+      "delivered",
+      "claimed",
+    ]);
+
+    pi = await startPi(sandbox, { sessionId: SESSION, env: crashEnv });
+    const recorded = await waitForState<OutboxRow>(
+      sandbox,
+      RUN_OUTBOX_SQL,
+      { runId },
+      allRecorded,
+      60_000,
+    );
+    await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    const entries = (await outboxEntries(pi)).filter((e) =>
+      recorded.some((r) => r.id === (e.details.notificationId ?? e.details.turnIntentId))
+    );
+    expect(idsOf(entries).sort()).toEqual(recorded.map((r) => r.id).sort());
+    expect(entries.map((e) => e.id).sort()).toEqual(recorded.map((r) => r.entry).sort());
+    expect(presentations(requestsBefore)).toHaveLength(1);
+  });
+
+  it("the host SIGKILLed right after the terminal commit still delivers the completion turn once", async () => {
+    await pi.stop();
+    expect(spawnSync(process.execPath, [CLI, "host", "stop"], { env: sandbox.env }).status).toBe(0);
+    const crashed = join(sandbox.root, "host-crashed");
+    pi = await startPi(sandbox, {
+      sessionId: SESSION,
+      env: {
+        PI_WORKFLOWS_CRASH_AT: "host.run.finished.afterCommit",
+        PI_WORKFLOWS_CRASH_ONCE: crashed,
+        PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
+      },
+    });
+    const requestsBefore = model.requests.length;
+    const { runId } = await announce(pi);
+    const recorded = await waitForState<OutboxRow>(
+      sandbox,
+      RUN_OUTBOX_SQL,
+      { runId },
+      allRecorded,
+      60_000,
+    );
+    expect(existsSync(crashed)).toBe(true);
+    await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    const entries = (await outboxEntries(pi)).filter((e) =>
+      recorded.some((r) => r.id === (e.details.notificationId ?? e.details.turnIntentId))
+    );
+    expect(idsOf(entries).sort()).toEqual(recorded.map((r) => r.id).sort());
+    expect(presentations(requestsBefore)).toHaveLength(1);
+  });
+
+  it("a second Pi process on the same session never shows what the first one shows", async () => {
+    const second = await startPi(sandbox, { sessionId: SESSION });
+    const requestsBefore = model.requests.length;
+    const secondFrom = second.records.length;
+    const { from, runId } = await announce(pi);
+    const recorded = await waitForState<OutboxRow>(
+      sandbox,
+      RUN_OUTBOX_SQL,
+      { runId },
+      allRecorded,
+      60_000,
+    );
+    await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    const shownIds = [...outboxMessages(pi, from), ...outboxMessages(second, secondFrom)]
+      .map((m) => m.details.notificationId ?? m.details.turnIntentId);
+    expect(shownIds.sort()).toEqual(recorded.map((r) => r.id).sort());
+    expect(presentations(requestsBefore)).toHaveLength(1);
+    await second.stop();
+  });
+
+  it("left the state consistent", () => {
+    const store = openStateStore({
+      stateDir: sandbox.stateDir,
+      clock: systemClock,
+      ids: randomIds,
+      readOnly: true,
+    });
+    try {
+      expect(checkInvariants(store)).toEqual([]);
+    } finally {
+      closeStateStore(store);
+    }
+  });
+});

@@ -1,0 +1,524 @@
+/**
+ * The Pi outbox in the state layer: notifications committed with their notify attempt's finish
+ * and claimed under a lease; completion presentations ineligible until the terminal commit;
+ * successor turns with deterministic ids, at most one eligible per run; supersession.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { OutboxRefusedError } from "../../src/state/errors.ts";
+import { listRunNotifications, readTurnRunFacts } from "../../src/state/outbox-queries.ts";
+import {
+  recordNodeFinished,
+  recordNodeStarted,
+} from "../../src/state/transitions/node-attempts.ts";
+import {
+  claimNotifications,
+  deliverNotification,
+  OUTBOX_LEASE_MS,
+} from "../../src/state/transitions/notifications.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { completeRun, failRun, timeOutRun } from "../../src/state/transitions/run-end.ts";
+import { waitRun } from "../../src/state/transitions/run-park.ts";
+import { answerDecision } from "../../src/state/transitions/decisions.ts";
+import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
+import {
+  recordStrandedTurnInTx,
+  requestPresentation,
+  turnIntentId,
+} from "../../src/state/transitions/turn-intents.ts";
+import { claimTurn, resolveTurn } from "../../src/state/transitions/turn-delivery.ts";
+import { writeTransaction } from "../../src/state/store.ts";
+import type { Claim } from "../../src/state/claims.ts";
+import { enqueue, type Fixture, HOST, launch, openFixture, snapshot } from "./helpers.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => {
+  expect(checkInvariants(f.store)).toEqual([]);
+  f.close();
+});
+
+const SESSION = "session-1";
+const interactive = (session = SESSION) => ({
+  binding: { executionMode: "interactive" as const, originSessionId: session },
+});
+
+function notify(claim: Claim, nodeId: string, kind: "progress" | "final", message: string) {
+  const attemptId = f.store.ids.next("attempt");
+  recordNodeStarted(f.store, claim, {
+    attemptId,
+    nodeId,
+    nodeKind: "notify",
+    effect: "pure",
+    deadlineAt: null,
+  });
+  return recordNodeFinished(f.store, claim, {
+    attemptId,
+    output: { kind, message },
+    notification: { kind, message },
+  });
+}
+
+function refusal(fn: () => unknown): { outcome: string; code: string } {
+  const before = snapshot(f.store);
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(OutboxRefusedError);
+    expect(snapshot(f.store)).toBe(before);
+    const e = error as OutboxRefusedError;
+    return { outcome: e.outcome, code: e.code };
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("notifications", () => {
+  it("are committed with the notify attempt's finish, one per visit, in order", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    const first = notify(claim, "hello", "progress", "Starting");
+    const second = notify(claim, "bye", "final", "All done");
+    const again = notify(claim, "hello", "progress", "Starting again");
+    expect([first.notificationId, second.notificationId, again.notificationId]).not.toContain(null);
+    const rows = f.store.db.prepare(
+      "SELECT node_id, notification_index, target_session_id, kind, message, state FROM " +
+        "notifications ORDER BY created_at, rowid",
+    ).all();
+    expect(rows).toEqual([
+      {
+        node_id: "hello",
+        notification_index: 1,
+        target_session_id: SESSION,
+        kind: "progress",
+        message: "Starting",
+        state: "pending",
+      },
+      {
+        node_id: "bye",
+        notification_index: 1,
+        target_session_id: SESSION,
+        kind: "final",
+        message: "All done",
+        state: "pending",
+      },
+      {
+        node_id: "hello",
+        notification_index: 2,
+        target_session_id: SESSION,
+        kind: "progress",
+        message: "Starting again",
+        state: "pending",
+      },
+    ]);
+    // The attempt and its notification are one commit: the event names it.
+    const event = f.store.db.prepare(
+      "SELECT payload_json FROM events WHERE run_id = ? AND type = 'node.finished' ORDER BY seq LIMIT 1",
+    ).get(runId) as { payload_json: string };
+    expect(JSON.parse(event.payload_json).notificationId).toBe(first.notificationId);
+  });
+
+  it("of a headless run stay readable in status and are never claimed", () => {
+    const runId = enqueue(f.store);
+    const claim = launch(f.store, runId);
+    notify(claim, "n", "final", "Report ready");
+    expect(listRunNotifications(f.store, runId)).toEqual([
+      expect.objectContaining({
+        nodeId: "n",
+        kind: "final",
+        message: "Report ready",
+        state: "pending",
+        deliveredAt: null,
+      }),
+    ]);
+    expect(claimNotifications(f.store, { sessionId: SESSION, holder: "a", limit: 10 }))
+      .toEqual({ notifications: [], leased: [] });
+  });
+
+  it("are leased to one claimant; another sees them leased until the lease expires", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    const { notificationId: id } = notify(claim, "n", "progress", "Hi");
+    const a = claimNotifications(f.store, { sessionId: SESSION, holder: "a", limit: 10 });
+    expect(a.notifications.map((n) => [n.notificationId, n.workflowName, n.message])).toEqual([
+      [id, "demo", "Hi"],
+    ]);
+    // The same request again (a resend after a lost answer) holds the same lease.
+    expect(
+      claimNotifications(f.store, { sessionId: SESSION, holder: "a", limit: 10 }).notifications,
+    )
+      .toHaveLength(1);
+    const b = claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 });
+    expect(b).toEqual({ notifications: [], leased: [{ notificationId: id, runId }] });
+    // Another session never sees them.
+    expect(claimNotifications(f.store, { sessionId: "other", holder: "a", limit: 10 }))
+      .toEqual({ notifications: [], leased: [] });
+    f.clock.advance(OUTBOX_LEASE_MS + 1);
+    expect(
+      claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 }).notifications,
+    )
+      .toHaveLength(1);
+  });
+
+  it("deliver records the entry once; the same entry is adopted, another refused", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    const { notificationId } = notify(claim, "n", "progress", "Hi");
+    const id = notificationId!;
+    claimNotifications(f.store, { sessionId: SESSION, holder: "a", limit: 10 });
+    f.clock.advance(5);
+    const first = deliverNotification(f.store, {
+      notificationId: id,
+      sessionId: SESSION,
+      sessionEntryId: "e1",
+    });
+    expect(first).toEqual({
+      outcome: "accepted",
+      body: { notificationId: id, sessionEntryId: "e1", deliveredAt: f.clock.now() },
+    });
+    // A restarted Pi (no lease) adopting its own entry.
+    expect(
+      deliverNotification(f.store, { notificationId: id, sessionId: SESSION, sessionEntryId: "e1" })
+        .outcome,
+    )
+      .toBe("adopted");
+    expect(
+      refusal(() =>
+        deliverNotification(f.store, {
+          notificationId: id,
+          sessionId: SESSION,
+          sessionEntryId: "e2",
+        })
+      ),
+    ).toEqual({ outcome: "conflict", code: "alreadyDelivered" });
+    expect(
+      refusal(() =>
+        deliverNotification(f.store, {
+          notificationId: id,
+          sessionId: "other",
+          sessionEntryId: "e1",
+        })
+      ),
+    ).toEqual({ outcome: "rejected", code: "wrongSession" });
+    expect(
+      refusal(() =>
+        deliverNotification(f.store, {
+          notificationId: "nope",
+          sessionId: SESSION,
+          sessionEntryId: "e1",
+        })
+      ),
+    ).toEqual({ outcome: "notFound", code: "notificationNotFound" });
+    expect(claimNotifications(f.store, { sessionId: SESSION, holder: "c", limit: 10 }))
+      .toEqual({ notifications: [], leased: [] });
+    expect(listRunNotifications(f.store, runId)[0]).toMatchObject({
+      state: "delivered",
+      deliveredAt: f.clock.now(),
+    });
+  });
+});
+
+describe("completion presentation", () => {
+  it("is ineligible before the terminal commit and eligible in it", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    expect(requestPresentation(f.store, claim, { prompt: "Summarize" }).recorded).toBe(true);
+    // A retried proposal (the same run completing again after a crash) records no second one.
+    requestPresentation(f.store, claim, { prompt: "Summarize!" });
+    const intents = () =>
+      f.store.db.prepare("SELECT intent_id, cause, eligible_at, facts_json FROM turn_intents")
+        .all() as {
+          intent_id: string;
+          cause: string;
+          eligible_at: number | null;
+          facts_json: string;
+        }[];
+    expect(intents()).toEqual([{
+      intent_id: turnIntentId(runId, "presentation"),
+      cause: "presentation",
+      eligible_at: null,
+      facts_json: '{"prompt":"Summarize!"}',
+    }]);
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" })).toEqual({
+      turn: null,
+      leased: [],
+    });
+    f.clock.advance(3);
+    completeRun(f.store, claim, { output: { ok: true } });
+    expect(intents()[0].eligible_at).toBe(f.clock.now());
+    const { turn } = claimTurn(f.store, { sessionId: SESSION, holder: "a" });
+    expect(turn).toMatchObject({
+      runId,
+      cause: "presentation",
+      turnIntentId: turnIntentId(runId, "presentation"),
+    });
+    expect(readTurnRunFacts(f.store, runId)).toMatchObject({
+      state: "completed",
+      output: { ok: true },
+    });
+  });
+
+  it("is not recorded for a headless run", () => {
+    const runId = enqueue(f.store);
+    const claim = launch(f.store, runId);
+    expect(requestPresentation(f.store, claim, { prompt: "x" }).recorded).toBe(false);
+    completeRun(f.store, claim, { output: 1 });
+    expect(f.store.db.prepare("SELECT COUNT(*) AS n FROM turn_intents").get()).toEqual({ n: 0 });
+  });
+
+  it("is superseded by a user turn after it became due, and by a newer run", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    requestPresentation(f.store, claim, { prompt: "p" });
+    completeRun(f.store, claim, { output: 1 });
+    const due = f.clock.now();
+    // A user turn before it became due does not supersede it.
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a", userTurnAt: due - 1 }).turn).not
+      .toBeNull();
+    f.clock.advance(OUTBOX_LEASE_MS + 1);
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "b", userTurnAt: due + 1 }).turn)
+      .toBeNull();
+    expect(resolution(turnIntentId(runId, "presentation"))).toBe("superseded");
+
+    const second = enqueue(f.store, interactive());
+    const claim2 = launch(f.store, second);
+    requestPresentation(f.store, claim2, { prompt: "p" });
+    completeRun(f.store, claim2, { output: 2 });
+    enqueue(f.store, interactive());
+    expect(resolution(turnIntentId(second, "presentation"))).toBe("superseded");
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "c" }).turn).toBeNull();
+  });
+});
+
+function resolution(intentId: string): string | null {
+  return (f.store.db.prepare("SELECT resolution FROM turn_intents WHERE intent_id = ?").get(
+    intentId,
+  ) as {
+    resolution: string | null;
+  }).resolution;
+}
+
+describe("successor turns", () => {
+  it("a failed run gets one eligible fallback; a run that failed before any attempt a launchFailed one", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    recordNodeStarted(f.store, claim, {
+      attemptId: "a1",
+      nodeId: "n",
+      nodeKind: "compute",
+      effect: "pure",
+      deadlineAt: null,
+    });
+    failRun(f.store, claim, { error: { code: "boom", message: "It broke" } });
+    const failed = claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn!;
+    expect(failed).toMatchObject({ turnIntentId: turnIntentId(runId, "failed"), cause: "failed" });
+
+    const other = enqueue(f.store, interactive("session-2"));
+    failRun(f.store, launch(f.store, other), { error: { code: "workerCrashed", message: "x" } });
+    expect(claimTurn(f.store, { sessionId: "session-2", holder: "a" }).turn?.cause).toBe(
+      "launchFailed",
+    );
+
+    const timedOut = enqueue(f.store, interactive("session-3"));
+    timeOutRun(f.store, launch(f.store, timedOut));
+    expect(claimTurn(f.store, { sessionId: "session-3", holder: "a" }).turn?.cause).toBe(
+      "timedOut",
+    );
+
+    // Headless runs owe no turn.
+    const headless = enqueue(f.store);
+    failRun(f.store, launch(f.store, headless), { error: { code: "e", message: "m" } });
+    expect(
+      f.store.db.prepare("SELECT COUNT(*) AS n FROM turn_intents WHERE run_id = ?").get(headless),
+    )
+      .toEqual({ n: 0 });
+  });
+
+  it("a stranded step becomes eligible when the run ends, and is the one turn of that ending", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-7", f.clock.now()),
+    );
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-7", f.clock.now()),
+    );
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
+    timeOutRun(f.store, claim);
+    const rows = f.store.db.prepare(
+      "SELECT intent_id, eligible_at IS NOT NULL AS eligible FROM turn_intents",
+    ).all();
+    expect(rows).toEqual([{ intent_id: turnIntentId(runId, "timedOut", "att-7"), eligible: 1 }]);
+  });
+
+  it("a stranded step whose run goes on to present its next step resolves as workflowPrompt", () => {
+    const runId = enqueue(f.store, interactive());
+    launch(f.store, runId);
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
+    );
+    f.clock.advance(10);
+    // The next step's interactive request, as the interactive transitions record it.
+    f.store.db.prepare(
+      "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, state, generation, started_at) " +
+        "VALUES ('att-2', ?, 1, 'next', 'agent', 'pure', 'ok', 1, ?)",
+    ).run(runId, f.clock.now());
+    f.store.db.prepare(
+      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, target_session_id, kind, contract_hash, status, created_at) " +
+        "VALUES ('ir-2', ?, 'att-2', ?, 'agent', 'h', 'pending', ?)",
+    ).run(runId, SESSION, f.clock.now());
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
+    expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("workflowPrompt");
+    f.store.db.prepare("UPDATE interactive_requests SET status = 'settled'").run();
+  });
+
+  it("a run waiting for an answer releases the stranded turn; the turn covers it once", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
+    );
+    recordNodeStarted(f.store, claim, {
+      attemptId: "a2",
+      nodeId: "ask",
+      nodeKind: "checkpoint",
+      effect: "pure",
+      deadlineAt: null,
+    });
+    waitRun(f.store, claim, { attemptId: "a2", nodeId: "ask", kind: "checkpoint", request: null });
+    const turn = claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn!;
+    expect(turn.turnIntentId).toBe(turnIntentId(runId, "timedOut", "att-1"));
+    expect(readTurnRunFacts(f.store, runId)?.waiting).toEqual({
+      kind: "checkpoint",
+      nodeId: "ask",
+    });
+    expect(
+      resolveTurn(f.store, {
+        turnIntentId: turn.turnIntentId,
+        sessionId: SESSION,
+        sessionEntryId: "e1",
+      }).body,
+    )
+      .toEqual({ turnIntentId: turn.turnIntentId, resolution: "fallback", sessionEntryId: "e1" });
+    // Answered, the run goes on and fails: a new ending, a new turn.
+    answerDecision(f.store, {
+      runId,
+      nodeId: "ask",
+      attemptId: "a2",
+      kind: "checkpoint",
+      answer: 1,
+      ownerId: HOST,
+    });
+    const epoch = f.store.db.prepare("SELECT worker_epoch FROM run_workers WHERE status = 'live'")
+      .get() as {
+        worker_epoch: string;
+      };
+    finishWorkerEpoch(f.store, {
+      workerEpoch: epoch.worker_epoch,
+      status: "exited",
+      exitCode: 0,
+      signal: null,
+      diagnosticHash: null,
+    });
+    failRun(f.store, launch(f.store, runId), { error: { code: "boom", message: "m" } });
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn?.cause).toBe("failed");
+  });
+
+  it("a presentation covers a stranded turn still waiting for delivery", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
+    );
+    requestPresentation(f.store, claim, { prompt: "p" });
+    completeRun(f.store, claim, { output: 1 });
+    const turn = claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn!;
+    expect(turn.cause).toBe("presentation");
+    resolveTurn(f.store, {
+      turnIntentId: turn.turnIntentId,
+      sessionId: SESSION,
+      sessionEntryId: "e1",
+    });
+    expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("presentation");
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
+  });
+
+  it("a user's cancel is quiet: pending intents are superseded", () => {
+    const runId = enqueue(f.store, interactive());
+    launch(f.store, runId);
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
+    );
+    cancelRun(f.store, { runId, ownerId: HOST });
+    expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("superseded");
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
+  });
+
+  it("resolve: leases, adoption, refusals", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    requestPresentation(f.store, claim, { prompt: "p" });
+    const id = turnIntentId(runId, "presentation");
+    expect(
+      refusal(() =>
+        resolveTurn(f.store, { turnIntentId: id, sessionId: SESSION, sessionEntryId: "e1" })
+      ),
+    )
+      .toEqual({ outcome: "rejected", code: "notEligible" });
+    completeRun(f.store, claim, { output: 1 });
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn?.turnIntentId).toBe(id);
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "b" })).toEqual({
+      turn: null,
+      leased: [{ turnIntentId: id, runId }],
+    });
+    expect(
+      refusal(() =>
+        resolveTurn(f.store, { turnIntentId: id, sessionId: "other", sessionEntryId: "e1" })
+      ),
+    )
+      .toEqual({ outcome: "rejected", code: "wrongSession" });
+    // Another claimant (a restarted Pi that found the entry on its branch) may resolve it.
+    expect(
+      resolveTurn(f.store, { turnIntentId: id, sessionId: SESSION, sessionEntryId: "e1" }).outcome,
+    )
+      .toBe("accepted");
+    expect(
+      resolveTurn(f.store, { turnIntentId: id, sessionId: SESSION, sessionEntryId: "e1" }).outcome,
+    )
+      .toBe("adopted");
+    expect(
+      refusal(() =>
+        resolveTurn(f.store, { turnIntentId: id, sessionId: SESSION, sessionEntryId: "e2" })
+      ),
+    )
+      .toEqual({ outcome: "conflict", code: "alreadyResolved" });
+    expect(
+      refusal(() =>
+        resolveTurn(f.store, { turnIntentId: "turn-x", sessionId: SESSION, sessionEntryId: "e" })
+      ),
+    )
+      .toEqual({ outcome: "notFound", code: "turnNotFound" });
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "b" })).toEqual({
+      turn: null,
+      leased: [],
+    });
+  });
+});
+
+describe("invariants", () => {
+  it("detect a presentation made eligible before its run completed", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    requestPresentation(f.store, claim, { prompt: "p" });
+    f.store.db.prepare("UPDATE turn_intents SET eligible_at = 1").run();
+    expect(checkInvariants(f.store).map((v) => v.code)).toContain("presentationBeforeCompletion");
+    f.store.db.prepare("UPDATE turn_intents SET eligible_at = NULL").run();
+  });
+});
