@@ -22,11 +22,13 @@ export function formatRunHeadline(run: RunSummary): string {
   }`;
 }
 
+/** One run; `attemptCount` (when more than shown) says that only the last attempts are listed. */
 export function formatRun(
   run: RunSummary,
   attempts: readonly AttemptSummary[] = [],
   ambiguous: readonly AmbiguousEffectSummary[] = [],
   updates: readonly UpdateSummary[] = [],
+  attemptCount = attempts.length,
 ): string {
   const lines = [
     `run ${run.runId}`,
@@ -40,7 +42,12 @@ export function formatRun(
     `updated: ${new Date(run.updatedAt).toISOString()}`,
   ];
   if (attempts.length > 0) {
-    lines.push("nodes:");
+    lines.push(
+      attemptCount > attempts.length
+        ? `nodes (the last ${attempts.length} of ${attemptCount} attempts; --attempts all shows ` +
+          "every one):"
+        : "nodes:",
+    );
     for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt)}`);
   }
   if (updates.length > 0) {
@@ -114,13 +121,23 @@ function formatAttempt(attempt: AttemptSummary): string {
   } ${attempt.nodeId} (${attempt.nodeKind}, ${attempt.state}${took})${error}`;
 }
 
-export function formatRunList(runs: readonly RunSummary[]): string {
-  if (runs.length === 0) return "No runs";
+/** The runs, newest first, and a last line when `total` says more exist than are shown. */
+export function formatRunList(
+  runs: readonly RunSummary[],
+  total = runs.length,
+  all = false,
+): string {
+  const more = total > runs.length
+    ? `\nShowing ${runs.length} of ${total} ${all ? "" : "active "}runs: ${
+      all ? "--all without --limit shows every one" : "--limit N or --all shows more"
+    }`
+    : "";
+  if (runs.length === 0) return `No runs${more}`;
   const width = Math.max(...runs.map((run) => run.state.length + (run.paused ? 8 : 0)));
   return runs.map((run) => {
     const state = `${run.state}${run.paused ? " (paused)" : ""}`.padEnd(width + 1);
     return `${state} ${run.runId}  ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`;
-  }).join("\n");
+  }).join("\n") + more;
 }
 
 /** One progress line per event `start --wait` shows; null for events people need not see. */

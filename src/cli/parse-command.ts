@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/run-environment.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
+import { MAX_PAGE_ITEMS } from "../protocol/run-operations.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
@@ -46,8 +47,21 @@ export type CliCommand =
      */
     piArgs: string[];
   }
-  | { kind: "status"; runId: string; json: boolean }
-  | { kind: "list"; all: boolean; json: boolean }
+  | {
+    kind: "status";
+    runId: string;
+    /** The last N attempts, or every one. */
+    attempts: number | "all";
+    json: boolean;
+  }
+  | {
+    kind: "list";
+    /** Finished runs too, and no limit unless `limit` is given. */
+    all: boolean;
+    /** At most this many runs; null: 50, or every run with `all`. */
+    limit: number | null;
+    json: boolean;
+  }
   | { kind: "control"; action: ControlAction; runId: string; json: boolean }
   | {
     kind: "answer";
@@ -72,6 +86,8 @@ const HELP: Options = { help: { type: "boolean", short: "h" } };
 const JSON_FLAG: Options = { ...HELP, json: { type: "boolean" } };
 const HOST_ACTIONS: readonly HostAction[] = ["run", "start", "status", "stop"];
 const MAX_RUN_ID_LENGTH = 200;
+/** Attempts `status` shows without `--attempts`. */
+export const DEFAULT_CLI_ATTEMPTS = 20;
 
 export function parseCommand(argv: readonly string[]): CliCommand {
   const [name, ...rest] = argv;
@@ -96,18 +112,38 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "start":
       return parseStart(rest);
     case "status": {
-      const parsed = parse("status", rest, JSON_FLAG, 1, 1);
+      const parsed = parse("status", rest, { ...JSON_FLAG, attempts: { type: "string" } }, 1, 1);
       if (parsed.help) return { kind: "help", topic: "status" };
+      const attempts = parsed.values.attempts;
       return {
         kind: "status",
         runId: runIdArg("status", parsed.positionals[0]),
+        attempts: attempts === "all"
+          ? "all"
+          : typeof attempts === "string"
+          ? countOption("--attempts", attempts, MAX_PAGE_ITEMS, "or 'all'")
+          : DEFAULT_CLI_ATTEMPTS,
         json: flag(parsed, "json"),
       };
     }
     case "list": {
-      const parsed = parse("list", rest, { ...JSON_FLAG, all: { type: "boolean" } }, 0, 0);
+      const parsed = parse(
+        "list",
+        rest,
+        { ...JSON_FLAG, all: { type: "boolean" }, limit: { type: "string" } },
+        0,
+        0,
+      );
       if (parsed.help) return { kind: "help", topic: "list" };
-      return { kind: "list", all: flag(parsed, "all"), json: flag(parsed, "json") };
+      const limit = parsed.values.limit;
+      return {
+        kind: "list",
+        all: flag(parsed, "all"),
+        limit: typeof limit === "string"
+          ? countOption("--limit", limit, Number.MAX_SAFE_INTEGER, "")
+          : null,
+        json: flag(parsed, "json"),
+      };
     }
     case "pause":
     case "resume":
@@ -374,6 +410,19 @@ function describeParseError(error: unknown): string {
 
 export function flag(parsed: Parsed, name: string): boolean {
   return parsed.values[name] === true;
+}
+
+/** A positive integer option value, at most `max`. */
+function countOption(option: string, text: string, max: number, alternative: string): number {
+  const value = /^[0-9]{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= 1 && value <= max)) {
+    throw new UsageError(
+      `Invalid ${option} '${text.slice(0, 30)}': give a number from 1${
+        max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""
+      }${alternative ? ` ${alternative}` : ""}`,
+    );
+  }
+  return value;
 }
 
 export function runIdArg(command: string, value: string | undefined): string {

@@ -17,6 +17,7 @@ import { EXIT, UsageError } from "./exit-codes.ts";
 import { answerRun } from "./answer-command.ts";
 import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
+import { readRunList, readStatus } from "./paged-reads.ts";
 import { formatWaiting } from "./format-waiting.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
@@ -34,6 +35,8 @@ interface StartRequest {
   input: JsonValue;
   env: RunEnvironment;
 }
+
+const DEFAULT_LIST_LIMIT = 50;
 
 const PAST_TENSE = { pause: "Paused", resume: "Resumed", cancel: "Cancelled" } as const;
 
@@ -111,17 +114,20 @@ async function execute(
       return EXIT.ok;
     }
     case "status": {
-      const receipt = receiptOf(
-        "run.status",
-        await connection.request("run.status", {
-          runId: command.runId,
-          payload: { includeUpdates: true, includeNotifications: true },
-        }),
-      );
+      const receipt = await readStatus(connection, command.runId, command.attempts, {
+        includeUpdates: true,
+        includeNotifications: true,
+      });
       if (command.json) printJson(io, receipt);
       else {
         io.out(
-          formatRun(receipt.run, receipt.attempts, receipt.ambiguousEffects, receipt.updates),
+          formatRun(
+            receipt.run,
+            receipt.attempts,
+            receipt.ambiguousEffects,
+            receipt.updates,
+            receipt.attemptCount,
+          ),
         );
         if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
         if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
@@ -131,12 +137,11 @@ async function execute(
     case "answer":
       return await answerRun(connection, command, io);
     case "list": {
-      const receipt = receiptOf(
-        "run.list",
-        await connection.request("run.list", { payload: { all: command.all } }),
-      );
-      if (command.json) printJson(io, receipt);
-      else io.out(formatRunList(receipt.runs));
+      // Without --limit: 50 runs, or with --all every run.
+      const limit = command.limit ?? (command.all ? null : DEFAULT_LIST_LIMIT);
+      const list = await readRunList(connection, command.all, limit);
+      if (command.json) printJson(io, list);
+      else io.out(formatRunList(list.runs, list.total, command.all));
       return EXIT.ok;
     }
     case "effect":

@@ -8,7 +8,7 @@ Usage:
 Commands:
   start <workflow> [text...]   Start a run (text becomes the input {"task": "..."})
   status <runId>               Show one run
-  list                         List active runs (--all: every run)
+  list                         List active runs (--all: every run; --limit N)
   pause <runId>                Pause a run at its last durable boundary
   resume <runId>               Resume a paused run, or one blocked on a changed source
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
@@ -58,13 +58,16 @@ Options:
   --model M           Pi model for the run's model steps
   --thinking T        Thinking level: off, minimal, low, medium, high, xhigh, max
   -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)`,
-  status: `Usage: pi-workflows status <runId> [--json]
+  status: `Usage: pi-workflows status <runId> [--attempts N|all] [--json]
 
-Shows the state, revision, nodes and result of one run. A waiting run also shows what it asks:
+Shows the state, revision, nodes and result of one run: the last 20 node attempts, or the last N
+(--attempts N, up to 1000), or every one (--attempts all). A waiting run also shows what it asks:
 the decision's title, presentation, choices, deadline and default, and how to answer it.`,
-  list: `Usage: pi-workflows list [--all] [--json]
+  list: `Usage: pi-workflows list [--all] [--limit N] [--json]
 
-Lists active runs (queued, running, waiting, paused). --all includes finished runs.`,
+Lists active runs (queued, running, waiting, paused), newest first: the newest 50, or N with
+--limit N. --all lists every run, finished ones included (all of them unless --limit is given).
+When more runs exist than are shown, the last line says how many.`,
   pause: `Usage: pi-workflows pause <runId> [--json]
 
 Pauses a run: its worker stops and it resumes later from its last durable boundary.`,

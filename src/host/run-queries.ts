@@ -5,15 +5,24 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { listAmbiguousEffects } from "../state/effect-queries.ts";
 import { isTerminalRunState } from "../state/transitions/common.ts";
 import { NotFoundError } from "../state/errors.ts";
+import {
+  countRuns,
+  listEvents,
+  listNodeUpdates,
+  listRuns,
+  readRunStatus,
+  type RunCursor,
+} from "../state/queries.ts";
+import { DEFAULT_STATUS_ATTEMPTS } from "../protocol/run-operations.ts";
+import { ANSWER_BUDGET_BYTES, jsonBytes, prefixWithin, suffixWithin } from "./answer-budget.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
-import { listEvents, listNodeUpdates, listRuns, readRunStatus } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 
@@ -22,8 +31,11 @@ const DEFAULT_EVENT_LIMIT = 200;
 export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostResponse {
   if (request.operation !== "run.status") throw new TypeError("Expected run.status");
   const runId = request.runId!;
-  // One query for the run and its attempts.
-  const status = readRunStatus(rt.store, runId);
+  const payload = request.payload;
+  const status = readRunStatus(rt.store, runId, {
+    limit: payload.attemptLimit ?? DEFAULT_STATUS_ATTEMPTS,
+    ...(payload.attemptsAfter !== undefined ? { after: payload.attemptsAfter } : {}),
+  });
   if (!status) throw new NotFoundError("run", runId);
   const view = status.run;
   // The protocol leaves absent fields out where the state layer says null.
@@ -42,12 +54,10 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     if (a.error !== null) attempt.error = a.error;
     return attempt;
   });
-  // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
-  // plain status answer small and fast.
-  const after = request.payload.eventsAfter;
+  const summary = runSummary(view);
   const receipt: { [key: string]: JsonValue } = {
-    run: runSummary(view) as unknown as JsonValue,
-    attempts: attempts as unknown as JsonValue,
+    run: summary as unknown as JsonValue,
+    attemptCount: status.attemptCount,
   };
   if (view.state === "waiting") {
     const waiting = readWaiting(rt.store, runId);
@@ -66,22 +76,46 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       }));
     }
   }
-  if (request.payload.includeUpdates) {
-    receipt.updates = listNodeUpdates(rt.store, runId) as unknown as JsonValue;
-  }
-  if (request.payload.includeNotifications) {
-    receipt.notifications = notificationsView(listRunNotifications(rt.store, runId));
-  }
+  // The answer fits one message: the output (up to the node output limit) and the waiting
+  // request first, then as many events, updates (in half the room left) and attempts as fit;
+  // the cursors page through the rest.
+  let room = ANSWER_BUDGET_BYTES - status.outputBytes -
+    jsonBytes({
+      ...summary,
+      output: null,
+      waiting: receipt.waiting ?? null,
+      ambiguousEffects: receipt.ambiguousEffects ?? null,
+    });
+  // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
+  // plain status answer small and fast.
+  const after = payload.eventsAfter;
   if (after !== undefined) {
-    const rows = listEvents(
-      rt.store,
-      runId,
-      after,
-      request.payload.eventLimit ?? DEFAULT_EVENT_LIMIT,
+    const rows = listEvents(rt.store, runId, after, payload.eventLimit ?? DEFAULT_EVENT_LIMIT);
+    const events = prefixWithin(
+      rows.map((row) => eventOf(row.seq, row.type, row.at, row.payload)),
+      room,
     );
-    receipt.events = rows.map((row) => eventOf(row.seq, row.type, row.at, row.payload));
-    receipt.lastEventSeq = rows.at(-1)?.seq ?? after;
+    room -= events.bytes;
+    receipt.events = events.items;
+    receipt.lastEventSeq = (events.items.at(-1) as { seq: number } | undefined)?.seq ?? after;
   }
+  if (payload.includeUpdates) {
+    const updates = prefixWithin(listNodeUpdates(rt.store, runId), Math.floor(room / 2));
+    room -= updates.bytes;
+    receipt.updates = updates.items as unknown as JsonValue;
+  }
+  if (payload.includeNotifications) {
+    const notifications = suffixWithin(
+      notificationsView(listRunNotifications(rt.store, runId)) as JsonValue[],
+      Math.floor(room / 2),
+    );
+    room -= notifications.bytes;
+    receipt.notifications = notifications.items;
+  }
+  receipt.attempts =
+    (payload.attemptsAfter === undefined
+      ? suffixWithin(attempts, room)
+      : prefixWithin(attempts, room)).items as unknown as JsonValue;
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
@@ -92,17 +126,46 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
 
 export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
   if (request.operation !== "run.list") throw new TypeError("Expected run.list");
+  const { all, limit, before } = request.payload;
+  const cursor = before === undefined ? undefined : parseRunCursor(before);
+  if (cursor === null) {
+    return failureResponse({
+      requestId: request.requestId,
+      hostEpoch: rt.epoch,
+      outcome: "rejected",
+      code: "invalidRequest",
+      message: "Invalid run.list cursor: send the `next` value of the previous page",
+    });
+  }
+  // One more than asked tells whether another page follows.
+  const views = listRuns(rt.store, {
+    all,
+    limit: limit + 1,
+    ...(cursor ? { before: cursor } : {}),
+  });
   // Outputs stay out of the list (each may be up to 1 MiB); `run.status` shows one.
-  const runs = listRuns(rt.store, { all: request.payload.all, limit: request.payload.limit })
-    .map((view) => {
+  const page = prefixWithin(
+    views.slice(0, limit).map((view) => {
       const { output: _, ...summary } = runSummary(view);
       return summary;
-    });
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: { runs: runs as unknown as JsonValue },
-  });
+    }),
+    ANSWER_BUDGET_BYTES - 64,
+  );
+  const last = views[page.items.length - 1];
+  const receipt: { [key: string]: JsonValue } = {
+    runs: page.items as unknown as JsonValue,
+    total: countRuns(rt.store, { all }),
+  };
+  if (views.length > page.items.length && last) {
+    receipt.next = `${last.createdAt}:${last.runId}`;
+  }
+  return successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt });
+}
+
+/** `<createdAt>:<runId>`, the `next` cursor `run.list` hands out. */
+function parseRunCursor(text: string): RunCursor | null {
+  const match = /^(\d{1,16}):([\x21-\x7e]{1,200})$/.exec(text);
+  return match ? { createdAt: Number(match[1]), runId: match[2] } : null;
 }
 
 /** What a waiting run asks, as `run.status` shows it (protocol `WaitingSchema`). */

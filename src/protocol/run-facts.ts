@@ -86,3 +86,18 @@ export const RunFactsSchema = v.object({
   approvedRetry: v.optional(v.object({ attemptId: v.string() })),
 });
 export type RunFacts = v.InferOutput<typeof RunFactsSchema>;
+
+/**
+ * The run facts cross the worker channel as JSON text in bounded pieces: the reply to
+ * `worker.ready` carries the first, each `worker.progress {op: "facts.next"}` the next, until
+ * `done`. A piece holds at most this many UTF-16 units and never splits a surrogate pair; its
+ * frame stays under 1 MiB whatever the text holds (UTF-8 and JSON escaping at most triple it).
+ * So a run of any length, with outputs up to the node output limit, can be resumed.
+ */
+export const FACTS_CHUNK_CHARS = 256 * 1024;
+
+export const FactsChunkSchema = v.strictObject({
+  text: v.pipe(v.string(), v.maxLength(FACTS_CHUNK_CHARS)),
+  done: v.boolean(),
+});
+export type FactsChunk = v.InferOutput<typeof FactsChunkSchema>;

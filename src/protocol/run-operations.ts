@@ -53,6 +53,11 @@ export type ExecutionMode = (typeof EXECUTION_MODES)[number];
 
 const EmptyPayloadSchema = v.optional(strictObject({}), {});
 
+/** The most attempts or runs one `run.status` or `run.list` answer asks for. */
+export const MAX_PAGE_ITEMS = 1000;
+/** The attempts `run.status` answers with when the request names no limit. */
+export const DEFAULT_STATUS_ATTEMPTS = 100;
+
 const RunStartFieldsSchema = strictObject({
   /** Workflow name, `builtin:<id>`, or a path (absolute, or relative to `cwd`). */
   workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
@@ -104,6 +109,15 @@ export const RunStatusPayloadSchema = v.optional(
     includeUpdates: v.optional(v.boolean()),
     /** Also return the run's latest notifications (`status` shows them). */
     includeNotifications: v.optional(v.boolean()),
+    /**
+     * At most this many attempts (default `DEFAULT_STATUS_ATTEMPTS`): the run's last ones, or
+     * with `attemptsAfter` the first ones whose sequence is above that cursor. The host may send
+     * fewer so that the answer fits one message; `attemptCount` says how many there are.
+     */
+    attemptLimit: v.optional(
+      v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_PAGE_ITEMS)),
+    ),
+    attemptsAfter: v.optional(CountSchema),
   }),
   {},
 );
@@ -112,7 +126,13 @@ export const RunListPayloadSchema = v.optional(
   strictObject({
     /** Include finished runs. */
     all: v.optional(v.boolean(), false),
-    limit: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(1000)), 50),
+    /** Newest first, at most this many (fewer when they would not fit one message). */
+    limit: v.optional(
+      v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_PAGE_ITEMS)),
+      50,
+    ),
+    /** The `next` cursor of the previous page: the runs older than it. */
+    before: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(300))),
   }),
   { all: false, limit: 50 },
 );
@@ -201,6 +221,8 @@ export const RunStatusReceiptSchema = looseObject({
   updates: v.optional(v.array(UpdateSummarySchema)),
   /** With `includeNotifications`: the run's latest 20 notifications, oldest first. */
   notifications: v.optional(v.array(RunNotificationSchema)),
+  /** How many attempts the run has (`attempts` is a page of them). */
+  attemptCount: v.optional(CountSchema),
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),
@@ -208,4 +230,10 @@ export const RunStatusReceiptSchema = looseObject({
   ambiguousEffects: v.optional(v.array(AmbiguousEffectSummarySchema)),
 });
 
-export const RunListReceiptSchema = looseObject({ runs: v.array(RunSummarySchema) });
+export const RunListReceiptSchema = looseObject({
+  runs: v.array(RunSummarySchema),
+  /** How many runs match (`runs` is a page of them). */
+  total: v.optional(CountSchema),
+  /** Send as `before` for the next page; absent on the last page. */
+  next: v.optional(v.string()),
+});

@@ -163,6 +163,8 @@ export const WORKER_PAYLOAD_SCHEMAS = {
   }),
   "worker.progress": nonArray(v.variant("op", [
     v.strictObject({ op: v.literal("heartbeat") }),
+    /** The next piece of the run facts after `worker.ready` (no receipt: it changes nothing). */
+    v.strictObject({ op: v.literal("facts.next") }),
     v.strictObject({
       op: v.literal("process.register"),
       pid: PidSchema,

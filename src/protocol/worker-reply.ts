@@ -3,7 +3,7 @@
  * messageId) gets the same stored answer. `claimLost` tells a stale worker to exit at once.
  */
 import * as v from "valibot";
-import { JsonValueSchema, type RunFacts, RunFactsSchema } from "./run-facts.ts";
+import { type FactsChunk, FactsChunkSchema, JsonValueSchema } from "./run-facts.ts";
 import type { JsonValue } from "./canonical-json.ts";
 import { ErrorInfoSchema, OpaqueIdSchema, RevisionSchema, strictObject } from "./fields.ts";
 import type { ErrorInfo } from "./fields.ts";
@@ -20,8 +20,11 @@ const WorkerReplyFieldsSchema = strictObject({
   outcome: v.picklist(WORKER_REPLY_OUTCOMES),
   /** The run revision after the message was applied; the worker's next expectedRevision. */
   revision: v.optional(RevisionSchema),
-  /** On the reply to `worker.ready`: the committed facts the engine resumes from. */
-  facts: v.optional(RunFactsSchema),
+  /**
+   * On the replies to `worker.ready` and `worker.progress {op: "facts.next"}`: the next piece of
+   * the JSON text of the committed facts the engine resumes from (run-facts.ts).
+   */
+  factsChunk: v.optional(FactsChunkSchema),
   /** Kind-specific answer, e.g. `{effectId, state, receipt?}` for `effect.reserve`. */
   result: v.optional(JsonValueSchema),
   error: v.optional(ErrorInfoSchema),
@@ -32,7 +35,7 @@ export interface WorkerReply {
   messageId: string;
   outcome: WorkerReplyOutcome;
   revision?: number;
-  facts?: RunFacts;
+  factsChunk?: FactsChunk;
   result?: JsonValue;
   error?: ErrorInfo;
 }

@@ -1,7 +1,6 @@
-/** Attempt rows of one run, as facts (with outputs) or as a light status listing. */
+/** Attempt rows of one run as a light status listing (facts: run-facts-text.ts). */
 import type { AttemptFact } from "../protocol/run-facts.ts";
-import { queryAll, type StateStore } from "./store.ts";
-import { decodeValue } from "./values.ts";
+import { queryAllArgs, type StateStore } from "./store.ts";
 
 interface AttemptRow {
   attempt_id: string;
@@ -10,40 +9,11 @@ interface AttemptRow {
   node_kind: string;
   effect: AttemptFact["effect"];
   state: AttemptFact["state"];
-  output_json?: string | null;
   error_code: string | null;
   error_message: string | null;
   started_at: number;
   finished_at: number | null;
   deadline_at: number | null;
-}
-
-/**
- * Attempt facts of one run (outputs included), in sequence order. An answered checkpoint or
- * decision is already an `ok` attempt whose output is the answer.
- */
-export function readAttemptFacts(store: StateStore, runId: string): AttemptFact[] {
-  return queryAll<AttemptRow>(
-    store,
-    "SELECT attempt_id, node_id, sequence, node_kind, effect, state, output_json, error_code, " +
-      "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
-      "WHERE run_id = :runId ORDER BY sequence",
-    { runId },
-  ).map((a) => ({
-    attemptId: a.attempt_id,
-    nodeId: a.node_id,
-    sequence: a.sequence,
-    nodeKind: a.node_kind,
-    effect: a.effect,
-    state: a.state,
-    ...(a.output_json != null ? { output: decodeValue(a.output_json) } : {}),
-    ...(a.error_code !== null
-      ? { error: { code: a.error_code, message: a.error_message ?? "" } }
-      : {}),
-    startedAt: a.started_at,
-    ...(a.finished_at !== null ? { finishedAt: a.finished_at } : {}),
-    deadlineAt: a.deadline_at,
-  }));
 }
 
 export interface AttemptSummary {
@@ -59,15 +29,40 @@ export interface AttemptSummary {
   error: { code: string; message: string } | null;
 }
 
+const SUMMARY_COLUMNS = "attempt_id, node_id, sequence, node_kind, effect, state, error_code, " +
+  "error_message, started_at, finished_at, deadline_at";
+
 /** This run's attempts without outputs (status views), one query, in sequence order. */
 export function listAttempts(store: StateStore, runId: string): AttemptSummary[] {
-  return queryAll<AttemptRow>(
-    store,
-    "SELECT attempt_id, node_id, sequence, node_kind, effect, state, error_code, " +
-      "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
-      "WHERE run_id = :runId ORDER BY sequence",
-    { runId },
-  ).map((a) => ({
+  return listAttemptsPage(store, runId, { limit: Number.MAX_SAFE_INTEGER });
+}
+
+/**
+ * A page of a run's attempts in sequence order: the last `limit`, or with `after` the first
+ * `limit` whose sequence is above it.
+ */
+export function listAttemptsPage(
+  store: StateStore,
+  runId: string,
+  page: { limit: number; after?: number },
+): AttemptSummary[] {
+  const rows = page.after === undefined
+    ? queryAllArgs<AttemptRow>(
+      store,
+      `SELECT * FROM (SELECT ${SUMMARY_COLUMNS} FROM node_attempts WHERE run_id = ?1 ` +
+        "ORDER BY sequence DESC LIMIT ?2) ORDER BY sequence",
+      runId,
+      page.limit,
+    )
+    : queryAllArgs<AttemptRow>(
+      store,
+      `SELECT ${SUMMARY_COLUMNS} FROM node_attempts WHERE run_id = ?1 AND sequence > ?2 ` +
+        "ORDER BY sequence LIMIT ?3",
+      runId,
+      page.after,
+      page.limit,
+    );
+  return rows.map((a) => ({
     attemptId: a.attempt_id,
     nodeId: a.node_id,
     sequence: a.sequence,

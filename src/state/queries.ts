@@ -4,14 +4,13 @@
  * never shows project paths, session ids or payloads).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { RunFacts } from "../protocol/run-facts.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
-import { NotFoundError } from "./errors.ts";
-import { queryAll, queryAllArgs, queryOne, type StateStore } from "./store.ts";
+import { queryAll, queryOne, queryOneArgs, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
-import { type AttemptSummary, readAttemptFacts } from "./attempt-queries.ts";
+import { type AttemptSummary, listAttemptsPage } from "./attempt-queries.ts";
 
 export { type AttemptSummary, listAttempts } from "./attempt-queries.ts";
+export { readRunFacts } from "./run-facts-text.ts";
 export {
   type HostStatusCountFields,
   hostStatusCountFields,
@@ -105,63 +104,43 @@ export function readRun(store: StateStore, runId: string): RunView | undefined {
   return row && toView(row);
 }
 
-interface RunStatusDbRow extends RunDbRow {
-  a_attempt_id: string | null;
-  a_node_id: string;
-  a_sequence: number;
-  a_node_kind: string;
-  a_effect: AttemptSummary["effect"];
-  a_state: AttemptSummary["state"];
-  a_error_code: string | null;
-  a_error_message: string | null;
-  a_started_at: number;
-  a_finished_at: number | null;
-  a_deadline_at: number | null;
+export interface RunStatusPage {
+  run: RunView;
+  /** The page of attempts, in sequence order. */
+  attempts: AttemptSummary[];
+  /** All attempts of the run. */
+  attemptCount: number;
+  /** UTF-8 bytes of the stored output (0 without one), for callers that bound their answer. */
+  outputBytes: number;
 }
 
-// One statement for `run.status`: the run joined with its attempts in sequence order (one row
-// when it has none). The output, up to 1 MiB, rides on the first row only.
-const RUN_STATUS_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
-  "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
-  "r.input_hash, r.parent_run_id, r.revision, r.created_at, r.updated_at, r.finished_at, " +
-  "CASE WHEN COALESCE(a.sequence, 1) = 1 THEN r.output_json END AS output_json, " +
-  "r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
-  "a.attempt_id AS a_attempt_id, a.node_id AS a_node_id, a.sequence AS a_sequence, " +
-  "a.node_kind AS a_node_kind, a.effect AS a_effect, a.state AS a_state, " +
-  "a.error_code AS a_error_code, a.error_message AS a_error_message, " +
-  "a.started_at AS a_started_at, a.finished_at AS a_finished_at, a.deadline_at AS a_deadline_at " +
-  "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id " +
-  "LEFT JOIN node_attempts a ON a.run_id = r.run_id WHERE r.run_id = ?1 ORDER BY a.sequence";
+const RUN_STATUS_SELECT = RUN_SELECT.replace(
+  " FROM runs r",
+  ", (SELECT COUNT(*) FROM node_attempts n WHERE n.run_id = r.run_id) AS attempt_count, " +
+    "COALESCE(LENGTH(CAST(r.output_json AS BLOB)), 0) AS output_bytes FROM runs r",
+) + " WHERE r.run_id = ?1";
 
 /**
- * `readRun` and `listAttempts` of one run in one query (one snapshot, one statement), for
- * `run.status`; undefined when the run does not exist.
+ * One run for `run.status` with a page of its attempts: the last `limit` ones, or with `after`
+ * the first `limit` ones whose sequence is above it. Undefined when the run does not exist.
  */
 export function readRunStatus(
   store: StateStore,
   runId: string,
-): { run: RunView; attempts: AttemptSummary[] } | undefined {
-  const rows = queryAllArgs<RunStatusDbRow>(store, RUN_STATUS_SELECT, runId);
-  if (rows.length === 0) return undefined;
-  const attempts: AttemptSummary[] = [];
-  for (const a of rows) {
-    if (a.a_attempt_id === null) continue;
-    attempts.push({
-      attemptId: a.a_attempt_id,
-      nodeId: a.a_node_id,
-      sequence: a.a_sequence,
-      nodeKind: a.a_node_kind,
-      effect: a.a_effect,
-      state: a.a_state,
-      startedAt: a.a_started_at,
-      finishedAt: a.a_finished_at,
-      deadlineAt: a.a_deadline_at,
-      error: a.a_error_code !== null
-        ? { code: a.a_error_code, message: a.a_error_message ?? "" }
-        : null,
-    });
-  }
-  return { run: toView(rows[0]), attempts };
+  page: { limit: number; after?: number } = { limit: Number.MAX_SAFE_INTEGER },
+): RunStatusPage | undefined {
+  const row = queryOneArgs<RunDbRow & { attempt_count: number; output_bytes: number }>(
+    store,
+    RUN_STATUS_SELECT,
+    runId,
+  );
+  if (!row) return undefined;
+  return {
+    run: toView(row),
+    attempts: listAttemptsPage(store, runId, page),
+    attemptCount: row.attempt_count,
+    outputBytes: row.output_bytes,
+  };
 }
 
 /** The latest update per (type, key) of a run, newest first, with the node that sent it. */
@@ -191,46 +170,41 @@ export function listNodeUpdates(store: StateStore, runId: string, limit = 100): 
   }));
 }
 
-/** Newest first; without `all`, only non-terminal runs. */
+const ACTIVE_RUNS = "r.state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')";
+
+/** Where a page of `listRuns` continues: the runs created before this one (newest first). */
+export interface RunCursor {
+  createdAt: number;
+  runId: string;
+}
+
+/** Newest first; without `all`, only non-terminal runs; with `before`, only older ones. */
 export function listRuns(
   store: StateStore,
-  opts: { all?: boolean; limit?: number } = {},
+  opts: { all?: boolean; limit?: number; before?: RunCursor } = {},
 ): RunView[] {
-  const where = opts.all
-    ? ""
-    : "WHERE r.state NOT IN ('completed', 'failed', 'timed_out', 'cancelled') ";
+  const where = [
+    opts.all ? "" : ACTIVE_RUNS,
+    opts.before ? "(r.created_at, r.run_id) < (:c, :id)" : "",
+  ]
+    .filter(Boolean);
   return queryAll<RunDbRow>(
     store,
-    `${RUN_SELECT} ${where}ORDER BY r.created_at DESC, r.run_id DESC LIMIT :limit`,
-    { limit: opts.limit ?? 100 },
+    `${RUN_SELECT} ${where.length ? `WHERE ${where.join(" AND ")} ` : ""}` +
+      "ORDER BY r.created_at DESC, r.run_id DESC LIMIT :limit",
+    {
+      limit: opts.limit ?? 100,
+      ...(opts.before ? { c: opts.before.createdAt, id: opts.before.runId } : {}),
+    },
   ).map(toView);
 }
 
-/** The committed facts the engine routes from: this run's input and its attempts in order. */
-export function readRunFacts(store: StateStore, runId: string): RunFacts {
-  const run = queryOne<
-    {
-      run_id: string;
-      workflow_name: string;
-      input_json: string;
-      approved_retry_attempt_id: string | null;
-    }
-  >(
+/** How many runs `listRuns` would page through (without a cursor). */
+export function countRuns(store: StateStore, opts: { all?: boolean } = {}): number {
+  return queryOne<{ n: number }>(
     store,
-    "SELECT run_id, workflow_name, input_json, approved_retry_attempt_id FROM runs " +
-      "WHERE run_id = :runId",
-    { runId },
-  );
-  if (!run) throw new NotFoundError("run", runId);
-  return {
-    runId,
-    workflowName: run.workflow_name,
-    input: decodeValue(run.input_json) ?? null,
-    attempts: readAttemptFacts(store, runId),
-    ...(run.approved_retry_attempt_id
-      ? { approvedRetry: { attemptId: run.approved_retry_attempt_id } }
-      : {}),
-  };
+    `SELECT COUNT(*) AS n FROM runs r${opts.all ? "" : ` WHERE ${ACTIVE_RUNS}`}`,
+  )!.n;
 }
 
 export interface RunEvent {

@@ -17,6 +17,7 @@ import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
+import { receiveRunFacts } from "./receive-facts.ts";
 import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
 
 export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
@@ -69,8 +70,8 @@ async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReas
     });
     return "sourceChanged";
   }
-  if (!ready.facts) throw new Error("Worker not started: the ready reply carried no run facts");
-  return await walk(workflow!, { ...ready.facts, projectPath: launch.projectPath }, proposer);
+  const facts = await receiveRunFacts(proposer, ready);
+  return await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
 }
 
 function enterProject(projectPath: string): SourceProblem | null {

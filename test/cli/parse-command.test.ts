@@ -128,9 +128,26 @@ describe("parseCommand()", () => {
     expect(parseCommand(["status", "run-1", "--json"])).toEqual({
       kind: "status",
       runId: "run-1",
+      attempts: 20,
       json: true,
     });
-    expect(parseCommand(["list", "--all"])).toEqual({ kind: "list", all: true, json: false });
+    expect(parseCommand(["status", "run-1", "--attempts", "all"])).toMatchObject({
+      attempts: "all",
+    });
+    expect(parseCommand(["status", "run-1", "--attempts", "1000"])).toMatchObject({
+      attempts: 1000,
+    });
+    expect(parseCommand(["list", "--all"])).toEqual({
+      kind: "list",
+      all: true,
+      limit: null,
+      json: false,
+    });
+    expect(parseCommand(["list", "--limit", "7"])).toMatchObject({ all: false, limit: 7 });
+    for (const bad of ["0", "1001", "x", "2.5"]) {
+      expect(usageError(["status", "r", "--attempts", bad])).toContain("Invalid --attempts");
+    }
+    expect(usageError(["list", "--limit", "0"])).toContain("Invalid --limit '0'");
     expect(parseCommand(["cancel", "run-2"])).toEqual({
       kind: "control",
       action: "cancel",

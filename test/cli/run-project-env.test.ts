@@ -195,7 +195,10 @@ describe("run project and environment", () => {
 
 /** Rows of one query on the state file, opened read-only. */
 function queryState<T = string>(sql: string, ...args: string[]): T[] {
-  const db = new DatabaseSync(join(home.stateDir, "state.sqlite"), { readOnly: true });
+  const db = new DatabaseSync(join(home.stateDir, "state.sqlite"), {
+    readOnly: true,
+    timeout: 10_000,
+  });
   try {
     return (db.prepare(sql).all(...args) as { v: T }[]).map((row) => row.v);
   } finally {

@@ -3,7 +3,9 @@
  * transitions, parked far in the future so no scheduler launches them during a test.
  */
 import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { claimRunForLaunch } from "../../src/state/transitions/run-launch.ts";
+import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
+import { recordNodeFailed, recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
+import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
@@ -54,6 +56,51 @@ export function seedRuns(stateDir: string, runs: SeedRun[]): void {
         });
       }
     }
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+/**
+ * Gives the seeded run `runId` (not yet launched) `count` failed attempts with `errorChars`-long
+ * messages through the real transitions, then pauses it so no scheduler launches it. Commits
+ * with synchronous=OFF: seeding thousands of attempts must not take minutes.
+ */
+export function seedAttempts(
+  stateDir: string,
+  runId: string,
+  count: number,
+  errorChars = 40,
+): void {
+  const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
+  store.db.exec("PRAGMA synchronous = OFF");
+  try {
+    const ownerId = "seed-host";
+    const { claim } = claimRunForLaunch(store, {
+      runId,
+      ownerId,
+      token: "seed-token",
+      ttlMs: 60 * 60_000,
+      workerEpoch: `epoch-${runId}`,
+      launchEnvelopeHash: fingerprint("launch"),
+    });
+    markWorkerLive(store, claim, { workerEpoch: `epoch-${runId}`, pid: 4242, startIdentity: "1" });
+    for (let i = 1; i <= count; i++) {
+      const attemptId = `${runId}-a${i}`;
+      recordNodeStarted(store, claim, {
+        attemptId,
+        nodeId: `n${i % 7}`,
+        nodeKind: "compute",
+        effect: "pure",
+        deadlineAt: null,
+      });
+      recordNodeFailed(store, claim, {
+        attemptId,
+        outcome: "failed",
+        error: { code: "seeded", message: `${i} `.padEnd(errorChars, "é") },
+      });
+    }
+    pauseRun(store, { runId, ownerId });
   } finally {
     closeStateStore(store);
   }

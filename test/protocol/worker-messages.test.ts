@@ -14,6 +14,7 @@ import {
   workerReply,
 } from "../../src/protocol/worker-messages.ts";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
+import { FACTS_CHUNK_CHARS } from "../../src/protocol/run-facts.ts";
 
 const digest = fingerprint("x");
 
@@ -278,8 +279,11 @@ describe("worker messages", () => {
     expect(mixed.ok).toBe(false);
   });
 
-  test("worker.progress: heartbeat and unregister", () => {
+  test("worker.progress: heartbeat, facts.next and unregister", () => {
     expect(parseWorkerMessage(message("worker.progress", { op: "heartbeat" })).ok).toBe(true);
+    expect(parseWorkerMessage(message("worker.progress", { op: "facts.next" })).ok).toBe(true);
+    expect(parseWorkerMessage(message("worker.progress", { op: "facts.next", from: 3 })).ok)
+      .toBe(false);
     expect(
       parseWorkerMessage(
         message("worker.progress", { op: "process.unregister", pid: 9, startTime: "1" }),
@@ -291,10 +295,10 @@ describe("worker messages", () => {
 });
 
 describe("worker replies", () => {
-  const facts = { runId: "run-1", workflowName: "w", input: null, attempts: [] };
+  const factsChunk = { text: '{"runId":"run-1"', done: false };
 
-  test("accepted with facts, claimLost and rejected with an error", () => {
-    const ready = workerReply({ messageId: "m-1", outcome: "accepted", revision: 3, facts });
+  test("accepted with a facts piece, claimLost and rejected with an error", () => {
+    const ready = workerReply({ messageId: "m-1", outcome: "accepted", revision: 3, factsChunk });
     expect(parseWorkerReply(ready)).toMatchObject({ ok: true, value: ready });
     const lost = workerReply({
       messageId: "m-2",
@@ -314,8 +318,16 @@ describe("worker replies", () => {
     ).toBe(false);
     const badFacts = parseWorkerReply({
       ...workerReply({ messageId: "m", outcome: "accepted" }),
+      factsChunk: { text: "x".repeat(FACTS_CHUNK_CHARS + 1), done: true },
+    });
+    expect(badFacts).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^reply\.factsChunk\.text/),
+    });
+    const oldShape = parseWorkerReply({
+      ...workerReply({ messageId: "m", outcome: "accepted" }),
       facts: { runId: "r" },
     });
-    expect(badFacts).toMatchObject({ ok: false, error: expect.stringMatching(/^reply\.facts\./) });
+    expect(oldShape.ok).toBe(false);
   });
 });

@@ -16,9 +16,10 @@ describe("readRunStatus", () => {
   afterEach(() => f.close());
 
   const same = (runId: string) =>
-    expect(readRunStatus(f.store, runId)).toEqual({
+    expect(readRunStatus(f.store, runId)).toMatchObject({
       run: readRun(f.store, runId),
       attempts: listAttempts(f.store, runId),
+      attemptCount: listAttempts(f.store, runId).length,
     });
 
   it("equals readRun plus listAttempts at every step of a run, output included", () => {

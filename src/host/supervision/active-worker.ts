@@ -5,6 +5,7 @@
 import type { Claim } from "../../state/claims.ts";
 import type { ProcessIdentity } from "../../os/process-identity.ts";
 import type { SpawnedWorker } from "./worker-process.ts";
+import type { FactsStream } from "./facts-stream.ts";
 
 /**
  * Why the host stops (or stopped) a worker. `null` while nobody asked it to stop; the exit is
@@ -46,6 +47,8 @@ export interface ActiveWorker {
   /** Diagnostic for the epoch record (bounded, no payloads). */
   diagnostic: string | null;
   openAttempt: OpenAttempt | null;
+  /** The run facts still to be sent after `worker.ready`, or null. */
+  factsStream: FactsStream | null;
   /**
    * Direct children the worker registered (`process.register`): each leads its own process
    * group, and the host reaps it if the worker exits first. Keyed by `pid:starttime`; the

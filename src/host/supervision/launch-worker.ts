@@ -103,6 +103,7 @@ export function launchWorker(
       stopReason: null,
       diagnostic: null,
       openAttempt: null,
+      factsStream: null,
       children: new Map(),
       timers: new Set(),
       done: Promise.resolve(),

@@ -5,14 +5,14 @@
  * channel stays complete and honest.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import type { RunFacts } from "../../protocol/run-facts.ts";
+import type { FactsChunk } from "../../protocol/run-facts.ts";
 import { HumanDecisionRequestSchema } from "../../protocol/decision-request.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
-import { readRunFacts } from "../../state/queries.ts";
+import { runFactsText } from "../../state/run-facts-text.ts";
 import {
   recordNodeFailed,
   recordNodeFinished,
@@ -26,11 +26,13 @@ import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
 import { requestPresentation } from "../../state/transitions/turn-intents.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
+import { createFactsStream } from "./facts-stream.ts";
 import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
 
 export interface Applied {
   revision?: number;
-  facts?: RunFacts;
+  /** The next piece of the run's committed facts (`worker.ready`, `facts.next`). */
+  factsChunk?: FactsChunk;
   /** Kind-specific answer (the effect reservation). */
   result?: JsonValue;
   /** The worker's open attempt closed with this message. */
@@ -63,11 +65,9 @@ export function applyWorkerMessage(
         startIdentity: formatStartIdentity(identity),
       });
       worker.ready = true;
-      return {
-        revision,
-        facts: readRunFacts(store, worker.runId),
-        closedAttempt: false,
-      };
+      // The facts follow in bounded pieces; the worker asks for the rest with `facts.next`.
+      worker.factsStream = createFactsStream(runFactsText(store, worker.runId));
+      return { revision, factsChunk: nextFactsChunk(worker), closedAttempt: false };
     }
     case "node.started": {
       const { attemptId } = attemptOf(message);
@@ -273,6 +273,10 @@ function progress(
     renewClaim(ctx.store, worker.claim);
     return { closedAttempt: false };
   }
+  if (p.op === "facts.next") {
+    if (worker.factsStream === null) throw refuse("facts.next with no run facts left to send");
+    return { factsChunk: nextFactsChunk(worker), closedAttempt: false };
+  }
   const stat = readProcessStat(p.pid);
   const leader = worker.identity;
   if (
@@ -290,6 +294,12 @@ function progress(
   registerChildGroup(ctx.store, worker.claim, { workerEpoch: worker.workerEpoch, ...identity });
   worker.children.set(formatStartIdentity(identity), identity);
   return { closedAttempt: false };
+}
+
+function nextFactsChunk(worker: ActiveWorker): FactsChunk {
+  const chunk = worker.factsStream!.next();
+  if (chunk.done) worker.factsStream = null;
+  return chunk;
 }
 
 /** The run reached a durable end for this epoch; the state transition released the claim. */

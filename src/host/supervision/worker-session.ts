@@ -31,6 +31,9 @@ import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
 
+/** Replies a session keeps for retried message ids (durable receipts cover older ones). */
+const REMEMBERED_REPLIES = 16;
+
 export interface SessionHooks {
   /** Stops the worker's group for `reason` (idempotent); the exit handler does the rest. */
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
@@ -156,10 +159,16 @@ function answer(
     messageId,
     outcome: "accepted",
     revision: applied.revision,
-    ...(applied.facts ? { facts: applied.facts } : {}),
+    ...(applied.factsChunk ? { factsChunk: applied.factsChunk } : {}),
     ...(applied.result !== undefined ? { result: applied.result } : {}),
   });
-  receipts.set(messageId, reply);
+  // Only recent small replies are remembered (one proposal is in flight at a time, so a retry
+  // is of a recent message): a long run must not grow the host's memory with every reply. A
+  // facts piece is never kept: the stream has moved on.
+  if (!applied.factsChunk) {
+    receipts.set(messageId, reply);
+    if (receipts.size > REMEMBERED_REPLIES) receipts.delete(receipts.keys().next().value!);
+  }
   if (kind === "worker.ready") hooks.onReady(worker);
   if (kind === "node.started") hooks.onAttemptStarted(worker);
   if (applied.closedAttempt) hooks.onAttemptClosed(worker);
@@ -187,9 +196,10 @@ function storedAnswer(
 }
 
 /**
- * A reply that cannot cross the channel (in practice: the committed facts of a very long run
- * passed the 1 MiB message bound). The run can never make progress through this channel, so it
- * fails now with a clear reason instead of crash-looping.
+ * A reply that cannot cross the channel. Replies are bounded by construction (facts travel in
+ * pieces, stored values are at most the node output limit), so this is a safety net: the run
+ * could never make progress through this channel, so it fails now with a clear reason instead of
+ * crash-looping.
  */
 function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHooks): void {
   if (!worker.claimReleased && !worker.settled) {
@@ -197,8 +207,8 @@ function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHoo
       failRun(ctx.store, worker.claim, {
         error: {
           code: "protocolRejected",
-          message: `The run's committed facts exceed the ${MAX_FRAME_BYTES} byte channel message ` +
-            "limit",
+          message: `A reply to the run's worker passed the ${MAX_FRAME_BYTES} byte channel ` +
+            "message limit",
         },
       });
       worker.settled = true;

@@ -1,0 +1,39 @@
+/**
+ * Hands a worker its run's committed facts in bounded pieces (protocol/run-facts.ts): the JSON
+ * text from `runFactsText` is cut into chunks of at most `FACTS_CHUNK_CHARS` UTF-16 units, never
+ * between the two halves of a surrogate pair. The text is produced lazily as the worker asks, so
+ * the host holds at most about one chunk and one stored value per streaming worker.
+ */
+import { FACTS_CHUNK_CHARS, type FactsChunk } from "../../protocol/run-facts.ts";
+
+export interface FactsStream {
+  /** The next chunk; `done` on the last one. */
+  next(): FactsChunk;
+}
+
+export function createFactsStream(
+  pieces: Iterator<string, void, void>,
+  chunkChars = FACTS_CHUNK_CHARS,
+): FactsStream {
+  let buffer = "";
+  let ended = false;
+  return {
+    next() {
+      while (!ended && buffer.length < chunkChars) {
+        const piece = pieces.next();
+        if (piece.done) ended = true;
+        else buffer += piece.value;
+      }
+      let cut = Math.min(chunkChars, buffer.length);
+      // A high surrogate at the cut waits for its low half (in the buffer or the next piece).
+      if ((cut < buffer.length || !ended) && isHighSurrogate(buffer.charCodeAt(cut - 1))) cut--;
+      const text = buffer.slice(0, cut);
+      buffer = buffer.slice(cut);
+      return { text, done: ended && buffer.length === 0 };
+    },
+  };
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}

@@ -1,0 +1,38 @@
+/**
+ * The run's committed facts, received in bounded pieces (protocol/run-facts.ts): the first rides
+ * on the reply to `worker.ready`, the worker asks for each next one with
+ * `worker.progress {op: "facts.next"}` until `done`, then parses the joined JSON text and
+ * validates it. Any worker mode that needs the facts calls this after `worker.ready`.
+ */
+import * as v from "valibot";
+import { type RunFacts, RunFactsSchema } from "../protocol/run-facts.ts";
+import { describeIssues } from "../protocol/schema-issues.ts";
+import type { HostVerdict, Proposer } from "./proposer.ts";
+
+export async function receiveRunFacts(proposer: Proposer, ready: HostVerdict): Promise<RunFacts> {
+  let chunk = ready.factsChunk;
+  if (chunk === undefined) {
+    throw new Error("Worker channel failed: the ready reply carried no run facts");
+  }
+  const pieces = [chunk.text];
+  while (!chunk.done) {
+    chunk = (await proposer.propose("worker.progress", { op: "facts.next" })).factsChunk;
+    if (chunk === undefined) {
+      throw new Error("Worker channel failed: a facts.next reply carried no run facts");
+    }
+    pieces.push(chunk.text);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(pieces.join(""));
+  } catch (error) {
+    throw new Error(
+      `Worker channel failed: the run facts are not JSON: ${(error as Error).message}`,
+    );
+  }
+  const parsed = v.safeParse(RunFactsSchema, value);
+  if (!parsed.success) {
+    throw new Error(`Worker channel failed: ${describeIssues(parsed.issues, "facts")}`);
+  }
+  return parsed.output;
+}
