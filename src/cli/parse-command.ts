@@ -4,9 +4,9 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { isEnvName } from "../protocol/run-environment.ts";
+import { isEnvName } from "../protocol/env-names.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
-import { MAX_PAGE_ITEMS } from "../protocol/run-operations.ts";
+import { MAX_PAGE_ITEMS } from "../protocol/page-limits.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";

@@ -8,6 +8,7 @@ import { PiLaunchSchema } from "./pi-launch.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
+import { MAX_PAGE_ITEMS } from "./page-limits.ts";
 import { ATTEMPT_STATES, NODE_EFFECTS } from "./run-facts.ts";
 import {
   AbsolutePathSchema,
@@ -53,10 +54,7 @@ export type ExecutionMode = (typeof EXECUTION_MODES)[number];
 
 const EmptyPayloadSchema = v.optional(strictObject({}), {});
 
-/** The most attempts or runs one `run.status` or `run.list` answer asks for. */
-export const MAX_PAGE_ITEMS = 1000;
-/** The attempts `run.status` answers with when the request names no limit. */
-export const DEFAULT_STATUS_ATTEMPTS = 100;
+export { DEFAULT_STATUS_ATTEMPTS, MAX_PAGE_ITEMS } from "./page-limits.ts";
 
 const RunStartFieldsSchema = strictObject({
   /** Workflow name, `builtin:<id>`, or a path (absolute, or relative to `cwd`). */
