@@ -4,11 +4,11 @@
  * a fresh host on the same state file. The new host waits out the dead host's claims, recovers,
  * and must bring the run to its expected end with the retry-safety rule intact.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
@@ -18,8 +18,6 @@ import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
 import { CRASH_WORKFLOW_SOURCE, executions, retryViolations } from "./crash-workflow.ts";
-
-const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 
 const OCCURRENCES: [string, number][] = [
   ["worker.ready", 1],
@@ -48,34 +46,10 @@ function expectsBlocked(point: string): boolean {
 }
 
 const roots: string[] = [];
-const children = new Set<ChildProcess>();
 afterAll(() => {
-  for (const child of children) child.kill("SIGKILL");
+  killCrashHosts();
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
-
-function runHost(stateDir: string, env: NodeJS.ProcessEnv, ms: number) {
-  return new Promise<{ code: number | null; signal: string | null; stderr: string }>(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, [HOST_ENTRY, stateDir], {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      children.add(child);
-      let stderr = "";
-      child.stderr!.on("data", (chunk) => stderr = (stderr + chunk).slice(-8000));
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(new Error(`Host did not finish within ${ms} ms:\n${stderr}`));
-      }, ms);
-      child.on("exit", (code, signal) => {
-        clearTimeout(timer);
-        children.delete(child);
-        resolve({ code, signal, stderr });
-      });
-    },
-  );
-}
 
 async function crashAndRecover(point: string) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-crash-")));
@@ -106,10 +80,10 @@ async function crashAndRecover(point: string) {
       PI_WORKFLOWS_CRASH_ONCE: marker,
       PI_CODING_AGENT_DIR: join(root, "agent"),
     };
-    const first = await runHost(stateDir, env, 30_000);
+    const first = await runCrashHost(stateDir, env, 30_000);
     expect(first.signal, `${point}: the first host was killed\n${first.stderr}`).toBe("SIGKILL");
     expect(existsSync(marker)).toBe(true);
-    const second = await runHost(stateDir, env, 45_000);
+    const second = await runCrashHost(stateDir, env, 45_000);
     expect(second.code, `${point}: the second host finished\n${second.stderr}`).toBe(0);
 
     const run = readRun(store, runId)!;

@@ -7,11 +7,11 @@
  * one eligible presentation and one notification per notify node, and a session that showed
  * them gets the completion turn once.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
@@ -30,7 +30,6 @@ import {
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
 
-const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 const SESSION = "session-crash";
 
 const SOURCE = `
@@ -63,34 +62,10 @@ const POINTS = [
 ];
 
 const roots: string[] = [];
-const children = new Set<ChildProcess>();
 afterAll(() => {
-  for (const child of children) child.kill("SIGKILL");
+  killCrashHosts();
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
-
-function runHost(stateDir: string, env: NodeJS.ProcessEnv, ms: number) {
-  return new Promise<{ code: number | null; signal: string | null; stderr: string }>(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, [HOST_ENTRY, stateDir], {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      });
-      children.add(child);
-      let stderr = "";
-      child.stderr!.on("data", (chunk) => stderr = (stderr + chunk).slice(-8000));
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(new Error(`Host did not finish within ${ms} ms:\n${stderr}`));
-      }, ms);
-      child.on("exit", (code, signal) => {
-        clearTimeout(timer);
-        children.delete(child);
-        resolve({ code, signal, stderr });
-      });
-    },
-  );
-}
 
 function outbox(store: StateStore, runId: string) {
   return {
@@ -136,7 +111,7 @@ async function crashAndRecover(point: string) {
       PI_WORKFLOWS_CRASH_ONCE: marker,
       PI_CODING_AGENT_DIR: join(root, "agent"),
     };
-    const first = await runHost(stateDir, env, 30_000);
+    const first = await runCrashHost(stateDir, env, 30_000);
     expect(first.signal, `${point}: the first host was killed\n${first.stderr}`).toBe("SIGKILL");
     expect(existsSync(marker)).toBe(true);
 
@@ -147,7 +122,7 @@ async function crashAndRecover(point: string) {
       .toHaveLength(completed ? 1 : 0);
     expect(checkInvariants(store), point).toEqual([]);
 
-    const second = await runHost(stateDir, env, 45_000);
+    const second = await runCrashHost(stateDir, env, 45_000);
     expect(second.code, `${point}: the second host finished\n${second.stderr}`).toBe(0);
     expect(readRun(store, runId)!.state, point).toBe("completed");
     expect(outbox(store, runId), point).toEqual({

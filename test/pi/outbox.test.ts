@@ -197,6 +197,28 @@ describe("the outbox in the real Pi", () => {
     return { from, runId: runIdOf(started) };
   }
 
+  /**
+   * Waits until the run's notifications and turn are recorded and the model read the
+   * presentation; returns the recorded rows and the outbox entries `on` holds for them.
+   */
+  async function recordedOutbox(on: PiRpc, runId: string, requestsBefore: number) {
+    const recorded = await waitForState<OutboxRow>(
+      sandbox,
+      RUN_OUTBOX_SQL,
+      { runId },
+      allRecorded,
+      60_000,
+    );
+    await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    const entries = (await outboxEntries(on)).filter((e) =>
+      recorded.some((r) => r.id === (e.details.notificationId ?? e.details.turnIntentId))
+    );
+    return { recorded, entries };
+  }
+
   it("shows both notifications once, in order, then starts one completion turn", async () => {
     const requestsBefore = model.requests.length;
     const { from, runId } = await announce(pi);
@@ -280,20 +302,7 @@ describe("the outbox in the real Pi", () => {
     ]);
 
     pi = await startPi(sandbox, { sessionId: SESSION, env: crashEnv });
-    const recorded = await waitForState<OutboxRow>(
-      sandbox,
-      RUN_OUTBOX_SQL,
-      { runId },
-      allRecorded,
-      60_000,
-    );
-    await model.waitForRequest(
-      (r) => r.lastUserText.includes("Presentation instructions"),
-      { from: requestsBefore, timeoutMs: 60_000 },
-    );
-    const entries = (await outboxEntries(pi)).filter((e) =>
-      recorded.some((r) => r.id === (e.details.notificationId ?? e.details.turnIntentId))
-    );
+    const { recorded, entries } = await recordedOutbox(pi, runId, requestsBefore);
     expect(idsOf(entries).sort()).toEqual(recorded.map((r) => r.id).sort());
     expect(entries.map((e) => e.id).sort()).toEqual(recorded.map((r) => r.entry).sort());
     expect(presentations(requestsBefore)).toHaveLength(1);
@@ -313,21 +322,8 @@ describe("the outbox in the real Pi", () => {
     });
     const requestsBefore = model.requests.length;
     const { runId } = await announce(pi);
-    const recorded = await waitForState<OutboxRow>(
-      sandbox,
-      RUN_OUTBOX_SQL,
-      { runId },
-      allRecorded,
-      60_000,
-    );
+    const { recorded, entries } = await recordedOutbox(pi, runId, requestsBefore);
     expect(existsSync(crashed)).toBe(true);
-    await model.waitForRequest(
-      (r) => r.lastUserText.includes("Presentation instructions"),
-      { from: requestsBefore, timeoutMs: 60_000 },
-    );
-    const entries = (await outboxEntries(pi)).filter((e) =>
-      recorded.some((r) => r.id === (e.details.notificationId ?? e.details.turnIntentId))
-    );
     expect(idsOf(entries).sort()).toEqual(recorded.map((r) => r.id).sort());
     expect(presentations(requestsBefore)).toHaveLength(1);
   });
@@ -337,17 +333,7 @@ describe("the outbox in the real Pi", () => {
     const requestsBefore = model.requests.length;
     const secondFrom = second.records.length;
     const { from, runId } = await announce(pi);
-    const recorded = await waitForState<OutboxRow>(
-      sandbox,
-      RUN_OUTBOX_SQL,
-      { runId },
-      allRecorded,
-      60_000,
-    );
-    await model.waitForRequest(
-      (r) => r.lastUserText.includes("Presentation instructions"),
-      { from: requestsBefore, timeoutMs: 60_000 },
-    );
+    const { recorded } = await recordedOutbox(pi, runId, requestsBefore);
     const shownIds = [...outboxMessages(pi, from), ...outboxMessages(second, secondFrom)]
       .map((m) => m.details.notificationId ?? m.details.turnIntentId);
     expect(shownIds.sort()).toEqual(recorded.map((r) => r.id).sort());
