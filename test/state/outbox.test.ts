@@ -512,6 +512,23 @@ describe("successor turns", () => {
   });
 });
 
+describe("polling", () => {
+  it("a session with nothing owed claims without a write transaction", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    notify(claim, "n", "progress", "Hi");
+    completeRun(f.store, claim, { output: 1 });
+    const statements: string[] = [];
+    f.store.beforeStatement = (sql) => void statements.push(sql);
+    expect(claimNotifications(f.store, { sessionId: "idle-session", holder: "a", limit: 10 }))
+      .toEqual({ notifications: [], leased: [] });
+    expect(claimTurn(f.store, { sessionId: "idle-session", holder: "a" }))
+      .toEqual({ turn: null, leased: [] });
+    f.store.beforeStatement = null;
+    expect(statements.filter((sql) => /^BEGIN|^COMMIT/.test(sql))).toEqual([]);
+  });
+});
+
 describe("invariants", () => {
   it("detect a presentation made eligible before its run completed", () => {
     const runId = enqueue(f.store, interactive());

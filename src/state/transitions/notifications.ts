@@ -77,6 +77,8 @@ export function claimNotifications(
   store: StateStore,
   opts: { sessionId: string; holder: string; limit: number; leaseMs?: number },
 ): NotificationClaim {
+  // Sessions poll this every second: with nothing undelivered, no write transaction at all.
+  if (!hasUndelivered(store, opts.sessionId)) return { notifications: [], leased: [] };
   const holderHash = hashToken(opts.holder);
   return writeTransaction(store, () => {
     const now = store.clock.now();
@@ -113,6 +115,15 @@ export function claimNotifications(
     }
     return claim;
   });
+}
+
+function hasUndelivered(store: StateStore, sessionId: string): boolean {
+  return queryOne(
+    store,
+    "SELECT 1 AS one FROM notifications WHERE target_session_id = :sessionId AND " +
+      "state != 'delivered' LIMIT 1",
+    { sessionId },
+  ) !== undefined;
 }
 
 /** A claimed row whose lease is live and belongs to another holder. */

@@ -48,6 +48,14 @@ export function claimTurn(
   store: StateStore,
   opts: { sessionId: string; holder: string; userTurnAt?: number; leaseMs?: number },
 ): TurnClaim {
+  // Sessions poll this every second: with nothing owed, no write transaction at all.
+  const owed = queryOne(
+    store,
+    "SELECT 1 AS one FROM turn_intents WHERE target_session_id = :sessionId AND " +
+      "state != 'resolved' LIMIT 1",
+    { sessionId: opts.sessionId },
+  );
+  if (owed === undefined) return { turn: null, leased: [] };
   const holderHash = hashToken(opts.holder);
   return writeTransaction(store, () => {
     const now = store.clock.now();
