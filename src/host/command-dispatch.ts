@@ -28,6 +28,14 @@ import {
   deliverNotificationCommand,
   resolveTurnCommand,
 } from "./outbox-commands.ts";
+import {
+  claimInteractionQuery,
+  presentInteractionCommand,
+  remindInteractionCommand,
+  sessionWaitQuery,
+  submitInteractionCommand,
+  updateInteractionCommand,
+} from "./interaction-commands.ts";
 import type { HandledFrame } from "./socket-server.ts";
 
 type Handler = (rt: HostRuntime, request: HostRequest) => Promise<HostResponse> | HostResponse;
@@ -38,6 +46,12 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.resume": (rt, request) => withReceipt(rt, request, resumeRunCommand),
   "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
   "effect.resolve": (rt, request) => withReceipt(rt, request, resolveEffectCommand),
+  "interaction.claim": claimInteractionQuery,
+  "interaction.present": presentInteractionCommand,
+  "interaction.submit": submitInteractionCommand,
+  "interaction.update": updateInteractionCommand,
+  "interaction.remind": remindInteractionCommand,
+  "session.wait": sessionWaitQuery,
   "run.status": runStatusQuery,
   "run.list": listRunsQuery,
   "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),

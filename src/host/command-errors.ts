@@ -15,7 +15,7 @@ import {
   AnswerRefusedError,
   ClaimLostError,
   NotFoundError,
-  OutboxRefusedError,
+  RefusedError,
   RequestConflictError,
   RevisionConflictError,
   TransitionError,
@@ -66,7 +66,7 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       error.code === "deadlinePassed";
     return answer(conflict ? "conflict" : "rejected", error.code, error.message);
   }
-  if (error instanceof OutboxRefusedError) {
+  if (error instanceof RefusedError) {
     return answer(error.outcome, error.code, error.message);
   }
   if (error instanceof TransitionError) {

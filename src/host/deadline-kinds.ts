@@ -4,8 +4,10 @@
  */
 import type { DeadlineKind } from "./deadline-timer.ts";
 import { decisionDefaultDeadline, waitTimeoutDeadline } from "./decision-timeouts.ts";
+import { interactionTimeoutDeadline } from "./interaction-timeouts.ts";
 
 export const DEADLINE_KINDS: readonly DeadlineKind[] = [
   decisionDefaultDeadline,
   waitTimeoutDeadline,
+  interactionTimeoutDeadline,
 ];

@@ -29,6 +29,7 @@ import {
 } from "../state/store.ts";
 import { DEADLINE_KINDS } from "./deadline-kinds.ts";
 import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
+import { createSessionWatch } from "./session-watch.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import type { Supervision } from "./supervision/api.ts";
@@ -109,6 +110,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   const socketPath = join(stateDir, SOCKET_FILE_NAME);
   const store = openStateStore({ stateDir, clock, ids });
   const ownerId = `host-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const sessions = createSessionWatch(store);
+  store.afterCommit = () => sessions.poke();
 
   let claim: HostClaim;
   try {
@@ -148,6 +151,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       for (const timer of timers) clearInterval(timer);
       deadlines?.stop();
       listening = false;
+      // Held long polls and verdict waits answer now, so the socket can drain.
+      sessions.close();
       await socketServer?.close({ abandon: claimLost }).catch(() => {});
       await supervision?.shutdown().catch((error) => {
         log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
@@ -231,6 +236,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       get deadlines() {
         return deadlines!;
       },
+      sessions,
       log,
       version: VERSION,
       phase: () => phase,

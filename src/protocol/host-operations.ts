@@ -20,9 +20,6 @@ import {
   AnswerReceiptSchema,
   CheckpointAnswerPayloadSchema,
   DecisionAnswerPayloadSchema,
-  InteractionReceiptSchema,
-  InteractionSubmitPayloadSchema,
-  InteractionUpdatePayloadSchema,
 } from "./session-operations.ts";
 import {
   NotificationClaimPayloadSchema,
@@ -34,6 +31,19 @@ import {
   TurnResolvePayloadSchema,
   TurnResolveReceiptSchema,
 } from "./outbox-operations.ts";
+import {
+  InteractionClaimPayloadSchema,
+  InteractionClaimReceiptSchema,
+  InteractionPresentPayloadSchema,
+  InteractionPresentReceiptSchema,
+  InteractionReceiptSchema,
+  InteractionRemindPayloadSchema,
+  InteractionRemindReceiptSchema,
+  InteractionSubmitPayloadSchema,
+  InteractionUpdatePayloadSchema,
+  SessionWaitPayloadSchema,
+  SessionWaitReceiptSchema,
+} from "./interaction-operations.ts";
 import {
   ControllerApplyPayloadSchema,
   ControllerDeletePayloadSchema,
@@ -56,6 +66,10 @@ export const HOST_OPERATIONS = [
   "decision.answer",
   "interaction.submit",
   "interaction.update",
+  "interaction.claim",
+  "interaction.present",
+  "interaction.remind",
+  "session.wait",
   "notification.claim",
   "notification.deliver",
   "turn.claim",
@@ -85,6 +99,12 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "notification.deliver",
   "turn.claim",
   "turn.resolve",
+  "interaction.claim",
+  "interaction.present",
+  "interaction.submit",
+  "interaction.update",
+  "interaction.remind",
+  "session.wait",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -188,6 +208,31 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: InteractionUpdatePayloadSchema,
     receipt: InteractionReceiptSchema,
+  },
+  "interaction.claim": {
+    runId: "forbidden",
+    // Its only write is the idempotent first claim time: no receipt row per poll.
+    mutating: false,
+    payload: InteractionClaimPayloadSchema,
+    receipt: InteractionClaimReceiptSchema,
+  },
+  "interaction.present": {
+    runId: "required",
+    mutating: true,
+    payload: InteractionPresentPayloadSchema,
+    receipt: InteractionPresentReceiptSchema,
+  },
+  "interaction.remind": {
+    runId: "required",
+    mutating: true,
+    payload: InteractionRemindPayloadSchema,
+    receipt: InteractionRemindReceiptSchema,
+  },
+  "session.wait": {
+    runId: "forbidden",
+    mutating: false,
+    payload: SessionWaitPayloadSchema,
+    receipt: SessionWaitReceiptSchema,
   },
   "notification.claim": {
     runId: "forbidden",

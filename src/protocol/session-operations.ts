@@ -6,7 +6,7 @@
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import { RunSummarySchema } from "./run-operations.ts";
-import { ErrorInfoSchema, looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
+import { looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
 
 const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
 
@@ -25,35 +25,6 @@ export const DecisionAnswerPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
   attemptId: OpaqueIdSchema,
   answer: JsonValueSchema,
-});
-
-/**
- * `interaction.submit`: a workflow tool submission for one pending interactive request. The
- * envelope carries the run, expected revision and the tool-call idempotency key.
- */
-export const InteractionSubmitPayloadSchema = strictObject({
-  interactionId: OpaqueIdSchema,
-  nodeId: NodeIdSchema,
-  attemptId: OpaqueIdSchema,
-  sessionId: OpaqueIdSchema,
-  submission: JsonValueSchema,
-});
-
-/** `interaction.update`: a progress update for a pending interactive request. */
-export const InteractionUpdatePayloadSchema = strictObject({
-  interactionId: OpaqueIdSchema,
-  nodeId: NodeIdSchema,
-  attemptId: OpaqueIdSchema,
-  sessionId: OpaqueIdSchema,
-  update: JsonValueSchema,
-});
-
-/** Receipt of a submission: `validating` until a workflow child accepts or rejects it. */
-export const InteractionReceiptSchema = looseObject({
-  interactionId: OpaqueIdSchema,
-  submissionId: v.optional(OpaqueIdSchema),
-  status: v.picklist(["validating", "accepted", "rejected", "updated"]),
-  error: v.optional(ErrorInfoSchema),
 });
 
 /**

@@ -7,6 +7,7 @@
  */
 import * as v from "valibot";
 import { looseObject, OpaqueIdSchema, TimestampSchema } from "./fields.ts";
+import type { FactError } from "./run-facts.ts";
 
 export const STEP_CONTRACT_SCHEMA = "pi-workflows.step-contract.v1";
 
@@ -32,3 +33,51 @@ export const StepContractSchema = looseObject({
   message: v.pipe(v.string(), v.minLength(1), v.maxLength(200_000)),
 });
 export type StepContract = v.InferOutput<typeof StepContractSchema>;
+
+/** The attempt's failure after the last reminder went unanswered (routable as `failed`). */
+export function noSubmissionError(contract: Pick<StepContract, "step">): FactError {
+  return {
+    code: "noSubmission",
+    message: `Step "${contract.step}" failed: the agent ended its turn ${
+      MAX_STEP_REMINDERS + 1
+    } times without submitting an output`,
+  };
+}
+
+/**
+ * Checks that a tool call names the pending step and attempt. Null when it does; otherwise the
+ * actionable refusal the model sees (the step or attempt it must use instead).
+ */
+export function checkSubmitTarget(
+  contract: Pick<StepContract, "step" | "attempt">,
+  call: { step?: unknown; attempt?: unknown },
+  action: "submit" | "update" = "submit",
+): FactError | null {
+  const verb = action === "submit" ? "Submission" : "Update";
+  if (typeof call.step !== "string" || typeof call.attempt !== "string") {
+    return {
+      code: "contractMismatch",
+      message: `${verb} refused: "step" and "attempt" are required; use step ${
+        JSON.stringify(contract.step)
+      } and attempt ${JSON.stringify(contract.attempt)}`,
+    };
+  }
+  if (call.step !== contract.step) {
+    return {
+      code: "wrongStep",
+      message: `${verb} refused: step ${JSON.stringify(call.step)} is not the pending step; ` +
+        `the pending step is ${JSON.stringify(contract.step)} (attempt ${
+          JSON.stringify(contract.attempt)
+        })`,
+    };
+  }
+  if (call.attempt !== contract.attempt) {
+    return {
+      code: "staleAttempt",
+      message: `${verb} refused: attempt ${JSON.stringify(call.attempt)} of step ${
+        JSON.stringify(contract.step)
+      } is not the current attempt; use attempt ${JSON.stringify(contract.attempt)}`,
+    };
+  }
+  return null;
+}

@@ -168,17 +168,33 @@ export class AmbiguousEffectError extends TransitionError {
 }
 
 /**
- * A notification delivery or turn resolution was refused; nothing changed. `outcome` is the
- * response outcome it means and `code` the stable error code (`notificationNotFound`,
- * `turnNotFound`, `wrongSession`, `notEligible`, `alreadyDelivered`, `alreadyResolved`).
+ * A session operation refused by the state of what it names; nothing changed. `outcome` is the
+ * response outcome it means, `code` the stable error code, the message one line for the model or
+ * the Pi user.
  */
-export class OutboxRefusedError extends Error {
+export class RefusedError extends Error {
   readonly outcome: "rejected" | "conflict" | "notFound";
   readonly code: string;
   constructor(outcome: "rejected" | "conflict" | "notFound", code: string, message: string) {
     super(message);
-    this.name = "OutboxRefusedError";
+    this.name = "RefusedError";
     this.outcome = outcome;
     this.code = code;
   }
+}
+
+/**
+ * A notification delivery or turn resolution was refused (`notificationNotFound`,
+ * `turnNotFound`, `wrongSession`, `notEligible`, `alreadyDelivered`, `alreadyResolved`).
+ */
+export class OutboxRefusedError extends RefusedError {
+  override readonly name = "OutboxRefusedError";
+}
+
+/**
+ * An interactive-step operation refused by the request's state or its transport contract (wrong
+ * step, stale attempt, another session, not pending...).
+ */
+export class InteractionRefusedError extends RefusedError {
+  override readonly name = "InteractionRefusedError";
 }

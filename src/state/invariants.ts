@@ -178,6 +178,57 @@ const CHECKS: Check[] = [
     detail: () => "a notification is not addressed to its run's origin session",
   },
   {
+    code: "pendingInteractionNotWaiting",
+    // A pending request waits on its attempt: the attempt is `waiting` and so is the run.
+    sql:
+      "SELECT i.run_id, i.request_id, a.state, r.state AS run_state FROM interactive_requests i " +
+      "JOIN node_attempts a ON a.attempt_id = i.attempt_id JOIN runs r ON r.run_id = i.run_id " +
+      "WHERE i.status = 'pending' AND (a.state <> 'waiting' OR r.state <> 'waiting')",
+    detail: (r) =>
+      `pending request ${r.request_id} but its attempt is ${r.state} and its run ${r.run_state}`,
+  },
+  {
+    code: "closedInteractionStillWaiting",
+    sql:
+      "SELECT i.run_id, i.request_id, i.status FROM interactive_requests i JOIN node_attempts a " +
+      "ON a.attempt_id = i.attempt_id WHERE i.status <> 'pending' AND a.state = 'waiting'",
+    detail: (r) => `request ${r.request_id} is ${r.status} but its attempt still waits`,
+  },
+  {
+    code: "settledInteractionMismatch",
+    // A model step is settled exactly by its one accepted submission, and its attempt is ok.
+    sql: "SELECT i.run_id, i.request_id FROM interactive_requests i LEFT JOIN " +
+      "interactive_submissions s ON s.submission_id = i.accepted_submission_id LEFT JOIN " +
+      "node_attempts a ON a.attempt_id = i.attempt_id WHERE i.kind IN ('agent', " +
+      "'assistantMessage') AND ((i.status = 'settled' AND (s.outcome IS NOT 'accepted' OR " +
+      "s.request_id IS NOT i.request_id OR a.state <> 'ok')) OR (i.status <> 'settled' AND " +
+      "i.accepted_submission_id IS NOT NULL) OR (SELECT COUNT(*) FROM interactive_submissions x " +
+      "WHERE x.request_id = i.request_id AND x.outcome = 'accepted') > " +
+      "(CASE i.status WHEN 'settled' THEN 1 ELSE 0 END))",
+    detail: (r) => `request ${r.request_id} and its accepted submission disagree`,
+  },
+  {
+    code: "validatingOnClosedInteraction",
+    sql: "SELECT i.run_id, s.submission_id FROM interactive_submissions s JOIN " +
+      "interactive_requests i ON i.request_id = s.request_id WHERE s.outcome = 'validating' " +
+      "AND i.status <> 'pending'",
+    detail: (r) => `submission ${r.submission_id} is validating for a closed request`,
+  },
+  {
+    code: "interactionSessionMismatch",
+    sql: "SELECT i.run_id, i.request_id FROM interactive_requests i JOIN run_bindings b " +
+      "ON b.run_id = i.run_id WHERE i.kind IN ('agent', 'assistantMessage') AND " +
+      "(b.execution_mode <> 'interactive' OR i.target_session_id IS NOT b.origin_session_id)",
+    detail: (r) => `request ${r.request_id} targets another session than its run's origin`,
+  },
+  {
+    code: "sessionReservationExceeded",
+    sql: "SELECT MIN(r.run_id) AS run_id, COUNT(*) AS n FROM run_bindings b JOIN runs r " +
+      "ON r.run_id = b.run_id WHERE b.execution_mode = 'interactive' AND r.state IN " +
+      "('queued', 'running', 'waiting') GROUP BY b.origin_session_id HAVING COUNT(*) > 1",
+    detail: (r) => `${r.n} active interactive runs share one origin session`,
+  },
+  {
     code: "unsettledEffectOnTerminalRun",
     sql:
       "SELECT run_id, effect_id FROM effects WHERE state IN ('pending', 'applying') AND run_id " +

@@ -22,8 +22,9 @@
 --   commands     host_commands                       host-commands.ts, inside each command's
 --                                                   transition transaction
 --   interaction  interactive_requests, interactive_submissions
---                                                   (interaction owners, later issues; cancel and
---                                                   terminal transitions close pending ones)
+--                                                   transitions/interactions.ts,
+--                                                   interaction-verdicts.ts; cancel and terminal
+--                                                   transitions close pending ones
 --   workers      run_workers                         transitions/run-launch.ts, workers.ts,
 --                                                   run-recovery.ts (orphaned epochs)
 --                worker_child_groups                 transitions/child-groups.ts
@@ -150,6 +151,9 @@ CREATE TABLE run_bindings (
   CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL),
   CHECK ((pi_command IS NULL) = (pi_args_json IS NULL))
 );
+-- Session reservations (one active interactive run per session) and session reads.
+CREATE INDEX run_bindings_by_session ON run_bindings (origin_session_id)
+WHERE origin_session_id IS NOT NULL;
 
 -- The run environment (protocol/run-environment.ts): the variables its workers and resolver run
 -- with, as the starting client defined them. Private: read only to launch workers, never shown in
@@ -403,33 +407,49 @@ CREATE TABLE host_commands (
 CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
 WHERE idempotency_key IS NOT NULL;
 
+-- Origin-session model steps (agent, decision, assistant message) waiting for the Pi session.
+-- `contract_json` is the step contract the worker proposed (message text, ids, expected output);
+-- one attempt has at most one request. The session presents its oldest pending request; the
+-- presentation's public session entry id is adopted after a Pi restart instead of a second send.
 CREATE TABLE interactive_requests (
   request_id TEXT PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
   attempt_id TEXT NOT NULL UNIQUE REFERENCES node_attempts (attempt_id),
+  node_id TEXT NOT NULL,
   target_session_id TEXT,
   kind TEXT NOT NULL CHECK (kind IN ('agent', 'assistantMessage', 'checkpoint', 'humanDecision')),
+  contract_json TEXT NOT NULL,
   contract_hash TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending', 'settled', 'cancelled', 'timedOut')),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'settled', 'cancelled', 'timedOut', 'failed')),
   accepted_submission_id TEXT,
+  -- Reminders presented after a turn ended without a submission.
+  reminders INTEGER NOT NULL DEFAULT 0 CHECK (reminders >= 0),
+  claimed_at INTEGER,
   presentation_entry_id TEXT,
+  presented_at INTEGER,
   created_at INTEGER NOT NULL,
   settled_at INTEGER
 );
 CREATE INDEX interactive_requests_pending ON interactive_requests (target_session_id, status, created_at);
 
+-- Submissions of a request, keyed by the tool-call id. `validating` until the validation child
+-- reports; the payload stays so a restarted host can validate it again in a new child.
 CREATE TABLE interactive_submissions (
   submission_id TEXT PRIMARY KEY,
   request_id TEXT NOT NULL REFERENCES interactive_requests (request_id),
   idempotency_key TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
   payload_hash TEXT NOT NULL,
   outcome TEXT NOT NULL CHECK (outcome IN ('validating', 'accepted', 'rejected')),
+  error_code TEXT,
+  error_message TEXT,
   receipt_hash TEXT,
   submitted_at INTEGER NOT NULL,
   decided_at INTEGER,
   UNIQUE (request_id, idempotency_key)
 );
-CREATE INDEX interactive_submissions_validating ON interactive_submissions (outcome)
+-- One submission of a request is validated at a time.
+CREATE UNIQUE INDEX interactive_submissions_validating ON interactive_submissions (request_id)
 WHERE outcome = 'validating';
 
 -- Worker epochs: several per (run, generation) over time, at most one active per run.

@@ -37,6 +37,11 @@ export interface StateStore {
    */
   beforeStatement: ((sql: string) => void) | null;
   /**
+   * Called after every committed write transaction (the host uses it to wake long polls of Pi
+   * sessions); must not throw or write.
+   */
+  afterCommit: (() => void) | null;
+  /**
    * Read accounting for the viewer's bounded-read gate: when set, every query adds its
    * statement and rows, and payload readers (viewer-queries.ts) add their payload rows.
    */
@@ -132,6 +137,7 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
     statements: new Map(),
     beforeStatement: null,
     readStats: null,
+    afterCommit: null,
   };
   if (fresh && !readOnly) initialize(store);
   return store;
@@ -219,6 +225,7 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
     const result = fn();
     store.beforeStatement?.("COMMIT");
     cachedStatement(store, "COMMIT").run();
+    store.afterCommit?.();
     return result;
   } catch (error) {
     if (store.db.isTransaction) store.db.exec("ROLLBACK");

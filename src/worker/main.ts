@@ -5,6 +5,8 @@
  *   worker            one epoch of one run (run-worker.ts)
  *   worker --resolve  load a workflow reference and normalize an input for `run.start`, so the
  *                     host never loads workflow code itself (resolve-source.ts)
+ *   worker --validate check one interactive submission with the node's rules
+ *                     (validate-submission.ts)
  *
  * The process exits when its work is done, when the host answers `claimLost`, and as soon as
  * the channel closes (the host is gone: nobody could commit anything it proposed).
@@ -18,13 +20,17 @@ export { WORKER_EXIT };
 /** How long a stopped worker may take to stop its children (the host's kill grace is 2 s). */
 const LEAVE_BOUND_MS = 1_500;
 
-const USAGE = "Usage: pi-workflows worker [--resolve] (internal: started by the workflow host)";
+const USAGE =
+  "Usage: pi-workflows worker [--resolve | --validate] (internal: started by the workflow host)";
+const MODES = new Set(["--resolve", "--validate"]);
 
 /** Runs the worker mode named by `args`; resolves with the process exit code. */
 export async function runWorker(args: readonly string[] = []): Promise<number> {
-  const unknown = args.find((arg) => arg !== "--resolve");
-  if (unknown !== undefined) {
-    process.stderr.write(`Unknown worker argument: ${unknown.slice(0, 100)}\n${USAGE}\n`);
+  const unknown = args.find((arg) => !MODES.has(arg));
+  if (unknown !== undefined || args.length > 1) {
+    process.stderr.write(
+      `Unknown worker argument: ${(unknown ?? args[1]).slice(0, 100)}\n${USAGE}\n`,
+    );
     return WORKER_EXIT.usage;
   }
   let channel;
@@ -59,8 +65,10 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
   });
   try {
     // Modes load lazily: the run mode says ready before it imports the workflow layer.
-    const code = args.includes("--resolve")
+    const code = args[0] === "--resolve"
       ? await (await import("./resolve-source.ts")).resolveSource(channel)
+      : args[0] === "--validate"
+      ? await (await import("./validate-submission.ts")).validateSubmission(channel)
       : await (await import("./run-worker.ts")).runWorkerEpoch(channel);
     finishing = true;
     channel.close();

@@ -11,7 +11,7 @@ import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
-import type { NodeStep, RunWorkflow } from "./workflow-port.ts";
+import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 
 /** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
 const MAX_PENDING_UPDATES = 64;
@@ -76,6 +76,13 @@ export async function runNode(
       finishedAt: Date.now(),
       deadlineAt,
     };
+  }
+
+  if (workflow.executionMode === "interactive" && MODEL_STEP_KINDS.has(step.nodeKind)) {
+    return await requestInteraction(workflow, step, facts, proposer, attemptId, {
+      startedAt,
+      deadlineAt,
+    });
   }
 
   const controller = new AbortController();
@@ -172,6 +179,54 @@ export async function runNode(
     error: result.error,
   }, attemptId);
   return { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
+}
+
+/**
+ * An interactive model step: the attempt's deadline is already committed (`node.started`);
+ * render its step contract and propose `interaction.requested`. The host makes the run wait for
+ * the origin Pi session and releases the claim; this worker then exits. A prompt that cannot be
+ * rendered fails the attempt like any node callback.
+ */
+async function requestInteraction(
+  workflow: RunWorkflow,
+  step: NodeStep,
+  facts: RunFacts,
+  proposer: Proposer,
+  attemptId: string,
+  times: { startedAt: number; deadlineAt: number | null },
+): Promise<AttemptFact | "parked"> {
+  let contract;
+  try {
+    contract = await workflow.prepareModelStep(step.nodeId, facts, attemptId, times.deadlineAt);
+  } catch (error) {
+    const failure = {
+      code: typeof (error as { code?: unknown }).code === "string"
+        ? String((error as { code: string }).code).slice(0, 128)
+        : "nodeFailed",
+      message: (error instanceof Error ? error.message : String(error)).slice(0, 8000) ||
+        "The step's prompt could not be rendered",
+    };
+    await proposer.propose("node.failed", { outcome: "failed", error: failure }, attemptId);
+    return {
+      attemptId,
+      nodeId: step.nodeId,
+      sequence: nextSequence(facts),
+      nodeKind: step.nodeKind,
+      effect: step.effect,
+      state: "failed",
+      error: failure,
+      startedAt: times.startedAt,
+      finishedAt: Date.now(),
+      deadlineAt: times.deadlineAt,
+    };
+  }
+  await proposer.propose("interaction.requested", {
+    nodeId: step.nodeId,
+    requestKind: contract.kind,
+    contract: contract as unknown as JsonValue,
+    deadlineAt: times.deadlineAt,
+  }, attemptId);
+  return "parked";
 }
 
 function nextSequence(facts: RunFacts): number {

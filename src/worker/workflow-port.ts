@@ -1,8 +1,10 @@
 /**
  * The worker's view of the workflow layer: check the saved source identity without loading,
  * load and compare the mounted map, then decide and execute steps. Agent and decision steps of a
- * headless run run in a supervised `pi --mode rpc` child (headless-executor.ts); interactive
- * runs cannot run model steps in a worker yet: they fail as normal node failures saying so.
+ * headless run run in a supervised `pi --mode rpc` child (headless-executor.ts). In an
+ * interactive run a model step (agent, decision, assistant message) is not executed here:
+ * `prepareModelStep` renders its step contract, which the worker proposes as
+ * `interaction.requested` before it exits.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
@@ -26,6 +28,9 @@ import {
 } from "../workflows/sources/identity.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import { createHeadlessExecutor } from "./headless-executor.ts";
+import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";
+import { acceptAgentSubmission, prepareAgentStep } from "../workflows/execute-node.ts";
+import type { AcceptResult } from "../workflows/agent-executor.ts";
 
 export type NodeStep = Extract<NextStep, { kind: "startNode" }>;
 
@@ -45,7 +50,16 @@ export interface ExecuteRequest {
   processGroups: ProcessGroupHooks;
 }
 
+/** Node kinds that talk to a model: in an interactive run they wait for the origin Pi session. */
+export const MODEL_STEP_KINDS: ReadonlySet<string> = new Set([
+  "agent",
+  "decision",
+  "assistantMessage",
+]);
+
 export interface RunWorkflow {
+  /** How model steps run (from the launch envelope). */
+  readonly executionMode: "interactive" | "headless";
   /**
    * The worker's own copy of the committed facts. The worker only appends the attempts the host
    * accepted, so views of it are extended step by step instead of rebuilt.
@@ -55,10 +69,27 @@ export interface RunWorkflow {
   /** Milliseconds or null; a failing timeout callback surfaces as a thrown NodeFailure. */
   resolveTimeout(nodeId: string, facts: RunFacts, attemptId: string): Promise<number | null>;
   execute(nodeId: string, request: ExecuteRequest): Promise<NodeResult>;
+  /**
+   * The step contract of a model step (prompt rendered, contract block added). Throws what the
+   * prompt callback threw, or a `NodeFailure`.
+   */
+  prepareModelStep(
+    nodeId: string,
+    facts: RunFacts,
+    attemptId: string,
+    deadlineAt: number | null,
+  ): Promise<StepContract>;
+  /** Tolerant JSON parsing and the node's rules for one submission (the validation child). */
+  acceptSubmission(
+    nodeId: string,
+    facts: RunFacts,
+    attemptId: string,
+    raw: unknown,
+  ): Promise<AcceptResult>;
 }
 
 const interactiveUnavailable = unavailableAgentExecutor(
-  "model steps of interactive runs are not available in workers yet",
+  "a model step of an interactive run waits for its origin Pi session, not in a worker",
 );
 
 /** Hashes every saved source file (or built-in revision); loads nothing. */
@@ -114,6 +145,7 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       })
       : interactiveUnavailable;
   return {
+    executionMode: launch.executionMode,
     ownFacts: (committed) =>
       trackAppendOnlyFacts({ ...committed, attempts: [...committed.attempts] }),
     decideNext: (facts) => decideNext(wf, facts),
@@ -121,5 +153,20 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       resolveNodeTimeout(wf, nodeId, { facts, attemptId }),
     execute: (nodeId, request) =>
       executeNode(wf, nodeId, { ...request, agent: agentFor(request.processGroups) }),
+    prepareModelStep: async (nodeId, facts, attemptId, deadlineAt) => {
+      const step = await prepareAgentStep(wf, nodeId, { facts, attemptId });
+      const nodeKind = wf.nodes.get(nodeId)!.kind as "agent" | "decision" | "assistantMessage";
+      return buildStepContract({
+        ...step,
+        nodeKind,
+        runId: facts.runId,
+        workflowName: wf.name,
+        nodeId,
+        attemptId,
+        deadlineAt,
+      });
+    },
+    acceptSubmission: (nodeId, facts, attemptId, raw) =>
+      acceptAgentSubmission(wf, nodeId, { facts, attemptId }, raw),
   };
 }

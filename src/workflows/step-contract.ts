@@ -6,18 +6,26 @@
  * names the pending step and attempt, and the texts a tool result shows the model.
  *
  * Everything here is pure: the host may call it (reminders) without loading workflow code. The
- * wire shape of a contract is `src/protocol/step-contract-schema.ts`.
+ * wire shape of a contract, and the checks the state layer needs too (target, no submission), are
+ * in `src/protocol/step-contract-schema.ts`.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { FactError } from "../protocol/run-facts.ts";
 import {
+  checkSubmitTarget,
   MAX_STEP_REMINDERS,
+  noSubmissionError,
   STEP_CONTRACT_SCHEMA,
   type StepContract,
 } from "../protocol/step-contract-schema.ts";
 import { NodeFailure } from "./errors.ts";
 
-export { MAX_STEP_REMINDERS, STEP_CONTRACT_SCHEMA, type StepContract };
+export {
+  checkSubmitTarget,
+  MAX_STEP_REMINDERS,
+  noSubmissionError,
+  STEP_CONTRACT_SCHEMA,
+  type StepContract,
+};
 
 /** A node prompt longer than this fails the attempt (`promptTooLong`) before it is presented. */
 export const MAX_PROMPT_CHARS = 100_000;
@@ -147,54 +155,6 @@ export function reminderMessage(contract: StepContract, reminder: number): strin
     "---",
     contractBlock(rest),
   ].join("\n");
-}
-
-/** The attempt's failure after the last reminder went unanswered (routable as `failed`). */
-export function noSubmissionError(contract: Pick<StepContract, "step">): FactError {
-  return {
-    code: "noSubmission",
-    message: `Step "${contract.step}" failed: the agent ended its turn ${
-      MAX_STEP_REMINDERS + 1
-    } times without submitting an output`,
-  };
-}
-
-/**
- * Checks that a tool call names the pending step and attempt. Null when it does; otherwise the
- * actionable refusal the model sees (the step or attempt it must use instead).
- */
-export function checkSubmitTarget(
-  contract: Pick<StepContract, "step" | "attempt">,
-  call: { step?: unknown; attempt?: unknown },
-  action: "submit" | "update" = "submit",
-): FactError | null {
-  const verb = action === "submit" ? "Submission" : "Update";
-  if (typeof call.step !== "string" || typeof call.attempt !== "string") {
-    return {
-      code: "contractMismatch",
-      message: `${verb} refused: "step" and "attempt" are required; use step ${
-        JSON.stringify(contract.step)
-      } and attempt ${JSON.stringify(contract.attempt)}`,
-    };
-  }
-  if (call.step !== contract.step) {
-    return {
-      code: "wrongStep",
-      message: `${verb} refused: step ${JSON.stringify(call.step)} is not the pending step; ` +
-        `the pending step is ${JSON.stringify(contract.step)} (attempt ${
-          JSON.stringify(contract.attempt)
-        })`,
-    };
-  }
-  if (call.attempt !== contract.attempt) {
-    return {
-      code: "staleAttempt",
-      message: `${verb} refused: attempt ${JSON.stringify(call.attempt)} of step ${
-        JSON.stringify(contract.step)
-      } is not the current attempt; use attempt ${JSON.stringify(contract.attempt)}`,
-    };
-  }
-  return null;
 }
 
 /** The tool result text after an accepted submission. */

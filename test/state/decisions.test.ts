@@ -129,8 +129,9 @@ describe("answerDecision()", () => {
   it("closes a pending interactive request of the answered attempt", () => {
     const w = waiting();
     f.store.db.prepare(
-      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, kind, contract_hash, " +
-        "status, created_at) VALUES ('req-1', ?, ?, 'checkpoint', 'h', 'pending', 0)",
+      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, node_id, kind, " +
+        "contract_json, contract_hash, status, created_at) VALUES ('req-1', ?, ?, 'ask', " +
+        "'checkpoint', '{}', 'h', 'pending', 0)",
     ).run(w.runId, w.attemptId);
     answer(w);
     expect(f.store.db.prepare("SELECT status FROM interactive_requests").get()).toEqual({

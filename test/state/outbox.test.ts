@@ -368,12 +368,12 @@ describe("successor turns", () => {
         "VALUES ('att-2', ?, 1, 'next', 'agent', 'pure', 'ok', 1, ?)",
     ).run(runId, f.clock.now());
     f.store.db.prepare(
-      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, target_session_id, kind, contract_hash, status, created_at) " +
-        "VALUES ('ir-2', ?, 'att-2', ?, 'agent', 'h', 'pending', ?)",
+      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, node_id, target_session_id, kind, contract_json, contract_hash, status, created_at) " +
+        "VALUES ('ir-2', ?, 'att-2', 'next', ?, 'agent', '{}', 'h', 'pending', ?)",
     ).run(runId, SESSION, f.clock.now());
     expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
     expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("workflowPrompt");
-    f.store.db.prepare("UPDATE interactive_requests SET status = 'settled'").run();
+    f.store.db.prepare("UPDATE interactive_requests SET status = 'cancelled'").run();
   });
 
   it("a run waiting for an answer releases the stranded turn; the turn covers it once", () => {

@@ -76,6 +76,11 @@ export interface Supervision {
    * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.
    */
   stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /**
+   * Starts (or joins) the supervised validation child of a `validating` interactive submission;
+   * resolves once its verdict is committed (or the host shuts down).
+   */
+  validateSubmission(submissionId: string): Promise<void>;
   /** Validates a workflow reference and input in a supervised source-resolver child. */
   resolve(request: ResolveRequest): Promise<ResolveResult>;
   activeWorkerCount(): number;

@@ -1,8 +1,8 @@
 /**
  * What each accepted worker message commits. One state transition per message, all under the
- * run claim the host holds for this worker; the worker never writes. Kinds that belong to later
- * features (interactive requests) are refused with a clear `protocolRejected` error so the
- * channel stays complete and honest.
+ * run claim the host holds for this worker; the worker never writes. `interaction.accepted` and
+ * `interaction.rejected` come only from validation children (validation.ts) and are refused on a
+ * run worker's channel with a clear `protocolRejected` error.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactsChunk } from "../../protocol/run-facts.ts";
@@ -24,6 +24,10 @@ import { completeRun, failRun, timeOutRun } from "../../state/transitions/run-en
 import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
 import { requestPresentation } from "../../state/transitions/turn-intents.ts";
+import { requestInteraction } from "../../state/transitions/interactions.ts";
+import { StepContractSchema } from "../../protocol/step-contract-schema.ts";
+import { describeIssues } from "../../protocol/schema-issues.ts";
+import * as v from "valibot";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import { createFactsStream } from "./facts-stream.ts";
@@ -190,12 +194,63 @@ export function applyWorkerMessage(
     }
     case "worker.progress":
       return progress(ctx, worker, message);
+    case "interaction.requested":
+      return requestStep(ctx, worker, message, write);
     case "worker.exiting":
       worker.diagnostic = `exiting: ${message.payload.reason}`;
       return { closedAttempt: false };
     default:
       throw refuse(`${message.kind} is not available yet in this version of the host`);
   }
+}
+
+/**
+ * An interactive model step: the worker committed `node.started` (with the deadline) and now
+ * proposes the step contract. The run waits for its origin Pi session with no worker and no
+ * claim; the worker exits after this reply.
+ */
+function requestStep(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"interaction.requested">,
+  write: WorkerWriteOptions,
+): Applied {
+  const p = message.payload;
+  const open = worker.openAttempt;
+  if (open === null || open.attemptId !== message.attemptId || open.nodeId !== p.nodeId) {
+    throw refuse("interaction.requested must name the open attempt and its node");
+  }
+  const contract = v.safeParse(StepContractSchema, p.contract);
+  if (!contract.success) {
+    throw refuse(
+      `interaction.requested carries an invalid step contract: ${
+        describeIssues(contract.issues, "contract")
+      }`,
+    );
+  }
+  const c = contract.output;
+  if (
+    c.runId !== worker.runId || c.step !== p.nodeId || c.attempt !== open.attemptId ||
+    c.kind !== p.requestKind || c.deadlineAt !== p.deadlineAt
+  ) {
+    throw refuse("the step contract names another run, step, attempt, kind or deadline");
+  }
+  if (c.kind !== "agent" && c.kind !== "assistantMessage") {
+    throw refuse(`interaction.requested of kind ${p.requestKind} is not a model step`);
+  }
+  const { revision } = requestInteraction(ctx.store, worker.claim, {
+    ...write,
+    attemptId: open.attemptId,
+    nodeId: p.nodeId,
+    kind: c.kind,
+    contract: p.contract,
+    deadlineAt: p.deadlineAt,
+  });
+  settle(worker);
+  worker.openAttempt = null;
+  // The attempt's deadline is now enforced with no worker alive.
+  ctx.deadlinesChanged?.();
+  return { revision, closedAttempt: true };
 }
 
 function park(

@@ -11,7 +11,7 @@ import { stopProcessGroup } from "../../os/stop-group.ts";
 
 export interface RegisteredProcess {
   identity: ProcessIdentity;
-  kind: "worker" | "resolver";
+  kind: "worker" | "resolver" | "validator";
   /** The run it works for; null for a resolver. */
   runId: string | null;
 }

@@ -29,6 +29,8 @@ import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
+import { createValidations } from "./validation.ts";
+import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
 
@@ -63,6 +65,12 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   const envFor = (runId: string | null): NodeJS.ProcessEnv =>
     typeof extras.childEnv === "function" ? extras.childEnv(runId) : extras.childEnv ?? {};
+  const validations = createValidations(ctx, {
+    registry,
+    env: envFor,
+    command: extras.workerCommand,
+    accepted: () => schedule(),
+  });
 
   const stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string): void => {
     if (worker.stopReason === null) {
@@ -304,7 +312,14 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       const renewal = setInterval(renew, ctx.options.claimRenewMs);
       const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
       background.add(renewal).add(sweep);
+      // Recovery step 9: submissions a previous host left validating get a new child.
+      for (const submissionId of listValidatingSubmissions(ctx.store)) {
+        void validations.validate(submissionId);
+      }
       schedule();
+    },
+    validateSubmission(submissionId) {
+      return validations.validate(submissionId);
     },
     wake() {
       schedule();
@@ -334,7 +349,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       return active.size;
     },
     hasPendingWork() {
-      if (active.size > 0 || resolvers > 0) return true;
+      if (active.size > 0 || resolvers > 0 || validations.count() > 0) return true;
       if (shuttingDown) return false;
       if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
       // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
@@ -372,6 +387,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         stop(worker, "shutdown", "host shutdown");
       }
       await Promise.all([...active.values()].map((worker) => worker.done));
+      await validations.shutdown();
       await registry.stopAll(ctx.options.killGraceMs);
     },
   };

@@ -168,7 +168,8 @@ export function cancelPendingInteractions(store: StateStore, runId: string, now:
   );
   execute(
     store,
-    "UPDATE interactive_submissions SET outcome = 'rejected', decided_at = :now " +
+    "UPDATE interactive_submissions SET outcome = 'rejected', decided_at = :now, " +
+      "error_code = 'runEnded', error_message = 'The run ended before the submission was validated' " +
       "WHERE outcome = 'validating' AND request_id IN " +
       "(SELECT request_id FROM interactive_requests WHERE run_id = :runId AND status = 'pending')",
     { runId, now },

@@ -2,6 +2,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory } from "../journal.ts";
+import { InteractionRefusedError } from "../errors.ts";
+import { sessionReservation } from "../interaction-queries.ts";
 import { execute, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
@@ -61,6 +63,9 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
   const piArgs = opts.binding.pi ? encodeValue("pi args", [...opts.binding.pi.args]) : null;
   return writeTransaction(store, () => {
     const now = store.clock.now();
+    if (opts.binding.executionMode === "interactive") {
+      requireFreeSession(store, opts.binding.originSessionId!);
+    }
     const runId = opts.runId ?? store.ids.next("run");
     execute(
       store,
@@ -123,4 +128,18 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
     if (opts.receipt) recordHostCommandInTx(store, opts.receipt, { runId, revision: 1, now });
     return { runId, revision: 1 };
   });
+}
+
+/**
+ * The session reservation: one active (not terminal) interactive run per origin session,
+ * checked in the enqueue transaction; released when that run ends.
+ */
+function requireFreeSession(store: StateStore, sessionId: string): void {
+  const active = sessionReservation(store, sessionId);
+  if (active === undefined) return;
+  throw new InteractionRefusedError(
+    "conflict",
+    "sessionBusy",
+    `This Pi session already has an active workflow run (${active}); wait for it to end or cancel it first`,
+  );
 }

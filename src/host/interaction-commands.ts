@@ -1,0 +1,308 @@
+/**
+ * The Pi session's interactive-step operations. Each checks the request's transport contract in
+ * its transaction (the run, the session, the step and attempt, pending) and answers only after
+ * the commit:
+ *
+ *   interaction.claim    the session's current request (read; records the first claim time)
+ *   interaction.present  compare-and-set of the presentation's session entry id (receipt)
+ *   interaction.submit   provisional `validating` submission, then the validation child; the
+ *                        answer waits (bounded) for the verdict. Idempotent by tool-call id per
+ *                        request: the same id always gets that submission's receipt
+ *   interaction.update   a progress update, rate limited like worker updates (receipt)
+ *   interaction.remind   the agent settled without submitting: a reminder or the failure (receipt)
+ *   session.wait         a long poll on the session's cursor (the push to connected sessions)
+ */
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
+import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { HOST_ERROR_CODES } from "../protocol/host-response.ts";
+import type { StepContract } from "../protocol/step-contract-schema.ts";
+import { type CommandReceiptInput, findHostCommand } from "../state/host-commands.ts";
+import {
+  readInteraction,
+  readSubmission,
+  type SessionInteraction,
+  type SubmissionRow,
+} from "../state/interaction-queries.ts";
+import { readRunRow } from "../state/claims.ts";
+import {
+  claimInteraction,
+  presentInteraction,
+  recordInteractionUpdate,
+  submitInteraction,
+} from "../state/transitions/interactions.ts";
+import { remindInteraction } from "../state/transitions/interaction-verdicts.ts";
+import { InteractionRefusedError } from "../state/errors.ts";
+import { decodeValue } from "../state/values.ts";
+import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
+import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
+import { withReceipt } from "./command-receipts.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+
+type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>;
+
+function expect<Op extends HostRequest["operation"]>(request: HostRequest, op: Op): Payload<Op> {
+  if (request.operation !== op) throw new TypeError(`Expected ${op}`);
+  return request as Payload<Op>;
+}
+
+/** `interaction.claim`: the session's oldest pending request, or null. */
+export function claimInteractionQuery(rt: HostRuntime, request: HostRequest): HostResponse {
+  const { payload } = expect(request, "interaction.claim");
+  const current = claimInteraction(rt.store, payload.sessionId);
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    receipt: {
+      interaction: current ? claimView(current) : null,
+      waiting: current?.waiting ?? 0,
+    },
+  });
+}
+
+function claimView(current: SessionInteraction): JsonValue {
+  const r = current.request;
+  const s = current.submission;
+  return {
+    interactionId: r.request_id,
+    runId: r.run_id,
+    expectedRevision: current.revision,
+    kind: r.kind,
+    contract: decodeValue(r.contract_json) ?? null,
+    presentation: {
+      sessionEntryId: r.presentation_entry_id,
+      claimedAt: r.claimed_at ?? r.created_at,
+      presentedAt: r.presented_at,
+    },
+    reminders: r.reminders,
+    submission: s && s.outcome !== "accepted"
+      ? { submissionId: s.submission_id, status: s.outcome, ...errorOf(s) }
+      : null,
+    createdAt: r.created_at,
+  };
+}
+
+function errorOf(s: SubmissionRow): { error?: { code: string; message: string } } {
+  return s.error_code === null
+    ? {}
+    : { error: { code: s.error_code, message: s.error_message ?? "" } };
+}
+
+/** `interaction.present`: record (or adopt) the session entry that shows the step. */
+export function presentInteractionCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+): Promise<HostResponse> {
+  return withReceipt(rt, request, (rt, request, receipt) => {
+    const { payload, runId } = expect(request, "interaction.present");
+    const { revision, body } = presentInteraction(rt.store, {
+      runId: runId!,
+      interactionId: payload.interactionId,
+      sessionId: payload.sessionId,
+      sessionEntryId: payload.sessionEntryId,
+      replaces: payload.replaces,
+      expectedRevision: request.expectedRevision,
+      receipt,
+    });
+    return answer(rt, request, revision, body);
+  });
+}
+
+/** `interaction.update`: a tool update of the pending step, checked and rate limited. */
+export function updateInteractionCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+): Promise<HostResponse> {
+  return withReceipt(rt, request, (rt, request, receipt) => {
+    const { payload, runId } = expect(request, "interaction.update");
+    const update = payload.update;
+    let checked: { type: string; key: string; data: JsonValue };
+    try {
+      checked = checkUpdate({ type: update.type, key: update.key ?? "main", data: update.data });
+    } catch (error) {
+      throw new InteractionRefusedError("rejected", "invalidUpdate", (error as Error).message);
+    }
+    if (!takeToken(rt, payload.interactionId)) {
+      throw new InteractionRefusedError(
+        "rejected",
+        "rateLimited",
+        `Update rejected: rate limit of ${UPDATE_LIMITS.ratePerSecond} per second (burst ${UPDATE_LIMITS.burst}) exceeded`,
+      );
+    }
+    const { revision } = recordInteractionUpdate(rt.store, {
+      runId: runId!,
+      interactionId: payload.interactionId,
+      sessionId: payload.sessionId,
+      nodeId: payload.nodeId,
+      attemptId: payload.attemptId,
+      ...checked,
+      expectedRevision: request.expectedRevision,
+      receipt,
+    });
+    return answer(rt, request, revision, {
+      interactionId: payload.interactionId,
+      status: "updated",
+    });
+  });
+}
+
+/** `interaction.remind`: the agent settled without submitting. */
+export function remindInteractionCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+): Promise<HostResponse> {
+  return withReceipt(rt, request, (rt, request, receipt) => {
+    const { payload, runId } = expect(request, "interaction.remind");
+    const contract = contractOf(rt, payload.interactionId);
+    const { revision, result, body } = remindInteraction(rt.store, {
+      runId: runId!,
+      interactionId: payload.interactionId,
+      sessionId: payload.sessionId,
+      reminder: payload.reminder,
+      reminderText: (n) => contract ? reminderMessage(contract, n) : "",
+      expectedRevision: request.expectedRevision,
+      receipt,
+    });
+    if (result.action === "failed") rt.supervision.wake();
+    return answer(rt, request, revision, body);
+  });
+}
+
+/**
+ * `interaction.submit`. Not through the generic receipts: a submission's receipt changes from
+ * `validating` to its verdict, so the answer is always read from the submission row. The request
+ * id still has its host_commands row (a reused id with another payload is a conflict).
+ */
+export async function submitInteractionCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+): Promise<HostResponse> {
+  const { payload, runId, idempotencyKey } = expect(request, "interaction.submit");
+  const fail = (outcome: "rejected" | "conflict", code: string, message: string) =>
+    failureResponse({ requestId: request.requestId, hostEpoch: rt.epoch, outcome, code, message });
+  if (idempotencyKey === undefined) {
+    return fail(
+      "rejected",
+      HOST_ERROR_CODES.invalidRequest,
+      "interaction.submit needs the tool-call id as its idempotencyKey",
+    );
+  }
+  const fingerprint = requestFingerprint(request);
+  const stored = findHostCommand(rt.store, request.requestId);
+  if (stored && stored.requestFingerprint !== fingerprint) {
+    return fail(
+      "conflict",
+      HOST_ERROR_CODES.requestIdReused,
+      "Request id reused with another payload: use a new request id for a new command",
+    );
+  }
+  const receipt: CommandReceiptInput | undefined = stored ? undefined : {
+    requestId: request.requestId,
+    clientId: request.clientId,
+    operation: request.operation,
+    idempotencyKey,
+    requestFingerprint: fingerprint,
+  };
+  const result = submitInteraction(rt.store, {
+    runId: runId!,
+    interactionId: payload.interactionId,
+    sessionId: payload.sessionId,
+    nodeId: payload.nodeId,
+    attemptId: payload.attemptId,
+    idempotencyKey,
+    submission: payload.submission,
+    expectedRevision: request.expectedRevision,
+    receipt,
+  });
+  const submissionId = result.kind === "new"
+    ? result.submissionId
+    : result.submission.submission_id;
+  let row = result.kind === "existing"
+    ? result.submission
+    : readSubmission(rt.store, submissionId)!;
+  if (row.outcome === "validating") {
+    rt.log("interaction.submitted", { runId: runId!, again: result.kind === "existing" });
+    // Joins the child when one runs (a repeated tool call polls), starts one otherwise.
+    await rt.sessions.until(rt.supervision.validateSubmission(submissionId), payload.waitMs);
+    row = readSubmission(rt.store, submissionId) ?? row;
+  }
+  const contract = contractOf(rt, payload.interactionId);
+  const target = contract ?? { step: payload.nodeId, attempt: payload.attemptId };
+  const body: { [key: string]: JsonValue } = {
+    interactionId: payload.interactionId,
+    submissionId,
+    status: row.outcome,
+    ...errorOf(row),
+    message: row.outcome === "accepted"
+      ? acceptedText(target)
+      : row.outcome === "rejected"
+      ? rejectedText(target, row.error_message ?? "Output rejected")
+      : "The output is still being validated: call submit again with the same arguments for the result",
+  };
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    revision: readRunRow(rt.store, runId!)?.revision,
+    receipt: body,
+    adopted: result.kind === "existing" && !stored,
+  });
+}
+
+/** `session.wait`: answers once the session's runs changed after `cursor`, or after `waitMs`. */
+export async function sessionWaitQuery(
+  rt: HostRuntime,
+  request: HostRequest,
+): Promise<HostResponse> {
+  const { payload } = expect(request, "session.wait");
+  const { cursor, changed } = await rt.sessions.wait(
+    payload.sessionId,
+    payload.cursor,
+    payload.waitMs,
+  );
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    receipt: { cursor, changed },
+  });
+}
+
+function contractOf(rt: HostRuntime, interactionId: string): StepContract | undefined {
+  const row = readInteraction(rt.store, interactionId);
+  return row ? decodeValue(row.contract_json) as unknown as StepContract : undefined;
+}
+
+function answer(
+  rt: HostRuntime,
+  request: HostRequest,
+  revision: number,
+  body: JsonValue,
+): HostResponse {
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    revision,
+    receipt: body as { [key: string]: JsonValue },
+  });
+}
+
+/** Per-request token buckets of tool updates (20/s, burst 100), like worker updates. */
+const buckets = new WeakMap<HostRuntime, Map<string, { tokens: number; at: number }>>();
+
+function takeToken(rt: HostRuntime, interactionId: string): boolean {
+  let perHost = buckets.get(rt);
+  if (!perHost) buckets.set(rt, perHost = new Map());
+  const now = rt.clock.now();
+  const bucket = perHost.get(interactionId) ?? { tokens: UPDATE_LIMITS.burst, at: now };
+  bucket.tokens = Math.min(
+    UPDATE_LIMITS.burst,
+    bucket.tokens + ((now - bucket.at) / 1000) * UPDATE_LIMITS.ratePerSecond,
+  );
+  bucket.at = now;
+  if (bucket.tokens < 1) return false;
+  bucket.tokens -= 1;
+  perHost.delete(interactionId);
+  perHost.set(interactionId, bucket);
+  // Bounded: the oldest buckets (insertion order) go first.
+  if (perHost.size > 1000) perHost.delete(perHost.keys().next().value!);
+  return true;
+}

@@ -1,0 +1,248 @@
+/**
+ * Validation children: an interactive submission is checked by workflow code, which the host
+ * never runs. For each `validating` submission the host starts `pi-workflows worker --validate`
+ * (own process group, bounded output, fd-3 framing), writes one validate request carrying a
+ * launch header (run, the generation the request waits under, a fresh worker epoch), and reads
+ * ONE worker message back. The header is fenced like any worker message before the payload is
+ * read; then the verdict commits (`acceptSubmission` / `rejectSubmission`) and the child gets its
+ * reply and exits. A child that stops, hangs past the deadline or breaks the protocol rejects the
+ * provisional submission with a clear reason: the request stays ready for a corrected retry.
+ *
+ * One child per submission at a time; asking again joins it. The promise resolves once the
+ * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
+ */
+import { join } from "node:path";
+import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { FactError } from "../../protocol/run-facts.ts";
+import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
+import {
+  WORKER_LAUNCH_SCHEMA,
+  WORKER_PROTOCOL_VERSION,
+  type WorkerLaunch,
+} from "../../protocol/worker-launch.ts";
+import {
+  checkWorkerFence,
+  parseWorkerHeader,
+  parseWorkerPayload,
+  type WorkerMessage,
+  workerReply,
+} from "../../protocol/worker-messages.ts";
+import { readValidationJob, type ValidationJob } from "../../state/interaction-queries.ts";
+import {
+  acceptSubmission,
+  rejectSubmission,
+} from "../../state/transitions/interaction-verdicts.ts";
+import { selfCommand } from "../../os/self-launch.ts";
+import type { HostContext } from "./api.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
+import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
+import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
+import { crashPoint } from "../../protocol/crash-point.ts";
+
+/** How long the node's rules may take once the child is up (beyond the start-up deadline). */
+export const VALIDATE_BOUND_MS = 60_000;
+
+export interface ValidationDeps {
+  registry: ProcessRegistry;
+  env(runId: string): NodeJS.ProcessEnv;
+  command?: (args: string[]) => { command: string; args: string[] };
+  /** A submission was accepted: its run is launchable again. */
+  accepted(runId: string): void;
+}
+
+export interface Validations {
+  /** Starts (or joins) the child of a validating submission; resolves once it is decided. */
+  validate(submissionId: string): Promise<void>;
+  /** Children running now. */
+  count(): number;
+  /** Stops every child (host shutdown); their submissions stay `validating`. */
+  shutdown(): Promise<void>;
+}
+
+export function createValidations(ctx: HostContext, deps: ValidationDeps): Validations {
+  const running = new Map<string, { done: Promise<void>; stop(): void }>();
+  let closing = false;
+
+  const validate = (submissionId: string): Promise<void> => {
+    const existing = running.get(submissionId);
+    if (existing) return existing.done;
+    if (closing) return Promise.resolve();
+    const job = readValidationJob(ctx.store, submissionId);
+    if (!job) return Promise.resolve();
+    const stopper = { stop: () => {} };
+    const done = runChild(ctx, deps, job, stopper).catch((error) => {
+      ctx.log("validation.failed", { run: job.runId, error: errorName(error) });
+    }).finally(() => running.delete(submissionId));
+    running.set(submissionId, { done, stop: () => stopper.stop() });
+    return done;
+  };
+
+  return {
+    validate,
+    count: () => running.size,
+    async shutdown() {
+      closing = true;
+      const all = [...running.values()];
+      for (const child of all) child.stop();
+      await Promise.all(all.map((child) => child.done));
+    },
+  };
+}
+
+async function runChild(
+  ctx: HostContext,
+  deps: ValidationDeps,
+  job: ValidationJob,
+  stopper: { stop(): void },
+): Promise<void> {
+  const workerEpoch = ctx.ids.next("vep");
+  const launch: WorkerLaunch = {
+    schema: WORKER_LAUNCH_SCHEMA,
+    runId: job.runId,
+    generation: job.generation,
+    workerEpoch,
+    projectPath: job.projectPath,
+    workflowSource: job.workflowSource as WorkerLaunch["workflowSource"],
+    definitionDigest: job.definitionDigest,
+    inputHash: job.inputHash,
+    executionMode: "interactive",
+    protocolVersion: WORKER_PROTOCOL_VERSION,
+  };
+  const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
+  let failure: string | null = null;
+  const spawned = spawnWorkerProcess({
+    command: command.command,
+    args: command.args,
+    // The run's recorded environment, as its workers get; the child enters the project itself.
+    env: childEnvironment(recordedRunEnvironment(ctx.store, job.runId), deps.env(job.runId)),
+    cwd: ctx.stateDir,
+    logDir: join(ctx.stateDir, "workers"),
+    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    onOutputExceeded: () => {
+      failure = "its output passed the capture limit";
+      spawned.channel.destroy();
+    },
+  });
+  const identity = spawned.identity;
+  if (identity) deps.registry.register({ identity, kind: "validator", runId: job.runId });
+  let stopped = false;
+  stopper.stop = () => {
+    stopped = true;
+    spawned.channel.destroy();
+  };
+  const deadline = setTimeout(() => {
+    failure = `it gave no verdict within ${ctx.options.workerStartupMs + VALIDATE_BOUND_MS} ms`;
+    spawned.channel.destroy();
+  }, ctx.options.workerStartupMs + VALIDATE_BOUND_MS);
+  try {
+    await writeFrame(spawned.channel, {
+      schema: VALIDATE_REQUEST_SCHEMA,
+      launch,
+      interactionId: job.interactionId,
+      submissionId: job.submissionId,
+      nodeId: job.nodeId,
+      attemptId: job.attemptId,
+      facts: { ...job.facts, projectPath: job.projectPath } as unknown as JsonValue,
+      submission: job.submission,
+    }).catch(() => {
+      failure ??= "it stopped before it read the submission";
+    });
+    let decided = false;
+    for await (const frame of readFrames(spawned.channel)) {
+      if (decided) break;
+      if (!frame.ok) {
+        failure ??= `it broke the protocol (${frame.error.code})`;
+        break;
+      }
+      const answer = judge(job, launch, frame.value);
+      if (typeof answer === "string") {
+        failure ??= answer;
+        break;
+      }
+      crashPoint("host.validation.beforeCommit");
+      commit(ctx, deps, job, answer);
+      decided = true;
+      await writeFrame(
+        spawned.channel,
+        workerReply({ messageId: answer.messageId, outcome: "accepted" }),
+      ).catch(() => {});
+      break;
+    }
+    if (!decided && !stopped) {
+      reject(ctx, job, {
+        code: "validationFailed",
+        message: `Output not validated: the validation process stopped (${
+          failure ?? "it exited without a verdict"
+        }); submit it again`,
+      });
+    }
+  } finally {
+    clearTimeout(deadline);
+    spawned.channel.destroy();
+    if (identity) {
+      await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+      deps.registry.unregister(identity);
+    }
+    await spawned.exited;
+    removeEmptyLogs(spawned.logFiles);
+  }
+}
+
+type Verdict =
+  | WorkerMessage & { kind: "interaction.accepted" }
+  | WorkerMessage & { kind: "interaction.rejected" };
+
+/** The child's one message, header and fence first; a string says why it is refused. */
+function judge(job: ValidationJob, launch: WorkerLaunch, value: unknown): Verdict | string {
+  const header = parseWorkerHeader(value);
+  if (!header.ok) return `it sent an invalid message (${header.error})`;
+  if (checkWorkerFence(header.value, launch) !== null) return "its message names another worker";
+  const kind = header.value.kind;
+  if (kind !== "interaction.accepted" && kind !== "interaction.rejected") {
+    return `it sent ${kind} instead of a verdict`;
+  }
+  const parsed = parseWorkerPayload(header.value, value);
+  if (!parsed.ok) return `it sent an invalid verdict (${parsed.error})`;
+  const message = parsed.value as Verdict;
+  if (
+    message.attemptId !== job.attemptId || message.payload.interactionId !== job.interactionId ||
+    message.payload.submissionId !== job.submissionId
+  ) {
+    return "its verdict names another submission";
+  }
+  return message;
+}
+
+function commit(ctx: HostContext, deps: ValidationDeps, job: ValidationJob, verdict: Verdict) {
+  if (verdict.kind === "interaction.accepted") {
+    const done = acceptSubmission(ctx.store, {
+      submissionId: job.submissionId,
+      generation: job.generation,
+      output: verdict.payload.output,
+    });
+    ctx.log("interaction.accepted", { run: job.runId, stale: done === null });
+    if (done) deps.accepted(job.runId);
+    return;
+  }
+  reject(ctx, job, verdict.payload.error);
+}
+
+function reject(ctx: HostContext, job: ValidationJob, error: FactError) {
+  const done = rejectSubmission(ctx.store, {
+    submissionId: job.submissionId,
+    generation: job.generation,
+    error,
+  });
+  ctx.log("interaction.rejected", {
+    run: job.runId,
+    code: error.code.slice(0, 64),
+    stale: done === null,
+  });
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? error.name : "unknown";
+}

@@ -1,0 +1,151 @@
+/**
+ * Payloads and receipts of the interactive-step operations a Pi session uses: claim the
+ * session's current request, record its presentation, submit and update it, report a turn that
+ * ended without a submission, and wait for changes of the session's runs (a long poll, so a new
+ * step reaches the session within milliseconds).
+ */
+import * as v from "valibot";
+import { JsonValueSchema } from "./run-facts.ts";
+import { MAX_STEP_REMINDERS, StepContractSchema } from "./step-contract-schema.ts";
+import {
+  ErrorInfoSchema,
+  looseObject,
+  OpaqueIdSchema,
+  strictObject,
+  TimestampSchema,
+} from "./fields.ts";
+
+const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
+const SessionIdSchema = OpaqueIdSchema;
+const SubmissionStatusSchema = v.picklist(["validating", "accepted", "rejected"]);
+
+/** How long a call may hold its answer for a verdict or a change (ms). */
+const WaitMsSchema = (fallback: number) =>
+  v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(30_000)), fallback);
+
+/**
+ * `interaction.claim`: the session's current interactive request (its oldest pending one: one
+ * session presents one interaction at a time, the others wait in creation order). Repeating it
+ * returns the same request until it is settled; the first claim records `claimedAt`.
+ */
+export const InteractionClaimPayloadSchema = strictObject({ sessionId: SessionIdSchema });
+
+export const InteractionClaimReceiptSchema = looseObject({
+  interaction: v.nullable(looseObject({
+    interactionId: OpaqueIdSchema,
+    runId: OpaqueIdSchema,
+    /** The run revision now (what `expectedRevision` may carry). */
+    expectedRevision: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+    kind: v.picklist(["agent", "assistantMessage"]),
+    contract: StepContractSchema,
+    presentation: looseObject({
+      sessionEntryId: v.nullable(OpaqueIdSchema),
+      claimedAt: TimestampSchema,
+      presentedAt: v.nullable(TimestampSchema),
+    }),
+    reminders: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+    /** The latest submission of this request, while it is validating or after a rejection. */
+    submission: v.nullable(looseObject({
+      submissionId: OpaqueIdSchema,
+      status: SubmissionStatusSchema,
+      error: v.optional(ErrorInfoSchema),
+    })),
+    createdAt: TimestampSchema,
+  })),
+  /** Later pending requests of this session, waiting behind `interaction`. */
+  waiting: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+});
+
+/**
+ * `interaction.present`: the public Pi session entry id of the message that shows the step.
+ * Compare-and-set: it is recorded when the stored id equals `replaces` (null: none yet) and is
+ * idempotent when it already equals `sessionEntryId`.
+ */
+export const InteractionPresentPayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  sessionId: SessionIdSchema,
+  sessionEntryId: OpaqueIdSchema,
+  replaces: v.optional(v.nullable(OpaqueIdSchema)),
+});
+
+export const InteractionPresentReceiptSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  sessionEntryId: OpaqueIdSchema,
+  presentedAt: TimestampSchema,
+});
+
+/**
+ * `interaction.submit`: a workflow tool submission for one pending interactive request. The
+ * envelope carries the run, the expected revision and the tool-call id as idempotency key. The
+ * answer waits up to `waitMs` for the validation child's verdict.
+ */
+export const InteractionSubmitPayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  nodeId: NodeIdSchema,
+  attemptId: OpaqueIdSchema,
+  sessionId: SessionIdSchema,
+  submission: JsonValueSchema,
+  waitMs: WaitMsSchema(10_000),
+});
+
+/** A tool `update` as the workflow tool takes it: `{type, key?, data}`. */
+export const InteractionUpdateSchema = strictObject({
+  type: v.pipe(v.string(), v.minLength(1), v.maxLength(100)),
+  key: v.optional(v.pipe(v.string(), v.maxLength(1000))),
+  data: JsonValueSchema,
+});
+
+/** `interaction.update`: a progress update for a pending interactive request. */
+export const InteractionUpdatePayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  nodeId: NodeIdSchema,
+  attemptId: OpaqueIdSchema,
+  sessionId: SessionIdSchema,
+  update: InteractionUpdateSchema,
+});
+
+/**
+ * Receipt of a submission or update. A submission is `validating` until its workflow child
+ * accepts or rejects it; `message` is the tool-result text for the model.
+ */
+export const InteractionReceiptSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  submissionId: v.optional(OpaqueIdSchema),
+  status: v.picklist(["validating", "accepted", "rejected", "updated"]),
+  error: v.optional(ErrorInfoSchema),
+  message: v.optional(v.string()),
+});
+
+/**
+ * `interaction.remind`: the agent settled without submitting. `reminder` is the stored count + 1:
+ * up to MAX_STEP_REMINDERS the answer is a reminder to present, after that the attempt fails.
+ */
+export const InteractionRemindPayloadSchema = strictObject({
+  interactionId: OpaqueIdSchema,
+  sessionId: SessionIdSchema,
+  reminder: v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_STEP_REMINDERS + 1)),
+});
+
+export const InteractionRemindReceiptSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  /** `remind`: present `message`; `failed`: the attempt failed; `wait`: a verdict is pending. */
+  action: v.picklist(["remind", "failed", "wait"]),
+  reminder: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))),
+  message: v.optional(v.string()),
+  error: v.optional(ErrorInfoSchema),
+});
+
+/**
+ * `session.wait`: a long poll. Answers as soon as anything of the session's runs committed after
+ * `cursor` (the global viewer-delta revision), or after `waitMs`; without a cursor at once.
+ */
+export const SessionWaitPayloadSchema = strictObject({
+  sessionId: SessionIdSchema,
+  cursor: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))),
+  waitMs: WaitMsSchema(25_000),
+});
+
+export const SessionWaitReceiptSchema = looseObject({
+  cursor: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+  changed: v.boolean(),
+});

@@ -1,0 +1,34 @@
+/**
+ * The validation child channel (fd 3, the bounded framing of the worker channel). An interactive
+ * submission is checked by workflow code (tolerant JSON parsing, then the node's `validate`),
+ * which the host never runs: it spawns `pi-workflows worker --validate`, writes one validate
+ * request, and reads ONE worker message back, `interaction.accepted` or `interaction.rejected`,
+ * with the launch header of the request (run, generation, worker epoch), which it fences like any
+ * worker message before it commits the verdict and replies.
+ */
+import * as v from "valibot";
+import { OpaqueIdSchema, strictObject } from "./fields.ts";
+import { JsonValueSchema, RunFactsSchema } from "./run-facts.ts";
+import { parseWith, type SchemaResult } from "./schema-issues.ts";
+import { WorkerLaunchSchema } from "./worker-launch.ts";
+
+export const VALIDATE_REQUEST_SCHEMA = "pi-workflows.validate-request.v1";
+
+export const ValidateRequestSchema = strictObject({
+  schema: v.literal(VALIDATE_REQUEST_SCHEMA),
+  /** The run's source identity and the header the child's answer must carry. */
+  launch: WorkerLaunchSchema,
+  interactionId: OpaqueIdSchema,
+  submissionId: OpaqueIdSchema,
+  nodeId: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
+  attemptId: OpaqueIdSchema,
+  /** The run's committed facts (what the node's `validate` context reads). */
+  facts: RunFactsSchema,
+  /** The raw `output` of the tool call. */
+  submission: JsonValueSchema,
+});
+export type ValidateRequest = v.InferOutput<typeof ValidateRequestSchema>;
+
+export function parseValidateRequest(value: unknown): SchemaResult<ValidateRequest> {
+  return parseWith(ValidateRequestSchema, value, "validate");
+}

@@ -1,0 +1,121 @@
+/**
+ * Workflows the interactive tests run, written into a temp project (loaded like any project
+ * workflow), and small readers of the state database.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { checkInvariants, type Violation } from "../../src/state/invariants.ts";
+import {
+  closeStateStore,
+  openStateStore,
+  queryAll,
+  type StateStore,
+} from "../../src/state/store.ts";
+
+/**
+ * `ask` (agent, validate wants {n: number}; `{slow: true}` blocks validation until the file
+ * `input.gate` exists, `{hang: true}` blocks forever) routes on `$result.outcome`: ok -> `done`,
+ * failed | timed_out -> `recover`. `input.timeoutMs` sets its deadline.
+ */
+export const ROUTED = `
+import { existsSync } from "node:fs";
+import { agent, compute, defineWorkflow } from "pi-workflows";
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+export default defineWorkflow({
+  name: "routed",
+  startAt: "ask",
+  nodes: {
+    ask: agent({
+      prompt: ({ input }) => "Give a number for " + (input.topic ?? "this"),
+      expectedOutput: '{ "n": 1 }',
+      timeoutMs: ({ input }) => input.timeoutMs ?? 120000,
+      validate: async (output, { input }) => {
+        if (output?.hang) await new Promise(() => {});
+        if (output?.slow) while (!existsSync(input.gate)) await wait(20);
+        if (typeof output?.n !== "number") throw new Error('send {"n": <number>}');
+        return { n: output.n };
+      },
+    }),
+    done: compute({ run: ({ outputs }) => ({ got: outputs.ask }) }),
+    recover: compute({
+      run: ({ results }) => ({ outcome: results.ask.outcome, code: results.ask.error?.code }),
+    }),
+  },
+  edges: [
+    { from: "ask", switch: { on: "$result.outcome", cases: { ok: "done", failed: "recover", timed_out: "recover" } } },
+  ],
+});
+`;
+
+/** One agent step with a deadline of `input.timeoutMs` and no recovery edge. */
+export const LONE = `
+import { agent, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "lone",
+  startAt: "ask",
+  nodes: { ask: agent({ prompt: "Say anything", timeoutMs: ({ input }) => input.timeoutMs ?? 120000 }) },
+  edges: [],
+});
+`;
+
+/** A decision, then an assistant message, then done. */
+export const TALK = `
+import { assistantMessage, compute, decision, decisionEdge, defineWorkflow } from "pi-workflows";
+const choices = ["yes", "no"];
+export default defineWorkflow({
+  name: "talk",
+  startAt: "pick",
+  nodes: {
+    pick: decision({ question: "Ship it?", choices }),
+    say: assistantMessage({ prompt: ({ outputs }) => "Tell the user: " + outputs.pick.route }),
+    stop: compute({ run: () => "stopped" }),
+    done: compute({ run: ({ outputs }) => outputs.say }),
+  },
+  edges: [
+    decisionEdge({ from: "pick", choices, cases: { yes: "say", no: "stop" } }),
+    { from: "say", to: "done" },
+  ],
+});
+`;
+
+/** Writes the workflows into `<root>/project/.pi/workflows/` and returns the project dir. */
+export function writeProject(root: string): string {
+  const project = join(root, "project");
+  const dir = join(project, ".pi", "workflows");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "routed.workflow.ts"), ROUTED);
+  writeFileSync(join(dir, "lone.workflow.ts"), LONE);
+  writeFileSync(join(dir, "talk.workflow.ts"), TALK);
+  return project;
+}
+
+/** Runs `fn` on a read-only store of `stateDir`. */
+export function withStore<T>(stateDir: string, fn: (store: StateStore) => T): T {
+  const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
+  try {
+    return fn(store);
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+export function runRow(stateDir: string, runId: string) {
+  return withStore(
+    stateDir,
+    (store) =>
+      queryAll<{ state: string; output_json: string | null; error_code: string | null }>(
+        store,
+        "SELECT state, output_json, error_code FROM runs WHERE run_id = :runId",
+        { runId },
+      )[0],
+  );
+}
+
+export function violations(stateDir: string): Violation[] {
+  return withStore(stateDir, checkInvariants);
+}
+
+export function rows<T>(stateDir: string, sql: string, params: Record<string, string> = {}): T[] {
+  return withStore(stateDir, (store) => queryAll<T>(store, sql, params));
+}

@@ -1,0 +1,296 @@
+/**
+ * The interactive-step operations against one real host (workers and validation children are
+ * real processes); socket clients stand in for the Pi extension of each session.
+ */
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killAll, ROOT, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
+import { type PendingStep, SessionClient } from "../host/interactive-session.ts";
+import { rows, runRow, violations, writeProject } from "./fixtures.ts";
+
+const home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "600000" });
+const project = writeProject(home.root);
+const clients: SessionClient[] = [];
+let sessionNo = 0;
+
+async function newSession(): Promise<SessionClient> {
+  const client = await SessionClient.open(home.socketPath, `sess-${++sessionNo}`);
+  clients.push(client);
+  return client;
+}
+
+async function startRun(session: SessionClient, workflow: string, input: unknown = {}) {
+  const answer = await session.start(workflow, project, input);
+  if (answer.outcome !== "accepted") throw new Error(JSON.stringify(answer));
+  return (answer.receipt as { run: { runId: string } }).run.runId;
+}
+
+function finished(runId: string) {
+  return waitFor(
+    () => {
+      const row = runRow(home.stateDir, runId);
+      return ["completed", "failed", "timed_out", "cancelled"].includes(row.state) && row;
+    },
+    `run ${runId} to end`,
+    30_000,
+  );
+}
+
+beforeAll(async () => {
+  await startHostProcess(home.env);
+});
+afterAll(async () => {
+  for (const client of clients) client.close();
+  await killAll();
+  home.cleanup();
+});
+
+describe("the two-turn example", () => {
+  it("runs every model step in the origin session and completes", async () => {
+    const session = await newSession();
+    const started = await session.start(join(ROOT, "examples/two-turn-agent.workflow.ts"), ROOT, {
+      task: "write tests",
+    });
+    expect(started.outcome).toBe("accepted");
+    const runId = (started.receipt as { run: { runId: string } }).run.runId;
+    const draft = await session.nextStep();
+    expect(draft).toMatchObject({ runId, kind: "agent", reminders: 0, submission: null });
+    expect(draft.contract).toMatchObject({ step: "draft", workflowName: "two-turn-agent" });
+    expect(draft.contract.message).toContain("write tests");
+    expect((await session.present(draft, "entry-1")).outcome).toBe("accepted");
+    const bad = await session.submit(draft, { steps: "not a list" });
+    expect(bad.receipt).toMatchObject({ status: "rejected", error: { code: "outputRejected" } });
+    const good = await session.submit(draft, '```json\n{"steps": ["a", "b"]}\n```');
+    expect(good.receipt).toMatchObject({ status: "accepted" });
+    const review = await session.nextStep((s) => s.contract.step === "review");
+    expect(review.contract.message).toContain('{"steps":["a","b"]}');
+    expect((await session.submit(review, { risk: "none", ok: true })).receipt).toMatchObject({
+      status: "accepted",
+    });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    const events = rows<{ type: string }>(
+      home.stateDir,
+      "SELECT type FROM events WHERE run_id = :runId ORDER BY seq",
+      { runId },
+    ).map((e) => e.type);
+    expect(events.filter((t) => t === "run.waiting")).toHaveLength(2);
+    expect(events.filter((t) => t === "interaction.accepted")).toHaveLength(2);
+    expect(events.filter((t) => t === "interaction.rejected")).toHaveLength(1);
+    expect(events.at(-1)).toBe("run.completed");
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
+describe("session reservation", () => {
+  it("refuses a second interactive run in a session with the active run id", async () => {
+    const session = await newSession();
+    const first = await startRun(session, "routed");
+    const second = await session.start("routed", project, {});
+    expect(second).toMatchObject({ outcome: "conflict", error: { code: "sessionBusy" } });
+    expect(second.error!.message).toContain(first);
+    // Another session is free.
+    const other = await newSession();
+    const otherRun = await startRun(other, "routed");
+    await session.request("run.cancel", { runId: first, payload: {} });
+    await other.request("run.cancel", { runId: otherRun, payload: {} });
+    // The reservation ends with the run.
+    const again = await startRun(session, "routed");
+    await session.request("run.cancel", { runId: again, payload: {} });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
+describe("the transport contract of submissions", () => {
+  it("refuses wrong steps, stale attempts and other sessions, and keeps receipts per tool call", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed", { topic: "receipts" });
+    const step = await session.nextStep();
+    expect(step.contract.message).toContain("Give a number for receipts");
+
+    const wrong = await session.submit(step, { n: 1 }, { nodeId: "done" });
+    expect(wrong).toMatchObject({ outcome: "rejected", error: { code: "wrongStep" } });
+    expect(wrong.error!.message).toContain('the pending step is "ask"');
+    const stale = await session.submit(step, { n: 1 }, { attemptId: "old-attempt" });
+    expect(stale).toMatchObject({ outcome: "rejected", error: { code: "staleAttempt" } });
+    const intruder = await newSession();
+    const foreign = await intruder.submit(step, { n: 1 });
+    expect(foreign).toMatchObject({ outcome: "rejected", error: { code: "wrongSession" } });
+
+    const first = await session.submit(step, { n: "x" }, { toolCallId: "tool-1" });
+    expect(first).toMatchObject({ outcome: "accepted", receipt: { status: "rejected" } });
+    expect((first.receipt as { message: string }).message).toContain('send {"n": <number>}');
+    // The pending read shows the stored actionable error.
+    expect((await session.claim()).interaction?.submission).toMatchObject({
+      status: "rejected",
+      error: { code: "outputRejected" },
+    });
+    const repeat = await session.submit(step, { n: "x" }, { toolCallId: "tool-1" });
+    expect(repeat).toMatchObject({ outcome: "adopted", receipt: first.receipt });
+    const reused = await session.submit(step, { n: 2 }, { toolCallId: "tool-1" });
+    expect(reused).toMatchObject({ outcome: "conflict", error: { code: "idempotencyKeyReused" } });
+
+    const ok = await session.submit(step, { n: 7 }, { toolCallId: "tool-2" });
+    expect(ok.receipt).toMatchObject({ status: "accepted" });
+    // After acceptance the same tool call still gets its receipt, from any client id.
+    const restarted = await SessionClient.open(home.socketPath, session.sessionId);
+    clients.push(restarted);
+    const again = await restarted.submit(step, { n: 7 }, { toolCallId: "tool-2" });
+    expect(again).toMatchObject({ outcome: "adopted", receipt: ok.receipt });
+    const late = await session.submit(step, { n: 8 }, { toolCallId: "tool-3" });
+    expect(late).toMatchObject({ outcome: "rejected", error: { code: "notPending" } });
+
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({ got: { n: 7 } });
+    const submissions = rows<{ outcome: string }>(
+      home.stateDir,
+      "SELECT s.outcome FROM interactive_submissions s JOIN interactive_requests i " +
+        "ON i.request_id = s.request_id WHERE i.run_id = :runId ORDER BY s.submitted_at",
+      { runId },
+    );
+    expect(submissions.map((s) => s.outcome)).toEqual(["rejected", "accepted"]);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("records the presentation entry by compare-and-set, one current step per session", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed");
+    const step = await session.nextStep();
+    expect(step.presentation.sessionEntryId).toBeNull();
+    expect((await session.present(step, "e-1")).receipt).toMatchObject({ sessionEntryId: "e-1" });
+    expect((await session.present(step, "e-1")).outcome).toBe("accepted");
+    const other = await session.present(step, "e-2");
+    expect(other).toMatchObject({ outcome: "conflict", error: { code: "presentationConflict" } });
+    expect(other.error!.message).toContain("e-1");
+    expect((await session.present(step, "e-2", "e-1")).outcome).toBe("accepted");
+    expect((await session.claim()).interaction?.presentation.sessionEntryId).toBe("e-2");
+    await session.request("run.cancel", { runId, payload: {} });
+    expect((await session.claim()).interaction).toBeNull();
+    const closed = await session.present(step, "e-3", "e-2");
+    expect(closed).toMatchObject({ outcome: "rejected", error: { code: "notPending" } });
+  });
+});
+
+describe("reminders, updates and deadlines", () => {
+  it("reminds twice, then fails the attempt so $result.outcome routes it", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed");
+    const step = await session.nextStep();
+    const one = await session.remind(step, 1);
+    expect(one.receipt).toMatchObject({ action: "remind", reminder: 1 });
+    expect((one.receipt as { message: string }).message).toMatch(/^Reminder 1 of 2/);
+    expect(await session.remind(step, 1)).toMatchObject({
+      outcome: "adopted",
+      receipt: one.receipt,
+    });
+    const stale = await session.request("interaction.remind", {
+      runId,
+      idempotencyKey: "other-key",
+      payload: { interactionId: step.interactionId, sessionId: session.sessionId, reminder: 1 },
+    });
+    expect(stale).toMatchObject({ outcome: "conflict", error: { code: "staleReminder" } });
+    expect((await session.remind(step, 2)).receipt).toMatchObject({ action: "remind" });
+    expect((await session.claim()).interaction?.reminders).toBe(2);
+    const failed = await session.remind(step, 3);
+    expect(failed.receipt).toMatchObject({ action: "failed", error: { code: "noSubmission" } });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+      outcome: "failed",
+      code: "noSubmission",
+    });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("accepts updates on the waiting attempt, checked and rate limited", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed");
+    const step = await session.nextStep();
+    const update = await session.update(step, { type: "status", key: "a", data: { m: 1 } });
+    expect(update).toMatchObject({ outcome: "accepted", receipt: { status: "updated" } });
+    const bad = await session.update(step, { type: "Bad Type", data: 1 });
+    expect(bad).toMatchObject({ outcome: "rejected", error: { code: "invalidUpdate" } });
+    const stored = rows<{ count: number }>(
+      home.stateDir,
+      "SELECT count FROM node_updates WHERE run_id = :runId AND type = 'status'",
+      { runId },
+    );
+    expect(stored).toEqual([{ count: 1 }]);
+    const burst = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => session.update(step, { type: "tick", data: i })),
+    );
+    expect(burst.filter((a) => a.error?.code === "rateLimited").length).toBeGreaterThan(0);
+    await session.request("run.cancel", { runId, payload: {} });
+  });
+
+  it("times out with no worker alive and follows the $result.outcome edge", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed", { timeoutMs: 400 });
+    const step = await session.nextStep();
+    expect(step.contract.deadlineAt).toBeGreaterThan(Date.now() - 1000);
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+      outcome: "timed_out",
+      code: "nodeTimedOut",
+    });
+    const late = await session.submit(step, { n: 1 });
+    expect(late).toMatchObject({ outcome: "rejected", error: { code: "notPending" } });
+    expect(
+      rows(home.stateDir, "SELECT status FROM interactive_requests WHERE run_id = :runId", {
+        runId,
+      }),
+    ).toEqual([{ status: "timedOut" }]);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("ends the run timed_out without a recovery edge and frees the session", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "lone", { timeoutMs: 300 });
+    await session.nextStep();
+    expect(await finished(runId)).toMatchObject({ state: "timed_out" });
+    const next = await startRun(session, "lone");
+    await session.request("run.cancel", { runId: next, payload: {} });
+  });
+});
+
+describe("decisions and assistant messages", () => {
+  it("checks a decision's choice and takes an assistant message's text", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "talk");
+    const pick: PendingStep = await session.nextStep();
+    expect(pick.contract).toMatchObject({ nodeKind: "decision", kind: "agent" });
+    const maybe = await session.submit(pick, { route: "maybe" });
+    expect(maybe.receipt).toMatchObject({ status: "rejected" });
+    expect((maybe.receipt as { message: string }).message).toContain('"yes", "no"');
+    expect((await session.submit(pick, '{"route":"yes"}')).receipt).toMatchObject({
+      status: "accepted",
+    });
+    const say = await session.nextStep((s) => s.contract.step === "say");
+    expect(say).toMatchObject({ kind: "assistantMessage" });
+    expect(say.contract.message).toContain("Tell the user: yes");
+    expect((await session.submit(say, { text: "  " })).receipt).toMatchObject({
+      status: "rejected",
+    });
+    expect((await session.submit(say, "Shipping now.")).receipt).toMatchObject({
+      status: "accepted",
+    });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+      text: "Shipping now.",
+    });
+  });
+});
+
+describe("push to the session", () => {
+  it("wakes a held session.wait as soon as the step is requested", async () => {
+    const session = await newSession();
+    await session.wait(0); // take the current cursor
+    const held = session.wait(20_000);
+    const t0 = Date.now();
+    const runId = await startRun(session, "routed");
+    await held;
+    // The first wake is the run's own commits; wait until a step is there.
+    const step = await session.nextStep();
+    expect(step.runId).toBe(runId);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    await session.request("run.cancel", { runId, payload: {} });
+  });
+});

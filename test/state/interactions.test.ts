@@ -1,0 +1,246 @@
+/**
+ * Interactive requests and submissions in the state layer: each transition in one transaction,
+ * refusals that change nothing, stale verdicts fenced, and the invariants that watch them.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { buildStepContract } from "../../src/workflows/step-contract.ts";
+import type { Claim } from "../../src/state/claims.ts";
+import { InteractionRefusedError } from "../../src/state/errors.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import {
+  currentSessionInteraction,
+  listDueInteractions,
+  readValidationJob,
+  sessionCursor,
+} from "../../src/state/interaction-queries.ts";
+import { execute } from "../../src/state/store.ts";
+import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
+import {
+  claimInteraction,
+  presentInteraction,
+  requestInteraction,
+  submitInteraction,
+} from "../../src/state/transitions/interactions.ts";
+import {
+  acceptSubmission,
+  rejectSubmission,
+  remindInteraction,
+  timeOutInteraction,
+} from "../../src/state/transitions/interaction-verdicts.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { enqueue, type Fixture, HOST, launch, openFixture, pairOf, snapshot } from "./helpers.ts";
+
+let fx: Fixture;
+beforeEach(() => (fx = openFixture()));
+afterEach(() => fx.close());
+
+const SESSION = "session-1";
+
+/** An interactive run waiting at a model step; returns ids. */
+function waitingStep(deadlineAt: number | null = null) {
+  const runId = enqueue(fx.store, {
+    binding: { executionMode: "interactive", originSessionId: SESSION },
+  });
+  const claim: Claim = launch(fx.store, runId);
+  const attemptId = fx.store.ids.next("attempt");
+  recordNodeStarted(fx.store, claim, {
+    attemptId,
+    nodeId: "ask",
+    nodeKind: "agent",
+    effect: "pure",
+    deadlineAt,
+  });
+  const contract = buildStepContract({
+    kind: "agent",
+    runId,
+    workflowName: "demo",
+    nodeId: "ask",
+    attemptId,
+    prompt: "Do it",
+    expectedOutput: null,
+    statusDetail: null,
+    deadlineAt,
+  });
+  const { interactionId } = requestInteraction(fx.store, claim, {
+    attemptId,
+    nodeId: "ask",
+    kind: "agent",
+    contract: contract as never,
+    deadlineAt,
+  });
+  return { runId, attemptId, interactionId, claim };
+}
+
+function submit(step: ReturnType<typeof waitingStep>, key: string, submission: unknown = 1) {
+  return submitInteraction(fx.store, {
+    runId: step.runId,
+    interactionId: step.interactionId,
+    sessionId: SESSION,
+    nodeId: "ask",
+    attemptId: step.attemptId,
+    idempotencyKey: key,
+    submission: submission as never,
+  });
+}
+
+describe("interactive requests", () => {
+  it("parks the run waiting with the request and releases the claim", () => {
+    const step = waitingStep();
+    expect(pairOf(fx.store, step.runId)).toBe("waiting/parked");
+    const current = claimInteraction(fx.store, SESSION)!;
+    expect(current.request).toMatchObject({ request_id: step.interactionId, status: "pending" });
+    expect(current.request.claimed_at).not.toBeNull();
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("refuses a request on a headless run and a deadline that differs from node.started", () => {
+    const runId = enqueue(fx.store);
+    const claim = launch(fx.store, runId);
+    recordNodeStarted(fx.store, claim, {
+      attemptId: "a-1",
+      nodeId: "ask",
+      nodeKind: "agent",
+      effect: "pure",
+      deadlineAt: 5,
+    });
+    const before = snapshot(fx.store);
+    const ask = (deadlineAt: number | null) => () =>
+      requestInteraction(fx.store, claim, {
+        attemptId: "a-1",
+        nodeId: "ask",
+        kind: "agent",
+        contract: {},
+        deadlineAt,
+      });
+    expect(ask(5)).toThrow(/not interactive/);
+    expect(ask(6)).toThrow(/deadline differs/);
+    expect(snapshot(fx.store)).toBe(before);
+  });
+
+  it("orders a session's requests by creation and presents one at a time", () => {
+    const first = waitingStep();
+    // A second run of the same session cannot exist (reservation), so enqueue refuses it.
+    expect(() =>
+      enqueue(fx.store, { binding: { executionMode: "interactive", originSessionId: SESSION } })
+    ).toThrow(InteractionRefusedError);
+    expect(currentSessionInteraction(fx.store, SESSION)?.waiting).toBe(0);
+    const cursor = sessionCursor(fx.store, SESSION);
+    presentInteraction(fx.store, {
+      runId: first.runId,
+      interactionId: first.interactionId,
+      sessionId: SESSION,
+      sessionEntryId: "e1",
+    });
+    expect(sessionCursor(fx.store, SESSION)).toBe(cursor + 1);
+  });
+});
+
+describe("submissions and verdicts", () => {
+  it("accepts exactly once and makes the run launchable", () => {
+    const step = waitingStep();
+    const sub = submit(step, "k1");
+    expect(sub.kind).toBe("new");
+    const id = sub.kind === "new" ? sub.submissionId : "";
+    expect(() => submit(step, "k2")).toThrow(/being validated/);
+    const job = readValidationJob(fx.store, id)!;
+    expect(job).toMatchObject({ nodeId: "ask", attemptId: step.attemptId, submission: 1 });
+    expect(acceptSubmission(fx.store, { submissionId: id, generation: job.generation, output: 9 }))
+      .not.toBeNull();
+    expect(pairOf(fx.store, step.runId)).toBe("running/parked");
+    // A second verdict for the same submission is stale.
+    expect(rejectSubmission(fx.store, {
+      submissionId: id,
+      generation: job.generation,
+      error: { code: "x", message: "y" },
+    })).toBeNull();
+    expect(submit(step, "k1")).toMatchObject({ kind: "existing" });
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("fences a verdict from before a deadline's control claim", () => {
+    const step = waitingStep(fx.clock.now() + 1_000);
+    const sub = submit(step, "k1");
+    const id = sub.kind === "new" ? sub.submissionId : "";
+    const job = readValidationJob(fx.store, id)!;
+    fx.clock.advance(1_001);
+    expect(listDueInteractions(fx.store, fx.clock.now(), 10)).toHaveLength(1);
+    expect(
+      timeOutInteraction(fx.store, { interactionId: step.interactionId, ownerId: HOST, ttlMs: 1 }),
+    )
+      .not.toBeNull();
+    expect(acceptSubmission(fx.store, { submissionId: id, generation: job.generation, output: 1 }))
+      .toBeNull();
+    expect(pairOf(fx.store, step.runId)).toBe("running/parked");
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("counts reminders and fails the attempt after the last", () => {
+    const step = waitingStep();
+    const remind = (reminder: number) =>
+      remindInteraction(fx.store, {
+        runId: step.runId,
+        interactionId: step.interactionId,
+        sessionId: SESSION,
+        reminder,
+        reminderText: (n) => `r${n}`,
+      });
+    expect(remind(1).body).toMatchObject({ action: "remind", message: "r1" });
+    expect(() => remind(3)).toThrow(/does not follow/);
+    remind(2);
+    expect(remind(3).result).toMatchObject({ action: "failed" });
+    expect(pairOf(fx.store, step.runId)).toBe("running/parked");
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("cancel closes the request and its validating submission", () => {
+    const step = waitingStep();
+    submit(step, "k1");
+    cancelRun(fx.store, { runId: step.runId, ownerId: HOST });
+    expect(currentSessionInteraction(fx.store, SESSION)).toBeUndefined();
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+});
+
+describe("invariants of interactive records", () => {
+  it("reports requests and attempts that disagree", () => {
+    const step = waitingStep();
+    execute(fx.store, "UPDATE node_attempts SET state = 'ok' WHERE attempt_id = :id", {
+      id: step.attemptId,
+    });
+    const codes = checkInvariants(fx.store).map((v) => v.code);
+    expect(codes).toContain("pendingInteractionNotWaiting");
+  });
+
+  it("reports a validating submission of a closed request and a settled one without its submission", () => {
+    const step = waitingStep();
+    submit(step, "k1");
+    execute(
+      fx.store,
+      "UPDATE interactive_requests SET status = 'settled' WHERE request_id = :id",
+      { id: step.interactionId },
+    );
+    const codes = checkInvariants(fx.store).map((v) => v.code);
+    expect(codes).toEqual(expect.arrayContaining([
+      "validatingOnClosedInteraction",
+      "settledInteractionMismatch",
+      "closedInteractionStillWaiting",
+    ]));
+  });
+
+  it("reports two active interactive runs of one session", () => {
+    waitingStep();
+    execute(
+      fx.store,
+      "INSERT INTO runs SELECT 'run-x', workflow_name, workflow_ref, title, 'queued', 0, NULL, " +
+        "NULL, NULL, project_path, workflow_source_json, definition_digest, input_json, " +
+        "input_hash, NULL, revision, created_at, updated_at, NULL, NULL, NULL, NULL FROM runs LIMIT 1",
+    );
+    execute(
+      fx.store,
+      "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, created_at) " +
+        "VALUES ('run-x', 'interactive', :s, 0)",
+      { s: SESSION },
+    );
+    expect(checkInvariants(fx.store).map((v) => v.code)).toContain("sessionReservationExceeded");
+  });
+});
