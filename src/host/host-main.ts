@@ -17,6 +17,8 @@ import {
   acquireHostClaim,
   type HostClaim,
   HostClaimHeldError,
+  type HostTakeover,
+  readHostEpoch,
   releaseHostClaim,
   renewHostClaim,
 } from "../state/host-claim.ts";
@@ -38,6 +40,7 @@ import {
   frameRejectedResponse,
   responseFailedResponse,
 } from "./command-dispatch.ts";
+import { hostProcessProof } from "./host-identity.ts";
 import { createHostLog } from "./host-log.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
@@ -113,13 +116,26 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   const sessions = createSessionWatch(store);
   store.afterCommit = () => sessions.poke();
 
+  // A host that answers on the socket is refused before the claim is touched: taking the next
+  // epoch and then giving up would fence a live host and leave none.
+  if ((await probeSocket(socketPath, 1000)) === "live") {
+    const held = readHostEpoch(store);
+    closeStateStore(store);
+    throw new HostStartError(
+      "alreadyRunning",
+      `Host already running: host epoch ${held?.epoch ?? "?"} holds the state database and ` +
+        "answers on the socket (see 'pi-workflows host status')",
+    );
+  }
   let claim: HostClaim;
+  let takeover: HostTakeover;
   try {
-    claim = acquireHostClaim(store, {
+    ({ takeover, ...claim } = acquireHostClaim(store, {
       ownerId,
       token: ids.token(),
       ttlMs: hostOptions.hostClaimTtlMs,
-    });
+      ...hostProcessProof(),
+    }));
   } catch (error) {
     closeStateStore(store);
     if (error instanceof HostClaimHeldError) {
@@ -130,7 +146,11 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     }
     throw error;
   }
-  log("host.claimed", { epoch: claim.epoch, pid: process.pid });
+  log("host.claimed", {
+    epoch: claim.epoch,
+    pid: process.pid,
+    takeover,
+  });
 
   let phase: HostPhase = "running";
   let listening = false;
@@ -218,11 +238,11 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   }
 
   try {
+    // Holding the epoch, this host is the one: a predecessor that still answers (it resumed after
+    // its lease lapsed) has been fenced and exits at its next renewal, so its socket path is
+    // taken over rather than the start given up.
     if ((await probeSocket(socketPath, 1000)) === "live") {
-      throw new HostStartError(
-        "alreadyRunning",
-        "Host already running: another host still answers on the socket (see 'pi-workflows host status')",
-      );
+      log("host.socketTakenOver", { epoch: claim.epoch });
     }
     const runtime: HostRuntime = {
       store,

@@ -36,7 +36,7 @@ async function controlRun(
   const committed = committedRunReceipt(rt.store);
   const result = TRANSITIONS[action](rt.store, {
     runId,
-    ownerId: rt.ownerId,
+    claim: rt.supervision.claimOf(runId),
     expectedRevision: request.expectedRevision,
     receipt: { ...receipt, receipt: committed.receipt },
   });

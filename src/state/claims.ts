@@ -2,6 +2,11 @@
  * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules"),
  * and the protected write built on them. A raw token lives only in the holder's memory; the
  * database keeps its sha256. Generations only grow, even across release.
+ *
+ * A host claim also names the host epoch of the host that took it. Once another host holds a
+ * newer epoch, the claim is fenced: a protected write or renewal with it fails
+ * (`ownerChanged`), and it counts as expired for recovery and commands, so a new host takes over
+ * a dead host's runs at once instead of waiting for their leases to run out.
  */
 import { sha256Hex } from "../protocol/canonical-json.ts";
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
@@ -28,6 +33,8 @@ export interface Claim {
   /** Raw token: memory only, never logged or stored. */
   readonly token: string;
   readonly generation: number;
+  /** The host epoch that took a host claim (null for control claims). */
+  readonly hostEpoch: number | null;
   /** Expiry as of acquisition (renewals move the stored one). */
   readonly expiresAt: number;
 }
@@ -40,6 +47,8 @@ export interface AcquireClaimOptions {
   /** Defaults to a fresh `store.ids.token()`. */
   token?: string;
   ttlMs: number;
+  /** The taking host's epoch: required for a host claim, absent for a control claim. */
+  hostEpoch?: number;
 }
 
 interface LeaseRow {
@@ -51,6 +60,7 @@ interface LeaseRow {
   generation: number;
   ttl_ms: number | null;
   expires_at: number | null;
+  host_epoch: number | null;
 }
 
 /** The lease resource name of a run. */
@@ -106,9 +116,39 @@ export function claimRunId(claim: Claim): string {
   return claim.runId;
 }
 
+/** The epoch of the host that holds the host claim now, or null when no host holds it. */
+export function currentHostEpochInTx(store: StateStore): number | null {
+  return queryOne<{ epoch: number }>(
+    store,
+    "SELECT epoch FROM host_claim WHERE singleton = 1 AND token_hash IS NOT NULL",
+  )?.epoch ?? null;
+}
+
 /**
- * Takes `resource` when it has no claim or an expired one; the generation increases. Throws
- * `ClaimLostError(ownerChanged)` while another live claim holds it.
+ * SQL condition on the leases row `alias`: a host claim taken under an epoch other than the one
+ * that holds the host claim now (fenced, so it counts as expired). `leaseHolds` in SQL form.
+ */
+export function fencedLeaseSql(alias: string): string {
+  return `(${alias}.host_epoch IS NOT NULL AND ${alias}.host_epoch IS NOT (SELECT epoch FROM ` +
+    "host_claim WHERE singleton = 1 AND token_hash IS NOT NULL))";
+}
+
+/**
+ * Whether `lease` still holds its resource at `now`: claimed, unexpired, and, for a host claim,
+ * taken under the host epoch that holds the host claim now (an older epoch's claim is fenced).
+ */
+export function leaseHolds(
+  lease: LeaseRow | undefined,
+  now: number,
+  epoch: number | null,
+): boolean {
+  if (!lease?.token_hash || (lease.expires_at ?? 0) <= now) return false;
+  return lease.host_epoch === null || lease.host_epoch === epoch;
+}
+
+/**
+ * Takes `resource` when it has no claim, an expired one, or one fenced by a newer host epoch; the
+ * generation increases. Throws `ClaimLostError(ownerChanged)` while another live claim holds it.
  */
 export function acquireClaim(store: StateStore, opts: AcquireClaimOptions): Claim {
   return writeTransaction(store, () => acquireClaimInTx(store, opts, store.clock.now()));
@@ -121,8 +161,11 @@ export function acquireClaimInTx(
   now: number,
 ): Claim {
   if (!(opts.ttlMs > 0)) throw new RangeError(`Invalid claim ttlMs: ${opts.ttlMs}`);
+  if ((opts.ownerType === "host") !== (opts.hostEpoch !== undefined)) {
+    throw new TypeError("A host claim names its host epoch; a control claim names none");
+  }
   const current = readLease(store, opts.resource);
-  if (current?.token_hash && (current.expires_at ?? 0) > now) {
+  if (current && leaseHolds(current, now, currentHostEpochInTx(store))) {
     throw new ClaimLostError(opts.runId ?? null, current.generation, "ownerChanged");
   }
   const token = opts.token ?? store.ids.token();
@@ -131,11 +174,12 @@ export function acquireClaimInTx(
   execute(
     store,
     "INSERT INTO leases (resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, " +
-      "acquired_at, heartbeat_at, expires_at, released_at) VALUES (:resource, :runId, :ownerType, " +
-      ":ownerId, :tokenHash, :generation, :ttlMs, :now, :now, :expiresAt, NULL) " +
-      "ON CONFLICT (resource) DO UPDATE SET owner_type = :ownerType, owner_id = :ownerId, " +
-      "token_hash = :tokenHash, generation = :generation, ttl_ms = :ttlMs, acquired_at = :now, " +
-      "heartbeat_at = :now, expires_at = :expiresAt, released_at = NULL",
+      "acquired_at, heartbeat_at, expires_at, released_at, host_epoch) VALUES (:resource, :runId, " +
+      ":ownerType, :ownerId, :tokenHash, :generation, :ttlMs, :now, :now, :expiresAt, NULL, " +
+      ":hostEpoch) ON CONFLICT (resource) DO UPDATE SET owner_type = :ownerType, " +
+      "owner_id = :ownerId, token_hash = :tokenHash, generation = :generation, ttl_ms = :ttlMs, " +
+      "acquired_at = :now, heartbeat_at = :now, expires_at = :expiresAt, released_at = NULL, " +
+      "host_epoch = :hostEpoch",
     {
       resource: opts.resource,
       runId: opts.runId ?? null,
@@ -146,6 +190,7 @@ export function acquireClaimInTx(
       ttlMs: opts.ttlMs,
       now,
       expiresAt,
+      hostEpoch: opts.hostEpoch ?? null,
     },
   );
   return {
@@ -155,20 +200,36 @@ export function acquireClaimInTx(
     ownerId: opts.ownerId,
     token,
     generation,
+    hostEpoch: opts.hostEpoch ?? null,
     expiresAt,
   };
 }
 
 /**
- * Checks that `claim` is the exact live claim of its resource (spec steps 1-3) and returns the
- * lease. Throws `ClaimLostError` with the first failed check.
+ * Checks that `claim` is the exact live claim of its resource (spec steps 1-3; a host claim also
+ * under the current host epoch) and returns the lease. Throws `ClaimLostError` with the first
+ * failed check.
  */
 export function checkClaimInTx(store: StateStore, claim: Claim, now: number): LeaseRow {
   const lease = readOwnLease(store, claim);
   if ((lease.expires_at ?? 0) <= now) {
     throw new ClaimLostError(claim.runId, claim.generation, "expired");
   }
+  if (claim.hostEpoch !== null && claim.hostEpoch !== currentHostEpochInTx(store)) {
+    throw new ClaimLostError(claim.runId, claim.generation, "ownerChanged");
+  }
   return lease;
+}
+
+/** True when `claim` is exactly the live, unfenced claim of its resource (no throw). */
+export function isExactLiveClaimInTx(store: StateStore, claim: Claim, now: number): boolean {
+  try {
+    checkClaimInTx(store, claim, now);
+    return true;
+  } catch (error) {
+    if (error instanceof ClaimLostError) return false;
+    throw error;
+  }
 }
 
 /** The lease of `claim` when owner, token and generation still match (expiry not checked). */
@@ -177,7 +238,10 @@ function readOwnLease(store: StateStore, claim: Claim): LeaseRow {
   const fail = (reason: ClaimLostError["reason"]) =>
     new ClaimLostError(claim.runId, claim.generation, reason);
   if (!lease || !lease.token_hash) throw fail("missingAuthority");
-  if (lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId) {
+  if (
+    lease.owner_type !== claim.ownerType || lease.owner_id !== claim.ownerId ||
+    lease.host_epoch !== claim.hostEpoch
+  ) {
     throw fail("ownerChanged");
   }
   if (lease.token_hash !== claimTokenHash(claim)) throw fail("tokenChanged");
@@ -220,7 +284,7 @@ export function releaseLeaseInTx(store: StateStore, resource: string, now: numbe
   execute(
     store,
     "UPDATE leases SET owner_type = NULL, owner_id = NULL, token_hash = NULL, ttl_ms = NULL, " +
-      "expires_at = NULL, released_at = :now WHERE resource = :resource",
+      "expires_at = NULL, host_epoch = NULL, released_at = :now WHERE resource = :resource",
     { resource, now },
   );
 }
@@ -228,8 +292,8 @@ export function releaseLeaseInTx(store: StateStore, resource: string, now: numbe
 export function readLease(store: StateStore, resource: string): LeaseRow | undefined {
   return queryOne<LeaseRow>(
     store,
-    "SELECT resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, expires_at " +
-      "FROM leases WHERE resource = :resource",
+    "SELECT resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, expires_at, " +
+      "host_epoch FROM leases WHERE resource = :resource",
     { resource },
   );
 }
@@ -286,9 +350,11 @@ export interface ProtectedResult<T> {
   expiresAt: number;
 }
 
+// A host claim renews only under the epoch that holds the host claim now (the fence).
 const RENEW_SQL = "UPDATE leases SET heartbeat_at = ?1, expires_at = ?1 + ttl_ms " +
   "WHERE resource = ?2 AND owner_type = ?3 AND owner_id = ?4 AND token_hash = ?5 " +
-  "AND generation = ?6 AND expires_at > ?1";
+  "AND generation = ?6 AND expires_at > ?1 AND host_epoch IS ?7 AND (?7 IS NULL OR ?7 = " +
+  "(SELECT epoch FROM host_claim WHERE singleton = 1 AND token_hash IS NOT NULL))";
 const RENEW_RETURNING_SQL = `${RENEW_SQL} RETURNING ttl_ms`;
 
 /**
@@ -317,6 +383,7 @@ export function protectedWrite<T>(
       claim.ownerId,
       facts.hash,
       claim.generation,
+      claim.hostEpoch,
     ] as const;
     let expiresAt: number | null = null;
     if (facts.ttlMs !== null) {

@@ -1,6 +1,10 @@
 /**
  * The global host claim: one row holding the host epoch. A host takes epoch + 1 only when no
- * live, unexpired claim exists, so two hosts never accept commands against the same database.
+ * live, unexpired claim exists, or when the live claim's holder is provably gone: the row records
+ * the holder's pid and process start identity, and a starting host that finds no process with
+ * exactly that identity (killed, crashed) takes over at once instead of waiting out the lease.
+ * A holder that is alive but silent (frozen, busy) keeps its lease. So two hosts never accept
+ * commands against the same database.
  */
 import { ClaimLostError } from "./errors.ts";
 import { hashToken } from "./claims.ts";
@@ -19,6 +23,23 @@ interface HostClaimRow {
   owner_id: string | null;
   token_hash: string | null;
   expires_at: number | null;
+  start_identity: string | null;
+}
+
+/** How the previous claim ended, as the new holder found it. */
+export type HostTakeover = "fresh" | "released" | "expired" | "holderGone";
+
+export interface AcquireHostClaimOptions {
+  ownerId: string;
+  token: string;
+  ttlMs: number;
+  /** This process: pid and start identity (`pid:starttime`), or null where none can be read. */
+  process?: { pid: number; startIdentity: string } | null;
+  /**
+   * Whether the process with this recorded start identity is provably gone. Without it (or with
+   * no identity recorded) a live claim is only taken after its lease expired.
+   */
+  holderGone?: (startIdentity: string) => boolean;
 }
 
 /** Error raised when another host holds a live, unexpired host claim. */
@@ -31,28 +52,48 @@ export class HostClaimHeldError extends Error {
   }
 }
 
-/** Takes the host claim with epoch + 1; refused while another live, unexpired claim exists. */
+/**
+ * Takes the host claim with epoch + 1; refused (`HostClaimHeldError`) while another live,
+ * unexpired claim exists whose holder is not provably gone.
+ */
 export function acquireHostClaim(
   store: StateStore,
-  opts: { ownerId: string; token: string; ttlMs: number },
-): HostClaim {
+  opts: AcquireHostClaimOptions,
+): HostClaim & { takeover: HostTakeover } {
   if (!(opts.ttlMs > 0)) throw new RangeError(`Invalid host claim ttlMs: ${opts.ttlMs}`);
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const row = readHostClaim(store);
-    if (row?.token_hash && (row.expires_at ?? 0) > now) throw new HostClaimHeldError(row.epoch);
+    let takeover: HostTakeover = row ? "released" : "fresh";
+    if (row?.token_hash) {
+      takeover = "expired";
+      if ((row.expires_at ?? 0) > now) {
+        const gone = row.start_identity !== null && opts.holderGone?.(row.start_identity) === true;
+        if (!gone) throw new HostClaimHeldError(row.epoch);
+        takeover = "holderGone";
+      }
+    }
     const epoch = (row?.epoch ?? 0) + 1;
     const expiresAt = now + opts.ttlMs;
     execute(
       store,
       "INSERT INTO host_claim (singleton, epoch, owner_id, token_hash, acquired_at, heartbeat_at, " +
-        "expires_at, released_at) VALUES (1, :epoch, :ownerId, :tokenHash, :now, :now, :expiresAt, " +
-        "NULL) ON CONFLICT (singleton) DO UPDATE SET epoch = :epoch, owner_id = :ownerId, " +
-        "token_hash = :tokenHash, acquired_at = :now, heartbeat_at = :now, " +
-        "expires_at = :expiresAt, released_at = NULL",
-      { epoch, ownerId: opts.ownerId, tokenHash: hashToken(opts.token), now, expiresAt },
+        "expires_at, released_at, pid, start_identity) VALUES (1, :epoch, :ownerId, :tokenHash, " +
+        ":now, :now, :expiresAt, NULL, :pid, :startIdentity) ON CONFLICT (singleton) DO UPDATE " +
+        "SET epoch = :epoch, owner_id = :ownerId, token_hash = :tokenHash, acquired_at = :now, " +
+        "heartbeat_at = :now, expires_at = :expiresAt, released_at = NULL, pid = :pid, " +
+        "start_identity = :startIdentity",
+      {
+        epoch,
+        ownerId: opts.ownerId,
+        tokenHash: hashToken(opts.token),
+        now,
+        expiresAt,
+        pid: opts.process?.pid ?? null,
+        startIdentity: opts.process?.startIdentity ?? null,
+      },
     );
-    return { epoch, ownerId: opts.ownerId, token: opts.token, expiresAt };
+    return { epoch, ownerId: opts.ownerId, token: opts.token, expiresAt, takeover };
   });
 }
 
@@ -79,7 +120,7 @@ export function releaseHostClaim(store: StateStore, claim: HostClaim): void {
     execute(
       store,
       "UPDATE host_claim SET owner_id = NULL, token_hash = NULL, expires_at = NULL, " +
-        "released_at = :now WHERE singleton = 1",
+        "pid = NULL, start_identity = NULL, released_at = :now WHERE singleton = 1",
       { now },
     );
   });
@@ -108,6 +149,7 @@ function checkHostClaim(store: StateStore, claim: HostClaim, now: number, live: 
 function readHostClaim(store: StateStore): HostClaimRow | undefined {
   return queryOne<HostClaimRow>(
     store,
-    "SELECT epoch, owner_id, token_hash, expires_at FROM host_claim WHERE singleton = 1",
+    "SELECT epoch, owner_id, token_hash, expires_at, start_identity FROM host_claim " +
+      "WHERE singleton = 1",
   );
 }

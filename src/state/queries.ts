@@ -5,6 +5,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
+import { fencedLeaseSql } from "./claims.ts";
 import { queryAll, queryOne, queryOneArgs, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
 import { type AttemptSummary, listAttemptsPage } from "./attempt-queries.ts";
@@ -289,8 +290,8 @@ export function listExpiredRuns(store: StateStore, now = store.clock.now()): str
     store,
     "SELECT r.run_id FROM runs r JOIN run_queue q ON q.run_id = r.run_id LEFT JOIN leases l " +
       "ON l.resource = 'run:' || r.run_id WHERE r.state = 'running' AND q.state IN " +
-      "('starting', 'running') AND (l.token_hash IS NULL OR l.expires_at <= :now) " +
-      "ORDER BY r.created_at",
+      "('starting', 'running') AND (l.token_hash IS NULL OR l.expires_at <= :now OR " +
+      `${fencedLeaseSql("l")}) ORDER BY r.created_at`,
     { now },
   ).map((r) => r.run_id);
 }

@@ -40,6 +40,9 @@ CREATE TABLE meta (
 
 -- The single host claim. `epoch` only grows; a new host takes epoch + 1 after the old claim
 -- expired or was released. Owner columns are all NULL while no host holds it.
+-- `pid` and `start_identity` (`pid:starttime`, /proc field 22) name the holder's process, so a
+-- starting host can prove a holder dead (SIGKILL, crash) and take the next epoch at once instead
+-- of waiting out its lease; a holder that is alive but silent keeps its lease.
 CREATE TABLE host_claim (
   singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
   epoch INTEGER NOT NULL CHECK (epoch >= 1),
@@ -49,7 +52,10 @@ CREATE TABLE host_claim (
   heartbeat_at INTEGER,
   expires_at INTEGER,
   released_at INTEGER,
-  CHECK ((owner_id IS NULL) = (token_hash IS NULL) AND (owner_id IS NULL) = (expires_at IS NULL))
+  pid INTEGER,
+  start_identity TEXT,
+  CHECK ((owner_id IS NULL) = (token_hash IS NULL) AND (owner_id IS NULL) = (expires_at IS NULL)),
+  CHECK (owner_id IS NOT NULL OR (pid IS NULL AND start_identity IS NULL))
 );
 
 CREATE TABLE runs (
@@ -116,7 +122,9 @@ BEGIN
 END;
 
 -- One row per claimable resource (`run:<id>`). The row survives release so the generation never
--- decreases; a released claim has NULL owner, token and expiry.
+-- decreases; a released claim has NULL owner, token and expiry. A host claim names the host epoch
+-- that took it: once another host holds a newer epoch the claim is fenced (no write, no renewal)
+-- and counts as expired, whatever its expiry says.
 CREATE TABLE leases (
   resource TEXT PRIMARY KEY,
   run_id TEXT REFERENCES runs (run_id),
@@ -129,10 +137,12 @@ CREATE TABLE leases (
   heartbeat_at INTEGER,
   expires_at INTEGER,
   released_at INTEGER,
+  host_epoch INTEGER,
   CHECK (
     (owner_type IS NULL) = (owner_id IS NULL) AND (owner_id IS NULL) = (token_hash IS NULL) AND
     (token_hash IS NULL) = (expires_at IS NULL) AND (expires_at IS NULL) = (ttl_ms IS NULL)
-  )
+  ),
+  CHECK ((owner_type IS 'host') = (host_epoch IS NOT NULL))
 );
 -- Held claims (status counts expired ones); keyed so that renewal does not rewrite the index.
 CREATE INDEX leases_held ON leases (resource) WHERE token_hash IS NOT NULL;

@@ -2,6 +2,7 @@
  * The counts `host status` and `doctor` report: runs by state, active workers, expired claims,
  * pending interactions and ambiguous effects. Counts only: no ids, paths or payloads.
  */
+import { fencedLeaseSql } from "./claims.ts";
 import { queryOne, type StateStore } from "./store.ts";
 
 export interface HostStatusCounts {
@@ -65,7 +66,8 @@ export function hostStatusCounts(store: StateStore, now = store.clock.now()): Ho
       "SELECT COUNT(*) AS n FROM run_workers WHERE status IN ('starting', 'live')",
     ),
     expiredClaims: count(
-      "SELECT COUNT(*) AS n FROM leases WHERE token_hash IS NOT NULL AND expires_at <= :now",
+      "SELECT COUNT(*) AS n FROM leases l WHERE token_hash IS NOT NULL AND (expires_at <= :now " +
+        `OR ${fencedLeaseSql("l")})`,
       { now },
     ),
     pendingInteractions: count(

@@ -9,6 +9,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { acquireHostClaim, readHostEpoch, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import {
@@ -60,6 +61,8 @@ export function generateViewerDb(stateDir: string, opts: ViewerDbOptions): Viewe
   const clock = new FakeClock(Date.now() - 7 * 24 * 3600_000);
   const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
   store.db.exec("PRAGMA synchronous = OFF");
+  // Runs are launched under a seed host, released at the end: a real host later fences them.
+  const host = acquireHostClaim(store, { ownerId: "bench", token: "seed", ttlMs: 2 ** 40 });
   const definition = compileWorkflow(reviewLoop).snapshot as JsonValue;
   const digest = fingerprint(definition);
   let attempts = 0;
@@ -166,6 +169,7 @@ export function generateViewerDb(stateDir: string, opts: ViewerDbOptions): Viewe
     viewerDeltas: latestViewerRevision(store),
     bytes: 0,
   };
+  releaseHostClaim(store, host);
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
   counts.bytes = statSync(join(stateDir, "state.sqlite")).size;
@@ -179,6 +183,7 @@ export function launch(store: StateStore, runId: string): Claim {
   const { claim } = claimRunForLaunch(store, {
     runId,
     ownerId: "bench",
+    hostEpoch: readHostEpoch(store)!.epoch,
     token: store.ids.token(),
     ttlMs: 24 * 3600_000,
     workerEpoch,

@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
@@ -36,6 +37,8 @@ const REQUEST = {
 export function seedWaitingDecisions(stateDir: string, count: number): void {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
   store.db.exec("PRAGMA synchronous = NORMAL");
+  const host = acquireHostClaim(store, { ownerId: "seed", token: "seed", ttlMs: 600_000 });
+  const hostEpoch = host.epoch;
   try {
     for (let i = 0; i < count; i++) {
       const { runId } = enqueueRun(store, {
@@ -53,6 +56,7 @@ export function seedWaitingDecisions(stateDir: string, count: number): void {
       const { claim } = claimRunForLaunch(store, {
         runId,
         ownerId: "seed",
+        hostEpoch,
         token: randomIds.token(),
         ttlMs: 60_000,
         workerEpoch,
@@ -83,6 +87,7 @@ export function seedWaitingDecisions(stateDir: string, count: number): void {
       });
     }
   } finally {
+    releaseHostClaim(store, host);
     closeStateStore(store);
   }
 }

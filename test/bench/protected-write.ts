@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sequentialIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
@@ -32,9 +33,11 @@ try {
     inputHash: "sha256:in",
     binding: { executionMode: "headless" },
   });
+  const host = acquireHostClaim(store, { ownerId: "bench-host", token: "h", ttlMs: 3_600_000 });
   const { claim } = claimRunForLaunch(store, {
     runId,
     ownerId: "bench-host",
+    hostEpoch: host.epoch,
     token: "bench-token",
     ttlMs: 3_600_000,
     workerEpoch: "bench-epoch",

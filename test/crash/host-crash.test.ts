@@ -89,7 +89,7 @@ async function crashAndRecover(point: string) {
     const run = readRun(store, runId)!;
     if (expectsBlocked(point)) {
       expect([run.state, run.blockedReason], point).toEqual(["running", "effectAmbiguous"]);
-      cancelRun(store, { runId, ownerId: "operator" });
+      cancelRun(store, { runId, claim: null });
     } else {
       expect([run.state, run.output, run.error], point).toEqual(["completed", { total: 3 }, null]);
     }

@@ -82,7 +82,7 @@ describe(`worker SIGKILL at ${POINTS.length} durable boundaries`, () => {
       if (expectsBlocked(s.point)) {
         expect([run.state, run.blockedReason], s.point).toEqual(["running", "effectAmbiguous"]);
         // An operator decides; cancelling settles it for good.
-        cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+        cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
         expect(h.run(runId).state).toBe("cancelled");
       } else {
         expect([run.state, run.output, run.error], s.point).toEqual([

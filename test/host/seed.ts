@@ -8,6 +8,7 @@ import { recordNodeFailed, recordNodeStarted } from "../../src/state/transitions
 import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { withSeedHost } from "../state/seed-host.ts";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 
@@ -46,14 +47,16 @@ export function seedRuns(stateDir: string, runs: SeedRun[]): void {
         availableAt: run.claimedByOtherHost ? undefined : FAR_FUTURE,
       });
       if (run.claimedByOtherHost) {
-        claimRunForLaunch(store, {
-          runId: run.runId,
-          ownerId: "host-elsewhere",
-          token: "seed-token",
-          ttlMs: 60 * 60_000,
-          workerEpoch: `epoch-${run.runId}`,
-          launchEnvelopeHash: fingerprint("launch"),
-        });
+        withSeedHost(store, (hostEpoch) =>
+          claimRunForLaunch(store, {
+            runId: run.runId,
+            ownerId: "host-elsewhere",
+            hostEpoch,
+            token: "seed-token",
+            ttlMs: 60 * 60_000,
+            workerEpoch: `epoch-${run.runId}`,
+            launchEnvelopeHash: fingerprint("launch"),
+          }));
       }
     }
   } finally {

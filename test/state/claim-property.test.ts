@@ -24,7 +24,7 @@ import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/r
 import { parkRun } from "../../src/state/transitions/run-park.ts";
 import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
-import { enqueue, type Fixture, openFixture } from "./helpers.ts";
+import { enqueue, type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
 import type { StateStore } from "../../src/state/store.ts";
 
 const TTL = 1_000;
@@ -143,6 +143,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
       const held = live(runId);
       try {
         const result = claimRunForLaunch(store, {
+          hostEpoch: HOST_EPOCH,
           runId,
           ownerId: owner,
           token,
@@ -232,20 +233,23 @@ function simulate(seed: number, steps: number): Record<string, number> {
         "SELECT 1 FROM leases WHERE resource = ? AND token_hash IS NOT NULL",
       ).get(`run:${runId}`);
       // An ambiguous effect needs the operator's verdict; a plain resume is refused.
-      const resolve = (store: StateStore, opts: { runId: string; ownerId: string }) =>
+      const resolve = (store: StateStore, opts: { runId: string }) =>
         resolveAmbiguousEffect(store, {
           runId: opts.runId,
           target: blockingAttempt(store, opts.runId)?.attemptId ?? "none",
           verdict: "retry",
-          operator: opts.ownerId,
+          operator: owner,
         });
       const command = pick([pauseRun, cancelRun, resumeRun, resolve]);
       const resumes = command === resumeRun || command === resolve;
+      // The caller's own claim of this run, if the step picked one (it may be stale or forged):
+      // only the exact live claim may be released by a command.
+      const mine = claim?.runId === runId ? claim : null;
       try {
-        command(store, { runId, ownerId: owner });
+        command(store, { runId, claim: mine });
         expect(
-          held === null || held.ownerId === owner || resumes,
-          "a command overrode another owner's live claim",
+          held === null || (mine !== null && matches(mine)) || resumes,
+          "a command overrode a live claim that was not exactly its own",
         ).toBe(true);
         if (!resumes && hadClaim && !held) {
           generation.set(runId, generation.get(runId)! + 1);

@@ -17,6 +17,8 @@ import {
   renewHostClaim,
 } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
+import { hostStatusCounts, listExpiredRuns } from "../../src/state/queries.ts";
+import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { parkRun } from "../../src/state/transitions/run-park.ts";
 import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
@@ -25,6 +27,7 @@ import {
   enqueue,
   type Fixture,
   HOST,
+  HOST_EPOCH,
   launchWithAttempt,
   openFixture,
   snapshot,
@@ -104,6 +107,7 @@ describe("protectedWrite() claim checks", () => {
     const { claim, attemptId } = launchWithAttempt(f.store, runId);
     expireAndRecover(runId);
     claimRunForLaunch(f.store, {
+      hostEpoch: HOST_EPOCH,
       runId,
       ownerId: "host-b",
       token: "b-token",
@@ -119,6 +123,7 @@ describe("protectedWrite() claim checks", () => {
     const { claim, attemptId } = launchWithAttempt(f.store, runId);
     expireAndRecover(runId);
     claimRunForLaunch(f.store, {
+      hostEpoch: HOST_EPOCH,
       runId,
       ownerId: HOST,
       token: "new-token",
@@ -134,6 +139,7 @@ describe("protectedWrite() claim checks", () => {
     const { claim, attemptId } = launchWithAttempt(f.store, runId);
     expireAndRecover(runId);
     const again = claimRunForLaunch(f.store, {
+      hostEpoch: HOST_EPOCH,
       runId,
       ownerId: HOST,
       token: claim.token,
@@ -177,7 +183,13 @@ describe("protectedWrite() claim checks", () => {
 describe("acquireClaim() / renewClaim() / releaseClaim()", () => {
   const resource = "controller:demo";
   const take = (ownerId: string) =>
-    acquireClaim(f.store, { resource, ownerType: "host", ownerId, ttlMs: 100 });
+    acquireClaim(f.store, {
+      resource,
+      ownerType: "host",
+      ownerId,
+      hostEpoch: HOST_EPOCH,
+      ttlMs: 100,
+    });
 
   it("acquires only when free or expired, and the generation only grows", () => {
     const a = take("a");
@@ -212,23 +224,113 @@ describe("acquireClaim() / renewClaim() / releaseClaim()", () => {
 
 describe("host claim", () => {
   it("takes increasing epochs, refuses a second live host, renews and releases exactly", () => {
+    releaseHostClaim(f.store, f.host);
     const one = acquireHostClaim(f.store, { ownerId: "h1", token: "t1", ttlMs: 1000 });
-    expect(one.epoch).toBe(1);
+    expect(one.epoch).toBe(2);
     expect(() => acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 })).toThrow(
       HostClaimHeldError,
     );
     f.clock.advance(999);
     renewHostClaim(f.store, one, 1000);
     f.clock.advance(999);
-    expect(readHostEpoch(f.store)).toEqual({ epoch: 1, live: true });
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: true });
     f.clock.advance(1);
-    expect(readHostEpoch(f.store)).toEqual({ epoch: 1, live: false });
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: false });
     expectClaimLost(() => renewHostClaim(f.store, one, 1000), "expired");
     const two = acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 });
-    expect(two.epoch).toBe(2);
+    expect([two.epoch, two.takeover]).toEqual([3, "expired"]);
     expectClaimLost(() => releaseHostClaim(f.store, one), "ownerChanged");
     releaseHostClaim(f.store, two);
-    expect(acquireHostClaim(f.store, { ownerId: "h3", token: "t3", ttlMs: 1000 }).epoch).toBe(3);
+    const three = acquireHostClaim(f.store, { ownerId: "h3", token: "t3", ttlMs: 1000 });
+    expect([three.epoch, three.takeover]).toEqual([4, "released"]);
     expect(checkInvariants(f.store)).toEqual([]);
+  });
+});
+
+describe("host epoch fencing of run claims", () => {
+  /** The fixture host goes; the next host takes epoch + 1 (run leases are left live). */
+  function newHostTakesOver() {
+    releaseHostClaim(f.store, f.host);
+    const next = acquireHostClaim(f.store, { ownerId: "host-b", token: "tb", ttlMs: 60_000 });
+    expect(next.epoch).toBe(HOST_EPOCH + 1);
+    return next;
+  }
+
+  it("a claim of an older epoch cannot write or renew, however long its lease", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    newHostTakesOver();
+    expectClaimLost(update(claim, attemptId), "ownerChanged");
+    expectClaimLost(() => renewClaim(f.store, claim), "ownerChanged");
+    expectClaimLost(() => parkRun(f.store, claim, { reason: "late" }), "ownerChanged");
+  });
+
+  it("counts as expired at once: listed for recovery, recovered, and commands take over", () => {
+    const recovered = enqueue(f.store);
+    const paused = enqueue(f.store);
+    launchWithAttempt(f.store, recovered);
+    launchWithAttempt(f.store, paused);
+    expect(listExpiredRuns(f.store)).toEqual([]);
+    expect(hostStatusCounts(f.store).expiredClaims).toBe(0);
+    newHostTakesOver();
+    expect(listExpiredRuns(f.store)).toEqual([recovered, paused]);
+    expect(hostStatusCounts(f.store).expiredClaims).toBe(2);
+    const result = recoverExpiredRun(f.store, {
+      runId: recovered,
+      ownerId: "host-b",
+      token: "r",
+      ttlMs: TTL,
+    });
+    expect(result.interruptedAttemptId).not.toBeNull();
+    expect(pauseRun(f.store, { runId: paused, claim: null }).stopWorker).toBe(true);
+    expect(listExpiredRuns(f.store)).toEqual([]);
+    expect(checkInvariants(f.store)).toEqual([]);
+  });
+
+  it("a host claim names its epoch; a control claim names none", () => {
+    expect(() =>
+      acquireClaim(f.store, { resource: "x", ownerType: "host", ownerId: "h", ttlMs: 10 })
+    ).toThrow(/names its host epoch/);
+    expect(() =>
+      acquireClaim(f.store, {
+        resource: "x",
+        ownerType: "control",
+        ownerId: "h",
+        hostEpoch: 1,
+        ttlMs: 10,
+      })
+    ).toThrow(/names none/);
+  });
+});
+
+describe("host claim takeover by process proof", () => {
+  const start = (holderGone?: (identity: string) => boolean) =>
+    acquireHostClaim(f.store, {
+      ownerId: "h2",
+      token: "t2",
+      ttlMs: 1000,
+      process: { pid: 7, startIdentity: "7:70" },
+      holderGone,
+    });
+
+  it("takes a live claim at once when its recorded holder is gone, not while it runs", () => {
+    releaseHostClaim(f.store, f.host);
+    acquireHostClaim(f.store, {
+      ownerId: "h1",
+      token: "t1",
+      ttlMs: 60_000,
+      process: { pid: 5, startIdentity: "5:50" },
+    });
+    const asked: string[] = [];
+    expect(() => start((identity) => (asked.push(identity), false))).toThrow(HostClaimHeldError);
+    expect(asked).toEqual(["5:50"]);
+    const taken = start(() => true);
+    expect(taken.takeover).toBe("holderGone");
+    expect(readHostEpoch(f.store)).toEqual({ epoch: HOST_EPOCH + 2, live: true });
+  });
+
+  it("without a recorded identity only the lease counts", () => {
+    // The fixture's host claim records no process.
+    expect(() => start(() => true)).toThrow(HostClaimHeldError);
   });
 });

@@ -44,8 +44,8 @@ const receipt = (requestId: string, operation: string, payload: unknown = {}) =>
 describe("commands with receipts", () => {
   it("pause/resume/cancel commit their receipt in the same transaction", () => {
     const runId = enqueue(f.store);
-    const { attemptId } = launchWithAttempt(f.store, runId);
-    const paused = pauseRun(f.store, { runId, ownerId: HOST, receipt: receipt("r1", "run.pause") });
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    const paused = pauseRun(f.store, { runId, claim, receipt: receipt("r1", "run.pause") });
     expect(paused.stopWorker).toBe(true);
     expect(pair(runId)).toBe("running/parked");
     expect(readRun(f.store, runId)?.paused).toBe(true);
@@ -59,7 +59,7 @@ describe("commands with receipts", () => {
       acceptedRevision: paused.revision,
       receipt: { ok: true },
     });
-    refused(() => pauseRun(f.store, { runId, ownerId: HOST }), /Cannot pause .*paused/);
+    refused(() => pauseRun(f.store, { runId, claim: null }), /Cannot pause .*paused/);
     // Same request id again: detectable both ways, and nothing changes.
     const before = snapshot(f.store);
     expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.pause") })).toThrow(
@@ -71,29 +71,42 @@ describe("commands with receipts", () => {
     expect(snapshot(f.store)).toBe(before);
     resumeRun(f.store, { runId, receipt: receipt("r2", "run.resume") });
     expect(readRun(f.store, runId)?.paused).toBe(false);
-    cancelRun(f.store, { runId, ownerId: HOST, receipt: receipt("r3", "run.cancel") });
+    cancelRun(f.store, { runId, claim: null, receipt: receipt("r3", "run.cancel") });
     expect(pair(runId)).toBe("cancelled/cancelled");
-    refused(() => cancelRun(f.store, { runId, ownerId: HOST }), /Cannot cancel run .* cancelled/);
+    refused(() => cancelRun(f.store, { runId, claim: null }), /Cannot cancel run .* cancelled/);
   });
 
   it("pause of a queued or waiting run keeps its state and skips it until resumed", () => {
     const runId = enqueue(f.store);
-    const r = pauseRun(f.store, { runId, ownerId: HOST });
+    const r = pauseRun(f.store, { runId, claim: null });
     expect([r.stopWorker, pair(runId)]).toEqual([false, "queued/queued"]);
     expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
     expect(hostStatusCounts(f.store)).toMatchObject({ queued: 1, paused: 1 });
+  });
+
+  it("pause and cancel release only the exact own claim: a lookalike is refused", () => {
+    const runId = enqueue(f.store);
+    const { claim } = launchWithAttempt(f.store, runId);
+    const before = snapshot(f.store);
+    // Same owner, but another token or generation: not the claim the run holds.
+    for (const lookalike of [{ ...claim, token: "other" }, { ...claim, generation: 99 }]) {
+      expect(() => pauseRun(f.store, { runId, claim: lookalike })).toThrow(/ownerChanged/);
+      expect(() => cancelRun(f.store, { runId, claim: lookalike })).toThrow(ClaimLostError);
+    }
+    expect(snapshot(f.store)).toBe(before);
+    expect(pauseRun(f.store, { runId, claim }).stopWorker).toBe(true);
   });
 
   it("cancel of an expired running row takes a control claim; another host's live claim refuses", () => {
     const runId = enqueue(f.store);
     launchWithAttempt(f.store, runId);
     const before = snapshot(f.store);
-    expect(() => cancelRun(f.store, { runId, ownerId: "host-b" })).toThrow(ClaimLostError);
-    expect(() => pauseRun(f.store, { runId, ownerId: "host-b" })).toThrow(/ownerChanged/);
+    expect(() => cancelRun(f.store, { runId, claim: null })).toThrow(ClaimLostError);
+    expect(() => pauseRun(f.store, { runId, claim: null })).toThrow(/ownerChanged/);
     expect(snapshot(f.store)).toBe(before);
     f.clock.advance(TTL);
     const generation = readLease(f.store, runResource(runId))!.generation;
-    const result = cancelRun(f.store, { runId, ownerId: "host-b" });
+    const result = cancelRun(f.store, { runId, claim: null });
     expect(result.stopWorker).toBe(true);
     expect(pair(runId)).toBe("cancelled/cancelled");
     const lease = readLease(f.store, runResource(runId))!;
@@ -160,7 +173,7 @@ describe("worker message receipts and expected revisions", () => {
   it("refuses a pause whose expected revision moved", () => {
     const runId = enqueue(f.store);
     const before = snapshot(f.store);
-    expect(() => pauseRun(f.store, { runId, ownerId: HOST, expectedRevision: 7 })).toThrow(
+    expect(() => pauseRun(f.store, { runId, claim: null, expectedRevision: 7 })).toThrow(
       /Revision conflict/,
     );
     expect(snapshot(f.store)).toBe(before);

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import type { Claim } from "../../src/state/claims.ts";
-import { acquireHostClaim } from "../../src/state/host-claim.ts";
+import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import type { StateStore } from "../../src/state/store.ts";
 import {
@@ -29,6 +29,7 @@ import {
   enqueue,
   type Fixture,
   HOST,
+  HOST_EPOCH,
   launch,
   launchWithAttempt,
   openFixture,
@@ -73,6 +74,7 @@ const scenarios: Scenario[] = [
       const runId = enqueue(s);
       return () =>
         claimRunForLaunch(s, {
+          hostEpoch: HOST_EPOCH,
           runId,
           ownerId: HOST,
           token: "t",
@@ -86,6 +88,7 @@ const scenarios: Scenario[] = [
     name: "markWorkerLive",
     setup: (s) => {
       const { claim } = claimRunForLaunch(s, {
+        hostEpoch: HOST_EPOCH,
         runId: enqueue(s),
         ownerId: HOST,
         token: "t",
@@ -234,14 +237,14 @@ const scenarios: Scenario[] = [
     name: "pauseRun (live)",
     setup: (s) => {
       const { claim } = withAttempt()(s);
-      return () => pauseRun(s, { runId: claim.runId!, ownerId: HOST, receipt: receipt("p") });
+      return () => pauseRun(s, { runId: claim.runId!, claim, receipt: receipt("p") });
     },
   },
   {
     name: "resumeRun",
     setup: (s) => {
       const runId = enqueue(s);
-      pauseRun(s, { runId, ownerId: HOST });
+      pauseRun(s, { runId, claim: null });
       return () => resumeRun(s, { runId, receipt: receipt("r") });
     },
   },
@@ -252,7 +255,7 @@ const scenarios: Scenario[] = [
       s.db.exec(
         `INSERT INTO effects (effect_id, run_id, attempt_id, effect_key, effect_type, request_fingerprint, state, created_at, updated_at) VALUES ('e1', '${claim.runId}', '${attemptId}', 'k', 't', 'f', 'applying', 0, 0)`,
       );
-      return () => cancelRun(s, { runId: claim.runId!, ownerId: HOST, receipt: receipt("c") });
+      return () => cancelRun(s, { runId: claim.runId!, claim, receipt: receipt("c") });
     },
   },
   {
@@ -260,7 +263,7 @@ const scenarios: Scenario[] = [
     setup: (s) => {
       const { claim, attemptId } = withAttempt()(s);
       waitRun(s, claim, { attemptId, nodeId: "step", kind: "humanDecision", request: {} });
-      return () => cancelRun(s, { runId: claim.runId!, ownerId: HOST });
+      return () => cancelRun(s, { runId: claim.runId!, claim: null });
     },
   },
   {
@@ -268,7 +271,7 @@ const scenarios: Scenario[] = [
     setup: (s) => {
       const { claim } = withAttempt()(s);
       f.clock.advance(TTL);
-      return () => cancelRun(s, { runId: claim.runId!, ownerId: "host-b" });
+      return () => cancelRun(s, { runId: claim.runId!, claim: null });
     },
   },
   {
@@ -352,7 +355,10 @@ const scenarios: Scenario[] = [
   },
   {
     name: "acquireHostClaim",
-    setup: (s) => () => acquireHostClaim(s, { ownerId: "h", token: "t", ttlMs: 1000 }),
+    setup: (s) => {
+      releaseHostClaim(s, f.host);
+      return () => acquireHostClaim(s, { ownerId: "h", token: "t", ttlMs: 1000 });
+    },
   },
 ];
 

@@ -183,7 +183,7 @@ describe("answerDecision()", () => {
     );
     const w = waiting();
     expect(() => answer(w, { expectedRevision: 1 })).toThrow(RevisionConflictError);
-    cancelRun(f.store, { runId: w.runId, ownerId: HOST });
+    cancelRun(f.store, { runId: w.runId, claim: null });
     expectAnswerRefused(() => answer(w), "notWaiting", /was closed when the run was cancelled/);
     expect(() => answer({ ...w, runId: "nope" })).toThrow(/Unknown run: nope/);
   });
@@ -210,7 +210,7 @@ describe("answerDecision()", () => {
 
   it("lets a paused waiting run be answered; it launches after resume", () => {
     const w = waiting();
-    pauseRun(f.store, { runId: w.runId, ownerId: HOST });
+    pauseRun(f.store, { runId: w.runId, claim: null });
     answer(w);
     expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
     resumeRun(f.store, { runId: w.runId });
@@ -256,7 +256,7 @@ describe("applyDecisionDefault()", () => {
     const answered = waiting({ kind: "humanDecision", defaultInMs: 10 });
     answer(answered, { kind: "humanDecision", answer: { choice: "approve" } });
     const cancelled = waiting({ kind: "humanDecision", defaultInMs: 10 });
-    cancelRun(f.store, { runId: cancelled.runId, ownerId: HOST });
+    cancelRun(f.store, { runId: cancelled.runId, claim: null });
     f.clock.advance(10);
     expect(dueDecisionDefaults(f.store, f.clock.now(), 10)).toEqual([]);
     for (const w of [answered, cancelled]) {

@@ -76,8 +76,8 @@ describe("a plain resume of an ambiguous effect", () => {
 
   it("is refused also when the block came from a pause, and while paused", () => {
     const runId = enqueue(f.store);
-    launchWithAttempt(f.store, runId, "external");
-    pauseRun(f.store, { runId, ownerId: HOST });
+    const { claim } = launchWithAttempt(f.store, runId, "external");
+    pauseRun(f.store, { runId, claim });
     expect(readRun(f.store, runId)).toMatchObject({
       paused: true,
       blockedReason: "effectAmbiguous",

@@ -90,7 +90,7 @@ describe("reserveEffect() / settleEffect()", () => {
     const runId = enqueue(f.store);
     const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
     const first = request(claim, attemptId);
-    const paused = pauseRun(f.store, { runId, ownerId: HOST });
+    const paused = pauseRun(f.store, { runId, claim });
     expect(paused.stopWorker).toBe(true);
     expect(readRun(f.store, runId)).toMatchObject({ paused: true, blockedReason: null });
     expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "pending" }]);
@@ -110,7 +110,7 @@ describe("reserveEffect() / settleEffect()", () => {
     const runId = enqueue(f.store);
     const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
     request(claim, attemptId);
-    cancelRun(f.store, { runId, ownerId: HOST });
+    cancelRun(f.store, { runId, claim });
     expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "ambiguous" }]);
     expect(hostStatusCounts(f.store).ambiguousEffects).toBe(1);
     // Another run using the same resource and key sees the ambiguous outcome.

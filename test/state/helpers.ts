@@ -8,17 +8,22 @@ import { enqueueRun, type EnqueueRunOptions } from "../../src/state/transitions/
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import type { Claim } from "../../src/state/claims.ts";
+import { acquireHostClaim, type HostClaim } from "../../src/state/host-claim.ts";
 import { TransitionError } from "../../src/state/errors.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { expect } from "vitest";
 
 export const HOST = "host-a";
 export const TTL = 30_000;
+/** The host epoch every fixture holds (run claims are fenced by it). */
+export const HOST_EPOCH = 1;
 
 export interface Fixture {
   dir: string;
   clock: FakeClock;
   store: StateStore;
+  /** The fixture's host claim (epoch 1, a lease that outlives any test). */
+  host: HostClaim;
   close(): void;
 }
 
@@ -34,10 +39,12 @@ export function openFixture(): Fixture {
   // Logic tests need no fsync per commit (the suite shares 2 cores with other suites); the
   // process-kill test and the benchmark keep the store's synchronous=FULL.
   store.db.exec("PRAGMA synchronous = NORMAL");
+  const host = acquireHostClaim(store, { ownerId: HOST, token: "host-token", ttlMs: 2 ** 40 });
   return {
     dir,
     clock,
     store,
+    host,
     close() {
       closeStateStore(store);
       rmSync(dir, { recursive: true, force: true });
@@ -68,6 +75,7 @@ export function launch(store: StateStore, runId: string, owner = HOST): Claim {
   const { claim } = claimRunForLaunch(store, {
     runId,
     ownerId: owner,
+    hostEpoch: HOST_EPOCH,
     token: store.ids.token(),
     ttlMs: TTL,
     workerEpoch,

@@ -33,6 +33,7 @@ import {
   expectRefused,
   type Fixture,
   HOST,
+  HOST_EPOCH,
   launch,
   launchWithAttempt,
   openFixture,
@@ -61,6 +62,7 @@ describe("launch path", () => {
     expect(pair(runId)).toBe("queued/queued");
     expect(nextLaunchableRuns(f.store, 10).map((r) => r.runId)).toEqual([runId]);
     const { claim, generation, revision } = claimRunForLaunch(f.store, {
+      hostEpoch: HOST_EPOCH,
       runId,
       ownerId: HOST,
       token: "tok",
@@ -185,12 +187,13 @@ describe("launch path", () => {
     const claimOpts = {
       runId,
       ownerId: HOST,
+      hostEpoch: HOST_EPOCH,
       token: "t",
       ttlMs: TTL,
       workerEpoch: "w",
       launchEnvelopeHash: "h",
     };
-    pauseRun(f.store, { runId, ownerId: HOST });
+    pauseRun(f.store, { runId, claim: null });
     refused(() => claimRunForLaunch(f.store, claimOpts), /Cannot launch run .* \(paused\)/);
     resumeRun(f.store, { runId });
     const claim = launch(f.store, runId);
@@ -314,7 +317,7 @@ describe("waiting, parking, blocking", () => {
     expect(hostStatusCounts(f.store)).toMatchObject({ waiting: 1, pendingInteractions: 1 });
     expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
     expect(() => parkRun(f.store, claim, { reason: "x" })).toThrow(ClaimLostError);
-    cancelRun(f.store, { runId, ownerId: HOST });
+    cancelRun(f.store, { runId, claim: null });
     expect(f.store.db.prepare("SELECT resolution FROM human_decision_resolutions").all()).toEqual([
       { resolution: "cancelled" },
     ]);

@@ -3,6 +3,7 @@
  * through (its graph stored), and a finished hello run. Returns the run ids.
  */
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import {
@@ -18,6 +19,7 @@ import { reviewLoop } from "../render/fixtures/review-loop.ts";
 export function seedViewerRuns(stateDir: string): { review: string; hello: string } {
   const clock = new FakeClock(Date.now() - 120_000);
   const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
+  const host = acquireHostClaim(store, { ownerId: "seed", token: "seed", ttlMs: 3_600_000 });
   const snapshot = compileWorkflow(reviewLoop).snapshot as JsonValue;
   const enqueue = (name: string, title: string, definition?: JsonValue) =>
     enqueueRun(store, {
@@ -36,6 +38,7 @@ export function seedViewerRuns(stateDir: string): { review: string; hello: strin
     const { claim } = claimRunForLaunch(store, {
       runId,
       ownerId: "seed",
+      hostEpoch: host.epoch,
       token: store.ids.token(),
       ttlMs: 3_600_000,
       workerEpoch: `epoch-${runId}`,
@@ -65,6 +68,7 @@ export function seedViewerRuns(stateDir: string): { review: string; hello: strin
   const claim = launch(review);
   for (const node of ["plan", "review", "plan", "review"]) step(claim, node, true);
   step(claim, "implement", false);
+  releaseHostClaim(store, host);
   closeStateStore(store);
   return { review, hello };
 }

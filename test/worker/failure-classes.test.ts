@@ -207,7 +207,7 @@ export default defineWorkflow({
 });`,
     ));
     expect(await waitUntil(() => existsSync(marker), 15_000)).toBe(true);
-    pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
     expect(runClasses(h, runId)).toEqual([]);
     expect(attemptClasses(h, runId)).toEqual([]);

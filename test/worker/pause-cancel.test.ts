@@ -68,7 +68,7 @@ describe("pause, resume and cancel against a live worker", () => {
     );
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
 
-    const paused = pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    const paused = pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(paused.stopWorker).toBe(true);
     await h.supervision.stopRun(runId, "paused");
     expect(h.supervision.activeWorkerCount()).toBe(0);
@@ -94,7 +94,7 @@ describe("pause, resume and cancel against a live worker", () => {
       h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
     );
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
-    cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     await h.supervision.stopRun(runId, "cancelled");
     const run = h.run(runId);
     expect([run.state, run.queueState]).toEqual(["cancelled", "cancelled"]);
@@ -109,7 +109,7 @@ describe("pause, resume and cancel against a live worker", () => {
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 700)));
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
     // The command commits, but nobody stops the worker: its next proposal meets the fence.
-    pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
     const run = h.run(runId);
     expect([run.state, run.queueState, run.paused]).toEqual(["running", "parked", true]);
@@ -130,7 +130,7 @@ describe("pause, resume and cancel against a live worker", () => {
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 800)));
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
-    expect(() => cancelRun(h!.store, { runId, ownerId: "some-other-host" })).toThrow(
+    expect(() => cancelRun(h!.store, { runId, claim: null })).toThrow(
       ClaimLostError,
     );
     const run = await h.waitForRun(runId, isTerminal);

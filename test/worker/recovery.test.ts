@@ -21,6 +21,7 @@ import {
   type StateStore,
 } from "../../src/state/store.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import {
@@ -65,12 +66,20 @@ function enqueue(store: StateStore): string {
 }
 
 /** A worker epoch an earlier host recorded live, with the given process identity. */
-function staleEpoch(store: StateStore, runId: string, pid: number, startIdentity: string) {
+function staleEpoch(
+  store: StateStore,
+  hostEpoch: number,
+  runId: string,
+  pid: number,
+  startIdentity: string,
+) {
   const { claim } = claimRunForLaunch(store, {
     runId,
     ownerId: "old-host",
+    hostEpoch,
     token: "old-token",
-    ttlMs: 1_000,
+    // Far from expiry: only the newer host epoch fences these claims.
+    ttlMs: 3_600_000,
     workerEpoch: `wep-${runId}`,
     launchEnvelopeHash: `sha256:${"1".repeat(64)}`,
   });
@@ -89,22 +98,25 @@ describe("recover() after a host restart", () => {
       const reused = enqueue(store);
       const orphan = enqueue(store);
       const abandoned = enqueue(store);
+      const oldHost = acquireHostClaim(store, { ownerId: "old-host", token: "o", ttlMs: 1_000 });
       // The PID of a live unrelated process, recorded with another start time: a reused PID.
       staleEpoch(
         store,
+        oldHost.epoch,
         reused,
         unrelated.pid,
         `${unrelated.pid}:${BigInt(unrelated.startTime) - 7n}`,
       );
-      staleEpoch(store, orphan, leftover.pid, formatStartIdentity(leftover));
-      staleEpoch(store, abandoned, 2 ** 22 + 11, `${2 ** 22 + 11}:1`);
-      // While the old claims are live, another owner cannot cancel through the stale path.
-      expect(() => cancelRun(store, { runId: abandoned, ownerId: "new-host" })).toThrow(
+      staleEpoch(store, oldHost.epoch, orphan, leftover.pid, formatStartIdentity(leftover));
+      staleEpoch(store, oldHost.epoch, abandoned, 2 ** 22 + 11, `${2 ** 22 + 11}:1`);
+      // While the old host holds its epoch, nobody cancels its live claims through the stale path.
+      expect(() => cancelRun(store, { runId: abandoned, claim: null })).toThrow(
         ClaimLostError,
       );
-      clock.advance(5_000); // the old host's run claims expire
-      // Cancelling an expired running row takes a control claim first, then cancels.
-      cancelRun(store, { runId: abandoned, ownerId: "new-host" });
+      clock.advance(2_000); // the old host's lease lapses; its run claims have an hour left
+      const newHost = acquireHostClaim(store, { ownerId: "new-host", token: "n", ttlMs: 60_000 });
+      // The new epoch fences the old host's run claims at once: cancel takes a control claim.
+      cancelRun(store, { runId: abandoned, claim: null });
       expect(readRun(store, abandoned)!.state).toBe("cancelled");
 
       const supervision = createSupervision({
@@ -112,7 +124,7 @@ describe("recover() after a host restart", () => {
         clock,
         ids: sequentialIds(),
         stateDir: join(root, "state"),
-        hostEpoch: 2,
+        hostEpoch: newHost.epoch,
         hostOwnerId: "new-host",
         log: () => {},
         options: FAST_OPTIONS,

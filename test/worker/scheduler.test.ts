@@ -74,7 +74,7 @@ export default defineWorkflow({
     expect(Date.now()).toBeGreaterThan(until);
     expect(lease().generation).toBe(generation);
     expect(h.run(runId).queueState).toBe("running");
-    cancelRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     await h.supervision.stopRun(runId, "cancelled");
     expect(h.run(runId).state).toBe("cancelled");
   });

@@ -4,6 +4,7 @@
  * creates one `Supervision` after it holds the host epoch and before it accepts commands.
  */
 import type { Clock, IdSource } from "../../state/clock.ts";
+import type { Claim } from "../../state/claims.ts";
 import type { StateStore } from "../../state/store.ts";
 import type { ResolveResult } from "../../protocol/resolve-messages.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
@@ -71,6 +72,11 @@ export interface Supervision {
   start(): void;
   /** Called after a command made a run claimable (start, resume): schedule promptly. */
   wake(): void;
+  /**
+   * This host's own claim of `runId` (held for its live worker), or null: pause and cancel
+   * release exactly this claim (owner, token hash, generation, epoch), never a lookalike.
+   */
+  claimOf(runId: string): Claim | null;
   /**
    * Stops the fenced worker group of a run whose claim the caller has already released in the
    * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.

@@ -58,6 +58,7 @@ export function launchWorker(
   const { claim, generation } = claimRunForLaunch(ctx.store, {
     runId: run.runId,
     ownerId: ctx.hostOwnerId,
+    hostEpoch: ctx.hostEpoch,
     token: ctx.ids.token(),
     ttlMs: ctx.options.claimTtlMs,
     workerEpoch,

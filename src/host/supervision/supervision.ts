@@ -324,6 +324,10 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     wake() {
       schedule();
     },
+    claimOf(runId) {
+      const worker = active.get(runId);
+      return worker && !worker.claimReleased ? worker.claim : null;
+    },
     async stopRun(runId, reason) {
       const worker = active.get(runId);
       if (!worker) return;

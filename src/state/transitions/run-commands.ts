@@ -5,7 +5,7 @@
  */
 import { blockingAttempt } from "../effect-queries.ts";
 import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
-import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
+import { type Claim, releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
 import { execute, type StateStore, writeTransaction } from "../store.ts";
@@ -27,11 +27,11 @@ import { supersedeRunIntentsInTx } from "./turn-intents.ts";
 export interface RunCommandOptions {
   runId: string;
   /**
-   * The calling host's owner id. Its own live run claim is released; another owner's live claim
-   * refuses the command (`ClaimLostError ownerChanged`); an expired one is replaced by a control
-   * claim first.
+   * The caller's own claim of this run (the host's, for the worker it launched), or null. When it
+   * is exactly the live claim it is released; any other live claim refuses the command
+   * (`ClaimLostError ownerChanged`); an expired or fenced one is replaced by a control claim.
    */
-  ownerId: string;
+  claim: Claim | null;
   /** Receipt committed with the change. */
   receipt?: CommandReceiptInput;
   /** The revision the client saw; a mismatch throws `RevisionConflictError`, nothing changes. */
@@ -75,11 +75,11 @@ export function pauseRun(store: StateStore, opts: RunCommandOptions): CommandRes
  */
 export function resumeRun(
   store: StateStore,
-  opts: Omit<RunCommandOptions, "ownerId"> & { ownerId?: string },
+  opts: Omit<RunCommandOptions, "claim"> & { claim?: Claim | null },
 ): CommandResult {
   const allowed = (r: RunRow) =>
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
-  return command(store, { ...opts, ownerId: opts.ownerId ?? "" }, "resume", allowed, (run) => {
+  return command(store, { ...opts, claim: opts.claim ?? null }, "resume", allowed, (run) => {
     if (run.blocked_reason === "effectAmbiguous") {
       const blocked = blockingAttempt(store, run.run_id);
       throw new AmbiguousEffectError(run.run_id, {
@@ -146,7 +146,7 @@ function command(
       throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
     }
     expectState(run, transition, allowed);
-    const authority = takeAuthorityInTx(store, opts.runId, opts.ownerId || null, now);
+    const authority = takeAuthorityInTx(store, opts.runId, opts.claim, now);
     const revision = bumpRevision(store, opts.runId, now);
     const entry = apply(run, now);
     if (authority !== "none") releaseLeaseInTx(store, runResource(opts.runId), now);

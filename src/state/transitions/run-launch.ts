@@ -22,6 +22,8 @@ export interface ClaimRunForLaunchOptions {
   runId: string;
   /** The host's owner id. */
   ownerId: string;
+  /** The epoch the launching host holds; the claim is fenced once a newer epoch exists. */
+  hostEpoch: number;
   /** Fresh secret token for this claim (kept in host memory only). */
   token: string;
   ttlMs: number;
@@ -68,6 +70,7 @@ export function claimRunForLaunch(store: StateStore, opts: ClaimRunForLaunchOpti
       runId: opts.runId,
       ownerType: "host",
       ownerId: opts.ownerId,
+      hostEpoch: opts.hostEpoch,
       token: opts.token,
       ttlMs: opts.ttlMs,
     }, now);

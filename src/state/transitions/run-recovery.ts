@@ -1,11 +1,14 @@
 /**
  * Recovery of an expired running row (host restart, lost worker): a control claim proves the
- * old lease expired and fences its owner, then the run parks at its last durable boundary.
+ * old lease expired (or was taken under an earlier host epoch, which fences it at once) and
+ * fences its owner, then the run parks at its last durable boundary.
  */
 import {
   acquireClaimInTx,
   type Claim,
   claimRunId,
+  currentHostEpochInTx,
+  leaseHolds,
   protectedWrite,
   readLease,
   releaseLeaseInTx,
@@ -61,7 +64,8 @@ export function recoverExpiredRun(
       (r) => r.state === "running" && (r.queue_state === "starting" || r.queue_state === "running"),
     );
     const lease = readLease(store, runResource(opts.runId));
-    if (lease?.token_hash && (lease.expires_at ?? 0) > now) {
+    // A claim of an earlier host epoch is fenced: it counts as expired at once.
+    if (lease && leaseHolds(lease, now, currentHostEpochInTx(store))) {
       throw new ClaimLostError(opts.runId, lease.generation, "ownerChanged");
     }
     const control = acquireClaimInTx(store, {
