@@ -13,7 +13,6 @@ import {
   enqueue,
   expectRefused,
   type Fixture,
-  HOST,
   launchWithAttempt,
   openFixture,
   pairOf,

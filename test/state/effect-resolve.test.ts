@@ -17,7 +17,6 @@ import {
   enqueue,
   expectRefused,
   type Fixture,
-  HOST,
   launchWithAttempt,
   openFixture,
   snapshot,

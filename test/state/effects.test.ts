@@ -13,7 +13,6 @@ import type { Claim } from "../../src/state/claims.ts";
 import {
   enqueue,
   type Fixture,
-  HOST,
   launch,
   launchWithAttempt,
   openFixture,
