@@ -451,12 +451,12 @@ describe("successor turns", () => {
 
   it("a user's cancel is quiet: pending intents are superseded", () => {
     const runId = enqueue(f.store, interactive());
-    launch(f.store, runId);
+    const claim = launch(f.store, runId);
     writeTransaction(
       f.store,
       () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
     );
-    cancelRun(f.store, { runId, ownerId: HOST });
+    cancelRun(f.store, { runId, claim });
     expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("superseded");
     expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
   });
