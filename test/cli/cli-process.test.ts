@@ -42,7 +42,7 @@ export default defineWorkflow({
   name: "slow",
   startAt: "nap",
   nodes: {
-    nap: compute({ run: async () => { await new Promise((r) => setTimeout(r, 1500)); return { slept: true }; } }),
+    nap: compute({ run: async () => { await new Promise((r) => setTimeout(r, 5000)); return { slept: true }; } }),
   },
   edges: [],
 });
@@ -222,7 +222,8 @@ describe("pi-workflows CLI", () => {
         fresh.env,
       );
       await follower.waitForStdout("▶ nap", 60_000);
-      // Stop the host under the follower: the run parks, the follower starts the next host.
+      // Stop the host under the follower (the pure 5 s nap is parked at once, a planned stop
+      // waits only for external nodes): the run parks, the follower starts the next host.
       const stop = await runCliProcess(["host", "stop"], fresh.env);
       expect(stop.code, stop.stderr).toBe(0);
       const { code } = await follower.exited;
