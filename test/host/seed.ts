@@ -78,33 +78,46 @@ export function seedAttempts(
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
   store.db.exec("PRAGMA synchronous = OFF");
   try {
-    const ownerId = "seed-host";
-    const { claim } = claimRunForLaunch(store, {
-      runId,
-      ownerId,
-      token: "seed-token",
-      ttlMs: 60 * 60_000,
-      workerEpoch: `epoch-${runId}`,
-      launchEnvelopeHash: fingerprint("launch"),
-    });
-    markWorkerLive(store, claim, { workerEpoch: `epoch-${runId}`, pid: 4242, startIdentity: "1" });
-    for (let i = 1; i <= count; i++) {
-      const attemptId = `${runId}-a${i}`;
-      recordNodeStarted(store, claim, {
-        attemptId,
-        nodeId: `n${i % 7}`,
-        nodeKind: "compute",
-        effect: "pure",
-        deadlineAt: null,
-      });
-      recordNodeFailed(store, claim, {
-        attemptId,
-        outcome: "failed",
-        error: { code: "seeded", message: `${i} `.padEnd(errorChars, "é") },
-      });
-    }
-    pauseRun(store, { runId, ownerId });
+    withSeedHost(
+      store,
+      (hostEpoch) => seedAttemptsUnder(store, runId, count, errorChars, hostEpoch),
+    );
   } finally {
     closeStateStore(store);
   }
+}
+
+function seedAttemptsUnder(
+  store: ReturnType<typeof openStateStore>,
+  runId: string,
+  count: number,
+  errorChars: number,
+  hostEpoch: number,
+): void {
+  const { claim } = claimRunForLaunch(store, {
+    runId,
+    ownerId: "seed-host",
+    hostEpoch,
+    token: "seed-token",
+    ttlMs: 60 * 60_000,
+    workerEpoch: `epoch-${runId}`,
+    launchEnvelopeHash: fingerprint("launch"),
+  });
+  markWorkerLive(store, claim, { workerEpoch: `epoch-${runId}`, pid: 4242, startIdentity: "1" });
+  for (let i = 1; i <= count; i++) {
+    const attemptId = `${runId}-a${i}`;
+    recordNodeStarted(store, claim, {
+      attemptId,
+      nodeId: `n${i % 7}`,
+      nodeKind: "compute",
+      effect: "pure",
+      deadlineAt: null,
+    });
+    recordNodeFailed(store, claim, {
+      attemptId,
+      outcome: "failed",
+      error: { code: "seeded", message: `${i} `.padEnd(errorChars, "é") },
+    });
+  }
+  pauseRun(store, { runId, claim });
 }

@@ -80,7 +80,7 @@ describe("a 10,000-step run", () => {
     };
     expect(await waitUntil(gateRunning, 180_000), h.workerLogs()).toBe(true);
 
-    pauseRun(h.store, { runId, ownerId: h.ctx.hostOwnerId });
+    pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     await h.supervision.stopRun(runId, "paused");
     resumeRun(h.store, { runId });
     h.supervision.wake();
