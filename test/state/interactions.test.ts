@@ -195,7 +195,7 @@ describe("submissions and verdicts", () => {
   it("cancel closes the request and its validating submission", () => {
     const step = waitingStep();
     submit(step, "k1");
-    cancelRun(fx.store, { runId: step.runId, ownerId: HOST });
+    cancelRun(fx.store, { runId: step.runId, claim: null });
     expect(currentSessionInteraction(fx.store, SESSION)).toBeUndefined();
     expect(checkInvariants(fx.store)).toEqual([]);
   });
