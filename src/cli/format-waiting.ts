@@ -16,7 +16,8 @@ export function formatWaiting(runId: string, waiting: Waiting, now = Date.now())
   if (waiting.kind === "humanDecision" && waiting.decision) {
     const d = waiting.decision;
     lines.push(`${INDENT}${d.title}`);
-    if (d.subject) lines.push(`${INDENT}subject: ${d.subject}`);
+    const subject = typeof d.subject === "string" ? d.subject : value(d.subject);
+    if (subject !== "" && subject !== "null") lines.push(`${INDENT}subject: ${subject}`);
     if (d.audience) lines.push(`${INDENT}audience: ${d.audience}`);
     if (d.presentation.summary) lines.push(`${INDENT}${d.presentation.summary}`);
     lines.push(...blocks(d.presentation.blocks, INDENT.repeat(2)));

@@ -73,7 +73,8 @@ export const HumanDecisionRequestSchema = v.object({
   schema: v.literal(HUMAN_DECISION_REQUEST_SCHEMA),
   audience: v.string(),
   title: Text,
-  subject: Text,
+  /** What the decision is about: any JSON value. */
+  subject: JsonValueSchema,
   presentation: DecisionPresentationSchema,
   revision: v.pipe(v.number(), v.safeInteger(), v.minValue(1)),
   choices: v.pipe(

@@ -47,7 +47,7 @@ async function resolve(
     return {
       ok: true,
       workflowName: workflow.name,
-      title: resolveWorkflowTitle(workflow, input),
+      title: await resolveWorkflowTitle(workflow, input),
       workflowSource: identity.workflowSource,
       definitionDigest: identity.definitionDigest,
       definition: workflow.snapshot,

@@ -28,6 +28,9 @@ export interface CommandBatchItem {
 export interface CommandBatchItemResult {
   id: string;
   outcome: "succeeded" | "failed" | "timedOut" | "cancelled";
+  command: string;
+  args: string[];
+  cwd: string;
   exitCode: number | null;
   signal: string | null;
   stdout: string;
@@ -35,50 +38,95 @@ export interface CommandBatchItemResult {
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
   durationMs: number;
-  error: string | null;
+  /** Why the item did not succeed (absent when it did). */
+  error?: string;
 }
 
 export interface CommandBatchResult {
   schema: "pi-workflows.command-batch-result.v1";
+  /** In input order. */
   items: CommandBatchItemResult[];
+  /** Items that ran to an outcome (not the ones a cancellation kept from starting). */
+  completed: number;
+  total: number;
+}
+
+export interface CommandBatchOptions {
+  /** Stops running commands (their groups get SIGTERM) and starts no more. */
+  signal?: AbortSignal;
+  /**
+   * Called after each item settles, with the running count; may be async. Observational: an
+   * error it throws is ignored.
+   */
+  onItemSettled?: (
+    result: CommandBatchItemResult,
+    completed: number,
+    total: number,
+  ) => void | Promise<void>;
 }
 
 export async function runCommandBatch(
   batch: { items: CommandBatchItem[]; maxConcurrency?: number },
-  options: { signal: AbortSignal; onItemSettled?: (result: CommandBatchItemResult) => void },
+  options: CommandBatchOptions = {},
 ): Promise<CommandBatchResult> {
   const items = checkBatch(batch);
   const limit = batch.maxConcurrency ?? 4;
-  const results: CommandBatchItemResult[] = new Array(items.length);
+  const total = items.length;
+  const results: (CommandBatchItemResult | undefined)[] = new Array(total);
+  const signal = options.signal;
   let next = 0;
+  let completed = 0;
   const lane = async () => {
-    while (next < items.length) {
+    while (next < total && !signal?.aborted) {
       const index = next++;
-      results[index] = await runItem(items[index], options.signal);
-      options.onItemSettled?.(results[index]);
+      const result = await runItem(items[index], signal);
+      results[index] = result;
+      completed++;
+      try {
+        await options.onItemSettled?.(result, completed, total);
+      } catch {
+        // Observational only: a failing callback cannot change the batch.
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return { schema: "pi-workflows.command-batch-result.v1", items: results };
+  await Promise.all(Array.from({ length: Math.min(limit, total) }, lane));
+  const settled = Array.from(
+    results,
+    (r, i) =>
+      r ?? notStarted(items[i], "cancelled", "The batch was cancelled before this command started"),
+  );
+  return { schema: "pi-workflows.command-batch-result.v1", items: settled, completed, total };
 }
 
-async function runItem(
+function notStarted(
   item: CommandBatchItem,
-  signal: AbortSignal,
-): Promise<CommandBatchItemResult> {
-  const started = Date.now();
-  const empty = {
+  outcome: CommandBatchItemResult["outcome"],
+  error: string,
+  durationMs = 0,
+): CommandBatchItemResult {
+  return {
     id: item.id,
+    outcome,
+    command: item.command,
+    args: [...(item.args ?? [])],
+    cwd: item.cwd,
     exitCode: null,
     signal: null,
     stdout: "",
     stderr: "",
     stdoutTruncated: false,
     stderrTruncated: false,
+    durationMs,
+    error,
   };
-  if (signal.aborted) {
-    return { ...empty, outcome: "cancelled", durationMs: 0, error: "The batch was cancelled" };
-  }
+}
+
+async function runItem(
+  item: CommandBatchItem,
+  signal: AbortSignal | undefined,
+): Promise<CommandBatchItemResult> {
+  const started = Date.now();
+  if (signal?.aborted) return notStarted(item, "cancelled", "The batch was cancelled");
   try {
     const r = await runShell({
       command: item.command,
@@ -88,10 +136,14 @@ async function runItem(
       timeoutMs: item.timeoutMs,
       maxOutputChars: item.maxOutputChars ?? 100_000,
       allowNonZeroExit: true,
-    }, { signal });
+    }, { signal: signal ?? new AbortController().signal });
+    const ok = r.exitCode === 0;
     return {
       id: item.id,
-      outcome: r.exitCode === 0 ? "succeeded" : "failed",
+      outcome: ok ? "succeeded" : "failed",
+      command: item.command,
+      args: [...(item.args ?? [])],
+      cwd: item.cwd,
       exitCode: r.exitCode,
       signal: r.signal,
       stdout: r.stdout,
@@ -99,18 +151,18 @@ async function runItem(
       stdoutTruncated: r.stdoutTruncated,
       stderrTruncated: r.stderrTruncated,
       durationMs: r.durationMs,
-      error: r.exitCode === 0
-        ? null
-        : `Exited with ${r.exitCode === null ? `signal ${r.signal}` : `code ${r.exitCode}`}`,
+      ...(ok ? {} : {
+        error: `Exited with ${r.exitCode === null ? `signal ${r.signal}` : `code ${r.exitCode}`}`,
+      }),
     };
   } catch (error) {
     const timedOut = error instanceof NodeFailure && error.code === "commandTimedOut";
-    return {
-      ...empty,
-      outcome: signal.aborted ? "cancelled" : timedOut ? "timedOut" : "failed",
-      durationMs: Date.now() - started,
-      error: errorMessage(error, 1000),
-    };
+    return notStarted(
+      item,
+      signal?.aborted ? "cancelled" : timedOut ? "timedOut" : "failed",
+      errorMessage(error, 2000),
+      Date.now() - started,
+    );
   }
 }
 
@@ -121,7 +173,7 @@ function checkBatch(
     throw new RangeError(`Invalid command batch: ${detail}`);
   };
   const items = batch?.items;
-  if (!Array.isArray(items) || items.length === 0) bad("items must be a non-empty array");
+  if (!Array.isArray(items)) bad("items must be an array");
   if (items.length > COMMAND_BATCH_LIMITS.items) bad(`at most ${COMMAND_BATCH_LIMITS.items} items`);
   const c = batch.maxConcurrency;
   if (

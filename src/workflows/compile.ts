@@ -11,6 +11,7 @@ import { DEFAULT_MAX_STEPS } from "./definition-schema.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
 import type { IncludeSpec, NodeKind, WorkflowDefinition, WorkflowNode } from "./types.ts";
 import { snapshotNode } from "./snapshot.ts";
+import { contractMismatch } from "./include.ts";
 
 /** One workflow instance in the flattened graph: the root or a mounted include. */
 export interface CompiledScope {
@@ -113,6 +114,7 @@ export function compileWorkflow(
   const snapshot = {
     schema: "pi-workflows.definition-snapshot.v1",
     name: def.name,
+    ...(def.contractId !== undefined ? { contractId: def.contractId } : {}),
     startAt,
     maxSteps: root.maxSteps,
     hasPresentationPrompt: def.presentationPrompt !== undefined,
@@ -181,6 +183,14 @@ function buildScope(
     }
     if (!isWorkflowDefinition(child)) {
       fail(def.name, `include "${name}" is not a workflow definition`, "invalidDefinition");
+    }
+    const mismatch = contractMismatch(spec, child);
+    if (mismatch) {
+      fail(
+        def.name,
+        `include "${name}" (workflow "${child.name}") does not match its contract: ${mismatch}`,
+        "contractMismatch",
+      );
     }
     if (chain.includes(child) || chain.some((d) => d.name === child.name)) {
       const path = [...chain.map((d) => d.name), child.name].join(" -> ");
@@ -316,6 +326,9 @@ function checkReachable(
 function scopeSnapshot(scope: CompiledScope): Record<string, unknown> {
   return {
     name: scope.definition.name,
+    ...(scope.definition.contractId !== undefined
+      ? { contractId: scope.definition.contractId }
+      : {}),
     prefix: scope.prefix,
     maxSteps: scope.maxSteps,
     exits: Object.fromEntries(scope.exits),

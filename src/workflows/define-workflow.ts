@@ -37,25 +37,37 @@ export function isWorkflowDefinition(value: unknown): value is WorkflowDefinitio
     (value as Record<symbol, unknown>)[DEFINITION_BRAND] === true;
 }
 
-/** A frozen name -> definition map; duplicate names are an error. */
-export function defineWorkflowRegistry(
-  defs: readonly WorkflowDefinition[],
-): Readonly<Record<string, WorkflowDefinition>> {
+/**
+ * A frozen registry of definitions; two definitions with the same workflow name are an error.
+ * Given an array it is keyed by workflow name; given an object (`{autoplan: def, ...}`) the keys
+ * are kept.
+ */
+export function defineWorkflowRegistry<
+  const R extends Record<string, WorkflowDefinition> | readonly WorkflowDefinition[],
+>(
+  defs: R,
+): R extends readonly WorkflowDefinition[] ? Readonly<Record<string, WorkflowDefinition>>
+  : Readonly<R> {
+  const entries: [string, unknown][] = Array.isArray(defs)
+    ? defs.map((def) => [(def as { name?: string })?.name ?? "", def])
+    : Object.entries(defs ?? {});
   const out: Record<string, WorkflowDefinition> = {};
-  for (const def of defs) {
+  const names = new Set<string>();
+  for (const [key, def] of entries) {
     if (!isWorkflowDefinition(def)) {
       throw new WorkflowDefinitionError(
         "invalidDefinition",
-        "Invalid workflow registry: every entry must come from defineWorkflow",
+        `Invalid workflow registry: entry ${key || "?"} is not from defineWorkflow`,
       );
     }
-    if (def.name in out) {
+    if (names.has(def.name)) {
       throw new WorkflowDefinitionError(
         "invalidDefinition",
         `Invalid workflow registry: duplicate workflow name "${def.name}"`,
       );
     }
-    out[def.name] = def;
+    names.add(def.name);
+    out[key] = def;
   }
-  return Object.freeze(out);
+  return Object.freeze(out) as never;
 }

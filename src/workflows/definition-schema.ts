@@ -11,6 +11,7 @@ export const RESERVED_NODE_PREFIX = "__piw_";
 export const RESERVED_WORKFLOW_NAMES = ["answer", "cancel", "list", "pause", "resume", "status"];
 export const WORKFLOW_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const DEFAULT_MAX_STEPS = 100;
+export const CONTRACT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 const fn = v.custom<(...args: never[]) => unknown>(
   (x) => typeof x === "function",
@@ -136,6 +137,15 @@ export const WorkflowSpecSchema = v.object({
     v.string(),
     v.regex(WORKFLOW_NAME_PATTERN, "expected letters, digits, '.', '_' or '-'"),
     v.check((n) => !RESERVED_WORKFLOW_NAMES.includes(n), "the name is reserved"),
+  ),
+  contractId: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(
+        CONTRACT_ID_PATTERN,
+        "expected a stable identifier: letters, digits, '.', '_', ':' or '-' (at most 128)",
+      ),
+    ),
   ),
   title: v.optional(text),
   input: v.optional(fn),

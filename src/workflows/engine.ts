@@ -48,7 +48,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeEffect, RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage } from "./errors.ts";
-import { viewFacts } from "./facts-view.ts";
+import { invocationStart, viewFacts } from "./facts-view.ts";
 import { routeFrom } from "./routing.ts";
 
 export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
@@ -175,17 +175,13 @@ function start(wf: CompiledWorkflow, view: ReturnType<typeof viewFacts>, nodeId:
   };
 }
 
-/** An included workflow's `maxSteps` applies per invocation: its trailing run of attempts. */
+/** An included workflow's `maxSteps` applies per invocation (see `invocationStart`). */
 function scopeBudgetExceeded(
   node: CompiledNode,
   view: ReturnType<typeof viewFacts>,
 ): NextStep | null {
   for (let scope = node.scope; scope.parent; scope = scope.parent) {
-    let used = 0;
-    for (let i = view.steps.length - 1; i >= 0; i--) {
-      if (!view.steps[i].nodeId.startsWith(scope.prefix)) break;
-      used++;
-    }
+    const used = view.steps.length - invocationStart(view, scope);
     if (used >= scope.maxSteps) {
       return fail(
         "failed",

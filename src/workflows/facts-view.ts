@@ -145,6 +145,42 @@ function recordOf(a: AttemptFact): NodeResultRecord {
   return record;
 }
 
+/**
+ * Where the current invocation of an included scope began, as an index into `view.steps`: the
+ * trailing attempts inside the scope, back to the last time the scope was left through one of
+ * its exits (an exit node is terminal in its workflow, so its attempt always ends an
+ * invocation). Re-entering a mount starts a fresh invocation: its local outputs and results are
+ * empty again and its own `maxSteps` starts over.
+ */
+export function invocationStart(view: FactsView, scope: CompiledScope): number {
+  let i = view.steps.length;
+  if (!scope.parent) return 0;
+  const exits = new Set(scope.exits.values());
+  while (i > 0) {
+    const nodeId = view.steps[i - 1].nodeId;
+    if (!nodeId.startsWith(scope.prefix) || exits.has(nodeId)) break;
+    i--;
+  }
+  return i;
+}
+
+/** The latest attempt and ok output per node, over one scope invocation's attempts. */
+function invocationMaps(
+  view: FactsView,
+  scope: CompiledScope,
+): { latest: Map<string, AttemptFact>; outputs: Map<string, JsonValue> } {
+  if (!scope.parent) return view;
+  const latest = new Map<string, AttemptFact>();
+  const outputs = new Map<string, JsonValue>();
+  for (let i = invocationStart(view, scope); i < view.steps.length; i++) {
+    const attempt = view.steps[i];
+    latest.set(attempt.nodeId, attempt);
+    if (attempt.state === "ok") outputs.set(attempt.nodeId, attempt.output ?? null);
+    else outputs.delete(attempt.nodeId);
+  }
+  return { latest, outputs };
+}
+
 export interface ScopeContext {
   input: unknown;
   outputs: Record<string, JsonValue>;
@@ -158,27 +194,29 @@ export function scopeContext(
   facts: RunFacts,
   scope: CompiledScope,
 ): ScopeContext {
+  // Inside an include only the current invocation is visible.
+  const seen = invocationMaps(view, scope);
   const mountExit = (mount: string) => {
     const child = scope.children.get(mount);
     if (!child) return undefined;
     let best: { exit: string; attempt: AttemptFact } | undefined;
     for (const [exit, nodeId] of child.exits) {
-      const attempt = view.latest.get(nodeId);
+      const attempt = seen.latest.get(nodeId);
       if (attempt && (!best || attempt.sequence > best.attempt.sequence)) best = { exit, attempt };
     }
-    if (!best || !view.outputs.has(best.attempt.nodeId)) return undefined;
+    if (!best || !seen.outputs.has(best.attempt.nodeId)) return undefined;
     return {
       exit: best.exit,
-      output: view.outputs.get(best.attempt.nodeId)!,
+      output: seen.outputs.get(best.attempt.nodeId)!,
       attempt: best.attempt,
     };
   };
   const keys = (withOutput: boolean) => {
     const out: string[] = [];
-    for (const id of view.latest.keys()) {
+    for (const id of seen.latest.keys()) {
       if (!id.startsWith(scope.prefix)) continue;
       const local = id.slice(scope.prefix.length);
-      if (local.includes("/") || (withOutput && !view.outputs.has(id))) continue;
+      if (local.includes("/") || (withOutput && !seen.outputs.has(id))) continue;
       out.push(local);
     }
     for (const mount of scope.children.keys()) if (mountExit(mount)) out.push(mount);
@@ -187,13 +225,13 @@ export function scopeContext(
   const local = (key: string) => (key.includes("/") ? undefined : scope.prefix + key);
   const outputs = readonlyRecord<JsonValue>("outputs", () => keys(true), (key) => {
     const id = local(key);
-    if (id !== undefined && view.outputs.has(id)) return view.outputs.get(id);
+    if (id !== undefined && seen.outputs.has(id)) return seen.outputs.get(id);
     const exited = mountExit(key);
     return exited ? { exit: exited.exit, output: exited.output } : undefined;
   });
   const results = readonlyRecord<NodeResultRecord>("results", () => keys(false), (key) => {
     const id = local(key);
-    const attempt = id !== undefined ? view.latest.get(id) : undefined;
+    const attempt = id !== undefined ? seen.latest.get(id) : undefined;
     if (attempt) return view.record(attempt);
     const exited = mountExit(key);
     if (!exited) return undefined;
@@ -230,6 +268,9 @@ function scopeInput(
         },
       })
       : spec;
+    if (raw instanceof Promise) {
+      throw new Error("the input function returned a promise: return the value itself");
+    }
     const parse = scope.definition.input;
     return toJson(parse ? parse(raw ?? null) : (raw ?? null), "included workflow input");
   } catch (error) {

@@ -8,7 +8,14 @@ import type { NodeResult } from "./execute-node.ts";
 import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { type ProcessGroupHooks, runShell } from "./shell-runner.ts";
-import type { NodeContext, ShellCommand, ShellNode, TextSpec, WorkflowUpdate } from "./types.ts";
+import type {
+  HumanDecisionRequest,
+  NodeContext,
+  ShellCommand,
+  ShellNode,
+  TextSpec,
+  WorkflowUpdate,
+} from "./types.ts";
 import { type EffectPort, runManagedEffect } from "./managed-effect.ts";
 
 /** Notify messages and prompts travel in one protocol field of this size. */
@@ -61,16 +68,7 @@ export async function runNodeKind(
       };
     }
     case "humanDecision": {
-      const req = await n.request(ctx);
-      if (typeof req !== "object" || req === null) {
-        throw new NodeFailure("invalidRequest", "Human decision request must be an object");
-      }
-      if (typeof req.title !== "string" || typeof req.subject !== "string") {
-        throw new NodeFailure(
-          "invalidRequest",
-          "Human decision request needs a title and a subject",
-        );
-      }
+      const req = checkDecisionRequest(await n.request(ctx));
       try {
         checkPresentation(req.presentation);
       } catch (error) {
@@ -88,7 +86,7 @@ export async function runNodeKind(
         schema: "pi-workflows.human-decision-request.v1",
         audience: n.audience,
         title: req.title,
-        subject: req.subject,
+        subject: toJson(req.subject, "decision subject"),
         presentation: req.presentation,
         revision: req.revision ?? 1,
         choices: n.choices,
@@ -126,6 +124,51 @@ export async function runNodeKind(
       return ok(toJson(output, "agent output"));
     }
   }
+}
+
+/** Largest decision subject (as JSON text): it travels with the request in one message. */
+const MAX_SUBJECT_CHARS = 256 * 1024;
+
+/**
+ * The fields every decision request needs. The subject is what the decision is about: any JSON
+ * value (a string, a plan object, ...). `expiresAt` of earlier versions is refused by name:
+ * this host enforces deadlines itself (`onTimeout` for a default answer, `timeoutMs` for none).
+ */
+function checkDecisionRequest(req: unknown): HumanDecisionRequest {
+  if (typeof req !== "object" || req === null || Array.isArray(req)) {
+    throw new NodeFailure("invalidRequest", "Human decision request must be an object");
+  }
+  const r = req as Partial<HumanDecisionRequest> & { expiresAt?: unknown };
+  if (r.expiresAt !== undefined) {
+    throw new NodeFailure(
+      "invalidRequest",
+      "Human decision request field expiresAt is not supported: set onTimeout: {afterMs, " +
+        "response} on the humanDecision for a default answer at a deadline, or timeoutMs to " +
+        "end the wait without one",
+    );
+  }
+  if (typeof r.title !== "string" || r.title.trim() === "") {
+    throw new NodeFailure("invalidRequest", "Human decision request needs a title (a string)");
+  }
+  if (r.subject === undefined) {
+    throw new NodeFailure(
+      "invalidRequest",
+      "Human decision request needs a subject (any JSON value: what the decision is about)",
+    );
+  }
+  let subjectChars: number;
+  try {
+    subjectChars = JSON.stringify(r.subject)?.length ?? 0;
+  } catch {
+    subjectChars = 0;
+  }
+  if (subjectChars > MAX_SUBJECT_CHARS) {
+    throw new NodeFailure(
+      "invalidRequest",
+      `Human decision subject is over ${MAX_SUBJECT_CHARS} characters of JSON: keep it short and put detail in the presentation`,
+    );
+  }
+  return r as HumanDecisionRequest;
 }
 
 /** The prompt and output hint of a model step, as the executor (or an interaction) shows them. */

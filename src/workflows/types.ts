@@ -213,7 +213,8 @@ export type HumanChoices = Readonly<Record<string, HumanChoice>>;
 
 export interface HumanDecisionRequest {
   title: string;
-  subject: string;
+  /** What the decision is about: any JSON value (a string, the plan object, ...). */
+  subject: JsonValue;
   presentation: DecisionPresentation;
   revision?: number;
 }
@@ -288,11 +289,23 @@ export interface IncludeSpec {
   workflow: WorkflowDefinition | string;
   /** The child's raw input: a constant or a function of the parent context at entry. */
   input?: JsonValue | ((ctx: Omit<NodeContext, "signal">) => unknown);
+  /** A definition the resolved child must match (contractId, exit names, input presence). */
+  contract?: WorkflowDefinition;
 }
 
 export interface WorkflowSpec<I = any> {
   name: string;
-  title?: string | ((ctx: { input: I; workflowName: string }) => string);
+  /**
+   * A stable identity of the workflow's input-and-exit contract (`pi-workflows.autoplan.v1`). An
+   * include that declares a `contract` refuses a child with another one.
+   */
+  contractId?: string;
+  /** A string, or a function of the input (may be async; 10 s bound) resolved once at start. */
+  title?:
+    | string
+    | ((
+      ctx: { input: I; workflowName: string },
+    ) => string | undefined | Promise<string | undefined>);
   /** Validates and normalizes raw input; its result must be JSON. Default: identity. */
   input?: (raw: unknown) => I;
   /** Instructions for one final Pi turn after the run completes. */

@@ -209,6 +209,13 @@ describe("defineWorkflow()", () => {
     const a = defineWorkflow({ name: "a", startAt: "a", nodes: one });
     expect(Object.keys(defineWorkflowRegistry([a]))).toEqual(["a"]);
     expect(() => defineWorkflowRegistry([a, a])).toThrow(/duplicate workflow name "a"/);
-    expect(() => defineWorkflowRegistry([{} as never])).toThrow(/must come from defineWorkflow/);
+    expect(() => defineWorkflowRegistry([{} as never])).toThrow(/is not from defineWorkflow/);
+    // The object form keeps its keys (0.12 files write it so).
+    const b = defineWorkflow({ name: "b", startAt: "a", nodes: one });
+    const registry = defineWorkflowRegistry({ first: a, second: b });
+    expect(registry.second).toBe(b);
+    expect(Object.isFrozen(registry)).toBe(true);
+    expect(() => defineWorkflowRegistry({ x: a, y: a })).toThrow(/duplicate workflow name "a"/);
+    expect(() => defineWorkflowRegistry({ x: 1 as never })).toThrow(/entry x is not from/);
   });
 });

@@ -141,7 +141,7 @@ describe("runCommandBatch()", () => {
         { id: "slow", command: "sleep", args: ["10"], cwd: dir, timeoutMs: 150 },
         { id: "missing", command: "piw-no-such-command", cwd: dir, timeoutMs: 5000 },
       ],
-    }, { signal: never(), onItemSettled: (r) => settled.push(r.id) });
+    }, { signal: never(), onItemSettled: (r) => void settled.push(r.id) });
     expect(result.schema).toBe("pi-workflows.command-batch-result.v1");
     expect(result.items.map((i) => [i.id, i.outcome])).toEqual([
       ["ok", "succeeded"],
@@ -152,13 +152,46 @@ describe("runCommandBatch()", () => {
     expect(result.items[0].stdout).toBe("hi\n");
     expect(result.items[1].exitCode).toBe(2);
     expect(settled.sort()).toEqual(["bad", "missing", "ok", "slow"]);
+    expect(result).toMatchObject({ completed: 4, total: 4 });
+    expect(result.items[0]).toMatchObject({ command: "echo", args: ["hi"], cwd: dir });
+    expect(result.items[0].error).toBeUndefined();
+    expect(result.items[1].error).toBe("Exited with code 2");
+  });
+
+  it("an empty batch is an empty result; a cancelled batch starts nothing more", async () => {
+    const { runCommandBatch } = await import("../../mod.ts");
+    expect(await runCommandBatch({ items: [] })).toEqual({
+      schema: "pi-workflows.command-batch-result.v1",
+      items: [],
+      completed: 0,
+      total: 0,
+    });
+    const controller = new AbortController();
+    const counts: [number, number][] = [];
+    const result = await runCommandBatch({
+      maxConcurrency: 1,
+      items: [
+        { id: "first", command: "true", cwd: dir, timeoutMs: 5000 },
+        { id: "second", command: "true", cwd: dir, timeoutMs: 5000 },
+      ],
+    }, {
+      signal: controller.signal,
+      onItemSettled: (_r, completed, total) => {
+        counts.push([completed, total]);
+        controller.abort();
+        return Promise.reject(new Error("ignored"));
+      },
+    });
+    expect(counts).toEqual([[1, 2]]);
+    expect(result.items.map((i) => i.outcome)).toEqual(["succeeded", "cancelled"]);
+    expect(result.completed).toBe(1);
   });
 
   it("refuses malformed batches before running anything", async () => {
     const { runCommandBatch } = await import("../../mod.ts");
     const item = { id: "a", command: "true", cwd: dir, timeoutMs: 1000 };
-    await expect(runCommandBatch({ items: [] }, { signal: never() })).rejects.toThrow(
-      "Invalid command batch: items must be a non-empty array",
+    await expect(runCommandBatch({ items: "x" as never }, { signal: never() })).rejects.toThrow(
+      "Invalid command batch: items must be an array",
     );
     await expect(runCommandBatch({ items: [item, item] }, { signal: never() })).rejects.toThrow(
       /duplicate id "a"/,

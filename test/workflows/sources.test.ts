@@ -108,7 +108,7 @@ describe("discovery and input", () => {
     const { input, inputHash } = normalizeWorkflowInput(workflow, "ada");
     expect(input).toEqual({ who: "ada" });
     expect(inputHash).toMatch(/^sha256:/);
-    expect(resolveWorkflowTitle(workflow, input)).toBe("for ada");
+    expect(await resolveWorkflowTitle(workflow, input)).toBe("for ada");
     expect(() => normalizeWorkflowInput(workflow, 3)).toThrow(
       'Invalid input for workflow "in": input must be a string',
     );

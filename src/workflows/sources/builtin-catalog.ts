@@ -3,9 +3,8 @@
  * user file has that name. A revision changes whenever a built-in's behaviour changes, so a run
  * pinned to an older revision parks instead of running different code.
  */
-import { defineWorkflow } from "../define-workflow.ts";
-import { compute } from "../nodes.ts";
 import type { WorkflowDefinition } from "../types.ts";
+import { echoWorkflow } from "../builtins/echo.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../../protocol/builtin-workflows.ts";
 
 export interface BuiltinWorkflow {
@@ -15,17 +14,8 @@ export interface BuiltinWorkflow {
   definition: WorkflowDefinition;
 }
 
-const echo = defineWorkflow({
-  name: "echo",
-  title: "Echo the input",
-  startAt: "echo",
-  nodes: {
-    echo: compute({ run: ({ input }) => ({ input }), statusDetail: "echo" }),
-  },
-});
-
 const DEFINITIONS: Record<string, { revision: string; definition: WorkflowDefinition }> = {
-  echo: { revision: "1", definition: echo },
+  echo: { revision: "1", definition: echoWorkflow },
 };
 
 /** Every built-in: ids and summaries from the static list the Pi extension also reads. */
@@ -39,4 +29,9 @@ export const BUILTIN_WORKFLOWS: readonly BuiltinWorkflow[] = Object.freeze(
 
 export function findBuiltin(id: string): BuiltinWorkflow | undefined {
   return BUILTIN_WORKFLOWS.find((b) => b.id === id);
+}
+
+/** The built-in whose definition object this is (a file imported it), if any. */
+export function builtinOfDefinition(definition: WorkflowDefinition): BuiltinWorkflow | undefined {
+  return BUILTIN_WORKFLOWS.find((b) => b.definition === definition);
 }

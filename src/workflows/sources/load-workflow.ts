@@ -9,11 +9,11 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import type { MountedSource, WorkflowSource } from "../../protocol/worker-launch.ts";
-import { type CompiledWorkflow, compileWorkflow } from "../compile.ts";
+import { type CompiledScope, type CompiledWorkflow, compileWorkflow } from "../compile.ts";
 import { isWorkflowDefinition } from "../define-workflow.ts";
 import { errorMessage, WorkflowDefinitionError, WorkflowLoadError } from "../errors.ts";
 import type { WorkflowDefinition } from "../types.ts";
-import { findBuiltin } from "./builtin-catalog.ts";
+import { builtinOfDefinition, type BuiltinWorkflow, findBuiltin } from "./builtin-catalog.ts";
 import { resolveWorkflowRef, type SourceDirs, type WorkflowRef } from "./discovery.ts";
 import { hashFile } from "./identity.ts";
 import { importModule } from "./import-module.ts";
@@ -67,6 +67,11 @@ export async function loadWorkflow(
     const builtins = new Map<string, MountedSource>();
     await preloadIncludes(def, root, [root], session, dirs, includes, builtins);
     const workflow = compileOrThrow(def, includes, root);
+    // A built-in definition the file imported (re-exported, or included by object) pins its
+    // revision like an included file pins its hash.
+    for (const b of builtinsIn(workflow.root)) {
+      builtins.set(b.id, { kind: "builtin", id: b.id, revision: b.revision });
+    }
     const rootHash = session.files.get(root) ?? hashFile(root);
     if (rootHash === null) {
       throw new WorkflowLoadError("workflowNotFound", `Workflow file not found: ${root}`, root);
@@ -165,6 +170,14 @@ async function preloadIncludes(
     if (!map) resolved.set(def, map = new Map());
     map.set(ref, child);
   }
+}
+
+function builtinsIn(scope: CompiledScope): BuiltinWorkflow[] {
+  const own = builtinOfDefinition(scope.definition);
+  return [
+    ...(own ? [own] : []),
+    ...[...scope.children.values()].flatMap((child) => builtinsIn(child)),
+  ];
 }
 
 function compileOrThrow(

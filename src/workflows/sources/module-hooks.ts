@@ -3,7 +3,8 @@
  *
  * - `pi-workflows` and `@osolmaz/pi-workflows` resolve to a virtual module whose exports read
  *   the running API from `globalThis[Symbol.for("pi-workflows.api")]`, so workflow files get the
- *   same objects as the engine and load unchanged from any location.
+ *   same objects as the engine and load unchanged from any location. `.../builtins` does the
+ *   same for the built-in workflow definitions (`autoplanWorkflow`, ...).
  * - Every load session tags its files with a `piw-load=<token>` query, propagated to relative
  *   imports. A new session therefore gets fresh module instances (an edited helper is never
  *   served from the module cache), and the load hook records the exact bytes of every file the
@@ -16,9 +17,13 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { API_GLOBAL_KEY, authoringApi } from "../api.ts";
+import { BUILTINS_GLOBAL_KEY, builtinsApi } from "./builtins-api.ts";
 
 export const API_SPECIFIERS = ["pi-workflows", "@osolmaz/pi-workflows"];
+/** The built-in workflow definitions, as 0.12 files import them. */
+export const BUILTINS_SPECIFIERS = ["pi-workflows/builtins", "@osolmaz/pi-workflows/builtins"];
 const VIRTUAL_API_URL = "file:///__pi_workflows__/authoring-api.mjs";
+const VIRTUAL_BUILTINS_URL = "file:///__pi_workflows__/builtins.mjs";
 const TOKEN_PARAM = "piw-load";
 
 export interface LoadSession {
@@ -34,6 +39,7 @@ let counter = 0;
 export function installWorkflowHooks(): void {
   const g = globalThis as Record<symbol, unknown>;
   if (g[API_GLOBAL_KEY] === undefined) g[API_GLOBAL_KEY] = authoringApi;
+  if (g[BUILTINS_GLOBAL_KEY] === undefined) g[BUILTINS_GLOBAL_KEY] = builtinsApi();
   if (installed) return;
   installed = true;
   const registerHooks = (module as unknown as { registerHooks?: typeof module.registerHooks })
@@ -46,6 +52,9 @@ export function installWorkflowHooks(): void {
   registerHooks({
     resolve(specifier, context, next) {
       if (API_SPECIFIERS.includes(specifier)) return { url: VIRTUAL_API_URL, shortCircuit: true };
+      if (BUILTINS_SPECIFIERS.includes(specifier)) {
+        return { url: VIRTUAL_BUILTINS_URL, shortCircuit: true };
+      }
       const result = next(specifier, context);
       const token = tokenOf(context.parentURL);
       if (token && result.url.startsWith("file:") && !result.url.includes("/node_modules/")) {
@@ -55,7 +64,18 @@ export function installWorkflowHooks(): void {
     },
     load(url, context, next) {
       if (url === VIRTUAL_API_URL) {
-        return { format: "module", source: virtualApiSource(), shortCircuit: true };
+        return {
+          format: "module",
+          source: virtualSource(API_GLOBAL_KEY, authoringApi),
+          shortCircuit: true,
+        };
+      }
+      if (url === VIRTUAL_BUILTINS_URL) {
+        return {
+          format: "module",
+          source: virtualSource(BUILTINS_GLOBAL_KEY, builtinsApi()),
+          shortCircuit: true,
+        };
       }
       const token = tokenOf(url);
       const result = next(url, context);
@@ -91,10 +111,10 @@ export function sessionUrl(fileUrl: string, session: LoadSession): string {
   return withToken(fileUrl, session.token);
 }
 
-function virtualApiSource(): string {
-  const names = Object.keys(authoringApi);
-  const lines = [`const api = globalThis[Symbol.for("pi-workflows.api")];`];
-  for (const name of names) lines.push(`export const ${name} = api.${name};`);
+/** A module re-exporting every property of the object published at `key`. */
+function virtualSource(key: symbol, published: object): string {
+  const lines = [`const api = globalThis[Symbol.for(${JSON.stringify(key.description)})];`];
+  for (const name of Object.keys(published)) lines.push(`export const ${name} = api.${name};`);
   lines.push("export default api;");
   return lines.join("\n");
 }

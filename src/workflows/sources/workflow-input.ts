@@ -40,16 +40,53 @@ export function normalizeWorkflowInput(
   return { input, inputHash: fingerprint(input) };
 }
 
-/** The run title: the definition's title (string or function of the input), else null. */
-export function resolveWorkflowTitle(wf: CompiledWorkflow, input: JsonValue): string | null {
+/**
+ * How long a `title` callback may take. It runs in the source resolver at start, whose own
+ * deadline (15 s by default) also covers loading the workflow.
+ */
+export const TITLE_TIMEOUT_MS = 10_000;
+
+/**
+ * The run title: the definition's title (a string, or a function of `{input, workflowName}`
+ * that may be async), at most 200 characters; null without one. A callback that throws, hangs
+ * past TITLE_TIMEOUT_MS or returns something other than a string (or undefined) refuses the
+ * start with `titleFailed`.
+ */
+export async function resolveWorkflowTitle(
+  wf: CompiledWorkflow,
+  input: JsonValue,
+  timeoutMs = TITLE_TIMEOUT_MS,
+): Promise<string | null> {
   const spec = wf.definition.title;
   if (spec === undefined) return null;
+  if (typeof spec === "string") return spec.slice(0, 200);
+  const refuse = (detail: string) =>
+    new WorkflowDefinitionError(
+      "titleFailed",
+      `The title callback of workflow "${wf.name}" ${detail}`,
+    );
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(refuse(`did not answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
+  let title: unknown;
   try {
-    const title = typeof spec === "function" ? spec({ input, workflowName: wf.name }) : spec;
-    return typeof title === "string" ? title.slice(0, 200) : null;
-  } catch {
-    return null;
+    title = await Promise.race([
+      Promise.resolve().then(() => spec({ input, workflowName: wf.name })),
+      expired,
+    ]);
+  } catch (error) {
+    if (error instanceof WorkflowDefinitionError && error.code === "titleFailed") throw error;
+    throw refuse(`failed: ${errorMessage(error, 500)}`);
+  } finally {
+    clearTimeout(timer);
   }
+  if (title === undefined || title === null) return null;
+  if (typeof title !== "string") throw refuse(`returned ${typeof title}, not a string`);
+  return title.slice(0, 200);
 }
 
 /** True when a step can only run in an origin Pi session (assistant messages). */
