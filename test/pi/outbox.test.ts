@@ -17,6 +17,7 @@ import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rp
 import { closeStateStore, openStateStore, queryAll } from "../../src/state/store.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
+import { connectHost } from "../../src/client/host-connection.ts";
 
 const OUTBOX_TYPE = "pi-workflows-outbox";
 const CLI = join(REPO_ROOT, "src/cli/main.ts");
@@ -57,9 +58,16 @@ function writeWorkflows(sandbox: PiSandbox): void {
   writeFileSync(join(dir, "breaks.workflow.ts"), BREAKS);
 }
 
+/** Released by the supersede test: until then the model "thinks" about the user's turn. */
+let thinking: Promise<void> = Promise.resolve();
+
 /** The fake model answers every turn with a line naming what it read. */
-function replyScript(request: FakeModelRequest) {
+async function replyScript(request: FakeModelRequest) {
   const text = request.lastUserText;
+  if (text === "think it over") {
+    await thinking;
+    return { kind: "text" as const, text: "thought it over" };
+  }
   if (text.includes("Presentation instructions")) {
     return { kind: "text" as const, text: "PRESENTED" };
   }
@@ -282,6 +290,64 @@ describe("the outbox in the real Pi", () => {
       model.requests.slice(requestsBefore).filter((r) => r.lastUserText.startsWith("Workflow ")),
     )
       .toHaveLength(1);
+  });
+
+  it("a user turn after the completion became due supersedes the stale presentation", async () => {
+    let release!: () => void;
+    thinking = new Promise<void>((resolve) => (release = resolve));
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("think it over");
+    await pi.waitFor((r) => r.type === "agent_start", { from, what: "the user's turn" });
+    // The run starts and completes while Pi is busy with the user's turn.
+    const host = await connectHost(join(sandbox.stateDir, "host.sock"));
+    const sessionId = ((await pi.command({ type: "get_state" })).data as { sessionId: string })
+      .sessionId;
+    let runId: string;
+    try {
+      const started = await host.request("run.start", {
+        payload: {
+          workflow: "announce",
+          cwd: sandbox.project,
+          executionMode: "interactive",
+          originSessionId: sessionId,
+        },
+      });
+      expect(started.outcome, JSON.stringify(started)).toBe("accepted");
+      runId = (started.receipt as { run: { runId: string } }).run.runId;
+    } finally {
+      host.close();
+    }
+    await waitForState<{ eligible: number }>(
+      sandbox,
+      "SELECT eligible_at IS NOT NULL AS eligible FROM turn_intents WHERE run_id = :runId",
+      { runId },
+      (rows) => rows.length === 1 && rows[0].eligible === 1,
+    );
+    // The user writes again after that: the presentation is stale.
+    const followUp = await pi.command({
+      type: "prompt",
+      message: "one more thing",
+      streamingBehavior: "followUp",
+    });
+    expect(followUp.success, JSON.stringify(followUp)).toBe(true);
+    release();
+    const resolved = await waitForState<{ resolution: string | null }>(
+      sandbox,
+      "SELECT resolution FROM turn_intents WHERE run_id = :runId",
+      { runId },
+      (rows) => rows[0]?.resolution !== null,
+    );
+    expect(resolved).toEqual([{ resolution: "superseded" }]);
+    await pi.waitForSettled(from);
+    expect(presentations(requestsBefore)).toHaveLength(0);
+    // Its notifications were still shown, once each.
+    await waitForState<OutboxRow>(
+      sandbox,
+      RUN_OUTBOX_SQL,
+      { runId },
+      (rows) => rows.filter((r) => r.what === "n" && r.state === "delivered").length === 2,
+    );
   });
 
   it("Pi SIGKILLed between showing a notification and recording it shows nothing twice", async () => {
