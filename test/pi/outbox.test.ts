@@ -18,6 +18,7 @@ import { closeStateStore, openStateStore, queryAll } from "../../src/state/store
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { connectHost } from "../../src/client/host-connection.ts";
+import { stepResponder } from "../support/step-responder.ts";
 
 const OUTBOX_TYPE = "pi-workflows-outbox";
 const CLI = join(REPO_ROOT, "src/cli/main.ts");
@@ -51,11 +52,39 @@ export default defineWorkflow({
 });
 `;
 
+/** An agent step with a short deadline and no recovery edge: the run ends timed_out. */
+const SLOW_STEP = `
+import { agent, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "slowstep",
+  startAt: "count",
+  nodes: { count: agent({ prompt: "Count the files slowly", timeoutMs: 2500 }) },
+});
+`;
+
+/** The slow step again, but a timeout routes on to a second step the model does at once. */
+const RETRY_STEP = `
+import { agent, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "retrystep",
+  startAt: "count",
+  nodes: {
+    count: agent({ prompt: "Count the files slowly", timeoutMs: 2500 }),
+    finish: agent({ prompt: "Say done now" }),
+  },
+  edges: [
+    { from: "count", switch: { on: "$result.outcome", cases: { ok: "finish", failed: "finish", timed_out: "finish" } } },
+  ],
+});
+`;
+
 function writeWorkflows(sandbox: PiSandbox): void {
   const dir = join(sandbox.project, ".pi", "workflows");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "announce.workflow.ts"), ANNOUNCE);
   writeFileSync(join(dir, "breaks.workflow.ts"), BREAKS);
+  writeFileSync(join(dir, "slowstep.workflow.ts"), SLOW_STEP);
+  writeFileSync(join(dir, "retrystep.workflow.ts"), RETRY_STEP);
 }
 
 /** Released by the supersede test: until then the model "thinks" about the user's turn. */
@@ -67,6 +96,13 @@ async function replyScript(request: FakeModelRequest) {
   if (text === "think it over") {
     await thinking;
     return { kind: "text" as const, text: "thought it over" };
+  }
+  // A quick step: the model submits it through the workflow tool.
+  if (text.startsWith("Say done now")) return stepResponder()(request);
+  // The slow step: the model thinks past the step's deadline, then ends without submitting.
+  if (text.startsWith("Count the files slowly")) {
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    return { kind: "text" as const, text: "still counting" };
   }
   if (text.includes("Presentation instructions")) {
     return { kind: "text" as const, text: "PRESENTED" };
@@ -290,6 +326,71 @@ describe("the outbox in the real Pi", () => {
       model.requests.slice(requestsBefore).filter((r) => r.lastUserText.startsWith("Workflow ")),
     )
       .toHaveLength(1);
+  });
+
+  it("an agent step that times out under the model gives exactly one fallback turn", async () => {
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("/workflow slowstep", 60_000);
+    const runId = runIdOf(await noticeMatching(pi, from, /^Started workflow slowstep/));
+    const seen = await model.waitForRequest(
+      (r) => r.lastUserText.startsWith("Workflow "),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(seen.lastUserText).toMatch(
+      new RegExp(
+        `^Workflow "slowstep" \\(run ${runId}\\) ended with state timed_out: .+ What to do next: `,
+      ),
+    );
+    const intents = await waitForState<
+      { cause: string; source: string | null; resolution: string }
+    >(
+      sandbox,
+      "SELECT cause, source_attempt_id AS source, resolution FROM turn_intents WHERE run_id = :runId",
+      { runId },
+      (rows) => rows.length === 1 && rows[0].resolution !== null,
+    );
+    // The stranded step's own intent became the run's one successor turn.
+    expect(intents).toEqual([{
+      cause: "timedOut",
+      source: expect.any(String),
+      resolution: "fallback",
+    }]);
+    await pi.waitForSettled(pi.records.findIndex((r, i) =>
+      i >= from && r.type === "message_end" &&
+      (r.message as { customType?: string }).customType === OUTBOX_TYPE
+    ));
+    expect(outboxMessages(pi, from).map((m) => m.details.kind)).toEqual(["turn"]);
+    expect(
+      model.requests.slice(requestsBefore).filter((r) => r.lastUserText.startsWith("Workflow ")),
+    )
+      .toHaveLength(1);
+  });
+
+  it("a timed-out step whose run goes on: the next step prompt is its one successor", async () => {
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("/workflow retrystep", 60_000);
+    const runId = runIdOf(await noticeMatching(pi, from, /^Started workflow retrystep/));
+    await waitForState<{ state: string }>(
+      sandbox,
+      "SELECT state FROM runs WHERE run_id = :runId",
+      { runId },
+      (rows) => rows[0]?.state === "completed",
+      60_000,
+    );
+    const intents = readState<{ cause: string; resolution: string | null }>(
+      sandbox,
+      "SELECT cause, resolution FROM turn_intents WHERE run_id = :runId",
+      { runId },
+    );
+    expect(intents).toEqual([{ cause: "timedOut", resolution: "workflowPrompt" }]);
+    // The second step's turn is over (the last agent run started since the start settled).
+    await pi.waitForSettled(pi.records.findLastIndex((r) => r.type === "agent_start"));
+    expect(outboxMessages(pi, from)).toEqual([]);
+    const later = model.requests.slice(requestsBefore);
+    expect(later.some((r) => r.lastUserText.startsWith("Say done now"))).toBe(true);
+    expect(later.some((r) => r.lastUserText.startsWith("Workflow "))).toBe(false);
   });
 
   it("a user turn after the completion became due supersedes the stale presentation", async () => {

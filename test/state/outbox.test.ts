@@ -21,6 +21,9 @@ import { completeRun, failRun, timeOutRun } from "../../src/state/transitions/ru
 import { waitRun } from "../../src/state/transitions/run-park.ts";
 import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
+import { requestInteraction } from "../../src/state/transitions/interactions.ts";
+import { timeOutInteraction } from "../../src/state/transitions/interaction-verdicts.ts";
+import { buildStepContract } from "../../src/workflows/step-contract.ts";
 import {
   recordStrandedTurnInTx,
   requestPresentation,
@@ -59,6 +62,22 @@ function notify(claim: Claim, nodeId: string, kind: "progress" | "final", messag
     output: { kind, message },
     notification: { kind, message },
   });
+}
+
+/** The live worker epoch exits (so the run can be launched again). */
+function endLiveEpoch(): void {
+  const live = f.store.db.prepare(
+    "SELECT worker_epoch FROM run_workers WHERE status IN ('starting', 'live')",
+  ).all() as { worker_epoch: string }[];
+  for (const { worker_epoch } of live) {
+    finishWorkerEpoch(f.store, {
+      workerEpoch: worker_epoch,
+      status: "exited",
+      exitCode: 0,
+      signal: null,
+      diagnosticHash: null,
+    });
+  }
 }
 
 function refusal(fn: () => unknown): { outcome: string; code: string } {
@@ -354,26 +373,59 @@ describe("successor turns", () => {
     expect(rows).toEqual([{ intent_id: turnIntentId(runId, "timedOut", "att-7"), eligible: 1 }]);
   });
 
-  it("a stranded step whose run goes on to present its next step resolves as workflowPrompt", () => {
+  it("a step timed out under the model: the next step prompt is its successor, or the run's end", () => {
+    const step = (claim: Claim, runId: string, deadlineAt: number) => {
+      const attemptId = f.store.ids.next("attempt");
+      recordNodeStarted(f.store, claim, {
+        attemptId,
+        nodeId: "ask",
+        nodeKind: "agent",
+        effect: "pure",
+        deadlineAt,
+      });
+      const contract = buildStepContract({
+        kind: "agent",
+        runId,
+        workflowName: "demo",
+        nodeId: "ask",
+        attemptId,
+        prompt: "Do it",
+        expectedOutput: null,
+        statusDetail: null,
+        deadlineAt,
+      });
+      const { interactionId } = requestInteraction(f.store, claim, {
+        attemptId,
+        nodeId: "ask",
+        kind: "agent",
+        contract: contract as never,
+        deadlineAt,
+      });
+      return { attemptId, interactionId };
+    };
+    const relaunch = (runId: string) => {
+      endLiveEpoch();
+      return launch(f.store, runId);
+    };
     const runId = enqueue(f.store, interactive());
-    launch(f.store, runId);
-    writeTransaction(
-      f.store,
-      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-1", f.clock.now()),
-    );
-    f.clock.advance(10);
-    // The next step's interactive request, as the interactive transitions record it.
-    f.store.db.prepare(
-      "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, state, generation, started_at) " +
-        "VALUES ('att-2', ?, 1, 'next', 'agent', 'pure', 'ok', 1, ?)",
-    ).run(runId, f.clock.now());
-    f.store.db.prepare(
-      "INSERT INTO interactive_requests (request_id, run_id, attempt_id, node_id, target_session_id, kind, contract_json, contract_hash, status, created_at) " +
-        "VALUES ('ir-2', ?, 'att-2', 'next', ?, 'agent', '{}', 'h', 'pending', ?)",
-    ).run(runId, SESSION, f.clock.now());
+    const first = step(launch(f.store, runId), runId, f.clock.now() + 1_000);
+    f.clock.advance(1_001);
+    timeOutInteraction(f.store, { interactionId: first.interactionId, ownerId: HOST, ttlMs: 1 });
+    const stranded = turnIntentId(runId, "timedOut", first.attemptId);
+    expect(resolution(stranded)).toBeNull();
     expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn).toBeNull();
-    expect(resolution(turnIntentId(runId, "timedOut", "att-1"))).toBe("workflowPrompt");
-    f.store.db.prepare("UPDATE interactive_requests SET status = 'cancelled'").run();
+    // The run routes on to another step: its prompt is the successor.
+    const claim = relaunch(runId);
+    const second = step(claim, runId, f.clock.now() + 1_000);
+    expect(resolution(stranded)).toBe("workflowPrompt");
+    // That step times out too and the run ends: one fallback, the second stranded intent.
+    f.clock.advance(1_001);
+    timeOutInteraction(f.store, { interactionId: second.interactionId, ownerId: HOST, ttlMs: 1 });
+    timeOutRun(f.store, relaunch(runId));
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn?.turnIntentId)
+      .toBe(turnIntentId(runId, "timedOut", second.attemptId));
+    expect(f.store.db.prepare("SELECT COUNT(*) AS n FROM turn_intents WHERE run_id = ?").get(runId))
+      .toEqual({ n: 2 });
   });
 
   it("a run waiting for an answer releases the stranded turn; the turn covers it once", () => {
@@ -414,17 +466,7 @@ describe("successor turns", () => {
       answer: 1,
       ownerId: HOST,
     });
-    const epoch = f.store.db.prepare("SELECT worker_epoch FROM run_workers WHERE status = 'live'")
-      .get() as {
-        worker_epoch: string;
-      };
-    finishWorkerEpoch(f.store, {
-      workerEpoch: epoch.worker_epoch,
-      status: "exited",
-      exitCode: 0,
-      signal: null,
-      diagnosticHash: null,
-    });
+    endLiveEpoch();
     failRun(f.store, launch(f.store, runId), { error: { code: "boom", message: "m" } });
     expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn?.cause).toBe("failed");
   });

@@ -22,6 +22,7 @@ import { appendHistory, bumpRevision } from "../journal.ts";
 import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, setRunState } from "./common.ts";
+import { recordStrandedTurnInTx } from "./turn-intents.ts";
 import {
   type InteractionTarget,
   requirePending,
@@ -300,6 +301,8 @@ export function timeOutInteraction(
         "WHERE request_id = :id",
       { id: request.request_id, now },
     );
+    // The model's turn on this step is stranded: the session is owed one successor turn.
+    recordStrandedTurnInTx(store, request.run_id, "timedOut", request.attempt_id, now);
     closeAttempt(store, request.attempt_id, "timed_out", now, {
       code: "nodeTimedOut",
       message: `Step ${

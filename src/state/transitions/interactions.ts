@@ -38,6 +38,7 @@ import { execute, executeArgs, queryOne, type StateStore, writeTransaction } fro
 import { encodeValue } from "../values.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import { describeState, expectState, requireRun, setQueueState, setRunState } from "./common.ts";
+import { resolvePromptedIntentsInTx } from "./turn-intents.ts";
 
 export interface RequestInteractionOptions extends WorkerWriteOptions {
   attemptId: string;
@@ -112,6 +113,8 @@ export function requestInteraction(
     setRunState(store, runId, "waiting");
     setQueueState(store, runId, "parked", tx.now);
     releaseLeaseInTx(store, claim.resource, tx.now);
+    // This step's prompt is the successor of a turn the run stranded earlier.
+    resolvePromptedIntentsInTx(store, runId, tx.now);
     return {
       type: "run.waiting",
       payload: { interactionId, nodeId: opts.nodeId, kind: opts.kind },

@@ -40,9 +40,8 @@ interface OpenIntentRow {
 /**
  * Claims the session's oldest eligible intent for the lease `holder`; a run's turn waits until
  * its notifications were shown (they come first, in order). First, in the same
- * transaction: intents whose run now presents its next step are resolved `workflowPrompt` (that
- * step is the successor), and presentations that became eligible before the latest user turn
- * (`userTurnAt`) are `superseded`.
+ * transaction, presentations that became eligible before the latest user turn (`userTurnAt`) are
+ * `superseded`.
  */
 export function claimTurn(
   store: StateStore,
@@ -59,14 +58,6 @@ export function claimTurn(
   const holderHash = hashToken(opts.holder);
   return writeTransaction(store, () => {
     const now = store.clock.now();
-    const prompted = queryAll<{ intent_id: string }>(
-      store,
-      "SELECT t.intent_id FROM turn_intents t WHERE t.target_session_id = :sessionId AND " +
-        "t.state != 'resolved' AND EXISTS (SELECT 1 FROM interactive_requests q WHERE " +
-        "q.run_id = t.run_id AND q.status = 'pending' AND q.created_at >= t.created_at)",
-      { sessionId: opts.sessionId },
-    ).map((r) => r.intent_id);
-    resolveIntents(store, prompted, "workflowPrompt", null, now);
     if (opts.userTurnAt !== undefined) {
       const stale = queryAll<OpenIntentRow>(
         store,

@@ -7,9 +7,9 @@
  *   in the terminal transaction, so no completion turn can start before the run is durably
  *   completed.
  * - A stranded model turn: an interactive step that timed out records an ineligible intent; if
- *   the run goes on to present its next step, that step prompt is the successor
- *   (`workflowPrompt`); if the run ends or waits for an answer, the intent becomes eligible and
- *   the session gets the factual fallback.
+ *   the run goes on to present its next step, that step prompt is the successor (resolved
+ *   `workflowPrompt` in the transaction that records the request); if the run ends or waits for
+ *   an answer, the intent becomes eligible and the session gets the factual fallback.
  * - A run that fails or times out records an eligible intent in its terminal transaction unless
  *   one of its intents is already pending, which becomes eligible instead.
  *
@@ -183,14 +183,25 @@ export function resolveIntents(
   }
 }
 
-/** A user's cancel ends the run quietly: its unresolved intents are superseded. */
-export function supersedeRunIntentsInTx(store: StateStore, runId: string, now: number): void {
-  const ids = queryAll<{ intent_id: string }>(
+/**
+ * The run presents its next interactive step: that step prompt is the successor of every turn
+ * the run still owes (a step that timed out under the model), so they resolve `workflowPrompt`.
+ */
+export function resolvePromptedIntentsInTx(store: StateStore, runId: string, now: number): void {
+  resolveIntents(store, unresolvedOf(store, runId), "workflowPrompt", null, now);
+}
+
+function unresolvedOf(store: StateStore, runId: string): string[] {
+  return queryAll<{ intent_id: string }>(
     store,
     "SELECT intent_id FROM turn_intents WHERE run_id = :runId AND state != 'resolved'",
     { runId },
   ).map((r) => r.intent_id);
-  resolveIntents(store, ids, "superseded", null, now);
+}
+
+/** A user's cancel ends the run quietly: its unresolved intents are superseded. */
+export function supersedeRunIntentsInTx(store: StateStore, runId: string, now: number): void {
+  resolveIntents(store, unresolvedOf(store, runId), "superseded", null, now);
 }
 
 /** A newer run of the session supersedes the session's stale intents. */
