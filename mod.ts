@@ -1,6 +1,6 @@
 /**
- * The pi-workflows authoring API. Workflow files import these names from `pi-workflows` or
- * `@osolmaz/pi-workflows`; see docs/authoring.md.
+ * The pi-workflows authoring API. Workflow and controller files import these names from
+ * `pi-workflows` or `@osolmaz/pi-workflows`; see docs/authoring.md and docs/controllers.md.
  */
 export {
   action,
@@ -36,4 +36,32 @@ export type {
 } from "./src/workflows/command-batch.ts";
 export type { ProgressData } from "./src/workflows/updates.ts";
 export type * from "./src/workflows/types.ts";
+export { defineController, isControllerDefinition } from "./src/controllers/define-controller.ts";
+export {
+  applyStatusPatch,
+  conditionFalse,
+  conditionTrue,
+  conditionUnknown,
+  findCondition,
+  isConditionTrue,
+  mergeConditions,
+} from "./src/controllers/conditions.ts";
+export type {
+  ChildWorkflowRef,
+  ChildWorkflowRequest,
+  ChildWorkflowState,
+  Condition,
+  ConditionInput,
+  ConditionStatus,
+  ControllerDefinition,
+  ControllerSpec,
+  ControllerStatus,
+  EffectRequest,
+  EffectResult,
+  ReconcileContext,
+  ReconcileResult,
+  Resource,
+  ResourceMetadata,
+  StatusPatch,
+} from "./src/controllers/types.ts";
 export type { JsonValue } from "./src/protocol/canonical-json.ts";

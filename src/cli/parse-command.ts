@@ -10,6 +10,7 @@ import { MAX_PAGE_ITEMS } from "../protocol/page-limits.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
+import { type ControllerCommand, parseControllerCommand } from "./parse-controller.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -78,6 +79,7 @@ export type CliCommand =
   | { kind: "doctor"; json: boolean }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | EffectResolveCommand
+  | ControllerCommand
   | { kind: "worker"; args: string[] };
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -109,6 +111,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
       };
     case "host":
       return parseHost(rest);
+    case "controller":
+      return parseControllerCommand(rest) ?? { kind: "help", topic: "controller" };
     case "start":
       return parseStart(rest);
     case "status": {

@@ -36,6 +36,10 @@ export async function runCli(
         const { runViewCommand } = await import("./view-command.ts");
         return await runViewCommand(command, env);
       }
+      case "controller": {
+        const { runControllerCommand } = await import("./controller-command.ts");
+        return await runControllerCommand(command, io, env);
+      }
       case "doctor": {
         const { runDoctorCommand } = await import("./doctor-command.ts");
         return await runDoctorCommand(command, io, env);

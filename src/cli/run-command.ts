@@ -2,8 +2,6 @@
  * `start`, `status`, `list`, `pause`, `resume`, `cancel` and `answer`: requests to the host, which is
  * started on demand. The host answers; this file prints and picks the exit code.
  */
-import { statSync } from "node:fs";
-import { resolve } from "node:path";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
@@ -13,7 +11,8 @@ import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { effectResolveCommand } from "./effect-command.ts";
-import { EXIT, UsageError } from "./exit-codes.ts";
+import { EXIT } from "./exit-codes.ts";
+import { projectDir } from "./project-dir.ts";
 import { answerRun } from "./answer-command.ts";
 import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
@@ -157,17 +156,4 @@ async function execute(
       return EXIT.ok;
     }
   }
-}
-
-/** The absolute project directory for `start`; it must exist. */
-function projectDir(cwd: string | null): string {
-  const dir = resolve(cwd ?? process.cwd());
-  let isDir = false;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {
-    isDir = false;
-  }
-  if (!isDir) throw new UsageError(`Invalid --cwd: not a directory: ${dir}`);
-  return dir;
 }

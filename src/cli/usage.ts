@@ -14,6 +14,8 @@ Commands:
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
+  controller list|get|apply|reconcile|delete
+                               Manage controller resources (docs/controllers.md)
   host run|start|status|stop   Manage the workflow host process
   view [runId]                 Watch runs live in the terminal (read-only)
   doctor                       Check the state database (read-only)
@@ -114,6 +116,25 @@ default or timeout is recorded instead), or one that does not fit what the node 
 
 Environment: PI_WORKFLOWS_STATE_DIR (state directory), PI_WORKFLOWS_HOST_IDLE_MS (idle exit,
 default 300000).`,
+  controller: `Usage: pi-workflows controller <action> [arguments] [options]
+
+  list [<controller>]                 The project's controllers and resources
+  get <controller> <key>              One resource: spec, status, queue, effects, child runs
+  apply <controller> <key>            Create or update a resource (the controller is a name in
+                                      .pi/controllers/ or ~/.pi/agent/controllers/, or a path)
+  reconcile <controller> <key>        Reconcile a resource now
+  delete <controller> <key>           Delete a resource (its controller clears its finalizers)
+
+Options:
+  --spec-json JSON     apply: the resource spec (default null)
+  --spec-file FILE     apply: read the spec from a JSON file
+  --digest SHA256      apply: refuse unless the controller source has exactly this digest
+  --expect-version N   apply, reconcile, delete: only if the resource is at this version
+                       (apply: 0 means it must not exist yet)
+  --wait               apply, reconcile: wait until the resource settles; delete: until it is gone
+  --timeout SECONDS    how long --wait waits (default 60)
+  --cwd DIR            the project directory (default: the current directory)
+  --json               print machine-readable JSON`,
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.`,

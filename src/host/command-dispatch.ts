@@ -36,6 +36,7 @@ import {
   submitInteractionCommand,
   updateInteractionCommand,
 } from "./interaction-commands.ts";
+import * as controllers from "./controller-commands.ts";
 import type { HandledFrame } from "./socket-server.ts";
 
 type Handler = (rt: HostRuntime, request: HostRequest) => Promise<HostResponse> | HostResponse;
@@ -60,6 +61,13 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "notification.deliver": deliverNotificationCommand,
   "turn.claim": claimTurnQuery,
   "turn.resolve": resolveTurnCommand,
+  "controller.list": controllers.controllerListQuery,
+  "controller.get": controllers.controllerGetQuery,
+  "controller.apply": (rt, request) => withReceipt(rt, request, controllers.applyControllerCommand),
+  "controller.reconcile": (rt, request) =>
+    withReceipt(rt, request, controllers.reconcileControllerCommand),
+  "controller.delete": (rt, request) =>
+    withReceipt(rt, request, controllers.deleteControllerCommand),
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
   "host.stop": (rt, request) => {

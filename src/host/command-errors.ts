@@ -22,6 +22,7 @@ import {
   ValueTooLargeError,
 } from "../state/errors.ts";
 import type { HostRuntime } from "./host-runtime.ts";
+import { ControllerRefusal } from "../state/controllers/errors.ts";
 
 export function errorResponse(rt: HostRuntime, request: HostRequest, error: unknown): HostResponse {
   const answer = (
@@ -38,6 +39,9 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       message,
       revision,
     });
+  if (error instanceof ControllerRefusal) {
+    return answer(error.outcome, error.code, error.message, error.revision);
+  }
   if (error instanceof NotFoundError) {
     return answer("notFound", HOST_ERROR_CODES.runNotFound, error.message);
   }

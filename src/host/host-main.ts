@@ -34,6 +34,7 @@ import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
+import { readControllerOptions } from "./supervision/controllers/options.ts";
 import type { Supervision } from "./supervision/api.ts";
 import {
   createCommandHandler,
@@ -102,6 +103,7 @@ interface StartedHost {
 async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promise<StartedHost> {
   const hostOptions = readHostOptions(env);
   const supervisionOptions = readSupervisionOptions(env);
+  const controllerOptions = readControllerOptions(env);
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? randomIds;
   const log = createHostLog({
@@ -274,6 +276,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       log,
       options: supervisionOptions,
       deadlinesChanged: () => deadlines?.changed(),
+      controllerOptions,
     });
     deadlines = createDeadlineTimer({
       store,

@@ -13,6 +13,7 @@ import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { committedRunReceipt } from "./run-summary.ts";
+import { canonicalWorkflowRef } from "../workflows/sources/identity.ts";
 
 export async function startRunCommand(
   rt: HostRuntime,
@@ -63,7 +64,7 @@ export async function startRunCommand(
   const committed = committedRunReceipt(rt.store);
   const result = enqueueRun(rt.store, {
     workflowName: resolved.workflowName,
-    workflowRef: canonicalRef(resolved.workflowSource, payload.workflow),
+    workflowRef: canonicalWorkflowRef(resolved.workflowSource, payload.workflow),
     title: resolved.title,
     projectPath,
     workflowSource: resolved.workflowSource as JsonValue,
@@ -87,12 +88,4 @@ export async function startRunCommand(
     revision: result.revision,
     receipt: committed.body(),
   });
-}
-
-/** `builtin:<id>` or the absolute root path the resolver found; the request's text otherwise. */
-function canonicalRef(source: unknown, requested: string): string {
-  const root = (source as { root?: { kind?: unknown; path?: unknown; id?: unknown } })?.root;
-  if (root?.kind === "file" && typeof root.path === "string") return root.path;
-  if (root?.kind === "builtin" && typeof root.id === "string") return `builtin:${root.id}`;
-  return requested;
 }

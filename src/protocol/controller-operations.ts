@@ -1,47 +1,119 @@
 /**
- * Payloads and receipts of the `controller.*` operations. Controllers reconcile in supervised
- * controller workers; the host only records and schedules. Recognised now, served later.
+ * Payloads and receipts of the `controller.*` operations. A controller is named within a project
+ * (`cwd`); its resources by key. Controllers reconcile in supervised controller workers; the host
+ * only records and schedules. A state-changing operation's envelope `expectedRevision` is a
+ * compare-and-set on the resource's `resourceVersion` (0 for `controller.apply`: it must be new).
  */
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import {
+  CHILD_WORKFLOW_REF_ENTRIES,
+  ControllerNameSchema,
+  ControllerResourceSchema,
+  ResourceKeySchema,
+} from "./controller-resource.ts";
+import {
   AbsolutePathSchema,
+  CountSchema,
   DigestSchema,
+  ErrorInfoSchema,
   looseObject,
-  RevisionSchema,
+  PositiveIntegerSchema,
   strictObject,
+  TimestampSchema,
 } from "./fields.ts";
 
-export const ControllerNameSchema = v.pipe(
-  v.string(),
-  v.regex(/^[a-z0-9][a-z0-9._-]{0,127}$/, "Invalid controller name: expected [a-z0-9._-], 1-128"),
-);
+export { ControllerNameSchema };
 
-export const ControllerListPayloadSchema = v.optional(strictObject({}), {});
-export const ControllerGetPayloadSchema = strictObject({ name: ControllerNameSchema });
-
-/** `controller.apply`: create or update a controller from a resolved source at an exact digest. */
-export const ControllerApplyPayloadSchema = strictObject({
-  name: ControllerNameSchema,
-  /** Workflow or controller reference, resolved like `run.start`'s `workflow`. */
-  source: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
+const ResourceRefEntries = {
+  /** The project directory the controller belongs to. */
   cwd: AbsolutePathSchema,
-  /** The digest the caller saw; the host refuses when the resolved source differs. */
-  sourceDigest: v.optional(DigestSchema),
-  spec: v.optional(JsonValueSchema),
+  controller: ControllerNameSchema,
+  key: ResourceKeySchema,
+};
+
+export const ControllerListPayloadSchema = strictObject({
+  cwd: AbsolutePathSchema,
+  controller: v.optional(ControllerNameSchema),
+});
+export const ControllerGetPayloadSchema = strictObject({
+  ...ResourceRefEntries,
+  /** How many of the latest events to include (default 20). */
+  events: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(200))),
 });
 
-export const ControllerReconcilePayloadSchema = strictObject({ name: ControllerNameSchema });
-export const ControllerDeletePayloadSchema = strictObject({ name: ControllerNameSchema });
+/** `controller.apply`: create or update a resource; the controller's source is resolved again. */
+export const ControllerApplyPayloadSchema = strictObject({
+  cwd: AbsolutePathSchema,
+  /** A controller name (found by the discovery rules) or a path to its `.controller.ts` file. */
+  controller: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
+  key: ResourceKeySchema,
+  /** The resource spec (default null). */
+  spec: v.optional(JsonValueSchema),
+  /** The exact source digest the caller expects; the host refuses when the resolved one differs. */
+  sourceDigest: v.optional(DigestSchema),
+});
+
+export const ControllerReconcilePayloadSchema = strictObject(ResourceRefEntries);
+export const ControllerDeletePayloadSchema = strictObject(ResourceRefEntries);
+
+export const ReconcileQueueViewSchema = looseObject({
+  pending: v.boolean(),
+  availableAt: TimestampSchema,
+  reconciling: v.boolean(),
+  consecutiveErrors: CountSchema,
+  lastError: v.nullable(ErrorInfoSchema),
+});
 
 export const ControllerSummarySchema = looseObject({
   name: ControllerNameSchema,
-  state: v.string(),
-  revision: RevisionSchema,
-  sourceDigest: v.optional(DigestSchema),
+  sourceDigest: DigestSchema,
+  blockedReason: v.nullable(v.string()),
+  blockedDetail: v.nullable(v.string()),
+  resources: CountSchema,
+});
+
+export const ResourceSummarySchema = looseObject({
+  controller: ControllerNameSchema,
+  key: ResourceKeySchema,
+  uid: v.string(),
+  resourceVersion: PositiveIntegerSchema,
+  generation: PositiveIntegerSchema,
+  observedGeneration: CountSchema,
+  deleting: v.boolean(),
+  queue: v.nullable(ReconcileQueueViewSchema),
 });
 
 export const ControllerListReceiptSchema = looseObject({
   controllers: v.array(ControllerSummarySchema),
+  resources: v.array(ResourceSummarySchema),
 });
-export const ControllerReceiptSchema = looseObject({ controller: ControllerSummarySchema });
+
+export const ControllerGetReceiptSchema = looseObject({
+  resource: ControllerResourceSchema,
+  queue: v.nullable(ReconcileQueueViewSchema),
+  controller: ControllerSummarySchema,
+  effects: v.array(looseObject({ effectId: v.string(), kind: v.string(), state: v.string() })),
+  workflows: v.array(looseObject({ ...CHILD_WORKFLOW_REF_ENTRIES, requestKey: ResourceKeySchema })),
+  events: v.array(looseObject({
+    type: v.string(),
+    resourceVersion: PositiveIntegerSchema,
+    payload: JsonValueSchema,
+    at: TimestampSchema,
+  })),
+});
+
+export const ControllerApplyReceiptSchema = looseObject({
+  resource: ControllerResourceSchema,
+  created: v.boolean(),
+  changed: v.boolean(),
+  repinned: v.boolean(),
+  sourceDigest: DigestSchema,
+});
+
+export const ControllerReceiptSchema = looseObject({ resource: ControllerResourceSchema });
+
+export const ControllerDeleteReceiptSchema = looseObject({
+  resource: ControllerResourceSchema,
+  removed: v.boolean(),
+});

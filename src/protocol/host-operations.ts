@@ -46,8 +46,11 @@ import {
 } from "./interaction-operations.ts";
 import {
   ControllerApplyPayloadSchema,
+  ControllerApplyReceiptSchema,
   ControllerDeletePayloadSchema,
+  ControllerDeleteReceiptSchema,
   ControllerGetPayloadSchema,
+  ControllerGetReceiptSchema,
   ControllerListPayloadSchema,
   ControllerListReceiptSchema,
   ControllerReceiptSchema,
@@ -105,6 +108,11 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "interaction.update",
   "interaction.remind",
   "session.wait",
+  "controller.list",
+  "controller.get",
+  "controller.apply",
+  "controller.reconcile",
+  "controller.delete",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -269,13 +277,13 @@ export const OPERATION_SPECS = {
     runId: "forbidden",
     mutating: false,
     payload: ControllerGetPayloadSchema,
-    receipt: ControllerReceiptSchema,
+    receipt: ControllerGetReceiptSchema,
   },
   "controller.apply": {
     runId: "forbidden",
     mutating: true,
     payload: ControllerApplyPayloadSchema,
-    receipt: ControllerReceiptSchema,
+    receipt: ControllerApplyReceiptSchema,
   },
   "controller.reconcile": {
     runId: "forbidden",
@@ -287,7 +295,7 @@ export const OPERATION_SPECS = {
     runId: "forbidden",
     mutating: true,
     payload: ControllerDeletePayloadSchema,
-    receipt: ControllerReceiptSchema,
+    receipt: ControllerDeleteReceiptSchema,
   },
   "host.status": {
     runId: "forbidden",

@@ -46,7 +46,11 @@ export const QUEUE_STATES = [
 export type QueueState = (typeof QUEUE_STATES)[number];
 
 /** Why a parked run waits for an operator rather than for the scheduler. */
-export const BLOCKED_REASONS = ["workflowSourceChanged", "effectAmbiguous"] as const;
+export const BLOCKED_REASONS = [
+  "workflowSourceChanged",
+  "effectAmbiguous",
+  "unsupportedInput",
+] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
 export const EXECUTION_MODES = ["interactive", "headless"] as const;

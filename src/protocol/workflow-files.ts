@@ -41,8 +41,19 @@ export function workflowStem(fileName: string): string | null {
 
 /** Workflow files by name, sorted per directory; an earlier directory hides a later same name. */
 export function listWorkflowFiles(cwd: string, agentDir?: string): WorkflowFile[] {
+  return listSourceFiles(workflowDirs(cwd, agentDir), workflowStem);
+}
+
+/**
+ * The files in `dirs` (in order) whose names `stemOf` accepts, by stem: an earlier directory
+ * hides a later same name. Workflow and controller discovery share it.
+ */
+export function listSourceFiles(
+  dirs: readonly { origin: WorkflowFileOrigin; dir: string }[],
+  stemOf: (fileName: string) => string | null,
+): WorkflowFile[] {
   const out = new Map<string, WorkflowFile>();
-  for (const { origin, dir } of workflowDirs(cwd, agentDir)) {
+  for (const { origin, dir } of dirs) {
     let names: string[];
     try {
       names = readdirSync(dir).sort();
@@ -50,7 +61,7 @@ export function listWorkflowFiles(cwd: string, agentDir?: string): WorkflowFile[
       continue;
     }
     for (const file of names) {
-      const name = workflowStem(file);
+      const name = stemOf(file);
       if (!name || out.has(name)) continue;
       const path = join(dir, file);
       if (isFile(path)) out.set(name, { name, origin, path });

@@ -4,6 +4,7 @@
  * database. An empty list means the projections agree with each other.
  */
 import { queryAll, type StateStore } from "./store.ts";
+import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
 
 export interface Violation {
   code: string;
@@ -246,6 +247,7 @@ const CHECKS: Check[] = [
     sql: "SELECT NULL AS run_id, COUNT(*) AS n FROM host_claim HAVING COUNT(*) > 1",
     detail: (r) => `${r.n} host claim rows`,
   },
+  ...CONTROLLER_CHECKS,
 ];
 
 /** Every violated invariant (empty when the state is consistent). */

@@ -15,7 +15,11 @@
 --                                                   transitions/run-park.ts (waitRun),
 --                                                   decisions.ts (answers, defaults, wait
 --                                                   timeouts), run-commands.ts, run-end.ts
---   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops)
+--   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops),
+--                                                   controllers/reconcile-effects.ts
+--   controllers  controllers, controller_resources, controller_queue, controller_workers,
+--                controller_workflow_requests, controller_events
+--                                                   controllers/*.ts (one function per transition)
 --   pi messages  notifications, turn_intents         transitions/notifications.ts, turn-intents.ts
 --                                                   (also called by node, terminal and cancel
 --                                                   transitions)
@@ -68,7 +72,8 @@ CREATE TABLE runs (
   ),
   paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
   blocked_reason TEXT CHECK (
-    blocked_reason IS NULL OR blocked_reason IN ('workflowSourceChanged', 'effectAmbiguous')
+    blocked_reason IS NULL OR
+    blocked_reason IN ('workflowSourceChanged', 'effectAmbiguous', 'unsupportedInput')
   ),
   blocked_detail TEXT,
   -- The interrupted external attempt an operator approved for retry when resuming an
@@ -298,10 +303,12 @@ CREATE TABLE human_decision_resolutions (
   resolved_at INTEGER NOT NULL
 );
 
+-- An effect belongs to a run attempt or to a controller resource (its reconciles), never both.
 CREATE TABLE effects (
   effect_id TEXT PRIMARY KEY,
-  run_id TEXT NOT NULL REFERENCES runs (run_id),
-  attempt_id TEXT NOT NULL REFERENCES node_attempts (attempt_id),
+  run_id TEXT REFERENCES runs (run_id),
+  attempt_id TEXT REFERENCES node_attempts (attempt_id),
+  resource_uid TEXT REFERENCES controller_resources (uid),
   -- Source resource + effect type + author idempotency key.
   effect_key TEXT NOT NULL UNIQUE,
   effect_type TEXT NOT NULL,
@@ -312,10 +319,12 @@ CREATE TABLE effects (
   receipt_json TEXT,
   error_code TEXT,
   created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  CHECK ((run_id IS NULL) = (attempt_id IS NULL) AND (run_id IS NULL) <> (resource_uid IS NULL))
 );
 CREATE INDEX effects_by_state ON effects (state);
 CREATE INDEX effects_by_attempt ON effects (attempt_id);
+CREATE INDEX effects_by_resource ON effects (resource_uid) WHERE resource_uid IS NOT NULL;
 
 CREATE TABLE effect_attempts (
   effect_id TEXT NOT NULL REFERENCES effects (effect_id),
@@ -495,3 +504,141 @@ CREATE TABLE worker_child_groups (
   registered_at INTEGER NOT NULL,
   PRIMARY KEY (worker_epoch, pid, start_time)
 ) WITHOUT ROWID;
+
+-- Controllers (docs/controllers.md). A controller is one name in one project, pinned to the exact
+-- source its resolver loaded (`source_json` is the identity a controller worker verifies before
+-- it loads anything; `source_digest` its fingerprint). A changed source blocks it until the next
+-- `controller.apply` pins the new one.
+CREATE TABLE controllers (
+  controller_id TEXT PRIMARY KEY,
+  project_path TEXT NOT NULL,
+  name TEXT NOT NULL,
+  source_ref TEXT NOT NULL,
+  source_json TEXT NOT NULL,
+  source_digest TEXT NOT NULL,
+  timeout_ms INTEGER NOT NULL CHECK (timeout_ms >= 1),
+  blocked_reason TEXT CHECK (blocked_reason IS NULL OR blocked_reason IN ('sourceChanged', 'loadFailed')),
+  blocked_detail TEXT,
+  revision INTEGER NOT NULL CHECK (revision >= 1),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_path, name)
+);
+
+-- Resources: `resource_version` grows with every write (the compare-and-set token), `generation`
+-- only with a spec change. A removed resource stays as a tombstone (`removed_at`) so its effects,
+-- child requests and events keep their owner; its key can be applied again as a new uid.
+CREATE TABLE controller_resources (
+  uid TEXT PRIMARY KEY,
+  controller_id TEXT NOT NULL REFERENCES controllers (controller_id),
+  resource_key TEXT NOT NULL,
+  resource_version INTEGER NOT NULL CHECK (resource_version >= 1),
+  generation INTEGER NOT NULL CHECK (generation >= 1),
+  spec_json TEXT NOT NULL,
+  status_json TEXT NOT NULL,
+  finalizers_json TEXT NOT NULL,
+  deletion_requested_at INTEGER,
+  removed_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  CHECK (removed_at IS NULL OR deletion_requested_at IS NOT NULL)
+);
+CREATE UNIQUE INDEX controller_resources_live ON controller_resources (controller_id, resource_key)
+WHERE removed_at IS NULL;
+CREATE TRIGGER controller_resources_no_delete BEFORE DELETE ON controller_resources
+BEGIN
+  SELECT RAISE(ABORT, 'controller resources are removed as tombstones, never deleted');
+END;
+
+-- The deduplicated reconcile queue: one row per live resource. `pending` means a reconcile is
+-- wanted from `available_at` on; `version` grows with every request, and a claim remembers the
+-- version it started from (`claim_version`, set exactly while a `reconcile:<uid>` lease is held),
+-- so a request that arrives during a reconcile is never lost.
+CREATE TABLE controller_queue (
+  uid TEXT PRIMARY KEY REFERENCES controller_resources (uid),
+  pending INTEGER NOT NULL CHECK (pending IN (0, 1)),
+  available_at INTEGER NOT NULL,
+  version INTEGER NOT NULL CHECK (version >= 1),
+  claim_version INTEGER,
+  consecutive_errors INTEGER NOT NULL CHECK (consecutive_errors >= 0),
+  last_error_code TEXT,
+  last_error_message TEXT,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX controller_queue_due ON controller_queue (available_at)
+WHERE pending = 1 AND claim_version IS NULL;
+CREATE INDEX controller_queue_claimed ON controller_queue (uid) WHERE claim_version IS NOT NULL;
+
+-- Controller worker processes: one active per controller; several sequential epochs over time.
+CREATE TABLE controller_workers (
+  worker_epoch TEXT PRIMARY KEY,
+  controller_id TEXT NOT NULL REFERENCES controllers (controller_id),
+  source_digest TEXT NOT NULL,
+  pid INTEGER,
+  start_identity TEXT,
+  status TEXT NOT NULL CHECK (
+    status IN ('starting', 'live', 'exited', 'cancelled', 'timedOut', 'crashed', 'orphaned')
+  ),
+  started_at INTEGER NOT NULL,
+  ready_at INTEGER,
+  finished_at INTEGER,
+  exit_code INTEGER,
+  signal TEXT
+);
+CREATE UNIQUE INDEX controller_workers_one_active ON controller_workers (controller_id)
+WHERE status IN ('starting', 'live');
+
+-- Child workflow requests of a resource, one per request key. `run_id` is the current attempt's
+-- run (NULL until it is enqueued, or when resolving the workflow failed: `error_*`).
+CREATE TABLE controller_workflow_requests (
+  request_id TEXT PRIMARY KEY,
+  uid TEXT NOT NULL REFERENCES controller_resources (uid),
+  request_key TEXT NOT NULL,
+  workflow TEXT NOT NULL,
+  input_fingerprint TEXT NOT NULL,
+  attempt INTEGER NOT NULL CHECK (attempt >= 1),
+  run_id TEXT UNIQUE REFERENCES runs (run_id),
+  error_code TEXT,
+  error_message TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (uid, request_key)
+);
+
+-- Immutable history per resource (payloads are ids, states and codes; never specs or outputs).
+CREATE TABLE controller_events (
+  event_id INTEGER PRIMARY KEY,
+  uid TEXT NOT NULL REFERENCES controller_resources (uid),
+  resource_version INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+CREATE INDEX controller_events_by_uid ON controller_events (uid, event_id);
+CREATE TRIGGER controller_events_no_update BEFORE UPDATE ON controller_events
+BEGIN
+  SELECT RAISE(ABORT, 'controller events are immutable');
+END;
+CREATE TRIGGER controller_events_no_delete BEFORE DELETE ON controller_events
+BEGIN
+  SELECT RAISE(ABORT, 'controller events are immutable');
+END;
+
+-- A controller child run that starts waiting or ends asks for its parent's reconcile, in the same
+-- transaction as the run's own transition (no run transition needs to know about controllers).
+CREATE TRIGGER controller_child_settled AFTER UPDATE OF state ON runs
+WHEN NEW.state <> OLD.state AND
+  NEW.state IN ('waiting', 'completed', 'failed', 'timed_out', 'cancelled') AND
+  EXISTS (SELECT 1 FROM controller_workflow_requests WHERE run_id = NEW.run_id)
+BEGIN
+  UPDATE controller_queue SET
+    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.updated_at)
+      ELSE NEW.updated_at END,
+    pending = 1, version = version + 1, updated_at = NEW.updated_at
+  WHERE uid = (SELECT uid FROM controller_workflow_requests WHERE run_id = NEW.run_id);
+  INSERT INTO controller_events (uid, resource_version, type, payload_json, at)
+  SELECT w.uid, r.resource_version, 'child.' || NEW.state,
+    json_object('requestId', w.request_id, 'runId', NEW.run_id), NEW.updated_at
+  FROM controller_workflow_requests w JOIN controller_resources r ON r.uid = w.uid
+  WHERE w.run_id = NEW.run_id AND r.removed_at IS NULL;
+END;

@@ -30,7 +30,18 @@ export function openHostChannel(fd = 3): Duplex {
   }
 }
 
-export function createWorkerChannel(stream: Duplex): WorkerChannel {
+export interface WorkerChannelOptions {
+  /**
+   * Frames the host sends on its own after the first one (no `messageId`: not a reply), e.g. a
+   * controller worker's reconcile assignments. Without it such a frame fails the channel.
+   */
+  onPush?: (value: unknown) => void;
+}
+
+export function createWorkerChannel(
+  stream: Duplex,
+  options: WorkerChannelOptions = {},
+): WorkerChannel {
   const pending = new Map<string, (reply: unknown) => void>();
   const waiting: {
     first: ((value: unknown) => void) | null;
@@ -56,6 +67,10 @@ export function createWorkerChannel(stream: Duplex): WorkerChannel {
       return null;
     }
     const id = (frame.value as { messageId?: unknown } | null)?.messageId;
+    if (id === undefined && options.onPush) {
+      options.onPush(frame.value);
+      return null;
+    }
     const waiter = typeof id === "string" ? pending.get(id) : undefined;
     if (!waiter) return "Worker channel failed: a reply names no pending message";
     pending.delete(id as string);

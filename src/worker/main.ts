@@ -1,5 +1,5 @@
 /**
- * `pi-workflows worker [--resolve]`: the internal modes the host spawns. Both talk to the host
+ * `pi-workflows worker [mode]`: the internal modes the host spawns. All talk to the host
  * only over fd 3; stdout and stderr go to bounded files the host keeps in the state directory.
  *
  *   worker            one epoch of one run (run-worker.ts)
@@ -7,6 +7,12 @@
  *                     host never loads workflow code itself (resolve-source.ts)
  *   worker --validate check one interactive submission with the node's rules
  *                     (validate-submission.ts)
+ *   worker --controller
+ *                     one controller at its pinned source: runs the reconciles the host assigns
+ *                     (controller-worker.ts)
+ *   worker --resolve-controller
+ *                     load controllers and compute initial statuses for `controller.apply`
+ *                     (controller-resolver.ts)
  *
  * The process exits when its work is done, when the host answers `claimLost`, and as soon as
  * the channel closes (the host is gone: nobody could commit anything it proposed).
@@ -20,9 +26,9 @@ export { WORKER_EXIT };
 /** How long a stopped worker may take to stop its children (the host's kill grace is 2 s). */
 const LEAVE_BOUND_MS = 1_500;
 
-const USAGE =
-  "Usage: pi-workflows worker [--resolve | --validate] (internal: started by the workflow host)";
-const MODES = new Set(["--resolve", "--validate"]);
+const USAGE = "Usage: pi-workflows worker [--resolve | --validate | --controller | " +
+  "--resolve-controller] (internal: started by the workflow host)";
+const MODES = new Set(["--resolve", "--validate", "--controller", "--resolve-controller"]);
 
 /** Runs the worker mode named by `args`; resolves with the process exit code. */
 export async function runWorker(args: readonly string[] = []): Promise<number> {
@@ -33,9 +39,22 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
     );
     return WORKER_EXIT.usage;
   }
+  const mode = args[0] ?? null;
+  const controllerMode = mode === "--controller" || mode === "--resolve-controller";
+  // Controller modes receive frames the host sends on its own (assignments, requests); they are
+  // kept until the mode, loaded lazily, subscribes.
+  const pushes: unknown[] = [];
+  let onPush: ((value: unknown) => void) | null = null;
+  const subscribe = (handler: (value: unknown) => void) => {
+    onPush = handler;
+    for (const value of pushes.splice(0)) handler(value);
+  };
   let channel;
   try {
-    channel = createWorkerChannel(openHostChannel());
+    channel = createWorkerChannel(
+      openHostChannel(),
+      controllerMode ? { onPush: (value) => (onPush ? onPush(value) : pushes.push(value)) } : {},
+    );
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : error}\n`);
     return WORKER_EXIT.usage;
@@ -69,6 +88,13 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
       ? await (await import("./resolve-source.ts")).resolveSource(channel)
       : args[0] === "--validate"
       ? await (await import("./validate-submission.ts")).validateSubmission(channel)
+      : mode === "--controller"
+      ? await (await import("./controller-worker.ts")).runControllerWorker(channel, subscribe)
+      : mode === "--resolve-controller"
+      ? await (await import("./controller-resolver.ts")).serveControllerResolves(
+        channel,
+        subscribe,
+      )
       : await (await import("./run-worker.ts")).runWorkerEpoch(channel);
     finishing = true;
     channel.close();

@@ -36,6 +36,27 @@ export class ProposalRejected extends Error {
   }
 }
 
+/**
+ * The host's reply to a proposal of `kind` when it was accepted; `ClaimLostStop` when another
+ * owner holds the claim, `ProposalRejected` when the host refused it.
+ */
+export function acceptedVerdict(kind: string, reply: unknown): HostVerdict {
+  const parsed = parseWorkerReply(reply);
+  if (!parsed.ok) throw new Error(`Worker channel failed: ${parsed.error}`);
+  const verdict = parsed.value;
+  if (verdict.outcome === "claimLost") {
+    throw new ClaimLostStop(verdict.error?.message ?? `${kind} was refused`);
+  }
+  if (verdict.outcome !== "accepted") {
+    throw new ProposalRejected(
+      kind,
+      verdict.error?.code ?? "protocolRejected",
+      verdict.error?.message ?? "no detail",
+    );
+  }
+  return verdict;
+}
+
 export interface Proposer {
   /** Proposes one message; resolves with the accepted verdict. */
   propose(
@@ -72,19 +93,7 @@ export function createProposer(channel: WorkerChannel, header: LaunchHeader): Pr
     crashPoint(`worker.${kind}.beforeSend`);
     const pending = channel.request(message as { messageId: string });
     crashPoint(`worker.${kind}.afterSend`);
-    const parsed = parseWorkerReply(await pending);
-    if (!parsed.ok) throw new Error(`Worker channel failed: ${parsed.error}`);
-    const verdict = parsed.value;
-    if (verdict.outcome === "claimLost") {
-      throw new ClaimLostStop(verdict.error?.message ?? `${kind} was refused`);
-    }
-    if (verdict.outcome !== "accepted") {
-      throw new ProposalRejected(
-        kind,
-        verdict.error?.code ?? "protocolRejected",
-        verdict.error?.message ?? "no detail",
-      );
-    }
+    const verdict = acceptedVerdict(kind, await pending);
     if (typeof verdict.revision === "number") revision = verdict.revision;
     crashPoint(`worker.${kind}.afterReply`);
     return verdict;

@@ -317,12 +317,12 @@ export default defineWorkflow({
   });
 
   it("rejects recognised operations it does not serve yet", async () => {
-    const response = await ask("controller.list");
+    const response = await ask("turn.claim", { payload: { sessionId: "s-1" } });
     expect(response).toMatchObject({
       outcome: "rejected",
       error: {
         code: "notAvailable",
-        message: "Operation controller.list is not available yet in this host",
+        message: "Operation turn.claim is not available yet in this host",
       },
     });
   });

@@ -96,19 +96,31 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { turnIntentId: "t-1" },
     badPath: "payload.sessionId",
   },
-  "controller.list": { good: {}, bad: { name: "x" }, badPath: "payload.name" },
-  "controller.get": {
-    good: { name: "nightly" },
-    bad: { name: "Bad Name" },
+  "controller.list": {
+    good: { cwd: "/srv/p" },
+    bad: { cwd: "/srv/p", name: "x" },
     badPath: "payload.name",
   },
+  "controller.get": {
+    good: { cwd: "/srv/p", controller: "nightly", key: "a" },
+    bad: { cwd: "/srv/p", controller: "Bad Name", key: "a" },
+    badPath: "payload.controller",
+  },
   "controller.apply": {
-    good: { name: "nightly", source: "nightly.workflow.ts", cwd: "/srv/p" },
-    bad: { name: "nightly", source: "x", cwd: "/srv/p", sourceDigest: "md5:1" },
+    good: { cwd: "/srv/p", controller: "nightly", key: "a", spec: { n: 1 } },
+    bad: { cwd: "/srv/p", controller: "nightly", key: "a", sourceDigest: "md5:1" },
     badPath: "payload.sourceDigest",
   },
-  "controller.reconcile": { good: { name: "nightly" }, bad: { name: 1 }, badPath: "payload.name" },
-  "controller.delete": { good: { name: "nightly" }, bad: {}, badPath: "payload.name" },
+  "controller.reconcile": {
+    good: { cwd: "/srv/p", controller: "nightly", key: "a" },
+    bad: { cwd: "/srv/p", controller: "nightly", key: "" },
+    badPath: "payload.key",
+  },
+  "controller.delete": {
+    good: { cwd: "/srv/p", controller: "nightly", key: "a" },
+    bad: { cwd: "relative", controller: "nightly", key: "a" },
+    badPath: "payload.cwd",
+  },
   "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
   "host.stop": { good: {}, bad: [], badPath: "payload" },
   "effect.resolve": {
@@ -164,7 +176,15 @@ describe("parseHostRequest()", () => {
     expect(new Set(HOST_OPERATIONS).size).toBe(HOST_OPERATIONS.length);
     for (const op of SPEC_OPERATIONS) expect(HOST_OPERATIONS).toContain(op);
     for (const op of SERVED_OPERATIONS) expect(HOST_OPERATIONS).toContain(op);
-    for (const op of ["run.start", "run.status", "interaction.submit", "session.wait"] as const) {
+    for (
+      const op of [
+        "run.start",
+        "run.status",
+        "interaction.submit",
+        "session.wait",
+        "controller.apply",
+      ] as const
+    ) {
       expect(SERVED_OPERATIONS.has(op)).toBe(true);
     }
   });

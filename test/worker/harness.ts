@@ -22,6 +22,7 @@ import type {
 } from "../../src/host/supervision/api.ts";
 import { createSupervision, type SupervisionExtras } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
+import type { ControllerOptions } from "../../src/host/supervision/controllers/options.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
@@ -76,6 +77,7 @@ export interface Harness {
 export function createHarness(
   options: Partial<SupervisionOptions> = {},
   extras: SupervisionExtras = {},
+  controllerOptions?: ControllerOptions,
 ): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-worker-")));
   const stateDir = join(root, "state");
@@ -98,6 +100,7 @@ export function createHarness(
     hostOwnerId,
     log: (event, fields) => logs.push(`${event} ${JSON.stringify(fields ?? {})}`),
     options: { ...FAST_OPTIONS, ...options },
+    ...(controllerOptions ? { controllerOptions } : {}),
   };
   const supervision = createSupervision(ctx, {
     workerCommand: testWorkerCommand,

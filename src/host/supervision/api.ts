@@ -8,6 +8,8 @@ import type { Claim } from "../../state/claims.ts";
 import type { StateStore } from "../../state/store.ts";
 import type { ResolveResult } from "../../protocol/resolve-messages.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
+import type { ControllerSupervision } from "./controllers/api.ts";
+import type { ControllerOptions } from "./controllers/options.ts";
 
 export interface HostContext {
   store: StateStore;
@@ -28,6 +30,8 @@ export interface HostContext {
    * checkpoint, a human decision, an interactive request): the host deadline timer re-arms.
    */
   deadlinesChanged?(): void;
+  /** Controller tunables (controllers/options.ts); the defaults when absent. */
+  controllerOptions?: ControllerOptions;
 }
 
 export interface SupervisionOptions {
@@ -89,6 +93,8 @@ export interface Supervision {
   validateSubmission(submissionId: string): Promise<void>;
   /** Validates a workflow reference and input in a supervised source-resolver child. */
   resolve(request: ResolveRequest): Promise<ResolveResult>;
+  /** Controllers: resolver, scheduler and workers (controllers/scheduler.ts). */
+  readonly controllers: ControllerSupervision;
   activeWorkerCount(): number;
   /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
   hasPendingWork(): boolean;

@@ -28,11 +28,13 @@ import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
+import { selfCommand } from "../../os/self-launch.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
 import { createValidations } from "./validation.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
+import { createControllerSupervision } from "./controllers/scheduler.ts";
 
 /** Captured output files kept across host restarts (newest first). */
 const KEPT_WORKER_LOGS = 200;
@@ -240,6 +242,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       active.delete(worker.runId);
       schedule();
+      // A controller child run may have ended: its parent resource is due.
+      controllers.wake();
     });
   };
 
@@ -278,6 +282,15 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     setImmediate(tick);
   };
 
+  const controllers = createControllerSupervision(ctx, {
+    command: extras.workerCommand ?? selfCommand,
+    env: envFor(null),
+    registry,
+    resolveWorkflow: (request) => supervision.resolve(request),
+    wakeRuns: schedule,
+    ...(ctx.controllerOptions ? { options: ctx.controllerOptions } : {}),
+  });
+
   const renew = () => {
     for (const worker of active.values()) {
       if (worker.claimReleased || worker.stopReason !== null) continue;
@@ -301,14 +314,17 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     }
   };
 
-  return {
+  const supervision: Supervision = {
+    controllers,
     async recover() {
       pruneWorkerLogs(join(ctx.stateDir, "workers"), KEPT_WORKER_LOGS);
       await recoverAtStart(ctx);
+      await controllers.recover();
     },
     start() {
       if (started) return;
       started = true;
+      controllers.start();
       const renewal = setInterval(renew, ctx.options.claimRenewMs);
       const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
       background.add(renewal).add(sweep);
@@ -323,6 +339,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     },
     wake() {
       schedule();
+      controllers.wake();
     },
     claimOf(runId) {
       const worker = active.get(runId);
@@ -350,10 +367,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
     },
     activeWorkerCount() {
-      return active.size;
+      return active.size + controllers.activeWorkerCount();
     },
     hasPendingWork() {
-      if (active.size > 0 || resolvers > 0 || validations.count() > 0) return true;
+      if (
+        active.size > 0 || resolvers > 0 || validations.count() > 0 ||
+        controllers.hasPendingWork()
+      ) return true;
       if (shuttingDown) return false;
       if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
       // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
@@ -392,9 +412,11 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await Promise.all([...active.values()].map((worker) => worker.done));
       await validations.shutdown();
+      await controllers.shutdown();
       await registry.stopAll(ctx.options.killGraceMs);
     },
   };
+  return supervision;
 }
 
 /** Only the class name: messages may carry paths, which logs never show. */

@@ -52,6 +52,15 @@ export interface TransitionResult {
 
 /** Inserts the run, its queue row and binding at revision 1 (event `run.queued`). */
 export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): TransitionResult {
+  return writeTransaction(store, () => enqueueRunInTx(store, opts, store.clock.now()));
+}
+
+/** `enqueueRun` inside the caller's transaction (a controller's child run). */
+export function enqueueRunInTx(
+  store: StateStore,
+  opts: EnqueueRunOptions,
+  now: number,
+): TransitionResult {
   if (opts.binding.executionMode === "interactive" && !opts.binding.originSessionId) {
     throw new TypeError("Cannot enqueue an interactive run: originSessionId is required");
   }
@@ -61,73 +70,70 @@ export function enqueueRun(store: StateStore, opts: EnqueueRunOptions): Transiti
     ? null
     : encodeValue("definition snapshot", opts.definition);
   const piArgs = opts.binding.pi ? encodeValue("pi args", [...opts.binding.pi.args]) : null;
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    if (opts.binding.executionMode === "interactive") {
-      requireFreeSession(store, opts.binding.originSessionId!);
-    }
-    const runId = opts.runId ?? store.ids.next("run");
+  if (opts.binding.executionMode === "interactive") {
+    requireFreeSession(store, opts.binding.originSessionId!);
+  }
+  const runId = opts.runId ?? store.ids.next("run");
+  execute(
+    store,
+    "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
+      "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, revision, " +
+      "created_at, updated_at) VALUES (:runId, :workflowName, :workflowRef, :title, 'queued', 0, " +
+      ":projectPath, :workflowSource, :definitionDigest, :input, :inputHash, :parentRunId, 1, " +
+      ":now, :now)",
+    {
+      runId,
+      workflowName: opts.workflowName,
+      workflowRef: opts.workflowRef,
+      title: opts.title ?? null,
+      projectPath: opts.projectPath,
+      workflowSource,
+      definitionDigest: opts.definitionDigest,
+      input,
+      inputHash: opts.inputHash,
+      parentRunId: opts.parentRunId ?? null,
+      now,
+    },
+  );
+  execute(
+    store,
+    "INSERT INTO run_queue (run_id, state, available_at, priority, enqueued_seq, updated_at) " +
+      "VALUES (:runId, 'queued', :availableAt, :priority, " +
+      "(SELECT COALESCE(MAX(enqueued_seq), 0) + 1 FROM run_queue), :now)",
+    { runId, availableAt: opts.availableAt ?? now, priority: opts.priority ?? 0, now },
+  );
+  execute(
+    store,
+    "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, pi_command, " +
+      "pi_args_json, created_at) VALUES (:runId, :mode, :session, :piCommand, :piArgs, :now)",
+    {
+      runId,
+      mode: opts.binding.executionMode,
+      session: opts.binding.originSessionId ?? null,
+      piCommand: opts.binding.pi?.command ?? null,
+      piArgs,
+      now,
+    },
+  );
+  if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
+  // A newer run of the session supersedes the turns still owed for earlier ones.
+  if (opts.binding.executionMode === "interactive") {
+    supersedeSessionIntentsInTx(store, opts.binding.originSessionId!, now);
+  }
+  if (definition !== null) {
     execute(
       store,
-      "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
-        "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, revision, " +
-        "created_at, updated_at) VALUES (:runId, :workflowName, :workflowRef, :title, 'queued', 0, " +
-        ":projectPath, :workflowSource, :definitionDigest, :input, :inputHash, :parentRunId, 1, " +
-        ":now, :now)",
-      {
-        runId,
-        workflowName: opts.workflowName,
-        workflowRef: opts.workflowRef,
-        title: opts.title ?? null,
-        projectPath: opts.projectPath,
-        workflowSource,
-        definitionDigest: opts.definitionDigest,
-        input,
-        inputHash: opts.inputHash,
-        parentRunId: opts.parentRunId ?? null,
-        now,
-      },
+      "INSERT INTO workflow_definitions (definition_digest, snapshot_json, created_at) " +
+        "VALUES (:digest, :definition, :now) ON CONFLICT (definition_digest) DO NOTHING",
+      { digest: opts.definitionDigest, definition, now },
     );
-    execute(
-      store,
-      "INSERT INTO run_queue (run_id, state, available_at, priority, enqueued_seq, updated_at) " +
-        "VALUES (:runId, 'queued', :availableAt, :priority, " +
-        "(SELECT COALESCE(MAX(enqueued_seq), 0) + 1 FROM run_queue), :now)",
-      { runId, availableAt: opts.availableAt ?? now, priority: opts.priority ?? 0, now },
-    );
-    execute(
-      store,
-      "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, pi_command, " +
-        "pi_args_json, created_at) VALUES (:runId, :mode, :session, :piCommand, :piArgs, :now)",
-      {
-        runId,
-        mode: opts.binding.executionMode,
-        session: opts.binding.originSessionId ?? null,
-        piCommand: opts.binding.pi?.command ?? null,
-        piArgs,
-        now,
-      },
-    );
-    if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
-    // A newer run of the session supersedes the turns still owed for earlier ones.
-    if (opts.binding.executionMode === "interactive") {
-      supersedeSessionIntentsInTx(store, opts.binding.originSessionId!, now);
-    }
-    if (definition !== null) {
-      execute(
-        store,
-        "INSERT INTO workflow_definitions (definition_digest, snapshot_json, created_at) " +
-          "VALUES (:digest, :definition, :now) ON CONFLICT (definition_digest) DO NOTHING",
-        { digest: opts.definitionDigest, definition, now },
-      );
-    }
-    appendHistory(store, runId, 1, now, {
-      type: "run.queued",
-      payload: { workflowName: opts.workflowName, executionMode: opts.binding.executionMode },
-    });
-    if (opts.receipt) recordHostCommandInTx(store, opts.receipt, { runId, revision: 1, now });
-    return { runId, revision: 1 };
+  }
+  appendHistory(store, runId, 1, now, {
+    type: "run.queued",
+    payload: { workflowName: opts.workflowName, executionMode: opts.binding.executionMode },
   });
+  if (opts.receipt) recordHostCommandInTx(store, opts.receipt, { runId, revision: 1, now });
+  return { runId, revision: 1 };
 }
 
 /**

@@ -96,3 +96,11 @@ export function describeSourceChanges(changes: readonly SourceChange[]): string 
     [...counts].map(([reason, n]) => `${n} ${reason}`).join(", ")
   }`;
 }
+
+/** `builtin:<id>` or the absolute root path of a resolved source; `requested` otherwise. */
+export function canonicalWorkflowRef(source: unknown, requested: string): string {
+  const root = (source as { root?: { kind?: unknown; path?: unknown; id?: unknown } })?.root;
+  if (root?.kind === "file" && typeof root.path === "string") return root.path;
+  if (root?.kind === "builtin" && typeof root.id === "string") return `builtin:${root.id}`;
+  return requested;
+}

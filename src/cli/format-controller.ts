@@ -1,0 +1,122 @@
+/** Plain-text views of controllers and their resources for people. */
+import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+
+type GetReceipt = OperationReceipt<"controller.get">;
+type ListReceipt = OperationReceipt<"controller.list">;
+type Resource = GetReceipt["resource"];
+type Queue = GetReceipt["queue"];
+
+const MAX_VALUE_CHARS = 2000;
+
+function value(v: JsonValue | undefined): string {
+  const text = canonicalJson(v ?? null);
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
+}
+
+/** `settled`, `pending`, `reconciling`, `failing (n errors)`, `deleting`... (now: this clock) */
+export function resourcePhase(
+  resource: { generation: number; observedGeneration: number; deleting: boolean },
+  queue: Queue,
+): string {
+  const parts: string[] = [];
+  if (resource.deleting) parts.push("deleting");
+  if (queue?.reconciling) parts.push("reconciling");
+  else if (queue?.consecutiveErrors) {
+    parts.push(
+      `failing (${queue.consecutiveErrors} error${queue.consecutiveErrors > 1 ? "s" : ""})`,
+    );
+  } else if (queue?.pending && queue.availableAt <= Date.now()) parts.push("pending");
+  else if (resource.observedGeneration < resource.generation) parts.push("not reconciled");
+  else if (queue?.pending) {
+    parts.push(`settled, next reconcile ${new Date(queue.availableAt).toISOString()}`);
+  } else parts.push("settled");
+  return parts.join(", ");
+}
+
+function metaOf(resource: Resource) {
+  return {
+    generation: resource.metadata.generation,
+    observedGeneration: resource.status.observedGeneration,
+    deleting: resource.metadata.deletionTimestamp !== undefined,
+  };
+}
+
+/** `sync/a (version 3, generation 2)`. */
+export function formatResourceName(resource: Resource): string {
+  const m = resource.metadata;
+  return `${m.controller}/${m.key} (version ${m.resourceVersion}, generation ${m.generation})`;
+}
+
+export function formatResourceHeadline(resource: Resource, queue: Queue): string {
+  return `${formatResourceName(resource)}, observed ${resource.status.observedGeneration}: ${
+    resourcePhase(metaOf(resource), queue)
+  }`;
+}
+
+export function formatResourceDetail(detail: GetReceipt): string {
+  const { resource, queue } = detail;
+  const lines = [formatResourceHeadline(resource, queue), `uid: ${resource.metadata.uid}`];
+  if (detail.controller.blockedReason) {
+    lines.push(
+      `controller blocked: ${detail.controller.blockedReason}${
+        detail.controller.blockedDetail ? ` (${detail.controller.blockedDetail})` : ""
+      }; apply a resource again once the source is right`,
+    );
+  }
+  lines.push(`spec: ${value(resource.spec)}`);
+  lines.push(`status: ${value(resource.status.controllerStatus)}`);
+  for (const c of resource.status.conditions) {
+    const status = c.status === "unknown" ? "Unknown" : c.status ? "True" : "False";
+    lines.push(`  ${c.type}=${status} ${c.reason}${c.message ? `: ${c.message}` : ""}`);
+  }
+  if (resource.metadata.finalizers.length > 0) {
+    lines.push(`finalizers: ${resource.metadata.finalizers.join(", ")}`);
+  }
+  if (resource.metadata.deletionTimestamp) {
+    lines.push(`deletion requested: ${resource.metadata.deletionTimestamp}`);
+  }
+  if (queue?.pending && !queue.reconciling) {
+    lines.push(`next reconcile: ${new Date(queue.availableAt).toISOString()}`);
+  }
+  if (queue?.lastError) {
+    lines.push(`last error: ${queue.lastError.code}: ${queue.lastError.message}`);
+  }
+  for (const w of detail.workflows) {
+    lines.push(
+      `workflow ${w.requestKey}: ${w.state} (attempt ${w.attempt}${
+        w.runId ? `, run ${w.runId}` : ""
+      }${w.blockedReason ? `, ${w.blockedReason}` : ""})${
+        w.error ? ` ${w.error.code}: ${w.error.message}` : ""
+      }`,
+    );
+  }
+  for (const e of detail.effects) lines.push(`effect ${e.kind}: ${e.state}`);
+  if (detail.events.length > 0) {
+    lines.push("events:");
+    for (const e of detail.events) {
+      lines.push(`  ${new Date(e.at).toISOString()} ${e.type} (v${e.resourceVersion})`);
+    }
+  }
+  return lines.join("\n");
+}
+
+export function formatControllerList(receipt: ListReceipt): string {
+  if (receipt.controllers.length === 0) return "No controllers in this project";
+  const lines: string[] = [];
+  for (const c of receipt.controllers) {
+    lines.push(
+      `${c.name}  ${c.sourceDigest.slice(0, 19)}…  ${c.resources} resource${
+        c.resources === 1 ? "" : "s"
+      }${c.blockedReason ? `  blocked: ${c.blockedReason}` : ""}`,
+    );
+  }
+  for (const r of receipt.resources) {
+    lines.push(
+      `  ${r.controller}/${r.key}  version ${r.resourceVersion}, generation ${r.generation}  ${
+        resourcePhase(r, r.queue)
+      }`,
+    );
+  }
+  return lines.join("\n");
+}

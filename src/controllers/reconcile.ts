@@ -1,0 +1,229 @@
+/**
+ * One reconcile pass inside a controller worker: builds the context (signal, result helpers,
+ * managed effects, child workflows), calls the controller's `reconcile`, checks what it returned
+ * and turns it into the outcome the host commits: the full new status (the patch applied to the
+ * status the reconcile read), new finalizers, and when to look again. A throw, an invalid result
+ * or an invalid patch is an `error` outcome (the host backs off), never a crash.
+ */
+import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
+import {
+  type ChildWorkflowRef,
+  FinalizersSchema,
+  ResourceKeySchema,
+  type ResourceStatus,
+  ResourceStatusSchema,
+} from "../protocol/controller-resource.ts";
+import { parseWith } from "../protocol/schema-issues.ts";
+import type { ReconcileOutcome } from "../protocol/controller-worker.ts";
+
+export type { ReconcileOutcome };
+import { errorMessage, NodeFailure } from "../workflows/errors.ts";
+import { toJson } from "../workflows/json-value.ts";
+import { applyStatusPatch } from "./conditions.ts";
+import type {
+  ControllerDefinition,
+  EffectRequest,
+  EffectResult,
+  ReconcileContext,
+  ReconcileResult,
+  Resource,
+  StatusPatch,
+} from "./types.ts";
+
+/** The longest `requeueAfter` (a year); a controller that needs more should settle. */
+export const MAX_REQUEUE_AFTER_MS = 365 * 24 * 3600_000;
+
+export type EffectReservation =
+  | { effectId: string; state: "reserved" }
+  | { effectId: string; state: "applied" | "rejected"; receipt: JsonValue | null }
+  | { effectId: string; state: "ambiguous" | "cancelled" };
+
+/** The worker's proposals to the host on behalf of one reconcile. */
+export interface ReconcilePorts {
+  reserveEffect(request: {
+    kind: string;
+    key: string;
+    requestFingerprint: string;
+    contract: "idempotencyKey" | "readBack";
+  }): Promise<EffectReservation>;
+  settleEffect(request: {
+    effectId: string;
+    outcome: "applied" | "rejected";
+    receipt?: JsonValue;
+    error?: { code: string; message: string };
+  }): Promise<void>;
+  ensureWorkflow(request: {
+    requestKey: string;
+    workflow: string;
+    input: JsonValue;
+  }): Promise<ChildWorkflowRef>;
+}
+
+export async function runReconcile(
+  definition: ControllerDefinition,
+  resource: Resource,
+  ports: ReconcilePorts,
+  signal: AbortSignal,
+  now: () => number,
+): Promise<ReconcileOutcome> {
+  let result: unknown;
+  try {
+    result = await definition.reconcile(reconcileContext(ports, signal), resource);
+  } catch (error) {
+    return failure(error, "reconcileFailed");
+  }
+  try {
+    return outcomeOf(result, resource, now);
+  } catch (error) {
+    return failure(error, "invalidResult");
+  }
+}
+
+function failure(error: unknown, code: string): ReconcileOutcome {
+  return {
+    kind: "error",
+    error: {
+      code: error instanceof NodeFailure ? error.code : code,
+      message: errorMessage(error, 2000),
+    },
+  };
+}
+
+function reconcileContext(ports: ReconcilePorts, signal: AbortSignal): ReconcileContext {
+  return {
+    signal,
+    effects: { ensure: (effect) => ensureEffect(ports, signal, effect) },
+    workflows: {
+      ensure: async (request) => {
+        const key = parseWith(ResourceKeySchema, request?.requestKey, "requestKey");
+        if (!key.ok) throw new NodeFailure("invalidRequest", `workflows.ensure: ${key.error}`);
+        if (typeof request.workflow !== "string" || request.workflow.trim() === "") {
+          throw new NodeFailure(
+            "invalidRequest",
+            "workflows.ensure: workflow must be a name or path",
+          );
+        }
+        return await ports.ensureWorkflow({
+          requestKey: key.value,
+          workflow: request.workflow,
+          input: toJson(request.input ?? null, "workflow input"),
+        });
+      },
+    },
+    settled: (patch) => ({ kind: "settled", ...(patch ? { patch } : {}) }),
+    requeue: (patch) => ({ kind: "requeue", ...(patch ? { patch } : {}) }),
+    requeueAfter: (ms, patch) => {
+      if (!Number.isSafeInteger(ms) || ms < 1 || ms > MAX_REQUEUE_AFTER_MS) {
+        throw new TypeError(
+          `requeueAfter: expected a whole number of milliseconds from 1 to ${MAX_REQUEUE_AFTER_MS}`,
+        );
+      }
+      return { kind: "requeue", afterMs: ms, ...(patch ? { patch } : {}) };
+    },
+  };
+}
+
+async function ensureEffect(
+  ports: ReconcilePorts,
+  signal: AbortSignal,
+  effect: EffectRequest,
+): Promise<EffectResult> {
+  if (typeof effect?.key !== "string" || effect.key.length < 1 || effect.key.length > 1000) {
+    throw new NodeFailure("invalidEffect", "effects.ensure: key must be 1-1000 characters");
+  }
+  if (typeof effect.kind !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(effect.kind)) {
+    throw new NodeFailure(
+      "invalidEffect",
+      "effects.ensure: kind must be 1-200 of [A-Za-z0-9._:-], e.g. file.write",
+    );
+  }
+  if (typeof effect.apply !== "function") {
+    throw new NodeFailure("invalidEffect", "effects.ensure: apply must be a function");
+  }
+  if (effect.observe !== undefined && typeof effect.observe !== "function") {
+    throw new NodeFailure("invalidEffect", "effects.ensure: observe must be a function");
+  }
+  const { key, kind } = effect;
+  const request = toJson(effect.request, "effect request");
+  const reservation = await ports.reserveEffect({
+    kind,
+    key,
+    requestFingerprint: fingerprint({ kind, key, request }),
+    contract: effect.observe ? "readBack" : "idempotencyKey",
+  });
+  const done = (state: EffectResult["state"], receipt: JsonValue | null, adopted: boolean) => ({
+    key,
+    kind,
+    effectId: reservation.effectId,
+    state,
+    receipt,
+    adopted,
+  });
+  if (reservation.state !== "reserved") {
+    return done(reservation.state, "receipt" in reservation ? reservation.receipt : null, true);
+  }
+  if (effect.observe) {
+    const observed = await effect.observe(signal);
+    if (observed !== null && observed !== undefined) {
+      const receipt = toJson(observed, "observed effect receipt");
+      await ports.settleEffect({ effectId: reservation.effectId, outcome: "applied", receipt });
+      return done("applied", receipt, true);
+    }
+  }
+  let output: unknown;
+  try {
+    output = await effect.apply(signal);
+  } catch (error) {
+    // Aborted: the outcome is unknown, the host decides (pending or ambiguous).
+    if (!signal.aborted) {
+      await ports.settleEffect({
+        effectId: reservation.effectId,
+        outcome: "rejected",
+        error: { code: "effectRejected", message: errorMessage(error, 2000) },
+      });
+    }
+    throw error;
+  }
+  const receipt = toJson(output ?? null, "effect receipt");
+  await ports.settleEffect({ effectId: reservation.effectId, outcome: "applied", receipt });
+  return done("applied", receipt, false);
+}
+
+function outcomeOf(result: unknown, resource: Resource, now: () => number): ReconcileOutcome {
+  const r = result as ReconcileResult | null;
+  if (typeof r !== "object" || r === null || (r.kind !== "settled" && r.kind !== "requeue")) {
+    throw new NodeFailure(
+      "invalidResult",
+      "reconcile must return ctx.settled(), ctx.requeue() or ctx.requeueAfter(ms)",
+    );
+  }
+  const patch = (r.patch ?? {}) as StatusPatch;
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
+    throw new NodeFailure("invalidResult", "the status patch must be an object");
+  }
+  const merged = applyStatusPatch(
+    resource.status,
+    {
+      ...patch,
+      ...(Object.hasOwn(patch, "controllerStatus")
+        ? { controllerStatus: toJson(patch.controllerStatus, "controllerStatus") }
+        : {}),
+    },
+    resource.metadata.generation,
+    new Date(now()).toISOString(),
+  );
+  const status = parseWith(ResourceStatusSchema, merged, "status");
+  if (!status.ok) throw new NodeFailure("invalidResult", `Invalid status patch: ${status.error}`);
+  let finalizers: string[] | undefined;
+  if (patch.finalizers !== undefined) {
+    const parsed = parseWith(FinalizersSchema, patch.finalizers, "finalizers");
+    if (!parsed.ok) throw new NodeFailure("invalidResult", `Invalid status patch: ${parsed.error}`);
+    finalizers = parsed.value;
+  }
+  return {
+    kind: r.kind,
+    status: status.value as ResourceStatus,
+    ...(finalizers !== undefined ? { finalizers } : {}),
+    ...(r.kind === "requeue" && r.afterMs !== undefined ? { afterMs: r.afterMs } : {}),
+  };
+}

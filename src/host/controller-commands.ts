@@ -1,0 +1,214 @@
+/**
+ * `controller.list`, `controller.get`, `controller.apply`, `controller.reconcile` and
+ * `controller.delete`. Apply has a supervised resolver child load the controller (the host runs
+ * no controller code), then checks, before it commits, that the resolved source is still the one
+ * the discovery rules find and that every file still has the hash it was loaded with (and, when
+ * the caller named one, the exact digest). Each change commits with its receipt in one
+ * transaction; the scheduler is woken after.
+ */
+import { realpathSync } from "node:fs";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { HostRequest } from "../protocol/host-request.ts";
+import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { resolveControllerRef } from "../controllers/discovery.ts";
+import { controllerSourceDigest } from "../controllers/source-identity.ts";
+import {
+  listControllers,
+  listResources,
+  readResourceDetail,
+} from "../state/controllers/controller-queries.ts";
+import { resourceNotFound } from "../state/controllers/errors.ts";
+import {
+  applyResource,
+  type ApplyResourceResult,
+  requestDeletion,
+  requestReconcile,
+  type ResourceCommandOptions,
+} from "../state/controllers/resources.ts";
+import type { CommandReceiptInput } from "../state/host-commands.ts";
+import { describeSourceChanges, verifySourceIdentity } from "../workflows/sources/identity.ts";
+import type { ControllerResolution } from "./supervision/controllers/api.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+
+type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>[
+  "payload"
+];
+
+function reject(rt: HostRuntime, request: HostRequest, code: string, message: string) {
+  return failureResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    outcome: "rejected",
+    code,
+    message,
+  });
+}
+
+function answer(rt: HostRuntime, request: HostRequest, receipt: JsonValue, revision?: number) {
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    ...(revision !== undefined ? { revision } : {}),
+    receipt: receipt as Record<string, JsonValue>,
+  });
+}
+
+/** The canonical project path, or null when the directory does not exist. */
+function projectOf(cwd: string): string | null {
+  try {
+    return realpathSync(cwd);
+  } catch {
+    return null;
+  }
+}
+
+const NO_PROJECT = "The project directory (cwd) does not exist";
+
+export function controllerListQuery(rt: HostRuntime, request: HostRequest): HostResponse {
+  const payload = request.payload as Payload<"controller.list">;
+  const projectPath = projectOf(payload.cwd);
+  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+  const controllers = listControllers(rt.store, projectPath)
+    .filter((c) => payload.controller === undefined || c.name === payload.controller);
+  const resources = listResources(rt.store, {
+    projectPath,
+    ...(payload.controller !== undefined ? { name: payload.controller } : {}),
+  });
+  return answer(rt, request, { controllers, resources } as unknown as JsonValue);
+}
+
+export function controllerGetQuery(rt: HostRuntime, request: HostRequest): HostResponse {
+  const payload = request.payload as Payload<"controller.get">;
+  const projectPath = projectOf(payload.cwd);
+  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+  const detail = readResourceDetail(rt.store, {
+    projectPath,
+    name: payload.controller,
+    key: payload.key,
+    ...(payload.events !== undefined ? { events: payload.events } : {}),
+  });
+  if (!detail) throw resourceNotFound(payload.controller, payload.key);
+  return answer(
+    rt,
+    request,
+    detail as unknown as JsonValue,
+    detail.resource.metadata.resourceVersion,
+  );
+}
+
+export async function applyControllerCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+  receipt: CommandReceiptInput,
+): Promise<HostResponse> {
+  const payload = request.payload as Payload<"controller.apply">;
+  const projectPath = projectOf(payload.cwd);
+  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+  const spec = (payload.spec ?? null) as JsonValue;
+  const resolved = await rt.supervision.controllers.resolve({
+    controller: payload.controller,
+    cwd: projectPath,
+    spec,
+  });
+  if (!resolved.ok) return reject(rt, request, resolved.code, resolved.message);
+  const problem = sourceProblem(resolved, payload.controller, projectPath, payload.sourceDigest);
+  if (problem !== null) return reject(rt, request, "sourceChanged", problem);
+  const body = (r: ApplyResourceResult) =>
+    ({
+      resource: r.resource,
+      created: r.created,
+      changed: r.changed,
+      repinned: r.repinned,
+      sourceDigest: resolved.sourceDigest,
+    }) as unknown as JsonValue;
+  const result = applyResource(rt.store, {
+    controller: {
+      projectPath,
+      name: resolved.name,
+      sourceRef: resolved.sourceRef,
+      source: resolved.source as unknown as JsonValue,
+      sourceDigest: resolved.sourceDigest,
+      timeoutMs: resolved.timeoutMs,
+    },
+    key: payload.key,
+    spec,
+    initialStatus: resolved.initialStatus,
+    expectedResourceVersion: request.expectedRevision,
+    receipt: { input: receipt, body },
+  });
+  rt.log("controller.applied", {
+    controller: resolved.name,
+    created: result.created,
+    changed: result.changed,
+    repinned: result.repinned,
+  });
+  if (result.changed || result.repinned) rt.supervision.controllers.wake();
+  return answer(rt, request, body(result), result.resource.metadata.resourceVersion);
+}
+
+/**
+ * Why the resolved source must not be pinned, or null: the discovery rules must still find the
+ * same file, every file must still hash as loaded, and the digest must be the caller's.
+ */
+function sourceProblem(
+  resolved: Extract<ControllerResolution, { ok: true }>,
+  reference: string,
+  projectPath: string,
+  expectedDigest: string | undefined,
+): string | null {
+  let found: string;
+  try {
+    found = resolveControllerRef(reference, { cwd: projectPath, agentDir: resolved.agentDir });
+  } catch {
+    return "Controller source changed while it was resolved: the file is gone; apply again";
+  }
+  if (
+    found !== resolved.sourceRef || resolved.source.root.kind !== "file" ||
+    resolved.source.root.path !== found
+  ) {
+    return "Controller source changed while it was resolved: another file now has this name; " +
+      "apply again";
+  }
+  const check = verifySourceIdentity(resolved.source);
+  if (!check.ok) {
+    return `${describeSourceChanges(check.changed)} while the controller was resolved; apply again`;
+  }
+  if (controllerSourceDigest(resolved.source) !== resolved.sourceDigest) {
+    return "Controller source digest does not match its files; apply again";
+  }
+  if (expectedDigest !== undefined && expectedDigest !== resolved.sourceDigest) {
+    return `Controller source is ${resolved.sourceDigest}, not the expected ${expectedDigest}`;
+  }
+  return null;
+}
+
+/** `controller.reconcile` and `controller.delete`: one resource transition with its receipt. */
+function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }>(
+  transition: (store: HostRuntime["store"], opts: ResourceCommandOptions<R>) => R,
+  body: (result: R) => JsonValue,
+) {
+  return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
+    const payload = request.payload as Payload<"controller.reconcile">;
+    const projectPath = projectOf(payload.cwd);
+    if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+    const result = transition(rt.store, {
+      projectPath,
+      name: payload.controller,
+      key: payload.key,
+      expectedResourceVersion: request.expectedRevision,
+      receipt: { input: receipt, body },
+    });
+    rt.supervision.controllers.wake();
+    return answer(rt, request, body(result), result.resource.metadata.resourceVersion);
+  };
+}
+
+export const reconcileControllerCommand = resourceCommand(
+  requestReconcile,
+  (r) => ({ resource: r.resource }) as unknown as JsonValue,
+);
+
+export const deleteControllerCommand = resourceCommand(
+  requestDeletion,
+  (r) => ({ resource: r.resource, removed: r.removed }) as unknown as JsonValue,
+);

@@ -1,0 +1,139 @@
+/**
+ * One controller worker process, from the host's side: the epoch is recorded before the spawn,
+ * the child gets its own process group and bounded output files, and the launch envelope (the
+ * pinned source it must verify) is its first frame. The durable record is `controller_workers`;
+ * this holds what only the live host knows (the child, its reconciles, its timers).
+ */
+import { join } from "node:path";
+import type { Claim } from "../../../state/claims.ts";
+import {
+  type PinnedController,
+  recordControllerWorkerProcess,
+  startControllerWorker,
+} from "../../../state/controllers/controller-workers.ts";
+import { writeFrame } from "../../../protocol/framing.ts";
+import {
+  CONTROLLER_LAUNCH_SCHEMA,
+  CONTROLLER_PROTOCOL_VERSION,
+  type ControllerLaunch,
+} from "../../../protocol/controller-worker.ts";
+import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
+import type { HostContext } from "../api.ts";
+import { childEnvironment } from "../child-environment.ts";
+import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
+import { formatStartIdentity, type ProcessIdentity } from "../../../os/process-identity.ts";
+import { type SpawnedWorker, spawnWorkerProcess } from "../worker-process.ts";
+
+/** One reconcile the host has assigned to a controller worker. */
+export interface ActiveReconcile {
+  /** `<uid>:<generation>`. */
+  id: string;
+  uid: string;
+  claim: Claim;
+  /** The version the reconcile read: the compare-and-set token of its status write. */
+  resourceVersion: number;
+  consecutiveErrors: number;
+  /** The host committed the end of this claim (result, deadline, interruption). */
+  ended: boolean;
+  timers: Set<ReturnType<typeof setTimeout>>;
+}
+
+export type ControllerWorkerStop = "idle" | "repinned" | "shutdown" | "stuck" | "startup";
+
+export interface ControllerWorker {
+  controllerId: string;
+  controllerName: string;
+  projectPath: string;
+  sourceDigest: string;
+  timeoutMs: number;
+  workerEpoch: string;
+  spawned: SpawnedWorker;
+  identity: ProcessIdentity | null;
+  ready: boolean;
+  /** The worker reported its source changed or failed to load; it exits by itself. */
+  blocked: boolean;
+  /** Why the host stops it (null: it runs, or it exited on its own). */
+  stopReason: ControllerWorkerStop | null;
+  /** Reconciles assigned and not yet reported finished by the worker (ended ones included). */
+  reconciles: Map<string, ActiveReconcile>;
+  /** When it last had nothing to do (idle stop). */
+  idleSince: number;
+  timers: Set<ReturnType<typeof setTimeout>>;
+  /** Resolves once the process is gone and exit handling is done. */
+  done: Promise<void>;
+}
+
+export interface LaunchControllerOptions {
+  command: (args: string[]) => { command: string; args: string[] };
+  env: NodeJS.ProcessEnv;
+  onOutputExceeded(worker: ControllerWorker): void;
+}
+
+/** Records the epoch, spawns the worker and sends the launch envelope. */
+export function launchControllerWorker(
+  ctx: HostContext,
+  controller: PinnedController,
+  opts: LaunchControllerOptions,
+): ControllerWorker {
+  const workerEpoch = ctx.ids.next("cwep");
+  startControllerWorker(ctx.store, {
+    workerEpoch,
+    controllerId: controller.controllerId,
+    sourceDigest: controller.sourceDigest,
+  });
+  const command = opts.command(["worker", "--controller"]);
+  const worker = {} as ControllerWorker;
+  const spawned = spawnWorkerProcess({
+    command: command.command,
+    args: command.args,
+    // The host's allowlisted base environment (like a run without a recorded one), never all
+    // of the host's: the host may have been started from any terminal.
+    env: childEnvironment(baseRunEnvironment(process.env), opts.env),
+    cwd: controller.projectPath,
+    logDir: join(ctx.stateDir, "workers"),
+    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    onOutputExceeded: () => opts.onOutputExceeded(worker),
+  });
+  if (spawned.identity) {
+    recordControllerWorkerProcess(ctx.store, {
+      workerEpoch,
+      pid: spawned.identity.pid,
+      startIdentity: formatStartIdentity(spawned.identity),
+    });
+  }
+  Object.assign(
+    worker,
+    {
+      controllerId: controller.controllerId,
+      controllerName: controller.name,
+      projectPath: controller.projectPath,
+      sourceDigest: controller.sourceDigest,
+      timeoutMs: controller.timeoutMs,
+      workerEpoch,
+      spawned,
+      identity: spawned.identity,
+      ready: false,
+      blocked: false,
+      stopReason: null,
+      reconciles: new Map(),
+      idleSince: ctx.clock.now(),
+      timers: new Set(),
+      done: Promise.resolve(),
+    } satisfies ControllerWorker,
+  );
+  const launch: ControllerLaunch = {
+    schema: CONTROLLER_LAUNCH_SCHEMA,
+    workerEpoch,
+    controllerId: controller.controllerId,
+    controllerName: controller.name,
+    projectPath: controller.projectPath,
+    source: JSON.parse(controller.sourceJson) as WorkflowSource,
+    sourceDigest: controller.sourceDigest,
+    protocolVersion: CONTROLLER_PROTOCOL_VERSION,
+  };
+  writeFrame(spawned.channel, launch).catch(() => {
+    // The child died before reading: its exit is handled like a crash.
+  });
+  return worker;
+}

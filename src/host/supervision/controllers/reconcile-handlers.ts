@@ -1,0 +1,143 @@
+/**
+ * What each reconcile proposal commits, under the reconcile's own claim (the host holds it; the
+ * worker never writes): effects, child workflows and the result. A fenced reconcile gets
+ * `ClaimLostError` from the transition and nothing changes.
+ */
+import { fingerprint, type JsonValue } from "../../../protocol/canonical-json.ts";
+import type { ControllerMessage, ReconcileOutcome } from "../../../protocol/controller-worker.ts";
+import {
+  ensureChildRequest,
+  failChildRequest,
+  startChildRun,
+} from "../../../state/controllers/child-workflows.ts";
+import {
+  reserveReconcileEffect,
+  settleReconcileEffect,
+} from "../../../state/controllers/reconcile-effects.ts";
+import {
+  finishReconcile,
+  type ReconcileEndResult,
+} from "../../../state/controllers/reconcile-end.ts";
+import { canonicalWorkflowRef } from "../../../workflows/sources/identity.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
+import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
+
+export interface ReconcileHandlerDeps {
+  /** The workflow source resolver (a supervised child), for child runs. */
+  resolveWorkflow(request: ResolveRequest): Promise<ResolveResult>;
+  /** Backoff after `errors` errors in a row. */
+  retryDelayMs(errors: number): number;
+  /** A child run was enqueued: the run scheduler should look. */
+  wakeRuns(): void;
+  /** The reconcile's end committed. */
+  onEnded(worker: ControllerWorker, reconcile: ActiveReconcile, end: ReconcileEndResult): void;
+}
+
+type ReconcileMessage = Extract<
+  ControllerMessage,
+  { kind: "effect.reserve" | "effect.settle" | "workflow.ensure" | "reconcile.finished" }
+>;
+
+export async function applyReconcileMessage(
+  ctx: HostContext,
+  deps: ReconcileHandlerDeps,
+  worker: ControllerWorker,
+  reconcile: ActiveReconcile,
+  message: ReconcileMessage,
+): Promise<JsonValue | undefined> {
+  const { store } = ctx;
+  const { claim, uid } = reconcile;
+  switch (message.kind) {
+    case "effect.reserve": {
+      const p = message.payload;
+      const result = reserveReconcileEffect(store, claim, {
+        uid,
+        kind: p.kind,
+        key: p.key,
+        requestFingerprint: p.requestFingerprint,
+      });
+      return result.decision === "apply"
+        ? { effectId: result.effectId, state: "reserved" }
+        : result.decision === "adopt"
+        ? { effectId: result.effectId, state: result.state, receipt: result.receipt }
+        : { effectId: result.effectId, state: result.state };
+    }
+    case "effect.settle": {
+      const p = message.payload;
+      settleReconcileEffect(store, claim, {
+        uid,
+        effectId: p.effectId,
+        outcome: p.outcome,
+        ...(p.receipt !== undefined ? { receipt: p.receipt } : {}),
+        ...(p.error ? { errorCode: p.error.code } : {}),
+      });
+      return undefined;
+    }
+    case "workflow.ensure":
+      return await ensureChildWorkflow(ctx, deps, worker, reconcile, message.payload);
+    case "reconcile.finished": {
+      const end = finishReconcile(store, claim, {
+        uid,
+        expectedResourceVersion: reconcile.resourceVersion,
+        outcome: message.payload.outcome as ReconcileOutcome,
+        retryDelayMs: deps.retryDelayMs(reconcile.consecutiveErrors + 1),
+      });
+      deps.onEnded(worker, reconcile, end);
+      return { conflict: end.conflict, removed: end.removed };
+    }
+  }
+}
+
+async function ensureChildWorkflow(
+  ctx: HostContext,
+  deps: ReconcileHandlerDeps,
+  worker: ControllerWorker,
+  reconcile: ActiveReconcile,
+  request: { requestKey: string; workflow: string; input: JsonValue },
+): Promise<JsonValue> {
+  const { store } = ctx;
+  const { claim, uid } = reconcile;
+  const decision = ensureChildRequest(store, claim, {
+    uid,
+    requestKey: request.requestKey,
+    workflow: request.workflow,
+    inputFingerprint: fingerprint(request.input),
+  });
+  if (decision.kind === "existing") return decision.ref;
+  const resolved = await deps.resolveWorkflow({
+    workflow: request.workflow,
+    input: request.input,
+    cwd: worker.projectPath,
+  });
+  const target = { uid, requestId: decision.requestId, attempt: decision.attempt };
+  if (!resolved.ok) {
+    return failChildRequest(store, claim, {
+      ...target,
+      error: { code: resolved.code, message: resolved.message },
+    });
+  }
+  const ref = startChildRun(store, claim, {
+    ...target,
+    run: {
+      workflowName: resolved.workflowName,
+      workflowRef: canonicalWorkflowRef(resolved.workflowSource, request.workflow),
+      title: resolved.title,
+      projectPath: worker.projectPath,
+      workflowSource: resolved.workflowSource as JsonValue,
+      definitionDigest: resolved.definitionDigest,
+      input: resolved.input as JsonValue,
+      inputHash: resolved.inputHash,
+    },
+    ...(resolved.needsInteractive
+      ? {
+        blocked: {
+          reason: "unsupportedInput" as const,
+          detail: `Workflow "${resolved.workflowName}" has an assistant-message step, which ` +
+            "needs an origin Pi session; a controller's child runs headless (cancel this run)",
+        },
+      }
+      : {}),
+  });
+  deps.wakeRuns();
+  return ref;
+}

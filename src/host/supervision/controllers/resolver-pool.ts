@@ -1,0 +1,158 @@
+/**
+ * The controller source resolver: a supervised `pi-workflows worker --resolve-controller` child
+ * (own process group, bounded output) that loads controllers for `controller.apply`, so the host
+ * never runs controller code. One child serves a series of requests and is kept for a short idle
+ * period (applying many resources then costs one process start, not one each); it reloads a
+ * controller whenever a file of its source changed. A request that is not answered within the
+ * startup deadline stops the child.
+ */
+import { join } from "node:path";
+import { readFrames, writeFrame } from "../../../protocol/framing.ts";
+import {
+  CONTROLLER_RESOLVE_REQUEST_SCHEMA,
+  parseControllerResolveResult,
+} from "../../../protocol/controller-resolve.ts";
+import type { HostContext } from "../api.ts";
+import { childEnvironment } from "../child-environment.ts";
+import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
+import type { ProcessRegistry } from "../process-registry.ts";
+import { stopProcessGroup } from "../../../os/stop-group.ts";
+import { removeEmptyLogs, type SpawnedWorker, spawnWorkerProcess } from "../worker-process.ts";
+import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
+
+export interface ResolverPoolDeps {
+  command: (args: string[]) => { command: string; args: string[] };
+  env: NodeJS.ProcessEnv;
+  registry: ProcessRegistry;
+  idleMs: number;
+}
+
+export interface ResolverPool {
+  resolve(input: ControllerResolveInput): Promise<ControllerResolution>;
+  /** Resolver children alive (0 or 1). */
+  count(): number;
+  shutdown(): Promise<void>;
+}
+
+interface Child {
+  spawned: SpawnedWorker;
+  pending: Map<string, (answer: ControllerResolution) => void>;
+  gone: boolean;
+  stopped: Promise<void>;
+}
+
+export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): ResolverPool {
+  let child: Child | null = null;
+  let idleTimer: ReturnType<typeof setTimeout> | null = null;
+
+  const stop = (c: Child): Promise<void> => {
+    if (child === c) child = null;
+    if (!c.gone) {
+      c.gone = true;
+      c.spawned.channel.destroy();
+    }
+    return c.stopped;
+  };
+
+  const spawnChild = (): Child => {
+    const command = deps.command(["worker", "--resolve-controller"]);
+    const c = { gone: false } as Child;
+    const spawned = spawnWorkerProcess({
+      command: command.command,
+      args: command.args,
+      // The host's allowlisted base environment (like a run without a recorded one), never all
+      // of the host's: the host may have been started from any terminal.
+      env: childEnvironment(baseRunEnvironment(process.env), deps.env),
+      cwd: ctx.stateDir,
+      logDir: join(ctx.stateDir, "workers"),
+      logStem: ctx.ids.next("cresolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
+      maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+      onOutputExceeded: () => void stop(c),
+    });
+    const identity = spawned.identity;
+    if (identity) deps.registry.register({ identity, kind: "resolver", runId: null });
+    const pending = new Map<string, (answer: ControllerResolution) => void>();
+    c.spawned = spawned;
+    c.pending = pending;
+    c.stopped = (async () => {
+      try {
+        for await (const frame of readFrames(spawned.channel)) {
+          if (!frame.ok) break;
+          const parsed = parseControllerResolveResult(frame.value);
+          if (!parsed.ok) break;
+          const { schema: _schema, requestId, ...answer } = parsed.value;
+          pending.get(requestId)?.(answer as ControllerResolution);
+          pending.delete(requestId);
+        }
+      } catch {
+        // the channel failed: the child is stopped below
+      }
+      c.gone = true;
+      if (child === c) child = null;
+      for (const answer of pending.values()) {
+        answer(failure("workerCrashed", "the resolver stopped without an answer"));
+      }
+      pending.clear();
+      spawned.channel.destroy();
+      if (identity) {
+        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+        deps.registry.unregister(identity);
+      }
+      await spawned.exited;
+      removeEmptyLogs(spawned.logFiles);
+    })();
+    return c;
+  };
+
+  const armIdle = () => {
+    if (idleTimer) clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      idleTimer = null;
+      if (child && child.pending.size === 0) void stop(child);
+    }, deps.idleMs);
+    idleTimer.unref();
+  };
+
+  return {
+    async resolve(input) {
+      const c = child && !child.gone ? child : (child = spawnChild());
+      const requestId = ctx.ids.next("cres");
+      const answer = new Promise<ControllerResolution>((resolve) => {
+        c.pending.set(requestId, resolve);
+      });
+      const deadline = setTimeout(() => {
+        const waiting = c.pending.get(requestId);
+        if (!waiting) return;
+        c.pending.delete(requestId);
+        waiting(failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`));
+        void stop(c);
+      }, ctx.options.workerStartupMs);
+      try {
+        await writeFrame(c.spawned.channel, {
+          schema: CONTROLLER_RESOLVE_REQUEST_SCHEMA,
+          requestId,
+          controller: input.controller,
+          cwd: input.cwd,
+          spec: input.spec,
+        });
+      } catch {
+        // The child is gone: its reader answers every pending request.
+      }
+      try {
+        return await answer;
+      } finally {
+        clearTimeout(deadline);
+        armIdle();
+      }
+    },
+    count: () => (child && !child.gone ? 1 : 0),
+    async shutdown() {
+      if (idleTimer) clearTimeout(idleTimer);
+      if (child) await stop(child);
+    },
+  };
+}
+
+function failure(code: string, detail: string): ControllerResolution {
+  return { ok: false, code, message: `Controller not resolved: ${detail}` };
+}

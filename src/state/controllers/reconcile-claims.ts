@@ -1,0 +1,272 @@
+/**
+ * Reconcile claims. A reconcile of one resource holds the lease `reconcile:<uid>` (owner: the
+ * host, generation + 1 per claim, renewed by the host timer). Every write a reconcile proposes
+ * (effects, child workflows, its result) is a `reconcileWrite`: the exact live claim is checked
+ * and renewed in the same transaction as the change, so a fenced reconcile changes nothing.
+ */
+import {
+  acquireClaimInTx,
+  type Claim,
+  readLease,
+  releaseLeaseInTx,
+  renewClaimInTx,
+} from "../claims.ts";
+import { ClaimLostError } from "../errors.ts";
+import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import type { ControllerResource } from "../../protocol/controller-resource.ts";
+import {
+  appendControllerEvent,
+  readResourceRow,
+  reconcileLease,
+  removeIfDeletableInTx,
+  type ResourceRow,
+  toResource,
+} from "./controller-records.ts";
+
+export interface DueReconcile {
+  uid: string;
+  controllerId: string;
+}
+
+/** Resources due for a reconcile now (oldest first), of controllers that are not blocked. */
+export function listDueReconciles(store: StateStore, now: number, limit: number): DueReconcile[] {
+  return queryAll<{ uid: string; controller_id: string }>(
+    store,
+    "SELECT q.uid, r.controller_id FROM controller_queue q JOIN controller_resources r " +
+      "ON r.uid = q.uid JOIN controllers c ON c.controller_id = r.controller_id " +
+      "WHERE q.pending = 1 AND q.claim_version IS NULL AND q.available_at <= :now " +
+      "AND c.blocked_reason IS NULL ORDER BY q.available_at LIMIT :limit",
+    { now, limit: Math.max(0, Math.floor(limit)) },
+  ).map((r) => ({ uid: r.uid, controllerId: r.controller_id }));
+}
+
+/** The earliest time a reconcile falls due (now or later), or null when none is pending. */
+export function nextReconcileDue(store: StateStore): number | null {
+  return queryOne<{ at: number | null }>(
+    store,
+    "SELECT MIN(q.available_at) AS at FROM controller_queue q WHERE q.pending = 1 " +
+      "AND q.claim_version IS NULL AND NOT EXISTS (SELECT 1 FROM controller_resources r JOIN " +
+      "controllers c ON c.controller_id = r.controller_id WHERE r.uid = q.uid " +
+      "AND c.blocked_reason IS NOT NULL)",
+  )?.at ?? null;
+}
+
+export interface ReconcileClaim {
+  claim: Claim;
+  uid: string;
+  controllerId: string;
+  /** The resource as the reconcile sees it (its version is the compare-and-set token). */
+  resource: ControllerResource;
+  /** Errors in a row before this reconcile (drives the backoff of the next one). */
+  consecutiveErrors: number;
+}
+
+export interface ClaimReconcilesOptions {
+  uids: readonly string[];
+  ownerId: string;
+  ttlMs: number;
+  /** A fresh secret token per claim. */
+  token: () => string;
+}
+
+/**
+ * Claims due resources for reconciles, in one transaction. A resource that is no longer due or
+ * is claimed by someone else is skipped. Event `reconcile.started` per claim.
+ */
+export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions): ReconcileClaim[] {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const claims: ReconcileClaim[] = [];
+    for (const uid of opts.uids) {
+      const queue = queryOne<{ version: number; consecutive_errors: number }>(
+        store,
+        "SELECT version, consecutive_errors FROM controller_queue WHERE uid = :uid AND " +
+          "pending = 1 AND claim_version IS NULL AND available_at <= :now",
+        { uid, now },
+      );
+      const row = queue && readResourceRow(store, uid);
+      if (!queue || !row || row.removed_at !== null) continue;
+      const lease = readLease(store, reconcileLease(uid));
+      if (lease?.token_hash && (lease.expires_at ?? 0) > now) continue;
+      const claim = acquireClaimInTx(store, {
+        resource: reconcileLease(uid),
+        ownerType: "host",
+        ownerId: opts.ownerId,
+        token: opts.token(),
+        ttlMs: opts.ttlMs,
+      }, now);
+      execute(
+        store,
+        "UPDATE controller_queue SET pending = 0, claim_version = version, updated_at = :now " +
+          "WHERE uid = :uid",
+        { uid, now },
+      );
+      appendControllerEvent(store, uid, row.resource_version, "reconcile.started", {
+        generation: claim.generation,
+      }, now);
+      claims.push({
+        claim,
+        uid,
+        controllerId: row.controller_id,
+        resource: toResource(row),
+        consecutiveErrors: queue.consecutive_errors,
+      });
+    }
+    return claims;
+  });
+}
+
+export interface ReconcileTx {
+  now: number;
+  row: ResourceRow;
+}
+
+/**
+ * A write proposed by a reconcile: checks that `claim` is still the exact live claim of the
+ * resource and renews it, then applies `change`, all in one transaction. Throws
+ * `ClaimLostError` (nothing changed) when the reconcile was fenced.
+ */
+export function reconcileWrite<T>(
+  store: StateStore,
+  claim: Claim,
+  uid: string,
+  change: (tx: ReconcileTx) => T,
+): T {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    if (claim.resource !== reconcileLease(uid)) {
+      throw new ClaimLostError(null, claim.generation, "missingAuthority");
+    }
+    renewClaimInTx(store, claim, now);
+    const row = readResourceRow(store, uid);
+    if (!row) throw new ClaimLostError(null, claim.generation, "missingAuthority");
+    return change({ now, row });
+  });
+}
+
+export interface QueueAfter {
+  /** Whether another reconcile is wanted. */
+  pending: boolean;
+  /** When it is due (epoch ms), when pending. */
+  availableAt: number;
+}
+
+/**
+ * Ends the claim of a reconcile inside its transaction: the queue row takes `next` (a request
+ * that arrived during the reconcile makes it due at once), the lease is released, and a resource
+ * being deleted whose finalizers are empty is removed. Returns whether it was removed.
+ */
+export function endClaimInTx(
+  store: StateStore,
+  uid: string,
+  now: number,
+  next: QueueAfter,
+  errors: { count: "reset" | "keep" | "increase"; code?: string; message?: string },
+): boolean {
+  const queue = queryOne<{ version: number; claim_version: number | null }>(
+    store,
+    "SELECT version, claim_version FROM controller_queue WHERE uid = :uid",
+    { uid },
+  );
+  const requestedMeanwhile = queue !== undefined && queue.claim_version !== null &&
+    queue.version > queue.claim_version;
+  const pending = next.pending || requestedMeanwhile;
+  const availableAt = requestedMeanwhile ? now : next.availableAt;
+  execute(
+    store,
+    "UPDATE controller_queue SET pending = :pending, available_at = :availableAt, " +
+      "claim_version = NULL, consecutive_errors = CASE :count WHEN 'reset' THEN 0 " +
+      "WHEN 'increase' THEN consecutive_errors + 1 ELSE consecutive_errors END, " +
+      "last_error_code = CASE :count WHEN 'reset' THEN NULL WHEN 'increase' THEN :code " +
+      "ELSE last_error_code END, last_error_message = CASE :count WHEN 'reset' THEN NULL " +
+      "WHEN 'increase' THEN :message ELSE last_error_message END, updated_at = :now " +
+      "WHERE uid = :uid",
+    {
+      uid,
+      pending: pending ? 1 : 0,
+      availableAt,
+      count: errors.count,
+      code: errors.code ?? null,
+      message: errors.message?.slice(0, 8192) ?? null,
+      now,
+    },
+  );
+  releaseLeaseInTx(store, reconcileLease(uid), now);
+  return removeIfDeletableInTx(store, uid, now);
+}
+
+/** Resources whose reconcile claim expired without an end (a host or worker that died). */
+export function listExpiredReconciles(store: StateStore, now: number): string[] {
+  return queryAll<{ uid: string }>(
+    store,
+    "SELECT q.uid FROM controller_queue q LEFT JOIN leases l ON l.resource = 'reconcile:' || " +
+      "q.uid WHERE q.claim_version IS NOT NULL AND (l.token_hash IS NULL OR l.expires_at <= :now)",
+    { now },
+  ).map((r) => r.uid);
+}
+
+/**
+ * Recovery of an expired reconcile claim: a control claim proves the old lease expired and
+ * fences its owner; effects it left applying return to pending (retried under their key, read
+ * back first when they can be); the resource is due again now.
+ */
+export function recoverExpiredReconcile(
+  store: StateStore,
+  opts: { uid: string; ownerId: string; token: string; ttlMs: number },
+): boolean {
+  return writeTransaction(store, () => {
+    const now = store.clock.now();
+    const lease = readLease(store, reconcileLease(opts.uid));
+    if (lease?.token_hash && (lease.expires_at ?? 0) > now) {
+      throw new ClaimLostError(null, lease.generation, "ownerChanged");
+    }
+    const control = acquireClaimInTx(store, {
+      resource: reconcileLease(opts.uid),
+      ownerType: "control",
+      ownerId: opts.ownerId,
+      token: opts.token,
+      ttlMs: opts.ttlMs,
+    }, now);
+    const row = readResourceRow(store, opts.uid);
+    if (row) {
+      releaseApplyingEffects(store, opts.uid, now);
+      appendControllerEvent(store, opts.uid, row.resource_version, "reconcile.recovered", {
+        generation: control.generation,
+      }, now);
+    }
+    endClaimInTx(store, opts.uid, now, { pending: true, availableAt: now }, { count: "keep" });
+    return true;
+  });
+}
+
+/** A reconcile that will run again: its applying effects go back to `pending`. */
+export function releaseApplyingEffects(store: StateStore, uid: string, now: number): number {
+  execute(
+    store,
+    "UPDATE effect_attempts SET state = 'cancelled', finished_at = :now WHERE state = 'applying' " +
+      "AND effect_id IN (SELECT effect_id FROM effects WHERE resource_uid = :uid)",
+    { uid, now },
+  );
+  return execute(
+    store,
+    "UPDATE effects SET state = 'pending', updated_at = :now WHERE resource_uid = :uid " +
+      "AND state = 'applying'",
+    { uid, now },
+  );
+}
+
+/** A reconcile that ended without settling an effect: its outcome cannot be proven. */
+export function markApplyingEffectsAmbiguous(store: StateStore, uid: string, now: number): number {
+  execute(
+    store,
+    "UPDATE effect_attempts SET state = 'ambiguous', finished_at = :now WHERE state = 'applying' " +
+      "AND effect_id IN (SELECT effect_id FROM effects WHERE resource_uid = :uid)",
+    { uid, now },
+  );
+  return execute(
+    store,
+    "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE resource_uid = :uid " +
+      "AND state = 'applying'",
+    { uid, now },
+  );
+}

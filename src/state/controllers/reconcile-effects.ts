@@ -1,0 +1,97 @@
+/**
+ * Managed effects of a reconcile (`ctx.effects.ensure`): the same records and rules as workflow
+ * effects (transitions/effect-records.ts), owned by the resource instead of a run attempt. The
+ * key is `controller:<uid>` + kind + the author's key, so a re-created resource (a new uid) never
+ * adopts the effects of an earlier one.
+ */
+import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { Claim } from "../claims.ts";
+import { encodeValue } from "../values.ts";
+import type { StateStore } from "../store.ts";
+import {
+  reserveEffectInTx,
+  type ReserveEffectResult,
+  settleEffectInTx,
+} from "../transitions/effect-records.ts";
+import { appendControllerEvent } from "./controller-records.ts";
+import { ControllerRefusal, resourceLabel } from "./errors.ts";
+import { reconcileWrite } from "./reconcile-claims.ts";
+
+export function controllerEffectKey(uid: string, kind: string, key: string): string {
+  return [`controller:${uid}`, kind, key].join("\u0000");
+}
+
+export interface ReserveReconcileEffectOptions {
+  uid: string;
+  kind: string;
+  key: string;
+  requestFingerprint: string;
+}
+
+export function reserveReconcileEffect(
+  store: StateStore,
+  claim: Claim,
+  opts: ReserveReconcileEffectOptions,
+): ReserveEffectResult {
+  return reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
+    const result = reserveEffectInTx(store, {
+      effectKey: controllerEffectKey(opts.uid, opts.kind, opts.key),
+      effectType: opts.kind,
+      requestFingerprint: opts.requestFingerprint,
+      owner: { resourceUid: opts.uid },
+      generation: claim.generation,
+      now,
+      refuseOtherRequest: () =>
+        new ControllerRefusal(
+          "rejected",
+          "effectKeyReused",
+          `Effect key ${opts.key} of ${
+            resourceLabel(row.name, row.resource_key)
+          } was already used with another request: use a new key for a new effect`,
+        ),
+    });
+    appendControllerEvent(store, opts.uid, row.resource_version, "effect.reserved", {
+      effectId: result.effectId,
+      kind: opts.kind,
+      decision: result.decision,
+    }, now);
+    return result;
+  });
+}
+
+export interface SettleReconcileEffectOptions {
+  uid: string;
+  effectId: string;
+  outcome: "applied" | "rejected";
+  receipt?: JsonValue;
+  errorCode?: string;
+}
+
+export function settleReconcileEffect(
+  store: StateStore,
+  claim: Claim,
+  opts: SettleReconcileEffectOptions,
+): void {
+  const receipt = opts.receipt === undefined ? null : encodeValue("effect receipt", opts.receipt);
+  reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
+    const settled = settleEffectInTx(store, {
+      effectId: opts.effectId,
+      owner: { resourceUid: opts.uid },
+      outcome: opts.outcome,
+      receiptJson: receipt,
+      errorCode: opts.errorCode ?? null,
+      now,
+    });
+    if (!settled) {
+      throw new ControllerRefusal(
+        "rejected",
+        "effectNotApplying",
+        `Effect ${opts.effectId} is not applying for ${resourceLabel(row.name, row.resource_key)}`,
+      );
+    }
+    appendControllerEvent(store, opts.uid, row.resource_version, "effect.settled", {
+      effectId: opts.effectId,
+      outcome: opts.outcome,
+    }, now);
+  });
+}

@@ -1,0 +1,144 @@
+/**
+ * The example controller (examples/file-sync.controller.ts with its child workflow) end to end
+ * through the CLI and a real host: apply keeps a file in sync through a child run and an effect,
+ * a source edit plus `controller reconcile` syncs again, `controller delete` waits for the
+ * finalizer, `doctor` is clean. Also the CLI's refusals: unknown resource, unknown controller, a
+ * source that changed while it was resolved, a compare-and-set on the resource version.
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+
+let home: TempHome;
+let project: string;
+
+const cli = (args: string[], timeoutMs = 90_000) =>
+  runCliProcess([...args, "--cwd", project], home.env, timeoutMs);
+
+beforeAll(() => {
+  home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "5000" });
+  project = join(home.root, "project");
+  const controllers = join(project, ".pi", "controllers");
+  mkdirSync(controllers, { recursive: true });
+  for (const file of ["file-sync.controller.ts", "copy-file.workflow.ts"]) {
+    copyFileSync(join(ROOT, "examples", file), join(controllers, file));
+  }
+});
+
+afterAll(async () => {
+  await runCliProcess(["host", "stop"], home.env, 30_000);
+  home.cleanup();
+});
+
+describe("the file-sync example from the CLI", () => {
+  it("applies, syncs through a child run and an effect, follows an edit, deletes", async () => {
+    const source = join(home.root, "notes.md");
+    const target = join(home.root, "copy", "notes.md");
+    mkdirSync(join(home.root, "copy"));
+    writeFileSync(source, "# Notes\n");
+    const spec = JSON.stringify({ source, target });
+    const applied = await cli([
+      "controller",
+      "apply",
+      "file-sync",
+      "notes",
+      "--spec-json",
+      spec,
+      "--wait",
+    ]);
+    expect(applied.stderr).toBe("");
+    expect(applied.code, applied.stdout).toBe(0);
+    expect(applied.stdout).toContain("Created file-sync/notes (version 1, generation 1)");
+    expect(applied.stdout).toContain("Ready=True Synced");
+    expect(readFileSync(target, "utf8")).toBe("# Notes\n");
+    expect(existsSync(`${target}.synced`)).toBe(true);
+
+    writeFileSync(source, "# Notes\n\nmore\n");
+    const again = await cli(["controller", "reconcile", "file-sync", "notes", "--wait"]);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(readFileSync(target, "utf8")).toBe("# Notes\n\nmore\n");
+
+    const list = await cli(["controller", "list"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^file-sync {2}sha256:/m);
+    expect(list.stdout).toMatch(
+      /^ {2}file-sync\/notes {2}version \d+, generation 1 {2}settled, next/m,
+    );
+
+    const got = await cli(["controller", "get", "file-sync", "notes", "--json"]);
+    expect(got.code).toBe(0);
+    const detail = JSON.parse(got.stdout);
+    expect(detail.resource.metadata.finalizers).toEqual(["file-sync/remove-target"]);
+    expect(detail.workflows.map((w: { state: string }) => w.state)).toEqual([
+      "succeeded",
+      "succeeded",
+    ]);
+    expect(detail.effects.map((e: { state: string }) => e.state)).toEqual(["applied", "applied"]);
+
+    const deleted = await cli(["controller", "delete", "file-sync", "notes", "--wait"]);
+    expect(deleted.code, deleted.stdout + deleted.stderr).toBe(0);
+    expect(deleted.stdout).toContain("waiting for its finalizers (file-sync/remove-target)");
+    expect(deleted.stdout).toContain("Deleted file-sync/notes");
+    expect(existsSync(target)).toBe(false);
+    const gone = await cli(["controller", "get", "file-sync", "notes"]);
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toContain("Controller resource not found: file-sync/notes");
+    const doctor = await runCliProcess(["doctor"], home.env);
+    expect(doctor.stdout).toContain("Invariants: all hold");
+  }, 120_000);
+
+  it("refuses what it must, with one line and exit 3 (2 for usage)", async () => {
+    const missing = await cli(["controller", "apply", "nope", "k"]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    expect(missing.stderr).toContain("Controller not found: nope");
+
+    const usage = await cli(["controller", "apply", "file-sync", "k", "--spec-json", "{"]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("Invalid --spec-json");
+
+    const badSpec = await cli(["controller", "apply", "file-sync", "k", "--spec-json", "{}"]);
+    expect(badSpec.code).toBe(3);
+    expect(badSpec.stderr).toContain('the spec needs "source" and "target" paths');
+
+    const spec = JSON.stringify({ source: "/nonexistent/a", target: "/nonexistent/b" });
+    const stale = await cli([
+      "controller",
+      "apply",
+      "file-sync",
+      "cas",
+      "--spec-json",
+      spec,
+      "--expect-version",
+      "4",
+    ]);
+    expect(stale.code).toBe(3);
+    expect(stale.stderr).toContain(
+      "Resource version conflict for file-sync/cas: expected 4, found 0",
+    );
+
+    // A controller that edits its own file while it loads: the resolved bytes are not the
+    // file's any more, so the host refuses to pin it.
+    writeFileSync(
+      join(project, ".pi", "controllers", "drift.controller.ts"),
+      `import { appendFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { defineController } from "@osolmaz/pi-workflows";
+appendFileSync(fileURLToPath(import.meta.url), "\\n// loaded " + Date.now() + "\\n");
+export default defineController({
+  name: "drift",
+  initialStatus: () => ({}),
+  reconcile: (ctx) => ctx.settled(),
+});
+`,
+    );
+    const drift = await cli(["controller", "apply", "drift", "d"]);
+    expect(drift.code).toBe(3);
+    expect(drift.stderr).toContain(
+      "Workflow source changed: 1 changed while the controller was resolved",
+    );
+    const none = await cli(["controller", "list", "drift"]);
+    expect(none.stdout).toBe("No controllers in this project\n");
+  }, 120_000);
+});

@@ -1,0 +1,460 @@
+/**
+ * Controller records and transitions on a real state file with a fake clock: compare-and-set on
+ * resourceVersion, generation only with the spec, the deduplicated queue (a request during a
+ * reconcile is not lost), backoff and requeueAfter times, deletion with finalizers, effects with
+ * the workflow-effect rules, child runs enqueueing their parent, recovery of expired claims, and
+ * `checkInvariants` after each.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  initialResourceStatus,
+  type ResourceStatus,
+} from "../../src/protocol/controller-resource.ts";
+import { ClaimLostError } from "../../src/state/errors.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { queryAll } from "../../src/state/store.ts";
+import {
+  applyResource,
+  requestDeletion,
+  requestReconcile,
+} from "../../src/state/controllers/resources.ts";
+import {
+  claimReconciles,
+  listDueReconciles,
+  listExpiredReconciles,
+  nextReconcileDue,
+  type ReconcileClaim,
+  recoverExpiredReconcile,
+} from "../../src/state/controllers/reconcile-claims.ts";
+import {
+  finishReconcile,
+  interruptReconcile,
+  timeOutReconcile,
+} from "../../src/state/controllers/reconcile-end.ts";
+import {
+  reserveReconcileEffect,
+  settleReconcileEffect,
+} from "../../src/state/controllers/reconcile-effects.ts";
+import {
+  ensureChildRequest,
+  readChildRef,
+  startChildRun,
+} from "../../src/state/controllers/child-workflows.ts";
+import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
+import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { type Fixture, HOST, launch, openFixture, TTL } from "../state/helpers.ts";
+import { completeRun } from "../../src/state/transitions/run-end.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => {
+  expect(checkInvariants(f.store)).toEqual([]);
+  f.close();
+});
+
+const PIN = {
+  projectPath: "/project",
+  name: "sync",
+  sourceRef: "/project/.pi/controllers/sync.controller.ts",
+  source: { root: { kind: "file", path: "/p/sync.controller.ts", hash: "sha256:a" }, mounted: [] },
+  sourceDigest: "sha256:digest-a",
+  timeoutMs: 60_000,
+};
+
+function apply(key: string, spec: unknown, expected?: number) {
+  return applyResource(f.store, {
+    controller: PIN,
+    key,
+    spec: spec as never,
+    initialStatus: { phase: "new" },
+    expectedResourceVersion: expected,
+  });
+}
+
+function claimAll(): ReconcileClaim[] {
+  const due = listDueReconciles(f.store, f.clock.now(), 100);
+  return claimReconciles(f.store, {
+    uids: due.map((d) => d.uid),
+    ownerId: HOST,
+    ttlMs: TTL,
+    token: () => f.store.ids.token(),
+  });
+}
+
+function statusFor(c: ReconcileClaim, controllerStatus: unknown): ResourceStatus {
+  return {
+    ...c.resource.status,
+    observedGeneration: c.resource.metadata.generation,
+    controllerStatus: controllerStatus as never,
+  };
+}
+
+function settle(c: ReconcileClaim, extra: { finalizers?: string[] } = {}) {
+  return finishReconcile(f.store, c.claim, {
+    uid: c.uid,
+    expectedResourceVersion: c.resource.metadata.resourceVersion,
+    outcome: { kind: "settled", status: statusFor(c, { phase: "done" }), ...extra },
+    retryDelayMs: 1000,
+  });
+}
+
+describe("resources", () => {
+  it("apply creates at version 1 with the initial status; the same spec changes nothing", () => {
+    const first = apply("a", { n: 1 });
+    expect(first.created).toBe(true);
+    expect(first.resource.metadata).toMatchObject({ resourceVersion: 1, generation: 1 });
+    expect(first.resource.status).toEqual(initialResourceStatus({ phase: "new" }));
+    const again = apply("a", { n: 1 });
+    expect([again.created, again.changed, again.resource.metadata.resourceVersion]).toEqual([
+      false,
+      false,
+      1,
+    ]);
+    const changed = apply("a", { n: 2 });
+    expect(changed.resource.metadata).toMatchObject({ resourceVersion: 2, generation: 2 });
+  });
+
+  it("compare-and-set on resourceVersion refuses a stale apply and changes nothing", () => {
+    apply("a", { n: 1 });
+    expect(() => apply("a", { n: 2 }, 5)).toThrow(ControllerRefusal);
+    try {
+      apply("a", { n: 2 }, 5);
+    } catch (error) {
+      expect((error as ControllerRefusal).outcome).toBe("conflict");
+      expect((error as ControllerRefusal).revision).toBe(1);
+    }
+    expect(() => apply("b", { n: 1 }, 3)).toThrow(/expected 3, found 0/);
+    expect(apply("a", { n: 2 }, 1).resource.metadata.generation).toBe(2);
+  });
+
+  it("a reconcile's status write conflicts when the spec changed under it, and runs again", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    apply("a", { n: 2 });
+    const end = settle(c);
+    expect(end.conflict).toBe(true);
+    const detail = readResourceDetail(f.store, {
+      projectPath: "/project",
+      name: "sync",
+      key: "a",
+    })!;
+    expect(detail.resource.status.controllerStatus).toEqual({ phase: "new" });
+    expect(detail.resource.metadata.generation).toBe(2);
+    const [again] = claimAll();
+    expect(again.resource.metadata.generation).toBe(2);
+    expect(settle(again).conflict).toBe(false);
+    const after = readResourceDetail(f.store, { projectPath: "/project", name: "sync", key: "a" })!;
+    expect(after.resource.status).toMatchObject({
+      observedGeneration: 2,
+      controllerStatus: { phase: "done" },
+    });
+    expect(after.resource.metadata.generation).toBe(2);
+    expect(after.queue?.pending).toBe(false);
+  });
+
+  it("a request that arrives during a reconcile is not lost", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    expect(listDueReconciles(f.store, f.clock.now(), 10)).toEqual([]);
+    requestReconcile(f.store, { projectPath: "/project", name: "sync", key: "a" });
+    expect(listDueReconciles(f.store, f.clock.now(), 10)).toEqual([]); // still claimed
+    expect(settle(c).conflict).toBe(false);
+    expect(listDueReconciles(f.store, f.clock.now(), 10)).toHaveLength(1);
+  });
+
+  it("errors back off by the host's delay; requeueAfter waits; settled clears the count", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    finishReconcile(f.store, c.claim, {
+      uid: c.uid,
+      expectedResourceVersion: 1,
+      outcome: { kind: "error", error: { code: "boom", message: "it broke" } },
+      retryDelayMs: 1000,
+    });
+    expect(nextReconcileDue(f.store)).toBe(f.clock.now() + 1000);
+    expect(claimAll()).toEqual([]);
+    f.clock.advance(1000);
+    [c] = claimAll();
+    expect(c.consecutiveErrors).toBe(1);
+    finishReconcile(f.store, c.claim, {
+      uid: c.uid,
+      expectedResourceVersion: 1,
+      outcome: { kind: "requeue", status: statusFor(c, { phase: "wait" }), afterMs: 5000 },
+      retryDelayMs: 0,
+    });
+    expect(nextReconcileDue(f.store)).toBe(f.clock.now() + 5000);
+    f.clock.advance(5000);
+    [c] = claimAll();
+    expect(c.consecutiveErrors).toBe(0);
+    settle(c);
+    expect(nextReconcileDue(f.store)).toBeNull();
+  });
+
+  it("deletion waits for the finalizers the controller set, then removes a tombstone", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    settle(c, { finalizers: ["cleanup"] });
+    const deleting = requestDeletion(f.store, { projectPath: "/project", name: "sync", key: "a" });
+    expect(deleting.removed).toBe(false);
+    expect(deleting.resource.metadata.deletionTimestamp).toBeDefined();
+    expect(() => apply("a", { n: 9 })).toThrow(/being deleted/);
+    [c] = claimAll();
+    expect(c.resource.metadata.deletionTimestamp).toBeDefined();
+    const end = settle(c, { finalizers: [] });
+    expect(end.removed).toBe(true);
+    expect(readResourceDetail(f.store, { projectPath: "/project", name: "sync", key: "a" }))
+      .toBeUndefined();
+    // The key can be applied again as a new resource.
+    const fresh = apply("a", { n: 1 });
+    expect(fresh.created).toBe(true);
+    expect(fresh.resource.metadata.uid).not.toBe(c.uid);
+  });
+
+  it("a resource without finalizers is removed at once, unless a reconcile holds it", () => {
+    apply("a", { n: 1 });
+    apply("b", { n: 1 });
+    const claims = claimAll();
+    const b = claims.find((c) => c.resource.metadata.key === "b")!;
+    settle(b);
+    expect(requestDeletion(f.store, { projectPath: "/project", name: "sync", key: "b" }).removed)
+      .toBe(true);
+    const a = claims.find((c) => c.resource.metadata.key === "a")!;
+    expect(requestDeletion(f.store, { projectPath: "/project", name: "sync", key: "a" }).removed)
+      .toBe(false);
+    // The reconcile that held it read the version before the deletion: its write conflicts,
+    // and the resource is removed as its claim ends.
+    expect(settle(a)).toMatchObject({ conflict: true, removed: true });
+  });
+});
+
+describe("reconcile effects", () => {
+  it("reserve, settle, adopt; the same key with another request is refused", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    const reserved = reserveReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      kind: "file.write",
+      key: "k1",
+      requestFingerprint: "sha256:r1",
+    });
+    expect(reserved.decision).toBe("apply");
+    settleReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      effectId: reserved.effectId,
+      outcome: "applied",
+      receipt: { bytes: 3 },
+    });
+    settle(c);
+    requestReconcile(f.store, { projectPath: "/project", name: "sync", key: "a" });
+    [c] = claimAll();
+    expect(reserveReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      kind: "file.write",
+      key: "k1",
+      requestFingerprint: "sha256:r1",
+    })).toEqual({
+      decision: "adopt",
+      effectId: reserved.effectId,
+      state: "applied",
+      receipt: { bytes: 3 },
+    });
+    expect(() =>
+      reserveReconcileEffect(f.store, c.claim, {
+        uid: c.uid,
+        kind: "file.write",
+        key: "k1",
+        requestFingerprint: "sha256:other",
+      })
+    ).toThrow(/already used with another request/);
+    settle(c);
+  });
+
+  it("an interrupted reconcile returns its applying effect to pending; a retry reserves it", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    const first = reserveReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      kind: "k",
+      key: "x",
+      requestFingerprint: "sha256:r",
+    });
+    interruptReconcile(f.store, c.claim, {
+      uid: c.uid,
+      reason: "workerCrashed",
+      countsAsError: true,
+      retryDelayMs: 1000,
+    });
+    f.clock.advance(1000);
+    [c] = claimAll();
+    const again = reserveReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      kind: "k",
+      key: "x",
+      requestFingerprint: "sha256:r",
+    });
+    expect(again).toEqual({ decision: "apply", effectId: first.effectId, state: "reserved" });
+    settleReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      effectId: first.effectId,
+      outcome: "applied",
+    });
+    settle(c);
+    const attempts = queryAll<{ state: string }>(
+      f.store,
+      "SELECT state FROM effect_attempts WHERE effect_id = :id ORDER BY attempt_no",
+      { id: first.effectId },
+    );
+    expect(attempts.map((a) => a.state)).toEqual(["cancelled", "applied"]);
+  });
+
+  it("a reconcile that times out or ends with an effect still applying makes it ambiguous", () => {
+    apply("a", { n: 1 });
+    apply("b", { n: 1 });
+    const [a, b] = claimAll();
+    for (const c of [a, b]) {
+      reserveReconcileEffect(f.store, c.claim, {
+        uid: c.uid,
+        kind: "k",
+        key: "x",
+        requestFingerprint: "sha256:r",
+      });
+    }
+    expect(timeOutReconcile(f.store, a.claim, { uid: a.uid, timeoutMs: 10, retryDelayMs: 1000 }))
+      .toMatchObject({ ambiguousEffects: 1 });
+    expect(settle(b)).toMatchObject({ ambiguousEffects: 1 });
+    // A fenced reconcile changes nothing.
+    expect(() =>
+      reserveReconcileEffect(f.store, a.claim, {
+        uid: a.uid,
+        kind: "k",
+        key: "y",
+        requestFingerprint: "sha256:r",
+      })
+    ).toThrow(ClaimLostError);
+    f.clock.advance(1000);
+    const [again] = claimAll().filter((c) => c.uid === a.uid);
+    expect(
+      reserveReconcileEffect(f.store, again.claim, {
+        uid: a.uid,
+        kind: "k",
+        key: "x",
+        requestFingerprint: "sha256:r",
+      }).decision,
+    ).toBe("refuse");
+    settle(again);
+  });
+
+  it("an expired claim (the host died) is recovered: applying effects return to pending", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    reserveReconcileEffect(f.store, c.claim, {
+      uid: c.uid,
+      kind: "k",
+      key: "x",
+      requestFingerprint: "sha256:r",
+    });
+    expect(listExpiredReconciles(f.store, f.clock.now())).toEqual([]);
+    f.clock.advance(TTL);
+    expect(listExpiredReconciles(f.store, f.clock.now())).toEqual([c.uid]);
+    expect(claimAll()).toEqual([]); // not claimable before recovery
+    recoverExpiredReconcile(f.store, { uid: c.uid, ownerId: "host-b", token: "t", ttlMs: TTL });
+    const [again] = claimAll();
+    expect(again.claim.generation).toBe(c.claim.generation + 2);
+    expect(
+      reserveReconcileEffect(f.store, again.claim, {
+        uid: c.uid,
+        kind: "k",
+        key: "x",
+        requestFingerprint: "sha256:r",
+      }).decision,
+    ).toBe("apply");
+    settle(again, {});
+  });
+});
+
+describe("child workflows", () => {
+  it("a child run's end enqueues its parent; a cancelled child is restarted as attempt 2", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    const decision = ensureChildRequest(f.store, c.claim, {
+      uid: c.uid,
+      requestKey: "sync-1",
+      workflow: "copy",
+      inputFingerprint: "sha256:i",
+    });
+    expect(decision).toMatchObject({ kind: "start", attempt: 1 });
+    if (decision.kind !== "start") throw new Error("expected start");
+    const ref = startChildRun(f.store, c.claim, {
+      uid: c.uid,
+      requestId: decision.requestId,
+      attempt: 1,
+      run: {
+        workflowName: "copy",
+        workflowRef: "/p/copy.workflow.ts",
+        projectPath: "/project",
+        workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
+        definitionDigest: "sha256:d",
+        input: {},
+        inputHash: "sha256:i",
+      },
+    });
+    expect(ref).toMatchObject({ state: "pending", attempt: 1 });
+    settle(c);
+    expect(listDueReconciles(f.store, f.clock.now(), 10)).toEqual([]);
+    const runClaim = launch(f.store, ref.runId!);
+    completeRun(f.store, runClaim, { output: { copied: true } });
+    expect(readChildRef(f.store, decision.requestId)?.state).toBe("succeeded");
+    expect(listDueReconciles(f.store, f.clock.now(), 10)).toHaveLength(1);
+    [c] = claimAll();
+    expect(ensureChildRequest(f.store, c.claim, {
+      uid: c.uid,
+      requestKey: "sync-1",
+      workflow: "copy",
+      inputFingerprint: "sha256:i",
+    })).toMatchObject({ kind: "existing", ref: { state: "succeeded", runId: ref.runId } });
+    expect(() =>
+      ensureChildRequest(f.store, c.claim, {
+        uid: c.uid,
+        requestKey: "sync-1",
+        workflow: "copy",
+        inputFingerprint: "sha256:other",
+      })
+    ).toThrow(/already used with another workflow or input/);
+    const second = ensureChildRequest(f.store, c.claim, {
+      uid: c.uid,
+      requestKey: "sync-2",
+      workflow: "copy",
+      inputFingerprint: "sha256:i",
+    });
+    if (second.kind !== "start") throw new Error("expected start");
+    const secondRef = startChildRun(f.store, c.claim, {
+      uid: c.uid,
+      requestId: second.requestId,
+      attempt: 1,
+      run: {
+        workflowName: "copy",
+        workflowRef: "/p/copy.workflow.ts",
+        projectPath: "/project",
+        workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
+        definitionDigest: "sha256:d",
+        input: {},
+        inputHash: "sha256:i",
+      },
+      blocked: { reason: "unsupportedInput", detail: "needs an origin session" },
+    });
+    expect(secondRef).toMatchObject({ state: "waiting", blockedReason: "unsupportedInput" });
+    settle(c);
+    cancelRun(f.store, { runId: secondRef.runId!, ownerId: HOST });
+    [c] = claimAll();
+    expect(ensureChildRequest(f.store, c.claim, {
+      uid: c.uid,
+      requestKey: "sync-2",
+      workflow: "copy",
+      inputFingerprint: "sha256:i",
+    })).toMatchObject({ kind: "start", attempt: 2 });
+    settle(c);
+  });
+});
