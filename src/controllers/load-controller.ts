@@ -18,6 +18,7 @@ import {
   sessionUrl,
 } from "../workflows/sources/module-hooks.ts";
 import { isControllerDefinition } from "./define-controller.ts";
+import { publishFullAuthoringApi } from "./authoring-api.ts";
 import { controllerStem, resolveControllerRef } from "./discovery.ts";
 import { controllerSourceDigest } from "./source-identity.ts";
 import type { ControllerDefinition } from "./types.ts";
@@ -37,6 +38,7 @@ export async function loadController(ref: string, dirs: SourceDirs): Promise<Loa
 
 /** Loads the controller file at a canonical path (a worker loading its pinned source). */
 export async function loadControllerFile(path: string): Promise<LoadedController> {
+  publishFullAuthoringApi();
   installWorkflowHooks();
   const session = openLoadSession();
   try {

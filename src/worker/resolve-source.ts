@@ -9,6 +9,7 @@ import type { ResolveResult } from "../protocol/resolve-messages.ts";
 import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "../protocol/resolve-messages.ts";
 import { errorMessage } from "../workflows/errors.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
+import { publishFullAuthoringApi } from "../controllers/authoring-api.ts";
 import {
   normalizeWorkflowInput,
   resolveWorkflowTitle,
@@ -39,6 +40,7 @@ async function resolve(
     return { ok: false, code: "invalidCwd", message: "The project directory cannot be entered" };
   }
   try {
+    publishFullAuthoringApi();
     const { workflow, identity } = await loadWorkflow(request.workflow, {
       cwd: request.cwd,
       ...(request.agentDir ? { agentDir: request.agentDir } : {}),

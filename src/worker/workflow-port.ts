@@ -31,6 +31,7 @@ import { createHeadlessExecutor } from "./headless-executor.ts";
 import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";
 import { acceptAgentSubmission, prepareAgentStep } from "../workflows/execute-node.ts";
 import type { AcceptResult } from "../workflows/agent-executor.ts";
+import { publishFullAuthoringApi } from "../controllers/authoring-api.ts";
 
 export type NodeStep = Extract<NextStep, { kind: "startNode" }>;
 
@@ -111,6 +112,7 @@ export type LoadOutcome =
 export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome> {
   const root = launch.workflowSource.root;
   const ref = root.kind === "builtin" ? `builtin:${root.id}` : root.path;
+  publishFullAuthoringApi();
   const loaded = await loadWorkflow(ref, { cwd: launch.projectPath });
   // Root and complete mounted map, as the loader actually read them.
   const same = compareSourceIdentity(launch.workflowSource, loaded.identity.workflowSource);

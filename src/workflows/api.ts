@@ -17,45 +17,26 @@ import { includedResult, includeWorkflow } from "./include.ts";
 import { parseTolerantJson } from "./agent-output.ts";
 import { PROGRESS_SCHEMA } from "./updates.ts";
 import { runCommandBatch } from "./command-batch.ts";
-import { defineController, isControllerDefinition } from "../controllers/define-controller.ts";
-import {
-  applyStatusPatch,
-  conditionFalse,
-  conditionTrue,
-  conditionUnknown,
-  findCondition,
-  isConditionTrue,
-  mergeConditions,
-} from "../controllers/conditions.ts";
 
 export const API_GLOBAL_KEY: unique symbol = Symbol.for("pi-workflows.api") as never;
 
 export const authoringApi = Object.freeze({
   action,
   agent,
-  applyStatusPatch,
   assistantMessage,
   checkpoint,
   choice,
   compute,
-  conditionFalse,
-  conditionTrue,
-  conditionUnknown,
   decision,
   decisionEdge,
-  defineController,
   defineHumanChoices,
   defineWorkflow,
   defineWorkflowRegistry,
   humanDecision,
   humanDecisionEdge,
-  findCondition,
   includedResult,
   includeWorkflow,
-  isConditionTrue,
-  isControllerDefinition,
   isWorkflowDefinition,
-  mergeConditions,
   notify,
   parseTolerantJson,
   PROGRESS_SCHEMA,

@@ -36,9 +36,21 @@ const sessions = new Map<string, LoadSession>();
 let installed = false;
 let counter = 0;
 
+let publishedApi: Readonly<Record<string, unknown>> = authoringApi;
+
+/**
+ * The names `pi-workflows` exports to files loaded in this process: the workflow API by
+ * default; a layer above adds its own (the controller API) before the first file loads, since the
+ * virtual module's export list is fixed once it has been loaded.
+ */
+export function publishAuthoringApi(api: Readonly<Record<string, unknown>>): void {
+  publishedApi = api;
+  (globalThis as Record<symbol, unknown>)[API_GLOBAL_KEY] = api;
+}
+
 export function installWorkflowHooks(): void {
   const g = globalThis as Record<symbol, unknown>;
-  if (g[API_GLOBAL_KEY] === undefined) g[API_GLOBAL_KEY] = authoringApi;
+  if (g[API_GLOBAL_KEY] === undefined) g[API_GLOBAL_KEY] = publishedApi;
   if (g[BUILTINS_GLOBAL_KEY] === undefined) g[BUILTINS_GLOBAL_KEY] = builtinsApi();
   if (installed) return;
   installed = true;
@@ -66,7 +78,7 @@ export function installWorkflowHooks(): void {
       if (url === VIRTUAL_API_URL) {
         return {
           format: "module",
-          source: virtualSource(API_GLOBAL_KEY, authoringApi),
+          source: virtualSource(API_GLOBAL_KEY, publishedApi),
           shortCircuit: true,
         };
       }

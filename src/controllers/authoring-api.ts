@@ -1,0 +1,36 @@
+/**
+ * The whole authoring API as the `pi-workflows` specifier exports it to loaded files: the
+ * workflow builders plus `defineController` and the condition helpers. Every worker mode that
+ * loads user files publishes it first (`publishAuthoringApi`), so a workflow or controller file
+ * gets the same names as `mod.ts`.
+ */
+import { authoringApi } from "../workflows/api.ts";
+import { publishAuthoringApi } from "../workflows/sources/module-hooks.ts";
+import {
+  applyStatusPatch,
+  conditionFalse,
+  conditionTrue,
+  conditionUnknown,
+  findCondition,
+  isConditionTrue,
+  mergeConditions,
+} from "./conditions.ts";
+import { defineController, isControllerDefinition } from "./define-controller.ts";
+
+export const fullAuthoringApi = Object.freeze({
+  ...authoringApi,
+  applyStatusPatch,
+  conditionFalse,
+  conditionTrue,
+  conditionUnknown,
+  defineController,
+  findCondition,
+  isConditionTrue,
+  isControllerDefinition,
+  mergeConditions,
+});
+
+/** Makes `pi-workflows` export the whole API in this process (before any file loads). */
+export function publishFullAuthoringApi(): void {
+  publishAuthoringApi(fullAuthoringApi);
+}
