@@ -51,7 +51,7 @@ describe("defineController", () => {
 });
 
 describe("discovery and loading", () => {
-  it("the project's .pi/controllers/ shadows the agent directory; paths work too", async () => {
+  it("the project's .pi/controllers/ shadows the agent directory; paths work too", () => {
     const agent = project({ "controllers/sync.controller.ts": controllerFile("sync") });
     const dir = project({
       ".pi/controllers/sync.controller.ts": controllerFile("sync"),
