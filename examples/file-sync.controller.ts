@@ -59,6 +59,8 @@ export default defineController<Spec, Status>({
         key: "remove-target",
         kind: "file.remove",
         request: { target, stamp },
+        // Removing again is harmless: after a crash mid-apply it simply runs again.
+        idempotent: true,
         apply: () => {
           rmSync(target, { force: true });
           rmSync(stamp, { force: true });

@@ -44,7 +44,7 @@ export interface ReconcilePorts {
     kind: string;
     key: string;
     requestFingerprint: string;
-    contract: "idempotencyKey" | "readBack";
+    contract: "idempotencyKey" | "readBack" | "nonResumable";
   }): Promise<EffectReservation>;
   settleEffect(request: {
     effectId: string;
@@ -149,7 +149,7 @@ async function ensureEffect(
     kind,
     key,
     requestFingerprint: fingerprint({ kind, key, request }),
-    contract: effect.observe ? "readBack" : "idempotencyKey",
+    contract: effect.observe ? "readBack" : effect.idempotent ? "idempotencyKey" : "nonResumable",
   });
   const done = (state: EffectResult["state"], receipt: JsonValue | null, adopted: boolean) => ({
     key,

@@ -67,10 +67,17 @@ export interface EffectRequest<TRequest extends JsonValue = JsonValue> {
   /** What the effect does; the same key with another request is refused. */
   request: TRequest;
   /**
-   * Reads back whether the effect already applied (after a crash): a non-null value is the
-   * receipt and nothing is applied again. Without it a retry applies again under the same key.
+   * Reads back whether the effect already applied. It runs before `apply` whenever the effect is
+   * not settled yet (first time, or after a crash): a non-null value is the receipt and nothing
+   * is applied.
    */
   observe?: (signal: AbortSignal) => MaybePromise<JsonValue | null | undefined>;
+  /**
+   * Applying again under the same key is harmless (the external system deduplicates by key, or
+   * the effect is idempotent): after a crash mid-apply it is applied again. Without `observe` and
+   * without this, an effect interrupted mid-apply cannot be proven and becomes `ambiguous`.
+   */
+  idempotent?: boolean;
   /** Applies the effect; its JSON result is the receipt later reconciles adopt. */
   apply: (signal: AbortSignal) => MaybePromise<JsonValue | void>;
 }

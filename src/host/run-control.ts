@@ -44,7 +44,8 @@ async function controlRun(
   if (result.stopWorker && action !== "resume") {
     await rt.supervision.stopRun(runId, action === "pause" ? "paused" : "cancelled");
   }
-  if (action === "resume") rt.supervision.wake();
+  // Resume: launchable again. Cancel: a controller whose child this was is due.
+  if (action !== "pause") rt.supervision.wake();
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,

@@ -121,7 +121,7 @@ export const CONTROLLER_PAYLOAD_SCHEMAS = {
     kind: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/)),
     key: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
     requestFingerprint: DigestSchema,
-    contract: v.picklist(["idempotencyKey", "readBack"]),
+    contract: v.picklist(["idempotencyKey", "readBack", "nonResumable"]),
   }),
   "effect.settle": strictObject({
     effectId: OpaqueIdSchema,

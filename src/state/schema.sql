@@ -313,6 +313,11 @@ CREATE TABLE effects (
   effect_key TEXT NOT NULL UNIQUE,
   effect_type TEXT NOT NULL,
   request_fingerprint TEXT NOT NULL,
+  -- How a retry after an uncertain stop stays safe: apply again under the key, read back first,
+  -- or never (the effect becomes ambiguous). Controller reconciles follow it when interrupted.
+  contract TEXT NOT NULL DEFAULT 'idempotencyKey' CHECK (
+    contract IN ('idempotencyKey', 'readBack', 'nonResumable')
+  ),
   state TEXT NOT NULL CHECK (
     state IN ('pending', 'applying', 'applied', 'rejected', 'cancelled', 'ambiguous')
   ),

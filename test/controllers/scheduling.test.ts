@@ -197,7 +197,7 @@ export default defineController({
     const { file } = resource.spec;
     if (resource.metadata.deletionTimestamp) {
       await ctx.effects.ensure({
-        key: "remove", kind: "file.remove", request: { file },
+        key: "remove", kind: "file.remove", request: { file }, idempotent: true,
         apply: () => { rmSync(file, { force: true }); },
       });
       return ctx.settled({ finalizers: [] });

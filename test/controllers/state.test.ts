@@ -239,6 +239,7 @@ describe("reconcile effects", () => {
       kind: "file.write",
       key: "k1",
       requestFingerprint: "sha256:r1",
+      contract: "readBack",
     });
     expect(reserved.decision).toBe("apply");
     settleReconcileEffect(f.store, c.claim, {
@@ -255,6 +256,7 @@ describe("reconcile effects", () => {
       kind: "file.write",
       key: "k1",
       requestFingerprint: "sha256:r1",
+      contract: "readBack",
     })).toEqual({
       decision: "adopt",
       effectId: reserved.effectId,
@@ -267,6 +269,7 @@ describe("reconcile effects", () => {
         kind: "file.write",
         key: "k1",
         requestFingerprint: "sha256:other",
+        contract: "readBack",
       })
     ).toThrow(/already used with another request/);
     settle(c);
@@ -280,6 +283,7 @@ describe("reconcile effects", () => {
       kind: "k",
       key: "x",
       requestFingerprint: "sha256:r",
+      contract: "readBack",
     });
     interruptReconcile(f.store, c.claim, {
       uid: c.uid,
@@ -294,6 +298,7 @@ describe("reconcile effects", () => {
       kind: "k",
       key: "x",
       requestFingerprint: "sha256:r",
+      contract: "readBack",
     });
     expect(again).toEqual({ decision: "apply", effectId: first.effectId, state: "reserved" });
     settleReconcileEffect(f.store, c.claim, {
@@ -320,6 +325,7 @@ describe("reconcile effects", () => {
         kind: "k",
         key: "x",
         requestFingerprint: "sha256:r",
+        contract: "readBack",
       });
     }
     expect(timeOutReconcile(f.store, a.claim, { uid: a.uid, timeoutMs: 10, retryDelayMs: 1000 }))
@@ -332,6 +338,7 @@ describe("reconcile effects", () => {
         kind: "k",
         key: "y",
         requestFingerprint: "sha256:r",
+        contract: "readBack",
       })
     ).toThrow(ClaimLostError);
     f.clock.advance(1000);
@@ -342,9 +349,38 @@ describe("reconcile effects", () => {
         kind: "k",
         key: "x",
         requestFingerprint: "sha256:r",
+        contract: "readBack",
       }).decision,
     ).toBe("refuse");
     settle(again);
+  });
+
+  it("an interrupted non-resumable effect becomes ambiguous; a read-back one is retried", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    const reserve = (key: string, contract: "readBack" | "nonResumable") =>
+      reserveReconcileEffect(f.store, c.claim, {
+        uid: c.uid,
+        kind: "k",
+        key,
+        requestFingerprint: "sha256:r",
+        contract,
+      });
+    reserve("safe", "readBack");
+    reserve("once", "nonResumable");
+    expect(interruptReconcile(f.store, c.claim, {
+      uid: c.uid,
+      reason: "workerCrashed",
+      countsAsError: true,
+      retryDelayMs: 0,
+    })).toMatchObject({ ambiguousEffects: 1 });
+    [c] = claimAll();
+    expect(reserve("safe", "readBack").decision).toBe("apply");
+    expect(reserve("once", "nonResumable")).toMatchObject({
+      decision: "refuse",
+      state: "ambiguous",
+    });
+    settle(c);
   });
 
   it("an expired claim (the host died) is recovered: applying effects return to pending", () => {
@@ -355,6 +391,7 @@ describe("reconcile effects", () => {
       kind: "k",
       key: "x",
       requestFingerprint: "sha256:r",
+      contract: "readBack",
     });
     expect(listExpiredReconciles(f.store, f.clock.now())).toEqual([]);
     f.clock.advance(TTL);
@@ -369,6 +406,7 @@ describe("reconcile effects", () => {
         kind: "k",
         key: "x",
         requestFingerprint: "sha256:r",
+        contract: "readBack",
       }).decision,
     ).toBe("apply");
     settle(again, {});

@@ -195,3 +195,13 @@ export function hasPendingReconciles(store: StateStore): boolean {
       "c.blocked_reason IS NULL) OR q.claim_version IS NOT NULL) AS n",
   )!.n === 1;
 }
+
+/** Whether a controller's child run is queued, running or waiting (not blocked). */
+export function hasChildRunsInFlight(store: StateStore): boolean {
+  return queryOne<{ n: number }>(
+    store,
+    "SELECT EXISTS (SELECT 1 FROM controller_workflow_requests w JOIN runs r ON r.run_id = " +
+      "w.run_id WHERE r.state IN ('queued', 'running', 'waiting') AND r.blocked_reason IS NULL) " +
+      "AS n",
+  )!.n === 1;
+}

@@ -207,8 +207,8 @@ export function listExpiredReconciles(store: StateStore, now: number): string[] 
 
 /**
  * Recovery of an expired reconcile claim: a control claim proves the old lease expired and
- * fences its owner; effects it left applying return to pending (retried under their key, read
- * back first when they can be); the resource is due again now.
+ * fences its owner; effects it left applying return to pending (read back, or retried under
+ * their key) or, non-resumable ones, become ambiguous; the resource is due again now.
  */
 export function recoverExpiredReconcile(
   store: StateStore,
@@ -229,9 +229,11 @@ export function recoverExpiredReconcile(
     }, now);
     const row = readResourceRow(store, opts.uid);
     if (row) {
-      releaseApplyingEffects(store, opts.uid, now);
+      const released = releaseApplyingEffects(store, opts.uid, now);
       appendControllerEvent(store, opts.uid, row.resource_version, "reconcile.recovered", {
         generation: control.generation,
+        pendingEffects: released.pending,
+        ambiguousEffects: released.ambiguous,
       }, now);
     }
     endClaimInTx(store, opts.uid, now, { pending: true, availableAt: now }, { count: "keep" });
@@ -239,20 +241,37 @@ export function recoverExpiredReconcile(
   });
 }
 
-/** A reconcile that will run again: its applying effects go back to `pending`. */
-export function releaseApplyingEffects(store: StateStore, uid: string, now: number): number {
+/**
+ * A reconcile that will run again (its worker died, the host stops or died): an applying effect
+ * returns to `pending` when a retry is safe (read back first, or idempotent under its key); a
+ * non-resumable one becomes `ambiguous`, never retried automatically. Returns both counts.
+ */
+export function releaseApplyingEffects(
+  store: StateStore,
+  uid: string,
+  now: number,
+): { pending: number; ambiguous: number } {
   execute(
     store,
-    "UPDATE effect_attempts SET state = 'cancelled', finished_at = :now WHERE state = 'applying' " +
-      "AND effect_id IN (SELECT effect_id FROM effects WHERE resource_uid = :uid)",
+    "UPDATE effect_attempts SET state = CASE (SELECT e.contract FROM effects e WHERE " +
+      "e.effect_id = effect_attempts.effect_id) WHEN 'nonResumable' THEN 'ambiguous' ELSE " +
+      "'cancelled' END, finished_at = :now WHERE state = 'applying' AND effect_id IN " +
+      "(SELECT effect_id FROM effects WHERE resource_uid = :uid)",
     { uid, now },
   );
-  return execute(
+  const ambiguous = execute(
+    store,
+    "UPDATE effects SET state = 'ambiguous', updated_at = :now WHERE resource_uid = :uid " +
+      "AND state = 'applying' AND contract = 'nonResumable'",
+    { uid, now },
+  );
+  const pending = execute(
     store,
     "UPDATE effects SET state = 'pending', updated_at = :now WHERE resource_uid = :uid " +
       "AND state = 'applying'",
     { uid, now },
   );
+  return { pending, ambiguous };
 }
 
 /** A reconcile that ended without settling an effect: its outcome cannot be proven. */

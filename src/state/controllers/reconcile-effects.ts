@@ -26,6 +26,11 @@ export interface ReserveReconcileEffectOptions {
   kind: string;
   key: string;
   requestFingerprint: string;
+  /**
+   * `readBack` (the code observes first), `idempotencyKey` (applying again under the key is safe)
+   * or `nonResumable` (neither: an interrupted apply becomes ambiguous).
+   */
+  contract: "idempotencyKey" | "readBack" | "nonResumable";
 }
 
 export function reserveReconcileEffect(
@@ -40,6 +45,7 @@ export function reserveReconcileEffect(
       requestFingerprint: opts.requestFingerprint,
       owner: { resourceUid: opts.uid },
       generation: claim.generation,
+      contract: opts.contract,
       now,
       refuseOtherRequest: () =>
         new ControllerRefusal(

@@ -6,7 +6,8 @@
  *   timeOutReconcile    the host deadline passed: requeued with backoff even if the code still
  *                       runs; effects it left applying become ambiguous
  *   interruptReconcile  its worker died or the host stops: requeued; applying effects return to
- *                       pending (retried under their key)
+ *                       pending (read back or retried under their key), or become ambiguous
+ *                       when they are neither
  *
  * Each clears the claim and, for a resource being deleted with no finalizers left, removes it.
  */
@@ -156,7 +157,8 @@ export function interruptReconcile(
     const released = releaseApplyingEffects(store, opts.uid, now);
     appendControllerEvent(store, opts.uid, row.resource_version, "reconcile.interrupted", {
       reason: opts.reason.slice(0, 64),
-      pendingEffects: released,
+      pendingEffects: released.pending,
+      ambiguousEffects: released.ambiguous,
     }, now);
     const removed = endClaimInTx(
       store,
@@ -171,6 +173,11 @@ export function interruptReconcile(
         }
         : { count: "keep" },
     );
-    return { resourceVersion: row.resource_version, conflict: false, removed, ambiguousEffects: 0 };
+    return {
+      resourceVersion: row.resource_version,
+      conflict: false,
+      removed,
+      ambiguousEffects: released.ambiguous,
+    };
   });
 }

@@ -37,6 +37,8 @@ export interface ReserveEffectInput {
   owner: EffectOwner;
   /** The claim generation doing the reservation (recorded on the effect attempt). */
   generation: number;
+  /** How a retry after an uncertain stop stays safe (default `idempotencyKey`). */
+  contract?: "idempotencyKey" | "readBack" | "nonResumable";
   now: number;
   /** The error for a key reused with another request. */
   refuseOtherRequest: () => Error;
@@ -118,9 +120,9 @@ export function reserveEffectInTx(
     execute(
       store,
       "INSERT INTO effects (effect_id, run_id, attempt_id, resource_uid, effect_key, " +
-        "effect_type, request_fingerprint, state, created_at, updated_at) VALUES (:effectId, " +
-        ":runId, :attemptId, :resourceUid, :effectKey, :effectType, :fingerprint, 'applying', " +
-        ":now, :now)",
+        "effect_type, request_fingerprint, contract, state, created_at, updated_at) VALUES " +
+        "(:effectId, :runId, :attemptId, :resourceUid, :effectKey, :effectType, :fingerprint, " +
+        ":contract, 'applying', :now, :now)",
       {
         effectId,
         runId,
@@ -129,6 +131,7 @@ export function reserveEffectInTx(
         effectKey: input.effectKey,
         effectType: input.effectType,
         fingerprint: input.requestFingerprint,
+        contract: input.contract ?? "idempotencyKey",
         now,
       },
     );

@@ -55,6 +55,7 @@ export async function applyReconcileMessage(
         kind: p.kind,
         key: p.key,
         requestFingerprint: p.requestFingerprint,
+        contract: p.contract,
       });
       return result.decision === "apply"
         ? { effectId: result.effectId, state: "reserved" }

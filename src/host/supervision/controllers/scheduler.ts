@@ -22,7 +22,10 @@ import {
   markControllerWorkerLive,
   readPinnedController,
 } from "../../../state/controllers/controller-workers.ts";
-import { hasPendingReconciles } from "../../../state/controllers/controller-queries.ts";
+import {
+  hasChildRunsInFlight,
+  hasPendingReconciles,
+} from "../../../state/controllers/controller-queries.ts";
 import {
   claimReconciles,
   listDueReconciles,
@@ -58,10 +61,13 @@ import { applyReconcileMessage } from "./reconcile-handlers.ts";
 import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
 import { createResolverPool } from "./resolver-pool.ts";
 
-/** How often due work is looked for besides the events that wake the scheduler. */
-const SWEEP_MS = 1_000;
 /** The due timer is re-armed at least this often, so a wall-clock jump is noticed. */
 const MAX_TIMER_MS = 60_000;
+/**
+ * While a controller's child run is on its way, a backstop look this often: every run transition
+ * the host makes wakes the scheduler already, this only covers one that forgot to.
+ */
+const CHILD_BACKSTOP_MS = 30_000;
 
 export interface ControllerSupervisionDeps {
   command: (args: string[]) => { command: string; args: string[] };
@@ -95,7 +101,8 @@ export function createControllerSupervision(
     registry: deps.registry,
     idleMs: options.resolverIdleMs,
   });
-  const intervals = new Set<ReturnType<typeof setInterval>>();
+  // No timer runs while nothing is due or in flight: an idle host costs nothing here.
+  let renewTimer: ReturnType<typeof setInterval> | null = null;
   let dueTimer: ReturnType<typeof setTimeout> | null = null;
   let started = false;
   let shuttingDown = false;
@@ -139,12 +146,23 @@ export function createControllerSupervision(
     }
   };
 
+  /** The host renews reconcile claims from a timer only while it holds some. */
+  const renewWhileHeld = () => {
+    if (inFlight() > 0 && !shuttingDown) {
+      renewTimer ??= setInterval(renew, ctx.options.claimRenewMs);
+    } else if (renewTimer) {
+      clearInterval(renewTimer);
+      renewTimer = null;
+    }
+  };
+
   /** The worker no longer holds the reconcile (finished, or the worker is gone). */
   const release = (worker: ControllerWorker, reconcile: ActiveReconcile) => {
     reconcile.ended = true;
     clearAll(reconcile.timers);
     worker.reconciles.delete(reconcile.id);
     if (worker.reconciles.size === 0) worker.idleSince = ctx.clock.now();
+    renewWhileHeld();
     schedule();
   };
 
@@ -184,6 +202,7 @@ export function createControllerSupervision(
       timers: new Set(),
     };
     worker.reconciles.set(reconcile.id, reconcile);
+    renewWhileHeld();
     const deadlineAt = now + worker.timeoutMs;
     later(reconcile.timers, worker.timeoutMs, () => onDeadline(worker, reconcile));
     void push(worker, {
@@ -296,6 +315,7 @@ export function createControllerSupervision(
       clearAll(reconcile.timers);
     }
     worker.reconciles.clear();
+    renewWhileHeld();
     try {
       finishControllerWorker(ctx.store, {
         workerEpoch: worker.workerEpoch,
@@ -409,12 +429,14 @@ export function createControllerSupervision(
     dueTimer = null;
     if (!started || shuttingDown) return;
     const next = nextReconcileDue(ctx.store);
-    if (next === null) return;
-    const delay = next - ctx.clock.now();
-    // Due now but not claimable yet (capacity, a worker starting): the end of a reconcile or
-    // the worker's ready message ticks again; the sweep is the backstop.
-    if (delay <= 0) return;
-    dueTimer = setTimeout(schedule, Math.min(delay, MAX_TIMER_MS));
+    const now = ctx.clock.now();
+    // Due now but not claimable yet (capacity, a worker starting or stuck): the end of a
+    // reconcile, the worker's ready message or its exit ticks again.
+    let delay = next !== null && next > now ? Math.min(next - now, MAX_TIMER_MS) : null;
+    if (hasChildRunsInFlight(ctx.store)) {
+      delay = Math.min(delay ?? CHILD_BACKSTOP_MS, CHILD_BACKSTOP_MS);
+    }
+    if (delay !== null) dueTimer = setTimeout(schedule, delay);
   };
 
   const schedule = () => {
@@ -430,8 +452,6 @@ export function createControllerSupervision(
     start() {
       if (started) return;
       started = true;
-      intervals.add(setInterval(renew, ctx.options.claimRenewMs));
-      intervals.add(setInterval(schedule, SWEEP_MS));
       schedule();
     },
     wake: schedule,
@@ -443,8 +463,7 @@ export function createControllerSupervision(
     },
     async shutdown() {
       shuttingDown = true;
-      for (const interval of intervals) clearInterval(interval);
-      intervals.clear();
+      renewWhileHeld();
       if (dueTimer) clearTimeout(dueTimer);
       for (const worker of workers.values()) {
         for (const reconcile of worker.reconciles.values()) {
