@@ -13,37 +13,16 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { benchHostContext } from "./_host-context.ts";
+import { rawCommitRate } from "./_raw-commits.ts";
 
 const NODES = Number(process.argv[2] ?? 1000);
 const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
-
-/** Single-row INSERT commits per second, WAL + synchronous=FULL, for `ms` milliseconds. */
-function rawCommitRate(ms: number): number {
-  const db = new DatabaseSync(join(root, "raw.sqlite"));
-  db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA synchronous = FULL");
-  db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
-  const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
-  const payload = "x".repeat(200);
-  let n = 0;
-  const start = performance.now();
-  while (performance.now() - start < ms) {
-    db.exec("BEGIN IMMEDIATE");
-    insert.run(payload);
-    db.exec("COMMIT");
-    n++;
-  }
-  const rate = n / ((performance.now() - start) / 1000);
-  db.close();
-  return rate;
-}
 
 function workflowSource(count: number): string {
   const nodes = Array.from(
@@ -82,7 +61,7 @@ const supervision = createSupervision(ctx, {
 });
 
 try {
-  const raw = rawCommitRate(2_000);
+  const raw = rawCommitRate(root, 2_000);
   const resolved = await supervision.resolve({
     workflow: workflowPath,
     input: { seed: 1 },

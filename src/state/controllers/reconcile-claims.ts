@@ -195,6 +195,29 @@ export function endClaimInTx(
   return removeIfDeletableInTx(store, uid, now);
 }
 
+/**
+ * When the earliest reconcile claim not in `held` (one an earlier host left) expires, or null:
+ * recovery can take it then.
+ */
+export function nextForeignClaimExpiry(
+  store: StateStore,
+  held: ReadonlySet<string>,
+): number | null {
+  let earliest: number | null = null;
+  for (
+    const row of queryAll<{ uid: string; expires_at: number | null }>(
+      store,
+      "SELECT q.uid, l.expires_at FROM controller_queue q LEFT JOIN leases l ON l.resource = " +
+        "'reconcile:' || q.uid WHERE q.claim_version IS NOT NULL",
+    )
+  ) {
+    if (held.has(row.uid)) continue;
+    const at = row.expires_at ?? 0;
+    if (earliest === null || at < earliest) earliest = at;
+  }
+  return earliest;
+}
+
 /** Resources whose reconcile claim expired without an end (a host or worker that died). */
 export function listExpiredReconciles(store: StateStore, now: number): string[] {
   return queryAll<{ uid: string }>(

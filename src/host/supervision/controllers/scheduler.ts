@@ -29,6 +29,7 @@ import {
 import {
   claimReconciles,
   listDueReconciles,
+  nextForeignClaimExpiry,
   nextReconcileDue,
   type ReconcileClaim,
 } from "../../../state/controllers/reconcile-claims.ts";
@@ -61,6 +62,8 @@ import { applyReconcileMessage } from "./reconcile-handlers.ts";
 import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
 import { createResolverPool } from "./resolver-pool.ts";
 
+/** Timers wait this much past their time: one may fire a moment before the wall clock agrees. */
+const TIMER_SLACK_MS = 5;
 /** The due timer is re-armed at least this often, so a wall-clock jump is noticed. */
 const MAX_TIMER_MS = 60_000;
 /**
@@ -161,9 +164,15 @@ export function createControllerSupervision(
     reconcile.ended = true;
     clearAll(reconcile.timers);
     worker.reconciles.delete(reconcile.id);
-    if (worker.reconciles.size === 0) worker.idleSince = ctx.clock.now();
+    if (worker.reconciles.size === 0) idle(worker);
     renewWhileHeld();
     schedule();
+  };
+
+  /** The worker has nothing to do: a tick after the idle period stops it unless work came. */
+  const idle = (worker: ControllerWorker) => {
+    worker.idleSince = ctx.clock.now();
+    later(worker.timers, options.workerIdleMs + TIMER_SLACK_MS, schedule);
   };
 
   const onDeadline = (worker: ControllerWorker, reconcile: ActiveReconcile) => {
@@ -219,6 +228,7 @@ export function createControllerSupervision(
       markControllerWorkerLive(ctx.store, worker.workerEpoch);
       worker.ready = true;
       clearAll(worker.timers);
+      idle(worker);
       schedule();
       return true;
     },
@@ -375,16 +385,17 @@ export function createControllerSupervision(
   const tick = () => {
     tickQueued = false;
     if (!started || shuttingDown) return;
+    // One clock reading for both: a time that is not due yet in the tick gets its timer.
+    const now = ctx.clock.now();
     try {
-      runTick();
+      runTick(now);
     } catch (error) {
       ctx.log("controller.tick_failed", { error: errorName(error) });
     }
-    armDueTimer();
+    armDueTimer(now);
   };
 
-  const runTick = () => {
-    const now = ctx.clock.now();
+  const runTick = (now: number) => {
     recoverExpiredReconciles(ctx, held());
     const capacity = options.maxConcurrentReconciles - inFlight();
     const claimFor = new Map<string, ControllerWorker>();
@@ -415,24 +426,27 @@ export function createControllerSupervision(
       for (const claim of claimed) assign(claimFor.get(claim.uid)!, claim);
     }
     for (const worker of workers.values()) {
-      if (
-        worker.ready && worker.stopReason === null && worker.reconciles.size === 0 &&
-        now - worker.idleSince >= options.workerIdleMs
-      ) {
-        stopWorker(worker, "idle");
-      }
+      if (!worker.ready || worker.stopReason !== null || worker.reconciles.size > 0) continue;
+      const left = options.workerIdleMs - (now - worker.idleSince);
+      if (left <= 0) stopWorker(worker, "idle");
+      // A timer may fire a little before the wall clock says the period is over.
+      else if (worker.timers.size === 0) later(worker.timers, left + TIMER_SLACK_MS, schedule);
     }
   };
 
-  const armDueTimer = () => {
+  const armDueTimer = (now: number) => {
     if (dueTimer) clearTimeout(dueTimer);
     dueTimer = null;
     if (!started || shuttingDown) return;
     const next = nextReconcileDue(ctx.store);
-    const now = ctx.clock.now();
     // Due now but not claimable yet (capacity, a worker starting or stuck): the end of a
     // reconcile, the worker's ready message or its exit ticks again.
-    let delay = next !== null && next > now ? Math.min(next - now, MAX_TIMER_MS) : null;
+    let delay = next !== null && next > now
+      ? Math.min(next - now + TIMER_SLACK_MS, MAX_TIMER_MS)
+      : null;
+    // A claim this host does not hold (an earlier host's) is recovered once it expires.
+    const expiry = nextForeignClaimExpiry(ctx.store, held());
+    if (expiry !== null) delay = Math.min(delay ?? MAX_TIMER_MS, Math.max(0, expiry - now) + 1);
     if (hasChildRunsInFlight(ctx.store)) {
       delay = Math.min(delay ?? CHILD_BACKSTOP_MS, CHILD_BACKSTOP_MS);
     }
