@@ -28,6 +28,7 @@ import { applyResource } from "../../src/state/controllers/resources.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
+import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 
@@ -85,10 +86,12 @@ const FAST = {
 const roots: string[] = [];
 const children = new Set<ChildProcess>();
 afterAll(() => {
+  killCrashHosts();
   for (const child of children) child.kill("SIGKILL");
   for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
 
+/** The crash-test host, running: the restart test kills it at a moment it picks. */
 function startHost(stateDir: string, env: NodeJS.ProcessEnv) {
   const child = spawn(process.execPath, [HOST_ENTRY, stateDir], {
     env: { ...process.env, ...FAST, ...env },
@@ -106,13 +109,8 @@ function startHost(stateDir: string, env: NodeJS.ProcessEnv) {
   return { child, exited, stderr: () => stderr };
 }
 
-async function runHost(stateDir: string, env: NodeJS.ProcessEnv, ms: number) {
-  const host = startHost(stateDir, env);
-  const timer = setTimeout(() => host.child.kill("SIGKILL"), ms);
-  const exit = await host.exited;
-  clearTimeout(timer);
-  return { ...exit, stderr: host.stderr() };
-}
+const runHost = (stateDir: string, env: NodeJS.ProcessEnv, ms: number) =>
+  runCrashHost(stateDir, { ...FAST, ...env }, ms);
 
 async function project(spec: (root: string) => JsonValue) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-ctlcrash-")));
