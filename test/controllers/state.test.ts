@@ -43,7 +43,8 @@ import {
 import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
 import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { type Fixture, HOST, launch, openFixture, TTL } from "../state/helpers.ts";
+import { type Fixture, HOST, HOST_EPOCH, launch, openFixture, TTL } from "../state/helpers.ts";
+import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 
 let f: Fixture;
@@ -74,11 +75,12 @@ function apply(key: string, spec: unknown, expected?: number) {
   });
 }
 
-function claimAll(): ReconcileClaim[] {
+function claimAll(hostEpoch = HOST_EPOCH): ReconcileClaim[] {
   const due = listDueReconciles(f.store, f.clock.now(), 100);
   return claimReconciles(f.store, {
     uids: due.map((d) => d.uid),
     ownerId: HOST,
+    hostEpoch,
     ttlMs: TTL,
     token: () => f.store.ids.token(),
   });
@@ -411,6 +413,29 @@ describe("reconcile effects", () => {
     ).toBe("apply");
     settle(again, {});
   });
+
+  it("a claim of an older host epoch is fenced: no write, recoverable at once", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    const effect = {
+      uid: c.uid,
+      kind: "k",
+      key: "x",
+      requestFingerprint: "sha256:r",
+      contract: "readBack",
+    } as const;
+    reserveReconcileEffect(f.store, c.claim, effect);
+    releaseHostClaim(f.store, f.host);
+    const next = acquireHostClaim(f.store, { ownerId: "host-b", token: "tb", ttlMs: TTL });
+    expect(() => reserveReconcileEffect(f.store, c.claim, { ...effect, key: "y" })).toThrow(
+      ClaimLostError,
+    );
+    expect(listExpiredReconciles(f.store, f.clock.now())).toEqual([c.uid]);
+    recoverExpiredReconcile(f.store, { uid: c.uid, ownerId: "host-b", token: "t", ttlMs: TTL });
+    const [again] = claimAll(next.epoch);
+    expect(reserveReconcileEffect(f.store, again.claim, effect).decision).toBe("apply");
+    settle(again, {});
+  });
 });
 
 describe("child workflows", () => {
@@ -485,7 +510,7 @@ describe("child workflows", () => {
     });
     expect(secondRef).toMatchObject({ state: "waiting", blockedReason: "unsupportedInput" });
     settle(c);
-    cancelRun(f.store, { runId: secondRef.runId!, ownerId: HOST });
+    cancelRun(f.store, { runId: secondRef.runId!, claim: null });
     [c] = claimAll();
     expect(ensureChildRequest(f.store, c.claim, {
       uid: c.uid,

@@ -7,6 +7,9 @@
 import {
   acquireClaimInTx,
   type Claim,
+  currentHostEpochInTx,
+  fencedLeaseSql,
+  leaseHolds,
   readLease,
   releaseLeaseInTx,
   renewClaimInTx,
@@ -64,6 +67,8 @@ export interface ReconcileClaim {
 export interface ClaimReconcilesOptions {
   uids: readonly string[];
   ownerId: string;
+  /** The claiming host's epoch: a reconcile claim is fenced once a newer host holds the db. */
+  hostEpoch: number;
   ttlMs: number;
   /** A fresh secret token per claim. */
   token: () => string;
@@ -76,6 +81,7 @@ export interface ClaimReconcilesOptions {
 export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions): ReconcileClaim[] {
   return writeTransaction(store, () => {
     const now = store.clock.now();
+    const epoch = currentHostEpochInTx(store);
     const claims: ReconcileClaim[] = [];
     for (const uid of opts.uids) {
       const queue = queryOne<{ version: number; consecutive_errors: number }>(
@@ -87,11 +93,12 @@ export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions)
       const row = queue && readResourceRow(store, uid);
       if (!queue || !row || row.removed_at !== null) continue;
       const lease = readLease(store, reconcileLease(uid));
-      if (lease?.token_hash && (lease.expires_at ?? 0) > now) continue;
+      if (leaseHolds(lease, now, epoch)) continue;
       const claim = acquireClaimInTx(store, {
         resource: reconcileLease(uid),
         ownerType: "host",
         ownerId: opts.ownerId,
+        hostEpoch: opts.hostEpoch,
         token: opts.token(),
         ttlMs: opts.ttlMs,
       }, now);
@@ -205,25 +212,27 @@ export function nextForeignClaimExpiry(
 ): number | null {
   let earliest: number | null = null;
   for (
-    const row of queryAll<{ uid: string; expires_at: number | null }>(
+    const row of queryAll<{ uid: string; expires_at: number | null; fenced: number }>(
       store,
-      "SELECT q.uid, l.expires_at FROM controller_queue q LEFT JOIN leases l ON l.resource = " +
-        "'reconcile:' || q.uid WHERE q.claim_version IS NOT NULL",
+      `SELECT q.uid, l.expires_at, ${fencedLeaseSql("l")} AS fenced FROM controller_queue q ` +
+        "LEFT JOIN leases l ON l.resource = 'reconcile:' || q.uid WHERE q.claim_version IS NOT NULL",
     )
   ) {
     if (held.has(row.uid)) continue;
-    const at = row.expires_at ?? 0;
+    // A claim of an older host epoch is fenced: recoverable at once.
+    const at = row.fenced ? 0 : row.expires_at ?? 0;
     if (earliest === null || at < earliest) earliest = at;
   }
   return earliest;
 }
 
-/** Resources whose reconcile claim expired without an end (a host or worker that died). */
+/** Resources whose reconcile claim expired or was fenced by a newer host epoch, without an end. */
 export function listExpiredReconciles(store: StateStore, now: number): string[] {
   return queryAll<{ uid: string }>(
     store,
     "SELECT q.uid FROM controller_queue q LEFT JOIN leases l ON l.resource = 'reconcile:' || " +
-      "q.uid WHERE q.claim_version IS NOT NULL AND (l.token_hash IS NULL OR l.expires_at <= :now)",
+      "q.uid WHERE q.claim_version IS NOT NULL AND (l.token_hash IS NULL OR l.expires_at <= :now " +
+      `OR ${fencedLeaseSql("l")})`,
     { now },
   ).map((r) => r.uid);
 }
@@ -240,7 +249,7 @@ export function recoverExpiredReconcile(
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const lease = readLease(store, reconcileLease(opts.uid));
-    if (lease?.token_hash && (lease.expires_at ?? 0) > now) {
+    if (lease && leaseHolds(lease, now, currentHostEpochInTx(store))) {
       throw new ClaimLostError(null, lease.generation, "ownerChanged");
     }
     const control = acquireClaimInTx(store, {

@@ -420,6 +420,7 @@ export function createControllerSupervision(
       const claimed = claimReconciles(ctx.store, {
         uids: [...claimFor.keys()],
         ownerId: ctx.hostOwnerId,
+        hostEpoch: ctx.hostEpoch,
         ttlMs: ctx.options.claimTtlMs,
         token: () => ctx.ids.token(),
       });
