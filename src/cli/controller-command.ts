@@ -14,15 +14,14 @@ import {
   formatControllerList,
   formatResourceDetail,
   formatResourceName,
-} from "./format-controller.ts";
+  resourceProgress,
+} from "../render/controller-text.ts";
 import { type CliIo, printJson } from "./output.ts";
 import { projectDir } from "./project-dir.ts";
 import { withHost } from "./with-host.ts";
 import type { ControllerCommand } from "./parse-controller.ts";
 
 const POLL_MS = 150;
-/** A reconcile due later than this counts as the resource having settled for now. */
-const QUIET_MS = 1_000;
 
 export async function runControllerCommand(
   command: ControllerCommand,
@@ -55,7 +54,7 @@ async function execute(
         }),
       );
       if (command.json) printJson(io, receipt);
-      else io.out(formatControllerList(receipt));
+      else io.out(formatControllerList(receipt, Date.now()));
       return EXIT.ok;
     }
     case "get": {
@@ -64,7 +63,7 @@ async function execute(
         await connection.request("controller.get", { payload: { cwd, controller, key } }),
       );
       if (command.json) printJson(io, receipt);
-      else io.out(formatResourceDetail(receipt));
+      else io.out(formatResourceDetail(receipt, Date.now()));
       return EXIT.ok;
     }
     case "apply": {
@@ -148,28 +147,15 @@ async function waitSettled(
       "controller.get",
       await connection.request("controller.get", { payload: { cwd, controller, key, events: 0 } }),
     );
-    const { resource, queue } = detail;
     const done = (code: number, note?: string) => {
       if (command.json) printJson(io, detail);
-      else io.out(formatResourceDetail(detail) + (note ? `\n${note}` : ""));
+      else io.out(formatResourceDetail(detail, Date.now()) + (note ? `\n${note}` : ""));
       return code;
     };
-    if (detail.controller.blockedReason) return done(EXIT.runNeedsAttention);
-    if (queue && !queue.reconciling) {
-      if (queue.consecutiveErrors > 0) return done(EXIT.runUnsuccessful);
-      // Quiet: this generation reconciled, nothing due soon (a requeueAfter later is fine) and
-      // no child workflow still on its way (its end would reconcile again).
-      const dueSoon = queue.pending && queue.availableAt - Date.now() < QUIET_MS;
-      const childRunning = detail.workflows.some((w) =>
-        w.state === "pending" || w.state === "running"
-      );
-      if (
-        !dueSoon && !childRunning &&
-        resource.status.observedGeneration >= resource.metadata.generation
-      ) {
-        return done(EXIT.ok);
-      }
-    }
+    const progress = resourceProgress(detail, Date.now());
+    if (progress === "blocked") return done(EXIT.runNeedsAttention);
+    if (progress === "failing") return done(EXIT.runUnsuccessful);
+    if (progress === "settled") return done(EXIT.ok);
     if (Date.now() >= deadline) {
       return done(
         EXIT.runNeedsAttention,
@@ -201,7 +187,7 @@ async function waitGone(
     const detail = receiptOf("controller.get", response);
     if (Date.now() >= deadline || detail.queue?.consecutiveErrors) {
       if (command.json) printJson(io, detail);
-      else io.out(formatResourceDetail(detail));
+      else io.out(formatResourceDetail(detail, Date.now()));
       return detail.queue?.consecutiveErrors ? EXIT.runUnsuccessful : EXIT.runNeedsAttention;
     }
     await new Promise((r) => setTimeout(r, POLL_MS));

@@ -10,6 +10,7 @@ import { runWorkflowCommand } from "./workflow-command.ts";
 import { WorkflowSession } from "./workflow-session.ts";
 import { workflowTool } from "./workflow-tool.ts";
 import { USAGE } from "./command-args.ts";
+import { controllerCommand } from "./controller-command.ts";
 
 export default function piWorkflows(pi: PiExtensionApi): void {
   let session: WorkflowSession | null = null;
@@ -18,6 +19,7 @@ export default function piWorkflows(pi: PiExtensionApi): void {
     description: `Run pi-workflows workflows. ${USAGE.replace(/^Usage: /, "")}`,
     handler: (args, ctx) => runWorkflowCommand(session, args, ctx),
   });
+  pi.registerCommand("controller", controllerCommand(() => session));
   pi.registerTool(workflowTool(() => session));
 
   pi.on("session_start", (_event, ctx) => {

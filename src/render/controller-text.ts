@@ -1,4 +1,7 @@
-/** Plain-text views of controllers and their resources for people. */
+/**
+ * Plain-text views of controllers and their resources for people, shared by the CLI's
+ * `controller` command and the Pi extension's `/controller`. Pure: the caller passes the clock.
+ */
 import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 
@@ -14,10 +17,11 @@ function value(v: JsonValue | undefined): string {
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
 }
 
-/** `settled`, `pending`, `reconciling`, `failing (n errors)`, `deleting`... (now: this clock) */
+/** `settled`, `pending`, `reconciling`, `failing (n errors)`, `deleting`... as of `now`. */
 export function resourcePhase(
   resource: { generation: number; observedGeneration: number; deleting: boolean },
   queue: Queue,
+  now: number,
 ): string {
   const parts: string[] = [];
   if (resource.deleting) parts.push("deleting");
@@ -26,7 +30,7 @@ export function resourcePhase(
     parts.push(
       `failing (${queue.consecutiveErrors} error${queue.consecutiveErrors > 1 ? "s" : ""})`,
     );
-  } else if (queue?.pending && queue.availableAt <= Date.now()) parts.push("pending");
+  } else if (queue?.pending && queue.availableAt <= now) parts.push("pending");
   else if (resource.observedGeneration < resource.generation) parts.push("not reconciled");
   else if (queue?.pending) {
     parts.push(`settled, next reconcile ${new Date(queue.availableAt).toISOString()}`);
@@ -48,15 +52,15 @@ export function formatResourceName(resource: Resource): string {
   return `${m.controller}/${m.key} (version ${m.resourceVersion}, generation ${m.generation})`;
 }
 
-export function formatResourceHeadline(resource: Resource, queue: Queue): string {
+export function formatResourceHeadline(resource: Resource, queue: Queue, now: number): string {
   return `${formatResourceName(resource)}, observed ${resource.status.observedGeneration}: ${
-    resourcePhase(metaOf(resource), queue)
+    resourcePhase(metaOf(resource), queue, now)
   }`;
 }
 
-export function formatResourceDetail(detail: GetReceipt): string {
+export function formatResourceDetail(detail: GetReceipt, now: number): string {
   const { resource, queue } = detail;
-  const lines = [formatResourceHeadline(resource, queue), `uid: ${resource.metadata.uid}`];
+  const lines = [formatResourceHeadline(resource, queue, now), `uid: ${resource.metadata.uid}`];
   if (detail.controller.blockedReason) {
     lines.push(
       `controller blocked: ${detail.controller.blockedReason}${
@@ -101,7 +105,7 @@ export function formatResourceDetail(detail: GetReceipt): string {
   return lines.join("\n");
 }
 
-export function formatControllerList(receipt: ListReceipt): string {
+export function formatControllerList(receipt: ListReceipt, now: number): string {
   if (receipt.controllers.length === 0) return "No controllers in this project";
   const lines: string[] = [];
   for (const c of receipt.controllers) {
@@ -114,9 +118,33 @@ export function formatControllerList(receipt: ListReceipt): string {
   for (const r of receipt.resources) {
     lines.push(
       `  ${r.controller}/${r.key}  version ${r.resourceVersion}, generation ${r.generation}  ${
-        resourcePhase(r, r.queue)
+        resourcePhase(r, r.queue, now)
       }`,
     );
   }
   return lines.join("\n");
+}
+
+/** A reconcile due later than this counts as the resource having settled for now. */
+const QUIET_MS = 1_000;
+
+/**
+ * Where a resource stands for someone waiting on it: `blocked` (its controller), `failing` (the
+ * last reconcile failed), `settled` (its generation reconciled, nothing due within a second, no
+ * child workflow still running: a requeueAfter later is fine), or `busy`.
+ */
+export function resourceProgress(
+  detail: GetReceipt,
+  now: number,
+): "blocked" | "failing" | "settled" | "busy" {
+  const { resource, queue } = detail;
+  if (detail.controller.blockedReason) return "blocked";
+  if (!queue || queue.reconciling) return "busy";
+  if (queue.consecutiveErrors > 0) return "failing";
+  const dueSoon = queue.pending && queue.availableAt - now < QUIET_MS;
+  const childRunning = detail.workflows.some((w) => w.state === "pending" || w.state === "running");
+  return !dueSoon && !childRunning &&
+      resource.status.observedGeneration >= resource.metadata.generation
+    ? "settled"
+    : "busy";
 }
