@@ -31,6 +31,7 @@ export const LAYERS: Record<string, readonly string[]> = {
     "worker",
     "host",
     "client",
+    "render",
     "viewer",
   ],
 };
