@@ -19,6 +19,9 @@ import {
 import { type CliIo, printJson } from "./output.ts";
 import { projectDir } from "./project-dir.ts";
 import { withHost } from "./with-host.ts";
+import { clientStateDir } from "../client/socket-path.ts";
+import type { PiLaunch } from "../protocol/pi-launch.ts";
+import { discoverPi } from "../worker/pi-command.ts";
 import type { ControllerCommand } from "./parse-controller.ts";
 
 const POLL_MS = 150;
@@ -30,7 +33,17 @@ export async function runControllerCommand(
 ): Promise<number> {
   const cwd = projectDir(command.cwd);
   const spec = readSpec(command);
-  return await withHost(env, io, (connection) => execute(connection, command, cwd, spec, io));
+  let pi: PiLaunch | null = null;
+  if (command.action === "apply") {
+    // The Pi the controller's child runs use for agent steps, found in the user's environment.
+    const found = discoverPi({ env, stateDir: clientStateDir(env), cwd: process.cwd() });
+    if (found.ok) pi = { command: found.pi.command, args: command.piArgs };
+    else if (found.code === "invalidConfig" || command.piArgs.length > 0) {
+      io.err(found.message);
+      return EXIT.piUnavailable;
+    }
+  }
+  return await withHost(env, io, (connection) => execute(connection, command, cwd, spec, pi, io));
 }
 
 async function execute(
@@ -38,6 +51,7 @@ async function execute(
   command: ControllerCommand,
   cwd: string,
   spec: JsonValue,
+  pi: PiLaunch | null,
   io: CliIo,
 ): Promise<number> {
   const controller = command.controller!;
@@ -76,6 +90,7 @@ async function execute(
             key,
             spec,
             ...(command.digest ? { sourceDigest: command.digest } : {}),
+            ...(pi ? { pi } : {}),
           },
           ...expected,
         }),

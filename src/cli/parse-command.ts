@@ -330,7 +330,7 @@ function envOptions(values: string | boolean | string[] | undefined): EnvOption[
 }
 
 /** `--provider`, `--model`, `--thinking` as Pi takes them; the passthrough is checked too. */
-function modelArgs(parsed: Parsed): string[] {
+export function modelArgs(parsed: Parsed): string[] {
   const args: string[] = [];
   for (const name of ["provider", "model", "thinking"] as const) {
     const value = parsed.values[name];

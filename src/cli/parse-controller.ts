@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { UsageError } from "./exit-codes.ts";
+import { modelArgs } from "./parse-command.ts";
 
 export const CONTROLLER_ACTIONS = ["list", "get", "apply", "reconcile", "delete"] as const;
 export type ControllerAction = (typeof CONTROLLER_ACTIONS)[number];
@@ -26,6 +27,8 @@ export interface ControllerCommand {
   /** Seconds --wait waits at most. */
   timeoutSeconds: number;
   json: boolean;
+  /** apply: `--provider`, `--model`, `--thinking` for the child runs' Pi. */
+  piArgs: string[];
 }
 
 const OPTIONS = {
@@ -38,6 +41,9 @@ const OPTIONS = {
   "expect-version": { type: "string" },
   wait: { type: "boolean" },
   timeout: { type: "string" },
+  provider: { type: "string" },
+  model: { type: "string" },
+  thinking: { type: "string" },
 } as const;
 
 /** Returns the command, or null for `controller --help` / `controller <action> --help`. */
@@ -95,6 +101,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
   onlyFor("expect-version", ["apply", "reconcile", "delete"]);
   onlyFor("wait", ["apply", "reconcile", "delete"]);
   onlyFor("timeout", ["apply", "reconcile", "delete"]);
+  for (const name of ["provider", "model", "thinking"]) onlyFor(name, ["apply"]);
   let spec: ControllerCommand["spec"] = null;
   if (values["spec-json"] !== undefined) {
     try {
@@ -123,6 +130,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
     wait: values.wait === true,
     timeoutSeconds: integerOption("--timeout", values.timeout, 1) ?? 60,
     json: values.json === true,
+    piArgs: modelArgs({ help: false, values, positionals: [] }),
   };
 }
 

@@ -129,6 +129,9 @@ Options:
   --spec-json JSON     apply: the resource spec (default null)
   --spec-file FILE     apply: read the spec from a JSON file
   --digest SHA256      apply: refuse unless the controller source has exactly this digest
+  --provider P, --model M, --thinking T
+                       apply: the Pi model for the child runs' agent steps (the Pi found
+                       here is recorded with the controller)
   --expect-version N   apply, reconcile, delete: only if the resource is at this version
                        (apply: 0 means it must not exist yet)
   --wait               apply, reconcile: wait until the resource settles; delete: until it is gone

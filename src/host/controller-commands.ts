@@ -129,6 +129,7 @@ export async function applyControllerCommand(
       source: resolved.source as unknown as JsonValue,
       sourceDigest: resolved.sourceDigest,
       timeoutMs: resolved.timeoutMs,
+      ...(payload.pi ? { pi: payload.pi } : {}),
     },
     key: payload.key,
     spec,

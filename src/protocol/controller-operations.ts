@@ -6,6 +6,7 @@
  */
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
+import { PiLaunchSchema } from "./pi-launch.ts";
 import {
   CHILD_WORKFLOW_REF_ENTRIES,
   ControllerNameSchema,
@@ -52,6 +53,11 @@ export const ControllerApplyPayloadSchema = strictObject({
   spec: v.optional(JsonValueSchema),
   /** The exact source digest the caller expects; the host refuses when the resolved one differs. */
   sourceDigest: v.optional(DigestSchema),
+  /**
+   * The Pi command and model arguments the controller's headless child runs use for agent steps
+   * (the CLI sends the Pi it finds); absent: the one an earlier apply declared stays.
+   */
+  pi: v.optional(PiLaunchSchema),
 });
 
 export const ControllerReconcilePayloadSchema = strictObject(ResourceRefEntries);

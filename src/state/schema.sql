@@ -524,6 +524,10 @@ CREATE TABLE controllers (
   timeout_ms INTEGER NOT NULL CHECK (timeout_ms >= 1),
   blocked_reason TEXT CHECK (blocked_reason IS NULL OR blocked_reason IN ('sourceChanged', 'loadFailed')),
   blocked_detail TEXT,
+  -- The Pi command and model arguments the last apply that named one declared: headless child
+  -- runs with agent steps run with it (spec "Controllers": the declared provider path).
+  pi_command TEXT,
+  pi_args_json TEXT,
   revision INTEGER NOT NULL CHECK (revision >= 1),
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,

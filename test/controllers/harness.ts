@@ -7,6 +7,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
+import type { PiLaunch } from "../../src/protocol/pi-launch.ts";
 import type { ControllerOptions } from "../../src/host/supervision/controllers/options.ts";
 import type { SupervisionOptions } from "../../src/host/supervision/api.ts";
 import type { SupervisionExtras } from "../../src/host/supervision/index.ts";
@@ -29,7 +30,12 @@ export const FAST_CONTROLLERS: ControllerOptions = {
 export interface ControllerHarness extends Harness {
   /** Writes `.pi/controllers/<name>.controller.ts`; returns its path. */
   writeController(name: string, source: string): string;
-  apply(controller: string, key: string, spec: JsonValue): Promise<ApplyResourceResult>;
+  apply(
+    controller: string,
+    key: string,
+    spec: JsonValue,
+    pi?: PiLaunch,
+  ): Promise<ApplyResourceResult>;
   resource(controller: string, key: string): ResourceDetail | undefined;
   waitForResource(
     controller: string,
@@ -53,7 +59,7 @@ export async function createControllerHarness(
       writeFileSync(path, source);
       return path;
     },
-    async apply(controller: string, key: string, spec: JsonValue) {
+    async apply(controller: string, key: string, spec: JsonValue, pi?: PiLaunch) {
       const resolved = await h.supervision.controllers.resolve({
         controller,
         cwd: h.projectDir,
@@ -70,6 +76,7 @@ export async function createControllerHarness(
           source: resolved.source as unknown as JsonValue,
           sourceDigest: resolved.sourceDigest,
           timeoutMs: resolved.timeoutMs,
+          ...(pi ? { pi } : {}),
         },
         key,
         spec,

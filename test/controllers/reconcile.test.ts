@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { queryOne } from "../../src/state/store.ts";
 import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";
 
 const SYNC = `
@@ -112,6 +113,16 @@ export default defineWorkflow({
 });
 `;
 
+const DRAFT_WORKFLOW = `
+import { agent, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "draft",
+  startAt: "write",
+  nodes: { write: agent({ prompt: "Write a draft" }) },
+  edges: [],
+});
+`;
+
 const MIRROR = `
 import { defineController } from "pi-workflows";
 export default defineController({
@@ -135,6 +146,7 @@ describe("child workflows", () => {
   beforeAll(() => {
     h.writeWorkflow("copy.workflow.ts", COPY_WORKFLOW);
     h.writeWorkflow("greet.workflow.ts", GREET_WORKFLOW);
+    h.writeWorkflow("draft.workflow.ts", DRAFT_WORKFLOW);
     h.writeController("mirror", MIRROR);
   });
 
@@ -172,6 +184,41 @@ describe("child workflows", () => {
     const run = h.run(child.runId!);
     expect(run).toMatchObject({ state: "queued", blockedReason: "unsupportedInput" });
     expect(h.invariants()).toEqual([]);
+  });
+
+  it("a child with agent steps runs with the Pi its controller declared, or fails at once", async () => {
+    const spec = { workflow: "./draft.workflow.ts", from: "-", to: "-" };
+    await h.apply("mirror", "d1", spec);
+    const refused = await h.waitForResource(
+      "mirror",
+      "d1",
+      (d) => isSettled(d) && d.resource.status.workflowRun !== undefined,
+    );
+    expect(refused.resource.status.workflowRun).toMatchObject({
+      state: "failed",
+      error: {
+        code: "piUnavailable",
+        message: expect.stringMatching(/apply it again from a shell/),
+      },
+    });
+    expect(refused.resource.status.workflowRun?.runId).toBeUndefined();
+    // An apply that declares a Pi records it with the controller; later applies without one keep it.
+    const pi = { command: join(h.root, "no-such-pi"), args: ["--model", "fake-model"] };
+    await h.apply("mirror", "d2", spec, pi);
+    await h.apply("mirror", "d3", spec);
+    for (const key of ["d2", "d3"]) {
+      const started = await h.waitForResource(
+        "mirror",
+        key,
+        (d) => d.resource.status.workflowRun?.runId != null,
+      );
+      const binding = queryOne<{ pi_command: string; pi_args_json: string }>(
+        h.store,
+        "SELECT pi_command, pi_args_json FROM run_bindings WHERE run_id = :runId",
+        { runId: started.resource.status.workflowRun!.runId! },
+      );
+      expect(binding).toEqual({ pi_command: pi.command, pi_args_json: JSON.stringify(pi.args) });
+    }
   });
 
   it("a child whose workflow cannot be resolved is failed with the resolver's error", async () => {

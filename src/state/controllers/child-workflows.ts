@@ -10,6 +10,7 @@ import type { Claim } from "../claims.ts";
 import { execute, queryOne, type StateStore } from "../store.ts";
 import { enqueueRunInTx, type EnqueueRunOptions } from "../transitions/run-enqueue.ts";
 import { appendControllerEvent } from "./controller-records.ts";
+import { readPinnedController } from "./controller-workers.ts";
 import { ControllerRefusal, resourceLabel } from "./errors.ts";
 import { reconcileWrite } from "./reconcile-claims.ts";
 
@@ -173,9 +174,10 @@ export function startChildRun(
   return reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
     const current = requireRequest(store, opts.requestId);
     if (current.run_id !== null || current.attempt !== opts.attempt) return toRef(current);
+    const pi = readPinnedController(store, row.controller_id)?.pi ?? null;
     const { runId } = enqueueRunInTx(store, {
       ...opts.run,
-      binding: { executionMode: "headless" },
+      binding: { executionMode: "headless", ...(pi ? { pi } : {}) },
     }, now);
     if (opts.blocked) {
       execute(

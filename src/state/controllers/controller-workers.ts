@@ -3,7 +3,9 @@
  * process per controller at a time; its record holds the PID and start identity so a restarted
  * host reaps exactly that process and nothing else.
  */
+import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { decodeValue } from "../values.ts";
 import { appendControllerEvent } from "./controller-records.ts";
 
 export const CONTROLLER_WORKER_OUTCOMES = [
@@ -24,6 +26,8 @@ export interface PinnedController {
   sourceDigest: string;
   timeoutMs: number;
   blockedReason: string | null;
+  /** The Pi launch declared for child runs' agent steps, or null. */
+  pi: PiLaunch | null;
 }
 
 export function readPinnedController(
@@ -39,10 +43,13 @@ export function readPinnedController(
     source_digest: string;
     timeout_ms: number;
     blocked_reason: string | null;
+    pi_command: string | null;
+    pi_args_json: string | null;
   }>(
     store,
     "SELECT controller_id, name, project_path, source_ref, source_json, source_digest, " +
-      "timeout_ms, blocked_reason FROM controllers WHERE controller_id = :controllerId",
+      "timeout_ms, blocked_reason, pi_command, pi_args_json FROM controllers " +
+      "WHERE controller_id = :controllerId",
     { controllerId },
   );
   return row && {
@@ -54,6 +61,9 @@ export function readPinnedController(
     sourceDigest: row.source_digest,
     timeoutMs: row.timeout_ms,
     blockedReason: row.blocked_reason,
+    pi: row.pi_command === null
+      ? null
+      : { command: row.pi_command, args: (decodeValue(row.pi_args_json) ?? []) as string[] },
   };
 }
 

@@ -7,6 +7,7 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { ControllerResource } from "../../protocol/controller-resource.ts";
 import { initialResourceStatus } from "../../protocol/controller-resource.ts";
+import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
@@ -40,6 +41,8 @@ export interface ControllerPinInput {
   source: JsonValue;
   sourceDigest: string;
   timeoutMs: number;
+  /** The Pi launch for child runs' agent steps; absent: keep the one recorded before. */
+  pi?: PiLaunch;
 }
 
 /** A receipt committed with the change; its body is built from the committed result. */
@@ -153,6 +156,29 @@ function pinController(
   now: number,
 ): { controllerId: string; repinned: boolean } {
   const existing = findController(store, pin.projectPath, pin.name);
+  const pinned = pinSource(store, existing, pin, source, now);
+  if (pin.pi) {
+    execute(
+      store,
+      "UPDATE controllers SET pi_command = :command, pi_args_json = :args " +
+        "WHERE controller_id = :controllerId",
+      {
+        controllerId: pinned.controllerId,
+        command: pin.pi.command,
+        args: encodeValue("Pi arguments", pin.pi.args),
+      },
+    );
+  }
+  return pinned;
+}
+
+function pinSource(
+  store: StateStore,
+  existing: ReturnType<typeof findController>,
+  pin: ControllerPinInput,
+  source: string,
+  now: number,
+): { controllerId: string; repinned: boolean } {
   if (!existing) {
     const controllerId = store.ids.next("ctl");
     execute(

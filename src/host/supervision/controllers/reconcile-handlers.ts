@@ -18,6 +18,7 @@ import {
   finishReconcile,
   type ReconcileEndResult,
 } from "../../../state/controllers/reconcile-end.ts";
+import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
 import { canonicalWorkflowRef } from "../../../workflows/sources/identity.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
 import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
@@ -115,6 +116,20 @@ async function ensureChildWorkflow(
     return failChildRequest(store, claim, {
       ...target,
       error: { code: resolved.code, message: resolved.message },
+    });
+  }
+  if (
+    resolved.needsAgent && !resolved.needsInteractive &&
+    !readPinnedController(store, worker.controllerId)?.pi
+  ) {
+    return failChildRequest(store, claim, {
+      ...target,
+      error: {
+        code: "piUnavailable",
+        message: `Workflow "${resolved.workflowName}" has agent steps and no Pi was declared ` +
+          "for this controller: apply it again from a shell where Pi is installed " +
+          "(or PI_WORKFLOWS_PI is set)",
+      },
     });
   }
   const ref = startChildRun(store, claim, {

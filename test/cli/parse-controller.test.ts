@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { UsageError } from "../../src/cli/exit-codes.ts";
+import { parseControllerCommand } from "../../src/cli/parse-controller.ts";
+
+describe("pi-workflows controller arguments", () => {
+  it("parses apply with a spec, a compare-and-set and the child runs' Pi model", () => {
+    expect(
+      parseControllerCommand([
+        "apply",
+        "file-sync",
+        "notes",
+        "--spec-json",
+        '{"a":1}',
+        "--expect-version",
+        "0",
+        "--provider",
+        "fake",
+        "--model",
+        "m",
+        "--thinking",
+        "low",
+        "--wait",
+      ]),
+    ).toMatchObject({
+      action: "apply",
+      controller: "file-sync",
+      key: "notes",
+      spec: { json: { a: 1 } },
+      expectVersion: 0,
+      wait: true,
+      timeoutSeconds: 60,
+      piArgs: ["--provider", "fake", "--model", "m", "--thinking", "low"],
+    });
+    expect(parseControllerCommand(["list"])).toMatchObject({ action: "list", piArgs: [] });
+    expect(parseControllerCommand(["--help"])).toBeNull();
+  });
+
+  it("refuses bad input with one line", () => {
+    const cases: [string[], RegExp][] = [
+      [[], /^Missing controller action/],
+      [["frob"], /^Unknown controller action 'frob'/],
+      [["get", "c"], /^Missing argument for 'controller get'/],
+      [["get", "c", "k", "x"], /^Unexpected argument 'x'/],
+      [
+        ["reconcile", "c", "k", "--model", "m"],
+        /^Option --model is not for 'controller reconcile'/,
+      ],
+      [["apply", "c", "k", "--provider", "p"], /^Option --provider needs --model too/],
+      [["apply", "c", "k", "--model", "m", "--thinking", "lots"], /^Invalid --thinking 'lots'/],
+      [["apply", "c", "k", "--spec-json", "{"], /^Invalid --spec-json/],
+      [["apply", "c", "k", "--digest", "sha256:x"], /^Invalid --digest/],
+      [["delete", "c", "k", "--expect-version", "1.5"], /^Invalid --expect-version/],
+    ];
+    for (const [args, pattern] of cases) {
+      let error: unknown;
+      try {
+        parseControllerCommand(args);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, args.join(" ")).toBeInstanceOf(UsageError);
+      expect((error as Error).message, args.join(" ")).toMatch(pattern);
+    }
+  });
+});
