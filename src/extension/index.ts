@@ -34,8 +34,12 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   pi.on("agent_start", () => {
     session?.presenter.noteAgentStart();
   });
+  // Pi appends a sent message to the session after its message_end: the next message's start
+  // (or the turn's end) is the first moment its entry id can be read and recorded.
+  const record = () => void session?.presenter.recordSent().catch(() => {});
+  pi.on("message_start", record);
   pi.on("turn_end", () => {
-    void session?.presenter.recordSent().catch(() => {});
+    record();
     void session?.outbox.sync().catch(() => {});
   });
   pi.on("agent_settled", (event, ctx) => {

@@ -30,6 +30,7 @@ export interface PiContext {
   sessionManager: PiSessionManager;
   isIdle(): boolean;
   hasPendingMessages(): boolean;
+  abort(): void;
 }
 
 export interface PiToolResult {
@@ -83,6 +84,7 @@ export interface PiEvents {
   session_shutdown: { reason: string };
   agent_settled: PiAgentSettledEvent;
   agent_start: unknown;
+  message_start: unknown;
   turn_end: unknown;
 }
 

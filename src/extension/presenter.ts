@@ -27,6 +27,8 @@ export interface PresenterHost {
   session(): PiSessionManager;
   isIdle(): boolean;
   hasPendingMessages(): boolean;
+  /** Stops the agent's current turn. */
+  abort(): void;
   /** A human-facing notice (never model context). */
   notify(message: string, level: "info" | "warning" | "error"): void;
 }
@@ -49,6 +51,8 @@ export class Presenter {
   #current: Current | null = null;
   #chain: Promise<void> = Promise.resolve();
   #lastClaim: ClaimReceipt | null = null;
+  /** Between agent_start and agent_settled. */
+  #agentRunning = false;
 
   readonly #host: PresenterHost;
 
@@ -74,12 +78,14 @@ export class Presenter {
 
   /** Records the entry id of a sent presentation once Pi has appended it. */
   recordSent(): Promise<void> {
+    if (!this.#current?.unrecorded) return Promise.resolve();
     const next = this.#chain.then(() => this.#recordSent());
     this.#chain = next.catch(() => {});
     return next;
   }
 
   noteAgentStart(): void {
+    this.#agentRunning = true;
     if (this.#current) this.#current.turnSinceSend = true;
   }
 
@@ -89,6 +95,7 @@ export class Presenter {
 
   /** The agent settled: remind (or fail the attempt) when the step went unanswered. */
   settled(aborted: boolean): Promise<void> {
+    this.#agentRunning = false;
     const next = this.#chain.then(() => this.#settled(aborted));
     this.#chain = next.catch(() => {});
     return next;
@@ -107,17 +114,34 @@ export class Presenter {
     const claim = await this.#host.ops.claim();
     this.#lastClaim = claim;
     const interaction = claim.interaction;
+    const current = this.#current;
+    if (current && current.interaction.interactionId !== interaction?.interactionId) {
+      this.#closedElsewhere(current);
+    }
     if (!interaction) {
       this.#current = null;
       return;
     }
-    const current = this.#current;
     if (current && current.interaction.interactionId === interaction.interactionId) {
       current.interaction = interaction;
       await this.#recordSent();
       return;
     }
     this.#current = await this.#adoptOrSend(interaction);
+  }
+
+  /**
+   * The host closed the step without an accepted submission (its deadline passed, the run was
+   * cancelled or failed): a turn still working on it is stopped.
+   */
+  #closedElsewhere(current: Current): void {
+    if (current.accepted) return;
+    this.#current = null;
+    this.#host.notify(
+      `Workflow step ${current.interaction.contract.step} is no longer pending`,
+      "info",
+    );
+    if (current.turnSinceSend && this.#agentRunning) this.#host.abort();
   }
 
   async #adoptOrSend(interaction: ClaimedInteraction): Promise<Current> {

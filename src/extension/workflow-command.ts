@@ -24,12 +24,7 @@ export async function runWorkflowCommand(
     session.touch(ctx);
     switch (command.kind) {
       case "start": {
-        const active = session.runs.activeRunId;
-        if (active) {
-          throw new Error(
-            `This session already runs workflow run ${active}; /workflow cancel it or wait for it to end`,
-          );
-        }
+        // The host holds the session reservation (one active run per session) and says so.
         const run = await session.startRun(command.workflow, command.input);
         const title = run.title ? `: ${run.title}` : "";
         return say(`Started workflow ${run.workflowName} (${run.runId})${title}`);

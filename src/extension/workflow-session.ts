@@ -64,6 +64,7 @@ export class WorkflowSession {
       session: () => this.#ctx.sessionManager,
       isIdle: () => this.#ctx.isIdle(),
       hasPendingMessages: () => this.#ctx.hasPendingMessages(),
+      abort: () => this.#ctx.abort(),
       notify: (message, level) => this.ui()?.notify(message, level),
     });
     this.outbox = new Outbox({

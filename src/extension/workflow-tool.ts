@@ -56,6 +56,8 @@ async function act(
     case "list":
       return success(listPage(ctx.cwd, call.offset ?? 0));
     case "start": {
+      // The deferred start would hit the session reservation later: say so now.
+      await session.runs.refresh().catch(() => {});
       const active = session.runs.activeRunId;
       if (active) {
         return failure(`This session already runs workflow run ${active}; only one at a time`);

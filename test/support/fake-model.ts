@@ -37,7 +37,9 @@ export interface FakeModelRequest {
 export type FakeReply =
   | { kind: "text"; text: string }
   | { kind: "tool"; name: string; args: unknown; callId?: string }
-  | { kind: "error"; status: number; message: string };
+  | { kind: "error"; status: number; message: string }
+  /** Never answers: the request stays open until Pi gives up on it or the server closes. */
+  | { kind: "hang" };
 
 export type FakeScript = (request: FakeModelRequest) => FakeReply | Promise<FakeReply>;
 
@@ -94,6 +96,10 @@ export async function startFakeModel(options: FakeModelOptions): Promise<FakeMod
     requests.push(request);
     for (const wake of waiters) wake();
     const reply = await options.script(request);
+    if (reply.kind === "hang") {
+      await new Promise((resolve) => res.on("close", resolve));
+      return;
+    }
     if (reply.kind === "error") {
       res.writeHead(reply.status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: reply.message } }));
@@ -201,7 +207,7 @@ export function messageText(message: ChatMessage): string {
 let callCounter = 0;
 
 function replyChunks(
-  reply: Exclude<FakeReply, { kind: "error" }>,
+  reply: Extract<FakeReply, { kind: "text" | "tool" }>,
   request: FakeModelRequest,
 ): unknown[] {
   const id = `chatcmpl-fake-${request.index}`;

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { processesWithEnv } from "../smoke/processes.ts";
+import { processesWithEnv, type ProcessInfo } from "../smoke/processes.ts";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -39,6 +39,10 @@ export interface PiSandbox {
   install(source: string, timeoutMs?: number): Promise<string>;
   /** The agent dir's settings.json as it is now. */
   settings(): Record<string, unknown>;
+  /** Live processes whose environment names this sandbox (Pi, the host, workers, children). */
+  processes(): ProcessInfo[];
+  /** PIDs of the sandbox's `pi-workflows host run` processes. */
+  hostPids(): number[];
   /** SIGKILLs every process whose environment names this sandbox, by PID. */
   killStragglers(): Promise<number[]>;
   cleanup(): Promise<void>;
@@ -180,6 +184,12 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
           },
         );
       }),
+    processes: () => processesWithEnv(marker),
+    hostPids: () =>
+      processesWithEnv(marker).filter((info) => {
+        const at = info.argv.indexOf("host");
+        return at !== -1 && info.argv[at + 1] === "run";
+      }).map((info) => info.pid),
     killStragglers,
     async cleanup() {
       await killStragglers();

@@ -5,7 +5,12 @@
  * result it ends the turn with a short text. Tests that need other moves (a bad output first, an
  * `update`, a reply that never submits) pass their own `decide`.
  */
-import type { FakeModelRequest, FakeReply, FakeScript } from "./fake-model.ts";
+import {
+  type FakeModelRequest,
+  type FakeReply,
+  type FakeScript,
+  messageText,
+} from "./fake-model.ts";
 
 /** The `submit` arguments a step message shows, with `step` and `attempt` filled in. */
 export interface SubmitContract {
@@ -80,8 +85,13 @@ export function submitCall(contract: SubmitContract, output: unknown): FakeReply
 }
 
 export interface StepResponderOptions {
-  /** The output to submit for a step (default `{ "ok": true }`). */
-  output?: (contract: SubmitContract, request: FakeModelRequest) => unknown;
+  /**
+   * The output to submit for a step (default `{ "ok": true }`). `rejections` counts the tool
+   * results since the step message that were not an acceptance (0 for the first try).
+   */
+  output?: (contract: SubmitContract, request: FakeModelRequest, rejections: number) => unknown;
+  /** Tries after a rejected submission before the model gives up with text (default 3). */
+  maxRetries?: number;
   /**
    * Full control: return a reply, or undefined for the default move. Called for every request,
    * with the contract of the latest step message when there is one.
@@ -89,13 +99,28 @@ export interface StepResponderOptions {
   decide?: (
     request: FakeModelRequest,
     contract: SubmitContract | undefined,
-  ) => FakeReply | undefined;
+  ) => FakeReply | Promise<FakeReply> | undefined;
   /** Text that ends the turn after a tool result (default "Step submitted."). */
   doneText?: string;
 }
 
+/** A tool result the workflow tool gives on success (everything else is a refusal). */
+export function isAcceptance(text: string | undefined): boolean {
+  return text !== undefined &&
+    /^(Output accepted|Update recorded|Queued workflow|Answered)/.test(text);
+}
+
+/** Tool results since the last user message that were refusals. */
+export function rejectionsSinceStep(request: FakeModelRequest): number {
+  const lastUser = request.messages.findLastIndex((message) => message.role === "user");
+  return request.messages.slice(lastUser + 1).filter((message) =>
+    message.role === "tool" && !isAcceptance(messageText(message))
+  ).length;
+}
+
 /**
- * The default model: a tool result ends the turn with text; a step message gets a submit call;
+ * The default model: a step message gets a submit call; a refused submission is tried again
+ * (the output function sees how many were refused); an accepted one ends the turn with text;
  * anything else gets a plain text answer.
  */
 export function stepResponder(options: StepResponderOptions = {}): FakeScript {
@@ -103,12 +128,19 @@ export function stepResponder(options: StepResponderOptions = {}): FakeScript {
     const contract = submitContractIn(request.lastUserText);
     const decided = options.decide?.(request, contract);
     if (decided) return decided;
+    const submit = (found: SubmitContract, rejections: number) =>
+      submitCall(found, options.output?.(found, request, rejections) ?? { ok: true });
     if (request.lastRole === "tool") {
+      const rejections = rejectionsSinceStep(request);
+      if (
+        contract && !isAcceptance(request.lastToolResult) &&
+        rejections <= (options.maxRetries ?? 3)
+      ) {
+        return submit(contract, rejections);
+      }
       return { kind: "text", text: options.doneText ?? "Step submitted." };
     }
-    if (contract && request.toolNames.includes("workflow")) {
-      return submitCall(contract, options.output?.(contract, request) ?? { ok: true });
-    }
+    if (contract && request.toolNames.includes("workflow")) return submit(contract, 0);
     return { kind: "text", text: "Nothing to do." };
   };
 }

@@ -1,0 +1,330 @@
+/**
+ * Interactive runs in the real Pi (one Pi process for the whole file, runs one after another as
+ * one session allows): every agent step runs in the origin session and the SQLite rows are what
+ * the spec says; a rejected submission then a corrected one in the same request; an agent step
+ * that times out with no worker alive follows its `$result.outcome` edge; a protected human
+ * decision is answered by a person, never the tool; an ordinary checkpoint by the tool; and
+ * nothing private reaches `host status` or the host log.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { queryState, waitForRunState, waitForState } from "../support/state-db.ts";
+import { isAcceptance, stepResponder } from "../support/step-responder.ts";
+import {
+  cli,
+  createWorld,
+  destroyWorld,
+  type E2eWorld,
+  isNotice,
+  sessionEntries,
+  startWorkflow,
+  stepEntries,
+} from "./pi-e2e.ts";
+
+const PLAN = { steps: ["write the README", "link it"] };
+const REVIEW = { risk: "none", ok: true };
+
+describe("interactive runs in the real Pi", () => {
+  let world: E2eWorld;
+  let pi: PiRpc;
+  let sessionId: string;
+  const runs: string[] = [];
+
+  beforeAll(async () => {
+    world = await createWorld();
+    pi = await startPi(world.sandbox);
+    const state = await pi.command({ type: "get_state" });
+    sessionId = (state.data as { sessionId: string }).sessionId;
+  });
+
+  afterAll(async () => {
+    await stopAllPi();
+    await destroyWorld(world);
+  });
+
+  it("runs every agent step in the origin session and commits the rows the spec names", async () => {
+    world.script = stepResponder({ output: (c) => (c.step === "draft" ? PLAN : REVIEW) });
+    const fromRequest = world.model.requests.length;
+    const runId = await startWorkflow(pi, "two-turn-agent add a README");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+
+    // The exact node prompt reached the model as the session's message.
+    const prompts = world.model.requests.slice(fromRequest).filter((r) => r.lastRole === "user")
+      .map((r) => r.lastUserText);
+    expect(prompts[0]).toMatch(/^Write a short plan \(3-5 steps\) for: add a README\n\n---\n/);
+    expect(prompts.some((p) => p.startsWith("Review this plan and name its biggest risk:"))).toBe(
+      true,
+    );
+
+    const db = (sql: string) => queryState(world.sandbox.stateDir, sql, runId);
+    const requests = db(
+      "SELECT request_id, node_id, target_session_id, kind, status, accepted_submission_id, " +
+        "reminders, presentation_entry_id FROM interactive_requests WHERE run_id = ? ORDER BY created_at",
+    );
+    expect(requests.map((r) => [r.node_id, r.kind, r.status, r.reminders])).toEqual([
+      ["draft", "agent", "settled", 0],
+      ["review", "agent", "settled", 0],
+    ]);
+    for (const request of requests) expect(request.target_session_id).toBe(sessionId);
+
+    const submissions = db(
+      "SELECT s.submission_id, s.request_id, s.idempotency_key, s.outcome FROM " +
+        "interactive_submissions s JOIN interactive_requests r USING (request_id) " +
+        "WHERE r.run_id = ? ORDER BY s.submitted_at",
+    );
+    expect(submissions.map((s) => s.outcome)).toEqual(["accepted", "accepted"]);
+    expect(submissions.map((s) => s.submission_id)).toEqual(
+      requests.map((r) => r.accepted_submission_id),
+    );
+    // The idempotency key is the model's tool-call id.
+    const toolCalls = pi.records.filter((r) =>
+      r.type === "tool_execution_start" && r.toolName === "workflow"
+    ).map((r) => r.toolCallId);
+    for (const s of submissions) expect(toolCalls).toContain(s.idempotency_key);
+
+    const attempts = db(
+      "SELECT node_id, node_kind, state FROM node_attempts WHERE run_id = ? ORDER BY sequence",
+    );
+    expect(attempts.map((a) => [a.node_id, a.node_kind, a.state])).toEqual([
+      ["draft", "agent", "ok"],
+      ["review", "agent", "ok"],
+      ["summary", "compute", "ok"],
+    ]);
+    const events = db("SELECT type FROM events WHERE run_id = ? ORDER BY seq").map((e) => e.type);
+    const steps = events.filter((t) =>
+      ["node.started", "run.waiting", "interaction.accepted", "run.completed"].includes(
+        t as string,
+      )
+    );
+    expect(steps).toEqual([
+      "node.started",
+      "run.waiting",
+      "interaction.accepted",
+      "node.started",
+      "run.waiting",
+      "interaction.accepted",
+      "node.started",
+      "run.completed",
+    ]);
+    expect(events.filter((t) => t === "interaction.presented")).toHaveLength(2);
+
+    // Each request is shown exactly once, and the host holds that entry's id.
+    const entries = await sessionEntries(pi);
+    const shown = stepEntries(entries);
+    for (const request of requests) {
+      expect(shown.get(request.request_id as string)).toEqual([request.presentation_entry_id]);
+    }
+  });
+
+  it("keeps one request through a rejected submission and a corrected one", async () => {
+    world.script = stepResponder({
+      output: (c, _request, rejections) =>
+        c.step === "draft" ? (rejections === 0 ? { steps: "one big step" } : PLAN) : REVIEW,
+    });
+    const fromRequest = world.model.requests.length;
+    const runId = await startWorkflow(pi, "two-turn-agent add a changelog");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const draft = queryState(
+      world.sandbox.stateDir,
+      "SELECT r.request_id, r.status, s.outcome, s.error_message FROM interactive_requests r " +
+        "JOIN interactive_submissions s USING (request_id) WHERE r.run_id = ? AND r.node_id = 'draft' " +
+        "ORDER BY s.submitted_at",
+      runId,
+    );
+    expect(draft.map((s) => s.outcome)).toEqual(["rejected", "accepted"]);
+    expect(new Set(draft.map((s) => s.request_id)).size).toBe(1);
+    expect(draft[0].error_message).toContain('send {"steps": ["step one", "step two"]}');
+    // The model read the node's actionable error as the tool result, in the same turn.
+    const retry = world.model.requests.slice(fromRequest).find((r) =>
+      r.lastRole === "tool" && !isAcceptance(r.lastToolResult)
+    );
+    expect(retry?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
+  });
+
+  it("times an agent step out with no worker alive and follows its $result.outcome edge", async () => {
+    world.script = stepResponder({
+      decide: (request) =>
+        request.lastUserText.startsWith("Take your time") ? { kind: "hang" } : undefined,
+    });
+    const from = pi.records.length;
+    const fromRequest = world.model.requests.length;
+    const runId = await startWorkflow(pi, "slow-step");
+    runs.push(runId);
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Take your time"), {
+      from: fromRequest,
+    });
+    // The step waits in Pi; its worker exits and none is alive until the deadline.
+    await waitForState("the run's worker to exit", () =>
+      queryState(
+        world.sandbox.stateDir,
+        "SELECT count(*) AS n FROM run_workers WHERE run_id = ? AND status IN ('starting', 'live')",
+        runId,
+      )[0].n === 0, 3_000);
+    const [attempt] = queryState(
+      world.sandbox.stateDir,
+      "SELECT state FROM node_attempts WHERE run_id = ? AND node_id = 'slow'",
+      runId,
+    );
+    expect(attempt.state).toBe("waiting");
+
+    expect(
+      await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed", "timed_out"]),
+    ).toBe(
+      "completed",
+    );
+    const attempts = queryState(
+      world.sandbox.stateDir,
+      "SELECT node_id, state FROM node_attempts WHERE run_id = ? ORDER BY sequence",
+      runId,
+    );
+    expect(attempts.map((a) => [a.node_id, a.state])).toEqual([
+      ["slow", "timed_out"],
+      ["late", "ok"],
+    ]);
+    const [run] = queryState(
+      world.sandbox.stateDir,
+      "SELECT output_json FROM runs WHERE run_id = ?",
+      runId,
+    );
+    expect(JSON.parse(run.output_json as string)).toEqual({ timedOut: true });
+    const [request] = queryState(
+      world.sandbox.stateDir,
+      "SELECT status FROM interactive_requests WHERE run_id = ?",
+      runId,
+    );
+    expect(request.status).toBe("timedOut");
+    // The turn still working on the closed step was stopped.
+    await pi.waitFor((r) => r.type === "agent_settled" && r.aborted === true, { from });
+  });
+
+  it("shows a human decision without a model turn; only a person answers it", async () => {
+    world.script = stepResponder({
+      decide: (request) => {
+        if (request.lastRole === "tool") return { kind: "text", text: "Done." };
+        if (request.lastUserText === "Please answer the release decision.") {
+          return {
+            kind: "tool",
+            name: "workflow",
+            args: { action: "answer", input: { choice: "approve" } },
+          };
+        }
+        return undefined;
+      },
+    });
+    const runId = await startWorkflow(pi, 'human-decision --input-json {"version":"2.0.0"}');
+    runs.push(runId);
+    await waitForRunState(world.sandbox.stateDir, runId, ["waiting"]);
+    const decision = await waitForState("the decision message", async () => {
+      const entries = await sessionEntries(pi);
+      return entries.find((e) => e.details?.kind === "decision");
+    });
+    expect(decision).toBeDefined();
+    const requestsBefore = world.model.requests.length;
+
+    // One run per session: a second start is refused while this one waits.
+    const busyFrom = pi.records.length;
+    await pi.prompt("/workflow two-turn-agent more");
+    await pi.waitFor(
+      (r) => isNotice(r, new RegExp(`already has an active workflow run \\(${runId}\\)`)),
+      {
+        from: busyFrom,
+      },
+    );
+    expect(world.model.requests.length).toBe(requestsBefore);
+
+    // The tool's answer is refused for a protected decision.
+    const from = pi.records.length;
+    await pi.prompt("Please answer the release decision.");
+    await pi.waitForSettled(from);
+    const refused = pi.records.slice(from).find((r) =>
+      r.type === "tool_execution_end" && r.toolName === "workflow"
+    ) as { isError?: boolean; result?: { content: { text: string }[] } } | undefined;
+    expect(refused?.isError).toBe(true);
+    expect(refused?.result?.content[0].text).toMatch(/protected human decision: only a person/);
+    expect(
+      queryState(world.sandbox.stateDir, "SELECT state FROM runs WHERE run_id = ?", runId)[0].state,
+    )
+      .toBe("waiting");
+
+    // A person answers with /workflow answer.
+    const answerFrom = pi.records.length;
+    await pi.prompt("/workflow answer approve the release");
+    await pi.waitFor((r) => isNotice(r, /^Answered decision approval/), { from: answerFrom });
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const [run] = queryState(
+      world.sandbox.stateDir,
+      "SELECT output_json FROM runs WHERE run_id = ?",
+      runId,
+    );
+    expect(JSON.parse(run.output_json as string)).toEqual({ released: "2.0.0" });
+  });
+
+  it("lets the model answer an ordinary checkpoint through the tool", async () => {
+    world.script = stepResponder({
+      decide: (request) => {
+        if (request.lastRole === "tool") return { kind: "text", text: "Answered." };
+        if (request.lastUserText === "Approve the plan checkpoint.") {
+          return {
+            kind: "tool",
+            name: "workflow",
+            args: { action: "answer", input: { approved: true, note: "go ahead" } },
+          };
+        }
+        return undefined;
+      },
+    });
+    const runId = await startWorkflow(pi, "checkpoint rename the flag");
+    runs.push(runId);
+    await waitForRunState(world.sandbox.stateDir, runId, ["waiting"]);
+    const from = pi.records.length;
+    await pi.prompt("Approve the plan checkpoint.");
+    await pi.waitForSettled(from);
+    const answered = pi.records.slice(from).find((r) =>
+      r.type === "tool_execution_end" && r.toolName === "workflow"
+    ) as { isError?: boolean; result?: { content: { text: string }[] } } | undefined;
+    expect(answered?.isError).toBeFalsy();
+    expect(answered?.result?.content[0].text).toMatch(/^Answered checkpoint review/);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const [run] = queryState(
+      world.sandbox.stateDir,
+      "SELECT output_json FROM runs WHERE run_id = ?",
+      runId,
+    );
+    expect(JSON.parse(run.output_json as string)).toEqual({ applied: true, note: "go ahead" });
+  });
+
+  it("keeps prompts, outputs, session ids and paths out of host status and the host log", async () => {
+    const status = await cli(world, ["host", "status", "--json"]);
+    expect(status.code).toBe(0);
+    const log = readFileSync(join(world.sandbox.stateDir, "host.log"), "utf8");
+    expect(runs.length).toBeGreaterThan(0);
+    for (const text of [status.stdout, status.stderr, log]) {
+      for (
+        const secret of [
+          sessionId,
+          world.sandbox.root,
+          world.sandbox.project,
+          "Write a short plan",
+          "write the README",
+          "Take your time",
+          "go ahead",
+          "Release 2.0.0",
+        ]
+      ) {
+        expect(text, secret).not.toContain(secret);
+      }
+    }
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * Interactive runs survive their processes: Pi SIGKILLed and restarted on the same session while
+ * a step is pending shows that step exactly once and the run completes; the host SIGKILLed while
+ * a step is pending and the validation child SIGKILLed while it checks a submission lose nothing
+ * and present nothing twice, and `doctor` finds the state consistent.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { queryState, waitForRunState, waitForState } from "../support/state-db.ts";
+import { stepResponder, submitCall } from "../support/step-responder.ts";
+import {
+  cli,
+  createWorld,
+  destroyWorld,
+  type E2eWorld,
+  sessionEntries,
+  startWorkflow,
+  stepEntries,
+} from "./pi-e2e.ts";
+
+const PLAN = { steps: ["write the README", "link it"] };
+const REVIEW = { risk: "none", ok: true };
+
+/** The first model request of `step` waits for `release()`; every other one answers. */
+function gatedStep(step: "draft" | "review") {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let gated = false;
+  const script = stepResponder({
+    output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+    decide: (request, contract) => {
+      if (gated || contract?.step !== step || request.lastRole !== "user") return undefined;
+      gated = true;
+      return gate.then(() => submitCall(contract, step === "draft" ? PLAN : REVIEW));
+    },
+  });
+  return { script, release: () => release() };
+}
+
+function stepRequest(world: E2eWorld, runId: string, step: string) {
+  return queryState(
+    world.sandbox.stateDir,
+    "SELECT request_id, presentation_entry_id FROM interactive_requests WHERE run_id = ? AND node_id = ?",
+    runId,
+    step,
+  )[0];
+}
+
+describe("Pi restarted on the same session while a step is pending", () => {
+  let world: E2eWorld;
+  afterAll(async () => {
+    await stopAllPi();
+    await destroyWorld(world);
+  });
+
+  it("shows the step exactly once and completes the run", async () => {
+    world = await createWorld();
+    const sessionId = randomUUID();
+    // The second step waits: by then Pi has written the session file (it does so once the
+    // session has an assistant message), so the step's entry survives the kill.
+    const review = gatedStep("review");
+    world.script = review.script;
+    const first = await startPi(world.sandbox, { sessionId });
+    const runId = await startWorkflow(first, "two-turn-agent add a README");
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Review this plan"));
+    const presented = await waitForState(
+      "the step's session entry to be recorded",
+      () => stepRequest(world, runId, "review")?.presentation_entry_id as string | null,
+    );
+    expect(await first.kill("SIGKILL")).toEqual({ code: null, signal: "SIGKILL" });
+
+    // The model answers from now on; the restarted Pi adopts the shown step and continues it.
+    review.release();
+    const second = await startPi(world.sandbox, { sessionId });
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const entries = await sessionEntries(second);
+    const shown = stepEntries(entries);
+    const { request_id: reviewId } = stepRequest(world, runId, "review");
+    expect(shown.get(reviewId as string)).toEqual([presented]);
+    expect([...shown.values()].every((ids) => ids.length === 1)).toBe(true);
+    expect(shown.size).toBe(2);
+    // Continuing it took a hidden nudge, not a second visible step message.
+    const resume = entries.filter((e) => e.details?.kind === "resume");
+    expect(resume).toHaveLength(1);
+    await second.stop();
+  });
+});
+
+describe("the host and the validation child SIGKILLed mid-step", () => {
+  let world: E2eWorld;
+  const crashOnce = join(tmpdir(), `piw-crash-once-${randomUUID()}`);
+  afterAll(async () => {
+    await stopAllPi();
+    await destroyWorld(world);
+    rmSync(crashOnce, { force: true });
+  });
+
+  it("loses nothing, presents nothing twice, and leaves doctor clean", async () => {
+    world = await createWorld({
+      // The first validation child SIGKILLs itself before it reports its verdict.
+      PI_WORKFLOWS_CRASH_AT: "worker.interaction.accepted.beforeSend",
+      PI_WORKFLOWS_CRASH_ONCE: crashOnce,
+      // A new host may take over soon after the old one died.
+      PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
+      PI_WORKFLOWS_HOST_RENEW_MS: "400",
+    });
+    const draft = gatedStep("draft");
+    world.script = draft.script;
+    const pi = await startPi(world.sandbox);
+    const runId = await startWorkflow(pi, "two-turn-agent add a README");
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Write a short plan"));
+    await waitForState(
+      "the step to be presented",
+      () => stepRequest(world, runId, "draft")?.presentation_entry_id,
+    );
+
+    const [host] = world.sandbox.hostPids();
+    expect(host).toBeGreaterThan(0);
+    process.kill(host, "SIGKILL");
+    await waitForState("the host to be gone", () => !world.sandbox.hostPids().includes(host));
+
+    // The model submits now: the extension starts a new host, whose first validation child dies.
+    draft.release();
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"], 90_000))
+      .toBe("completed");
+    const submissions = queryState(
+      world.sandbox.stateDir,
+      "SELECT s.outcome, s.error_message FROM interactive_submissions s JOIN interactive_requests r " +
+        "USING (request_id) WHERE r.run_id = ? AND r.node_id = 'draft' ORDER BY s.submitted_at",
+      runId,
+    );
+    expect(submissions.map((s) => s.outcome)).toEqual(["rejected", "accepted"]);
+    const shown = stepEntries(await sessionEntries(pi));
+    expect(shown.size).toBe(2);
+    expect([...shown.values()].every((ids) => ids.length === 1)).toBe(true);
+
+    const doctor = await cli(world, ["doctor", "--json"]);
+    expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
+  });
+});
