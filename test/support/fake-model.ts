@@ -32,6 +32,10 @@ export interface FakeModelRequest {
   /** The last tool result, when the final message is one. */
   lastToolResult: string | undefined;
   body: Record<string, unknown>;
+  /** What the script answered, once it did. */
+  reply?: FakeReply;
+  /** Wall-clock time the answer was fully sent (same clock as `receivedAt`). */
+  respondedAt?: number;
 }
 
 export type FakeReply =
@@ -96,6 +100,7 @@ export async function startFakeModel(options: FakeModelOptions): Promise<FakeMod
     requests.push(request);
     for (const wake of waiters) wake();
     const reply = await options.script(request);
+    request.reply = reply;
     if (reply.kind === "hang") {
       await new Promise((resolve) => res.on("close", resolve));
       return;
@@ -116,6 +121,7 @@ export async function startFakeModel(options: FakeModelOptions): Promise<FakeMod
       if (options.chunkDelayMs) await delay(options.chunkDelayMs);
     }
     res.end("data: [DONE]\n\n");
+    request.respondedAt = performance.timeOrigin + performance.now();
   };
 
   await new Promise<void>((resolve, reject) => {

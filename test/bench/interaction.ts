@@ -1,0 +1,189 @@
+/**
+ * Interaction benchmark: the real Pi with the package installed runs a workflow of agent steps
+ * in its session against a fake model that answers at once. Measured per step:
+ *   start_to_prompt   the step's `node.started` commit (host clock, SQLite) to its prompt
+ *                     reaching the model (fake server clock; same machine, same wall clock)
+ *   submit_to_next    the model's `submit` tool call fully sent to the next step's prompt
+ *                     reaching the model (validation child, new worker generation, presentation)
+ * beside the baseline measured in the same Pi: one bare RPC prompt round trip (prompt written to
+ * Pi's stdin to `agent_settled`, the model answering with text at once). Prints one JSON line
+ * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
+ * handoff overhead median under 0.5 of the bare round trip).
+ *
+ *   npm run bench -- interaction [steps]
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
+import { createPiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
+import { startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { queryState, waitForRunState } from "../support/state-db.ts";
+import { stepResponder } from "../support/step-responder.ts";
+
+const STEPS = Number(process.argv[2] ?? 24);
+const BARE_ROUNDS = 20;
+const PREFIX = "Bench step ";
+
+function chainWorkflow(steps: number): string {
+  const nodes = Array.from(
+    { length: steps },
+    (_, i) => `    s${i + 1}: agent({ prompt: () => "${PREFIX}${i + 1}: answer ok." }),`,
+  ).join("\n");
+  const edges = Array.from(
+    { length: steps - 1 },
+    (_, i) => `    { from: "s${i + 1}", to: "s${i + 2}" },`,
+  ).join("\n");
+  return `import { agent, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "bench-chain",
+  startAt: "s1",
+  nodes: {
+${nodes}
+  },
+  edges: [
+${edges}
+  ],
+});
+`;
+}
+
+function stats(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  return {
+    median: round(at(0.5)),
+    p95: round(at(0.95)),
+    min: round(sorted[0]),
+    max: round(sorted.at(-1)!),
+    n: sorted.length,
+  };
+}
+
+function round(value: number): number {
+  return Math.round(value * 10) / 10;
+}
+
+async function main(): Promise<void> {
+  if (!Number.isInteger(STEPS) || STEPS < 2) throw new Error("steps must be an integer >= 2");
+  const model = await startFakeModel({
+    script: stepResponder({ output: () => ({ ok: true }) }),
+    lifetimeMs: 30 * 60_000,
+  });
+  const sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+  try {
+    const dir = join(sandbox.project, ".pi", "workflows");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "bench-chain.workflow.ts"), chainWorkflow(STEPS));
+    await sandbox.install(REPO_ROOT);
+    const pi = await startPi(sandbox);
+
+    // Baseline: bare prompt round trips in the same Pi (a warm-up first).
+    const bare: number[] = [];
+    for (let i = 0; i <= BARE_ROUNDS; i++) {
+      const from = pi.records.length;
+      const started = performance.now();
+      await pi.prompt(`bare prompt ${i}`);
+      await pi.waitForSettled(from);
+      if (i > 0) bare.push(performance.now() - started);
+    }
+
+    const from = pi.records.length;
+    const fromRequest = model.requests.length;
+    await pi.prompt("/workflow bench-chain", 60_000);
+    const notice = await pi.waitFor(
+      (r) =>
+        r.type === "extension_ui_request" &&
+        /^Started workflow|^\/workflow:/.test(String(r.message)),
+      { from, what: "the start notice" },
+    );
+    const runId = /\((run-[^)]+)\)/.exec(String(notice.message))?.[1];
+    if (!runId) throw new Error(`The bench workflow did not start: ${notice.message}`);
+    const state = await waitForRunState(
+      sandbox.stateDir,
+      runId,
+      ["completed", "failed"],
+      STEPS * 30_000,
+    );
+    if (state !== "completed") throw new Error(`The bench run ended ${state}`);
+
+    // Commit times of each step's events (host clock), in order.
+    const events = queryState(
+      sandbox.stateDir,
+      "SELECT type, at, payload_json FROM events WHERE run_id = ? ORDER BY seq",
+      runId,
+    );
+    const started = new Map<string, number>();
+    const phases = {
+      submitted: [] as number[],
+      accepted: [] as number[],
+      launching: [] as number[],
+    };
+    for (const row of events) {
+      const payload = JSON.parse(row.payload_json as string) as { nodeId?: string };
+      const at = row.at as number;
+      if (row.type === "node.started") started.set(payload.nodeId!, at);
+      if (row.type === "interaction.submitted") phases.submitted.push(at);
+      if (row.type === "interaction.accepted") phases.accepted.push(at);
+      if (row.type === "run.launching") phases.launching.push(at);
+    }
+    const requests = model.requests.slice(fromRequest);
+    const promptOf = (step: number): FakeModelRequest | undefined =>
+      requests.find((r) => r.lastRole === "user" && r.lastUserText.startsWith(`${PREFIX}${step}:`));
+    const startToPrompt: number[] = [];
+    const submitToNext: number[] = [];
+    const breakdown = {
+      submit_to_submitted: [] as number[],
+      submitted_to_accepted: [] as number[],
+      accepted_to_launching: [] as number[],
+      launching_to_started: [] as number[],
+    };
+    for (let step = 1; step <= STEPS; step++) {
+      const prompt = promptOf(step);
+      const at = started.get(`s${step}`);
+      if (!prompt || at === undefined) {
+        throw new Error(`Step ${step} left no prompt or node.started`);
+      }
+      startToPrompt.push(prompt.receivedAt - at);
+      if (step === STEPS) continue;
+      const submit = requests.find((r) =>
+        r.reply?.kind === "tool" && (r.reply.args as { step?: string }).step === `s${step}` &&
+        (r.reply.args as { action?: string }).action === "submit"
+      );
+      const next = promptOf(step + 1);
+      if (!submit?.respondedAt || !next) {
+        throw new Error(`Step ${step} has no submit or next prompt`);
+      }
+      submitToNext.push(next.receivedAt - submit.respondedAt);
+      const i = step - 1;
+      breakdown.submit_to_submitted.push(phases.submitted[i] - submit.respondedAt);
+      breakdown.submitted_to_accepted.push(phases.accepted[i] - phases.submitted[i]);
+      // run.launching of generation step + 1 (the first launching is the run's start).
+      breakdown.accepted_to_launching.push(phases.launching[step] - phases.accepted[i]);
+      breakdown.launching_to_started.push(started.get(`s${step + 1}`)! - phases.launching[step]);
+    }
+    await pi.stop();
+
+    const bareStats = stats(bare);
+    const a = stats(startToPrompt);
+    const b = stats(submitToNext);
+    console.log(JSON.stringify({
+      bench: "interaction",
+      steps: STEPS,
+      bare_prompt_round_trip_ms: bareStats,
+      start_to_prompt_ms: a,
+      submit_to_next_prompt_ms: b,
+      ratio_start_to_prompt: Math.round((a.median / bareStats.median) * 100) / 100,
+      ratio_submit_to_next: Math.round((b.median / bareStats.median) * 100) / 100,
+      submit_breakdown_median_ms: Object.fromEntries(
+        Object.entries(breakdown).map(([name, values]) => [name, stats(values).median]),
+      ),
+      target_ratio: 0.5,
+    }));
+  } finally {
+    await stopAllPi();
+    await sandbox.cleanup();
+    await model.close();
+  }
+}
+
+await main();
