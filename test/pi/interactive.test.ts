@@ -305,6 +305,32 @@ describe("interactive runs in the real Pi", () => {
     expect(JSON.parse(run.output_json as string)).toEqual({ applied: true, note: "go ahead" });
   });
 
+  it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
+    // This model never calls the tool: it answers every step message with text.
+    world.script = () => ({ kind: "text", text: "I will get to it later." });
+    const runId = await startWorkflow(pi, "two-turn-agent add a license");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "failed",
+    );
+    const [request] = queryState(
+      world.sandbox.stateDir,
+      "SELECT request_id, status, reminders FROM interactive_requests WHERE run_id = ?",
+      runId,
+    );
+    expect([request.status, request.reminders]).toEqual(["failed", 2]);
+    const [attempt] = queryState(
+      world.sandbox.stateDir,
+      "SELECT state, error_code FROM node_attempts WHERE run_id = ? AND node_id = 'draft'",
+      runId,
+    );
+    expect(attempt.state).toBe("failed");
+    expect(attempt.error_code).toBe("noSubmission");
+    const entries = await sessionEntries(pi);
+    const mine = entries.filter((e) => e.details?.interactionId === request.request_id);
+    expect(mine.map((e) => e.details?.kind)).toEqual(["step", "reminder", "reminder"]);
+  });
+
   it("keeps prompts, outputs, session ids and paths out of host status and the host log", async () => {
     const status = await cli(world, ["host", "status", "--json"]);
     expect(status.code).toBe(0);
