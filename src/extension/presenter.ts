@@ -250,10 +250,13 @@ export class Presenter {
     };
     const content = options.text ??
       (kind === "step" ? interaction.contract.message : resumeText(interaction));
-    current.turnSinceSend = false;
+    // Sent while Pi streams (steer), the message is handled by the run in progress; sent while
+    // idle, it starts a run, whose agent_start marks it.
+    const idle = this.#host.isIdle();
+    current.turnSinceSend = !idle;
     this.#host.pi.sendMessage(
       { customType: MESSAGE_TYPE, content, display: options.display, details },
-      { triggerTurn: true, deliverAs: this.#host.isIdle() ? "followUp" : "steer" },
+      { triggerTurn: true, deliverAs: idle ? "followUp" : "steer" },
     );
   }
 }
