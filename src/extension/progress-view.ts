@@ -3,7 +3,8 @@
  * per node (state glyph, kind glyph, node, elapsed time, status detail, progress with an ETA).
  * Pure: from a `run.status` answer and the time, so tests assert on the exact lines.
  */
-import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
+import { estimateProgress, PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
+import type { AttemptSummary, RunSummary, UpdateSummary } from "../protocol/run-operations.ts";
 
 export const MAX_WIDGET_LINES = 10;
 
@@ -22,8 +23,44 @@ export interface ProgressInput {
   attempts: readonly AttemptSummary[];
   /** Status details by node id (the step contract's `statusDetail` of an agent step). */
   details?: Readonly<Record<string, string | null>>;
-  progress?: readonly NodeProgress[];
+  /** `run.status` updates (`includeUpdates`): `progress` data and `status` notes. */
+  updates?: readonly UpdateSummary[];
   now: number;
+}
+
+/** The latest `progress` update of each attempt. */
+export function progressOf(updates: readonly UpdateSummary[]): NodeProgress[] {
+  const latest = new Map<string, NodeProgress>();
+  for (const update of updates) {
+    const data = update.data as Partial<ProgressData> | null;
+    if (update.type !== "progress" || data?.schema !== PROGRESS_SCHEMA) continue;
+    if (typeof data.completed !== "number") continue;
+    const seen = latest.get(update.attemptId);
+    if (seen && seen.updatedAt >= update.updatedAt) continue;
+    latest.set(update.attemptId, {
+      attemptId: update.attemptId,
+      completed: data.completed,
+      total: data.total,
+      unit: data.unit,
+      label: data.label,
+      updatedAt: update.updatedAt,
+    });
+  }
+  return [...latest.values()];
+}
+
+/** The latest `status` note (`data.message`) of each attempt, e.g. the model's `update` call. */
+export function notesOf(updates: readonly UpdateSummary[]): Map<string, string> {
+  const latest = new Map<string, { text: string; at: number }>();
+  for (const update of updates) {
+    const message = (update.data as { message?: unknown } | null)?.message;
+    if (update.type !== "status" || typeof message !== "string") continue;
+    const seen = latest.get(update.attemptId);
+    if (!seen || seen.at < update.updatedAt) {
+      latest.set(update.attemptId, { text: message, at: update.updatedAt });
+    }
+  }
+  return new Map([...latest].map(([id, note]) => [id, note.text]));
 }
 
 const STATE_GLYPHS: Record<string, string> = {
@@ -59,7 +96,8 @@ export function widgetLines(input: ProgressInput): string[] {
   for (const attempt of input.attempts) {
     visits.set(attempt.nodeId, (visits.get(attempt.nodeId) ?? 0) + 1);
   }
-  const progressByAttempt = new Map((input.progress ?? []).map((p) => [p.attemptId, p]));
+  const progressByAttempt = new Map(progressOf(input.updates ?? []).map((p) => [p.attemptId, p]));
+  const notes = notesOf(input.updates ?? []);
   const lines = [...latest.values()].map((attempt) => {
     const parts = [
       `${STATE_GLYPHS[attempt.state] ?? "·"} ${
@@ -69,7 +107,7 @@ export function widgetLines(input: ProgressInput): string[] {
     const count = visits.get(attempt.nodeId) ?? 1;
     if (count > 1) parts[0] += ` ×${count}`;
     parts.push(duration((attempt.finishedAt ?? input.now) - attempt.startedAt));
-    const detail = input.details?.[attempt.nodeId];
+    const detail = notes.get(attempt.attemptId) ?? input.details?.[attempt.nodeId];
     if (attempt.state === "running" || attempt.state === "waiting") {
       if (detail) parts.push(detail);
     } else if (attempt.error && attempt.state !== "ok") {
@@ -111,10 +149,13 @@ function progressText(progress: NodeProgress, startedAt: number, now: number): s
   const done = Math.min(progress.completed, progress.total);
   const percent = Math.floor((done / progress.total) * 100);
   let text = `${label}${done}/${progress.total}${unit} ${percent}%`;
-  if (done > 0 && done < progress.total) {
-    const elapsed = Math.max(0, progress.updatedAt - startedAt);
-    const remaining = (elapsed / done) * (progress.total - done) - (now - progress.updatedAt);
-    text += ` ETA ${duration(Math.max(0, remaining))}`;
+  // The rate from the attempt's start to the latest report; the ETA counts down from there.
+  const { etaMs } = estimateProgress([
+    { at: startedAt, completed: 0 },
+    { at: progress.updatedAt, completed: done, total: progress.total },
+  ]);
+  if (etaMs !== null && done < progress.total) {
+    text += ` ETA ${duration(Math.max(0, etaMs - (now - progress.updatedAt)))}`;
   }
   return text;
 }

@@ -74,14 +74,23 @@ export class RunWatch {
       if (now - this.#finishedAt >= FINISHED_WIDGET_MS) this.clear();
       return;
     }
-    const status = await this.#host.client.call("run.status", { runId });
+    const status = await this.#host.client.call("run.status", {
+      runId,
+      payload: { includeUpdates: true },
+    });
     if (this.#runId !== runId) return;
     this.#last = status.run;
     const details: Record<string, string | null> = {};
     for (const attempt of status.attempts ?? []) {
       details[attempt.nodeId] = this.#host.detailFor(attempt.nodeId);
     }
-    const input = { run: status.run, attempts: status.attempts ?? [], details, now };
+    const input = {
+      run: status.run,
+      attempts: status.attempts ?? [],
+      details,
+      updates: status.updates ?? [],
+      now,
+    };
     const ui = this.#host.ui();
     ui?.setWidget(WIDGET_KEY, widgetLines(input));
     ui?.setStatus(STATUS_KEY, statusLine(input));

@@ -8,6 +8,14 @@ import type { Clock } from "../state/clock.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { WorkflowUpdate } from "./types.ts";
+import { PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
+
+export {
+  estimateProgress,
+  PROGRESS_SCHEMA,
+  type ProgressData,
+  type ProgressSample,
+} from "../protocol/progress.ts";
 
 export const UPDATE_LIMITS = {
   typePattern: /^[a-z][a-z0-9.-]{0,63}$/,
@@ -18,17 +26,6 @@ export const UPDATE_LIMITS = {
   ratePerSecond: 20,
   burst: 100,
 } as const;
-
-export const PROGRESS_SCHEMA = "pi-workflows.progress.v1";
-
-/** `data` of a `progress` update. */
-export interface ProgressData {
-  schema: typeof PROGRESS_SCHEMA;
-  completed: number;
-  total?: number;
-  unit?: string;
-  label?: string;
-}
 
 export function createUpdatePublisher(
   clock: Clock,
@@ -97,29 +94,4 @@ function checkProgress(data: JsonValue): void {
       `Update rejected: progress data must be {schema: "${PROGRESS_SCHEMA}", completed, total?, unit?, label?}`,
     );
   }
-}
-
-/** A progress observation at a time. */
-export interface ProgressSample {
-  at: number;
-  completed: number;
-  total?: number;
-}
-
-/** Rate (units per second) and ETA derived from the first and last samples. */
-export function estimateProgress(
-  samples: readonly ProgressSample[],
-): { ratePerSecond: number | null; etaMs: number | null; fraction: number | null } {
-  const last = samples.at(-1);
-  if (!last) return { ratePerSecond: null, etaMs: null, fraction: null };
-  const fraction = last.total && last.total > 0 ? Math.min(1, last.completed / last.total) : null;
-  const first = samples[0];
-  const dt = last.at - first.at;
-  const done = last.completed - first.completed;
-  if (dt <= 0 || done <= 0) return { ratePerSecond: null, etaMs: null, fraction };
-  const ratePerSecond = done / (dt / 1000);
-  const etaMs = last.total !== undefined
-    ? Math.max(0, ((last.total - last.completed) / ratePerSecond) * 1000)
-    : null;
-  return { ratePerSecond, etaMs, fraction };
 }

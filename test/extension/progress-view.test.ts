@@ -54,13 +54,26 @@ describe("progress view", () => {
         attempt(3, "review", { state: "running", finishedAt: undefined }),
       ],
       details: { review: "review the plan" },
-      progress: [{
-        attemptId: "att-3",
-        completed: 2,
-        total: 4,
-        unit: "files",
-        updatedAt: T0 + 5000,
-      }],
+      updates: [
+        {
+          nodeId: "review",
+          attemptId: "att-3",
+          type: "progress",
+          key: "files",
+          data: { schema: "pi-workflows.progress.v1", completed: 2, total: 4, unit: "files" },
+          count: 2,
+          updatedAt: T0 + 5000,
+        },
+        {
+          nodeId: "lint",
+          attemptId: "att-2",
+          type: "status",
+          key: "note",
+          data: { message: "ignored: the attempt is finished" },
+          count: 1,
+          updatedAt: T0,
+        },
+      ],
       now: T0 + 5000,
     });
     expect(lines).toEqual([
@@ -68,6 +81,25 @@ describe("progress view", () => {
       "✗ $ lint  500ms  exit 1",
       "◐ ● review  2s  review the plan  2/4 files 50% ETA 2s",
     ]);
+  });
+
+  it("shows the model's latest status note in place of the node's status detail", () => {
+    const lines = widgetLines({
+      run: run(),
+      attempts: [attempt(1, "draft", { state: "running", finishedAt: undefined })],
+      details: { draft: "draft a plan" },
+      updates: [1, 2].map((n) => ({
+        nodeId: "draft",
+        attemptId: "att-1",
+        type: "status",
+        key: `k${n}`,
+        data: { message: `note ${n}` },
+        count: 1,
+        updatedAt: T0 + n,
+      })),
+      now: T0 + 1000,
+    });
+    expect(lines).toEqual(["◐ ● draft  0ms  note 2"]);
   });
 
   it("keeps the latest attempt per node, counts visits and stays within 10 lines", () => {
