@@ -24,6 +24,33 @@ import {
 } from "./pi-e2e.ts";
 
 const PLAN = { steps: ["write the README", "link it"] };
+
+/** A model that calls the tool with `args` when the user says `prompt`, and ends after it. */
+function toolWhenAsked(prompt: string, args: Record<string, unknown>) {
+  return stepResponder({
+    decide: (request) => {
+      if (request.lastRole === "tool") return { kind: "text", text: "Done." };
+      if (request.lastUserText === prompt) return { kind: "tool", name: "workflow", args };
+      return undefined;
+    },
+  });
+}
+
+/** Sends `prompt`, waits for the turn to settle, and returns its workflow tool result. */
+async function toolResultOf(pi: PiRpc, prompt: string) {
+  const from = pi.records.length;
+  await pi.prompt(prompt);
+  await pi.waitForSettled(from);
+  const end = pi.records.slice(from).find((r) =>
+    r.type === "tool_execution_end" && r.toolName === "workflow"
+  ) as { isError?: boolean; result?: { content: { text: string }[] } } | undefined;
+  return { isError: end?.isError === true, text: end?.result?.content[0].text ?? "" };
+}
+
+function runOutput(stateDir: string, runId: string): unknown {
+  const [run] = queryState(stateDir, "SELECT output_json FROM runs WHERE run_id = ?", runId);
+  return JSON.parse(run.output_json as string);
+}
 const REVIEW = { risk: "none", ok: true };
 
 describe("interactive runs in the real Pi", () => {
@@ -189,12 +216,7 @@ describe("interactive runs in the real Pi", () => {
       ["slow", "timed_out"],
       ["late", "ok"],
     ]);
-    const [run] = queryState(
-      world.sandbox.stateDir,
-      "SELECT output_json FROM runs WHERE run_id = ?",
-      runId,
-    );
-    expect(JSON.parse(run.output_json as string)).toEqual({ timedOut: true });
+    expect(runOutput(world.sandbox.stateDir, runId)).toEqual({ timedOut: true });
     const [request] = queryState(
       world.sandbox.stateDir,
       "SELECT status FROM interactive_requests WHERE run_id = ?",
@@ -206,18 +228,9 @@ describe("interactive runs in the real Pi", () => {
   });
 
   it("shows a human decision without a model turn; only a person answers it", async () => {
-    world.script = stepResponder({
-      decide: (request) => {
-        if (request.lastRole === "tool") return { kind: "text", text: "Done." };
-        if (request.lastUserText === "Please answer the release decision.") {
-          return {
-            kind: "tool",
-            name: "workflow",
-            args: { action: "answer", input: { choice: "approve" } },
-          };
-        }
-        return undefined;
-      },
+    world.script = toolWhenAsked("Please answer the release decision.", {
+      action: "answer",
+      input: { choice: "approve" },
     });
     const runId = await startWorkflow(pi, 'human-decision --input-json {"version":"2.0.0"}');
     runs.push(runId);
@@ -241,14 +254,9 @@ describe("interactive runs in the real Pi", () => {
     expect(world.model.requests.length).toBe(requestsBefore);
 
     // The tool's answer is refused for a protected decision.
-    const from = pi.records.length;
-    await pi.prompt("Please answer the release decision.");
-    await pi.waitForSettled(from);
-    const refused = pi.records.slice(from).find((r) =>
-      r.type === "tool_execution_end" && r.toolName === "workflow"
-    ) as { isError?: boolean; result?: { content: { text: string }[] } } | undefined;
-    expect(refused?.isError).toBe(true);
-    expect(refused?.result?.content[0].text).toMatch(/protected human decision: only a person/);
+    const refused = await toolResultOf(pi, "Please answer the release decision.");
+    expect(refused.isError).toBe(true);
+    expect(refused.text).toMatch(/protected human decision: only a person/);
     expect(
       queryState(world.sandbox.stateDir, "SELECT state FROM runs WHERE run_id = ?", runId)[0].state,
     )
@@ -261,48 +269,24 @@ describe("interactive runs in the real Pi", () => {
     expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
       "completed",
     );
-    const [run] = queryState(
-      world.sandbox.stateDir,
-      "SELECT output_json FROM runs WHERE run_id = ?",
-      runId,
-    );
-    expect(JSON.parse(run.output_json as string)).toEqual({ released: "2.0.0" });
+    expect(runOutput(world.sandbox.stateDir, runId)).toEqual({ released: "2.0.0" });
   });
 
   it("lets the model answer an ordinary checkpoint through the tool", async () => {
-    world.script = stepResponder({
-      decide: (request) => {
-        if (request.lastRole === "tool") return { kind: "text", text: "Answered." };
-        if (request.lastUserText === "Approve the plan checkpoint.") {
-          return {
-            kind: "tool",
-            name: "workflow",
-            args: { action: "answer", input: { approved: true, note: "go ahead" } },
-          };
-        }
-        return undefined;
-      },
+    world.script = toolWhenAsked("Approve the plan checkpoint.", {
+      action: "answer",
+      input: { approved: true, note: "go ahead" },
     });
     const runId = await startWorkflow(pi, "checkpoint rename the flag");
     runs.push(runId);
     await waitForRunState(world.sandbox.stateDir, runId, ["waiting"]);
-    const from = pi.records.length;
-    await pi.prompt("Approve the plan checkpoint.");
-    await pi.waitForSettled(from);
-    const answered = pi.records.slice(from).find((r) =>
-      r.type === "tool_execution_end" && r.toolName === "workflow"
-    ) as { isError?: boolean; result?: { content: { text: string }[] } } | undefined;
-    expect(answered?.isError).toBeFalsy();
-    expect(answered?.result?.content[0].text).toMatch(/^Answered checkpoint review/);
+    const answered = await toolResultOf(pi, "Approve the plan checkpoint.");
+    expect(answered.isError).toBe(false);
+    expect(answered.text).toMatch(/^Answered checkpoint review/);
     expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
       "completed",
     );
-    const [run] = queryState(
-      world.sandbox.stateDir,
-      "SELECT output_json FROM runs WHERE run_id = ?",
-      runId,
-    );
-    expect(JSON.parse(run.output_json as string)).toEqual({ applied: true, note: "go ahead" });
+    expect(runOutput(world.sandbox.stateDir, runId)).toEqual({ applied: true, note: "go ahead" });
   });
 
   it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
