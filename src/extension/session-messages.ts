@@ -20,9 +20,7 @@ export type MessageKind =
   /** A protected human decision or a checkpoint, shown to the person without a model turn. */
   | "decision"
   /** A deferred `start` from the tool that could not start: the model should react. */
-  | "launchFailed"
-  /** A run of this session ended. */
-  | "runEnded";
+  | "launchFailed";
 
 export interface MessageDetails {
   schema: typeof MESSAGE_DETAILS_SCHEMA;
