@@ -32,6 +32,8 @@ export class RunWatch {
   #last: RunSummary | null = null;
   /** Decisions shown by this process (Pi may append the entry later). */
   #shown = new Set<string>();
+  /** Followed from the session branch after a restart: an already ended run ends quietly. */
+  #adopted = false;
 
   readonly #host: RunWatchHost;
 
@@ -58,6 +60,19 @@ export class RunWatch {
     this.#runId = runId;
     this.#finishedAt = null;
     this.#last = null;
+    this.#adopted = false;
+  }
+
+  /**
+   * After a Pi restart: follow the run this session's branch last showed (a step, decision or
+   * checkpoint message names it), so a run waiting on a person is known again without a run id.
+   * A run that ended meanwhile is dropped without a notice or widget. Never replaces a run the
+   * session already follows.
+   */
+  adopt(runId: string): void {
+    if (this.#runId !== null) return;
+    this.follow(runId);
+    this.#adopted = true;
   }
 
   /** Reads the run once (overlapping calls share one read). */
@@ -79,6 +94,12 @@ export class RunWatch {
       payload: { includeUpdates: true },
     });
     if (this.#runId !== runId) return;
+    const adopted = this.#adopted;
+    this.#adopted = false;
+    if (adopted && TERMINAL_RUN_STATES.has(status.run.state)) {
+      this.clear();
+      return;
+    }
     this.#last = status.run;
     const details: Record<string, string | null> = {};
     for (const attempt of status.attempts ?? []) {

@@ -66,6 +66,12 @@ export function findStepEntry(
   );
 }
 
+/** The run named by this extension's latest message on the branch (null if none names one). */
+export function latestBranchRunId(session: PiSessionManager): string | null {
+  const entry = ourEntries(session).findLast((e) => e.details.runId !== "");
+  return entry?.details.runId ?? null;
+}
+
 export function hasDecisionEntry(session: PiSessionManager, decisionId: string): boolean {
   return ourEntries(session).some((entry) =>
     entry.details.kind === "decision" && entry.details.decisionId === decisionId

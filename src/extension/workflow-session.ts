@@ -19,7 +19,7 @@ import { Presenter } from "./presenter.ts";
 import { RunWatch } from "./run-watch.ts";
 import { Outbox } from "./outbox.ts";
 import { SessionOps } from "./session-ops.ts";
-import { MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
+import { latestBranchRunId, MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
 import { errorLine } from "./error-line.ts";
 
 const TICK_MS = 1_000;
@@ -110,7 +110,10 @@ export class WorkflowSession {
    * may be waiting for this session); otherwise the first workflow command links.
    */
   start(): void {
-    if (existsSync(join(clientStateDir(), "state.sqlite"))) this.link();
+    if (!existsSync(join(clientStateDir(), "state.sqlite"))) return;
+    const branchRun = latestBranchRunId(this.#ctx.sessionManager);
+    if (branchRun) this.runs.adopt(branchRun);
+    this.link();
   }
 
   /** Starts the loops (once); the client connects, starting the host if needed. */

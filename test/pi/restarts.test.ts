@@ -2,9 +2,10 @@
  * Interactive runs survive their processes: Pi SIGKILLed and restarted on the same session while
  * a step is pending shows that step exactly once and the run completes; the host SIGKILLed while
  * a step is pending and the validation child SIGKILLed while it checks a submission lose nothing
- * and present nothing twice, and `doctor` finds the state consistent.
+ * and present nothing twice, and `doctor` finds the state consistent. A Pi restarted while its
+ * run waits on a person finds that run again from its session branch.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,6 +18,7 @@ import {
   createWorld,
   destroyWorld,
   type E2eWorld,
+  isNotice,
   sessionEntries,
   startWorkflow,
   stepEntries,
@@ -52,13 +54,15 @@ function stepRequest(world: E2eWorld, runId: string, step: string) {
 
 describe("Pi restarted on the same session while a step is pending", () => {
   let world: E2eWorld;
+  beforeAll(async () => {
+    world = await createWorld();
+  });
   afterAll(async () => {
     await stopAllPi();
     await destroyWorld(world);
   });
 
   it("shows the step exactly once and completes the run", async () => {
-    world = await createWorld();
     const sessionId = randomUUID();
     // The second step waits: by then Pi has written the session file (it does so once the
     // session has an assistant message), so the step's entry survives the kill.
@@ -88,6 +92,36 @@ describe("Pi restarted on the same session while a step is pending", () => {
     // Continuing it took a hidden nudge, not a second visible step message.
     const resume = entries.filter((e) => e.details?.kind === "resume");
     expect(resume).toHaveLength(1);
+    await second.stop();
+  });
+
+  it("knows its run waiting on a person again, without a run id", async () => {
+    world.script = () => ({ kind: "text", text: "Hello." });
+    const sessionId = randomUUID();
+    const first = await startPi(world.sandbox, { sessionId });
+    // Pi writes the session file once it holds an assistant message; the decision entry follows.
+    const greeted = first.records.length;
+    await first.prompt("hello");
+    await first.waitForSettled(greeted);
+    const runId = await startWorkflow(first, 'human-decision --input-json {"version":"2.0.0"}');
+    await waitForRunState(world.sandbox.stateDir, runId, ["waiting"]);
+    await waitForState("the decision message", async () => {
+      const entries = await sessionEntries(first);
+      return entries.find((e) => e.details?.kind === "decision");
+    });
+    expect(await first.kill("SIGKILL")).toEqual({ code: null, signal: "SIGKILL" });
+
+    const second = await startPi(world.sandbox, { sessionId });
+    const answerFrom = second.records.length;
+    await second.prompt("/workflow answer approve the release");
+    await second.waitFor((r) => isNotice(r, /^Answered decision approval/), {
+      from: answerFrom,
+    });
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const decisions = (await sessionEntries(second)).filter((e) => e.details?.kind === "decision");
+    expect(decisions).toHaveLength(1);
     await second.stop();
   });
 });
