@@ -53,6 +53,8 @@ export class Presenter {
   #lastClaim: ClaimReceipt | null = null;
   /** Between agent_start and agent_settled. */
   #agentRunning = false;
+  /** Submit tool calls in flight, by interaction id. */
+  #submitting = new Map<string, number>();
 
   readonly #host: PresenterHost;
 
@@ -87,6 +89,20 @@ export class Presenter {
   noteAgentStart(): void {
     this.#agentRunning = true;
     if (this.#current) this.#current.turnSinceSend = true;
+  }
+
+  /**
+   * A submit tool call of `interactionId` is in flight until the returned function is called:
+   * the host may settle the request (and a push show the next step) before the call returns,
+   * and that is not a step closed elsewhere.
+   */
+  noteSubmitting(interactionId: string): () => void {
+    this.#submitting.set(interactionId, (this.#submitting.get(interactionId) ?? 0) + 1);
+    return () => {
+      const left = (this.#submitting.get(interactionId) ?? 1) - 1;
+      if (left > 0) this.#submitting.set(interactionId, left);
+      else this.#submitting.delete(interactionId);
+    };
   }
 
   noteAccepted(interactionId: string): void {
@@ -135,8 +151,8 @@ export class Presenter {
    * cancelled or failed): a turn still working on it is stopped.
    */
   #closedElsewhere(current: Current): void {
-    if (current.accepted) return;
     this.#current = null;
+    if (current.accepted || this.#submitting.has(current.interaction.interactionId)) return;
     this.#host.notify(
       `Workflow step ${current.interaction.contract.step} is no longer pending`,
       "info",

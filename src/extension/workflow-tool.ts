@@ -10,6 +10,7 @@ import { errorLine } from "./error-line.ts";
 import type { PiContext, PiTool, PiToolResult } from "./pi-api.ts";
 import { parseToolCall, TOOL_PARAMETERS, type ToolCall } from "./tool-input.ts";
 import { answerRun, controlRun, listPage, statusText } from "./workflow-actions.ts";
+import type { ClaimedInteraction } from "./session-ops.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
 /** How long one submit call waits for the validation verdict in all. */
@@ -118,6 +119,21 @@ async function submit(
   signal: AbortSignal | undefined,
 ): Promise<PiToolResult> {
   const current = await pending(session);
+  const done = session.presenter.noteSubmitting(current.interactionId);
+  try {
+    return await awaitVerdict(session, current, call, toolCallId, signal);
+  } finally {
+    done();
+  }
+}
+
+async function awaitVerdict(
+  session: WorkflowSession,
+  current: ClaimedInteraction,
+  call: Extract<ToolCall, { action: "submit" }>,
+  toolCallId: string,
+  signal: AbortSignal | undefined,
+): Promise<PiToolResult> {
   const deadline = Date.now() + SUBMIT_VERDICT_TIMEOUT_MS;
   for (;;) {
     const waitMs = Math.max(0, Math.min(SUBMIT_WAIT_MS, deadline - Date.now()));

@@ -11,7 +11,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { queryState, waitForRunState, waitForState } from "../support/state-db.ts";
-import { isAcceptance, stepResponder } from "../support/step-responder.ts";
+import {
+  isAcceptance,
+  stepResponder,
+  submitCall,
+  updateContractIn,
+} from "../support/step-responder.ts";
 import {
   cli,
   createWorld,
@@ -146,6 +151,43 @@ describe("interactive runs in the real Pi", () => {
     for (const request of requests) {
       expect(shown.get(request.request_id as string)).toEqual([request.presentation_entry_id]);
     }
+  });
+
+  it("shows the model's update of a step in the progress widget", async () => {
+    const note = "drafting the plan";
+    const from = pi.records.length;
+    const widgetNote = () =>
+      pi.uiRequests(from).find((r) =>
+        r.method === "setWidget" &&
+        (r.widgetLines as string[] | undefined)?.some((line) => line.endsWith(note))
+      );
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+      decide: (request, contract) => {
+        if (contract?.step !== "draft") return undefined;
+        if (request.lastRole === "user") {
+          const update = updateContractIn(request.lastUserText)!;
+          return {
+            kind: "tool",
+            name: "workflow",
+            args: { ...update, update: { type: "status", key: "note", data: { message: note } } },
+          };
+        }
+        if (request.lastRole === "tool" && request.lastToolResult?.startsWith("Update recorded")) {
+          // Submit once the widget shows the note (the step is still pending until then).
+          return waitForState("the note in the widget", () => widgetNote())
+            .then(() => submitCall(contract, PLAN));
+        }
+        return undefined;
+      },
+    });
+    const runId = await startWorkflow(pi, "two-turn-agent add a changelog");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const lines = widgetNote()!.widgetLines as string[];
+    expect(lines).toContainEqual(expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan$/));
   });
 
   it("keeps one request through a rejected submission and a corrected one", async () => {
@@ -287,6 +329,53 @@ describe("interactive runs in the real Pi", () => {
       "completed",
     );
     expect(runOutput(world.sandbox.stateDir, runId)).toEqual({ applied: true, note: "go ahead" });
+  });
+
+  it("starts the model's queued run after its turn; a person checks, pauses, resumes and cancels it", async () => {
+    world.script = toolWhenAsked("Start the checkpoint workflow.", {
+      action: "start",
+      workflow: "checkpoint",
+      input: { task: "rename the flag" },
+    });
+    const from = pi.records.length;
+    const queued = await toolResultOf(pi, "Start the checkpoint workflow.");
+    expect(queued.isError).toBe(false);
+    expect(queued.text).toMatch(/^Queued workflow checkpoint: it starts when this turn ends/);
+    const started = await pi.waitFor((r) => isNotice(r, /^Started workflow checkpoint /), {
+      from,
+    });
+    // Deferred: the run started after the turn that queued it settled.
+    const settled = pi.records.findIndex((r, i) => i >= from && r.type === "agent_settled");
+    expect(pi.records.indexOf(started)).toBeGreaterThan(settled);
+    const runId = /\((run-[^)]+)\)/.exec(String(started.message))![1];
+    runs.push(runId);
+    const stateDir = world.sandbox.stateDir;
+    expect(
+      queryState(
+        stateDir,
+        "SELECT execution_mode, origin_session_id FROM run_bindings WHERE run_id = ?",
+        runId,
+      ),
+    ).toEqual([{ execution_mode: "interactive", origin_session_id: sessionId }]);
+    await waitForRunState(stateDir, runId, ["waiting"]);
+
+    // A person drives the session's run without naming it.
+    const say = async (command: string, pattern: RegExp) => {
+      const at = pi.records.length;
+      await pi.prompt(command);
+      return await pi.waitFor((r) => isNotice(r, pattern), { from: at });
+    };
+    const paused = () =>
+      queryState(stateDir, "SELECT paused FROM runs WHERE run_id = ?", runId)[0].paused;
+    await say("/workflow status", new RegExp(`^Run ${runId} checkpoint: waiting`));
+    await say("/workflow pause", new RegExp(`^Run ${runId} checkpoint: .*paused`));
+    expect(paused()).toBe(1);
+    await say("/workflow resume", new RegExp(`^Run ${runId} checkpoint: `));
+    expect(paused()).toBe(0);
+    await say("/workflow cancel", new RegExp(`^Run ${runId} checkpoint: cancel`));
+    expect(await waitForRunState(stateDir, runId, ["cancelled", "completed", "failed"])).toBe(
+      "cancelled",
+    );
   });
 
   it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
