@@ -113,6 +113,7 @@ async function main(): Promise<void> {
       runId,
     );
     const started = new Map<string, number>();
+    const waiting: number[] = [];
     const phases = {
       submitted: [] as number[],
       accepted: [] as number[],
@@ -122,6 +123,7 @@ async function main(): Promise<void> {
       const payload = JSON.parse(row.payload_json as string) as { nodeId?: string };
       const at = row.at as number;
       if (row.type === "node.started") started.set(payload.nodeId!, at);
+      if (row.type === "run.waiting") waiting.push(at);
       if (row.type === "interaction.submitted") phases.submitted.push(at);
       if (row.type === "interaction.accepted") phases.accepted.push(at);
       if (row.type === "run.launching") phases.launching.push(at);
@@ -130,6 +132,12 @@ async function main(): Promise<void> {
     const promptOf = (step: number): FakeModelRequest | undefined =>
       requests.find((r) => r.lastRole === "user" && r.lastUserText.startsWith(`${PREFIX}${step}:`));
     const startToPrompt: number[] = [];
+    // node.started -> the request committed (worker + host), then -> the prompt at the model
+    // (the host's push, the extension's claim and send, Pi's turn start).
+    const startBreakdown = {
+      started_to_requested: [] as number[],
+      requested_to_prompt: [] as number[],
+    };
     const submitToNext: number[] = [];
     const breakdown = {
       submit_to_submitted: [] as number[],
@@ -144,6 +152,10 @@ async function main(): Promise<void> {
         throw new Error(`Step ${step} left no prompt or node.started`);
       }
       startToPrompt.push(prompt.receivedAt - at);
+      if (waiting.length === STEPS) {
+        startBreakdown.started_to_requested.push(waiting[step - 1] - at);
+        startBreakdown.requested_to_prompt.push(prompt.receivedAt - waiting[step - 1]);
+      }
       if (step === STEPS) continue;
       const submit = requests.find((r) =>
         r.reply?.kind === "tool" && (r.reply.args as { step?: string }).step === `s${step}` &&
@@ -174,6 +186,9 @@ async function main(): Promise<void> {
       submit_to_next_prompt_ms: b,
       ratio_start_to_prompt: Math.round((a.median / bareStats.median) * 100) / 100,
       ratio_submit_to_next: Math.round((b.median / bareStats.median) * 100) / 100,
+      start_breakdown_median_ms: Object.fromEntries(
+        Object.entries(startBreakdown).map(([name, values]) => [name, stats(values).median]),
+      ),
       submit_breakdown_median_ms: Object.fromEntries(
         Object.entries(breakdown).map(([name, values]) => [name, stats(values).median]),
       ),
