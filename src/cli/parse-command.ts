@@ -77,6 +77,7 @@ export type CliCommand =
     json: boolean;
   }
   | { kind: "doctor"; json: boolean }
+  | { kind: "schema"; name: string | null; out: string | null }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | EffectResolveCommand
   | ControllerCommand
@@ -186,6 +187,16 @@ export function parseCommand(argv: readonly string[]): CliCommand {
       const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
       if (parsed.help) return { kind: "help", topic: "doctor" };
       return { kind: "doctor", json: flag(parsed, "json") };
+    }
+    case "schema": {
+      const parsed = parse("schema", rest, { ...HELP, out: { type: "string" } }, 0, 1);
+      if (parsed.help) return { kind: "help", topic: "schema" };
+      const out = parsed.values.out;
+      return {
+        kind: "schema",
+        name: parsed.positionals[0] ?? null,
+        out: typeof out === "string" ? out : null,
+      };
     }
     default:
       throw unknownCommand(name);

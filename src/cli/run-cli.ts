@@ -44,6 +44,10 @@ export async function runCli(
         const { runDoctorCommand } = await import("./doctor-command.ts");
         return await runDoctorCommand(command, io, env);
       }
+      case "schema": {
+        const { runSchemaCommand } = await import("./schema-command.ts");
+        return runSchemaCommand(command, io);
+      }
       default: {
         const { runRunCommand } = await import("./run-command.ts");
         return await runRunCommand(command, io, env);

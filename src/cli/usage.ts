@@ -19,6 +19,7 @@ Commands:
   host run|start|status|stop   Manage the workflow host process
   view [runId]                 Watch runs live in the terminal (read-only)
   doctor                       Check the state database (read-only)
+  schema [name] [--out DIR]    Print or write the protocol's JSON Schemas
 
 Options:
   --help       Show help (also: pi-workflows <command> --help)
@@ -141,6 +142,18 @@ Options:
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.`,
+  schema: `Usage: pi-workflows schema [name] [--out DIR]
+
+Prints the JSON Schemas (draft 2020-12) of the local protocol, generated from the schemas the
+host validates with: host requests and responses (with every operation's payload and receipt),
+worker messages, replies and the launch envelope. See docs/protocol.md, "Write a client".
+
+  (no name)    one JSON object: {"<file name>": <schema>, ...}
+  <name>       one schema, e.g. host-request (or host-request.v1.json)
+  --out DIR    write every schema to DIR/<file name> and print the paths
+
+Example:
+  pi-workflows schema host-request > host-request.v1.json`,
   worker: `Usage: pi-workflows worker
 
 Internal: a run worker started by the host. Do not run it by hand.`,

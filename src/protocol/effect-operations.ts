@@ -5,7 +5,7 @@
  * the run; the payload names the blocking attempt or one of its effects and the verdict.
  */
 import * as v from "valibot";
-import { looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
+import { checkWithJsonSchema, looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { RunSummarySchema } from "./run-operations.ts";
 
@@ -28,9 +28,14 @@ const EffectResolveFieldsSchema = strictObject({
 
 export const EffectResolvePayloadSchema = v.pipe(
   EffectResolveFieldsSchema,
-  v.check(
+  checkWithJsonSchema<v.InferOutput<typeof EffectResolveFieldsSchema>>(
     (p) => (p.verdict === "applied") === (p.output !== undefined),
     "Invalid effect.resolve: output goes with the applied verdict, and only with it",
+    {
+      if: { properties: { verdict: { const: "applied" } } },
+      then: { required: ["output"] },
+      else: { not: { required: ["output"] } },
+    },
   ),
 );
 

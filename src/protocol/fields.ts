@@ -73,3 +73,15 @@ export function strictObject<E extends v.ObjectEntries>(entries: E) {
 export function looseObject<E extends v.ObjectEntries>(entries: E) {
   return nonArray(v.object(entries));
 }
+
+/**
+ * A cross-field rule (`v.check`) that also states its JSON Schema form, so the published schemas
+ * (json-schemas.ts) say the rule too instead of leaving it to the host alone.
+ */
+export function checkWithJsonSchema<T>(
+  requirement: (input: T) => boolean,
+  message: string,
+  jsonSchema: Record<string, unknown>,
+) {
+  return Object.assign(v.check(requirement, message), { jsonSchema });
+}

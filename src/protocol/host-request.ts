@@ -25,7 +25,7 @@ export const IdempotencyKeySchema = v.pipe(
   v.regex(/^[\x20-\x7e]{1,512}$/, "Invalid idempotency key: expected 1-512 printable characters"),
 );
 
-const HostRequestEnvelopeSchema = strictObject({
+export const HostRequestEnvelopeSchema = strictObject({
   schema: v.literal(HOST_REQUEST_SCHEMA),
   requestId: OpaqueIdSchema,
   clientId: OpaqueIdSchema,

@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import type { JsonValue } from "./canonical-json.ts";
 import {
+  checkWithJsonSchema,
   ErrorInfoSchema,
   nonArray,
   OpaqueIdSchema,
@@ -64,12 +65,17 @@ const HostResponseFieldsSchema = strictObject({
 
 export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe(
   HostResponseFieldsSchema,
-  v.check(
+  checkWithJsonSchema<v.InferOutput<typeof HostResponseFieldsSchema>>(
     (r) =>
       SUCCESS_OUTCOMES.has(r.outcome)
         ? r.receipt !== undefined && r.error === undefined
         : r.error !== undefined,
     "Invalid response: accepted and adopted carry a receipt and no error; other outcomes carry an error",
+    {
+      if: { properties: { outcome: { enum: [...SUCCESS_OUTCOMES] } } },
+      then: { required: ["receipt"], not: { required: ["error"] } },
+      else: { required: ["error"] },
+    },
   ),
 );
 

@@ -22,7 +22,7 @@ export * from "./worker-launch.ts";
 export * from "./worker-reply.ts";
 export * from "./worker-message-payloads.ts";
 
-const WorkerHeaderSchema = looseObject({
+export const WorkerHeaderSchema = looseObject({
   schema: v.literal(WORKER_LAUNCH_SCHEMA),
   kind: v.picklist(WORKER_MESSAGE_KINDS, "Invalid kind: not a worker message kind"),
   /** Stable per message: a retry reuses it, so the host can answer from the stored receipt. */

@@ -5,7 +5,13 @@
 import * as v from "valibot";
 import { type FactsChunk, FactsChunkSchema, JsonValueSchema } from "./run-facts.ts";
 import type { JsonValue } from "./canonical-json.ts";
-import { ErrorInfoSchema, OpaqueIdSchema, RevisionSchema, strictObject } from "./fields.ts";
+import {
+  checkWithJsonSchema,
+  ErrorInfoSchema,
+  OpaqueIdSchema,
+  RevisionSchema,
+  strictObject,
+} from "./fields.ts";
 import type { ErrorInfo } from "./fields.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 
@@ -42,9 +48,14 @@ export interface WorkerReply {
 
 export const WorkerReplySchema: v.GenericSchema<unknown, WorkerReply> = v.pipe(
   WorkerReplyFieldsSchema,
-  v.check(
+  checkWithJsonSchema<v.InferOutput<typeof WorkerReplyFieldsSchema>>(
     (r) => r.outcome === "accepted" ? r.error === undefined : r.error !== undefined,
     "Invalid reply: accepted carries no error; rejected and claimLost carry one",
+    {
+      if: { properties: { outcome: { const: "accepted" } } },
+      then: { not: { required: ["error"] } },
+      else: { required: ["error"] },
+    },
   ),
 );
 

@@ -17,6 +17,7 @@
  * The process exits when its work is done, when the host answers `claimLost`, and as soon as
  * the channel closes (the host is gone: nobody could commit anything it proposed).
  */
+import type { Duplex } from "node:stream";
 import { createWorkerChannel, openHostChannel } from "./channel.ts";
 import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
@@ -30,8 +31,14 @@ const USAGE = "Usage: pi-workflows worker [--resolve | --validate | --controller
   "--resolve-controller] (internal: started by the workflow host)";
 const MODES = new Set(["--resolve", "--validate", "--controller", "--resolve-controller"]);
 
-/** Runs the worker mode named by `args`; resolves with the process exit code. */
-export async function runWorker(args: readonly string[] = []): Promise<number> {
+/**
+ * Runs the worker mode named by `args`; resolves with the process exit code. `openChannel` is
+ * fd 3; tests that record the frames on the wire pass their own tap around it.
+ */
+export async function runWorker(
+  args: readonly string[] = [],
+  openChannel: () => Duplex = openHostChannel,
+): Promise<number> {
   const unknown = args.find((arg) => !MODES.has(arg));
   if (unknown !== undefined || args.length > 1) {
     process.stderr.write(
@@ -52,7 +59,7 @@ export async function runWorker(args: readonly string[] = []): Promise<number> {
   let channel;
   try {
     channel = createWorkerChannel(
-      openHostChannel(),
+      openChannel(),
       controllerMode ? { onPush: (value) => (onPush ? onPush(value) : pushes.push(value)) } : {},
     );
   } catch (error) {
