@@ -141,7 +141,7 @@ export type ControllerPayload<K extends ControllerMessageKind> = v.InferOutput<
   (typeof CONTROLLER_PAYLOAD_SCHEMAS)[K]
 >;
 
-const ControllerHeaderSchema = strictObject({
+export const ControllerHeaderSchema = strictObject({
   schema: v.literal(CONTROLLER_LAUNCH_SCHEMA),
   kind: v.picklist(CONTROLLER_MESSAGE_KINDS, "Invalid kind: not a controller message kind"),
   messageId: OpaqueIdSchema,

@@ -12,6 +12,21 @@ import { type ConversionConfig, type JsonSchema, toJsonSchemaDefs } from "@valib
 import type * as v from "valibot";
 import { AnswerSchemaSchema } from "./answer-schema.ts";
 import { PresentationBlockSchema } from "./decision-request.ts";
+import {
+  CONTROLLER_RESOLVE_REQUEST_SCHEMA,
+  CONTROLLER_RESOLVE_RESULT_SCHEMA,
+  ControllerResolveRequestSchema,
+  ControllerResolveResultSchema,
+} from "./controller-resolve.ts";
+import {
+  CONTROLLER_LAUNCH_SCHEMA,
+  CONTROLLER_PAYLOAD_SCHEMAS,
+  CONTROLLER_PUSH_SCHEMA,
+  ControllerHeaderSchema,
+  ControllerLaunchSchema,
+  ControllerPushSchema,
+  RECONCILE_KINDS,
+} from "./controller-worker.ts";
 import { HOST_OPERATIONS, OPERATION_SPECS } from "./host-operations.ts";
 import { HOST_REQUEST_SCHEMA, HostRequestEnvelopeSchema } from "./host-request.ts";
 import { HOST_RESPONSE_SCHEMA, HostResponseSchema } from "./host-response.ts";
@@ -24,11 +39,7 @@ import {
 import { JsonValueSchema } from "./run-facts.ts";
 import { VALIDATE_REQUEST_SCHEMA, ValidateRequestSchema } from "./validate-messages.ts";
 import { WORKER_LAUNCH_SCHEMA, WorkerLaunchSchema } from "./worker-launch.ts";
-import {
-  ATTEMPT_KINDS,
-  WORKER_MESSAGE_KINDS,
-  WORKER_PAYLOAD_SCHEMAS,
-} from "./worker-message-payloads.ts";
+import { ATTEMPT_KINDS, WORKER_PAYLOAD_SCHEMAS } from "./worker-message-payloads.ts";
 import { WorkerHeaderSchema } from "./worker-messages.ts";
 import { WORKER_REPLY_SCHEMA, WorkerReplySchema } from "./worker-reply.ts";
 
@@ -167,26 +178,32 @@ function hostResponse(): JsonSchema {
   }, Object.keys(receipts));
 }
 
-function workerMessage(): JsonSchema {
-  const payloads = Object.fromEntries(
-    WORKER_MESSAGE_KINDS.map((kind) => [`${kind}.payload`, WORKER_PAYLOAD_SCHEMAS[kind]]),
-  );
-  const defs = defsOf({ WorkerMessage: WorkerHeaderSchema, ...payloads });
-  const variants = WORKER_MESSAGE_KINDS.map((kind) => {
-    const attempt = ATTEMPT_KINDS.has(kind);
+/** A channel's messages: one header, and per kind a payload (some kinds need one more field). */
+function kindedMessages(
+  file: string,
+  title: string,
+  description: string,
+  header: v.GenericSchema<unknown, unknown>,
+  payloads: Record<string, v.GenericSchema<unknown, unknown>>,
+  extra: { kinds: ReadonlySet<string>; field: string },
+): JsonSchema {
+  const kinds = Object.keys(payloads);
+  const defs = defsOf({
+    Message: header,
+    ...Object.fromEntries(kinds.map((kind) => [`${kind}.payload`, payloads[kind]])),
+  });
+  const variants = kinds.map((kind) => {
+    const needs = extra.kinds.has(kind);
     return {
       properties: {
         kind: { const: kind },
         payload: { $ref: `#/$defs/${kind}.payload` },
-        ...(attempt ? { attemptId: true } : {}),
+        ...(needs ? { [extra.field]: true } : {}),
       },
-      required: attempt ? ["payload", "attemptId"] : ["payload"],
+      required: needs ? ["payload", extra.field] : ["payload"],
     };
   });
-  return published("worker-message.v1.json", WORKER_LAUNCH_SCHEMA, "WorkerMessage", defs, {
-    description: "A message a worker proposes to the host over its private fd-3 channel.",
-    oneOf: variants,
-  });
+  return published(file, title, "Message", defs, { description, oneOf: variants });
 }
 
 function single(
@@ -209,7 +226,14 @@ export function protocolJsonSchemas(): Record<string, JsonSchema> {
       WorkerLaunchSchema,
       "The first frame the host writes to a worker on fd 3: which run, generation and source.",
     ),
-    "worker-message.v1.json": workerMessage(),
+    "worker-message.v1.json": kindedMessages(
+      "worker-message.v1.json",
+      WORKER_LAUNCH_SCHEMA,
+      "A message a run worker proposes to the host over its private fd-3 channel.",
+      WorkerHeaderSchema,
+      WORKER_PAYLOAD_SCHEMAS,
+      { kinds: ATTEMPT_KINDS, field: "attemptId" },
+    ),
     "worker-reply.v1.json": single(
       "worker-reply.v1.json",
       WORKER_REPLY_SCHEMA,
@@ -233,6 +257,38 @@ export function protocolJsonSchemas(): Record<string, JsonSchema> {
       VALIDATE_REQUEST_SCHEMA,
       ValidateRequestSchema,
       "The host's request to a validation child (`worker --validate`).",
+    ),
+    "controller-launch.v1.json": single(
+      "controller-launch.v1.json",
+      CONTROLLER_LAUNCH_SCHEMA,
+      ControllerLaunchSchema,
+      "The first frame the host writes to a controller worker (`worker --controller`) on fd 3.",
+    ),
+    "controller-push.v1.json": single(
+      "controller-push.v1.json",
+      CONTROLLER_PUSH_SCHEMA,
+      ControllerPushSchema,
+      "A frame the host sends a controller worker on its own: a reconcile assigned or aborted.",
+    ),
+    "controller-message.v1.json": kindedMessages(
+      "controller-message.v1.json",
+      CONTROLLER_LAUNCH_SCHEMA,
+      "A message a controller worker proposes to the host; answered like a run worker's.",
+      ControllerHeaderSchema,
+      CONTROLLER_PAYLOAD_SCHEMAS,
+      { kinds: RECONCILE_KINDS, field: "reconcileId" },
+    ),
+    "controller-resolve-request.v1.json": single(
+      "controller-resolve-request.v1.json",
+      CONTROLLER_RESOLVE_REQUEST_SCHEMA,
+      ControllerResolveRequestSchema,
+      "The host's request to a controller resolver child (`worker --resolve-controller`).",
+    ),
+    "controller-resolve-result.v1.json": single(
+      "controller-resolve-result.v1.json",
+      CONTROLLER_RESOLVE_RESULT_SCHEMA,
+      ControllerResolveResultSchema,
+      "A controller resolver child's answer.",
     ),
   };
 }

@@ -8,6 +8,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOST_OPERATIONS } from "../../src/protocol/host-operations.ts";
 import {
@@ -27,7 +28,7 @@ const SCHEMA_DIR = join(here, "../../schemas");
 const RECORDING_WORKER = join(here, "fixtures", "recording-worker.ts");
 
 function loadValidator() {
-  const ajv = new Ajv2020.default({ strict: true, strictRequired: false });
+  const ajv = addFormats.default(new Ajv2020.default({ strict: true, strictRequired: false }));
   for (const file of readdirSync(SCHEMA_DIR)) {
     ajv.addSchema(JSON.parse(readFileSync(join(SCHEMA_DIR, file), "utf8")), file);
   }

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Ajv2020 from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { protocolJsonSchemas, schemaFileText } from "../../src/protocol/json-schemas.ts";
 import { runCliProcess } from "../host/helpers.ts";
@@ -24,7 +25,7 @@ describe("published JSON Schemas", () => {
   });
 
   it("every file is a valid draft 2020-12 schema and compiles in strict mode", () => {
-    const ajv = new Ajv2020.default({ strict: true, strictRequired: false });
+    const ajv = addFormats.default(new Ajv2020.default({ strict: true, strictRequired: false }));
     for (const [file, schema] of Object.entries(generated)) {
       expect((schema as { $schema: string }).$schema).toBe(
         "https://json-schema.org/draft/2020-12/schema",
@@ -35,7 +36,7 @@ describe("published JSON Schemas", () => {
   });
 
   it("states the cross-field rules: a success carries a receipt, a failure an error", () => {
-    const ajv = new Ajv2020.default({ strict: true, strictRequired: false });
+    const ajv = addFormats.default(new Ajv2020.default({ strict: true, strictRequired: false }));
     const validate = ajv.compile(generated["host-response.v1.json"]);
     const base = {
       schema: "pi-workflows.host-response.v1",
@@ -72,7 +73,7 @@ describe("published JSON Schemas", () => {
     const unknown = await runCliProcess(["schema", "nope"], process.env);
     expect([unknown.code, unknown.stderr.trim()]).toEqual([
       2,
-      "Unknown schema 'nope': use one of host-request, host-response, worker-launch, worker-message, worker-reply, resolve-request, resolve-result, validate-request",
+      "Unknown schema 'nope': use one of host-request, host-response, worker-launch, worker-message, worker-reply, resolve-request, resolve-result, validate-request, controller-launch, controller-push, controller-message, controller-resolve-request, controller-resolve-result",
     ]);
     const extra = await runCliProcess(["schema", "a", "b"], process.env);
     expect(extra.code).toBe(2);
