@@ -359,11 +359,12 @@ describe("deadlines while nobody runs", () => {
     expect(waiting.default).toMatchObject({ answer: { choice: "hold" } });
     const done = await ended(runId);
     expect(done.run.output).toEqual({ shipped: false, gate: { choice: "hold" } });
-    // Applied when it fell due: the host arms a timer for it instead of polling.
+    // Applied when it fell due, never before. How soon after is a figure for the idle-deadlines
+    // bench (0-16 ms); here the bound only has to hold on a loaded 2-core machine.
     const gate = done.attempts.find((a: any) => a.nodeId === "gate");
     const lateness = gate.finishedAt - waiting.default.at;
     expect(lateness).toBeGreaterThanOrEqual(0);
-    expect(lateness).toBeLessThan(1000);
+    expect(lateness).toBeLessThan(5_000);
     const late = await cli(["answer", runId, "ship"]);
     expect(late.code).toBe(3);
     expect(late.stderr).toMatch(
