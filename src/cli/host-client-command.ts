@@ -2,6 +2,7 @@
  * `host start`, `host status` and `host stop`: clients of the host socket. `status` and `stop`
  * never start a host; `start` starts one only when none answers.
  */
+import { ensureHost } from "../client/ensure-host.ts";
 import { connectHost, type HostConnection } from "../client/host-connection.ts";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { clientStateDir, hostSocketPath } from "../client/socket-path.ts";
@@ -9,7 +10,7 @@ import { HostUnavailableError } from "../protocol/failures.ts";
 import type { HostStatusReceipt } from "../protocol/host-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { formatHostStatus, formatHostStopped } from "./format-host-status.ts";
-import { type CliIo, oneLineError, printJson } from "./output.ts";
+import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
 import { waitFor } from "./wait-for.ts";
 
@@ -98,7 +99,7 @@ async function hostStopCommand(socketPath: string, json: boolean, io: CliIo): Pr
 }
 
 /** How long `host start` keeps trying while a previous host still holds the epoch. */
-const START_RETRY_MS = 20_000;
+const START_TIMEOUT_MS = 20_000;
 
 async function hostStartCommand(
   stateDir: string,
@@ -113,44 +114,20 @@ async function hostStartCommand(
     report(io, json, running.status.epoch, true);
     return EXIT.ok;
   }
-  const { HostStartError } = await import("../host/host-main.ts");
-  const { startDetachedHost } = await import("../host/host-start.ts");
-  const deadline = Date.now() + START_RETRY_MS;
-  for (;;) {
-    try {
-      await startDetachedHost({ stateDir, env });
-      break;
-    } catch (error) {
-      if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {
-        throw new HostUnavailableError(oneLineError(error), { cause: error });
-      }
-      // Another host holds the epoch. One started by another client at the same moment is as
-      // good; one that is stopping (or died with its lease still live) releases the epoch soon,
-      // so try again until the deadline.
-      const other = await waitFor(() => readStatus(socketPath), 1_000, "").catch(() => null);
-      if (other) {
-        other.connection.close();
-        report(io, json, other.status.epoch, true);
-        return EXIT.ok;
-      }
-      if (Date.now() >= deadline) {
-        throw new HostUnavailableError(
-          `${
-            oneLineError(error)
-          }; it does not answer (a stopped or killed host releases the state within its claim lease)`,
-          { cause: error },
-        );
-      }
-    }
+  // One start at a time per state directory (the start lock): a host another client started at
+  // the same moment is as good as our own.
+  const connection = await ensureHost({
+    env,
+    stateDir,
+    startTimeoutMs: START_TIMEOUT_MS,
+    onWait: (line) => io.err(line),
+  });
+  try {
+    const status = receiptOf("host.status", await connection.request("host.status"));
+    report(io, json, status.epoch, false);
+  } finally {
+    connection.close();
   }
-  const started = await readStatus(socketPath);
-  if (!started) {
-    throw new HostUnavailableError(
-      "the host reported ready but its socket does not answer; see host.log in the state directory",
-    );
-  }
-  started.connection.close();
-  report(io, json, started.status.epoch, false);
   return EXIT.ok;
 }
 

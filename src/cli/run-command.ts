@@ -5,6 +5,7 @@
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
+import { createHostClient } from "../client/host-client.ts";
 import { clientStateDir } from "../client/socket-path.ts";
 import { discoverPi, type PiDiscovery } from "../worker/pi-command.ts";
 import type { HostConnection } from "../client/host-connection.ts";
@@ -64,10 +65,19 @@ export async function runRunCommand(
     return EXIT.piUnavailable;
   }
   // One client id per invocation: a reconnect (start --wait across a host restart) keeps it.
+  // The client retries every request with its request id while no host answers (a takeover).
   const clientId = newClientId();
-  const connection = await ensureHost({ env, clientId });
+  const onWait = (line: string) => io.err(line);
+  const connection = createHostClient({ env, clientId, onWait });
   try {
-    return await execute(connection, () => ensureHost({ env, clientId }), command, start, pi, io);
+    return await execute(
+      connection,
+      () => ensureHost({ env, clientId, onWait }),
+      command,
+      start,
+      pi,
+      io,
+    );
   } catch (error) {
     if (error instanceof HostCommandError) {
       // The host found agent steps that need the Pi we could not offer: say why it is missing.

@@ -1,19 +1,24 @@
 /**
- * Connects to the host, starting it on demand. Starting runs `pi-workflows host start` (this same
- * program, see self-launch.ts), which returns once its host answers; this side then waits, with
- * a deadline, until the socket answers `host.status`. Every failure becomes a
+ * Connects to the host, starting it on demand. When nothing answers, one client per state
+ * directory (the holder of the start lock, start-lock.ts) starts `pi-workflows host run` itself
+ * and waits for its ready handshake; every other client only waits for the socket. While it
+ * waits the client says so (`onWait`, the CLI's stderr), and it gives up at a deadline with a
  * `HostUnavailableError` whose message says what to do next.
  */
-import { spawn } from "node:child_process";
-import { HostUnavailableError } from "../protocol/failures.ts";
-import { type SelfCommand, selfCommand } from "../os/self-launch.ts";
+import { failureDetail, HostUnavailableError } from "../protocol/failures.ts";
+import { HostStartError } from "../protocol/host-ready.ts";
+import type { SelfCommand } from "../os/self-launch.ts";
 import { connectHost, type ConnectOptions, type HostConnection } from "./host-connection.ts";
 import { clientStateDir, hostSocketPath } from "./socket-path.ts";
+import { startDetachedHost } from "./start-host.ts";
+import { type StartLock, tryStartLock } from "./start-lock.ts";
 
 export const DEFAULT_START_TIMEOUT_MS = 20_000;
 const PROBE_TIMEOUT_MS = 2_000;
-const PROBE_INTERVAL_MS = 50;
-const MAX_STDERR_BYTES = 8 * 1024;
+const POLL_INTERVAL_MS = 25;
+/** The first word to the user after this long without a host, then every `REPEAT`. */
+const FIRST_NOTICE_MS = 1_000;
+const NOTICE_REPEAT_MS = 5_000;
 
 export interface EnsureHostOptions extends ConnectOptions {
   /** Defaults to the environment's state directory. */
@@ -22,13 +27,21 @@ export interface EnsureHostOptions extends ConnectOptions {
   env?: Record<string, string | undefined>;
   /** Whole deadline for starting the host and seeing it answer. */
   startTimeoutMs?: number;
-  /** Command that starts the host; defaults to `selfCommand(["host", "start"])`. */
+  /** Command that runs the host; defaults to `selfCommand(["host", "run"])`. */
   startCommand?: SelfCommand;
   /** When false, only connects (no start on demand). */
   autoStart?: boolean;
+  /** Told (one line each time) while the client waits for a host: what it is waiting for. */
+  onWait?: (message: string) => void;
 }
 
-/** An open connection whose host answered `host.status`. */
+/**
+ * The host could not be started for a reason a retry does not fix (a bad setting, a damaged
+ * database, a missing executable): the message is the host's own one line.
+ */
+export class HostStartFailedError extends HostUnavailableError {}
+
+/** An open connection whose host answered `host.status` and is not stopping. */
 export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostConnection> {
   const env = options.env ?? process.env;
   const stateDir = options.stateDir ?? clientStateDir(env);
@@ -38,36 +51,76 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
   if (options.autoStart === false) throw first.error;
 
   const timeoutMs = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
-  const deadline = Date.now() + timeoutMs;
-  const starter = startHost(options.startCommand ?? selfCommand(["host", "start"]), {
-    ...env,
-    PI_WORKFLOWS_STATE_DIR: stateDir,
-  });
-  try {
-    let lastError = first.error;
-    while (Date.now() < deadline) {
-      const attempt = await probe(socketPath, options);
-      if (attempt.connection) return attempt.connection;
-      lastError = attempt.error;
-      const exit = starter.exit();
-      if (exit && exit.code !== 0) {
-        const again = await probe(socketPath, options);
-        if (again.connection) return again.connection;
-        throw new HostUnavailableError(
-          `\`pi-workflows host start\` failed (${exitText(exit)})${
-            starterDetail(starter.stderr())
-          }`,
-        );
-      }
-      await starter.waitExit(Math.min(PROBE_INTERVAL_MS, Math.max(0, deadline - Date.now())));
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  let lastError = first.error;
+  let waitingFor = "no host answers; starting one";
+  let startBackoff = 100;
+  let nextStartAt = 0;
+  let noticeAt = started + FIRST_NOTICE_MS;
+  for (;;) {
+    const now = Date.now();
+    if (now >= deadline) break;
+    if (options.onWait && now >= noticeAt) {
+      options.onWait(
+        `Waiting for the workflow host (${Math.round((now - started) / 1000)} s): ${waitingFor}`,
+      );
+      noticeAt = now + NOTICE_REPEAT_MS;
     }
-    throw new HostUnavailableError(
-      `the host did not answer within ${timeoutMs} ms of starting it (${lastError.message}); ` +
-        "check `pi-workflows host status` and host.log in the state directory",
+    if (now >= nextStartAt) {
+      const lock = lockOrFail(stateDir);
+      if (lock === null) waitingFor = "another client is starting it";
+      else {
+        try {
+          // The socket may have come up while this client waited for the lock.
+          const again = await probe(socketPath, options);
+          if (again.connection) return again.connection;
+          waitingFor = "no host answers; starting one";
+          await startDetachedHost({
+            stateDir,
+            env: { ...env, PI_WORKFLOWS_STATE_DIR: stateDir },
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            command: options.startCommand,
+          });
+        } catch (error) {
+          if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {
+            throw new HostStartFailedError(`the host could not be started: ${firstLine(error)}`, {
+              cause: error,
+            });
+          }
+          // Another host holds the state: it is stopping, or frozen with its lease still live.
+          // Try again later; meanwhile its socket may start answering.
+          waitingFor = "another host holds the state (stopping, or not answering)";
+          lastError = new HostUnavailableError(firstLine(error));
+          nextStartAt = Date.now() + startBackoff;
+          startBackoff = Math.min(startBackoff * 2, 1_000);
+        } finally {
+          lock.release();
+        }
+      }
+    }
+    const attempt = await probe(socketPath, options);
+    if (attempt.connection) return attempt.connection;
+    // "Another host holds the state" says more than "no socket": keep it for the final message.
+    if (nextStartAt <= Date.now()) lastError = attempt.error;
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.min(POLL_INTERVAL_MS, Math.max(0, deadline - Date.now())))
     );
-  } finally {
-    if (!starter.exit()) starter.kill();
-    starter.release();
+  }
+  throw new HostUnavailableError(
+    `the host did not answer within ${timeoutMs} ms (${failureDetail(lastError)}); ` +
+      "check `pi-workflows host status` and host.log in the state directory",
+  );
+}
+
+function lockOrFail(stateDir: string): StartLock | null {
+  try {
+    return tryStartLock(stateDir);
+  } catch (error) {
+    throw new HostStartFailedError(
+      `the host could not be started: the state directory cannot be used (${firstLine(error)})`,
+      { cause: error },
+    );
   }
 }
 
@@ -75,7 +128,10 @@ type ProbeResult =
   | { connection: HostConnection; error?: undefined }
   | { connection?: undefined; error: HostUnavailableError };
 
-/** Connects and asks `host.status`; a host that answers anything but success is not usable. */
+/**
+ * Connects and asks `host.status`. A host that answers anything but success, or says it is
+ * stopping, is not usable.
+ */
 async function probe(socketPath: string, options: ConnectOptions): Promise<ProbeResult> {
   let connection: HostConnection;
   try {
@@ -88,11 +144,20 @@ async function probe(socketPath: string, options: ConnectOptions): Promise<Probe
   }
   try {
     const response = await connection.request("host.status", { timeoutMs: PROBE_TIMEOUT_MS });
-    if (response.outcome === "accepted" || response.outcome === "adopted") return { connection };
+    if (
+      (response.outcome === "accepted" || response.outcome === "adopted") &&
+      response.receipt?.state !== "stopping"
+    ) {
+      return { connection };
+    }
     connection.close();
     return {
       error: new HostUnavailableError(
-        `the host answered ${response.outcome}: ${response.error?.message ?? "no reason given"}`,
+        response.outcome === "accepted"
+          ? "the host is stopping"
+          : `the host answered ${response.outcome}: ${
+            response.error?.message ?? "no reason given"
+          }`,
       ),
     };
   } catch (error) {
@@ -103,80 +168,10 @@ async function probe(socketPath: string, options: ConnectOptions): Promise<Probe
 
 function asUnavailable(error: unknown): HostUnavailableError {
   if (error instanceof HostUnavailableError) return error;
+  return new HostUnavailableError(firstLine(error), { cause: error });
+}
+
+function firstLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  return new HostUnavailableError(message, { cause: error });
-}
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface Starter {
-  exit(): Exit | null;
-  /** Resolves when the starter exits or after `ms`, whichever is first. */
-  waitExit(ms: number): Promise<void>;
-  stderr(): string;
-  kill(): void;
-  /** Stops reading its stderr, so a grandchild that kept the pipe cannot hold this process open. */
-  release(): void;
-}
-
-function startHost(command: SelfCommand, env: Record<string, string | undefined>): Starter {
-  let exit: Exit | null = null;
-  let stderr = "";
-  const waiters = new Set<() => void>();
-  const child = spawn(command.command, command.args, {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: env as NodeJS.ProcessEnv,
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    if (stderr.length < MAX_STDERR_BYTES) {
-      stderr += chunk.toString("utf8").slice(0, MAX_STDERR_BYTES);
-    }
-  });
-  const finish = (next: Exit) => {
-    if (exit) return;
-    exit = next;
-    for (const wake of waiters) wake();
-  };
-  child.on("error", (error) => {
-    stderr += error.message;
-    finish({ code: -1, signal: null });
-  });
-  child.on("exit", (code, signal) => finish({ code, signal }));
-  return {
-    exit: () => exit,
-    stderr: () => stderr,
-    waitExit(ms) {
-      if (exit) return Promise.resolve();
-      return new Promise((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          waiters.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, ms);
-        waiters.add(done);
-      });
-    },
-    kill() {
-      if (child.pid !== undefined && !exit) child.kill("SIGTERM");
-    },
-    release() {
-      child.stderr?.destroy();
-      child.unref();
-    },
-  };
-}
-
-function exitText(exit: Exit): string {
-  return exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-}
-
-/** The starter's last non-empty stderr line (it prints one actionable line on failure). */
-function starterDetail(stderr: string): string {
-  const lines = stderr.split("\n").map((line) => line.trim()).filter((line) => line !== "");
-  const last = lines.at(-1);
-  return last ? `: ${last.slice(0, 500)}` : "";
+  return (message.split("\n")[0] ?? "").trim().replace(/\.$/, "") || "unknown error";
 }

@@ -1,16 +1,29 @@
 /**
  * The client the CLI and the Pi extension use: one lazily opened connection, the host started
- * on demand, and requests retried on a fresh connection when the host went away before it
- * answered. A retry reuses the request id, so a command the host already committed is answered
- * from its stored receipt (`adopted`) instead of running twice.
+ * on demand, one stable client id, and every request retried until its deadline while no host
+ * answers (a host that died, restarts, or is stopping). A retry reuses the request id, so a
+ * command the host already committed comes back with its stored receipt instead of running
+ * twice. A state-changing request also carries its deadline (`notAfter`): a host that sees it
+ * later refuses it (`deadlinePassed`), so once the deadline has passed the answer to one last
+ * try is definite: applied exactly once (the stored receipt) or not applied.
  */
-import { HostUnavailableError } from "../protocol/failures.ts";
-import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
+import { failureDetail, HostUnavailableError } from "../protocol/failures.ts";
+import {
+  type HostOperation,
+  OPERATION_SPECS,
+  type OperationReceipt,
+} from "../protocol/host-operations.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
-import { receiptOf } from "./command-receipt.ts";
 import { checkClientId, newClientId } from "./client-id.ts";
-import { ensureHost, type EnsureHostOptions } from "./ensure-host.ts";
+import { receiptOf } from "./command-receipt.ts";
+import { ensureHost, type EnsureHostOptions, HostStartFailedError } from "./ensure-host.ts";
 import { type HostConnection, newRequestId, type RequestOptions } from "./host-connection.ts";
+
+export const DEFAULT_RETRY_DEADLINE_MS = 60_000;
+/** After the deadline, how long the one last try (for a definite answer) may take. */
+const FINAL_TRY_MS = 5_000;
+const FIRST_BACKOFF_MS = 25;
+const MAX_BACKOFF_MS = 500;
 
 export interface HostClientOptions extends EnsureHostOptions {
   /**
@@ -19,8 +32,11 @@ export interface HostClientOptions extends EnsureHostOptions {
    * a fresh id once and keeps it for its whole life, across reconnects.
    */
   clientId?: string;
-  /** Extra attempts after the host became unavailable mid-request (default 1). */
-  retries?: number;
+  /**
+   * How long a request keeps being retried while no host answers (default 60 s; 0 = one try,
+   * the default with `autoStart: false`).
+   */
+  retryDeadlineMs?: number;
 }
 
 export interface HostClient {
@@ -36,45 +52,94 @@ export interface HostClient {
     operation: Op,
     options?: RequestOptions<Op>,
   ): Promise<OperationReceipt<Op>>;
+  /** The epoch of the host that answered last (undefined before the first answer). */
+  readonly hostEpoch: number | undefined;
+  /** True once `close()` was called (a later request opens a new connection). */
+  readonly closed: boolean;
+  /** Drops the open connection. */
   close(): void;
 }
 
 export function createHostClient(options: HostClientOptions = {}): HostClient {
-  const retries = options.retries ?? 1;
   const clientId = checkClientId(options.clientId ?? newClientId());
-  const connectOptions = { ...options, clientId };
+  // A client that may not start a host tries once unless told to wait for one.
+  const retryDeadlineMs = options.retryDeadlineMs ??
+    (options.autoStart === false ? 0 : DEFAULT_RETRY_DEADLINE_MS);
   let connection: Promise<HostConnection> | null = null;
+  let lastEpoch: number | undefined;
+  let closed = false;
 
-  const connected = (): Promise<HostConnection> => {
+  const connected = (deadline: number): Promise<HostConnection> => {
     if (!connection) {
-      connection = ensureHost(connectOptions);
+      connection = ensureHost({
+        ...options,
+        clientId,
+        startTimeoutMs: Math.max(
+          1,
+          Math.min(options.startTimeoutMs ?? Infinity, deadline - Date.now()),
+        ),
+      });
       connection.catch(() => (connection = null));
     }
     return connection.then((open) => {
       if (!open.closed) return open;
       connection = null;
-      return connected();
+      return connected(deadline);
     });
+  };
+  const drop = (open: HostConnection | undefined) => {
+    open?.close();
+    connection = null;
   };
 
   const request = async <Op extends HostOperation>(
     operation: Op,
     requestOptions: RequestOptions<Op> = {},
   ): Promise<HostResponse> => {
-    const sent = { ...requestOptions, requestId: requestOptions.requestId ?? newRequestId() };
-    for (let attempt = 0;; attempt++) {
+    const mutating = OPERATION_SPECS[operation].mutating;
+    let deadline = Date.now() + retryDeadlineMs;
+    const sent: RequestOptions<Op> = {
+      ...requestOptions,
+      requestId: requestOptions.requestId ?? newRequestId(),
+      ...(mutating ? { notAfter: requestOptions.notAfter ?? deadline } : {}),
+    };
+    let finalTry = false;
+    let backoff = FIRST_BACKOFF_MS;
+    let lastError: HostUnavailableError | null = null;
+    for (;;) {
+      if (Date.now() >= deadline) {
+        // One more try past the deadline: a host now answers definitely (receipt or refusal).
+        if (finalTry || !mutating) break;
+        finalTry = true;
+        deadline = Date.now() + FINAL_TRY_MS;
+      }
       let open: HostConnection | undefined;
       try {
-        open = await connected();
-        return await open.request(operation, sent);
+        open = await connected(deadline);
+        const response = await open.request(operation, { ...sent, hostEpoch: open.hostEpoch });
+        lastEpoch = response.hostEpoch;
+        if (!retryable(response) || Date.now() >= deadline) return response;
+        lastError = new HostUnavailableError(
+          (response.error?.message ?? response.outcome).replace(/^Host unavailable: /, ""),
+        );
       } catch (error) {
-        if (!(error instanceof HostUnavailableError) || attempt >= retries) throw error;
-        // A silent host may still answer this connection later: drop it so the retry is the
-        // only copy of the request waiting for an answer.
-        open?.close();
-        connection = null;
+        if (!(error instanceof HostUnavailableError) || error instanceof HostStartFailedError) {
+          throw error;
+        }
+        lastError = error;
       }
+      drop(open);
+      await new Promise((resolve) => setTimeout(resolve, backoff));
+      backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     }
+    throw new HostUnavailableError(
+      `${lastError ? failureDetail(lastError) : "no host answered"}; retried for ${
+        Math.round(retryDeadlineMs / 1000)
+      } s${
+        mutating ? "; it may or may not have been applied: check with `pi-workflows status`" : ""
+      }`,
+      { cause: lastError },
+    );
   };
 
   return {
@@ -83,10 +148,26 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
     async call(operation, requestOptions) {
       return receiptOf(operation, await request(operation, requestOptions));
     },
+    get hostEpoch() {
+      return lastEpoch;
+    },
+    get closed() {
+      return closed;
+    },
     close() {
+      closed = true;
       const open = connection;
       connection = null;
       open?.then((c) => c.close(), () => {});
     },
   };
+}
+
+/**
+ * An answer that means "ask again, maybe another host": the host is stopping or lost its epoch,
+ * or a request reached a host older than one the client already saw.
+ */
+function retryable(response: HostResponse): boolean {
+  return response.outcome === "unavailable" ||
+    (response.outcome === "rejected" && response.error?.code === "staleEpoch");
 }

@@ -22,6 +22,8 @@ export interface RequestOptions<Op extends HostOperation> {
   expectedRevision?: number;
   idempotencyKey?: string;
   hostEpoch?: number;
+  /** The retry deadline (epoch ms) a state-changing request carries (host-request.ts). */
+  notAfter?: number;
   /** Reuse an id to retry a request whose answer was lost; a fresh id is generated otherwise. */
   requestId?: string;
   /** Deadline for the answer; defaults to the connection's. */
@@ -179,6 +181,7 @@ function openConnection(socket: net.Socket, options: ConnectOptions): HostConnec
         expectedRevision: request.expectedRevision,
         idempotencyKey: request.idempotencyKey,
         hostEpoch: request.hostEpoch,
+        notAfter: request.notAfter,
         payload: request.payload ?? {},
       } as HostRequestInput;
       const timeoutMs = request.timeoutMs ?? requestTimeoutMs;

@@ -21,7 +21,7 @@ export function hostStartCommand(
   env: Record<string, string | undefined> = process.env,
   moduleUrl: string = import.meta.url,
 ): LaunchCommand {
-  return cliCommand(["host", "start"], env, moduleUrl);
+  return cliCommand(["host", "run"], env, moduleUrl);
 }
 
 /** The command that runs `pi-workflows <args>` from this installation. */

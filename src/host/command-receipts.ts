@@ -5,7 +5,8 @@
  * - the same request id with another payload gets `conflict`;
  * - a new request id with an idempotency key this client already used for the same operation
  *   gets the stored receipt as `adopted` (or `conflict` when the payload differs);
- * - two copies of one request arriving at once share one execution.
+ * - two copies of one request arriving at once share one execution;
+ * - a request past its `notAfter` with no receipt is refused `requestExpired` (not applied).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
@@ -72,6 +73,18 @@ export function withReceipt(
           }),
       );
     }
+  }
+  if (request.notAfter !== undefined && Date.now() > request.notAfter) {
+    // The client has given up retrying (or will after this one try): refusing it now, when no
+    // receipt exists, makes "not applied" the definite answer.
+    return Promise.resolve(failureResponse({
+      requestId: request.requestId,
+      hostEpoch: rt.epoch,
+      outcome: "rejected",
+      code: HOST_ERROR_CODES.requestExpired,
+      message:
+        "Request not applied: it reached the host after its retry deadline; nothing changed, run the command again",
+    }));
   }
   const receipt: CommandReceiptInput = {
     requestId: request.requestId,

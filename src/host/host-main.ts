@@ -32,6 +32,7 @@ import {
 import { DEADLINE_KINDS } from "./deadline-kinds.ts";
 import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
+import { HostStartError } from "../protocol/host-ready.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import { readControllerOptions } from "./supervision/controllers/options.ts";
@@ -58,15 +59,7 @@ import { createHostSupervision } from "./supervision-adapter.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 
-/** Why a host could not start; `code` decides the CLI exit code. */
-export class HostStartError extends Error {
-  readonly code: "alreadyRunning" | "startFailed";
-  constructor(code: "alreadyRunning" | "startFailed", message: string) {
-    super(message);
-    this.name = "HostStartError";
-    this.code = code;
-  }
-}
+export { HostStartError };
 
 export interface RunHostOptions {
   env?: NodeJS.ProcessEnv;

@@ -2,7 +2,9 @@
  * Host tunables read from the environment, each with a documented default (docs/host.md).
  * Tests shorten them (a 300 ms idle period, a 1 s host lease) instead of sleeping.
  */
-import * as v from "valibot";
+import { readPositiveIntegerEnv } from "../os/env-integer.ts";
+
+export { readPositiveIntegerEnv };
 
 export interface HostOptions {
   /** An idle host (no client, worker, wake or unsettled work) exits after this long. */
@@ -32,33 +34,6 @@ const ENV_NAMES = {
   partialFrameMs: "PI_WORKFLOWS_HOST_PARTIAL_FRAME_MS",
   maxLogBytes: "PI_WORKFLOWS_HOST_LOG_BYTES",
 } as const satisfies Record<keyof HostOptions, string>;
-
-const PositiveInteger = v.pipe(
-  v.string(),
-  v.regex(/^\d+$/, "expected a whole number"),
-  v.transform(Number),
-  v.number(),
-  v.integer(),
-  v.minValue(1, "expected at least 1"),
-  v.maxValue(2 ** 31 - 1, "expected at most 2147483647"),
-);
-
-/**
- * A whole number from 1 to 2^31-1 in environment variable `name`; undefined when it is unset or
- * empty. A bad value is a one-line `RangeError` naming the variable. Shared by every tunable read
- * from the environment (host and supervision options).
- */
-export function readPositiveIntegerEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return undefined;
-  const parsed = v.safeParse(PositiveInteger, raw.trim());
-  if (!parsed.success) {
-    throw new RangeError(
-      `Invalid ${name}: ${parsed.issues[0].message}, got ${JSON.stringify(raw.slice(0, 40))}`,
-    );
-  }
-  return parsed.output;
-}
 
 /** Reads host options from `env`; an invalid value is a one-line error naming the variable. */
 export function readHostOptions(env: NodeJS.ProcessEnv = process.env): HostOptions {

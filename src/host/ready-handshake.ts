@@ -1,13 +1,12 @@
 /**
- * The ready handshake between `host start` and the detached `host run` it spawns. The parent
+ * The ready handshake between a starting client and the detached `host run` it spawns. The parent
  * passes a pipe as fd 3 and names it in `PI_WORKFLOWS_HOST_READY_FD`; the host writes exactly one
  * line there, `{"ready":true,"epoch":N}` once it accepts commands or `{"ready":false,"message":..}`
  * when it cannot start, then closes it. A host started any other way writes nothing.
  */
 import net from "node:net";
-import type { HostReadyMessage } from "../protocol/host-ready.ts";
+import { type HostReadyMessage, READY_FD_ENV } from "../protocol/host-ready.ts";
 
-export const READY_FD_ENV = "PI_WORKFLOWS_HOST_READY_FD";
 
 export interface ReadyChannel {
   send(message: HostReadyMessage): void;

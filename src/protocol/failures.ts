@@ -79,3 +79,9 @@ export class ProtocolRejectedError extends WorkflowFailureError {
     this.code = code;
   }
 }
+
+/** The detail of a failure's message without its class summary, for wrapping it in another. */
+export function failureDetail(error: WorkflowFailureError): string {
+  const prefix = `${FAILURE_SUMMARIES[error.failureClass]}: `;
+  return error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+}

@@ -6,7 +6,13 @@
  */
 import * as v from "valibot";
 import { fingerprint } from "./canonical-json.ts";
-import { OpaqueIdSchema, PositiveIntegerSchema, RevisionSchema, strictObject } from "./fields.ts";
+import {
+  OpaqueIdSchema,
+  PositiveIntegerSchema,
+  RevisionSchema,
+  strictObject,
+  TimestampSchema,
+} from "./fields.ts";
 import {
   HOST_OPERATIONS,
   type HostOperation,
@@ -35,6 +41,11 @@ export const HostRequestEnvelopeSchema = strictObject({
   idempotencyKey: v.optional(IdempotencyKeySchema),
   /** The host epoch the client last saw; a request naming an older epoch is rejected. */
   hostEpoch: v.optional(PositiveIntegerSchema),
+  /**
+   * The client's retry deadline (epoch ms). A state-changing request that first reaches a host
+   * after it is refused (`requestExpired`), so a client that gave up knows it was not applied.
+   */
+  notAfter: v.optional(TimestampSchema),
   payload: v.optional(v.unknown()),
 });
 
@@ -46,6 +57,7 @@ interface HostRequestFields {
   expectedRevision?: number;
   idempotencyKey?: string;
   hostEpoch?: number;
+  notAfter?: number;
 }
 
 /** A validated request; `payload` has the operation's defaults applied. */

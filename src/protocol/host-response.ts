@@ -46,6 +46,7 @@ export const HOST_ERROR_CODES = {
   requestIdReused: "requestIdReused",
   revisionMismatch: "revisionMismatch",
   staleEpoch: "staleEpoch",
+  requestExpired: "requestExpired",
   runNotFound: "runNotFound",
   hostStopping: "hostStopping",
   internal: "internal",

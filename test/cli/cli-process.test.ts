@@ -197,6 +197,8 @@ describe("pi-workflows CLI", () => {
       expect(JSON.parse(status.stdout)).toMatchObject({ state: "running", epoch: 1 });
       const log = readFileSync(join(fresh.stateDir, "host.log"), "utf8");
       expect(log.match(/host\.ready/g)).toHaveLength(1);
+      // One start at a time: no second host was even tried (it would have been refused).
+      expect(log).not.toMatch(/already running/i);
 
       const again = await runCliProcess(["host", "start", "--json"], fresh.env);
       expect(JSON.parse(again.stdout)).toEqual({ alreadyRunning: true, epoch: 1, started: false });

@@ -1,15 +1,18 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureHost } from "../../src/client/ensure-host.ts";
+import { ensureHost, HostStartFailedError } from "../../src/client/ensure-host.ts";
+import { START_LOCK_FILE_NAME } from "../../src/client/start-lock.ts";
 import { receiptOf } from "../../src/client/command-receipt.ts";
 import type { HostConnection } from "../../src/client/host-connection.ts";
 import { HostUnavailableError } from "../../src/protocol/failures.ts";
 import { FAKE_EPOCH, type FakeHost, startFakeHost } from "./fixtures/fake-host-server.ts";
 
 const fixture = fileURLToPath(new URL("./fixtures/fake-host-process.ts", import.meta.url));
+const clientFixture = fileURLToPath(new URL("./fixtures/ensure-host-client.ts", import.meta.url));
 
 let dir: string;
 const connections: HostConnection[] = [];
@@ -23,10 +26,9 @@ afterEach(async () => {
   for (const connection of connections.splice(0)) connection.close();
   await inProcessHost?.close();
   inProcessHost = undefined;
-  for (const name of ["fake-host.pid", "hang.pid"]) {
-    const file = join(dir, name);
-    if (existsSync(file)) killIfAlive(Number(readFileSync(file, "utf8")));
-  }
+  for (const pid of hostPids()) killIfAlive(pid);
+  const hang = join(dir, "hang.pid");
+  if (existsSync(hang)) killIfAlive(Number(readFileSync(hang, "utf8")));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -56,6 +58,30 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
   return condition();
 }
 
+/** The fake hosts started so far (each appends its pid). */
+function hostPids(): number[] {
+  const file = join(dir, "fake-host.pids");
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map(Number);
+}
+
+/** Runs one client process to the end; resolves with its one stdout line. */
+function runClient(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [clientFixture, dir], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("error", reject);
+    child.on("exit", () => {
+      clearTimeout(timer);
+      resolve(out.trim());
+    });
+  });
+}
+
 const fakeStart = (mode: string) => ({ command: process.execPath, args: [fixture, mode, dir] });
 
 describe("ensureHost()", () => {
@@ -66,26 +92,74 @@ describe("ensureHost()", () => {
     expect(connection.hostEpoch).toBe(FAKE_EPOCH);
   });
 
-  test("no host: starts one, waits until it answers host.status", async () => {
+  test("no host: starts one, waits for its ready handshake and its answer", async () => {
     const connection = await ensureHost({
       stateDir: dir,
-      startCommand: fakeStart("start"),
+      startCommand: fakeStart("serve"),
       startTimeoutMs: 20_000,
     });
     connections.push(connection);
-    expect(existsSync(join(dir, "fake-host.pid"))).toBe(true);
+    expect(hostPids()).toHaveLength(1);
     const status = receiptOf("host.status", await connection.request("host.status"));
     expect(status.socket).toBe("available");
+    // The lock is released once the start is over.
+    expect(existsSync(join(dir, START_LOCK_FILE_NAME))).toBe(false);
   });
 
-  test("the start command fails: its one line is in the error", async () => {
+  test("six clients at once start exactly one host; all of them reach it", async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, () => runClient()));
+    expect(answers).toEqual(Array(6).fill(`epoch ${FAKE_EPOCH}`));
+    expect(hostPids()).toHaveLength(1);
+  });
+
+  test("a start lock left by a killed client is taken over", async () => {
+    // A pid that is not running (a finished child) names the lock.
+    const gone = spawn(process.execPath, ["-e", ""]);
+    const pid = await new Promise<number>((resolve) => gone.on("exit", () => resolve(gone.pid!)));
+    writeFileSync(join(dir, START_LOCK_FILE_NAME), `${pid}:1`);
+    const connection = await ensureHost({
+      stateDir: dir,
+      startCommand: fakeStart("serve"),
+      startTimeoutMs: 20_000,
+    });
+    connections.push(connection);
+    expect(hostPids()).toHaveLength(1);
+  });
+
+  test("while another live process holds the start lock, nothing is started and the client says it waits", async () => {
+    writeFileSync(join(dir, START_LOCK_FILE_NAME), `${process.ppid}:`);
+    const notices: string[] = [];
+    const error = await ensureHost({
+      stateDir: dir,
+      startCommand: fakeStart("serve"),
+      startTimeoutMs: 1_600,
+      onWait: (line) => notices.push(line),
+    }).catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error.message).toMatch(/did not answer within 1600 ms/);
+    expect(hostPids()).toHaveLength(0);
+    expect(notices[0]).toMatch(
+      /^Waiting for the workflow host \(\d+ s\): another client is starting it$/,
+    );
+  });
+
+  test("the host cannot start: its one line is in the error, no retry", async () => {
+    const started = Date.now();
     const error = await ensureHost({ stateDir: dir, startCommand: fakeStart("fail") })
       .catch((e) => e);
-    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error).toBeInstanceOf(HostStartFailedError);
     expect(error.message).toMatch(
-      /`pi-workflows host start` failed \(exit code 3\): Host start failed: the state directory is locked/,
+      /the host could not be started: Host start failed: the state directory is locked by another user$/,
     );
     expect(error.message).not.toContain("\n");
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  test("the host exits before its handshake", async () => {
+    const error = await ensureHost({ stateDir: dir, startCommand: fakeStart("exit") })
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(HostStartFailedError);
+    expect(error.message).toMatch(/the host exited \(exit code 3\) before it was ready/);
   });
 
   test("the host never answers: unavailable at the deadline and the starter is stopped", async () => {
@@ -96,7 +170,7 @@ describe("ensureHost()", () => {
       startTimeoutMs: 1_500,
     }).catch((e) => e);
     expect(error).toBeInstanceOf(HostUnavailableError);
-    expect(error.message).toMatch(/did not answer within 1500 ms/);
+    expect(error.message).toMatch(/not ready within \d+ ms/);
     expect(Date.now() - started).toBeLessThan(10_000);
     const pidFile = join(dir, "hang.pid");
     expect(await waitFor(() => existsSync(pidFile), 5_000)).toBe(true);

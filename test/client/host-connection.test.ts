@@ -242,12 +242,12 @@ describe("receiptOf()", () => {
 });
 
 describe("createHostClient()", () => {
-  test("a request lost with its connection is retried once with the same request id", async () => {
-    const cancelIds: string[] = [];
+  test("a request lost with its connection is retried with the same request id and deadline", async () => {
+    const cancels: { requestId: string; notAfter?: number }[] = [];
     await serve((request, socket) => {
       if (request.operation !== "run.cancel") return answerStatus(request, socket);
-      cancelIds.push(request.requestId);
-      if (cancelIds.length === 1) {
+      cancels.push({ requestId: request.requestId, notAfter: request.notAfter });
+      if (cancels.length <= 3) {
         socket.destroy();
         return null;
       }
@@ -259,19 +259,65 @@ describe("createHostClient()", () => {
         message: "Run not found: run-9",
       });
     });
-    const client = createHostClient({ stateDir: dir, autoStart: false });
+    const client = createHostClient({ stateDir: dir, autoStart: false, retryDeadlineMs: 20_000 });
     try {
+      const before = Date.now();
       const response = await client.request("run.cancel", { runId: "run-9" });
       expect(response.outcome).toBe("notFound");
-      expect(cancelIds).toHaveLength(2);
-      expect(cancelIds[1]).toBe(cancelIds[0]);
+      expect(cancels).toHaveLength(4);
+      expect(new Set(cancels.map((c) => c.requestId)).size).toBe(1);
+      expect(new Set(cancels.map((c) => c.notAfter)).size).toBe(1);
+      expect(cancels[0].notAfter).toBeGreaterThanOrEqual(before + 20_000);
       await expect(client.call("run.cancel", { runId: "run-9" })).rejects.toMatchObject({
         outcome: "notFound",
       });
-      expect(cancelIds[2]).not.toBe(cancelIds[0]);
+      expect(cancels[4].requestId).not.toBe(cancels[0].requestId);
     } finally {
       client.close();
     }
+  });
+
+  test("a host that says it is stopping is asked again until the next one answers", async () => {
+    let stopping = 2;
+    const seen: (number | undefined)[] = [];
+    await serve((request, socket) => {
+      if (request.operation !== "run.pause") return answerStatus(request, socket);
+      seen.push(request.hostEpoch);
+      if (stopping-- > 0) {
+        return failureResponse({
+          requestId: request.requestId,
+          hostEpoch: FAKE_EPOCH,
+          outcome: "unavailable",
+          code: "hostStopping",
+          message: "Host unavailable: the host is stopping; retry and a new host will start",
+        });
+      }
+      return failureResponse({
+        requestId: request.requestId,
+        hostEpoch: FAKE_EPOCH,
+        outcome: "notFound",
+        code: "runNotFound",
+        message: "Run not found: run-9",
+      });
+    });
+    const client = createHostClient({ stateDir: dir, autoStart: false, retryDeadlineMs: 20_000 });
+    try {
+      expect((await client.request("run.pause", { runId: "run-9" })).outcome).toBe("notFound");
+      expect(seen).toEqual([FAKE_EPOCH, FAKE_EPOCH, FAKE_EPOCH]);
+      expect(client.hostEpoch).toBe(FAKE_EPOCH);
+    } finally {
+      client.close();
+    }
+  });
+
+  test("no host past the deadline: unavailable, and a command says it may have been applied", async () => {
+    const client = createHostClient({ stateDir: dir, autoStart: false, retryDeadlineMs: 300 });
+    const started = Date.now();
+    const error = await client.request("run.cancel", { runId: "run-9" }).catch((e) => e);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(error.message).toMatch(/retried for 0 s; it may or may not have been applied/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    client.close();
   });
 
   test("without a host and without auto-start: HostUnavailableError", async () => {

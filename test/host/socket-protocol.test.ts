@@ -30,6 +30,7 @@ beforeAll(async () => {
     { runId: "run-e" },
     { runId: "run-f" },
     { runId: "run-g" },
+    { runId: "run-h" },
     { runId: "run-owned", claimedByOtherHost: true },
   ]);
   const project = join(home.root, "project");
@@ -88,7 +89,7 @@ describe("host socket protocol", () => {
     ]);
     // run-owned's claim belongs to the seed's earlier epoch: recovery took it over at start-up.
     const { queued, running, parked, waiting } = response.receipt.runs;
-    expect([queued, running + parked, waiting]).toEqual([7, 1, 0]);
+    expect([queued, running + parked, waiting]).toEqual([8, 1, 0]);
   });
 
   it("lists runs and shows one run with its events, without paths or input", async () => {
@@ -102,6 +103,7 @@ describe("host socket protocol", () => {
       "run-e",
       "run-f",
       "run-g",
+      "run-h",
       "run-owned",
     ]);
     const plain = await ask("run.status", { runId: "run-a" });
@@ -183,6 +185,20 @@ describe("host socket protocol", () => {
     expect(answers[0]).toMatchObject({ outcome: "accepted", revision: 2 });
     const status = await ask("run.status", { runId: "run-g", payload: { eventsAfter: 0 } });
     expect(status.receipt.events.map((e: any) => e.type)).toEqual(["run.queued", "run.paused"]);
+  });
+
+  it("refuses a command past its notAfter unless it was already applied", async () => {
+    const late = await ask("run.pause", { runId: "run-h", notAfter: Date.now() - 1 });
+    expect(late).toMatchObject({ outcome: "rejected", error: { code: "requestExpired" } });
+    expect(late.error.message).toMatch(/^Request not applied: .*nothing changed/);
+    expect((await ask("run.status", { runId: "run-h" })).receipt.run.paused).toBe(false);
+
+    // Applied in time, then retried past the deadline (a lost answer): the stored receipt.
+    const pause = hostRequest("run.pause", { runId: "run-h", notAfter: Date.now() + 60_000 });
+    const first = await requestOnce(home.socketPath, pause);
+    expect(first).toMatchObject({ outcome: "accepted", receipt: { run: { paused: true } } });
+    const retried = await requestOnce(home.socketPath, { ...pause, notAfter: Date.now() - 1 });
+    expect(retried).toEqual(first);
   });
 
   it("answers conflict with the current revision when expectedRevision is stale", async () => {

@@ -1,27 +1,30 @@
 /**
- * `pi-workflows host start`: starts `host run` detached (its own session and process group, so
- * it outlives the terminal), with stdout and stderr appended to `<stateDir>/host.log`, and waits
- * for its ready handshake. The log is rotated to `host.log.1` at each start once it passes its
- * byte budget, so it stays bounded.
+ * Starts `pi-workflows host run` detached (its own session and process group, so it outlives the
+ * client), with stdout and stderr appended to `<stateDir>/host.log`, and waits for its ready
+ * handshake on fd 3. The log is rotated to `host.log.1` at each start once it passes its byte
+ * budget, so it stays bounded. Callers hold the start lock (start-lock.ts).
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, renameSync, statSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import * as v from "valibot";
-import { ensureStateDir } from "../state/store.ts";
-import { HostStartError } from "./host-main.ts";
-import { readHostOptions } from "./host-options.ts";
-import { type HostReadyMessage, HostReadyMessageSchema } from "../protocol/host-ready.ts";
-import { READY_FD_ENV } from "./ready-handshake.ts";
+import {
+  type HostReadyMessage,
+  HostReadyMessageSchema,
+  HostStartError,
+  READY_FD_ENV,
+} from "../protocol/host-ready.ts";
+import { readPositiveIntegerEnv } from "../os/env-integer.ts";
 import { type SelfCommand, selfCommand } from "../os/self-launch.ts";
 
 export const HOST_LOG_FILE_NAME = "host.log";
 export const DEFAULT_HOST_START_TIMEOUT_MS = 20_000;
+const DEFAULT_LOG_BYTES = 1024 * 1024;
 
 export interface StartDetachedHostOptions {
   stateDir: string;
-  env: NodeJS.ProcessEnv;
+  env: Record<string, string | undefined>;
   timeoutMs?: number;
   /** Defaults to `selfCommand(["host", "run"])`. */
   command?: SelfCommand;
@@ -31,9 +34,12 @@ export interface StartDetachedHostOptions {
 export async function startDetachedHost(
   options: StartDetachedHostOptions,
 ): Promise<{ epoch: number; pid: number }> {
-  const stateDir = ensureStateDir(options.stateDir);
-  const logPath = join(stateDir, HOST_LOG_FILE_NAME);
-  rotateLog(logPath, readHostOptions(options.env).maxLogBytes);
+  mkdirSync(options.stateDir, { recursive: true, mode: 0o700 });
+  const logPath = join(options.stateDir, HOST_LOG_FILE_NAME);
+  rotateLog(
+    logPath,
+    readPositiveIntegerEnv(options.env, "PI_WORKFLOWS_HOST_LOG_BYTES") ?? DEFAULT_LOG_BYTES,
+  );
   const logFd = openSync(logPath, "a", 0o600);
   const command = options.command ?? selfCommand(["host", "run"]);
   const timeoutMs = options.timeoutMs ?? DEFAULT_HOST_START_TIMEOUT_MS;
@@ -42,7 +48,11 @@ export async function startDetachedHost(
     child = spawn(command.command, command.args, {
       detached: true,
       stdio: ["ignore", logFd, logFd, "pipe"],
-      env: { ...options.env, PI_WORKFLOWS_STATE_DIR: stateDir, [READY_FD_ENV]: "3" },
+      env: {
+        ...options.env,
+        PI_WORKFLOWS_STATE_DIR: options.stateDir,
+        [READY_FD_ENV]: "3",
+      } as NodeJS.ProcessEnv,
     });
   } finally {
     closeSync(logFd);
@@ -83,6 +93,7 @@ function readReady(
       clearTimeout(timer);
       pipe.off("data", onData);
       child.off("exit", onExit);
+      child.off("error", onError);
       if (error) reject(error);
       else resolve(message!);
     };
@@ -115,6 +126,9 @@ function readReady(
         ),
       );
     };
+    const onError = (error: Error) => {
+      finish(new HostStartError("startFailed", `Host start failed: ${error.message}`));
+    };
     const timer = setTimeout(() => {
       finish(
         new HostStartError(
@@ -126,6 +140,7 @@ function readReady(
     pipe.on("data", onData);
     pipe.on("error", () => {});
     child.on("exit", onExit);
+    child.on("error", onError);
   });
 }
 

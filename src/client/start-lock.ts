@@ -1,0 +1,104 @@
+/**
+ * At most one host start at a time per state directory. A client that has to start the host
+ * first takes `<stateDir>/host-start.lock`: the file is created exclusively and names its holder
+ * by pid and process start identity. Every other client that finds it held by a live process
+ * starts nothing and waits for the socket instead; a lock whose holder is gone (killed while
+ * starting) is taken over. The host claim in the database stays the real guarantee that only one
+ * host runs; the lock keeps a crowd of clients from spawning a crowd of hosts.
+ */
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  formatStartIdentity,
+  isSameProcessAlive,
+  parseStartIdentity,
+  readProcessIdentity,
+} from "../os/process-identity.ts";
+
+export const START_LOCK_FILE_NAME = "host-start.lock";
+
+export interface StartLock {
+  /** Removes the lock if it is still this process's. */
+  release(): void;
+}
+
+/**
+ * Takes the start lock, or returns null while another live process holds it. Creates the state
+ * directory (0700) first; throws when it cannot be created or written.
+ */
+export function tryStartLock(stateDir: string): StartLock | null {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const path = join(stateDir, START_LOCK_FILE_NAME);
+  const own = ownIdentity();
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      writeFileSync(path, own, { flag: "wx", mode: 0o600 });
+      return { release: () => releaseIfOwn(path, own) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const holder = readText(path);
+    if (holder === null) continue; // released meanwhile: try again
+    if (holderAlive(holder)) return null;
+    if (!takeStale(path, holder)) return null;
+  }
+  return null;
+}
+
+/** This process as the lock names it: `pid:starttime`, or `pid:` where /proc is unreadable. */
+function ownIdentity(): string {
+  const identity = readProcessIdentity(process.pid);
+  return identity ? formatStartIdentity(identity) : `${process.pid}:`;
+}
+
+function holderAlive(holder: string): boolean {
+  const identity = parseStartIdentity(holder);
+  if (identity !== null) return isSameProcessAlive(identity);
+  // No start identity (no /proc): a pid that still exists counts as the holder.
+  const pid = Number(holder.split(":")[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Moves a stale lock aside and removes it when it is still the stale one. If another client
+ * replaced it in between (the aside file names a live holder), it is put back and the lock counts
+ * as held.
+ */
+function takeStale(path: string, stale: string): boolean {
+  const aside = `${path}.${process.pid}.stale`;
+  try {
+    renameSync(path, aside);
+  } catch {
+    return true; // gone already: try to create it again
+  }
+  const moved = readText(aside);
+  if (moved === stale || moved === null || !holderAlive(moved)) {
+    rmSync(aside, { force: true });
+    return true;
+  }
+  try {
+    linkSync(aside, path);
+  } catch {
+    // Someone else holds a fresh lock now; theirs stays.
+  }
+  rmSync(aside, { force: true });
+  return false;
+}
+
+function releaseIfOwn(path: string, own: string): void {
+  if (readText(path) === own) rmSync(path, { force: true });
+}
+
+function readText(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8").trim();
+  } catch {
+    return null;
+  }
+}
