@@ -7,7 +7,6 @@
 import net from "node:net";
 import { type HostReadyMessage, READY_FD_ENV } from "../protocol/host-ready.ts";
 
-
 export interface ReadyChannel {
   send(message: HostReadyMessage): void;
 }
