@@ -16,7 +16,10 @@ import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
-import { spawnWorkerProcess } from "./worker-process.ts";
+import { type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
+import { recordWorkerProcess } from "../../state/transitions/workers.ts";
+import { formatStartIdentity } from "../../os/process-identity.ts";
+import type { Claim } from "../../state/claims.ts";
 import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
 
 export interface LaunchHooks {
@@ -25,6 +28,30 @@ export interface LaunchHooks {
   env?: NodeJS.ProcessEnv;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: (args: string[]) => { command: string; args: string[] };
+}
+
+/** The run is claimed for a launch, but its worker could not be spawned. */
+export class WorkerSpawnError extends Error {
+  readonly claim: Claim;
+  readonly workerEpoch: string;
+  constructor(claim: Claim, workerEpoch: string, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(detail.split("\n")[0].replace(/^Worker not started: /, ""), { cause });
+    this.name = "WorkerSpawnError";
+    this.claim = claim;
+    this.workerEpoch = workerEpoch;
+  }
+}
+
+/** What the exit path needs to settle a failed spawn; only the error's code, never its text. */
+export function spawnFailure(runId: string, error: WorkerSpawnError) {
+  let code = "Error";
+  for (let cause = error.cause; cause instanceof Error; cause = cause.cause) {
+    const errno = (cause as NodeJS.ErrnoException).code;
+    code = typeof errno === "string" ? errno : cause.name;
+    if (typeof errno === "string") break;
+  }
+  return { runId, claim: error.claim, workerEpoch: error.workerEpoch, code };
 }
 
 /** The envelope minus its generation, which the claim decides; hashed into `run_workers`. */
@@ -68,27 +95,42 @@ export function launchWorker(
   const envelope: WorkerLaunch = { ...base, generation };
   const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;
-  const spawned = spawnWorkerProcess({
-    command: command.command,
-    args: command.args,
-    // The run's recorded environment, never the host's; the worker itself moves into the
-    // run's project directory (a missing one blocks the run instead of failing the spawn). The
-    // worker keeps its Pi children's output tails and the bridge under the state directory.
-    env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), {
-      ...hooks.env,
-      PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
-    }),
-    cwd: ctx.stateDir,
-    logDir: join(ctx.stateDir, "workers"),
-    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
-    onOutputExceeded: (stream, bytes) =>
-      hooks.stop(
-        worker,
-        "outputExceeded",
-        `workerCrashed: captured ${stream} passed ${ctx.options.maxCapturedOutputBytes} bytes (${bytes})`,
-      ),
-  });
+  let spawned: SpawnedWorker;
+  try {
+    spawned = spawnWorkerProcess({
+      command: command.command,
+      args: command.args,
+      // The run's recorded environment, never the host's; the worker itself moves into the
+      // run's project directory (a missing one blocks the run instead of failing the spawn). The
+      // worker keeps its Pi children's output tails and the bridge under the state directory.
+      env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), {
+        ...hooks.env,
+        PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
+      }),
+      cwd: ctx.stateDir,
+      logDir: join(ctx.stateDir, "workers"),
+      logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+      maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+      onOutputExceeded: (stream, bytes) =>
+        hooks.stop(
+          worker,
+          "outputExceeded",
+          `workerCrashed: captured ${stream} passed ${ctx.options.maxCapturedOutputBytes} bytes (${bytes})`,
+        ),
+    });
+  } catch (error) {
+    // The claim is ours but no process exists: the caller settles the run now instead of
+    // leaving it starting until the claim expires.
+    throw new WorkerSpawnError(claim, workerEpoch, error);
+  }
+  if (spawned.identity) {
+    // Named before it is ready, so a restarted host can reap a worker that never got ready.
+    recordWorkerProcess(ctx.store, {
+      workerEpoch,
+      pid: spawned.identity.pid,
+      startIdentity: formatStartIdentity(spawned.identity),
+    });
+  }
   Object.assign(
     worker,
     {

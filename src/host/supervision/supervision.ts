@@ -23,13 +23,18 @@ import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
-import { launchWorker } from "./launch-worker.ts";
+import { launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { selfCommand } from "../../os/self-launch.ts";
-import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
+import {
+  createCrashCounter,
+  DEFAULT_MAX_CRASHES,
+  handleSpawnFailure,
+  handleWorkerExit,
+} from "./worker-exit.ts";
 import { createValidations } from "./validation.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
@@ -271,7 +276,10 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
           }),
         );
       } catch (error) {
-        ctx.log("worker.launch_failed", { run: run.runId, error: errorName(error) });
+        if (error instanceof WorkerSpawnError) {
+          handleSpawnFailure(ctx, spawnFailure(run.runId, error), crashes, maxCrashes);
+          schedule();
+        } else ctx.log("worker.launch_failed", { run: run.runId, error: errorName(error) });
       }
     }
   };

@@ -23,6 +23,7 @@ import type { HostContext } from "./api.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { WorkerExit } from "./worker-process.ts";
+import type { Claim } from "../../state/claims.ts";
 
 /** Crash-like exits in a row (no committed progress between) before the run fails. */
 export const DEFAULT_MAX_CRASHES = 3;
@@ -114,27 +115,84 @@ export function handleWorkerExit(
   if (!isCrashLike(worker) || worker.claimReleased) return;
 
   const failureClass = crashClass(worker);
-  const count = crashes.add(worker.runId);
+  if (
+    settleCrash(
+      ctx,
+      worker.runId,
+      worker.claim,
+      failureClass,
+      crashes,
+      maxCrashes,
+      (count) => `The run's worker stopped ${count} times without progress: ${diagnostic}`,
+    )
+  ) {
+    worker.claimReleased = true;
+  }
+}
+
+/**
+ * The launch claim was taken but no worker process could be spawned: the epoch is `crashed` and
+ * the run is settled at once (counted like a crash), instead of staying `starting` until its
+ * claim expires and retrying forever. Only the error code is kept (a message may name a path).
+ */
+export function handleSpawnFailure(
+  ctx: HostContext,
+  failure: { runId: string; claim: Claim; workerEpoch: string; code: string },
+  crashes: CrashCounter,
+  maxCrashes: number,
+): void {
+  try {
+    finishWorkerEpoch(ctx.store, {
+      workerEpoch: failure.workerEpoch,
+      status: "crashed",
+      exitCode: null,
+      signal: null,
+      diagnosticHash: fingerprint(failure.code),
+    });
+  } catch (error) {
+    ctx.log("worker.epoch_finish_failed", { error: errorName(error) });
+  }
+  ctx.log("worker.spawn_failed", { run: failure.runId, code: failure.code });
+  settleCrash(
+    ctx,
+    failure.runId,
+    failure.claim,
+    "workerCrashed",
+    crashes,
+    maxCrashes,
+    (count) => `The run's worker could not be started (${failure.code}), ${count} times in a row`,
+  );
+}
+
+/**
+ * One crash-like end of a worker epoch: interrupt the run (pure work runs again, an uncertain
+ * external attempt blocks `effectAmbiguous`), or fail it after `maxCrashes` in a row. Returns
+ * whether the claim was released by it.
+ */
+function settleCrash(
+  ctx: HostContext,
+  runId: string,
+  claim: Claim,
+  failureClass: FailureClass,
+  crashes: CrashCounter,
+  maxCrashes: number,
+  failMessage: (count: number) => string,
+): boolean {
+  const count = crashes.add(runId);
   try {
     if (count >= maxCrashes) {
-      failRun(ctx.store, worker.claim, {
-        error: {
-          code: failureClass,
-          message: `The run's worker stopped ${count} times without progress: ${diagnostic}`,
-        },
-      });
-      crashes.reset(worker.runId);
+      failRun(ctx.store, claim, { error: { code: failureClass, message: failMessage(count) } });
+      crashes.reset(runId);
     } else {
-      // Pure work becomes interrupted and runs again; an external attempt with an uncertain
-      // effect blocks the run `effectAmbiguous` for an operator (one transaction).
-      interruptRun(ctx.store, worker.claim, { reason: failureClass });
+      interruptRun(ctx.store, claim, { reason: failureClass });
     }
-    worker.claimReleased = true;
     crashPoint("host.exit.afterSettle");
+    return true;
   } catch (error) {
     // Claim gone (expired while we were busy): recovery of the expired row takes over.
     if (!(error instanceof ClaimLostError)) throw error;
-    ctx.log("worker.claim_lost_on_exit", { run: worker.runId, reason: error.reason });
+    ctx.log("worker.claim_lost_on_exit", { run: runId, reason: error.reason });
+    return false;
   }
 }
 

@@ -64,7 +64,9 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
   } catch (error) {
     closeSync(outFd);
     closeSync(errFd);
-    throw new Error(`Worker not started: ${error instanceof Error ? error.message : error}`);
+    throw new Error(`Worker not started: ${error instanceof Error ? error.message : error}`, {
+      cause: error,
+    });
   }
   const identity = child.pid === undefined ? null : readProcessIdentity(child.pid);
   const channel = child.stdio[3] as Duplex;

@@ -69,3 +69,25 @@ export function finishWorkerEpoch(
     return { runId: row.run_id };
   });
 }
+
+export interface RecordWorkerProcessOptions {
+  workerEpoch: string;
+  pid: number;
+  /** `pid:starttime` (process-identity.ts). */
+  startIdentity: string;
+}
+
+/**
+ * Names the process of a `starting` worker epoch right after its spawn, before it is ready, so a
+ * worker that never got ready can still be reaped by exact identity after a host restart.
+ * Returns false when the epoch is no longer starting (it finished meanwhile).
+ */
+export function recordWorkerProcess(store: StateStore, opts: RecordWorkerProcessOptions): boolean {
+  return writeTransaction(store, () =>
+    execute(
+      store,
+      "UPDATE run_workers SET pid = :pid, start_identity = :startIdentity " +
+        "WHERE worker_epoch = :workerEpoch AND status = 'starting'",
+      { pid: opts.pid, startIdentity: opts.startIdentity, workerEpoch: opts.workerEpoch },
+    ) === 1);
+}
