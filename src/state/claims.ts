@@ -421,7 +421,12 @@ export function protectedWrite<T>(
     const outcome = change({ store, now, runId: target.runId, claim, run, revision });
     appendHistory(store, target.runId, revision, now, outcome);
     if (target.receipt) {
-      recordHostCommandInTx(store, target.receipt, { runId: target.runId, revision, now });
+      recordHostCommandInTx(store, target.receipt, {
+        runId: target.runId,
+        revision,
+        now,
+        result: outcome.result,
+      });
     }
     return { result: outcome.result, revision, expiresAt };
   });

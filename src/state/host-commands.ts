@@ -30,10 +30,12 @@ export interface CommandReceiptInput {
   receipt?: JsonValue | ((target: ReceiptTarget) => JsonValue);
 }
 
-/** What a receipt function sees: the run and revision the command produced. */
+/** What a receipt function sees: the run and revision the command produced, and its result. */
 export interface ReceiptTarget {
   runId: string | null;
   revision: number | null;
+  /** The protected change's own result (e.g. an effect reservation), when there is one. */
+  result?: unknown;
 }
 
 export interface StoredHostCommand {
@@ -114,7 +116,7 @@ export function recordHostCommand(
 export function recordHostCommandInTx(
   store: StateStore,
   receipt: CommandReceiptInput,
-  target: { runId: string | null; revision: number | null; now: number },
+  target: { runId: string | null; revision: number | null; now: number; result?: unknown },
 ): StoredHostCommand {
   const existing = queryOne<{ request_fingerprint: string }>(
     store,
@@ -130,7 +132,7 @@ export function recordHostCommandInTx(
     );
   }
   const body = typeof receipt.receipt === "function"
-    ? receipt.receipt({ runId: target.runId, revision: target.revision })
+    ? receipt.receipt({ runId: target.runId, revision: target.revision, result: target.result })
     : receipt.receipt ?? {};
   const receiptJson = encodeValue("command receipt", body);
   const row: HostCommandRow = {
@@ -174,4 +176,19 @@ function toStored(row: HostCommandRow): StoredHostCommand {
     createdAt: row.created_at,
     completedAt: row.completed_at,
   };
+}
+
+/**
+ * Drops the receipts of a run's worker messages (request ids `worker:<messageId>`), inside the
+ * run's terminal transition: once a run has ended no worker message can change it, so their
+ * replays need no stored answer, while a long run would otherwise leave one row per message
+ * forever. Client commands' receipts (start, pause, cancel, answers...) stay: a client retrying
+ * one after the end still gets its first answer. Returns how many rows went.
+ */
+export function pruneWorkerReceiptsInTx(store: StateStore, runId: string): number {
+  return execute(
+    store,
+    "DELETE FROM host_commands WHERE run_id = :runId AND request_id LIKE 'worker:%'",
+    { runId },
+  );
 }

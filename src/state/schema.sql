@@ -430,6 +430,8 @@ CREATE TABLE host_commands (
 );
 CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
 WHERE idempotency_key IS NOT NULL;
+-- A run's worker-message receipts are pruned by its terminal transition (host-commands.ts).
+CREATE INDEX host_commands_by_run ON host_commands (run_id) WHERE run_id IS NOT NULL;
 
 -- Origin-session model steps (agent, decision, assistant message) waiting for the Pi session.
 -- `contract_json` is the step contract the worker proposed (message text, ids, expected output);

@@ -19,7 +19,11 @@ import {
   recordNodeStarted,
   recordNodeUpdate,
 } from "../../state/transitions/node-attempts.ts";
-import { reserveEffect, settleEffect } from "../../state/transitions/effects.ts";
+import {
+  reserveEffect,
+  type ReserveEffectResult as EffectReservation,
+  settleEffect,
+} from "../../state/transitions/effects.ts";
 import { completeRun, failRun, timeOutRun } from "../../state/transitions/run-end.ts";
 import { markWorkerLive } from "../../state/transitions/run-launch.ts";
 import { blockRun, waitRun } from "../../state/transitions/run-park.ts";
@@ -41,6 +45,24 @@ export interface Applied {
   result?: JsonValue;
   /** The worker's open attempt closed with this message. */
   closedAttempt: boolean;
+}
+
+/**
+ * Starts (or, for a replayed `worker.ready`, restarts) the run's facts for the worker: they
+ * follow in bounded pieces; the worker asks for the rest with `facts.next`. Returns the first.
+ */
+export function startFacts(ctx: HostContext, worker: ActiveWorker): FactsChunk {
+  worker.factsStream = createFactsStream(runFactsText(ctx.store, worker.runId));
+  return nextFactsChunk(worker);
+}
+
+/** The worker's answer to `effect.reserve`: what to do with the effect. */
+function reservationAnswer(result: EffectReservation): JsonValue {
+  return result.decision === "apply"
+    ? { effectId: result.effectId, state: "reserved" }
+    : result.decision === "adopt"
+    ? { effectId: result.effectId, state: result.state, receipt: result.receipt ?? null }
+    : { effectId: result.effectId, state: result.state };
 }
 
 /**
@@ -69,9 +91,7 @@ export function applyWorkerMessage(
         startIdentity: formatStartIdentity(identity),
       });
       worker.ready = true;
-      // The facts follow in bounded pieces; the worker asks for the rest with `facts.next`.
-      worker.factsStream = createFactsStream(runFactsText(store, worker.runId));
-      return { revision, factsChunk: nextFactsChunk(worker), closedAttempt: false };
+      return { revision, factsChunk: startFacts(ctx, worker), closedAttempt: false };
     }
     case "node.started": {
       const { attemptId } = attemptOf(message);
@@ -95,9 +115,9 @@ export function applyWorkerMessage(
     case "node.update": {
       const { attemptId } = attemptOf(message);
       const p = message.payload;
-      // Updates are latest-value facts: replaying one is harmless, so no durable receipt.
+      // With its receipt, so a replay gets the first answer and is not counted twice.
       const { revision } = recordNodeUpdate(store, claim, {
-        expectedRevision: write.expectedRevision,
+        ...write,
         attemptId,
         type: p.type,
         key: p.key ?? "",
@@ -164,18 +184,25 @@ export function applyWorkerMessage(
       const p = message.payload;
       const { revision, result } = reserveEffect(store, claim, {
         ...write,
+        // The stored receipt quotes the reservation, so a durable replay answers the same.
+        ...(write.receipt
+          ? {
+            receipt: {
+              ...write.receipt,
+              receipt: ({ result }) => ({
+                kind: message.kind,
+                result: reservationAnswer(result as EffectReservation),
+              }),
+            },
+          }
+          : {}),
         attemptId,
         effectType: p.effectType,
         idempotencyKey: p.idempotencyKey,
         requestFingerprint: p.requestFingerprint,
         resource: p.resource,
       });
-      const reservation: JsonValue = result.decision === "apply"
-        ? { effectId: result.effectId, state: "reserved" }
-        : result.decision === "adopt"
-        ? { effectId: result.effectId, state: result.state, receipt: result.receipt ?? null }
-        : { effectId: result.effectId, state: result.state };
-      return { revision, result: reservation, closedAttempt: false };
+      return { revision, result: reservationAnswer(result), closedAttempt: false };
     }
     case "effect.settle": {
       attemptOf(message);

@@ -11,7 +11,7 @@
  *      the message receipt in the same transaction; then the reply. When the transition refuses,
  *      a durable receipt for the message id (a retry of a committed message) answers instead.
  */
-import { sha256Hex } from "../../protocol/canonical-json.ts";
+import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
 import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
 import {
@@ -29,7 +29,7 @@ import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
-import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
+import { type Applied, applyWorkerMessage, startFacts } from "./message-handlers.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
 const REMEMBERED_REPLIES = 16;
@@ -143,7 +143,7 @@ function answer(
     // A message id is stored with its receipt in the transition's own transaction, which
     // therefore refuses a retry of a committed message (duplicate id, or an older revision):
     // only then is the stored receipt read, so the common case costs no extra query.
-    const retried = storedAnswer(ctx, messageId, requestId, requestFingerprint);
+    const retried = storedAnswer(ctx, worker, message, requestId, requestFingerprint);
     if (retried) return retried;
     if (error instanceof ClaimLostError) {
       worker.claimReleased = true;
@@ -175,23 +175,35 @@ function answer(
   return reply;
 }
 
-/** The answer to a retry of a committed message (same id), or null when it is not one. */
+/**
+ * The answer to a retry of a committed message (same id), or null when it is not one: the
+ * first answer in full. The stored receipt quotes a kind's result (an effect reservation); a
+ * replayed `worker.ready` gets the run's facts again from their first piece.
+ */
 function storedAnswer(
   ctx: HostContext,
-  messageId: string,
+  worker: ActiveWorker,
+  message: WorkerMessage,
   requestId: string,
   requestFingerprint: string,
 ): WorkerReply | null {
+  const { messageId } = message;
   const stored = findHostCommand(ctx.store, requestId);
   if (!stored) return null;
   // Nothing was applied twice: the same answer, or a refusal when the id names another message.
   if (stored.requestFingerprint !== requestFingerprint) {
     return rejected(messageId, "protocolRejected", "the message id was used for another message");
   }
+  const body = stored.receipt as { result?: JsonValue } | null;
+  const result = typeof body === "object" && body !== null ? body.result : undefined;
   return workerReply({
     messageId,
     outcome: "accepted",
     ...(stored.acceptedRevision !== null ? { revision: stored.acceptedRevision } : {}),
+    ...(message.kind === "worker.ready" && !worker.settled
+      ? { factsChunk: startFacts(ctx, worker) }
+      : {}),
+    ...(result !== undefined ? { result } : {}),
   });
 }
 

@@ -17,6 +17,7 @@ import {
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { execute, type StateStore } from "../store.ts";
+import { pruneWorkerReceiptsInTx } from "../host-commands.ts";
 import { encodeValue } from "../values.ts";
 import { failureCause, releaseTurnIntentsInTx } from "./turn-intents.ts";
 import {
@@ -130,6 +131,7 @@ function finish(
   error: { code: string; message: string } | null,
 ): void {
   releaseLeaseInTx(tx.store, tx.claim.resource, tx.now);
+  pruneWorkerReceiptsInTx(tx.store, tx.runId);
   setQueueState(tx.store, tx.runId, queue, tx.now);
   execute(
     tx.store,

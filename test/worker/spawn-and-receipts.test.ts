@@ -4,11 +4,15 @@
  * settles the run at once, counted like a crash, instead of leaving it `starting` until the
  * claim expires and retrying forever.
  */
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { isSameProcessAlive, parseStartIdentity } from "../../src/os/process-identity.ts";
 import { queryAll } from "../../src/state/store.ts";
 import { reapStaleWorkers } from "../../src/host/supervision/recovery.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";
 
 let h: Harness | undefined;
@@ -26,6 +30,8 @@ export default defineWorkflow({
   edges: [],
 });
 `;
+
+const REPLAY = join(import.meta.dirname, "fixtures", "replay-worker.ts");
 
 /** A worker that never sends `worker.ready`: it sleeps until it is killed. */
 const SILENT = ["-e", "setInterval(() => {}, 60_000)"];
@@ -85,5 +91,90 @@ describe("worker spawn", () => {
     expect(epochs(h, runId).map((e) => e.status)).toEqual(["crashed", "crashed", "crashed"]);
     expect(h.logs.filter((line) => line.startsWith("worker.spawn_failed"))).toHaveLength(3);
     expect(h.invariants()).toEqual([]);
+  });
+});
+
+describe("durable replays of worker messages", () => {
+  it("answer with the full first answer: facts for worker.ready, the reservation for effect.reserve", async () => {
+    const out = join(tmpdir(), `piw-replay-${process.pid}-${Date.now()}.jsonl`);
+    h = await createHarness({}, {
+      maxCrashes: 1,
+      childEnv: { REPLAY_OUT: out },
+      workerCommand: (args) =>
+        args.includes("--resolve") ? testWorkerCommand(args) : {
+          command: process.execPath,
+          args: [REPLAY],
+        },
+    });
+    try {
+      const runId = await h.startRun(
+        h.writeWorkflow("w.workflow.ts", WORKFLOW.replaceAll("compute", "action")),
+      );
+      await h.waitForRun(runId, isTerminal, 30_000);
+      const replies = readFileSync(out, "utf8").trim().split("\n").map((line) => JSON.parse(line));
+      const byLabel = (label: string) =>
+        replies.filter((r) => r.label === label).map((r) => r.reply);
+      const [ready] = byLabel("ready");
+      const [readyAgain] = byLabel("ready again");
+      expect(ready.outcome).toBe("accepted");
+      expect(ready.factsChunk).toBeDefined();
+      expect(readyAgain).toEqual(ready);
+      const [reserve] = byLabel("reserve");
+      const [reserveAgain] = byLabel("reserve again");
+      expect(reserve).toMatchObject({ outcome: "accepted", result: { state: "reserved" } });
+      expect(reserveAgain).toEqual(reserve);
+      // Nothing was applied twice: one effect, one reservation.
+      expect(queryAll(h.store, "SELECT effect_id FROM effects")).toHaveLength(1);
+    } finally {
+      rmSync(out, { force: true });
+    }
+  });
+});
+
+describe("worker-message receipts", () => {
+  const workerReceipts = (h: Harness, runId: string, operation?: string) =>
+    queryAll<{ operation: string }>(
+      h.store,
+      "SELECT operation FROM host_commands WHERE run_id = :runId AND request_id LIKE 'worker:%'",
+      { runId },
+    ).filter((r) => operation === undefined || r.operation === operation);
+
+  const UPDATES = (finish: boolean) => `
+import { action, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "u",
+  startAt: "a",
+  nodes: {
+    a: action({
+      run: async ({ publishUpdate }) => {
+        for (let i = 0; i < 3; i++) publishUpdate({ type: "note", key: "k" + i, data: { i } });
+        ${
+    finish ? "return { done: true };" : "await new Promise(() => setInterval(() => {}, 60_000));"
+  }
+      },
+    }),
+  },
+  edges: [],
+});
+`;
+
+  it("node.update has a receipt while the run lives; the end of the run prunes them", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(false)));
+    expect(
+      await waitUntil(() => workerReceipts(h!, runId, "node.update").length === 3, 20_000),
+    ).toBe(true);
+    expect(workerReceipts(h, runId).length).toBeGreaterThan(3);
+    cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
+    expect(workerReceipts(h, runId)).toEqual([]);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("a completed run keeps at most its terminal message's receipt", async () => {
+    h = await createHarness();
+    const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(true)));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state, JSON.stringify(run.error)).toBe("completed");
+    expect(workerReceipts(h, runId).map((r) => r.operation)).toEqual(["run.finished"]);
   });
 });
