@@ -69,10 +69,11 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
   let lastEpoch: number | undefined;
   let closed = false;
 
-  const connected = (deadline: number): Promise<HostConnection> => {
+  const connected = (deadline: number, mayStart = true): Promise<HostConnection> => {
     if (!connection) {
       connection = ensureHost({
         ...options,
+        ...(mayStart ? {} : { autoStart: false }),
         clientId,
         startTimeoutMs: Math.max(
           1,
@@ -84,7 +85,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
     return connection.then((open) => {
       if (!open.closed) return open;
       connection = null;
-      return connected(deadline);
+      return connected(deadline, mayStart);
     });
   };
   const drop = (open: HostConnection | undefined) => {
@@ -97,25 +98,29 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
     requestOptions: RequestOptions<Op> = {},
   ): Promise<HostResponse> => {
     const mutating = OPERATION_SPECS[operation].mutating;
-    let deadline = Date.now() + retryDeadlineMs;
+    // A stop is for the host that answers now: never wait for (or start) another one to stop.
+    let deadline = Date.now() + (operation === "host.stop" ? 0 : retryDeadlineMs);
+    // A retried command carries its deadline and gets one last try after it (definite answer);
+    // a one-try client (deadline 0) sends it plain.
+    const fenced = mutating && deadline > Date.now();
     const sent: RequestOptions<Op> = {
       ...requestOptions,
       requestId: requestOptions.requestId ?? newRequestId(),
-      ...(mutating ? { notAfter: requestOptions.notAfter ?? deadline } : {}),
+      ...(fenced ? { notAfter: requestOptions.notAfter ?? deadline } : {}),
     };
     let finalTry = false;
     let backoff = FIRST_BACKOFF_MS;
     let lastError: HostUnavailableError | null = null;
-    for (;;) {
-      if (Date.now() >= deadline) {
+    for (let tries = 0;; tries++) {
+      if (tries > 0 && Date.now() >= deadline) {
         // One more try past the deadline: a host now answers definitely (receipt or refusal).
-        if (finalTry || !mutating) break;
+        if (finalTry || !fenced) break;
         finalTry = true;
         deadline = Date.now() + FINAL_TRY_MS;
       }
       let open: HostConnection | undefined;
       try {
-        open = await connected(deadline);
+        open = await connected(deadline, operation !== "host.stop");
         const response = await open.request(operation, { ...sent, hostEpoch: open.hostEpoch });
         lastEpoch = response.hostEpoch;
         if (!retryable(response) || Date.now() >= deadline) return response;

@@ -305,7 +305,9 @@ export const OPERATION_SPECS = {
   },
   "host.stop": {
     runId: "forbidden",
-    mutating: true,
+    // Asks the process to stop; it changes no durable state, so it has no receipt (a retry after
+    // the host stopped finds no host, which is the answer) and clients never retry it.
+    mutating: false,
     payload: HostStopPayloadSchema,
     receipt: HostStopReceiptSchema,
   },

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { ensureHost, HostStartFailedError } from "../../src/client/ensure-host.ts";
 import { START_LOCK_FILE_NAME } from "../../src/client/start-lock.ts";
 import { receiptOf } from "../../src/client/command-receipt.ts";
+import { createHostClient } from "../../src/client/host-client.ts";
 import type { HostConnection } from "../../src/client/host-connection.ts";
 import { HostUnavailableError } from "../../src/protocol/failures.ts";
 import { FAKE_EPOCH, type FakeHost, startFakeHost } from "./fixtures/fake-host-server.ts";
@@ -185,5 +186,27 @@ describe("ensureHost()", () => {
     }).catch((e) => e);
     expect(error).toBeInstanceOf(HostUnavailableError);
     expect(error.message).toMatch(/ENOENT/);
+  });
+
+  test("host.stop through the client never starts a host to stop it", async () => {
+    const client = createHostClient({ stateDir: dir, startCommand: fakeStart("serve") });
+    const started = Date.now();
+    const error = await client.request("host.stop").catch((e) => e);
+    client.close();
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(hostPids()).toHaveLength(0);
+  });
+
+  test("a read through the client starts the host once and is answered", async () => {
+    const client = createHostClient({ stateDir: dir, startCommand: fakeStart("serve") });
+    try {
+      const status = await client.call("host.status");
+      expect(status.epoch).toBe(FAKE_EPOCH);
+      expect(client.hostEpoch).toBe(FAKE_EPOCH);
+      expect(hostPids()).toHaveLength(1);
+    } finally {
+      client.close();
+    }
   });
 });
