@@ -19,6 +19,7 @@ import {
   type StoredHostCommand,
 } from "../state/host-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
+import { crashPoint } from "../protocol/crash-point.ts";
 
 /** Runs the change and commits `receipt` with it; returns the response it acknowledges. */
 export type ReceiptedCommand = (
@@ -95,7 +96,10 @@ export function withReceipt(
   };
   const answer = (async () => {
     try {
-      return await command(rt, request, receipt);
+      const response = await command(rt, request, receipt);
+      // Crash tests: the command and its receipt are committed, the answer is not sent.
+      crashPoint(`host.command.${request.operation}.afterCommit`);
+      return response;
     } catch (error) {
       // A racing copy committed first (e.g. on another connection): answer from its receipt.
       if (error instanceof RequestConflictError) {

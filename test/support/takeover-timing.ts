@@ -30,14 +30,14 @@ export interface TakeoverSetup {
   cleanup(): void;
 }
 
-const HOLD_WORKFLOW = (marks: string) => `
+const HOLD_WORKFLOW = (marks: string, kind: "compute" | "action") => `
 import { appendFileSync } from "node:fs";
-import { compute, defineWorkflow } from "pi-workflows";
+import { ${kind}, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({
   name: "hold",
   startAt: "hold",
   nodes: {
-    hold: compute({
+    hold: ${kind}({
       run: async () => {
         appendFileSync(${JSON.stringify(marks)}, Date.now() + "\\n");
         await new Promise(() => setInterval(() => {}, 60_000));
@@ -103,13 +103,15 @@ export async function setUpTakeover(
   baseEnv: Record<string, string | undefined> = process.env,
   /** The `host run` command (default: this checkout from source); its workers are its own. */
   startCommand?: { command: string; args: string[] },
+  /** `action`: the held node is external, so a host death leaves its effect ambiguous. */
+  nodeKind: "compute" | "action" = "compute",
 ): Promise<TakeoverSetup> {
   const root = mkdtempSync(join(tmpdir(), "pwt-"));
   const stateDir = join(root, "s");
   const project = join(root, "p");
   mkdirSync(project);
   const marks = join(root, "marks");
-  writeFileSync(join(project, "hold.workflow.ts"), HOLD_WORKFLOW(marks));
+  writeFileSync(join(project, "hold.workflow.ts"), HOLD_WORKFLOW(marks, nodeKind));
   const env = {
     ...baseEnv,
     PI_WORKFLOWS_STATE_DIR: stateDir,

@@ -1,0 +1,80 @@
+/**
+ * A command committed by a host that dies before it answers: the host SIGKILLs itself right
+ * after the command and its receipt commit (`host.command.<op>.afterCommit`). The same client
+ * call, untouched by the test, retries with the same request id, starts the next host, and gets
+ * the stored receipt: applied exactly once. Covers `run.pause` and `effect.resolve` (the run's
+ * external node was in flight when an earlier host was SIGKILLed, so its effect is ambiguous).
+ */
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import {
+  hostPid,
+  markTimes,
+  setUpTakeover,
+  type TakeoverSetup,
+} from "../support/takeover-timing.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
+
+let setup: TakeoverSetup | undefined;
+afterEach(() => {
+  setup?.cleanup();
+  setup = undefined;
+});
+
+function crashEnv(point: string) {
+  const once = join(tmpdir(), `piw-crash-once-${process.pid}-${Date.now()}`);
+  return {
+    once,
+    env: { ...process.env, PI_WORKFLOWS_CRASH_AT: point, PI_WORKFLOWS_CRASH_ONCE: once },
+  };
+}
+
+async function eventTypes(s: TakeoverSetup): Promise<string[]> {
+  const status = await s.client.call("run.status", {
+    runId: s.runId,
+    payload: { eventsAfter: 0 },
+  });
+  return (status.events ?? []).map((e: { type: string }) => e.type);
+}
+
+it(
+  "run.pause committed by a host that died before answering is answered by the next one, once",
+  async () => {
+    const crash = crashEnv("host.command.run.pause.afterCommit");
+    setup = await setUpTakeover(crash.env);
+    const firstHost = hostPid(setup.env.PI_WORKFLOWS_STATE_DIR!);
+    const paused = await setup.client.call("run.pause", { runId: setup.runId });
+    expect(existsSync(crash.once)).toBe(true); // the first host did die after the commit
+    expect(paused.run).toMatchObject({ runId: setup.runId, paused: true });
+    expect(hostPid(setup.env.PI_WORKFLOWS_STATE_DIR!)).not.toBe(firstHost);
+    expect((await eventTypes(setup)).filter((t) => t === "run.paused")).toHaveLength(1);
+  },
+  120_000,
+);
+
+it(
+  "effect.resolve committed by a host that died before answering runs the node again once",
+  async () => {
+    const crash = crashEnv("host.command.effect.resolve.afterCommit");
+    setup = await setUpTakeover(crash.env, undefined, "action");
+    // The host dies while the external node is in flight: the next host blocks the run.
+    process.kill(hostPid(setup.env.PI_WORKFLOWS_STATE_DIR!)!, "SIGKILL");
+    const blocked = await setup.client.call("run.status", { runId: setup.runId });
+    expect(blocked.run.blockedReason).toBe("effectAmbiguous");
+    const attemptId = blocked.attempts!.at(-1)!.attemptId;
+    const resolved = await setup.client.call("effect.resolve", {
+      runId: setup.runId,
+      payload: { target: attemptId, verdict: "retry" },
+    });
+    expect(existsSync(crash.once)).toBe(true);
+    expect(resolved.resolution).toMatchObject({ attemptId, verdict: "retry" });
+    // The node runs once more (a second resolve would have been refused or run it twice).
+    expect(await waitUntil(() => markTimes(setup!.marks).length === 2, 60_000)).toBe(true);
+    const types = await eventTypes(setup);
+    expect(types.filter((t) => t === "effect.resolved")).toHaveLength(1);
+    expect(markTimes(setup.marks)).toHaveLength(2);
+  },
+  120_000,
+);
