@@ -16,6 +16,7 @@ import {
   type TakeoverSetup,
 } from "../support/takeover-timing.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
+import { createHostClient } from "../../src/client/host-client.ts";
 
 let setup: TakeoverSetup | undefined;
 afterEach(() => {
@@ -77,4 +78,44 @@ it(
     expect(markTimes(setup.marks)).toHaveLength(2);
   },
   120_000,
+);
+
+it(
+  "starts in flight from several clients across a kill -9 of the host are each applied exactly once",
+  async () => {
+    setup = await setUpTakeover();
+    const project = join(setup.root, "p");
+    const clients = Array.from(
+      { length: 6 },
+      () => createHostClient({ env: setup!.env, startTimeoutMs: 60_000 }),
+    );
+    try {
+      const starts = clients.map((client, i) =>
+        client.call("run.start", {
+          payload: {
+            workflow: join(project, "hold.workflow.ts"),
+            input: { i },
+            cwd: project,
+            env: {},
+            executionMode: "headless",
+          },
+          timeoutMs: 60_000,
+        })
+      );
+      // Kill while the starts are in flight (each waits for its resolver child).
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      process.kill(hostPid(setup.env.PI_WORKFLOWS_STATE_DIR!)!, "SIGKILL");
+      const started = await Promise.all(starts);
+      const ids = started.map((s) => s.run.runId);
+      expect(new Set(ids).size).toBe(6);
+      const list = await setup.client.call("run.list", { payload: { all: true } });
+      // The held run plus exactly one run per start.
+      expect(list.runs.map((r: { runId: string }) => r.runId).sort()).toEqual(
+        [setup.runId, ...ids].sort(),
+      );
+    } finally {
+      for (const client of clients) client.close();
+    }
+  },
+  180_000,
 );
