@@ -17,6 +17,7 @@ import {
 } from "../support/takeover-timing.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { createHostClient } from "../../src/client/host-client.ts";
+import { spawnCli } from "../host/helpers.ts";
 
 let setup: TakeoverSetup | undefined;
 afterEach(() => {
@@ -119,3 +120,35 @@ it(
   },
   180_000,
 );
+
+it("CLI starts in flight across a kill -9 of the host all succeed, each applied once", async () => {
+  setup = await setUpTakeover();
+  const project = join(setup.root, "p");
+  const clis = Array.from({ length: 4 }, (_, i) =>
+    spawnCli(
+      [
+        "start",
+        "hold.workflow.ts",
+        "--cwd",
+        project,
+        "--input-json",
+        JSON.stringify({ i }),
+        "--json",
+      ],
+      setup!.env,
+    ));
+  // Kill once the CLI processes are up and talking to the host.
+  await waitUntil(() => clis.every((c) => c.child.pid !== undefined), 10_000);
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  process.kill(hostPid(setup.env.PI_WORKFLOWS_STATE_DIR!)!, "SIGKILL");
+  const exits = await Promise.all(clis.map((c) => c.exited));
+  const ids = clis.map((c, i) => {
+    expect(exits[i].code, c.stderr()).toBe(0);
+    return JSON.parse(c.stdout()).run.runId as string;
+  });
+  expect(new Set(ids).size).toBe(4);
+  const list = await setup.client.call("run.list", { payload: { all: true } });
+  expect(list.runs.map((r: { runId: string }) => r.runId).sort()).toEqual(
+    [setup.runId, ...ids].sort(),
+  );
+}, 180_000);
