@@ -106,6 +106,9 @@ async function execute(
     }
     case "reconcile": {
       const receipt = await resourceRequest(connection, "controller.reconcile", cwd, command);
+      if (!command.json && receipt.resolvedEffect) {
+        io.out(`Effect ${receipt.resolvedEffect.effectId} is ${receipt.resolvedEffect.state} now`);
+      }
       if (!command.json) io.out(`Reconcile requested for ${controller}/${key}`);
       if (command.wait) return await waitSettled(connection, command, cwd, controller, key, io);
       if (command.json) printJson(io, receipt);
@@ -141,7 +144,14 @@ async function resourceRequest<Op extends "controller.reconcile" | "controller.d
   return receiptOf(
     operation,
     await connection.request(operation, {
-      payload: { cwd, controller: command.controller!, key: command.key! },
+      payload: {
+        cwd,
+        controller: command.controller!,
+        key: command.key!,
+        ...(operation === "controller.reconcile" && command.resolveEffect
+          ? { resolveEffect: command.resolveEffect }
+          : {}),
+      },
       ...(command.expectVersion === null ? {} : { expectedRevision: command.expectVersion }),
     } as never),
   );

@@ -29,6 +29,10 @@ export interface ControllerCommand {
   json: boolean;
   /** apply: `--provider`, `--model`, `--thinking` for the child runs' Pi. */
   piArgs: string[];
+  /** reconcile: the reviewed verdict on an ambiguous effect (`--effect ID --applied J|--not-applied`). */
+  resolveEffect:
+    | { effectId: string; verdict: "applied" | "notApplied"; receipt?: JsonValue }
+    | null;
 }
 
 const OPTIONS = {
@@ -44,6 +48,9 @@ const OPTIONS = {
   provider: { type: "string" },
   model: { type: "string" },
   thinking: { type: "string" },
+  effect: { type: "string" },
+  applied: { type: "string" },
+  "not-applied": { type: "boolean" },
 } as const;
 
 /** Returns the command, or null for `controller --help` / `controller <action> --help`. */
@@ -102,6 +109,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
   onlyFor("wait", ["apply", "reconcile", "delete"]);
   onlyFor("timeout", ["apply", "reconcile", "delete"]);
   for (const name of ["provider", "model", "thinking"]) onlyFor(name, ["apply"]);
+  for (const name of ["effect", "applied", "not-applied"]) onlyFor(name, ["reconcile"]);
   let spec: ControllerCommand["spec"] = null;
   if (values["spec-json"] !== undefined) {
     try {
@@ -131,6 +139,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
     timeoutSeconds: integerOption("--timeout", values.timeout, 1) ?? 60,
     json: values.json === true,
     piArgs: modelArgs({ help: false, values, positionals: [] }),
+    resolveEffect: effectVerdict(values.effect, values.applied, values["not-applied"] === true),
   };
 }
 
@@ -141,4 +150,28 @@ function integerOption(name: string, raw: string | undefined, min: number): numb
     throw new UsageError(`Invalid ${name}: expected a whole number of at least ${min}`);
   }
   return value;
+}
+
+function effectVerdict(
+  effectId: string | undefined,
+  applied: string | undefined,
+  notApplied: boolean,
+): ControllerCommand["resolveEffect"] {
+  if (effectId === undefined && applied === undefined && !notApplied) return null;
+  if (effectId === undefined || effectId === "") {
+    throw new UsageError(
+      "Option --applied/--not-applied needs --effect <effectId> (see 'controller get')",
+    );
+  }
+  if ((applied !== undefined) === notApplied) {
+    throw new UsageError(
+      "Option --effect needs exactly one verdict: --applied <receipt json> or --not-applied",
+    );
+  }
+  if (notApplied) return { effectId, verdict: "notApplied" };
+  try {
+    return { effectId, verdict: "applied", receipt: JSON.parse(applied!) as JsonValue };
+  } catch (error) {
+    throw new UsageError(`Invalid --applied: ${(error as Error).message.split("\n")[0]}`);
+  }
 }

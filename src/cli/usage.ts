@@ -133,6 +133,9 @@ Options:
   --provider P, --model M, --thinking T
                        apply: the Pi model for the child runs' agent steps (the Pi found
                        here is recorded with the controller)
+  --effect ID --applied JSON | --not-applied
+                       reconcile: first record your reviewed verdict on the resource's ambiguous
+                       effect ID (it applied: JSON is its receipt; it did not: apply it again)
   --expect-version N   apply, reconcile, delete: only if the resource is at this version
                        (apply: 0 means it must not exist yet)
   --wait               apply, reconcile: wait until the resource settles; delete: until it is gone

@@ -198,6 +198,7 @@ function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }
       key: payload.key,
       expectedResourceVersion: request.expectedRevision,
       receipt: { input: receipt, body },
+      ...(payload.resolveEffect ? { resolveEffect: payload.resolveEffect } : {}),
     });
     rt.supervision.controllers.wake();
     return answer(rt, request, body(result), result.resource.metadata.resourceVersion);
@@ -206,7 +207,11 @@ function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }
 
 export const reconcileControllerCommand = resourceCommand(
   requestReconcile,
-  (r) => ({ resource: r.resource }) as unknown as JsonValue,
+  (r) =>
+    ({
+      resource: r.resource,
+      ...(r.resolvedEffect ? { resolvedEffect: r.resolvedEffect } : {}),
+    }) as unknown as JsonValue,
 );
 
 export const deleteControllerCommand = resourceCommand(

@@ -19,6 +19,7 @@ import {
   DigestSchema,
   ErrorInfoSchema,
   looseObject,
+  OpaqueIdSchema,
   PositiveIntegerSchema,
   strictObject,
   TimestampSchema,
@@ -60,7 +61,27 @@ export const ControllerApplyPayloadSchema = strictObject({
   pi: v.optional(PiLaunchSchema),
 });
 
-export const ControllerReconcilePayloadSchema = strictObject(ResourceRefEntries);
+export const CONTROLLER_EFFECT_VERDICTS = ["applied", "notApplied"] as const;
+
+/**
+ * `controller.reconcile`, optionally with the operator's reviewed verdict on one of the
+ * resource's `ambiguous` effects: `applied` (it happened; `receipt` is what later reconciles
+ * adopt) or `notApplied` (it did not: the next `ensure` applies it). Then the resource is due.
+ */
+export const ControllerReconcilePayloadSchema = strictObject({
+  ...ResourceRefEntries,
+  resolveEffect: v.optional(v.pipe(
+    strictObject({
+      effectId: OpaqueIdSchema,
+      verdict: v.picklist(CONTROLLER_EFFECT_VERDICTS),
+      receipt: v.optional(JsonValueSchema),
+    }),
+    v.check(
+      (r) => r.receipt === undefined || r.verdict === "applied",
+      "Invalid resolveEffect: a receipt goes only with the applied verdict",
+    ),
+  )),
+});
 export const ControllerDeletePayloadSchema = strictObject(ResourceRefEntries);
 
 export const ReconcileQueueViewSchema = looseObject({
@@ -117,7 +138,11 @@ export const ControllerApplyReceiptSchema = looseObject({
   sourceDigest: DigestSchema,
 });
 
-export const ControllerReceiptSchema = looseObject({ resource: ControllerResourceSchema });
+export const ControllerReceiptSchema = looseObject({
+  resource: ControllerResourceSchema,
+  /** `controller.reconcile` with `resolveEffect`: the effect's new state. */
+  resolvedEffect: v.optional(looseObject({ effectId: v.string(), state: v.string() })),
+});
 
 export const ControllerDeleteReceiptSchema = looseObject({
   resource: ControllerResourceSchema,

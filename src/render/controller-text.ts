@@ -95,7 +95,7 @@ export function formatResourceDetail(detail: GetReceipt, now: number): string {
       }`,
     );
   }
-  for (const e of detail.effects) lines.push(`effect ${e.kind}: ${e.state}`);
+  for (const e of detail.effects) lines.push(`effect ${e.kind} ${e.effectId}: ${e.state}`);
   if (detail.events.length > 0) {
     lines.push("events:");
     for (const e of detail.events) {

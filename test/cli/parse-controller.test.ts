@@ -32,6 +32,23 @@ describe("pi-workflows controller arguments", () => {
       piArgs: ["--provider", "fake", "--model", "m", "--thinking", "low"],
     });
     expect(parseControllerCommand(["list"])).toMatchObject({ action: "list", piArgs: [] });
+    expect(
+      parseControllerCommand([
+        "reconcile",
+        "c",
+        "k",
+        "--effect",
+        "effect-1",
+        "--applied",
+        '{"id":7}',
+      ]),
+    )
+      .toMatchObject({
+        resolveEffect: { effectId: "effect-1", verdict: "applied", receipt: { id: 7 } },
+      });
+    expect(parseControllerCommand(["reconcile", "c", "k", "--effect", "effect-1", "--not-applied"]))
+      .toMatchObject({ resolveEffect: { effectId: "effect-1", verdict: "notApplied" } });
+    expect(parseControllerCommand(["reconcile", "c", "k"])).toMatchObject({ resolveEffect: null });
     expect(parseControllerCommand(["--help"])).toBeNull();
   });
 
@@ -48,6 +65,11 @@ describe("pi-workflows controller arguments", () => {
       [["apply", "c", "k", "--provider", "p"], /^Option --provider needs --model too/],
       [["apply", "c", "k", "--model", "m", "--thinking", "lots"], /^Invalid --thinking 'lots'/],
       [["apply", "c", "k", "--spec-json", "{"], /^Invalid --spec-json/],
+      [["apply", "c", "k", "--effect", "e"], /^Option --effect is not for 'controller apply'/],
+      [["reconcile", "c", "k", "--effect", "e"], /^Option --effect needs exactly one verdict/],
+      [["reconcile", "c", "k", "--not-applied"], /^Option --applied\/--not-applied needs --effect/],
+      [["reconcile", "c", "k", "--effect", "e", "--applied", "{", "--not-applied"], /exactly one/],
+      [["reconcile", "c", "k", "--effect", "e", "--applied", "{"], /^Invalid --applied/],
       [["apply", "c", "k", "--digest", "sha256:x"], /^Invalid --digest/],
       [["delete", "c", "k", "--expect-version", "1.5"], /^Invalid --expect-version/],
     ];

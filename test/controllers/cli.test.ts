@@ -17,7 +17,11 @@ const cli = (args: string[], timeoutMs = 90_000) =>
   runCliProcess([...args, "--cwd", project], home.env, timeoutMs);
 
 beforeAll(() => {
-  home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "5000" });
+  home = tempHome({
+    PI_WORKFLOWS_HOST_IDLE_MS: "5000",
+    PI_WORKFLOWS_KILL_GRACE_MS: "500",
+    PI_WORKFLOWS_RECONCILE_BACKOFF_MS: "200",
+  });
   project = join(home.root, "project");
   const controllers = join(project, ".pi", "controllers");
   mkdirSync(controllers, { recursive: true });
@@ -141,4 +145,98 @@ export default defineController({
     const none = await cli(["controller", "list", "drift"]);
     expect(none.stdout).toBe("No controllers in this project\n");
   }, 120_000);
+
+  it(
+    "an effect cut off mid-apply is ambiguous until an operator's verdict; then it applies",
+    async () => {
+      // Non-resumable (no observe, not idempotent); the first apply hangs past the deadline.
+      writeFileSync(
+        join(project, ".pi", "controllers", "once.controller.ts"),
+        `import { appendFileSync, existsSync, writeFileSync } from "node:fs";
+import { defineController } from "@osolmaz/pi-workflows";
+export default defineController({
+  name: "once",
+  timeoutMs: 1000,
+  initialStatus: () => ({}),
+  async reconcile(ctx, resource) {
+    const { marker, log } = resource.spec;
+    const effect = await ctx.effects.ensure({
+      key: "send",
+      kind: "mail.send",
+      request: {},
+      apply: async () => {
+        appendFileSync(log, "apply\\n");
+        if (!existsSync(marker)) {
+          writeFileSync(marker, "hung once");
+          await new Promise(() => {});
+        }
+        return { sent: true };
+      },
+    });
+    return ctx.settled({ controllerStatus: { effect: effect.state } });
+  },
+});
+`,
+      );
+      const log = join(home.root, "once.log");
+      const spec = JSON.stringify({ marker: join(home.root, "once.marker"), log });
+      expect((await cli(["controller", "apply", "once", "r", "--spec-json", spec])).code).toBe(0);
+      const status = async () =>
+        JSON.parse((await cli(["controller", "get", "once", "r", "--json"])).stdout);
+      let detail: any;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        detail = await status();
+        if (detail.resource.status.controllerStatus?.effect === "ambiguous") break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(detail.resource.status.controllerStatus).toEqual({ effect: "ambiguous" });
+      const [effect] = detail.effects;
+      expect(effect).toMatchObject({ kind: "mail.send", state: "ambiguous" });
+      expect(readFileSync(log, "utf8")).toBe("apply\n"); // never retried automatically
+
+      const wrong = await cli([
+        "controller",
+        "reconcile",
+        "once",
+        "r",
+        "--effect",
+        "effect-x",
+        "--not-applied",
+      ]);
+      expect(wrong.code).toBe(3);
+      expect(wrong.stderr.trim()).toMatch(
+        /^Host answered notFound: once\/r has no effect effect-x \(see 'pi-workflows controller get'\)$/,
+      );
+      const resolved = await cli([
+        "controller",
+        "reconcile",
+        "once",
+        "r",
+        "--effect",
+        effect.effectId,
+        "--not-applied",
+        "--wait",
+      ]);
+      expect(resolved.code, resolved.stdout + resolved.stderr).toBe(0);
+      expect(resolved.stdout).toContain(`Effect ${effect.effectId} is pending now`);
+      expect((await status()).resource.status.controllerStatus).toEqual({ effect: "applied" });
+      expect(readFileSync(log, "utf8")).toBe("apply\napply\n");
+      const again = await cli([
+        "controller",
+        "reconcile",
+        "once",
+        "r",
+        "--effect",
+        effect.effectId,
+        "--applied",
+        "{}",
+      ]);
+      expect(again.code).toBe(3);
+      expect(again.stderr).toContain("is applied, not ambiguous");
+      const doctor = await runCliProcess(["doctor"], home.env);
+      expect(doctor.stdout).toContain("Invariants: all hold");
+    },
+    120_000,
+  );
 });

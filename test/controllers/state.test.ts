@@ -385,6 +385,47 @@ describe("reconcile effects", () => {
     settle(c);
   });
 
+  it("an operator's reviewed verdict resolves an ambiguous effect with the reconcile request", () => {
+    apply("a", { n: 1 });
+    let [c] = claimAll();
+    const reserve = (key: string) =>
+      reserveReconcileEffect(f.store, c.claim, {
+        uid: c.uid,
+        kind: "k",
+        key,
+        requestFingerprint: "sha256:r",
+        contract: "nonResumable",
+      });
+    const done = reserve("done").effectId;
+    const undone = reserve("undone").effectId;
+    interruptReconcile(f.store, c.claim, {
+      uid: c.uid,
+      reason: "workerCrashed",
+      countsAsError: true,
+      retryDelayMs: 0,
+    });
+    const ref = { projectPath: PIN.projectPath, name: PIN.name, key: "a" };
+    const verdict = (effectId: string, v: "applied" | "notApplied", receipt?: unknown) =>
+      requestReconcile(f.store, {
+        ...ref,
+        resolveEffect: { effectId, verdict: v, ...(receipt ? { receipt: receipt as never } : {}) },
+      });
+    expect(verdict(done, "applied", { id: 7 }).resolvedEffect).toEqual({
+      effectId: done,
+      state: "applied",
+    });
+    expect(verdict(undone, "notApplied").resolvedEffect).toEqual({
+      effectId: undone,
+      state: "pending",
+    });
+    expect(() => verdict(done, "notApplied")).toThrow(/is applied, not ambiguous/);
+    expect(() => verdict("effect-nope", "applied")).toThrow(/has no effect effect-nope/);
+    [c] = claimAll();
+    expect(reserve("done")).toMatchObject({ decision: "adopt", receipt: { id: 7 } });
+    expect(reserve("undone").decision).toBe("apply");
+    settle(c);
+  });
+
   it("an expired claim (the host died) is recovered: applying effects return to pending", () => {
     apply("a", { n: 1 });
     const [c] = claimAll();

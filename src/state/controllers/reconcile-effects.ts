@@ -7,13 +7,13 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { Claim } from "../claims.ts";
 import { encodeValue } from "../values.ts";
-import type { StateStore } from "../store.ts";
+import { execute, queryOne, type StateStore } from "../store.ts";
 import {
   reserveEffectInTx,
   type ReserveEffectResult,
   settleEffectInTx,
 } from "../transitions/effect-records.ts";
-import { appendControllerEvent } from "./controller-records.ts";
+import { appendControllerEvent, type ResourceRow } from "./controller-records.ts";
 import { ControllerRefusal, resourceLabel } from "./errors.ts";
 import { reconcileWrite } from "./reconcile-claims.ts";
 
@@ -100,4 +100,53 @@ export function settleReconcileEffect(
       outcome: opts.outcome,
     }, now);
   });
+}
+
+/**
+ * The operator's reviewed verdict on an `ambiguous` effect of `resource` (spec "Effects and retry
+ * safety": a separate reviewed recovery action): `applied` settles it with `receipt` (later
+ * reconciles adopt it), `notApplied` makes it `pending` again, so the next `ensure` of its key
+ * applies it. Refused unless the effect is the resource's and ambiguous.
+ */
+export function resolveAmbiguousEffectInTx(
+  store: StateStore,
+  resource: ResourceRow,
+  verdict: { effectId: string; verdict: "applied" | "notApplied"; receipt?: JsonValue },
+  now: number,
+): { effectId: string; state: "applied" | "pending" } {
+  const label = resourceLabel(resource.name, resource.resource_key);
+  const effect = queryOne<{ state: string }>(
+    store,
+    "SELECT state FROM effects WHERE effect_id = :effectId AND resource_uid = :uid",
+    { effectId: verdict.effectId, uid: resource.uid },
+  );
+  if (!effect) {
+    throw new ControllerRefusal(
+      "notFound",
+      "effectNotFound",
+      `${label} has no effect ${verdict.effectId} (see 'pi-workflows controller get')`,
+    );
+  }
+  if (effect.state !== "ambiguous") {
+    throw new ControllerRefusal(
+      "conflict",
+      "effectNotAmbiguous",
+      `Effect ${verdict.effectId} of ${label} is ${effect.state}, not ambiguous: nothing to resolve`,
+    );
+  }
+  const state = verdict.verdict === "applied" ? "applied" : "pending";
+  const receipt = verdict.verdict === "applied"
+    ? encodeValue("effect receipt", verdict.receipt ?? null)
+    : null;
+  execute(
+    store,
+    "UPDATE effects SET state = :state, receipt_json = :receipt, updated_at = :now " +
+      "WHERE effect_id = :effectId",
+    { state, receipt, now, effectId: verdict.effectId },
+  );
+  appendControllerEvent(store, resource.uid, resource.resource_version, "effect.resolved", {
+    effectId: verdict.effectId,
+    verdict: verdict.verdict,
+  }, now);
+  return { effectId: verdict.effectId, state };
 }

@@ -11,6 +11,7 @@ import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
+import { resolveAmbiguousEffectInTx } from "./reconcile-effects.ts";
 import {
   appendControllerEvent,
   bumpResourceVersion,
@@ -271,14 +272,27 @@ export function requestDeletion(
 
 export interface ReconcileRequestResult {
   resource: ControllerResource;
+  resolvedEffect?: { effectId: string; state: "applied" | "pending" };
 }
 
-/** `controller.reconcile`: the resource is due now (an error backoff is cut short). */
+export interface EffectVerdict {
+  effectId: string;
+  verdict: "applied" | "notApplied";
+  receipt?: JsonValue;
+}
+
+/**
+ * `controller.reconcile`: the resource is due now (an error backoff is cut short). With
+ * `resolveEffect`, first the operator's reviewed verdict on one of its ambiguous effects, in the
+ * same transaction (reconcile-effects.ts `resolveAmbiguousEffectInTx`).
+ */
 export function requestReconcile(
   store: StateStore,
-  opts: ResourceCommandOptions<ReconcileRequestResult>,
+  opts: ResourceCommandOptions<ReconcileRequestResult> & { resolveEffect?: EffectVerdict },
 ): ReconcileRequestResult {
   return resourceCommand(store, opts, (row, now) => {
+    const resolvedEffect = opts.resolveEffect &&
+      resolveAmbiguousEffectInTx(store, row, opts.resolveEffect, now);
     execute(
       store,
       "UPDATE controller_queue SET pending = 1, available_at = :now, version = version + 1, " +
@@ -293,7 +307,7 @@ export function requestReconcile(
       {},
       now,
     );
-    return { resource: toResource(row) };
+    return { resource: toResource(row), ...(resolvedEffect ? { resolvedEffect } : {}) };
   });
 }
 
