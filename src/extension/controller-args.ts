@@ -5,7 +5,9 @@
  *   /controller [list [controller]]
  *   /controller get <controller> <key>
  *   /controller apply <controller|path> <key> [--expect-version N] [--digest D] [<spec json>]
- *   /controller reconcile|delete <controller> <key> [--expect-version N]
+ *   /controller reconcile <controller> <key> [--expect-version N]
+ *               [--effect ID --not-applied | --effect ID --applied <receipt json>]
+ *   /controller delete <controller> <key> [--expect-version N]
  */
 import * as v from "valibot";
 import type { JsonValue } from "../protocol/canonical-json.ts";
@@ -25,14 +27,22 @@ export type ControllerCommand =
     digest: string | null;
   }
   | {
-    action: "reconcile" | "delete";
+    action: "reconcile";
     controller: string;
     key: string;
     expectVersion: number | null;
-  };
+    resolveEffect: EffectVerdict | null;
+  }
+  | { action: "delete"; controller: string; key: string; expectVersion: number | null };
+
+export interface EffectVerdict {
+  effectId: string;
+  verdict: "applied" | "notApplied";
+  receipt?: JsonValue;
+}
 
 export const CONTROLLER_USAGE =
-  "Usage: /controller [list [controller] | get <controller> <key> | apply <controller> <key> [--expect-version N] [--digest D] [<spec json>] | reconcile|delete <controller> <key> [--expect-version N]]";
+  "Usage: /controller [list [controller] | get <controller> <key> | apply <controller> <key> [--expect-version N] [--digest D] [<spec json>] | reconcile <controller> <key> [--expect-version N] [--effect ID --not-applied|--applied <json>] | delete <controller> <key> [--expect-version N]]";
 
 const ACTIONS = ["list", "get", "apply", "reconcile", "delete"];
 
@@ -71,6 +81,8 @@ export function parseControllerArgs(raw: string): ControllerCommand {
   }
   let expectVersion: number | null = null;
   let digest: string | null = null;
+  let effectId: string | null = null;
+  let verdict: Omit<EffectVerdict, "effectId"> | null = null;
   for (;;) {
     if (rest.startsWith("--expect-version")) {
       next();
@@ -78,6 +90,17 @@ export function parseControllerArgs(raw: string): ControllerCommand {
     } else if (rest.startsWith("--digest") && action === "apply") {
       next();
       digest = checked(DigestSchema, next() ?? "");
+    } else if (rest.startsWith("--effect") && action === "reconcile") {
+      next();
+      effectId = next() ?? "";
+    } else if (rest.startsWith("--not-applied") && action === "reconcile") {
+      next();
+      verdict = { verdict: "notApplied" };
+    } else if (rest.startsWith("--applied") && action === "reconcile") {
+      next();
+      if (rest === "") throw new CommandArgsError("Missing receipt JSON after --applied");
+      verdict = { verdict: "applied", receipt: json(rest, "receipt JSON") };
+      rest = "";
     } else if (rest.startsWith("--")) {
       throw new CommandArgsError(`Unknown option ${next()}: ${CONTROLLER_USAGE}`);
     } else break;
@@ -86,7 +109,14 @@ export function parseControllerArgs(raw: string): ControllerCommand {
     return { action, ...ref, spec: rest === "" ? undefined : json(rest), expectVersion, digest };
   }
   if (rest !== "") throw new CommandArgsError(`Too many arguments for /controller ${action}`);
-  return { action: action as "reconcile" | "delete", ...ref, expectVersion };
+  if (action === "delete") return { action, ...ref, expectVersion };
+  if ((effectId === null) !== (verdict === null) || effectId === "") {
+    throw new CommandArgsError(
+      "An effect verdict needs both: --effect <effectId> and --not-applied or --applied <json>",
+    );
+  }
+  const resolveEffect = effectId && verdict ? { effectId, ...verdict } : null;
+  return { action: "reconcile", ...ref, expectVersion, resolveEffect };
 }
 
 function name(text: string): string {
@@ -107,10 +137,10 @@ function version(text: string | undefined): number {
   return value;
 }
 
-function json(text: string): JsonValue {
+function json(text: string, what = "spec JSON"): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {
-    throw new CommandArgsError(`Invalid spec JSON: ${(error as Error).message.split("\n")[0]}`);
+    throw new CommandArgsError(`Invalid ${what}: ${(error as Error).message.split("\n")[0]}`);
   }
 }

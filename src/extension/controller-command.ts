@@ -107,10 +107,18 @@ async function execute(
       return { cwd, controller: receipt.resource.metadata.controller, key: command.key };
     }
     case "reconcile": {
-      const payload = { cwd, controller: command.controller, key: command.key };
-      await client.call("controller.reconcile", { payload, ...cas(command.expectVersion) });
+      const target = { cwd, controller: command.controller, key: command.key };
+      const receipt = await client.call("controller.reconcile", {
+        payload: {
+          ...target,
+          ...(command.resolveEffect ? { resolveEffect: command.resolveEffect } : {}),
+        },
+        ...cas(command.expectVersion),
+      });
+      const resolved = receipt.resolvedEffect;
+      if (resolved) say(`Effect ${resolved.effectId} is ${resolved.state} now`);
       say(`Reconcile requested for ${command.controller}/${command.key}`);
-      return payload;
+      return target;
     }
     case "delete": {
       const payload = { cwd, controller: command.controller, key: command.key };

@@ -39,7 +39,15 @@ describe("/controller arguments", () => {
       controller: "c",
       key: "k",
       expectVersion: 3,
+      resolveEffect: null,
     });
+    expect(parseControllerArgs("reconcile c k --effect effect-1 --not-applied")).toMatchObject({
+      resolveEffect: { effectId: "effect-1", verdict: "notApplied" },
+    });
+    expect(parseControllerArgs('reconcile c k --effect effect-1 --applied {"id": 7}'))
+      .toMatchObject({
+        resolveEffect: { effectId: "effect-1", verdict: "applied", receipt: { id: 7 } },
+      });
     expect(parseControllerArgs("delete c k")).toEqual({
       action: "delete",
       controller: "c",
@@ -63,6 +71,11 @@ describe("/controller arguments", () => {
       ["apply c k --wait", /^Unknown option --wait: /],
       ["apply c k {not json", /^Invalid spec JSON: /],
       ["reconcile c k now", /^Too many arguments for \/controller reconcile$/],
+      ["reconcile c k --effect e", /^An effect verdict needs both: --effect <effectId> and/],
+      ["reconcile c k --not-applied", /^An effect verdict needs both/],
+      ["reconcile c k --effect e --applied", /^Missing receipt JSON after --applied$/],
+      ["reconcile c k --effect e --applied {x", /^Invalid receipt JSON: /],
+      ["delete c k --effect e --not-applied", /^Unknown option --effect: Usage/],
     ];
     for (const [args, pattern] of cases) {
       let error: unknown;
