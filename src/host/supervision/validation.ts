@@ -62,21 +62,28 @@ export interface Validations {
 }
 
 export function createValidations(ctx: HostContext, deps: ValidationDeps): Validations {
-  const running = new Map<string, { done: Promise<void>; stop(): void }>();
+  /** Per submission: `decided` once the verdict committed, `done` once the child is gone. */
+  const running = new Map<string, { decided: Promise<void>; done: Promise<void>; stop(): void }>();
   let closing = false;
 
   const validate = (submissionId: string): Promise<void> => {
     const existing = running.get(submissionId);
-    if (existing) return existing.done;
+    if (existing) return existing.decided;
     if (closing) return Promise.resolve();
     const job = readValidationJob(ctx.store, submissionId);
     if (!job) return Promise.resolve();
     const stopper = { stop: () => {} };
-    const done = runChild(ctx, deps, job, stopper).catch((error) => {
+    let markDecided = () => {};
+    const decided = new Promise<void>((resolve) => (markDecided = resolve));
+    // The caller hears the verdict at once; stopping the child's group happens after.
+    const done = runChild(ctx, deps, job, stopper, markDecided).catch((error) => {
       ctx.log("validation.failed", { run: job.runId, error: errorName(error) });
-    }).finally(() => running.delete(submissionId));
-    running.set(submissionId, { done, stop: () => stopper.stop() });
-    return done;
+    }).finally(() => {
+      markDecided();
+      running.delete(submissionId);
+    });
+    running.set(submissionId, { decided, done, stop: () => stopper.stop() });
+    return decided;
   };
 
   return {
@@ -96,6 +103,7 @@ async function runChild(
   deps: ValidationDeps,
   job: ValidationJob,
   stopper: { stop(): void },
+  decidedHook: () => void,
 ): Promise<void> {
   const workerEpoch = ctx.ids.next("vep");
   const launch: WorkerLaunch = {
@@ -151,25 +159,30 @@ async function runChild(
       failure ??= "it stopped before it read the submission";
     });
     let decided = false;
-    for await (const frame of readFrames(spawned.channel)) {
-      if (decided) break;
-      if (!frame.ok) {
-        failure ??= `it broke the protocol (${frame.error.code})`;
+    try {
+      for await (const frame of readFrames(spawned.channel)) {
+        if (!frame.ok) {
+          failure ??= `it broke the protocol (${frame.error.code})`;
+          break;
+        }
+        const answer = judge(job, launch, frame.value);
+        if (typeof answer === "string") {
+          failure ??= answer;
+          break;
+        }
+        crashPoint("host.validation.beforeCommit");
+        commit(ctx, deps, job, answer);
+        decided = true;
+        decidedHook();
+        await writeFrame(
+          spawned.channel,
+          workerReply({ messageId: answer.messageId, outcome: "accepted" }),
+        ).catch(() => {});
         break;
       }
-      const answer = judge(job, launch, frame.value);
-      if (typeof answer === "string") {
-        failure ??= answer;
-        break;
-      }
-      crashPoint("host.validation.beforeCommit");
-      commit(ctx, deps, job, answer);
-      decided = true;
-      await writeFrame(
-        spawned.channel,
-        workerReply({ messageId: answer.messageId, outcome: "accepted" }),
-      ).catch(() => {});
-      break;
+    } catch {
+      // A child killed mid-read resets the pipe: it stopped without a verdict.
+      failure ??= "its channel closed";
     }
     if (!decided && !stopped) {
       reject(ctx, job, {
@@ -178,6 +191,7 @@ async function runChild(
           failure ?? "it exited without a verdict"
         }); submit it again`,
       });
+      decidedHook();
     }
   } finally {
     clearTimeout(deadline);

@@ -1,0 +1,202 @@
+/**
+ * Crashes at the durable boundaries of interactive steps, with real host, worker and validation
+ * processes (SIGKILL by PID) and socket clients as the extension: the validation child dies
+ * during validation; the host dies while a request is pending, during a validation, and while a
+ * deadline passes. Nothing is lost, nothing is presented twice, the invariants hold.
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { type CliProcess, killAll, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
+import { SessionClient } from "../host/interactive-session.ts";
+import { rows, runRow, violations, writeProject } from "./fixtures.ts";
+
+const homes: ReturnType<typeof tempHome>[] = [];
+const clients: SessionClient[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await killAll();
+});
+afterAll(() => {
+  for (const home of homes) home.cleanup();
+});
+
+/** A host whose lease a successor can take over soon after a SIGKILL. */
+function crashHome() {
+  const home = tempHome({
+    PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
+    PI_WORKFLOWS_HOST_RENEW_MS: "400",
+    PI_WORKFLOWS_HOST_IDLE_MS: "600000",
+  });
+  homes.push(home);
+  return { home, project: writeProject(home.root) };
+}
+
+async function open(home: ReturnType<typeof tempHome>, sessionId: string) {
+  const client = await SessionClient.open(home.socketPath, sessionId);
+  clients.push(client);
+  return client;
+}
+
+async function startRun(session: SessionClient, project: string, input: unknown) {
+  const answer = await session.start("routed", project, input);
+  if (answer.outcome !== "accepted") throw new Error(JSON.stringify(answer));
+  return (answer.receipt as { run: { runId: string } }).run.runId;
+}
+
+/** A new host once the killed one's lease has lapsed (`host run` refuses while it is live). */
+async function restartHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await startHostProcess(env);
+    } catch (error) {
+      if (!/already running/.test(String(error)) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** SIGKILL and wait for the exit. */
+async function kill(proc: CliProcess): Promise<void> {
+  proc.kill("SIGKILL");
+  await proc.exited;
+}
+
+/** The host's `worker --validate` child, found through /proc (its parent is the host). */
+function validationChild(hostPid: number): number | null {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== hostPid) continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (cmdline.includes("--validate")) return Number(entry);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return null;
+}
+
+function finished(stateDir: string, runId: string) {
+  return waitFor(
+    () => {
+      const row = runRow(stateDir, runId);
+      return ["completed", "failed", "timed_out", "cancelled"].includes(row.state) && row;
+    },
+    `run ${runId} to end`,
+    40_000,
+  );
+}
+
+describe("interactive steps survive crashes", () => {
+  it("a validation child SIGKILLed mid-validation rejects the provisional submission", async () => {
+    const { home, project } = crashHome();
+    const host = await startHostProcess(home.env);
+    const session = await open(home, "s-kill-child");
+    const gate = join(home.root, "gate");
+    const runId = await startRun(session, project, { gate });
+    const step = await session.nextStep();
+    const pending = session.submit(step, { slow: true, n: 1 }, {
+      toolCallId: "t1",
+      waitMs: 25_000,
+    });
+    const child = (await waitFor(() => validationChild(host.pid), "the validation child"))!;
+    process.kill(child, "SIGKILL");
+    const answer = await pending;
+    expect(answer.receipt).toMatchObject({
+      status: "rejected",
+      error: { code: "validationFailed" },
+    });
+    expect((answer.receipt as { message: string }).message).toContain("submit it again");
+    // The request is ready for a corrected retry, and the same tool call keeps its receipt.
+    expect((await session.claim()).interaction).toMatchObject({
+      interactionId: step.interactionId,
+      submission: { status: "rejected", error: { code: "validationFailed" } },
+    });
+    expect(await session.submit(step, { slow: true, n: 1 }, { toolCallId: "t1" })).toMatchObject({
+      outcome: "adopted",
+      receipt: { status: "rejected" },
+    });
+    expect((await session.submit(step, { n: 2 })).receipt).toMatchObject({ status: "accepted" });
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("the host SIGKILLed while a request is pending: the next host keeps it, presented once", async () => {
+    const { home, project } = crashHome();
+    const first = await startHostProcess(home.env);
+    let session = await open(home, "s-kill-host");
+    const runId = await startRun(session, project, {});
+    const step = await session.nextStep();
+    expect((await session.present(step, "entry-1")).outcome).toBe("accepted");
+    await kill(first);
+    session.close();
+
+    await restartHost(home.env);
+    session = await open(home, "s-kill-host");
+    const again = await session.nextStep();
+    expect(again).toMatchObject({
+      interactionId: step.interactionId,
+      presentation: { sessionEntryId: "entry-1" },
+    });
+    expect(again.contract).toEqual(step.contract);
+    expect((await session.submit(again, { n: 5 })).receipt).toMatchObject({ status: "accepted" });
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    const waits = rows(
+      home.stateDir,
+      "SELECT seq FROM events WHERE run_id = :runId AND type = 'run.waiting'",
+      { runId },
+    );
+    expect(waits).toHaveLength(1);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("the host SIGKILLed during a validation: the next host validates it again (step 9)", async () => {
+    const { home, project } = crashHome();
+    const first = await startHostProcess(home.env);
+    let session = await open(home, "s-kill-validating");
+    const gate = join(home.root, "gate");
+    const runId = await startRun(session, project, { gate });
+    const step = await session.nextStep();
+    const answer = await session.submit(step, { slow: true, n: 3 }, {
+      toolCallId: "t-slow",
+      waitMs: 200,
+    });
+    expect(answer.receipt).toMatchObject({ status: "validating" });
+    await kill(first);
+    session.close();
+    writeFileSync(gate, "open");
+
+    await restartHost(home.env);
+    session = await open(home, "s-kill-validating");
+    // The extension sends the same tool call again: it waits for the new child's verdict.
+    const verdict = await session.submit(step, { slow: true, n: 3 }, { toolCallId: "t-slow" });
+    expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({ got: { n: 3 } });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("a deadline that passed while no host ran is applied first at start-up (step 8)", async () => {
+    const { home, project } = crashHome();
+    const first = await startHostProcess(home.env);
+    const session = await open(home, "s-deadline");
+    const runId = await startRun(session, project, { timeoutMs: 2_500 });
+    const step = await session.nextStep();
+    await kill(first);
+    session.close();
+    await waitFor(() => Date.now() > step.contract.deadlineAt! + 200, "the deadline", 10_000);
+
+    await restartHost(home.env);
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+      outcome: "timed_out",
+      code: "nodeTimedOut",
+    });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
