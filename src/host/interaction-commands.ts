@@ -22,6 +22,7 @@ import {
   readInteraction,
   readSubmission,
   type SessionInteraction,
+  sessionReservation,
   type SubmissionRow,
 } from "../state/interaction-queries.ts";
 import { readRunRow } from "../state/claims.ts";
@@ -56,6 +57,7 @@ export function claimInteractionQuery(rt: HostRuntime, request: HostRequest): Ho
     receipt: {
       interaction: current ? claimView(current) : null,
       waiting: current?.waiting ?? 0,
+      activeRun: sessionReservation(rt.store, payload.sessionId) ?? null,
     },
   });
 }
@@ -262,7 +264,11 @@ export async function sessionWaitQuery(
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
-    receipt: { cursor, changed },
+    receipt: {
+      cursor,
+      changed,
+      activeRun: sessionReservation(rt.store, payload.sessionId) ?? null,
+    },
   });
 }
 

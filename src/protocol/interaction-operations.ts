@@ -24,6 +24,15 @@ const WaitMsSchema = (fallback: number) =>
   v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(30_000)), fallback);
 
 /**
+ * The session's reserved run: its one non-terminal interactive run (null when none). A restarted
+ * Pi finds its run this way, with no session id in any receipt.
+ */
+const ActiveRunSchema = looseObject({
+  runId: OpaqueIdSchema,
+  revision: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+});
+
+/**
  * `interaction.claim`: the session's current interactive request (its oldest pending one: one
  * session presents one interaction at a time, the others wait in creation order). Repeating it
  * returns the same request until it is settled; the first claim records `claimedAt`.
@@ -54,6 +63,7 @@ export const InteractionClaimReceiptSchema = looseObject({
   })),
   /** Later pending requests of this session, waiting behind `interaction`. */
   waiting: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+  activeRun: v.optional(v.nullable(ActiveRunSchema)),
 });
 
 /**
@@ -148,4 +158,5 @@ export const SessionWaitPayloadSchema = strictObject({
 export const SessionWaitReceiptSchema = looseObject({
   cursor: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
   changed: v.boolean(),
+  activeRun: v.optional(v.nullable(ActiveRunSchema)),
 });

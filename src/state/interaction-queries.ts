@@ -142,15 +142,19 @@ export function sessionCursor(store: StateStore, sessionId: string): number {
   )!.n;
 }
 
-/** The session's non-terminal interactive run (its reservation), if any. */
-export function sessionReservation(store: StateStore, sessionId: string): string | undefined {
-  return queryOne<{ run_id: string }>(
+/** The session's non-terminal interactive run (its reservation) and its revision, if any. */
+export function sessionReservation(
+  store: StateStore,
+  sessionId: string,
+): { runId: string; revision: number } | undefined {
+  return queryOne<{ runId: string; revision: number }>(
     store,
-    "SELECT r.run_id FROM run_bindings b JOIN runs r ON r.run_id = b.run_id " +
-      "WHERE b.origin_session_id = :sessionId AND b.execution_mode = 'interactive' " +
-      "AND r.state IN ('queued', 'running', 'waiting') ORDER BY r.created_at LIMIT 1",
+    "SELECT r.run_id AS runId, r.revision FROM run_bindings b JOIN runs r " +
+      "ON r.run_id = b.run_id WHERE b.origin_session_id = :sessionId " +
+      "AND b.execution_mode = 'interactive' AND r.state IN ('queued', 'running', 'waiting') " +
+      "ORDER BY r.created_at LIMIT 1",
     { sessionId },
-  )?.run_id;
+  );
 }
 
 export interface DueInteraction {

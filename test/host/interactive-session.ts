@@ -23,6 +23,12 @@ export interface PendingStep {
   createdAt: number;
 }
 
+/** The session's reserved run as claim and wait receipts name it. */
+export interface ActiveRun {
+  runId: string;
+  revision: number;
+}
+
 let calls = 0;
 
 export class SessionClient {
@@ -59,7 +65,9 @@ export class SessionClient {
     });
   }
 
-  async claim(): Promise<{ interaction: PendingStep | null; waiting: number }> {
+  async claim(): Promise<
+    { interaction: PendingStep | null; waiting: number; activeRun?: ActiveRun | null }
+  > {
     const answer = await this.request("interaction.claim", {
       payload: { sessionId: this.sessionId },
     });
@@ -86,12 +94,18 @@ export class SessionClient {
   }
 
   /** One `session.wait` from the last cursor. */
-  async wait(waitMs: number): Promise<{ cursor: number; changed: boolean }> {
+  async wait(
+    waitMs: number,
+  ): Promise<{ cursor: number; changed: boolean; activeRun?: ActiveRun | null }> {
     const answer = await this.request("session.wait", {
       payload: { sessionId: this.sessionId, cursor: this.#cursor, waitMs },
     });
     if (answer.outcome !== "accepted") throw new Error(`wait: ${JSON.stringify(answer)}`);
-    const receipt = answer.receipt as { cursor: number; changed: boolean };
+    const receipt = answer.receipt as {
+      cursor: number;
+      changed: boolean;
+      activeRun?: ActiveRun | null;
+    };
     this.#cursor = receipt.cursor;
     return receipt;
   }

@@ -104,9 +104,11 @@ export function runRow(stateDir: string, runId: string) {
   return withStore(
     stateDir,
     (store) =>
-      queryAll<{ state: string; output_json: string | null; error_code: string | null }>(
+      queryAll<
+        { state: string; output_json: string | null; error_code: string | null; revision: number }
+      >(
         store,
-        "SELECT state, output_json, error_code FROM runs WHERE run_id = :runId",
+        "SELECT state, output_json, error_code, revision FROM runs WHERE run_id = :runId",
         { runId },
       )[0],
   );

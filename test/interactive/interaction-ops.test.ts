@@ -36,6 +36,15 @@ function finished(runId: string) {
   );
 }
 
+function strandedTurns(runId: string) {
+  return rows(
+    home.stateDir,
+    "SELECT cause, source_attempt_id, eligible_at IS NOT NULL AS eligible FROM turn_intents " +
+      "WHERE run_id = :runId",
+    { runId },
+  );
+}
+
 beforeAll(async () => {
   await startHostProcess(home.env);
 });
@@ -84,15 +93,27 @@ describe("the two-turn example", () => {
 describe("session reservation", () => {
   it("refuses a second interactive run in a session with the active run id", async () => {
     const session = await newSession();
+    expect((await session.claim()).activeRun).toBeNull();
     const first = await startRun(session, "routed");
     const second = await session.start("routed", project, {});
     expect(second).toMatchObject({ outcome: "conflict", error: { code: "sessionBusy" } });
     expect(second.error!.message).toContain(first);
+    // A restarted Pi finds its run from the claim and the wake-up, with no session id in them.
+    await session.nextStep();
+    const claimed = await session.claim();
+    expect(claimed.activeRun).toEqual({
+      runId: first,
+      revision: runRow(home.stateDir, first).revision,
+    });
+    expect((await session.wait(0)).activeRun).toMatchObject({ runId: first });
     // Another session is free.
     const other = await newSession();
     const otherRun = await startRun(other, "routed");
+    expect((await other.wait(0)).activeRun).toMatchObject({ runId: otherRun });
     await session.request("run.cancel", { runId: first, payload: {} });
     await other.request("run.cancel", { runId: otherRun, payload: {} });
+    expect((await session.claim()).activeRun).toBeNull();
+    expect((await session.wait(0)).activeRun).toBeNull();
     // The reservation ends with the run.
     const again = await startRun(session, "routed");
     await session.request("run.cancel", { runId: again, payload: {} });
@@ -238,14 +259,21 @@ describe("reminders, updates and deadlines", () => {
         runId,
       }),
     ).toEqual([{ status: "timedOut" }]);
+    // The session is owed one turn about the step closed under the model (the outbox's intent).
+    expect(strandedTurns(runId)).toEqual([
+      { cause: "timedOut", source_attempt_id: step.contract.attempt, eligible: 1 },
+    ]);
     expect(violations(home.stateDir)).toEqual([]);
   });
 
   it("ends the run timed_out without a recovery edge and frees the session", async () => {
     const session = await newSession();
     const runId = await startRun(session, "lone", { timeoutMs: 300 });
-    await session.nextStep();
+    const step = await session.nextStep();
     expect(await finished(runId)).toMatchObject({ state: "timed_out" });
+    expect(strandedTurns(runId)).toEqual([
+      { cause: "timedOut", source_attempt_id: step.contract.attempt, eligible: 1 },
+    ]);
     const next = await startRun(session, "lone");
     await session.request("run.cancel", { runId: next, payload: {} });
   });

@@ -146,6 +146,6 @@ function requireFreeSession(store: StateStore, sessionId: string): void {
   throw new InteractionRefusedError(
     "conflict",
     "sessionBusy",
-    `This Pi session already has an active workflow run (${active}); wait for it to end or cancel it first`,
+    `This Pi session already has an active workflow run (${active.runId}); wait for it to end or cancel it first`,
   );
 }
