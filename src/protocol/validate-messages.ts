@@ -2,13 +2,16 @@
  * The validation child channel (fd 3, the bounded framing of the worker channel). An interactive
  * submission is checked by workflow code (tolerant JSON parsing, then the node's `validate`),
  * which the host never runs: it spawns `pi-workflows worker --validate`, writes one validate
- * request, and reads ONE worker message back, `interaction.accepted` or `interaction.rejected`,
- * with the launch header of the request (run, generation, worker epoch), which it fences like any
- * worker message before it commits the verdict and replies.
+ * request, and reads ONE verdict back, `interaction.accepted` or `interaction.rejected`, with the
+ * launch header of the request (run, generation, worker epoch), which it fences like any worker
+ * message before it commits the verdict and replies. Before its verdict the child asks for the
+ * run's committed facts (what the node's `validate` context reads) in bounded pieces with
+ * `worker.progress {op: "facts.next"}`, as workers do after `worker.ready`: the facts of a long
+ * run pass no single message.
  */
 import * as v from "valibot";
 import { OpaqueIdSchema, strictObject } from "./fields.ts";
-import { JsonValueSchema, RunFactsSchema } from "./run-facts.ts";
+import { JsonValueSchema } from "./run-facts.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkerLaunchSchema } from "./worker-launch.ts";
 
@@ -22,8 +25,6 @@ export const ValidateRequestSchema = strictObject({
   submissionId: OpaqueIdSchema,
   nodeId: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
   attemptId: OpaqueIdSchema,
-  /** The run's committed facts (what the node's `validate` context reads). */
-  facts: RunFactsSchema,
   /** The raw `output` of the tool call. */
   submission: JsonValueSchema,
 });

@@ -4,9 +4,7 @@
  * validation child needs. Read-only; safe on a read-only store.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { RunFacts } from "../protocol/run-facts.ts";
 import { runResource } from "./claims.ts";
-import { readRunFacts } from "./queries.ts";
 import { queryAll, queryOne, type StateStore } from "./store.ts";
 import { decodeValue } from "./values.ts";
 
@@ -199,7 +197,10 @@ export function listValidatingSubmissions(store: StateStore): string[] {
   ).map((r) => r.submission_id);
 }
 
-/** What the validation child of one submission needs: the run's source and facts, the payload. */
+/**
+ * What the validation child of one submission needs: the run's source, the payload (the child
+ * asks for the run's facts in pieces).
+ */
 export interface ValidationJob {
   submissionId: string;
   interactionId: string;
@@ -213,7 +214,6 @@ export interface ValidationJob {
   definitionDigest: string;
   inputHash: string;
   submission: JsonValue;
-  facts: RunFacts;
 }
 
 /** The job of a `validating` submission, or undefined when it is no longer validating. */
@@ -258,6 +258,5 @@ export function readValidationJob(
     definitionDigest: row.definition_digest,
     inputHash: row.input_hash,
     submission: decodeValue(row.payload_json) ?? null,
-    facts: readRunFacts(store, row.run_id),
   };
 }

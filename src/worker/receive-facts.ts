@@ -5,21 +5,35 @@
  * validates it. Any worker mode that needs the facts calls this after `worker.ready`.
  */
 import * as v from "valibot";
-import { type RunFacts, RunFactsSchema } from "../protocol/run-facts.ts";
+import { type FactsChunk, type RunFacts, RunFactsSchema } from "../protocol/run-facts.ts";
 import { describeIssues } from "../protocol/schema-issues.ts";
 import type { HostVerdict, Proposer } from "./proposer.ts";
 
 export async function receiveRunFacts(proposer: Proposer, ready: HostVerdict): Promise<RunFacts> {
-  let chunk = ready.factsChunk;
-  if (chunk === undefined) {
+  if (ready.factsChunk === undefined) {
     throw new Error("Worker channel failed: the ready reply carried no run facts");
   }
+  return collectFacts(proposer, ready.factsChunk);
+}
+
+/** The run's facts asked for from the first piece on (the validation child has no ready reply). */
+export async function requestRunFacts(proposer: Proposer): Promise<RunFacts> {
+  return collectFacts(proposer, await nextChunk(proposer));
+}
+
+async function nextChunk(proposer: Proposer): Promise<FactsChunk> {
+  const chunk = (await proposer.propose("worker.progress", { op: "facts.next" })).factsChunk;
+  if (chunk === undefined) {
+    throw new Error("Worker channel failed: a facts.next reply carried no run facts");
+  }
+  return chunk;
+}
+
+async function collectFacts(proposer: Proposer, first: FactsChunk): Promise<RunFacts> {
+  let chunk = first;
   const pieces = [chunk.text];
   while (!chunk.done) {
-    chunk = (await proposer.propose("worker.progress", { op: "facts.next" })).factsChunk;
-    if (chunk === undefined) {
-      throw new Error("Worker channel failed: a facts.next reply carried no run facts");
-    }
+    chunk = await nextChunk(proposer);
     pieces.push(chunk.text);
   }
   let value: unknown;

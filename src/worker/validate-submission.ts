@@ -1,8 +1,9 @@
 /**
  * `pi-workflows worker --validate`: the supervised child that checks one interactive submission.
  * It reads one validate request, verifies the run's saved source identity before it imports any
- * workflow module, loads the workflow, runs the tolerant JSON parsing and the node's rules
- * (`validate`, a decision's choices, an assistant message's text), and proposes ONE message,
+ * workflow module, loads the workflow, asks for the run's facts in bounded pieces, runs the
+ * tolerant JSON parsing and the node's rules (`validate`, a decision's choices, an assistant
+ * message's text), and proposes ONE verdict,
  * `interaction.accepted` (with the accepted output) or `interaction.rejected` (with the
  * actionable error the model sees), under the request's launch header. Then it exits. It changes
  * nothing itself: the host commits the verdict.
@@ -14,6 +15,7 @@ import { parseValidateRequest, type ValidateRequest } from "../protocol/validate
 import type { WorkerChannel } from "./channel.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
+import { requestRunFacts } from "./receive-facts.ts";
 
 export async function validateSubmission(channel: WorkerChannel): Promise<number> {
   const parsed = parseValidateRequest(await channel.firstFrame());
@@ -27,7 +29,7 @@ export async function validateSubmission(channel: WorkerChannel): Promise<number
     workerEpoch: launch.workerEpoch,
   });
   try {
-    await propose(proposer, request, await verdict(request));
+    await propose(proposer, request, await verdict(proposer, request));
   } catch (error) {
     // The host refused the verdict as stale (a deadline closed the request meanwhile).
     if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
@@ -41,7 +43,7 @@ type Verdict = { ok: true; output: JsonValue } | {
   error: FactError;
 };
 
-async function verdict(request: ValidateRequest): Promise<Verdict> {
+async function verdict(proposer: Proposer, request: ValidateRequest): Promise<Verdict> {
   try {
     process.chdir(request.launch.projectPath);
   } catch {
@@ -52,9 +54,10 @@ async function verdict(request: ValidateRequest): Promise<Verdict> {
   if (problem !== null) return sourceChanged(problem.detail);
   const loaded = await port.loadRunWorkflow(request.launch);
   if (!loaded.ok) return sourceChanged(loaded.problem.detail);
+  const facts = await requestRunFacts(proposer);
   const accepted = await loaded.workflow.acceptSubmission(
     request.nodeId,
-    request.facts,
+    facts,
     request.attemptId,
     request.submission,
   );

@@ -79,6 +79,27 @@ export default defineWorkflow({
 });
 `;
 
+/**
+ * Two compute steps of about 600 kB each, then an agent step whose `validate` reads both: the
+ * run's facts (over 1 MiB) pass no single message, so the validation child streams them.
+ */
+export const HEAVY = `
+import { agent, compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "heavy",
+  startAt: "a",
+  nodes: {
+    a: compute({ run: () => "a".repeat(600000) }),
+    b: compute({ run: () => "b".repeat(600000) }),
+    ask: agent({
+      prompt: "Give a number",
+      validate: (output, { outputs }) => ({ n: output.n, seen: outputs.a.length + outputs.b.length }),
+    }),
+  },
+  edges: [{ from: "a", to: "b" }, { from: "b", to: "ask" }],
+});
+`;
+
 /** Writes the workflows into `<root>/project/.pi/workflows/` and returns the project dir. */
 export function writeProject(root: string): string {
   const project = join(root, "project");
@@ -87,6 +108,7 @@ export function writeProject(root: string): string {
   writeFileSync(join(dir, "routed.workflow.ts"), ROUTED);
   writeFileSync(join(dir, "lone.workflow.ts"), LONE);
   writeFileSync(join(dir, "talk.workflow.ts"), TALK);
+  writeFileSync(join(dir, "heavy.workflow.ts"), HEAVY);
   return project;
 }
 

@@ -307,6 +307,21 @@ describe("decisions and assistant messages", () => {
   });
 });
 
+describe("the validation child's facts", () => {
+  it("streams run facts larger than one message to the validation child", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "heavy");
+    const step = await session.nextStep(undefined, 60_000);
+    const answer = await session.submit(step, { n: 3 }, { waitMs: 30_000 });
+    expect(answer.receipt).toMatchObject({ status: "accepted" });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+      n: 3,
+      seen: 1_200_000,
+    });
+  });
+});
+
 describe("push to the session", () => {
   it("wakes a held session.wait as soon as the step is requested", async () => {
     const session = await newSession();

@@ -2,9 +2,10 @@
  * Validation children: an interactive submission is checked by workflow code, which the host
  * never runs. For each `validating` submission the host starts `pi-workflows worker --validate`
  * (own process group, bounded output, fd-3 framing), writes one validate request carrying a
- * launch header (run, the generation the request waits under, a fresh worker epoch), and reads
- * ONE worker message back. The header is fenced like any worker message before the payload is
- * read; then the verdict commits (`acceptSubmission` / `rejectSubmission`) and the child gets its
+ * launch header (run, the generation the request waits under, a fresh worker epoch), answers
+ * its `facts.next` asks with the run's facts in bounded pieces, and reads ONE verdict back. Each
+ * message's header is fenced like any worker message before its payload is read; then the
+ * verdict commits (`acceptSubmission` / `rejectSubmission`) and the child gets its
  * reply and exits. A child that stops, hangs past the deadline or breaks the protocol rejects the
  * provisional submission with a clear reason: the request stays ready for a corrected retry.
  *
@@ -40,6 +41,8 @@ import { stopProcessGroup } from "../../os/stop-group.ts";
 import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
 import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
+import { runFactsText } from "../../state/run-facts-text.ts";
+import { createFactsStream, type FactsStream } from "./facts-stream.ts";
 
 /** How long the node's rules may take once the child is up (beyond the start-up deadline). */
 export const VALIDATE_BOUND_MS = 60_000;
@@ -153,19 +156,39 @@ async function runChild(
       submissionId: job.submissionId,
       nodeId: job.nodeId,
       attemptId: job.attemptId,
-      facts: { ...job.facts, projectPath: job.projectPath } as unknown as JsonValue,
       submission: job.submission,
     }).catch(() => {
       failure ??= "it stopped before it read the submission";
     });
     let decided = false;
+    let facts: FactsStream | "sent" | null = null;
     try {
       for await (const frame of readFrames(spawned.channel)) {
         if (!frame.ok) {
           failure ??= `it broke the protocol (${frame.error.code})`;
           break;
         }
-        const answer = judge(job, launch, frame.value);
+        const message = readChildMessage(launch, frame.value);
+        if (typeof message === "string") {
+          failure ??= message;
+          break;
+        }
+        if (message.kind === "worker.progress" && message.payload.op === "facts.next") {
+          // The run's facts in bounded pieces, read from SQLite as the child asks for them.
+          if (facts === "sent") {
+            failure ??= "it asked for more run facts than there are";
+            break;
+          }
+          facts ??= createFactsStream(runFactsText(ctx.store, job.runId));
+          const factsChunk = facts.next();
+          if (factsChunk.done) facts = "sent";
+          await writeFrame(
+            spawned.channel,
+            workerReply({ messageId: message.messageId, outcome: "accepted", factsChunk }),
+          );
+          continue;
+        }
+        const answer = judge(job, message);
         if (typeof answer === "string") {
           failure ??= answer;
           break;
@@ -209,18 +232,21 @@ type Verdict =
   | WorkerMessage & { kind: "interaction.accepted" }
   | WorkerMessage & { kind: "interaction.rejected" };
 
-/** The child's one message, header and fence first; a string says why it is refused. */
-function judge(job: ValidationJob, launch: WorkerLaunch, value: unknown): Verdict | string {
+/** A message of the child, header and fence first; a string says why it is refused. */
+function readChildMessage(launch: WorkerLaunch, value: unknown): WorkerMessage | string {
   const header = parseWorkerHeader(value);
   if (!header.ok) return `it sent an invalid message (${header.error})`;
   if (checkWorkerFence(header.value, launch) !== null) return "its message names another worker";
-  const kind = header.value.kind;
-  if (kind !== "interaction.accepted" && kind !== "interaction.rejected") {
-    return `it sent ${kind} instead of a verdict`;
-  }
   const parsed = parseWorkerPayload(header.value, value);
-  if (!parsed.ok) return `it sent an invalid verdict (${parsed.error})`;
-  const message = parsed.value as Verdict;
+  if (!parsed.ok) return `it sent an invalid ${header.value.kind} (${parsed.error})`;
+  return parsed.value;
+}
+
+/** The child's verdict, checked against the submission; a string says why it is refused. */
+function judge(job: ValidationJob, message: WorkerMessage): Verdict | string {
+  if (message.kind !== "interaction.accepted" && message.kind !== "interaction.rejected") {
+    return `it sent ${message.kind} instead of a verdict`;
+  }
   if (
     message.attemptId !== job.attemptId || message.payload.interactionId !== job.interactionId ||
     message.payload.submissionId !== job.submissionId
