@@ -3,6 +3,7 @@
  * real processes); socket clients stand in for the Pi extension of each session.
  */
 import { join } from "node:path";
+import { MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killAll, ROOT, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
 import { type PendingStep, SessionClient } from "../host/interactive-session.ts";
@@ -319,6 +320,27 @@ describe("the validation child's facts", () => {
       n: 3,
       seen: 1_200_000,
     });
+  });
+});
+
+describe("a submission at the message limit", () => {
+  it("is rejected at once as too large when the validate request cannot carry it", async () => {
+    // A long project path makes the run's source identity (in the validate request) larger than
+    // the envelope of the socket request that carried the submission.
+    const deep = join(home.root, ...Array.from({ length: 9 }, (_, i) => `${i}`.repeat(200)));
+    const longProject = writeProject(deep);
+    const session = await newSession();
+    const answer = await session.start("routed", longProject, {});
+    const runId = (answer.receipt as { run: { runId: string } }).run.runId;
+    const step = await session.nextStep();
+    const t0 = Date.now();
+    const big = await session.submit(step, "x".repeat(MAX_FRAME_BYTES - 2_000), { waitMs: 30_000 });
+    expect(big.receipt).toMatchObject({ status: "rejected", error: { code: "outputTooLarge" } });
+    // Not after the validation child's deadline: nothing reached it.
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    // The request stays ready for a smaller output.
+    expect((await session.submit(step, { n: 5 })).receipt).toMatchObject({ status: "accepted" });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
   });
 });
 

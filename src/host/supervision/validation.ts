@@ -15,7 +15,7 @@
 import { join } from "node:path";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
-import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
 import {
   WORKER_LAUNCH_SCHEMA,
@@ -123,6 +123,7 @@ async function runChild(
   };
   const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
   let failure: string | null = null;
+  let tooLarge = false;
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
@@ -157,8 +158,11 @@ async function runChild(
       nodeId: job.nodeId,
       attemptId: job.attemptId,
       submission: job.submission,
-    }).catch(() => {
-      failure ??= "it stopped before it read the submission";
+    }).catch((error) => {
+      // Nothing reached the child: it would wait for its request until the deadline.
+      spawned.channel.destroy();
+      if (error instanceof FrameError && error.code === "frameTooLarge") tooLarge = true;
+      else failure ??= "it stopped before it read the submission";
     });
     let decided = false;
     let facts: FactsStream | "sent" | null = null;
@@ -208,12 +212,22 @@ async function runChild(
       failure ??= "its channel closed";
     }
     if (!decided && !stopped) {
-      reject(ctx, job, {
-        code: "validationFailed",
-        message: `Output not validated: the validation process stopped (${
-          failure ?? "it exited without a verdict"
-        }); submit it again`,
-      });
+      reject(
+        ctx,
+        job,
+        tooLarge
+          ? {
+            code: "outputTooLarge",
+            message:
+              `Output rejected: with the run's source identity it passes the ${MAX_FRAME_BYTES} byte message limit; send a smaller output`,
+          }
+          : {
+            code: "validationFailed",
+            message: `Output not validated: the validation process stopped (${
+              failure ?? "it exited without a verdict"
+            }); submit it again`,
+          },
+      );
       decidedHook();
     }
   } finally {
