@@ -41,7 +41,8 @@ async function controlRun(
     receipt: { ...receipt, receipt: committed.receipt },
   });
   rt.log(`run.${action}`, { runId, revision: result.revision, stopWorker: result.stopWorker });
-  if (result.stopWorker && action !== "resume") {
+  // A cancel also stops a waiting run's validation child, which has no worker to stop.
+  if ((result.stopWorker && action !== "resume") || action === "cancel") {
     await rt.supervision.stopRun(runId, action === "pause" ? "paused" : "cancelled");
   }
   // Resume: launchable again. Cancel: a controller whose child this was is due.

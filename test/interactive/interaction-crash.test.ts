@@ -81,6 +81,15 @@ function validationChild(hostPid: number): number | null {
   return null;
 }
 
+function processExists(pid: number): boolean {
+  try {
+    // A zombie has been stopped; only the host's wait reaps it.
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
 function finished(stateDir: string, runId: string) {
   return waitFor(
     () => {
@@ -123,6 +132,25 @@ describe("interactive steps survive crashes", () => {
     });
     expect((await session.submit(step, { n: 2 })).receipt).toMatchObject({ status: "accepted" });
     expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("a cancel during a validation stops the validation child", async () => {
+    const { home, project } = crashHome();
+    const host = await startHostProcess(home.env);
+    const session = await open(home, "s-cancel-validating");
+    const runId = await startRun(session, project, { gate: join(home.root, "never") });
+    const step = await session.nextStep();
+    const pending = session.submit(step, { slow: true, n: 1 }, { waitMs: 25_000 });
+    const child = (await waitFor(() => validationChild(host.pid), "the validation child"))!;
+    const t0 = Date.now();
+    const cancel = await session.request("run.cancel", { runId, payload: {} });
+    expect(cancel.outcome).toBe("accepted");
+    // The cancel answers once the child is gone (the group's kill grace bounds it).
+    expect(processExists(child)).toBe(false);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await pending).receipt).toMatchObject({ status: "rejected" });
+    expect(runRow(home.stateDir, runId)).toMatchObject({ state: "cancelled" });
     expect(violations(home.stateDir)).toEqual([]);
   });
 

@@ -354,6 +354,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       return worker && !worker.claimReleased ? worker.claim : null;
     },
     async stopRun(runId, reason) {
+      // A cancelled run's submission was rejected with it; its validation child has no use.
+      if (reason === "cancelled") await validations.stopRun(runId);
       const worker = active.get(runId);
       if (!worker) return;
       worker.claimReleased = true;

@@ -60,13 +60,18 @@ export interface Validations {
   validate(submissionId: string): Promise<void>;
   /** Children running now. */
   count(): number;
+  /** Stops the run's children (the run was cancelled: their verdicts could change nothing). */
+  stopRun(runId: string): Promise<void>;
   /** Stops every child (host shutdown); their submissions stay `validating`. */
   shutdown(): Promise<void>;
 }
 
 export function createValidations(ctx: HostContext, deps: ValidationDeps): Validations {
   /** Per submission: `decided` once the verdict committed, `done` once the child is gone. */
-  const running = new Map<string, { decided: Promise<void>; done: Promise<void>; stop(): void }>();
+  const running = new Map<
+    string,
+    { runId: string; decided: Promise<void>; done: Promise<void>; stop(): void }
+  >();
   let closing = false;
 
   const validate = (submissionId: string): Promise<void> => {
@@ -85,13 +90,18 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
       markDecided();
       running.delete(submissionId);
     });
-    running.set(submissionId, { decided, done, stop: () => stopper.stop() });
+    running.set(submissionId, { runId: job.runId, decided, done, stop: () => stopper.stop() });
     return decided;
   };
 
   return {
     validate,
     count: () => running.size,
+    async stopRun(runId) {
+      const children = [...running.values()].filter((child) => child.runId === runId);
+      for (const child of children) child.stop();
+      await Promise.all(children.map((child) => child.done));
+    },
     async shutdown() {
       closing = true;
       const all = [...running.values()];
