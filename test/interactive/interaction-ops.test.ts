@@ -5,7 +5,15 @@
 import { join } from "node:path";
 import { MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killAll, ROOT, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
+import {
+  type CliProcess,
+  killAll,
+  ROOT,
+  runCliProcess,
+  startHostProcess,
+  tempHome,
+  waitFor,
+} from "../host/helpers.ts";
 import { type PendingStep, SessionClient } from "../host/interactive-session.ts";
 import { rows, runRow, violations, writeProject } from "./fixtures.ts";
 
@@ -46,8 +54,10 @@ function strandedTurns(runId: string) {
   );
 }
 
+let host: CliProcess;
+
 beforeAll(async () => {
-  await startHostProcess(home.env);
+  host = await startHostProcess(home.env);
 });
 afterAll(async () => {
   for (const client of clients) client.close();
@@ -357,5 +367,37 @@ describe("push to the session", () => {
     expect(step.runId).toBe(runId);
     expect(Date.now() - t0).toBeLessThan(10_000);
     await session.request("run.cancel", { runId, payload: {} });
+  });
+});
+
+describe("privacy", () => {
+  it("shows no prompt, output, session id or path in host status or the host log", async () => {
+    const secrets = {
+      session: "sess-SECRET-5151",
+      prompt: "SECRET-TOPIC-6262",
+      output: "SECRET-OUTPUT-7373",
+    };
+    const session = await SessionClient.open(home.socketPath, secrets.session);
+    clients.push(session);
+    const runId = await startRun(session, "routed", { topic: secrets.prompt });
+    const step = await session.nextStep();
+    expect(step.contract.message).toContain(secrets.prompt);
+    const status = await runCliProcess(["host", "status", "--json"], home.env);
+    expect(JSON.parse(status.stdout).pendingInteractions).toBeGreaterThanOrEqual(1);
+    const text = await runCliProcess(["host", "status"], home.env);
+    expect(text.stdout).toMatch(/pending interactions: [1-9]/);
+    await session.present(step, "entry-SECRET-8484");
+    await session.submit(step, { n: "no", note: secrets.output });
+    await session.update(step, { type: "log", data: secrets.output });
+    expect((await session.submit(step, { n: 1, note: secrets.output })).receipt).toMatchObject({
+      status: "accepted",
+    });
+    await finished(runId);
+    for (const output of [status.stdout, status.stderr, text.stdout, text.stderr, host.stderr()]) {
+      for (const secret of [...Object.values(secrets), "entry-SECRET-8484", project, "sess-"]) {
+        expect(output).not.toContain(secret);
+      }
+    }
+    expect(host.stderr()).toContain("interaction.accepted");
   });
 });
