@@ -9,9 +9,11 @@ import { type FactsChunk, type RunFacts, RunFactsSchema } from "../protocol/run-
 import { describeIssues } from "../protocol/schema-issues.ts";
 import type { HostVerdict, Proposer } from "./proposer.ts";
 
-export async function receiveRunFacts(proposer: Proposer, ready: HostVerdict): Promise<RunFacts> {
+export function receiveRunFacts(proposer: Proposer, ready: HostVerdict): Promise<RunFacts> {
   if (ready.factsChunk === undefined) {
-    throw new Error("Worker channel failed: the ready reply carried no run facts");
+    return Promise.reject(
+      new Error("Worker channel failed: the ready reply carried no run facts"),
+    );
   }
   return collectFacts(proposer, ready.factsChunk);
 }

@@ -13,7 +13,6 @@
  * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
  */
 import { join } from "node:path";
-import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
