@@ -1,14 +1,16 @@
 /**
- * `start --wait`: follows a run by polling `run.status` with an event cursor, prints progress
- * lines as events arrive, and stops when the run ends or needs someone (waiting, paused,
- * blocked). The exit code says which (exit-codes.ts).
+ * `start --wait`: follows a run by polling `run.status` with an event cursor, hands the events to
+ * the printer (follow-printer.ts) as they arrive, and stops when the run ends or needs someone
+ * (waiting, paused, blocked). The exit code says which (exit-codes.ts).
  */
 import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
+import type { Waiting } from "../protocol/decision-request.ts";
 import { HostUnavailableError } from "../protocol/failures.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
 import { EXIT } from "./exit-codes.ts";
-import { formatEvent, formatRunHeadline, formatValue } from "./format-run.ts";
+import { createFollowPrinter } from "./follow-printer.ts";
+import { formatRunHeadline } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
 
 const POLL_INTERVAL_MS = 150;
@@ -28,7 +30,8 @@ export async function followRun(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
-  if (!json) io.out(`Started ${formatRunHeadline(started)}`);
+  const printer = json ? null : createFollowPrinter(io);
+  if (!json) io.out(`Started ${formatRunHeadline(started, { style: io.style })}`);
   let cursor = 0;
   let failures = 0;
   let current = connection;
@@ -38,7 +41,12 @@ export async function followRun(
       try {
         response = await current.request("run.status", {
           runId: started.runId,
-          payload: { eventsAfter: cursor, eventLimit: EVENT_PAGE },
+          // The graph (for status details) only once, with the first page.
+          payload: {
+            eventsAfter: cursor,
+            eventLimit: EVENT_PAGE,
+            ...(cursor === 0 && printer ? { includeDefinition: true } : {}),
+          },
         });
         failures = 0;
       } catch (error) {
@@ -48,21 +56,25 @@ export async function followRun(
         continue;
       }
       const receipt = receiptOf("run.status", response);
+      if (cursor === 0) printer?.definition(receipt.definition);
       const events = receipt.events ?? [];
-      for (const event of events) {
-        const line = json ? null : formatEvent(event);
-        if (line !== null) io.out(line);
-      }
+      printer?.events(events);
       cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
       // Drain every event before deciding, so the last lines are never skipped.
       if (events.length < EVENT_PAGE) {
         const code = finalCode(receipt.run);
         if (code !== null) {
           if (json) printJson(io, { run: receipt.run });
-          else printResult(io, receipt.run);
+          else {
+            printer!.finish(receipt.run, {
+              attempts: receipt.attempts,
+              waiting: receipt.waiting as Waiting | undefined,
+            });
+          }
           return code;
         }
         await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+        printer?.tick(Date.now());
       }
     }
   } finally {
@@ -86,28 +98,5 @@ function finalCode(run: RunSummary): number | null {
       // A blocked run is parked with a reason; it does not move until someone resumes it.
       if (run.blockedReason) return EXIT.runNeedsAttention;
       return null;
-  }
-}
-
-function printResult(io: CliIo, run: RunSummary): void {
-  switch (run.state) {
-    case "completed":
-      io.out(`Run completed: ${run.runId}`);
-      if (run.output !== undefined) io.out(formatValue(run.output));
-      return;
-    case "waiting":
-      io.out(
-        `Run is waiting for input: ${run.runId} (see what it asks with 'pi-workflows status ` +
-          `${run.runId}', answer with 'pi-workflows answer ${run.runId} ...')`,
-      );
-      return;
-    default:
-      if (run.state === "queued" || run.state === "running") {
-        io.out(
-          `Run stopped moving: ${run.runId} is paused or blocked; resume it with 'pi-workflows resume ${run.runId}'`,
-        );
-        return;
-      }
-      io.out(`Run ${run.state}: ${run.runId}${run.error ? `: ${run.error.message}` : ""}`);
   }
 }

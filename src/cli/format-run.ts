@@ -1,69 +1,95 @@
-/** Plain-text views of runs for people: one run, a list of runs, and progress events. */
+/** Plain-text views of runs for people: one run, a list of runs, and the one-line headline. */
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type {
   AmbiguousEffectSummary,
   AttemptSummary,
-  RunEvent,
   RunSummary,
   UpdateSummary,
 } from "../protocol/run-operations.ts";
+import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
+import { describeRunState, type RunStateContext } from "./run-state.ts";
+import { shortRunId } from "./run-ids.ts";
+import { duration, relative, when } from "./time-text.ts";
 
 const MAX_VALUE_CHARS = 2000;
 
-export function formatRunHeadline(run: RunSummary): string {
-  const flags = [
-    run.paused ? "paused" : "",
-    run.blockedReason ? `blocked: ${run.blockedReason}` : "",
-  ]
-    .filter(Boolean);
-  const title = run.title ? ` — ${run.title}` : "";
-  return `${run.runId}  ${run.workflowName}${title}  ${run.state}${
-    flags.length ? ` (${flags.join(", ")})` : ""
-  }`;
+export interface RunTextOptions {
+  style?: CliStyle;
+  now?: number;
 }
 
-/** One run; `attemptCount` (when more than shown) says that only the last attempts are listed. */
+export interface RunStatusTextOptions extends RunTextOptions, RunStateContext {
+  /** Effects that may have applied without a receipt (`run.status`'s `ambiguousEffects`). */
+  ambiguous?: readonly AmbiguousEffectSummary[];
+  /** The latest updates (`run.status` with `includeUpdates`). */
+  updates?: readonly UpdateSummary[];
+  /** How many attempts the run has, when more than `attempts` holds (the last ones). */
+  attemptCount?: number;
+}
+
+/** `run-1a2b3c4d  hello — Say hello to Ada  ▶ queued`: the run a command just acted on. */
+export function formatRunHeadline(run: RunSummary, options: RunTextOptions = {}): string {
+  const style = options.style ?? PLAIN_STYLE;
+  const state = describeRunState(run);
+  const title = run.title ? ` ${style.glyph("dash")} ${run.title}` : "";
+  return style.text(
+    `${shortRunId(run.runId)}  ${run.workflowName}${title}  ${style.paint(state.tone, state.word)}`,
+  );
+}
+
+/** `status`: the run, what it waits for or why it is stuck, the command that moves it on. */
 export function formatRun(
   run: RunSummary,
   attempts: readonly AttemptSummary[] = [],
-  ambiguous: readonly AmbiguousEffectSummary[] = [],
-  updates: readonly UpdateSummary[] = [],
-  attemptCount = attempts.length,
+  options: RunStatusTextOptions = {},
 ): string {
+  const style = options.style ?? PLAIN_STYLE;
+  const now = options.now ?? Date.now();
+  const state = describeRunState(run, { waiting: options.waiting, attempts });
   const lines = [
     `run ${run.runId}`,
-    `workflow: ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`,
-    `state: ${run.state} (queue ${run.queueState})${run.paused ? ", paused" : ""}${
-      run.blockedReason ? `, blocked: ${run.blockedReason}` : ""
-    }`,
+    `workflow: ${run.workflowName}${run.title ? ` ${style.glyph("dash")} ${run.title}` : ""}`,
+    `state: ${
+      style.paint(state.tone, `${style.glyph(state.glyph)} ${state.word}`)
+    } (queue ${run.queueState})`,
+  ];
+  if (state.reason) lines.push(`why: ${state.reason}`);
+  // A waiting run's section (format-waiting.ts) ends with the exact command to answer it.
+  if (state.next && !options.waiting) lines.push(`next: ${state.next}`);
+  lines.push(
     `revision: ${run.revision}`,
     `mode: ${run.executionMode}`,
-    `created: ${new Date(run.createdAt).toISOString()}`,
-    `updated: ${new Date(run.updatedAt).toISOString()}`,
-  ];
+    `created: ${when(run.createdAt, now)}`,
+    `updated: ${when(run.updatedAt, now)}`,
+  );
   if (attempts.length > 0) {
+    const count = options.attemptCount ?? attempts.length;
     lines.push(
-      attemptCount > attempts.length
-        ? `nodes (the last ${attempts.length} of ${attemptCount} attempts; --attempts all shows ` +
-          "every one):"
+      count > attempts.length
+        ? `nodes (the last ${attempts.length} of ${count} attempts; --attempts all shows every one):`
         : "nodes:",
     );
-    for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt)}`);
+    const width = Math.max(...attempts.map((a) => a.nodeId.length));
+    for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt, width, style, now)}`);
   }
+  const updates = options.updates ?? [];
   if (updates.length > 0) {
     lines.push("updates (latest first):");
     for (const u of updates) {
       const key = u.key ? ` ${u.key}` : "";
-      const data = formatValue(u.data);
+      const data = formatValue(u.data, style);
       lines.push(
-        `  ${u.nodeId} ${u.type}${key}: ${data.length > 200 ? `${data.slice(0, 200)}…` : data}`,
+        `  ${u.nodeId} ${u.type}${key}: ${
+          data.length > 200 ? `${data.slice(0, 200)}${style.glyph("ellipsis")}` : data
+        }`,
       );
     }
   }
-  if (run.output !== undefined) lines.push(`output: ${formatValue(run.output)}`);
   if (run.error) lines.push(`error: ${run.error.code}: ${run.error.message}`);
-  lines.push(...formatAmbiguous(run, attempts, ambiguous));
-  return lines.join("\n");
+  lines.push(...formatAmbiguous(run, attempts, options.ambiguous ?? []));
+  const text = style.text(lines.join("\n"));
+  // The output is data: shown as it is, whatever the locale.
+  return run.output === undefined ? text : `${text}\noutput: ${formatValue(run.output, style)}`;
 }
 
 /**
@@ -88,7 +114,7 @@ function formatAmbiguous(
   }
   const blocking = attempts.at(-1);
   if (run.blockedReason === "effectAmbiguous" && blocking) {
-    const base = `pi-workflows effect resolve ${run.runId} ${blocking.attemptId}`;
+    const base = `pi-workflows effect resolve ${shortRunId(run.runId)} ${blocking.attemptId}`;
     lines.push(
       "check the external system, then record what happened (a plain resume is refused):",
       `  ${base} --applied '<output-json>'   it applied; the JSON becomes the node's output`,
@@ -101,76 +127,100 @@ function formatAmbiguous(
   return lines;
 }
 
-const ATTEMPT_MARKS: Record<AttemptSummary["state"], string> = {
-  running: "…",
-  waiting: "?",
-  ok: "✓",
-  failed: "✗",
-  timed_out: "⧗",
-  cancelled: "⊘",
-  interrupted: "↺",
+const ATTEMPT_LOOKS: Record<AttemptSummary["state"], { glyph: GlyphName; tone: Tone }> = {
+  running: { glyph: "running", tone: "running" },
+  waiting: { glyph: "waiting", tone: "waiting" },
+  ok: { glyph: "ok", tone: "ok" },
+  failed: { glyph: "failed", tone: "failed" },
+  timed_out: { glyph: "timedOut", tone: "failed" },
+  cancelled: { glyph: "cancelled", tone: "warn" },
+  interrupted: { glyph: "interrupted", tone: "warn" },
 };
 
-function formatAttempt(attempt: AttemptSummary): string {
-  const took = attempt.finishedAt !== undefined
-    ? ` ${Math.max(0, attempt.finishedAt - attempt.startedAt)} ms`
-    : "";
-  const error = attempt.error ? `: ${attempt.error.message}` : "";
-  return `${
-    ATTEMPT_MARKS[attempt.state]
-  } ${attempt.nodeId} (${attempt.nodeKind}, ${attempt.state}${took})${error}`;
-}
-
-/** The runs, newest first, and a last line when `total` says more exist than are shown. */
-export function formatRunList(
-  runs: readonly RunSummary[],
-  total = runs.length,
-  all = false,
+/** `✓ greet  compute  ok  12ms`, with the error of a failed attempt. */
+function formatAttempt(
+  attempt: AttemptSummary,
+  width: number,
+  style: CliStyle,
+  now: number,
 ): string {
+  const look = ATTEMPT_LOOKS[attempt.state];
+  const took = attempt.finishedAt !== undefined
+    ? duration(attempt.finishedAt - attempt.startedAt)
+    : `${duration(now - attempt.startedAt)} so far`;
+  const word = attempt.state === "timed_out" ? "timed out" : attempt.state;
+  const error = attempt.error ? `: ${attempt.error.message}` : "";
+  return `${style.paint(look.tone, style.glyph(look.glyph))} ${
+    attempt.nodeId.padEnd(width)
+  }  ${attempt.nodeKind}, ${word}, ${took}${error}`;
+}
+
+export interface RunListOptions extends RunTextOptions {
+  /** Whether finished runs were asked for (`list --all`). */
+  all?: boolean;
+  /** How many runs match, when more than are shown. */
+  total?: number;
+  /** What waiting runs wait for, by run id (read for the runs shown). */
+  waiting?: ReadonlyMap<string, RunStateContext>;
+}
+
+/**
+ * `list`: one line per run (state, short id, age, workflow and title), and under a run that
+ * needs someone the command that moves it on. An empty list says how to see more.
+ */
+export function formatRunList(runs: readonly RunSummary[], options: RunListOptions = {}): string {
+  const style = options.style ?? PLAIN_STYLE;
+  const total = options.total ?? runs.length;
   const more = total > runs.length
-    ? `\nShowing ${runs.length} of ${total} ${all ? "" : "active "}runs: ${
-      all ? "--all without --limit shows every one" : "--limit N or --all shows more"
+    ? `Showing ${runs.length} of ${total} ${options.all ? "" : "active "}runs: ${
+      options.all ? "--all without --limit shows every one" : "--limit N or --all shows more"
     }`
-    : "";
-  if (runs.length === 0) return `No runs${more}`;
-  const width = Math.max(...runs.map((run) => run.state.length + (run.paused ? 8 : 0)));
-  return runs.map((run) => {
-    const state = `${run.state}${run.paused ? " (paused)" : ""}`.padEnd(width + 1);
-    return `${state} ${run.runId}  ${run.workflowName}${run.title ? ` — ${run.title}` : ""}`;
-  }).join("\n") + more;
-}
-
-/** One progress line per event `start --wait` shows; null for events people need not see. */
-export function formatEvent(event: RunEvent): string | null {
-  const node = event.nodeId ?? "";
-  const data = (event.data ?? {}) as Record<string, unknown>;
-  switch (event.type) {
-    case "node.started":
-      return `▶ ${node}`;
-    case "node.finished":
-      return `✓ ${node}`;
-    case "node.failed":
-      return `✗ ${node}${typeof data.code === "string" ? `: ${data.code}` : ""}`;
-    case "node.timed_out":
-      return `⧗ ${node} timed out`;
-    case "node.update":
-      return `  · ${node} ${typeof data.type === "string" ? data.type : "update"}${
-        typeof data.key === "string" ? ` ${data.key}` : ""
-      }`;
-    case "run.waiting":
-      return "? waiting for input";
-    case "run.paused":
-      return "‖ paused";
-    case "run.resumed":
-      return "▷ resumed";
-    case "run.blocked":
-      return "‖ blocked for review";
-    default:
-      return null;
+    : null;
+  if (runs.length === 0) {
+    if (more) return more;
+    return options.all
+      ? "No runs yet: start one with 'pi-workflows start <workflow>'"
+      : "No active runs. 'pi-workflows list --all' shows finished ones too.";
   }
+  const now = options.now ?? Date.now();
+  const rows = runs.map((run) => {
+    const state = describeRunState(run, options.waiting?.get(run.runId));
+    return { run, state, age: relative(run.createdAt, now) };
+  });
+  const stateWidth = Math.max(...rows.map((r) => r.state.word.length));
+  const ageWidth = Math.max(...rows.map((r) => r.age.length));
+  const lines: string[] = [];
+  for (const { run, state, age } of rows) {
+    const mark = style.paint(
+      state.tone,
+      `${style.glyph(state.glyph)} ${state.word.padEnd(stateWidth)}`,
+    );
+    const title = run.title ? ` ${style.glyph("dash")} ${run.title}` : "";
+    const failure = run.error && run.state !== "cancelled" ? ` (${run.error.code})` : "";
+    const rest = `  ${shortRunId(run.runId)}  ${
+      age.padStart(ageWidth)
+    }  ${run.workflowName}${title}${failure}`;
+    lines.push(fitLine(mark, style.text(rest), style));
+    if (state.next) lines.push(fitLine("", style.text(`  next: ${state.next}`), style));
+  }
+  if (more) lines.push(more);
+  return lines.join("\n");
 }
 
-export function formatValue(value: unknown): string {
+/** On a TTY a line is cut to the terminal's width; a pipe gets it whole. */
+function fitLine(painted: string, plain: string, style: CliStyle): string {
+  const terminal = style.terminal;
+  if (!terminal.tty) return painted + plain;
+  const room = terminal.columns - [...stripAnsi(painted)].length;
+  const chars = [...plain];
+  if (chars.length <= room) return painted + plain;
+  const ellipsis = style.glyph("ellipsis");
+  return painted + chars.slice(0, Math.max(0, room - ellipsis.length)).join("") + ellipsis;
+}
+
+export function formatValue(value: unknown, style: CliStyle = PLAIN_STYLE): string {
   const text = typeof value === "string" ? value : canonicalJson(value);
-  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}… (truncated)` : text;
+  return text.length > MAX_VALUE_CHARS
+    ? `${text.slice(0, MAX_VALUE_CHARS)}${style.glyph("ellipsis")} (truncated)`
+    : text;
 }

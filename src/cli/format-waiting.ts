@@ -6,10 +6,18 @@
 import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { PresentationBlock, Waiting } from "../protocol/decision-request.ts";
+import { type CliStyle, PLAIN_STYLE } from "./cli-style.ts";
+import { shortRunId } from "./run-ids.ts";
+import { when } from "./time-text.ts";
 
 const INDENT = "  ";
 
-export function formatWaiting(runId: string, waiting: Waiting, now = Date.now()): string {
+export function formatWaiting(
+  runId: string,
+  waiting: Waiting,
+  now = Date.now(),
+  style: CliStyle = PLAIN_STYLE,
+): string {
   const lines: string[] = [];
   const kind = waiting.kind === "humanDecision" ? "human decision" : "checkpoint";
   lines.push(`waiting: ${waiting.nodeId} (${kind}) since ${when(waiting.since, now)}`);
@@ -47,11 +55,12 @@ export function formatWaiting(runId: string, waiting: Waiting, now = Date.now())
     );
   }
   lines.push(`${INDENT}answer: ${howToAnswer(runId, waiting)}`);
-  return lines.join("\n");
+  // A terminal that is not UTF-8 gets ASCII for the bullets, rules and dashes.
+  return style.text(lines.join("\n"));
 }
 
 function howToAnswer(runId: string, waiting: Waiting): string {
-  const base = `pi-workflows answer ${runId} ${waiting.nodeId}`;
+  const base = `pi-workflows answer ${shortRunId(runId)} ${waiting.nodeId}`;
   if (waiting.kind === "checkpoint") return `${base} '<json or text>'`;
   const [name, choice] = Object.entries(waiting.decision?.choices ?? {})[0] ?? ["<choice>", null];
   return choice?.input
@@ -104,21 +113,4 @@ function typeName(schema: AnswerSchema): string {
 function value(v: unknown): string {
   const text = canonicalJson(v);
   return text.length > 2000 ? `${text.slice(0, 2000)}… (truncated)` : text;
-}
-
-/** An absolute time with how far it is from now (`2026-01-01T10:00:00.000Z, in 5m`). */
-function when(at: number, now: number): string {
-  const delta = at - now;
-  const span = humanSpan(Math.abs(delta));
-  return `${new Date(at).toISOString()} (${delta >= 0 ? `in ${span}` : `${span} ago`})`;
-}
-
-function humanSpan(ms: number): string {
-  if (ms < 1000) return `${ms} ms`;
-  const s = Math.round(ms / 1000);
-  if (s < 120) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 120) return `${m}m`;
-  const h = Math.round(m / 60);
-  return h < 48 ? `${h}h` : `${Math.round(h / 24)}d`;
 }

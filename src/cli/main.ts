@@ -4,8 +4,10 @@
  * and `--help` stay fast.
  */
 import "./quiet-warnings.ts";
+import { exitQuietlyOnClosedPipe } from "./output.ts";
 import { runCli } from "./run-cli.ts";
 
+exitQuietlyOnClosedPipe();
 runCli(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
 });

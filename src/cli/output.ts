@@ -1,18 +1,48 @@
 /**
  * Where the CLI writes: results to stdout (plain text for people, one JSON document with
- * `--json`), problems to stderr as one line. Errors never carry a stack trace.
+ * `--json`), problems to stderr as one line. Errors never carry a stack trace. A reader that
+ * goes away (`pi-workflows start --wait | head`) ends the command quietly, as git does.
  */
 import { canonicalJson } from "../protocol/canonical-json.ts";
+import { type CliStyle, cliStyle } from "./cli-style.ts";
+import { detectTerminal } from "./terminal.ts";
 
 export interface CliIo {
   out(text: string): void;
   err(text: string): void;
+  /** How stdout shows glyphs and colour (the plain style when absent). */
+  readonly style?: CliStyle;
+  /** Writes `text` to stdout as it is, without a newline (a TTY's redrawn progress line). */
+  write?(text: string): void;
 }
+
+let stdoutStyle: CliStyle | undefined;
 
 export const processIo: CliIo = {
   out: (text) => process.stdout.write(text.endsWith("\n") ? text : `${text}\n`),
   err: (text) => process.stderr.write(text.endsWith("\n") ? text : `${text}\n`),
+  write: (text) => process.stdout.write(text),
+  get style() {
+    return stdoutStyle ??= cliStyle(detectTerminal(process.stdout, process.env));
+  },
 };
+
+/** The exit status of a process whose reader closed the pipe (128 + SIGPIPE, as git's). */
+export const CLOSED_PIPE_EXIT = 141;
+
+/**
+ * Ends the process quietly when stdout or stderr loses its reader (EPIPE), instead of Node's
+ * unhandled-error stack; any other failure of those streams leaves nowhere to report it, so it
+ * ends the process with exit 1. Installed once by the program entry. A run the command started
+ * or followed goes on in the host.
+ */
+export function exitQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      process.exit(error.code === "EPIPE" ? CLOSED_PIPE_EXIT : 1);
+    });
+  }
+}
 
 /** Stable, sorted JSON for scripts (one line). */
 export function printJson(io: CliIo, value: unknown): void {

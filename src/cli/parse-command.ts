@@ -11,6 +11,7 @@ import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
 import { type ControllerCommand, parseControllerCommand } from "./parse-controller.ts";
+import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -81,7 +82,8 @@ export type CliCommand =
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | EffectResolveCommand
   | ControllerCommand
-  | { kind: "worker"; args: string[] };
+  | { kind: "worker"; args: string[] }
+  | CompletionCommand;
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -198,6 +200,9 @@ export function parseCommand(argv: readonly string[]): CliCommand {
         out: typeof out === "string" ? out : null,
       };
     }
+    case "completion":
+    case "__complete":
+      return parseCompletion(name, rest);
     default:
       throw unknownCommand(name);
   }
@@ -276,8 +281,9 @@ function parseAnswer(rest: readonly string[]): CliCommand {
   if (choice !== null && choice.trim() === "") {
     throw new UsageError("Option --choice is empty: name one of the decision's choices");
   }
-  const flagged = choice !== null || inputs.length > 0;
-  // With --choice/--input the answer is in the options: <runId> [<nodeId>]; else it is last.
+  // With --choice the answer is in the options: <runId> [<nodeId>]; else it is last (a choice
+  // typed as a word may still take --input: `answer run-1 reject --input reason=...`).
+  const flagged = choice !== null;
   const parsed = parse("answer", rest, options, flagged ? 1 : 2, flagged ? 2 : 3);
   const [runId, ...more] = parsed.positionals;
   const text = flagged ? null : more.pop()!;

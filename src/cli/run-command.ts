@@ -22,6 +22,8 @@ import { formatWaiting } from "./format-waiting.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
+import { readWaitingOf } from "./list-waiting.ts";
+import { resolveRunId } from "./run-ids.ts";
 import type { CliCommand } from "./parse-command.ts";
 import { formatNotifications } from "./format-notifications.ts";
 
@@ -97,11 +99,16 @@ export async function runRunCommand(
 async function execute(
   connection: HostConnection,
   reconnect: () => Promise<HostConnection>,
-  command: RunCommand,
+  typed: RunCommand,
   start: StartRequest | null,
   pi: PiDiscovery | null,
   io: CliIo,
 ): Promise<number> {
+  // A run id may be typed as any unique prefix; from here on it is the full id.
+  const command = "runId" in typed
+    ? { ...typed, runId: await resolveRunId(connection, typed.runId) }
+    : typed;
+  const style = io.style;
   switch (command.kind) {
     case "start": {
       const { run } = receiptOf(
@@ -119,7 +126,7 @@ async function execute(
       );
       if (command.wait) return await followRun(connection, reconnect, run, command.json, io);
       if (command.json) printJson(io, { run });
-      else io.out(`Started ${formatRunHeadline(run)}`);
+      else io.out(`Started ${formatRunHeadline(run, { style })}`);
       return EXIT.ok;
     }
     case "status": {
@@ -129,17 +136,16 @@ async function execute(
       });
       if (command.json) printJson(io, receipt);
       else {
-        io.out(
-          formatRun(
-            receipt.run,
-            receipt.attempts,
-            receipt.ambiguousEffects,
-            receipt.updates,
-            receipt.attemptCount,
-          ),
-        );
+        const waiting = receipt.waiting as Waiting | undefined;
+        io.out(formatRun(receipt.run, receipt.attempts, {
+          style,
+          waiting,
+          ambiguous: receipt.ambiguousEffects,
+          updates: receipt.updates,
+          attemptCount: receipt.attemptCount,
+        }));
         if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
-        if (receipt.waiting) io.out(formatWaiting(receipt.run.runId, receipt.waiting as Waiting));
+        if (waiting) io.out(formatWaiting(receipt.run.runId, waiting, Date.now(), style));
       }
       return EXIT.ok;
     }
@@ -150,7 +156,10 @@ async function execute(
       const limit = command.limit ?? (command.all ? null : DEFAULT_LIST_LIMIT);
       const list = await readRunList(connection, command.all, limit);
       if (command.json) printJson(io, list);
-      else io.out(formatRunList(list.runs, list.total, command.all));
+      else {
+        const waiting = await readWaitingOf(connection, list.runs);
+        io.out(formatRunList(list.runs, { style, all: command.all, total: list.total, waiting }));
+      }
       return EXIT.ok;
     }
     case "effect":
@@ -162,7 +171,7 @@ async function execute(
         await connection.request(operation, { runId: command.runId }),
       );
       if (command.json) printJson(io, { run });
-      else io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run)}`);
+      else io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run, { style })}`);
       return EXIT.ok;
     }
   }

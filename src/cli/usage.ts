@@ -20,14 +20,21 @@ Commands:
   view [runId]                 Watch runs live in the terminal (read-only)
   doctor                       Check the state database (read-only)
   schema [name] [--out DIR]    Print or write the protocol's JSON Schemas
+  completion bash|zsh          Print a shell completion script
 
 Options:
   --help       Show help (also: pi-workflows <command> --help)
   --version    Print the version
 
+Examples:
+  pi-workflows start echo hi --wait      run the built-in echo workflow and follow it
+  pi-workflows list                      what runs, waits or is stuck, and what moves it on
+  pi-workflows status 1a2b               one run (any unique prefix of its id)
+  source <(pi-workflows completion bash) tab completion for this shell
+
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by the host, 4 host unavailable,
-5 doctor found problems, 6 run did not succeed, 7 run needs attention, 8 no usable Pi
-(see docs/cli.md).`;
+5 doctor found problems, 6 run did not succeed, 7 run needs attention, 8 no usable Pi,
+141 output pipe closed (see docs/cli.md).`;
 
 export const COMMAND_HELP: Record<string, string> = {
   view: `Usage: pi-workflows view [runId] [--once] [--all]
@@ -39,7 +46,11 @@ last step follows live), a active/all, q back or quit.
 
 Options:
   --once   Print one plain-text snapshot and exit (also when stdout is not a terminal)
-  --all    List finished runs too`,
+  --all    List finished runs too
+
+Examples:
+  pi-workflows view                 the live runs list
+  pi-workflows view 1a2b --once     one snapshot of run run-1a2b... (any unique id prefix)`,
   start: `Usage: pi-workflows start <workflow> [text...] [options]
 
 Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts file).
@@ -60,24 +71,50 @@ Options:
   --provider P        Pi provider for the run's model steps (needs --model)
   --model M           Pi model for the run's model steps
   --thinking T        Thinking level: off, minimal, low, medium, high, xhigh, max
-  -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)`,
+  -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)
+
+Examples:
+  pi-workflows start echo hello there --wait      the built-in echo workflow
+  pi-workflows start examples/hello.workflow.ts --input-json '{"name": "Ada"}' --wait
+  pi-workflows start deploy --input-file input.json --env GITHUB_TOKEN --cwd ~/src/app
+                                                  .pi/workflows/deploy.workflow.ts of ~/src/app
+  pi-workflows start review --model claude-sonnet-4 --thinking low --wait
+                                                  model steps in a headless Pi`,
   status: `Usage: pi-workflows status <runId> [--attempts N|all] [--json]
 
 Shows the state, revision, nodes and result of one run: the last 20 node attempts, or the last N
 (--attempts N, up to 1000), or every one (--attempts all). A waiting run also shows what it asks:
-the decision's title, presentation, choices, deadline and default, and how to answer it.`,
+the decision's title, presentation, choices, deadline and default, and how to answer it.
+
+A run id may be any unique prefix of it (1a2b, run-1a2b), as in git.
+
+Examples:
+  pi-workflows status 1a2b
+  pi-workflows status run-1a2b3c4d --attempts all --json`,
   list: `Usage: pi-workflows list [--all] [--limit N] [--json]
 
-Lists active runs (queued, running, waiting, paused), newest first: the newest 50, or N with
---limit N. --all lists every run, finished ones included (all of them unless --limit is given).
-When more runs exist than are shown, the last line says how many.`,
+Lists active runs (queued, running, waiting, paused, blocked), newest first: the newest 50, or N
+with --limit N. --all lists every run, finished ones included (all of them unless --limit is
+given). Each shows its state in words (waiting for whom, blocked, paused) and, under a run that
+needs someone, the command that moves it on. When more runs exist than are shown, the last line
+says how many.
+
+Examples:
+  pi-workflows list
+  pi-workflows list --all --limit 10 --json`,
   pause: `Usage: pi-workflows pause <runId> [--json]
 
-Pauses a run: its worker stops and it resumes later from its last durable boundary.`,
+Pauses a run: its worker stops and it resumes later from its last durable boundary.
+
+Example:
+  pi-workflows pause 1a2b`,
   resume: `Usage: pi-workflows resume <runId> [--json]
 
 Resumes a paused run, or a run blocked after its workflow source changed (once restored).
-A run blocked on an ambiguous effect is refused: use 'pi-workflows effect resolve'.`,
+A run blocked on an ambiguous effect is refused: use 'pi-workflows effect resolve'.
+
+Example:
+  pi-workflows resume 1a2b`,
   effect: `Usage: pi-workflows effect resolve <runId> <attemptId|effectId> <verdict> [options]
 
 An action or shell node was interrupted and may have applied its effect without a receipt, so
@@ -92,10 +129,16 @@ Verdicts (exactly one):
 
 Options:
   --operator NAME  Who decided (default: your login name)
-  --json           Print machine-readable JSON`,
+  --json           Print machine-readable JSON
+
+Example:
+  pi-workflows effect resolve 1a2b att-7 --not-applied`,
   cancel: `Usage: pi-workflows cancel <runId> [--json]
 
-Cancels a run. An effect that may have applied becomes ambiguous for manual review.`,
+Cancels a run. An effect that may have applied becomes ambiguous for manual review.
+
+Example:
+  pi-workflows cancel 1a2b`,
   answer: `Usage: pi-workflows answer <runId> [<nodeId>] <json|text> [--json]
        pi-workflows answer <runId> [<nodeId>] --choice <name> [--input <name>=<text>] [--json]
 
@@ -107,7 +150,12 @@ node the run waits at. The run then continues, same run id, from the answered no
                    a choice that needs text takes --input <name>=<text>
 
 Refused (exit 3): a second or stale answer, the wrong node, an answer after the deadline (its
-default or timeout is recorded instead), or one that does not fit what the node declared.`,
+default or timeout is recorded instead), or one that does not fit what the node declared.
+
+Examples:
+  pi-workflows answer 1a2b '{"approved": true}'
+  pi-workflows answer 1a2b approve
+  pi-workflows answer 1a2b approval --choice reject --input reason="flaky tests"`,
   host: `Usage: pi-workflows host <run|start|status|stop> [--json]
 
   run      Run the host attached to this terminal (logs to stderr)
@@ -116,7 +164,11 @@ default or timeout is recorded instead), or one that does not fit what the node 
   stop     Ask the host to stop gracefully
 
 Environment: PI_WORKFLOWS_STATE_DIR (state directory), PI_WORKFLOWS_HOST_IDLE_MS (idle exit,
-default 300000).`,
+default 300000).
+
+Examples:
+  pi-workflows host status
+  pi-workflows host stop`,
   controller: `Usage: pi-workflows controller <action> [arguments] [options]
 
   list [<controller>]                 The project's controllers and resources
@@ -141,7 +193,12 @@ Options:
   --wait               apply, reconcile: wait until the resource settles; delete: until it is gone
   --timeout SECONDS    how long --wait waits (default 60)
   --cwd DIR            the project directory (default: the current directory)
-  --json               print machine-readable JSON`,
+  --json               print machine-readable JSON
+
+Examples:
+  pi-workflows controller list
+  pi-workflows controller get file-sync notes
+  pi-workflows controller reconcile file-sync notes --wait`,
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.`,
@@ -157,7 +214,24 @@ worker messages, replies and the launch envelope. See docs/protocol.md, "Write a
 
 Example:
   pi-workflows schema host-request > host-request.v1.json`,
+Opens the state database read-only and checks its identity and invariants.
+
+Example:
+  pi-workflows doctor --json`,
   worker: `Usage: pi-workflows worker
 
-Internal: a run worker started by the host. Do not run it by hand.`,
+Internal: a run worker started by the host. Do not run it by hand.
+
+Example (what the host runs; it fails when started by hand):
+  pi-workflows worker`,
+  completion: `Usage: pi-workflows completion <bash|zsh>
+
+Prints a completion script for the shell: commands, options, workflow names (the project's
+.pi/workflows/, your agent directory's workflows/ and the built-ins) and, while a host runs,
+run ids. Completing never starts a host.
+
+Examples:
+  pi-workflows completion bash > ~/.local/share/bash-completion/completions/pi-workflows
+  pi-workflows completion zsh > "\${fpath[1]}/_pi-workflows"   (then start a new zsh)
+  source <(pi-workflows completion bash)                      this shell only`,
 };

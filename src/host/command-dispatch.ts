@@ -21,6 +21,7 @@ import { hostStatus } from "./host-status.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-control.ts";
 import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
+import { findRunsQuery } from "./run-find.ts";
 import { startRunCommand } from "./run-start.ts";
 import {
   claimNotificationsQuery,
@@ -55,6 +56,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "session.wait": sessionWaitQuery,
   "run.status": runStatusQuery,
   "run.list": listRunsQuery,
+  "run.find": findRunsQuery,
   "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),
   "decision.answer": (rt, request) => withReceipt(rt, request, answerDecisionCommand),
   "notification.claim": claimNotificationsQuery,

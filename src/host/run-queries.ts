@@ -22,6 +22,7 @@ import { DEFAULT_STATUS_ATTEMPTS } from "../protocol/run-operations.ts";
 import { ANSWER_BUDGET_BYTES, jsonBytes, prefixWithin, suffixWithin } from "./answer-budget.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
+import { readDefinitionSnapshot } from "../state/viewer-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
@@ -76,6 +77,10 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       }));
     }
   }
+  if (payload.includeDefinition) {
+    const definition = readDefinitionSnapshot(rt.store, view.definitionDigest);
+    if (definition !== undefined) receipt.definition = definition;
+  }
   // The answer fits one message: the output (up to the node output limit) and the waiting
   // request first, then as many events, updates (in half the room left) and attempts as fit;
   // the cursors page through the rest.
@@ -85,6 +90,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       output: null,
       waiting: receipt.waiting ?? null,
       ambiguousEffects: receipt.ambiguousEffects ?? null,
+      definition: receipt.definition ?? null,
     });
   // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
   // plain status answer small and fast.

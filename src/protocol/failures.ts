@@ -33,11 +33,24 @@ export function isFailureClass(value: unknown): value is FailureClass {
   return typeof value === "string" && (FAILURE_CLASSES as readonly string[]).includes(value);
 }
 
-/** `"<summary>: <detail>"`, one line, bounded; newlines in the detail become spaces. */
+/**
+ * `"<summary>: <detail>"`, one line, bounded; newlines in the detail become spaces. A detail
+ * that already starts with this class's summary (a wrapped error of the same class) is not
+ * prefixed again.
+ */
 export function failureMessage(failureClass: FailureClass, detail?: string): string {
   const summary = FAILURE_SUMMARIES[failureClass];
   if (detail === undefined || detail.trim() === "") return summary;
-  return `${summary}: ${oneLine(detail)}`;
+  const flat = oneLine(detail);
+  return flat.startsWith(summary) ? flat : `${summary}: ${flat}`;
+}
+
+/** A failure message without its class summary: what to say after "because". */
+export function failureDetail(message: string): string {
+  for (const summary of Object.values(FAILURE_SUMMARIES)) {
+    if (message.startsWith(`${summary}: `)) return message.slice(summary.length + 2);
+  }
+  return message;
 }
 
 const MAX_DETAIL_CHARS = 1000;

@@ -1,7 +1,8 @@
 /**
- * The operations of the host socket (the spec's 21 plus `effect.resolve`): for each, whether the envelope must name a run, whether
- * it changes state (and so stores a receipt), its payload schema and its receipt schema. The host
- * serves `SERVED_OPERATIONS` now and answers the rest `rejected` ("not available yet").
+ * The operations of the host socket (the spec's 21, plus `effect.resolve` and `run.find`): for
+ * each, whether the envelope must name a run, whether it changes state (and so stores a
+ * receipt), its payload schema and its receipt schema. The host serves `SERVED_OPERATIONS` now
+ * and answers the rest `rejected` ("not available yet").
  */
 import * as v from "valibot";
 import { CountSchema, looseObject, PositiveIntegerSchema, strictObject } from "./fields.ts";
@@ -57,6 +58,7 @@ import {
   ControllerReconcilePayloadSchema,
 } from "./controller-operations.ts";
 import { EffectResolvePayloadSchema, EffectResolveReceiptSchema } from "./effect-operations.ts";
+import { RunFindPayloadSchema, RunFindReceiptSchema } from "./run-find.ts";
 
 export const HOST_OPERATIONS = [
   "run.start",
@@ -65,6 +67,7 @@ export const HOST_OPERATIONS = [
   "run.cancel",
   "run.status",
   "run.list",
+  "run.find",
   "checkpoint.answer",
   "decision.answer",
   "interaction.submit",
@@ -96,6 +99,7 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "run.cancel",
   "run.status",
   "run.list",
+  "run.find",
   "checkpoint.answer",
   "decision.answer",
   "notification.claim",
@@ -192,6 +196,12 @@ export const OPERATION_SPECS = {
     mutating: false,
     payload: RunListPayloadSchema,
     receipt: RunListReceiptSchema,
+  },
+  "run.find": {
+    runId: "forbidden",
+    mutating: false,
+    payload: RunFindPayloadSchema,
+    receipt: RunFindReceiptSchema,
   },
   "checkpoint.answer": {
     runId: "required",

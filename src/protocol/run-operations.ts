@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { PiLaunchSchema } from "./pi-launch.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
+import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
 import { MAX_PAGE_ITEMS } from "./page-limits.ts";
 import { ATTEMPT_STATES, NODE_EFFECTS } from "./run-facts.ts";
@@ -120,6 +121,8 @@ export const RunStatusPayloadSchema = v.optional(
       v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_PAGE_ITEMS)),
     ),
     attemptsAfter: v.optional(CountSchema),
+    /** Also return the workflow's stored graph (`definition`): node kinds, status details. */
+    includeDefinition: v.optional(v.boolean()),
   }),
   {},
 );
@@ -230,6 +233,8 @@ export const RunStatusReceiptSchema = looseObject({
   lastEventSeq: v.optional(CountSchema),
   /** Effects that may have applied without a receipt (resolve them with `effect.resolve`). */
   ambiguousEffects: v.optional(v.array(AmbiguousEffectSummarySchema)),
+  /** With `includeDefinition`: the run's stored definition snapshot (absent for older runs). */
+  definition: v.optional(DefinitionSnapshotSchema),
 });
 
 export const RunListReceiptSchema = looseObject({

@@ -7,8 +7,9 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { ResolveResult } from "../protocol/resolve-messages.ts";
 import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "../protocol/resolve-messages.ts";
+import { RESOLVE_PROGRESS_SCHEMA, type ResolveStep } from "../protocol/resolve-progress.ts";
 import { errorMessage } from "../workflows/errors.ts";
-import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
+import { type LoadStepReporter, loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import { publishFullAuthoringApi } from "../controllers/authoring-api.ts";
 import {
   normalizeWorkflowInput,
@@ -24,7 +25,10 @@ export async function resolveSource(channel: WorkerChannel): Promise<number> {
   if (!request.ok) {
     result = { ok: false, code: "protocolRejected", message: request.error };
   } else {
-    result = await resolve(request.value);
+    // Each step is reported before it runs, so a hang or crash in it can be named.
+    const report = (step: ResolveStep, file?: string) =>
+      channel.send({ schema: RESOLVE_PROGRESS_SCHEMA, step, ...(file ? { file } : {}) });
+    result = await resolve(request.value, report);
   }
   await channel.send({ schema: RESOLVE_RESULT_SCHEMA, ...result });
   return result.ok ? 0 : 1;
@@ -32,6 +36,7 @@ export async function resolveSource(channel: WorkerChannel): Promise<number> {
 
 async function resolve(
   request: { workflow: string; input: JsonValue; cwd: string; agentDir?: string },
+  report: LoadStepReporter,
 ): Promise<ResolveResult> {
   try {
     // Workflow code (module top level, the input normalizer) runs in the run's project.
@@ -41,15 +46,21 @@ async function resolve(
   }
   try {
     publishFullAuthoringApi();
+    await report("find");
     const { workflow, identity } = await loadWorkflow(request.workflow, {
       cwd: request.cwd,
       ...(request.agentDir ? { agentDir: request.agentDir } : {}),
-    });
+    }, report);
+    const root = identity.workflowSource.root;
+    const file = root.kind === "file" ? root.path : undefined;
+    await report("input", file);
     const { input, inputHash } = normalizeWorkflowInput(workflow, request.input);
+    await report("title", file);
+    const title = await resolveWorkflowTitle(workflow, input);
     return {
       ok: true,
       workflowName: workflow.name,
-      title: await resolveWorkflowTitle(workflow, input),
+      title,
       workflowSource: identity.workflowSource,
       definitionDigest: identity.definitionDigest,
       definition: workflow.snapshot,

@@ -21,7 +21,7 @@ export const LAYERS: Record<string, readonly string[]> = {
   // Decision 1 of the board: the Pi extension sees only the client, the protocol and render.
   extension: ["client", "protocol", "render"],
   viewer: ["protocol", "os", "state", "render", "client"],
-  // The one executable: `view` runs the viewer.
+  // The one executable: `view` runs the viewer; text output shares render's figures (durations).
   cli: [
     "protocol",
     "os",
@@ -33,6 +33,7 @@ export const LAYERS: Record<string, readonly string[]> = {
     "client",
     "render",
     "viewer",
+    "render",
   ],
 };
 

@@ -107,7 +107,7 @@ describe("pi-workflows CLI", () => {
     expect(hello.code, hello.stderr).toBe(0);
     expect(hello.stdout).toContain("▶ greet");
     expect(hello.stdout).toContain("✓ finish");
-    expect(hello.stdout).toContain("Run completed: ");
+    expect(hello.stdout).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}hello · 3 nodes · \S+$/m);
 
     const json = await cli([
       "start",
@@ -125,7 +125,7 @@ describe("pi-workflows CLI", () => {
 
     const failed = await cli(["start", "fail.workflow.ts", "--cwd", project, "--wait"]);
     expect(failed.code).toBe(6);
-    expect(failed.stdout).toContain("Run failed: ");
+    expect(failed.stdout).toMatch(/^✗ failed {2}run-[0-9a-f]{8} {2}fails · 1 node · \S+$/m);
     expect(failed.stdout).toContain("kaboom");
 
     const waiting = await cli([
@@ -136,7 +136,8 @@ describe("pi-workflows CLI", () => {
       "--wait",
     ]);
     expect(waiting.code).toBe(7);
-    expect(waiting.stdout).toContain("waiting for input");
+    expect(waiting.stdout).toMatch(/^⏸ waiting for owner {2}run-[0-9a-f]{8} {2}human-decision/m);
+    expect(waiting.stdout).toMatch(/^next: pi-workflows answer run-[0-9a-f]{8} approve\|reject/m);
 
     const missing = await cli(["start", "nope.workflow.ts", "--cwd", project]);
     expect(missing.code).toBe(3);
@@ -178,7 +179,9 @@ describe("pi-workflows CLI", () => {
     expect(expectOneLineError(again.stderr)).toContain("Cannot cancel run");
     const unknown = await cli(["status", "run-unknown"]);
     expect(unknown.code).toBe(3);
-    expect(expectOneLineError(unknown.stderr)).toContain("Unknown run: run-unknown");
+    expect(expectOneLineError(unknown.stderr)).toContain(
+      "Unknown run: no run id starts with 'run-unknown'",
+    );
   });
 
   it("starts exactly one host when several clients need it at once", async () => {
@@ -230,7 +233,7 @@ describe("pi-workflows CLI", () => {
       expect(stop.code, stop.stderr).toBe(0);
       const { code } = await follower.exited;
       expect(code, follower.stderr()).toBe(0);
-      expect(follower.stdout()).toContain("Run completed: ");
+      expect(follower.stdout()).toMatch(/^✓ completed {2}run-/m);
       expect(follower.stdout()).toContain('{"slept":true}');
       const status = await runCliProcess(["host", "status", "--json"], fresh.env);
       expect(JSON.parse(status.stdout).epoch).toBe(2);

@@ -210,6 +210,12 @@ describe("parseCommand() answer", () => {
       choice: "no",
       inputs: [{ name: "why", value: "a=b" }],
     });
+    expect(parseCommand(["answer", "run-1", "reject", "--input", "why=flaky"])).toEqual({
+      ...base,
+      runId: "run-1",
+      text: "reject",
+      inputs: [{ name: "why", value: "flaky" }],
+    });
     expect(parseCommand(["answer", "--help"])).toEqual({ kind: "help", topic: "answer" });
   });
 

@@ -162,7 +162,7 @@ describe("answers from the CLI against a real host", () => {
     expect(shown.stdout).toContain("waiting: ask (checkpoint)");
     expect(shown.stdout).toContain("answer shape: {approved: boolean, note?: string}");
     expect(shown.stdout).toContain("deadline: none");
-    expect(shown.stdout).toContain(`answer: pi-workflows answer ${runId} ask`);
+    expect(shown.stdout).toContain(`answer: pi-workflows answer ${runId.slice(0, 12)} ask`);
 
     const bad = await cli(["answer", runId, '{"approved": "yes"}']);
     expect([bad.code, bad.stderr.trim()]).toEqual([

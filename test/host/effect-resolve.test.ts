@@ -110,7 +110,7 @@ describe("effect resolve", () => {
     const text = await cli(["status", first.runId]);
     expect(text.stdout).toContain("ambiguous effects");
     expect(text.stdout).toContain(
-      `pi-workflows effect resolve ${first.runId} ${first.attemptId} --applied`,
+      `pi-workflows effect resolve ${first.runId.slice(0, 12)} ${first.attemptId} --applied`,
     );
     const applied = await cli([
       "effect",

@@ -108,7 +108,9 @@ describe("headless runs with the real Pi", () => {
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("· review status note");
-    const runId = /Run completed: (\S+)/.exec(run.stdout)![1];
+    // Text output names the run by its short id; status takes it and says the full one.
+    const shortId = /^✓ completed {2}(run-[0-9a-f]{8}) /m.exec(run.stdout)![1];
+    const runId = (await h.cliJson(["status", shortId])).run.runId as string;
     runIds.push(runId);
     const output = JSON.parse(run.stdout.trim().split("\n").at(-1)!);
     expect(output).toEqual({

@@ -28,6 +28,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     badPath: "payload.eventsAfter",
   },
   "run.list": { good: { all: true, limit: 10 }, bad: { limit: 5000 }, badPath: "payload.limit" },
+  "run.find": {
+    good: { prefix: "run-1a", limit: 5 },
+    bad: { prefix: "a b" },
+    badPath: "payload.prefix",
+  },
   "checkpoint.answer": {
     good: { nodeId: "review", attemptId: "attempt-1", answer: "yes" },
     bad: { answer: "yes" },
@@ -180,6 +185,7 @@ describe("parseHostRequest()", () => {
       const op of [
         "run.start",
         "run.status",
+        "run.find",
         "interaction.submit",
         "session.wait",
         "controller.apply",

@@ -115,6 +115,8 @@ describe("parseReceipt()", () => {
   test("run receipts and the host status receipt", () => {
     expect(parseReceipt("run.start", { run: runSummary }).ok).toBe(true);
     expect(parseReceipt("run.list", { runs: [runSummary, runSummary] }).ok).toBe(true);
+    expect(parseReceipt("run.find", { runs: [runSummary], more: false }).ok).toBe(true);
+    expect(parseReceipt("run.find", { runs: [runSummary] }).ok).toBe(false);
     expect(
       parseReceipt("run.status", {
         run: runSummary,

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { readFrames, writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
+import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import { childEnvironment } from "./child-environment.ts";
@@ -15,6 +16,7 @@ import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
 import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
+import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 
 export async function resolveInChild(
   ctx: HostContext,
@@ -51,12 +53,19 @@ export async function resolveInChild(
       input: (request.input ?? null) as JsonValue,
       cwd: request.cwd,
     });
-    const answer = await firstFrame(spawned.channel, deadline);
+    let step: ResolveProgress | null = null;
+    const answer = await readAnswer(spawned.channel, deadline, (progress) => (step = progress));
     if (overLimit) return failure("workerCrashed", "the resolver's output passed its limit");
     if (answer === undefined) {
-      return deadline.aborted
-        ? failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`)
-        : failure("workerCrashed", "the resolver exited without an answer");
+      const doing = describeResolveStep(step, request.workflow);
+      if (deadline.aborted) {
+        return failure(
+          "workerTimedOut",
+          `${doing} did not finish within ${ctx.options.workerStartupMs} ms${stuckHint(step)}`,
+        );
+      }
+      const exit = await Promise.race([spawned.exited, delay(1000)]);
+      return failure("workerCrashed", `the resolver ${exitWords(exit)} while ${doing}`);
     }
     const parsed = parseResolveResult(answer);
     if (!parsed.ok) return failure("protocolRejected", `malformed answer: ${parsed.error}`);
@@ -75,15 +84,19 @@ export async function resolveInChild(
   }
 }
 
-async function firstFrame(
+/** The resolver's answer; its progress frames before it go to `onProgress`. */
+async function readAnswer(
   channel: NodeJS.ReadableStream & { destroy(): void },
   signal: AbortSignal,
+  onProgress: (progress: ResolveProgress) => void,
 ): Promise<unknown> {
   const onAbort = () => channel.destroy();
   signal.addEventListener("abort", onAbort, { once: true });
   try {
     for await (const frame of readFrames(channel as never)) {
-      return frame.ok ? frame.value : undefined;
+      if (!frame.ok) return undefined;
+      if (!isResolveProgress(frame.value)) return frame.value;
+      onProgress(frame.value);
     }
     return undefined;
   } catch {
@@ -91,6 +104,10 @@ async function firstFrame(
   } finally {
     signal.removeEventListener("abort", onAbort);
   }
+}
+
+function delay(ms: number): Promise<null> {
+  return new Promise((resolve) => setTimeout(() => resolve(null), ms).unref());
 }
 
 function failure(code: string, detail: string): ResolveResult {

@@ -3,6 +3,7 @@
  * `running/running`): start, updates, finish, fail. Plus the host-enforced attempt deadline.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { progressFields } from "../../protocol/progress-fields.ts";
 import type { FactError, NodeEffect, NodeOutcome } from "../../protocol/run-facts.ts";
 import {
   type Claim,
@@ -126,6 +127,7 @@ export function recordNodeUpdate(
 ): { revision: number } {
   const runId = claimRunId(claim);
   const data = encodeValue("node update", opts.data);
+  const progress = opts.type === "progress" ? progressFields(opts.data) : null;
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "update a node of", isLive);
     // The attempt check rides on the upsert; only a miss pays for the detailed lookup.
@@ -151,6 +153,8 @@ export function recordNodeUpdate(
         attemptId: opts.attemptId,
         type: opts.type,
         key: opts.key,
+        // A follower shows progress numbers from the event alone; no other update data.
+        ...(progress ? { progress: progress as unknown as JsonValue } : {}),
       },
       summary: { state: "running", attemptId: opts.attemptId, update: opts.type },
       result: undefined,

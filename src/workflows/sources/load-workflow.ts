@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { fingerprint } from "../../protocol/canonical-json.ts";
+import type { ResolveStep } from "../../protocol/resolve-progress.ts";
 import type { MountedSource, WorkflowSource } from "../../protocol/worker-launch.ts";
 import { type CompiledScope, type CompiledWorkflow, compileWorkflow } from "../compile.ts";
 import { isWorkflowDefinition } from "../define-workflow.ts";
@@ -36,9 +37,16 @@ export interface LoadedWorkflow {
   identity: WorkflowIdentity;
 }
 
+/**
+ * Called before each step that may run workflow code (awaited, so the source resolver's report
+ * of it is on its way before the code runs): a hang or crash can then name the file and step.
+ */
+export type LoadStepReporter = (step: ResolveStep, file?: string) => Promise<void>;
+
 export async function loadWorkflow(
   ref: string | WorkflowRef,
   dirs: SourceDirs,
+  onStep: LoadStepReporter = () => Promise.resolve(),
 ): Promise<LoadedWorkflow> {
   const target = typeof ref === "string" ? resolveWorkflowRef(ref, dirs) : ref;
   if (target.kind === "builtin") {
@@ -62,10 +70,12 @@ export async function loadWorkflow(
   const session = openLoadSession();
   try {
     const root = target.path;
+    await onStep("load", root);
     const def = await importDefinition(root, session);
     const includes = new WeakMap<WorkflowDefinition, Map<string, WorkflowDefinition>>();
     const builtins = new Map<string, MountedSource>();
-    await preloadIncludes(def, root, [root], session, dirs, includes, builtins);
+    await preloadIncludes(def, root, [root], session, dirs, includes, builtins, onStep);
+    await onStep("compile", root);
     const workflow = compileOrThrow(def, includes, root);
     // A built-in definition the file imported (re-exported, or included by object) pins its
     // revision like an included file pins its hash.
@@ -130,12 +140,13 @@ async function preloadIncludes(
   dirs: SourceDirs,
   resolved: WeakMap<WorkflowDefinition, Map<string, WorkflowDefinition>>,
   builtins: Map<string, MountedSource>,
+  onStep: LoadStepReporter,
 ): Promise<void> {
   for (const spec of Object.values(def.includes ?? {})) {
     const ref = spec.workflow;
     if (typeof ref !== "string") {
       const childFile = ref.source ? sourceFile(ref.source) ?? file : file;
-      await preloadIncludes(ref, childFile, chain, session, dirs, resolved, builtins);
+      await preloadIncludes(ref, childFile, chain, session, dirs, resolved, builtins, onStep);
       continue;
     }
     const base = def.source ? sourceFile(def.source) ?? file : file;
@@ -155,6 +166,7 @@ async function preloadIncludes(
           target.path,
         );
       }
+      await onStep("include", target.path);
       child = await importDefinition(target.path, session);
       await preloadIncludes(
         child,
@@ -164,6 +176,7 @@ async function preloadIncludes(
         dirs,
         resolved,
         builtins,
+        onStep,
       );
     }
     let map = resolved.get(def);

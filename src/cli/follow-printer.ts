@@ -1,0 +1,220 @@
+/**
+ * What `start --wait` prints while it follows a run. Piped, it writes plain lines:
+ *
+ *   ▶ echo · echo through a real process      a node starts (with its statusDetail)
+ *     · echo progress 3/10 files 30% · 2.1/s · ETA 3s      at most one line a second per key
+ *   ✓ echo  38ms                              a node ends, with its elapsed time
+ *
+ * On a TTY the running node is one line redrawn in place (elapsed time, latest progress with a
+ * bar) and only finished nodes stay on screen. The end is one summary line: state, short id,
+ * workflow, nodes and duration, then the output, the error, or the command that moves it on.
+ */
+import type { Waiting } from "../protocol/decision-request.ts";
+import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
+import { progressFields } from "../protocol/progress-fields.ts";
+import type { AttemptSummary, RunEvent, RunSummary } from "../protocol/run-operations.ts";
+import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
+import { formatValue } from "./format-run.ts";
+import type { CliIo } from "./output.ts";
+import { ProgressTrack } from "./progress-text.ts";
+import { shortRunId } from "./run-ids.ts";
+import { describeRunState } from "./run-state.ts";
+import { duration } from "./time-text.ts";
+
+/** Plain lines repeat an update of the same key at most this often. */
+const PLAIN_UPDATE_INTERVAL_MS = 1000;
+
+interface OpenNode {
+  nodeId: string;
+  attemptId: string | undefined;
+  startedAt: number;
+  /** Progress per update key, and the latest update of any other type. */
+  progress: Map<string, ProgressTrack>;
+  latest: string | null;
+}
+
+export interface FollowPrinter {
+  /** The run's graph, for the nodes' status details (once, when known). */
+  definition(snapshot: DefinitionSnapshot | undefined): void;
+  events(events: readonly RunEvent[]): void;
+  /** Redraws the live line (a TTY's elapsed time moves on between events). */
+  tick(now: number): void;
+  /** The summary once the run stopped moving. */
+  finish(
+    run: RunSummary,
+    status: { attempts?: readonly AttemptSummary[]; waiting?: Waiting },
+  ): void;
+}
+
+export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): FollowPrinter {
+  const style = io.style ?? PLAIN_STYLE;
+  const live = style.terminal.tty && io.write !== undefined;
+  const details = new Map<string, string>();
+  let open: OpenNode | null = null;
+  const lastPlain = new Map<string, number>();
+  let shown = "";
+
+  const glyph = (name: GlyphName, tone: Tone) => style.paint(tone, style.glyph(name));
+  const node = (id: string) => {
+    const detail = details.get(id);
+    return detail ? `${id} ${style.paint("muted", `${style.glyph("separator")} ${detail}`)}` : id;
+  };
+
+  /** A line that stays: on a TTY the live line is cleared first and drawn again after. */
+  const line = (text: string) => {
+    if (live && shown !== "") io.write!("\r\x1b[2K");
+    io.out(style.text(text));
+    shown = "";
+    if (live) redraw(clock());
+  };
+
+  const redraw = (now: number) => {
+    if (!live) return;
+    const text = open ? liveText(open, now) : "";
+    if (text === shown) return;
+    io.write!(`\r\x1b[2K${fit(text, style.terminal.columns - 1, style)}`);
+    shown = text;
+  };
+
+  const liveText = (o: OpenNode, now: number) => {
+    const parts = [`${glyph("running", "running")} ${node(o.nodeId)}`, duration(now - o.startedAt)];
+    const progress = [...o.progress.values()].at(-1);
+    if (progress) parts.push(progress.text(style, { bar: true, now }));
+    else if (o.latest) parts.push(o.latest);
+    return style.text(parts.join("  "));
+  };
+
+  const elapsed = (at: number) =>
+    open && open.startedAt <= at ? `  ${style.paint("muted", duration(at - open.startedAt))}` : "";
+
+  const onEvent = (event: RunEvent) => {
+    const id = event.nodeId ?? open?.nodeId ?? "";
+    const data = (event.data ?? {}) as Record<string, unknown>;
+    switch (event.type) {
+      case "node.started":
+        open = {
+          nodeId: id,
+          attemptId: event.attemptId,
+          startedAt: event.at,
+          progress: new Map(),
+          latest: null,
+        };
+        if (!live) line(`${glyph("started", "bold")} ${node(id)}`);
+        else redraw(event.at);
+        return;
+      case "node.finished":
+        return closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}`);
+      case "node.failed": {
+        const code = typeof data.code === "string" ? `: ${data.code}` : "";
+        return closed(
+          data.outcome === "timed_out"
+            ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${code}`
+            : `${glyph("failed", "failed")} ${id}${elapsed(event.at)}${code}`,
+        );
+      }
+      case "node.timed_out":
+        return closed(`${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}`);
+      case "node.update":
+        return onUpdate(event, id, data);
+      case "run.resumed":
+        line(`${glyph("resumed", "bold")} resumed`);
+        return;
+        // Waiting, paused and blocked end the following: the summary says them.
+    }
+  };
+
+  /** The open node ended: its line replaces the live one. */
+  const closed = (text: string) => {
+    open = null;
+    line(text);
+  };
+
+  const onUpdate = (event: RunEvent, id: string, data: Record<string, unknown>) => {
+    const type = typeof data.type === "string" ? data.type : "update";
+    const key = typeof data.key === "string" ? data.key : "";
+    const progress = type === "progress" ? progressFields(data.progress as never) : null;
+    let text: string;
+    let final = false;
+    if (progress && open) {
+      const track = open.progress.get(key) ?? new ProgressTrack();
+      // Map order is insertion order: the key updated last is drawn.
+      open.progress.delete(key);
+      open.progress.set(key, track);
+      track.add(event.at, progress);
+      text = track.text(style, { now: event.at });
+      final = track.done;
+    } else {
+      text = `${type}${key ? ` ${key}` : ""}`;
+      if (open) open.latest = text;
+    }
+    if (live && progress) return redraw(event.at);
+    const throttle = `${id}\u0000${type}\u0000${key}`;
+    const last = lastPlain.get(throttle);
+    if (!final && last !== undefined && event.at - last < PLAIN_UPDATE_INTERVAL_MS) {
+      return live ? redraw(event.at) : undefined;
+    }
+    lastPlain.set(throttle, event.at);
+    line(`  ${style.glyph("update")} ${id} ${text}`);
+  };
+
+  return {
+    definition(snapshot) {
+      for (const [id, n] of Object.entries(snapshot?.nodes ?? {})) {
+        if (typeof n.statusDetail === "string" && n.statusDetail !== "") {
+          details.set(id, n.statusDetail);
+        }
+      }
+    },
+    events(events) {
+      for (const event of events) onEvent(event);
+    },
+    tick(now) {
+      redraw(now);
+    },
+    finish(run, status) {
+      if (live && shown !== "") io.write!("\r\x1b[2K");
+      shown = "";
+      open = null;
+      for (const text of summaryLines(run, status, style)) io.out(text);
+    },
+  };
+}
+
+/** `✓ completed  run-1a2b3c4d  hello · 3 nodes · 1.4s`, then the output, error or next step. */
+export function summaryLines(
+  run: RunSummary,
+  status: { attempts?: readonly AttemptSummary[]; waiting?: Waiting },
+  style: CliStyle = PLAIN_STYLE,
+): string[] {
+  const state = describeRunState(run, status);
+  const attempts = status.attempts ?? [];
+  const nodes = new Set(attempts.map((a) => a.nodeId)).size;
+  const sep = ` ${style.glyph("separator")} `;
+  const counted = `${nodes} node${nodes === 1 ? "" : "s"}${
+    attempts.length > nodes ? ` (${attempts.length} attempts)` : ""
+  }`;
+  const head = `${style.paint(state.tone, `${style.glyph(state.glyph)} ${state.word}`)}  ${
+    shortRunId(run.runId)
+  }  ${run.workflowName}${sep}${counted}${sep}${duration(run.updatedAt - run.createdAt)}`;
+  const lines = [style.text(head)];
+  if (run.error) lines.push(style.text(`error: ${run.error.code}: ${run.error.message}`));
+  if (state.reason) lines.push(style.text(`why: ${state.reason}`));
+  if (state.next) {
+    const see = run.state === "waiting" && status.waiting
+      ? ` (what it asks: pi-workflows status ${shortRunId(run.runId)})`
+      : "";
+    lines.push(style.text(`next: ${state.next}${see}`));
+  }
+  // The output is data: printed as it is.
+  if (run.state === "completed" && run.output !== undefined) lines.push(formatValue(run.output));
+  return lines;
+}
+
+/** Cuts a (possibly coloured) line to `width` visible columns. */
+function fit(text: string, width: number, style: CliStyle): string {
+  const plain = [...stripAnsi(text)];
+  if (plain.length <= width) return text;
+  // Colour is dropped from a line that must be cut: cutting inside an escape breaks it.
+  const ellipsis = style.glyph("ellipsis");
+  return plain.slice(0, Math.max(0, width - ellipsis.length)).join("") + ellipsis;
+}

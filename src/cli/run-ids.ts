@@ -1,0 +1,78 @@
+/**
+ * Run ids for people. A run id is `run-<uuid>` (40 characters); text output shows the first
+ * 8 hex digits (`run-1a2b3c4d`), and every command that takes a run id accepts any unique
+ * prefix of it, with or without `run-`, as git accepts an abbreviated commit. `--json` output
+ * keeps full ids.
+ */
+import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import type { HostConnection } from "../client/host-connection.ts";
+import { failureResponse } from "../protocol/host-response.ts";
+import type { RunSummary } from "../protocol/run-operations.ts";
+import { UsageError } from "./exit-codes.ts";
+
+const UUID_RUN_ID = /^run-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Candidates an ambiguity error lists. */
+const MAX_CANDIDATES = 5;
+
+/** `run-1a2b3c4d` for a generated id; any other id as it is. */
+export function shortRunId(runId: string): string {
+  const match = UUID_RUN_ID.exec(runId);
+  return match ? `run-${match[1]}` : runId;
+}
+
+/** Whether `typed` is a whole generated run id (no lookup needed). */
+export function isFullRunId(typed: string): boolean {
+  return UUID_RUN_ID.test(typed);
+}
+
+/**
+ * The full id of the one run whose id starts with `typed` (or with `run-<typed>`). An exact id
+ * is taken as it is. No match: `notFound`, as for an unknown full id (exit 3). Several: a usage
+ * error (exit 2) naming the candidates, newest first, each by a prefix that tells it apart.
+ */
+export async function resolveRunId(connection: HostConnection, typed: string): Promise<string> {
+  if (isFullRunId(typed)) return typed;
+  const prefixes = typed.startsWith("run-") ? [typed] : [typed, `run-${typed}`];
+  const found = new Map<string, RunSummary>();
+  let more = false;
+  for (const prefix of prefixes) {
+    const receipt = receiptOf(
+      "run.find",
+      await connection.request("run.find", { payload: { prefix, limit: MAX_CANDIDATES } }),
+    );
+    for (const run of receipt.runs) found.set(run.runId, run);
+    more ||= receipt.more;
+  }
+  if (found.has(typed)) return typed;
+  const runs = [...found.values()].sort((a, b) => b.createdAt - a.createdAt);
+  if (runs.length === 1 && !more) return runs[0].runId;
+  if (runs.length === 0) {
+    throw new HostCommandError(failureResponse({
+      requestId: null,
+      hostEpoch: connection.hostEpoch ?? 0,
+      outcome: "notFound",
+      code: "runNotFound",
+      message: `Unknown run: no run id starts with '${typed}' (see 'pi-workflows list --all')`,
+    }));
+  }
+  const names = distinctPrefixes(runs.map((run) => run.runId));
+  const listed = runs.map((run, i) => `${names[i]} (${run.workflowName}, ${run.state})`);
+  throw new UsageError(
+    `Run id '${typed}' is ambiguous: ${more ? "more than " : ""}${runs.length} runs match ` +
+      `(${listed.join(", ")}${more ? ", ..." : ""}): type more of it`,
+  );
+}
+
+/** For each id, its shortest prefix (at least the short form) that no other id shares. */
+export function distinctPrefixes(ids: readonly string[]): string[] {
+  return ids.map((id) => {
+    let length = Math.min(id.length, shortRunId(id).length);
+    while (
+      length < id.length &&
+      ids.some((other) => other !== id && other.startsWith(id.slice(0, length)))
+    ) {
+      length++;
+    }
+    return id.slice(0, length);
+  });
+}

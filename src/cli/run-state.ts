@@ -1,0 +1,142 @@
+/**
+ * A run's state as a person reads it, and the one command that moves it on. The host's states
+ * are precise but not what a person asks ("is it stuck? on whom?"): a run that is `running` in
+ * the run table may be parked for review, paused, or waiting for someone. This turns the run
+ * summary (plus what `run.status` says it waits for, when known) into:
+ *
+ *   queued | running | waiting for <who> | paused | blocked | completed | failed | timed out |
+ *   cancelled
+ *
+ * where <who> is a human decision's audience (default `owner`), `answer` for a checkpoint, or
+ * `Pi session` for a model step that runs in the Pi session that started the run.
+ */
+import type { Waiting } from "../protocol/decision-request.ts";
+import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
+import type { GlyphName, Tone } from "./cli-style.ts";
+import { shortRunId } from "./run-ids.ts";
+
+export interface RunStateContext {
+  /** What the run waits for (`run.status`'s `waiting`), when known. */
+  waiting?: Waiting;
+  /** Its attempts, when known (tells an interactive step from a checkpoint). */
+  attempts?: readonly AttemptSummary[];
+}
+
+export interface RunStateView {
+  /** `waiting for owner`, `blocked`, `completed`, ... */
+  word: string;
+  glyph: GlyphName;
+  tone: Tone;
+  /** Why, when the word does not say it (`the workflow source changed`); else null. */
+  reason: string | null;
+  /** The one command that moves the run on; null when it moves by itself or has ended. */
+  next: string | null;
+}
+
+/** Node kinds whose step runs in the origin Pi session of an interactive run. */
+const PI_SESSION_KINDS = new Set(["agent", "decision", "assistantMessage"]);
+
+export function describeRunState(run: RunSummary, context: RunStateContext = {}): RunStateView {
+  const id = shortRunId(run.runId);
+  if (run.blockedReason) return blocked(run.blockedReason, id, context);
+  if (run.paused && !isFinished(run.state)) {
+    return state("paused", "paused", "warn", null, `pi-workflows resume ${id}`);
+  }
+  switch (run.state) {
+    case "queued":
+      return state("queued", "queued", "muted", null, null);
+    case "running":
+      return state("running", "running", "running", null, null);
+    case "waiting":
+      return waiting(run, id, context);
+    case "completed":
+      return state("completed", "ok", "ok", null, null);
+    case "cancelled":
+      return state("cancelled", "cancelled", "warn", null, null);
+    case "timed_out":
+      return state("timed out", "timedOut", "failed", null, null);
+    default:
+      return state(run.state, "failed", "failed", null, null);
+  }
+}
+
+export function isFinished(state: RunSummary["state"]): boolean {
+  return state === "completed" || state === "failed" || state === "timed_out" ||
+    state === "cancelled";
+}
+
+function waiting(run: RunSummary, id: string, context: RunStateContext): RunStateView {
+  const asked = context.waiting;
+  if (asked?.kind === "humanDecision") {
+    const who = asked.decision?.audience || "owner";
+    const choices = Object.keys(asked.decision?.choices ?? {});
+    const answer = choices.length > 0 ? choices.join("|") : "<choice>";
+    return state(
+      `waiting for ${who}`,
+      "waiting",
+      "waiting",
+      null,
+      `pi-workflows answer ${id} ${answer}`,
+    );
+  }
+  if (asked?.kind === "checkpoint") {
+    return state(
+      "waiting for answer",
+      "waiting",
+      "waiting",
+      null,
+      `pi-workflows answer ${id} '<json or text>'`,
+    );
+  }
+  const open = context.attempts?.findLast((a) => a.state === "waiting");
+  if (run.executionMode === "interactive" && open && PI_SESSION_KINDS.has(open.nodeKind)) {
+    return state(
+      "waiting for Pi session",
+      "waiting",
+      "waiting",
+      `step ${open.nodeId} runs in the Pi session that started the run`,
+      null,
+    );
+  }
+  // What it waits for is not known here (`list` reads it only for a few runs).
+  return state("waiting", "waiting", "waiting", null, `pi-workflows status ${id}`);
+}
+
+function blocked(reason: string, id: string, context: RunStateContext): RunStateView {
+  switch (reason) {
+    case "workflowSourceChanged":
+      return state(
+        "blocked",
+        "blocked",
+        "warn",
+        "its workflow source changed since it started; restore the files, or cancel it",
+        `pi-workflows resume ${id}`,
+      );
+    case "effectAmbiguous": {
+      // The operator's verdict on the interrupted attempt moves it on (a plain resume is
+      // refused); without the attempts at hand, `status` shows the exact commands.
+      const attempt = context.attempts?.at(-1)?.attemptId;
+      return state(
+        "blocked",
+        "blocked",
+        "warn",
+        "an external action may have applied without a receipt; check it, then record what happened",
+        attempt
+          ? `pi-workflows effect resolve ${id} ${attempt} --applied JSON|--not-applied|--retry`
+          : `pi-workflows status ${id}`,
+      );
+    }
+    default:
+      return state("blocked", "blocked", "warn", reason, `pi-workflows status ${id}`);
+  }
+}
+
+function state(
+  word: string,
+  glyph: GlyphName,
+  tone: Tone,
+  reason: string | null,
+  next: string | null,
+): RunStateView {
+  return { word, glyph, tone, reason, next };
+}

@@ -1,0 +1,253 @@
+/**
+ * The CLI's terminal conventions against a real host: run-id prefixes, `--wait` progress (plain
+ * lines when piped, one redrawn line in a pseudo-terminal), NO_COLOR/FORCE_COLOR, LC_ALL=C, a
+ * closed pipe, resolver errors that name file and step, and bash completion.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+
+let home: TempHome;
+let project: string;
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  runCliProcess(args, { ...home.env, ...env }, 60_000);
+
+const PROGRESS = `import { action, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "progress",
+  startAt: "copy",
+  nodes: {
+    copy: action({
+      statusDetail: "copy the files",
+      run: async ({ publishUpdate }) => {
+        for (let i = 1; i <= 5; i++) {
+          await new Promise((r) => setTimeout(r, 250));
+          publishUpdate({ type: "progress", key: "files", data: {
+            schema: "pi-workflows.progress.v1", completed: i, total: 5, unit: "files" } });
+        }
+        return { copied: 5 };
+      },
+    }),
+    done: compute({ run: () => "ok" }),
+  },
+  edges: [{ from: "copy", to: "done" }],
+});
+`;
+
+beforeAll(() => {
+  home = tempHome({
+    PI_WORKFLOWS_HOST_IDLE_MS: "5000",
+    PI_WORKFLOWS_WORKER_STARTUP_MS: "8000",
+    LANG: "C.UTF-8",
+    LC_ALL: "",
+    NO_COLOR: "",
+    FORCE_COLOR: "",
+  });
+  project = join(home.root, "project");
+  mkdirSync(join(project, ".pi", "workflows"), { recursive: true });
+  writeFileSync(join(project, ".pi", "workflows", "progress.workflow.ts"), PROGRESS);
+  writeFileSync(
+    join(project, "exits.workflow.ts"),
+    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+process.exit(3);
+export default defineWorkflow({ name: "exits", startAt: "a", nodes: { a: compute({ run: () => 1 }) } });
+`,
+  );
+  writeFileSync(
+    join(project, "hangs.workflow.ts"),
+    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "hangs", input: () => { for (;;) {} }, startAt: "a", nodes: { a: compute({ run: () => 1 }) },
+});
+`,
+  );
+});
+
+afterAll(async () => {
+  if (home) {
+    await cli(["host", "stop"]);
+    home.cleanup();
+  }
+});
+
+describe("start --wait", () => {
+  it("prints plain progress lines when piped: numbers, rate, ETA, status detail, elapsed time, summary", async () => {
+    const result = await cli(["start", "progress", "--cwd", project, "--wait"]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^Started run-[0-9a-f]{8} {2}progress {2}queued$/);
+    expect(lines[1]).toBe("▶ copy · copy the files");
+    const progress = lines.filter((l) => l.startsWith("  · copy "));
+    // Updates 250 ms apart, at most one line a second, and always the last one.
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress.length).toBeLessThanOrEqual(4);
+    expect(progress[0]).toBe("  · copy 1/5 files 20%");
+    expect(progress.at(-1)).toMatch(/^ {2}· copy 5\/5 files 100% · \d+(\.\d)?\/s$/);
+    for (const line of progress.slice(1, -1)) {
+      expect(line).toMatch(/^ {2}· copy [234]\/5 files \d+% · \d+(\.\d)?\/s · ETA \S+$/);
+    }
+    expect(lines).toContainEqual(expect.stringMatching(/^✓ copy {2}\d+(\.\d)?s$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^✓ done {2}\d+ms$/));
+    expect(lines.at(-2)).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}progress · 2 nodes · \S+$/);
+    expect(lines.at(-1)).toBe("ok");
+  });
+
+  it("redraws one live line on a terminal, with colour unless NO_COLOR", () => {
+    if (!existsSync("/usr/bin/script")) throw new Error("this test needs util-linux `script`");
+    const run = (env: NodeJS.ProcessEnv) =>
+      execFileSync("script", [
+        "-qfec",
+        `stty cols 120; "${process.execPath}" "${CLI}" start progress --cwd "${project}" --wait`,
+        "/dev/null",
+      ], { cwd: ROOT, env: { ...home.env, ...env }, encoding: "utf8", timeout: 60_000 });
+    const colored = run({});
+    expect(colored).toContain("\r\x1b[2K\x1b[33m◐\x1b[0m copy");
+    expect(colored).toMatch(/\[█+░*\] 1\/5 files 20%/);
+    expect(colored).toContain("\x1b[32m✓\x1b[0m copy");
+    // The node start is not a line of its own on a terminal: the live line shows it.
+    expect(colored).not.toContain("▶ copy");
+    const plain = run({ NO_COLOR: "1" });
+    // deno-lint-ignore no-control-regex -- no colour escapes at all
+    expect(plain).not.toMatch(/\x1b\[[0-9;]*m/);
+    expect(plain).toContain("\r\x1b[2K◐ copy");
+    expect(plain).toMatch(/✓ completed {2}run-[0-9a-f]{8} {2}progress · 2 nodes/);
+  });
+
+  it("uses ASCII glyphs under LC_ALL=C and colour into a pipe with FORCE_COLOR", async () => {
+    const ascii = await cli(["start", "echo", "hi", "--wait"], { LC_ALL: "C" });
+    expect(ascii.code, ascii.stderr).toBe(0);
+    expect(ascii.stdout).toMatch(/^> echo - echo$/m);
+    expect(ascii.stdout).toMatch(/^\+ completed {2}run-[0-9a-f]{8} {2}echo - 1 node - \S+$/m);
+    // deno-lint-ignore no-control-regex -- ASCII only
+    expect(ascii.stdout).not.toMatch(/[^\x00-\x7f]/);
+    const forced = await cli(["start", "echo", "hi", "--wait"], { FORCE_COLOR: "1" });
+    expect(forced.stdout).toContain("\x1b[32m✓\x1b[0m echo");
+  });
+
+  it("exits quietly when its reader closes the pipe", async () => {
+    const child = spawn(process.execPath, [CLI, "start", "progress", "--cwd", project, "--wait"], {
+      cwd: ROOT,
+      env: home.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    // Like `| head -1`: read the first line, then close the pipe.
+    await new Promise<void>((resolve) => {
+      child.stdout.once("data", () => {
+        child.stdout.destroy();
+        resolve();
+      });
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(141);
+  });
+});
+
+describe("run ids", () => {
+  it("accepts any unique prefix and names the candidates of an ambiguous one", async () => {
+    const started = JSON.parse((await cli(["start", "echo", "--json"])).stdout).run.runId;
+    await cli(["start", "echo", "--json"]);
+    const hex = started.slice(4, 10);
+    for (const typed of [hex, `run-${hex}`, started]) {
+      const status = await cli(["status", typed, "--json"]);
+      expect(status.code, `${typed}: ${status.stderr}`).toBe(0);
+      expect(JSON.parse(status.stdout).run.runId).toBe(started);
+    }
+    const text = await cli(["status", hex]);
+    expect(text.stdout.split("\n")[0]).toBe(`run ${started}`);
+    const ambiguous = await cli(["status", "run-"]);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toMatch(
+      /^Run id 'run-' is ambiguous: (more than )?\d+ runs match \(run-[0-9a-f]{8,} \(echo, \w+\), .*\): type more of it\n$/,
+    );
+    const none = await cli(["cancel", "ffffffffffff"]);
+    expect(none.code).toBe(3);
+    expect(none.stderr).toContain("no run id starts with 'ffffffffffff'");
+  });
+});
+
+describe("resolver errors", () => {
+  it("name the file and the step that crashed or hung", async () => {
+    const crashed = await cli(["start", "exits.workflow.ts", "--cwd", project]);
+    expect(crashed.code).toBe(3);
+    expect(crashed.stderr.trim()).toBe(
+      `Host answered rejected: Workflow not resolved: the resolver exited with code 3 while ` +
+        `loading ${join(home.root, "project", "exits.workflow.ts")} (its top-level code)`,
+    );
+    const hung = await cli(["start", "hangs.workflow.ts", "--cwd", project]);
+    expect(hung.code).toBe(3);
+    expect(hung.stderr).toContain(
+      `running the input function of ${
+        join(project, "hangs.workflow.ts")
+      } did not finish within 8000 ms`,
+    );
+  });
+});
+
+describe("completion", () => {
+  it("completes commands, options, workflow names and run ids in bash, never starting a host", async () => {
+    const script = (await cli(["completion", "bash"])).stdout;
+    const complete = (line: string) => {
+      const words = line.split(" ");
+      const program = `pi-workflows() { "${process.execPath}" "${CLI}" "$@"; }
+${script}
+COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}
+_pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      return execFileSync("bash", ["-c", program], {
+        cwd: project,
+        env: home.env,
+        encoding: "utf8",
+        timeout: 30_000,
+      }).split("\n").filter(Boolean);
+    };
+    expect(complete("pi-workflows st")).toEqual(["start", "status"]);
+    expect(complete("pi-workflows start --w")).toEqual(["--wait"]);
+    expect(complete("pi-workflows start pro")).toContain("progress");
+    expect(complete("pi-workflows start ec")).toEqual(["echo"]);
+    expect(complete("pi-workflows host st")).toEqual(["start", "status", "stop"]);
+    expect(complete("pi-workflows answer r --choice ")).toEqual([]);
+    const runs = complete("pi-workflows status run-");
+    expect(runs.length).toBeGreaterThan(0);
+    for (const id of runs) expect(id).toMatch(/^run-[0-9a-f]{8}$/);
+
+    expect((await cli(["host", "stop"])).code).toBe(0);
+    expect(complete("pi-workflows status run-")).toEqual([]);
+    const status = await cli(["host", "status"]);
+    expect(status.stdout).toContain("host: stopped");
+  });
+
+  it("prints a zsh script and refuses other shells", async () => {
+    const zsh = await cli(["completion", "zsh"]);
+    expect(zsh.stdout.split("\n")[0]).toBe("#compdef pi-workflows");
+    if (existsSync("/usr/bin/zsh") || existsSync("/bin/zsh")) {
+      // zsh's completion builtins stubbed to print what they are given.
+      const program = `compdef() { :; }
+_describe() { local name=$2; print -l -- "\${(@P)name}"; }
+compadd() { shift; print -l -- "$@"; }
+_files() { print -- "<files $*>"; }
+pi-workflows() { "${process.execPath}" "${CLI}" "$@"; }
+${zsh.stdout}
+words=(pi-workflows start --w); CURRENT=3; _pi-workflows; print -- ---
+words=(pi-workflows start ec); CURRENT=3; _pi-workflows; print -- ---
+words=(pi-workflows host s); CURRENT=3; _pi-workflows`;
+      const out = execFileSync("zsh", ["-c", program], {
+        cwd: project,
+        env: home.env,
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      const [flags, workflows, host] = out.split("---\n");
+      expect(flags).toContain("--wait\n");
+      expect(workflows).toContain("echo:built-in: Returns its input unchanged\n");
+      expect(workflows).toContain("progress:project workflow\n");
+      expect(host).toBe("run\nstart\nstatus\nstop\n");
+    }
+    const bad = await cli(["completion", "fish"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe("Unknown shell 'fish' for 'completion': use bash or zsh\n");
+  });
+});

@@ -1,0 +1,322 @@
+import { describe, expect, it } from "vitest";
+import { cliStyle, PLAIN_STYLE, stripAnsi } from "../../src/cli/cli-style.ts";
+import { createFollowPrinter } from "../../src/cli/follow-printer.ts";
+import { formatRun, formatRunHeadline, formatRunList } from "../../src/cli/format-run.ts";
+import { distinctPrefixes, shortRunId } from "../../src/cli/run-ids.ts";
+import { describeRunState } from "../../src/cli/run-state.ts";
+import { detectTerminal } from "../../src/cli/terminal.ts";
+import { COMMAND_HELP, MAIN_HELP } from "../../src/cli/usage.ts";
+import type { Waiting } from "../../src/protocol/decision-request.ts";
+import { failureMessage, HostUnavailableError } from "../../src/protocol/failures.ts";
+import type { DefinitionSnapshot } from "../../src/protocol/definition-snapshot.ts";
+import type { AttemptSummary, RunEvent, RunSummary } from "../../src/protocol/run-operations.ts";
+
+const NOW = Date.UTC(2026, 0, 1, 12);
+const ID = "run-1a2b3c4d-0000-4000-8000-000000000001";
+
+function run(fields: Partial<RunSummary> = {}): RunSummary {
+  return {
+    runId: ID,
+    workflowName: "hello",
+    title: null,
+    state: "running",
+    queueState: "running",
+    paused: false,
+    revision: 3,
+    executionMode: "headless",
+    createdAt: NOW - 120_000,
+    updatedAt: NOW - 1_000,
+    ...fields,
+  };
+}
+
+const decision: Waiting = {
+  kind: "humanDecision",
+  operation: "decision.answer",
+  decisionId: "d-1",
+  nodeId: "approval",
+  attemptId: "a-2",
+  since: NOW - 5000,
+  deadlineAt: null,
+  default: null,
+  decision: {
+    schema: "pi-workflows.human-decision-request.v1",
+    audience: "release-team",
+    title: "Ship?",
+    subject: "r",
+    presentation: { schema: "pi-workflows.decision-presentation.v1", summary: "s", blocks: [] },
+    revision: 1,
+    choices: { approve: { label: "Approve" }, reject: { label: "Reject" } },
+  },
+} as unknown as Waiting;
+
+describe("detectTerminal()", () => {
+  it("colours a TTY only, honouring NO_COLOR, FORCE_COLOR and TERM=dumb", () => {
+    const tty = { isTTY: true, columns: 100 };
+    const pipe = {};
+    expect(detectTerminal(tty, { LANG: "C.UTF-8" })).toEqual({
+      tty: true,
+      color: true,
+      unicode: true,
+      columns: 100,
+    });
+    expect(detectTerminal(pipe, {}).color).toBe(false);
+    expect(detectTerminal(tty, { NO_COLOR: "1" }).color).toBe(false);
+    expect(detectTerminal(tty, { NO_COLOR: "" }).color).toBe(true);
+    expect(detectTerminal(tty, { TERM: "dumb" }).color).toBe(false);
+    expect(detectTerminal(pipe, { FORCE_COLOR: "1" }).color).toBe(true);
+    expect(detectTerminal(tty, { FORCE_COLOR: "0" }).color).toBe(false);
+    expect(detectTerminal(pipe, { FORCE_COLOR: "1", NO_COLOR: "1" }).color).toBe(true);
+    expect(detectTerminal(pipe, {}).columns).toBe(80);
+  });
+
+  it("uses Unicode only in a UTF-8 locale (LC_ALL, then LC_CTYPE, then LANG)", () => {
+    expect(detectTerminal({}, { LANG: "en_US.UTF-8" }).unicode).toBe(true);
+    expect(detectTerminal({}, { LC_ALL: "C", LANG: "en_US.UTF-8" }).unicode).toBe(false);
+    expect(detectTerminal({}, { LC_CTYPE: "de_DE.utf8" }).unicode).toBe(true);
+    expect(detectTerminal({}, { LANG: "POSIX" }).unicode).toBe(false);
+    expect(detectTerminal({}, {}).unicode).toBe(false);
+  });
+});
+
+describe("cliStyle()", () => {
+  it("has an ASCII fallback for every glyph and Unicode punctuation", () => {
+    const ascii = cliStyle(detectTerminal({}, { LC_ALL: "C" }));
+    expect([ascii.glyph("ok"), ascii.glyph("failed"), ascii.glyph("started")]).toEqual([
+      "+",
+      "x",
+      ">",
+    ]);
+    expect(ascii.text("hello — Say hi… • a │ b · c")).toBe("hello - Say hi... * a | b - c");
+    expect(PLAIN_STYLE.text("hello — hi")).toBe("hello — hi");
+    const colored = cliStyle(detectTerminal({ isTTY: true }, { LANG: "C.UTF-8" }));
+    expect(colored.paint("ok", "done")).toBe("\x1b[32mdone\x1b[0m");
+    expect(PLAIN_STYLE.paint("ok", "done")).toBe("done");
+    expect(stripAnsi(colored.paint("failed", "x"))).toBe("x");
+  });
+});
+
+describe("run ids", () => {
+  it("shows the first 8 hex digits of a generated id and tells candidates apart", () => {
+    expect(shortRunId(ID)).toBe("run-1a2b3c4d");
+    expect(shortRunId("run-7")).toBe("run-7");
+    const a = "run-1a2b3c4d-0000-4000-8000-000000000001";
+    const b = "run-1a2b3c4d-9000-4000-8000-000000000001";
+    const c = "run-ffffffff-0000-4000-8000-000000000001";
+    expect(distinctPrefixes([a, b, c])).toEqual([
+      "run-1a2b3c4d-0",
+      "run-1a2b3c4d-9",
+      "run-ffffffff",
+    ]);
+  });
+});
+
+describe("describeRunState()", () => {
+  it("names blocked, paused and waiting-for-whom with the one command that moves the run on", () => {
+    const cases: [Partial<RunSummary>, Waiting | undefined, string, string | null][] = [
+      [{ state: "queued", queueState: "queued" }, undefined, "queued", null],
+      [{}, undefined, "running", null],
+      [
+        { paused: true, queueState: "parked" },
+        undefined,
+        "paused",
+        "pi-workflows resume run-1a2b3c4d",
+      ],
+      [
+        { blockedReason: "workflowSourceChanged", queueState: "parked" },
+        undefined,
+        "blocked",
+        "pi-workflows resume run-1a2b3c4d",
+      ],
+      [
+        { state: "waiting", queueState: "parked" },
+        decision,
+        "waiting for release-team",
+        "pi-workflows answer run-1a2b3c4d approve|reject",
+      ],
+      [
+        { state: "waiting", queueState: "parked" },
+        { ...decision, kind: "checkpoint", decision: undefined } as Waiting,
+        "waiting for answer",
+        "pi-workflows answer run-1a2b3c4d '<json or text>'",
+      ],
+      [{ state: "completed", queueState: "done" }, undefined, "completed", null],
+      [{ state: "timed_out", queueState: "failed" }, undefined, "timed out", null],
+    ];
+    for (const [fields, waiting, word, next] of cases) {
+      const state = describeRunState(run(fields), { waiting });
+      expect([state.word, state.next], word).toEqual([word, next]);
+    }
+    const interactive = describeRunState(
+      run({ state: "waiting", queueState: "parked", executionMode: "interactive" }),
+      { attempts: [{ nodeId: "draft", nodeKind: "agent", state: "waiting" } as AttemptSummary] },
+    );
+    expect(interactive).toMatchObject({ word: "waiting for Pi session", next: null });
+    expect(interactive.reason).toContain("step draft runs in the Pi session");
+    expect(describeRunState(run({ blockedReason: "effectAmbiguous" })).reason).toContain(
+      "may have applied",
+    );
+  });
+});
+
+describe("formatRunList()", () => {
+  it("prints one line per run and the next command under a run that needs someone", () => {
+    const runs = [
+      run({ state: "waiting", queueState: "parked", createdAt: NOW - 5_000 }),
+      run({
+        runId: "run-99999999-0000-4000-8000-000000000001",
+        title: "Say hello to Ada",
+        createdAt: NOW - 3_600_000,
+      }),
+      run({
+        runId: "run-88888888-0000-4000-8000-000000000001",
+        state: "failed",
+        queueState: "failed",
+        error: { code: "commandFailed", message: "exit 2" },
+      }),
+    ];
+    const text = formatRunList(runs, {
+      now: NOW,
+      waiting: new Map([[ID, { waiting: decision }]]),
+    });
+    expect(text.split("\n")).toEqual([
+      "⏸ waiting for release-team  run-1a2b3c4d   5s ago  hello",
+      "  next: pi-workflows answer run-1a2b3c4d approve|reject",
+      "◐ running                   run-99999999  60m ago  hello — Say hello to Ada",
+      "✗ failed                    run-88888888   2m ago  hello (commandFailed)",
+    ]);
+    const ascii = cliStyle(detectTerminal({}, { LC_ALL: "C" }));
+    expect(formatRunList(runs.slice(1, 2), { now: NOW, style: ascii })).toBe(
+      "* running  run-99999999  60m ago  hello - Say hello to Ada",
+    );
+  });
+
+  it("cuts lines to the terminal width on a TTY and colours the state", () => {
+    const style = cliStyle(detectTerminal({ isTTY: true, columns: 40 }, { LANG: "C.UTF-8" }));
+    const [line] = formatRunList([run({ title: "a very long title that does not fit" })], {
+      now: NOW,
+      style,
+    }).split("\n");
+    expect(line.startsWith("\x1b[33m◐ running\x1b[0m")).toBe(true);
+    expect([...stripAnsi(line)]).toHaveLength(40);
+    expect(stripAnsi(line).endsWith("…")).toBe(true);
+  });
+
+  it("says how to see finished runs when nothing is active", () => {
+    expect(formatRunList([])).toBe(
+      "No active runs. 'pi-workflows list --all' shows finished ones too.",
+    );
+    expect(formatRunList([], { all: true })).toContain("No runs yet: start one with");
+  });
+});
+
+describe("formatRun()", () => {
+  it("shows a blocked run's reason and the command that moves it on", () => {
+    const text = formatRun(
+      run({ blockedReason: "workflowSourceChanged", queueState: "parked" }),
+      [{
+        attemptId: "a-1",
+        nodeId: "greet",
+        sequence: 1,
+        nodeKind: "compute",
+        effect: "pure",
+        state: "ok",
+        startedAt: NOW - 60_000,
+        finishedAt: NOW - 59_988,
+        deadlineAt: null,
+      }],
+      { now: NOW },
+    );
+    expect(text.split("\n").slice(0, 5)).toEqual([
+      `run ${ID}`,
+      "workflow: hello",
+      "state: ! blocked (queue parked)",
+      "why: its workflow source changed since it started; restore the files, or cancel it",
+      "next: pi-workflows resume run-1a2b3c4d",
+    ]);
+    expect(text).toContain("  ✓ greet  compute, ok, 12ms");
+    expect(formatRunHeadline(run({ title: "Hi" }))).toBe("run-1a2b3c4d  hello — Hi  running");
+  });
+});
+
+describe("error texts", () => {
+  it("say a failure class summary once when the detail already carries it", () => {
+    const inner = new HostUnavailableError("the socket is gone");
+    expect(new HostUnavailableError(inner.message).message).toBe(inner.message);
+    expect(failureMessage("hostUnavailable", "x")).toBe(
+      "Host unavailable: the client cannot reach or start the workflow host: x",
+    );
+  });
+});
+
+describe("help", () => {
+  it("has an example in every command's help", () => {
+    expect(MAIN_HELP).toContain("Examples:");
+    for (const [topic, text] of Object.entries(COMMAND_HELP)) {
+      expect(text, topic).toMatch(/^Examples?( \([^)]*\))?:\n {2}pi-workflows /m);
+    }
+  });
+});
+
+describe("createFollowPrinter()", () => {
+  const events = (): RunEvent[] => [
+    { seq: 1, type: "node.started", at: NOW, nodeId: "copy", attemptId: "a-1" },
+    ...[1, 2, 3].map((completed, i) => ({
+      seq: 2 + i,
+      type: "node.update",
+      at: NOW + 1500 * (i + 1),
+      attemptId: "a-1",
+      data: { type: "progress", key: "files", progress: { completed, total: 10, unit: "files" } },
+    })),
+    { seq: 6, type: "node.finished", at: NOW + 5000, nodeId: "copy", attemptId: "a-1" },
+  ];
+  const snapshot = {
+    schema: "pi-workflows.definition-snapshot.v1",
+    name: "p",
+    startAt: "copy",
+    nodes: { copy: { kind: "action", statusDetail: "copy the files" } },
+    edges: {},
+  } as DefinitionSnapshot;
+
+  it("prints plain lines with numbers, rate and ETA when piped", () => {
+    const out: string[] = [];
+    const printer = createFollowPrinter({ out: (t) => out.push(t), err: () => {} }, () => NOW);
+    printer.definition(snapshot);
+    printer.events(events());
+    printer.finish(run({ state: "completed", queueState: "done", output: { n: 3 } }), {
+      attempts: [{ nodeId: "copy" } as AttemptSummary],
+    });
+    expect(out).toEqual([
+      "▶ copy · copy the files",
+      "  · copy 1/10 files 10%",
+      "  · copy 2/10 files 20% · 0.7/s · ETA 12s",
+      "  · copy 3/10 files 30% · 0.7/s · ETA 10s",
+      "✓ copy  5.0s",
+      "✓ completed  run-1a2b3c4d  hello · 1 node · 1m59s",
+      '{"n":3}',
+    ]);
+  });
+
+  it("redraws one live line on a TTY and leaves only finished nodes on screen", () => {
+    const written: string[] = [];
+    const style = cliStyle(
+      detectTerminal({ isTTY: true, columns: 100 }, { NO_COLOR: "1", LANG: "C.UTF-8" }),
+    );
+    const printer = createFollowPrinter({
+      out: (t) => written.push(`${t}\n`),
+      err: () => {},
+      write: (t) => written.push(t),
+      style,
+    }, () => NOW + 5000);
+    printer.definition(snapshot);
+    printer.events(events().slice(0, 3));
+    expect(written).toEqual([
+      "\r\x1b[2K◐ copy · copy the files  0ms",
+      "\r\x1b[2K◐ copy · copy the files  1.5s  [█░░░░░░░░░░░] 1/10 files 10%",
+      "\r\x1b[2K◐ copy · copy the files  3.0s  [██░░░░░░░░░░] 2/10 files 20% · 0.7/s · ETA 12s",
+    ]);
+    written.length = 0;
+    printer.events(events().slice(4));
+    expect(written).toEqual(["\r\x1b[2K", "✓ copy  5.0s\n"]);
+  });
+});
