@@ -13,8 +13,8 @@ import { defaultAgentDir, listWorkflowFiles } from "../protocol/workflow-files.t
 import { shortRunId } from "./run-ids.ts";
 import { describeRunState } from "./run-state.ts";
 
-/** A completion must feel instant: a host that does not answer at once is skipped. */
-const HOST_TIMEOUT_MS = 500;
+/** A completion must feel instant: a host that does not answer soon is skipped. */
+const HOST_TIMEOUT_MS = 1500;
 const MAX_RUNS = 50;
 
 export async function completeWords(

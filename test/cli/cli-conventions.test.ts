@@ -38,7 +38,8 @@ export default defineWorkflow({
 
 beforeAll(() => {
   home = tempHome({
-    PI_WORKFLOWS_HOST_IDLE_MS: "5000",
+    // Long enough that the host outlives the slow steps of a loaded machine between requests.
+    PI_WORKFLOWS_HOST_IDLE_MS: "60000",
     PI_WORKFLOWS_WORKER_STARTUP_MS: "8000",
     LANG: "C.UTF-8",
     LC_ALL: "",
@@ -210,6 +211,7 @@ _pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(complete("pi-workflows start ec")).toEqual(["echo"]);
     expect(complete("pi-workflows host st")).toEqual(["start", "status", "stop"]);
     expect(complete("pi-workflows answer r --choice ")).toEqual([]);
+    expect((await cli(["host", "start"])).code).toBe(0);
     const runs = complete("pi-workflows status run-");
     expect(runs.length).toBeGreaterThan(0);
     for (const id of runs) expect(id).toMatch(/^run-[0-9a-f]{8}$/);
