@@ -33,7 +33,8 @@ export function commandOptions(command: string): { flags: string[]; valued: stri
   const valued = new Set<string>();
   for (
     const match of (COMMAND_HELP[command] ?? "").matchAll(
-      /(?<![\w-])(--[a-z][a-z-]*)([ =][A-Z<])?/g,
+      // Not an option the text names as refused ("no --api-key").
+      /(?<![\w-]|no )(--[a-z][a-z-]*)([ =][A-Z<])?/g,
     )
   ) {
     flags.add(match[1]);

@@ -5,13 +5,10 @@
  * never the rest of the update's data.
  */
 import type { JsonValue } from "./canonical-json.ts";
+import type { ProgressData } from "./progress.ts";
 
-export interface ProgressFields {
-  completed: number;
-  total?: number;
-  unit?: string;
-  label?: string;
-}
+/** The contract's fields without its schema tag. */
+export type ProgressFields = Omit<ProgressData, "schema">;
 
 const MAX_TEXT = 200;
 

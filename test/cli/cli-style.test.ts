@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { cliStyle, PLAIN_STYLE, stripAnsi } from "../../src/cli/cli-style.ts";
+import { commandOptions } from "../../src/cli/completion-script.ts";
 import { createFollowPrinter } from "../../src/cli/follow-printer.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "../../src/cli/format-run.ts";
 import { distinctPrefixes, shortRunId } from "../../src/cli/run-ids.ts";
@@ -255,6 +256,13 @@ describe("help", () => {
     for (const [topic, text] of Object.entries(COMMAND_HELP)) {
       expect(text, topic).toMatch(/^Examples?( \([^)]*\))?:\n {2}pi-workflows /m);
     }
+  });
+
+  it("gives completion the options a command takes, not the ones its text refuses", () => {
+    const start = commandOptions("start");
+    expect(start.flags).toContain("--input-json");
+    expect(start.valued).toContain("--input-json");
+    expect(start.flags).not.toContain("--api-key");
   });
 });
 
