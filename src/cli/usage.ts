@@ -201,7 +201,10 @@ Examples:
   pi-workflows controller reconcile file-sync notes --wait`,
   doctor: `Usage: pi-workflows doctor [--json]
 
-Opens the state database read-only and checks its identity and invariants.`,
+Opens the state database read-only and checks its identity and invariants.
+
+Example:
+  pi-workflows doctor --json`,
   schema: `Usage: pi-workflows schema [name] [--out DIR]
 
 Prints the JSON Schemas (draft 2020-12) of the local protocol, generated from the schemas the
@@ -214,10 +217,6 @@ worker messages, replies and the launch envelope. See docs/protocol.md, "Write a
 
 Example:
   pi-workflows schema host-request > host-request.v1.json`,
-Opens the state database read-only and checks its identity and invariants.
-
-Example:
-  pi-workflows doctor --json`,
   worker: `Usage: pi-workflows worker
 
 Internal: a run worker started by the host. Do not run it by hand.
