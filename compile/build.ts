@@ -6,10 +6,11 @@
  * (`node --build-sea`) on a stripped copy of itself. Its main script is a small launcher
  * (sea-launcher.ts); the CLI is an embedded CommonJS bundle with a V8 code cache made here. The
  * build refuses to finish unless the result prints its version and V8 accepts the code cache.
+ * Both the executable and the bundle carry a build stamp (commit, time) for `--version`.
  * `execArgvExtension: "none"` keeps a user's NODE_OPTIONS from changing the binary. See
  * docs/compile.md.
  *
- *   node compile/build.ts [--no-strip]
+ *   node compile/build.ts [--no-strip] [--out DIR]   (default DIR: dist/)
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -19,7 +20,9 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import vm from "node:vm";
 import { build, type BuildOptions } from "esbuild";
+import type { BuildStamp } from "../src/protocol/build-info.ts";
 import { VERSION } from "../src/protocol/version.ts";
+import { buildStamp, stampDefine } from "./build-stamp.ts";
 import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
 import { deferredBuiltins } from "./deferred-builtins.ts";
 import { lazyBuiltins } from "./lazy-builtins.ts";
@@ -33,9 +36,6 @@ import {
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
-const work = join(dist, "sea");
-const bundle = join(dist, "pi-workflows.mjs");
-const output = join(dist, "pi-workflows");
 
 const common: BuildOptions = {
   bundle: true,
@@ -48,10 +48,14 @@ const common: BuildOptions = {
 };
 
 /** Bundles the CLI into one ESM file: the file the npm package's bin runs. */
-export async function bundleCli(outfile: string = bundle): Promise<string> {
+export async function bundleCli(
+  outfile: string = join(dist, "pi-workflows.mjs"),
+  stamp: BuildStamp = buildStamp(root, "npm"),
+): Promise<string> {
   mkdirSync(dirname(outfile), { recursive: true });
   const text = await bundleText({
     ...common,
+    define: { ...common.define, ...stampDefine(stamp) },
     entryPoints: [join(root, "src/cli/main.ts")],
     format: "esm",
     plugins: [embedTextAssets(), deferredBuiltins(), lazyBuiltins()],
@@ -72,12 +76,12 @@ export async function bundleCli(outfile: string = bundle): Promise<string> {
  * Two entries are embedded: the whole CLI (src/cli/main.ts) and the worker mode alone
  * (src/cli/worker-main.ts), which every spawned worker runs.
  */
-async function bundleSeaApp(entry: string): Promise<string> {
+async function bundleSeaApp(entry: string, stamp: BuildStamp): Promise<string> {
   const text = await bundleText({
     ...common,
     entryPoints: [join(root, entry)],
     format: "cjs",
-    define: { ...common.define, "import.meta.url": "__piwImportMetaUrl" },
+    define: { ...common.define, ...stampDefine(stamp), "import.meta.url": "__piwImportMetaUrl" },
     banner: {
       js: 'var __piwImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
     },
@@ -85,9 +89,10 @@ async function bundleSeaApp(entry: string): Promise<string> {
   return `(function (exports, require, module, __filename, __dirname) {${text}\n})`;
 }
 
-async function bundleLauncher(): Promise<string> {
+async function bundleLauncher(stamp: BuildStamp): Promise<string> {
   return await bundleText({
     ...common,
+    define: { ...common.define, ...stampDefine(stamp) },
     entryPoints: [join(root, "compile/sea-launcher.ts")],
     format: "cjs",
   });
@@ -114,7 +119,7 @@ function codeCache(app: string, filename: string): Uint8Array {
 }
 
 /** A copy of the running Node binary, stripped of symbols unless asked not to or impossible. */
-function baseExecutable(strip: boolean): { path: string; stripped: boolean } {
+function baseExecutable(work: string, strip: boolean): { path: string; stripped: boolean } {
   const base = join(work, "node-base");
   copyFileSync(process.execPath, base);
   if (!strip) return { path: base, stripped: false };
@@ -132,14 +137,26 @@ export interface CompileResult {
   bytes: number;
   sha256: string;
   stripped: boolean;
+  /** What `--version --json` of the executable reports about its build. */
+  stamp: BuildStamp;
 }
 
-export async function compile(options: { strip?: boolean } = {}): Promise<CompileResult> {
+export interface CompileOptions {
+  strip?: boolean;
+  /** Where `pi-workflows`, `pi-workflows.mjs` and the work folder `sea/` go (default dist/). */
+  outDir?: string;
+}
+
+export async function compile(options: CompileOptions = {}): Promise<CompileResult> {
+  const outDir = resolve(options.outDir ?? dist);
+  const work = join(outDir, "sea");
+  const output = join(outDir, "pi-workflows");
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
-  await bundleCli();
-  const app = await bundleSeaApp("src/cli/main.ts");
-  const workerApp = await bundleSeaApp("src/cli/worker-main.ts");
+  const stamp = buildStamp(root, "executable");
+  await bundleCli(join(outDir, "pi-workflows.mjs"), { ...stamp, kind: "npm" });
+  const app = await bundleSeaApp("src/cli/main.ts", stamp);
+  const workerApp = await bundleSeaApp("src/cli/worker-main.ts", stamp);
   const files = {
     launcher: join(work, "launcher.cjs"),
     app: join(work, APP_ASSET),
@@ -148,12 +165,12 @@ export async function compile(options: { strip?: boolean } = {}): Promise<Compil
     workerCache: join(work, WORKER_CODE_CACHE_ASSET),
     config: join(work, "sea-config.json"),
   };
-  writeFileSync(files.launcher, await bundleLauncher());
+  writeFileSync(files.launcher, await bundleLauncher(stamp));
   writeFileSync(files.app, app);
   writeFileSync(files.cache, codeCache(app, APP_ASSET));
   writeFileSync(files.workerApp, workerApp);
   writeFileSync(files.workerCache, codeCache(workerApp, WORKER_ASSET));
-  const base = baseExecutable(options.strip ?? true);
+  const base = baseExecutable(work, options.strip ?? true);
   writeFileSync(
     files.config,
     JSON.stringify({
@@ -176,18 +193,20 @@ export async function compile(options: { strip?: boolean } = {}): Promise<Compil
     stdio: ["ignore", "ignore", "inherit"],
   });
   rmSync(base.path, { force: true });
-  verify(output);
+  verify(output, stamp);
   const bytes = statSync(output).size;
   const sha256 = createHash("sha256").update(readFileSync(output)).digest("hex");
-  return { path: output, bytes, sha256, stripped: base.stripped };
+  return { path: output, bytes, sha256, stripped: base.stripped, stamp };
 }
 
 /** The executable answers its version from the launcher and runs the CLI from the cache. */
-function verify(binary: string): void {
+function verify(binary: string, stamp: BuildStamp): void {
   const env = { PATH: "/usr/bin:/bin", [CODE_CACHE_CHECK_ENV]: "1" };
   const version = execFileSync(binary, ["--version"], { env, encoding: "utf8" }).trim();
-  if (version !== VERSION) {
-    throw new Error(`Compile check failed: --version printed ${version}, expected ${VERSION}`);
+  if (version.split(" ")[0] !== VERSION || !version.includes(`built ${stamp.date}`)) {
+    throw new Error(
+      `Compile check failed: --version printed ${version}, expected ${VERSION} built ${stamp.date}`,
+    );
   }
   const help = spawnSync(binary, ["--help"], { env, encoding: "utf8", timeout: 30_000 });
   if (help.status !== 0 || !help.stdout.includes("pi-workflows")) {
@@ -220,12 +239,17 @@ function verify(binary: string): void {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { "no-strip": { type: "boolean" } } });
-  const result = await compile({ strip: !values["no-strip"] });
+  const { values } = parseArgs({
+    options: { "no-strip": { type: "boolean" }, out: { type: "string" } },
+  });
+  const result = await compile({ strip: !values["no-strip"], outDir: values.out });
   console.log(JSON.stringify({
-    binary: "dist/pi-workflows",
+    binary: result.path,
     bytes: result.bytes,
     sha256: result.sha256,
     stripped: result.stripped,
+    commit: result.stamp.commit,
+    dirty: result.stamp.dirty,
+    date: result.stamp.date,
   }));
 }

@@ -1,5 +1,5 @@
 /**
- * Main script of the single executable. It answers exactly `pi-workflows --version` itself, so
+ * Main script of the single executable. It answers exactly `pi-workflows --version [--json]` itself, so
  * that answer costs no more than starting Node; `pi-workflows worker ...` (what the host spawns
  * for every run) runs the worker mode alone; anything else runs the whole CLI. Both are compiled
  * from an embedded asset with the V8 code cache made at build time. Keeping them out of the main
@@ -9,7 +9,7 @@
 import { dirname } from "node:path";
 import { getAsset } from "node:sea";
 import vm from "node:vm";
-import { VERSION } from "../src/protocol/version.ts";
+import { versionJson, versionText } from "../src/protocol/build-info.ts";
 import {
   APP_ASSET,
   CODE_CACHE_ASSET,
@@ -30,8 +30,10 @@ declare const module: { exports: unknown };
 declare const require: unknown;
 
 const args = process.argv.slice(2);
-if (args.length === 1 && args[0] === "--version") {
-  process.stdout.write(`${VERSION}\n`);
+if (args[0] === "--version" && args.length === 1) {
+  process.stdout.write(`${versionText()}\n`);
+} else if (args[0] === "--version" && args.length === 2 && args[1] === "--json") {
+  process.stdout.write(`${versionJson()}\n`);
 } else if (args[0] === "worker" && !args.includes("--help")) {
   run(WORKER_ASSET, WORKER_CODE_CACHE_ASSET);
 } else {

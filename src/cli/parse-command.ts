@@ -33,7 +33,7 @@ export type ControlAction = "pause" | "resume" | "cancel";
 
 export type CliCommand =
   | { kind: "help"; topic: string | null }
-  | { kind: "version" }
+  | { kind: "version"; json: boolean }
   | { kind: "host"; action: HostAction; json: boolean }
   | {
     kind: "start";
@@ -101,7 +101,12 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     if (topic !== null && !(topic in COMMAND_HELP)) throw unknownCommand(topic);
     return { kind: "help", topic };
   }
-  if (name === "--version" || name === "-V") return { kind: "version" };
+  if (name === "--version" || name === "-V") {
+    if (rest.length > 1 || (rest.length === 1 && rest[0] !== "--json")) {
+      throw new UsageError(`'--version' takes only --json: run 'pi-workflows --help'`);
+    }
+    return { kind: "version", json: rest.length === 1 };
+  }
   if (name.startsWith("-")) {
     throw new UsageError(`Unknown option '${name}': run 'pi-workflows --help'`);
   }

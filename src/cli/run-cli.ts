@@ -6,7 +6,7 @@ import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { type CliIo, oneLineError, processIo } from "./output.ts";
 import { parseCommand } from "./parse-command.ts";
 import { COMMAND_HELP, MAIN_HELP } from "./usage.ts";
-import { VERSION } from "../protocol/version.ts";
+import { buildInfo, versionJson, versionText } from "../protocol/build-info.ts";
 
 export { exitCodeFor };
 
@@ -22,7 +22,7 @@ export async function runCli(
         io.out(command.topic === null ? MAIN_HELP : COMMAND_HELP[command.topic]);
         return EXIT.ok;
       case "version":
-        io.out(VERSION);
+        io.out(command.json ? versionJson(buildInfo()) : versionText());
         return EXIT.ok;
       case "worker": {
         const { runWorkerCommand } = await import("./worker-command.ts");

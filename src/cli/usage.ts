@@ -24,7 +24,7 @@ Commands:
 
 Options:
   --help       Show help (also: pi-workflows <command> --help)
-  --version    Print the version
+  --version    Print the version, commit and build date (--version --json for scripts)
 
 Examples:
   pi-workflows start echo hi --wait      run the built-in echo workflow and follow it

@@ -61,7 +61,15 @@ describe("pi-workflows CLI", () => {
   it("prints its version and help", async () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
     const version = await cli(["--version"]);
-    expect(version).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    expect(version).toMatchObject({ code: 0, stdout: `${pkg.version} (from source)\n` });
+    const json = JSON.parse((await cli(["--version", "--json"])).stdout);
+    expect(json).toEqual({
+      build: "source",
+      commit: null,
+      date: null,
+      dirty: false,
+      version: pkg.version,
+    });
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage:");

@@ -20,7 +20,9 @@ describe("parseCommand()", () => {
   it("reads help and version", () => {
     expect(parseCommand([])).toEqual({ kind: "help", topic: null });
     expect(parseCommand(["--help"])).toEqual({ kind: "help", topic: null });
-    expect(parseCommand(["--version"])).toEqual({ kind: "version" });
+    expect(parseCommand(["--version"])).toEqual({ kind: "version", json: false });
+    expect(parseCommand(["--version", "--json"])).toEqual({ kind: "version", json: true });
+    expect(() => parseCommand(["--version", "--frob"])).toThrow(/takes only --json/);
     expect(parseCommand(["start", "--help"])).toEqual({ kind: "help", topic: "start" });
     expect(parseCommand(["host", "--help"])).toEqual({ kind: "help", topic: "host" });
     expect(parseCommand(["help", "cancel"])).toEqual({ kind: "help", topic: "cancel" });
