@@ -36,6 +36,7 @@ import {
   ResolveRequestSchema,
   ResolveResultSchema,
 } from "./resolve-messages.ts";
+import { RESOLVE_PROGRESS_SCHEMA, ResolveProgressSchema } from "./resolve-progress.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { VALIDATE_REQUEST_SCHEMA, ValidateRequestSchema } from "./validate-messages.ts";
 import { WORKER_LAUNCH_SCHEMA, WorkerLaunchSchema } from "./worker-launch.ts";
@@ -251,6 +252,12 @@ export function protocolJsonSchemas(): Record<string, JsonSchema> {
       RESOLVE_RESULT_SCHEMA,
       ResolveResultSchema,
       "A resolver child's one answer.",
+    ),
+    "resolve-progress.v1.json": single(
+      "resolve-progress.v1.json",
+      RESOLVE_PROGRESS_SCHEMA,
+      ResolveProgressSchema,
+      "A step a resolver child starts (sent before its answer, so a crash or hang names it).",
     ),
     "validate-request.v1.json": single(
       "validate-request.v1.json",

@@ -7,6 +7,9 @@ import { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { type Frame, readFrames, writeFrame } from "../protocol/framing.ts";
 
+/** How long close() waits for buffered frames to leave before it drops them. */
+const CLOSE_FLUSH_MS = 1000;
+
 export interface WorkerChannel {
   /** The first frame the host sends (the launch envelope); rejects when the channel ends first. */
   firstFrame(): Promise<unknown>;
@@ -129,7 +132,16 @@ export function createWorkerChannel(
     send: (message) => writeFrame(stream, message),
     closed,
     close() {
-      stream.destroy();
+      // A frame written just before may still sit in the stream's buffer (a resolver's answer
+      // right after its progress frames): end() flushes it; destroy() would drop it. Bounded, in
+      // case the host stopped reading.
+      const bound = setTimeout(() => stream.destroy(), CLOSE_FLUSH_MS);
+      bound.unref();
+      stream.once("finish", () => {
+        clearTimeout(bound);
+        stream.destroy();
+      });
+      stream.end();
     },
   };
 }

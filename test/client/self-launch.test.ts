@@ -26,7 +26,7 @@ describe("selfCommand()", () => {
     expect(command).toBe(process.execPath);
     expect(args.slice(-2)).toEqual([cliMain, "--version"]);
     expect(args).not.toContain(process.argv[1]);
-    expect(run(command, args)).toBe(version);
+    expect(run(command, args)).toBe(`${version} (from source)`);
   });
 
   test("node flags of the parent are kept, debugger and eval flags are not", () => {
@@ -42,7 +42,7 @@ describe("selfCommand()", () => {
     const out = JSON.parse(run(denoBin, ["run", "-A", fixture, "--version"]));
     expect(out.runtime).toBe("deno");
     expect(out.args).toEqual(["run", "-A", cliMain, "--version"]);
-    expect(run(out.command, out.args)).toBe(version);
+    expect(run(out.command, out.args)).toBe(`${version} (from source)`);
   });
 
   test("inside the single executable: the executable itself, no entry", () => {

@@ -158,6 +158,7 @@ export default defineWorkflow({
     });
     await ask("run.status", { runId: "no-such-run" }); // notFound
     await ask("run.list", { payload: { all: true, limit: 2 } });
+    await ask("run.find", { payload: { prefix: helloRun.slice(4, 10) } });
 
     // A checkpoint: pause, a stale expectedRevision (conflict), resume, answer, answer again.
     const gateRun = await startRun("./gate.workflow.ts");
@@ -343,7 +344,9 @@ export default defineWorkflow({
       firsts.add(first.schema);
       if (first.schema === "pi-workflows.resolve-request.v1") {
         expectValid("resolve-request.v1.json", first);
-        for (const frame of outgoing) expectValid("resolve-result.v1.json", frame);
+        // Progress frames (the step being run), then the one answer.
+        for (const frame of outgoing.slice(0, -1)) expectValid("resolve-progress.v1.json", frame);
+        expectValid("resolve-result.v1.json", outgoing.at(-1));
         continue;
       }
       expectValid("worker-launch.v1.json", first);

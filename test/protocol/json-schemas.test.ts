@@ -73,7 +73,7 @@ describe("published JSON Schemas", () => {
     const unknown = await runCliProcess(["schema", "nope"], process.env);
     expect([unknown.code, unknown.stderr.trim()]).toEqual([
       2,
-      "Unknown schema 'nope': use one of host-request, host-response, worker-launch, worker-message, worker-reply, resolve-request, resolve-result, validate-request, controller-launch, controller-push, controller-message, controller-resolve-request, controller-resolve-result",
+      "Unknown schema 'nope': use one of host-request, host-response, worker-launch, worker-message, worker-reply, resolve-request, resolve-result, resolve-progress, validate-request, controller-launch, controller-push, controller-message, controller-resolve-request, controller-resolve-result",
     ]);
     const extra = await runCliProcess(["schema", "a", "b"], process.env);
     expect(extra.code).toBe(2);

@@ -32,8 +32,10 @@ const ALLOWED = [
   /^bin\/pi-workflows\.mjs$/,
   /^dist\/pi-workflows\.mjs$/,
   /^src\/[a-z-]+\/([a-z-]+\/)*[a-z0-9-]+\.(ts|sql|mjs)$/,
+  /^schemas\/[a-z-]+\.v\d+\.json$/,
 ];
-/** What users need: the bin and its bundle, the extension entry, the authoring API, the texts. */
+/** What users need: the bin and its bundle, the extension entry, the authoring API, the
+ * protocol's JSON Schemas, the texts. */
 const REQUIRED = [
   "package.json",
   "README.md",
@@ -44,6 +46,7 @@ const REQUIRED = [
   "dist/pi-workflows.mjs",
   "src/extension/index.ts",
   "src/state/schema.sql",
+  "schemas/host-request.v1.json",
 ];
 
 let tmp: string;
