@@ -45,14 +45,6 @@ export function failureMessage(failureClass: FailureClass, detail?: string): str
   return flat.startsWith(summary) ? flat : `${summary}: ${flat}`;
 }
 
-/** A failure message without its class summary: what to say after "because". */
-export function failureDetail(message: string): string {
-  for (const summary of Object.values(FAILURE_SUMMARIES)) {
-    if (message.startsWith(`${summary}: `)) return message.slice(summary.length + 2);
-  }
-  return message;
-}
-
 const MAX_DETAIL_CHARS = 1000;
 
 /** Collapses whitespace runs (including newlines) and bounds the length of a message detail. */
