@@ -6,7 +6,8 @@
  *   submit_to_next    the model's `submit` tool call fully sent to the next step's prompt
  *                     reaching the model (validation child, new worker generation, presentation)
  * beside the baseline measured in the same Pi: one bare RPC prompt round trip (prompt written to
- * Pi's stdin to `agent_settled`, the model answering with text at once). Prints one JSON line
+ * Pi's stdin to `agent_settled`, the model answering with text at once), and Pi's own share of
+ * it (prompt written to its request at the model). Prints one JSON line
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
  * handoff overhead median under 0.5 of the bare round trip).
  *
@@ -79,12 +80,18 @@ async function main(): Promise<void> {
 
     // Baseline: bare prompt round trips in the same Pi (a warm-up first).
     const bare: number[] = [];
+    // Pi's own share of a prompt: written to stdin -> its request at the model (wall clock).
+    const bareToRequest: number[] = [];
     for (let i = 0; i <= BARE_ROUNDS; i++) {
       const from = pi.records.length;
       const started = performance.now();
+      const wall = performance.timeOrigin + started;
       await pi.prompt(`bare prompt ${i}`);
       await pi.waitForSettled(from);
-      if (i > 0) bare.push(performance.now() - started);
+      if (i === 0) continue;
+      bare.push(performance.now() - started);
+      const request = model.requests.find((r) => r.lastUserText === `bare prompt ${i}`);
+      if (request) bareToRequest.push(request.receivedAt - wall);
     }
 
     const from = pi.records.length;
@@ -184,7 +191,12 @@ async function main(): Promise<void> {
       bare_prompt_round_trip_ms: bareStats,
       start_to_prompt_ms: a,
       submit_to_next_prompt_ms: b,
+      bare_prompt_to_request_ms: stats(bareToRequest),
       ratio_start_to_prompt: Math.round((a.median / bareStats.median) * 100) / 100,
+      // The handoff beyond what Pi spends on any prompt before its request reaches the model.
+      ratio_start_to_prompt_beyond_pi: Math.round(
+        ((a.median - stats(bareToRequest).median) / bareStats.median) * 100,
+      ) / 100,
       ratio_submit_to_next: Math.round((b.median / bareStats.median) * 100) / 100,
       start_breakdown_median_ms: Object.fromEntries(
         Object.entries(startBreakdown).map(([name, values]) => [name, stats(values).median]),
