@@ -1,6 +1,6 @@
 /**
  * Interactive runs survive their processes: Pi SIGKILLed and restarted on the same session while
- * a step is pending shows that step exactly once and the run completes; the host SIGKILLed while
+ * a step is pending shows that step exactly once and the run completes (so does a `/reload`); the host SIGKILLed while
  * a step is pending and the validation child SIGKILLed while it checks a submission lose nothing
  * and present nothing twice, and `doctor` finds the state consistent. A Pi restarted while its
  * run waits on a person finds that run again from its session branch.
@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { queryState, waitForRunState, waitForState } from "../support/state-db.ts";
 import { stepResponder, submitCall } from "../support/step-responder.ts";
@@ -24,6 +25,7 @@ import {
   stepEntries,
 } from "./pi-e2e.ts";
 
+const ECHO_PACKAGE = fileURLToPath(new URL("./fixtures/echo-package", import.meta.url));
 const PLAN = { steps: ["write the README", "link it"] };
 const REVIEW = { risk: "none", ok: true };
 
@@ -56,6 +58,7 @@ describe("Pi restarted on the same session while a step is pending", () => {
   let world: E2eWorld;
   beforeAll(async () => {
     world = await createWorld();
+    await world.sandbox.install(ECHO_PACKAGE);
   });
   afterAll(async () => {
     await stopAllPi();
@@ -93,6 +96,42 @@ describe("Pi restarted on the same session while a step is pending", () => {
     const resume = entries.filter((e) => e.details?.kind === "resume");
     expect(resume).toHaveLength(1);
     await second.stop();
+  });
+
+  it("after a /reload, adopts the pending step and continues it without showing it again", async () => {
+    let hung = false;
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+      decide: (request, contract) => {
+        if (hung || contract?.step !== "draft" || request.lastRole !== "user") return undefined;
+        hung = true;
+        return { kind: "hang" };
+      },
+    });
+    const pi = await startPi(world.sandbox);
+    const runId = await startWorkflow(pi, "two-turn-agent add a README");
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Write a short plan"));
+    const presented = await waitForState(
+      "the step's session entry to be recorded",
+      () => stepRequest(world, runId, "draft")?.presentation_entry_id as string | null,
+    );
+    // Escape: the turn stops and the step is held; Pi is idle, as /reload needs.
+    const aborted = pi.records.length;
+    await pi.command({ type: "abort" });
+    await pi.waitForSettled(aborted);
+
+    await pi.prompt("/echo-reload", 60_000);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const entries = await sessionEntries(pi);
+    const { request_id: draftId } = stepRequest(world, runId, "draft");
+    expect(stepEntries(entries).get(draftId as string)).toEqual([presented]);
+    const resumed = entries.filter((e) =>
+      e.details?.kind === "resume" && e.details.interactionId === draftId
+    );
+    expect(resumed).toHaveLength(1);
+    await pi.stop();
   });
 
   it("knows its run waiting on a person again, without a run id", async () => {
