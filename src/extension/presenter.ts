@@ -10,6 +10,7 @@
  * answers with a reminder to show, or fails the attempt after the second one.
  */
 import { randomUUID } from "node:crypto";
+import { crashPoint } from "../protocol/crash-point.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
 import {
@@ -209,6 +210,8 @@ export class Presenter {
       pending.presentationId,
     );
     if (!entry) return; // Not appended yet (queued behind a streaming turn).
+    // Crash tests: Pi dies with the step shown but its entry not yet recorded by the host.
+    crashPoint("extension.step.beforePresent");
     await this.#host.ops.present(current.interaction, entry.id, pending.replaces);
     current.entryId = entry.id;
     current.unrecorded = null;

@@ -134,6 +134,49 @@ describe("Pi restarted on the same session while a step is pending", () => {
     await pi.stop();
   });
 
+  it("finds its own step message when Pi died before the host recorded it", async () => {
+    world.script = stepResponder({ output: (c) => (c.step === "draft" ? PLAN : REVIEW) });
+    const sessionId = randomUUID();
+    const crashOnce = join(tmpdir(), `piw-crash-once-${randomUUID()}`);
+    const first = await startPi(world.sandbox, {
+      sessionId,
+      env: {
+        PI_WORKFLOWS_CRASH_AT: "extension.step.beforePresent",
+        PI_WORKFLOWS_CRASH_ONCE: crashOnce,
+      },
+    });
+    try {
+      // Pi writes the session file once it holds an assistant message; the step entry follows.
+      const greeted = first.records.length;
+      await first.prompt("hello");
+      await first.waitForSettled(greeted);
+      const runId = await startWorkflow(first, "two-turn-agent add a README");
+      // The extension kills Pi right before `interaction.present` of the first step.
+      expect(await first.exited).toEqual({ code: null, signal: "SIGKILL" });
+      expect(stepRequest(world, runId, "draft").presentation_entry_id).toBeNull();
+
+      const second = await startPi(world.sandbox, { sessionId });
+      expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+        "completed",
+      );
+      const entries = await sessionEntries(second);
+      const { request_id: draftId, presentation_entry_id: recorded } = stepRequest(
+        world,
+        runId,
+        "draft",
+      );
+      // The one message the dead Pi showed is the recorded presentation; nothing was resent.
+      expect(stepEntries(entries).get(draftId as string)).toEqual([recorded]);
+      const resumed = entries.filter((e) =>
+        e.details?.kind === "resume" && e.details.interactionId === draftId
+      );
+      expect(resumed).toHaveLength(1);
+      await second.stop();
+    } finally {
+      rmSync(crashOnce, { force: true });
+    }
+  });
+
   it("knows its run waiting on a person again, without a run id", async () => {
     world.script = () => ({ kind: "text", text: "Hello." });
     const sessionId = randomUUID();
