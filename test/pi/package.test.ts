@@ -151,6 +151,20 @@ describe("installed from a checkout with `pi install <dir>`", () => {
     expect(status).toContain('Output: {"message":"Hello, Ada!"');
   });
 
+  it("starts a workflow by its path, relative to Pi's working directory", async () => {
+    const from = pi.records.length;
+    await pi.prompt(
+      '/workflow .pi/workflows/hello.workflow.ts --input-json {"name":"Grace"}',
+      60_000,
+    );
+    const started = await noticeMatching(pi, from, /^Started workflow hello/);
+    const runId = /\((run-[^)]+)\)/.exec(started)![1];
+    await noticeMatching(pi, from, new RegExp(`^Workflow hello completed \\(${runId}\\)`));
+    const statusFrom = pi.records.length;
+    await pi.prompt(`/workflow status ${runId}`);
+    expect(notices(pi, statusFrom)[0]).toContain('Output: {"message":"Hello, Grace!"');
+  });
+
   it("reports mistakes as one line, never a stack", async () => {
     const cases: [string, RegExp][] = [
       [
