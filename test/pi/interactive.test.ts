@@ -1,7 +1,9 @@
 /**
  * Interactive runs in the real Pi (one Pi process for the whole file, runs one after another as
  * one session allows): every agent step runs in the origin session and the SQLite rows are what
- * the spec says; a rejected submission then a corrected one in the same request; an agent step
+ * the spec says; the model's update shows in the widget; a model decision is routed by its
+ * validated choice and an assistant message follows; a rejected submission then a corrected one
+ * in the same request; an agent step
  * that times out with no worker alive follows its `$result.outcome` edge; a protected human
  * decision is answered by a person, never the tool; an ordinary checkpoint by the tool; and
  * nothing private reaches `host status` or the host log.
@@ -188,6 +190,36 @@ describe("interactive runs in the real Pi", () => {
     );
     const lines = widgetNote()!.widgetLines as string[];
     expect(lines).toContainEqual(expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan$/));
+  });
+
+  it("routes a model decision by its validated choice and sends the assistant message", async () => {
+    const message = "Yes: the release ships today.";
+    world.script = stepResponder({
+      output: (c, _request, rejections) =>
+        c.step === "pick" ? { route: rejections === 0 ? "maybe" : "yes" } : { text: message },
+    });
+    const runId = await startWorkflow(pi, "talk");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const submissions = queryState(
+      world.sandbox.stateDir,
+      "SELECT r.node_id, r.kind, s.outcome, s.error_message FROM interactive_submissions s " +
+        "JOIN interactive_requests r USING (request_id) WHERE r.run_id = ? ORDER BY s.submitted_at",
+      runId,
+    );
+    expect(submissions.map((s) => [s.node_id, s.kind, s.outcome])).toEqual([
+      ["pick", "agent", "rejected"],
+      ["pick", "agent", "accepted"],
+      ["say", "assistantMessage", "accepted"],
+    ]);
+    expect(submissions[0].error_message).toMatch(/yes/);
+    const prompts = world.model.requests.filter((r) => r.lastRole === "user").map((r) =>
+      r.lastUserText
+    );
+    expect(prompts.some((p) => p.startsWith("Tell the user the answer: yes"))).toBe(true);
+    expect(runOutput(world.sandbox.stateDir, runId)).toMatchObject({ text: message });
   });
 
   it("keeps one request through a rejected submission and a corrected one", async () => {

@@ -37,7 +37,9 @@ export async function createWorld(env: Record<string, string> = {}): Promise<E2e
       join(workflows, `${name}.workflow.ts`),
     );
   }
-  cpSync(join(FIXTURES, "slow-step.workflow.ts"), join(workflows, "slow-step.workflow.ts"));
+  for (const name of ["slow-step", "talk"]) {
+    cpSync(join(FIXTURES, `${name}.workflow.ts`), join(workflows, `${name}.workflow.ts`));
+  }
   await world.sandbox.install(REPO_ROOT);
   return world;
 }
