@@ -28,6 +28,9 @@ export function benchHostContext(stateDir: string, workerStartupMs: number): Hos
       maxCapturedOutputBytes: 1024 * 1024,
       boundaryMs: 30_000,
       stopWaitMs: 10_000,
+      maxConcurrentResolvers: 2,
+      maxWorkerMemoryMb: 1024,
+      maxWorkerLogsMb: 64,
     },
   };
 }

@@ -49,6 +49,9 @@ export const FAST_OPTIONS: SupervisionOptions = {
   maxCapturedOutputBytes: 256 * 1024,
   boundaryMs: 10_000,
   stopWaitMs: 5_000,
+  maxConcurrentResolvers: 2,
+  maxWorkerMemoryMb: 1024,
+  maxWorkerLogsMb: 64,
 };
 
 export interface Harness {

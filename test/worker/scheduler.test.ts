@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
@@ -79,22 +79,48 @@ export default defineWorkflow({
     expect(h.run(runId).state).toBe("cancelled");
   });
 
-  it("fails a worker epoch that passes its captured output limit", async () => {
+  it("cuts a fast writer's output at the cap and fails its attempt saying so", async () => {
     h = await createHarness({ maxCapturedOutputBytes: 64 * 1024 }, { maxCrashes: 1 });
+    // 32 MiB as fast as one synchronous loop writes it, then a long wait: only the cap may land.
     const runId = await h.startRun(h.writeWorkflow(
       "loud.workflow.ts",
-      `import { compute, defineWorkflow } from "pi-workflows";
+      `import { writeSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({
   name: "loud",
   startAt: "a",
-  nodes: { a: compute({ run: async () => { process.stdout.write("x".repeat(200_000)); await new Promise((r) => setTimeout(r, 30_000)); } }) },
+  nodes: { a: compute({ run: async () => {
+    const chunk = "x".repeat(64 * 1024);
+    try { for (let i = 0; i < 512; i++) writeSync(1, chunk); } catch {}
+    await new Promise((r) => setTimeout(r, 30_000));
+  } }) },
   edges: [],
 });`,
     ));
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("failed");
-    expect(run.error?.code).toBe("workerCrashed");
-    expect(run.error?.message).toContain("captured stdout passed 65536 bytes");
+    expect(run.error?.code).toBe("outputLimitExceeded");
+    expect(run.error?.message).toBe(
+      "The worker wrote more than 65536 bytes to its stdout: the rest was cut and the worker " +
+        "was stopped (write less, or raise PI_WORKFLOWS_WORKER_OUTPUT_BYTES)",
+    );
+    const attempts = queryAll<{ state: string; error_code: string }>(
+      h.store,
+      "SELECT state, error_code FROM node_attempts WHERE run_id = :runId ORDER BY sequence",
+      { runId },
+    );
+    expect(attempts).toEqual([{ state: "failed", error_code: "outputLimitExceeded" }]);
+    // The relaunched worker that failed the run wrote nothing: its empty files go at its exit.
+    expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 10_000)).toBe(true);
+    const logs = join(h.stateDir, "workers");
+    const out = readdirSync(logs).filter((name) => name.endsWith(".out"));
+    expect(out).toHaveLength(1);
+    const text = readFileSync(join(logs, out[0]), "utf8");
+    expect(text.length).toBeLessThan(64 * 1024 + 200);
+    expect(text).toMatch(
+      /\n\[pi-workflows: output cut here at 65536 bytes; the process was stopped\]\n$/,
+    );
+    expect(h.invariants()).toEqual([]);
   });
 
   it("fails a worker epoch that never says worker.ready before the startup deadline", async () => {

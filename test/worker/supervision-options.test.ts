@@ -19,6 +19,9 @@ describe("readSupervisionOptions()", () => {
       PI_WORKFLOWS_WORKER_OUTPUT_BYTES: "1024",
       PI_WORKFLOWS_BOUNDARY_MS: "700",
       PI_WORKFLOWS_STOP_WAIT_MS: "800",
+      PI_WORKFLOWS_MAX_RESOLVERS: "3",
+      PI_WORKFLOWS_WORKER_MEMORY_MB: "300",
+      PI_WORKFLOWS_WORKER_LOGS_MB: "5",
     });
     expect(options).toEqual({
       maxConcurrentWorkers: 2,
@@ -29,6 +32,9 @@ describe("readSupervisionOptions()", () => {
       maxCapturedOutputBytes: 1024,
       boundaryMs: 700,
       stopWaitMs: 800,
+      maxConcurrentResolvers: 3,
+      maxWorkerMemoryMb: 300,
+      maxWorkerLogsMb: 5,
     });
   });
 

@@ -18,6 +18,7 @@ export type StopReason =
   | "startupTimedOut"
   | "boundaryTimedOut"
   | "outputExceeded"
+  | "memoryExceeded"
   | "protocolRejected"
   | "claimLost"
   | "shutdown";

@@ -54,6 +54,12 @@ export interface SupervisionOptions {
   boundaryMs: number;
   /** How long a graceful stop waits for in-flight external nodes to reach a boundary. */
   stopWaitMs: number;
+  /** Source resolvers running at once; more `run.start` requests wait their turn. */
+  maxConcurrentResolvers: number;
+  /** Resident memory (MiB) a worker may use before the host stops it. */
+  maxWorkerMemoryMb: number;
+  /** Total MiB of captured worker and resolver output kept in `<stateDir>/workers`. */
+  maxWorkerLogsMb: number;
 }
 
 export interface ResolveRequest {

@@ -24,6 +24,8 @@ import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts
 
 export interface LaunchHooks {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+  /** A captured stream passed its cap: the rest never reached the file. */
+  outputExceeded(worker: ActiveWorker, stream: "stdout" | "stderr"): void;
   /** Extra environment for the worker on top of the run's (tests); never secrets. */
   env?: NodeJS.ProcessEnv;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
@@ -111,12 +113,7 @@ export function launchWorker(
       logDir: join(ctx.stateDir, "workers"),
       logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
       maxOutputBytes: ctx.options.maxCapturedOutputBytes,
-      onOutputExceeded: (stream, bytes) =>
-        hooks.stop(
-          worker,
-          "outputExceeded",
-          `workerCrashed: captured ${stream} passed ${ctx.options.maxCapturedOutputBytes} bytes (${bytes})`,
-        ),
+      onOutputExceeded: (stream) => hooks.outputExceeded(worker, stream),
     });
   } catch (error) {
     // The claim is ours but no process exists: the caller settles the run now instead of

@@ -18,6 +18,11 @@ export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
   boundaryMs: 30_000,
   /** Below the host lease (15 s), so a draining host never outlives its own epoch. */
   stopWaitMs: 10_000,
+  /** Like workers: a resolver is a whole runtime loading workflow code (~80 MB each). */
+  maxConcurrentResolvers: 4,
+  maxWorkerMemoryMb: 1024,
+  /** At least 8 epochs' worth at the full output cap. */
+  maxWorkerLogsMb: 64,
 };
 
 const ENV_NAMES = {
@@ -29,6 +34,9 @@ const ENV_NAMES = {
   maxCapturedOutputBytes: "PI_WORKFLOWS_WORKER_OUTPUT_BYTES",
   boundaryMs: "PI_WORKFLOWS_BOUNDARY_MS",
   stopWaitMs: "PI_WORKFLOWS_STOP_WAIT_MS",
+  maxConcurrentResolvers: "PI_WORKFLOWS_MAX_RESOLVERS",
+  maxWorkerMemoryMb: "PI_WORKFLOWS_WORKER_MEMORY_MB",
+  maxWorkerLogsMb: "PI_WORKFLOWS_WORKER_LOGS_MB",
 } as const satisfies Record<keyof SupervisionOptions, string>;
 
 /** Reads options from `env`; an invalid value is a one-line error naming the variable. */

@@ -15,17 +15,31 @@ import { childEnvironment } from "./child-environment.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
-import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
+import {
+  closeAfterDrain,
+  OUTPUT_DRAIN_MS,
+  removeEmptyLogs,
+  spawnWorkerProcess,
+} from "./worker-process.ts";
+
+export interface ResolverOptions {
+  /** Extra environment on top of the run's (tests). */
+  env?: NodeJS.ProcessEnv;
+  /** The command for `worker --resolve`; default `selfCommand`. */
+  command?: (args: string[]) => { command: string; args: string[] };
+  registry?: ProcessRegistry;
+  /** Captured output files of live children, which log pruning must keep. */
+  liveLogs?: Set<string>;
+}
 
 export async function resolveInChild(
   ctx: HostContext,
   request: ResolveRequest,
-  env: NodeJS.ProcessEnv = {},
-  commandFor: (args: string[]) => { command: string; args: string[] } = selfCommand,
-  registry?: ProcessRegistry,
+  options: ResolverOptions = {},
 ): Promise<ResolveResult> {
-  const command = commandFor(["worker", "--resolve"]);
+  const { env = {}, registry, liveLogs } = options;
+  const command = (options.command ?? selfCommand)(["worker", "--resolve"]);
   let overLimit = false;
   const spawned = spawnWorkerProcess({
     command: command.command,
@@ -45,6 +59,7 @@ export async function resolveInChild(
   if (spawned.identity) {
     registry?.register({ identity: spawned.identity, kind: "resolver", runId: null });
   }
+  liveLogs?.add(spawned.logFiles.stdout).add(spawned.logFiles.stderr);
   const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);
   try {
     await writeFrame(spawned.channel, {
@@ -80,7 +95,10 @@ export async function resolveInChild(
       registry?.unregister(spawned.identity);
     }
     await spawned.exited;
+    await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
     removeEmptyLogs(spawned.logFiles);
+    liveLogs?.delete(spawned.logFiles.stdout);
+    liveLogs?.delete(spawned.logFiles.stderr);
   }
 }
 

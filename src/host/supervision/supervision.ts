@@ -27,6 +27,16 @@ import { launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
 import { resolveInChild } from "./resolver.ts";
+import {
+  type LimitReason,
+  MEMORY_CHECK_MS,
+  memoryLimitError,
+  outputLimitError,
+  recordLimitFailure,
+  workersOverMemory,
+} from "./worker-limits.ts";
+import type { FactError } from "../../protocol/run-facts.ts";
+import { createSlots } from "./slots.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import {
@@ -37,7 +47,7 @@ import {
 } from "./worker-exit.ts";
 import { createValidations } from "./validation.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
-import { pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
+import { closeAfterDrain, pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
 
@@ -66,6 +76,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   const stopping = new Map<ActiveWorker, Promise<void>>();
   const background = new Set<ReturnType<typeof setInterval>>();
   let resolvers = 0;
+  // Each resolver is a whole runtime: a burst of starts queues for a few slots.
+  const resolverSlots = createSlots(ctx.options.maxConcurrentResolvers);
   let started = false;
   let shuttingDown = false;
   let tickQueued = false;
@@ -197,14 +209,47 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     },
   };
 
+  /** Records why on the open attempt (a node failure to route from), then stops the worker. */
+  const limitExceeded = (worker: ActiveWorker, reason: LimitReason, error: FactError) => {
+    if (worker.stopReason !== null) return;
+    const { diagnostic, recorded } = recordLimitFailure(ctx, worker, error);
+    if (recorded) {
+      clearTimer(worker, deadlineTimers);
+      crashes.reset(worker.runId);
+    }
+    ctx.log("worker.limit", { run: worker.runId, generation: worker.generation, limit: reason });
+    stop(worker, reason, diagnostic);
+  };
+  const checkMemory = () => {
+    for (const { worker, bytes } of workersOverMemory(ctx, active.values())) {
+      limitExceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes));
+    }
+  };
+
+  /** Keeps the captured output within its file count and byte budget; live files stay. */
+  const resolverLogs = new Set<string>();
+  const pruneLogs = (exited?: ActiveWorker) => {
+    const inUse = new Set(resolverLogs);
+    for (const worker of active.values()) {
+      if (worker === exited) continue;
+      inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);
+    }
+    pruneWorkerLogs(join(ctx.stateDir, "workers"), {
+      keep: KEPT_WORKER_LOGS,
+      maxBytes: ctx.options.maxWorkerLogsMb * 1024 * 1024,
+      inUse,
+    });
+  };
+
   const supervise = (worker: ActiveWorker) => {
     active.set(worker.runId, worker);
     const identity = worker.identity;
     if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
     // A descendant that inherited nothing can still hold the pipe open in odd cases: once the
     // worker is gone, give the channel a moment to drain, then close it.
-    worker.spawned.exited.then(() => {
+    const drained = worker.spawned.exited.then(() => {
       setTimeout(() => worker.spawned.channel.destroy(), CHANNEL_DRAIN_MS).unref();
+      return closeAfterDrain(worker.spawned, CHANNEL_DRAIN_MS);
     });
     arm(worker, ctx.options.workerStartupMs, () => {
       if (!worker.ready) {
@@ -238,7 +283,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await stopping.get(worker);
       stopping.delete(worker);
+      await drained;
       removeEmptyLogs(worker.spawned.logFiles);
+      pruneLogs(worker);
       try {
         handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
       } catch (error) {
@@ -271,6 +318,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         supervise(
           launchWorker(ctx, run, {
             stop,
+            outputExceeded: (worker, stream) =>
+              limitExceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
             env: envFor(run.runId),
             command: extras.workerCommand,
           }),
@@ -325,7 +374,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   const supervision: Supervision = {
     controllers,
     async recover() {
-      pruneWorkerLogs(join(ctx.stateDir, "workers"), KEPT_WORKER_LOGS);
+      pruneLogs();
       await recoverAtStart(ctx);
       await controllers.recover();
     },
@@ -334,6 +383,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       started = true;
       controllers.start();
       const renewal = setInterval(renew, ctx.options.claimRenewMs);
+      const memory = setInterval(checkMemory, MEMORY_CHECK_MS);
+      memory.unref();
+      background.add(memory);
       const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
       background.add(renewal).add(sweep);
       // Recovery step 9: submissions a previous host left validating get a new child.
@@ -363,15 +415,24 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       await worker.done;
     },
     async resolve(request: ResolveRequest): Promise<ResolveResult> {
+      // Counted while queued too: a waiting start keeps the host busy.
       resolvers++;
       try {
-        return await resolveInChild(
-          ctx,
-          request,
-          envFor(null),
-          extras.workerCommand,
-          registry,
-        );
+        return await resolverSlots.run(() => {
+          if (shuttingDown) {
+            return Promise.resolve({
+              ok: false,
+              code: "hostStopping",
+              message: "Workflow not resolved: the host is stopping; start the run again",
+            });
+          }
+          return resolveInChild(ctx, request, {
+            env: envFor(null),
+            command: extras.workerCommand,
+            registry,
+            liveLogs: resolverLogs,
+          });
+        });
       } finally {
         resolvers--;
       }

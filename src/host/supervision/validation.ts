@@ -37,7 +37,12 @@ import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
-import { removeEmptyLogs, spawnWorkerProcess } from "./worker-process.ts";
+import {
+  closeAfterDrain,
+  OUTPUT_DRAIN_MS,
+  removeEmptyLogs,
+  spawnWorkerProcess,
+} from "./worker-process.ts";
 import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
@@ -247,6 +252,7 @@ async function runChild(
       deps.registry.unregister(identity);
     }
     await spawned.exited;
+    await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
     removeEmptyLogs(spawned.logFiles);
   }
 }

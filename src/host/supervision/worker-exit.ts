@@ -71,7 +71,7 @@ function isCrashLike(worker: ActiveWorker): boolean {
   if (worker.settled) return false;
   return worker.stopReason === null || worker.stopReason === "startupTimedOut" ||
     worker.stopReason === "boundaryTimedOut" || worker.stopReason === "outputExceeded" ||
-    worker.stopReason === "protocolRejected";
+    worker.stopReason === "memoryExceeded" || worker.stopReason === "protocolRejected";
 }
 
 /** The failure class a crash-like exit is reported under. */

@@ -1,13 +1,19 @@
 /**
  * Spawning one worker child: its own process group (detached => setsid), stdin closed,
- * stdout/stderr appended to bounded files in the user-only state directory, and fd 3 as the
+ * stdout/stderr piped into capped files in the user-only state directory, and fd 3 as the
  * private NDJSON channel (a plain pipe, not Node's `ipc`, so any runtime can speak it).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { type ProcessIdentity, readProcessIdentity } from "../../os/process-identity.ts";
+import { captureStream } from "./captured-output.ts";
+
+export { pruneWorkerLogs, removeEmptyLogs } from "./captured-output.ts";
+
+/** How long a child's last output may take to leave its pipes after it exited. */
+export const OUTPUT_DRAIN_MS = 1_000;
 
 export interface WorkerSpawnOptions {
   command: string;
@@ -19,11 +25,9 @@ export interface WorkerSpawnOptions {
   logDir: string;
   /** File stem for the captured output (`<stem>.out`, `<stem>.err`). Not secret, not a path. */
   logStem: string;
-  /** Bytes allowed per captured stream. */
+  /** Bytes allowed per captured stream; the rest never reaches the file. */
   maxOutputBytes: number;
-  /** How often captured file sizes are checked. */
-  outputCheckMs?: number;
-  /** Called once when a captured stream passes its bound. */
+  /** Called once when a captured stream passes its bound (the caller stops the child). */
   onOutputExceeded(stream: "stdout" | "stderr", bytes: number): void;
 }
 
@@ -40,6 +44,13 @@ export interface SpawnedWorker {
   channel: Duplex;
   /** Resolves once the child exited (its streams may still drain). */
   exited: Promise<WorkerExit>;
+  /** Resolves once both captured output files are closed. */
+  captured: Promise<void>;
+  /**
+   * Closes the output pipes: after the child exited, a descendant that inherited them must not
+   * keep them (and the host's reading) alive.
+   */
+  closeOutput(): void;
   /** Paths of the captured output files (for maintainers; never logged). */
   logFiles: { stdout: string; stderr: string };
 }
@@ -51,19 +62,16 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
     stdout: join(options.logDir, `${options.logStem}.out`),
     stderr: join(options.logDir, `${options.logStem}.err`),
   };
-  const outFd = openSync(logFiles.stdout, "a", 0o600);
-  const errFd = openSync(logFiles.stderr, "a", 0o600);
   let child: ChildProcess;
   try {
     child = spawn(options.command, options.args, {
       detached: true,
-      stdio: ["ignore", outFd, errFd, "pipe"],
+      // stdout and stderr are pipes the host copies into the log files, capped at the write.
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
       env: options.env,
       cwd: options.cwd,
     });
   } catch (error) {
-    closeSync(outFd);
-    closeSync(errFd);
     throw new Error(`Worker not started: ${error instanceof Error ? error.message : error}`, {
       cause: error,
     });
@@ -72,70 +80,55 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
   const channel = child.stdio[3] as Duplex;
 
   let exceeded = false;
-  const checkOutput = () => {
+  const cut = (stream: "stdout" | "stderr") => (bytes: number) => {
     if (exceeded) return;
-    for (const [stream, fd] of [["stdout", outFd], ["stderr", errFd]] as const) {
-      const size = fstatSync(fd).size;
-      if (size > options.maxOutputBytes) {
-        exceeded = true;
-        options.onOutputExceeded(stream, size);
-        return;
-      }
-    }
+    exceeded = true;
+    options.onOutputExceeded(stream, bytes);
   };
-  const timer = setInterval(checkOutput, options.outputCheckMs ?? 200);
-  timer.unref();
+  const captures = (["stdout", "stderr"] as const).map((stream) =>
+    captureStream(child[stream]!, logFiles[stream], options.maxOutputBytes, cut(stream))
+  );
+  const captured = Promise.all(captures.map((c) => c.done)).then(() => {});
 
   const exited = new Promise<WorkerExit>((resolve) => {
     let done = false;
     const finish = (exit: WorkerExit) => {
       if (done) return;
       done = true;
-      clearInterval(timer);
-      checkOutput();
-      closeSync(outFd);
-      closeSync(errFd);
       resolve(exit);
     };
     child.once("exit", (code, signal) => finish({ code, signal }));
     child.once("error", () => finish({ code: null, signal: null }));
   });
-  return { child, identity, channel, exited, logFiles };
+  return {
+    child,
+    identity,
+    channel,
+    exited,
+    captured,
+    closeOutput() {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    },
+    logFiles,
+  };
 }
 
-/** Removes captured output files that stayed empty (the common case): nothing to keep. */
-export function removeEmptyLogs(logFiles: { stdout: string; stderr: string }): void {
-  for (const path of [logFiles.stdout, logFiles.stderr]) {
-    try {
-      if (statSync(path).size === 0) rmSync(path);
-    } catch {
-      // already gone
-    }
-  }
-}
-
-/** Keeps the `keep` newest captured output files in `logDir`, oldest removed first. */
-export function pruneWorkerLogs(logDir: string, keep: number): number {
-  let files: { path: string; mtime: number }[];
-  try {
-    files = readdirSync(logDir)
-      .filter((name) => name.endsWith(".out") || name.endsWith(".err"))
-      .map((name) => {
-        const path = join(logDir, name);
-        return { path, mtime: statSync(path).mtimeMs };
-      });
-  } catch {
-    return 0;
-  }
-  files.sort((a, b) => b.mtime - a.mtime);
-  let removed = 0;
-  for (const file of files.slice(keep)) {
-    try {
-      rmSync(file.path);
-      removed++;
-    } catch {
-      // raced with another removal
-    }
-  }
-  return removed;
+/**
+ * After the child exited: lets its output pipes end on their own for up to `ms` (the last lines
+ * may still be in the pipe), then closes them, so a descendant that inherited them cannot keep
+ * them, and the host's reading, alive. Resolves once the files are closed.
+ */
+export async function closeAfterDrain(spawned: SpawnedWorker, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    spawned.captured,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+  spawned.closeOutput();
+  await spawned.captured;
 }

@@ -251,3 +251,29 @@ export function timeOutAttempt(
   });
   return { revision };
 }
+
+/**
+ * A host-enforced limit (output, memory): the running attempt fails with `error`, the claim is
+ * released and the run parks (`running/parked`), so a new worker routes from that failure, like
+ * after a host-enforced deadline.
+ */
+export function failAttemptForLimit(
+  store: StateStore,
+  claim: Claim,
+  opts: { attemptId: string; error: FactError } & WorkerWriteOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    const nodeId = requireRunningAttempt(tx, opts.attemptId, "stop a node of");
+    closeAttempt(store, opts.attemptId, "failed", tx.now, boundedError(opts.error));
+    setQueueState(store, runId, "parked", tx.now);
+    releaseLeaseInTx(store, claim.resource, tx.now);
+    return {
+      type: "node.failed",
+      payload: { attemptId: opts.attemptId, nodeId, outcome: "failed", code: opts.error.code },
+      summary: { state: "running", queue: "parked", nodeId, attempt: "failed" },
+      result: undefined,
+    };
+  });
+  return { revision };
+}

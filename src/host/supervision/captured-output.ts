@@ -1,0 +1,122 @@
+/**
+ * Captured output of a child the host supervises (a worker or a resolver): its stdout or stderr
+ * pipe, copied by the host into a user-only file with the cap enforced at the write. Past the
+ * cap nothing more reaches the file (a last line says where it was cut) and `onCut` fires once,
+ * so the caller stops the child; the host keeps draining the pipe meanwhile, so the child never
+ * blocks on a full pipe while it is stopped. The files of all epochs share one byte budget.
+ */
+import { createWriteStream, readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+
+export interface CapturedStream {
+  /** Resolves once the file is closed (the pipe ended or was destroyed). */
+  done: Promise<void>;
+}
+
+export function captureStream(
+  source: Readable,
+  path: string,
+  maxBytes: number,
+  onCut: (bytes: number) => void,
+): CapturedStream {
+  const file = createWriteStream(path, { flags: "a", mode: 0o600 });
+  let written = 0;
+  let cut = false;
+  let failed = false;
+  const done = new Promise<void>((resolve) => file.once("close", resolve));
+  // A file that cannot be written (disk full) loses the output, never the host.
+  file.on("error", () => {
+    failed = true;
+    source.resume();
+  });
+  source.on("data", (chunk: Buffer) => {
+    if (cut || failed) return;
+    const room = maxBytes - written;
+    if (chunk.length > room) {
+      cut = true;
+      if (room > 0) file.write(chunk.subarray(0, room));
+      written = maxBytes;
+      file.write(
+        `\n[pi-workflows: output cut here at ${maxBytes} bytes; the process was stopped]\n`,
+      );
+      onCut(maxBytes + chunk.length - room);
+      return;
+    }
+    written += chunk.length;
+    if (!file.write(chunk)) {
+      source.pause();
+      file.once("drain", () => source.resume());
+    }
+  });
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    file.end();
+  };
+  source.once("end", end);
+  source.once("close", end);
+  source.once("error", end);
+  return { done };
+}
+
+/** Removes captured output files that stayed empty (the common case): nothing to keep. */
+export function removeEmptyLogs(logFiles: { stdout: string; stderr: string }): void {
+  for (const path of [logFiles.stdout, logFiles.stderr]) {
+    try {
+      if (statSync(path).size === 0) rmSync(path);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/**
+ * Keeps the captured output in `logDir` within `keep` files and `maxBytes` in all, removing the
+ * oldest first and never a file in `inUse` (a live child's). Returns how many files it removed.
+ */
+export function pruneWorkerLogs(
+  logDir: string,
+  limits: { keep: number; maxBytes: number; inUse?: ReadonlySet<string> },
+): number {
+  let files: { path: string; mtime: number; size: number }[];
+  try {
+    files = readdirSync(logDir)
+      .filter((name) => name.endsWith(".out") || name.endsWith(".err"))
+      .flatMap((name) => {
+        const path = join(logDir, name);
+        try {
+          const stat = statSync(path);
+          return [{ path, mtime: stat.mtimeMs, size: stat.size }];
+        } catch {
+          return [];
+        }
+      });
+  } catch {
+    return 0;
+  }
+  files.sort((a, b) => b.mtime - a.mtime);
+  let kept = 0;
+  let bytes = 0;
+  let removed = 0;
+  for (const file of files) {
+    if (limits.inUse?.has(file.path)) {
+      bytes += file.size;
+      kept++;
+      continue;
+    }
+    if (kept < limits.keep && bytes + file.size <= limits.maxBytes) {
+      bytes += file.size;
+      kept++;
+      continue;
+    }
+    try {
+      rmSync(file.path);
+      removed++;
+    } catch {
+      // raced with another removal
+    }
+  }
+  return removed;
+}

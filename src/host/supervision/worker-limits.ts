@@ -1,0 +1,82 @@
+/**
+ * The limits a worker can break while it runs: its captured output (the cap holds at the write,
+ * see captured-output.ts) and its resident memory (sampled every `MEMORY_CHECK_MS`). Either way
+ * the host first records why on the open attempt (`outputLimitExceeded` or `memoryLimitExceeded`,
+ * a node failure the next worker routes from, like a host-enforced deadline) and parks the run,
+ * then stops the worker's group. Without an open attempt the stop is a crash (the run is
+ * relaunched, and fails after repeated crashes) whose diagnostic says the same.
+ */
+import type { FactError } from "../../protocol/run-facts.ts";
+import { readResidentBytes } from "../../os/process-memory.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker, StopReason } from "./active-worker.ts";
+
+/** How often the resident memory of each live worker is read. */
+export const MEMORY_CHECK_MS = 250;
+
+export type LimitReason = Extract<StopReason, "outputExceeded" | "memoryExceeded">;
+
+const MIB = 1024 * 1024;
+
+export function outputLimitError(ctx: HostContext, stream: "stdout" | "stderr"): FactError {
+  return {
+    code: "outputLimitExceeded",
+    message: `The worker wrote more than ${ctx.options.maxCapturedOutputBytes} bytes to its ` +
+      `${stream}: the rest was cut and the worker was stopped (write less, or raise ` +
+      "PI_WORKFLOWS_WORKER_OUTPUT_BYTES)",
+  };
+}
+
+export function memoryLimitError(ctx: HostContext, bytes: number): FactError {
+  return {
+    code: "memoryLimitExceeded",
+    message: `The worker used ${Math.round(bytes / MIB)} MiB of memory, more than its ` +
+      `${ctx.options.maxWorkerMemoryMb} MiB cap: it was stopped (use less, or raise ` +
+      "PI_WORKFLOWS_WORKER_MEMORY_MB)",
+  };
+}
+
+/**
+ * Records `error` on the worker's open attempt (when it has one and still holds its claim; the
+ * run parks and the claim is released in the same commit) and returns the stop diagnostic. The
+ * caller stops the worker.
+ */
+export function recordLimitFailure(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  error: FactError,
+): { diagnostic: string; recorded: boolean } {
+  const diagnostic = `${error.code}: ${error.message}`;
+  const open = worker.openAttempt;
+  if (open === null || worker.settled || worker.claimReleased || worker.stopReason !== null) {
+    return { diagnostic, recorded: false };
+  }
+  try {
+    failAttemptForLimit(ctx.store, worker.claim, { attemptId: open.attemptId, error });
+    worker.openAttempt = null;
+    // Released with the commit: a late message from the worker now meets `claimLost`.
+    worker.claimReleased = true;
+    return { diagnostic, recorded: true };
+  } catch (failure) {
+    if (failure instanceof ClaimLostError) worker.claimReleased = true;
+    // The attempt closed in between, or the claim is gone: the stop alone is what is left.
+    return { diagnostic, recorded: false };
+  }
+}
+
+/** The live workers whose resident memory passes the cap, with what they use. */
+export function workersOverMemory(
+  ctx: HostContext,
+  workers: Iterable<ActiveWorker>,
+): { worker: ActiveWorker; bytes: number }[] {
+  const cap = ctx.options.maxWorkerMemoryMb * MIB;
+  const over: { worker: ActiveWorker; bytes: number }[] = [];
+  for (const worker of workers) {
+    if (worker.identity === null || worker.stopReason !== null) continue;
+    const bytes = readResidentBytes(worker.identity.pid);
+    if (bytes !== null && bytes > cap) over.push({ worker, bytes });
+  }
+  return over;
+}
