@@ -121,6 +121,13 @@ function formatAmbiguous(
       `  ${base} --not-applied               it did not apply; run the node again`,
       `  ${base} --retry                     unknown; run the node again anyway`,
     );
+  } else if (run.blockedReason === "credentialsMissing") {
+    lines.push(
+      "the host restarted and no longer holds the provider keys this run was started with (it",
+      "keeps them in memory only); resume it from a shell that has them:",
+      `  pi-workflows resume ${run.runId}`,
+      "(resuming from a shell without them lets Pi use its own login, auth.json)",
+    );
   } else if (ambiguous.length > 0) {
     lines.push("the run has ended: check these effects by hand");
   }

@@ -11,6 +11,7 @@ import { discoverPi, type PiDiscovery } from "../worker/pi-command.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
+import { credentialVariables, providerCredentials } from "../protocol/credential-names.ts";
 import { effectResolveCommand } from "./effect-command.ts";
 import { EXIT } from "./exit-codes.ts";
 import { projectDir } from "./project-dir.ts";
@@ -72,14 +73,13 @@ export async function runRunCommand(
   const onWait = (line: string) => io.err(line);
   const connection = createHostClient({ env, clientId, onWait });
   try {
-    return await execute(
-      connection,
-      () => ensureHost({ env, clientId, onWait }),
-      command,
-      start,
-      pi,
-      io,
-    );
+    // Provider keys of this shell go to the host's memory for the run's Pi (never stored); a
+    // resume offers every credential-looking variable, the host keeps the run's own.
+    const credentials = command.kind === "control" && command.action === "resume"
+      ? credentialVariables(env)
+      : providerCredentials(env);
+    const reconnect = () => ensureHost({ env, clientId, onWait });
+    return await execute(connection, reconnect, command, start, pi, credentials, io);
   } catch (error) {
     if (error instanceof HostCommandError) {
       // The host found agent steps that need the Pi we could not offer: say why it is missing.
@@ -102,6 +102,7 @@ async function execute(
   typed: RunCommand,
   start: StartRequest | null,
   pi: PiDiscovery | null,
+  credentials: RunEnvironment,
   io: CliIo,
 ): Promise<number> {
   // A run id may be typed as any unique prefix; from here on it is the full id.
@@ -119,6 +120,7 @@ async function execute(
             input: start!.input,
             cwd: start!.cwd,
             env: start!.env,
+            credentials,
             executionMode: "headless",
             ...(pi?.ok ? { pi: { command: pi.pi.command, args: command.piArgs } } : {}),
           },
@@ -168,7 +170,11 @@ async function execute(
       const operation = `run.${command.action}` as const;
       const { run } = receiptOf(
         operation,
-        await connection.request(operation, { runId: command.runId }),
+        await connection.request(operation, {
+          runId: command.runId,
+          // A resume re-supplies the keys a restarted host no longer holds.
+          ...(command.action === "resume" ? { payload: { credentials } } : {}),
+        }),
       );
       if (command.json) printJson(io, { run });
       else io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run, { style })}`);

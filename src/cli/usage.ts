@@ -10,7 +10,7 @@ Commands:
   status <runId>               Show one run
   list                         List active runs (--all: every run; --limit N)
   pause <runId>                Pause a run at its last durable boundary
-  resume <runId>               Resume a paused run, or one blocked on a changed source
+  resume <runId>               Resume a paused or blocked run (it brings this shell's keys)
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
@@ -112,6 +112,8 @@ Example:
 
 Resumes a paused run, or a run blocked after its workflow source changed (once restored).
 A run blocked on an ambiguous effect is refused: use 'pi-workflows effect resolve'.
+A headless run blocked credentialsMissing (the host restarted and forgot its provider keys)
+takes them again from this shell's environment.
 
 Example:
   pi-workflows resume 1a2b`,

@@ -33,6 +33,10 @@ async function controlRun(
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
   const runId = request.runId!;
+  // Before the transition: the scheduler the resume wakes finds them held.
+  if (request.operation === "run.resume") {
+    rt.supervision.supplyCredentials(runId, request.payload.credentials ?? {});
+  }
   const committed = committedRunReceipt(rt.store);
   const result = TRANSITIONS[action](rt.store, {
     runId,

@@ -9,6 +9,7 @@ import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { baseRunEnvironment } from "../protocol/run-environment.ts";
+import { splitCredentials } from "../protocol/credential-names.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -37,8 +38,12 @@ export async function startRunCommand(
     return reject("invalidCwd", "Cannot start the run: the working directory does not exist");
   }
   // The client defines the run's environment; a client that sends none gets the allowlisted
-  // base of the host's own (never the rest of it). Recorded with the run for every relaunch.
-  const environment = payload.env ?? baseRunEnvironment(process.env);
+  // base of the host's own (never the rest of it). Recorded with the run for every relaunch,
+  // except credentials: those the host holds in memory only, for the run's Pi children.
+  const split = splitCredentials(payload.env ?? baseRunEnvironment(process.env));
+  const environment = split.env;
+  // An explicit `--env` wins over a key the client picked up from its environment.
+  const credentials = { ...payload.credentials, ...split.credentials };
   const resolved = await rt.supervision.resolve({
     workflow: payload.workflow,
     input: payload.input ?? null,
@@ -78,8 +83,10 @@ export async function startRunCommand(
       pi: payload.pi ?? null,
     },
     environment,
+    credentialNames: Object.keys(credentials),
     receipt: { ...receipt, receipt: committed.receipt },
   });
+  rt.supervision.supplyCredentials(result.runId, credentials);
   rt.log("run.queued", { runId: result.runId, revision: result.revision });
   rt.supervision.wake();
   return successResponse({

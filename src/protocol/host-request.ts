@@ -6,6 +6,7 @@
  */
 import * as v from "valibot";
 import { fingerprint } from "./canonical-json.ts";
+import { isCredentialName } from "./credential-names.ts";
 import {
   OpaqueIdSchema,
   PositiveIntegerSchema,
@@ -128,7 +129,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * The fingerprint stored with a command receipt. The same request id with the same fingerprint
- * is a retry (answered from the receipt); with another fingerprint it is a conflict.
+ * is a retry (answered from the receipt); with another fingerprint it is a conflict. Provider
+ * credentials are left out: not even a digest of a secret is stored.
  */
 export function requestFingerprint(
   request: Pick<HostRequest, "operation" | "runId" | "expectedRevision" | "idempotencyKey"> & {
@@ -140,6 +142,17 @@ export function requestFingerprint(
     runId: request.runId,
     expectedRevision: request.expectedRevision,
     idempotencyKey: request.idempotencyKey,
-    payload: request.payload,
+    payload: withoutCredentials(request.payload),
   });
+}
+
+/** `payload` without its `credentials` and without credential-looking `env` variables. */
+function withoutCredentials(payload: unknown): unknown {
+  if (!isRecord(payload) || !("credentials" in payload || isRecord(payload.env))) return payload;
+  const { credentials: _credentials, ...rest } = payload;
+  if (!isRecord(rest.env)) return rest;
+  const env = Object.fromEntries(
+    Object.entries(rest.env).filter(([name]) => !isCredentialName(name)),
+  );
+  return { ...rest, env };
 }

@@ -51,6 +51,7 @@ export const BLOCKED_REASONS = [
   "workflowSourceChanged",
   "effectAmbiguous",
   "unsupportedInput",
+  "credentialsMissing",
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -77,6 +78,11 @@ const RunStartFieldsSchema = strictObject({
    */
   env: v.optional(RunEnvironmentSchema),
   /**
+   * Headless runs: provider credentials for the run's Pi children (credential-names.ts). The
+   * host keeps them in memory only, with any credential-looking `env` variable; never stored.
+   */
+  credentials: v.optional(RunEnvironmentSchema),
+  /**
    * Headless runs: the Pi the client found and the model arguments to record with the run. A
    * headless run with agent steps and no `pi` is refused (`piUnavailable`).
    */
@@ -96,7 +102,11 @@ export const RunStartPayloadSchema: v.GenericSchema<
 );
 
 export const RunPausePayloadSchema = EmptyPayloadSchema;
-export const RunResumePayloadSchema = EmptyPayloadSchema;
+/** `credentials`: as in run.start, re-supplied by the resuming client (a host forgets them). */
+export const RunResumePayloadSchema = v.optional(
+  strictObject({ credentials: v.optional(RunEnvironmentSchema) }),
+  {},
+);
 export const RunCancelPayloadSchema = v.optional(
   strictObject({ reason: v.optional(ShortTextSchema) }),
   {},

@@ -17,6 +17,7 @@ import {
   strictObject,
 } from "./fields.ts";
 import { PiLaunchSchema } from "./pi-launch.ts";
+import { RunEnvironmentSchema } from "./run-environment.ts";
 import { EXECUTION_MODES } from "./run-operations.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 
@@ -72,6 +73,11 @@ export const WorkerLaunchSchema = strictObject({
   executionMode: v.picklist(EXECUTION_MODES),
   /** Headless runs: the Pi command and model arguments recorded with the run. */
   pi: v.optional(PiLaunchSchema),
+  /**
+   * Headless runs: provider credentials the host holds in memory for the run; the worker gives
+   * them to its Pi children only (never to workflow code, shell nodes or its own environment).
+   */
+  credentials: v.optional(RunEnvironmentSchema),
   protocolVersion: v.literal(WORKER_PROTOCOL_VERSION),
 });
 export type WorkerLaunch = v.InferOutput<typeof WorkerLaunchSchema>;

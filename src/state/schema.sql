@@ -72,8 +72,9 @@ CREATE TABLE runs (
   ),
   paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
   blocked_reason TEXT CHECK (
-    blocked_reason IS NULL OR
-    blocked_reason IN ('workflowSourceChanged', 'effectAmbiguous', 'unsupportedInput')
+    blocked_reason IS NULL OR blocked_reason IN (
+      'workflowSourceChanged', 'effectAmbiguous', 'unsupportedInput', 'credentialsMissing'
+    )
   ),
   blocked_detail TEXT,
   -- The interrupted external attempt an operator approved for retry when resuming an
@@ -173,9 +174,12 @@ WHERE origin_session_id IS NOT NULL;
 -- The run environment (protocol/run-environment.ts): the variables its workers and resolver run
 -- with, as the starting client defined them. Private: read only to launch workers, never shown in
 -- status, events or viewer deltas. Deleted when the run ends (nothing can launch it again).
+-- credential_names_json: the names (never the values) of the provider credentials the run's Pi
+-- children get; the values live in the host's memory only (protocol/credential-names.ts).
 CREATE TABLE run_environments (
   run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
-  env_json TEXT NOT NULL
+  env_json TEXT NOT NULL,
+  credential_names_json TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TRIGGER run_environments_end AFTER UPDATE OF state ON runs
 WHEN NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled')

@@ -142,7 +142,8 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
         projectPath: launch.projectPath,
         stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? null,
         logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-        env: process.env,
+        // Provider credentials reach the Pi child alone, never this process's environment.
+        env: launch.credentials ? { ...process.env, ...launch.credentials } : process.env,
         processGroups,
       })
       : interactiveUnavailable;

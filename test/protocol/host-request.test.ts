@@ -336,4 +336,19 @@ describe("requestFingerprint()", () => {
     ];
     for (const variant of variants) expect(requestFingerprint(variant)).not.toBe(reference);
   });
+
+  test("leaves provider credentials out, also credential-looking env variables", () => {
+    const start = (payload: Record<string, unknown>) =>
+      requestFingerprint({ operation: "run.start", payload });
+    const plain = { workflow: "w", cwd: "/p", env: { PATH: "/bin" } };
+    const reference = start(plain);
+    expect(start({ ...plain, credentials: { OPENAI_API_KEY: "sk-1" } })).toBe(reference);
+    expect(start({ ...plain, credentials: { OPENAI_API_KEY: "sk-2" } })).toBe(reference);
+    expect(start({ ...plain, env: { PATH: "/bin", GITHUB_TOKEN: "ghp-1" } })).toBe(reference);
+    expect(start({ ...plain, env: { PATH: "/bin", DEPLOY_PASSWORD: "pw" } })).toBe(reference);
+    expect(start({ ...plain, env: { PATH: "/usr/bin" } })).not.toBe(reference);
+    const resume = (payload: Record<string, unknown>) =>
+      requestFingerprint({ operation: "run.resume", runId: "run-1", payload });
+    expect(resume({ credentials: { ANTHROPIC_API_KEY: "k" } })).toBe(resume({}));
+  });
 });

@@ -36,6 +36,8 @@ export interface FakeModelRequest {
   reply?: FakeReply;
   /** Wall-clock time the answer was fully sent (same clock as `receivedAt`). */
   respondedAt?: number;
+  /** The request's headers as the provider client sent them (names in lower case). */
+  headers: Record<string, string>;
 }
 
 export type FakeReply =
@@ -96,7 +98,12 @@ export async function startFakeModel(options: FakeModelOptions): Promise<FakeMod
     }
     const receivedAt = performance.timeOrigin + performance.now();
     const body = JSON.parse(await readBody(req)) as Record<string, unknown>;
-    const request = describeRequest(requests.length, receivedAt, body);
+    const request = {
+      ...describeRequest(requests.length, receivedAt, body),
+      headers: Object.fromEntries(
+        Object.entries(req.headers).map(([name, value]) => [name, String(value)]),
+      ),
+    };
     requests.push(request);
     for (const wake of waiters) wake();
     const reply = await options.script(request);
@@ -182,7 +189,7 @@ function describeRequest(
   index: number,
   receivedAt: number,
   body: Record<string, unknown>,
-): FakeModelRequest {
+): Omit<FakeModelRequest, "headers"> {
   const messages = (Array.isArray(body.messages) ? body.messages : []) as ChatMessage[];
   const tools = Array.isArray(body.tools) ? body.tools : [];
   const last = messages.at(-1);

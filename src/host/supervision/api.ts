@@ -97,6 +97,11 @@ export interface Supervision {
    * resolves once its verdict is committed (or the host shuts down).
    */
   validateSubmission(submissionId: string): Promise<void>;
+  /**
+   * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
+   * resume supplies them; run-credentials.ts).
+   */
+  supplyCredentials(runId: string, credentials: RunEnvironment): void;
   /** Validates a workflow reference and input in a supervised source-resolver child. */
   resolve(request: ResolveRequest): Promise<ResolveResult>;
   /** Controllers: resolver, scheduler and workers (controllers/scheduler.ts). */

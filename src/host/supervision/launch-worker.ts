@@ -1,7 +1,8 @@
 /**
  * Launching one worker epoch: record the epoch and take the run claim (one transaction, before
  * any process exists), spawn `pi-workflows worker` in its own process group, then send the
- * launch envelope as the first frame. The envelope carries no secret: the host keeps the claim.
+ * launch envelope as the first frame. The envelope carries no claim secret (the host keeps the
+ * claim); a headless run's provider credentials ride in it, outside the hashed part.
  */
 import { join } from "node:path";
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
@@ -20,6 +21,7 @@ import { type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
+import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
 
 export interface LaunchHooks {
@@ -28,6 +30,8 @@ export interface LaunchHooks {
   outputExceeded(worker: ActiveWorker, stream: "stdout" | "stderr"): void;
   /** Extra environment for the worker on top of the run's (tests); never secrets. */
   env?: NodeJS.ProcessEnv;
+  /** Provider credentials for the worker's Pi children (memory only, never hashed). */
+  credentials?: RunEnvironment;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: (args: string[]) => { command: string; args: string[] };
 }
@@ -94,7 +98,11 @@ export function launchWorker(
     launchEnvelopeHash: fingerprint(base as unknown as JsonValue),
   });
   crashPoint("host.launch.afterClaim");
-  const envelope: WorkerLaunch = { ...base, generation };
+  const envelope: WorkerLaunch = {
+    ...base,
+    generation,
+    ...(hooks.credentials ? { credentials: hooks.credentials } : {}),
+  };
   const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;
   let spawned: SpawnedWorker;

@@ -37,6 +37,7 @@ import {
 } from "./worker-limits.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { createSlots } from "./slots.ts";
+import { createRunCredentials } from "./run-credentials.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import {
@@ -78,6 +79,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   let resolvers = 0;
   // Each resolver is a whole runtime: a burst of starts queues for a few slots.
   const resolverSlots = createSlots(ctx.options.maxConcurrentResolvers);
+  const credentials = createRunCredentials(ctx.store);
   let started = false;
   let shuttingDown = false;
   let tickQueued = false;
@@ -293,6 +295,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         ctx.log("worker.exit_failed", { run: worker.runId, error: errorName(error) });
       }
       active.delete(worker.runId);
+      credentials.prune();
       schedule();
       // A controller child run may have ended: its parent resource is due.
       controllers.wake();
@@ -315,9 +318,14 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     }
     for (const run of candidates) {
       try {
+        if (run.executionMode === "headless" && credentials.blockIfMissing(run.runId)) {
+          ctx.log("run.blocked", { run: run.runId, reason: "credentialsMissing" });
+          continue;
+        }
         supervise(
           launchWorker(ctx, run, {
             stop,
+            credentials: credentials.forLaunch(run.runId),
             outputExceeded: (worker, stream) =>
               limitExceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
             env: envFor(run.runId),
@@ -413,6 +421,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       worker.claimReleased = true;
       stop(worker, reason, `${reason} by command`);
       await worker.done;
+    },
+    supplyCredentials(runId, supplied) {
+      credentials.supply(runId, supplied);
     },
     async resolve(request: ResolveRequest): Promise<ResolveResult> {
       // Counted while queued too: a waiting start keeps the host busy.

@@ -36,6 +36,8 @@ export interface EnqueueRunOptions {
   binding: RunBindingInput;
   /** The run environment, recorded privately (run-environments.ts); absent: none recorded. */
   environment?: RunEnvironment;
+  /** Names of the provider credentials the host holds in memory for the run (never values). */
+  credentialNames?: readonly string[];
   parentRunId?: string | null;
   /** Scheduling priority; higher launches first. */
   priority?: number;
@@ -115,7 +117,9 @@ export function enqueueRunInTx(
       now,
     },
   );
-  if (opts.environment) insertRunEnvironment(store, runId, opts.environment);
+  if (opts.environment) {
+    insertRunEnvironment(store, runId, opts.environment, opts.credentialNames);
+  }
   // A newer run of the session supersedes the turns still owed for earlier ones.
   if (opts.binding.executionMode === "interactive") {
     supersedeSessionIntentsInTx(store, opts.binding.originSessionId!, now);
