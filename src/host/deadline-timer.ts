@@ -12,6 +12,7 @@
 import type { Clock, IdSource } from "../state/clock.ts";
 import type { StateStore } from "../state/store.ts";
 import type { HostLog } from "./host-log.ts";
+import { logError } from "./host-log.ts";
 
 /** One kind of deadline. Its SQL lives in src/state; this is how the timer drives it. */
 export interface DeadlineKind {
@@ -79,7 +80,7 @@ export function createDeadlineTimer(
         if (at !== null && (earliest === null || at < earliest)) earliest = at;
       } catch (error) {
         // A busy database: try again shortly rather than forget the deadline.
-        rt.log("deadline.queryFailed", { kind: kind.name, error: errorName(error) });
+        rt.log("deadline.queryFailed", { kind: kind.name, error: logError(error) });
         const retry = rt.clock.now() + RETRY_MS;
         if (earliest === null || retry < earliest) earliest = retry;
       }
@@ -102,7 +103,7 @@ export function createDeadlineTimer(
       try {
         if (kind.applyDue(rt, now, BATCH) >= BATCH) more = true;
       } catch (error) {
-        rt.log("deadline.failed", { kind: kind.name, error: errorName(error) });
+        rt.log("deadline.failed", { kind: kind.name, error: logError(error) });
       }
     }
     return more;
@@ -165,6 +166,3 @@ export function createDeadlineTimer(
 }
 
 /** Only the class name: messages may carry paths, which logs never show. */
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "unknown";
-}

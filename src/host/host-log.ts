@@ -44,3 +44,16 @@ function safe(value: string | number | boolean | null): string {
   const text = String(value).replace(/\s+/g, "_");
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}…` : text;
 }
+
+/**
+ * An error for a log field: its name and first message line, bounded, with absolute paths
+ * replaced (a message may name a project or state file) so the real cause shows without
+ * leaking where the user works.
+ */
+export function logError(error: unknown): string {
+  const name = error instanceof Error ? error.name : "unknown";
+  const message = error instanceof Error ? error.message : String(error);
+  const line = (message.split("\n")[0] ?? "").replace(/(?:~|\.{0,2})?\/[^\s'"`,;:()]+/g, "<path>");
+  const text = line ? `${name}: ${line}` : name;
+  return text.length > 160 ? `${text.slice(0, 160)}…` : text;
+}

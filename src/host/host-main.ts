@@ -56,6 +56,7 @@ import {
 } from "./socket-listener.ts";
 import { createSocketServer, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
+import { processIdentityUnsupported } from "../os/process-identity.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -104,9 +105,12 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     maxBytes: hostOptions.maxLogBytes,
     write: options.writeLog ?? ((line) => process.stderr.write(line)),
   });
+  const unsupported = processIdentityUnsupported();
+  if (unsupported) throw new HostStartError("startFailed", unsupported);
   const stateDir = ensureStateDir(resolveStateDir(env));
   const socketPath = join(stateDir, SOCKET_FILE_NAME);
-  const store = openStateStore({ stateDir, clock, ids });
+  // A damaged file is refused before anything is served (StateDamagedError says what to do).
+  const store = openStateStore({ stateDir, clock, ids, checkIntegrity: true });
   const ownerId = `host-${process.pid}-${randomUUID().slice(0, 8)}`;
   const sessions = createSessionWatch(store);
   store.afterCommit = () => sessions.poke();

@@ -8,6 +8,21 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
+/**
+ * Why this platform cannot host runs, or null on Linux. Without `/proc` the host could tell no
+ * live worker from a recycled PID (every run would crash-loop) and could stop no worker group,
+ * so it refuses to start instead.
+ */
+export function processIdentityUnsupported(
+  platform: string = process.platform,
+  hasProc: boolean = readProcessStat(process.pid) !== null,
+): string | null {
+  if (platform === "linux" && hasProc) return null;
+  const where = platform === "linux" ? "this Linux has no readable /proc" : `this is ${platform}`;
+  return `The pi-workflows host runs on Linux only: it identifies and stops worker processes ` +
+    `through /proc, and ${where}`;
+}
+
 export interface ProcessIdentity {
   pid: number;
   /** `/proc/PID/stat` field 22 as a decimal string (fits no JS number guarantee, keep it text). */

@@ -1,6 +1,6 @@
 /**
- * `pi-workflows doctor`: opens the state read-only, checks identity and DDL digest, runs the
- * invariant checker and reports. The report names the state file and nothing else private (no
+ * `pi-workflows doctor`: opens the state read-only, checks identity and DDL digest, runs SQLite's
+ * integrity check (which says where a file is damaged) and the invariant checker, and reports. The report names the state file and nothing else private (no
  * ids beyond run ids, no payloads).
  */
 import { type Clock, randomIds, systemClock } from "./clock.ts";
@@ -10,10 +10,14 @@ import { checkInvariants, type Violation } from "./invariants.ts";
 import { type HostStatusCounts, hostStatusCounts } from "./queries.ts";
 import { DDL_DIGEST_PREFIX_LENGTH, ddlDigest, SCHEMA_VERSION, STATE_IDENTITY } from "./schema.ts";
 import { closeStateStore, openStateStore, STATE_FILE_NAME } from "./store.ts";
+import { statSync } from "node:fs";
 import { join } from "node:path";
+import { integrityProblems } from "./integrity.ts";
+
+const MAX_INTEGRITY_LINES = 20;
 
 export interface DoctorReport {
-  /** True when the database opened, matched this build and violates no invariant. */
+  /** True when the database opened, matched this build, is intact and violates no invariant. */
   ok: boolean;
   file: string;
   identity: string;
@@ -21,6 +25,15 @@ export interface DoctorReport {
   ddlDigest: string;
   /** Why the database could not be checked (open error), else null. */
   openError: string | null;
+  /** What SQLite's integrity_check reports (at most 20 lines); [] when the file is intact. */
+  integrity: string[];
+  /**
+   * Modes that differ from the rule (directory 0700, files 0600): notes on what the host fixes at
+   * start, and `blocking` when the host cannot use the file as it is.
+   */
+  modes: { note: string; blocking: boolean }[];
+  /** A query of the checks failed (a damaged page it reached), else null. */
+  checkError: string | null;
   hostEpoch: { epoch: number; live: boolean } | null;
   counts: HostStatusCounts | null;
   violations: Violation[];
@@ -35,6 +48,9 @@ export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorRepo
     schemaVersion: SCHEMA_VERSION,
     ddlDigest: ddlDigest(),
     openError: null,
+    integrity: [],
+    modes: modeNotes(opts.stateDir),
+    checkError: null,
     hostEpoch: null,
     counts: null,
     violations: [],
@@ -48,11 +64,18 @@ export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorRepo
     return report;
   }
   try {
-    const now = clock.now();
-    report.hostEpoch = readHostEpoch(store, now);
-    report.counts = hostStatusCounts(store, now);
-    report.violations = checkInvariants(store);
-    report.ok = report.violations.length === 0;
+    report.integrity = integrityProblems(store.db, "integrity_check", MAX_INTEGRITY_LINES);
+    try {
+      const now = clock.now();
+      report.hostEpoch = readHostEpoch(store, now);
+      report.counts = hostStatusCounts(store, now);
+      report.violations = checkInvariants(store);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      report.checkError = message.replace(/\s+/g, " ").slice(0, 300);
+    }
+    report.ok = report.integrity.length === 0 && report.checkError === null &&
+      report.violations.length === 0 && !report.modes.some((m) => m.blocking);
     return report;
   } finally {
     closeStateStore(store);
@@ -66,10 +89,25 @@ export function formatDoctorReport(report: DoctorReport): string {
     `Schema: ${report.identity} v${report.schemaVersion}, digest ` +
       `${report.ddlDigest.slice(0, DDL_DIGEST_PREFIX_LENGTH)}…`,
   );
+  for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
   if (report.openError) {
     lines.push(`Problem: ${report.openError}`);
     return lines.join("\n");
   }
+  if (report.integrity.length > 0) {
+    lines.push(`Integrity: damaged; SQLite's integrity_check reports:`);
+    for (const problem of report.integrity) lines.push(`  ${problem}`);
+  } else {
+    lines.push("Integrity: ok");
+  }
+  if (report.checkError) lines.push(`Checks stopped: ${report.checkError}`);
+  if (report.integrity.length > 0 || report.checkError) {
+    lines.push(
+      `The host refuses a damaged database. Stop the host, then back it up and reset with ` +
+        `\`mv ${report.file} ${report.file}.bak\` (also move any -wal and -shm file) and start again`,
+    );
+  }
+  if (report.checkError) return lines.join("\n");
   if (report.hostEpoch) {
     lines.push(
       `Host epoch: ${report.hostEpoch.epoch} (${report.hostEpoch.live ? "live" : "not running"})`,
@@ -96,4 +134,50 @@ export function formatDoctorReport(report: DoctorReport): string {
     if (report.violations.length > 50) lines.push(`  … ${report.violations.length - 50} more`);
   }
   return lines.join("\n");
+}
+
+/** The state directory, the database and its `-wal`/`-shm` files against the mode rule. */
+function modeNotes(stateDir: string): { note: string; blocking: boolean }[] {
+  const notes: { note: string; blocking: boolean }[] = [];
+  const modeOf = (path: string): number | null => {
+    try {
+      return statSync(path).mode & 0o777;
+    } catch {
+      return null;
+    }
+  };
+  const octal = (mode: number) => mode.toString(8).padStart(4, "0");
+  const dir = modeOf(stateDir);
+  if (dir !== null && (dir & 0o077) !== 0) {
+    notes.push({
+      note: `state directory is ${octal(dir)}; the host narrows it to 0700 when it starts`,
+      blocking: false,
+    });
+  }
+  const file = join(stateDir, STATE_FILE_NAME);
+  const db = modeOf(file);
+  if (db !== null && (db & 0o600) !== 0o600) {
+    notes.push({
+      note: `${STATE_FILE_NAME} is ${octal(db)}, which the host cannot write: run ` +
+        `\`chmod 600 ${file}\``,
+      blocking: true,
+    });
+  } else if (db !== null && (db & 0o077) !== 0) {
+    notes.push({
+      note: `${STATE_FILE_NAME} is ${octal(db)}; the host narrows it to 0600 when it starts`,
+      blocking: false,
+    });
+  }
+  for (const suffix of ["-wal", "-shm"]) {
+    const mode = modeOf(file + suffix);
+    if (mode !== null && mode !== 0o600) {
+      notes.push({
+        note: `${STATE_FILE_NAME}${suffix} is ${
+          octal(mode)
+        }; the host sets it to 0600 when it starts`,
+        blocking: false,
+      });
+    }
+  }
+  return notes;
 }

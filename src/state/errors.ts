@@ -16,13 +16,22 @@ export class StateOpenError extends Error {
 /** The file is a database of another identity, version or DDL digest; nothing was changed. */
 export class StateSchemaMismatchError extends StateOpenError {
   constructor(file: string, found: string) {
-    super(
-      file,
-      `${found}; the file was left untouched. Stop the host, then back it up and reset with ` +
-        `\`mv ${file} ${file}.bak\` (also move any ${file}-wal and ${file}-shm) and start again`,
-    );
+    super(file, `${found}; ${resetInstruction(file)}`);
     this.name = "StateSchemaMismatchError";
   }
+}
+
+/** The file fails SQLite's quick check (a damaged page); nothing was changed. */
+export class StateDamagedError extends StateOpenError {
+  constructor(file: string, problem: string) {
+    super(file, `the database is damaged (SQLite: ${problem}); ${resetInstruction(file)}`);
+    this.name = "StateDamagedError";
+  }
+}
+
+function resetInstruction(file: string): string {
+  return "the file was left untouched. Stop the host, then back it up and reset with " +
+    `\`mv ${file} ${file}.bak\` (also move any ${file}-wal and ${file}-shm) and start again`;
 }
 
 export const CLAIM_LOST_REASONS = [

@@ -16,7 +16,8 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import type { Clock, IdSource } from "./clock.ts";
-import { StateOpenError, StateSchemaMismatchError } from "./errors.ts";
+import { StateDamagedError, StateOpenError, StateSchemaMismatchError } from "./errors.ts";
+import { integrityProblems } from "./integrity.ts";
 import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
 
 export const STATE_FILE_NAME = "state.sqlite";
@@ -61,6 +62,11 @@ export interface OpenStateStoreOptions {
   ids: IdSource;
   readOnly?: boolean;
   busyTimeoutMs?: number;
+  /**
+   * Run SQLite's quick check before returning (the host, before it serves the database): a
+   * damaged file throws `StateDamagedError` with the backup-and-reset instruction.
+   */
+  checkIntegrity?: boolean;
 }
 
 /** `$PI_WORKFLOWS_STATE_DIR`, else `${PI_CODING_AGENT_DIR:-~/.pi/agent}/workflows`. */
@@ -70,7 +76,10 @@ export function resolveStateDir(env: Record<string, string | undefined> = proces
   return join(agentDir, "workflows");
 }
 
-/** Creates the state directory (mode 0700) if missing; returns it. */
+/**
+ * Creates the state directory (mode 0700) if missing, narrows a wider mode to 0700, and returns
+ * it. The host calls it at start, so a 0755 directory is never served as it is.
+ */
 export function ensureStateDir(stateDir: string): string {
   try {
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
@@ -81,7 +90,7 @@ export function ensureStateDir(stateDir: string): string {
     throw new StateOpenError(
       stateDir,
       `the state directory is not usable (${codeOf(error)}): it must be a directory you own ` +
-        `with mode 0700`,
+        `and can write (the host narrows a wider mode to 0700)`,
     );
   }
   return stateDir;
@@ -94,6 +103,7 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
   const path = join(opts.stateDir, STATE_FILE_NAME);
   if (!readOnly) ensureStateDir(opts.stateDir);
   const exists = fileSize(path) !== null;
+  if (exists && !readOnly) ownFileModes(path);
   if (readOnly && !exists) {
     throw new StateOpenError(path, "no state database yet; the host creates it when it starts");
   }
@@ -126,7 +136,7 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
     }
     db.exec("PRAGMA foreign_keys = ON");
   } catch (error) {
-    throw new StateOpenError(path, describeSqliteError(error));
+    throw sqliteOpenError(path, error);
   }
   const store: StateStore = {
     db,
@@ -140,6 +150,13 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
     afterCommit: null,
   };
   if (fresh && !readOnly) initialize(store);
+  else if (opts.checkIntegrity) {
+    const problems = integrityProblems(db, "quick_check", 1);
+    if (problems.length > 0) {
+      closeStateStore(store);
+      throw new StateDamagedError(path, problems[0]);
+    }
+  }
   return store;
 }
 
@@ -209,7 +226,7 @@ export function verifyIdentity(path: string, timeout: number): "empty" | "ok" {
     return "ok";
   } catch (error) {
     if (error instanceof StateOpenError) throw error;
-    throw new StateOpenError(path, describeSqliteError(error));
+    throw sqliteOpenError(path, error);
   } finally {
     if (db?.isOpen) db.close();
   }
@@ -305,6 +322,29 @@ export function queryAllArgs<T>(store: StateStore, sql: string, ...args: SQLInpu
   return rows;
 }
 
+/**
+ * Modes before a writing open, for files of this user: a database readable by others is
+ * narrowed to 0600 (one that this user cannot write stays, and the access check says how to fix
+ * it); its `-wal` and `-shm` files are set to 0600, since SQLite gives new ones the database's
+ * mode and a read-only open of a 0400 database (doctor) would otherwise leave 0400 companions that
+ * make the host fail "attempt to write a readonly database" after the database was fixed.
+ */
+function ownFileModes(path: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const fix = (file: string, wrong: (mode: number) => boolean) => {
+    try {
+      const stat = statSync(file);
+      if (stat.uid === uid && wrong(stat.mode & 0o777)) chmodSync(file, 0o600);
+    } catch {
+      // absent, or gone meanwhile
+    }
+  };
+  fix(path, (mode) => (mode & 0o077) !== 0);
+  fix(`${path}-wal`, (mode) => mode !== 0o600);
+  fix(`${path}-shm`, (mode) => mode !== 0o600);
+}
+
 function fileSize(path: string): number | null {
   try {
     return statSync(path).size;
@@ -317,6 +357,15 @@ function fileSize(path: string): number | null {
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   return typeof code === "string" ? code : "error";
+}
+
+/** A damaged file gets the backup-and-reset instruction; other failures say what to fix. */
+function sqliteOpenError(path: string, error: unknown): StateOpenError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/not a database|malformed|corrupt/i.test(message)) {
+    return new StateDamagedError(path, message.split("\n")[0].slice(0, 300));
+  }
+  return new StateOpenError(path, describeSqliteError(error));
 }
 
 function describeSqliteError(error: unknown): string {

@@ -155,7 +155,7 @@ describe("openStateStore()", () => {
     }
     expect(error).toBeInstanceOf(StateOpenError);
     expect((error as Error).message).toMatch(
-      /^Cannot open workflow state .*: the file is not a SQLite database or is corrupt/,
+      /^Cannot open workflow state .*: the database is damaged \(SQLite: file is not a database\); the file was left untouched\. .*mv /,
     );
     expect((error as Error).message).not.toContain("\n");
     expect(sha(join(stateDir, STATE_FILE_NAME))).toBe(before);

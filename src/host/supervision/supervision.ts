@@ -51,6 +51,7 @@ import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { closeAfterDrain, pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
+import { logError } from "../host-log.ts";
 
 /** Captured output files kept across host restarts (newest first). */
 const KEPT_WORKER_LOGS = 200;
@@ -147,7 +148,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     } catch (error) {
       if (!(error instanceof ClaimLostError)) {
         // The attempt closed in between (its outcome committed): nothing to enforce.
-        ctx.log("worker.deadline_skipped", { run: worker.runId, error: errorName(error) });
+        ctx.log("worker.deadline_skipped", { run: worker.runId, error: logError(error) });
         return;
       }
       reason = "claimLost";
@@ -203,7 +204,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       try {
         parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
       } catch (error) {
-        ctx.log("worker.park_failed", { run: worker.runId, error: errorName(error) });
+        ctx.log("worker.park_failed", { run: worker.runId, error: logError(error) });
       }
       worker.claimReleased = true;
       stop(worker, "shutdown", "host shutdown at a boundary");
@@ -280,7 +281,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
           clearChildGroups(ctx.store, worker.workerEpoch);
         } catch (error) {
           // A busy database: the records stay for the next host's recovery (exact identities).
-          ctx.log("worker.children_clear_failed", { run: worker.runId, error: errorName(error) });
+          ctx.log("worker.children_clear_failed", { run: worker.runId, error: logError(error) });
         }
       }
       await stopping.get(worker);
@@ -292,7 +293,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
       } catch (error) {
         // Never leave the worker counted as active; the expired-claim sweep settles the run.
-        ctx.log("worker.exit_failed", { run: worker.runId, error: errorName(error) });
+        ctx.log("worker.exit_failed", { run: worker.runId, error: logError(error) });
       }
       active.delete(worker.runId);
       credentials.prune();
@@ -313,7 +314,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         .filter((run) => !active.has(run.runId))
         .slice(0, capacity);
     } catch (error) {
-      ctx.log("scheduler.query_failed", { error: errorName(error) });
+      ctx.log("scheduler.query_failed", { error: logError(error) });
       return;
     }
     for (const run of candidates) {
@@ -336,7 +337,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         if (error instanceof WorkerSpawnError) {
           handleSpawnFailure(ctx, spawnFailure(run.runId, error), crashes, maxCrashes);
           schedule();
-        } else ctx.log("worker.launch_failed", { run: run.runId, error: errorName(error) });
+        } else ctx.log("worker.launch_failed", { run: run.runId, error: logError(error) });
       }
     }
   };
@@ -364,7 +365,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       } catch (error) {
         if (!(error instanceof ClaimLostError)) {
           // e.g. a busy database: the next tick retries well before the claim expires.
-          ctx.log("worker.renew_failed", { run: worker.runId, error: errorName(error) });
+          ctx.log("worker.renew_failed", { run: worker.runId, error: logError(error) });
           continue;
         }
         worker.claimReleased = true;
@@ -375,7 +376,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     try {
       if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
     } catch (error) {
-      ctx.log("recovery.sweep_failed", { error: errorName(error) });
+      ctx.log("recovery.sweep_failed", { error: logError(error) });
     }
   };
 
@@ -486,7 +487,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
             parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
           } catch (error) {
             // Lost or already settled: recovery of the next host handles whatever is left.
-            ctx.log("worker.park_failed", { run: worker.runId, error: errorName(error) });
+            ctx.log("worker.park_failed", { run: worker.runId, error: logError(error) });
           }
           worker.claimReleased = true;
         }
@@ -502,6 +503,3 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 }
 
 /** Only the class name: messages may carry paths, which logs never show. */
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "unknown";
-}

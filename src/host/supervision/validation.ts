@@ -47,6 +47,7 @@ import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "./facts-stream.ts";
+import { logError } from "../host-log.ts";
 
 /** How long the node's rules may take once the child is up (beyond the start-up deadline). */
 export const VALIDATE_BOUND_MS = 60_000;
@@ -89,7 +90,7 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
     const decided = new Promise<void>((resolve) => (markDecided = resolve));
     // The caller hears the verdict at once; stopping the child's group happens after.
     const done = runChild(ctx, deps, job, stopper, markDecided).catch((error) => {
-      ctx.log("validation.failed", { run: job.runId, error: errorName(error) });
+      ctx.log("validation.failed", { run: job.runId, error: logError(error) });
     }).finally(() => {
       markDecided();
       running.delete(submissionId);
@@ -310,8 +311,4 @@ function reject(ctx: HostContext, job: ValidationJob, error: FactError) {
     code: error.code.slice(0, 64),
     stale: done === null,
   });
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "unknown";
 }

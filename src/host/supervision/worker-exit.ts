@@ -24,6 +24,7 @@ import { crashPoint } from "../../protocol/crash-point.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { WorkerExit } from "./worker-process.ts";
 import type { Claim } from "../../state/claims.ts";
+import { logError } from "../host-log.ts";
 
 /** Crash-like exits in a row (no committed progress between) before the run fails. */
 export const DEFAULT_MAX_CRASHES = 3;
@@ -102,7 +103,7 @@ export function handleWorkerExit(
       diagnosticHash: fingerprint(diagnostic),
     });
   } catch (error) {
-    ctx.log("worker.epoch_finish_failed", { error: errorName(error) });
+    ctx.log("worker.epoch_finish_failed", { error: logError(error) });
   }
   crashPoint("host.exit.afterEpoch");
   ctx.log("worker.exited", {
@@ -150,7 +151,7 @@ export function handleSpawnFailure(
       diagnosticHash: fingerprint(failure.code),
     });
   } catch (error) {
-    ctx.log("worker.epoch_finish_failed", { error: errorName(error) });
+    ctx.log("worker.epoch_finish_failed", { error: logError(error) });
   }
   ctx.log("worker.spawn_failed", { run: failure.runId, code: failure.code });
   settleCrash(
@@ -194,8 +195,4 @@ function settleCrash(
     ctx.log("worker.claim_lost_on_exit", { run: runId, reason: error.reason });
     return false;
   }
-}
-
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "unknown";
 }
