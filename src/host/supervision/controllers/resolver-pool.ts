@@ -17,7 +17,13 @@ import { childEnvironment } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { stopProcessGroup } from "../../../os/stop-group.ts";
-import { removeEmptyLogs, type SpawnedWorker, spawnWorkerProcess } from "../worker-process.ts";
+import {
+  closeAfterDrain,
+  OUTPUT_DRAIN_MS,
+  removeEmptyLogs,
+  type SpawnedWorker,
+  spawnWorkerProcess,
+} from "../worker-process.ts";
 import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
 
 export interface ResolverPoolDeps {
@@ -99,6 +105,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
         deps.registry.unregister(identity);
       }
       await spawned.exited;
+      await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
       removeEmptyLogs(spawned.logFiles);
     })();
     return c;

@@ -44,7 +44,8 @@ import {
 import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { stopProcessGroup } from "../../../os/stop-group.ts";
-import { removeEmptyLogs } from "../worker-process.ts";
+import { closeAfterDrain, OUTPUT_DRAIN_MS, removeEmptyLogs } from "../worker-process.ts";
+import { logError } from "../../host-log.ts";
 import type { ControllerSupervision } from "./api.ts";
 import {
   type ActiveReconcile,
@@ -186,7 +187,7 @@ export function createControllerSupervision(
       });
     } catch (error) {
       if (!(error instanceof ClaimLostError)) {
-        ctx.log("controller.deadline_failed", { error: errorName(error) });
+        ctx.log("controller.deadline_failed", { error: logError(error) });
       }
     }
     reconcile.ended = true;
@@ -288,6 +289,7 @@ export function createControllerSupervision(
         await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
         deps.registry.unregister(identity);
       }
+      await closeAfterDrain(worker.spawned, OUTPUT_DRAIN_MS);
       removeEmptyLogs(worker.spawned.logFiles);
       settleExit(worker, exit);
       if (workers.get(controllerId) === worker) workers.delete(controllerId);
@@ -317,7 +319,7 @@ export function createControllerSupervision(
         } catch (error) {
           // Expired meanwhile: the recovery sweep settles it.
           if (!(error instanceof ClaimLostError)) {
-            ctx.log("controller.interrupt_failed", { error: errorName(error) });
+            ctx.log("controller.interrupt_failed", { error: logError(error) });
           }
         }
       }
@@ -342,7 +344,7 @@ export function createControllerSupervision(
         signal: exit.signal,
       });
     } catch (error) {
-      ctx.log("controller.epoch_finish_failed", { error: errorName(error) });
+      ctx.log("controller.epoch_finish_failed", { error: logError(error) });
     }
     ctx.log("controller.worker_exit", {
       controller: worker.controllerName,
@@ -390,7 +392,7 @@ export function createControllerSupervision(
     try {
       runTick(now);
     } catch (error) {
-      ctx.log("controller.tick_failed", { error: errorName(error) });
+      ctx.log("controller.tick_failed", { error: logError(error) });
     }
     armDueTimer(now);
   };
@@ -491,7 +493,7 @@ export function createControllerSupervision(
               retryDelayMs: 0,
             });
           } catch (error) {
-            ctx.log("controller.interrupt_failed", { error: errorName(error) });
+            ctx.log("controller.interrupt_failed", { error: logError(error) });
           }
           reconcile.ended = true;
         }
@@ -504,6 +506,3 @@ export function createControllerSupervision(
 }
 
 /** Only the class name: messages may carry paths, which logs never show. */
-function errorName(error: unknown): string {
-  return error instanceof Error ? error.name : "unknown";
-}
