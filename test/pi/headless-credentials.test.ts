@@ -11,7 +11,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliProcess } from "../host/helpers.ts";
-import { FAKE_MODEL_ID } from "../support/pi-sandbox.ts";
+import { fakeModels } from "../support/pi-sandbox.ts";
 import { waitFor } from "../smoke/processes.ts";
 import { createHeadlessEnv, type HeadlessEnv } from "./headless-env.ts";
 
@@ -19,27 +19,11 @@ const PROVIDER_KEY = "sk-planted-provider-91d3e7";
 const TOOL_KEY = "tk-planted-tool-5c28aa";
 
 /** The fake provider takes its key and one header from the environment Pi runs with. */
-function envModels(baseUrl: string) {
-  return {
-    providers: {
-      fake: {
-        baseUrl,
-        api: "openai-completions",
-        apiKey: "$OPENAI_API_KEY",
-        headers: { "x-tool-key": "$PIW_TOOL_API_KEY" },
-        compat: { supportsDeveloperRole: false, supportsStore: false },
-        models: [{
-          id: FAKE_MODEL_ID,
-          reasoning: false,
-          input: ["text"],
-          contextWindow: 64_000,
-          maxTokens: 1024,
-          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-        }],
-      },
-    },
-  };
-}
+const envModels = (baseUrl: string) =>
+  fakeModels(baseUrl, {
+    apiKey: "$OPENAI_API_KEY",
+    headers: { "x-tool-key": "$PIW_TOOL_API_KEY" },
+  });
 
 const SEEN_BY_CODE =
   `import { agent, checkpoint, compute, defineWorkflow, shell } from "@osolmaz/pi-workflows";

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore, queryOne } from "../../src/state/store.ts";
 import { ROOT } from "../host/helpers.ts";
-import { FAKE_MODEL_ID } from "../support/pi-sandbox.ts";
+import { FAKE_MODEL_ID, fakeModels } from "../support/pi-sandbox.ts";
 import { submitCall } from "../support/step-responder.ts";
 import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
 
@@ -27,24 +27,7 @@ const SECRET_LITERAL = "sk-planted-literal-7b2d0a";
  * provider keys often are.
  */
 function plantedModels(baseUrl: string) {
-  return {
-    providers: {
-      fake: {
-        baseUrl,
-        api: "openai-completions",
-        apiKey: SECRET_LITERAL,
-        compat: { supportsDeveloperRole: false, supportsStore: false },
-        models: [{
-          id: FAKE_MODEL_ID,
-          reasoning: false,
-          input: ["text"],
-          contextWindow: 64_000,
-          maxTokens: 1024,
-          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-        }],
-      },
-    },
-  };
+  return fakeModels(baseUrl, { apiKey: SECRET_LITERAL });
 }
 
 describe("headless runs with the real Pi", () => {

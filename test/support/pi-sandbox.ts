@@ -69,6 +69,32 @@ function piNode(): string {
 }
 
 /**
+ * `models.json` naming the fake model server as provider `fake` with model `fake-model`;
+ * `provider` replaces or adds provider fields (`apiKey`, `headers`, ...).
+ */
+export function fakeModels(baseUrl: string, provider: Record<string, unknown> = {}) {
+  return {
+    providers: {
+      [FAKE_PROVIDER]: {
+        baseUrl,
+        api: "openai-completions",
+        apiKey: "fake-key",
+        compat: { supportsDeveloperRole: false, supportsStore: false },
+        models: [{
+          id: FAKE_MODEL_ID,
+          reasoning: false,
+          input: ["text"],
+          contextWindow: 64_000,
+          maxTokens: 1024,
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        }],
+        ...provider,
+      },
+    },
+  };
+}
+
+/**
  * A Pi agent dir's `models.json` naming the fake model server (provider `fake`, model
  * `fake-model`) and a quiet `settings.json` that makes it the default (also for the smokes).
  */
@@ -78,27 +104,7 @@ export function writeFakeAgentConfig(
   settings: Record<string, unknown> = {},
 ): void {
   mkdirSync(agentDir, { recursive: true });
-  writeFileSync(
-    join(agentDir, "models.json"),
-    JSON.stringify({
-      providers: {
-        [FAKE_PROVIDER]: {
-          baseUrl: modelBaseUrl,
-          api: "openai-completions",
-          apiKey: "fake-key",
-          compat: { supportsDeveloperRole: false, supportsStore: false },
-          models: [{
-            id: FAKE_MODEL_ID,
-            reasoning: false,
-            input: ["text"],
-            contextWindow: 64_000,
-            maxTokens: 1024,
-            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-          }],
-        },
-      },
-    }),
-  );
+  writeFileSync(join(agentDir, "models.json"), JSON.stringify(fakeModels(modelBaseUrl)));
   writeFileSync(
     join(agentDir, "settings.json"),
     JSON.stringify({
