@@ -23,6 +23,7 @@ import {
 } from "../state/errors.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { ControllerRefusal } from "../state/controllers/errors.ts";
+import { logError } from "./host-log.ts";
 
 export function errorResponse(rt: HostRuntime, request: HostRequest, error: unknown): HostResponse {
   const answer = (
@@ -92,6 +93,7 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
   rt.log("command.error", {
     operation: request.operation,
     name: (error as Error)?.name ?? typeof error,
+    error: logError(error),
   });
   return answer(
     "rejected",

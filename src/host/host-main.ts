@@ -43,7 +43,7 @@ import {
   responseFailedResponse,
 } from "./command-dispatch.ts";
 import { hostProcessProof } from "./host-identity.ts";
-import { createHostLog } from "./host-log.ts";
+import { createHostLog, logError } from "./host-log.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
 import { createIdleTracker, idleCheckIntervalMs } from "./idle-tracker.ts";
@@ -174,7 +174,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       sessions.close();
       await socketServer?.close({ abandon: claimLost }).catch(() => {});
       await supervision?.shutdown().catch((error) => {
-        log("host.shutdownError", { name: (error as Error)?.name ?? "unknown" });
+        log("host.shutdownError", { error: logError(error) });
       });
       // The epoch is renewed until here: the shutdown may wait for external nodes.
       clearInterval(renewTimer);

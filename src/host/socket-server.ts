@@ -10,6 +10,7 @@ import net from "node:net";
 import { FrameDecoder, FrameError } from "../protocol/framing.ts";
 import type { HostLog } from "./host-log.ts";
 import { encodeResponseFrame } from "./response-frame.ts";
+import { logError } from "./host-log.ts";
 
 /** What the command layer decides for one parsed frame. */
 export interface HandledFrame {
@@ -168,7 +169,7 @@ function serveConnection(
 
   const handlerFailed = (error: unknown) => {
     // `handle` answers every error itself; reaching here is a bug, so close this client only.
-    options.log("socket.handlerError", { name: (error as Error)?.name ?? "unknown" });
+    options.log("socket.handlerError", { error: logError(error) });
     socket.destroy();
   };
 
