@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore, queryOne } from "../../src/state/store.ts";
 import { ROOT } from "../host/helpers.ts";
-import { FAKE_MODEL_ID, fakeModels } from "../support/pi-sandbox.ts";
+import { fakeModels } from "../support/pi-sandbox.ts";
 import { submitCall } from "../support/step-responder.ts";
 import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
 
