@@ -5,6 +5,7 @@
 export {
   action,
   agent,
+  agentGroup,
   assistantMessage,
   checkpoint,
   compute,

@@ -79,6 +79,7 @@ export type CliCommand =
   }
   | { kind: "doctor"; json: boolean }
   | { kind: "schema"; name: string | null; out: string | null }
+  | { kind: "workflows"; cwd: string | null; json: boolean }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | EffectResolveCommand
   | ControllerCommand
@@ -208,6 +209,17 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "completion":
     case "__complete":
       return parseCompletion(name, rest);
+    case "workflows": {
+      const parsed = parse("workflows", rest, { ...JSON_FLAG, cwd: { type: "string" } }, 0, 0);
+      if (parsed.help) return { kind: "help", topic: "workflows" };
+      const cwd = parsed.values.cwd;
+      if (cwd === "") throw new UsageError("Option --cwd is empty: give a project directory");
+      return {
+        kind: "workflows",
+        cwd: typeof cwd === "string" ? cwd : null,
+        json: flag(parsed, "json"),
+      };
+    }
     default:
       throw unknownCommand(name);
   }

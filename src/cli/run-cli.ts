@@ -52,6 +52,10 @@ export async function runCli(
         const { runSchemaCommand } = await import("./schema-command.ts");
         return runSchemaCommand(command, io);
       }
+      case "workflows": {
+        const { runWorkflowsCommand } = await import("./workflows-command.ts");
+        return await runWorkflowsCommand(command, io, env);
+      }
       default: {
         const { runRunCommand } = await import("./run-command.ts");
         return await runRunCommand(command, io, env);

@@ -6,6 +6,7 @@ Usage:
   pi-workflows <command> [options]
 
 Commands:
+  workflows                    List what can be started (project, user, built-in)
   start <workflow> [text...]   Start a run (text becomes the input {"task": "..."})
   status <runId>               Show one run
   list                         List active runs (--all: every run; --limit N)
@@ -201,6 +202,19 @@ Examples:
   pi-workflows controller list
   pi-workflows controller get file-sync notes
   pi-workflows controller reconcile file-sync notes --wait`,
+  workflows: `Usage: pi-workflows workflows [--json] [--cwd DIR]
+
+Lists the workflows \`start\` can run by name in the project (default: this directory): files
+in .pi/workflows/ (project), in \${PI_CODING_AGENT_DIR:-~/.pi/agent}/workflows/ (user), then the
+built-ins. A name found earlier overrides a later one; \`builtin:<id>\` always names a built-in.
+Loads no workflow code and needs no host.
+
+Options:
+  --cwd DIR   The project directory
+  --json      {"workflows": [{name, source, detail, ref, overrides}]}
+
+Example:
+  pi-workflows workflows --json`,
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.

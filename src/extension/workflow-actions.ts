@@ -4,32 +4,17 @@
  * for. A run defaults to this session's run. Failures throw; callers turn them into one line.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { BUILTIN_WORKFLOW_INFO } from "../protocol/builtin-workflows.ts";
-import { listWorkflowFiles } from "../protocol/workflow-files.ts";
+import { listStartableWorkflows, type StartableWorkflow } from "../protocol/startable-workflows.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
 import { answerFromText } from "../protocol/answer-text.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
-export interface ListedWorkflow {
-  name: string;
-  source: "project" | "user" | "builtin";
-  detail: string;
-}
+export type ListedWorkflow = StartableWorkflow;
 
 /** Project files, then the agent dir's, then built-ins; an earlier name hides a later one. */
 export function discoveredWorkflows(cwd: string): ListedWorkflow[] {
-  const out: ListedWorkflow[] = listWorkflowFiles(cwd).map((file) => ({
-    name: file.name,
-    source: file.origin,
-    detail: file.path,
-  }));
-  for (const builtin of BUILTIN_WORKFLOW_INFO) {
-    if (!out.some((w) => w.name === builtin.id)) {
-      out.push({ name: builtin.id, source: "builtin", detail: builtin.summary });
-    }
-  }
-  return out;
+  return listStartableWorkflows(cwd);
 }
 
 const PAGE_ITEMS = 50;

@@ -9,5 +9,12 @@ export interface BuiltinWorkflowInfo {
 }
 
 export const BUILTIN_WORKFLOW_INFO: readonly BuiltinWorkflowInfo[] = Object.freeze([
+  { id: "autoplan", summary: "Frames a task, weighs options, writes a detailed plan" },
+  {
+    id: "plan-approval",
+    summary: "Asks a person to continue, stop or replan (auto/required/skip)",
+  },
+  { id: "autodoc", summary: "Records a chosen plan in the project's docs; never implements" },
+  { id: "sanity-check", summary: "Reviews the diff with parallel read-only reviewers; verdicts" },
   { id: "echo", summary: "Returns its input unchanged" },
 ]);

@@ -54,18 +54,31 @@ export function listSourceFiles(
 ): WorkflowFile[] {
   const out = new Map<string, WorkflowFile>();
   for (const { origin, dir } of dirs) {
-    let names: string[];
-    try {
-      names = readdirSync(dir).sort();
-    } catch {
-      continue;
+    for (const file of workflowFilesIn(dir, origin, stemOf)) {
+      if (!out.has(file.name)) out.set(file.name, file);
     }
-    for (const file of names) {
-      const name = stemOf(file);
-      if (!name || out.has(name)) continue;
-      const path = join(dir, file);
-      if (isFile(path)) out.set(name, { name, origin, path });
-    }
+  }
+  return [...out.values()];
+}
+
+/** The files of one directory `stemOf` accepts, sorted by file name (first of a stem wins). */
+export function workflowFilesIn(
+  dir: string,
+  origin: WorkflowFileOrigin,
+  stemOf: (fileName: string) => string | null = workflowStem,
+): WorkflowFile[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return [];
+  }
+  const out = new Map<string, WorkflowFile>();
+  for (const file of names) {
+    const name = stemOf(file);
+    if (!name || out.has(name)) continue;
+    const path = join(dir, file);
+    if (isFile(path)) out.set(name, { name, origin, path });
   }
   return [...out.values()];
 }

@@ -113,6 +113,8 @@ async function runHeadlessStep(
       "-e",
       bridgeFile,
       ...options.pi.args,
+      // An allowlist still needs the bridge's tool, or the step could not be submitted.
+      ...(request.tools ? ["--tools", [...request.tools, BRIDGE_TOOL.name].join(",")] : []),
     ],
     cwd: options.projectPath,
     env: options.env,

@@ -28,6 +28,8 @@ import {
 } from "../workflows/sources/identity.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import { createHeadlessExecutor } from "./headless-executor.ts";
+import { discoverPi } from "./pi-command.ts";
+import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";
 import { acceptAgentSubmission, prepareAgentStep } from "../workflows/execute-node.ts";
 import type { AcceptResult } from "../workflows/agent-executor.ts";
@@ -135,18 +137,23 @@ export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome
 }
 
 function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
+  const headless = (processGroups: ProcessGroupHooks, pi: PiLaunch | null) =>
+    createHeadlessExecutor({
+      pi,
+      projectPath: launch.projectPath,
+      stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? null,
+      logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+      // Provider credentials reach the Pi child alone, never this process's environment.
+      env: launch.credentials ? { ...process.env, ...launch.credentials } : process.env,
+      processGroups,
+    });
   const agentFor = (processGroups: ProcessGroupHooks): AgentStepExecutor =>
     launch.executionMode === "headless"
-      ? createHeadlessExecutor({
-        pi: launch.pi ?? null,
-        projectPath: launch.projectPath,
-        stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? null,
-        logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-        // Provider credentials reach the Pi child alone, never this process's environment.
-        env: launch.credentials ? { ...process.env, ...launch.credentials } : process.env,
-        processGroups,
-      })
+      ? headless(processGroups, launch.pi ?? null)
       : interactiveUnavailable;
+  // An interactive run's agent group still runs headless Pi children: the Pi found now.
+  const groupAgentFor = (processGroups: ProcessGroupHooks): AgentStepExecutor | undefined =>
+    launch.executionMode === "headless" ? undefined : lazyGroupExecutor(processGroups, headless);
   return {
     executionMode: launch.executionMode,
     ownFacts: (committed) =>
@@ -155,7 +162,11 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
     resolveTimeout: (nodeId, facts, attemptId) =>
       resolveNodeTimeout(wf, nodeId, { facts, attemptId }),
     execute: (nodeId, request) =>
-      executeNode(wf, nodeId, { ...request, agent: agentFor(request.processGroups) }),
+      executeNode(wf, nodeId, {
+        ...request,
+        agent: agentFor(request.processGroups),
+        groupAgent: groupAgentFor(request.processGroups),
+      }),
     prepareModelStep: async (nodeId, facts, attemptId, deadlineAt) => {
       const step = await prepareAgentStep(wf, nodeId, { facts, attemptId });
       const nodeKind = wf.nodes.get(nodeId)!.kind as "agent" | "decision" | "assistantMessage";
@@ -171,5 +182,28 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
     },
     acceptSubmission: (nodeId, facts, attemptId, raw) =>
       acceptAgentSubmission(wf, nodeId, { facts, attemptId }, raw),
+  };
+}
+
+/** Finds Pi on the first member's step (not for runs without groups); a miss fails the member. */
+function lazyGroupExecutor(
+  processGroups: ProcessGroupHooks,
+  headless: (processGroups: ProcessGroupHooks, pi: PiLaunch | null) => AgentStepExecutor,
+): AgentStepExecutor {
+  let executor: AgentStepExecutor | null = null;
+  return {
+    runStep(request) {
+      if (executor === null) {
+        const found = discoverPi({
+          env: process.env,
+          stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? "",
+          cwd: process.cwd(),
+        });
+        executor = found.ok
+          ? headless(processGroups, { command: found.pi.command, args: [] })
+          : unavailableAgentExecutor(`an agent group needs a headless Pi: ${found.message}`);
+      }
+      return executor.runStep(request);
+    },
   };
 }

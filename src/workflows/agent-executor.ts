@@ -21,6 +21,8 @@ export interface AgentStepRequest {
   /** What the output should look like, for the contract text; null when free-form. */
   expectedOutput: string | null;
   statusDetail: string | null;
+  /** A Pi tool allowlist for this step's session (agent group members); default Pi's own. */
+  tools?: readonly string[];
   signal: AbortSignal;
   publishUpdate(update: WorkflowUpdate): void;
   /** Normalizes and validates one submission. A rejection message is meant for the model. */

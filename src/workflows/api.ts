@@ -3,7 +3,16 @@
  * publishes this object at `globalThis[Symbol.for("pi-workflows.api")]` so a workflow file that
  * imports `pi-workflows` or `@osolmaz/pi-workflows` gets the very same functions as the host.
  */
-import { action, agent, assistantMessage, checkpoint, compute, notify, shell } from "./nodes.ts";
+import {
+  action,
+  agent,
+  agentGroup,
+  assistantMessage,
+  checkpoint,
+  compute,
+  notify,
+  shell,
+} from "./nodes.ts";
 import { decision, decisionEdge } from "./decision.ts";
 import { defineWorkflow, defineWorkflowRegistry, isWorkflowDefinition } from "./define-workflow.ts";
 import {
@@ -23,6 +32,7 @@ export const API_GLOBAL_KEY: unique symbol = Symbol.for("pi-workflows.api") as n
 export const authoringApi = Object.freeze({
   action,
   agent,
+  agentGroup,
   assistantMessage,
   checkpoint,
   choice,

@@ -75,6 +75,7 @@ const EFFECTS: Record<NodeKind, NodeEffect> = {
   shell: "external",
   // A model turn runs again after a crash unless the node opts out (`rerunAfterCrash: false`).
   agent: "pure",
+  agentGroup: "pure",
   decision: "pure",
   assistantMessage: "external",
 };
@@ -85,7 +86,10 @@ export function nodeEffect(kind: NodeKind): NodeEffect {
 
 /** The recovery class of one node: its kind's, or `external` for a model step that opted out. */
 export function effectOfNode(node: WorkflowNode): NodeEffect {
-  if ((node.kind === "agent" || node.kind === "decision") && node.rerunAfterCrash === false) {
+  if (
+    (node.kind === "agent" || node.kind === "decision" || node.kind === "agentGroup") &&
+    node.rerunAfterCrash === false
+  ) {
     return "external";
   }
   return EFFECTS[node.kind];

@@ -36,6 +36,12 @@ const managedEffect = v.optional(v.strictObject({
   key: fn,
   observe: v.optional(fn),
 }));
+const piTools = v.optional(
+  v.pipe(
+    v.array(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_*+-]{1,64}$/, "expected a Pi tool name"))),
+    v.maxLength(64),
+  ),
+);
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 
 const textInput = v.object({
@@ -51,6 +57,7 @@ const nodeSchema = v.variant("kind", [
     prompt: text,
     expectedOutput: v.optional(v.string()),
     validate: v.optional(fn),
+    tools: piTools,
     rerunAfterCrash: v.optional(v.boolean()),
     ...common,
   }),
@@ -59,6 +66,15 @@ const nodeSchema = v.variant("kind", [
     question: text,
     choices: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)),
     field: v.pipe(v.string(), v.minLength(1)),
+    rerunAfterCrash: v.optional(v.boolean()),
+    ...common,
+  }),
+  v.object({
+    kind: v.literal("agentGroup"),
+    agents: fn,
+    maxConcurrency: v.optional(v.pipe(positiveInt, v.maxValue(8))),
+    tools: piTools,
+    minSucceeded: v.optional(v.pipe(positiveInt, v.maxValue(16))),
     rerunAfterCrash: v.optional(v.boolean()),
     ...common,
   }),

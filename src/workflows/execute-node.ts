@@ -42,6 +42,8 @@ export interface ExecuteContext {
   /** Receives updates that passed the type/key/data limits and the rate limit. */
   publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
   agent: AgentStepExecutor;
+  /** Runs agent group members when `agent` cannot (an interactive run's worker). */
+  groupAgent?: AgentStepExecutor;
   /**
    * Reserves and settles managed effects (`effect.reserve` / `effect.settle`). Without it,
    * nodes that declare an `effect` run unmanaged.
@@ -76,6 +78,7 @@ export async function executeNode(
     const work = runNodeKind(node, ctx, {
       publish,
       agent: exec.agent,
+      groupAgent: exec.groupAgent,
       runId: exec.facts.runId,
       workflowName: wf.name,
       accept: (raw) => acceptOutput(wf, node, ctx, raw),

@@ -17,6 +17,7 @@ import type {
   WorkflowUpdate,
 } from "./types.ts";
 import { type EffectPort, runManagedEffect } from "./managed-effect.ts";
+import { runAgentGroup } from "./agent-group.ts";
 
 /** Notify messages and prompts travel in one protocol field of this size. */
 export const MAX_MESSAGE_CHARS = 65_536;
@@ -24,6 +25,8 @@ export const MAX_MESSAGE_CHARS = 65_536;
 export interface KindServices {
   publish(update: WorkflowUpdate): void;
   agent: AgentStepExecutor;
+  /** Runs agent group members; default `agent` (an interactive run's group needs headless Pi). */
+  groupAgent?: AgentStepExecutor;
   runId: string;
   workflowName: string;
   accept(raw: unknown): Promise<AcceptResult>;
@@ -106,6 +109,16 @@ export async function runNodeKind(
       const notification = { kind: n.notifyKind, message };
       return { outcome: "ok", output: notification, notification };
     }
+    case "agentGroup": {
+      const output = await runAgentGroup(n, ctx, {
+        agent: svc.groupAgent ?? svc.agent,
+        runId: svc.runId,
+        workflowName: svc.workflowName,
+        nodeId: node.id,
+        publish: svc.publish,
+      });
+      return ok(toJson(output, "agent group output"));
+    }
     case "agent":
     case "decision":
     case "assistantMessage": {
@@ -117,6 +130,7 @@ export async function runNodeKind(
         nodeId: node.id,
         attemptId: ctx.state.attemptId,
         statusDetail: n.statusDetail ?? null,
+        ...(n.kind === "agent" && n.tools ? { tools: n.tools } : {}),
         signal: ctx.signal,
         publishUpdate: svc.publish,
         accept: svc.accept,

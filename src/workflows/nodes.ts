@@ -3,6 +3,7 @@ import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import type {
   ActionContext,
   ActionNode,
+  AgentGroupNode,
   AgentNode,
   AssistantMessageNode,
   CheckpointNode,
@@ -25,9 +26,20 @@ export function agent<I = any>(
     prompt: TextSpec<I>;
     expectedOutput?: string;
     validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;
+    tools?: string[];
   },
 ): AgentNode<I> {
   return { ...options, kind: "agent" };
+}
+
+/**
+ * Several agents in one node, each in its own supervised headless Pi session, bounded by
+ * `maxConcurrency`; the output joins their results (`{agents, succeeded, failed}`).
+ */
+export function agentGroup<I = any>(
+  options: Omit<AgentGroupNode<I>, "kind">,
+): AgentGroupNode<I> {
+  return { ...options, kind: "agentGroup" };
 }
 
 /** A visible reply in the origin Pi session (interactive runs only). Output: `{text}`. */

@@ -14,6 +14,12 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
     case "agent":
       if (node.expectedOutput !== undefined) out.expectedOutput = node.expectedOutput;
       out.validate = node.validate !== undefined;
+      if (node.tools !== undefined) out.tools = [...node.tools];
+      break;
+    case "agentGroup":
+      out.maxConcurrency = node.maxConcurrency ?? null;
+      out.tools = node.tools ? [...node.tools] : null;
+      out.minSucceeded = node.minSucceeded ?? null;
       break;
     case "decision":
       out.choices = [...node.choices];

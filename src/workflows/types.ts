@@ -90,6 +90,11 @@ export interface AgentNode<I = any> extends CommonNodeOptions<I>, ModelStepOptio
   kind: "agent";
   prompt: TextSpec<I>;
   expectedOutput?: string;
+  /**
+   * A Pi tool allowlist for the step's headless session (`["read", "grep", "find", "ls"]` for a
+   * read-only step); an interactive step runs in the origin session with its tools.
+   */
+  tools?: string[];
   validate?: (output: JsonValue, ctx: NodeContext<I>) => unknown;
 }
 
@@ -250,8 +255,37 @@ export interface HumanDecisionNode<I = any> extends CommonNodeOptions<I> {
   onTimeout?: HumanDecisionTimeout | ((ctx: NodeContext<I>) => HumanDecisionTimeout | null);
 }
 
+/** One agent of an `agentGroup`: its own headless Pi session, prompt and output rules. */
+export interface AgentGroupMember {
+  /** Unique in the group, `[A-Za-z_][A-Za-z0-9_-]*`; names the member in output and updates. */
+  id: string;
+  prompt: string;
+  expectedOutput?: string;
+  /** May throw to reject the member's submission (the message goes back to it) or normalize. */
+  validate?: (output: JsonValue) => unknown;
+  statusDetail?: string;
+}
+
+/** What one member of an agent group ended with. */
+export type AgentGroupMemberResult =
+  | { id: string; outcome: "ok"; output: JsonValue }
+  | { id: string; outcome: "failed"; error: { code: string; message: string } };
+
+export interface AgentGroupNode<I = any> extends CommonNodeOptions<I>, ModelStepOptions {
+  kind: "agentGroup";
+  /** The members of this attempt (1-16). */
+  agents: (ctx: NodeContext<I>) => AgentGroupMember[] | Promise<AgentGroupMember[]>;
+  /** Members running at once (1-8, default 4). */
+  maxConcurrency?: number;
+  /** Pi tool allowlist for every member (`["read", "grep", "find", "ls"]` for reviewers). */
+  tools?: string[];
+  /** The node fails when fewer members succeed (default 1; the group's size for "all"). */
+  minSucceeded?: number;
+}
+
 export type WorkflowNode<I = any> =
   | AgentNode<I>
+  | AgentGroupNode<I>
   | DecisionNode<I>
   | AssistantMessageNode<I>
   | ComputeNode<I>

@@ -16,6 +16,7 @@ import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { stepResponder } from "../support/step-responder.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../../src/protocol/builtin-workflows.ts";
 
 const RECORD_READS = fileURLToPath(new URL("./fixtures/record-reads.mjs", import.meta.url));
 const ENGINE_DIRS = /src[\\/](workflows|state|host|worker|controllers|cli|viewer)[\\/]/;
@@ -120,12 +121,14 @@ describe("installed from a checkout with `pi install <dir>`", () => {
     const from = pi.records.length;
     await pi.prompt("/workflow");
     const [list] = notices(pi, from);
+    const total = 2 + BUILTIN_WORKFLOW_INFO.length;
     expect(list.split("\n")).toEqual([
-      "Workflows 1-3 of 3:",
+      `Workflows 1-${total} of ${total}:`,
       `hello  [project]  ${join(sandbox.project, ".pi/workflows/hello.workflow.ts")}`,
       `tidy  [user]  ${join(sandbox.agentDir, "workflows/tidy.workflow.ts")}`,
-      "echo  [builtin]  Returns its input unchanged",
+      ...BUILTIN_WORKFLOW_INFO.map((b) => `${b.id}  [builtin]  ${b.summary}`),
     ]);
+    expect(list).toContain("sanity-check  [builtin]  Reviews the diff");
   });
 
   it("starts a run bound to this session, shows its progress and its end", async () => {

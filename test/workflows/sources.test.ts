@@ -85,6 +85,10 @@ describe("discovery and input", () => {
       ["echo", "project"],
       ["only-project", "project"],
       ["user-one", "user"],
+      ["autoplan", "builtin"],
+      ["plan-approval", "builtin"],
+      ["autodoc", "builtin"],
+      ["sanity-check", "builtin"],
     ]);
     const noProject = discoverWorkflows({ cwd: join(dir, "agent"), agentDir: join(root, "none") });
     expect(noProject.find((w) => w.name === "echo")?.origin).toBe("builtin");

@@ -4,7 +4,11 @@
  * pinned to an older revision parks instead of running different code.
  */
 import type { WorkflowDefinition } from "../types.ts";
+import { autodocWorkflow } from "../builtins/autodoc.ts";
+import { autoplanWorkflow } from "../builtins/autoplan.ts";
 import { echoWorkflow } from "../builtins/echo.ts";
+import { planApprovalWorkflow } from "../builtins/plan-approval.ts";
+import { sanityCheckWorkflow } from "../builtins/sanity-check.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../../protocol/builtin-workflows.ts";
 
 export interface BuiltinWorkflow {
@@ -15,6 +19,10 @@ export interface BuiltinWorkflow {
 }
 
 const DEFINITIONS: Record<string, { revision: string; definition: WorkflowDefinition }> = {
+  autoplan: { revision: "1", definition: autoplanWorkflow },
+  "plan-approval": { revision: "1", definition: planApprovalWorkflow },
+  autodoc: { revision: "1", definition: autodocWorkflow },
+  "sanity-check": { revision: "1", definition: sanityCheckWorkflow },
   echo: { revision: "1", definition: echoWorkflow },
 };
 
