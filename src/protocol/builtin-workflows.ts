@@ -16,5 +16,10 @@ export const BUILTIN_WORKFLOW_INFO: readonly BuiltinWorkflowInfo[] = Object.free
   },
   { id: "autodoc", summary: "Records a chosen plan in the project's docs; never implements" },
   { id: "sanity-check", summary: "Reviews the diff with parallel read-only reviewers; verdicts" },
+  { id: "monitor", summary: "Checks on a schedule until a condition holds, acting when needed" },
+  {
+    id: "autoimplement",
+    summary: "Plans or adopts a plan, implements, verifies, fixes and reviews (bounded)",
+  },
   { id: "echo", summary: "Returns its input unchanged" },
 ]);

@@ -89,6 +89,8 @@ describe("discovery and input", () => {
       ["plan-approval", "builtin"],
       ["autodoc", "builtin"],
       ["sanity-check", "builtin"],
+      ["monitor", "builtin"],
+      ["autoimplement", "builtin"],
     ]);
     const noProject = discoverWorkflows({ cwd: join(dir, "agent"), agentDir: join(root, "none") });
     expect(noProject.find((w) => w.name === "echo")?.origin).toBe("builtin");

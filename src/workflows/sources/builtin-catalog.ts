@@ -5,8 +5,10 @@
  */
 import type { WorkflowDefinition } from "../types.ts";
 import { autodocWorkflow } from "../builtins/autodoc.ts";
+import { autoimplementWorkflow } from "../builtins/autoimplement.ts";
 import { autoplanWorkflow } from "../builtins/autoplan.ts";
 import { echoWorkflow } from "../builtins/echo.ts";
+import { monitorWorkflow } from "../builtins/monitor.ts";
 import { planApprovalWorkflow } from "../builtins/plan-approval.ts";
 import { sanityCheckWorkflow } from "../builtins/sanity-check.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../../protocol/builtin-workflows.ts";
@@ -23,6 +25,8 @@ const DEFINITIONS: Record<string, { revision: string; definition: WorkflowDefini
   "plan-approval": { revision: "1", definition: planApprovalWorkflow },
   autodoc: { revision: "1", definition: autodocWorkflow },
   "sanity-check": { revision: "1", definition: sanityCheckWorkflow },
+  monitor: { revision: "1", definition: monitorWorkflow },
+  autoimplement: { revision: "1", definition: autoimplementWorkflow },
   echo: { revision: "1", definition: echoWorkflow },
 };
 
