@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
+import { closeStateStore, queryAll } from "../../src/state/store.ts";
+import { gate } from "../pi/headless-env.ts";
 import { submitCall, updateContractIn } from "../support/step-responder.ts";
 import { type BuiltinEnv, createBuiltinEnv } from "./builtin-env.ts";
 
@@ -103,6 +105,51 @@ describe("review built-ins with the real Pi", () => {
     expect(await waitUntil(() => h.piProcesses().length === 0, 15_000)).toBe(true);
     h.git("checkout", "--", ".");
     h.git("clean", "-fdq");
+  });
+
+  it("sanity-check: every reviewer is a registered Pi group; cancel stops them all", async () => {
+    h.write("src/sum.ts", "export const sum = (a: number, b: number) => b + a;\n");
+    const hold = gate();
+    h.decide = async (_request, contract) => {
+      if (contract?.step.startsWith("review.")) await hold.promise;
+      return undefined;
+    };
+    const started = await h.cli([
+      "start",
+      "sanity-check",
+      "--input-json",
+      '{"reviewers": 3}',
+      "--cwd",
+      h.sandbox.project,
+      "--json",
+    ]);
+    const runId = JSON.parse(started.stdout).run.runId;
+    const registered = () => {
+      const store = h.openState();
+      try {
+        return queryAll<{ pid: number }>(
+          store,
+          "SELECT g.pid FROM worker_child_groups g JOIN run_workers w USING (worker_epoch) " +
+            "WHERE w.run_id = :runId",
+          { runId },
+        ).map((r) => r.pid);
+      } finally {
+        closeStateStore(store);
+      }
+    };
+    // Three reviewers at once, each a Pi child the host knows by PID.
+    expect(await waitUntil(() => registered().length === 3, 60_000)).toBe(true);
+    const pids = registered().sort();
+    const live = h.piProcesses().map((p) => p.pid);
+    expect(pids.every((pid) => live.includes(pid))).toBe(true);
+    const cancelled = await h.cli(["cancel", runId]);
+    expect(cancelled.code).toBe(0);
+    expect(await waitUntil(() => h.piProcesses().length === 0, 20_000)).toBe(true);
+    hold.open();
+    const run = await h.waitForState(runId, "cancelled");
+    expect(run.state).toBe("cancelled");
+    expect(registered()).toEqual([]);
+    h.git("checkout", "--", ".");
   });
 
   it("sanity-check: a clean tree has nothing to review and starts no agent", async () => {
