@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CommandResult, type ProcessInfo, waitFor } from "./processes.ts";
 import type { ScenarioReport, SmokeDir } from "./smoke-dir.ts";
+import { reconcileController } from "./controller-phase.ts";
 
 export interface SmokeContext {
   dir: SmokeDir;
@@ -215,6 +216,7 @@ export const SCENARIO_PHASES: readonly Phase[] = [
   startHost,
   runShortWorkflows,
   runHeadlessAgent,
+  reconcileController,
   crashWorkerAndRecover,
   pauseResumeCancel,
   stopHost,
