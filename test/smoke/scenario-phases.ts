@@ -164,7 +164,11 @@ async function pauseResumeCancel(ctx: SmokeContext): Promise<void> {
   check(cancelled.run.state === "cancelled", `cancel: ${JSON.stringify(cancelled)}`);
   const listed = await cliJson(ctx, ["list", "--all", "--json"]);
   const states = listed.runs.map((r: any) => r.state).sort().join(",");
-  check(states === "cancelled,completed,completed,completed,completed", `list --all: ${states}`);
+  // hello, bare, two-turn-agent, the controller's child run, the crash-recovered slow run.
+  check(
+    states === "cancelled,completed,completed,completed,completed,completed",
+    `list --all: ${states}`,
+  );
   step(ctx, "pause, resume and cancel a run; list --all");
 }
 
