@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import vm from "node:vm";
 import { build, type BuildOptions } from "esbuild";
 import type { BuildStamp } from "../src/protocol/build-info.ts";
+import { WORKER_BUNDLE_NAME } from "../src/os/self-launch.ts";
 import { VERSION } from "../src/protocol/version.ts";
 import { buildStamp, stampDefine } from "./build-stamp.ts";
 import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
@@ -47,25 +48,31 @@ const common: BuildOptions = {
   write: false,
 };
 
-/** Bundles the CLI into one ESM file: the file the npm package's bin runs. */
+/**
+ * Bundles the CLI into one ESM file: the file the npm package's bin runs. Beside it, the worker
+ * mode alone (src/cli/worker-main.ts) as `pi-workflows-worker.mjs` (WORKER_BUNDLE_NAME): the
+ * host starts every worker from that smaller file when it exists (src/os/self-launch.ts).
+ */
 export async function bundleCli(
   outfile: string = join(dist, "pi-workflows.mjs"),
   stamp: BuildStamp = buildStamp(root, "npm"),
 ): Promise<string> {
   mkdirSync(dirname(outfile), { recursive: true });
-  const text = await bundleText({
-    ...common,
-    define: { ...common.define, ...stampDefine(stamp) },
-    entryPoints: [join(root, "src/cli/main.ts")],
-    format: "esm",
-    plugins: [embedTextAssets(), deferredBuiltins(), lazyBuiltins()],
-    // Packages bundled as CJS call require(); give the ESM bundle one.
-    banner: {
-      js: 'import { createRequire as __piwCreateRequire } from "node:module"; ' +
-        "const require = __piwCreateRequire(import.meta.url);",
-    },
-  });
-  writeFileSync(outfile, text);
+  const esm = (entry: string) =>
+    bundleText({
+      ...common,
+      define: { ...common.define, ...stampDefine(stamp) },
+      entryPoints: [join(root, entry)],
+      format: "esm",
+      plugins: [embedTextAssets(), deferredBuiltins(), lazyBuiltins()],
+      // Packages bundled as CJS call require(); give the ESM bundle one.
+      banner: {
+        js: 'import { createRequire as __piwCreateRequire } from "node:module"; ' +
+          "const require = __piwCreateRequire(import.meta.url);",
+      },
+    });
+  writeFileSync(outfile, await esm("src/cli/main.ts"));
+  writeFileSync(join(dirname(outfile), WORKER_BUNDLE_NAME), await esm("src/cli/worker-main.ts"));
   return outfile;
 }
 

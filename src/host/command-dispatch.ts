@@ -7,6 +7,7 @@
 import type { FrameError } from "../protocol/framing.ts";
 import { type HostOperation, SERVED_OPERATIONS } from "../protocol/host-operations.ts";
 import { type HostRequest, parseHostRequest } from "../protocol/host-request.ts";
+import { fastPlainRunStatus } from "../protocol/host-request-fast.ts";
 import {
   failureResponse,
   HOST_ERROR_CODES,
@@ -91,7 +92,9 @@ export function createCommandHandler(
   rt: HostRuntime,
 ): (value: unknown) => HandledFrame | Promise<HandledFrame> {
   return (value) => {
-    const parsed = parseHostRequest(value);
+    // The plain run.status of pollers by hand first; the schemas check everything else.
+    const plain = fastPlainRunStatus(value);
+    const parsed = plain ? { ok: true as const, request: plain } : parseHostRequest(value);
     if (!parsed.ok) {
       return {
         close: true,

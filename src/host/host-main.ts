@@ -54,7 +54,7 @@ import {
   removeOwnSocket,
   type SocketIdentity,
 } from "./socket-listener.ts";
-import { createSocketServer, type SocketServer } from "./socket-server.ts";
+import { createSocketServer, type HandledFrame, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
 import { processIdentityUnsupported } from "../os/process-identity.ts";
 
@@ -70,6 +70,11 @@ export interface RunHostOptions {
   writeLog?: (line: string) => void;
   /** Install SIGTERM/SIGINT handlers (the CLI does; in-process tests do not). */
   handleSignals?: boolean;
+  /**
+   * Called with the host-side time (ms) of each request answered synchronously (the reads):
+   * from the decoded frame to the response object (benchmarks: `npm run bench -- load`).
+   */
+  onServed?: (operation: string, ms: number) => void;
 }
 
 /** Runs the host until it stops. Resolves with the reason; rejects with `HostStartError`. */
@@ -289,7 +294,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     deadlines.start();
     supervision.start();
     socketServer = createSocketServer({
-      handle: createCommandHandler(runtime),
+      handle: timedHandler(createCommandHandler(runtime), options.onServed),
       frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
       responseFailed: (response, error) => responseFailedResponse(claim.epoch, response, error),
       log,
@@ -314,6 +319,22 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
 
   log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });
   return { epoch: claim.epoch, stopped };
+}
+
+function timedHandler(
+  handle: (value: unknown) => HandledFrame | Promise<HandledFrame>,
+  onServed: RunHostOptions["onServed"],
+): (value: unknown) => HandledFrame | Promise<HandledFrame> {
+  if (onServed === undefined) return handle;
+  return (value) => {
+    const started = performance.now();
+    const handled = handle(value);
+    if (!(handled instanceof Promise)) {
+      const operation = (value as { operation?: unknown } | null)?.operation;
+      onServed(typeof operation === "string" ? operation : "?", performance.now() - started);
+    }
+    return handled;
+  };
 }
 
 export function oneLine(error: unknown): string {

@@ -26,6 +26,8 @@ import { readDefinitionSnapshot } from "../state/viewer-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
+import { cachedStatus, rememberStatus } from "./status-cache.ts";
+import { isPlainStatusPayload } from "../protocol/host-request-fast.ts";
 
 const DEFAULT_EVENT_LIMIT = 200;
 
@@ -33,6 +35,12 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   if (request.operation !== "run.status") throw new TypeError("Expected run.status");
   const runId = request.runId!;
   const payload = request.payload;
+  // A plain status answer is reused until the next commit (status-cache.ts).
+  const plain = isPlainStatusPayload(payload);
+  if (plain) {
+    const cached = cachedStatus(rt.store, runId, request.requestId);
+    if (cached) return cached;
+  }
   const status = readRunStatus(rt.store, runId, {
     limit: payload.attemptLimit ?? DEFAULT_STATUS_ATTEMPTS,
     ...(payload.attemptsAfter !== undefined ? { after: payload.attemptsAfter } : {}),
@@ -122,12 +130,13 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     (payload.attemptsAfter === undefined
       ? suffixWithin(attempts, room)
       : prefixWithin(attempts, room)).items as unknown as JsonValue;
-  return successResponse({
+  const response = successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     revision: view.revision,
     receipt,
   });
+  return plain ? rememberStatus(rt.store, runId, response) : response;
 }
 
 export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostResponse {

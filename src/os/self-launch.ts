@@ -8,6 +8,7 @@
  * `process.argv[1]`, which belongs to whatever started the process (a test runner, a REPL).
  */
 import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export interface SelfCommand {
@@ -31,9 +32,26 @@ const DROPPED_EXEC_ARGS =
 export function selfCommand(args: string[], options: SelfCommandOptions = {}): SelfCommand {
   const runtime = options.runtime ?? detectRuntime();
   if (runtime === "sea") return { command: process.execPath, args: [...args] };
-  const entry = options.entry ?? selfEntry();
+  const main = options.entry ?? selfEntry();
+  // The worker modes start from the worker-only entry when there is one: a smaller module graph
+  // (source) or file (bundle) to load before `worker.ready`.
+  const entry = args[0] === "worker" ? workerEntry(main) : main;
   if (runtime === "deno") return { command: process.execPath, args: ["run", "-A", entry, ...args] };
   return { command: process.execPath, args: [...nodeExecArgs(), entry, ...args] };
+}
+
+/** The file name of the worker-only bundle, written beside the CLI bundle (compile/build.ts). */
+export const WORKER_BUNDLE_NAME = "pi-workflows-worker.mjs";
+
+/**
+ * The worker-only entry for the CLI entry `main`: `src/cli/worker-main.ts` beside a source
+ * `main.ts`, the worker bundle beside a CLI bundle; `main` itself when there is none.
+ */
+export function workerEntry(main: string): string {
+  const candidate = /[\\/]src[\\/]cli[\\/]main\.ts$/.test(main)
+    ? join(dirname(main), "worker-main.ts")
+    : join(dirname(main), WORKER_BUNDLE_NAME);
+  return existsSync(candidate) ? candidate : main;
 }
 
 export function detectRuntime(): RuntimeKind {

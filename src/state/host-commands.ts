@@ -6,7 +6,7 @@
 import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
 import { HOST_OUTCOMES, type HostOutcome } from "../protocol/host-response.ts";
 import { RequestConflictError } from "./errors.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
+import { executeArgs, queryOne, type StateStore, writeTransaction } from "./store.ts";
 import { decodeValue, encodeValue } from "./values.ts";
 
 /** A stored receipt's outcome: one of the protocol's response outcomes. */
@@ -92,7 +92,7 @@ export function findHostCommandByKey(
   const row = queryOne<HostCommandRow>(
     store,
     "SELECT * FROM host_commands WHERE client_id = :clientId AND operation = :operation " +
-      "AND idempotency_key = :idempotencyKey ORDER BY created_at, rowid LIMIT 1",
+      "AND idempotency_key = :idempotencyKey ORDER BY created_at, request_id LIMIT 1",
     { ...key },
   );
   return row && toStored(row);
@@ -118,19 +118,6 @@ export function recordHostCommandInTx(
   receipt: CommandReceiptInput,
   target: { runId: string | null; revision: number | null; now: number; result?: unknown },
 ): StoredHostCommand {
-  const existing = queryOne<{ request_fingerprint: string }>(
-    store,
-    "SELECT request_fingerprint FROM host_commands WHERE request_id = :requestId",
-    { requestId: receipt.requestId },
-  );
-  if (existing) {
-    throw new RequestConflictError(
-      receipt.requestId,
-      existing.request_fingerprint === receipt.requestFingerprint
-        ? "alreadyRecorded"
-        : "otherPayload",
-    );
-  }
   const body = typeof receipt.receipt === "function"
     ? receipt.receipt({ runId: target.runId, revision: target.revision, result: target.result })
     : receipt.receipt ?? {};
@@ -149,16 +136,54 @@ export function recordHostCommandInTx(
     created_at: target.now,
     completed_at: target.now,
   };
-  execute(
+  // No pre-SELECT: the primary key refuses a repeated request id; only then is the stored
+  // fingerprint read, to tell a retry from a reused id.
+  try {
+    insertHostCommand(store, row);
+  } catch (error) {
+    const existing = isUniqueViolation(error)
+      ? queryOne<{ request_fingerprint: string }>(
+        store,
+        "SELECT request_fingerprint FROM host_commands WHERE request_id = :requestId",
+        { requestId: receipt.requestId },
+      )
+      : undefined;
+    if (!existing) throw error;
+    throw new RequestConflictError(
+      receipt.requestId,
+      existing.request_fingerprint === receipt.requestFingerprint
+        ? "alreadyRecorded"
+        : "otherPayload",
+    );
+  }
+  return toStored(row);
+}
+
+/** SQLITE_CONSTRAINT_PRIMARYKEY or SQLITE_CONSTRAINT_UNIQUE. */
+function isUniqueViolation(error: unknown): boolean {
+  const errcode = (error as { errcode?: unknown } | null)?.errcode;
+  return errcode === 1555 || errcode === 2067;
+}
+
+function insertHostCommand(store: StateStore, row: HostCommandRow): void {
+  executeArgs(
     store,
     "INSERT INTO host_commands (request_id, client_id, operation, idempotency_key, " +
       "request_fingerprint, run_id, accepted_revision, outcome, receipt_json, receipt_hash, " +
-      "created_at, completed_at) VALUES (:request_id, :client_id, :operation, :idempotency_key, " +
-      ":request_fingerprint, :run_id, :accepted_revision, :outcome, :receipt_json, " +
-      ":receipt_hash, :created_at, :completed_at)",
-    { ...row },
+      "created_at, completed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    row.request_id,
+    row.client_id,
+    row.operation,
+    row.idempotency_key,
+    row.request_fingerprint,
+    row.run_id,
+    row.accepted_revision,
+    row.outcome,
+    row.receipt_json,
+    row.receipt_hash,
+    row.created_at,
+    row.completed_at,
   );
-  return toStored(row);
 }
 
 function toStored(row: HostCommandRow): StoredHostCommand {

@@ -414,9 +414,12 @@ CREATE INDEX turn_intents_open ON turn_intents (target_session_id, eligible_at)
 WHERE state != 'resolved';
 CREATE INDEX turn_intents_by_run ON turn_intents (run_id) WHERE state != 'resolved';
 
--- Command receipts, committed in the same transaction as the change they acknowledge.
+-- Command receipts, committed in the same transaction as the change they acknowledge. Keyed by
+-- request id alone (one B-tree: the key is the row): the key already names one request, so it
+-- carries one fingerprint. Worker message ids append in order within an epoch (`<epoch>.<n>`,
+-- n zero-padded), so a run's receipts fill pages in key order.
 CREATE TABLE host_commands (
-  request_id TEXT PRIMARY KEY,
+  request_id TEXT PRIMARY KEY NOT NULL,
   client_id TEXT NOT NULL,
   operation TEXT NOT NULL,
   idempotency_key TEXT,
@@ -429,9 +432,8 @@ CREATE TABLE host_commands (
   receipt_json TEXT NOT NULL,
   receipt_hash TEXT NOT NULL,
   created_at INTEGER NOT NULL,
-  completed_at INTEGER NOT NULL,
-  UNIQUE (request_id, request_fingerprint)
-);
+  completed_at INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
 WHERE idempotency_key IS NOT NULL;
 -- A run's worker-message receipts are pruned by its terminal transition (host-commands.ts).

@@ -17,6 +17,7 @@
  * The process exits when its work is done, when the host answers `claimLost`, and as soon as
  * the channel closes (the host is gone: nobody could commit anything it proposed).
  */
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { createWorkerChannel, openHostChannel } from "./channel.ts";
 import { settleCleanups } from "./child-cleanups.ts";
@@ -39,6 +40,7 @@ export async function runWorker(
   args: readonly string[] = [],
   openChannel: () => Duplex = openHostChannel,
 ): Promise<number> {
+  forgetCompileCache();
   const unknown = args.find((arg) => !MODES.has(arg));
   if (unknown !== undefined || args.length > 1) {
     process.stderr.write(
@@ -112,5 +114,16 @@ export async function runWorker(
     finishing = true;
     channel.close();
     return WORKER_EXIT.failed;
+  }
+}
+
+/**
+ * The host starts its children with Node's compile cache in the state directory (their start
+ * directory; see compileCacheEnv in the host's child-environment.ts). Node has read it by now:
+ * drop it so shell commands and Pi children of this worker do not inherit it.
+ */
+function forgetCompileCache(): void {
+  if (process.env.NODE_COMPILE_CACHE === join(process.cwd(), "compile-cache")) {
+    delete process.env.NODE_COMPILE_CACHE;
   }
 }

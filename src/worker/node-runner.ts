@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
-import { ClaimLostStop, type Proposer } from "./proposer.ts";
+import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
@@ -33,12 +33,28 @@ export function abortActiveNode(reason: Error): boolean {
   return true;
 }
 
+/**
+ * A pure node's attempt as it will be committed, with its closing message (`node.finished` or
+ * `node.failed`) not sent yet: the caller sends it ahead of its verdict, so the next pure node's
+ * `node.started` can follow at once and share its commit (one commit per node boundary).
+ */
+export interface DeferredClose {
+  attempt: AttemptFact;
+  close: Proposal;
+}
+
+/**
+ * Runs one attempt. `previous` is the verdict of the pure node before this one whose close was
+ * sent ahead (`Proposer.proposeAhead`): this node's `node.started` goes out right behind it, so
+ * the host commits both together, and the node runs only once both are acknowledged.
+ */
 export async function runNode(
   workflow: RunWorkflow,
   step: NodeStep,
   facts: RunFacts,
   proposer: Proposer,
-): Promise<AttemptFact | "parked"> {
+  previous: Promise<unknown> | null = null,
+): Promise<AttemptFact | DeferredClose | "parked"> {
   const attemptId = randomUUID();
   let timeoutMs: number | null = null;
   let timeoutFailure: { code: string; message: string } | null = null;
@@ -55,12 +71,17 @@ export async function runNode(
   }
   const startedAt = Date.now();
   const deadlineAt = timeoutMs === null ? null : startedAt + timeoutMs;
-  await proposer.propose("node.started", {
-    nodeId: step.nodeId,
-    nodeKind: step.nodeKind,
-    effect: step.effect,
-    deadlineAt,
-  }, attemptId);
+  const started: Proposal = {
+    kind: "node.started",
+    fields: { nodeId: step.nodeId, nodeKind: step.nodeKind, effect: step.effect, deadlineAt },
+    attemptId,
+  };
+  const startedVerdict = proposer.propose(started.kind, started.fields, attemptId);
+  if (previous !== null) {
+    startedVerdict.catch(() => {}); // the close's refusal is the one that counts
+    await previous;
+  }
+  await startedVerdict;
 
   if (timeoutFailure !== null) {
     await proposer.propose("node.failed", { outcome: "failed", error: timeoutFailure }, attemptId);
@@ -155,6 +176,26 @@ export async function runNode(
     );
     return "parked";
   }
+  // A pure node's close waits for the next node's start, so both share one commit.
+  const deferrable = step.effect === "pure" &&
+    (result.outcome === "failed" || result.outcome === "ok" && !result.notification);
+  if (deferrable) {
+    const close: Proposal = result.outcome === "ok"
+      ? { kind: "node.finished", fields: { output: result.output }, attemptId }
+      : {
+        kind: "node.failed",
+        fields: { outcome: result.outcome, error: result.error },
+        attemptId,
+      };
+    if (proposer.fits(close)) {
+      return {
+        attempt: result.outcome === "ok"
+          ? { ...base, state: "ok", output: result.output, finishedAt: Date.now() }
+          : { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() },
+        close,
+      };
+    }
+  }
   if (result.outcome === "ok") {
     try {
       // A notify node's message is enqueued in the commit that finishes its attempt.
@@ -229,6 +270,20 @@ async function requestInteraction(
   return "parked";
 }
 
+// The highest attempt sequence seen per facts object and how many attempts it covered. The
+// worker's facts only grow by appending, so each call looks at the new attempts only: O(1) per
+// node instead of a scan over the whole run.
+const sequenceSeen = new WeakMap<RunFacts, { count: number; max: number }>();
+
 function nextSequence(facts: RunFacts): number {
-  return facts.attempts.reduce((max, a) => Math.max(max, a.sequence), 0) + 1;
+  let seen = sequenceSeen.get(facts);
+  if (seen === undefined || seen.count > facts.attempts.length) {
+    seen = { count: 0, max: 0 };
+    sequenceSeen.set(facts, seen);
+  }
+  for (let i = seen.count; i < facts.attempts.length; i++) {
+    seen.max = Math.max(seen.max, facts.attempts[i].sequence);
+  }
+  seen.count = facts.attempts.length;
+  return seen.max + 1;
 }

@@ -5,13 +5,13 @@
  */
 import type { HostContext } from "../../src/host/supervision/api.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { acquireHostClaim } from "../../src/state/host-claim.ts";
+import { acquireHostClaim, type HostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore } from "../../src/state/store.ts";
 
 export function benchHostContext(stateDir: string, workerStartupMs: number): HostContext {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
   const host = acquireHostClaim(store, { ownerId: "bench-host", token: "t", ttlMs: 600_000 });
-  return {
+  const ctx: HostContext = {
     store,
     clock: systemClock,
     ids: randomIds,
@@ -33,4 +33,14 @@ export function benchHostContext(stateDir: string, workerStartupMs: number): Hos
       maxWorkerLogsMb: 64,
     },
   };
+  claims.set(ctx, host);
+  return ctx;
+}
+
+const claims = new WeakMap<HostContext, HostClaim>();
+
+/** Gives up the bench's host claim, so a real host can start on the same state at once. */
+export function releaseBenchHost(ctx: HostContext): void {
+  const claim = claims.get(ctx);
+  if (claim) releaseHostClaim(ctx.store, claim);
 }

@@ -1,14 +1,16 @@
 /**
- * `npm run bench -- nodes`: one run of a 1,000-node compute-only workflow through the real host
- * supervision and one real worker process (every node is a `node.started` and a `node.finished`
- * proposal, each one protected, claim-checked SQLite commit with synchronous=FULL). Prints
+ * `npm run bench -- nodes`: compute-only runs through the real host supervision and one real
+ * worker process (every node boundary is a protected, claim-checked SQLite commit with
+ * synchronous=FULL). Two runs in one process: 1,000 nodes and 10,000 nodes. Each prints its
  * `nodes_per_s` beside the raw single-row commit rate of a SQLite file with the same pragmas on
- * the same disk, measured in the same run (`raw_tx_per_s`), and their ratio. Two commits per
- * node means a ratio near 0.5 is the ceiling. `first_node_ms` is the fixed start-up part (enqueue
- * to the first committed attempt: worker spawn, module loading, source checks) and
- * `steady_nodes_per_s` the rate after it, so per-node work can be told from start-up.
+ * the same disk, measured right before it (`raw_tx_per_s`), and their ratio (`ratio` for 1,000,
+ * `ratio_10k` for 10,000). `cost_ratio` is the cost per node at node 10,000 ÷ at node 100 of the
+ * long run (each the mean gap between committed node starts over the 100 nodes around it), so a
+ * per-node cost that grows with the run's length shows. `first_node_ms` is the fixed start-up
+ * part (enqueue to the first committed attempt: spawn, module loading, source checks) and
+ * `steady_nodes_per_s` the rate after it.
  *
- *   npm run bench -- nodes [nodes=1000]
+ *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,12 +18,13 @@ import { join } from "node:path";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
-import { closeStateStore } from "../../src/state/store.ts";
+import { closeStateStore, queryAllArgs } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 
 const NODES = Number(process.argv[2] ?? 1000);
+const LONG = Number(process.argv[3] ?? 10_000);
 const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
 
 function workflowSource(count: number): string {
@@ -52,23 +55,33 @@ ${edges}
 const stateDir = join(root, "state");
 const project = join(root, "project");
 mkdirSync(project, { recursive: true });
-const workflowPath = join(project, "many.workflow.ts");
-writeFileSync(workflowPath, workflowSource(NODES));
 const ctx = benchHostContext(stateDir, 30_000);
 const store = ctx.store;
 const supervision = createSupervision(ctx, {
   childEnv: { PI_CODING_AGENT_DIR: join(root, "agent") },
 });
 
-try {
-  const raw = rawCommitRate(root, 2_000);
+interface NodesRun {
+  nodes: number;
+  seconds: number;
+  nodesPerS: number;
+  raw: number;
+  firstNodeMs: number;
+  steady: number;
+  /** Start time of each committed attempt, in sequence order (ms). */
+  starts: number[];
+}
+
+async function runNodes(count: number): Promise<NodesRun> {
+  const workflowPath = join(project, `many-${count}.workflow.ts`);
+  writeFileSync(workflowPath, workflowSource(count));
   const resolved = await supervision.resolve({
     workflow: workflowPath,
     input: { seed: 1 },
     cwd: project,
   });
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
-  supervision.start();
+  const raw = rawCommitRate(root, 2_000);
   const started = performance.now();
   const { runId } = enqueueRun(store, {
     workflowName: resolved.workflowName,
@@ -83,21 +96,62 @@ try {
   supervision.wake();
   await waitUntil(() => listAttempts(store, runId).length > 0, 60_000);
   const firstNode = performance.now();
-  const finished = await waitUntil(() => readRun(store, runId)?.state === "completed", 600_000);
+  const finished = await waitUntil(
+    () => readRun(store, runId)?.state === "completed",
+    1_800_000,
+  );
   if (!finished) throw new Error(`Run ended ${readRun(store, runId)?.state}`);
   const ended = performance.now();
   const seconds = (ended - started) / 1000;
-  const nodesPerS = NODES / seconds;
-  const steady = NODES / ((ended - firstNode) / 1000);
+  const starts = queryAllArgs<{ started_at: number }>(
+    store,
+    "SELECT started_at FROM node_attempts WHERE run_id = ?1 ORDER BY sequence",
+    runId,
+  ).map((row) => row.started_at);
+  return {
+    nodes: count,
+    seconds,
+    nodesPerS: count / seconds,
+    raw,
+    firstNodeMs: firstNode - started,
+    steady: count / ((ended - firstNode) / 1000),
+    starts,
+  };
+}
+
+/** Mean ms per node over the (up to) 100 nodes centred on node `at` (1-based), clamped. */
+function costAt(starts: number[], at: number): number {
+  const hi = Math.min(starts.length - 1, at + 49);
+  const lo = Math.max(0, hi - 100);
+  return (starts[hi] - starts[lo]) / (hi - lo);
+}
+
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+try {
+  supervision.start();
+  const short = await runNodes(NODES);
+  const long = LONG > 0 ? await runNodes(LONG) : null;
   console.log(JSON.stringify({
     bench: "nodes",
-    nodes: NODES,
-    seconds: Math.round(seconds * 100) / 100,
-    nodes_per_s: Math.round(nodesPerS),
-    raw_tx_per_s: Math.round(raw),
-    ratio: Math.round((nodesPerS / raw) * 1000) / 1000,
-    first_node_ms: Math.round(firstNode - started),
-    steady_nodes_per_s: Math.round(steady),
+    nodes: short.nodes,
+    seconds: Math.round(short.seconds * 100) / 100,
+    nodes_per_s: Math.round(short.nodesPerS),
+    raw_tx_per_s: Math.round(short.raw),
+    ratio: r3(short.nodesPerS / short.raw),
+    first_node_ms: Math.round(short.firstNodeMs),
+    steady_nodes_per_s: Math.round(short.steady),
+    ...(long
+      ? {
+        nodes_10k: long.nodes,
+        seconds_10k: Math.round(long.seconds * 100) / 100,
+        nodes_per_s_10k: Math.round(long.nodesPerS),
+        raw_tx_per_s_10k: Math.round(long.raw),
+        ratio_10k: r3(long.nodesPerS / long.raw),
+        cost_ms_at_100: r3(costAt(long.starts, 100)),
+        cost_ms_at_10k: r3(costAt(long.starts, long.nodes)),
+        cost_ratio: r3(costAt(long.starts, long.nodes) / costAt(long.starts, 100)),
+      }
+      : {}),
   }));
 } finally {
   await supervision.shutdown();

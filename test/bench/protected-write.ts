@@ -6,55 +6,65 @@
  * after a warm-up, in alternating rounds (order flipped every round) so disk and machine drift
  * hit both alike; the figures are medians over rounds (a round's ratio compares two adjacent
  * measurements). Afterwards it counts WAL frames per commit of each. Prints one JSON line.
+ *
+ * `grouped_ratio`: 8 concurrent writers (8 runs, each under its own claim) whose writes share
+ * one group commit (`groupTransaction`: a savepoint each, one COMMIT), as the host commits the
+ * messages of all workers that arrive in one event-loop turn: writes per second ÷ raw commits
+ * per second, measured in the same alternating rounds.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sequentialIds, systemClock } from "../../src/state/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
-import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { closeStateStore, groupTransaction, openStateStore } from "../../src/state/store.ts";
 import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 41);
 const PER_ROUND = Number(process.env.BENCH_TX ?? 60);
+const WRITERS = 8;
 
 const dir = mkdtempSync(join(tmpdir(), "pi-wf-bench-"));
 const store = openStateStore({ stateDir: dir, clock: systemClock, ids: sequentialIds() });
 try {
-  const { runId } = enqueueRun(store, {
-    workflowName: "bench",
-    workflowRef: "builtin:bench",
-    projectPath: "/bench",
-    workflowSource: { root: { kind: "builtin", id: "bench" }, mounted: [] },
-    definitionDigest: "sha256:bench",
-    input: {},
-    inputHash: "sha256:in",
-    binding: { executionMode: "headless" },
-  });
   const host = acquireHostClaim(store, { ownerId: "bench-host", token: "h", ttlMs: 3_600_000 });
-  const { claim } = claimRunForLaunch(store, {
-    runId,
-    ownerId: "bench-host",
-    hostEpoch: host.epoch,
-    token: "bench-token",
-    ttlMs: 3_600_000,
-    workerEpoch: "bench-epoch",
-    launchEnvelopeHash: "sha256:env",
+  const writers = Array.from({ length: WRITERS }, (_, i) => {
+    const { runId } = enqueueRun(store, {
+      workflowName: "bench",
+      workflowRef: "builtin:bench",
+      projectPath: "/bench",
+      workflowSource: { root: { kind: "builtin", id: "bench" }, mounted: [] },
+      definitionDigest: "sha256:bench",
+      input: {},
+      inputHash: "sha256:in",
+      binding: { executionMode: "headless" },
+    });
+    const { claim } = claimRunForLaunch(store, {
+      runId,
+      ownerId: "bench-host",
+      hostEpoch: host.epoch,
+      token: `bench-token-${i}`,
+      ttlMs: 3_600_000,
+      workerEpoch: `bench-epoch-${i}`,
+      launchEnvelopeHash: "sha256:env",
+    });
+    markWorkerLive(store, claim, {
+      workerEpoch: `bench-epoch-${i}`,
+      pid: process.pid,
+      startIdentity: "x",
+    });
+    recordNodeStarted(store, claim, {
+      attemptId: `bench-attempt-${i}`,
+      nodeId: "step",
+      nodeKind: "compute",
+      effect: "pure",
+      deadlineAt: null,
+    });
+    return { runId, claim, attemptId: `bench-attempt-${i}` };
   });
-  markWorkerLive(store, claim, {
-    workerEpoch: "bench-epoch",
-    pid: process.pid,
-    startIdentity: "x",
-  });
-  recordNodeStarted(store, claim, {
-    attemptId: "bench-attempt",
-    nodeId: "step",
-    nodeKind: "compute",
-    effect: "pure",
-    deadlineAt: null,
-  });
+  const { runId, claim } = writers[0];
   // The baseline: one small row per transaction, same connection, same pragmas.
   store.db.exec(
     "CREATE TABLE bench_raw (id INTEGER PRIMARY KEY, run_id TEXT, data TEXT, at INTEGER)",
@@ -73,33 +83,53 @@ try {
   const guarded = (n: number) => {
     for (let i = 0; i < n; i++) {
       recordNodeUpdate(store, claim, {
-        attemptId: "bench-attempt",
+        attemptId: writers[0].attemptId,
         type: "progress",
         key: `k${seq++ % 8}`,
         data: { progress: 0.5, message: "working on step" },
       });
     }
   };
+  // n writes in groups of WRITERS: one write of each writer per shared commit.
+  const grouped = (n: number) => {
+    for (let i = 0; i < n; i += WRITERS) {
+      groupTransaction(store, () => {
+        for (const w of writers) {
+          recordNodeUpdate(store, w.claim, {
+            attemptId: w.attemptId,
+            type: "progress",
+            key: `k${seq++ % 8}`,
+            data: { progress: 0.5, message: "working on step" },
+          });
+        }
+      });
+    }
+  };
   // Warm up both paths (statement caches, JIT, WAL growth).
   raw(200);
   guarded(200);
+  grouped(200);
   const rawRates: number[] = [];
   const guardedRates: number[] = [];
+  const groupedRates: number[] = [];
   const ratios: number[] = [];
+  const groupedRatios: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? [raw, guarded] : [guarded, raw];
-    let rawRate = 0;
-    let guardedRate = 0;
+    const order = round % 2 === 0 ? [raw, guarded, grouped] : [grouped, guarded, raw];
+    const rates = new Map<(n: number) => void, number>();
     for (const fn of order) {
+      // A grouped round writes WRITERS times as much, so it lasts about as long as the others.
+      const n = fn === grouped ? PER_ROUND * WRITERS : PER_ROUND;
       const start = performance.now();
-      fn(PER_ROUND);
-      const rate = PER_ROUND / ((performance.now() - start) / 1000);
-      if (fn === raw) rawRate = rate;
-      else guardedRate = rate;
+      fn(n);
+      rates.set(fn, n / ((performance.now() - start) / 1000));
     }
+    const rawRate = rates.get(raw)!;
     rawRates.push(rawRate);
-    guardedRates.push(guardedRate);
-    ratios.push(guardedRate / rawRate);
+    guardedRates.push(rates.get(guarded)!);
+    groupedRates.push(rates.get(grouped)!);
+    ratios.push(rates.get(guarded)! / rawRate);
+    groupedRatios.push(rates.get(grouped)! / rawRate);
   }
   // Pages each commit writes (WAL frames), measured apart from the timed rounds.
   const pageSize = (store.db.prepare("PRAGMA page_size").get() as { page_size: number })
@@ -122,6 +152,11 @@ try {
     ratio: round3(median(ratios)),
     ratio_p25: round3(quantile(ratios, 0.25)),
     ratio_p75: round3(quantile(ratios, 0.75)),
+    grouped_writers: WRITERS,
+    grouped_writes_per_s: Math.round(median(groupedRates)),
+    grouped_ratio: round3(median(groupedRatios)),
+    grouped_ratio_p25: round3(quantile(groupedRatios, 0.25)),
+    grouped_ratio_p75: round3(quantile(groupedRatios, 0.75)),
     raw_frames_per_tx: rawFrames,
     protected_frames_per_tx: guardedFrames,
   }));

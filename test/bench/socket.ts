@@ -2,11 +2,18 @@
  * Socket benchmark: `run.status` round trips against a real host process, beside a raw unix
  * socket echo server (also its own process) measured in the same run with the same client code.
  * Prints one JSON line: echo p50, status p50/p99 (one client), status requests/s (several
- * concurrent clients) and the p50 ratio (target: status within 3x of echo).
+ * concurrent clients) and the p50 ratio (target: status within 1.5x of echo).
+ *
+ * Fair placement: a trivial echo server that lands on the client's CPU answers without a
+ * cross-CPU wake-up, the host usually does not, so the ratio would mostly measure placement.
+ * When `taskset` exists and there are at least two CPUs, this process (the client) is pinned to
+ * CPU 0 and both servers to CPU 1 (`placement: "pinned"`); otherwise all float
+ * (`placement: "unpinned"`).
  *
  *   npm run bench -- socket
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { availableParallelism } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
@@ -32,19 +39,34 @@ function serveEcho(socketPath: string): void {
   process.on("SIGTERM", () => server.close(() => process.exit(0)));
 }
 
+/** Pins this process to CPU 0; returns the command prefix that starts a server on CPU 1. */
+function placeFairly(): string[] | null {
+  if (availableParallelism() < 2) return null;
+  const self = spawnSync("taskset", ["-apc", "0", String(process.pid)], { stdio: "ignore" });
+  return self.status === 0 ? ["taskset", "-c", "1"] : null;
+}
+
 async function main(): Promise<void> {
+  const pin = placeFairly();
+  const start = (args: string[]) =>
+    pin ? { command: pin[0], args: [...pin.slice(1), process.execPath, ...args] } : {
+      command: process.execPath,
+      args,
+    };
   const root = mkdtempSync(join(tmpdir(), "pwb-"));
   const stateDir = join(root, "s");
   const children: ChildProcess[] = [];
   try {
     seedRun(stateDir);
     const echoPath = join(root, "echo.sock");
-    const echo = spawn(process.execPath, [HERE, "--echo-server", echoPath], {
+    const echoCommand = start([HERE, "--echo-server", echoPath]);
+    const echo = spawn(echoCommand.command, echoCommand.args, {
       stdio: ["ignore", "pipe", "inherit"],
     });
     children.push(echo);
     await waitForOutput(echo, "stdout", "ready");
-    const host = spawn(process.execPath, [CLI, "host", "run"], {
+    const hostCommand = start([CLI, "host", "run"]);
+    const host = spawn(hostCommand.command, hostCommand.args, {
       stdio: ["ignore", "ignore", "pipe"],
       env: {
         ...process.env,
@@ -103,6 +125,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       JSON.stringify({
         bench: "socket",
+        placement: pin ? "pinned" : "unpinned",
         echo_p50_us: round(echoP50),
         status_p50_us: round(statusP50),
         status_p99_us: round(percentile(statusTimes, 0.99)),

@@ -5,8 +5,10 @@
  *
  * Two worker commands are measured in the same run: `pi-workflows worker` from source (Node
  * strips types at start-up: the command a checkout uses) and the same CLI bundled into one
- * JavaScript file by compile/build.ts's `bundleCli` (what the npm package ships; the compiled
- * binary adds a code cache on top). The ratio of each is against the bare `node -e 0` median.
+ * JavaScript file by compile/build.ts's `bundleCli`: the worker-only bundle beside the CLI bundle,
+ * which the npm package ships and the host starts workers from (the compiled binary adds a code
+ * cache on top). The ratio of each is against the bare `node -e 0` median. Workers start with
+ * Node's compile cache in the state directory, as the host starts them.
  *
  * When the compiled binary exists (`dist/pi-workflows`, or `--binary PATH`) a third variant
  * starts workers from it (`binary_*` fields; `binary: null` when there is none).
@@ -22,6 +24,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
+import { workerEntry } from "../../src/os/self-launch.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore, queryOne } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
@@ -62,7 +65,8 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 // The npm package's bundle, made by the same code as `npm run compile` (its plugins defer
 // built-ins the start-up path does not need), written into the temp dir.
-const bundle = await bundleCli(join(root, "bundle", "pi-workflows.mjs"));
+// The host starts workers from the worker-only bundle written beside it (selfCommand).
+const bundle = workerEntry(await bundleCli(join(root, "bundle", "pi-workflows.mjs")));
 
 const ctx = benchHostContext(stateDir, 15_000);
 const store = ctx.store;

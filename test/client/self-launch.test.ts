@@ -1,8 +1,16 @@
 import { describe, expect, test } from "vitest";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { readFileSync } from "node:fs";
-import { detectRuntime, selfCommand, selfEntry } from "../../src/os/self-launch.ts";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  detectRuntime,
+  selfCommand,
+  selfEntry,
+  WORKER_BUNDLE_NAME,
+  workerEntry,
+} from "../../src/os/self-launch.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const cliMain = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
@@ -50,6 +58,31 @@ describe("selfCommand()", () => {
       command: process.execPath,
       args: ["worker"],
     });
+  });
+
+  test("worker modes start from the worker-only entry, which answers like the CLI", () => {
+    const workerMain = cliMain.replace(/main\.ts$/, "worker-main.ts");
+    const { command, args } = selfCommand(["worker", "--resolve"]);
+    expect(args.slice(-3)).toEqual([workerMain, "worker", "--resolve"]);
+    // Started by hand (no fd 3) it refuses with the CLI's one-line error and usage exit code.
+    let failure: { status?: number; stderr?: string } = {};
+    try {
+      execFileSync(command, args, { cwd: root, encoding: "utf8", timeout: 30_000, stdio: "pipe" });
+    } catch (error) {
+      failure = error as typeof failure;
+    }
+    expect(failure.status).toBe(2);
+    expect(failure.stderr).toMatch(/^Worker channel unavailable/);
+    // A bundle's worker bundle beside it, when it exists; the bundle itself otherwise.
+    const dir = mkdtempSync(join(tmpdir(), "piw-self-"));
+    try {
+      const bundle = join(dir, "pi-workflows.mjs");
+      expect(workerEntry(bundle)).toBe(bundle);
+      writeFileSync(join(dir, WORKER_BUNDLE_NAME), "");
+      expect(workerEntry(bundle)).toBe(join(dir, WORKER_BUNDLE_NAME));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("selfEntry(): the bundle is its own entry", () => {

@@ -5,6 +5,7 @@
  * Nothing else of the host's environment reaches a run: the host may have been started from any
  * terminal, and a token exported there must not reach every later run.
  */
+import { join } from "node:path";
 import { baseRunEnvironment, type RunEnvironment } from "../../protocol/run-environment.ts";
 import { readRunEnvironment } from "../../state/run-environments.ts";
 import type { StateStore } from "../../state/store.ts";
@@ -32,3 +33,21 @@ export function childEnvironment(
   }
   return { ...env, ...extras };
 }
+
+/**
+ * Node's compile cache for a child the host starts in `stateDir` (workers, the resolver, the
+ * validation child): compiled code of the CLI and of workflow modules is kept in the user-only
+ * state directory, so later children skip parsing and type stripping. Node reads the variable
+ * at start-up; the child removes it from its own environment at once (src/worker/main.ts) so
+ * nothing it starts inherits it. A run environment that sets it keeps its own value.
+ */
+export function compileCacheEnv(
+  stateDir: string,
+  runEnvironment: RunEnvironment,
+): NodeJS.ProcessEnv {
+  if (detectRuntime() === "deno" || runEnvironment.NODE_COMPILE_CACHE !== undefined) return {};
+  return { NODE_COMPILE_CACHE: join(stateDir, COMPILE_CACHE_DIR) };
+}
+
+/** The compile cache's directory name inside the state directory. */
+export const COMPILE_CACHE_DIR = "compile-cache";

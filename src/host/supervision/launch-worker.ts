@@ -22,7 +22,7 @@ import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
-import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
+import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
 
 export interface LaunchHooks {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
@@ -105,6 +105,7 @@ export function launchWorker(
   };
   const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;
+  const runEnvironment = recordedRunEnvironment(ctx.store, run.runId);
   let spawned: SpawnedWorker;
   try {
     spawned = spawnWorkerProcess({
@@ -113,7 +114,8 @@ export function launchWorker(
       // The run's recorded environment, never the host's; the worker itself moves into the
       // run's project directory (a missing one blocks the run instead of failing the spawn). The
       // worker keeps its Pi children's output tails and the bridge under the state directory.
-      env: childEnvironment(recordedRunEnvironment(ctx.store, run.runId), {
+      env: childEnvironment(runEnvironment, {
+        ...compileCacheEnv(ctx.stateDir, runEnvironment),
         ...hooks.env,
         PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
       }),

@@ -11,6 +11,7 @@ import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
+import { afterGroupCommit } from "../../state/store.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import {
@@ -275,8 +276,8 @@ function requestStep(
   });
   settle(worker);
   worker.openAttempt = null;
-  // The attempt's deadline is now enforced with no worker alive.
-  ctx.deadlinesChanged?.();
+  // The attempt's deadline is now enforced with no worker alive (once it is committed).
+  afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
   return { revision, closedAttempt: true };
 }
 
@@ -314,7 +315,7 @@ function park(
     settle(worker);
     worker.openAttempt = null;
     // The waiting attempt's deadline and the decision's default now wait for the host timer.
-    ctx.deadlinesChanged?.();
+    afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
     return { revision, closedAttempt: true };
   }
   if (p.reason === "workflowSourceChanged" || p.reason === "effectAmbiguous") {

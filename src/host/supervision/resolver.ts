@@ -11,7 +11,7 @@ import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resol
 import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { selfCommand } from "../../os/self-launch.ts";
-import { childEnvironment } from "./child-environment.ts";
+import { childEnvironment, compileCacheEnv } from "./child-environment.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
@@ -41,10 +41,14 @@ export async function resolveInChild(
   const { env = {}, registry, liveLogs } = options;
   const command = (options.command ?? selfCommand)(["worker", "--resolve"]);
   let overLimit = false;
+  const runEnvironment = request.env ?? baseRunEnvironment(process.env);
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
-    env: childEnvironment(request.env ?? baseRunEnvironment(process.env), env),
+    env: childEnvironment(runEnvironment, {
+      ...compileCacheEnv(ctx.stateDir, runEnvironment),
+      ...env,
+    }),
     cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: ctx.ids.next("resolve").replace(/[^A-Za-z0-9_.-]/g, "_"),

@@ -43,7 +43,7 @@ import {
   removeEmptyLogs,
   spawnWorkerProcess,
 } from "./worker-process.ts";
-import { childEnvironment, recordedRunEnvironment } from "./child-environment.ts";
+import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "./facts-stream.ts";
@@ -139,11 +139,15 @@ async function runChild(
   const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
   let failure: string | null = null;
   let tooLarge = false;
+  const runEnvironment = recordedRunEnvironment(ctx.store, job.runId);
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
     // The run's recorded environment, as its workers get; the child enters the project itself.
-    env: childEnvironment(recordedRunEnvironment(ctx.store, job.runId), deps.env(job.runId)),
+    env: childEnvironment(runEnvironment, {
+      ...compileCacheEnv(ctx.stateDir, runEnvironment),
+      ...deps.env(job.runId),
+    }),
     cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),

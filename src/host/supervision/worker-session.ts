@@ -1,6 +1,8 @@
 /**
- * The host's end of one worker's fd-3 channel. Frames are handled one at a time (the next frame
- * is not read until the previous reply is written: backpressure). For each message, in order:
+ * The host's end of one worker's fd-3 channel. Frames are answered in order, each inside the next
+ * group commit (commit-group.ts: every worker's frames read in one event-loop turn share one
+ * COMMIT) and replied to only after it; at most MAX_UNANSWERED frames wait for their replies
+ * (backpressure). For each message, in order:
  *
  *   1. header schema (the payload stays unread);
  *   2. fence: run, generation, worker epoch, and that the host still holds the claim for this
@@ -22,13 +24,16 @@ import {
   type WorkerReply,
   workerReply,
 } from "../../protocol/worker-messages.ts";
+import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-message-fast.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../state/fast-canonical-json.ts";
 import { findHostCommand } from "../../state/host-commands.ts";
+import { afterGroupCommit } from "../../state/store.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
+import { inNextCommit } from "./commit-group.ts";
 import { type Applied, applyWorkerMessage, startFacts } from "./message-handlers.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
@@ -50,6 +55,13 @@ export interface SessionHooks {
   parkedAtBoundary(worker: ActiveWorker): boolean;
 }
 
+/**
+ * Frames a worker may have sent that are not answered yet (a paired `node.finished` +
+ * `node.started` is two; the worker keeps more than one in flight only for such pairs). Past
+ * this the session stops reading until replies are written: backpressure.
+ */
+const MAX_UNANSWERED = 8;
+
 /** Reads and answers frames until the worker's channel ends. */
 export async function serveWorkerChannel(
   ctx: HostContext,
@@ -59,31 +71,68 @@ export async function serveWorkerChannel(
   const channel = worker.spawned.channel;
   const receipts = new Map<string, WorkerReply>();
   let claimLostSent = false;
+  let unanswered = 0;
+  // Replies leave in message order, each after the shared commit that holds its message.
+  let replies: Promise<boolean> = Promise.resolve(true);
+  const deliver = async (pending: Promise<WorkerReply | null>): Promise<boolean> => {
+    let reply: WorkerReply | null;
+    try {
+      reply = await pending;
+    } catch {
+      // The shared COMMIT failed: nothing of this message is durable and the session's view of
+      // the run cannot be trusted; the exit handler settles the run from what is committed.
+      hooks.stop(worker, "protocolRejected", "protocolRejected: the state commit failed");
+      return false;
+    }
+    if (reply === null) return true;
+    if (reply.outcome === "claimLost") {
+      if (claimLostSent) return true;
+      claimLostSent = true;
+    }
+    try {
+      await writeFrame(channel, reply);
+    } catch (error) {
+      if (error instanceof FrameError && error.code === "frameTooLarge") {
+        replyTooLarge(ctx, worker, hooks);
+        return false;
+      }
+      // The worker is gone; its exit is handled elsewhere.
+    }
+    return true;
+  };
   try {
     for await (const frame of readFrames(channel)) {
       if (!frame.ok) {
         hooks.stop(worker, "protocolRejected", `protocolRejected: ${frame.error.code}`);
         break;
       }
-      const reply = answer(ctx, worker, hooks, frame.value, receipts);
-      if (reply === null) continue;
-      if (reply.outcome === "claimLost") {
-        if (claimLostSent) continue;
-        claimLostSent = true;
-      }
-      try {
-        await writeFrame(channel, reply);
-      } catch (error) {
-        if (error instanceof FrameError && error.code === "frameTooLarge") {
-          replyTooLarge(ctx, worker, hooks);
-          break;
-        }
-        // The worker is gone; its exit is handled elsewhere.
-      }
+      // Answered inside the next group commit, with the frames of every worker read this turn.
+      const pending = inNextCommit(
+        ctx.store,
+        () => answer(ctx, worker, hooks, frame.value, receipts),
+        closesPureAttempt(worker, frame.value),
+      );
+      pending.catch(() => {}); // handled by deliver(), or dropped with a broken session
+      unanswered++;
+      replies = replies.then((open) => open ? deliver(pending) : false).finally(() => {
+        unanswered--;
+      });
+      if (unanswered >= MAX_UNANSWERED && !await replies) break;
     }
   } catch {
     // A channel error ends the session; the exit handler classifies what happened.
   }
+  await replies;
+}
+
+/**
+ * A pure node's close: its worker sends the next pure node's `node.started` right behind it
+ * without waiting, so the commit lingers briefly to take both (a scheduling hint only).
+ */
+function closesPureAttempt(worker: ActiveWorker, value: unknown): boolean {
+  const kind = (value as { kind?: unknown } | null)?.kind;
+  return (kind === "node.finished" || kind === "node.failed") &&
+    worker.openAttempt?.effect === "pure";
 }
 
 function answer(
@@ -93,7 +142,10 @@ function answer(
   value: unknown,
   receipts: Map<string, WorkerReply>,
 ): WorkerReply | null {
-  const header = parseWorkerHeader(value);
+  // Hand-written checks first for the hot kinds (same verdicts as the schemas, which remain
+  // the reference and run whenever the fast check is not sure).
+  const fastHeader = fastWorkerHeader(value);
+  const header = fastHeader ? { ok: true as const, value: fastHeader } : parseWorkerHeader(value);
   if (!header.ok) {
     const messageId = (value as { messageId?: unknown } | null)?.messageId;
     hooks.stop(worker, "protocolRejected", "protocolRejected: invalid message header");
@@ -113,7 +165,11 @@ function answer(
   if (worker.settled && kind !== "worker.exiting" && kind !== "worker.progress") {
     return rejected(messageId, "protocolRejected", "the run already reached a durable end");
   }
-  const parsed = parseWorkerPayload(header.value, value);
+  const fastPayload = fastHeader &&
+    fastWorkerPayload(kind, (value as { payload?: unknown }).payload);
+  const parsed = fastPayload
+    ? { ok: true as const, value: { ...header.value, payload: fastPayload } }
+    : parseWorkerPayload(header.value, value);
   if (!parsed.ok) {
     hooks.stop(worker, "protocolRejected", `protocolRejected: invalid ${kind} payload`);
     return rejected(messageId, "protocolRejected", parsed.error);
@@ -127,6 +183,8 @@ function answer(
   const requestFingerprint = `sha256:${sha256Hex(fastCanonicalJson(message))}`;
 
   let applied: Applied;
+  // Inside the group, before the shared COMMIT: a kill here loses this message (and any other
+  // message of the group) before anything of it is durable.
   crashPoint(`host.${kind}.beforeCommit`);
   try {
     applied = applyWorkerMessage(ctx, worker, message, {
@@ -153,8 +211,6 @@ function answer(
     const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
     return rejected(messageId, code, error instanceof Error ? error.message : String(error));
   }
-  crashPoint(`host.${kind}.afterCommit`);
-
   const reply = workerReply({
     messageId,
     outcome: "accepted",
@@ -169,9 +225,13 @@ function answer(
     receipts.set(messageId, reply);
     if (receipts.size > REMEMBERED_REPLIES) receipts.delete(receipts.keys().next().value!);
   }
-  if (kind === "worker.ready") hooks.onReady(worker);
-  if (kind === "node.started") hooks.onAttemptStarted(worker);
-  if (applied.closedAttempt) hooks.onAttemptClosed(worker);
+  // Timers and scheduler wake-ups only once the message is durable (after the shared COMMIT).
+  afterGroupCommit(ctx.store, () => {
+    crashPoint(`host.${kind}.afterCommit`);
+    if (kind === "worker.ready") hooks.onReady(worker);
+    if (kind === "node.started") hooks.onAttemptStarted(worker);
+    if (applied.closedAttempt) hooks.onAttemptClosed(worker);
+  });
   return reply;
 }
 

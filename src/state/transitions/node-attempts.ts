@@ -15,7 +15,7 @@ import {
   type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
-import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
+import { executeArgs, queryOne, queryOneArgs, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
 import { insertNotificationInTx, type NotificationKind } from "./notifications.ts";
@@ -47,12 +47,32 @@ export function recordNodeStarted(
   const runId = claimRunId(claim);
   const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "start a node of", isLive);
-    const open = queryOne<{ attempt_id: string }>(
-      store,
-      "SELECT attempt_id FROM node_attempts WHERE run_id = :runId AND state IN ('running', 'waiting')",
-      { runId },
-    );
-    if (open) {
+    // No pre-SELECT for an open attempt: the partial unique index `node_attempts_one_open`
+    // refuses a second one; only then is the open attempt looked up for the message.
+    let row: { sequence: number } | undefined;
+    try {
+      row = queryOneArgs<{ sequence: number }>(
+        store,
+        "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, " +
+          "state, generation, started_at, deadline_at) VALUES (?1, ?2, (SELECT " +
+          "COALESCE(MAX(sequence), 0) + 1 FROM node_attempts WHERE run_id = ?2), ?3, ?4, ?5, " +
+          "'running', ?6, ?7, ?8) RETURNING sequence",
+        opts.attemptId,
+        runId,
+        opts.nodeId,
+        opts.nodeKind,
+        opts.effect,
+        claim.generation,
+        tx.now,
+        opts.deadlineAt,
+      );
+    } catch (error) {
+      const open = queryOne<{ attempt_id: string }>(
+        store,
+        "SELECT attempt_id FROM node_attempts WHERE run_id = :runId AND state IN ('running', 'waiting')",
+        { runId },
+      );
+      if (!open) throw error;
       throw new TransitionError(
         runId,
         "start a node of",
@@ -60,23 +80,6 @@ export function recordNodeStarted(
         `attempt ${open.attempt_id} is still open`,
       );
     }
-    const row = queryOne<{ sequence: number }>(
-      store,
-      "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, state, " +
-        "generation, started_at, deadline_at) VALUES (:attemptId, :runId, (SELECT " +
-        "COALESCE(MAX(sequence), 0) + 1 FROM node_attempts WHERE run_id = :runId), :nodeId, " +
-        ":nodeKind, :effect, 'running', :generation, :now, :deadlineAt) RETURNING sequence",
-      {
-        attemptId: opts.attemptId,
-        runId,
-        nodeId: opts.nodeId,
-        nodeKind: opts.nodeKind,
-        effect: opts.effect,
-        generation: claim.generation,
-        now: tx.now,
-        deadlineAt: opts.deadlineAt,
-      },
-    );
     return {
       type: "node.started",
       payload: { attemptId: opts.attemptId, nodeId: opts.nodeId, sequence: row!.sequence },
@@ -177,13 +180,17 @@ export function recordNodeFinished(
   const runId = claimRunId(claim);
   const output = encodeValue("node output", opts.output);
   const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
-    const nodeId = requireRunningAttempt(tx, opts.attemptId, "finish a node of");
-    execute(
+    expectState(tx.run, "finish a node of", isLive);
+    // The attempt check rides on the update; only a miss pays for the detailed lookup.
+    const nodeId = queryOneArgs<{ node_id: string }>(
       store,
-      "UPDATE node_attempts SET state = 'ok', output_json = :output, finished_at = :now " +
-        "WHERE attempt_id = :attemptId",
-      { attemptId: opts.attemptId, output, now: tx.now },
-    );
+      "UPDATE node_attempts SET state = 'ok', output_json = ?1, finished_at = ?2 " +
+        "WHERE attempt_id = ?3 AND run_id = ?4 AND state = 'running' RETURNING node_id",
+      output,
+      tx.now,
+      opts.attemptId,
+      runId,
+    )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "finish a node of");
     const notificationId = opts.notification
       ? insertNotificationInTx(store, {
         runId,

@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
+import { listAttempts, readRun } from "../../src/state/queries.ts";
+import { afterGroupCommit, groupTransaction, inCommitGroup } from "../../src/state/store.ts";
+import {
+  recordNodeFinished,
+  recordNodeStarted,
+} from "../../src/state/transitions/node-attempts.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { enqueue, type Fixture, launchWithAttempt, openFixture, snapshot } from "./helpers.ts";
+
+let f: Fixture;
+afterEach(() => f?.close());
+
+describe("groupTransaction (group commit)", () => {
+  test("writes of several runs share one COMMIT; a refused one leaves no trace", () => {
+    f = openFixture();
+    const a = launchWithAttempt(f.store, enqueue(f.store));
+    const b = launchWithAttempt(f.store, enqueue(f.store));
+    const revA = readRun(f.store, a.claim.runId!)!.revision;
+    const commits: string[] = [];
+    f.store.beforeStatement = (sql) => {
+      if (sql === "COMMIT") commits.push(sql);
+    };
+    const effects: string[] = [];
+    const outcomes = groupTransaction(f.store, () => {
+      const results: string[] = [];
+      recordNodeFinished(f.store, a.claim, { attemptId: a.attemptId, output: 1 });
+      afterGroupCommit(f.store, () => effects.push("a"));
+      results.push("a ok");
+      try {
+        // A stale revision: refused inside its own savepoint.
+        recordNodeFinished(f.store, b.claim, {
+          attemptId: b.attemptId,
+          output: 2,
+          expectedRevision: 0,
+        });
+      } catch (error) {
+        expect(error).toBeInstanceOf(RevisionConflictError);
+        results.push("b refused");
+      }
+      // Nothing has left before the shared COMMIT.
+      expect(effects).toEqual([]);
+      expect(inCommitGroup(f.store)).toBe(true);
+      recordNodeStarted(f.store, a.claim, {
+        attemptId: "a-2",
+        nodeId: "next",
+        nodeKind: "compute",
+        effect: "pure",
+        deadlineAt: null,
+        expectedRevision: revA + 1,
+      });
+      afterGroupCommit(f.store, () => effects.push("a2"));
+      return results;
+    });
+    f.store.beforeStatement = null;
+    expect(outcomes).toEqual(["a ok", "b refused"]);
+    expect(commits).toHaveLength(1);
+    expect(effects).toEqual(["a", "a2"]);
+    expect(inCommitGroup(f.store)).toBe(false);
+    expect(listAttempts(f.store, a.claim.runId!).map((x) => x.state)).toEqual(["ok", "running"]);
+    expect(listAttempts(f.store, b.claim.runId!).map((x) => x.state)).toEqual(["running"]);
+    expect(checkInvariants(f.store)).toEqual([]);
+  });
+
+  test("a paired start after a refused finish fails cleanly on its predicted revision", () => {
+    f = openFixture();
+    const a = launchWithAttempt(f.store, enqueue(f.store));
+    const rev = readRun(f.store, a.claim.runId!)!.revision;
+    const before = snapshot(f.store);
+    groupTransaction(f.store, () => {
+      expect(() =>
+        recordNodeFinished(f.store, { ...a.claim, token: "wrong" }, {
+          attemptId: a.attemptId,
+          output: 1,
+          expectedRevision: rev,
+        })
+      ).toThrow(ClaimLostError);
+      expect(() =>
+        recordNodeStarted(f.store, a.claim, {
+          attemptId: "a-2",
+          nodeId: "next",
+          nodeKind: "compute",
+          effect: "pure",
+          deadlineAt: null,
+          expectedRevision: rev + 1,
+        })
+      ).toThrow(RevisionConflictError);
+    });
+    expect(snapshot(f.store)).toBe(before);
+  });
+
+  test("a failed COMMIT keeps nothing and runs no effect", () => {
+    f = openFixture();
+    const a = launchWithAttempt(f.store, enqueue(f.store));
+    const before = snapshot(f.store);
+    const effects: string[] = [];
+    f.store.beforeStatement = (sql) => {
+      if (sql === "COMMIT") throw new Error("injected crash at COMMIT");
+    };
+    expect(() =>
+      groupTransaction(f.store, () => {
+        recordNodeFinished(f.store, a.claim, { attemptId: a.attemptId, output: 1 });
+        afterGroupCommit(f.store, () => effects.push("a"));
+      })
+    ).toThrow(/injected crash/);
+    f.store.beforeStatement = null;
+    expect(effects).toEqual([]);
+    expect(inCommitGroup(f.store)).toBe(false);
+    expect(snapshot(f.store)).toBe(before);
+  });
+});
