@@ -39,6 +39,15 @@ export async function answerRun(
       },
     };
   } else {
+    if (status.interaction) {
+      const step = status.interaction;
+      io.err(
+        `Run ${command.runId} waits for its Pi session at step ${step.nodeId} (${step.nodeKind}): ` +
+          "the model there answers it with the workflow tool's submit; `answer` takes " +
+          "checkpoints and human decisions only",
+      );
+      return EXIT.refused;
+    }
     // Nothing waits now. An answer to the node's last checkpoint or decision still goes to the
     // host, which says exactly why it is too late (answered, defaulted, timed out, cancelled).
     const last = status.attempts?.findLast((a) =>

@@ -6,6 +6,7 @@
 import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { PresentationBlock, Waiting } from "../protocol/decision-request.ts";
+import type { RunInteraction } from "../protocol/run-operations.ts";
 import { type CliStyle, PLAIN_STYLE } from "./cli-style.ts";
 import { shortRunId } from "./run-ids.ts";
 import { when } from "./time-text.ts";
@@ -57,6 +58,27 @@ export function formatWaiting(
   lines.push(`${INDENT}answer: ${howToAnswer(runId, waiting)}`);
   // A terminal that is not UTF-8 gets ASCII for the bullets, rules and dashes.
   return style.text(lines.join("\n"));
+}
+
+/** The step an interactive run waits on in its Pi session (ids and times; no prompt). */
+export function formatInteraction(interaction: RunInteraction, now = Date.now()): string {
+  const lines = [
+    `waiting: ${interaction.nodeId} (${interaction.nodeKind}) in its Pi session since ${
+      when(interaction.since, now)
+    }`,
+    `${INDENT}${interaction.presented ? "shown in the session" : "not shown yet"}; ` +
+    `${interaction.submissions} submission${interaction.submissions === 1 ? "" : "s"}` +
+    `${interaction.validating ? " (one being validated)" : ""}; ` +
+    `reminders ${interaction.reminders} of 2`,
+  ];
+  if (interaction.deadlineAt !== null) {
+    lines.push(`${INDENT}deadline: ${when(interaction.deadlineAt, now)}`);
+  }
+  lines.push(
+    `${INDENT}the model in that session answers it with the workflow tool's submit; ` +
+      "open the session to continue",
+  );
+  return lines.join("\n");
 }
 
 function howToAnswer(runId: string, waiting: Waiting): string {

@@ -19,7 +19,7 @@ import { answerRun } from "./answer-command.ts";
 import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
 import { readRunList, readStatus } from "./paged-reads.ts";
-import { formatWaiting } from "./format-waiting.ts";
+import { formatInteraction, formatWaiting } from "./format-waiting.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
@@ -148,6 +148,7 @@ async function execute(
         }));
         if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
         if (waiting) io.out(formatWaiting(receipt.run.runId, waiting, Date.now(), style));
+        if (receipt.interaction) io.out(formatInteraction(receipt.interaction));
       }
       return EXIT.ok;
     }

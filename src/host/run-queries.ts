@@ -21,6 +21,7 @@ import {
 import { DEFAULT_STATUS_ATTEMPTS } from "../protocol/run-operations.ts";
 import { ANSWER_BUDGET_BYTES, jsonBytes, prefixWithin, suffixWithin } from "./answer-budget.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
+import { readRunInteraction } from "../state/interaction-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
 import { readDefinitionSnapshot } from "../state/viewer-queries.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
@@ -71,6 +72,8 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   if (view.state === "waiting") {
     const waiting = readWaiting(rt.store, runId);
     if (waiting) receipt.waiting = waitingView(waiting);
+    const interaction = readRunInteraction(rt.store, runId);
+    if (interaction) receipt.interaction = { ...interaction };
   }
   // Effects that may have applied without a receipt: a blocked run waits for the operator's
   // verdict (`effect.resolve`), a finished one keeps them for a check by hand.

@@ -227,11 +227,38 @@ export const UpdateSummarySchema = looseObject({
 });
 export type UpdateSummary = v.InferOutput<typeof UpdateSummarySchema>;
 
+/**
+ * `run.status`'s `interaction`: the origin-session step a waiting interactive run waits on (its
+ * Pi session answers it with the `workflow` tool, not `checkpoint.answer`). Ids and times only:
+ * no prompt, contract, session id or session entry id.
+ */
+export const RunInteractionSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  nodeId: v.string(),
+  attemptId: OpaqueIdSchema,
+  /** `agent`, `decision` or `assistantMessage`. */
+  nodeKind: v.string(),
+  /** When the request was committed. */
+  since: TimestampSchema,
+  /** The attempt's resolved deadline, which the host enforces with no worker alive. */
+  deadlineAt: v.nullable(TimestampSchema),
+  /** The session showed the step (its entry is recorded). */
+  presented: v.boolean(),
+  /** Reminders shown after a turn ended without a submission (two at most). */
+  reminders: CountSchema,
+  /** Submissions so far, and whether one is being validated now. */
+  submissions: CountSchema,
+  validating: v.boolean(),
+});
+export type RunInteraction = v.InferOutput<typeof RunInteractionSchema>;
+
 export const RunStatusReceiptSchema = looseObject({
   run: RunSummarySchema,
   attempts: v.optional(v.array(AttemptSummarySchema)),
   /** Present while the run waits at a checkpoint or human decision: what it asks. */
   waiting: v.optional(WaitingSchema),
+  /** Present while an interactive run waits on a step in its Pi session. */
+  interaction: v.optional(RunInteractionSchema),
   /** With `includeUpdates`: the latest updates, newest first (at most 100). */
   updates: v.optional(v.array(UpdateSummarySchema)),
   /** With `includeNotifications`: the run's latest 20 notifications, oldest first. */

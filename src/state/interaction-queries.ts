@@ -90,6 +90,62 @@ export function latestSubmission(
   );
 }
 
+/** A waiting run's pending request, as `run.status` shows it (ids and times only). */
+export interface RunInteractionRecord {
+  interactionId: string;
+  nodeId: string;
+  attemptId: string;
+  nodeKind: string;
+  since: number;
+  deadlineAt: number | null;
+  presented: boolean;
+  reminders: number;
+  submissions: number;
+  validating: boolean;
+}
+
+/** The run's pending interactive request, or undefined. */
+export function readRunInteraction(
+  store: StateStore,
+  runId: string,
+): RunInteractionRecord | undefined {
+  const row = queryOne<{
+    request_id: string;
+    node_id: string;
+    attempt_id: string;
+    node_kind: string;
+    created_at: number;
+    deadline_at: number | null;
+    presented_at: number | null;
+    reminders: number;
+    submissions: number;
+    validating: number;
+  }>(
+    store,
+    "SELECT i.request_id, i.node_id, i.attempt_id, a.node_kind, i.created_at, a.deadline_at, " +
+      "i.presented_at, i.reminders, " +
+      "(SELECT COUNT(*) FROM interactive_submissions s WHERE s.request_id = i.request_id) " +
+      "AS submissions, EXISTS (SELECT 1 FROM interactive_submissions s WHERE s.request_id = " +
+      "i.request_id AND s.outcome = 'validating') AS validating " +
+      "FROM interactive_requests i JOIN node_attempts a ON a.attempt_id = i.attempt_id " +
+      "WHERE i.run_id = :runId AND i.status = 'pending' ORDER BY i.created_at LIMIT 1",
+    { runId },
+  );
+  if (!row) return undefined;
+  return {
+    interactionId: row.request_id,
+    nodeId: row.node_id,
+    attemptId: row.attempt_id,
+    nodeKind: row.node_kind,
+    since: row.created_at,
+    deadlineAt: row.deadline_at,
+    presented: row.presented_at !== null,
+    reminders: row.reminders,
+    submissions: row.submissions,
+    validating: row.validating === 1,
+  };
+}
+
 export interface SessionInteraction {
   request: InteractionRow;
   /** The run revision now. */

@@ -463,6 +463,8 @@ CREATE TABLE interactive_requests (
   settled_at INTEGER
 );
 CREATE INDEX interactive_requests_pending ON interactive_requests (target_session_id, status, created_at);
+-- `run.status` of a waiting interactive run finds its pending request.
+CREATE INDEX interactive_requests_run_pending ON interactive_requests (run_id) WHERE status = 'pending';
 
 -- Submissions of a request, keyed by the tool-call id. `validating` until the validation child
 -- reports; the payload stays so a restarted host can validate it again in a new child.
@@ -516,6 +518,19 @@ CREATE TABLE worker_child_groups (
   start_time TEXT NOT NULL,
   registered_at INTEGER NOT NULL,
   PRIMARY KEY (worker_epoch, pid, start_time)
+) WITHOUT ROWID;
+
+-- Children the host starts that are not run workers (validation children, source resolvers),
+-- named by PID and start time while they live: a restarted host reaps the ones an earlier host
+-- left running (exact identities only: a child stuck in synchronous workflow code never sees its
+-- channel close), then clears the rows. Workers are named in `run_workers` instead.
+CREATE TABLE host_children (
+  pid INTEGER NOT NULL CHECK (pid >= 1),
+  start_time TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('validator', 'resolver')),
+  run_id TEXT,
+  registered_at INTEGER NOT NULL,
+  PRIMARY KEY (pid, start_time)
 ) WITHOUT ROWID;
 
 -- Controllers (docs/controllers.md). A controller is one name in one project, pinned to the exact

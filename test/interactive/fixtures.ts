@@ -15,11 +15,13 @@ import {
 
 /**
  * `ask` (agent, validate wants {n: number}; `{slow: true}` blocks validation until the file
- * `input.gate` exists, `{hang: true}` blocks forever) routes on `$result.outcome`: ok -> `done`,
+ * `input.gate` exists, `{block: true}` blocks the child's event loop until then (after writing
+ * `<gate>.blocked`), `{hang: true}`
+ * blocks forever) routes on `$result.outcome`: ok -> `done`,
  * failed | timed_out -> `recover`. `input.timeoutMs` sets its deadline.
  */
 export const ROUTED = `
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { agent, compute, defineWorkflow } from "pi-workflows";
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 export default defineWorkflow({
@@ -33,6 +35,12 @@ export default defineWorkflow({
       validate: async (output, { input }) => {
         if (output?.hang) await new Promise(() => {});
         if (output?.slow) while (!existsSync(input.gate)) await wait(20);
+        // Synchronously stuck: the event loop never runs, so a closed channel goes unnoticed.
+        const pause = new Int32Array(new SharedArrayBuffer(4));
+        if (output?.block) {
+          writeFileSync(input.gate + ".blocked", "");
+          while (!existsSync(input.gate)) Atomics.wait(pause, 0, 0, 50);
+        }
         if (typeof output?.n !== "number") throw new Error('send {"n": <number>}');
         return { n: output.n };
       },

@@ -4,7 +4,7 @@
  * during validation; the host dies while a request is pending, during a validation, and while a
  * deadline passes. Nothing is lost, nothing is presented twice, the invariants hold.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { type CliProcess, killAll, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
@@ -13,8 +13,11 @@ import { rows, runRow, violations, writeProject } from "./fixtures.ts";
 
 const homes: ReturnType<typeof tempHome>[] = [];
 const clients: SessionClient[] = [];
+/** Gates of blocked validation children: opened after each test so none outlives a failure. */
+const gates: string[] = [];
 
 afterEach(async () => {
+  for (const gate of gates.splice(0)) writeFileSync(gate, "open");
   for (const client of clients.splice(0)) client.close();
   await killAll();
 });
@@ -206,6 +209,46 @@ describe("interactive steps survive crashes", () => {
     expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
     expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
     expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({ got: { n: 3 } });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("the host SIGKILLed while a validation child is stuck: the next host reaps it", async () => {
+    const { home, project } = crashHome();
+    const first = await startHostProcess(home.env);
+    let session = await open(home, "s-stuck-child");
+    const gate = join(home.root, "gate");
+    gates.push(gate);
+    const runId = await startRun(session, project, { gate });
+    const step = await session.nextStep();
+    const answer = await session.submit(step, { block: true, n: 4 }, {
+      toolCallId: "t-block",
+      waitMs: 200,
+    });
+    expect(answer.receipt).toMatchObject({ status: "validating" });
+    const child = (await waitFor(() => validationChild(first.pid), "the validation child"))!;
+    await waitFor(() => existsSync(`${gate}.blocked`), "the child to block in validate");
+    // The host names it durably while it lives.
+    const named = () => rows(home.stateDir, "SELECT pid, kind, run_id FROM host_children");
+    await waitFor(() => named().length === 1, "the child's host_children row");
+    expect(named()).toEqual([{ pid: child, kind: "validator", run_id: runId }]);
+    await kill(first);
+    session.close();
+    // Its event loop is blocked: it cannot see its channel close and stays.
+    expect(processExists(child)).toBe(true);
+
+    const second = await restartHost(home.env);
+    await waitFor(() => !processExists(child), "the stale validation child to be reaped", 15_000);
+    await second.waitForStderr("recovery.reaped_host_children count=1");
+    // Step 9 validates the submission again in a new child, which the gate lets through.
+    const fresh = (await waitFor(() => validationChild(second.pid), "a new validation child"))!;
+    expect(fresh).not.toBe(child);
+    expect(named()).toEqual([{ pid: fresh, kind: "validator", run_id: runId }]);
+    writeFileSync(gate, "open");
+    session = await open(home, "s-stuck-child");
+    const verdict = await session.submit(step, { block: true, n: 4 }, { toolCallId: "t-block" });
+    expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    await waitFor(() => named().length === 0, "the registry row to go with the child");
     expect(violations(home.stateDir)).toEqual([]);
   });
 

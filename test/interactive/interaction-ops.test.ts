@@ -390,12 +390,49 @@ describe("privacy", () => {
     await session.present(step, "entry-SECRET-8484");
     await session.submit(step, { n: "no", note: secrets.output });
     await session.update(step, { type: "log", data: secrets.output });
+    // run.status names the step the run waits on in its Pi session: ids and times only.
+    const runJson = await runCliProcess(["status", runId, "--json"], home.env);
+    const interaction = JSON.parse(runJson.stdout).interaction;
+    expect(interaction).toMatchObject({
+      interactionId: step.interactionId,
+      nodeId: "ask",
+      attemptId: step.contract.attempt,
+      nodeKind: "agent",
+      presented: true,
+      reminders: 0,
+      submissions: 1,
+      validating: false,
+    });
+    expect(Object.keys(interaction).sort()).toEqual([
+      "attemptId",
+      "deadlineAt",
+      "interactionId",
+      "nodeId",
+      "nodeKind",
+      "presented",
+      "reminders",
+      "since",
+      "submissions",
+      "validating",
+    ]);
+    const runText = await runCliProcess(["status", runId], home.env);
+    expect(runText.stdout).toContain("waiting: ask (agent) in its Pi session since");
+    expect(runText.stdout).toContain("shown in the session; 1 submission; reminders 0 of 2");
+    const answer = await runCliProcess(["answer", runId, "42"], home.env);
+    expect(answer.code).not.toBe(0);
+    expect(answer.stderr).toContain("waits for its Pi session at step ask (agent)");
     expect((await session.submit(step, { n: 1, note: secrets.output })).receipt).toMatchObject({
       status: "accepted",
     });
     await finished(runId);
     for (const output of [status.stdout, status.stderr, text.stdout, text.stderr, host.stderr()]) {
       for (const secret of [...Object.values(secrets), "entry-SECRET-8484", project, "sess-"]) {
+        expect(output).not.toContain(secret);
+      }
+    }
+    // The run's own status shows its updates to its owner, but no prompt, session or path.
+    for (const output of [runJson, runText, answer].flatMap((o) => [o.stdout, o.stderr])) {
+      for (const secret of [secrets.session, secrets.prompt, "entry-SECRET-8484", project]) {
         expect(output).not.toContain(secret);
       }
     }

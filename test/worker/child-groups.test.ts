@@ -2,11 +2,17 @@
  * The durable registry of child groups (`worker_child_groups`): registration needs the live run
  * claim and renews it; unregistering needs none; recovery signals a recorded group only while
  * its leader runs with the exact recorded start time (a reused PID is never signalled), and
- * removes every record afterwards.
+ * removes every record afterwards. The same for the host's validation and resolver children
+ * (`host_children`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
-import { reapRecordedChildGroups } from "../../src/host/supervision/child-groups.ts";
+import {
+  reapRecordedChildGroups,
+  reapRecordedHostChildren,
+} from "../../src/host/supervision/child-groups.ts";
+import { createProcessRegistry } from "../../src/host/supervision/process-registry.ts";
+import { listHostChildren, recordHostChild } from "../../src/state/transitions/host-children.ts";
 import { readProcessIdentity } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
@@ -95,5 +101,49 @@ describe("recorded child groups", () => {
     expect(await waitUntil(() => readProcessIdentity(ours.pid) === null, 5_000)).toBe(true);
     expect(readProcessIdentity(unrelated.pid)).toEqual(unrelated);
     expect(listChildGroups(f.store)).toEqual([]);
+  });
+});
+
+describe("recorded host children (validation children, resolvers)", () => {
+  it("are named by the registry while they live; workers are not (run_workers names them)", () => {
+    const f = openFixture();
+    fixtures.push(f);
+    const failures: unknown[] = [];
+    const registry = createProcessRegistry({
+      store: f.store,
+      onWriteFailed: (error) => failures.push(error),
+    });
+    const validator = { pid: 12, startTime: "34" };
+    const resolver = { pid: 56, startTime: "78" };
+    registry.register({ identity: validator, kind: "validator", runId: "run-1" });
+    registry.register({ identity: resolver, kind: "resolver", runId: null });
+    registry.register({ identity: { pid: 90, startTime: "12" }, kind: "worker", runId: "run-2" });
+    expect(listHostChildren(f.store)).toEqual([
+      { ...validator, kind: "validator", runId: "run-1" },
+      { ...resolver, kind: "resolver", runId: null },
+    ]);
+    registry.unregister(validator);
+    registry.unregister({ pid: 90, startTime: "12" });
+    expect(listHostChildren(f.store)).toEqual([{ ...resolver, kind: "resolver", runId: null }]);
+    expect(registry.size()).toBe(1);
+    expect(failures).toEqual([]);
+  });
+
+  it("reaps only exact identities at recovery and removes the records", async () => {
+    const f = openFixture();
+    fixtures.push(f);
+    const unrelated = liveGroupLeader();
+    const ours = liveGroupLeader();
+    recordHostChild(f.store, {
+      pid: unrelated.pid,
+      startTime: String(BigInt(unrelated.startTime) + 1n),
+      kind: "validator",
+      runId: "run-1",
+    });
+    recordHostChild(f.store, { ...ours, kind: "resolver", runId: null });
+    expect(await reapRecordedHostChildren(f.store, 200)).toBe(1);
+    expect(await waitUntil(() => readProcessIdentity(ours.pid) === null, 5_000)).toBe(true);
+    expect(readProcessIdentity(unrelated.pid)).toEqual(unrelated);
+    expect(listHostChildren(f.store)).toEqual([]);
   });
 });

@@ -6,9 +6,10 @@
  * removed afterwards.
  */
 import { clearChildGroups, listChildGroups } from "../../state/transitions/child-groups.ts";
+import { forgetHostChild, listHostChildren } from "../../state/transitions/host-children.ts";
 import type { StateStore } from "../../state/store.ts";
 import { isSameProcessAlive } from "../../os/process-identity.ts";
-import { stopProcessTree } from "../../os/stop-group.ts";
+import { stopProcessGroup, stopProcessTree } from "../../os/stop-group.ts";
 
 /** Returns how many groups were signalled. */
 export async function reapRecordedChildGroups(store: StateStore, graceMs: number): Promise<number> {
@@ -16,5 +17,22 @@ export async function reapRecordedChildGroups(store: StateStore, graceMs: number
   const alive = records.filter(isSameProcessAlive);
   await Promise.all(alive.map((identity) => stopProcessTree(identity, { graceMs })));
   for (const epoch of new Set(records.map((r) => r.workerEpoch))) clearChildGroups(store, epoch);
+  return alive.length;
+}
+
+/**
+ * The validation and resolver children an earlier host left (`host_children`): each leads its
+ * own group, which is stopped while its leader runs with the exact recorded identity (a child
+ * stuck in synchronous workflow code never noticed its channel close). Every row is cleared.
+ * Returns how many groups were signalled.
+ */
+export async function reapRecordedHostChildren(
+  store: StateStore,
+  graceMs: number,
+): Promise<number> {
+  const records = listHostChildren(store);
+  const alive = records.filter(isSameProcessAlive);
+  await Promise.all(alive.map((identity) => stopProcessGroup(identity, { graceMs })));
+  for (const record of records) forgetHostChild(store, record);
   return alive.length;
 }

@@ -5,14 +5,17 @@
  *   2. reap worker epochs left active by an earlier host: signal a group only when its leader's
  *      exact start identity still runs (a reused PID is never signalled); record `orphaned`;
  *      likewise the child groups their workers registered (a shell command, a headless Pi), from
- *      their durable records (`worker_child_groups`);
+ *      their durable records (`worker_child_groups`), and the validation and resolver children
+ *      it left (`host_children`);
  *   3. find running runs whose claim is absent or expired, and their active attempts;
  *   4-6. per run, one control-claimed transition (`recoverExpiredRun`) reads the attempt's effect
  *      state: a pure attempt is interrupted and the run made claimable again; an external one
  *      (action, shell) has an uncertain outcome: its effects become ambiguous and the run is
  *      blocked `effectAmbiguous` for an operator to resume or cancel;
- *   7-10. interactive requests, validating submissions and controllers do not exist in this
- *      version of the host; nothing is pending there.
+ *   7-10. pending interactive requests need nothing here (they are rows; no worker waits with
+ *      them); the host main applies due deadlines before commands arrive (step 8, the deadline
+ *      timer), `start()` re-runs leftover `validating` submissions (step 9), and no model turn
+ *      starts until a session asks (step 10). Controllers recover in their own supervision.
  *
  * Runs whose old claim has not expired yet are picked up by the same sweep later (the renewal
  * timer calls `recoverExpiredRuns`). Claim loss is a handoff: nothing here writes a failure.
@@ -22,7 +25,7 @@ import { listActiveWorkers, listExpiredRuns } from "../../state/queries.ts";
 import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../state/transitions/workers.ts";
 import type { HostContext } from "./api.ts";
-import { reapRecordedChildGroups } from "./child-groups.ts";
+import { reapRecordedChildGroups, reapRecordedHostChildren } from "./child-groups.ts";
 import { isSameProcessAlive, parseStartIdentity } from "../../os/process-identity.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
 
@@ -30,6 +33,8 @@ export async function recoverAtStart(ctx: HostContext): Promise<void> {
   await reapStaleWorkers(ctx);
   const groups = await reapRecordedChildGroups(ctx.store, ctx.options.killGraceMs);
   if (groups > 0) ctx.log("recovery.reaped_children", { count: groups });
+  const children = await reapRecordedHostChildren(ctx.store, ctx.options.killGraceMs);
+  if (children > 0) ctx.log("recovery.reaped_host_children", { count: children });
   recoverExpiredRuns(ctx, new Set());
 }
 

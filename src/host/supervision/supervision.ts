@@ -72,7 +72,10 @@ export interface SupervisionExtras {
 
 export function createSupervision(ctx: HostContext, extras: SupervisionExtras = {}): Supervision {
   const active = new Map<string, ActiveWorker>();
-  const registry = createProcessRegistry();
+  const registry = createProcessRegistry({
+    store: ctx.store,
+    onWriteFailed: (error) => ctx.log("registry.write_failed", { error: logError(error) }),
+  });
   const crashes = createCrashCounter();
   const maxCrashes = extras.maxCrashes ?? DEFAULT_MAX_CRASHES;
   const stopping = new Map<ActiveWorker, Promise<void>>();
