@@ -1,5 +1,5 @@
 /**
- * `pi-workflows controller list|get|apply|reconcile|delete`: requests to the host (started on
+ * `pi-workflows controller list|get|apply|reconcile|delete|unbind`: requests to the host (started on
  * demand) for the project in `--cwd` (default: the current directory). `--wait` follows the
  * resource by polling `controller.get` until it is quiet (its generation reconciled, nothing due
  * within a second, no child workflow running) or gone (delete), a reconcile failed, or its
@@ -14,6 +14,7 @@ import {
   formatControllerList,
   formatResourceDetail,
   formatResourceName,
+  formatUnbound,
   resourceProgress,
 } from "../render/controller-text.ts";
 import { type CliIo, printJson } from "./output.ts";
@@ -130,6 +131,15 @@ async function execute(
         return await waitGone(connection, command, cwd, controller, key, io);
       }
       if (command.json) printJson(io, receipt);
+      return EXIT.ok;
+    }
+    case "unbind": {
+      const receipt = receiptOf(
+        "controller.unbind",
+        await connection.request("controller.unbind", { payload: { cwd, controller } }),
+      );
+      if (command.json) printJson(io, receipt);
+      else io.out(formatUnbound(receipt));
       return EXIT.ok;
     }
   }

@@ -1,13 +1,21 @@
 /**
- * `pi-workflows controller list|get|apply|reconcile|delete ...` on the command line, parsed into
- * one `ControllerCommand` or a `UsageError` with one actionable line.
+ * `pi-workflows controller list|get|apply|reconcile|delete|unbind ...` on the command line, parsed
+ * into one `ControllerCommand` or a `UsageError` with one actionable line. There is no `bind`: a
+ * session binding is approved from inside the Pi session it names (`/controller bind`).
  */
 import { parseArgs } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { UsageError } from "./exit-codes.ts";
 import { modelArgs } from "./parse-command.ts";
 
-export const CONTROLLER_ACTIONS = ["list", "get", "apply", "reconcile", "delete"] as const;
+export const CONTROLLER_ACTIONS = [
+  "list",
+  "get",
+  "apply",
+  "reconcile",
+  "delete",
+  "unbind",
+] as const;
 export type ControllerAction = (typeof CONTROLLER_ACTIONS)[number];
 
 export interface ControllerCommand {
@@ -72,6 +80,12 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
       } (pi-workflows controller --help)`,
     );
   }
+  if (action === "bind") {
+    throw new UsageError(
+      "A session binding is approved inside the Pi session that should run the child runs: " +
+        `type /controller bind ${controller?.slice(0, 64) ?? "<controller>"} there`,
+    );
+  }
   if (!(CONTROLLER_ACTIONS as readonly string[]).includes(action)) {
     throw new UsageError(
       `Unknown controller action '${action.slice(0, 40)}': use one of ${
@@ -80,7 +94,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
     );
   }
   const act = action as ControllerAction;
-  const maxPositionals = act === "list" ? 1 : 2;
+  const maxPositionals = act === "list" || act === "unbind" ? 1 : 2;
   const given = [controller, key].filter((p) => p !== undefined).length;
   if (extra.length > 0 || given > maxPositionals) {
     throw new UsageError(
@@ -89,7 +103,12 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
       }' for 'controller ${act}': run 'pi-workflows controller --help'`,
     );
   }
-  if (act !== "list" && (controller === undefined || key === undefined)) {
+  if (act === "unbind" && controller === undefined) {
+    throw new UsageError(
+      "Missing argument for 'controller unbind': give <controller> (pi-workflows controller --help)",
+    );
+  }
+  if (act !== "list" && act !== "unbind" && (controller === undefined || key === undefined)) {
     throw new UsageError(
       `Missing argument for 'controller ${act}': give <controller> <key> (pi-workflows controller --help)`,
     );

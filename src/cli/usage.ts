@@ -15,7 +15,7 @@ Commands:
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
-  controller list|get|apply|reconcile|delete
+  controller list|get|apply|reconcile|delete|unbind
                                Manage controller resources (docs/controllers.md)
   host run|start|status|stop   Manage the workflow host process
   view [runId]                 Watch runs live in the terminal (read-only)
@@ -180,6 +180,9 @@ Examples:
                                       .pi/controllers/ or ~/.pi/agent/controllers/, or a path)
   reconcile <controller> <key>        Reconcile a resource now
   delete <controller> <key>           Delete a resource (its controller clears its finalizers)
+  unbind <controller>                 Revoke the Pi session approved for the controller's
+                                      interactive child runs (approve one in that session with
+                                      /controller bind <controller>)
 
 Options:
   --spec-json JSON     apply: the resource spec (default null)

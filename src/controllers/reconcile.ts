@@ -56,6 +56,7 @@ export interface ReconcilePorts {
     requestKey: string;
     workflow: string;
     input: JsonValue;
+    interactive?: boolean;
   }): Promise<ChildWorkflowRef>;
 }
 
@@ -103,10 +104,17 @@ function reconcileContext(ports: ReconcilePorts, signal: AbortSignal): Reconcile
             "workflows.ensure: workflow must be a name or path",
           );
         }
+        if (request.interactive !== undefined && typeof request.interactive !== "boolean") {
+          throw new NodeFailure(
+            "invalidRequest",
+            "workflows.ensure: interactive must be true or false",
+          );
+        }
         return await ports.ensureWorkflow({
           requestKey: key.value,
           workflow: request.workflow,
           input: toJson(request.input ?? null, "workflow input"),
+          ...(request.interactive ? { interactive: true } : {}),
         });
       },
     },

@@ -103,6 +103,13 @@ export interface ChildWorkflowRequest {
   /** A workflow name, `builtin:<id>` or path, resolved in the controller's project. */
   workflow: string;
   input?: JsonValue;
+  /**
+   * Run the child in the Pi session a person approved for this controller (`/controller bind`),
+   * as an interactive run: its agent and assistant-message steps happen in that session. Without
+   * an approved session it waits (`unsupportedInput`); while the session runs another workflow,
+   * `sessionBusy`. Default: headless.
+   */
+  interactive?: boolean;
 }
 
 export interface ReconcileContext<TStatus = JsonValue> {

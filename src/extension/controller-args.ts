@@ -8,6 +8,8 @@
  *   /controller reconcile <controller> <key> [--expect-version N]
  *               [--effect ID --not-applied | --effect ID --applied <receipt json>]
  *   /controller delete <controller> <key> [--expect-version N]
+ *   /controller bind <controller>      (approve this session for its interactive child runs)
+ *   /controller unbind <controller>
  */
 import * as v from "valibot";
 import type { JsonValue } from "../protocol/canonical-json.ts";
@@ -33,7 +35,8 @@ export type ControllerCommand =
     expectVersion: number | null;
     resolveEffect: EffectVerdict | null;
   }
-  | { action: "delete"; controller: string; key: string; expectVersion: number | null };
+  | { action: "delete"; controller: string; key: string; expectVersion: number | null }
+  | { action: "bind" | "unbind"; controller: string };
 
 export interface EffectVerdict {
   effectId: string;
@@ -42,9 +45,9 @@ export interface EffectVerdict {
 }
 
 export const CONTROLLER_USAGE =
-  "Usage: /controller [list [controller] | get <controller> <key> | apply <controller> <key> [--expect-version N] [--digest D] [<spec json>] | reconcile <controller> <key> [--expect-version N] [--effect ID --not-applied|--applied <json>] | delete <controller> <key> [--expect-version N]]";
+  "Usage: /controller [list [controller] | get <controller> <key> | apply <controller> <key> [--expect-version N] [--digest D] [<spec json>] | reconcile <controller> <key> [--expect-version N] [--effect ID --not-applied|--applied <json>] | delete <controller> <key> [--expect-version N] | bind <controller> | unbind <controller>]";
 
-const ACTIONS = ["list", "get", "apply", "reconcile", "delete"];
+const ACTIONS = ["list", "get", "apply", "reconcile", "delete", "bind", "unbind"];
 
 export function parseControllerArgs(raw: string): ControllerCommand {
   let rest = raw.trim();
@@ -64,6 +67,14 @@ export function parseControllerArgs(raw: string): ControllerCommand {
     const controller = next();
     if (rest !== "") throw new CommandArgsError("Too many arguments for /controller list");
     return { action, controller: controller === undefined ? null : name(controller) };
+  }
+  if (action === "bind" || action === "unbind") {
+    const controller = next();
+    if (controller === undefined) {
+      throw new CommandArgsError(`Missing argument: /controller ${action} <controller>`);
+    }
+    if (rest !== "") throw new CommandArgsError(`Too many arguments for /controller ${action}`);
+    return { action, controller: name(controller) };
   }
   const controller = next();
   const key = next();

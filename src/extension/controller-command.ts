@@ -1,6 +1,8 @@
 /**
  * `/controller`: list, get, apply, reconcile, delete the controller resources of this session's
- * project (`ctx.cwd`) through the host's `controller.*` operations. Each answers at once with a
+ * project (`ctx.cwd`) through the host's `controller.*` operations; `bind` approves this session
+ * for a controller's interactive child runs (only the session itself can name its id), `unbind`
+ * revokes that. Each answers at once with a
  * notice; after apply, reconcile or delete the resource is followed in the background and one
  * more notice says how it ended (settled, failing, controller blocked, removed, or still busy
  * after FOLLOW_MS). Errors are one line.
@@ -8,10 +10,12 @@
 import { HostCommandError } from "../client/command-receipt.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import {
+  formatBound,
   formatControllerList,
   formatResourceDetail,
   formatResourceHeadline,
   formatResourceName,
+  formatUnbound,
   resourceProgress,
 } from "../render/controller-text.ts";
 import { CommandArgsError } from "./command-args.ts";
@@ -78,6 +82,20 @@ async function execute(
   const cas = (expectVersion: number | null) =>
     expectVersion === null ? {} : { expectedRevision: expectVersion };
   switch (command.action) {
+    case "bind": {
+      const receipt = await client.call("controller.bind", {
+        payload: { cwd, controller: command.controller, sessionId: session.sessionId },
+      });
+      say(formatBound(receipt));
+      return null;
+    }
+    case "unbind": {
+      const receipt = await client.call("controller.unbind", {
+        payload: { cwd, controller: command.controller },
+      });
+      say(formatUnbound(receipt));
+      return null;
+    }
     case "list": {
       const receipt = await client.call("controller.list", {
         payload: { cwd, ...(command.controller ? { controller: command.controller } : {}) },

@@ -71,6 +71,9 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
     withReceipt(rt, request, controllers.reconcileControllerCommand),
   "controller.delete": (rt, request) =>
     withReceipt(rt, request, controllers.deleteControllerCommand),
+  "controller.bind": (rt, request) => withReceipt(rt, request, controllers.bindControllerCommand),
+  "controller.unbind": (rt, request) =>
+    withReceipt(rt, request, controllers.unbindControllerCommand),
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
   "host.stop": (rt, request) => {

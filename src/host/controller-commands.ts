@@ -1,6 +1,6 @@
 /**
- * `controller.list`, `controller.get`, `controller.apply`, `controller.reconcile` and
- * `controller.delete`. Apply has a supervised resolver child load the controller (the host runs
+ * `controller.list`, `controller.get`, `controller.apply`, `controller.reconcile`,
+ * `controller.delete`, `controller.bind` and `controller.unbind`. Apply has a supervised resolver child load the controller (the host runs
  * no controller code), then checks, before it commits, that the resolved source is still the one
  * the discovery rules find and that every file still has the hash it was loaded with (and, when
  * the caller named one, the exact digest). Each change commits with its receipt in one
@@ -25,6 +25,10 @@ import {
   requestReconcile,
   type ResourceCommandOptions,
 } from "../state/controllers/resources.ts";
+import {
+  approveSessionBinding,
+  revokeSessionBinding,
+} from "../state/controllers/session-bindings.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { describeSourceChanges, verifySourceIdentity } from "../workflows/sources/identity.ts";
 import type { ControllerResolution } from "./supervision/controllers/api.ts";
@@ -218,3 +222,43 @@ export const deleteControllerCommand = resourceCommand(
   requestDeletion,
   (r) => ({ resource: r.resource, removed: r.removed }) as unknown as JsonValue,
 );
+
+/**
+ * `controller.bind`: the session named in the payload approves itself for the controller's
+ * interactive child runs. The session id goes to the state only; the log names the controller.
+ */
+export function bindControllerCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+  receipt: CommandReceiptInput,
+): HostResponse {
+  const payload = request.payload as Payload<"controller.bind">;
+  const projectPath = projectOf(payload.cwd);
+  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+  const result = approveSessionBinding(rt.store, {
+    projectPath,
+    name: payload.controller,
+    sessionId: payload.sessionId,
+    receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
+  });
+  rt.log("controller.sessionBound", { controller: result.controller, replaced: result.replaced });
+  if (!result.unchanged) rt.supervision.controllers.wake();
+  return answer(rt, request, result as unknown as JsonValue);
+}
+
+export function unbindControllerCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+  receipt: CommandReceiptInput,
+): HostResponse {
+  const payload = request.payload as Payload<"controller.unbind">;
+  const projectPath = projectOf(payload.cwd);
+  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+  const result = revokeSessionBinding(rt.store, {
+    projectPath,
+    name: payload.controller,
+    receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
+  });
+  rt.log("controller.sessionUnbound", { controller: result.controller });
+  return answer(rt, request, result as unknown as JsonValue);
+}

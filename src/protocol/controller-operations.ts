@@ -84,6 +84,45 @@ export const ControllerReconcilePayloadSchema = strictObject({
 });
 export const ControllerDeletePayloadSchema = strictObject(ResourceRefEntries);
 
+/**
+ * `controller.bind`: the Pi session `sessionId` approves that the controller's interactive child
+ * runs use it as their origin session (sent by that session's extension for `/controller bind`).
+ */
+export const ControllerBindPayloadSchema = strictObject({
+  cwd: AbsolutePathSchema,
+  controller: ControllerNameSchema,
+  sessionId: OpaqueIdSchema,
+});
+/** `controller.unbind`: revokes the controller's approved session binding. */
+export const ControllerUnbindPayloadSchema = strictObject({
+  cwd: AbsolutePathSchema,
+  controller: ControllerNameSchema,
+});
+
+/** A live approved session binding as clients see it (never the session id). */
+export const SessionBindingViewSchema = looseObject({
+  bindingId: OpaqueIdSchema,
+  approvedAt: TimestampSchema,
+});
+
+export const ControllerBindReceiptSchema = looseObject({
+  controller: ControllerNameSchema,
+  bindingId: OpaqueIdSchema,
+  approvedAt: TimestampSchema,
+  /** A binding to another session was revoked by this approval. */
+  replaced: v.boolean(),
+  /** The session was already the approved one. */
+  unchanged: v.boolean(),
+});
+
+export const ControllerUnbindReceiptSchema = looseObject({
+  controller: ControllerNameSchema,
+  bindingId: OpaqueIdSchema,
+  revokedAt: TimestampSchema,
+  /** Child runs started under the binding that go on in their session. */
+  activeChildRuns: CountSchema,
+});
+
 export const ReconcileQueueViewSchema = looseObject({
   pending: v.boolean(),
   availableAt: TimestampSchema,
@@ -98,6 +137,7 @@ export const ControllerSummarySchema = looseObject({
   blockedReason: v.nullable(v.string()),
   blockedDetail: v.nullable(v.string()),
   resources: CountSchema,
+  sessionBinding: v.nullable(SessionBindingViewSchema),
 });
 
 export const ResourceSummarySchema = looseObject({

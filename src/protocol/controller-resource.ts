@@ -70,6 +70,8 @@ export const CHILD_WORKFLOW_REF_ENTRIES = {
   attempt: PositiveIntegerSchema,
   /** Why a `waiting` child cannot go on by itself (`unsupportedInput`, `effectAmbiguous`, ...). */
   blockedReason: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(64))),
+  /** One line on what the waiting child needs (e.g. an approved session binding). */
+  blockedDetail: v.optional(v.pipe(v.string(), v.maxLength(1024))),
   /** A `failed` child's error (the workflow could not be resolved, or the run failed). */
   error: v.optional(ErrorInfoSchema),
 };

@@ -133,6 +133,8 @@ export const CONTROLLER_PAYLOAD_SCHEMAS = {
     requestKey: ResourceKeySchema,
     workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
     input: JsonValueSchema,
+    /** Run it in the controller's approved session (spec "Controllers"). */
+    interactive: v.optional(v.boolean()),
   }),
   "reconcile.finished": strictObject({ outcome: ReconcileOutcomeSchema }),
 } as const satisfies Record<ControllerMessageKind, v.GenericSchema<unknown, unknown>>;

@@ -1,7 +1,8 @@
 /**
- * The operations of the host socket (the spec's 21, plus `effect.resolve` and `run.find`): for
- * each, whether the envelope must name a run, whether it changes state (and so stores a
- * receipt), its payload schema and its receipt schema. The host serves `SERVED_OPERATIONS` now
+ * The operations of the host socket (the spec's 21, plus `effect.resolve`, `run.find`, the
+ * interactive-step ones and `controller.bind`/`controller.unbind`): for each, whether the
+ * envelope must name a run, whether it changes state (and so stores a receipt), its payload
+ * schema and its receipt schema. The host serves `SERVED_OPERATIONS` now
  * and answers the rest `rejected` ("not available yet").
  */
 import * as v from "valibot";
@@ -48,6 +49,8 @@ import {
 import {
   ControllerApplyPayloadSchema,
   ControllerApplyReceiptSchema,
+  ControllerBindPayloadSchema,
+  ControllerBindReceiptSchema,
   ControllerDeletePayloadSchema,
   ControllerDeleteReceiptSchema,
   ControllerGetPayloadSchema,
@@ -56,6 +59,8 @@ import {
   ControllerListReceiptSchema,
   ControllerReceiptSchema,
   ControllerReconcilePayloadSchema,
+  ControllerUnbindPayloadSchema,
+  ControllerUnbindReceiptSchema,
 } from "./controller-operations.ts";
 import { EffectResolvePayloadSchema, EffectResolveReceiptSchema } from "./effect-operations.ts";
 import { RunFindPayloadSchema, RunFindReceiptSchema } from "./run-find.ts";
@@ -85,6 +90,8 @@ export const HOST_OPERATIONS = [
   "controller.apply",
   "controller.reconcile",
   "controller.delete",
+  "controller.bind",
+  "controller.unbind",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -117,6 +124,8 @@ export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperati
   "controller.apply",
   "controller.reconcile",
   "controller.delete",
+  "controller.bind",
+  "controller.unbind",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -306,6 +315,18 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: ControllerDeletePayloadSchema,
     receipt: ControllerDeleteReceiptSchema,
+  },
+  "controller.bind": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ControllerBindPayloadSchema,
+    receipt: ControllerBindReceiptSchema,
+  },
+  "controller.unbind": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ControllerUnbindPayloadSchema,
+    receipt: ControllerUnbindReceiptSchema,
   },
   "host.status": {
     runId: "forbidden",

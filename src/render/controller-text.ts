@@ -7,6 +7,7 @@ import type { OperationReceipt } from "../protocol/host-operations.ts";
 
 type GetReceipt = OperationReceipt<"controller.get">;
 type ListReceipt = OperationReceipt<"controller.list">;
+type Summary = GetReceipt["controller"];
 type Resource = GetReceipt["resource"];
 type Queue = GetReceipt["queue"];
 
@@ -68,6 +69,8 @@ export function formatResourceDetail(detail: GetReceipt, now: number): string {
       }; apply a resource again once the source is right`,
     );
   }
+  const binding = bindingText(detail.controller);
+  if (binding) lines.push(binding);
   lines.push(`spec: ${value(resource.spec)}`);
   lines.push(`status: ${value(resource.status.controllerStatus)}`);
   for (const c of resource.status.conditions) {
@@ -92,7 +95,7 @@ export function formatResourceDetail(detail: GetReceipt, now: number): string {
         w.runId ? `, run ${w.runId}` : ""
       }${w.blockedReason ? `, ${w.blockedReason}` : ""})${
         w.error ? ` ${w.error.code}: ${w.error.message}` : ""
-      }`,
+      }${w.blockedDetail ? `: ${w.blockedDetail}` : ""}`,
     );
   }
   for (const e of detail.effects) lines.push(`effect ${e.kind} ${e.effectId}: ${e.state}`);
@@ -114,6 +117,8 @@ export function formatControllerList(receipt: ListReceipt, now: number): string 
         c.resources === 1 ? "" : "s"
       }${c.blockedReason ? `  blocked: ${c.blockedReason}` : ""}`,
     );
+    const binding = bindingText(c);
+    if (binding) lines.push(`  ${binding}`);
   }
   for (const r of receipt.resources) {
     lines.push(
@@ -123,6 +128,36 @@ export function formatControllerList(receipt: ListReceipt, now: number): string 
     );
   }
   return lines.join("\n");
+}
+
+/** The controller's approved session binding, by id and time (never the session). */
+function bindingText(c: Summary): string | null {
+  const b = c.sessionBinding;
+  return b
+    ? `session binding ${b.bindingId}: approved ${
+      new Date(b.approvedAt).toISOString()
+    } (interactive child runs use that Pi session)`
+    : null;
+}
+
+export function formatBound(receipt: OperationReceipt<"controller.bind">): string {
+  if (receipt.unchanged) {
+    return `This session is already approved for ${receipt.controller}'s interactive child runs (${receipt.bindingId})`;
+  }
+  return `Approved this session for ${receipt.controller}'s interactive child runs (${receipt.bindingId}${
+    receipt.replaced ? "; the session approved before is revoked" : ""
+  }); revoke with /controller unbind ${receipt.controller}`;
+}
+
+export function formatUnbound(receipt: OperationReceipt<"controller.unbind">): string {
+  const n = receipt.activeChildRuns;
+  return `Revoked session binding ${receipt.bindingId} of ${receipt.controller}${
+    n > 0
+      ? `; ${n} child run${n === 1 ? "" : "s"} already started there go${
+        n === 1 ? "es" : ""
+      } on (cancel with pi-workflows cancel <runId>)`
+      : ""
+  }`;
 }
 
 /** A reconcile due later than this counts as the resource having settled for now. */

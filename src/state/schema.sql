@@ -18,7 +18,8 @@
 --   effects      effects, effect_attempts            transitions/effects.ts, common.ts (stops),
 --                                                   controllers/reconcile-effects.ts
 --   controllers  controllers, controller_resources, controller_queue, controller_workers,
---                controller_workflow_requests, controller_events
+--                controller_workflow_requests, controller_events,
+--                controller_session_bindings
 --                                                   controllers/*.ts (one function per transition)
 --   pi messages  notifications, turn_intents         transitions/notifications.ts, turn-intents.ts
 --                                                   (also called by node, terminal and cancel
@@ -620,8 +621,27 @@ CREATE TABLE controller_workers (
 CREATE UNIQUE INDEX controller_workers_one_active ON controller_workers (controller_id)
 WHERE status IN ('starting', 'live');
 
+-- Approved session bindings (spec "Controllers"): a person in a Pi session approved, from that
+-- session (`/controller bind`), that this controller's interactive child runs use it as their
+-- origin session. `session_id` is private: never in receipts, status, events or logs. At most one
+-- live binding per controller; a new approval revokes the old one in its transaction. Revoking
+-- stops new child runs from using it; runs already started keep their origin session.
+CREATE TABLE controller_session_bindings (
+  binding_id TEXT PRIMARY KEY,
+  controller_id TEXT NOT NULL REFERENCES controllers (controller_id),
+  session_id TEXT NOT NULL,
+  approved_at INTEGER NOT NULL,
+  revoked_at INTEGER,
+  CHECK (revoked_at IS NULL OR revoked_at >= approved_at)
+);
+CREATE UNIQUE INDEX controller_session_bindings_live ON controller_session_bindings (controller_id)
+WHERE revoked_at IS NULL;
+
 -- Child workflow requests of a resource, one per request key. `run_id` is the current attempt's
--- run (NULL until it is enqueued, or when resolving the workflow failed: `error_*`).
+-- run (NULL until it is enqueued, or when resolving the workflow failed: `error_*`). An
+-- `interactive` request runs in the controller's approved session (`binding_id`: the binding its
+-- run started under); without a live binding it waits `unsupportedInput`, while that session has
+-- another active run `sessionBusy` (`waiting_reason`, no run yet).
 CREATE TABLE controller_workflow_requests (
   request_id TEXT PRIMARY KEY,
   uid TEXT NOT NULL REFERENCES controller_resources (uid),
@@ -632,10 +652,17 @@ CREATE TABLE controller_workflow_requests (
   run_id TEXT UNIQUE REFERENCES runs (run_id),
   error_code TEXT,
   error_message TEXT,
+  interactive INTEGER NOT NULL CHECK (interactive IN (0, 1)),
+  binding_id TEXT REFERENCES controller_session_bindings (binding_id),
+  waiting_reason TEXT CHECK (waiting_reason IS NULL OR waiting_reason IN ('unsupportedInput', 'sessionBusy')),
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
-  UNIQUE (uid, request_key)
+  UNIQUE (uid, request_key),
+  CHECK (waiting_reason IS NULL OR (interactive = 1 AND run_id IS NULL)),
+  CHECK (binding_id IS NULL OR (interactive = 1 AND run_id IS NOT NULL))
 );
+CREATE INDEX controller_workflow_requests_waiting ON controller_workflow_requests (waiting_reason)
+WHERE waiting_reason IS NOT NULL;
 
 -- Immutable history per resource (payloads are ids, states and codes; never specs or outputs).
 CREATE TABLE controller_events (
@@ -673,4 +700,24 @@ BEGIN
     json_object('requestId', w.request_id, 'runId', NEW.run_id), NEW.updated_at
   FROM controller_workflow_requests w JOIN controller_resources r ON r.uid = w.uid
   WHERE w.run_id = NEW.run_id AND r.removed_at IS NULL;
+END;
+
+-- An interactive run that ends frees its origin session: controller children that wait for that
+-- session (`sessionBusy`, under the live binding of their controller) ask for their parent's
+-- reconcile, which starts them. The EXISTS keeps this to one index probe per run transition.
+CREATE TRIGGER controller_session_freed AFTER UPDATE OF state ON runs
+WHEN NEW.state <> OLD.state AND NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled') AND
+  EXISTS (SELECT 1 FROM controller_workflow_requests WHERE waiting_reason = 'sessionBusy')
+BEGIN
+  UPDATE controller_queue SET
+    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.updated_at)
+      ELSE NEW.updated_at END,
+    pending = 1, version = version + 1, updated_at = NEW.updated_at
+  WHERE uid IN (
+    SELECT w.uid FROM controller_workflow_requests w
+    JOIN controller_resources r ON r.uid = w.uid
+    JOIN controller_session_bindings b ON b.controller_id = r.controller_id AND b.revoked_at IS NULL
+    JOIN run_bindings rb ON rb.run_id = NEW.run_id AND rb.origin_session_id = b.session_id
+    WHERE w.waiting_reason = 'sessionBusy'
+  );
 END;

@@ -49,6 +49,12 @@ describe("pi-workflows controller arguments", () => {
     expect(parseControllerCommand(["reconcile", "c", "k", "--effect", "effect-1", "--not-applied"]))
       .toMatchObject({ resolveEffect: { effectId: "effect-1", verdict: "notApplied" } });
     expect(parseControllerCommand(["reconcile", "c", "k"])).toMatchObject({ resolveEffect: null });
+    expect(parseControllerCommand(["unbind", "asker", "--json"])).toMatchObject({
+      action: "unbind",
+      controller: "asker",
+      key: null,
+      json: true,
+    });
     expect(parseControllerCommand(["--help"])).toBeNull();
   });
 
@@ -72,6 +78,13 @@ describe("pi-workflows controller arguments", () => {
       [["reconcile", "c", "k", "--effect", "e", "--applied", "{"], /^Invalid --applied/],
       [["apply", "c", "k", "--digest", "sha256:x"], /^Invalid --digest/],
       [["delete", "c", "k", "--expect-version", "1.5"], /^Invalid --expect-version/],
+      [["unbind"], /^Missing argument for 'controller unbind': give <controller>/],
+      [["unbind", "c", "k"], /^Unexpected argument 'k'/],
+      [["unbind", "c", "--wait"], /^Option --wait is not for 'controller unbind'/],
+      [
+        ["bind", "asker"],
+        /^A session binding is approved inside the Pi session .*\/controller bind asker/,
+      ],
     ];
     for (const [args, pattern] of cases) {
       let error: unknown;

@@ -526,7 +526,7 @@ describe("child workflows", () => {
         workflow: "copy",
         inputFingerprint: "sha256:other",
       })
-    ).toThrow(/already used with another workflow or input/);
+    ).toThrow(/already used with another workflow, input or interactive flag/);
     const second = ensureChildRequest(f.store, c.claim, {
       uid: c.uid,
       requestKey: "sync-2",

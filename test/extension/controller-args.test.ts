@@ -54,6 +54,11 @@ describe("/controller arguments", () => {
       key: "k",
       expectVersion: null,
     });
+    expect(parseControllerArgs("bind asker")).toEqual({ action: "bind", controller: "asker" });
+    expect(parseControllerArgs(" unbind  asker ")).toEqual({
+      action: "unbind",
+      controller: "asker",
+    });
   });
 
   it("refuses bad input with one actionable line", () => {
@@ -76,6 +81,9 @@ describe("/controller arguments", () => {
       ["reconcile c k --effect e --applied", /^Missing receipt JSON after --applied$/],
       ["reconcile c k --effect e --applied {x", /^Invalid receipt JSON: /],
       ["delete c k --effect e --not-applied", /^Unknown option --effect: Usage/],
+      ["bind", /^Missing argument: \/controller bind <controller>$/],
+      ["unbind a b", /^Too many arguments for \/controller unbind$/],
+      ["bind Bad_Name", /^Invalid controller name: /],
     ];
     for (const [args, pattern] of cases) {
       let error: unknown;

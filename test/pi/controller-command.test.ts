@@ -1,8 +1,9 @@
 /**
  * `/controller` in the real Pi (the installed extension, a host it starts on demand): apply the
  * file-sync example with a spec, a notice when it settled, list and get it, a reconcile after an
- * edit, delete waiting for its finalizer, and one-line refusals (bad arguments, an unknown
- * controller, a stale compare-and-set).
+ * edit, delete waiting for its finalizer, bind and unbind this session (its own session id reaches
+ * the state, no view shows it), and one-line refusals (bad arguments, an unknown controller, a
+ * stale compare-and-set).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
@@ -11,6 +12,8 @@ import { join } from "node:path";
 import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { queryAll } from "../../src/state/store.ts";
+import { withStore } from "../interactive/fixtures.ts";
 
 const CLI = join(REPO_ROOT, "src/cli/main.ts");
 
@@ -97,6 +100,33 @@ describe("/controller", () => {
     expect(deleted.at(-1)).toBe("info: Deleted file-sync/notes");
     expect(existsSync(target)).toBe(false);
   }, 240_000);
+
+  it(
+    "approves this session for the controller's interactive children, and revokes it",
+    async () => {
+      const state = await pi.command({ type: "get_state" });
+      const sessionId = (state.data as { sessionId: string }).sessionId;
+      const [bound] = await controller("bind file-sync", /^/);
+      expect(bound).toMatch(
+        /^info: Approved this session for file-sync's interactive child runs \(sbind[^;]*\); revoke with \/controller unbind file-sync$/,
+      );
+      // The extension sent its own session id; the host keeps it in the state only.
+      const rows = withStore(sandbox.stateDir, (store) =>
+        queryAll<{ session_id: string }>(
+          store,
+          "SELECT session_id FROM controller_session_bindings WHERE revoked_at IS NULL",
+        ));
+      expect(rows).toEqual([{ session_id: sessionId }]);
+      const [listed] = await controller("list file-sync", /^/);
+      expect(listed).toContain("session binding sbind");
+      expect(listed).not.toContain(sessionId);
+      const [unbound] = await controller("unbind file-sync", /^/);
+      expect(unbound).toMatch(/^info: Revoked session binding sbind\S* of file-sync$/);
+      const [again] = await controller("unbind file-sync", /^/);
+      expect(again).toMatch(/^error: \/controller: not found: .*no approved session binding/);
+    },
+    60_000,
+  );
 
   it("refuses bad input in one line", async () => {
     const cases: [string, RegExp][] = [

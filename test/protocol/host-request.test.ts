@@ -126,6 +126,16 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { cwd: "relative", controller: "nightly", key: "a" },
     badPath: "payload.cwd",
   },
+  "controller.bind": {
+    good: { cwd: "/srv/p", controller: "nightly", sessionId: "sess-1" },
+    bad: { cwd: "/srv/p", controller: "nightly", sessionId: "" },
+    badPath: "payload.sessionId",
+  },
+  "controller.unbind": {
+    good: { cwd: "/srv/p", controller: "nightly" },
+    bad: { cwd: "/srv/p", controller: "Nightly!" },
+    badPath: "payload.controller",
+  },
   "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
   "host.stop": { good: {}, bad: [], badPath: "payload" },
   "effect.resolve": {

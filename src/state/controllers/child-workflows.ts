@@ -3,7 +3,10 @@
  * its current attempt is an ordinary run in the global queue (headless binding), linked by
  * `run_id`. A cancelled child is `interrupted` and the next ensure starts attempt + 1; a failed
  * one stays failed (the controller decides, e.g. with a new key). Completion enqueues the parent
- * through the `controller_child_settled` trigger.
+ * through the `controller_child_settled` trigger. An `interactive` request's run is bound to the
+ * controller's approved session (session-bindings.ts), checked in the enqueue transaction; without
+ * one, or while that session has another active run, the request waits without a run and the
+ * approval (or the `controller_session_freed` trigger) asks for the parent's reconcile.
  */
 import type { ChildWorkflowRef, ChildWorkflowState } from "../../protocol/controller-resource.ts";
 import type { Claim } from "../claims.ts";
@@ -13,6 +16,16 @@ import { appendControllerEvent } from "./controller-records.ts";
 import { readPinnedController } from "./controller-workers.ts";
 import { ControllerRefusal, resourceLabel } from "./errors.ts";
 import { reconcileWrite } from "./reconcile-claims.ts";
+import { sessionReservation } from "../interaction-queries.ts";
+import { liveSessionBinding } from "./session-bindings.ts";
+
+/** Why an interactive request waits without a run, as `blockedDetail` explains it. */
+const WAITING_DETAIL = {
+  unsupportedInput: "This controller has no approved session binding: approve one in the Pi " +
+    "session that should run it with /controller bind <controller>",
+  sessionBusy: "The approved Pi session has another active workflow run; this child starts " +
+    "when that run ends",
+} as const;
 
 interface RequestRow {
   request_id: string;
@@ -22,19 +35,25 @@ interface RequestRow {
   run_id: string | null;
   error_code: string | null;
   error_message: string | null;
+  interactive: number;
+  waiting_reason: keyof typeof WAITING_DETAIL | null;
   run_state: string | null;
   blocked_reason: string | null;
+  blocked_detail: string | null;
   run_error_code: string | null;
   run_error_message: string | null;
 }
 
 const REQUEST_SELECT = "SELECT w.request_id, w.workflow, w.input_fingerprint, w.attempt, " +
-  "w.run_id, w.error_code, w.error_message, r.state AS run_state, r.blocked_reason, " +
+  "w.run_id, w.error_code, w.error_message, w.interactive, w.waiting_reason, " +
+  "r.state AS run_state, r.blocked_reason, r.blocked_detail, " +
   "r.error_code AS run_error_code, r.error_message AS run_error_message " +
   "FROM controller_workflow_requests w LEFT JOIN runs r ON r.run_id = w.run_id";
 
 function childState(row: RequestRow): ChildWorkflowState {
-  if (row.run_id === null) return row.error_code !== null ? "failed" : "pending";
+  if (row.run_id === null) {
+    return row.error_code !== null ? "failed" : row.waiting_reason !== null ? "waiting" : "pending";
+  }
   const blocked = row.blocked_reason !== null;
   switch (row.run_state) {
     case "queued":
@@ -55,13 +74,17 @@ function childState(row: RequestRow): ChildWorkflowState {
 function toRef(row: RequestRow): ChildWorkflowRef {
   const state = childState(row);
   const code = row.error_code ?? row.run_error_code;
+  const blockedReason = row.waiting_reason ?? row.blocked_reason;
+  const blockedDetail = row.waiting_reason !== null
+    ? WAITING_DETAIL[row.waiting_reason]
+    : row.blocked_detail;
   return {
     requestId: row.request_id,
     ...(row.run_id !== null ? { runId: row.run_id } : {}),
     state,
     attempt: row.attempt,
-    ...(state === "waiting" && row.blocked_reason !== null
-      ? { blockedReason: row.blocked_reason }
+    ...(state === "waiting" && blockedReason !== null
+      ? { blockedReason, ...(blockedDetail ? { blockedDetail } : {}) }
       : {}),
     ...(state === "failed" && code !== null
       ? { error: { code, message: row.error_message ?? row.run_error_message ?? "" } }
@@ -81,6 +104,8 @@ export interface EnsureChildRequestOptions {
   requestKey: string;
   workflow: string;
   inputFingerprint: string;
+  /** Run it in the controller's approved session (default false). */
+  interactive?: boolean;
 }
 
 /** The request as it stands, and whether the caller must resolve and start its next run. */
@@ -104,14 +129,15 @@ export function ensureChildRequest(
       execute(
         store,
         "INSERT INTO controller_workflow_requests (request_id, uid, request_key, workflow, " +
-          "input_fingerprint, attempt, created_at, updated_at) VALUES (:requestId, :uid, " +
-          ":requestKey, :workflow, :fingerprint, 1, :now, :now)",
+          "input_fingerprint, attempt, interactive, created_at, updated_at) VALUES (:requestId, " +
+          ":uid, :requestKey, :workflow, :fingerprint, 1, :interactive, :now, :now)",
         {
           requestId,
           uid: opts.uid,
           requestKey: opts.requestKey,
           workflow: opts.workflow,
           fingerprint: opts.inputFingerprint,
+          interactive: opts.interactive ? 1 : 0,
           now,
         },
       );
@@ -122,18 +148,22 @@ export function ensureChildRequest(
       return { kind: "start", requestId, attempt: 1 };
     }
     if (
-      existing.workflow !== opts.workflow || existing.input_fingerprint !== opts.inputFingerprint
+      existing.workflow !== opts.workflow ||
+      existing.input_fingerprint !== opts.inputFingerprint ||
+      (existing.interactive === 1) !== (opts.interactive === true)
     ) {
       throw new ControllerRefusal(
         "rejected",
         "requestKeyReused",
         `Workflow request key ${opts.requestKey} of ${
           resourceLabel(row.name, row.resource_key)
-        } was already used with another workflow or input: use a new key for a new request`,
+        } was already used with another workflow, input or interactive flag: use a new key for ` +
+          "a new request",
       );
     }
     const ref = toRef(existing);
-    if (ref.state === "pending" && existing.run_id === null) {
+    // Not started yet (also a request waiting for its session): try again now.
+    if (existing.run_id === null && existing.error_code === null) {
       return { kind: "start", requestId: existing.request_id, attempt: existing.attempt };
     }
     if (ref.state !== "interrupted") return { kind: "existing", ref };
@@ -156,7 +186,7 @@ export interface StartChildRunOptions {
   uid: string;
   requestId: string;
   attempt: number;
-  /** The resolved run (headless; no receipt: the reconcile's claim authorizes it). */
+  /** The resolved run (no receipt: the reconcile's claim authorizes it). */
   run: Omit<EnqueueRunOptions, "binding" | "receipt" | "runId">;
   /** A child that cannot run headless is enqueued blocked with this reason and detail. */
   blocked?: { reason: "unsupportedInput"; detail: string };
@@ -164,7 +194,8 @@ export interface StartChildRunOptions {
 
 /**
  * Enqueues the request's run for `attempt` (at most once: a racing caller that finds the run
- * already started gets that run).
+ * already started gets that run). An interactive request's run is bound to the controller's
+ * live session binding, or the request waits (no run) for a binding or for its session.
  */
 export function startChildRun(
   store: StateStore,
@@ -174,11 +205,32 @@ export function startChildRun(
   return reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
     const current = requireRequest(store, opts.requestId);
     if (current.run_id !== null || current.attempt !== opts.attempt) return toRef(current);
-    const pi = readPinnedController(store, row.controller_id)?.pi ?? null;
-    const { runId } = enqueueRunInTx(store, {
-      ...opts.run,
-      binding: { executionMode: "headless", ...(pi ? { pi } : {}) },
-    }, now);
+    let binding: EnqueueRunOptions["binding"];
+    let bindingId: string | null = null;
+    if (current.interactive === 1) {
+      const session = liveSessionBinding(store, row.controller_id);
+      const waiting = !session
+        ? "unsupportedInput"
+        : sessionReservation(store, session.sessionId)
+        ? "sessionBusy"
+        : null;
+      if (waiting !== null) {
+        if (current.waiting_reason !== waiting) {
+          setWaiting(store, opts.requestId, waiting, now);
+          appendControllerEvent(store, opts.uid, row.resource_version, "workflow.waiting", {
+            requestId: opts.requestId,
+            reason: waiting,
+          }, now);
+        }
+        return toRef(requireRequest(store, opts.requestId));
+      }
+      binding = { executionMode: "interactive", originSessionId: session!.sessionId };
+      bindingId = session!.bindingId;
+    } else {
+      const pi = readPinnedController(store, row.controller_id)?.pi ?? null;
+      binding = { executionMode: "headless", ...(pi ? { pi } : {}) };
+    }
+    const { runId } = enqueueRunInTx(store, { ...opts.run, binding }, now);
     if (opts.blocked) {
       execute(
         store,
@@ -188,15 +240,16 @@ export function startChildRun(
     }
     execute(
       store,
-      "UPDATE controller_workflow_requests SET run_id = :runId, updated_at = :now " +
-        "WHERE request_id = :requestId",
-      { requestId: opts.requestId, runId, now },
+      "UPDATE controller_workflow_requests SET run_id = :runId, binding_id = :bindingId, " +
+        "waiting_reason = NULL, updated_at = :now WHERE request_id = :requestId",
+      { requestId: opts.requestId, runId, bindingId, now },
     );
     appendControllerEvent(store, opts.uid, row.resource_version, "workflow.started", {
       requestId: opts.requestId,
       runId,
       attempt: opts.attempt,
       ...(opts.blocked ? { blocked: opts.blocked.reason } : {}),
+      ...(bindingId !== null ? { bindingId } : {}),
     }, now);
     return toRef(requireRequest(store, opts.requestId));
   });
@@ -233,6 +286,20 @@ export function failChildRequest(
     }, now);
     return toRef(requireRequest(store, opts.requestId));
   });
+}
+
+function setWaiting(
+  store: StateStore,
+  requestId: string,
+  reason: keyof typeof WAITING_DETAIL,
+  now: number,
+): void {
+  execute(
+    store,
+    "UPDATE controller_workflow_requests SET waiting_reason = :reason, updated_at = :now " +
+      "WHERE request_id = :requestId",
+    { requestId, reason, now },
+  );
 }
 
 function requireRequest(store: StateStore, requestId: string): RequestRow {

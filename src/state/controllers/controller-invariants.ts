@@ -60,4 +60,23 @@ export const CONTROLLER_CHECKS: ControllerCheck[] = [
       "HAVING MAX(e.resource_version) > r.resource_version OR r.generation > r.resource_version",
     detail: (r) => `resource ${r.uid} is at version ${r.resource_version}, events reach ${r.m}`,
   },
+  {
+    code: "sessionBindingMismatch",
+    // A child started under a binding runs interactively in exactly that binding's session, and
+    // the binding belongs to the child's own controller. (Details name ids, never sessions.)
+    sql: "SELECT w.request_id, w.run_id FROM controller_workflow_requests w JOIN " +
+      "controller_session_bindings b ON b.binding_id = w.binding_id JOIN controller_resources r " +
+      "ON r.uid = w.uid LEFT JOIN run_bindings rb ON rb.run_id = w.run_id WHERE " +
+      "b.controller_id <> r.controller_id OR rb.execution_mode IS NOT 'interactive' OR " +
+      "rb.origin_session_id IS NOT b.session_id",
+    detail: (r) =>
+      `child run ${r.run_id} of request ${r.request_id} does not run in its binding's session`,
+  },
+  {
+    code: "interactiveChildHeadless",
+    sql: "SELECT w.request_id, w.run_id FROM controller_workflow_requests w JOIN run_bindings rb " +
+      "ON rb.run_id = w.run_id WHERE w.interactive = 1 AND (w.binding_id IS NULL OR " +
+      "rb.execution_mode <> 'interactive')",
+    detail: (r) => `interactive request ${r.request_id} has run ${r.run_id} without its binding`,
+  },
 ];

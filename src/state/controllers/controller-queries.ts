@@ -87,6 +87,8 @@ export interface ControllerSummary {
   blockedReason: string | null;
   blockedDetail: string | null;
   resources: number;
+  /** The live approved session binding (binding id and time only), or null. */
+  sessionBinding: { bindingId: string; approvedAt: number } | null;
 }
 
 /** The controllers of a project with their live resource counts, by name. */
@@ -97,11 +99,15 @@ export function listControllers(store: StateStore, projectPath: string): Control
     blocked_reason: string | null;
     blocked_detail: string | null;
     resources: number;
+    binding_id: string | null;
+    approved_at: number | null;
   }>(
     store,
     "SELECT c.name, c.source_digest, c.blocked_reason, c.blocked_detail, (SELECT COUNT(*) FROM " +
       "controller_resources r WHERE r.controller_id = c.controller_id AND r.removed_at IS NULL) " +
-      "AS resources FROM controllers c WHERE c.project_path = :projectPath ORDER BY c.name",
+      "AS resources, b.binding_id, b.approved_at FROM controllers c LEFT JOIN " +
+      "controller_session_bindings b ON b.controller_id = c.controller_id AND b.revoked_at IS " +
+      "NULL WHERE c.project_path = :projectPath ORDER BY c.name",
     { projectPath },
   ).map((r) => ({
     name: r.name,
@@ -109,6 +115,9 @@ export function listControllers(store: StateStore, projectPath: string): Control
     blockedReason: r.blocked_reason,
     blockedDetail: r.blocked_detail,
     resources: r.resources,
+    sessionBinding: r.binding_id === null
+      ? null
+      : { bindingId: r.binding_id, approvedAt: r.approved_at ?? 0 },
   }));
 }
 

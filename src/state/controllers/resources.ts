@@ -336,7 +336,7 @@ function resourceCommand<R extends { resource: ControllerResource }>(
   });
 }
 
-function recordReceipt<R>(
+export function recordReceipt<R>(
   store: StateStore,
   receipt: ControllerReceipt<R> | undefined,
   result: R,

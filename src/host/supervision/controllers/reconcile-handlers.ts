@@ -95,15 +95,17 @@ async function ensureChildWorkflow(
   deps: ReconcileHandlerDeps,
   worker: ControllerWorker,
   reconcile: ActiveReconcile,
-  request: { requestKey: string; workflow: string; input: JsonValue },
+  request: { requestKey: string; workflow: string; input: JsonValue; interactive?: boolean },
 ): Promise<JsonValue> {
   const { store } = ctx;
   const { claim, uid } = reconcile;
+  const interactive = request.interactive === true;
   const decision = ensureChildRequest(store, claim, {
     uid,
     requestKey: request.requestKey,
     workflow: request.workflow,
     inputFingerprint: fingerprint(request.input),
+    interactive,
   });
   if (decision.kind === "existing") return decision.ref;
   const resolved = await deps.resolveWorkflow({
@@ -118,8 +120,9 @@ async function ensureChildWorkflow(
       error: { code: resolved.code, message: resolved.message },
     });
   }
+  // An interactive child's agent steps run in its session, so only a headless one needs Pi.
   if (
-    resolved.needsAgent && !resolved.needsInteractive &&
+    !interactive && resolved.needsAgent && !resolved.needsInteractive &&
     !readPinnedController(store, worker.controllerId)?.pi
   ) {
     return failChildRequest(store, claim, {
@@ -144,12 +147,13 @@ async function ensureChildWorkflow(
       input: resolved.input as JsonValue,
       inputHash: resolved.inputHash,
     },
-    ...(resolved.needsInteractive
+    ...(resolved.needsInteractive && !interactive
       ? {
         blocked: {
           reason: "unsupportedInput" as const,
           detail: `Workflow "${resolved.workflowName}" has an assistant-message step, which ` +
-            "needs an origin Pi session; a controller's child runs headless (cancel this run)",
+            "needs an origin Pi session; this child was not ensured with interactive: true " +
+            "(cancel this run)",
         },
       }
       : {}),
