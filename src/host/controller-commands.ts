@@ -21,13 +21,17 @@ import { resourceNotFound } from "../state/controllers/errors.ts";
 import {
   applyResource,
   type ApplyResourceResult,
+  type ControllerReceipt,
   requestDeletion,
   requestReconcile,
   type ResourceCommandOptions,
 } from "../state/controllers/resources.ts";
 import {
+  type ApproveBindingResult,
   approveSessionBinding,
+  type RevokeBindingResult,
   revokeSessionBinding,
+  type SessionBindingTarget,
 } from "../state/controllers/session-bindings.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { describeSourceChanges, verifySourceIdentity } from "../workflows/sources/identity.ts";
@@ -224,41 +228,40 @@ export const deleteControllerCommand = resourceCommand(
 );
 
 /**
- * `controller.bind`: the session named in the payload approves itself for the controller's
- * interactive child runs. The session id goes to the state only; the log names the controller.
+ * `controller.bind` (the session named in the payload approves itself for the controller's
+ * interactive child runs) and `controller.unbind`, each one transition with its receipt. The
+ * session id goes to the state only; the log names the controller.
  */
-export function bindControllerCommand(
-  rt: HostRuntime,
-  request: HostRequest,
-  receipt: CommandReceiptInput,
-): HostResponse {
-  const payload = request.payload as Payload<"controller.bind">;
-  const projectPath = projectOf(payload.cwd);
-  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
-  const result = approveSessionBinding(rt.store, {
-    projectPath,
-    name: payload.controller,
-    sessionId: payload.sessionId,
-    receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
-  });
-  rt.log("controller.sessionBound", { controller: result.controller, replaced: result.replaced });
-  if (!result.unchanged) rt.supervision.controllers.wake();
-  return answer(rt, request, result as unknown as JsonValue);
+function bindingCommand<R>(
+  run: (
+    rt: HostRuntime,
+    payload: Payload<"controller.bind" | "controller.unbind">,
+    target: SessionBindingTarget & { receipt: ControllerReceipt<R> },
+  ) => R,
+) {
+  return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
+    const payload = request.payload as Payload<"controller.bind" | "controller.unbind">;
+    const projectPath = projectOf(payload.cwd);
+    if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
+    const result = run(rt, payload, {
+      projectPath,
+      name: payload.controller,
+      receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
+    });
+    return answer(rt, request, result as unknown as JsonValue);
+  };
 }
 
-export function unbindControllerCommand(
-  rt: HostRuntime,
-  request: HostRequest,
-  receipt: CommandReceiptInput,
-): HostResponse {
-  const payload = request.payload as Payload<"controller.unbind">;
-  const projectPath = projectOf(payload.cwd);
-  if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
-  const result = revokeSessionBinding(rt.store, {
-    projectPath,
-    name: payload.controller,
-    receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
-  });
+export const bindControllerCommand = bindingCommand<ApproveBindingResult>((rt, payload, target) => {
+  const sessionId = (payload as Payload<"controller.bind">).sessionId;
+  const result = approveSessionBinding(rt.store, { ...target, sessionId });
+  rt.log("controller.sessionBound", { controller: result.controller, replaced: result.replaced });
+  if (!result.unchanged) rt.supervision.controllers.wake();
+  return result;
+});
+
+export const unbindControllerCommand = bindingCommand<RevokeBindingResult>((rt, _, target) => {
+  const result = revokeSessionBinding(rt.store, target);
   rt.log("controller.sessionUnbound", { controller: result.controller });
-  return answer(rt, request, result as unknown as JsonValue);
-}
+  return result;
+});

@@ -105,12 +105,16 @@ interface Status {
 async function statusOf(key: string): Promise<Status> {
   const got = await call("controller.get", { cwd: project, controller: "asker", key });
   expect(got.outcome).toBe("accepted");
-  return (got.receipt as { resource: { status: { controllerStatus: Status } } }).resource.status
-    .controllerStatus;
+  return (got.receipt as unknown as { resource: { status: { controllerStatus: Status } } })
+    .resource.status.controllerStatus;
 }
 
-function waitStatus(key: string, accept: (s: Status) => boolean, what: string) {
-  return waitFor(
+async function waitStatus(
+  key: string,
+  accept: (s: Status) => boolean,
+  what: string,
+): Promise<Status> {
+  return (await waitFor<Status | false>(
     async () => {
       const s = await statusOf(key);
       return accept(s) && s;
@@ -118,7 +122,7 @@ function waitStatus(key: string, accept: (s: Status) => boolean, what: string) {
     what,
     40_000,
     100,
-  );
+  )) as Status;
 }
 
 describe("an approved session binding", () => {
