@@ -15,6 +15,7 @@ import { writeFrame } from "../../../protocol/framing.ts";
 import {
   CONTROLLER_LAUNCH_SCHEMA,
   CONTROLLER_PROTOCOL_VERSION,
+  CONTROLLER_PUSH_SCHEMA,
   type ControllerLaunch,
 } from "../../../protocol/controller-worker.ts";
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
@@ -22,7 +23,9 @@ import type { HostContext } from "../api.ts";
 import { childEnvironment } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import { formatStartIdentity, type ProcessIdentity } from "../../../os/process-identity.ts";
+import { stopProcessGroup } from "../../../os/stop-group.ts";
 import { type SpawnedWorker, spawnWorkerProcess } from "../worker-process.ts";
+import type { Timers } from "./timers.ts";
 
 /** One reconcile the host has assigned to a controller worker. */
 export interface ActiveReconcile {
@@ -35,7 +38,7 @@ export interface ActiveReconcile {
   consecutiveErrors: number;
   /** The host committed the end of this claim (result, deadline, interruption). */
   ended: boolean;
-  timers: Set<ReturnType<typeof setTimeout>>;
+  timers: Timers;
 }
 
 export type ControllerWorkerStop = "idle" | "repinned" | "shutdown" | "stuck" | "startup";
@@ -58,7 +61,7 @@ export interface ControllerWorker {
   reconciles: Map<string, ActiveReconcile>;
   /** When it last had nothing to do (idle stop). */
   idleSince: number;
-  timers: Set<ReturnType<typeof setTimeout>>;
+  timers: Timers;
   /** Resolves once the process is gone and exit handling is done. */
   done: Promise<void>;
 }
@@ -136,4 +139,28 @@ export function launchControllerWorker(
     // The child died before reading: its exit is handled like a crash.
   });
   return worker;
+}
+
+/** Sends one host push frame (assign, abort) to the worker. */
+export function pushToWorker(worker: ControllerWorker, frame: Record<string, unknown>): void {
+  writeFrame(worker.spawned.channel, { schema: CONTROLLER_PUSH_SCHEMA, ...frame }).catch(() => {
+    // The worker is gone: its exit handling interrupts its reconciles.
+  });
+}
+
+/** Stops the worker's process group once (`stuck`: without the grace period). */
+export function stopControllerWorker(
+  ctx: HostContext,
+  worker: ControllerWorker,
+  reason: ControllerWorkerStop,
+): void {
+  if (worker.stopReason !== null) return;
+  worker.stopReason = reason;
+  ctx.log("controller.worker_stop", { controller: worker.controllerName, reason });
+  if (worker.identity) {
+    void stopProcessGroup(worker.identity, {
+      graceMs: ctx.options.killGraceMs,
+      immediate: reason === "stuck",
+    });
+  }
 }

@@ -1,0 +1,159 @@
+/**
+ * Controller worker processes, one per controller at its pinned digest, started on demand: the
+ * spawn (epoch, process group, registry), the channel hooks (ready, blocked, the reconciles'
+ * proposals, violations), and the exit: reconciles the worker still held are interrupted
+ * (applying effects back to pending; a crash counts as an error, so a crashing controller backs
+ * off) and the epoch's outcome is recorded.
+ */
+import {
+  blockController,
+  finishControllerWorker,
+  markControllerWorkerLive,
+  readPinnedController,
+} from "../../../state/controllers/controller-workers.ts";
+import type { ControllerMessage } from "../../../protocol/controller-worker.ts";
+import type { ResolveRequest, ResolveResult } from "../api.ts";
+import type { ProcessRegistry } from "../process-registry.ts";
+import { stopProcessGroup } from "../../../os/stop-group.ts";
+import { closeAfterDrain, OUTPUT_DRAIN_MS, removeEmptyLogs } from "../worker-process.ts";
+import { logError } from "../../host-log.ts";
+import {
+  type ActiveReconcile,
+  type ControllerWorker,
+  launchControllerWorker,
+  stopControllerWorker,
+} from "./controller-worker.ts";
+import { serveControllerChannel } from "./controller-session.ts";
+import { applyReconcileMessage } from "./reconcile-handlers.ts";
+import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
+import { clearAll, later } from "./timers.ts";
+
+export interface WorkerFleetDeps {
+  command: (args: string[]) => { command: string; args: string[] };
+  env: NodeJS.ProcessEnv;
+  registry: ProcessRegistry;
+  resolveWorkflow(request: ResolveRequest): Promise<ResolveResult>;
+  /** The run scheduler: a child run was enqueued. */
+  wakeRuns(): void;
+}
+
+/** Starts the controller's worker (null: no pinned controller, or it is blocked). */
+export type SpawnControllerWorker = (controllerId: string) => ControllerWorker | null;
+
+export function createWorkerSpawner(
+  fleet: Fleet,
+  holds: ReconcileHolds,
+  deps: WorkerFleetDeps,
+): SpawnControllerWorker {
+  const { ctx } = fleet;
+  const stop = (worker: ControllerWorker) => stopControllerWorker(ctx, worker, "stuck");
+
+  const hooks = {
+    onReady(worker: ControllerWorker, pid: number) {
+      if (worker.identity === null || worker.identity.pid !== pid) return false;
+      markControllerWorkerLive(ctx.store, worker.workerEpoch);
+      worker.ready = true;
+      clearAll(worker.timers);
+      markIdle(fleet, worker);
+      fleet.schedule();
+      return true;
+    },
+    onBlocked(worker: ControllerWorker, reason: "sourceChanged" | "loadFailed", detail: string) {
+      worker.blocked = true;
+      blockController(ctx.store, {
+        controllerId: worker.controllerId,
+        sourceDigest: worker.sourceDigest,
+        reason,
+        detail,
+      });
+      ctx.log("controller.blocked", { controller: worker.controllerName, reason });
+    },
+    onReconcileMessage(
+      worker: ControllerWorker,
+      reconcile: ActiveReconcile,
+      message: ControllerMessage,
+    ) {
+      return applyReconcileMessage(
+        ctx,
+        {
+          resolveWorkflow: deps.resolveWorkflow,
+          retryDelayMs: fleet.retryDelayMs,
+          wakeRuns: deps.wakeRuns,
+          onEnded: (w, r) => holds.release(w, r),
+        },
+        worker,
+        reconcile,
+        message as Parameters<typeof applyReconcileMessage>[4],
+      );
+    },
+    onLateFinish: holds.release,
+    onViolation(worker: ControllerWorker, detail: string) {
+      ctx.log("controller.worker_violation", { controller: worker.controllerName, detail });
+      stop(worker);
+    },
+  };
+
+  /** Interrupts what the worker still held and records the epoch's outcome. */
+  const settleExit = (
+    worker: ControllerWorker,
+    exit: { code: number | null; signal: NodeJS.Signals | null },
+  ) => {
+    const crashed = worker.stopReason === null && !worker.blocked;
+    holds.interruptHeld(worker, {
+      reason: crashed ? "workerCrashed" : `worker.${worker.stopReason ?? "exited"}`,
+      countsAsError: crashed || worker.stopReason === "stuck" || worker.stopReason === "startup",
+      retry: true,
+    });
+    worker.reconciles.clear();
+    holds.renewWhileHeld();
+    const stuck = worker.stopReason === "stuck" || worker.stopReason === "startup";
+    const ended = worker.stopReason !== null || worker.blocked || exit.code === 0;
+    try {
+      finishControllerWorker(ctx.store, {
+        workerEpoch: worker.workerEpoch,
+        status: stuck ? "timedOut" : ended ? "exited" : "crashed",
+        exitCode: exit.code,
+        signal: exit.signal,
+      });
+    } catch (error) {
+      ctx.log("controller.epoch_finish_failed", { error: logError(error) });
+    }
+    ctx.log("controller.worker_exit", {
+      controller: worker.controllerName,
+      code: exit.code,
+      signal: exit.signal,
+      crashed,
+    });
+  };
+
+  return (controllerId) => {
+    const pin = readPinnedController(ctx.store, controllerId);
+    if (!pin || pin.blockedReason !== null) return null;
+    const worker = launchControllerWorker(ctx, pin, {
+      command: deps.command,
+      env: deps.env,
+      onOutputExceeded: stop,
+    });
+    fleet.workers.set(controllerId, worker);
+    const identity = worker.identity;
+    if (identity) deps.registry.register({ identity, kind: "worker", runId: null });
+    later(worker.timers, ctx.options.workerStartupMs, () => {
+      if (!worker.ready) stopControllerWorker(ctx, worker, "startup");
+    });
+    const served = serveControllerChannel(worker, hooks);
+    worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
+      clearAll(worker.timers);
+      if (identity) {
+        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+        deps.registry.unregister(identity);
+      }
+      await closeAfterDrain(worker.spawned, OUTPUT_DRAIN_MS);
+      removeEmptyLogs(worker.spawned.logFiles);
+      settleExit(worker, exit);
+      if (fleet.workers.get(controllerId) === worker) fleet.workers.delete(controllerId);
+      fleet.schedule();
+    });
+    ctx.log("controller.worker_start", { controller: pin.name });
+    return worker;
+  };
+}
