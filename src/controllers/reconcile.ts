@@ -48,6 +48,11 @@ export interface ReconcilePorts {
   }): Promise<EffectReservation>;
   settleEffect(request: {
     effectId: string;
+    /**
+     * A read-back or idempotent effect: a crash before its settle commits repeats nothing, so
+     * the worker may send the settle with the reconcile's end (one host commit less).
+     */
+    foldable?: boolean;
     outcome: "applied" | "rejected";
     receipt?: JsonValue;
     error?: { code: string; message: string };
@@ -153,11 +158,16 @@ async function ensureEffect(
   }
   const { key, kind } = effect;
   const request = toJson(effect.request, "effect request");
+  const contract = effect.observe
+    ? "readBack"
+    : effect.idempotent
+    ? "idempotencyKey"
+    : "nonResumable";
   const reservation = await ports.reserveEffect({
     kind,
     key,
     requestFingerprint: fingerprint({ kind, key, request }),
-    contract: effect.observe ? "readBack" : effect.idempotent ? "idempotencyKey" : "nonResumable",
+    contract,
   });
   const done = (state: EffectResult["state"], receipt: JsonValue | null, adopted: boolean) => ({
     key,
@@ -193,7 +203,12 @@ async function ensureEffect(
     throw error;
   }
   const receipt = toJson(output ?? null, "effect receipt");
-  await ports.settleEffect({ effectId: reservation.effectId, outcome: "applied", receipt });
+  await ports.settleEffect({
+    effectId: reservation.effectId,
+    outcome: "applied",
+    receipt,
+    foldable: contract !== "nonResumable",
+  });
   return done("applied", receipt, false);
 }
 

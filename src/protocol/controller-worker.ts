@@ -136,7 +136,18 @@ export const CONTROLLER_PAYLOAD_SCHEMAS = {
     /** Run it in the controller's approved session (spec "Controllers"). */
     interactive: v.optional(v.boolean()),
   }),
-  "reconcile.finished": strictObject({ outcome: ReconcileOutcomeSchema }),
+  "reconcile.finished": strictObject({
+    outcome: ReconcileOutcomeSchema,
+    /**
+     * The settle of the effect applied last, when the reconcile returned right after its
+     * `ensure` answered: the host commits both in one transaction (one commit less).
+     */
+    settle: v.optional(strictObject({
+      effectId: OpaqueIdSchema,
+      outcome: v.literal("applied"),
+      receipt: v.optional(JsonValueSchema),
+    })),
+  }),
 } as const satisfies Record<ControllerMessageKind, v.GenericSchema<unknown, unknown>>;
 
 export type ControllerPayload<K extends ControllerMessageKind> = v.InferOutput<

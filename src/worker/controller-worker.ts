@@ -102,29 +102,68 @@ async function reconcileOne(
       throw error;
     }
   };
+  // A foldable settle (see ReconcilePorts) waits for the end of this event-loop turn: a
+  // reconcile that returns right after its `ensure` answered sends it inside
+  // `reconcile.finished`; any other proposal, or the next turn, sends it on its own first.
+  let deferred: DeferredSettle | null = null;
+  let settling: Promise<unknown> = Promise.resolve();
+  const flush = () => {
+    if (deferred) {
+      clearImmediate(deferred.timer);
+      settling = send("effect.settle", deferred.payload);
+      deferred = null;
+    }
+    return settling;
+  };
+  const proposal = async (
+    kind: ControllerMessageKind,
+    payload: Record<string, JsonValue | undefined>,
+  ) => {
+    await flush();
+    return await send(kind, payload);
+  };
   const outcome = await runReconcile(
     definition,
     assign.resource as never,
     {
-      reserveEffect: async (request) => (await send("effect.reserve", { ...request })) as never,
-      settleEffect: async (request) => {
-        await send("effect.settle", { ...request });
+      reserveEffect: async (request) => (await proposal("effect.reserve", { ...request })) as never,
+      settleEffect: async ({ foldable, ...request }) => {
+        if (!foldable || request.outcome !== "applied") {
+          await proposal("effect.settle", { ...request });
+          return;
+        }
+        await flush();
+        deferred = {
+          payload: { ...request },
+          timer: setImmediate(() => void flush().catch(() => {})),
+        };
       },
       ensureWorkflow: async (request) =>
-        (await send("workflow.ensure", { ...request })) as unknown as ChildWorkflowRef,
+        (await proposal("workflow.ensure", { ...request })) as unknown as ChildWorkflowRef,
     },
     abort.signal,
     () => Date.now(),
   );
+  const folded = deferred as DeferredSettle | null;
+  if (folded) clearImmediate(folded.timer);
+  else await settling.catch(() => {});
   if (abort.signal.reason instanceof ClaimLostStop) return;
   crashPoint("worker.reconcile.beforeFinish");
-  await send("reconcile.finished", { outcome: outcome as unknown as JsonValue }).catch(
+  await send("reconcile.finished", {
+    outcome: outcome as unknown as JsonValue,
+    ...(folded ? { settle: folded.payload as JsonValue } : {}),
+  }).catch(
     (error) => {
       if (!(error instanceof ClaimLostStop)) {
         process.stderr.write(`Controller worker: reconcile result refused: ${error}\n`);
       }
     },
   );
+}
+
+interface DeferredSettle {
+  payload: Record<string, JsonValue | undefined>;
+  timer: NodeJS.Immediate;
 }
 
 /** Proposals with stable ids; replies come back by id, several may be in flight. */

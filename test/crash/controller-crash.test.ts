@@ -53,6 +53,8 @@ export default defineController({
       observe: () => (count(a) > 0 ? { lines: count(a) } : null),
       apply: () => { appendFileSync(a, "applied\\n"); return { lines: count(a) }; },
     });
+    // A read-back effect the reconcile returns right after: its settle rides with the end.
+    if (resource.spec.fold) return ctx.settled({ controllerStatus: { a: first.state } });
     const second = await ctx.effects.ensure({
       key: "b", kind: "file.append", request: { b },
       apply: () => { appendFileSync(b, "applied\\n"); return { lines: count(b) }; },
@@ -179,6 +181,45 @@ async function crashAndRecover(point: string, expected: { b: number; state: stri
     closeStateStore(store);
   }
 }
+
+/** A settle folded into `reconcile.finished`: a crash before that commit applies nothing twice. */
+async function crashFolded(point: string, reached = true) {
+  const { root, stateDir, projectDir, store } = await project((dir) => ({
+    a: join(dir, "a.log"),
+    fold: true,
+  }));
+  try {
+    const env = {
+      PI_WORKFLOWS_CRASH_AT: point,
+      PI_WORKFLOWS_CRASH_ONCE: join(root, "crashed"),
+      PI_CODING_AGENT_DIR: join(root, "agent"),
+    };
+    const first = await runHost(stateDir, env, 45_000);
+    expect(existsSync(join(root, "crashed")), `${point} reached: ${reached}\n${first.stderr}`)
+      .toBe(reached);
+    if (point.startsWith("host.")) await runHost(stateDir, env, 45_000);
+    const done = detail(store, projectDir);
+    expect(done.queue, point).toMatchObject({ pending: false, reconciling: false });
+    expect(done.resource.status.controllerStatus, point).toEqual({ a: "applied" });
+    expect(lines(join(root, "a.log")), `${point}: a applied once`).toBe(1);
+    expect(done.effects.map((e) => e.state), point).toEqual(["applied"]);
+    expect(done.events.map((e) => e.type), point).toContain("effect.settled");
+    expect(checkInvariants(store), point).toEqual([]);
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+describe("a read-back effect's settle folded into the reconcile's end", () => {
+  it("SIGKILL of the worker or the host before that commit applies it once", async () => {
+    await Promise.all([
+      crashFolded("worker.reconcile.beforeFinish#1"),
+      crashFolded("host.reconcile.finished.beforeCommit#1"),
+      // Folded: no separate effect.settle is ever sent, so this point is never reached.
+      crashFolded("worker.effect.settle.beforeSend#1", false),
+    ]);
+  }, 150_000);
+});
 
 describe(`controller worker and host SIGKILL at ${CASES.length} points`, () => {
   const batches: (typeof CASES)[] = [];

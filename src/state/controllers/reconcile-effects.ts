@@ -15,7 +15,7 @@ import {
 } from "../transitions/effect-records.ts";
 import { appendControllerEvent, type ResourceRow } from "./controller-records.ts";
 import { ControllerRefusal, resourceLabel } from "./errors.ts";
-import { reconcileWrite } from "./reconcile-claims.ts";
+import { type ReconcileTx, reconcileWrite } from "./reconcile-claims.ts";
 
 export function controllerEffectKey(uid: string, kind: string, key: string): string {
   return [`controller:${uid}`, kind, key].join("\u0000");
@@ -78,28 +78,35 @@ export function settleReconcileEffect(
   claim: Claim,
   opts: SettleReconcileEffectOptions,
 ): void {
+  reconcileWrite(store, claim, opts.uid, (tx) => settleReconcileEffectInTx(store, tx, opts));
+}
+
+/** `settleReconcileEffect` inside the caller's reconcile write (a settle folded into the end). */
+export function settleReconcileEffectInTx(
+  store: StateStore,
+  { now, row }: ReconcileTx,
+  opts: SettleReconcileEffectOptions,
+): void {
   const receipt = opts.receipt === undefined ? null : encodeValue("effect receipt", opts.receipt);
-  reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
-    const settled = settleEffectInTx(store, {
-      effectId: opts.effectId,
-      owner: { resourceUid: opts.uid },
-      outcome: opts.outcome,
-      receiptJson: receipt,
-      errorCode: opts.errorCode ?? null,
-      now,
-    });
-    if (!settled) {
-      throw new ControllerRefusal(
-        "rejected",
-        "effectNotApplying",
-        `Effect ${opts.effectId} is not applying for ${resourceLabel(row.name, row.resource_key)}`,
-      );
-    }
-    appendControllerEvent(store, opts.uid, row.resource_version, "effect.settled", {
-      effectId: opts.effectId,
-      outcome: opts.outcome,
-    }, now);
+  const settled = settleEffectInTx(store, {
+    effectId: opts.effectId,
+    owner: { resourceUid: opts.uid },
+    outcome: opts.outcome,
+    receiptJson: receipt,
+    errorCode: opts.errorCode ?? null,
+    now,
   });
+  if (!settled) {
+    throw new ControllerRefusal(
+      "rejected",
+      "effectNotApplying",
+      `Effect ${opts.effectId} is not applying for ${resourceLabel(row.name, row.resource_key)}`,
+    );
+  }
+  appendControllerEvent(store, opts.uid, row.resource_version, "effect.settled", {
+    effectId: opts.effectId,
+    outcome: opts.outcome,
+  }, now);
 }
 
 /**

@@ -19,6 +19,10 @@ import { execute, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
 import { appendControllerEvent, bumpResourceVersion } from "./controller-records.ts";
 import {
+  settleReconcileEffectInTx,
+  type SettleReconcileEffectOptions,
+} from "./reconcile-effects.ts";
+import {
   endClaimInTx,
   markApplyingEffectsAmbiguous,
   reconcileWrite,
@@ -32,6 +36,11 @@ export interface FinishReconcileOptions {
   outcome: ReconcileOutcome;
   /** Backoff before the next attempt after an error (the host computes it, with jitter). */
   retryDelayMs: number;
+  /**
+   * The settle of the effect the reconcile applied last, folded into its end (the reconcile
+   * returned right after `ensure` answered): committed first, in the same transaction.
+   */
+  settle?: Omit<SettleReconcileEffectOptions, "uid">;
 }
 
 export interface ReconcileEndResult {
@@ -53,7 +62,9 @@ export function finishReconcile(
   const finalizers = outcome.kind !== "error" && outcome.finalizers !== undefined
     ? encodeValue("finalizers", outcome.finalizers)
     : null;
-  return reconcileWrite(store, claim, opts.uid, ({ now, row }) => {
+  return reconcileWrite(store, claim, opts.uid, (tx) => {
+    const { now, row } = tx;
+    if (opts.settle) settleReconcileEffectInTx(store, tx, { ...opts.settle, uid: opts.uid });
     const ambiguousEffects = markApplyingEffectsAmbiguous(store, opts.uid, now);
     let version = row.resource_version;
     if (outcome.kind === "error") {

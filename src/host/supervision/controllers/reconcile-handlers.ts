@@ -78,11 +78,21 @@ export async function applyReconcileMessage(
     case "workflow.ensure":
       return await ensureChildWorkflow(ctx, deps, worker, reconcile, message.payload);
     case "reconcile.finished": {
+      const settle = message.payload.settle;
       const end = finishReconcile(store, claim, {
         uid,
         expectedResourceVersion: reconcile.resourceVersion,
         outcome: message.payload.outcome as ReconcileOutcome,
         retryDelayMs: deps.retryDelayMs(reconcile.consecutiveErrors + 1),
+        ...(settle
+          ? {
+            settle: {
+              effectId: settle.effectId,
+              outcome: settle.outcome,
+              ...(settle.receipt !== undefined ? { receipt: settle.receipt } : {}),
+            },
+          }
+          : {}),
       });
       deps.onEnded(worker, reconcile, end);
       return { conflict: end.conflict, removed: end.removed };
