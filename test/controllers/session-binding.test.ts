@@ -23,45 +23,7 @@ import {
 } from "../host/helpers.ts";
 import { SessionClient } from "../host/interactive-session.ts";
 import { rows, runRow, violations } from "../interactive/fixtures.ts";
-
-const ASK = `
-import { agent, defineWorkflow } from "pi-workflows";
-export default defineWorkflow({
-  name: "ask",
-  startAt: "ask",
-  nodes: {
-    ask: agent({
-      prompt: ({ input }) => "Give a number for " + input.topic,
-      validate: (output) => {
-        if (typeof output?.n !== "number") throw new Error('send {"n": <number>}');
-        return { n: output.n };
-      },
-    }),
-  },
-  edges: [],
-});
-`;
-
-/** Ensures one interactive child of `ask`; settles with what it sees, `Ready` once answered. */
-const ASKER = `
-import { conditionTrue, defineController } from "pi-workflows";
-export default defineController({
-  name: "asker",
-  initialStatus: () => ({ child: "none" }),
-  async reconcile(ctx, resource) {
-    const child = await ctx.workflows.ensure({
-      requestKey: "ask-" + resource.metadata.generation,
-      workflow: "ask",
-      input: { topic: resource.spec.topic },
-      interactive: resource.spec.interactive ?? true,
-    });
-    return ctx.settled({
-      controllerStatus: { child: child.state, reason: child.blockedReason ?? null, runId: child.runId ?? null },
-      ...(child.state === "succeeded" ? { conditions: [conditionTrue("Ready", "Answered")] } : {}),
-    });
-  },
-});
-`;
+import { ASK, ASKER } from "./session-binding-fixtures.ts";
 
 const SESSION = "sess-approved-7f3";
 const OTHER_SESSION = "sess-other-2c9";

@@ -1,8 +1,9 @@
 /**
  * `/controller` in the real Pi (the installed extension, a host it starts on demand): apply the
  * file-sync example with a spec, a notice when it settled, list and get it, a reconcile after an
- * edit, delete waiting for its finalizer, bind and unbind this session (its own session id reaches
- * the state, no view shows it), and one-line refusals (bad arguments, an unknown controller, a
+ * edit, delete waiting for its finalizer, an interactive child of a controller run in the session
+ * that approved it with `/controller bind` (its step shown here and submitted by the model; the
+ * session id reaches the state only), `unbind`, and one-line refusals (bad arguments, an unknown controller, a
  * stale compare-and-set).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +13,11 @@ import { join } from "node:path";
 import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryAll } from "../../src/state/store.ts";
 import { withStore } from "../interactive/fixtures.ts";
+import { stepResponder } from "../support/step-responder.ts";
+import { ASK, ASKER } from "../controllers/session-binding-fixtures.ts";
 
 const CLI = join(REPO_ROOT, "src/cli/main.ts");
 
@@ -22,8 +26,9 @@ let sandbox: PiSandbox;
 let pi: PiRpc;
 
 beforeAll(async () => {
+  // Plays a model doing workflow steps: the controller's interactive child's step arrives here.
   model = await startFakeModel({
-    script: () => ({ kind: "text", text: "ok" }),
+    script: stepResponder({ output: () => ({ n: 7 }) }),
     lifetimeMs: 180_000,
   });
   sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
@@ -32,6 +37,9 @@ beforeAll(async () => {
   for (const file of ["file-sync.controller.ts", "copy-file.workflow.ts"]) {
     copyFileSync(join(REPO_ROOT, "examples", file), join(controllers, file));
   }
+  writeFileSync(join(controllers, "asker.controller.ts"), ASKER);
+  mkdirSync(join(sandbox.project, ".pi", "workflows"), { recursive: true });
+  writeFileSync(join(sandbox.project, ".pi", "workflows", "ask.workflow.ts"), ASK);
   await sandbox.install(REPO_ROOT);
   pi = await startPi(sandbox);
 }, 120_000);
@@ -102,30 +110,53 @@ describe("/controller", () => {
   }, 240_000);
 
   it(
-    "approves this session for the controller's interactive children, and revokes it",
+    "runs a controller's interactive child in the session it approved, then revokes it",
     async () => {
       const state = await pi.command({ type: "get_state" });
       const sessionId = (state.data as { sessionId: string }).sessionId;
-      const [bound] = await controller("bind file-sync", /^/);
+      await controller('apply asker r1 {"topic": "apples"}', /^info: Created/);
+      const [bound] = await controller("bind asker", /^info: Approved/);
       expect(bound).toMatch(
-        /^info: Approved this session for file-sync's interactive child runs \(sbind[^;]*\); revoke with \/controller unbind file-sync$/,
+        /^info: Approved this session for asker's interactive child runs \(sbind[^;]*\); revoke with \/controller unbind asker$/,
       );
       // The extension sent its own session id; the host keeps it in the state only.
-      const rows = withStore(sandbox.stateDir, (store) =>
-        queryAll<{ session_id: string }>(
-          store,
-          "SELECT session_id FROM controller_session_bindings WHERE revoked_at IS NULL",
-        ));
-      expect(rows).toEqual([{ session_id: sessionId }]);
-      const [listed] = await controller("list file-sync", /^/);
+      const read = <T>(sql: string) =>
+        withStore(sandbox.stateDir, (store) => queryAll<T>(store, sql));
+      expect(read("SELECT session_id FROM controller_session_bindings WHERE revoked_at IS NULL"))
+        .toEqual([{ session_id: sessionId }]);
+      // The child's step is shown in this session, the model submits, the parent settles.
+      const answered = await waitUntil(() => {
+        const [row] = read<{ status_json: string }>(
+          "SELECT status_json FROM controller_resources WHERE resource_key = 'r1'",
+        );
+        return row !== undefined &&
+          JSON.parse(row.status_json).controllerStatus.child === "succeeded";
+      }, 90_000);
+      expect(answered, JSON.stringify(pi.records.slice(-5))).toBe(true);
+      expect(model.requests.some((r) => r.lastUserText.includes("Give a number for apples")))
+        .toBe(true);
+      expect(read(
+        "SELECT b.execution_mode, b.origin_session_id, r.state, r.output_json FROM " +
+          "controller_workflow_requests w JOIN run_bindings b ON b.run_id = w.run_id JOIN runs r " +
+          "ON r.run_id = w.run_id WHERE w.workflow = 'ask'",
+      )).toEqual([{
+        execution_mode: "interactive",
+        origin_session_id: sessionId,
+        state: "completed",
+        output_json: expect.stringContaining('"n":7'),
+      }]);
+      // The session also shows the child's own completion notice: pick the command's answers.
+      const answer = async (args: string, pattern: RegExp) =>
+        (await controller(args, pattern)).find((line) => pattern.test(line))!;
+      const listed = await answer("list asker", /^info: asker /);
       expect(listed).toContain("session binding sbind");
       expect(listed).not.toContain(sessionId);
-      const [unbound] = await controller("unbind file-sync", /^/);
-      expect(unbound).toMatch(/^info: Revoked session binding sbind\S* of file-sync$/);
-      const [again] = await controller("unbind file-sync", /^/);
+      const unbound = await answer("unbind asker", /Revoked/);
+      expect(unbound).toMatch(/^info: Revoked session binding sbind\S* of asker$/);
+      const again = await answer("unbind asker", /^error/);
       expect(again).toMatch(/^error: \/controller: not found: .*no approved session binding/);
     },
-    60_000,
+    150_000,
   );
 
   it("refuses bad input in one line", async () => {
