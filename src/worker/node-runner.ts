@@ -34,27 +34,29 @@ export function abortActiveNode(reason: Error): boolean {
 }
 
 /**
- * A pure node's attempt as it will be committed, with its closing message (`node.finished` or
- * `node.failed`) not sent yet: the caller sends it ahead of its verdict, so the next pure node's
- * `node.started` can follow at once and share its commit (one commit per node boundary).
+ * Messages a pipelined compute node may leave unacknowledged when it starts running: its own
+ * `node.started` and the starts and closes of the compute nodes before it. Bounded, so a worker
+ * that runs ahead of slow commits repeats at most this much pure work after a crash or a claim
+ * loss (the host reads at most MAX_UNANSWERED frames ahead, worker-session.ts).
  */
-export interface DeferredClose {
-  attempt: AttemptFact;
-  close: Proposal;
-}
+export const AHEAD_WINDOW = 32;
 
 /**
- * Runs one attempt. `previous` is the verdict of the pure node before this one whose close was
- * sent ahead (`Proposer.proposeAhead`): this node's `node.started` goes out right behind it, so
- * the host commits both together, and the node runs only once both are acknowledged.
+ * Runs one attempt. A pure node's `node.started` is sent ahead of the verdicts before it, so the
+ * host commits it with the previous node's close (one commit per node boundary). A compute node
+ * then runs at once, within AHEAD_WINDOW unacknowledged messages (a pipelined pure node: it may
+ * run before its start is durable; when any message of the window is refused, nothing after it
+ * commits and its work is dropped: it may repeat, it is pure). Any other pure node runs only
+ * once its start and every earlier message are acknowledged. An external node's start is
+ * proposed only after every earlier message is acknowledged, and it runs only once that start is
+ * durable. A pure node's close is sent ahead too, unless it carries a notification.
  */
 export async function runNode(
   workflow: RunWorkflow,
   step: NodeStep,
   facts: RunFacts,
   proposer: Proposer,
-  previous: Promise<unknown> | null = null,
-): Promise<AttemptFact | DeferredClose | "parked"> {
+): Promise<AttemptFact | "parked"> {
   const attemptId = randomUUID();
   let timeoutMs: number | null = null;
   let timeoutFailure: { code: string; message: string } | null = null;
@@ -76,12 +78,12 @@ export async function runNode(
     fields: { nodeId: step.nodeId, nodeKind: step.nodeKind, effect: step.effect, deadlineAt },
     attemptId,
   };
-  const startedVerdict = proposer.propose(started.kind, started.fields, attemptId);
-  if (previous !== null) {
-    startedVerdict.catch(() => {}); // the close's refusal is the one that counts
-    await previous;
+  if (step.effect === "external") await proposer.propose(started.kind, started.fields, attemptId);
+  else {
+    await proposer.sendAhead(started);
+    if (step.nodeKind === "compute") await proposer.room(AHEAD_WINDOW);
+    else await proposer.settled();
   }
-  await startedVerdict;
 
   if (timeoutFailure !== null) {
     await proposer.propose("node.failed", { outcome: "failed", error: timeoutFailure }, attemptId);
@@ -176,7 +178,7 @@ export async function runNode(
     );
     return "parked";
   }
-  // A pure node's close waits for the next node's start, so both share one commit.
+  // A pure node's close goes ahead: the next node's start follows it into the same commit.
   const deferrable = step.effect === "pure" &&
     (result.outcome === "failed" || result.outcome === "ok" && !result.notification);
   if (deferrable) {
@@ -188,12 +190,10 @@ export async function runNode(
         attemptId,
       };
     if (proposer.fits(close)) {
-      return {
-        attempt: result.outcome === "ok"
-          ? { ...base, state: "ok", output: result.output, finishedAt: Date.now() }
-          : { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() },
-        close,
-      };
+      await proposer.sendAhead(close);
+      return result.outcome === "ok"
+        ? { ...base, state: "ok", output: result.output, finishedAt: Date.now() }
+        : { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
     }
   }
   if (result.outcome === "ok") {

@@ -1,8 +1,10 @@
 /**
  * The worker's only way to change anything: propose a message to the host and wait for its
- * verdict. Proposals are serialized (one in flight), each carries the launch header, a stable
- * message id and the revision the worker last saw. A `claimLost` verdict means another owner
- * took over: the worker stops at once and writes nothing anywhere.
+ * verdict. Messages leave in order, each with the launch header, a stable message id and the
+ * revision the worker expects. A plain proposal goes out only once every earlier message has its
+ * verdict and is the only one in flight; pure nodes' starts and closes may be sent ahead, a
+ * bounded window of them unacknowledged (AHEAD_WINDOW, node-runner.ts). A `claimLost` verdict
+ * means another owner took over: the worker stops at once and writes nothing anywhere.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { parseWorkerReply, type WorkerReply } from "../protocol/worker-reply.ts";
@@ -59,21 +61,27 @@ export function acceptedVerdict(kind: string, reply: unknown): HostVerdict {
 }
 
 export interface Proposer {
-  /** Proposes one message; resolves with the accepted verdict. */
+  /**
+   * Proposes one message once every message sent ahead has its verdict (so nothing external
+   * follows an unacknowledged message); resolves with the accepted verdict.
+   */
   propose(
     kind: string,
     fields: Record<string, JsonValue | undefined>,
     attemptId?: string,
   ): Promise<HostVerdict>;
   /**
-   * Sends a message without waiting for its verdict (a pure node's close): the next proposal
-   * goes out right behind it, carrying the revision this one will produce (each accepted node
-   * message increases it by one), so the host can commit both together (one commit per node
-   * boundary) and refuses the next one cleanly when this one was refused. The returned promise
-   * resolves once the message is written (so workflow code that runs next cannot hold it back)
-   * with its verdict, which the caller awaits before anything external happens.
+   * Sends a message without waiting for its verdict (a pure node's start or close): later
+   * messages go out right behind it, each carrying the revision the earlier ones will produce
+   * (every accepted node message increases it by one), so the host commits them together and
+   * refuses the rest cleanly once one is refused. Resolves once the message is written; its
+   * verdict is awaited through `room` / `settled`, which reject with the first refusal.
    */
-  proposeAhead(proposal: Proposal): Promise<{ verdict: Promise<HostVerdict> }>;
+  sendAhead(proposal: Proposal): Promise<void>;
+  /** Resolves once at most `limit` messages sent ahead wait for verdicts (the window). */
+  room(limit: number): Promise<void>;
+  /** Resolves once every message sent ahead is acknowledged; rejects with the first refusal. */
+  settled(): Promise<void>;
   /** Whether a message would fit one frame (an output too large for it is a node failure). */
   fits(proposal: Proposal): boolean;
   /** The last revision the host reported. */
@@ -113,9 +121,15 @@ export function createProposer(channel: WorkerChannel, header: LaunchHeader): Pr
     return message as { messageId: string };
   };
 
-  const verdictOf = async (kind: string, pending: Promise<unknown>): Promise<HostVerdict> => {
+  // `predicted`: the revision was predicted when the message was sent, and later messages already
+  // carry the ones after it; an earlier verdict must not move it back.
+  const verdictOf = async (
+    kind: string,
+    pending: Promise<unknown>,
+    predicted = false,
+  ): Promise<HostVerdict> => {
     const verdict = acceptedVerdict(kind, await pending);
-    if (typeof verdict.revision === "number") revision = verdict.revision;
+    if (!predicted && typeof verdict.revision === "number") revision = verdict.revision;
     crashPoint(`worker.${kind}.afterReply`);
     return verdict;
   };
@@ -128,16 +142,28 @@ export function createProposer(channel: WorkerChannel, header: LaunchHeader): Pr
     return await verdictOf(proposal.kind, pending);
   };
 
+  // Verdicts of messages sent ahead, in send order (the host answers in that order).
+  const ahead: Promise<HostVerdict>[] = [];
+  let refusal: { error: unknown } | null = null;
+
   /** Sends now; the chain moves on at once with the revision this message will produce. */
-  const sendAhead = (proposal: Proposal): Promise<HostVerdict> => {
+  const sendNow = (proposal: Proposal): void => {
     const message = build(proposal, revision);
     crashPoint(`worker.${proposal.kind}.beforeSend`);
     const pending = channel.request(message);
     crashPoint(`worker.${proposal.kind}.afterSend`);
     if (revision !== undefined) revision++;
-    const verdict = verdictOf(proposal.kind, pending);
-    verdict.catch(() => {}); // the caller awaits it; a refusal ends the epoch there
-    return verdict;
+    const verdict = verdictOf(proposal.kind, pending, true);
+    // Seen at the next room()/settled(), even before the verdicts ahead of it are awaited.
+    verdict.catch((error) => {
+      refusal ??= { error };
+    });
+    ahead.push(verdict);
+  };
+
+  const room = async (limit: number): Promise<void> => {
+    if (refusal) throw refusal.error;
+    while (ahead.length > limit) await ahead.shift();
   };
 
   const queue = <T>(work: () => Promise<T>): Promise<T> => {
@@ -148,16 +174,18 @@ export function createProposer(channel: WorkerChannel, header: LaunchHeader): Pr
 
   return {
     propose(kind, fields, attemptId) {
-      return queue(() => send({ kind, fields, attemptId }));
-    },
-    proposeAhead(proposal) {
-      let verdict!: Promise<HostVerdict>;
-      const sent = chain.then(() => {
-        verdict = sendAhead(proposal);
+      return queue(async () => {
+        await room(0);
+        return await send({ kind, fields, attemptId });
       });
-      chain = sent.catch(() => {});
-      return sent.then(() => ({ verdict }));
     },
+    sendAhead(proposal) {
+      const sent = chain.then(() => sendNow(proposal));
+      chain = sent.catch(() => {});
+      return sent;
+    },
+    room,
+    settled: () => room(0),
     fits(proposal) {
       try {
         encodeFrame(build(proposal, revision, `${header.workerEpoch}.${"9".repeat(9)}`));

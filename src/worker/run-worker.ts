@@ -96,15 +96,10 @@ async function walk(
 ): Promise<ExitReason> {
   const facts = workflow.ownFacts(initial);
   const { runNode } = await import("./node-runner.ts");
-  // The verdict of the last pure node's close, sent ahead (see runNode): the next pure node's
-  // `node.started` follows it at once (one shared commit); anything else waits for it first.
-  let close: Promise<unknown> | null = null;
+  // Routing goes on from the worker's own facts: a pure node's close may still wait for its
+  // verdict (see runNode); every proposal below waits for all of them first.
   for (;;) {
     const step = workflow.decideNext(facts);
-    if (close !== null && (step.kind !== "startNode" || step.effect !== "pure")) {
-      await close;
-      close = null;
-    }
     // A run that ends or parks here has no Pi child left running (a step's Pi is stopped while
     // the next step starts; see child-cleanups.ts).
     if (step.kind !== "startNode") await settleCleanups(CLEANUP_BOUND_MS);
@@ -134,14 +129,8 @@ async function walk(
       // The host launches no waiting run; reaching here means the facts and the run disagree.
       throw new Error(`Worker stopped: node ${step.nodeId} is waiting for an answer`);
     }
-    const result = await runNode(workflow, step, facts, proposer, close);
-    close = null;
+    const result = await runNode(workflow, step, facts, proposer);
     if (result === "parked") return "parked";
-    if ("close" in result) {
-      // Sent now; routing on goes ahead with the attempt as it will commit. The host lingers
-      // briefly for the next node.started so both share one commit.
-      close = (await proposer.proposeAhead(result.close)).verdict;
-      facts.attempts.push(result.attempt);
-    } else facts.attempts.push(result);
+    facts.attempts.push(result);
   }
 }

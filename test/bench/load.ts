@@ -4,7 +4,8 @@
  * works through them while 50 clients poll `run.status` (a random run each time) and `run.list`
  * for 30 s. Prints one JSON line: completed runs/s in the window, `run.status` p50/p99/max on
  * the host side (decoded frame to response, `RunHostOptions.onServed`) and on the client side
- * (round trip), the host's peak RSS, and, once every run ended, `lost` (runs that did not
+ * (round trip), the host's event-loop delay p50/p99/max over the whole host life (the wait
+ * of a request that arrives while the loop is held), the host's peak RSS, and, once every run ended, `lost` (runs that did not
  * complete) and `duplicated` (a node with two committed outcomes, or two completion events).
  *
  *   npm run bench -- load [runs=1000] [clients=50] [seconds=30]
@@ -15,6 +16,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { HOST_REQUEST_SCHEMA } from "../../src/protocol/host-request.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
@@ -41,17 +43,34 @@ export default defineWorkflow({
 });
 `;
 
-/** The host child: runs the real host and writes its host-side status times at the end. */
+/**
+ * The host child: runs the real host and writes its host-side status times and its event-loop
+ * delay (how long a ready request can wait before the host reads it) at the end.
+ */
 async function hostChild(statsPath: string): Promise<void> {
   const { runHost } = await import("../../src/host/host-main.ts");
   const status: number[] = [];
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
   await runHost({
     handleSignals: true,
     onServed: (operation, ms) => {
       if (operation === "run.status") status.push(ms);
     },
   });
-  writeFileSync(statsPath, JSON.stringify(status));
+  delay.disable();
+  const ms = (ns: number) => ns / 1e6;
+  writeFileSync(
+    statsPath,
+    JSON.stringify({
+      status,
+      loopDelay: {
+        p50: ms(delay.percentile(50)),
+        p99: ms(delay.percentile(99)),
+        max: ms(delay.max),
+      },
+    }),
+  );
   process.exit(0);
 }
 
@@ -241,7 +260,11 @@ async function main(): Promise<void> {
     stopper.close();
     await new Promise((resolve) => host!.once("exit", resolve));
     host = null;
-    const hostTimes = JSON.parse(readFileSync(statsPath, "utf8")) as number[];
+    const stats = JSON.parse(readFileSync(statsPath, "utf8")) as {
+      status: number[];
+      loopDelay: { p50: number; p99: number; max: number };
+    };
+    const hostTimes = stats.status;
     console.log(JSON.stringify({
       bench: "load",
       runs: RUNS,
@@ -257,6 +280,9 @@ async function main(): Promise<void> {
       client_status_p50_ms: r2(percentile(statusTimes, 0.5)),
       client_status_p99_ms: r2(percentile(statusTimes, 0.99)),
       client_status_max_ms: r2(Math.max(0, ...statusTimes)),
+      loop_delay_p50_ms: r2(stats.loopDelay.p50),
+      loop_delay_p99_ms: r2(stats.loopDelay.p99),
+      loop_delay_max_ms: r2(stats.loopDelay.max),
       host_peak_rss_mb: r2(peakRss / 1024),
       lost: RUNS - completed + Math.max(0, runsNow - RUNS),
       duplicated,

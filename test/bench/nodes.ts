@@ -7,8 +7,9 @@
  * `ratio_10k` for 10,000). `cost_ratio` is the cost per node at node 10,000 ÷ at node 100 of the
  * long run (each the mean gap between committed node starts over the 100 nodes around it), so a
  * per-node cost that grows with the run's length shows. `first_node_ms` is the fixed start-up
- * part (enqueue to the first committed attempt: spawn, module loading, source checks) and
- * `steady_nodes_per_s` the rate after it.
+ * part (enqueue to the first committed attempt: spawn, module loading, source checks),
+ * `steady_nodes_per_s` the rate after it, and `commits_per_node` the host's commits (a group
+ * commit counts once) per node: below 1 when pipelined compute nodes share commits.
  *
  *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
  */
@@ -18,7 +19,7 @@ import { join } from "node:path";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
-import { closeStateStore, queryAllArgs } from "../../src/state/store.ts";
+import { closeStateStore, commitCount, queryAllArgs } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
@@ -70,6 +71,8 @@ interface NodesRun {
   steady: number;
   /** Start time of each committed attempt, in sequence order (ms). */
   starts: number[];
+  /** Host commits (shared group commits count once) per node, from enqueue to the end. */
+  commitsPerNode: number;
 }
 
 async function runNodes(count: number): Promise<NodesRun> {
@@ -83,6 +86,7 @@ async function runNodes(count: number): Promise<NodesRun> {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   const raw = rawCommitRate(root, 2_000);
   const started = performance.now();
+  const commitsBefore = commitCount(store);
   const { runId } = enqueueRun(store, {
     workflowName: resolved.workflowName,
     workflowRef: workflowPath,
@@ -102,6 +106,7 @@ async function runNodes(count: number): Promise<NodesRun> {
   );
   if (!finished) throw new Error(`Run ended ${readRun(store, runId)?.state}`);
   const ended = performance.now();
+  const commits = commitCount(store) - commitsBefore;
   const seconds = (ended - started) / 1000;
   const starts = queryAllArgs<{ started_at: number }>(
     store,
@@ -116,6 +121,7 @@ async function runNodes(count: number): Promise<NodesRun> {
     firstNodeMs: firstNode - started,
     steady: count / ((ended - firstNode) / 1000),
     starts,
+    commitsPerNode: commits / count,
   };
 }
 
@@ -140,6 +146,7 @@ try {
     ratio: r3(short.nodesPerS / short.raw),
     first_node_ms: Math.round(short.firstNodeMs),
     steady_nodes_per_s: Math.round(short.steady),
+    commits_per_node: r3(short.commitsPerNode),
     ...(long
       ? {
         nodes_10k: long.nodes,
@@ -150,6 +157,7 @@ try {
         cost_ms_at_100: r3(costAt(long.starts, 100)),
         cost_ms_at_10k: r3(costAt(long.starts, long.nodes)),
         cost_ratio: r3(costAt(long.starts, long.nodes) / costAt(long.starts, 100)),
+        commits_per_node_10k: r3(long.commitsPerNode),
       }
       : {}),
   }));

@@ -56,10 +56,11 @@ export function executions(sideChannel: string): Map<string, number> {
 }
 
 /**
- * The retry-safety rule after recovery: every execution belongs to an attempt; at most one
- * committed outcome per node; a node ran more than once only when its earlier attempts were
- * interrupted before their outcome committed; external nodes never ran twice. Returns the
- * violations (empty when the rule holds).
+ * The retry-safety rule after recovery: at most one committed outcome per node; a node ran more
+ * than once only when its earlier attempts were interrupted before their outcome committed, or
+ * (a pure compute node, which may run before its start is durable: see the worker's
+ * node-runner.ts) when an earlier execution's start never committed; external nodes never ran
+ * twice and never without an attempt. Returns the violations (empty when the rule holds).
  */
 export function retryViolations(store: StateStore, runId: string, sideChannel: string): string[] {
   const rows = queryAll<{ node_id: string; state: string }>(
@@ -69,15 +70,18 @@ export function retryViolations(store: StateStore, runId: string, sideChannel: s
   );
   const problems: string[] = [];
   for (const [node, count] of executions(sideChannel)) {
+    const external = EXTERNAL_NODES.has(node);
     const attempts = rows.filter((r) => r.node_id === node);
     const committed = attempts.filter((r) => r.state === "ok" || r.state === "failed").length;
     const interrupted = attempts.filter((r) => r.state === "interrupted").length;
-    if (count > attempts.length) {
+    // Executions whose `node.started` never committed (dropped pure work).
+    const unstarted = Math.max(0, count - attempts.length);
+    if (external && unstarted > 0) {
       problems.push(`${node} ran ${count}x for ${attempts.length} attempts`);
     }
     if (committed > 1) problems.push(`${node} has ${committed} committed outcomes`);
-    if (count - 1 > interrupted) problems.push(`${node} repeated without interruption`);
-    if (EXTERNAL_NODES.has(node) && count > 1) problems.push(`external ${node} ran ${count}x`);
+    if (count - 1 > interrupted + unstarted) problems.push(`${node} repeated without interruption`);
+    if (external && count > 1) problems.push(`external ${node} ran ${count}x`);
   }
   return problems;
 }

@@ -56,11 +56,12 @@ export interface SessionHooks {
 }
 
 /**
- * Frames a worker may have sent that are not answered yet (a paired `node.finished` +
- * `node.started` is two; the worker keeps more than one in flight only for such pairs). Past
- * this the session stops reading until replies are written: backpressure.
+ * Frames a worker may have sent that are not answered yet: a worker sends pure nodes' starts and
+ * closes ahead of their verdicts, up to its window (AHEAD_WINDOW in the worker's node-runner.ts)
+ * plus a message or two behind it. Past this the session stops reading until replies are
+ * written: backpressure.
  */
-const MAX_UNANSWERED = 8;
+const MAX_UNANSWERED = 64;
 
 /** Reads and answers frames until the worker's channel ends. */
 export async function serveWorkerChannel(
