@@ -157,7 +157,21 @@ function listProcessStats(): ProcessStat[] {
 
 /** True while any live (non-zombie) process is still in the group `pgid`. */
 export function groupHasLiveMembers(pgid: number): boolean {
+  // One signal-0 probe first: ESRCH means the group has no member at all (the usual answer once
+  // a worker exited), so the scan of every process on the machine is skipped; it still tells
+  // live members from zombies when the probe finds some.
+  if (groupIsEmpty(pgid)) return false;
   return listProcessStats().some((stat) => stat.pgrp === pgid && !isDeadState(stat.state));
+}
+
+function groupIsEmpty(pgid: number): boolean {
+  if (!Number.isInteger(pgid) || pgid <= 1) return false;
+  try {
+    process.kill(-pgid, 0);
+    return false;
+  } catch (error) {
+    return (error as { code?: unknown }).code === "ESRCH";
+  }
 }
 
 function killQuietly(target: number, signal: NodeJS.Signals): boolean {

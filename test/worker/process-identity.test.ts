@@ -3,6 +3,7 @@ import { readdirSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   formatStartIdentity,
+  groupHasLiveMembers,
   isSameProcessAlive,
   parseStartIdentity,
   readProcessIdentity,
@@ -118,6 +119,19 @@ describe("stopProcessGroup()", () => {
     const result = await stopProcessGroup(leader, { graceMs: 200 });
     expect(result).toBe("killed");
     expect(Date.now() - t0).toBeGreaterThanOrEqual(200);
+    expect(isGone(leader)).toBe(true);
+  });
+
+  it("sees a group's live member after its leader exited, and none once it is gone", async () => {
+    // The leader exits at once; its background sleep stays in the group (reparented).
+    const child = startDetached("sleep 300 & exit 0");
+    const pgid = child.pid!;
+    await new Promise((resolve) => child.once("exit", resolve));
+    expect(groupHasLiveMembers(pgid)).toBe(true);
+    const leader = { pid: pgid, startTime: "0" };
+    expect(isGone(leader)).toBe(false);
+    process.kill(-pgid, "SIGKILL");
+    expect(await waitUntil(() => !groupHasLiveMembers(pgid), 5_000)).toBe(true);
     expect(isGone(leader)).toBe(true);
   });
 
