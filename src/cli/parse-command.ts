@@ -3,52 +3,23 @@
  * Parsing only: nothing here touches the host, the state or the file system.
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import type { JsonValue } from "../protocol/canonical-json.ts";
-import { isEnvName } from "../protocol/env-names.ts";
-import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
 import { MAX_PAGE_ITEMS } from "../protocol/page-limits.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
 import { type ControllerCommand, parseControllerCommand } from "./parse-controller.ts";
 import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
+import { parseStart, type StartCommand } from "./parse-start.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
-/**
- * Where a run's input comes from. A value on the command line is visible to every local user
- * in `ps`; a file or stdin is not.
- */
-export type InputSource =
-  | { kind: "value"; value: JsonValue }
-  | { kind: "file"; path: string }
-  | { kind: "stdin" };
-
-/** `--env NAME` (the value from this environment) or `--env NAME=value`. */
-export interface EnvOption {
-  name: string;
-  value: string | null;
-}
 export type ControlAction = "pause" | "resume" | "cancel";
 
 export type CliCommand =
   | { kind: "help"; topic: string | null }
   | { kind: "version"; json: boolean }
   | { kind: "host"; action: HostAction; json: boolean }
-  | {
-    kind: "start";
-    workflow: string;
-    input: InputSource;
-    env: EnvOption[];
-    cwd: string | null;
-    wait: boolean;
-    json: boolean;
-    /**
-     * The Pi arguments to record with a headless run: `--provider`, `--model`, `--thinking`
-     * first, then everything after `--`.
-     */
-    piArgs: string[];
-  }
+  | StartCommand
   | {
     kind: "status";
     runId: string;
@@ -89,7 +60,7 @@ export type CliCommand =
 export type Options = NonNullable<ParseArgsConfig["options"]>;
 
 const HELP: Options = { help: { type: "boolean", short: "h" } };
-const JSON_FLAG: Options = { ...HELP, json: { type: "boolean" } };
+export const JSON_FLAG: Options = { ...HELP, json: { type: "boolean" } };
 const HOST_ACTIONS: readonly HostAction[] = ["run", "start", "status", "stop"];
 const MAX_RUN_ID_LENGTH = 200;
 /** Attempts `status` shows without `--attempts`. */
@@ -242,48 +213,6 @@ function parseHost(rest: readonly string[]): CliCommand {
   return { kind: "host", action: action as HostAction, json: flag(parsed, "json") };
 }
 
-function parseStart(argv: readonly string[]): CliCommand {
-  // Everything after the first `--` belongs to Pi.
-  const split = argv.indexOf("--");
-  const rest = split === -1 ? argv : argv.slice(0, split);
-  const passthrough = split === -1 ? [] : argv.slice(split + 1);
-  const parsed = parse(
-    "start",
-    rest,
-    {
-      ...JSON_FLAG,
-      "input-json": { type: "string" },
-      "input-file": { type: "string" },
-      env: { type: "string", multiple: true },
-      cwd: { type: "string" },
-      wait: { type: "boolean" },
-      provider: { type: "string" },
-      model: { type: "string" },
-      thinking: { type: "string" },
-    },
-    1,
-    Infinity,
-  );
-  if (parsed.help) return { kind: "help", topic: "start" };
-  const [workflow, ...words] = parsed.positionals;
-  const refused = refusedPiArgument(passthrough);
-  if (refused !== null) throw new UsageError(refused);
-  if (workflow.trim() === "") throw new UsageError("Workflow reference is empty: name a workflow");
-  const input = inputSource(parsed, words);
-  const cwd = parsed.values.cwd;
-  if (cwd === "") throw new UsageError("Option --cwd is empty: give a project directory");
-  return {
-    kind: "start",
-    workflow,
-    input,
-    env: envOptions(parsed.values.env),
-    cwd: typeof cwd === "string" ? cwd : null,
-    wait: flag(parsed, "wait"),
-    json: flag(parsed, "json"),
-    piArgs: [...modelArgs(parsed), ...passthrough],
-  };
-}
-
 /** `answer <runId> [<nodeId>] <json|text>`, or `answer <runId> [<nodeId>] --choice c [--input n=v]`. */
 function parseAnswer(rest: readonly string[]): CliCommand {
   const options: Options = {
@@ -326,72 +255,6 @@ function parseInputPair(pair: string): { name: string; value: string } {
     throw new UsageError(`Invalid --input '${pair.slice(0, 60)}': expected name=value`);
   }
   return { name: pair.slice(0, at), value: pair.slice(at + 1) };
-}
-
-function inputSource(parsed: Parsed, words: string[]): InputSource {
-  const json = parsed.values["input-json"];
-  const file = parsed.values["input-file"];
-  const given = [typeof json === "string", typeof file === "string", words.length > 0]
-    .filter(Boolean).length;
-  if (given > 1) {
-    throw new UsageError(
-      "Cannot combine --input-json, --input-file and task text: pass one of them",
-    );
-  }
-  if (typeof file === "string") {
-    if (file === "") throw new UsageError("Option --input-file is empty: give a file path");
-    return { kind: "file", path: file };
-  }
-  if (typeof json === "string") {
-    return json === "-" ? { kind: "stdin" } : { kind: "value", value: parseInputJson(json) };
-  }
-  const text = words.join(" ");
-  return { kind: "value", value: text === "" ? {} : { task: text } };
-}
-
-function envOptions(values: string | boolean | string[] | undefined): EnvOption[] {
-  if (!Array.isArray(values)) return [];
-  return values.map((spec) => {
-    const equals = spec.indexOf("=");
-    const name = equals === -1 ? spec : spec.slice(0, equals);
-    if (!isEnvName(name)) {
-      throw new UsageError(
-        `Invalid --env '${spec.slice(0, 60)}': use NAME or NAME=value (NAME: letters, digits, _)`,
-      );
-    }
-    return { name, value: equals === -1 ? null : spec.slice(equals + 1) };
-  });
-}
-
-/** `--provider`, `--model`, `--thinking` as Pi takes them; the passthrough is checked too. */
-export function modelArgs(parsed: Parsed): string[] {
-  const args: string[] = [];
-  for (const name of ["provider", "model", "thinking"] as const) {
-    const value = parsed.values[name];
-    if (typeof value !== "string") continue;
-    if (value.trim() === "" || value.startsWith("-")) {
-      throw new UsageError(`Option --${name} needs a value: run 'pi-workflows start --help'`);
-    }
-    if (name === "thinking" && !(PI_THINKING_LEVELS as readonly string[]).includes(value)) {
-      throw new UsageError(
-        `Invalid --thinking '${value.slice(0, 40)}': use one of ${PI_THINKING_LEVELS.join(", ")}`,
-      );
-    }
-    args.push(`--${name}`, value);
-  }
-  if (parsed.values.provider !== undefined && parsed.values.model === undefined) {
-    throw new UsageError("Option --provider needs --model too: name the model to use");
-  }
-  return args;
-}
-
-/** Parses `--input-json` text (also what `--input-file` and stdin hold). */
-export function parseInputJson(text: string, source = "--input-json"): JsonValue {
-  try {
-    return JSON.parse(text) as JsonValue;
-  } catch (error) {
-    throw new UsageError(`Invalid ${source}: ${(error as Error).message.split("\n")[0]}`);
-  }
 }
 
 export interface Parsed {

@@ -6,7 +6,7 @@
 import { parseArgs } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { UsageError } from "./exit-codes.ts";
-import { modelArgs } from "./parse-command.ts";
+import { modelArgs } from "./parse-start.ts";
 
 export const CONTROLLER_ACTIONS = [
   "list",

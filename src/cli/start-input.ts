@@ -9,7 +9,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import { type RunEnvironment, runEnvironment } from "../protocol/run-environment.ts";
 import { UsageError } from "./exit-codes.ts";
-import { type EnvOption, type InputSource, parseInputJson } from "./parse-command.ts";
+import { type EnvOption, type InputSource, parseInputJson } from "./parse-start.ts";
 
 /** An input must fit the request message with room for the rest of it. */
 const MAX_INPUT_BYTES = MAX_FRAME_BYTES - 64 * 1024;
