@@ -26,12 +26,12 @@ import {
   type SubmissionRow,
 } from "../state/interaction-queries.ts";
 import { readRunRow } from "../state/claims.ts";
+import { claimInteraction } from "../state/transitions/interactions.ts";
+import { presentInteraction } from "../state/transitions/interaction-presentation.ts";
 import {
-  claimInteraction,
-  presentInteraction,
   recordInteractionUpdate,
   submitInteraction,
-} from "../state/transitions/interactions.ts";
+} from "../state/transitions/interaction-tool-calls.ts";
 import { remindInteraction } from "../state/transitions/interaction-verdicts.ts";
 import { InteractionRefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";

@@ -15,12 +15,9 @@ import {
 } from "../../src/state/interaction-queries.ts";
 import { execute } from "../../src/state/store.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
-import {
-  claimInteraction,
-  presentInteraction,
-  requestInteraction,
-  submitInteraction,
-} from "../../src/state/transitions/interactions.ts";
+import { claimInteraction, requestInteraction } from "../../src/state/transitions/interactions.ts";
+import { presentInteraction } from "../../src/state/transitions/interaction-presentation.ts";
+import { submitInteraction } from "../../src/state/transitions/interaction-tool-calls.ts";
 import {
   acceptSubmission,
   rejectSubmission,

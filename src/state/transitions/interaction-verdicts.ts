@@ -28,7 +28,7 @@ import {
   requirePending,
   type WaitingChange,
   waitingRunWrite,
-} from "./interactions.ts";
+} from "./waiting-run-write.ts";
 
 interface VerdictRow {
   request_id: string;
