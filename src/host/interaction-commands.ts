@@ -33,7 +33,7 @@ import {
   submitInteraction,
 } from "../state/transitions/interaction-tool-calls.ts";
 import { remindInteraction } from "../state/transitions/interaction-verdicts.ts";
-import { InteractionRefusedError } from "../state/errors.ts";
+import { RefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";
 import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
 import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
@@ -122,10 +122,10 @@ export function updateInteractionCommand(
     try {
       checked = checkUpdate({ type: update.type, key: update.key ?? "main", data: update.data });
     } catch (error) {
-      throw new InteractionRefusedError("rejected", "invalidUpdate", (error as Error).message);
+      throw new RefusedError("rejected", "invalidUpdate", (error as Error).message);
     }
     if (!takeToken(rt, payload.interactionId)) {
-      throw new InteractionRefusedError(
+      throw new RefusedError(
         "rejected",
         "rateLimited",
         `Update rejected: rate limit of ${UPDATE_LIMITS.ratePerSecond} per second (burst ${UPDATE_LIMITS.burst}) exceeded`,

@@ -179,7 +179,9 @@ export class AmbiguousEffectError extends TransitionError {
 /**
  * A session operation refused by the state of what it names; nothing changed. `outcome` is the
  * response outcome it means, `code` the stable error code, the message one line for the model or
- * the Pi user.
+ * the Pi user. Both outboxes (`notificationNotFound`, `turnNotFound`, `wrongSession`,
+ * `notEligible`, `alreadyDelivered`, `alreadyResolved`) and interactive steps (wrong step, stale
+ * attempt, another session, not pending...) refuse with it.
  */
 export class RefusedError extends Error {
   readonly outcome: "rejected" | "conflict" | "notFound";
@@ -190,20 +192,4 @@ export class RefusedError extends Error {
     this.outcome = outcome;
     this.code = code;
   }
-}
-
-/**
- * A notification delivery or turn resolution was refused (`notificationNotFound`,
- * `turnNotFound`, `wrongSession`, `notEligible`, `alreadyDelivered`, `alreadyResolved`).
- */
-export class OutboxRefusedError extends RefusedError {
-  override readonly name = "OutboxRefusedError";
-}
-
-/**
- * An interactive-step operation refused by the request's state or its transport contract (wrong
- * step, stale attempt, another session, not pending...).
- */
-export class InteractionRefusedError extends RefusedError {
-  override readonly name = "InteractionRefusedError";
 }

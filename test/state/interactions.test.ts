@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildStepContract } from "../../src/workflows/step-contract.ts";
 import type { Claim } from "../../src/state/claims.ts";
-import { InteractionRefusedError } from "../../src/state/errors.ts";
+import { RefusedError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import {
   currentSessionInteraction,
@@ -119,7 +119,7 @@ describe("interactive requests", () => {
     // A second run of the same session cannot exist (reservation), so enqueue refuses it.
     expect(() =>
       enqueue(fx.store, { binding: { executionMode: "interactive", originSessionId: SESSION } })
-    ).toThrow(InteractionRefusedError);
+    ).toThrow(RefusedError);
     expect(currentSessionInteraction(fx.store, SESSION)?.waiting).toBe(0);
     const cursor = sessionCursor(fx.store, SESSION);
     presentInteraction(fx.store, {

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { OutboxRefusedError } from "../../src/state/errors.ts";
+import { RefusedError } from "../../src/state/errors.ts";
 import { listRunNotifications, readTurnRunFacts } from "../../src/state/outbox-queries.ts";
 import {
   recordNodeFinished,
@@ -85,9 +85,9 @@ function refusal(fn: () => unknown): { outcome: string; code: string } {
   try {
     fn();
   } catch (error) {
-    expect(error).toBeInstanceOf(OutboxRefusedError);
+    expect(error).toBeInstanceOf(RefusedError);
     expect(snapshot(f.store)).toBe(before);
-    const e = error as OutboxRefusedError;
+    const e = error as RefusedError;
     return { outcome: e.outcome, code: e.code };
   }
   throw new Error("expected a refusal");

@@ -3,7 +3,7 @@
  * step (compare-and-set, so a restarted session adopts the entry instead of presenting twice).
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import { InteractionRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { currentSessionInteraction } from "../interaction-queries.ts";
 import { execute, type StateStore } from "../store.ts";
 import {
@@ -37,7 +37,7 @@ export function presentInteraction(
     requireWaitingRun(run, "present a step of");
     const current = currentSessionInteraction(store, opts.sessionId);
     if (current?.request.request_id !== request.request_id) {
-      throw new InteractionRefusedError(
+      throw new RefusedError(
         "rejected",
         "notCurrent",
         `Interactive request ${request.request_id} is not this session's current step; present ${
@@ -57,7 +57,7 @@ export function presentInteraction(
       return { entry: null, result: body(stored, at), body: body(stored, at) };
     }
     if (stored !== (opts.replaces ?? null)) {
-      throw new InteractionRefusedError(
+      throw new RefusedError(
         "conflict",
         "presentationConflict",
         `Step already presented as session entry ${stored}: adopt it, or pass replaces: ${

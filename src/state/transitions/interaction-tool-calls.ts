@@ -7,7 +7,7 @@
  */
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import { checkSubmitTarget } from "../../protocol/step-contract-schema.ts";
-import { InteractionRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { findSubmissionByKey, type SubmissionRow } from "../interaction-queries.ts";
 import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
 import { encodeValue } from "../values.ts";
@@ -51,7 +51,7 @@ export function submitInteraction(
     earlier = findSubmissionByKey(store, request.request_id, opts.idempotencyKey);
     if (earlier) {
       if (earlier.payload_hash !== payloadHash) {
-        throw new InteractionRefusedError(
+        throw new RefusedError(
           "conflict",
           "idempotencyKeyReused",
           "This tool-call id already submitted another output for the step",
@@ -64,7 +64,7 @@ export function submitInteraction(
       { step: request.node_id, attempt: request.attempt_id },
       { step: opts.nodeId, attempt: opts.attemptId },
     );
-    if (mismatch) throw new InteractionRefusedError("rejected", mismatch.code, mismatch.message);
+    if (mismatch) throw new RefusedError("rejected", mismatch.code, mismatch.message);
   }, ({ now, request, run }) => {
     // The answer is read from the submission row; no second receipt for the same tool call.
     if (earlier) return { entry: null, result: earlier.submission_id, receipt: false };
@@ -76,7 +76,7 @@ export function submitInteraction(
       { id: request.request_id },
     );
     if (validating) {
-      throw new InteractionRefusedError(
+      throw new RefusedError(
         "rejected",
         "validationPending",
         `Another submission of step ${
@@ -134,7 +134,7 @@ export function recordInteractionUpdate(
       { step: opts.nodeId, attempt: opts.attemptId },
       "update",
     );
-    if (mismatch) throw new InteractionRefusedError("rejected", mismatch.code, mismatch.message);
+    if (mismatch) throw new RefusedError("rejected", mismatch.code, mismatch.message);
     requireWaitingRun(run, "update a step of");
   }, ({ now, request }) => {
     executeArgs(

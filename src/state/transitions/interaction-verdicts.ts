@@ -16,7 +16,7 @@ import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { MAX_STEP_REMINDERS, noSubmissionError } from "../../protocol/step-contract-schema.ts";
 import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../claims.ts";
-import { InteractionRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { readInteraction } from "../interaction-queries.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
 import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
@@ -191,7 +191,7 @@ export function remindInteraction(
       requirePending(request);
       waiting = validating(request.request_id);
       if (!waiting && opts.reminder !== request.reminders + 1) {
-        throw new InteractionRefusedError(
+        throw new RefusedError(
           "conflict",
           "staleReminder",
           `Reminder ${opts.reminder} does not follow the ${request.reminders} already counted for step ${

@@ -7,9 +7,9 @@
  */
 import type { NOTIFICATION_KINDS } from "../../protocol/worker-message-payloads.ts";
 import { hashToken } from "../claims.ts";
-import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { OutboxRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type EntryRecorded, recordOutboxEntry, type SessionEntryTarget } from "./outbox-entry.ts";
 
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -136,11 +136,9 @@ export function heldByOther(
     (row.claim_expires_at ?? 0) > now;
 }
 
-export interface DeliveryResult {
-  /** `adopted` when the same entry was recorded before. */
-  outcome: "accepted" | "adopted";
-  body: { notificationId: string; sessionEntryId: string; deliveredAt: number };
-}
+export type DeliveryResult = EntryRecorded<
+  { notificationId: string; sessionEntryId: string; deliveredAt: number }
+>;
 
 /**
  * Records the public session entry that shows a notification. Any claimant may record it (a Pi
@@ -149,82 +147,47 @@ export interface DeliveryResult {
  */
 export function deliverNotification(
   store: StateStore,
-  opts: {
-    notificationId: string;
-    sessionId: string;
-    sessionEntryId: string;
-    receipt?: CommandReceiptInput;
-  },
+  opts: SessionEntryTarget & { notificationId: string },
 ): DeliveryResult {
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    const row = queryOne<{
-      run_id: string;
-      target_session_id: string | null;
-      state: string;
-      session_entry_id: string | null;
-      delivered_at: number | null;
-    }>(
-      store,
-      "SELECT run_id, target_session_id, state, session_entry_id, delivered_at FROM notifications " +
-        "WHERE notification_id = :id",
-      { id: opts.notificationId },
-    );
-    if (!row) {
-      throw new OutboxRefusedError(
-        "notFound",
-        "notificationNotFound",
-        `Unknown notification: ${opts.notificationId}`,
-      );
-    }
-    if (row.target_session_id !== opts.sessionId) {
-      throw new OutboxRefusedError(
-        "rejected",
-        "wrongSession",
-        `Notification ${opts.notificationId} is addressed to another session`,
-      );
-    }
-    let result: DeliveryResult;
-    if (row.state === "delivered") {
-      if (row.session_entry_id !== opts.sessionEntryId) {
-        throw new OutboxRefusedError(
-          "conflict",
-          "alreadyDelivered",
-          `Notification ${opts.notificationId} was already delivered as session entry ${row.session_entry_id}`,
-        );
+  const { notificationId, sessionEntryId } = opts;
+  return recordOutboxEntry(store, opts, {
+    read: () =>
+      queryOne<{
+        run_id: string;
+        target_session_id: string | null;
+        state: string;
+        session_entry_id: string | null;
+        delivered_at: number | null;
+      }>(
+        store,
+        "SELECT run_id, target_session_id, state, session_entry_id, delivered_at FROM " +
+          "notifications WHERE notification_id = :id",
+        { id: notificationId },
+      ),
+    notFound: { code: "notificationNotFound", message: `Unknown notification: ${notificationId}` },
+    wrongSession: `Notification ${notificationId} is addressed to another session`,
+    record: (row, now) => {
+      if (row.state === "delivered") {
+        if (row.session_entry_id !== sessionEntryId) {
+          throw new RefusedError(
+            "conflict",
+            "alreadyDelivered",
+            `Notification ${notificationId} was already delivered as session entry ${row.session_entry_id}`,
+          );
+        }
+        return {
+          outcome: "adopted",
+          body: { notificationId, sessionEntryId, deliveredAt: row.delivered_at! },
+        };
       }
-      result = {
-        outcome: "adopted",
-        body: {
-          notificationId: opts.notificationId,
-          sessionEntryId: opts.sessionEntryId,
-          deliveredAt: row.delivered_at!,
-        },
-      };
-    } else {
       execute(
         store,
         "UPDATE notifications SET state = 'delivered', session_entry_id = :entry, " +
           "delivered_at = :now, claim_token_hash = NULL, claim_expires_at = NULL " +
           "WHERE notification_id = :id",
-        { entry: opts.sessionEntryId, now, id: opts.notificationId },
+        { entry: sessionEntryId, now, id: notificationId },
       );
-      result = {
-        outcome: "accepted",
-        body: {
-          notificationId: opts.notificationId,
-          sessionEntryId: opts.sessionEntryId,
-          deliveredAt: now,
-        },
-      };
-    }
-    if (opts.receipt) {
-      recordHostCommandInTx(
-        store,
-        { ...opts.receipt, outcome: result.outcome, receipt: result.body },
-        { runId: row.run_id, revision: null, now },
-      );
-    }
-    return result;
+      return { outcome: "accepted", body: { notificationId, sessionEntryId, deliveredAt: now } };
+    },
   });
 }

@@ -2,7 +2,7 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory } from "../journal.ts";
-import { InteractionRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { sessionReservation } from "../interaction-queries.ts";
 import { execute, type StateStore, writeTransaction } from "../store.ts";
 import { encodeValue } from "../values.ts";
@@ -147,7 +147,7 @@ export function enqueueRunInTx(
 function requireFreeSession(store: StateStore, sessionId: string): void {
   const active = sessionReservation(store, sessionId);
   if (active === undefined) return;
-  throw new InteractionRefusedError(
+  throw new RefusedError(
     "conflict",
     "sessionBusy",
     `This Pi session already has an active workflow run (${active.runId}); wait for it to end or cancel it first`,

@@ -5,10 +5,10 @@
  * session entry that started the turn. The text of the turn is the host's to build.
  */
 import { hashToken } from "../claims.ts";
-import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { OutboxRefusedError } from "../errors.ts";
+import { RefusedError } from "../errors.ts";
 import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
 import { heldByOther, OUTBOX_LEASE_MS } from "./notifications.ts";
+import { type EntryRecorded, recordOutboxEntry, type SessionEntryTarget } from "./outbox-entry.ts";
 import { resolveIntents, type TurnCause, type TurnResolution } from "./turn-intents.ts";
 
 export interface ClaimedTurn {
@@ -105,10 +105,9 @@ export function claimTurn(
   });
 }
 
-export interface TurnResolveResult {
-  outcome: "accepted" | "adopted";
-  body: { turnIntentId: string; resolution: TurnResolution; sessionEntryId: string };
-}
+export type TurnResolveResult = EntryRecorded<
+  { turnIntentId: string; resolution: TurnResolution; sessionEntryId: string }
+>;
 
 /**
  * Records the public session entry of the turn the session started for an eligible intent. Like
@@ -119,65 +118,47 @@ export interface TurnResolveResult {
  */
 export function resolveTurn(
   store: StateStore,
-  opts: {
-    turnIntentId: string;
-    sessionId: string;
-    sessionEntryId: string;
-    receipt?: CommandReceiptInput;
-  },
+  opts: SessionEntryTarget & { turnIntentId: string },
 ): TurnResolveResult {
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    const row = queryOne<{
-      run_id: string;
-      target_session_id: string;
-      cause: TurnCause;
-      eligible_at: number | null;
-      state: string;
-      resolution: TurnResolution | null;
-      session_entry_id: string | null;
-    }>(
-      store,
-      "SELECT run_id, target_session_id, cause, eligible_at, state, resolution, session_entry_id " +
-        "FROM turn_intents WHERE intent_id = :id",
-      { id: opts.turnIntentId },
-    );
-    if (!row) {
-      throw new OutboxRefusedError(
-        "notFound",
-        "turnNotFound",
-        `Unknown turn intent: ${opts.turnIntentId}`,
-      );
-    }
-    if (row.target_session_id !== opts.sessionId) {
-      throw new OutboxRefusedError(
-        "rejected",
-        "wrongSession",
-        `Turn intent ${opts.turnIntentId} belongs to another session`,
-      );
-    }
-    const resolution: TurnResolution = row.cause === "presentation" ? "presentation" : "fallback";
-    let result: TurnResolveResult;
-    if (row.state === "resolved") {
-      if (row.session_entry_id !== opts.sessionEntryId || row.resolution !== resolution) {
-        throw new OutboxRefusedError(
-          "conflict",
-          "alreadyResolved",
-          `Turn intent ${opts.turnIntentId} was already resolved (${row.resolution}${
-            row.session_entry_id ? `, session entry ${row.session_entry_id}` : ""
-          })`,
-        );
+  const { turnIntentId, sessionEntryId } = opts;
+  return recordOutboxEntry(store, opts, {
+    read: () =>
+      queryOne<{
+        run_id: string;
+        target_session_id: string;
+        cause: TurnCause;
+        eligible_at: number | null;
+        state: string;
+        resolution: TurnResolution | null;
+        session_entry_id: string | null;
+      }>(
+        store,
+        "SELECT run_id, target_session_id, cause, eligible_at, state, resolution, " +
+          "session_entry_id FROM turn_intents WHERE intent_id = :id",
+        { id: turnIntentId },
+      ),
+    notFound: { code: "turnNotFound", message: `Unknown turn intent: ${turnIntentId}` },
+    wrongSession: `Turn intent ${turnIntentId} belongs to another session`,
+    record: (row, now) => {
+      const resolution: TurnResolution = row.cause === "presentation" ? "presentation" : "fallback";
+      const body = { turnIntentId, resolution, sessionEntryId };
+      if (row.state === "resolved") {
+        if (row.session_entry_id !== sessionEntryId || row.resolution !== resolution) {
+          throw new RefusedError(
+            "conflict",
+            "alreadyResolved",
+            `Turn intent ${turnIntentId} was already resolved (${row.resolution}${
+              row.session_entry_id ? `, session entry ${row.session_entry_id}` : ""
+            })`,
+          );
+        }
+        return { outcome: "adopted", body };
       }
-      result = {
-        outcome: "adopted",
-        body: { turnIntentId: opts.turnIntentId, resolution, sessionEntryId: opts.sessionEntryId },
-      };
-    } else {
       if (row.eligible_at === null) {
-        throw new OutboxRefusedError(
+        throw new RefusedError(
           "rejected",
           "notEligible",
-          `Turn intent ${opts.turnIntentId} is not eligible yet: its run has not ended`,
+          `Turn intent ${turnIntentId} is not eligible yet: its run has not ended`,
         );
       }
       // Covered: what was stranded before this turn became due, or everything once the run ended.
@@ -188,19 +169,8 @@ export function resolveTurn(
           "('completed', 'failed', 'timed_out', 'cancelled'))",
         { runId: row.run_id, eligibleAt: row.eligible_at },
       ).map((r) => r.intent_id);
-      resolveIntents(store, covered, resolution, opts.sessionEntryId, now);
-      result = {
-        outcome: "accepted",
-        body: { turnIntentId: opts.turnIntentId, resolution, sessionEntryId: opts.sessionEntryId },
-      };
-    }
-    if (opts.receipt) {
-      recordHostCommandInTx(
-        store,
-        { ...opts.receipt, outcome: result.outcome, receipt: result.body },
-        { runId: row.run_id, revision: null, now },
-      );
-    }
-    return result;
+      resolveIntents(store, covered, resolution, sessionEntryId, now);
+      return { outcome: "accepted", body };
+    },
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
-import { InteractionRefusedError, RevisionConflictError } from "../errors.ts";
+import { RefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { type InteractionRow, readInteraction } from "../interaction-queries.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
@@ -75,14 +75,14 @@ export function waitingRunWrite<T>(
 function requireRequest(store: StateStore, t: InteractionTarget): InteractionRow {
   const request = readInteraction(store, t.interactionId);
   if (!request || request.run_id !== t.runId) {
-    throw new InteractionRefusedError(
+    throw new RefusedError(
       "notFound",
       "interactionNotFound",
       `Unknown interactive request ${t.interactionId} of run ${t.runId}`,
     );
   }
   if (request.target_session_id !== t.sessionId) {
-    throw new InteractionRefusedError(
+    throw new RefusedError(
       "rejected",
       "wrongSession",
       `Interactive request ${t.interactionId} belongs to another Pi session than this one`,
@@ -101,7 +101,7 @@ export function requirePending(request: InteractionRow): void {
     cancelled: "its run was cancelled or ended",
     pending: "",
   }[request.status];
-  throw new InteractionRefusedError(
+  throw new RefusedError(
     "rejected",
     "notPending",
     `Step ${JSON.stringify(request.node_id)} is no longer waiting for a submission: ${why}`,
