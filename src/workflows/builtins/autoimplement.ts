@@ -14,6 +14,8 @@ import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { NodeContext } from "../types.ts";
 import {
   boundedInt,
+  commandBatchInput,
+  type EvidenceCommand,
   inputRecord,
   isRecord,
   optionalText,
@@ -22,18 +24,11 @@ import {
   READ_ONLY_TOOLS,
 } from "./builtin-input.ts";
 import { autoplanWorkflow } from "./autoplan.ts";
-import {
-  changesText,
-  collectChanges,
-  type EvidenceCommand,
-  evidenceCommands,
-  type EvidenceResult,
-  runEvidence,
-} from "./git-evidence.ts";
+import { changesText, collectChanges, type EvidenceResult, runEvidence } from "./git-evidence.ts";
 import {
   joinReviews,
-  LENSES,
   reportText,
+  reviewerCount,
   reviewers,
   type ReviewReport,
 } from "./review-verdicts.ts";
@@ -75,15 +70,10 @@ function readInput(raw: unknown): AutoimplementInput {
   return {
     task,
     plan,
-    verify: evidenceCommands(input.verify, "verify", NAME),
-    verifyTimeoutMinutes: boundedInt(input, "verifyTimeoutMinutes", NAME, {
-      min: 1,
-      max: 60,
-      fallback: 15,
-    }),
+    ...commandBatchInput(input, "verify", NAME, 15),
     maxFixRounds: boundedInt(input, "maxFixRounds", NAME, { min: 0, max: 10, fallback: 3 }),
     maxReviewRounds: boundedInt(input, "maxReviewRounds", NAME, { min: 0, max: 5, fallback: 1 }),
-    reviewers: boundedInt(input, "reviewers", NAME, { min: 1, max: LENSES.length, fallback: 2 }),
+    reviewers: reviewerCount(input, NAME, 2),
   };
 }
 

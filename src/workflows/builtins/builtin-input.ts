@@ -33,6 +33,66 @@ export function optionalText(input: InputRecord, field: string, workflow: string
   return value.trim() === "" ? null : value.trim();
 }
 
+/** A command the built-in runs in the project: no shell, `args` as given. */
+export interface EvidenceCommand {
+  id: string;
+  command: string;
+  args: string[];
+}
+
+const COMMAND_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** `[{id?, command, args?}]` or `["npm test", ...]` (split on spaces, no shell). */
+export function evidenceCommands(
+  value: unknown,
+  field: string,
+  workflow: string,
+): EvidenceCommand[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || value.length > 16) {
+    throw new Error(`${workflow}: "${field}" must be a list of at most 16 commands`);
+  }
+  return value.map((item, i) => {
+    if (typeof item === "string" && item.trim() !== "") {
+      const [command, ...args] = item.trim().split(/\s+/);
+      return { id: `${field}-${i + 1}`, command, args };
+    }
+    if (!isRecord(item) || typeof item.command !== "string" || item.command.trim() === "") {
+      throw new Error(`${workflow}: ${field}[${i}] needs "command" (and optional "args", "id")`);
+    }
+    const args = item.args ?? [];
+    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
+      throw new Error(`${workflow}: ${field}[${i}].args must be a list of strings`);
+    }
+    const id = typeof item.id === "string" ? item.id : `${field}-${i + 1}`;
+    if (!COMMAND_ID.test(id)) {
+      throw new Error(`${workflow}: ${field}[${i}].id must match ${COMMAND_ID}`);
+    }
+    return { id, command: item.command, args: args as string[] };
+  });
+}
+
+/**
+ * The commands under `field` and their timeout under `<field>TimeoutMinutes` (1-60 minutes),
+ * e.g. autoimplement's `verify` and sanity-check's `evidence`.
+ */
+export function commandBatchInput<F extends string>(
+  input: InputRecord,
+  field: F,
+  workflow: string,
+  fallbackMinutes: number,
+): Record<F, EvidenceCommand[]> & Record<`${F}TimeoutMinutes`, number> {
+  const timeoutField = `${field}TimeoutMinutes` as const;
+  return {
+    [field]: evidenceCommands(input[field], field, workflow),
+    [timeoutField]: boundedInt(input, timeoutField, workflow, {
+      min: 1,
+      max: 60,
+      fallback: fallbackMinutes,
+    }),
+  } as Record<F, EvidenceCommand[]> & Record<`${F}TimeoutMinutes`, number>;
+}
+
 export function boundedInt(
   input: InputRecord,
   field: string,

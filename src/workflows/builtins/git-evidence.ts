@@ -7,13 +7,7 @@ import { type CommandBatchItemResult, runCommandBatch } from "../command-batch.t
 import { NodeFailure } from "../errors.ts";
 import type { ActionContext } from "../types.ts";
 import { PROGRESS_SCHEMA } from "../updates.ts";
-import { isRecord } from "./builtin-input.ts";
-
-export interface EvidenceCommand {
-  id: string;
-  command: string;
-  args: string[];
-}
+import type { EvidenceCommand } from "./builtin-input.ts";
 
 export interface EvidenceResult {
   id: string;
@@ -26,35 +20,6 @@ export interface EvidenceResult {
 
 const MAX_DIFF_CHARS = 60_000;
 const TAIL_CHARS = 4_000;
-const ID = /^[A-Za-z0-9_.-]{1,64}$/;
-
-/** `[{id?, command, args?}]` or `["npm test", ...]` (split on spaces, no shell). */
-export function evidenceCommands(
-  value: unknown,
-  field: string,
-  workflow: string,
-): EvidenceCommand[] {
-  if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.length > 16) {
-    throw new Error(`${workflow}: "${field}" must be a list of at most 16 commands`);
-  }
-  return value.map((item, i) => {
-    if (typeof item === "string" && item.trim() !== "") {
-      const [command, ...args] = item.trim().split(/\s+/);
-      return { id: `${field}-${i + 1}`, command, args };
-    }
-    if (!isRecord(item) || typeof item.command !== "string" || item.command.trim() === "") {
-      throw new Error(`${workflow}: ${field}[${i}] needs "command" (and optional "args", "id")`);
-    }
-    const args = item.args ?? [];
-    if (!Array.isArray(args) || args.some((a) => typeof a !== "string")) {
-      throw new Error(`${workflow}: ${field}[${i}].args must be a list of strings`);
-    }
-    const id = typeof item.id === "string" ? item.id : `${field}-${i + 1}`;
-    if (!ID.test(id)) throw new Error(`${workflow}: ${field}[${i}].id must match ${ID}`);
-    return { id, command: item.command, args: args as string[] };
-  });
-}
 
 /** Runs commands in the project (bounded, in parallel), one progress update per settled item. */
 export async function runEvidence(

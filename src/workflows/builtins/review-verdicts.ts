@@ -4,7 +4,7 @@
  * needs_evidence, with findings. The overall verdict is the most severe one given.
  */
 import type { AgentGroupMember, AgentGroupMemberResult } from "../types.ts";
-import { isRecord } from "./builtin-input.ts";
+import { boundedInt, type InputRecord, isRecord } from "./builtin-input.ts";
 
 /** Least to most severe. */
 export const VERDICTS = ["keep", "needs_evidence", "simplify", "refactor", "drop"] as const;
@@ -29,6 +29,11 @@ export const LENSES: readonly { id: string; focus: string }[] = [
   { id: "design", focus: "fit with the codebase: layering, naming, where the code lives" },
   { id: "risk", focus: "security, data loss, concurrency and compatibility risks" },
 ];
+
+/** The `reviewers` input: how many lenses review, 1 to one per lens. */
+export function reviewerCount(input: InputRecord, workflow: string, fallback: number): number {
+  return boundedInt(input, "reviewers", workflow, { min: 1, max: LENSES.length, fallback });
+}
 
 const EXPECTED =
   '{"verdict": "keep|simplify|refactor|drop|needs_evidence", "summary": "...", "findings": [{"verdict": "simplify", "file": "src/x.ts", "note": "..."}]}';

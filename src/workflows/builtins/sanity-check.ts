@@ -8,20 +8,24 @@
 import { action, agentGroup, compute, notify } from "../nodes.ts";
 import { defineWorkflow } from "../define-workflow.ts";
 import type { AgentGroupOutput } from "../agent-group.ts";
-import { boundedInt, inputRecord, optionalText, READ_ONLY_TOOLS } from "./builtin-input.ts";
+import {
+  commandBatchInput,
+  type EvidenceCommand,
+  inputRecord,
+  optionalText,
+  READ_ONLY_TOOLS,
+} from "./builtin-input.ts";
 import {
   type ChangeSet,
   changesText,
   collectChanges,
-  type EvidenceCommand,
-  evidenceCommands,
   type EvidenceResult,
   runEvidence,
 } from "./git-evidence.ts";
 import {
   joinReviews,
-  LENSES,
   reportText,
+  reviewerCount,
   reviewers,
   type ReviewReport,
 } from "./review-verdicts.ts";
@@ -43,15 +47,10 @@ function readInput(raw: unknown): SanityCheckInput {
   if (base.startsWith("-")) throw new Error(`${NAME}: "base" must be a git revision`);
   return {
     base,
-    reviewers: boundedInt(input, "reviewers", NAME, { min: 1, max: LENSES.length, fallback: 3 }),
+    reviewers: reviewerCount(input, NAME, 3),
     // `/workflow sanity-check look at the parser` passes the text as the focus.
     focus: optionalText(input, "focus", NAME) ?? optionalText(input, "task", NAME),
-    evidence: evidenceCommands(input.evidence, "evidence", NAME),
-    evidenceTimeoutMinutes: boundedInt(input, "evidenceTimeoutMinutes", NAME, {
-      min: 1,
-      max: 60,
-      fallback: 10,
-    }),
+    ...commandBatchInput(input, "evidence", NAME, 10),
   };
 }
 
