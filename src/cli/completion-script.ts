@@ -76,9 +76,9 @@ function caseArms(value: (command: string) => string): string {
     .join("\n");
 }
 
-function bashScript(): string {
-  return `# bash completion for pi-workflows (pi-workflows completion bash)
-__pi_workflows_flags() {
+/** The shell functions both scripts define: each command's flags, its first argument's kind. */
+function helperFunctions(): string {
+  return `__pi_workflows_flags() {
   case "$1" in
 ${caseArms((c) => commandOptions(c).flags.join(" "))}
   esac
@@ -89,7 +89,31 @@ ${caseArms(firstArgKind)}
     help) echo "words:${completionCommands().join(" ")}" ;;
   esac
 }
-_pi_workflows() {
+`;
+}
+
+/**
+ * Sets `kind` to what the word being typed is: the command's first argument when no positional
+ * came before it (an option's value is skipped), else a file. Both shells take this syntax;
+ * `words` is the shell's word array, `first` the index of the first word after the command.
+ */
+function argumentKind(words: string, first: number, current: string): string {
+  return `  for ((i = ${first}; i < ${current}; i++)); do
+    word="\${${words}[i]}"
+    if [[ "$word" == -* ]]; then
+      [[ "$valued" == *" $word "* ]] && ((i++))
+      continue
+    fi
+    ((npos++))
+  done
+  kind="$(__pi_workflows_first "$cmd")"
+  (( npos > 0 )) && kind=files
+`;
+}
+
+function bashScript(): string {
+  return `# bash completion for pi-workflows (pi-workflows completion bash)
+${helperFunctions()}_pi_workflows() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
   local cmd="\${COMP_WORDS[1]}" valued=" ${allValued()} " i word npos=0 kind
   COMPREPLY=()
@@ -109,17 +133,7 @@ _pi_workflows() {
     COMPREPLY=($(compgen -W "$(__pi_workflows_flags "$cmd")" -- "$cur"))
     return
   fi
-  for ((i = 2; i < COMP_CWORD; i++)); do
-    word="\${COMP_WORDS[i]}"
-    if [[ "$word" == -* ]]; then
-      [[ "$valued" == *" $word "* ]] && ((i++))
-      continue
-    fi
-    ((npos++))
-  done
-  kind="$(__pi_workflows_first "$cmd")"
-  (( npos > 0 )) && kind=files
-  case "$kind" in
+${argumentKind("COMP_WORDS", 2, "COMP_CWORD")}  case "$kind" in
     words:*) COMPREPLY=($(compgen -W "\${kind#words:}" -- "$cur")) ;;
     workflows)
       COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" __complete workflows 2>/dev/null | cut -f1)" -- "$cur"))
@@ -142,18 +156,7 @@ function zshScript(): string {
   ).join("\n");
   return `#compdef pi-workflows
 # zsh completion for pi-workflows (pi-workflows completion zsh)
-__pi_workflows_flags() {
-  case "$1" in
-${caseArms((c) => commandOptions(c).flags.join(" "))}
-  esac
-}
-__pi_workflows_first() {
-  case "$1" in
-${caseArms(firstArgKind)}
-    help) echo "words:${completionCommands().join(" ")}" ;;
-  esac
-}
-_pi-workflows() {
+${helperFunctions()}_pi-workflows() {
   local cur="\${words[CURRENT]}" prev="\${words[CURRENT-1]}" cmd="\${words[2]}"
   local valued=" ${allValued()} " kind word
   local -i i npos=0
@@ -177,17 +180,7 @@ ${describe}
     compadd -- \${=$(__pi_workflows_flags "$cmd")}
     return
   fi
-  for ((i = 3; i < CURRENT; i++)); do
-    word="\${words[i]}"
-    if [[ "$word" == -* ]]; then
-      [[ "$valued" == *" $word "* ]] && ((i++))
-      continue
-    fi
-    ((npos++))
-  done
-  kind="$(__pi_workflows_first "$cmd")"
-  (( npos > 0 )) && kind=files
-  case "$kind" in
+${argumentKind("words", 3, "CURRENT")}  case "$kind" in
     words:*) compadd -- \${=kind#words:} ;;
     workflows)
       local out
