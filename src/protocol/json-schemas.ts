@@ -73,23 +73,28 @@ const CONFIG: ConversionConfig = {
 type Schemas = Record<string, v.GenericSchema<unknown, unknown>>;
 
 function defsOf(schemas: Schemas): Record<string, JsonSchema> {
-  const defs = toJsonSchemaDefs({ ...SHARED, ...schemas } as never, CONFIG) as Record<
-    string,
-    JsonSchema
-  >;
-  // A lazy schema's body gets a numbered definition and its name only points there: give the
-  // body the name, so the files read `#/$defs/JsonValue` rather than `#/$defs/0`.
-  let text = JSON.stringify(defs);
-  for (const name of Object.keys(SHARED)) {
-    const ref = (defs[name] as { $ref?: string }).$ref;
-    if (ref === undefined) continue;
-    const numbered = ref.slice("#/$defs/".length);
-    const named = JSON.parse(text) as Record<string, JsonSchema>;
-    named[name] = named[numbered];
-    delete named[numbered];
-    text = JSON.stringify(named).replaceAll(`"${ref}"`, `"#/$defs/${name}"`);
+  // A lazy schema's body gets a numbered definition that its name only points to: refer to the
+  // body by the name instead, and store it under the name, so the files read
+  // `#/$defs/JsonValue` rather than `#/$defs/0`.
+  const numbered = new Map<string, string>();
+  const defs = toJsonSchemaDefs({ ...SHARED, ...schemas } as never, {
+    ...CONFIG,
+    overrideRef({ referenceId, valibotSchema, getterMap }) {
+      for (const [name, lazy] of Object.entries(SHARED)) {
+        // The converter unwraps each lazy schema once per run and keeps the body by getter.
+        const getter = (lazy as unknown as v.LazySchema<v.GenericSchema>).getter;
+        if (getterMap.get(getter) !== valibotSchema) continue;
+        numbered.set(referenceId, name);
+        return `#/$defs/${name}`;
+      }
+      return undefined;
+    },
+  }) as Record<string, JsonSchema>;
+  for (const [id, name] of numbered) {
+    defs[name] = defs[id];
+    delete defs[id];
   }
-  return JSON.parse(text) as Record<string, JsonSchema>;
+  return defs;
 }
 
 function published(
