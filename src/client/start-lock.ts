@@ -31,18 +31,33 @@ export function tryStartLock(stateDir: string): StartLock | null {
   const path = join(stateDir, START_LOCK_FILE_NAME);
   const own = ownIdentity();
   for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      writeFileSync(path, own, { flag: "wx", mode: 0o600 });
-      return { release: () => releaseIfOwn(path, own) };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
+    if (createWithContent(path, own)) return { release: () => releaseIfOwn(path, own) };
     const holder = readText(path);
     if (holder === null) continue; // released meanwhile: try again
     if (holderAlive(holder)) return null;
     if (!takeStale(path, holder)) return null;
   }
   return null;
+}
+
+/**
+ * Creates `path` holding `text`, or returns false when it exists. The file appears with its
+ * content (written aside, then hard-linked into place): an exclusive create followed by a write
+ * would let a client that reads in between see an empty lock, take it for a dead holder's and
+ * take it over, so two clients would both start a host.
+ */
+function createWithContent(path: string, text: string): boolean {
+  const draft = `${path}.${process.pid}.new`;
+  writeFileSync(draft, text, { mode: 0o600 });
+  try {
+    linkSync(draft, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return false;
+  } finally {
+    rmSync(draft, { force: true });
+  }
 }
 
 /** This process as the lock names it: `pid:starttime`, or `pid:` where /proc is unreadable. */
