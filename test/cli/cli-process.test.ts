@@ -34,15 +34,23 @@ export default defineWorkflow({
   );
 });
 
-function writeSlowWorkflow(dir: string): void {
+/** A workflow whose one pure node waits until the file `gate` exists (bounded). */
+function writeGatedWorkflow(dir: string, gate: string): void {
   writeFileSync(
     join(dir, "slow.workflow.ts"),
-    `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+    `import { existsSync } from "node:fs";
+import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
 export default defineWorkflow({
   name: "slow",
   startAt: "nap",
   nodes: {
-    nap: compute({ run: async () => { await new Promise((r) => setTimeout(r, 5000)); return { slept: true }; } }),
+    nap: compute({ run: async () => {
+      const deadline = Date.now() + 60_000;
+      while (!existsSync(${JSON.stringify(gate)}) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { slept: true };
+    } }),
   },
   edges: [],
 });
@@ -229,16 +237,19 @@ describe("pi-workflows CLI", () => {
   it("keeps following a run across a host restart", async () => {
     const fresh = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
     try {
-      writeSlowWorkflow(fresh.root);
+      const gate = join(fresh.root, "gate");
+      writeGatedWorkflow(fresh.root, gate);
       const follower = spawnCli(
         ["start", "slow.workflow.ts", "--cwd", fresh.root, "--wait"],
         fresh.env,
       );
       await follower.waitForStdout("▶ nap", 60_000);
-      // Stop the host under the follower (the pure 5 s nap is parked at once, a planned stop
-      // waits only for external nodes): the run parks, the follower starts the next host.
+      // Stop the host under the follower (the pure node is parked at once, a planned stop
+      // waits only for external nodes): the run parks, the follower starts the next host,
+      // whose worker finds the gate open.
       const stop = await runCliProcess(["host", "stop"], fresh.env);
       expect(stop.code, stop.stderr).toBe(0);
+      writeFileSync(gate, "open");
       const { code } = await follower.exited;
       expect(code, follower.stderr()).toBe(0);
       expect(follower.stdout()).toMatch(/^✓ completed {2}run-/m);
