@@ -87,6 +87,9 @@ function writeWorkflows(sandbox: PiSandbox): void {
   writeFileSync(join(dir, "retrystep.workflow.ts"), RETRY_STEP);
 }
 
+/** Resolves once the newest attempt of a `count` step has timed out (set with the sandbox). */
+let slowStepTimedOut: () => Promise<unknown> = () => Promise.reject(new Error("no sandbox yet"));
+
 /** Released by the supersede test: until then the model "thinks" about the user's turn. */
 let thinking: Promise<void> = Promise.resolve();
 
@@ -99,9 +102,10 @@ async function replyScript(request: FakeModelRequest) {
   }
   // A quick step: the model submits it through the workflow tool.
   if (text.startsWith("Say done now")) return stepResponder()(request);
-  // The slow step: the model thinks past the step's deadline, then ends without submitting.
+  // The slow step: the model thinks past the step's deadline (until the host has timed the
+  // step out), then ends without submitting.
   if (text.startsWith("Count the files slowly")) {
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    await slowStepTimedOut();
     return { kind: "text" as const, text: "still counting" };
   }
   if (text.includes("Presentation instructions")) {
@@ -213,6 +217,15 @@ describe("the outbox in the real Pi", () => {
   beforeAll(async () => {
     model = await startFakeModel({ script: replyScript, lifetimeMs: 300_000 });
     sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+    slowStepTimedOut = () =>
+      waitForState<{ state: string }>(
+        sandbox,
+        "SELECT state FROM node_attempts WHERE node_id = 'count' ORDER BY started_at DESC, " +
+          "rowid DESC LIMIT 1",
+        {},
+        (rows) => rows[0]?.state === "timed_out",
+        60_000,
+      );
     writeWorkflows(sandbox);
     await sandbox.install(REPO_ROOT);
     pi = await startPi(sandbox, { sessionId: SESSION });
