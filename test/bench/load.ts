@@ -5,8 +5,11 @@
  * for 30 s. Prints one JSON line: completed runs/s in the window, `run.status` p50/p99/max on
  * the host side (decoded frame to response, `RunHostOptions.onServed`) and on the client side
  * (round trip), the host's event-loop delay p50/p99/max from the first request until every run
- * ended (the wait of a request that arrives while the loop is held), the host's peak RSS, and, once every run ended, `lost` (runs that did not
- * complete) and `duplicated` (a node with two committed outcomes, or two completion events).
+ * ended (the wait of a request that arrives while the loop is held), the duration of one
+ * synchronous single-row commit on the same disk sampled every 100 ms in the window (each of the
+ * host's commits holds its loop about that long), the host's peak RSS, and, once every run
+ * ended, `lost` (runs that did not complete) and `duplicated` (a node with two committed
+ * outcomes, or two completion events).
  *
  *   npm run bench -- load [runs=1000] [clients=50] [seconds=30]
  */
@@ -17,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { DatabaseSync } from "node:sqlite";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { HOST_REQUEST_SCHEMA } from "../../src/protocol/host-request.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
@@ -206,6 +210,21 @@ async function main(): Promise<void> {
     const statusTimes: number[] = [];
     let peakRss = 0;
     const rssTimer = setInterval(() => peakRss = Math.max(peakRss, rssKb(host!.pid!)), 250);
+    // What one synchronous commit costs on this disk meanwhile: the host's loop is held that
+    // long by each of its own commits (node:sqlite commits on the main thread).
+    const probe = new DatabaseSync(join(root, "probe.sqlite"));
+    probe.exec("PRAGMA journal_mode = WAL");
+    probe.exec("PRAGMA synchronous = FULL");
+    probe.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+    const probeInsert = probe.prepare("INSERT INTO t (v) VALUES ('x')");
+    const commitTimes: number[] = [];
+    const probeTimer = setInterval(() => {
+      const t = performance.now();
+      probe.exec("BEGIN IMMEDIATE");
+      probeInsert.run();
+      probe.exec("COMMIT");
+      commitTimes.push(performance.now() - t);
+    }, 100);
     const started = performance.now();
     const until = started + SECONDS * 1000;
     let failures = 0;
@@ -225,6 +244,8 @@ async function main(): Promise<void> {
     }));
     const windowS = (performance.now() - started) / 1000;
     clearInterval(rssTimer);
+    clearInterval(probeTimer);
+    probe.close();
     for (const client of clients) client.close();
 
     // Then every run must end: completed once, none lost.
@@ -285,6 +306,9 @@ async function main(): Promise<void> {
       loop_delay_p50_ms: r2(stats.loopDelay.p50),
       loop_delay_p99_ms: r2(stats.loopDelay.p99),
       loop_delay_max_ms: r2(stats.loopDelay.max),
+      disk_commit_p50_ms: r2(percentile(commitTimes, 0.5)),
+      disk_commit_p99_ms: r2(percentile(commitTimes, 0.99)),
+      disk_commit_max_ms: r2(Math.max(0, ...commitTimes)),
       host_peak_rss_mb: r2(peakRss / 1024),
       lost: RUNS - completed + Math.max(0, runsNow - RUNS),
       duplicated,
