@@ -108,6 +108,25 @@ export function createWorkerChannel(
     failed.clear();
   });
 
+  // At most one frame waits for the write buffer to drain; frames sent meanwhile queue behind
+  // it, so a window of messages sent ahead adds no listener per frame while the host reads
+  // slowly. Otherwise a frame is written at once: it has left this process when request()
+  // returns (the crash points after a send rely on that).
+  let tail: Promise<void> = Promise.resolve();
+  let queued = 0;
+  const write = (message: unknown): Promise<void> => {
+    let written: Promise<void>;
+    if (queued === 0 && !stream.writableNeedDrain) written = writeFrame(stream, message);
+    else {
+      queued++;
+      written = tail.then(() => {
+        queued--;
+        return writeFrame(stream, message);
+      });
+    }
+    tail = written.catch(() => {});
+    return written;
+  };
   return {
     firstFrame: () => firstFrame,
     request(message) {
@@ -122,14 +141,15 @@ export function createWorkerChannel(
           resolve(reply);
         });
         failed.set(id, reject);
-        writeFrame(stream, message).catch((error) => {
+        const written = write(message);
+        written.catch((error) => {
           pending.delete(id);
           failed.delete(id);
           reject(error);
         });
       });
     },
-    send: (message) => writeFrame(stream, message),
+    send: (message) => write(message),
     closed,
     close() {
       // A frame written just before may still sit in the stream's buffer (a resolver's answer

@@ -214,4 +214,35 @@ describe("pipelined pure nodes", () => {
     );
     expect(h.invariants()).toEqual([]);
   });
+
+  it("a window of large messages waits for the slow reader without piling up listeners", async () => {
+    h = await createHarness();
+    const count = 40;
+    // ~100 KB per close: the window is far more than the pipe buffer while commits are slow.
+    const source = `
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "big",
+  maxSteps: ${count + 5},
+  startAt: "b0",
+  nodes: {
+${
+      Array.from({ length: count }, (_, i) =>
+        `    b${i}: compute({ run: () => ({ text: "${i}".repeat(100_000) }) }),`)
+        .join("\n")
+    }
+  },
+  edges: [
+${Array.from({ length: count - 1 }, (_, i) => `    { from: "b${i}", to: "b${i + 1}" },`).join("\n")}
+  ],
+});
+`;
+    slowCommits(h, 4);
+    const runId = await h.startRun(h.writeWorkflow("big.workflow.ts", source), {});
+    const run = await h.waitForRun(runId, isTerminal, 60_000);
+    expect(run.state).toBe("completed");
+    expect(attempts(h, runId).filter((a) => a.state === "ok").length).toBe(count);
+    expect(h.workerLogs()).not.toMatch(/MaxListenersExceeded|Warning/);
+    expect(h.invariants()).toEqual([]);
+  });
 });
