@@ -1,7 +1,9 @@
 /**
  * What each reconcile proposal commits, under the reconcile's own claim (the host holds it; the
  * worker never writes): effects, child workflows and the result. A fenced reconcile gets
- * `ClaimLostError` from the transition and nothing changes.
+ * `ClaimLostError` from the transition and nothing changes. Every transition joins the host's
+ * next group commit (commit-group.ts) with the other workers' messages of the same event-loop
+ * turn; its answer leaves only after that COMMIT.
  */
 import { fingerprint, type JsonValue } from "../../../protocol/canonical-json.ts";
 import type { ControllerMessage, ReconcileOutcome } from "../../../protocol/controller-worker.ts";
@@ -21,6 +23,7 @@ import {
 import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
 import { canonicalWorkflowRef } from "../../../workflows/sources/identity.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
+import { inNextCommit } from "../commit-group.ts";
 import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
 
 export interface ReconcileHandlerDeps {
@@ -51,13 +54,14 @@ export async function applyReconcileMessage(
   switch (message.kind) {
     case "effect.reserve": {
       const p = message.payload;
-      const result = reserveReconcileEffect(store, claim, {
-        uid,
-        kind: p.kind,
-        key: p.key,
-        requestFingerprint: p.requestFingerprint,
-        contract: p.contract,
-      });
+      const result = await inNextCommit(store, () =>
+        reserveReconcileEffect(store, claim, {
+          uid,
+          kind: p.kind,
+          key: p.key,
+          requestFingerprint: p.requestFingerprint,
+          contract: p.contract,
+        }));
       return result.decision === "apply"
         ? { effectId: result.effectId, state: "reserved" }
         : result.decision === "adopt"
@@ -66,34 +70,36 @@ export async function applyReconcileMessage(
     }
     case "effect.settle": {
       const p = message.payload;
-      settleReconcileEffect(store, claim, {
-        uid,
-        effectId: p.effectId,
-        outcome: p.outcome,
-        ...(p.receipt !== undefined ? { receipt: p.receipt } : {}),
-        ...(p.error ? { errorCode: p.error.code } : {}),
-      });
+      await inNextCommit(store, () =>
+        settleReconcileEffect(store, claim, {
+          uid,
+          effectId: p.effectId,
+          outcome: p.outcome,
+          ...(p.receipt !== undefined ? { receipt: p.receipt } : {}),
+          ...(p.error ? { errorCode: p.error.code } : {}),
+        }));
       return undefined;
     }
     case "workflow.ensure":
       return await ensureChildWorkflow(ctx, deps, worker, reconcile, message.payload);
     case "reconcile.finished": {
       const settle = message.payload.settle;
-      const end = finishReconcile(store, claim, {
-        uid,
-        expectedResourceVersion: reconcile.resourceVersion,
-        outcome: message.payload.outcome as ReconcileOutcome,
-        retryDelayMs: deps.retryDelayMs(reconcile.consecutiveErrors + 1),
-        ...(settle
-          ? {
-            settle: {
-              effectId: settle.effectId,
-              outcome: settle.outcome,
-              ...(settle.receipt !== undefined ? { receipt: settle.receipt } : {}),
-            },
-          }
-          : {}),
-      });
+      const end = await inNextCommit(store, () =>
+        finishReconcile(store, claim, {
+          uid,
+          expectedResourceVersion: reconcile.resourceVersion,
+          outcome: message.payload.outcome as ReconcileOutcome,
+          retryDelayMs: deps.retryDelayMs(reconcile.consecutiveErrors + 1),
+          ...(settle
+            ? {
+              settle: {
+                effectId: settle.effectId,
+                outcome: settle.outcome,
+                ...(settle.receipt !== undefined ? { receipt: settle.receipt } : {}),
+              },
+            }
+            : {}),
+        }));
       deps.onEnded(worker, reconcile, end);
       return { conflict: end.conflict, removed: end.removed };
     }
@@ -110,13 +116,14 @@ async function ensureChildWorkflow(
   const { store } = ctx;
   const { claim, uid } = reconcile;
   const interactive = request.interactive === true;
-  const decision = ensureChildRequest(store, claim, {
-    uid,
-    requestKey: request.requestKey,
-    workflow: request.workflow,
-    inputFingerprint: fingerprint(request.input),
-    interactive,
-  });
+  const decision = await inNextCommit(store, () =>
+    ensureChildRequest(store, claim, {
+      uid,
+      requestKey: request.requestKey,
+      workflow: request.workflow,
+      inputFingerprint: fingerprint(request.input),
+      interactive,
+    }));
   if (decision.kind === "existing") return decision.ref;
   const resolved = await deps.resolveWorkflow({
     workflow: request.workflow,
@@ -125,49 +132,52 @@ async function ensureChildWorkflow(
   });
   const target = { uid, requestId: decision.requestId, attempt: decision.attempt };
   if (!resolved.ok) {
-    return failChildRequest(store, claim, {
-      ...target,
-      error: { code: resolved.code, message: resolved.message },
-    });
+    return await inNextCommit(store, () =>
+      failChildRequest(store, claim, {
+        ...target,
+        error: { code: resolved.code, message: resolved.message },
+      }));
   }
   // An interactive child's agent steps run in its session, so only a headless one needs Pi.
   if (
     !interactive && resolved.needsAgent && !resolved.needsInteractive &&
     !readPinnedController(store, worker.controllerId)?.pi
   ) {
-    return failChildRequest(store, claim, {
-      ...target,
-      error: {
-        code: "piUnavailable",
-        message: `Workflow "${resolved.workflowName}" has agent steps and no Pi was declared ` +
-          "for this controller: apply it again from a shell where Pi is installed " +
-          "(or PI_WORKFLOWS_PI is set)",
-      },
-    });
-  }
-  const ref = startChildRun(store, claim, {
-    ...target,
-    run: {
-      workflowName: resolved.workflowName,
-      workflowRef: canonicalWorkflowRef(resolved.workflowSource, request.workflow),
-      title: resolved.title,
-      projectPath: worker.projectPath,
-      workflowSource: resolved.workflowSource as JsonValue,
-      definitionDigest: resolved.definitionDigest,
-      input: resolved.input as JsonValue,
-      inputHash: resolved.inputHash,
-    },
-    ...(resolved.needsInteractive && !interactive
-      ? {
-        blocked: {
-          reason: "unsupportedInput" as const,
-          detail: `Workflow "${resolved.workflowName}" has an assistant-message step, which ` +
-            "needs an origin Pi session; this child was not ensured with interactive: true " +
-            "(cancel this run)",
+    return await inNextCommit(store, () =>
+      failChildRequest(store, claim, {
+        ...target,
+        error: {
+          code: "piUnavailable",
+          message: `Workflow "${resolved.workflowName}" has agent steps and no Pi was declared ` +
+            "for this controller: apply it again from a shell where Pi is installed " +
+            "(or PI_WORKFLOWS_PI is set)",
         },
-      }
-      : {}),
-  });
+      }));
+  }
+  const ref = await inNextCommit(store, () =>
+    startChildRun(store, claim, {
+      ...target,
+      run: {
+        workflowName: resolved.workflowName,
+        workflowRef: canonicalWorkflowRef(resolved.workflowSource, request.workflow),
+        title: resolved.title,
+        projectPath: worker.projectPath,
+        workflowSource: resolved.workflowSource as JsonValue,
+        definitionDigest: resolved.definitionDigest,
+        input: resolved.input as JsonValue,
+        inputHash: resolved.inputHash,
+      },
+      ...(resolved.needsInteractive && !interactive
+        ? {
+          blocked: {
+            reason: "unsupportedInput" as const,
+            detail: `Workflow "${resolved.workflowName}" has an assistant-message step, which ` +
+              "needs an origin Pi session; this child was not ensured with interactive: true " +
+              "(cancel this run)",
+          },
+        }
+        : {}),
+    }));
   deps.wakeRuns();
   return ref;
 }

@@ -22,6 +22,7 @@ import {
   nextForeignClaimExpiry,
   nextReconcileDue,
 } from "../../../state/controllers/reconcile-claims.ts";
+import { interruptReconcile } from "../../../state/controllers/reconcile-end.ts";
 import type { HostContext } from "../api.ts";
 import { logError } from "../../host-log.ts";
 import type { ControllerSupervision } from "./api.ts";
@@ -36,6 +37,7 @@ import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
 import { createResolverPool } from "./resolver-pool.ts";
 import { later, TIMER_SLACK_MS } from "./timers.ts";
 import { createWorkerSpawner, type WorkerFleetDeps } from "./worker-fleet.ts";
+import { inNextCommit } from "../commit-group.ts";
 
 /** The due timer is re-armed at least this often, so a wall-clock jump is noticed. */
 const MAX_TIMER_MS = 60_000;
@@ -76,6 +78,8 @@ export function createControllerSupervision(
   let started = false;
   let shuttingDown = false;
   let tickQueued = false;
+  /** Resources whose claim waits for the next group commit (counted against the capacity). */
+  const claiming = new Set<string>();
 
   const schedule = () => {
     if (tickQueued) return;
@@ -110,11 +114,12 @@ export function createControllerSupervision(
 
   const runTick = (now: number) => {
     recoverExpiredReconciles(ctx, holds.held());
-    const capacity = options.maxConcurrentReconciles - holds.inFlight();
+    const capacity = options.maxConcurrentReconciles - holds.inFlight() - claiming.size;
     const claimFor = new Map<string, ControllerWorker>();
     if (capacity > 0) {
-      for (const due of listDueReconciles(ctx.store, now, capacity + 64)) {
+      for (const due of listDueReconciles(ctx.store, now, capacity + claiming.size + 64)) {
         if (claimFor.size >= capacity) break;
+        if (claiming.has(due.uid)) continue;
         const worker = workers.get(due.controllerId) ?? spawn(due.controllerId);
         if (!worker || !worker.ready || worker.stopReason !== null || worker.blocked) continue;
         // A reconcile past its deadline that has not let go may be blocking the worker: nothing
@@ -130,14 +135,42 @@ export function createControllerSupervision(
       }
     }
     if (claimFor.size > 0) {
-      const claimed = claimReconciles(ctx.store, {
-        uids: [...claimFor.keys()],
-        ownerId: ctx.hostOwnerId,
-        hostEpoch: ctx.hostEpoch,
-        ttlMs: ctx.options.claimTtlMs,
-        token: () => ctx.ids.token(),
-      });
-      for (const claim of claimed) holds.assign(claimFor.get(claim.uid)!, claim);
+      // The claim rides in the next group commit with the proposals read this turn.
+      const uids = [...claimFor.keys()];
+      for (const uid of uids) claiming.add(uid);
+      void inNextCommit(ctx.store, () =>
+        claimReconciles(ctx.store, {
+          uids,
+          ownerId: ctx.hostOwnerId,
+          hostEpoch: ctx.hostEpoch,
+          ttlMs: ctx.options.claimTtlMs,
+          token: () => ctx.ids.token(),
+        })).then((claimed) => {
+          for (const uid of uids) claiming.delete(uid);
+          for (const claim of claimed) {
+            const worker = claimFor.get(claim.uid)!;
+            if (workers.get(worker.controllerId) === worker && worker.stopReason === null) {
+              holds.assign(worker, claim);
+              continue;
+            }
+            // The worker went while the claim waited for its commit: give the resource back.
+            try {
+              interruptReconcile(ctx.store, claim.claim, {
+                uid: claim.uid,
+                reason: "worker.gone",
+                countsAsError: false,
+                retryDelayMs: 0,
+              });
+            } catch (error) {
+              ctx.log("controller.interrupt_failed", { error: logError(error) });
+            }
+          }
+          schedule();
+        }, (error) => {
+          for (const uid of uids) claiming.delete(uid);
+          ctx.log("controller.claim_failed", { error: logError(error) });
+          schedule();
+        });
     }
     for (const worker of workers.values()) {
       if (!worker.ready || worker.stopReason !== null || worker.reconciles.size > 0) continue;
