@@ -163,7 +163,8 @@ describe("run ids", () => {
     const ambiguous = await cli(["status", "run-"]);
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).toMatch(
-      /^Run id 'run-' is ambiguous: (more than )?\d+ runs match \(run-[0-9a-f]{8,} \(echo, \w+\), .*\): type more of it\n$/,
+      // The newest candidate comes first; earlier tests in this file leave other workflows' runs.
+      /^Run id 'run-' is ambiguous: (more than )?\d+ runs match \(run-[0-9a-f]{8,} \([\w-]+, \w+\), .*\): type more of it\n$/,
     );
     const none = await cli(["cancel", "ffffffffffff"]);
     expect(none.code).toBe(3);

@@ -58,12 +58,23 @@ export default defineWorkflow({
 });
 `;
 
+/** Files under `dir`; one that vanishes while we look (Node's compile cache renames its temp files) is skipped. */
 function listFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) return listFiles(path);
-    return statSync(path).isFile() ? [path] : [];
+    const stat = statSync(path, { throwIfNoEntry: false });
+    if (stat?.isDirectory()) return listFiles(path);
+    return stat?.isFile() ? [path] : [];
   });
+}
+
+function readIfPresent(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return Buffer.alloc(0);
+    throw error;
+  }
 }
 
 describe("provider credentials of headless runs", () => {
@@ -80,7 +91,7 @@ describe("provider credentials of headless runs", () => {
     const files = listFiles(h.sandbox.stateDir);
     expect(files.some((f) => f.endsWith("state.sqlite"))).toBe(true);
     for (const file of files) {
-      const bytes = readFileSync(file);
+      const bytes = readIfPresent(file);
       expect(bytes.includes(PROVIDER_KEY), file).toBe(false);
       expect(bytes.includes(TOOL_KEY), file).toBe(false);
     }
