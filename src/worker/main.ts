@@ -2,7 +2,9 @@
  * `pi-workflows worker [mode]`: the internal modes the host spawns. All talk to the host
  * only over fd 3; stdout and stderr go to bounded files the host keeps in the state directory.
  *
- *   worker            one epoch of one run (run-worker.ts)
+ *   worker            one epoch of one run (run-worker.ts); kept by the host after an epoch
+ *                     that parked on an interactive request, it validates that run's
+ *                     submissions and runs its next epochs (prepared-child.ts)
  *   worker --resolve  load a workflow reference and normalize an input for `run.start`, so the
  *                     host never loads workflow code itself (resolve-source.ts)
  *   worker --validate check one interactive submission with the node's rules
@@ -49,20 +51,30 @@ export async function runWorker(
     return WORKER_EXIT.usage;
   }
   const mode = args[0] ?? null;
-  const controllerMode = mode === "--controller" || mode === "--resolve-controller";
-  // Controller modes receive frames the host sends on its own (assignments, requests); they are
-  // kept until the mode, loaded lazily, subscribes.
+  const oneShot = mode === "--resolve" || mode === "--validate";
+  // Controller modes and the run mode receive frames the host sends on its own (controller
+  // assignments and requests; a prepared run process's next job, prepared-child.ts); they are
+  // kept until the mode, loaded lazily, subscribes or asks for the next one.
   const pushes: unknown[] = [];
   let onPush: ((value: unknown) => void) | null = null;
   const subscribe = (handler: (value: unknown) => void) => {
     onPush = handler;
     for (const value of pushes.splice(0)) handler(value);
   };
+  const nextPush = (): Promise<unknown> => {
+    if (pushes.length > 0) return Promise.resolve(pushes.shift());
+    return new Promise((resolve) => {
+      onPush = (value) => {
+        onPush = null;
+        resolve(value);
+      };
+    });
+  };
   let channel;
   try {
     channel = createWorkerChannel(
       openChannel(),
-      controllerMode ? { onPush: (value) => (onPush ? onPush(value) : pushes.push(value)) } : {},
+      oneShot ? {} : { onPush: (value) => (onPush ? onPush(value) : pushes.push(value)) },
     );
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : error}\n`);
@@ -76,9 +88,11 @@ export async function runWorker(
   const leave = async (code: number, reason: string) => {
     setTimeout(() => process.exit(code), LEAVE_BOUND_MS).unref();
     const { abortActiveNode } = await import("./node-runner.ts");
-    abortActiveNode(new DOMException(reason, "AbortError"));
-    // A shell node's runner stops its command group within this; a headless Pi's stop is tracked.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A shell node's runner stops its command group within this; a headless Pi's stop is
+    // tracked. Between nodes (a prepared process waiting for its next job) nothing runs.
+    if (abortActiveNode(new DOMException(reason, "AbortError"))) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
     await settleCleanups(LEAVE_BOUND_MS - 500);
     process.exit(code);
   };
@@ -104,7 +118,7 @@ export async function runWorker(
         channel,
         subscribe,
       )
-      : await (await import("./run-worker.ts")).runWorkerEpoch(channel);
+      : await (await import("./run-worker.ts")).runWorkerEpoch(channel, nextPush);
     finishing = true;
     channel.close();
     return code;

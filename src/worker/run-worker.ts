@@ -9,7 +9,9 @@
  *   human decision) ; ... ; [presentation.requested] run.finished
  *
  * It exits after a terminal or park verdict, after a claim-loss verdict (writing nothing), and
- * when the channel closes (the host is gone).
+ * when the channel closes (the host is gone). After a park on an interactive request the host
+ * may keep the process instead (the reply to `worker.exiting`): it then serves the run's
+ * validations and its next epoch, with the workflow already loaded (prepared-child.ts).
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerChannel } from "./channel.ts";
@@ -18,29 +20,62 @@ import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
 import { receiveRunFacts } from "./receive-facts.ts";
+import { crashPoint } from "../protocol/crash-point.ts";
 import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
+import { type LoadedRun, sameRunSource, servePrepared } from "./prepared-child.ts";
 
-export async function runWorkerEpoch(channel: WorkerChannel): Promise<number> {
-  const launch = parseLaunch(await channel.firstFrame());
+export async function runWorkerEpoch(
+  channel: WorkerChannel,
+  nextPush?: () => Promise<unknown>,
+): Promise<number> {
+  let launch = parseLaunch(await channel.firstFrame());
+  let loaded: LoadedRun | null = null;
+  for (;;) {
+    const epoch = await runEpoch(channel, launch, loaded);
+    // Kept by the host as the run's prepared process: validate its submissions, then run the
+    // next epoch here with the workflow already loaded (prepared-child.ts).
+    if (!epoch.kept || !nextPush || epoch.loaded === null) return epoch.code;
+    loaded = epoch.loaded;
+    launch = await servePrepared(channel, nextPush, loaded);
+    crashPoint("worker.prepared.launched");
+  }
+}
+
+interface EpochEnd {
+  code: number;
+  /** The host keeps this process for the run's next submission and epoch. */
+  kept: boolean;
+  loaded: LoadedRun | null;
+}
+
+async function runEpoch(
+  channel: WorkerChannel,
+  launch: WorkerLaunch,
+  before: LoadedRun | null,
+): Promise<EpochEnd> {
   const proposer = createProposer(channel, {
     schema: launch.schema,
     runId: launch.runId,
     generation: launch.generation,
     workerEpoch: launch.workerEpoch,
   });
-  let reason: ExitReason;
+  let ended: { reason: ExitReason; loaded: LoadedRun | null };
   try {
-    reason = await drive(launch, proposer);
+    ended = await drive(launch, proposer, before);
   } catch (error) {
     // Another owner holds the run: leave without another word.
-    if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
+    if (error instanceof ClaimLostStop) {
+      return { code: WORKER_EXIT.claimLost, kept: false, loaded: null };
+    }
     throw error;
   }
   // Child groups (a headless Pi) are down and unregistered before the worker says goodbye.
   await settleCleanups(CLEANUP_BOUND_MS);
-  // Diagnostic only; the durable end was already committed.
-  await proposer.propose("worker.exiting", { reason }).catch(() => {});
-  return WORKER_EXIT.done;
+  // The durable end was already committed; the answer only says whether the host keeps us.
+  const bye = await proposer.propose("worker.exiting", { reason: ended.reason }).catch(() => null);
+  const kept = ended.reason === "parked" &&
+    (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
+  return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };
 }
 
 /** Longest wait for a stopping child group at the end of an epoch (SIGTERM + SIGKILL + slack). */
@@ -48,17 +83,24 @@ const CLEANUP_BOUND_MS = 8_000;
 
 type ExitReason = "finished" | "parked" | "sourceChanged";
 
-async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReason> {
+async function drive(
+  launch: WorkerLaunch,
+  proposer: Proposer,
+  before: LoadedRun | null,
+): Promise<{ reason: ExitReason; loaded: LoadedRun | null }> {
   // Ready first: the workflow layer is loaded only after, so the host sees a live worker within
   // a bare runtime start-up (it keeps a deadline on the first boundary that follows).
   const ready = await proposer.propose("worker.ready", { pid: process.pid });
   const port = await import("./workflow-port.ts");
   // Nodes run in the run's project (shell commands, relative paths); a project directory that
   // is gone blocks the run like a changed source. Then, before any workflow module is
-  // imported, the saved hashes are compared: changed code never executes.
+  // imported, the saved hashes are compared: changed code never executes. A prepared process
+  // compares them again before it uses what it loaded for an earlier epoch.
   let sourceProblem = enterProject(launch.projectPath) ?? port.checkSourceBeforeLoad(launch);
   let workflow: RunWorkflow | null = null;
-  if (sourceProblem === null) {
+  if (sourceProblem === null && before !== null && sameRunSource(before.launch, launch)) {
+    workflow = before.workflow.forLaunch(launch);
+  } else if (sourceProblem === null) {
     const loaded = await port.loadRunWorkflow(launch);
     if (loaded.ok) workflow = loaded.workflow;
     else sourceProblem = loaded.problem;
@@ -68,10 +110,11 @@ async function drive(launch: WorkerLaunch, proposer: Proposer): Promise<ExitReas
       reason: sourceProblem.reason,
       detail: sourceProblem.detail,
     });
-    return "sourceChanged";
+    return { reason: "sourceChanged", loaded: null };
   }
   const facts = await receiveRunFacts(proposer, ready);
-  return await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
+  const reason = await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
+  return { reason, loaded: { launch, workflow: workflow! } };
 }
 
 function enterProject(projectPath: string): SourceProblem | null {

@@ -16,11 +16,28 @@ import type { WorkerChannel } from "./channel.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
 import { requestRunFacts } from "./receive-facts.ts";
+import type { RunWorkflow } from "./workflow-port.ts";
 
 export async function validateSubmission(channel: WorkerChannel): Promise<number> {
   const parsed = parseValidateRequest(await channel.firstFrame());
   if (!parsed.ok) throw new Error(`Validation request rejected: ${parsed.error}`);
-  const request = parsed.value;
+  return await answerValidation(channel, parsed.value, loadFresh);
+}
+
+/** The run's workflow for one validation, or why its source cannot be used. */
+export type ValidationLoad = (
+  request: ValidateRequest,
+) => Promise<{ ok: true; workflow: RunWorkflow } | { ok: false; detail: string }>;
+
+/**
+ * Checks one submission with the workflow `load` gives and proposes the verdict under the
+ * request's launch header. Returns the exit code this check alone would end with.
+ */
+export async function answerValidation(
+  channel: WorkerChannel,
+  request: ValidateRequest,
+  load: ValidationLoad,
+): Promise<number> {
   const { launch } = request;
   const proposer = createProposer(channel, {
     schema: launch.schema,
@@ -29,7 +46,7 @@ export async function validateSubmission(channel: WorkerChannel): Promise<number
     workerEpoch: launch.workerEpoch,
   });
   try {
-    await propose(proposer, request, await verdict(proposer, request));
+    await propose(proposer, request, await verdict(proposer, request, load));
   } catch (error) {
     // The host refused the verdict as stale (a deadline closed the request meanwhile).
     if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
@@ -43,17 +60,27 @@ type Verdict = { ok: true; output: JsonValue } | {
   error: FactError;
 };
 
-async function verdict(proposer: Proposer, request: ValidateRequest): Promise<Verdict> {
+/** A fresh child: enter the project, compare the saved source, then load it. */
+const loadFresh: ValidationLoad = async (request) => {
   try {
     process.chdir(request.launch.projectPath);
   } catch {
-    return sourceChanged("the run's project directory cannot be entered");
+    return { ok: false, detail: "the run's project directory cannot be entered" };
   }
   const port = await import("./workflow-port.ts");
   const problem = port.checkSourceBeforeLoad(request.launch);
-  if (problem !== null) return sourceChanged(problem.detail);
+  if (problem !== null) return { ok: false, detail: problem.detail };
   const loaded = await port.loadRunWorkflow(request.launch);
-  if (!loaded.ok) return sourceChanged(loaded.problem.detail);
+  return loaded.ok ? loaded : { ok: false, detail: loaded.problem.detail };
+};
+
+async function verdict(
+  proposer: Proposer,
+  request: ValidateRequest,
+  load: ValidationLoad,
+): Promise<Verdict> {
+  const loaded = await load(request);
+  if (!loaded.ok) return sourceChanged(loaded.detail);
   const facts = await requestRunFacts(proposer);
   const accepted = await loaded.workflow.acceptSubmission(
     request.nodeId,

@@ -82,6 +82,11 @@ export interface RunWorkflow {
     attemptId: string,
     deadlineAt: number | null,
   ): Promise<StepContract>;
+  /**
+   * The same loaded workflow for a later epoch or validation of the same run (a prepared
+   * process): what depends on the launch (the epoch, credentials) comes from `launch`.
+   */
+  forLaunch(launch: WorkerLaunch): RunWorkflow;
   /** Tolerant JSON parsing and the node's rules for one submission (the validation child). */
   acceptSubmission(
     nodeId: string,
@@ -180,6 +185,7 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
         deadlineAt,
       });
     },
+    forLaunch: (next) => wrap(wf, next),
     acceptSubmission: (nodeId, facts, attemptId, raw) =>
       acceptAgentSubmission(wf, nodeId, { facts, attemptId }, raw),
   };

@@ -2,111 +2,34 @@
  * Crashes at the durable boundaries of interactive steps, with real host, worker and validation
  * processes (SIGKILL by PID) and socket clients as the extension: the validation child dies
  * during validation; the host dies while a request is pending, during a validation, and while a
- * deadline passes. Nothing is lost, nothing is presented twice, the invariants hold.
+ * deadline passes. Nothing is lost, nothing is presented twice, the invariants hold. Here each
+ * validation runs in a fresh `worker --validate` child; prepared-crash.test.ts covers the run's
+ * prepared process.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { type CliProcess, killAll, startHostProcess, tempHome, waitFor } from "../host/helpers.ts";
-import { SessionClient } from "../host/interactive-session.ts";
-import { rows, runRow, violations, writeProject } from "./fixtures.ts";
+import { describe, expect, it } from "vitest";
+import { startHostProcess, waitFor } from "../host/helpers.ts";
+import { rows, runRow, violations } from "./fixtures.ts";
+import {
+  crashHome,
+  finished,
+  gates,
+  hostChildren,
+  kill,
+  open,
+  processExists,
+  restartHost,
+  startRun,
+  validationChild,
+} from "./crash-helpers.ts";
 
-const homes: ReturnType<typeof tempHome>[] = [];
-const clients: SessionClient[] = [];
-/** Gates of blocked validation children: opened after each test so none outlives a failure. */
-const gates: string[] = [];
-
-afterEach(async () => {
-  for (const gate of gates.splice(0)) writeFileSync(gate, "open");
-  for (const client of clients.splice(0)) client.close();
-  await killAll();
-});
-afterAll(() => {
-  for (const home of homes) home.cleanup();
-});
-
-/** A host whose lease a successor can take over soon after a SIGKILL. */
-function crashHome() {
-  const home = tempHome({
-    PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
-    PI_WORKFLOWS_HOST_RENEW_MS: "400",
-    PI_WORKFLOWS_HOST_IDLE_MS: "600000",
-  });
-  homes.push(home);
-  return { home, project: writeProject(home.root) };
-}
-
-async function open(home: ReturnType<typeof tempHome>, sessionId: string) {
-  const client = await SessionClient.open(home.socketPath, sessionId);
-  clients.push(client);
-  return client;
-}
-
-async function startRun(session: SessionClient, project: string, input: unknown) {
-  const answer = await session.start("routed", project, input);
-  if (answer.outcome !== "accepted") throw new Error(JSON.stringify(answer));
-  return (answer.receipt as { run: { runId: string } }).run.runId;
-}
-
-/** A new host once the killed one's lease has lapsed (`host run` refuses while it is live). */
-async function restartHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      return await startHostProcess(env);
-    } catch (error) {
-      if (!/already running/.test(String(error)) || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
-
-/** SIGKILL and wait for the exit. */
-async function kill(proc: CliProcess): Promise<void> {
-  proc.kill("SIGKILL");
-  await proc.exited;
-}
-
-/** The host's `worker --validate` child, found through /proc (its parent is the host). */
-function validationChild(hostPid: number): number | null {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== hostPid) continue;
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (cmdline.includes("--validate")) return Number(entry);
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return null;
-}
-
-function processExists(pid: number): boolean {
-  try {
-    // A zombie has been stopped; only the host's wait reaps it.
-    return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.startsWith("Z");
-  } catch {
-    return false;
-  }
-}
-
-function finished(stateDir: string, runId: string) {
-  return waitFor(
-    () => {
-      const row = runRow(stateDir, runId);
-      return ["completed", "failed", "timed_out", "cancelled"].includes(row.state) && row;
-    },
-    `run ${runId} to end`,
-    40_000,
-  );
-}
+/** Every validation in a fresh `worker --validate` child (prepared-crash.test.ts: the other). */
+const FRESH = { PI_WORKFLOWS_MAX_PREPARED: "0" };
 
 describe("interactive steps survive crashes", () => {
   it("a validation child SIGKILLed mid-validation rejects the provisional submission", async () => {
-    const { home, project } = crashHome();
+    const { home, project } = crashHome(FRESH);
     const host = await startHostProcess(home.env);
     const session = await open(home, "s-kill-child");
     const gate = join(home.root, "gate");
@@ -139,7 +62,7 @@ describe("interactive steps survive crashes", () => {
   });
 
   it("a cancel during a validation stops the validation child", async () => {
-    const { home, project } = crashHome();
+    const { home, project } = crashHome(FRESH);
     const host = await startHostProcess(home.env);
     const session = await open(home, "s-cancel-validating");
     const runId = await startRun(session, project, { gate: join(home.root, "never") });
@@ -158,14 +81,18 @@ describe("interactive steps survive crashes", () => {
   });
 
   it("the host SIGKILLed while a request is pending: the next host keeps it, presented once", async () => {
+    // The run's prepared process waits with the request; it leaves with the host.
     const { home, project } = crashHome();
     const first = await startHostProcess(home.env);
     let session = await open(home, "s-kill-host");
     const runId = await startRun(session, project, {});
     const step = await session.nextStep();
     expect((await session.present(step, "entry-1")).outcome).toBe("accepted");
+    await waitFor(() => hostChildren(home.stateDir).length === 1, "the prepared process's row");
+    const kept = hostChildren(home.stateDir)[0].pid;
     await kill(first);
     session.close();
+    await waitFor(() => !processExists(kept), "the prepared process to leave with its host");
 
     await restartHost(home.env);
     session = await open(home, "s-kill-host");
@@ -187,7 +114,7 @@ describe("interactive steps survive crashes", () => {
   });
 
   it("the host SIGKILLed during a validation: the next host validates it again (step 9)", async () => {
-    const { home, project } = crashHome();
+    const { home, project } = crashHome(FRESH);
     const first = await startHostProcess(home.env);
     let session = await open(home, "s-kill-validating");
     const gate = join(home.root, "gate");
@@ -212,8 +139,11 @@ describe("interactive steps survive crashes", () => {
     expect(violations(home.stateDir)).toEqual([]);
   });
 
-  it("the host SIGKILLed while a validation child is stuck: the next host reaps it", async () => {
-    const { home, project } = crashHome();
+  it.each([
+    ["a fresh validation child", FRESH],
+    ["the run's prepared process", {}],
+  ])("the host SIGKILLed while %s is stuck validating: the next host reaps it", async (_, env) => {
+    const { home, project } = crashHome(env);
     const first = await startHostProcess(home.env);
     let session = await open(home, "s-stuck-child");
     const gate = join(home.root, "gate");
@@ -225,11 +155,11 @@ describe("interactive steps survive crashes", () => {
       waitMs: 200,
     });
     expect(answer.receipt).toMatchObject({ status: "validating" });
-    const child = (await waitFor(() => validationChild(first.pid), "the validation child"))!;
     await waitFor(() => existsSync(`${gate}.blocked`), "the child to block in validate");
     // The host names it durably while it lives.
-    const named = () => rows(home.stateDir, "SELECT pid, kind, run_id FROM host_children");
+    const named = () => hostChildren(home.stateDir);
     await waitFor(() => named().length === 1, "the child's host_children row");
+    const child = named()[0].pid;
     expect(named()).toEqual([{ pid: child, kind: "validator", run_id: runId }]);
     await kill(first);
     session.close();
@@ -242,7 +172,7 @@ describe("interactive steps survive crashes", () => {
     // Step 9 validates the submission again in a new child, which the gate lets through.
     const fresh = (await waitFor(() => validationChild(second.pid), "a new validation child"))!;
     expect(fresh).not.toBe(child);
-    expect(named()).toEqual([{ pid: fresh, kind: "validator", run_id: runId }]);
+    await waitFor(() => named().length === 1 && named()[0].pid === fresh, "the new child's row");
     writeFileSync(gate, "open");
     session = await open(home, "s-stuck-child");
     const verdict = await session.submit(step, { block: true, n: 4 }, { toolCallId: "t-block" });
@@ -253,7 +183,7 @@ describe("interactive steps survive crashes", () => {
   });
 
   it("a deadline that passed while no host ran is applied first at start-up (step 8)", async () => {
-    const { home, project } = crashHome();
+    const { home, project } = crashHome(FRESH);
     const first = await startHostProcess(home.env);
     const session = await open(home, "s-deadline");
     const runId = await startRun(session, project, { timeoutMs: 2_500 });

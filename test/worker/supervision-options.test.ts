@@ -22,6 +22,8 @@ describe("readSupervisionOptions()", () => {
       PI_WORKFLOWS_MAX_RESOLVERS: "3",
       PI_WORKFLOWS_WORKER_MEMORY_MB: "300",
       PI_WORKFLOWS_WORKER_LOGS_MB: "5",
+      PI_WORKFLOWS_MAX_PREPARED: "2",
+      PI_WORKFLOWS_PREPARED_IDLE_MS: "1500",
     });
     expect(options).toEqual({
       maxConcurrentWorkers: 2,
@@ -35,7 +37,11 @@ describe("readSupervisionOptions()", () => {
       maxConcurrentResolvers: 3,
       maxWorkerMemoryMb: 300,
       maxWorkerLogsMb: 5,
+      maxPreparedChildren: 2,
+      preparedIdleMs: 1500,
     });
+    // Zero prepared processes is a valid choice (every step starts fresh children).
+    expect(readSupervisionOptions({ PI_WORKFLOWS_MAX_PREPARED: "0" }).maxPreparedChildren).toBe(0);
   });
 
   it("refuses a bad value with one line naming the variable", () => {

@@ -42,6 +42,12 @@ export interface ActiveWorker {
   ready: boolean;
   /** A terminal, park or block message committed: the exit that follows is normal. */
   settled: boolean;
+  /**
+   * The epoch ended (parked on an interactive request) and the host kept the process as the
+   * run's prepared child: its exit handling records the epoch without waiting for, or stopping,
+   * the process.
+   */
+  kept: boolean;
   /** The claim was released by the host (commit before stop) or found lost. */
   claimReleased: boolean;
   stopReason: StopReason | null;

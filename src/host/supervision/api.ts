@@ -60,6 +60,13 @@ export interface SupervisionOptions {
   maxWorkerMemoryMb: number;
   /** Total MiB of captured worker and resolver output kept in `<stateDir>/workers`. */
   maxWorkerLogsMb: number;
+  /**
+   * Run processes kept after an epoch parked on an interactive request, to validate its
+   * submission and run the next epoch without a process start (prepared-children.ts).
+   */
+  maxPreparedChildren?: number;
+  /** How long such a process waits for a submission before the host stops it. */
+  preparedIdleMs?: number;
 }
 
 export interface ResolveRequest {

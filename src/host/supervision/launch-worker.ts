@@ -34,6 +34,11 @@ export interface LaunchHooks {
   credentials?: RunEnvironment;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: (args: string[]) => { command: string; args: string[] };
+  /**
+   * The run's prepared process (prepared-children.ts): the epoch runs there instead of in a new
+   * process. Everything else (claim, epoch record, envelope, fencing) is the same.
+   */
+  prepared?: SpawnedWorker | null;
 }
 
 /** The run is claimed for a launch, but its worker could not be spawned. */
@@ -96,6 +101,15 @@ export function launchWorker(
     ttlMs: ctx.options.claimTtlMs,
     workerEpoch,
     launchEnvelopeHash: fingerprint(base as unknown as JsonValue),
+    // A prepared process is named in the claim's own transaction.
+    ...(hooks.prepared?.identity
+      ? {
+        process: {
+          pid: hooks.prepared.identity.pid,
+          startIdentity: formatStartIdentity(hooks.prepared.identity),
+        },
+      }
+      : {}),
   });
   crashPoint("host.launch.afterClaim");
   const envelope: WorkerLaunch = {
@@ -107,30 +121,35 @@ export function launchWorker(
   const worker = {} as ActiveWorker;
   const runEnvironment = recordedRunEnvironment(ctx.store, run.runId);
   let spawned: SpawnedWorker;
-  try {
-    spawned = spawnWorkerProcess({
-      command: command.command,
-      args: command.args,
-      // The run's recorded environment, never the host's; the worker itself moves into the
-      // run's project directory (a missing one blocks the run instead of failing the spawn). The
-      // worker keeps its Pi children's output tails and the bridge under the state directory.
-      env: childEnvironment(runEnvironment, {
-        ...compileCacheEnv(ctx.stateDir, runEnvironment),
-        ...hooks.env,
-        PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
-      }),
-      cwd: ctx.stateDir,
-      logDir: join(ctx.stateDir, "workers"),
-      logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-      maxOutputBytes: ctx.options.maxCapturedOutputBytes,
-      onOutputExceeded: (stream) => hooks.outputExceeded(worker, stream),
-    });
-  } catch (error) {
-    // The claim is ours but no process exists: the caller settles the run now instead of
-    // leaving it starting until the claim expires.
-    throw new WorkerSpawnError(claim, workerEpoch, error);
+  if (hooks.prepared) {
+    spawned = hooks.prepared;
+    spawned.onOutputExceeded = (stream) => hooks.outputExceeded(worker, stream);
+  } else {
+    try {
+      spawned = spawnWorkerProcess({
+        command: command.command,
+        args: command.args,
+        // The run's recorded environment, never the host's; the worker itself moves into the
+        // run's project directory (a missing one blocks the run instead of failing the spawn). The
+        // worker keeps its Pi children's output tails and the bridge under the state directory.
+        env: childEnvironment(runEnvironment, {
+          ...compileCacheEnv(ctx.stateDir, runEnvironment),
+          ...hooks.env,
+          PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
+        }),
+        cwd: ctx.stateDir,
+        logDir: join(ctx.stateDir, "workers"),
+        logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+        maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+        onOutputExceeded: (stream) => hooks.outputExceeded(worker, stream),
+      });
+    } catch (error) {
+      // The claim is ours but no process exists: the caller settles the run now instead of
+      // leaving it starting until the claim expires.
+      throw new WorkerSpawnError(claim, workerEpoch, error);
+    }
   }
-  if (spawned.identity) {
+  if (spawned.identity && !hooks.prepared) {
     // Named before it is ready, so a restarted host can reap a worker that never got ready.
     recordWorkerProcess(ctx.store, {
       workerEpoch,
@@ -150,6 +169,7 @@ export function launchWorker(
       ready: false,
       settled: false,
       claimReleased: false,
+      kept: false,
       stopReason: null,
       diagnostic: null,
       openAttempt: null,

@@ -5,7 +5,7 @@
 import { readPositiveIntegerEnv } from "../host-options.ts";
 import type { SupervisionOptions } from "./api.ts";
 
-export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
+export const DEFAULT_SUPERVISION_OPTIONS: Required<SupervisionOptions> = {
   /** Two cores are common; more workers than that mostly queue for CPU. */
   maxConcurrentWorkers: 4,
   claimTtlMs: 30_000,
@@ -23,6 +23,10 @@ export const DEFAULT_SUPERVISION_OPTIONS: SupervisionOptions = {
   maxWorkerMemoryMb: 1024,
   /** At least 8 epochs' worth at the full output cap. */
   maxWorkerLogsMb: 64,
+  /** A run process is ~50-80 MB: a few interactive runs, each waiting on its Pi session. */
+  maxPreparedChildren: 4,
+  /** A model step is usually answered within minutes; a person's wait needs no process. */
+  preparedIdleMs: 5 * 60_000,
 };
 
 const ENV_NAMES = {
@@ -37,6 +41,8 @@ const ENV_NAMES = {
   maxConcurrentResolvers: "PI_WORKFLOWS_MAX_RESOLVERS",
   maxWorkerMemoryMb: "PI_WORKFLOWS_WORKER_MEMORY_MB",
   maxWorkerLogsMb: "PI_WORKFLOWS_WORKER_LOGS_MB",
+  maxPreparedChildren: "PI_WORKFLOWS_MAX_PREPARED",
+  preparedIdleMs: "PI_WORKFLOWS_PREPARED_IDLE_MS",
 } as const satisfies Record<keyof SupervisionOptions, string>;
 
 /** Reads options from `env`; an invalid value is a one-line error naming the variable. */
@@ -45,6 +51,11 @@ export function readSupervisionOptions(
 ): SupervisionOptions {
   const options = { ...DEFAULT_SUPERVISION_OPTIONS };
   for (const key of Object.keys(ENV_NAMES) as (keyof SupervisionOptions)[]) {
+    // `PI_WORKFLOWS_MAX_PREPARED=0` keeps no process after an epoch (every step starts fresh).
+    if (key === "maxPreparedChildren" && env[ENV_NAMES[key]]?.trim() === "0") {
+      options[key] = 0;
+      continue;
+    }
     options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
   }
   return validateSupervisionOptions(options);

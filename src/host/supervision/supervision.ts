@@ -47,6 +47,7 @@ import {
   handleWorkerExit,
 } from "./worker-exit.ts";
 import { createValidations } from "./validation.ts";
+import { createPreparedChildren, type PreparedChild } from "./prepared-children.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { closeAfterDrain, pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
@@ -57,6 +58,8 @@ import { logError } from "../host-log.ts";
 const KEPT_WORKER_LOGS = 200;
 /** How long a dead worker's channel may still deliver frames already written. */
 const CHANNEL_DRAIN_MS = 1_000;
+/** The epoch record of a process kept as its run's prepared child: a normal end. */
+const KEPT_EXIT = { code: 0, signal: null };
 
 export interface SupervisionExtras {
   /**
@@ -90,11 +93,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   const envFor = (runId: string | null): NodeJS.ProcessEnv =>
     typeof extras.childEnv === "function" ? extras.childEnv(runId) : extras.childEnv ?? {};
+  const prepared = createPreparedChildren(ctx, { registry });
   const validations = createValidations(ctx, {
     registry,
     env: envFor,
     command: extras.workerCommand,
     accepted: () => schedule(),
+    prepared,
   });
 
   const stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string): void => {
@@ -202,6 +207,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         );
       }
     },
+    keepPrepared: (worker: ActiveWorker) => prepared.offer(worker),
     parkedAtBoundary(worker: ActiveWorker) {
       if (!shuttingDown) return false;
       try {
@@ -235,7 +241,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   /** Keeps the captured output within its file count and byte budget; live files stay. */
   const resolverLogs = new Set<string>();
   const pruneLogs = (exited?: ActiveWorker) => {
-    const inUse = new Set(resolverLogs);
+    const inUse = new Set([...resolverLogs, ...prepared.logFiles()]);
     for (const worker of active.values()) {
       if (worker === exited) continue;
       inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);
@@ -252,25 +258,29 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     const identity = worker.identity;
     if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
     // A descendant that inherited nothing can still hold the pipe open in odd cases: once the
-    // worker is gone, give the channel a moment to drain, then close it.
-    const drained = worker.spawned.exited.then(() => {
-      setTimeout(() => worker.spawned.channel.destroy(), CHANNEL_DRAIN_MS).unref();
-      return closeAfterDrain(worker.spawned, CHANNEL_DRAIN_MS);
-    });
+    // worker is gone, give the channel a moment to drain, then close it. (Not for a process the
+    // host keeps as the run's prepared child: it lives on.)
+    const drained = () =>
+      worker.spawned.exited.then(() => {
+        setTimeout(() => worker.spawned.channel.destroy(), CHANNEL_DRAIN_MS).unref();
+        return closeAfterDrain(worker.spawned, CHANNEL_DRAIN_MS);
+      });
     arm(worker, ctx.options.workerStartupMs, () => {
       if (!worker.ready) {
         stop(worker, "startupTimedOut", "workerTimedOut: no worker.ready before the deadline");
       }
     });
     const served = serveWorkerChannel(ctx, worker, hooks);
-    worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
+    worker.done = served.then(async () => {
+      // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
+      const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;
       disarmAll(worker);
       deadlineTimers.delete(worker);
       nextBoundary.delete(worker);
-      // The leader is gone; make sure nothing of its group, nor a child group it registered,
-      // outlives it.
+      // The leader is gone (or kept); make sure nothing of its group, nor a child group it
+      // registered, outlives the epoch.
       if (identity) {
-        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+        if (!worker.kept) await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
         registry.unregister(identity);
       }
       await Promise.all(
@@ -289,8 +299,10 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await stopping.get(worker);
       stopping.delete(worker);
-      await drained;
-      removeEmptyLogs(worker.spawned.logFiles);
+      if (!worker.kept) {
+        await drained();
+        removeEmptyLogs(worker.spawned.logFiles);
+      }
       pruneLogs(worker);
       try {
         handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
@@ -298,6 +310,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
         // Never leave the worker counted as active; the expired-claim sweep settles the run.
         ctx.log("worker.exit_failed", { run: worker.runId, error: logError(error) });
       }
+      if (worker.kept) prepared.adopt(worker);
       active.delete(worker.runId);
       credentials.prune();
       schedule();
@@ -321,11 +334,14 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       return;
     }
     for (const run of candidates) {
+      let kept: PreparedChild | null = null;
       try {
         if (run.executionMode === "headless" && credentials.blockIfMissing(run.runId)) {
           ctx.log("run.blocked", { run: run.runId, reason: "credentialsMissing" });
           continue;
         }
+        // The run's prepared process, when one waits (its workflow already loaded).
+        kept = prepared.take(run.runId);
         supervise(
           launchWorker(ctx, run, {
             stop,
@@ -334,9 +350,17 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
               limitExceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
             env: envFor(run.runId),
             command: extras.workerCommand,
+            prepared: kept?.spawned ?? null,
           }),
         );
       } catch (error) {
+        // The claim was not taken: nothing runs in the taken process, which is stopped.
+        if (kept) {
+          const { identity } = kept;
+          void stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(() =>
+            registry.unregister(identity)
+          );
+        }
         if (error instanceof WorkerSpawnError) {
           handleSpawnFailure(ctx, spawnFailure(run.runId, error), crashes, maxCrashes);
           schedule();
@@ -418,8 +442,12 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       return worker && !worker.claimReleased ? worker.claim : null;
     },
     async stopRun(runId, reason) {
-      // A cancelled run's submission was rejected with it; its validation child has no use.
-      if (reason === "cancelled") await validations.stopRun(runId);
+      // A cancelled run's submission was rejected with it; its validation child and prepared
+      // process have no use.
+      if (reason === "cancelled") {
+        await validations.stopRun(runId);
+        await prepared.stopRun(runId);
+      }
       const worker = active.get(runId);
       if (!worker) return;
       worker.claimReleased = true;
@@ -498,6 +526,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await Promise.all([...active.values()].map((worker) => worker.done));
       await validations.shutdown();
+      await prepared.shutdown();
       await controllers.shutdown();
       await registry.stopAll(ctx.options.killGraceMs);
     },

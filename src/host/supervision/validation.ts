@@ -14,7 +14,7 @@
  */
 import { join } from "node:path";
 import type { FactError } from "../../protocol/run-facts.ts";
-import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
+import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
 import {
   WORKER_LAUNCH_SCHEMA,
@@ -36,13 +36,8 @@ import {
 import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { stopProcessGroup } from "../../os/stop-group.ts";
-import {
-  closeAfterDrain,
-  OUTPUT_DRAIN_MS,
-  removeEmptyLogs,
-  spawnWorkerProcess,
-} from "./worker-process.ts";
+import { readerOf, retireChild, type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
+import type { PreparedChildren } from "./prepared-children.ts";
 import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
@@ -58,6 +53,8 @@ export interface ValidationDeps {
   command?: (args: string[]) => { command: string; args: string[] };
   /** A submission was accepted: its run is launchable again. */
   accepted(runId: string): void;
+  /** Prepared run processes: a run's own waits there, its workflow already loaded. */
+  prepared?: PreparedChildren;
 }
 
 export interface Validations {
@@ -136,38 +133,27 @@ async function runChild(
     executionMode: "interactive",
     protocolVersion: WORKER_PROTOCOL_VERSION,
   };
-  const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
   let failure: string | null = null;
   let tooLarge = false;
-  const runEnvironment = recordedRunEnvironment(ctx.store, job.runId);
-  const spawned = spawnWorkerProcess({
-    command: command.command,
-    args: command.args,
-    // The run's recorded environment, as its workers get; the child enters the project itself.
-    env: childEnvironment(runEnvironment, {
-      ...compileCacheEnv(ctx.stateDir, runEnvironment),
-      ...deps.env(job.runId),
-    }),
-    cwd: ctx.stateDir,
-    logDir: join(ctx.stateDir, "workers"),
-    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
-    onOutputExceeded: () => {
-      failure = "its output passed the capture limit";
-      spawned.channel.destroy();
-    },
+  // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
+  // child. The exchange below is the same for both.
+  const prepared = deps.prepared?.borrow(job.runId) ?? null;
+  const spawned = prepared?.spawned ?? spawnChild(ctx, deps, job, workerEpoch, () => {
+    failure = "its output passed the capture limit";
+    spawned.channel.destroy();
   });
-  const identity = spawned.identity;
+  const identity = prepared ? null : spawned.identity;
   if (identity) deps.registry.register({ identity, kind: "validator", runId: job.runId });
   let stopped = false;
   stopper.stop = () => {
     stopped = true;
     spawned.channel.destroy();
   };
+  const boundMs = (prepared ? 0 : ctx.options.workerStartupMs) + VALIDATE_BOUND_MS;
   const deadline = setTimeout(() => {
-    failure = `it gave no verdict within ${ctx.options.workerStartupMs + VALIDATE_BOUND_MS} ms`;
+    failure = `it gave no verdict within ${boundMs} ms`;
     spawned.channel.destroy();
-  }, ctx.options.workerStartupMs + VALIDATE_BOUND_MS);
+  }, boundMs);
   try {
     await writeFrame(spawned.channel, {
       schema: VALIDATE_REQUEST_SCHEMA,
@@ -186,7 +172,7 @@ async function runChild(
     let decided = false;
     let facts: FactsStream | "sent" | null = null;
     try {
-      for await (const frame of readFrames(spawned.channel)) {
+      for await (const frame of readerOf(spawned).frames()) {
         if (!frame.ok) {
           failure ??= `it broke the protocol (${frame.error.code})`;
           break;
@@ -220,10 +206,14 @@ async function runChild(
         commit(ctx, deps, job, answer);
         decided = true;
         decidedHook();
-        await writeFrame(
+        const replied = writeFrame(
           spawned.channel,
           workerReply({ messageId: answer.messageId, outcome: "accepted" }),
         ).catch(() => {});
+        // Idle again before the scheduler (woken by an acceptance) looks for it: the next
+        // epoch's envelope is written after this reply on the same channel.
+        if (prepared) deps.prepared!.release(prepared, true);
+        await replied;
         break;
       }
     } catch {
@@ -251,15 +241,41 @@ async function runChild(
     }
   } finally {
     clearTimeout(deadline);
-    spawned.channel.destroy();
-    if (identity) {
-      await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
-      deps.registry.unregister(identity);
+    if (prepared) {
+      // Broken, stopped or late: it is not used again (released above when it answered).
+      deps.prepared!.release(prepared, false);
+    } else {
+      await retireChild(spawned, ctx.options.killGraceMs, () => {
+        if (identity) deps.registry.unregister(identity);
+      });
     }
-    await spawned.exited;
-    await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
-    removeEmptyLogs(spawned.logFiles);
   }
+}
+
+/** A fresh `worker --validate` child with the run's recorded environment. */
+function spawnChild(
+  ctx: HostContext,
+  deps: ValidationDeps,
+  job: ValidationJob,
+  workerEpoch: string,
+  outputExceeded: () => void,
+): SpawnedWorker {
+  const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
+  const runEnvironment = recordedRunEnvironment(ctx.store, job.runId);
+  return spawnWorkerProcess({
+    command: command.command,
+    args: command.args,
+    // The run's recorded environment, as its workers get; the child enters the project itself.
+    env: childEnvironment(runEnvironment, {
+      ...compileCacheEnv(ctx.stateDir, runEnvironment),
+      ...deps.env(job.runId),
+    }),
+    cwd: ctx.stateDir,
+    logDir: join(ctx.stateDir, "workers"),
+    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    onOutputExceeded: outputExceeded,
+  });
 }
 
 type Verdict =

@@ -8,7 +8,9 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { type ProcessIdentity, readProcessIdentity } from "../../os/process-identity.ts";
-import { captureStream } from "./captured-output.ts";
+import { stopProcessGroup } from "../../os/stop-group.ts";
+import { captureStream, removeEmptyLogs } from "./captured-output.ts";
+import { createFrameReader, type FrameReader } from "./frame-reader.ts";
 
 export { pruneWorkerLogs, removeEmptyLogs } from "./captured-output.ts";
 
@@ -53,6 +55,26 @@ export interface SpawnedWorker {
   closeOutput(): void;
   /** Paths of the captured output files (for maintainers; never logged). */
   logFiles: { stdout: string; stderr: string };
+  /**
+   * Who hears that a captured stream passed its bound: set at spawn, replaced when a prepared
+   * child changes hands (the epoch that owns it now is stopped, not the first one).
+   */
+  onOutputExceeded: (stream: "stdout" | "stderr", bytes: number) => void;
+}
+
+const readers = new WeakMap<SpawnedWorker, FrameReader>();
+
+/**
+ * The one frame reader of a child's channel (created on first use), shared by every owner the
+ * child has over its life. A child read this way is never read with `readFrames` too.
+ */
+export function readerOf(spawned: SpawnedWorker): FrameReader {
+  let reader = readers.get(spawned);
+  if (!reader) {
+    reader = createFrameReader(spawned.channel);
+    readers.set(spawned, reader);
+  }
+  return reader;
 }
 
 /** Starts the worker. Throws a one-line error when the program cannot be spawned. */
@@ -83,7 +105,7 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
   const cut = (stream: "stdout" | "stderr") => (bytes: number) => {
     if (exceeded) return;
     exceeded = true;
-    options.onOutputExceeded(stream, bytes);
+    spawned.onOutputExceeded(stream, bytes);
   };
   const captures = (["stdout", "stderr"] as const).map((stream) =>
     captureStream(child[stream]!, logFiles[stream], options.maxOutputBytes, cut(stream))
@@ -100,7 +122,7 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
     child.once("exit", (code, signal) => finish({ code, signal }));
     child.once("error", () => finish({ code: null, signal: null }));
   });
-  return {
+  const spawned: SpawnedWorker = {
     child,
     identity,
     channel,
@@ -111,7 +133,9 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
       child.stderr?.destroy();
     },
     logFiles,
+    onOutputExceeded: options.onOutputExceeded,
   };
+  return spawned;
 }
 
 /**
@@ -131,4 +155,24 @@ export async function closeAfterDrain(spawned: SpawnedWorker, ms: number): Promi
   clearTimeout(timer);
   spawned.closeOutput();
   await spawned.captured;
+}
+
+/**
+ * Ends a child the host is done with: its channel closed, its group stopped (SIGTERM, SIGKILL
+ * after `graceMs`), `forget` called once the group is gone, its output drained and empty log
+ * files removed.
+ */
+export async function retireChild(
+  spawned: SpawnedWorker,
+  graceMs: number,
+  forget: () => void,
+): Promise<void> {
+  spawned.channel.destroy();
+  if (spawned.identity) {
+    await stopProcessGroup(spawned.identity, { graceMs });
+    forget();
+  }
+  await spawned.exited;
+  await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
+  removeEmptyLogs(spawned.logFiles);
 }

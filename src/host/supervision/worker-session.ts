@@ -15,7 +15,7 @@
  */
 import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
-import { FrameError, MAX_FRAME_BYTES, readFrames, writeFrame } from "../../protocol/framing.ts";
+import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
 import {
   checkWorkerFence,
   parseWorkerHeader,
@@ -34,6 +34,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { inNextCommit } from "./commit-group.ts";
+import { readerOf } from "./worker-process.ts";
 import { type Applied, applyWorkerMessage, startFacts } from "./message-handlers.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
@@ -53,6 +54,12 @@ export interface SessionHooks {
    * this durable boundary instead, and the worker is told to leave.
    */
   parkedAtBoundary(worker: ActiveWorker): boolean;
+  /**
+   * The worker says goodbye after its epoch parked. True when the host keeps the process as the
+   * run's prepared child (prepared-children.ts): the reply tells it to stay, and this session
+   * stops reading its channel.
+   */
+  keepPrepared(worker: ActiveWorker): boolean;
 }
 
 /**
@@ -102,7 +109,7 @@ export async function serveWorkerChannel(
     return true;
   };
   try {
-    for await (const frame of readFrames(channel)) {
+    for await (const frame of readerOf(worker.spawned).frames()) {
       if (!frame.ok) {
         hooks.stop(worker, "protocolRejected", `protocolRejected: ${frame.error.code}`);
         break;
@@ -119,6 +126,11 @@ export async function serveWorkerChannel(
         unanswered--;
       });
       if (unanswered >= MAX_UNANSWERED && !await replies) break;
+      // The epoch's last word: a kept process now belongs to the prepared children.
+      if ((frame.value as { kind?: unknown } | null)?.kind === "worker.exiting") {
+        await replies;
+        if (worker.kept) break;
+      }
     }
   } catch {
     // A channel error ends the session; the exit handler classifies what happened.
@@ -211,6 +223,10 @@ function answer(
     }
     const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
     return rejected(messageId, code, error instanceof Error ? error.message : String(error));
+  }
+  if (kind === "worker.exiting" && !worker.kept && hooks.keepPrepared(worker)) {
+    worker.kept = true;
+    applied = { ...applied, result: { prepared: true } };
   }
   const reply = workerReply({
     messageId,

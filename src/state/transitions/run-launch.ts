@@ -31,6 +31,11 @@ export interface ClaimRunForLaunchOptions {
   workerEpoch: string;
   /** `fingerprint()` of the launch envelope. */
   launchEnvelopeHash: string;
+  /**
+   * The process the epoch runs in when it already exists (a run's prepared process); a spawned
+   * worker is named by `recordWorkerProcess` right after its fork instead.
+   */
+  process?: { pid: number; startIdentity: string };
 }
 
 export interface LaunchClaim {
@@ -80,13 +85,16 @@ export function claimRunForLaunch(store: StateStore, opts: ClaimRunForLaunchOpti
     execute(
       store,
       "INSERT INTO run_workers (worker_epoch, run_id, generation, launch_envelope_hash, status, " +
-        "started_at) VALUES (:workerEpoch, :runId, :generation, :hash, 'starting', :now)",
+        "started_at, pid, start_identity) VALUES (:workerEpoch, :runId, :generation, :hash, " +
+        "'starting', :now, :pid, :startIdentity)",
       {
         workerEpoch: opts.workerEpoch,
         runId: opts.runId,
         generation: claim.generation,
         hash: opts.launchEnvelopeHash,
         now,
+        pid: opts.process?.pid ?? null,
+        startIdentity: opts.process?.startIdentity ?? null,
       },
     );
     appendHistory(store, opts.runId, revision, now, {

@@ -1,0 +1,202 @@
+/**
+ * Prepared run processes. A worker whose epoch parked on an interactive request has its run's
+ * workflow loaded; instead of exiting (and a fresh process starting twice per step: a validation
+ * child, then the next worker) the host may keep it, with no claim, as the run's prepared child:
+ *
+ *   offer    the worker says `worker.exiting` after the park; the host keeps it when the run
+ *            waits on a pending interactive request, the host is not stopping and there is room
+ *            (at most `maxPreparedChildren`; the oldest idle one makes room);
+ *   adopt    its epoch is recorded `exited` like any other; the process is named in
+ *            `host_children` (kind validator) and waits, at most `preparedIdleMs` (a submission
+ *            that arrives before this is already validated in it);
+ *   borrow   a submission of the run is validated in it (validation.ts): same validate request,
+ *            same fenced verdict, same commit as in a fresh validation child;
+ *   take     after acceptance (or a deadline) the scheduler launches the next epoch into it:
+ *            a new claim generation and worker epoch, recorded like a spawn (launch-worker.ts).
+ *
+ * A prepared child holds no claim and nothing it sends outside a validation exchange or an epoch
+ * is read by anyone: it cannot commit anything. One that dies, breaks an exchange, passes its
+ * output cap, idles out, or whose run is cancelled is stopped (its group, by exact identity) and
+ * forgotten; the next submission or epoch then starts a fresh child as before.
+ */
+import type { ProcessIdentity } from "../../os/process-identity.ts";
+import { readRunInteraction } from "../../state/interaction-queries.ts";
+import { forgetHostChild } from "../../state/transitions/host-children.ts";
+import { logError } from "../host-log.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "./api.ts";
+import { DEFAULT_SUPERVISION_OPTIONS } from "./options.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
+import { retireChild, type SpawnedWorker } from "./worker-process.ts";
+
+export interface PreparedChild {
+  runId: string;
+  spawned: SpawnedWorker;
+  identity: ProcessIdentity;
+  /** busy: in a validation exchange; taken: running an epoch again. */
+  state: "idle" | "busy" | "taken" | "gone";
+  /**
+   * Its last epoch is recorded and it is named in `host_children`. Until then (a submission may
+   * arrive first) it can validate but not be taken, and waits with no idle deadline.
+   */
+  adopted: boolean;
+  idle: ReturnType<typeof setTimeout> | null;
+}
+
+export interface PreparedChildren {
+  /** Whether the host keeps `worker`'s process now that its epoch parked (`worker.exiting`). */
+  offer(worker: ActiveWorker): boolean;
+  /** The kept worker's epoch is recorded: its process waits for the run's next job. */
+  adopt(worker: ActiveWorker): void;
+  /** The run's idle child for one validation exchange (busy until released), or null. */
+  borrow(runId: string): PreparedChild | null;
+  /** After an exchange: idle again, or stopped when the exchange broke. Idempotent. */
+  release(child: PreparedChild, usable: boolean): void;
+  /** The run's idle child for its next epoch (it leaves the pool), or null. */
+  take(runId: string): PreparedChild | null;
+  /** Stops the run's child (the run was cancelled). */
+  stopRun(runId: string): Promise<void>;
+  /** Stops every child (host shutdown). */
+  shutdown(): Promise<void>;
+  count(): number;
+  /** Captured output files of kept processes (log pruning keeps them). */
+  logFiles(): string[];
+}
+
+export function createPreparedChildren(
+  ctx: HostContext,
+  deps: { registry: ProcessRegistry },
+): PreparedChildren {
+  const max = ctx.options.maxPreparedChildren ?? DEFAULT_SUPERVISION_OPTIONS.maxPreparedChildren;
+  const idleMs = ctx.options.preparedIdleMs ?? DEFAULT_SUPERVISION_OPTIONS.preparedIdleMs;
+  // By run, oldest first (a child used again moves to the end).
+  const children = new Map<string, PreparedChild>();
+  const stopping = new Set<Promise<void>>();
+  /** Processes named in host_children (once, at their first adoption). */
+  const named = new WeakSet<SpawnedWorker>();
+  let closing = false;
+
+  const clearIdle = (child: PreparedChild) => {
+    if (child.idle !== null) clearTimeout(child.idle);
+    child.idle = null;
+  };
+  const stop = (child: PreparedChild, why: string): Promise<void> => {
+    if (child.state === "gone" || child.state === "taken") return Promise.resolve();
+    child.state = "gone";
+    clearIdle(child);
+    if (children.get(child.runId) === child) children.delete(child.runId);
+    ctx.log("prepared.stopped", { run: child.runId, why });
+    const done = retireChild(child.spawned, ctx.options.killGraceMs, () => {
+      if (child.adopted) deps.registry.unregister(child.identity);
+    }).catch((error) => ctx.log("prepared.stop_failed", { error: logError(error) }));
+    stopping.add(done);
+    void done.finally(() => stopping.delete(done));
+    return done;
+  };
+  const waitIdle = (child: PreparedChild) => {
+    clearIdle(child);
+    child.state = "idle";
+    if (!child.adopted) return;
+    child.idle = setTimeout(() => void stop(child, "idle"), idleMs);
+    child.idle.unref();
+  };
+  /** Room for one more: the oldest idle child goes when the pool is full. */
+  const makeRoom = (): boolean => {
+    if (children.size < max) return true;
+    for (const child of children.values()) {
+      if (child.state === "idle") {
+        void stop(child, "room");
+        return true;
+      }
+    }
+    return false;
+  };
+
+  return {
+    offer(worker) {
+      if (closing || max < 1 || worker.identity === null || worker.stopReason !== null) {
+        return false;
+      }
+      if (!worker.settled || children.has(worker.runId)) return false;
+      // Only a run waiting on its Pi session: a checkpoint or human decision may wait for days.
+      if (readRunInteraction(ctx.store, worker.runId) === undefined || !makeRoom()) return false;
+      children.set(worker.runId, {
+        runId: worker.runId,
+        spawned: worker.spawned,
+        identity: worker.identity,
+        state: "idle",
+        adopted: false,
+        idle: null,
+      });
+      return true;
+    },
+    adopt(worker) {
+      const child = children.get(worker.runId);
+      if (!child || child.adopted || child.spawned !== worker.spawned) return;
+      if (child.state === "gone") return;
+      child.adopted = true;
+      deps.registry.register({ identity: child.identity, kind: "validator", runId: child.runId });
+      if (!named.has(child.spawned)) {
+        // Its row goes with the process, whoever owns it by then (off the step's path).
+        named.add(child.spawned);
+        void child.spawned.exited.then(() => {
+          try {
+            forgetHostChild(ctx.store, child.identity);
+          } catch (error) {
+            ctx.log("prepared.forget_failed", { error: logError(error) });
+          }
+        });
+      }
+      child.spawned.onOutputExceeded = () => void stop(child, "outputExceeded");
+      void child.spawned.exited.then(() => {
+        if (child.state === "idle") void stop(child, "exited");
+      });
+      if (closing) {
+        void stop(child, "shutdown");
+        return;
+      }
+      // A validation that began before this keeps it busy; its release arms the idle deadline.
+      if (child.state === "idle") waitIdle(child);
+    },
+    borrow(runId) {
+      const child = children.get(runId);
+      if (child?.state !== "idle") return null;
+      clearIdle(child);
+      child.state = "busy";
+      return child;
+    },
+    release(child, usable) {
+      if (child.state !== "busy") return;
+      if (!usable || closing) {
+        void stop(child, "validationBroken");
+        return;
+      }
+      children.delete(child.runId);
+      children.set(child.runId, child);
+      waitIdle(child);
+    },
+    take(runId) {
+      const child = children.get(runId);
+      if (child?.state !== "idle" || !child.adopted) return null;
+      clearIdle(child);
+      child.state = "taken";
+      children.delete(runId);
+      // From here it is a worker (named in run_workers by the launch; supervision registers it
+      // as one). Its host_children row stays until the process is gone: no write on the way to
+      // the next epoch.
+      return child;
+    },
+    async stopRun(runId) {
+      const child = children.get(runId);
+      if (child) await stop(child, "runStopped");
+    },
+    async shutdown() {
+      closing = true;
+      await Promise.all([...children.values()].map((child) => stop(child, "shutdown")));
+      await Promise.all([...stopping]);
+    },
+    count: () => children.size,
+    logFiles: () =>
+      [...children.values()].flatMap((c) => [c.spawned.logFiles.stdout, c.spawned.logFiles.stderr]),
+  };
+}
