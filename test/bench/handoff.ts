@@ -10,7 +10,9 @@
  *   handoff_ms   submit sent -> the next step claimable (the two together)
  *
  * median and p95 over the steps, beside a bare `node -e 0` start measured in the same run, for
- * the host and its children started from source and from the npm bundle. Prints one JSON line.
+ * the host and its children started from source and from the npm bundle, and the bundle once
+ * more with no prepared process (`PI_WORKFLOWS_MAX_PREPARED=0`: a validation child and a new
+ * worker per step) for the same-run `speedup`. Prints one JSON line.
  *
  *   npm run bench -- handoff [steps=20]
  */
@@ -61,7 +63,12 @@ function bareNode(): Promise<number> {
   });
 }
 
-async function measure(root: string, cliArgs: string[], label: string) {
+async function measure(
+  root: string,
+  cliArgs: string[],
+  label: string,
+  extraEnv: Record<string, string> = {},
+) {
   const stateDir = join(root, label, "state");
   const project = join(root, label, "project");
   mkdirSync(join(project, ".pi", "workflows"), { recursive: true });
@@ -70,6 +77,7 @@ async function measure(root: string, cliArgs: string[], label: string) {
     ...process.env,
     PI_WORKFLOWS_STATE_DIR: stateDir,
     PI_CODING_AGENT_DIR: join(root, label, "agent"),
+    ...extraEnv,
   };
   const host = spawn(process.execPath, [...cliArgs, "host", "run"], {
     env,
@@ -125,12 +133,17 @@ try {
   for (let i = 0; i < 10; i++) bare.push(await bareNode());
   const source = await measure(root, [join(repo, "src", "cli", "main.ts")], "source");
   const bundled = await measure(root, [bundle], "bundle");
+  // The same bundle with no prepared process: a validation child and a new worker per step.
+  const fresh = await measure(root, [bundle], "fresh", { PI_WORKFLOWS_MAX_PREPARED: "0" });
   console.log(JSON.stringify({
     bench: "handoff",
     steps: STEPS,
     bare_node_ms: stats(bare),
     source,
     bundle: bundled,
+    bundle_fresh: fresh,
+    // How much faster a step's handoff is with the run's prepared process (same run, medians).
+    speedup: round(fresh.handoff_ms.median / bundled.handoff_ms.median),
   }));
 } finally {
   rmSync(root, { recursive: true, force: true });

@@ -9,7 +9,8 @@
  * Pi's stdin to `agent_settled`, the model answering with text at once), and Pi's own share of
  * it (prompt written to its request at the model). Prints one JSON line
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
- * handoff overhead median under 0.5 of the bare round trip).
+ * handoff overhead median under 0.5 of the bare round trip), also beyond Pi's own share and for
+ * the host's own part (`host_handoff_ms`: submission committed -> next request committed).
  *
  *   npm run bench -- interaction [steps]
  */
@@ -146,6 +147,8 @@ async function main(): Promise<void> {
       requested_to_prompt: [] as number[],
     };
     const submitToNext: number[] = [];
+    // The host's own share: the submission committed -> the next step's request committed.
+    const hostHandoff: number[] = [];
     const breakdown = {
       submit_to_submitted: [] as number[],
       submitted_to_accepted: [] as number[],
@@ -179,6 +182,7 @@ async function main(): Promise<void> {
       // run.launching of generation step + 1 (the first launching is the run's start).
       breakdown.accepted_to_launching.push(phases.launching[step] - phases.accepted[i]);
       breakdown.launching_to_started.push(started.get(`s${step + 1}`)! - phases.launching[step]);
+      if (waiting.length === STEPS) hostHandoff.push(waiting[step] - phases.submitted[i]);
     }
     await pi.stop();
 
@@ -198,6 +202,14 @@ async function main(): Promise<void> {
         ((a.median - stats(bareToRequest).median) / bareStats.median) * 100,
       ) / 100,
       ratio_submit_to_next: Math.round((b.median / bareStats.median) * 100) / 100,
+      // Likewise beyond Pi's own prompt -> request share of the next step's prompt.
+      ratio_submit_to_next_beyond_pi: Math.round(
+        ((b.median - stats(bareToRequest).median) / bareStats.median) * 100,
+      ) / 100,
+      host_handoff_ms: hostHandoff.length > 0 ? stats(hostHandoff) : null,
+      ratio_host_handoff: hostHandoff.length > 0
+        ? Math.round((stats(hostHandoff).median / bareStats.median) * 100) / 100
+        : null,
       start_breakdown_median_ms: Object.fromEntries(
         Object.entries(startBreakdown).map(([name, values]) => [name, stats(values).median]),
       ),
