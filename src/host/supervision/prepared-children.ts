@@ -58,6 +58,8 @@ export interface PreparedChildren {
   stopRun(runId: string): Promise<void>;
   /** Stops every child (host shutdown). */
   shutdown(): Promise<void>;
+  /** Resolves when `offer` keeps the run's process; `cancel` forgets the wait. */
+  offered(runId: string): { kept: Promise<void>; cancel(): void };
   count(): number;
   /** Captured output files of kept processes (log pruning keeps them). */
   logFiles(): string[];
@@ -72,6 +74,8 @@ export function createPreparedChildren(
   // By run, oldest first (a child used again moves to the end).
   const children = new Map<string, PreparedChild>();
   const stopping = new Set<Promise<void>>();
+  /** Validations waiting for a run's worker to be kept (see `offered`). */
+  const waiting = new Map<string, Set<() => void>>();
   /** Processes named in host_children (once, at their first adoption). */
   const named = new WeakSet<SpawnedWorker>();
   let closing = false;
@@ -128,7 +132,24 @@ export function createPreparedChildren(
         adopted: false,
         idle: null,
       });
+      for (const wake of waiting.get(worker.runId) ?? []) wake();
+      waiting.delete(worker.runId);
       return true;
+    },
+    offered(runId) {
+      let wake = () => {};
+      const kept = new Promise<void>((resolve) => (wake = resolve));
+      let set = waiting.get(runId);
+      if (!set) waiting.set(runId, set = new Set());
+      set.add(wake);
+      return {
+        kept,
+        cancel() {
+          const current = waiting.get(runId);
+          current?.delete(wake);
+          if (current?.size === 0) waiting.delete(runId);
+        },
+      };
     },
     adopt(worker) {
       const child = children.get(worker.runId);

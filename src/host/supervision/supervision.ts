@@ -100,6 +100,14 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     command: extras.workerCommand,
     accepted: () => schedule(),
     prepared,
+    // The run's worker committed the request and is about to say goodbye: its process may be
+    // kept, so a submission that fast waits for that (bounded by the worker's own exit).
+    epochEnding(runId) {
+      const worker = active.get(runId);
+      if (!worker || !worker.settled || worker.kept || worker.stopReason !== null) return null;
+      const wait = prepared.offered(runId);
+      return Promise.race([wait.kept, worker.done]).finally(() => wait.cancel());
+    },
   });
 
   const stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string): void => {

@@ -55,6 +55,11 @@ export interface ValidationDeps {
   accepted(runId: string): void;
   /** Prepared run processes: a run's own waits there, its workflow already loaded. */
   prepared?: PreparedChildren;
+  /**
+   * When the run's worker committed the request but has not said goodbye yet (a submission can
+   * be that fast): resolves once the host kept its process or it is gone. Null otherwise.
+   */
+  epochEnding?(runId: string): Promise<unknown> | null;
 }
 
 export interface Validations {
@@ -133,6 +138,12 @@ async function runChild(
     executionMode: "interactive",
     protocolVersion: WORKER_PROTOCOL_VERSION,
   };
+  const ending = deps.epochEnding?.(job.runId);
+  if (ending) {
+    await ending;
+    // Cancelled or timed out meanwhile: nothing to validate any more.
+    if (!readValidationJob(ctx.store, job.submissionId)) return;
+  }
   let failure: string | null = null;
   let tooLarge = false;
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
