@@ -43,6 +43,8 @@ export function createFrameReader(stream: Readable): FrameReader {
   stream.once("end", finish);
   stream.once("close", finish);
   stream.once("error", finish);
+  // A stream that ended before anyone read it emits nothing more.
+  if (stream.destroyed || stream.readableEnded) finish();
 
   const next = async (): Promise<Frame | null> => {
     for (;;) {
