@@ -42,7 +42,9 @@ export function createFrameReader(stream: Readable): FrameReader {
   };
   stream.once("end", finish);
   stream.once("close", finish);
-  stream.once("error", finish);
+  // Every error, not just the first: a killed child can fail a write and a read, and an
+  // 'error' with no listener would throw in the host.
+  stream.on("error", finish);
   // A stream that ended before anyone read it emits nothing more.
   if (stream.destroyed || stream.readableEnded) finish();
 
