@@ -12,7 +12,7 @@
  * checks keep the value as it was sent.)
  */
 import { WORKER_LAUNCH_SCHEMA } from "./worker-launch.ts";
-import type { WorkerMessageHeader } from "./worker-messages.ts";
+import { HEADER_KEYS, type WorkerMessageHeader } from "./worker-messages.ts";
 import type { WorkerMessageKind, WorkerPayload } from "./worker-message-payloads.ts";
 
 const ID = /^[\x21-\x7e]{1,200}$/;
@@ -22,17 +22,6 @@ const HOT_KINDS = new Set<string>([
   "node.failed",
   "node.update",
   "worker.progress",
-]);
-const HEADER_KEYS = new Set([
-  "schema",
-  "kind",
-  "messageId",
-  "runId",
-  "generation",
-  "workerEpoch",
-  "attemptId",
-  "expectedRevision",
-  "payload",
 ]);
 
 type Record_ = Record<string, unknown>;

@@ -34,7 +34,8 @@ export const WorkerHeaderSchema = looseObject({
   expectedRevision: v.optional(RevisionSchema),
 });
 
-const HEADER_KEYS = new Set([
+/** The keys a worker message header may carry (the fast checks share this list). */
+export const HEADER_KEYS: ReadonlySet<string> = new Set([
   "schema",
   "kind",
   "messageId",
