@@ -5,7 +5,8 @@
  * split around it, so a hit costs no query and no encoding. Bounded; emptied on every commit.
  */
 import type { HostResponse } from "../protocol/host-response.ts";
-import { commitCount, type StateStore } from "../state/store.ts";
+import { type StateStore } from "../state/store.ts";
+import { commitCount } from "../state/transactions.ts";
 import { fastCanonicalJson } from "../state/fast-canonical-json.ts";
 import { encodeResponseFrame, withEncodedFrame } from "./response-frame.ts";
 

@@ -1,6 +1,7 @@
 /** Attempt rows of one run as a light status listing (facts: run-facts-text.ts). */
 import type { AttemptFact } from "../protocol/run-facts.ts";
-import { queryAllArgs, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAllArgs } from "./statements.ts";
 
 interface AttemptRow {
   attempt_id: string;

@@ -12,14 +12,9 @@ import { sha256Hex } from "../protocol/canonical-json.ts";
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "./host-commands.ts";
 import { appendHistory, type JournalEntry } from "./journal.ts";
-import {
-  execute,
-  executeArgs,
-  queryOne,
-  queryOneArgs,
-  type StateStore,
-  writeTransaction,
-} from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { execute, executeArgs, queryOne, queryOneArgs } from "./statements.ts";
+import { writeTransaction } from "./transactions.ts";
 
 export type ClaimOwnerType = "host" | "control";
 

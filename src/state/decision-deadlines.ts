@@ -6,7 +6,8 @@
  *   wait timeouts       `node_attempts.deadline_at` of waiting checkpoint and decision attempts
  *                       (the author's `timeoutMs`; none by default)
  */
-import { queryAll, queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll, queryOne } from "./statements.ts";
 
 const WAIT_KINDS = "('checkpoint', 'humanDecision')";
 

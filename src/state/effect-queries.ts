@@ -3,7 +3,8 @@
  * external effect without a receipt, and whether that effect was managed (it has a key the
  * external system deduplicates) or not. Fine on a read-only store.
  */
-import { queryAll, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll } from "./statements.ts";
 
 export interface AmbiguousEffect {
   effectId: string;

@@ -8,7 +8,9 @@
  */
 import { ClaimLostError } from "./errors.ts";
 import { hashToken } from "./claims.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { execute, queryOne } from "./statements.ts";
+import { writeTransaction } from "./transactions.ts";
 
 export interface HostClaim {
   readonly epoch: number;

@@ -6,7 +6,9 @@
 import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
 import { HOST_OUTCOMES, type HostOutcome } from "../protocol/host-response.ts";
 import { RequestConflictError } from "./errors.ts";
-import { execute, executeArgs, queryOne, type StateStore, writeTransaction } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { execute, executeArgs, queryOne } from "./statements.ts";
+import { writeTransaction } from "./transactions.ts";
 import { decodeValue, encodeValue } from "./values.ts";
 
 /** A stored receipt's outcome: one of the protocol's response outcomes. */

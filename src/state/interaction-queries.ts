@@ -5,7 +5,8 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { runResource } from "./claims.ts";
-import { queryAll, queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll, queryOne } from "./statements.ts";
 import { decodeValue } from "./values.ts";
 
 export interface InteractionRow {

@@ -3,7 +3,8 @@
  * read-only queries. Tests run it after every step; `pi-workflows doctor` runs it on the user's
  * database. An empty list means the projections agree with each other.
  */
-import { queryAll, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
 
 export interface Violation {

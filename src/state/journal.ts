@@ -5,7 +5,8 @@
  * terminal run row accepts no later update), `appendHistory` after it.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { execute, executeArgs, queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { execute, executeArgs, queryOne } from "./statements.ts";
 import { encodeValue } from "./values.ts";
 
 export interface JournalEntry {

@@ -4,7 +4,8 @@
  * is where they are read), and what the host needs to write a turn's text.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { queryAll, queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll, queryOne } from "./statements.ts";
 import { decodeValue } from "./values.ts";
 
 export interface NotificationView {

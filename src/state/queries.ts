@@ -6,7 +6,8 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
 import { fencedLeaseSql } from "./claims.ts";
-import { queryAll, queryOne, queryOneArgs, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
 import { type AttemptSummary, listAttemptsPage } from "./attempt-queries.ts";
 

@@ -5,7 +5,9 @@
  * run's provider credentials, whose values only the host's memory holds.
  */
 import type { RunEnvironment } from "../protocol/run-environment.ts";
-import { execute, queryOneArgs, type StateStore, writeTransaction } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { execute, queryOneArgs } from "./statements.ts";
+import { writeTransaction } from "./transactions.ts";
 import { encodeValue } from "./values.ts";
 
 /** Inside the enqueue transaction. */

@@ -7,7 +7,8 @@
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import { NotFoundError } from "./errors.ts";
-import { queryAllArgs, queryOneArgs, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAllArgs, queryOneArgs } from "./statements.ts";
 
 /** Attempt rows read per query while streaming. */
 const PAGE_ROWS = 256;

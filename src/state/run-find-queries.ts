@@ -4,7 +4,8 @@
  * `prefix + "\x7f"`: one range scan of the primary key, however many runs exist.
  */
 import { readRun, type RunView } from "./queries.ts";
-import { queryAllArgs, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryAllArgs } from "./statements.ts";
 
 /** At most `limit` runs whose id starts with `prefix`, in id order, and whether more match. */
 export function findRunsByIdPrefix(

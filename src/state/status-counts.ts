@@ -3,7 +3,8 @@
  * pending interactions and ambiguous effects. Counts only: no ids, paths or payloads.
  */
 import { fencedLeaseSql } from "./claims.ts";
-import { queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryOne } from "./statements.ts";
 
 export interface HostStatusCounts {
   queued: number;

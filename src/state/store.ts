@@ -14,11 +14,12 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { Clock, IdSource } from "./clock.ts";
 import { StateDamagedError, StateOpenError, StateSchemaMismatchError } from "./errors.ts";
 import { integrityProblems } from "./integrity.ts";
 import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
+import { writeTransaction } from "./transactions.ts";
 
 export const STATE_FILE_NAME = "state.sqlite";
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -230,181 +231,6 @@ export function verifyIdentity(path: string, timeout: number): "empty" | "ok" {
   } finally {
     if (db?.isOpen) db.close();
   }
-}
-
-/** Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; any throw rolls everything back. */
-export function writeTransaction<T>(store: StateStore, fn: () => T): T {
-  if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
-  const group = groups.get(store);
-  if (group !== undefined) return savepoint(store, group, fn);
-  if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
-  // Cached statements: `exec` would parse BEGIN and COMMIT again on every write.
-  prepared(store, "BEGIN IMMEDIATE").run();
-  try {
-    const result = fn();
-    store.beforeStatement?.("COMMIT");
-    cachedStatement(store, "COMMIT").run();
-    committed(store);
-    return result;
-  } catch (error) {
-    if (store.db.isTransaction) store.db.exec("ROLLBACK");
-    throw error;
-  }
-}
-
-const commits = new WeakMap<StateStore, number>();
-
-/**
- * How many write transactions (or groups) have committed on this connection. The host is the
- * only writer, so an unchanged count means nothing changed: caches of read answers key on it.
- */
-export function commitCount(store: StateStore): number {
-  return commits.get(store) ?? 0;
-}
-
-function committed(store: StateStore): void {
-  commits.set(store, (commits.get(store) ?? 0) + 1);
-  store.afterCommit?.();
-}
-
-interface CommitGroup {
-  /** In-memory effects of the group's writes, run in order once the shared COMMIT is durable. */
-  readonly afterCommit: Array<() => void>;
-  depth: number;
-}
-
-const groups = new WeakMap<StateStore, CommitGroup>();
-
-/**
- * Group commit: every `writeTransaction` inside `fn` runs as its own SAVEPOINT of one shared
- * `BEGIN IMMEDIATE … COMMIT`, so each write stays atomic on its own (a refused write rolls back
- * to its savepoint, leaves no trace and does not fail the others) while all of them share one
- * COMMIT and one fsync. Nothing may leave the process before that COMMIT: callers register
- * in-memory effects (replies, timers, wake-ups) with `afterGroupCommit`, which run only after it.
- * When the COMMIT itself fails, every write of the group is gone; the error is thrown and no
- * registered effect runs.
- */
-export function groupTransaction<T>(store: StateStore, fn: () => T): T {
-  if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
-  if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
-  const group: CommitGroup = { afterCommit: [], depth: 0 };
-  prepared(store, "BEGIN IMMEDIATE").run();
-  groups.set(store, group);
-  let result: T;
-  try {
-    result = fn();
-    store.beforeStatement?.("COMMIT");
-    cachedStatement(store, "COMMIT").run();
-  } catch (error) {
-    groups.delete(store);
-    if (store.db.isTransaction) store.db.exec("ROLLBACK");
-    throw error;
-  } finally {
-    groups.delete(store);
-  }
-  committed(store);
-  for (const effect of group.afterCommit) effect();
-  return result;
-}
-
-/** Runs `effect` after the current group's COMMIT, or at once outside a group. */
-export function afterGroupCommit(store: StateStore, effect: () => void): void {
-  const group = groups.get(store);
-  if (group === undefined) effect();
-  else group.afterCommit.push(effect);
-}
-
-/** True while a `groupTransaction` is open on `store`. */
-export function inCommitGroup(store: StateStore): boolean {
-  return groups.has(store);
-}
-
-function savepoint<T>(store: StateStore, group: CommitGroup, fn: () => T): T {
-  const name = `w${group.depth++}`;
-  cachedStatement(store, `SAVEPOINT ${name}`).run();
-  try {
-    const result = fn();
-    cachedStatement(store, `RELEASE ${name}`).run();
-    return result;
-  } catch (error) {
-    cachedStatement(store, `ROLLBACK TO ${name}`).run();
-    cachedStatement(store, `RELEASE ${name}`).run();
-    throw error;
-  } finally {
-    group.depth--;
-  }
-}
-
-type Params = Record<string, SQLInputValue>;
-
-function cachedStatement(store: StateStore, sql: string): StatementSync {
-  let stmt = store.statements.get(sql);
-  if (!stmt) {
-    stmt = store.db.prepare(sql);
-    store.statements.set(sql, stmt);
-  }
-  return stmt;
-}
-
-function prepared(store: StateStore, sql: string): StatementSync {
-  const stmt = cachedStatement(store, sql);
-  if (store.beforeStatement && store.db.isTransaction) store.beforeStatement(sql);
-  return stmt;
-}
-
-/** Executes a write statement with named parameters (`:name`); returns the changed row count. */
-export function execute(store: StateStore, sql: string, params: Params = {}): number {
-  return Number(prepared(store, sql).run(params).changes);
-}
-
-/** First row of a query, or undefined. */
-export function queryOne<T>(store: StateStore, sql: string, params: Params = {}): T | undefined {
-  const row = prepared(store, sql).get(params) as T | undefined;
-  if (store.readStats) countRead(store.readStats, row === undefined ? 0 : 1);
-  return row;
-}
-
-/** All rows of a query. */
-export function queryAll<T>(store: StateStore, sql: string, params: Params = {}): T[] {
-  const rows = prepared(store, sql).all(params) as T[];
-  if (store.readStats) countRead(store.readStats, rows.length);
-  return rows;
-}
-
-function countRead(stats: ReadStats, rows: number): void {
-  stats.statements++;
-  stats.rows += rows;
-}
-
-/** Adds payload rows a query read to `store.readStats` (when accounting is on). */
-export function countPayloadRows(store: StateStore, rows: number): void {
-  if (store.readStats) store.readStats.payloadRows += rows;
-}
-
-/**
- * Positional variants (`?1`, `?2`...) for the protected-write hot path: binding an object by
- * parameter name costs about as much as a small statement's own work.
- */
-export function executeArgs(store: StateStore, sql: string, ...args: SQLInputValue[]): number {
-  return Number(prepared(store, sql).run(...args).changes);
-}
-
-/** First row of a query with positional parameters, or undefined. */
-export function queryOneArgs<T>(
-  store: StateStore,
-  sql: string,
-  ...args: SQLInputValue[]
-): T | undefined {
-  const row = prepared(store, sql).get(...args) as T | undefined;
-  if (store.readStats) countRead(store.readStats, row === undefined ? 0 : 1);
-  return row;
-}
-
-/** All rows of a query with positional parameters. */
-export function queryAllArgs<T>(store: StateStore, sql: string, ...args: SQLInputValue[]): T[] {
-  const rows = prepared(store, sql).all(...args) as T[];
-  if (store.readStats) countRead(store.readStats, rows.length);
-  return rows;
 }
 
 /**

@@ -7,7 +7,8 @@
  * can be tested. Nothing here returns a project path, session id or token.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { countPayloadRows, queryAllArgs, queryOneArgs, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { countPayloadRows, queryAllArgs, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
 
 export interface RunRow {

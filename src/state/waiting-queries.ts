@@ -4,7 +4,8 @@
  * answer against it. Read-only (fine on a read-only store).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { queryOne, type StateStore } from "./store.ts";
+import { type StateStore } from "./store.ts";
+import { queryOne } from "./statements.ts";
 import { decodeValue } from "./values.ts";
 
 export interface WaitingRecord {

@@ -26,7 +26,8 @@ import {
   parseBridgeCall,
 } from "../../src/protocol/pi-bridge-messages.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { closeStateStore, queryOne } from "../../src/state/store.ts";
+import { closeStateStore } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";

@@ -29,7 +29,8 @@ import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { workerEntry } from "../../src/os/self-launch.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { closeStateStore, queryOne } from "../../src/state/store.ts";
+import { closeStateStore } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { benchHostContext } from "./_host-context.ts";
 

@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { closeStateStore, queryAll } from "../../src/state/store.ts";
+import { closeStateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { gate } from "../pi/headless-env.ts";
 import { submitCall, updateContractIn } from "../support/step-responder.ts";
 import { type BuiltinEnv, createBuiltinEnv } from "./builtin-env.ts";

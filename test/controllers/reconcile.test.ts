@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { queryOne } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";
 
 const SYNC = `

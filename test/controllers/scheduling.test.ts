@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { requestDeletion } from "../../src/state/controllers/resources.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";

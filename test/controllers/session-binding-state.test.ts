@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { execute, queryAll } from "../../src/state/store.ts";
+import { execute, queryAll } from "../../src/state/statements.ts";
 import { applyResource } from "../../src/state/controllers/resources.ts";
 import {
   claimReconciles,

@@ -12,7 +12,7 @@ import {
 } from "../../src/protocol/controller-resource.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import {
   applyResource,
   requestDeletion,

@@ -10,7 +10,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { StateStore } from "../../src/state/store.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 
 /** The side-channel file comes from the run input (`{side: path}`), so one file serves all runs. */
 export const CRASH_WORKFLOW_SOURCE = `

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { closeStateStore, openStateStore, queryAll } from "../../src/state/store.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import {
   type CliProcess,
   hostRequest,

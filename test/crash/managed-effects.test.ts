@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "../worker/harness.ts";
 
 const WORKFLOW = `

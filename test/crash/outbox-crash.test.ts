@@ -15,12 +15,8 @@ import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
-import {
-  closeStateStore,
-  openStateStore,
-  queryAll,
-  type StateStore,
-} from "../../src/state/store.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { claimTurn } from "../../src/state/transitions/turn-delivery.ts";
 import {

@@ -6,12 +6,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants, type Violation } from "../../src/state/invariants.ts";
-import {
-  closeStateStore,
-  openStateStore,
-  queryAll,
-  type StateStore,
-} from "../../src/state/store.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 
 /**
  * `ask` (agent, validate wants {n: number}; `{slow: true}` blocks validation until the file

@@ -6,7 +6,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeStateStore, queryOne } from "../../src/state/store.ts";
+import { closeStateStore } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import { PI_CLI } from "../support/pi-sandbox.ts";
 import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
-import { afterGroupCommit, groupTransaction, inCommitGroup } from "../../src/state/store.ts";
+import { afterGroupCommit, groupTransaction, inCommitGroup } from "../../src/state/transactions.ts";
 import {
   recordNodeFinished,
   recordNodeStarted,

@@ -13,7 +13,7 @@ import {
   readValidationJob,
   sessionCursor,
 } from "../../src/state/interaction-queries.ts";
-import { execute } from "../../src/state/store.ts";
+import { execute } from "../../src/state/statements.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import { claimInteraction, requestInteraction } from "../../src/state/transitions/interactions.ts";
 import { presentInteraction } from "../../src/state/transitions/interaction-presentation.ts";

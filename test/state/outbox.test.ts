@@ -30,7 +30,7 @@ import {
   turnIntentId,
 } from "../../src/state/transitions/turn-intents.ts";
 import { claimTurn, resolveTurn } from "../../src/state/transitions/turn-delivery.ts";
-import { writeTransaction } from "../../src/state/store.ts";
+import { writeTransaction } from "../../src/state/transactions.ts";
 import type { Claim } from "../../src/state/claims.ts";
 import { enqueue, type Fixture, HOST, launch, openFixture, snapshot } from "./helpers.ts";
 

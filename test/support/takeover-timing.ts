@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHostClient, type HostClient } from "../../src/client/host-client.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { closeStateStore, openStateStore, queryOne } from "../../src/state/store.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 
 export interface TakeoverSample {
   /** From the SIGKILL to the answer of the client command that started the next host. */

@@ -4,7 +4,7 @@
  * `workerTimedOut` instead of holding a slot forever.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 let h: Harness | undefined;

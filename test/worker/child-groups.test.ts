@@ -16,7 +16,7 @@ import { listHostChildren, recordHostChild } from "../../src/state/transitions/h
 import { readProcessIdentity } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
-import { queryOne } from "../../src/state/store.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import {
   clearChildGroups,
   listChildGroups,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 // A compute that spins synchronously and ignores SIGTERM: only the host can stop it.

@@ -10,7 +10,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { pauseRun } from "../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 let h: Harness | undefined;

@@ -5,7 +5,7 @@
  * acknowledgement).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { queryAll, queryOneArgs } from "../../src/state/store.ts";
+import { queryAll, queryOneArgs } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 const CHAIN = 12;

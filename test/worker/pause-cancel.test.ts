@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 

@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { AHEAD_WINDOW } from "../../src/worker/node-runner.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";

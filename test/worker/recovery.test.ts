@@ -14,12 +14,8 @@ import { waitUntil } from "../../src/os/stop-group.ts";
 import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { listActiveWorkers, readRun } from "../../src/state/queries.ts";
-import {
-  closeStateStore,
-  openStateStore,
-  queryAll,
-  type StateStore,
-} from "../../src/state/store.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";

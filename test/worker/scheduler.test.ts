@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { queryAll, queryOne } from "../../src/state/store.ts";
+import { queryAll, queryOne } from "../../src/state/statements.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";
 

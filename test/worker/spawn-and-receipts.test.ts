@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { isSameProcessAlive, parseStartIdentity } from "../../src/os/process-identity.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { reapStaleWorkers } from "../../src/host/supervision/recovery.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";

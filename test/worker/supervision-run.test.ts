@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 

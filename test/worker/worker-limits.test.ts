@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { queryAll } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
 import { createHarness, type Harness, isTerminal } from "./harness.ts";
 
 let h: Harness | undefined;

@@ -8,7 +8,8 @@
  * in-memory effects registered with `afterGroupCommit` run right after the COMMIT, before any
  * reply. When the COMMIT fails, every task of the group is rejected with its error.
  */
-import { groupTransaction, type StateStore } from "../../state/store.ts";
+import { type StateStore } from "../../state/store.ts";
+import { groupTransaction } from "../../state/transactions.ts";
 
 interface Task {
   run(): unknown;

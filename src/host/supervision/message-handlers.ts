@@ -11,7 +11,7 @@ import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { renewClaim, type WorkerWriteOptions } from "../../state/claims.ts";
-import { afterGroupCommit } from "../../state/store.ts";
+import { afterGroupCommit } from "../../state/transactions.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import {

@@ -16,6 +16,7 @@ import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
+import { createSlots } from "./slots.ts";
 import {
   closeAfterDrain,
   OUTPUT_DRAIN_MS,
@@ -31,6 +32,47 @@ export interface ResolverOptions {
   registry?: ProcessRegistry;
   /** Captured output files of live children, which log pruning must keep. */
   liveLogs?: Set<string>;
+}
+
+export interface Resolvers {
+  /** Resolves in a child once one of the few slots is free; refused while the host stops. */
+  resolve(request: ResolveRequest): Promise<ResolveResult>;
+  /** Resolutions running or queued for a slot: a waiting start keeps the host busy. */
+  pending(): number;
+  /** Captured output files of live resolvers (log pruning keeps them). */
+  readonly liveLogs: ReadonlySet<string>;
+}
+
+export function createResolvers(
+  ctx: HostContext,
+  options: Omit<ResolverOptions, "liveLogs"> & { stopping(): boolean },
+): Resolvers {
+  let pending = 0;
+  const liveLogs = new Set<string>();
+  // Each resolver is a whole runtime: a burst of starts queues for a few slots.
+  const slots = createSlots(ctx.options.maxConcurrentResolvers);
+  const { stopping, ...childOptions } = options;
+  return {
+    liveLogs,
+    pending: () => pending,
+    async resolve(request) {
+      pending++;
+      try {
+        return await slots.run(() => {
+          if (stopping()) {
+            return Promise.resolve({
+              ok: false,
+              code: "hostStopping",
+              message: "Workflow not resolved: the host is stopping; start the run again",
+            });
+          }
+          return resolveInChild(ctx, request, { ...childOptions, liveLogs });
+        });
+      } finally {
+        pending--;
+      }
+    },
+  };
 }
 
 export async function resolveInChild(

@@ -1,6 +1,7 @@
 /**
- * The host's back half: scheduler, worker supervision, host-enforced deadlines, claim renewal,
- * recovery and the source resolver. Everything here runs in the host event loop and does only
+ * The host's back half: the run scheduler and worker supervision, wiring in the host-enforced
+ * deadlines (worker-deadlines.ts), claim renewal (claim-renewal.ts), recovery, validations,
+ * prepared processes, controllers and the source resolver. Everything here runs in the host event loop and does only
  * short SQLite transactions, timers and process bookkeeping; workflow code runs in workers.
  *
  * Worker states (in memory; `run_workers` holds the durable record):
@@ -13,20 +14,18 @@
  *              settles the run; the scheduler then looks for more work.
  */
 import { join } from "node:path";
-import { renewClaim } from "../../state/claims.ts";
-import { ClaimLostError } from "../../state/errors.ts";
-import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
 import { listExpiredRuns } from "../../state/queries.ts";
 import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
-import type { HostContext, ResolveRequest, ResolveResult, Supervision } from "./api.ts";
+import type { HostContext, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { clearChildGroups } from "../../state/transitions/child-groups.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
 import { launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
-import { recoverAtStart, recoverExpiredRuns } from "./recovery.ts";
-import { resolveInChild } from "./resolver.ts";
+import { recoverAtStart } from "./recovery.ts";
+import { renewClaims } from "./claim-renewal.ts";
+import { createWorkerDeadlines } from "./worker-deadlines.ts";
+import { createResolvers } from "./resolver.ts";
 import {
   type LimitReason,
   MEMORY_CHECK_MS,
@@ -36,7 +35,6 @@ import {
   workersOverMemory,
 } from "./worker-limits.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
-import { createSlots } from "./slots.ts";
 import { createRunCredentials } from "./run-credentials.ts";
 import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
 import { selfCommand } from "../../os/self-launch.ts";
@@ -83,9 +81,6 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   const maxCrashes = extras.maxCrashes ?? DEFAULT_MAX_CRASHES;
   const stopping = new Map<ActiveWorker, Promise<void>>();
   const background = new Set<ReturnType<typeof setInterval>>();
-  let resolvers = 0;
-  // Each resolver is a whole runtime: a burst of starts queues for a few slots.
-  const resolverSlots = createSlots(ctx.options.maxConcurrentResolvers);
   const credentials = createRunCredentials(ctx.store);
   let started = false;
   let shuttingDown = false;
@@ -93,6 +88,12 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   const envFor = (runId: string | null): NodeJS.ProcessEnv =>
     typeof extras.childEnv === "function" ? extras.childEnv(runId) : extras.childEnv ?? {};
+  const resolvers = createResolvers(ctx, {
+    env: envFor(null),
+    command: extras.workerCommand,
+    registry,
+    stopping: () => shuttingDown,
+  });
   const prepared = createPreparedChildren(ctx, { registry });
   const validations = createValidations(ctx, {
     registry,
@@ -125,96 +126,14 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     stopping.set(worker, done);
   };
 
-  const arm = (worker: ActiveWorker, ms: number, fire: () => void) => {
-    const timer = setTimeout(() => {
-      worker.timers.delete(timer);
-      fire();
-    }, Math.max(0, ms));
-    worker.timers.add(timer);
-    return timer;
-  };
-  const disarmAll = (worker: ActiveWorker) => {
-    for (const timer of worker.timers) clearTimeout(timer);
-    worker.timers.clear();
-  };
-
-  const deadlineTimers = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
-  // From `worker.ready` to the first attempt, and from each closed attempt to the next boundary:
-  // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there.
-  const nextBoundary = new Map<ActiveWorker, ReturnType<typeof setTimeout>>();
-  const clearTimer = (
-    worker: ActiveWorker,
-    timers: Map<ActiveWorker, ReturnType<typeof setTimeout>>,
-  ) => {
-    const timer = timers.get(worker);
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    worker.timers.delete(timer);
-    timers.delete(worker);
-  };
-  const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
-    if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
-    let reason: StopReason = "timedOut";
-    try {
-      // Commit first, then stop: a late message from the worker now meets a released claim.
-      timeOutAttempt(ctx.store, worker.claim, { attemptId });
-      crashPoint("host.deadline.afterCommit");
-      worker.openAttempt = null;
-      crashes.reset(worker.runId);
-    } catch (error) {
-      if (!(error instanceof ClaimLostError)) {
-        // The attempt closed in between (its outcome committed): nothing to enforce.
-        ctx.log("worker.deadline_skipped", { run: worker.runId, error: logError(error) });
-        return;
-      }
-      reason = "claimLost";
-    }
-    worker.claimReleased = true;
-    ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
-    stop(worker, reason, "workerTimedOut: node deadline passed");
-  };
-
-  const awaitBoundary = (worker: ActiveWorker, ms: number, reason: StopReason, what: string) => {
-    clearTimer(worker, nextBoundary);
-    nextBoundary.set(
-      worker,
-      arm(worker, ms, () => {
-        if (!worker.settled && worker.openAttempt === null) {
-          stop(worker, reason, `workerTimedOut: ${what} ran past ${ms} ms`);
-        }
-      }),
-    );
-  };
+  const deadlines = createWorkerDeadlines(ctx, { stop, crashes });
+  const { arm } = deadlines;
 
   const hooks = {
     stop,
-    onReady(worker: ActiveWorker) {
-      disarmAll(worker);
-      // The worker loads its workflow after ready: the first boundary has the same deadline.
-      awaitBoundary(worker, ctx.options.workerStartupMs, "startupTimedOut", "loading the workflow");
-    },
-    onAttemptStarted(worker: ActiveWorker) {
-      clearTimer(worker, nextBoundary);
-      const attempt = worker.openAttempt;
-      if (attempt === null || attempt.deadlineAt === null) return;
-      const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
-      deadlineTimers.set(
-        worker,
-        arm(worker, delay, () => enforceDeadline(worker, attempt.attemptId)),
-      );
-    },
-    onAttemptClosed(worker: ActiveWorker) {
-      clearTimer(worker, deadlineTimers);
-      crashes.reset(worker.runId);
-      if (!worker.settled) {
-        awaitBoundary(
-          worker,
-          ctx.options.boundaryMs,
-          "boundaryTimedOut",
-          "workflow code between attempts",
-        );
-      }
-    },
+    onReady: deadlines.onReady,
+    onAttemptStarted: deadlines.onAttemptStarted,
+    onAttemptClosed: deadlines.onAttemptClosed,
     keepPrepared: (worker: ActiveWorker) => prepared.offer(worker),
     parkedAtBoundary(worker: ActiveWorker) {
       if (!shuttingDown) return false;
@@ -234,7 +153,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     if (worker.stopReason !== null) return;
     const { diagnostic, recorded } = recordLimitFailure(ctx, worker, error);
     if (recorded) {
-      clearTimer(worker, deadlineTimers);
+      deadlines.clearAttemptDeadline(worker);
       crashes.reset(worker.runId);
     }
     ctx.log("worker.limit", { run: worker.runId, generation: worker.generation, limit: reason });
@@ -247,9 +166,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   };
 
   /** Keeps the captured output within its file count and byte budget; live files stay. */
-  const resolverLogs = new Set<string>();
   const pruneLogs = (exited?: ActiveWorker) => {
-    const inUse = new Set([...resolverLogs, ...prepared.logFiles()]);
+    const inUse = new Set([...resolvers.liveLogs, ...prepared.logFiles()]);
     for (const worker of active.values()) {
       if (worker === exited) continue;
       inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);
@@ -282,9 +200,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     worker.done = served.then(async () => {
       // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
       const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;
-      disarmAll(worker);
-      deadlineTimers.delete(worker);
-      nextBoundary.delete(worker);
+      deadlines.forget(worker);
       // The leader is gone (or kept); make sure nothing of its group, nor a child group it
       // registered, outlives the epoch.
       if (identity) {
@@ -392,28 +308,8 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     ...(ctx.controllerOptions ? { options: ctx.controllerOptions } : {}),
   });
 
-  const renew = () => {
-    for (const worker of active.values()) {
-      if (worker.claimReleased || worker.stopReason !== null) continue;
-      try {
-        renewClaim(ctx.store, worker.claim);
-      } catch (error) {
-        if (!(error instanceof ClaimLostError)) {
-          // e.g. a busy database: the next tick retries well before the claim expires.
-          ctx.log("worker.renew_failed", { run: worker.runId, error: logError(error) });
-          continue;
-        }
-        worker.claimReleased = true;
-        stop(worker, "claimLost", `claimLost: ${error.reason}`);
-      }
-    }
-    if (shuttingDown) return;
-    try {
-      if (recoverExpiredRuns(ctx, new Set(active.keys())) > 0) schedule();
-    } catch (error) {
-      ctx.log("recovery.sweep_failed", { error: logError(error) });
-    }
-  };
+  const renew = () =>
+    renewClaims(ctx, active, { stop, shuttingDown: () => shuttingDown, schedule });
 
   const supervision: Supervision = {
     controllers,
@@ -465,35 +361,13 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     supplyCredentials(runId, supplied) {
       credentials.supply(runId, supplied);
     },
-    async resolve(request: ResolveRequest): Promise<ResolveResult> {
-      // Counted while queued too: a waiting start keeps the host busy.
-      resolvers++;
-      try {
-        return await resolverSlots.run(() => {
-          if (shuttingDown) {
-            return Promise.resolve({
-              ok: false,
-              code: "hostStopping",
-              message: "Workflow not resolved: the host is stopping; start the run again",
-            });
-          }
-          return resolveInChild(ctx, request, {
-            env: envFor(null),
-            command: extras.workerCommand,
-            registry,
-            liveLogs: resolverLogs,
-          });
-        });
-      } finally {
-        resolvers--;
-      }
-    },
+    resolve: (request) => resolvers.resolve(request),
     activeWorkerCount() {
       return active.size + controllers.activeWorkerCount();
     },
     hasPendingWork() {
       if (
-        active.size > 0 || resolvers > 0 || validations.count() > 0 ||
+        active.size > 0 || resolvers.pending() > 0 || validations.count() > 0 ||
         controllers.hasPendingWork()
       ) return true;
       if (shuttingDown) return false;
@@ -541,5 +415,3 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
   };
   return supervision;
 }
-
-/** Only the class name: messages may carry paths, which logs never show. */

@@ -28,7 +28,7 @@ import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-messa
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../state/fast-canonical-json.ts";
 import { findHostCommand } from "../../state/host-commands.ts";
-import { afterGroupCommit } from "../../state/store.ts";
+import { afterGroupCommit } from "../../state/transactions.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";

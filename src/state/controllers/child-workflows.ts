@@ -10,7 +10,8 @@
  */
 import type { ChildWorkflowRef, ChildWorkflowState } from "../../protocol/controller-resource.ts";
 import type { Claim } from "../claims.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
 import { enqueueRunInTx, type EnqueueRunOptions } from "../transitions/run-enqueue.ts";
 import { appendControllerEvent } from "./controller-records.ts";
 import { readPinnedController } from "./controller-workers.ts";

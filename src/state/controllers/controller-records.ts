@@ -5,7 +5,8 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { ControllerResource, ResourceStatus } from "../../protocol/controller-resource.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
 import { decodeValue, encodeValue } from "../values.ts";
 
 export interface ControllerRow {

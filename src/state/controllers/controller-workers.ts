@@ -4,7 +4,9 @@
  * host reaps exactly that process and nothing else.
  */
 import type { PiLaunch } from "../../protocol/pi-launch.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { decodeValue } from "../values.ts";
 import { appendControllerEvent } from "./controller-records.ts";
 

@@ -15,7 +15,9 @@ import {
   renewClaimInTx,
 } from "../claims.ts";
 import { ClaimLostError } from "../errors.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import type { ControllerResource } from "../../protocol/controller-resource.ts";
 import {
   appendControllerEvent,

@@ -7,7 +7,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { Claim } from "../claims.ts";
 import { encodeValue } from "../values.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
 import {
   reserveEffectInTx,
   type ReserveEffectResult,

@@ -15,7 +15,8 @@ import type { Claim } from "../claims.ts";
 import type { ReconcileOutcome } from "../../protocol/controller-worker.ts";
 
 export type { ReconcileOutcome };
-import { execute, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import { appendControllerEvent, bumpResourceVersion } from "./controller-records.ts";
 import {

@@ -9,7 +9,9 @@ import type { ControllerResource } from "../../protocol/controller-resource.ts";
 import { initialResourceStatus } from "../../protocol/controller-resource.ts";
 import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { resolveAmbiguousEffectInTx } from "./reconcile-effects.ts";
 import {

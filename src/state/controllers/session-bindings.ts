@@ -5,7 +5,9 @@
  * revoke. Each change is one transaction with its receipt. The session id stays in this table and
  * in the child runs' bindings: views and receipts carry the binding id and times only.
  */
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { type ControllerRow, findController } from "./controller-records.ts";
 import { controllerNotFound, ControllerRefusal } from "./errors.ts";
 import { type ControllerReceipt, recordReceipt } from "./resources.ts";

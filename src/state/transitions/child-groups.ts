@@ -5,7 +5,9 @@
  * group nobody stops (recovery signals exact identities only, then clears the rows).
  */
 import { type Claim, renewClaimInTx } from "../claims.ts";
-import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 
 export interface ChildGroupRecord {
   workerEpoch: string;

@@ -1,7 +1,8 @@
 /** Small helpers shared by the lifecycle transitions (inside their transactions). */
 import { readRunRow, type RunRow } from "../claims.ts";
 import { NotFoundError, TransitionError } from "../errors.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
 import type { QueueState, RunState } from "../../protocol/run-operations.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 

@@ -18,7 +18,9 @@ import { acquireClaimInTx, releaseLeaseInTx, runResource } from "../claims.ts";
 import { AnswerRefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { closeAttempt, expectState, requireRun, setRunState } from "./common.ts";
 

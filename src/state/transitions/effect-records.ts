@@ -5,7 +5,8 @@
  * ambiguous), and settle an applying one. Both run inside the caller's protected write.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import { execute, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
 import { decodeValue } from "../values.ts";
 
 /**

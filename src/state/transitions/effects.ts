@@ -13,7 +13,8 @@ import {
   type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
-import { queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import { describeState, expectState } from "./common.ts";
 import { reserveEffectInTx, type ReserveEffectResult, settleEffectInTx } from "./effect-records.ts";

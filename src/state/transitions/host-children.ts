@@ -5,7 +5,9 @@
  * exact identity (a reused PID is never signalled) and clears every row. Workers are named in
  * `run_workers`, the groups they register in `worker_child_groups`.
  */
-import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 
 export type HostChildKind = "validator" | "resolver";
 

@@ -5,7 +5,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { RefusedError } from "../errors.ts";
 import { currentSessionInteraction } from "../interaction-queries.ts";
-import { execute, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute } from "../statements.ts";
 import {
   type InteractionTarget,
   requirePending,

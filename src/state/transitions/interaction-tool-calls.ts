@@ -9,7 +9,8 @@ import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import { checkSubmitTarget } from "../../protocol/step-contract-schema.ts";
 import { RefusedError } from "../errors.ts";
 import { findSubmissionByKey, type SubmissionRow } from "../interaction-queries.ts";
-import { execute, executeArgs, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, executeArgs, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import {
   type InteractionTarget,

@@ -19,7 +19,9 @@ import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../c
 import { RefusedError } from "../errors.ts";
 import { readInteraction } from "../interaction-queries.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, setRunState } from "./common.ts";
 import { recordStrandedTurnInTx } from "./turn-intents.ts";

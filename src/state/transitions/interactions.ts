@@ -21,7 +21,9 @@ import {
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { currentSessionInteraction, type SessionInteraction } from "../interaction-queries.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { describeState, expectState, setQueueState, setRunState } from "./common.ts";
 import { resolvePromptedIntentsInTx } from "./turn-intents.ts";

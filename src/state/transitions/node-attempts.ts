@@ -15,7 +15,8 @@ import {
   type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
-import { executeArgs, queryOne, queryOneArgs, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { executeArgs, queryOne, queryOneArgs } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, describeState, expectState, setQueueState } from "./common.ts";
 import { insertNotificationInTx, type NotificationKind } from "./notifications.ts";

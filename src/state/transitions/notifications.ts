@@ -8,7 +8,9 @@
 import type { NOTIFICATION_KINDS } from "../../protocol/worker-message-payloads.ts";
 import { hashToken } from "../claims.ts";
 import { RefusedError } from "../errors.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { type EntryRecorded, recordOutboxEntry, type SessionEntryTarget } from "./outbox-entry.ts";
 
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];

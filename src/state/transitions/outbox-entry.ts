@@ -7,7 +7,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { RefusedError } from "../errors.ts";
-import { type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { writeTransaction } from "../transactions.ts";
 
 export interface OutboxItemRow {
   run_id: string;

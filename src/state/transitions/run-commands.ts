@@ -12,7 +12,9 @@ import {
   recordHostCommandInTx,
 } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
-import { execute, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import {
   cancelPendingInteractions,

@@ -16,7 +16,8 @@ import {
   type WorkerWriteOptions,
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
-import { execute, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute } from "../statements.ts";
 import { pruneWorkerReceiptsInTx } from "../host-commands.ts";
 import { encodeValue } from "../values.ts";
 import { failureCause, releaseTurnIntentsInTx } from "./turn-intents.ts";

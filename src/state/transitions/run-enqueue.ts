@@ -4,7 +4,9 @@ import { type CommandReceiptInput, recordHostCommandInTx } from "../host-command
 import { appendHistory } from "../journal.ts";
 import { RefusedError } from "../errors.ts";
 import { sessionReservation } from "../interaction-queries.ts";
-import { execute, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { insertRunEnvironment } from "../run-environments.ts";

@@ -14,7 +14,9 @@ import {
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { decodeValue } from "../values.ts";
 import { describeState, expectState, requireRun, setQueueState, setRunState } from "./common.ts";
 

@@ -14,7 +14,9 @@ import {
 } from "../claims.ts";
 import { TransitionError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import {

@@ -18,7 +18,9 @@ import {
 } from "../claims.ts";
 import { ClaimLostError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
-import { execute, queryAll, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { expectState, requireRun, stopAtBoundary } from "./common.ts";
 
 const CRASHED = { code: "workerCrashed", message: "The worker stopped before the node finished" };

@@ -6,7 +6,9 @@
  */
 import { hashToken } from "../claims.ts";
 import { RefusedError } from "../errors.ts";
-import { execute, queryAll, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 import { heldByOther, OUTBOX_LEASE_MS } from "./notifications.ts";
 import { type EntryRecorded, recordOutboxEntry, type SessionEntryTarget } from "./outbox-entry.ts";
 import { resolveIntents, type TurnCause, type TurnResolution } from "./turn-intents.ts";

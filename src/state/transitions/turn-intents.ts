@@ -25,7 +25,8 @@ import {
   workerTarget,
   type WorkerWriteOptions,
 } from "../claims.ts";
-import { execute, queryAll, queryOne, type StateStore } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryAll, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import { expectState } from "./common.ts";
 

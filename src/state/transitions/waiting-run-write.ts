@@ -9,7 +9,8 @@ import { RefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { type InteractionRow, readInteraction } from "../interaction-queries.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
-import { type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { writeTransaction } from "../transactions.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import { expectState, requireRun } from "./common.ts";
 

@@ -1,7 +1,9 @@
 /** Worker epochs: the terminal outcome of one worker process, recorded by the supervisor. */
 import { TransitionError } from "../errors.ts";
 import { appendViewerDelta } from "../journal.ts";
-import { execute, queryOne, type StateStore, writeTransaction } from "../store.ts";
+import { type StateStore } from "../store.ts";
+import { execute, queryOne } from "../statements.ts";
+import { writeTransaction } from "../transactions.ts";
 
 export const WORKER_OUTCOMES = [
   "exited",

@@ -1,0 +1,139 @@
+/**
+ * Host-enforced deadlines of one worker epoch: the startup deadline until `worker.ready`, each
+ * node attempt's committed deadline (plus the kill grace), and the bound on workflow code between
+ * attempts (`boundaryMs`: loading, routing, timeout callbacks). The worker's own timers are only a
+ * courtesy; these fire even when its event loop is stuck.
+ */
+import { ClaimLostError } from "../../state/errors.ts";
+import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
+import { crashPoint } from "../../protocol/crash-point.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import type { CrashCounter } from "./worker-exit.ts";
+import { logError } from "../host-log.ts";
+
+type Timer = ReturnType<typeof setTimeout>;
+
+export interface WorkerDeadlines {
+  /** Arms a timer owned by the worker: `disarmAll` (and the epoch's end) clears it. */
+  arm(worker: ActiveWorker, ms: number, fire: () => void): Timer;
+  disarmAll(worker: ActiveWorker): void;
+  /** The worker said ready: it loads its workflow next, bounded like the start. */
+  onReady(worker: ActiveWorker): void;
+  /** `node.started` committed: the attempt's deadline timer replaces the boundary bound. */
+  onAttemptStarted(worker: ActiveWorker): void;
+  /** The attempt closed: its deadline is off, workflow code until the next boundary is bounded. */
+  onAttemptClosed(worker: ActiveWorker): void;
+  /** The open attempt's deadline is off (its failure was recorded otherwise). */
+  clearAttemptDeadline(worker: ActiveWorker): void;
+  /** The epoch ended: forget its timers. */
+  forget(worker: ActiveWorker): void;
+}
+
+export function createWorkerDeadlines(
+  ctx: HostContext,
+  deps: {
+    stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+    crashes: CrashCounter;
+  },
+): WorkerDeadlines {
+  const attemptDeadlines = new Map<ActiveWorker, Timer>();
+  // From `worker.ready` to the first attempt, and from each closed attempt to the next boundary:
+  // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there.
+  const nextBoundary = new Map<ActiveWorker, Timer>();
+
+  const arm = (worker: ActiveWorker, ms: number, fire: () => void) => {
+    const timer = setTimeout(() => {
+      worker.timers.delete(timer);
+      fire();
+    }, Math.max(0, ms));
+    worker.timers.add(timer);
+    return timer;
+  };
+  const clearTimer = (worker: ActiveWorker, timers: Map<ActiveWorker, Timer>) => {
+    const timer = timers.get(worker);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    worker.timers.delete(timer);
+    timers.delete(worker);
+  };
+
+  const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
+    if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
+    let reason: StopReason = "timedOut";
+    try {
+      // Commit first, then stop: a late message from the worker now meets a released claim.
+      timeOutAttempt(ctx.store, worker.claim, { attemptId });
+      crashPoint("host.deadline.afterCommit");
+      worker.openAttempt = null;
+      deps.crashes.reset(worker.runId);
+    } catch (error) {
+      if (!(error instanceof ClaimLostError)) {
+        // The attempt closed in between (its outcome committed): nothing to enforce.
+        ctx.log("worker.deadline_skipped", { run: worker.runId, error: logError(error) });
+        return;
+      }
+      reason = "claimLost";
+    }
+    worker.claimReleased = true;
+    ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
+    deps.stop(worker, reason, "workerTimedOut: node deadline passed");
+  };
+
+  const awaitBoundary = (worker: ActiveWorker, ms: number, reason: StopReason, what: string) => {
+    clearTimer(worker, nextBoundary);
+    nextBoundary.set(
+      worker,
+      arm(worker, ms, () => {
+        if (!worker.settled && worker.openAttempt === null) {
+          deps.stop(worker, reason, `workerTimedOut: ${what} ran past ${ms} ms`);
+        }
+      }),
+    );
+  };
+
+  const disarmAll = (worker: ActiveWorker) => {
+    for (const timer of worker.timers) clearTimeout(timer);
+    worker.timers.clear();
+  };
+
+  return {
+    arm,
+    disarmAll,
+    onReady(worker) {
+      disarmAll(worker);
+      // The worker loads its workflow after ready: the first boundary has the same deadline.
+      awaitBoundary(worker, ctx.options.workerStartupMs, "startupTimedOut", "loading the workflow");
+    },
+    onAttemptStarted(worker) {
+      clearTimer(worker, nextBoundary);
+      const attempt = worker.openAttempt;
+      if (attempt === null || attempt.deadlineAt === null) return;
+      const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
+      attemptDeadlines.set(
+        worker,
+        arm(worker, delay, () => enforceDeadline(worker, attempt.attemptId)),
+      );
+    },
+    onAttemptClosed(worker) {
+      clearTimer(worker, attemptDeadlines);
+      deps.crashes.reset(worker.runId);
+      if (!worker.settled) {
+        awaitBoundary(
+          worker,
+          ctx.options.boundaryMs,
+          "boundaryTimedOut",
+          "workflow code between attempts",
+        );
+      }
+    },
+    clearAttemptDeadline(worker) {
+      clearTimer(worker, attemptDeadlines);
+    },
+    forget(worker) {
+      disarmAll(worker);
+      attemptDeadlines.delete(worker);
+      nextBoundary.delete(worker);
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Write transactions on the state store: one `BEGIN IMMEDIATE … COMMIT` per write, or a group
+ * commit in which several writes share one COMMIT (and one fsync) as savepoints of their own.
+ */
+import { cachedStatement, prepared } from "./statements.ts";
+import type { StateStore } from "./store.ts";
+
+/** Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; any throw rolls everything back. */
+export function writeTransaction<T>(store: StateStore, fn: () => T): T {
+  if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
+  const group = groups.get(store);
+  if (group !== undefined) return savepoint(store, group, fn);
+  if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
+  // Cached statements: `exec` would parse BEGIN and COMMIT again on every write.
+  prepared(store, "BEGIN IMMEDIATE").run();
+  try {
+    const result = fn();
+    store.beforeStatement?.("COMMIT");
+    cachedStatement(store, "COMMIT").run();
+    committed(store);
+    return result;
+  } catch (error) {
+    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+const commits = new WeakMap<StateStore, number>();
+
+/**
+ * How many write transactions (or groups) have committed on this connection. The host is the
+ * only writer, so an unchanged count means nothing changed: caches of read answers key on it.
+ */
+export function commitCount(store: StateStore): number {
+  return commits.get(store) ?? 0;
+}
+
+function committed(store: StateStore): void {
+  commits.set(store, (commits.get(store) ?? 0) + 1);
+  store.afterCommit?.();
+}
+
+interface CommitGroup {
+  /** In-memory effects of the group's writes, run in order once the shared COMMIT is durable. */
+  readonly afterCommit: Array<() => void>;
+  depth: number;
+}
+
+const groups = new WeakMap<StateStore, CommitGroup>();
+
+/**
+ * Group commit: every `writeTransaction` inside `fn` runs as its own SAVEPOINT of one shared
+ * `BEGIN IMMEDIATE … COMMIT`, so each write stays atomic on its own (a refused write rolls back
+ * to its savepoint, leaves no trace and does not fail the others) while all of them share one
+ * COMMIT and one fsync. Nothing may leave the process before that COMMIT: callers register
+ * in-memory effects (replies, timers, wake-ups) with `afterGroupCommit`, which run only after it.
+ * When the COMMIT itself fails, every write of the group is gone; the error is thrown and no
+ * registered effect runs.
+ */
+export function groupTransaction<T>(store: StateStore, fn: () => T): T {
+  if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
+  if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
+  const group: CommitGroup = { afterCommit: [], depth: 0 };
+  prepared(store, "BEGIN IMMEDIATE").run();
+  groups.set(store, group);
+  let result: T;
+  try {
+    result = fn();
+    store.beforeStatement?.("COMMIT");
+    cachedStatement(store, "COMMIT").run();
+  } catch (error) {
+    groups.delete(store);
+    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    throw error;
+  } finally {
+    groups.delete(store);
+  }
+  committed(store);
+  for (const effect of group.afterCommit) effect();
+  return result;
+}
+
+/** Runs `effect` after the current group's COMMIT, or at once outside a group. */
+export function afterGroupCommit(store: StateStore, effect: () => void): void {
+  const group = groups.get(store);
+  if (group === undefined) effect();
+  else group.afterCommit.push(effect);
+}
+
+/** True while a `groupTransaction` is open on `store`. */
+export function inCommitGroup(store: StateStore): boolean {
+  return groups.has(store);
+}
+
+function savepoint<T>(store: StateStore, group: CommitGroup, fn: () => T): T {
+  const name = `w${group.depth++}`;
+  cachedStatement(store, `SAVEPOINT ${name}`).run();
+  try {
+    const result = fn();
+    cachedStatement(store, `RELEASE ${name}`).run();
+    return result;
+  } catch (error) {
+    cachedStatement(store, `ROLLBACK TO ${name}`).run();
+    cachedStatement(store, `RELEASE ${name}`).run();
+    throw error;
+  } finally {
+    group.depth--;
+  }
+}
