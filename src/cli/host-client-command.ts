@@ -29,7 +29,7 @@ export async function runHostClientCommand(
     case "status":
       return await hostStatusCommand(stateDir, socketPath, command.json, io);
     case "stop":
-      return await hostStopCommand(socketPath, command.json, io);
+      return await hostStopCommand(stateDir, socketPath, command.json, io);
     default:
       return await hostStartCommand(stateDir, socketPath, command.json, io, env);
   }
@@ -78,7 +78,12 @@ async function hostStatusCommand(
   return EXIT.ok;
 }
 
-async function hostStopCommand(socketPath: string, json: boolean, io: CliIo): Promise<number> {
+async function hostStopCommand(
+  stateDir: string,
+  socketPath: string,
+  json: boolean,
+  io: CliIo,
+): Promise<number> {
   const found = await readStatus(socketPath);
   if (!found) {
     if (json) printJson(io, { stopped: true, wasRunning: false });
@@ -92,6 +97,13 @@ async function hostStopCommand(socketPath: string, json: boolean, io: CliIo): Pr
     async () => connection.closed && (await readStatus(socketPath)) === null,
     STOP_TIMEOUT_MS,
     `Host stop timed out: epoch ${status.epoch} still answers after ${STOP_TIMEOUT_MS} ms`,
+  );
+  // The socket goes before the host's last writes (workers stopped, claim released).
+  const { hostStillHoldsState } = await import("./host-released.ts");
+  await waitFor(
+    () => !hostStillHoldsState(stateDir),
+    STOP_TIMEOUT_MS,
+    `Host stop timed out: epoch ${status.epoch} still holds the state after ${STOP_TIMEOUT_MS} ms`,
   );
   if (json) printJson(io, { stopped: true, wasRunning: true, epoch: status.epoch });
   else io.out(`Host stopped (epoch ${status.epoch})`);

@@ -138,6 +138,16 @@ export function readHostEpoch(
   return { epoch: row.epoch, live: !!row.token_hash && (row.expires_at ?? 0) > now };
 }
 
+/**
+ * The start identity of the process holding a live host claim, or null when no claim is live
+ * (released, expired) or the holder recorded none. Never shown: `host stop` waits on it.
+ */
+export function liveHostHolder(store: StateStore, now = store.clock.now()): string | null {
+  const row = readHostClaim(store);
+  if (!row || !row.token_hash || (row.expires_at ?? 0) <= now) return null;
+  return row.start_identity;
+}
+
 function checkHostClaim(store: StateStore, claim: HostClaim, now: number, live: boolean): void {
   const row = readHostClaim(store);
   const fail = (reason: ClaimLostError["reason"]) => new ClaimLostError(null, claim.epoch, reason);

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../host/helpers.ts";
+import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;
 let project: string;
@@ -223,6 +224,10 @@ describe("pi-workflows CLI", () => {
       expect(JSON.parse(again.stdout)).toEqual({ alreadyRunning: true, epoch: 1, started: false });
       const stop = await runCliProcess(["host", "stop", "--json"], fresh.env);
       expect(JSON.parse(stop.stdout)).toEqual({ epoch: 1, stopped: true, wasRunning: true });
+      // "Stopped" means released: a start right after is never refused by the old holder.
+      expect(queryState(fresh.stateDir, "SELECT token_hash FROM host_claim")).toEqual([
+        { token_hash: null },
+      ]);
       const start = await runCliProcess(["host", "start"], fresh.env);
       expect(start).toMatchObject({ code: 0, stdout: "Host started (epoch 2)\n" });
       // The log stays bounded: past its budget it says so and stops, and the next start rotates it.
