@@ -14,7 +14,7 @@
  *   ratio              reconciles_per_s / the mean of both raw rates (target: at least 0.1)
  *   first_reconcile_ms the fixed part: spawning the controller worker and loading the controller
  *
- *   npm run bench -- controllers [resources=1000] [concurrency=4]
+ *   npm run bench -- controllers [resources=1000] [concurrency=the host default, 32]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,11 +25,14 @@ import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { applyResource } from "../../src/state/controllers/resources.ts";
+import { DEFAULT_CONTROLLER_OPTIONS } from "../../src/host/supervision/controllers/options.ts";
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 
 const RESOURCES = Number(process.argv[2] ?? 1000);
-const CONCURRENCY = Number(process.argv[3] ?? 4);
+const CONCURRENCY = Number(
+  process.argv[3] ?? DEFAULT_CONTROLLER_OPTIONS.maxConcurrentReconciles,
+);
 const root = mkdtempSync(join(tmpdir(), "piw-bench-controllers-"));
 const project = join(root, "project");
 mkdirSync(join(project, ".pi", "controllers"), { recursive: true });

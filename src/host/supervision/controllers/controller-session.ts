@@ -7,7 +7,7 @@
  * reconcile's claim, then the reply with the same `messageId`.
  */
 import type { JsonValue } from "../../../protocol/canonical-json.ts";
-import { readFrames, writeFrame } from "../../../protocol/framing.ts";
+import { readFrames } from "../../../protocol/framing.ts";
 import {
   type ControllerMessage,
   parseControllerMessage,
@@ -17,7 +17,7 @@ import { type WorkerReply, workerReply } from "../../../protocol/worker-reply.ts
 import { crashPoint } from "../../../protocol/crash-point.ts";
 import { ControllerRefusal } from "../../../state/controllers/errors.ts";
 import { ClaimLostError, TransitionError } from "../../../state/errors.ts";
-import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
+import { type ActiveReconcile, type ControllerWorker, writeToWorker } from "./controller-worker.ts";
 
 const MAX_IN_FLIGHT = 64;
 
@@ -45,7 +45,7 @@ export async function serveControllerChannel(
   const seen = new Set<string>();
   let inFlight = 0;
   let release: (() => void) | null = null;
-  const reply = (answer: WorkerReply) => writeFrame(channel, answer).catch(() => {});
+  const reply = (answer: WorkerReply) => writeToWorker(channel, answer).catch(() => {});
   try {
     for await (const frame of readFrames(channel)) {
       if (!frame.ok) {

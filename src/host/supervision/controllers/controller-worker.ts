@@ -5,6 +5,7 @@
  * this holds what only the live host knows (the child, its reconciles, its timers).
  */
 import { join } from "node:path";
+import type { Writable } from "node:stream";
 import type { Claim } from "../../../state/claims.ts";
 import {
   type PinnedController,
@@ -143,9 +144,25 @@ export function launchControllerWorker(
 
 /** Sends one host push frame (assign, abort) to the worker. */
 export function pushToWorker(worker: ControllerWorker, frame: Record<string, unknown>): void {
-  writeFrame(worker.spawned.channel, { schema: CONTROLLER_PUSH_SCHEMA, ...frame }).catch(() => {
+  writeToWorker(worker.spawned.channel, { schema: CONTROLLER_PUSH_SCHEMA, ...frame }).catch(() => {
     // The worker is gone: its exit handling interrupts its reconciles.
   });
+}
+
+/**
+ * Writes one frame to a controller worker's channel. The frames of one tick (the replies and
+ * assignments one group commit released) leave in one write: the channel is corked at the first
+ * and uncorked once this tick's callbacks and promise reactions have run, so the reconciles one
+ * commit answered cost one system call and one wake-up of the worker, not one each. Every frame
+ * still follows the commit it reports; a host that dies before the uncork loses them like frames
+ * it never wrote (the worker sees the channel close and the claims are recovered).
+ */
+export function writeToWorker(channel: Writable, value: unknown): Promise<void> {
+  if (channel.writableCorked === 0 && !channel.destroyed) {
+    channel.cork();
+    process.nextTick(() => channel.uncork());
+  }
+  return writeFrame(channel, value);
 }
 
 /** Stops the worker's process group once (`stuck`: without the grace period). */

@@ -5,7 +5,12 @@
 import { readPositiveIntegerEnv } from "../../host-options.ts";
 
 export interface ControllerOptions {
-  /** Reconciles running at once, across all controllers. */
+  /**
+   * Reconciles running at once, across all controllers. They share one worker process per
+   * controller and the host's group commit, so more at once mostly costs a few MB in that
+   * worker; child runs they start queue with every other run (their own bound), so this does not
+   * take run worker slots.
+   */
   maxConcurrentReconciles: number;
   /** An idle controller worker (no reconcile for this long) is stopped. */
   workerIdleMs: number;
@@ -17,7 +22,7 @@ export interface ControllerOptions {
 }
 
 export const DEFAULT_CONTROLLER_OPTIONS: ControllerOptions = {
-  maxConcurrentReconciles: 4,
+  maxConcurrentReconciles: 32,
   workerIdleMs: 10_000,
   resolverIdleMs: 5_000,
   backoffBaseMs: 1_000,
