@@ -23,6 +23,7 @@ import {
   TimestampSchema,
 } from "./fields.ts";
 import { RunNotificationSchema } from "./outbox-operations.ts";
+import { EXECUTION_MODES, type ExecutionMode } from "./execution-mode.ts";
 
 export const RUN_STATES = [
   "queued",
@@ -55,8 +56,7 @@ export const BLOCKED_REASONS = [
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
-export const EXECUTION_MODES = ["interactive", "headless"] as const;
-export type ExecutionMode = (typeof EXECUTION_MODES)[number];
+export { EXECUTION_MODES, type ExecutionMode };
 
 const EmptyPayloadSchema = v.optional(strictObject({}), {});
 

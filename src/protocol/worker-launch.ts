@@ -18,7 +18,7 @@ import {
 } from "./fields.ts";
 import { PiLaunchSchema } from "./pi-launch.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
-import { EXECUTION_MODES } from "./run-operations.ts";
+import { EXECUTION_MODES } from "./execution-mode.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 
 export const WORKER_LAUNCH_SCHEMA = "pi-workflows.worker-launch.v1";

@@ -19,10 +19,11 @@ import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
-import { receiveRunFacts } from "./receive-facts.ts";
 import { crashPoint } from "../protocol/crash-point.ts";
 import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
-import { type LoadedRun, sameRunSource, servePrepared } from "./prepared-child.ts";
+// Loaded when used (after worker.ready), like the workflow layer: the start-up path before
+// ready stays small.
+import type { LoadedRun } from "./prepared-child.ts";
 
 export async function runWorkerEpoch(
   channel: WorkerChannel,
@@ -36,6 +37,7 @@ export async function runWorkerEpoch(
     // next epoch here with the workflow already loaded (prepared-child.ts).
     if (!epoch.kept || !nextPush || epoch.loaded === null) return epoch.code;
     loaded = epoch.loaded;
+    const { servePrepared } = await import("./prepared-child.ts");
     launch = await servePrepared(channel, nextPush, loaded);
     crashPoint("worker.prepared.launched");
   }
@@ -98,7 +100,10 @@ async function drive(
   // compares them again before it uses what it loaded for an earlier epoch.
   let sourceProblem = enterProject(launch.projectPath) ?? port.checkSourceBeforeLoad(launch);
   let workflow: RunWorkflow | null = null;
-  if (sourceProblem === null && before !== null && sameRunSource(before.launch, launch)) {
+  if (
+    sourceProblem === null && before !== null &&
+    (await import("./prepared-child.ts")).sameRunSource(before.launch, launch)
+  ) {
     workflow = before.workflow.forLaunch(launch);
   } else if (sourceProblem === null) {
     const loaded = await port.loadRunWorkflow(launch);
@@ -112,6 +117,7 @@ async function drive(
     });
     return { reason: "sourceChanged", loaded: null };
   }
+  const { receiveRunFacts } = await import("./receive-facts.ts");
   const facts = await receiveRunFacts(proposer, ready);
   const reason = await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
   return { reason, loaded: { launch, workflow: workflow! } };
