@@ -10,8 +10,8 @@
  */
 import { sha256Hex } from "../protocol/canonical-json.ts";
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
-import { type CommandReceiptInput, recordHostCommandInTx } from "./host-commands.ts";
 import { appendHistory, type JournalEntry } from "./journal.ts";
+import type { MessageReceiptInput } from "./message-receipts.ts";
 import { type StateStore } from "./store.ts";
 import { execute, executeArgs, queryOne, queryOneArgs } from "./statements.ts";
 import { writeTransaction } from "./transactions.ts";
@@ -310,11 +310,11 @@ export interface ProtectedTarget extends WorkerWriteOptions {
 /**
  * Options every worker-proposed transition accepts: the revision the worker saw (a mismatch
  * throws `RevisionConflictError` and changes nothing) and the receipt of the worker message,
- * stored in the same transaction so a retried message gets the same answer.
+ * stored in the change's event (same transaction) so a retried message gets the same answer.
  */
 export interface WorkerWriteOptions {
   expectedRevision?: number;
-  receipt?: CommandReceiptInput;
+  receipt?: MessageReceiptInput;
 }
 
 /** The protected-write target of a worker-proposed transition on `runId`. */
@@ -414,15 +414,7 @@ export function protectedWrite<T>(
       throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);
     }
     const outcome = change({ store, now, runId: target.runId, claim, run, revision });
-    appendHistory(store, target.runId, revision, now, outcome);
-    if (target.receipt) {
-      recordHostCommandInTx(store, target.receipt, {
-        runId: target.runId,
-        revision,
-        now,
-        result: outcome.result,
-      });
-    }
+    appendHistory(store, target.runId, revision, now, outcome, target.receipt, outcome.result);
     return { result: outcome.result, revision, expiresAt };
   });
 }

@@ -1,13 +1,14 @@
 /**
- * Host command receipts. A receipt is committed in the same transaction as the change it
- * acknowledges (transitions take a `receipt` argument), so a crash never leaves a change without
- * its receipt or a receipt without its change. Repeating a request id returns the stored row.
+ * Host command receipts of clients. A receipt is committed in the same transaction as the change
+ * it acknowledges (transitions take a `receipt` argument), so a crash never leaves a change
+ * without its receipt or a receipt without its change. Repeating a request id returns the stored
+ * row. Worker-message receipts live in the events they produced (message-receipts.ts).
  */
 import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
 import { HOST_OUTCOMES, type HostOutcome } from "../protocol/host-response.ts";
 import { RequestConflictError } from "./errors.ts";
 import { type StateStore } from "./store.ts";
-import { execute, executeArgs, queryOne } from "./statements.ts";
+import { executeArgs, queryOne } from "./statements.ts";
 import { writeTransaction } from "./transactions.ts";
 import { decodeValue, encodeValue } from "./values.ts";
 
@@ -203,19 +204,4 @@ function toStored(row: HostCommandRow): StoredHostCommand {
     createdAt: row.created_at,
     completedAt: row.completed_at,
   };
-}
-
-/**
- * Drops the receipts of a run's worker messages (request ids `worker:<messageId>`), inside the
- * run's terminal transition: once a run has ended no worker message can change it, so their
- * replays need no stored answer, while a long run would otherwise leave one row per message
- * forever. Client commands' receipts (start, pause, cancel, answers...) stay: a client retrying
- * one after the end still gets its first answer. Returns how many rows went.
- */
-export function pruneWorkerReceiptsInTx(store: StateStore, runId: string): number {
-  return execute(
-    store,
-    "DELETE FROM host_commands WHERE run_id = :runId AND request_id LIKE 'worker:%'",
-    { runId },
-  );
 }

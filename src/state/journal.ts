@@ -5,6 +5,7 @@
  * terminal run row accepts no later update), `appendHistory` after it.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { messageReceiptConflict, type MessageReceiptInput } from "./message-receipts.ts";
 import { type StateStore } from "./store.ts";
 import { execute, executeArgs, queryOne } from "./statements.ts";
 import { encodeValue } from "./values.ts";
@@ -30,25 +31,56 @@ export function bumpRevision(store: StateStore, runId: string, now: number): num
   return row.revision;
 }
 
-/** Appends the event and viewer delta of the change that produced `revision`. */
+/**
+ * Appends the event and viewer delta of the change that produced `revision`. With `receipt`, the
+ * event carries the receipt of the worker message that made the change (message-receipts.ts): a
+ * message id that already has one throws `RequestConflictError`. `result` is the change's own
+ * result, for a receipt function.
+ */
 export function appendHistory(
   store: StateStore,
   runId: string,
   revision: number,
   now: number,
   entry: JournalEntry,
+  receipt?: MessageReceiptInput,
+  result?: unknown,
 ): void {
-  executeArgs(
-    store,
-    // Every revision has exactly one event, so the sequence number is the revision.
-    "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) " +
-      "VALUES (?1, ?2, ?3, ?2, ?4, ?5)",
-    runId,
-    revision,
-    entry.type,
-    encodeValue("event payload", entry.payload ?? {}),
-    now,
-  );
+  const payload = encodeValue("event payload", entry.payload ?? {});
+  if (receipt === undefined) {
+    executeArgs(
+      store,
+      // Every revision has exactly one event, so the sequence number is the revision.
+      "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) " +
+        "VALUES (?1, ?2, ?3, ?2, ?4, ?5)",
+      runId,
+      revision,
+      entry.type,
+      payload,
+      now,
+    );
+  } else {
+    const body = typeof receipt.receipt === "function"
+      ? receipt.receipt({ runId, revision, result })
+      : receipt.receipt;
+    try {
+      executeArgs(
+        store,
+        "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at, request_id, " +
+          "request_fingerprint, receipt_json) VALUES (?1, ?2, ?3, ?2, ?4, ?5, ?6, ?7, ?8)",
+        runId,
+        revision,
+        entry.type,
+        payload,
+        now,
+        receipt.requestId,
+        receipt.requestFingerprint,
+        body === undefined ? null : encodeValue("message receipt", body),
+      );
+    } catch (error) {
+      throw messageReceiptConflict(store, receipt, error);
+    }
+  }
   appendViewerDelta(store, runId, revision, now, entry.type, entry.summary);
 }
 

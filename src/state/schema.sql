@@ -25,7 +25,8 @@
 --                                                   (also called by node, terminal and cancel
 --                                                   transitions)
 --   commands     host_commands                       host-commands.ts, inside each command's
---                                                   transition transaction
+--                                                   transition transaction (worker-message
+--                                                   receipts: in their events, journal.ts)
 --   interaction  interactive_requests, interactive_submissions
 --                                                   transitions/interactions.ts,
 --                                                   interaction-verdicts.ts; cancel and terminal
@@ -197,6 +198,11 @@ CREATE TABLE workflow_definitions (
 );
 
 -- Immutable, ordered per run (seq 1, 2, ...). Payloads are small summaries, never outputs.
+-- An event a worker message produced carries that message's receipt (spec "Worker protocol": a
+-- retry receives the same answer): `request_id` (`worker:<messageId>`), the message's fingerprint
+-- and, when the answer quotes the change's result (an effect reservation), `receipt_json`. The
+-- accepted revision is the event's own. Kept here rather than in a receipts table: the event row
+-- is written anyway, so a receipt costs one small index entry instead of two B-trees.
 CREATE TABLE events (
   run_id TEXT NOT NULL REFERENCES runs (run_id),
   seq INTEGER NOT NULL CHECK (seq >= 1),
@@ -204,8 +210,16 @@ CREATE TABLE events (
   run_revision INTEGER NOT NULL,
   payload_json TEXT NOT NULL,
   at INTEGER NOT NULL,
-  PRIMARY KEY (run_id, seq)
+  request_id TEXT,
+  request_fingerprint TEXT,
+  receipt_json TEXT,
+  PRIMARY KEY (run_id, seq),
+  CHECK ((request_id IS NULL) = (request_fingerprint IS NULL)),
+  CHECK (request_id IS NOT NULL OR receipt_json IS NULL)
 ) WITHOUT ROWID;
+-- One event per worker message id: a retried message is refused by this key, then answered from
+-- the stored receipt. Message ids are `<epoch>.<n>`, n zero-padded, so one epoch appends in order.
+CREATE UNIQUE INDEX events_by_request ON events (request_id) WHERE request_id IS NOT NULL;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
   SELECT RAISE(ABORT, 'events are immutable');
@@ -415,10 +429,9 @@ CREATE INDEX turn_intents_open ON turn_intents (target_session_id, eligible_at)
 WHERE state != 'resolved';
 CREATE INDEX turn_intents_by_run ON turn_intents (run_id) WHERE state != 'resolved';
 
--- Command receipts, committed in the same transaction as the change they acknowledge. Keyed by
--- request id alone (one B-tree: the key is the row): the key already names one request, so it
--- carries one fingerprint. Worker message ids append in order within an epoch (`<epoch>.<n>`,
--- n zero-padded), so a run's receipts fill pages in key order.
+-- Command receipts of clients, committed in the same transaction as the change they acknowledge
+-- (worker-message receipts live in the events they produced). Keyed by request id alone (one
+-- B-tree: the key is the row): the key already names one request, so it carries one fingerprint.
 CREATE TABLE host_commands (
   request_id TEXT PRIMARY KEY NOT NULL,
   client_id TEXT NOT NULL,
@@ -437,8 +450,6 @@ CREATE TABLE host_commands (
 ) WITHOUT ROWID;
 CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
 WHERE idempotency_key IS NOT NULL;
--- A run's worker-message receipts are pruned by its terminal transition (host-commands.ts).
-CREATE INDEX host_commands_by_run ON host_commands (run_id) WHERE run_id IS NOT NULL;
 
 -- Origin-session model steps (agent, decision, assistant message) waiting for the Pi session.
 -- `contract_json` is the step contract the worker proposed (message text, ids, expected output);

@@ -3,8 +3,9 @@ import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { readLease, runResource } from "../../src/state/claims.ts";
 import { ClaimLostError, RequestConflictError } from "../../src/state/errors.ts";
 import { findHostCommand, findHostCommandByKey } from "../../src/state/host-commands.ts";
+import { findMessageReceipt } from "../../src/state/message-receipts.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { hostStatusCounts, readRun, readRunFacts } from "../../src/state/queries.ts";
+import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/state/queries.ts";
 import { recordNodeFinished, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
@@ -137,16 +138,35 @@ describe("worker message receipts and expected revisions", () => {
       expectedRevision: revision,
       receipt: { ...receipt("m-2", "node.finished"), receipt: (t) => ({ revision: t.revision }) },
     });
-    expect(findHostCommand(f.store, "m-2")).toMatchObject({
+    // The receipt is the change's event: same revision, no receipts-table row.
+    expect(findMessageReceipt(f.store, "m-2")).toMatchObject({
       runId,
       acceptedRevision: done.revision,
       receipt: { revision: done.revision },
     });
-    // A retried message with the same id cannot apply twice.
+    expect(findHostCommand(f.store, "m-2")).toBeUndefined();
+    expect(listEvents(f.store, runId).at(-1)).toMatchObject({
+      seq: done.revision,
+      type: "node.finished",
+    });
+    // A retried message with the same id cannot apply twice; another message under that id is
+    // told apart from a retry.
+    const retried = () =>
+      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "node.finished") });
+    expect(retried).toThrow(RequestConflictError);
+    expect(retried).toThrow(/already recorded/);
     expect(() =>
-      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "node.finished") })
-    ).toThrow(RequestConflictError);
+      completeRun(f.store, claim, { output: 1, receipt: receipt("m-2", "run.finished") })
+    ).toThrow(/reused with another payload/);
     expect(pair(runId)).toBe("running/running");
+    // The run's end keeps the receipt (it is part of the event) and stays consistent.
+    const end = completeRun(f.store, claim, { output: 1, receipt: receipt("m-3", "run.finished") });
+    expect(findMessageReceipt(f.store, "m-3")).toMatchObject({
+      acceptedRevision: end.revision,
+      receipt: { ok: true },
+    });
+    expect(findMessageReceipt(f.store, "m-2")?.acceptedRevision).toBe(done.revision);
+    expect(checkInvariants(f.store)).toEqual([]);
   });
 
   it("finds an earlier command by client idempotency key", () => {

@@ -132,12 +132,13 @@ describe("durable replays of worker messages", () => {
 });
 
 describe("worker-message receipts", () => {
-  const workerReceipts = (h: Harness, runId: string, operation?: string) =>
-    queryAll<{ operation: string }>(
+  // A message's receipt is the event it produced (request id and fingerprint in the event row).
+  const workerReceipts = (h: Harness, runId: string, type?: string) =>
+    queryAll<{ type: string }>(
       h.store,
-      "SELECT operation FROM host_commands WHERE run_id = :runId AND request_id LIKE 'worker:%'",
+      "SELECT type FROM events WHERE run_id = :runId AND request_id LIKE 'worker:%' ORDER BY seq",
       { runId },
-    ).filter((r) => operation === undefined || r.operation === operation);
+    ).filter((r) => type === undefined || r.type === type);
 
   const UPDATES = (finish: boolean) => `
 import { action, defineWorkflow } from "pi-workflows";
@@ -158,23 +159,28 @@ export default defineWorkflow({
 });
 `;
 
-  it("node.update has a receipt while the run lives; the end of the run prunes them", async () => {
+  it("node.update has a receipt in its event; the end of the run keeps them with the events", async () => {
     h = await createHarness();
     const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(false)));
     expect(
       await waitUntil(() => workerReceipts(h!, runId, "node.update").length === 3, 20_000),
     ).toBe(true);
-    expect(workerReceipts(h, runId).length).toBeGreaterThan(3);
+    const live = workerReceipts(h, runId).length;
+    expect(live).toBeGreaterThan(3);
+    expect(queryAll(h.store, "SELECT 1 FROM host_commands WHERE request_id LIKE 'worker:%'"))
+      .toEqual([]);
     cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
-    expect(workerReceipts(h, runId)).toEqual([]);
+    expect(workerReceipts(h, runId)).toHaveLength(live);
     expect(h.invariants()).toEqual([]);
   });
 
-  it("a completed run keeps at most its terminal message's receipt", async () => {
+  it("every accepted worker message of a completed run has its receipt in its event", async () => {
     h = await createHarness();
     const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(true)));
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state, JSON.stringify(run.error)).toBe("completed");
-    expect(workerReceipts(h, runId).map((r) => r.operation)).toEqual(["run.finished"]);
+    const types = workerReceipts(h, runId).map((r) => r.type);
+    expect(types.filter((t) => t === "node.update")).toHaveLength(3);
+    expect(types.at(-1)).toBe("run.completed");
   });
 });

@@ -27,7 +27,7 @@ import {
 import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-message-fast.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../state/fast-canonical-json.ts";
-import { findHostCommand } from "../../state/host-commands.ts";
+import { findMessageReceipt } from "../../state/message-receipts.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
@@ -202,13 +202,7 @@ function answer(
   try {
     applied = applyWorkerMessage(ctx, worker, message, {
       expectedRevision: message.expectedRevision,
-      receipt: {
-        requestId,
-        clientId: worker.workerEpoch,
-        operation: kind,
-        requestFingerprint,
-        receipt: { kind },
-      },
+      receipt: { requestId, requestFingerprint },
     });
   } catch (error) {
     // A message id is stored with its receipt in the transition's own transaction, which
@@ -265,7 +259,7 @@ function storedAnswer(
   requestFingerprint: string,
 ): WorkerReply | null {
   const { messageId } = message;
-  const stored = findHostCommand(ctx.store, requestId);
+  const stored = findMessageReceipt(ctx.store, requestId);
   if (!stored) return null;
   // Nothing was applied twice: the same answer, or a refusal when the id names another message.
   if (stored.requestFingerprint !== requestFingerprint) {
@@ -276,7 +270,7 @@ function storedAnswer(
   return workerReply({
     messageId,
     outcome: "accepted",
-    ...(stored.acceptedRevision !== null ? { revision: stored.acceptedRevision } : {}),
+    revision: stored.acceptedRevision,
     ...(message.kind === "worker.ready" && !worker.settled
       ? { factsChunk: startFacts(ctx, worker) }
       : {}),

@@ -6,11 +6,7 @@
 import { blockingAttempt } from "../effect-queries.ts";
 import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
 import { type Claim, releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
-import {
-  type CommandReceiptInput,
-  pruneWorkerReceiptsInTx,
-  recordHostCommandInTx,
-} from "../host-commands.ts";
+import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
@@ -126,7 +122,6 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
     cancelPendingInteractions(store, run.run_id, now);
     // A cancel is the user's own act: no successor turn follows it.
     supersedeRunIntentsInTx(store, run.run_id, now);
-    pruneWorkerReceiptsInTx(store, run.run_id);
     setQueueState(store, run.run_id, "cancelled", now);
     // One update: a terminal run row accepts no later change.
     execute(

@@ -18,7 +18,6 @@ import {
 import { TransitionError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
-import { pruneWorkerReceiptsInTx } from "../host-commands.ts";
 import { encodeValue } from "../values.ts";
 import { failureCause, releaseTurnIntentsInTx } from "./turn-intents.ts";
 import {
@@ -132,7 +131,6 @@ function finish(
   error: { code: string; message: string } | null,
 ): void {
   releaseLeaseInTx(tx.store, tx.claim.resource, tx.now);
-  pruneWorkerReceiptsInTx(tx.store, tx.runId);
   setQueueState(tx.store, tx.runId, queue, tx.now);
   execute(
     tx.store,
