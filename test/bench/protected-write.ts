@@ -5,7 +5,9 @@
  * delta, revision, all in one `BEGIN IMMEDIATE` transaction). Both run on the same connection,
  * after a warm-up, in alternating rounds (order flipped every round) so disk and machine drift
  * hit both alike; the figures are medians over rounds (a round's ratio compares two adjacent
- * measurements). Afterwards it counts WAL frames per commit of each. Prints one JSON line.
+ * measurements). Afterwards it counts WAL frames per commit of each, and of the protected write
+ * as the host makes it for a worker message (`receipt_frames_per_tx`: with the message's receipt,
+ * which is stored in the write's event). Prints one JSON line.
  *
  * `grouped_ratio`: 8 concurrent writers (8 runs, each under its own claim) whose writes share
  * one group commit (`groupTransaction`: a savepoint each, one COMMIT), as the host commits the
@@ -91,6 +93,20 @@ try {
       });
     }
   };
+  // As the host writes a worker's node.update: with the message's receipt (stored in its event).
+  let messageNo = 0;
+  const withReceipt = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const requestId = `worker:bench-epoch-0.${String(++messageNo).padStart(9, "0")}`;
+      recordNodeUpdate(store, claim, {
+        attemptId: writers[0].attemptId,
+        type: "progress",
+        key: `k${seq++ % 8}`,
+        data: { progress: 0.5, message: "working on step" },
+        receipt: { requestId, requestFingerprint: `sha256:${"0".repeat(64)}` },
+      });
+    }
+  };
   // n writes in groups of WRITERS: one write of each writer per shared commit.
   const grouped = (n: number) => {
     for (let i = 0; i < n; i += WRITERS) {
@@ -145,6 +161,7 @@ try {
   store.db.exec("PRAGMA wal_autocheckpoint = 0");
   const rawFrames = framesPerTx(raw);
   const guardedFrames = framesPerTx(guarded);
+  const receiptFrames = framesPerTx(withReceipt);
   const round3 = (x: number) => Math.round(x * 1000) / 1000;
   console.log(JSON.stringify({
     bench: "protected-write",
@@ -160,6 +177,7 @@ try {
     grouped_ratio_p75: round3(quantile(groupedRatios, 0.75)),
     raw_frames_per_tx: rawFrames,
     protected_frames_per_tx: guardedFrames,
+    receipt_frames_per_tx: receiptFrames,
   }));
 } finally {
   closeStateStore(store);
