@@ -2,13 +2,28 @@
  * The worker's end of the private fd-3 channel: NDJSON frames, one reply per message, correlated
  * by `messageId`. When the host end closes (the host died or stopped us) the worker has no one to
  * propose to, so `onClosed` fires and the worker exits without writing anything anywhere.
+ *
+ * Under Node the channel starts on the bare descriptor (`hostFd`): the first frame is read and
+ * the first frame written with plain blocking reads and writes, and only then (right after the
+ * first write, or at the next loop turn after the first frame) is fd 3 handed to a `node:net`
+ * socket for the rest. Loading `node:net` and its streams cost ~3 ms of every worker's start-up
+ * before `worker.ready`; now that happens while the host commits the ready message. The host
+ * writes the first frame right after the spawn, so the blocking read is short; if the host is
+ * gone it returns end-of-file at once.
  */
-import { Socket } from "node:net";
+import { Buffer } from "node:buffer";
+import { fstatSync, readSync, writeSync } from "node:fs";
 import type { Duplex } from "node:stream";
-import { type Frame, readFrames, writeFrame } from "../protocol/framing.ts";
+import { encodeFrame, type Frame, FrameDecoder, writeFrame } from "../protocol/framing.ts";
 
 /** How long close() waits for buffered frames to leave before it drops them. */
 const CLOSE_FLUSH_MS = 1000;
+
+/** The descriptor the host passes its channel on. */
+const HOST_FD = 3;
+
+const UNAVAILABLE =
+  "Worker channel unavailable: `pi-workflows worker` is started by the workflow host, not by hand";
 
 export interface WorkerChannel {
   /** The first frame the host sends (the launch envelope); rejects when the channel ends first. */
@@ -22,15 +37,32 @@ export interface WorkerChannel {
   close(): void;
 }
 
-/** Opens fd 3. Throws a clear error when this process was not started by the host. */
-export function openHostChannel(fd = 3): Duplex {
+/** fd 3 as a bare descriptor: the channel reads its first frame from it directly (Node only). */
+export interface HostFd {
+  fd: number;
+}
+
+/** Opens fd 3 as a socket. Throws a clear error when this process was not started by the host. */
+export function openHostChannel(fd = HOST_FD): Duplex {
   try {
-    return new Socket({ fd, readable: true, writable: true });
+    return new (net().Socket)({ fd, readable: true, writable: true });
   } catch {
-    throw new Error(
-      "Worker channel unavailable: `pi-workflows worker` is started by the workflow host, not by hand",
-    );
+    throw new Error(UNAVAILABLE);
   }
+}
+
+/**
+ * fd 3 for `createWorkerChannel`: the bare descriptor under Node, a socket elsewhere (Deno).
+ * Throws the same clear error as `openHostChannel` when fd 3 is not the host's socket.
+ */
+export function hostChannel(fd = HOST_FD): Duplex | HostFd {
+  if ("Deno" in globalThis) return openHostChannel(fd);
+  try {
+    if (fstatSync(fd).isSocket()) return { fd };
+  } catch {
+    // Not open: started by hand.
+  }
+  throw new Error(UNAVAILABLE);
 }
 
 export interface WorkerChannelOptions {
@@ -42,7 +74,7 @@ export interface WorkerChannelOptions {
 }
 
 export function createWorkerChannel(
-  stream: Duplex,
+  end: Duplex | HostFd,
   options: WorkerChannelOptions = {},
 ): WorkerChannel {
   const pending = new Map<string, (reply: unknown) => void>();
@@ -81,22 +113,79 @@ export function createWorkerChannel(
     return null;
   };
 
-  void (async () => {
-    let reason = "Worker channel closed by the host";
-    try {
-      for await (const frame of readFrames(stream)) {
-        const failure = onFrame(frame);
-        if (failure) {
-          reason = failure;
-          break;
-        }
-      }
-    } catch (error) {
-      reason = `Worker channel failed: ${error instanceof Error ? error.message : error}`;
-    }
+  // Reading: chunks from the bare descriptor (the first frame) and then from the socket go
+  // through one decoder, so a frame split across the two is still whole.
+  const decoder = new FrameDecoder();
+  let finished = false;
+  let stream: Duplex | null = null;
+  const finish = (reason: string) => {
+    if (finished) return;
+    finished = true;
+    stream?.destroy();
     waiting.failed?.(new Error(reason));
     closeReason(reason);
-  })();
+  };
+  const consume = (frames: Frame[]) => {
+    for (const frame of frames) {
+      if (finished) return;
+      const failure = onFrame(frame);
+      if (failure) finish(failure);
+    }
+  };
+  const attach = (socket: Duplex) => {
+    stream = socket;
+    socket.on(
+      "data",
+      (chunk: Buffer | string) =>
+        consume(decoder.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk)),
+    );
+    socket.on("end", () => {
+      consume(decoder.end());
+      finish("Worker channel closed by the host");
+    });
+    socket.on("error", (error) => finish(`Worker channel failed: ${error.message}`));
+    socket.on("close", () => finish("Worker channel closed by the host"));
+  };
+
+  // The bare descriptor until the socket takes over (Node's start-up path; see the file's top).
+  let bare = typeof (end as Duplex).on === "function" ? null : (end as HostFd).fd;
+  let handOver: ReturnType<typeof setImmediate> | null = null;
+  const takeOver = () => {
+    if (bare === null) return;
+    const fd = bare;
+    bare = null;
+    if (handOver) clearImmediate(handOver);
+    if (finished) return;
+    try {
+      attach(new (net().Socket)({ fd, readable: true, writable: true }));
+    } catch (error) {
+      finish(`Worker channel failed: ${error instanceof Error ? error.message : error}`);
+    }
+  };
+  const readFirstSync = (fd: number) => {
+    const buffer = Buffer.allocUnsafe(64 * 1024);
+    while (waiting.first && !finished) {
+      let bytes: number;
+      try {
+        bytes = readSync(fd, buffer, 0, buffer.length, null);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "EINTR") continue;
+        // A descriptor that is not blocking after all: the socket reads it.
+        if (code === "EAGAIN") return takeOver();
+        return finish(`Worker channel failed: ${(error as Error).message}`);
+      }
+      if (bytes === 0) {
+        consume(decoder.end());
+        return finish("Worker channel closed by the host");
+      }
+      consume(decoder.push(buffer.subarray(0, bytes)));
+    }
+    // Replies and pushes come through the socket; it takes over once the caller's synchronous
+    // reaction to this frame (in the run mode: writing worker.ready) is done.
+    if (!finished) handOver = setImmediate(takeOver);
+  };
+  if (bare === null) attach(end as Duplex);
 
   // One close handler fails every request still waiting (not one handler per request: a long
   // run sends thousands).
@@ -111,24 +200,40 @@ export function createWorkerChannel(
   // At most one frame waits for the write buffer to drain; frames sent meanwhile queue behind
   // it, so a window of messages sent ahead adds no listener per frame while the host reads
   // slowly. Otherwise a frame is written at once: it has left this process when request()
-  // returns (the crash points after a send rely on that).
+  // returns (the crash points after a send rely on that). On the bare descriptor a write blocks
+  // until the frame left.
   let tail: Promise<void> = Promise.resolve();
   let queued = 0;
   const write = (message: unknown): Promise<void> => {
+    if (bare !== null) {
+      try {
+        writeAllSync(bare, encodeFrame(message));
+        return Promise.resolve();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") return Promise.reject(error);
+        // Not blocking after all (nothing of the frame left: EAGAIN comes before any byte).
+        takeOver();
+      }
+    }
+    const socket = stream;
+    if (socket === null) return Promise.reject(new Error("Frame not written: the channel closed"));
     let written: Promise<void>;
-    if (queued === 0 && !stream.writableNeedDrain) written = writeFrame(stream, message);
+    if (queued === 0 && !socket.writableNeedDrain) written = writeFrame(socket, message);
     else {
       queued++;
       written = tail.then(() => {
         queued--;
-        return writeFrame(stream, message);
+        return writeFrame(socket, message);
       });
     }
     tail = written.catch(() => {});
     return written;
   };
   return {
-    firstFrame: () => firstFrame,
+    firstFrame: () => {
+      if (bare !== null && waiting.first) readFirstSync(bare);
+      return firstFrame;
+    },
     request(message) {
       return new Promise((resolve, reject) => {
         if (closedReason !== null) {
@@ -152,16 +257,39 @@ export function createWorkerChannel(
     send: (message) => write(message),
     closed,
     close() {
+      takeOver();
+      const socket = stream;
+      if (socket === null) return;
       // A frame written just before may still sit in the stream's buffer (a resolver's answer
       // right after its progress frames): end() flushes it; destroy() would drop it. Bounded, in
       // case the host stopped reading.
-      const bound = setTimeout(() => stream.destroy(), CLOSE_FLUSH_MS);
+      const bound = setTimeout(() => socket.destroy(), CLOSE_FLUSH_MS);
       bound.unref();
-      stream.once("finish", () => {
+      socket.once("finish", () => {
         clearTimeout(bound);
-        stream.destroy();
+        socket.destroy();
       });
-      stream.end();
+      socket.end();
     },
   };
+}
+
+/** `node:net`, loaded when the socket is first needed (not at start-up). */
+function net(): typeof import("node:net") {
+  return process.getBuiltinModule("node:net") as typeof import("node:net");
+}
+
+/** Writes all of `bytes` to a blocking descriptor (a write may take part of them). */
+function writeAllSync(fd: number, bytes: Uint8Array): void {
+  let offset = 0;
+  while (offset < bytes.length) {
+    try {
+      offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EINTR") continue;
+      // EAGAIN part-way through would tear a frame: only the first write may fall back.
+      if (offset > 0) throw new Error(`Frame not written: ${(error as Error).message}`);
+      throw error;
+    }
+  }
 }

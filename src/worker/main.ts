@@ -21,7 +21,7 @@
  */
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { createWorkerChannel, openHostChannel } from "./channel.ts";
+import { createWorkerChannel, hostChannel, type HostFd } from "./channel.ts";
 import { settleCleanups } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 
@@ -40,7 +40,7 @@ const MODES = new Set(["--resolve", "--validate", "--controller", "--resolve-con
  */
 export async function runWorker(
   args: readonly string[] = [],
-  openChannel: () => Duplex = openHostChannel,
+  openChannel: () => Duplex | HostFd = hostChannel,
 ): Promise<number> {
   forgetCompileCache();
   const unknown = args.find((arg) => !MODES.has(arg));
