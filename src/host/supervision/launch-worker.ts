@@ -149,6 +149,12 @@ export function launchWorker(
       throw new WorkerSpawnError(claim, workerEpoch, error);
     }
   }
+  // The envelope first: the worker waits for it, while the process record below costs a commit
+  // (an fsync). It still commits before any ready: the host reads the worker's answer only after
+  // this function returned.
+  writeFrame(spawned.channel, envelope).catch(() => {
+    // The child died before reading: its exit is handled as a crash.
+  });
   if (spawned.identity && !hooks.prepared) {
     // Named before it is ready, so a restarted host can reap a worker that never got ready.
     recordWorkerProcess(ctx.store, {
@@ -179,8 +185,5 @@ export function launchWorker(
       done: Promise.resolve(),
     } satisfies ActiveWorker,
   );
-  writeFrame(spawned.channel, envelope).catch(() => {
-    // The child died before reading: its exit is handled as a crash.
-  });
   return worker;
 }
