@@ -80,6 +80,7 @@ export async function serveWorkerChannel(
   const receipts = new Map<string, WorkerReply>();
   let claimLostSent = false;
   let unanswered = 0;
+  let corked = false;
   // Replies leave in message order, each after the shared commit that holds its message.
   let replies: Promise<boolean> = Promise.resolve(true);
   const deliver = async (pending: Promise<WorkerReply | null>): Promise<boolean> => {
@@ -96,6 +97,17 @@ export async function serveWorkerChannel(
     if (reply.outcome === "claimLost") {
       if (claimLostSent) return true;
       claimLostSent = true;
+    }
+    // The replies of one group commit leave in one write (one wake-up of the worker, one
+    // syscall): they are written in one run of the microtask queue after the COMMIT, and a
+    // nextTick queued inside it runs only once that run is over.
+    if (!corked) {
+      corked = true;
+      channel.cork();
+      process.nextTick(() => {
+        corked = false;
+        channel.uncork();
+      });
     }
     try {
       await writeFrame(channel, reply);
