@@ -135,7 +135,17 @@ describe("Pi restarted on the same session while a step is pending", () => {
   });
 
   it("finds its own step message when Pi died before the host recorded it", async () => {
-    world.script = stepResponder({ output: (c) => (c.step === "draft" ? PLAN : REVIEW) });
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+      // The first Pi's own turn on the step must not submit: on a loaded machine its recording
+      // of the entry (where it is killed) can run after that tool call, and the submission would
+      // then come from the dead Pi. Only the second Pi's nudge gets the submit.
+      decide: (request, contract) =>
+        contract?.step === "draft" && request.lastRole !== "tool" &&
+          !request.lastUserText.includes("shown earlier is still waiting")
+          ? { kind: "text", text: "Reading the task first." }
+          : undefined,
+    });
     const sessionId = randomUUID();
     const crashOnce = join(tmpdir(), `piw-crash-once-${randomUUID()}`);
     const first = await startPi(world.sandbox, {
