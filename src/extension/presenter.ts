@@ -127,10 +127,24 @@ export class Presenter {
     return true;
   }
 
+  /**
+   * A submit's answer named the session's next step (claimed by the host): present it now,
+   * serialized like `refresh`. Sent while the submit tool call still runs, it is steered into
+   * the same agent run, so the model does the next step without ending a turn first.
+   */
+  presentClaimed(interaction: ClaimedInteraction): Promise<void> {
+    const next = this.#chain.then(() => this.#show(interaction));
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
   async #refresh(): Promise<void> {
     const claim = await this.#host.ops.claim();
     this.#lastClaim = claim;
-    const interaction = claim.interaction;
+    await this.#show(claim.interaction);
+  }
+
+  async #show(interaction: ClaimedInteraction | null): Promise<void> {
     const current = this.#current;
     if (current && current.interaction.interactionId !== interaction?.interactionId) {
       this.#closedElsewhere(current);

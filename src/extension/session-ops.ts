@@ -40,6 +40,8 @@ export interface SubmitReceipt {
   status: "validating" | "accepted" | "rejected" | "updated";
   error?: ErrorInfo;
   message?: string;
+  /** With `nextWaitMs`: the session's next step, claimed, when the run committed it in time. */
+  next?: ClaimedInteraction | null;
 }
 
 export interface RemindReceipt {
@@ -120,11 +122,12 @@ export class SessionOps {
     call: { step: string; attempt: string; output: JsonValue },
     toolCallId: string,
     waitMs: number,
+    nextWaitMs = 0,
   ): Promise<SubmitReceipt> {
     return this.#call("interaction.submit", {
       runId: interaction.runId,
       idempotencyKey: toolCallId,
-      timeoutMs: waitMs + LONG_POLL_MARGIN_MS,
+      timeoutMs: waitMs + nextWaitMs + LONG_POLL_MARGIN_MS,
       payload: {
         interactionId: interaction.interactionId,
         nodeId: call.step,
@@ -132,6 +135,7 @@ export class SessionOps {
         sessionId: this.sessionId,
         submission: call.output,
         waitMs,
+        ...(nextWaitMs > 0 ? { nextWaitMs } : {}),
       },
     });
   }

@@ -15,6 +15,12 @@ import type { WorkflowSession } from "./workflow-session.ts";
 
 /** How long one submit call waits for the validation verdict in all. */
 export const SUBMIT_VERDICT_TIMEOUT_MS = 60_000;
+/**
+ * After an acceptance, how long the host may hold the answer for the run's next step of this
+ * session (it answers as soon as the run goes elsewhere; a prepared run process commits the
+ * next request within milliseconds, a fresh one within two process starts).
+ */
+const NEXT_STEP_WAIT_MS = 2_000;
 /** How long the host holds one submit request for the verdict. */
 const SUBMIT_WAIT_MS = 10_000;
 
@@ -137,9 +143,12 @@ async function awaitVerdict(
   const deadline = Date.now() + SUBMIT_VERDICT_TIMEOUT_MS;
   for (;;) {
     const waitMs = Math.max(0, Math.min(SUBMIT_WAIT_MS, deadline - Date.now()));
-    const receipt = await session.ops.submit(current, call, toolCallId, waitMs);
+    const receipt = await session.ops.submit(current, call, toolCallId, waitMs, NEXT_STEP_WAIT_MS);
     if (receipt.status === "accepted") {
       session.presenter.noteAccepted(current.interactionId);
+      // The next step goes out before this call returns: Pi delivers it right after the tool
+      // result, in the same agent run (no turn ending "accepted" first).
+      if (receipt.next) await session.presenter.presentClaimed(receipt.next).catch(() => {});
       void session.sync();
       return success(
         receipt.message ??

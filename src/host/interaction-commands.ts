@@ -21,6 +21,8 @@ import { type CommandReceiptInput, findHostCommand } from "../state/host-command
 import {
   readInteraction,
   readSubmission,
+  runHeadsForStep,
+  sessionCursor,
   type SessionInteraction,
   sessionReservation,
   type SubmissionRow,
@@ -228,6 +230,9 @@ export async function submitInteractionCommand(
     await rt.sessions.until(rt.supervision.validateSubmission(submissionId), payload.waitMs);
     row = readSubmission(rt.store, submissionId) ?? row;
   }
+  const next: { next?: JsonValue } = row.outcome === "accepted" && payload.nextWaitMs > 0
+    ? { next: await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs) }
+    : {};
   const contract = contractOf(rt, payload.interactionId);
   const target = contract ?? { step: payload.nodeId, attempt: payload.attemptId };
   const body: { [key: string]: JsonValue } = {
@@ -235,8 +240,9 @@ export async function submitInteractionCommand(
     submissionId,
     status: row.outcome,
     ...errorOf(row),
+    ...next,
     message: row.outcome === "accepted"
-      ? acceptedText(target)
+      ? acceptedText(target, next.next !== undefined && next.next !== null)
       : row.outcome === "rejected"
       ? rejectedText(target, row.error_message ?? "Output rejected")
       : "The output is still being validated: call submit again with the same arguments for the result",
@@ -248,6 +254,31 @@ export async function submitInteractionCommand(
     receipt: body,
     adopted: result.kind === "existing" && !stored,
   });
+}
+
+/**
+ * After an accepted submission: the session's next pending request (claimed), once the run
+ * commits it within `waitMs`; null as soon as the run goes elsewhere (ends, waits on something
+ * else, is paused or blocked, runs another kind of node), when the time is up, or when the host
+ * stops. The cursor is read before each check, so a commit between the check and the wait wakes
+ * it at once.
+ */
+async function nextSessionStep(
+  rt: HostRuntime,
+  sessionId: string,
+  runId: string,
+  waitMs: number,
+): Promise<JsonValue> {
+  const deadline = performance.now() + waitMs;
+  for (;;) {
+    const cursor = sessionCursor(rt.store, sessionId);
+    const claimed = claimInteraction(rt.store, sessionId);
+    if (claimed) return claimView(claimed);
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0 || !runHeadsForStep(rt.store, runId)) return null;
+    const { changed } = await rt.sessions.wait(sessionId, cursor, left);
+    if (!changed) return null;
+  }
 }
 
 /** `session.wait`: answers once the session's runs changed after `cursor`, or after `waitMs`. */

@@ -39,28 +39,31 @@ const ActiveRunSchema = looseObject({
  */
 export const InteractionClaimPayloadSchema = strictObject({ sessionId: SessionIdSchema });
 
-export const InteractionClaimReceiptSchema = looseObject({
-  interaction: v.nullable(looseObject({
-    interactionId: OpaqueIdSchema,
-    runId: OpaqueIdSchema,
-    /** The run revision now (what `expectedRevision` may carry). */
-    expectedRevision: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
-    kind: v.picklist(["agent", "assistantMessage"]),
-    contract: StepContractSchema,
-    presentation: looseObject({
-      sessionEntryId: v.nullable(OpaqueIdSchema),
-      claimedAt: TimestampSchema,
-      presentedAt: v.nullable(TimestampSchema),
-    }),
-    reminders: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
-    /** The latest submission of this request, while it is validating or after a rejection. */
-    submission: v.nullable(looseObject({
-      submissionId: OpaqueIdSchema,
-      status: SubmissionStatusSchema,
-      error: v.optional(ErrorInfoSchema),
-    })),
-    createdAt: TimestampSchema,
+/** One pending request as the session presents it (`interaction.claim`, a submit's `next`). */
+export const ClaimedInteractionSchema = looseObject({
+  interactionId: OpaqueIdSchema,
+  runId: OpaqueIdSchema,
+  /** The run revision now (what `expectedRevision` may carry). */
+  expectedRevision: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+  kind: v.picklist(["agent", "assistantMessage"]),
+  contract: StepContractSchema,
+  presentation: looseObject({
+    sessionEntryId: v.nullable(OpaqueIdSchema),
+    claimedAt: TimestampSchema,
+    presentedAt: v.nullable(TimestampSchema),
+  }),
+  reminders: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
+  /** The latest submission of this request, while it is validating or after a rejection. */
+  submission: v.nullable(looseObject({
+    submissionId: OpaqueIdSchema,
+    status: SubmissionStatusSchema,
+    error: v.optional(ErrorInfoSchema),
   })),
+  createdAt: TimestampSchema,
+});
+
+export const InteractionClaimReceiptSchema = looseObject({
+  interaction: v.nullable(ClaimedInteractionSchema),
   /** Later pending requests of this session, waiting behind `interaction`. */
   waiting: v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
   activeRun: v.optional(v.nullable(ActiveRunSchema)),
@@ -87,7 +90,10 @@ export const InteractionPresentReceiptSchema = looseObject({
 /**
  * `interaction.submit`: a workflow tool submission for one pending interactive request. The
  * envelope carries the run, the expected revision and the tool-call id as idempotency key. The
- * answer waits up to `waitMs` for the validation child's verdict.
+ * answer waits up to `waitMs` for the validation child's verdict. After an acceptance it may wait
+ * up to `nextWaitMs` more for the session's next step (the run's next interactive request), so
+ * the extension can show it before the tool call returns and the model does it in the same turn
+ * instead of ending one first; it stops waiting as soon as the run goes elsewhere.
  */
 export const InteractionSubmitPayloadSchema = strictObject({
   interactionId: OpaqueIdSchema,
@@ -96,6 +102,7 @@ export const InteractionSubmitPayloadSchema = strictObject({
   sessionId: SessionIdSchema,
   submission: JsonValueSchema,
   waitMs: WaitMsSchema(10_000),
+  nextWaitMs: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(5_000)), 0),
 });
 
 /** A tool `update` as the workflow tool takes it: `{type, key?, data}`. */
@@ -124,6 +131,11 @@ export const InteractionReceiptSchema = looseObject({
   status: v.picklist(["validating", "accepted", "rejected", "updated"]),
   error: v.optional(ErrorInfoSchema),
   message: v.optional(v.string()),
+  /**
+   * Accepted with `nextWaitMs`: the session's next pending request once it committed in time
+   * (claimed, as `interaction.claim` returns it), or null when the run went elsewhere.
+   */
+  next: v.optional(v.nullable(ClaimedInteractionSchema)),
 });
 
 /**

@@ -197,6 +197,29 @@ export function sessionCursor(store: StateStore, sessionId: string): number {
   )!.n;
 }
 
+/** Node kinds an interactive run hands to its Pi session (each becomes an interactive request). */
+const MODEL_STEP_KINDS = new Set(["agent", "decision", "assistantMessage"]);
+
+/**
+ * Whether the run may still be on its way to an interactive request soon: queued or running,
+ * neither paused nor blocked, and its open attempt (when one is running) a model step. False once
+ * it ended, waits on something else, or runs another kind of node.
+ */
+export function runHeadsForStep(store: StateStore, runId: string): boolean {
+  const row = queryOne<
+    { state: string; paused: number; blocked: string | null; open: string | null }
+  >(
+    store,
+    "SELECT r.state, r.paused, r.blocked_reason AS blocked, (SELECT a.node_kind FROM node_attempts a " +
+      "WHERE a.run_id = r.run_id AND a.state = 'running') AS open FROM runs r " +
+      "WHERE r.run_id = :runId",
+    { runId },
+  );
+  if (!row || row.paused !== 0 || row.blocked !== null) return false;
+  if (row.state !== "queued" && row.state !== "running") return false;
+  return row.open === null || MODEL_STEP_KINDS.has(row.open);
+}
+
 /** The session's non-terminal interactive run (its reservation) and its revision, if any. */
 export function sessionReservation(
   store: StateStore,

@@ -158,8 +158,10 @@ export function reminderMessage(contract: StepContract, reminder: number): strin
 }
 
 /** The tool result text after an accepted submission. */
-export function acceptedText(contract: Pick<StepContract, "step">): string {
-  return `Output accepted for step ${JSON.stringify(contract.step)}. End your turn now.`;
+export function acceptedText(contract: Pick<StepContract, "step">, nextFollows = false): string {
+  return `Output accepted for step ${JSON.stringify(contract.step)}. ${
+    nextFollows ? "The next workflow step follows: do it now." : "End your turn now."
+  }`;
 }
 
 /** The tool result text after a rejected submission (`message` is the node's actionable error). */

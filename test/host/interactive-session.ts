@@ -125,7 +125,13 @@ export class SessionClient {
   submit(
     step: PendingStep,
     output: unknown,
-    options: { toolCallId?: string; nodeId?: string; attemptId?: string; waitMs?: number } = {},
+    options: {
+      toolCallId?: string;
+      nodeId?: string;
+      attemptId?: string;
+      waitMs?: number;
+      nextWaitMs?: number;
+    } = {},
   ) {
     return this.request("interaction.submit", {
       runId: step.runId,
@@ -137,6 +143,7 @@ export class SessionClient {
         sessionId: this.sessionId,
         submission: output,
         ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+        ...(options.nextWaitMs !== undefined ? { nextWaitMs: options.nextWaitMs } : {}),
       },
     });
   }

@@ -101,6 +101,38 @@ describe("the two-turn example", () => {
   });
 });
 
+describe("the next step in the submit's answer", () => {
+  it("names the session's next step once the run committed it, and stops waiting when the run goes elsewhere", async () => {
+    const session = await newSession();
+    const started = await session.start(join(ROOT, "examples/two-turn-agent.workflow.ts"), ROOT, {
+      task: "next steps",
+    });
+    const runId = (started.receipt as { run: { runId: string } }).run.runId;
+    const draft = await session.nextStep();
+    const accepted = await session.submit(draft, { steps: ["a"] }, { nextWaitMs: 5_000 });
+    const receipt = accepted.receipt as { message: string; next: PendingStep | null };
+    expect(receipt).toMatchObject({ status: "accepted" });
+    // Claimed for the session, as interaction.claim would return it.
+    expect(receipt.next).toMatchObject({ runId, kind: "agent", submission: null });
+    expect(receipt.next!.contract.step).toBe("review");
+    expect(receipt.next!.interactionId).toBe((await session.claim()).interaction!.interactionId);
+    expect(receipt.message).toBe(
+      'Output accepted for step "draft". The next workflow step follows: do it now.',
+    );
+
+    // Then a compute node and the run's end: no next step, and no wait for one.
+    const since = Date.now();
+    const last = await session.submit(receipt.next!, { risk: "none", ok: true }, {
+      nextWaitMs: 5_000,
+    });
+    expect(last.receipt).toMatchObject({ status: "accepted", next: null });
+    expect((last.receipt as { message: string }).message).toMatch(/End your turn now\.$/);
+    expect(Date.now() - since).toBeLessThan(4_000);
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
 describe("session reservation", () => {
   it("refuses a second interactive run in a session with the active run id", async () => {
     const session = await newSession();

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { messageText } from "../support/fake-model.ts";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { queryState, waitForRunState, waitForState } from "../support/state-db.ts";
 import {
@@ -93,6 +94,16 @@ describe("interactive runs in the real Pi", () => {
     expect(prompts[0]).toMatch(/^Write a short plan \(3-5 steps\) for: add a README\n\n---\n/);
     expect(prompts.some((p) => p.startsWith("Review this plan and name its biggest risk:"))).toBe(
       true,
+    );
+    // The next step went out before the draft's submit returned: Pi delivered it right after
+    // that tool result, in the same agent run (no turn that only ends "accepted" in between).
+    const review = world.model.requests.slice(fromRequest).find((r) =>
+      r.lastRole === "user" && r.lastUserText.startsWith("Review this plan")
+    )!;
+    const beforeReview = review.messages.at(-2)!;
+    expect(beforeReview.role).toBe("tool");
+    expect(messageText(beforeReview)).toBe(
+      'Output accepted for step "draft". The next workflow step follows: do it now.',
     );
 
     const db = (sql: string) => queryState(world.sandbox.stateDir, sql, runId);
