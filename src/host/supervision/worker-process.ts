@@ -100,6 +100,10 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
   }
   const identity = child.pid === undefined ? null : readProcessIdentity(child.pid);
   const channel = child.stdio[3] as Duplex;
+  // A child that dies before the host's first write (killed right after its start) fails that
+  // write with EPIPE, emitted before any frame reader listens. The write's callback reports it
+  // and the reader sees the channel end; unheard, the event would throw in the host.
+  channel.on("error", () => {});
 
   let exceeded = false;
   const cut = (stream: "stdout" | "stderr") => (bytes: number) => {
