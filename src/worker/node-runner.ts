@@ -78,6 +78,15 @@ export async function runNode(
     fields: { nodeId: step.nodeId, nodeKind: step.nodeKind, effect: step.effect, deadlineAt },
     attemptId,
   };
+  if (
+    timeoutFailure === null && workflow.executionMode === "interactive" &&
+    MODEL_STEP_KINDS.has(step.nodeKind)
+  ) {
+    return await requestInteraction(workflow, step, facts, proposer, started, {
+      startedAt,
+      deadlineAt,
+    });
+  }
   if (step.effect === "external") await proposer.propose(started.kind, started.fields, attemptId);
   else {
     await proposer.sendAhead(started);
@@ -99,13 +108,6 @@ export async function runNode(
       finishedAt: Date.now(),
       deadlineAt,
     };
-  }
-
-  if (workflow.executionMode === "interactive" && MODEL_STEP_KINDS.has(step.nodeKind)) {
-    return await requestInteraction(workflow, step, facts, proposer, attemptId, {
-      startedAt,
-      deadlineAt,
-    });
   }
 
   const controller = new AbortController();
@@ -223,23 +225,30 @@ export async function runNode(
 }
 
 /**
- * An interactive model step: the attempt's deadline is already committed (`node.started`);
- * render its step contract and propose `interaction.requested`. The host makes the run wait for
- * the origin Pi session and releases the claim; this worker then exits. A prompt that cannot be
- * rendered fails the attempt like any node callback.
+ * An interactive model step: render its step contract (a pure render of the facts; the model acts
+ * only on the committed request), then send `node.started` (the resolved deadline) and
+ * `interaction.requested` back to back. The host applies them in that order, in one commit when
+ * it reads both in one turn (else the start commits first), and answers neither before its
+ * commit: a request is never durable without its attempt's deadline, and a refused start makes
+ * the request refused too (it names no open attempt). This saves the round trip and the commit
+ * between the two. The host makes the run wait for the origin Pi session and releases the claim;
+ * this worker's epoch then ends. A prompt that cannot be rendered fails the attempt like any node
+ * callback, after its start.
  */
 async function requestInteraction(
   workflow: RunWorkflow,
   step: NodeStep,
   facts: RunFacts,
   proposer: Proposer,
-  attemptId: string,
+  started: Proposal,
   times: { startedAt: number; deadlineAt: number | null },
 ): Promise<AttemptFact | "parked"> {
+  const attemptId = started.attemptId!;
   let contract;
   try {
     contract = await workflow.prepareModelStep(step.nodeId, facts, attemptId, times.deadlineAt);
   } catch (error) {
+    await proposer.propose(started.kind, started.fields, attemptId);
     const failure = {
       code: typeof (error as { code?: unknown }).code === "string"
         ? String((error as { code: string }).code).slice(0, 128)
@@ -261,12 +270,19 @@ async function requestInteraction(
       deadlineAt: times.deadlineAt,
     };
   }
-  await proposer.propose("interaction.requested", {
-    nodeId: step.nodeId,
-    requestKind: contract.kind,
-    contract: contract as unknown as JsonValue,
-    deadlineAt: times.deadlineAt,
-  }, attemptId);
+  await proposer.settled();
+  await proposer.sendAhead(started);
+  await proposer.sendAhead({
+    kind: "interaction.requested",
+    fields: {
+      nodeId: step.nodeId,
+      requestKind: contract.kind,
+      contract: contract as unknown as JsonValue,
+      deadlineAt: times.deadlineAt,
+    },
+    attemptId,
+  });
+  await proposer.settled();
   return "parked";
 }
 

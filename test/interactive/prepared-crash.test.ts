@@ -121,6 +121,52 @@ describe("the run's prepared process", () => {
   });
 });
 
+describe("a model step's start and request, sent back to back", () => {
+  // Killed after sending the start only (the request never leaves); after sending both (the host
+  // commits what it reads from the dead worker's pipe); at the start's reply, which comes only
+  // after the request was sent too. Either way no request is durable without its attempt's
+  // deadline, the step is presented once and the run completes.
+  const points = [
+    "worker.node.started.afterSend",
+    "worker.interaction.requested.afterSend",
+    "worker.node.started.afterReply",
+  ];
+  for (const point of points) {
+    it(`SIGKILLed at ${point}: the run goes on, every request has its deadline`, async () => {
+      const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point });
+      const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
+      await startHostProcess(env);
+      const session = await open(home, "s-pair");
+      const runId = await startRun(session, project, {});
+      const step = await session.nextStep();
+      expect((await session.submit(step, { n: 3 })).receipt).toMatchObject({ status: "accepted" });
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      const requests = rows<{ deadline: number | null; started: number | null }>(
+        home.stateDir,
+        "SELECT json_extract(r.contract_json, '$.deadlineAt') AS deadline, a.deadline_at AS " +
+          "started FROM interactive_requests r JOIN node_attempts a USING (attempt_id) " +
+          "WHERE r.run_id = :runId",
+        { runId },
+      );
+      expect(requests).toHaveLength(1);
+      expect(requests[0].started).not.toBeNull();
+      expect(requests[0].deadline).toBe(requests[0].started);
+      const attempts = rows<{ node_id: string; state: string }>(
+        home.stateDir,
+        "SELECT node_id, state FROM node_attempts WHERE run_id = :runId ORDER BY sequence",
+        { runId },
+      ).map((a) => `${a.node_id}:${a.state}`);
+      // Killed before the request left: that start is interrupted and the step starts again.
+      expect(attempts).toEqual(
+        point === "worker.node.started.afterSend"
+          ? ["ask:interrupted", "ask:ok", "done:ok"]
+          : ["ask:ok", "done:ok"],
+      );
+      expect(violations(home.stateDir)).toEqual([]);
+    });
+  }
+});
+
 /** The run's epochs once every one is recorded as ended. */
 async function settledEpochs(stateDir: string, runId: string) {
   let epochs = workerEpochs(stateDir, runId);
