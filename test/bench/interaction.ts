@@ -2,12 +2,14 @@
  * Interaction benchmark: the real Pi with the package installed runs a workflow of agent steps
  * in its session against a fake model that answers at once. Measured per step:
  *   start_to_prompt   the step's `node.started` commit (host clock, SQLite) to its prompt
- *                     reaching the model (fake server clock; same machine, same wall clock)
+ *                     reaching the model (fake server clock, moved onto the wall clock)
  *   submit_to_next    the model's `submit` tool call fully sent to the next step's prompt
  *                     reaching the model (validation child, new worker generation, presentation)
  * beside the baseline measured in the same Pi: one bare RPC prompt round trip (prompt written to
  * Pi's stdin to `agent_settled`, the model answering with text at once), and Pi's own share of
- * it (prompt written to its request at the model). Prints one JSON line
+ * it (prompt written to its request at the model), and Pi's turnaround of a tool call that
+ * answers at once (`workflow list`: the model's call sent -> the tool result at the model), the
+ * floor of a handoff, which is one tool call of the model. Prints one JSON line
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
  * handoff overhead median under 0.5 of the bare round trip), also beyond Pi's own share and for
  * the host's own part (`host_handoff_ms`: submission committed -> next request committed).
@@ -25,6 +27,7 @@ import { stepResponder } from "../support/step-responder.ts";
 const STEPS = Number(process.argv[2] ?? 24);
 const BARE_ROUNDS = 20;
 const PREFIX = "Bench step ";
+const BARE_TOOL = "bare tool ";
 
 function chainWorkflow(steps: number): string {
   const nodes = Array.from(
@@ -61,6 +64,15 @@ function stats(values: number[]) {
   };
 }
 
+/** Date.now() minus this process's performance-clock wall time, now (median of samples). */
+function wallClockOffset(): number {
+  const samples = Array.from(
+    { length: 2001 },
+    () => Date.now() - (performance.timeOrigin + performance.now()),
+  );
+  return samples.sort((a, b) => a - b)[1000];
+}
+
 function round(value: number): number {
   return Math.round(value * 10) / 10;
 }
@@ -68,7 +80,16 @@ function round(value: number): number {
 async function main(): Promise<void> {
   if (!Number.isInteger(STEPS) || STEPS < 2) throw new Error("steps must be an integer >= 2");
   const model = await startFakeModel({
-    script: stepResponder({ output: () => ({ ok: true }) }),
+    script: stepResponder({
+      output: () => ({ ok: true }),
+      // Pi's own tool-call turnaround: a `workflow list` call (answered by the extension alone).
+      decide: (request) => {
+        if (!request.lastUserText.startsWith(BARE_TOOL)) return undefined;
+        return request.lastRole === "tool"
+          ? { kind: "text", text: "listed" }
+          : { kind: "tool", name: "workflow", args: { action: "list" } };
+      },
+    }),
     lifetimeMs: 30 * 60_000,
   });
   const sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
@@ -93,6 +114,20 @@ async function main(): Promise<void> {
       bare.push(performance.now() - started);
       const request = model.requests.find((r) => r.lastUserText === `bare prompt ${i}`);
       if (request) bareToRequest.push(request.receivedAt - wall);
+    }
+
+    // Pi's floor inside a handoff: a model's tool call fully sent -> the tool's result at the
+    // model, for a tool that answers at once without the host (a warm-up first).
+    const bareTool: number[] = [];
+    for (let i = 0; i <= BARE_ROUNDS; i++) {
+      const from = pi.records.length;
+      const text = `${BARE_TOOL}${i}`;
+      await pi.prompt(text);
+      await pi.waitForSettled(from);
+      if (i === 0) continue;
+      const call = model.requests.find((r) => r.lastUserText === text && r.lastRole === "user");
+      const result = model.requests.find((r) => r.lastUserText === text && r.lastRole === "tool");
+      if (call?.respondedAt && result) bareTool.push(result.receivedAt - call.respondedAt);
     }
 
     const from = pi.records.length;
@@ -137,6 +172,10 @@ async function main(): Promise<void> {
       if (row.type === "run.launching") phases.launching.push(at);
     }
     const requests = model.requests.slice(fromRequest);
+    // The fake model's times are this process's performance clock; the host's commit times are
+    // its Date.now(). The two drift apart by milliseconds over a bench (the wall clock is
+    // slewed), so model times are moved onto the wall clock for every comparison with a commit.
+    const offset = wallClockOffset();
     const promptOf = (step: number): FakeModelRequest | undefined =>
       requests.find((r) => r.lastRole === "user" && r.lastUserText.startsWith(`${PREFIX}${step}:`));
     const startToPrompt: number[] = [];
@@ -161,10 +200,10 @@ async function main(): Promise<void> {
       if (!prompt || at === undefined) {
         throw new Error(`Step ${step} left no prompt or node.started`);
       }
-      startToPrompt.push(prompt.receivedAt - at);
+      startToPrompt.push(prompt.receivedAt + offset - at);
       if (waiting.length === STEPS) {
         startBreakdown.started_to_requested.push(waiting[step - 1] - at);
-        startBreakdown.requested_to_prompt.push(prompt.receivedAt - waiting[step - 1]);
+        startBreakdown.requested_to_prompt.push(prompt.receivedAt + offset - waiting[step - 1]);
       }
       if (step === STEPS) continue;
       const submit = requests.find((r) =>
@@ -177,7 +216,7 @@ async function main(): Promise<void> {
       }
       submitToNext.push(next.receivedAt - submit.respondedAt);
       const i = step - 1;
-      breakdown.submit_to_submitted.push(phases.submitted[i] - submit.respondedAt);
+      breakdown.submit_to_submitted.push(phases.submitted[i] - (submit.respondedAt + offset));
       breakdown.submitted_to_accepted.push(phases.accepted[i] - phases.submitted[i]);
       // run.launching of generation step + 1 (the first launching is the run's start).
       breakdown.accepted_to_launching.push(phases.launching[step] - phases.accepted[i]);
@@ -196,6 +235,14 @@ async function main(): Promise<void> {
       start_to_prompt_ms: a,
       submit_to_next_prompt_ms: b,
       bare_prompt_to_request_ms: stats(bareToRequest),
+      bare_tool_turnaround_ms: stats(bareTool),
+      // Pi's own floor of a handoff (its tool-call turnaround) against the same baseline: the
+      // host's part can only add to it.
+      ratio_pi_tool_floor: Math.round((stats(bareTool).median / bareStats.median) * 100) / 100,
+      // The handoff beyond that floor: what the host, the worker and the extension add.
+      ratio_submit_to_next_beyond_pi_tool: Math.round(
+        ((b.median - stats(bareTool).median) / bareStats.median) * 100,
+      ) / 100,
       ratio_start_to_prompt: Math.round((a.median / bareStats.median) * 100) / 100,
       // The handoff beyond what Pi spends on any prompt before its request reaches the model.
       ratio_start_to_prompt_beyond_pi: Math.round(
