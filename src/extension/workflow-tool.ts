@@ -125,6 +125,9 @@ async function submit(
   signal: AbortSignal | undefined,
 ): Promise<PiToolResult> {
   const current = await pending(session);
+  // The step's presentation is recorded before its submission: a submission accepted first
+  // would settle the request and leave the host without the entry that showed it.
+  await session.presenter.recordSent().catch(() => {});
   const done = session.presenter.noteSubmitting(current.interactionId);
   try {
     return await awaitVerdict(session, current, call, toolCallId, signal);
@@ -148,8 +151,12 @@ async function awaitVerdict(
       session.presenter.noteAccepted(current.interactionId);
       // The next step goes out before this call returns: Pi delivers it right after the tool
       // result, in the same agent run (no turn ending "accepted" first).
-      if (receipt.next) await session.presenter.presentClaimed(receipt.next).catch(() => {});
-      void session.sync();
+      if (receipt.next) {
+        await session.presenter.presentClaimed(receipt.next).catch(() => {});
+        // Only the progress display: a claim now would hold up the presenter, which records
+        // the next step's entry as soon as Pi has appended it.
+        void session.runs.refresh().catch(() => {});
+      } else void session.sync();
       return success(
         receipt.message ??
           `Output accepted for step ${JSON.stringify(call.step)}. End your turn now.`,
