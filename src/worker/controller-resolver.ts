@@ -21,6 +21,7 @@ import { toJson } from "../workflows/json-value.ts";
 import { verifySourceIdentity } from "../workflows/sources/identity.ts";
 import { defaultAgentDir } from "../workflows/sources/discovery.ts";
 import type { WorkerChannel } from "./channel.ts";
+import { flushCompileCache } from "./compile-cache.ts";
 
 export type PushSubscriber = (handler: (value: unknown) => void) => void;
 
@@ -32,8 +33,11 @@ export async function serveControllerResolves(
   let chain: Promise<void> = Promise.resolve();
   const serve = (value: unknown) => {
     chain = chain.then(async () => {
+      const before = [...loaded.values()];
       const answer = await answerRequest(value, loaded);
       await channel.send(answer).catch(() => {});
+      // After the answer, so it is not delayed: this resolve loaded modules afresh.
+      if ([...loaded.values()].some((c) => !before.includes(c))) flushCompileCache();
     });
   };
   // The channel hands the first frame out separately; every frame is a request here.

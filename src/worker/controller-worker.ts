@@ -196,8 +196,23 @@ type Loaded =
   | { ok: true; definition: Definition }
   | { ok: false; reason: "sourceChanged" | "loadFailed"; detail: string };
 
-/** Hashes before importing (changed code never runs), then compares the loaded identity. */
+/**
+ * Enters the project (the host starts the worker in the state directory, where its compile cache
+ * is), hashes before importing (changed code never runs), then compares the loaded identity.
+ */
 async function loadPinned(launch: ControllerLaunch): Promise<Loaded> {
+  try {
+    process.chdir(launch.projectPath);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return {
+      ok: false,
+      reason: "loadFailed",
+      detail: `The controller's project directory cannot be entered (${
+        typeof code === "string" ? code : "error"
+      }): restore it, then apply the controller again`,
+    };
+  }
   const before = verifySourceIdentity(launch.source);
   if (!before.ok) {
     return { ok: false, reason: "sourceChanged", detail: describeSourceChanges(before.changed) };

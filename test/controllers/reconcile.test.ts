@@ -3,9 +3,10 @@
  * effect applied once, status patches and conditions, generation handling, a child workflow in
  * the global run queue that enqueues its parent when it ends, and `checkInvariants` clean.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";
 
@@ -29,7 +30,13 @@ export default defineController({
       },
     });
     return ctx.settled({
-      controllerStatus: { phase: "synced", bytes: write.receipt.bytes, adopted: write.adopted },
+      controllerStatus: {
+        phase: "synced",
+        bytes: write.receipt.bytes,
+        adopted: write.adopted,
+        cwd: process.cwd(),
+        compileCache: process.env.NODE_COMPILE_CACHE ?? null,
+      },
       conditions: [conditionTrue("Ready", "Synced", "the file matches the spec")],
     });
   },
@@ -47,6 +54,8 @@ afterAll(async () => {
 
 describe("reconciles in a controller worker", () => {
   it("applies the effect once and settles with the patched status", async () => {
+    // The worker starts in the state directory (its compile cache) and enters the project; its
+    // code sees neither the state directory nor the cache variable.
     const target = join(h.root, "out-a.txt");
     const log = join(h.root, "applies-a.log");
     const applied = await h.apply("sync", "a", { target, text: "hello", log });
@@ -54,9 +63,24 @@ describe("reconciles in a controller worker", () => {
     const done = await h.waitForResource("sync", "a", isSettled);
     expect(done.resource.status).toMatchObject({
       observedGeneration: 1,
-      controllerStatus: { phase: "synced", bytes: 5, adopted: false },
+      controllerStatus: {
+        phase: "synced",
+        bytes: 5,
+        adopted: false,
+        cwd: h.projectDir,
+        compileCache: null,
+      },
       conditions: [{ type: "Ready", status: true, reason: "Synced", observedGeneration: 1 }],
     });
+    // The resolver wrote the cache once it had loaded the controller, not only at its exit.
+    const cache = join(h.stateDir, "compile-cache");
+    expect(
+      await waitUntil(
+        () => existsSync(cache) && readdirSync(cache, { recursive: true }).length > 1,
+        10_000,
+      ),
+    )
+      .toBe(true);
     expect(readFileSync(target, "utf8")).toBe("hello");
     expect(readFileSync(log, "utf8")).toBe("apply\n");
     expect(done.effects).toEqual([

@@ -21,7 +21,7 @@ import {
 } from "../../../protocol/controller-worker.ts";
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
 import type { HostContext } from "../api.ts";
-import { childEnvironment } from "../child-environment.ts";
+import { childEnvironment, compileCacheEnv } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import { formatStartIdentity, type ProcessIdentity } from "../../../os/process-identity.ts";
 import { stopProcessGroup } from "../../../os/stop-group.ts";
@@ -86,14 +86,17 @@ export function launchControllerWorker(
     sourceDigest: controller.sourceDigest,
   });
   const command = opts.command(["worker", "--controller"]);
+  const base = baseRunEnvironment(process.env);
   const worker = {} as ControllerWorker;
   const spawned = spawnWorkerProcess({
     command: command.command,
     args: command.args,
     // The host's allowlisted base environment (like a run without a recorded one), never all
-    // of the host's: the host may have been started from any terminal.
-    env: childEnvironment(baseRunEnvironment(process.env), opts.env),
-    cwd: controller.projectPath,
+    // of the host's: the host may have been started from any terminal. Like a run worker it
+    // starts in the state directory with the compile cache there (the CLI's modules and the
+    // controller's are then parsed once, not at every start) and enters the project itself.
+    env: childEnvironment(base, { ...compileCacheEnv(ctx.stateDir, base), ...opts.env }),
+    cwd: ctx.stateDir,
     logDir: join(ctx.stateDir, "workers"),
     logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
     maxOutputBytes: ctx.options.maxCapturedOutputBytes,

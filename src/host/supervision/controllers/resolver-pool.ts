@@ -13,7 +13,7 @@ import {
   parseControllerResolveResult,
 } from "../../../protocol/controller-resolve.ts";
 import type { HostContext } from "../api.ts";
-import { childEnvironment } from "../child-environment.ts";
+import { childEnvironment, compileCacheEnv } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { stopProcessGroup } from "../../../os/stop-group.ts";
@@ -62,13 +62,15 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
 
   const spawnChild = (): Child => {
     const command = deps.command(["worker", "--resolve-controller"]);
+    const base = baseRunEnvironment(process.env);
     const c = { gone: false } as Child;
     const spawned = spawnWorkerProcess({
       command: command.command,
       args: command.args,
       // The host's allowlisted base environment (like a run without a recorded one), never all
-      // of the host's: the host may have been started from any terminal.
-      env: childEnvironment(baseRunEnvironment(process.env), deps.env),
+      // of the host's: the host may have been started from any terminal. The compile cache in
+      // the state directory spares the next resolver and the controller workers the parsing.
+      env: childEnvironment(base, { ...compileCacheEnv(ctx.stateDir, base), ...deps.env }),
       cwd: ctx.stateDir,
       logDir: join(ctx.stateDir, "workers"),
       logStem: ctx.ids.next("cresolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
