@@ -10,6 +10,8 @@
  *                      each reconcile is a claim (batched), `effect.reserve` and
  *                      `reconcile.finished` carrying the effect's settle (docs/controllers.md)
  *   commits_per_reconcile  write transactions the host committed during that phase, per reconcile
+ *   host_cpu_ms_per_reconcile  the host's CPU time (user + system) in that phase, per reconcile:
+ *                      less at the mercy of the machine's load than the rates
  *   raw_tx_per_s       the raw rate before the reconciles; `raw_after_tx_per_s` right after them
  *   ratio              reconciles_per_s / the mean of both raw rates (target: at least 0.1)
  *   first_reconcile_ms the fixed part: spawning the controller worker and loading the controller
@@ -106,12 +108,14 @@ try {
     if (sql === "COMMIT") commits++;
   };
   const started = performance.now();
+  const cpuStart = process.cpuUsage();
   supervision.start();
   await waitUntil(() => settledCount() > 0, 60_000);
   const first = performance.now();
   const done = await waitUntil(() => settledCount() === RESOURCES, 600_000);
   if (!done) throw new Error(`Only ${settledCount()} of ${RESOURCES} settled`);
   const ended = performance.now();
+  const cpu = process.cpuUsage(cpuStart);
   store.beforeStatement = null;
   const reconcileCommits = commits;
   // The disk is shared: a second baseline right after the run, so one burst of someone else's
@@ -128,6 +132,8 @@ try {
     seconds: Math.round(seconds * 100) / 100,
     reconciles_per_s: Math.round(rate),
     commits_per_reconcile: Math.round((reconcileCommits / RESOURCES) * 100) / 100,
+    host_cpu_ms_per_reconcile: Math.round(((cpu.user + cpu.system) / 1000 / RESOURCES) * 1000) /
+      1000,
     raw_tx_per_s: Math.round(raw),
     raw_after_tx_per_s: Math.round(rawAfter),
     ratio: Math.round((rate / baseline) * 1000) / 1000,
