@@ -16,9 +16,9 @@ import type { ReconcileOutcome } from "../../protocol/controller-worker.ts";
 
 export type { ReconcileOutcome };
 import { type StateStore } from "../store.ts";
-import { execute } from "../statements.ts";
+import { execute, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
-import { appendControllerEvent, bumpResourceVersion } from "./controller-records.ts";
+import { appendControllerEvent } from "./controller-records.ts";
 import {
   settleReconcileEffectInTx,
   type SettleReconcileEffectOptions,
@@ -63,6 +63,7 @@ export function finishReconcile(
   const finalizers = outcome.kind !== "error" && outcome.finalizers !== undefined
     ? encodeValue("finalizers", outcome.finalizers)
     : null;
+  // No renewal: the claim ends in this transaction.
   return reconcileWrite(store, claim, opts.uid, (tx) => {
     const { now, row } = tx;
     if (opts.settle) settleReconcileEffectInTx(store, tx, { ...opts.settle, uid: opts.uid });
@@ -93,13 +94,14 @@ export function finishReconcile(
       });
       return { resourceVersion: version, conflict: true, removed, ambiguousEffects };
     }
-    version = bumpResourceVersion(store, opts.uid, now);
-    execute(
+    // The version bump every write makes, with the status write in the same statement.
+    version = queryOne<{ resource_version: number }>(
       store,
-      "UPDATE controller_resources SET status_json = :status, finalizers_json = " +
-        "COALESCE(:finalizers, finalizers_json) WHERE uid = :uid",
-      { uid: opts.uid, status, finalizers },
-    );
+      "UPDATE controller_resources SET resource_version = resource_version + 1, updated_at = " +
+        ":now, status_json = :status, finalizers_json = COALESCE(:finalizers, finalizers_json) " +
+        "WHERE uid = :uid RETURNING resource_version",
+      { uid: opts.uid, now, status, finalizers },
+    )!.resource_version;
     const afterMs = outcome.kind === "requeue" ? Math.max(0, outcome.afterMs ?? 0) : 0;
     appendControllerEvent(
       store,
@@ -117,7 +119,7 @@ export function finishReconcile(
       { count: "reset" },
     );
     return { resourceVersion: version, conflict: false, removed, ambiguousEffects };
-  });
+  }, { renew: false });
 }
 
 /**
