@@ -63,7 +63,6 @@ export function finishReconcile(
   const finalizers = outcome.kind !== "error" && outcome.finalizers !== undefined
     ? encodeValue("finalizers", outcome.finalizers)
     : null;
-  // No renewal: the claim ends in this transaction.
   return reconcileWrite(store, claim, opts.uid, (tx) => {
     const { now, row } = tx;
     if (opts.settle) settleReconcileEffectInTx(store, tx, { ...opts.settle, uid: opts.uid });
@@ -119,7 +118,7 @@ export function finishReconcile(
       { count: "reset" },
     );
     return { resourceVersion: version, conflict: false, removed, ambiguousEffects };
-  }, { renew: false });
+  });
 }
 
 /**
