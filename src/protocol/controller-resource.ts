@@ -87,12 +87,20 @@ export const FinalizersSchema = v.pipe(
   v.check((list) => new Set(list).size === list.length, "Invalid finalizers: duplicates"),
 );
 
-export const ResourceStatusSchema = strictObject({
-  observedGeneration: CountSchema,
-  conditions: v.pipe(v.array(ConditionSchema), v.maxLength(MAX_CONDITIONS)),
-  controllerStatus: JsonValueSchema,
-  workflowRun: v.optional(ChildWorkflowRefSchema),
-});
+/**
+ * A resource status whose `controllerStatus` is checked by `json`: JsonValueSchema (the
+ * reference), or controller-frames.ts's check for values straight from JSON.parse.
+ */
+export function resourceStatusSchema(json: v.GenericSchema<JsonValue>) {
+  return strictObject({
+    observedGeneration: CountSchema,
+    conditions: v.pipe(v.array(ConditionSchema), v.maxLength(MAX_CONDITIONS)),
+    controllerStatus: json,
+    workflowRun: v.optional(ChildWorkflowRefSchema),
+  });
+}
+
+export const ResourceStatusSchema = resourceStatusSchema(JsonValueSchema);
 export type ResourceStatus =
   & Omit<v.InferOutput<typeof ResourceStatusSchema>, "controllerStatus">
   & {

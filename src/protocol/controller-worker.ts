@@ -13,6 +13,7 @@
  * reconcile id (`<uid>:<generation>`).
  */
 import * as v from "valibot";
+import type { JsonValue } from "./canonical-json.ts";
 import {
   ControllerNameSchema,
   ControllerResourceSchema,
@@ -20,6 +21,7 @@ import {
   ResourceKeySchema,
   type ResourceStatus,
   ResourceStatusSchema,
+  resourceStatusSchema,
 } from "./controller-resource.ts";
 import {
   AbsolutePathSchema,
@@ -70,15 +72,20 @@ export const ControllerPushSchema = nonArray(v.variant("kind", [
 ]));
 export type ControllerPush = v.InferOutput<typeof ControllerPushSchema>;
 
-export const ReconcileOutcomeSchema = nonArray(v.variant("kind", [
-  v.strictObject({
-    kind: v.picklist(["settled", "requeue"]),
-    status: ResourceStatusSchema,
-    finalizers: v.optional(FinalizersSchema),
-    afterMs: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
-  }),
-  v.strictObject({ kind: v.literal("error"), error: ErrorInfoSchema }),
-]));
+function reconcileOutcomeSchema(json: v.GenericSchema<JsonValue>) {
+  return nonArray(v.variant("kind", [
+    v.strictObject({
+      kind: v.picklist(["settled", "requeue"]),
+      // The reference keeps the one ResourceStatusSchema (published once as JSON Schema).
+      status: json === JsonValueSchema ? ResourceStatusSchema : resourceStatusSchema(json),
+      finalizers: v.optional(FinalizersSchema),
+      afterMs: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
+    }),
+    v.strictObject({ kind: v.literal("error"), error: ErrorInfoSchema }),
+  ]));
+}
+
+export const ReconcileOutcomeSchema = reconcileOutcomeSchema(JsonValueSchema);
 
 /** What a reconcile ended with, as the worker reports it and the host commits it. */
 export type ReconcileOutcome =
@@ -111,44 +118,53 @@ export const RECONCILE_KINDS: ReadonlySet<ControllerMessageKind> = new Set<Contr
   "reconcile.finished",
 ]);
 
-export const CONTROLLER_PAYLOAD_SCHEMAS = {
-  "controller.ready": strictObject({ pid: v.pipe(v.number(), v.safeInteger(), v.minValue(1)) }),
-  "controller.blocked": strictObject({
-    reason: v.picklist(["sourceChanged", "loadFailed"]),
-    detail: ShortTextSchema,
-  }),
-  "effect.reserve": strictObject({
-    kind: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/)),
-    key: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
-    requestFingerprint: DigestSchema,
-    contract: v.picklist(["idempotencyKey", "readBack", "nonResumable"]),
-  }),
-  "effect.settle": strictObject({
-    effectId: OpaqueIdSchema,
-    outcome: v.picklist(["applied", "rejected"]),
-    receipt: v.optional(JsonValueSchema),
-    error: v.optional(ErrorInfoSchema),
-  }),
-  "workflow.ensure": strictObject({
-    requestKey: ResourceKeySchema,
-    workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
-    input: JsonValueSchema,
-    /** Run it in the controller's approved session (spec "Controllers"). */
-    interactive: v.optional(v.boolean()),
-  }),
-  "reconcile.finished": strictObject({
-    outcome: ReconcileOutcomeSchema,
-    /**
-     * The settle of the effect applied last, when the reconcile returned right after its
-     * `ensure` answered: the host commits both in one transaction (one commit less).
-     */
-    settle: v.optional(strictObject({
+/**
+ * The payload schema of each kind, JSON-typed fields checked by `json` (see
+ * resourceStatusSchema): the reference `CONTROLLER_PAYLOAD_SCHEMAS`, published as JSON Schema,
+ * and the host's frame variant (controller-frames.ts).
+ */
+export function controllerPayloadSchemas(json: v.GenericSchema<JsonValue>) {
+  return {
+    "controller.ready": strictObject({ pid: v.pipe(v.number(), v.safeInteger(), v.minValue(1)) }),
+    "controller.blocked": strictObject({
+      reason: v.picklist(["sourceChanged", "loadFailed"]),
+      detail: ShortTextSchema,
+    }),
+    "effect.reserve": strictObject({
+      kind: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/)),
+      key: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
+      requestFingerprint: DigestSchema,
+      contract: v.picklist(["idempotencyKey", "readBack", "nonResumable"]),
+    }),
+    "effect.settle": strictObject({
       effectId: OpaqueIdSchema,
-      outcome: v.literal("applied"),
-      receipt: v.optional(JsonValueSchema),
-    })),
-  }),
-} as const satisfies Record<ControllerMessageKind, v.GenericSchema<unknown, unknown>>;
+      outcome: v.picklist(["applied", "rejected"]),
+      receipt: v.optional(json),
+      error: v.optional(ErrorInfoSchema),
+    }),
+    "workflow.ensure": strictObject({
+      requestKey: ResourceKeySchema,
+      workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
+      input: json,
+      /** Run it in the controller's approved session (spec "Controllers"). */
+      interactive: v.optional(v.boolean()),
+    }),
+    "reconcile.finished": strictObject({
+      outcome: reconcileOutcomeSchema(json),
+      /**
+       * The settle of the effect applied last, when the reconcile returned right after its
+       * `ensure` answered: the host commits both in one transaction (one commit less).
+       */
+      settle: v.optional(strictObject({
+        effectId: OpaqueIdSchema,
+        outcome: v.literal("applied"),
+        receipt: v.optional(json),
+      })),
+    }),
+  } as const satisfies Record<ControllerMessageKind, v.GenericSchema<unknown, unknown>>;
+}
+
+export const CONTROLLER_PAYLOAD_SCHEMAS = controllerPayloadSchemas(JsonValueSchema);
 
 export type ControllerPayload<K extends ControllerMessageKind> = v.InferOutput<
   (typeof CONTROLLER_PAYLOAD_SCHEMAS)[K]
@@ -172,17 +188,44 @@ export type ControllerMessage = {
 }[ControllerMessageKind];
 
 /** Header first (fence: the worker epoch), then the payload of its kind. */
-export function parseControllerMessage(value: unknown): SchemaResult<ControllerMessage> {
+export function parseControllerMessage(
+  value: unknown,
+  payloads: Record<ControllerMessageKind, v.GenericSchema<unknown, unknown>> =
+    CONTROLLER_PAYLOAD_SCHEMAS,
+): SchemaResult<ControllerMessage> {
   const header = v.safeParse(ControllerHeaderSchema, value);
   if (!header.success) return { ok: false, error: describeIssues(header.issues, "message") };
   const { kind, reconcileId } = header.output;
   if (RECONCILE_KINDS.has(kind) && reconcileId === undefined) {
     return { ok: false, error: `message.reconcileId: ${kind} needs the reconcile id` };
   }
-  const schema: v.GenericSchema<unknown, unknown> = CONTROLLER_PAYLOAD_SCHEMAS[kind];
+  const schema = payloads[kind];
   const payload = v.safeParse(schema, header.output.payload);
   if (!payload.success) return { ok: false, error: describeIssues(payload.issues, "payload") };
   return { ok: true, value: { ...header.output, payload: payload.output } as ControllerMessage };
+}
+
+/**
+ * A JSON-typed field of a frame straight from JSON.parse (a status's `controllerStatus`, receipts,
+ * a child's input) is a JSON value already. The reference JsonValueSchema walks it again with a
+ * union tried per node (~30 µs for a two-key object: most of a reconcile's parse in the host);
+ * this only requires it to be there.
+ */
+const FrameJsonSchema = v.custom<JsonValue>(
+  (value) => value !== undefined,
+  "Invalid JSON value: expected a value",
+);
+const FRAME_PAYLOAD_SCHEMAS = controllerPayloadSchemas(FrameJsonSchema);
+
+/**
+ * `parseControllerMessage` for a frame the host read (JSON.parse output): the same schemas but
+ * JSON-typed fields are not walked again. test/protocol/controller-frames.test.ts holds both to
+ * the same verdicts and outputs on generated and mutated frames. (One difference: the
+ * reference's record drops own keys named `__proto__` from its output; this keeps the value as
+ * sent.)
+ */
+export function parseControllerFrame(value: unknown): SchemaResult<ControllerMessage> {
+  return parseControllerMessage(value, FRAME_PAYLOAD_SCHEMAS);
 }
 
 export function parseControllerLaunch(value: unknown): SchemaResult<ControllerLaunch> {

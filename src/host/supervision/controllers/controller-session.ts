@@ -10,7 +10,7 @@ import type { JsonValue } from "../../../protocol/canonical-json.ts";
 import { readFrames } from "../../../protocol/framing.ts";
 import {
   type ControllerMessage,
-  parseControllerMessage,
+  parseControllerFrame,
   RECONCILE_KINDS,
 } from "../../../protocol/controller-worker.ts";
 import { type WorkerReply, workerReply } from "../../../protocol/worker-reply.ts";
@@ -52,7 +52,7 @@ export async function serveControllerChannel(
         hooks.onViolation(worker, `protocolRejected: ${frame.error.code}`);
         break;
       }
-      const parsed = parseControllerMessage(frame.value);
+      const parsed = parseControllerFrame(frame.value);
       const messageId = (frame.value as { messageId?: unknown } | null)?.messageId;
       if (!parsed.ok || parsed.value.workerEpoch !== worker.workerEpoch) {
         hooks.onViolation(worker, "protocolRejected: invalid controller message");
