@@ -16,7 +16,7 @@ import type { ReconcileOutcome } from "../../protocol/controller-worker.ts";
 
 export type { ReconcileOutcome };
 import { type StateStore } from "../store.ts";
-import { execute, queryOne } from "../statements.ts";
+import { queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
 import { appendControllerEvent } from "./controller-records.ts";
 import {
