@@ -219,9 +219,21 @@ export function recordNodeFailed(
     & WorkerWriteOptions,
 ): { revision: number } {
   const runId = claimRunId(claim);
+  const error = boundedError(opts.error);
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
-    const nodeId = requireRunningAttempt(tx, opts.attemptId, "fail a node of");
-    closeAttempt(store, opts.attemptId, opts.outcome, tx.now, boundedError(opts.error));
+    expectState(tx.run, "fail a node of", isLive);
+    // As for a finish: the attempt check rides on the update, a miss pays for the lookup.
+    const nodeId = queryOneArgs<{ node_id: string }>(
+      store,
+      "UPDATE node_attempts SET state = ?1, finished_at = ?2, error_code = ?3, error_message = ?4 " +
+        "WHERE attempt_id = ?5 AND run_id = ?6 AND state = 'running' RETURNING node_id",
+      opts.outcome,
+      tx.now,
+      error.code,
+      error.message,
+      opts.attemptId,
+      runId,
+    )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "fail a node of");
     return {
       type: "node.failed",
       payload: { attemptId: opts.attemptId, nodeId, outcome: opts.outcome, code: opts.error.code },
