@@ -91,9 +91,17 @@ async function drive(
   before: LoadedRun | null,
 ): Promise<{ reason: ExitReason; loaded: LoadedRun | null }> {
   // Ready first: the workflow layer is loaded only after, so the host sees a live worker within
-  // a bare runtime start-up (it keeps a deadline on the first boundary that follows).
-  const ready = await proposer.propose("worker.ready", { pid: process.pid });
-  const port = await import("./workflow-port.ts");
+  // a bare runtime start-up (it keeps a deadline on the first boundary that follows). It loads
+  // while the host commits ready: from the next loop turn, once the ready frame was written (in
+  // a bundle an import runs its modules at once). It is this project's engine, no workflow
+  // module: those are imported only after the verdict and the source check below.
+  const readyVerdict = proposer.propose("worker.ready", { pid: process.pid });
+  const loadingPort = new Promise((resolve) => setImmediate(resolve)).then(() =>
+    import("./workflow-port.ts")
+  );
+  loadingPort.catch(() => {}); // a refused ready wins; the load's own failure is thrown below
+  const ready = await readyVerdict;
+  const port = await loadingPort;
   // Nodes run in the run's project (shell commands, relative paths); a project directory that
   // is gone blocks the run like a changed source. Then, before any workflow module is
   // imported, the saved hashes are compared: changed code never executes. A prepared process
