@@ -4,7 +4,7 @@
  * the faster canonical encoder, since every answer the host sends passes here.
  */
 import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
-import { fastCanonicalJson } from "../state/fast-canonical-json.ts";
+import { fastCanonicalJson } from "../protocol/fast-canonical-json.ts";
 
 /** Responses whose frame was already encoded (the cached `run.status` answer). */
 const preEncoded = new WeakMap<object, Buffer>();

@@ -7,7 +7,7 @@
 import type { HostResponse } from "../protocol/host-response.ts";
 import { type StateStore } from "../state/store.ts";
 import { commitCount } from "../state/transactions.ts";
-import { fastCanonicalJson } from "../state/fast-canonical-json.ts";
+import { fastCanonicalJson } from "../protocol/fast-canonical-json.ts";
 import { encodeResponseFrame, withEncodedFrame } from "./response-frame.ts";
 
 const MAX_RUNS = 256;

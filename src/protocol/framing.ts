@@ -7,7 +7,7 @@
  */
 import type { Readable, Writable } from "node:stream";
 import { Buffer } from "node:buffer";
-import { canonicalJson } from "./canonical-json.ts";
+import { fastCanonicalJson } from "./fast-canonical-json.ts";
 
 /** 1 MiB, the spec's message bound (matching the durable event limit). */
 export const MAX_FRAME_BYTES = 1024 * 1024;
@@ -165,7 +165,8 @@ export async function* readFrames(
 /** Canonical JSON plus newline, or `frameTooLarge` when the message passes the bound. */
 export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffer {
   const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
-  const text = canonicalJson(value);
+  // The same bytes as canonicalJson, faster for ordinary values (every frame of every channel).
+  const text = fastCanonicalJson(value);
   // A UTF-16 string of n units never encodes to fewer than n bytes: cheap early refusal.
   if (text.length > maxBytes) throw tooLarge(maxBytes);
   const body = Buffer.from(text, "utf8");

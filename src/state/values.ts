@@ -1,7 +1,7 @@
 /** Durable JSON values: canonical text, bounded to 1 MiB each. */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { ValueTooLargeError } from "./errors.ts";
-import { fastCanonicalJson } from "./fast-canonical-json.ts";
+import { fastCanonicalJson } from "../protocol/fast-canonical-json.ts";
 
 /** Largest canonical JSON text stored in one column (matches the 1 MiB message limit). */
 export const MAX_VALUE_BYTES = 1024 * 1024;

@@ -26,7 +26,7 @@ import {
 } from "../../protocol/worker-messages.ts";
 import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-message-fast.ts";
 import { ClaimLostError } from "../../state/errors.ts";
-import { fastCanonicalJson } from "../../state/fast-canonical-json.ts";
+import { fastCanonicalJson } from "../../protocol/fast-canonical-json.ts";
 import { findMessageReceipt } from "../../state/message-receipts.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
 import { failRun } from "../../state/transitions/run-end.ts";

@@ -1,11 +1,11 @@
 /**
- * A faster `canonicalJson` for the hot paths (durable values of every protected write, host
- * responses): the same bytes, without the general encoder's per-key path strings, part arrays
+ * A faster `canonicalJson` for the hot paths (durable values of every protected write, every
+ * frame on a socket or channel): the same bytes, without the general encoder's per-key path strings, part arrays
  * and cycle set. Anything unusual (a value JSON cannot hold, a sparse array, a non-plain object,
  * nesting deeper than `MAX_DEPTH`, which is how a cycle shows) goes to `canonicalJson`, so
  * errors and their messages are exactly the general encoder's.
  */
-import { canonicalJson } from "../protocol/canonical-json.ts";
+import { canonicalJson } from "./canonical-json.ts";
 
 const MAX_DEPTH = 200;
 

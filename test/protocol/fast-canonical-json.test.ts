@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/protocol/canonical-json.ts";
-import { fastCanonicalJson } from "../../src/state/fast-canonical-json.ts";
+import { fastCanonicalJson } from "../../src/protocol/fast-canonical-json.ts";
 
 /** Deterministic pseudo-random source so a failure reproduces. */
 function rng(seed: number): () => number {
