@@ -99,9 +99,9 @@ async function hostStopCommand(
     `Host stop timed out: epoch ${status.epoch} still answers after ${STOP_TIMEOUT_MS} ms`,
   );
   // The socket goes before the host's last writes (workers stopped, claim released).
-  const { hostStillHoldsState } = await import("./host-released.ts");
+  const { epochStillHoldsState } = await import("./host-released.ts");
   await waitFor(
-    () => !hostStillHoldsState(stateDir),
+    () => !epochStillHoldsState(stateDir, status.epoch),
     STOP_TIMEOUT_MS,
     `Host stop timed out: epoch ${status.epoch} still holds the state after ${STOP_TIMEOUT_MS} ms`,
   );

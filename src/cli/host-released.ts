@@ -1,6 +1,7 @@
 /**
- * Whether the state still has a live host: `host stop` returns only once the stopped host has
+ * Whether the stopped host epoch still holds the state: `host stop` returns only once that host
  * released its claim (or its process is gone), so a `host start` right after is never refused.
+ * A newer epoch holding the claim (another client started a host meanwhile) does not count.
  * Read-only; a database this build cannot open counts as released (`doctor` explains it).
  */
 import { isSameProcessAlive, parseStartIdentity } from "../os/process-identity.ts";
@@ -8,7 +9,7 @@ import { randomIds, systemClock } from "../state/clock.ts";
 import { liveHostHolder } from "../state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 
-export function hostStillHoldsState(stateDir: string): boolean {
+export function epochStillHoldsState(stateDir: string, epoch: number): boolean {
   let store;
   try {
     store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
@@ -16,8 +17,10 @@ export function hostStillHoldsState(stateDir: string): boolean {
     return false;
   }
   try {
+    const live = liveHostHolder(store);
+    if (live === null || live.epoch !== epoch) return false;
     // Without a recorded identity (no /proc) only the lease would tell: do not wait on it.
-    const holder = parseStartIdentity(liveHostHolder(store));
+    const holder = parseStartIdentity(live.startIdentity);
     return holder !== null && isSameProcessAlive(holder);
   } finally {
     closeStateStore(store);

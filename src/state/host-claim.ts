@@ -139,13 +139,16 @@ export function readHostEpoch(
 }
 
 /**
- * The start identity of the process holding a live host claim, or null when no claim is live
- * (released, expired) or the holder recorded none. Never shown: `host stop` waits on it.
+ * The epoch and start identity of a live host claim, or null when no claim is live (released,
+ * expired). Never shown: `host stop` waits on it.
  */
-export function liveHostHolder(store: StateStore, now = store.clock.now()): string | null {
+export function liveHostHolder(
+  store: StateStore,
+  now = store.clock.now(),
+): { epoch: number; startIdentity: string | null } | null {
   const row = readHostClaim(store);
   if (!row || !row.token_hash || (row.expires_at ?? 0) <= now) return null;
-  return row.start_identity;
+  return { epoch: row.epoch, startIdentity: row.start_identity };
 }
 
 function checkHostClaim(store: StateStore, claim: HostClaim, now: number, live: boolean): void {
