@@ -27,7 +27,7 @@ import {
   sessionReservation,
   type SubmissionRow,
 } from "../state/interaction-queries.ts";
-import { readRunRow } from "../state/claims.ts";
+import { readRunRow } from "../state/protected-write.ts";
 import { claimInteraction } from "../state/transitions/interactions.ts";
 import { presentInteraction } from "../state/transitions/interaction-presentation.ts";
 import {

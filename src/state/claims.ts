@@ -1,6 +1,6 @@
 /**
- * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules"),
- * and the protected write built on them. A raw token lives only in the holder's memory; the
+ * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules");
+ * the protected write built on them is in protected-write.ts. A raw token lives only in the holder's memory; the
  * database keeps its sha256. Generations only grow, even across release.
  *
  * A host claim also names the host epoch of the host that took it. Once another host holds a
@@ -9,11 +9,9 @@
  * a dead host's runs at once instead of waiting for their leases to run out.
  */
 import { sha256Hex } from "../protocol/canonical-json.ts";
-import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
-import { appendHistory, type JournalEntry } from "./journal.ts";
-import type { MessageReceiptInput } from "./message-receipts.ts";
+import { ClaimLostError } from "./errors.ts";
 import { type StateStore } from "./store.ts";
-import { execute, executeArgs, queryOne, queryOneArgs } from "./statements.ts";
+import { execute, queryOne } from "./statements.ts";
 import { writeTransaction } from "./transactions.ts";
 
 export type ClaimOwnerType = "host" | "control";
@@ -82,7 +80,7 @@ interface ClaimFacts {
 }
 const claimFactsCache = new WeakMap<Claim, ClaimFacts>();
 
-function claimFacts(claim: Claim): ClaimFacts {
+export function claimFacts(claim: Claim): ClaimFacts {
   const cached = claimFactsCache.get(claim);
   if (
     cached && cached.token === claim.token && cached.resource === claim.resource &&
@@ -290,140 +288,5 @@ export function readLease(store: StateStore, resource: string): LeaseRow | undef
     "SELECT resource, run_id, owner_type, owner_id, token_hash, generation, ttl_ms, expires_at, " +
       "host_epoch FROM leases WHERE resource = :resource",
     { resource },
-  );
-}
-
-export interface RunRow {
-  run_id: string;
-  state: string;
-  paused: number;
-  blocked_reason: string | null;
-  revision: number;
-  queue_state: string;
-}
-
-/** The run a protected write changes, plus the optional atomic checks and receipt. */
-export interface ProtectedTarget extends WorkerWriteOptions {
-  runId: string;
-}
-
-/**
- * Options every worker-proposed transition accepts: the revision the worker saw (a mismatch
- * throws `RevisionConflictError` and changes nothing) and the receipt of the worker message,
- * stored in the change's event (same transaction) so a retried message gets the same answer.
- */
-export interface WorkerWriteOptions {
-  expectedRevision?: number;
-  receipt?: MessageReceiptInput;
-}
-
-/** The protected-write target of a worker-proposed transition on `runId`. */
-export function workerTarget(runId: string, opts: WorkerWriteOptions): ProtectedTarget {
-  return { runId, expectedRevision: opts.expectedRevision, receipt: opts.receipt };
-}
-
-export interface ProtectedTx {
-  readonly store: StateStore;
-  readonly now: number;
-  readonly runId: string;
-  readonly claim: Claim;
-  /** The run and queue rows as read in step 1 (`revision` is the one before this change). */
-  readonly run: RunRow;
-  /** The run revision this change produces. */
-  readonly revision: number;
-}
-
-export interface ProtectedChange<T> extends JournalEntry {
-  result: T;
-}
-
-export interface ProtectedResult<T> {
-  result: T;
-  /** The run revision after the change. */
-  revision: number;
-  /** The claim's renewed expiry. */
-  expiresAt: number;
-}
-
-// A host claim renews only under the epoch that holds the host claim now (the fence).
-const RENEW_SQL = "UPDATE leases SET heartbeat_at = ?1, expires_at = ?1 + ttl_ms " +
-  "WHERE resource = ?2 AND owner_type = ?3 AND owner_id = ?4 AND token_hash = ?5 " +
-  "AND generation = ?6 AND expires_at > ?1 AND host_epoch IS ?7 AND (?7 IS NULL OR ?7 = " +
-  "(SELECT epoch FROM host_claim WHERE singleton = 1 AND token_hash IS NOT NULL))";
-const RENEW_RETURNING_SQL = `${RENEW_SQL} RETURNING ttl_ms`;
-
-/**
- * The spec's protected write, in one transaction: read revision and lease, compare owner, token
- * and generation, require a future expiry, renew, apply `change`, append its event and viewer
- * delta, increase the revision, commit. Any failed check or throw changes nothing.
- */
-export function protectedWrite<T>(
-  store: StateStore,
-  claim: Claim,
-  target: ProtectedTarget,
-  change: (tx: ProtectedTx) => ProtectedChange<T>,
-): ProtectedResult<T> {
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    if (claim.resource !== runResource(target.runId)) {
-      throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
-    }
-    // Steps 2-4 in one statement on the fast path; on a miss, find the failed check's reason.
-    // Once the claim's ttl is known the renewal needs no RETURNING (which costs ~3 µs).
-    const facts = claimFacts(claim);
-    const args = [
-      now,
-      claim.resource,
-      claim.ownerType,
-      claim.ownerId,
-      facts.hash,
-      claim.generation,
-      claim.hostEpoch,
-    ] as const;
-    let expiresAt: number | null = null;
-    if (facts.ttlMs !== null) {
-      if (executeArgs(store, RENEW_SQL, ...args) === 1) expiresAt = now + facts.ttlMs;
-    } else {
-      const renewed = queryOneArgs<{ ttl_ms: number }>(
-        store,
-        RENEW_RETURNING_SQL,
-        ...args,
-      );
-      if (renewed) {
-        facts.ttlMs = renewed.ttl_ms;
-        expiresAt = now + renewed.ttl_ms;
-      }
-    }
-    if (expiresAt === null) {
-      checkClaimInTx(store, claim, now);
-      throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
-    }
-    // Step 1's revision read and step 7's increase in one statement (the change is atomic).
-    const bumped = queryOneArgs<RunRow>(
-      store,
-      "UPDATE runs SET revision = revision + 1, updated_at = ?1 WHERE run_id = ?2 " +
-        "RETURNING run_id, state, paused, blocked_reason, revision, " +
-        "(SELECT state FROM run_queue WHERE run_id = ?2) AS queue_state",
-      now,
-      target.runId,
-    );
-    if (!bumped) throw new NotFoundError("run", target.runId);
-    const revision = bumped.revision;
-    const run: RunRow = { ...bumped, revision: revision - 1 };
-    if (target.expectedRevision !== undefined && target.expectedRevision !== run.revision) {
-      throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);
-    }
-    const outcome = change({ store, now, runId: target.runId, claim, run, revision });
-    appendHistory(store, target.runId, revision, now, outcome, target.receipt, outcome.result);
-    return { result: outcome.result, revision, expiresAt };
-  });
-}
-
-export function readRunRow(store: StateStore, runId: string): RunRow | undefined {
-  return queryOne<RunRow>(
-    store,
-    "SELECT r.run_id, r.state, r.paused, r.blocked_reason, r.revision, q.state AS queue_state " +
-      "FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
-    { runId },
   );
 }

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Claim, protectedWrite, readLease, renewClaim } from "../../src/state/claims.ts";
+import { type Claim, readLease, renewClaim } from "../../src/state/claims.ts";
+import { protectedWrite } from "../../src/state/protected-write.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { enqueue, type Fixture, launchWithAttempt, openFixture, snapshot } from "./helpers.ts";

@@ -2,12 +2,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   acquireClaim,
   type Claim,
-  protectedWrite,
   readLease,
   releaseClaim,
   renewClaim,
   runResource,
 } from "../../src/state/claims.ts";
+import { protectedWrite } from "../../src/state/protected-write.ts";
 import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
 import {
   acquireHostClaim,

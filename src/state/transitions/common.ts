@@ -1,5 +1,5 @@
 /** Small helpers shared by the lifecycle transitions (inside their transactions). */
-import { readRunRow, type RunRow } from "../claims.ts";
+import { readRunRow, type RunRow } from "../protected-write.ts";
 import { NotFoundError, TransitionError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";

@@ -12,7 +12,8 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { EffectVerdict } from "../../protocol/effect-operations.ts";
-import { readLease, runResource, type RunRow } from "../claims.ts";
+import { readLease, runResource } from "../claims.ts";
+import { type RunRow } from "../protected-write.ts";
 import { blockingAttempt } from "../effect-queries.ts";
 import { RevisionConflictError, TransitionError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";

@@ -5,13 +5,8 @@
  * one becomes `ambiguous` (see recovery) rather than being retried.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import {
-  type Claim,
-  claimRunId,
-  protectedWrite,
-  workerTarget,
-  type WorkerWriteOptions,
-} from "../claims.ts";
+import { type Claim, claimRunId } from "../claims.ts";
+import { protectedWrite, workerTarget, type WorkerWriteOptions } from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
 import { queryOne } from "../statements.ts";

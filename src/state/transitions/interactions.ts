@@ -11,14 +11,12 @@
  * `waitingRunWrite` (waiting-run-write.ts), which first proves no live claim exists.
  */
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
+import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
-  type Claim,
-  claimRunId,
   protectedWrite,
-  releaseLeaseInTx,
   workerTarget as target,
   type WorkerWriteOptions,
-} from "../claims.ts";
+} from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { currentSessionInteraction, type SessionInteraction } from "../interaction-queries.ts";
 import { type StateStore } from "../store.ts";

@@ -5,15 +5,13 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { progressFields } from "../../protocol/progress-fields.ts";
 import type { FactError, NodeEffect, NodeOutcome } from "../../protocol/run-facts.ts";
+import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
-  type Claim,
-  claimRunId,
   type ProtectedTx,
   protectedWrite,
-  releaseLeaseInTx,
   workerTarget as target,
   type WorkerWriteOptions,
-} from "../claims.ts";
+} from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
 import { executeArgs, queryOne, queryOneArgs } from "../statements.ts";

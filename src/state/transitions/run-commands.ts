@@ -5,7 +5,8 @@
  */
 import { blockingAttempt } from "../effect-queries.ts";
 import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
-import { type Claim, releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
+import { type Claim, releaseLeaseInTx, runResource } from "../claims.ts";
+import { type RunRow } from "../protected-write.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
 import { type StateStore } from "../store.ts";

@@ -6,15 +6,13 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
+import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
-  type Claim,
-  claimRunId,
   type ProtectedTx,
   protectedWrite,
-  releaseLeaseInTx,
   workerTarget as target,
   type WorkerWriteOptions,
-} from "../claims.ts";
+} from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";

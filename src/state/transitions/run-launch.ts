@@ -3,15 +3,12 @@
  * new generation, worker epoch `starting`), then `running/running` once the worker is ready.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { acquireClaimInTx, type Claim, claimRunId, runResource } from "../claims.ts";
 import {
-  acquireClaimInTx,
-  type Claim,
-  claimRunId,
   protectedWrite,
-  runResource,
   workerTarget as target,
   type WorkerWriteOptions,
-} from "../claims.ts";
+} from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";

@@ -4,14 +4,12 @@
  * Each releases the run claim in the same transaction.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
-  type Claim,
-  claimRunId,
   protectedWrite,
-  releaseLeaseInTx,
   workerTarget as target,
   type WorkerWriteOptions,
-} from "../claims.ts";
+} from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";

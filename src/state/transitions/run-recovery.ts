@@ -9,13 +9,11 @@ import {
   claimRunId,
   currentHostEpochInTx,
   leaseHolds,
-  protectedWrite,
   readLease,
   releaseLeaseInTx,
   runResource,
-  workerTarget,
-  type WorkerWriteOptions,
 } from "../claims.ts";
+import { protectedWrite, workerTarget, type WorkerWriteOptions } from "../protected-write.ts";
 import { ClaimLostError } from "../errors.ts";
 import { appendHistory, bumpRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";

@@ -18,13 +18,8 @@
  */
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import type { TURN_CAUSES } from "../../protocol/outbox-operations.ts";
-import {
-  type Claim,
-  claimRunId,
-  protectedWrite,
-  workerTarget,
-  type WorkerWriteOptions,
-} from "../claims.ts";
+import { type Claim, claimRunId } from "../claims.ts";
+import { protectedWrite, workerTarget, type WorkerWriteOptions } from "../protected-write.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryAll, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";

@@ -4,7 +4,8 @@
  * revision and event, and the command receipt, in one transaction.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import { releaseLeaseInTx, runResource, type RunRow } from "../claims.ts";
+import { releaseLeaseInTx, runResource } from "../claims.ts";
+import { type RunRow } from "../protected-write.ts";
 import { RefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { type InteractionRow, readInteraction } from "../interaction-queries.ts";
