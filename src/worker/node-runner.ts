@@ -37,9 +37,12 @@ export function abortActiveNode(reason: Error): boolean {
  * Messages a pipelined compute node may leave unacknowledged when it starts running: its own
  * `node.started` and the starts and closes of the compute nodes before it. Bounded, so a worker
  * that runs ahead of slow commits repeats at most this much pure work after a crash or a claim
- * loss (the host reads at most MAX_UNANSWERED frames ahead, worker-session.ts).
+ * loss (the host reads at most MAX_UNANSWERED frames ahead, worker-session.ts). 64, not 32: with
+ * 32 the worker waited for verdicts about half of a 10,000-node run while the host committed (the
+ * window did not cover one group commit's round trip); 64 keeps both processes busy, and 128
+ * measured no better (docs/workers.md).
  */
-export const AHEAD_WINDOW = 32;
+export const AHEAD_WINDOW = 64;
 
 /**
  * Runs one attempt. A pure node's `node.started` is sent ahead of the verdicts before it, so the

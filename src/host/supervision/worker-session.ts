@@ -68,7 +68,7 @@ export interface SessionHooks {
  * plus a message or two behind it. Past this the session stops reading until replies are
  * written: backpressure.
  */
-const MAX_UNANSWERED = 64;
+const MAX_UNANSWERED = 96;
 
 /** Reads and answers frames until the worker's channel ends. */
 export async function serveWorkerChannel(
