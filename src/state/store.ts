@@ -13,7 +13,7 @@ import {
   statSync,
 } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { Clock, IdSource } from "./clock.ts";
 import { StateDamagedError, StateOpenError, StateSchemaMismatchError } from "./errors.ts";
@@ -70,11 +70,15 @@ export interface OpenStateStoreOptions {
   checkIntegrity?: boolean;
 }
 
-/** `$PI_WORKFLOWS_STATE_DIR`, else `${PI_CODING_AGENT_DIR:-~/.pi/agent}/workflows`. */
+/**
+ * `$PI_WORKFLOWS_STATE_DIR`, else `${PI_CODING_AGENT_DIR:-~/.pi/agent}/workflows`, made absolute
+ * against the current directory.
+ */
 export function resolveStateDir(env: Record<string, string | undefined> = process.env): string {
-  if (env.PI_WORKFLOWS_STATE_DIR) return env.PI_WORKFLOWS_STATE_DIR;
+  // Absolute, so the host and its children (which run in other directories) name the same one.
+  if (env.PI_WORKFLOWS_STATE_DIR) return resolve(env.PI_WORKFLOWS_STATE_DIR);
   const agentDir = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
-  return join(agentDir, "workflows");
+  return resolve(agentDir, "workflows");
 }
 
 /**

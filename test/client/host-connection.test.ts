@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import net from "node:net";
 import { connectHost, type HostConnection } from "../../src/client/host-connection.ts";
 import { HostCommandError, receiptOf } from "../../src/client/command-receipt.ts";
@@ -59,6 +59,18 @@ describe("socket path", () => {
     ];
     for (const env of envs) expect(clientStateDir(env)).toBe(resolveStateDir(env));
     expect(hostSocketPath("/s")).toBe("/s/host.sock");
+  });
+
+  test("a relative state directory is made absolute, so children in other directories share it", () => {
+    // The host's children run in the project or state directory: a relative path would name
+    // another directory there (the compile cache once landed in <stateDir>/<stateDir>).
+    const relative = [{ PI_WORKFLOWS_STATE_DIR: "rel/state" }, { PI_CODING_AGENT_DIR: "agent" }];
+    for (const env of relative) {
+      expect(resolveStateDir(env)).toBe(clientStateDir(env));
+      expect(isAbsolute(resolveStateDir(env))).toBe(true);
+    }
+    expect(resolveStateDir(relative[0])).toBe(join(process.cwd(), "rel", "state"));
+    expect(resolveStateDir(relative[1])).toBe(join(process.cwd(), "agent", "workflows"));
   });
 });
 
