@@ -6,6 +6,7 @@
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import { type CliStyle, cliStyle } from "./cli-style.ts";
 import { detectTerminal } from "./terminal.ts";
+import { terminalSafe } from "../render/terminal-safe.ts";
 
 export interface CliIo {
   out(text: string): void;
@@ -18,14 +19,24 @@ export interface CliIo {
 
 let stdoutStyle: CliStyle | undefined;
 
+/** Every line leaves through `terminalSafe`: workflow text must not drive the terminal. */
 export const processIo: CliIo = {
-  out: (text) => process.stdout.write(text.endsWith("\n") ? text : `${text}\n`),
-  err: (text) => process.stderr.write(text.endsWith("\n") ? text : `${text}\n`),
-  write: (text) => process.stdout.write(text),
+  out: (text) => process.stdout.write(withNewline(terminalSafe(text, { colour: stdoutColour() }))),
+  err: (text) => process.stderr.write(withNewline(terminalSafe(text))),
+  write: (text) =>
+    process.stdout.write(terminalSafe(text, { colour: stdoutColour(), redraw: true })),
   get style() {
     return stdoutStyle ??= cliStyle(detectTerminal(process.stdout, process.env));
   },
 };
+
+function stdoutColour(): boolean {
+  return processIo.style!.terminal.color;
+}
+
+function withNewline(text: string): string {
+  return text.endsWith("\n") ? text : `${text}\n`;
+}
 
 /** The exit status of a process whose reader closed the pipe (128 + SIGPIPE, as git's). */
 export const CLOSED_PIPE_EXIT = 141;

@@ -4,6 +4,7 @@
  * by its `▶` marker, so nothing depends on colour alone.
  */
 import { clipLine, plainText, type Style, type StyledLine } from "../render/mod.ts";
+import { terminalSafe } from "../render/terminal-safe.ts";
 
 const SGR: Record<Style, string> = {
   "": "",
@@ -28,7 +29,9 @@ export function colorEnabled(env: NodeJS.ProcessEnv, isTty: boolean): boolean {
 
 /** One line for the terminal, cut to `width` columns. */
 export function toTerminal(styled: StyledLine, width: number, color: boolean): string {
-  const clipped = clipLine(styled, width);
+  // Workflow text (titles, details, errors) must not act on the terminal; escape it first so
+  // the cut counts what is shown.
+  const clipped = clipLine(styled.map((seg) => ({ ...seg, text: terminalSafe(seg.text) })), width);
   if (!color) return plainText(clipped);
   let out = "";
   for (const seg of clipped) {

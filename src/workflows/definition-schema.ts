@@ -27,7 +27,14 @@ const timeout = v.optional(
 );
 const common = {
   timeoutMs: timeout,
-  statusDetail: v.optional(v.pipe(v.string(), v.maxLength(200))),
+  statusDetail: v.optional(
+    v.pipe(
+      v.string(),
+      v.maxLength(200),
+      // deno-lint-ignore no-control-regex -- a label shown on one line of status views
+      v.regex(/^[^\x00-\x1f\x7f-\x9f]*$/, "expected one line without control characters"),
+    ),
+  ),
 };
 const managedEffect = v.optional(v.strictObject({
   type: v.optional(

@@ -127,6 +127,45 @@ describe("start --wait", () => {
     expect(forced.stdout).toContain("\x1b[32m✓\x1b[0m echo");
   });
 
+  it("shows control characters of workflow text as escapes: titles, details, errors, notices", async () => {
+    const esc = "\\u001b";
+    writeFileSync(
+      join(project, ".pi", "workflows", "noisy.workflow.ts"),
+      `import { compute, defineWorkflow, notify } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "noisy",
+  title: "T${esc}[2J\\nsecond\\rline",
+  input: (raw) => { if (raw?.task === "bad") throw new Error("no ${esc}]52;c;cGF5bG9hZA==\\u0007 here"); return raw; },
+  startAt: "a",
+  nodes: {
+    a: notify({ message: "msg ${esc}]0;pwned\\u0007 \\u202eevil" }),
+    f: compute({ run: () => { throw new Error("bad ${esc}[41mthing\\r"); } }),
+  },
+  edges: [{ from: "a", to: "f" }],
+});
+`,
+    );
+    const wait = await cli(["start", "noisy", "--cwd", project, "--wait"], { FORCE_COLOR: "1" });
+    expect(wait.code, wait.stderr).toBe(6);
+    const id = /run-[0-9a-f]{8}/.exec(wait.stdout)![0];
+    const status = await cli(["status", id], { FORCE_COLOR: "1" });
+    const list = await cli(["list", "--all"]);
+    const refused = await cli(["start", "noisy", "bad", "--cwd", project]);
+    expect(refused.code).toBe(3);
+    for (const out of [wait.stdout, status.stdout, list.stdout, refused.stderr]) {
+      // Only the CLI's own colours are left; every other control character is shown escaped.
+      // deno-lint-ignore no-control-regex -- the CLI's own colours
+      const bare = out.replace(/\x1b\[(?:0|1|2|31|32|33|35|36)m/g, "");
+      // deno-lint-ignore no-control-regex -- nothing that acts on a terminal
+      expect(bare).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]/);
+    }
+    // The title is one line; the error and the notice keep their text, escaped.
+    expect(list.stdout).toMatch(/noisy — T \[2J second line \(nodeFailed\)/);
+    expect(status.stdout).toContain("bad \\u001b[41mthing");
+    expect(status.stdout).toContain("msg \\u001b]0;pwned\\u0007 \\u202eevil");
+    expect(refused.stderr).toContain("no \\u001b]52;c;cGF5bG9hZA==\\u0007 here");
+  });
+
   it("exits quietly when its reader closes the pipe", async () => {
     const child = spawn(process.execPath, [CLI, "start", "progress", "--cwd", project, "--wait"], {
       cwd: ROOT,

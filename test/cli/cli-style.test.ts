@@ -6,6 +6,7 @@ import { formatRun, formatRunHeadline, formatRunList } from "../../src/cli/forma
 import { distinctPrefixes, shortRunId } from "../../src/cli/run-ids.ts";
 import { describeRunState } from "../../src/cli/run-state.ts";
 import { detectTerminal } from "../../src/cli/terminal.ts";
+import { terminalSafe } from "../../src/render/terminal-safe.ts";
 import { COMMAND_HELP, MAIN_HELP } from "../../src/cli/usage.ts";
 import type { Waiting } from "../../src/protocol/decision-request.ts";
 import { failureMessage, HostUnavailableError } from "../../src/protocol/failures.ts";
@@ -326,5 +327,23 @@ describe("createFollowPrinter()", () => {
     written.length = 0;
     printer.events(events().slice(4));
     expect(written).toEqual(["\r\x1b[2K", "✓ copy  5.0s\n"]);
+  });
+});
+
+describe("terminalSafe()", () => {
+  it("shows control characters as escapes, keeping only the CLI's own sequences", () => {
+    expect(terminalSafe("plain ✓ text\n\tnext")).toBe("plain ✓ text\n\tnext");
+    expect(terminalSafe("a\x1b]0;t\x07b\rc\x9bd\u202ee\x00")).toBe(
+      "a\\u001b]0;t\\u0007b\\u000dc\\u009bd\\u202ee\\u0000",
+    );
+    const painted = "\x1b[32m✓\x1b[0m \x1b[2Kx";
+    expect(terminalSafe(painted)).toBe("\\u001b[32m✓\\u001b[0m \\u001b[2Kx");
+    expect(terminalSafe(painted, { colour: true })).toBe("\x1b[32m✓\x1b[0m \\u001b[2Kx");
+    expect(terminalSafe("\r\x1b[2K\x1b[33m◐\x1b[0m", { colour: true, redraw: true })).toBe(
+      "\r\x1b[2K\x1b[33m◐\x1b[0m",
+    );
+    // Inside JSON the escape is the same value.
+    const json = JSON.stringify({ s: "x\x9by\u202e" });
+    expect(JSON.parse(terminalSafe(json))).toEqual({ s: "x\x9by\u202e" });
   });
 });

@@ -237,4 +237,10 @@ describe("terminal styles", () => {
     expect(colorEnabled({}, false)).toBe(false);
     expect(colorEnabled({}, true)).toBe(true);
   });
+
+  it("shows a workflow's control characters as escapes, cut by what is shown", () => {
+    const title = [{ text: "T\x1b[2J\rx\u202e", style: "title" as const }];
+    expect(toTerminal(title, 80, true)).toBe("\x1b[1mT\\u001b[2J\\u000dx\\u202e\x1b[0m");
+    expect(toTerminal(title, 8, false)).toBe("T\\u001b[");
+  });
 });

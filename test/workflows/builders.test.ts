@@ -159,6 +159,11 @@ describe("defineWorkflow()", () => {
     ["an unknown node kind", { nodes: { a: { kind: "weird" } } }, /expected a node built with/],
     ["a negative timeout", { nodes: { a: compute({ run: () => 1, timeoutMs: -1 }) } }, /timeoutMs/],
     [
+      "a statusDetail of two lines",
+      { nodes: { a: compute({ run: () => 1, statusDetail: "copy\nfiles" }) } },
+      /statusDetail: expected one line without control characters/,
+    ],
+    [
       "a bad switch path",
       { edges: [{ from: "a", switch: { on: "output.x", cases: {} } }] },
       /switch\.on: expected \$\.path/,

@@ -78,6 +78,11 @@ describe("title callbacks", () => {
       .toBe("for x");
     expect(await resolveWorkflowTitle(titled(() => "y".repeat(300)), null)).toHaveLength(200);
     expect(await resolveWorkflowTitle(titled(() => undefined), null)).toBeNull();
+    // One line: breaks and control characters become a space; the cut keeps surrogate pairs.
+    expect(await resolveWorkflowTitle(titled("Ship\n\r\u001b[2J v2 "), null)).toBe("Ship [2J v2");
+    expect(await resolveWorkflowTitle(titled(() => "a\u2028b\tc"), null)).toBe("a b c");
+    const emoji = await resolveWorkflowTitle(titled(`${"x".repeat(199)}🚀`), null);
+    expect(emoji).toBe("x".repeat(199));
     await expect(resolveWorkflowTitle(titled(() => 5), null)).rejects.toThrow(
       'The title callback of workflow "t" returned number, not a string',
     );

@@ -48,7 +48,7 @@ export const TITLE_TIMEOUT_MS = 10_000;
 
 /**
  * The run title: the definition's title (a string, or a function of `{input, workflowName}`
- * that may be async), at most 200 characters; null without one. A callback that throws, hangs
+ * that may be async), one line of at most 200 characters; null without one. A callback that throws, hangs
  * past TITLE_TIMEOUT_MS or returns something other than a string (or undefined) refuses the
  * start with `titleFailed`.
  */
@@ -59,7 +59,7 @@ export async function resolveWorkflowTitle(
 ): Promise<string | null> {
   const spec = wf.definition.title;
   if (spec === undefined) return null;
-  if (typeof spec === "string") return spec.slice(0, 200);
+  if (typeof spec === "string") return oneLineTitle(spec);
   const refuse = (detail: string) =>
     new WorkflowDefinitionError(
       "titleFailed",
@@ -86,7 +86,22 @@ export async function resolveWorkflowTitle(
   }
   if (title === undefined || title === null) return null;
   if (typeof title !== "string") throw refuse(`returned ${typeof title}, not a string`);
-  return title.slice(0, 200);
+  return oneLineTitle(title);
+}
+
+// deno-lint-ignore no-control-regex -- line breaks and other control characters
+const TITLE_BREAKS = /[\x00-\x1f\x7f-\x9f\u2028\u2029]+/g;
+
+/**
+ * A title is one line wherever it is shown (lists, status heads, Pi's widget): line breaks and
+ * control characters become one space, and the cut at 200 characters never splits a surrogate
+ * pair.
+ */
+function oneLineTitle(title: string): string {
+  const line = title.replace(TITLE_BREAKS, " ").trim();
+  if (line.length <= 200) return line;
+  const cut = line.slice(0, 200);
+  return /[\ud800-\udbff]$/.test(cut) ? cut.slice(0, 199) : cut;
 }
 
 /** True when a step can only run in an origin Pi session (assistant messages). */
