@@ -59,6 +59,12 @@ describe("readSupervisionOptions()", () => {
         PI_WORKFLOWS_CLAIM_TTL_MS: "1000",
         PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
       })
-    ).toThrow(/claimRenewMs must be below claimTtlMs/);
+    ).toThrow(
+      "Invalid PI_WORKFLOWS_CLAIM_RENEW_MS: PI_WORKFLOWS_CLAIM_RENEW_MS (1000) must be below PI_WORKFLOWS_CLAIM_TTL_MS (1000): set both",
+    );
+    // Only the lease set: the message says the renewal interval is the default.
+    expect(() => readSupervisionOptions({ PI_WORKFLOWS_CLAIM_TTL_MS: "10" })).toThrow(
+      "PI_WORKFLOWS_CLAIM_RENEW_MS (10000, the default) must be below PI_WORKFLOWS_CLAIM_TTL_MS (10)",
+    );
   });
 });

@@ -58,6 +58,17 @@ export function readSupervisionOptions(
     }
     options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
   }
+  if (options.claimRenewMs >= options.claimTtlMs) {
+    // Name the variables: the person set one of them, maybe not the other.
+    const unset = (key: keyof SupervisionOptions) => (env[ENV_NAMES[key]] ?? "") === "";
+    const shown = (key: "claimTtlMs" | "claimRenewMs") =>
+      `${ENV_NAMES[key]} (${options[key]}${unset(key) ? ", the default" : ""})`;
+    throw new RangeError(
+      `Invalid ${ENV_NAMES.claimRenewMs}: ${shown("claimRenewMs")} must be below ${
+        shown("claimTtlMs")
+      }: set both`,
+    );
+  }
   return validateSupervisionOptions(options);
 }
 
