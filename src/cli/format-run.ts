@@ -203,7 +203,9 @@ export function formatRunList(runs: readonly RunSummary[], options: RunListOptio
       `${style.glyph(state.glyph)} ${state.word.padEnd(stateWidth)}`,
     );
     const title = run.title ? ` ${style.glyph("dash")} ${run.title}` : "";
-    const failure = run.error && run.state !== "cancelled" ? ` (${run.error.code})` : "";
+    // The code says why at a glance: what failed, or what a blocked run waits to be told.
+    const why = run.error && run.state !== "cancelled" ? run.error.code : run.blockedReason;
+    const failure = why ? ` (${why})` : "";
     const rest = `  ${shortRunId(run.runId)}  ${
       age.padStart(ageWidth)
     }  ${run.workflowName}${title}${failure}`;

@@ -204,6 +204,15 @@ describe("formatRunList()", () => {
     expect(stripAnsi(line).endsWith("…")).toBe(true);
   });
 
+  it("names the reason of a blocked run", () => {
+    const text = formatRunList([run({ blockedReason: "effectAmbiguous", queueState: "parked" })], {
+      now: NOW,
+    });
+    expect(text.split("\n")[0]).toMatch(
+      /^! blocked {2}run-1a2b3c4d {2}.* hello \(effectAmbiguous\)$/,
+    );
+  });
+
   it("says how to see finished runs when nothing is active", () => {
     expect(formatRunList([])).toBe(
       "No active runs. 'pi-workflows list --all' shows finished ones too.",
