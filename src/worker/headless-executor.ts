@@ -41,7 +41,7 @@ import {
 import { trackCleanup } from "./child-cleanups.ts";
 import { ensureBridgeFile } from "./pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
-import { type PiChild, spawnPiChild } from "./pi-child.ts";
+import { type PiChild, problemLine, spawnPiChild } from "./pi-child.ts";
 
 /** SIGTERM to SIGKILL for a Pi group (Pi shuts down promptly on SIGTERM). */
 const PI_KILL_GRACE_MS = 1_000;
@@ -179,7 +179,7 @@ function driveStep(
           fail(
             "piPromptRefused",
             `Pi refused the prompt of step "${contract.step}": ${
-              String(response.error ?? "no reason given").slice(0, 500)
+              problemLine(String(response.error ?? ""), "first") || "no reason given"
             }`,
           );
         }

@@ -17,7 +17,7 @@ import { createOutputTail } from "./output-tail.ts";
 
 /** Pi prints whole session messages in some records; larger ones are skipped, not buffered. */
 const MAX_RECORD_BYTES = 8 * 1024 * 1024;
-/** Kept in memory for the failure message: the last line of stderr. */
+/** Kept in memory for the failure message: the tail of stderr. */
 const STDERR_MEMORY_BYTES = 4096;
 
 export type RpcRecord = Record<string, unknown> & { type: string };
@@ -58,7 +58,7 @@ export interface PiChild {
   command(command: Record<string, unknown> & { type: string }): Promise<RpcResponse>;
   /** Writes a record that gets no response (`extension_ui_response`). */
   send(record: Record<string, unknown>): void;
-  /** The last non-empty stderr line (bounded), for a failure message. */
+  /** The stderr line that names Pi's problem (bounded; see `problemLine`), for a failure message. */
   lastStderrLine(): string;
   /** Stops the whole group: SIGTERM, SIGKILL after `graceMs`, then waits (bounded). */
   stop(graceMs: number): Promise<void>;
@@ -185,8 +185,7 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
     },
     send: write,
     lastStderrLine() {
-      const lines = stderrMemory.split("\n").map((line) => line.trim()).filter(Boolean);
-      return (lines.at(-1) ?? "").slice(0, 300);
+      return problemLine(stderrMemory, "last");
     },
     async stop(graceMs) {
       if (identity !== null) await stopProcessTree(identity, { graceMs });
@@ -204,4 +203,16 @@ function unavailable(error: unknown): NodeFailure {
     `Pi could not be started${typeof code === "string" ? ` (${code})` : ""}: check the Pi ` +
       "command recorded with the run (PI_WORKFLOWS_PI, or pi on PATH when the run started)",
   );
+}
+
+/**
+ * The one line of a Pi message that says what is wrong, bounded to 300 characters. Pi's errors
+ * run over several lines whose tail is advice and paths of its own docs ("Use /login ... See:
+ * /…/docs/models.md"): the last line that starts with "Error" is the problem, else the first
+ * (`first`, a refused prompt's message) or last (`last`, stderr) non-empty line.
+ */
+export function problemLine(text: string, otherwise: "first" | "last"): string {
+  const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
+  const error = lines.findLast((line) => /^error\b/i.test(line));
+  return (error ?? (otherwise === "first" ? lines[0] : lines.at(-1)) ?? "").slice(0, 300);
 }

@@ -168,6 +168,32 @@ describe("headless runs with the real Pi", () => {
     expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
   });
 
+  it("fails the attempt with Pi's own one-line reason when Pi refuses to start or to take the prompt", async () => {
+    const path = h.writeWorkflow("refused.workflow.ts", oneAgentStep("refused"));
+    const start = (args: string[]) =>
+      h.cli(["start", path, "--wait", "--json", "--cwd", h.sandbox.project, ...args]);
+    // Pi's messages go on with advice and the paths of its own docs: only the problem is kept.
+    const unknown = await start(["--provider", "nosuch", "--model", "x"]);
+    const noKey = await start(["--provider", "groq", "--model", "llama-3.3-70b-versatile"]);
+    const errors = [unknown, noKey].map((run) => {
+      expect(run.code, run.stderr).toBe(6);
+      const result = JSON.parse(run.stdout).run;
+      runIds.push(result.runId);
+      return result.error;
+    });
+    expect(errors[0]).toEqual({
+      code: "piExited",
+      message: expect.stringMatching(
+        /^Pi exited \(exit code 1\) before step "work" was submitted: Error: Unknown provider "nosuch"/,
+      ),
+    });
+    expect(errors[1]).toEqual({
+      code: "piPromptRefused",
+      message: 'Pi refused the prompt of step "work": No API key found for groq.',
+    });
+    for (const error of errors) expect(error.message).not.toMatch(/\n|docs\//);
+  });
+
   it("runs a decision step headless: a choice outside the list is rejected, the next routes", async () => {
     const path = h.writeWorkflow(
       "route.workflow.ts",
