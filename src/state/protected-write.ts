@@ -6,7 +6,15 @@
 import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
 import { appendHistory, type JournalEntry } from "./journal.ts";
 import type { MessageReceiptInput } from "./message-receipts.ts";
-import { checkClaimInTx, type Claim, claimFacts, runResource } from "./claims.ts";
+import {
+  checkClaimInTx,
+  type Claim,
+  claimFacts,
+  RENEWED_EXPIRY_SQL,
+  RENEWED_HEARTBEAT_SQL,
+  renewedExpiry,
+  runResource,
+} from "./claims.ts";
 import { type StateStore } from "./store.ts";
 import { executeArgs, queryOne, queryOneArgs } from "./statements.ts";
 import { writeTransaction } from "./transactions.ts";
@@ -63,8 +71,10 @@ export interface ProtectedResult<T> {
   expiresAt: number;
 }
 
-// A host claim renews only under the epoch that holds the host claim now (the fence).
-const RENEW_SQL = "UPDATE leases SET heartbeat_at = ?1, expires_at = ?1 + ttl_ms " +
+// A host claim renews only under the epoch that holds the host claim now (the fence). The
+// renewed times move once per renewal tick (claims.ts `renewedExpiry`).
+const RENEW_SQL =
+  `UPDATE leases SET heartbeat_at = ${RENEWED_HEARTBEAT_SQL}, expires_at = ${RENEWED_EXPIRY_SQL} ` +
   "WHERE resource = ?2 AND owner_type = ?3 AND owner_id = ?4 AND token_hash = ?5 " +
   "AND generation = ?6 AND expires_at > ?1 AND host_epoch IS ?7 AND (?7 IS NULL OR ?7 = " +
   "(SELECT epoch FROM host_claim WHERE singleton = 1 AND token_hash IS NOT NULL))";
@@ -100,7 +110,7 @@ export function protectedWrite<T>(
     ] as const;
     let expiresAt: number | null = null;
     if (facts.ttlMs !== null) {
-      if (executeArgs(store, RENEW_SQL, ...args) === 1) expiresAt = now + facts.ttlMs;
+      if (executeArgs(store, RENEW_SQL, ...args) === 1) expiresAt = renewedExpiry(now, facts.ttlMs);
     } else {
       const renewed = queryOneArgs<{ ttl_ms: number }>(
         store,
@@ -109,7 +119,7 @@ export function protectedWrite<T>(
       );
       if (renewed) {
         facts.ttlMs = renewed.ttl_ms;
-        expiresAt = now + renewed.ttl_ms;
+        expiresAt = renewedExpiry(now, renewed.ttl_ms);
       }
     }
     if (expiresAt === null) {

@@ -10,7 +10,7 @@ import type { Claim } from "../../src/state/claims.ts";
 import { ClaimLostError, RevisionConflictError, TransitionError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
-import { renewClaim } from "../../src/state/claims.ts";
+import { renewClaim, renewedExpiry } from "../../src/state/claims.ts";
 import {
   recordNodeFinished,
   recordNodeStarted,
@@ -108,7 +108,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
     expect(readRun(store, runId)!.revision).toBe(revision + 1);
     stats.passed!++;
     const c = current.get(runId)!;
-    current.set(runId, releases ? null : { ...c, expiresAt: f.clock.now() + TTL });
+    current.set(runId, releases ? null : { ...c, expiresAt: renewedExpiry(f.clock.now(), TTL) });
   };
 
   const finishEpochs = (runId: string) => {
@@ -207,7 +207,7 @@ function simulate(seed: number, steps: number): Record<string, number> {
         expect(expectPass, "an expired or stale claim renewed").toBe(true);
         current.set(claim.runId!, {
           ...current.get(claim.runId!)!,
-          expiresAt: f.clock.now() + TTL,
+          expiresAt: renewedExpiry(f.clock.now(), TTL),
         });
       } catch (error) {
         if (!(error instanceof ClaimLostError)) throw error;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Claim, readLease, renewClaim } from "../../src/state/claims.ts";
+import { type Claim, readLease, renewClaim, renewedExpiry } from "../../src/state/claims.ts";
 import { protectedWrite } from "../../src/state/protected-write.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
@@ -43,7 +43,7 @@ describe("claim facts cache", () => {
         result: null,
       }));
       expect(expiresAt).toBe(readLease(f.store, claim.resource)!.expires_at);
-      expect(expiresAt).toBe(f.clock.now() + 30_000);
+      expect(expiresAt).toBe(renewedExpiry(f.clock.now(), 30_000));
     }
   });
 

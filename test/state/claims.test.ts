@@ -4,7 +4,9 @@ import {
   type Claim,
   readLease,
   releaseClaim,
+  renewalTick,
   renewClaim,
+  renewedExpiry,
   runResource,
 } from "../../src/state/claims.ts";
 import { protectedWrite } from "../../src/state/protected-write.ts";
@@ -68,11 +70,36 @@ describe("protectedWrite() claim checks", () => {
   it("renews the claim on every write and accepts a live claim", () => {
     const runId = enqueue(f.store);
     const { claim, attemptId } = launchWithAttempt(f.store, runId);
-    f.clock.advance(TTL - 1);
+    // A renewal (the launch's writes renew too) lasts at least its ttl less one renewal tick.
+    f.clock.advance(TTL - renewalTick(TTL));
     update(claim, attemptId)();
-    expect(readLease(f.store, runResource(runId))?.expires_at).toBe(f.clock.now() + TTL);
-    f.clock.advance(TTL - 1);
+    expect(readLease(f.store, runResource(runId))?.expires_at).toBe(
+      renewedExpiry(f.clock.now(), TTL),
+    );
+    f.clock.advance(TTL - renewalTick(TTL));
     expect(() => update(claim, attemptId)()).not.toThrow();
+  });
+
+  it("renews at the resolution of a tick: same lease bytes within one, never past the ttl", () => {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId);
+    const tick = renewalTick(TTL);
+    f.clock.advance(tick - (f.clock.now() % tick)); // the start of a tick
+    const leaseRow = () =>
+      f.store.db.prepare("SELECT * FROM leases WHERE resource = ?").get(runResource(runId));
+    update(claim, attemptId)();
+    const first = leaseRow();
+    expect(first).toMatchObject({ heartbeat_at: f.clock.now(), expires_at: f.clock.now() + TTL });
+    f.clock.advance(tick - 1);
+    update(claim, attemptId)();
+    renewClaim(f.store, claim);
+    expect(leaseRow()).toEqual(first);
+    // The next tick moves both; the claim then expires exactly a ttl after that tick's start.
+    f.clock.advance(1);
+    update(claim, attemptId)();
+    expect(leaseRow()).toMatchObject({ expires_at: f.clock.now() + TTL });
+    f.clock.advance(TTL);
+    expectClaimLost(update(claim, attemptId), "expired");
   });
 
   it("missingAuthority: the claim was released", () => {
