@@ -5,7 +5,11 @@
  * terminal run row accepts no later update), `appendHistory` after it.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { messageReceiptConflict, type MessageReceiptInput } from "./message-receipts.ts";
+import {
+  fingerprintBytes,
+  messageReceiptConflict,
+  type MessageReceiptInput,
+} from "./message-receipts.ts";
 import { type StateStore } from "./store.ts";
 import { execute, executeArgs, queryOne } from "./statements.ts";
 import { encodeValue } from "./values.ts";
@@ -74,7 +78,7 @@ export function appendHistory(
         payload,
         now,
         receipt.requestId,
-        receipt.requestFingerprint,
+        fingerprintBytes(receipt.requestFingerprint),
         body === undefined ? null : encodeValue("message receipt", body),
       );
     } catch (error) {

@@ -5,6 +5,7 @@
  * (`events_by_request`) instead of a separate receipts table and its index. Client commands keep
  * theirs in `host_commands` (host-commands.ts).
  */
+import { Buffer } from "node:buffer";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { RequestConflictError } from "./errors.ts";
 import type { ReceiptTarget } from "./host-commands.ts";
@@ -14,9 +15,12 @@ import { decodeValue } from "./values.ts";
 
 /** What the host knows about the worker message an accepted change answers. */
 export interface MessageReceiptInput {
-  /** `worker:<messageId>`: unique per message (worker message ids name their epoch). */
+  /** The worker message id: unique per message (worker message ids name their epoch). */
   requestId: string;
-  /** `fingerprint()` of the message: a reused id with another message is refused. */
+  /**
+   * `fingerprint()` of the message (`sha256:<hex>`): a reused id with another message is refused.
+   * Stored as its 32 bytes (`fingerprintBytes`).
+   */
   requestFingerprint: string;
   /**
    * What a replay's answer quotes beyond the revision (an effect reservation); a function sees the
@@ -44,7 +48,7 @@ export function findMessageReceipt(
   const row = queryOneArgs<{
     run_id: string;
     run_revision: number;
-    request_fingerprint: string;
+    request_fingerprint: Uint8Array;
     receipt_json: string | null;
   }>(
     store,
@@ -55,11 +59,27 @@ export function findMessageReceipt(
   if (!row) return undefined;
   return {
     requestId,
-    requestFingerprint: row.request_fingerprint,
+    requestFingerprint: `${FINGERPRINT_PREFIX}${
+      Buffer.from(row.request_fingerprint).toString("hex")
+    }`,
     runId: row.run_id,
     acceptedRevision: row.run_revision,
     receipt: row.receipt_json === null ? null : decodeValue(row.receipt_json) ?? null,
   };
+}
+
+const FINGERPRINT_PREFIX = "sha256:";
+const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * The stored form of a message fingerprint: the 32 bytes of the digest, not its 71 characters of
+ * text (events are most of a node boundary's pages, and their size sets how often they split).
+ */
+export function fingerprintBytes(requestFingerprint: string): Uint8Array {
+  if (!FINGERPRINT.test(requestFingerprint)) {
+    throw new TypeError("A message receipt's fingerprint must be sha256:<64 hex digits>");
+  }
+  return Buffer.from(requestFingerprint.slice(FINGERPRINT_PREFIX.length), "hex");
 }
 
 /**

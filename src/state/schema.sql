@@ -199,10 +199,11 @@ CREATE TABLE workflow_definitions (
 
 -- Immutable, ordered per run (seq 1, 2, ...). Payloads are small summaries, never outputs.
 -- An event a worker message produced carries that message's receipt (spec "Worker protocol": a
--- retry receives the same answer): `request_id` (`worker:<messageId>`), the message's fingerprint
--- and, when the answer quotes the change's result (an effect reservation), `receipt_json`. The
--- accepted revision is the event's own. Kept here rather than in a receipts table: the event row
--- is written anyway, so a receipt costs one small index entry instead of two B-trees.
+-- retry receives the same answer): `request_id` (the worker message id, `<epoch>.<n>`), the
+-- message's fingerprint (the 32 bytes of its sha256, message-receipts.ts) and, when the answer
+-- quotes the change's result (an effect reservation), `receipt_json`. The accepted revision is the
+-- event's own. Kept here rather than in a receipts table: the event row is written anyway, so a
+-- receipt costs one small index entry instead of two B-trees.
 CREATE TABLE events (
   run_id TEXT NOT NULL REFERENCES runs (run_id),
   seq INTEGER NOT NULL CHECK (seq >= 1),
@@ -211,7 +212,7 @@ CREATE TABLE events (
   payload_json TEXT NOT NULL,
   at INTEGER NOT NULL,
   request_id TEXT,
-  request_fingerprint TEXT,
+  request_fingerprint BLOB,
   receipt_json TEXT,
   PRIMARY KEY (run_id, seq),
   CHECK ((request_id IS NULL) = (request_fingerprint IS NULL)),

@@ -97,7 +97,7 @@ try {
   let messageNo = 0;
   const withReceipt = (n: number) => {
     for (let i = 0; i < n; i++) {
-      const requestId = `worker:bench-epoch-0.${String(++messageNo).padStart(9, "0")}`;
+      const requestId = `bench-epoch-0.${String(++messageNo).padStart(9, "0")}`;
       recordNodeUpdate(store, claim, {
         attemptId: writers[0].attemptId,
         type: "progress",

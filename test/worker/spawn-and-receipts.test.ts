@@ -136,7 +136,7 @@ describe("worker-message receipts", () => {
   const workerReceipts = (h: Harness, runId: string, type?: string) =>
     queryAll<{ type: string }>(
       h.store,
-      "SELECT type FROM events WHERE run_id = :runId AND request_id LIKE 'worker:%' ORDER BY seq",
+      "SELECT type FROM events WHERE run_id = :runId AND request_id IS NOT NULL ORDER BY seq",
       { runId },
     ).filter((r) => type === undefined || r.type === type);
 
@@ -167,7 +167,12 @@ export default defineWorkflow({
     ).toBe(true);
     const live = workerReceipts(h, runId).length;
     expect(live).toBeGreaterThan(3);
-    expect(queryAll(h.store, "SELECT 1 FROM host_commands WHERE request_id LIKE 'worker:%'"))
+    expect(
+      queryAll(
+        h.store,
+        "SELECT 1 FROM host_commands c JOIN events e ON e.request_id = c.request_id",
+      ),
+    )
       .toEqual([]);
     cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(workerReceipts(h, runId)).toHaveLength(live);

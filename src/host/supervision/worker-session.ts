@@ -203,7 +203,8 @@ function answer(
   if (kind === "node.started" && hooks.parkedAtBoundary(worker)) {
     return lost(messageId, "the host is stopping: the run parked at its last durable boundary");
   }
-  const requestId = `worker:${messageId}`;
+  // Receipts of worker messages live in their events, keyed by the message id alone.
+  const requestId = messageId;
   // `fingerprint(message)`, through the state layer's faster encoder of the same canonical bytes.
   const requestFingerprint = `sha256:${sha256Hex(fastCanonicalJson(message))}`;
 
