@@ -6,6 +6,7 @@
  */
 import type { Buffer } from "node:buffer";
 import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
 import process from "node:process";
 import { resolve } from "node:path";
 import { NodeFailure } from "./errors.ts";
@@ -46,13 +47,20 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   const cap = cmd.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   const started = Date.now();
   if (options.signal.aborted) throw options.signal.reason;
-  const child = spawn(cmd.command, args, {
-    cwd,
-    env: { ...process.env, ...(cmd.env ?? {}) },
-    shell: cmd.shell === true ? "/bin/sh" : false,
-    detached: true,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  checkCwd(cmd, cwd);
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(cmd.command, args, {
+      cwd,
+      env: { ...process.env, ...(cmd.env ?? {}) },
+      shell: cmd.shell === true ? "/bin/sh" : false,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+  } catch (error) {
+    // Some refusals (E2BIG, ENOTDIR) are thrown by spawn itself rather than emitted.
+    throw startFailure(cmd, error as NodeJS.ErrnoException);
+  }
   const streams = {
     stdout: { text: "", cut: false, line: "" },
     stderr: { text: "", cut: false, line: "" },
@@ -142,16 +150,7 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   for (const name of ["stdout", "stderr"] as const) {
     if (streams[name].line.length > 0) emitLine(streams[name].line, name);
   }
-  if (exit.error) {
-    const code = (exit.error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") {
-      throw new NodeFailure("commandNotFound", `Command not found: ${cmd.command}`);
-    }
-    throw new NodeFailure(
-      "commandFailed",
-      `Command could not start: ${cmd.command}: ${exit.error.message}`,
-    );
-  }
+  if (exit.error) throw startFailure(cmd, exit.error as NodeJS.ErrnoException);
   if (stopReason !== null) throw stopReason;
   const result: ShellResult = {
     command: cmd.command,
@@ -175,6 +174,38 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
     );
   }
   return result;
+}
+
+/** A missing working directory makes spawn fail ENOENT, which would read "command not found". */
+function checkCwd(cmd: ShellCommand, cwd: string): void {
+  const stat = statSync(cwd, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) return;
+  // The directory as the workflow named it (relative to the project), not the resolved path.
+  const named = cmd.cwd ?? ".";
+  throw new NodeFailure(
+    "invalidCommand",
+    `Cannot run ${cmd.command}: its cwd "${named}" ${
+      stat ? "is not a directory" : "does not exist"
+    }`,
+  );
+}
+
+function startFailure(cmd: ShellCommand, error: NodeJS.ErrnoException): NodeFailure {
+  if (error.code === "ENOENT") {
+    return new NodeFailure("commandNotFound", `Command not found: ${cmd.command}`);
+  }
+  if (error.code === "E2BIG") {
+    return new NodeFailure(
+      "invalidCommand",
+      `Command could not start: ${cmd.command}: its arguments and environment are larger than ` +
+        "the system allows (E2BIG); pass large data on stdin or in a file",
+    );
+  }
+  const why = error.code === "EACCES" ? "it is not executable (EACCES)" : error.code;
+  return new NodeFailure(
+    "commandFailed",
+    `Command could not start: ${cmd.command}: ${why ?? error.message}`,
+  );
 }
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -80,6 +80,34 @@ describe("runShell()", () => {
         code: "invalidCommand",
         message: "Invalid shell command: args must be an array of strings",
       });
+  });
+
+  it("says why a command could not start: its cwd, its size, its permissions", async () => {
+    const file = join(dir, "plain.txt");
+    writeFileSync(file, "not a program\n", { mode: 0o644 });
+    const refused = (cmd: Parameters<typeof runShell>[0]) =>
+      runShell(cmd, { signal: never() }).catch((error) => ({
+        code: error.code,
+        message: error.message,
+      }));
+    // A missing cwd once read "Command not found: ls"; a file as cwd and E2BIG failed nodeFailed.
+    expect(await refused({ command: "ls", cwd: join(dir, "gone") })).toEqual({
+      code: "invalidCommand",
+      message: `Cannot run ls: its cwd "${join(dir, "gone")}" does not exist`,
+    });
+    expect(await refused({ command: "ls", cwd: file })).toEqual({
+      code: "invalidCommand",
+      message: `Cannot run ls: its cwd "${file}" is not a directory`,
+    });
+    expect(await refused({ command: "echo", args: ["x".repeat(4 * 1024 * 1024)] })).toEqual({
+      code: "invalidCommand",
+      message: "Command could not start: echo: its arguments and environment are larger than " +
+        "the system allows (E2BIG); pass large data on stdin or in a file",
+    });
+    expect(await refused({ command: file })).toEqual({
+      code: "commandFailed",
+      message: `Command could not start: ${file}: it is not executable (EACCES)`,
+    });
   });
 
   it("caps output per stream and marks truncation", async () => {
