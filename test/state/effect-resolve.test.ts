@@ -133,6 +133,28 @@ describe("resolveAmbiguousEffect()", () => {
     expect(f.store.db.prepare("SELECT state FROM effects").all()).toEqual([{ state: "applied" }]);
   });
 
+  it("takes the start of the attempt id, as status shows it, but not a start too short", () => {
+    const { runId, attemptId } = blockedRun();
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId,
+          target: attemptId.slice(0, 7),
+          verdict: "retry",
+          operator: "o",
+        }),
+      /is not the blocking attempt/,
+    );
+    const result = resolveAmbiguousEffect(f.store, {
+      runId,
+      target: attemptId.slice(0, 8),
+      verdict: "notApplied",
+      operator: "o",
+    });
+    expect(result.attemptId).toBe(attemptId);
+  });
+
   it("--retry of a managed effect returns it to pending under its key", () => {
     const { runId, attemptId } = blockedRun(true);
     resolveAmbiguousEffect(f.store, { runId, target: attemptId, verdict: "retry", operator: "o" });

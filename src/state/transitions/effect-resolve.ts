@@ -29,7 +29,7 @@ export type { EffectVerdict } from "../../protocol/effect-operations.ts";
 
 export interface ResolveEffectOptions {
   runId: string;
-  /** The blocking attempt's id, or the id of one of its ambiguous effects. */
+  /** The blocking attempt's id or one of its ambiguous effects' ids (or a start of one). */
   target: string;
   verdict: EffectVerdict;
   /** The node's result for `applied` (required then, refused otherwise). */
@@ -88,7 +88,7 @@ export function resolveAmbiguousEffect(
         "its latest attempt is not an interrupted external attempt",
       );
     }
-    if (opts.target !== blocked.attemptId && !blocked.effectIds.includes(opts.target)) {
+    if (!namesBlockedAttempt(blocked, opts.target)) {
       throw new TransitionError(
         opts.runId,
         "resolve an effect of",
@@ -196,4 +196,21 @@ function adoptOutput(
 
 function asObject(value: JsonValue): { [key: string]: JsonValue } {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? value : {};
+}
+
+/** Shortest start of an id that names the blocking attempt (status shows ids in 8 characters). */
+const MIN_TARGET_PREFIX = 8;
+
+/**
+ * The blocking attempt's id or one of its ambiguous effects' ids, whole or by a start of at
+ * least MIN_TARGET_PREFIX characters (like run ids): every id it can match belongs to the one
+ * attempt that blocks the run, so a start cannot name anything else.
+ */
+function namesBlockedAttempt(
+  blocked: { attemptId: string; effectIds: string[] },
+  target: string,
+): boolean {
+  const ids = [blocked.attemptId, ...blocked.effectIds];
+  if (ids.includes(target)) return true;
+  return target.length >= MIN_TARGET_PREFIX && ids.some((id) => id.startsWith(target));
 }
