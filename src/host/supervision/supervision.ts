@@ -13,7 +13,6 @@
  *   gone       the child exited and its channel drained: worker-exit.ts records the epoch and
  *              settles the run; the scheduler then looks for more work.
  */
-import { join } from "node:path";
 import { listExpiredRuns } from "../../state/queries.ts";
 import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
@@ -47,15 +46,11 @@ import {
 import { createValidations } from "./validation.ts";
 import { createPreparedChildren, type PreparedChild } from "./prepared-children.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
-import { closeAfterDrain, pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
+import { createLogPruner, settleWorkerOutput } from "./captured-logs.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
 import { logError } from "../host-log.ts";
 
-/** Captured output files kept across host restarts (newest first). */
-const KEPT_WORKER_LOGS = 200;
-/** How long a dead worker's channel may still deliver frames already written. */
-const CHANNEL_DRAIN_MS = 1_000;
 /** The epoch record of a process kept as its run's prepared child: a normal end. */
 const KEPT_EXIT = { code: 0, signal: null };
 
@@ -165,32 +160,16 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     }
   };
 
-  /** Keeps the captured output within its file count and byte budget; live files stay. */
-  const pruneLogs = (exited?: ActiveWorker) => {
-    const inUse = new Set([...resolvers.liveLogs, ...prepared.logFiles()]);
-    for (const worker of active.values()) {
-      if (worker === exited) continue;
-      inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);
-    }
-    pruneWorkerLogs(join(ctx.stateDir, "workers"), {
-      keep: KEPT_WORKER_LOGS,
-      maxBytes: ctx.options.maxWorkerLogsMb * 1024 * 1024,
-      inUse,
-    });
-  };
+  const pruneLogs = createLogPruner(ctx, {
+    workers: active,
+    resolvers: resolvers.liveLogs,
+    prepared: () => prepared.logFiles(),
+  });
 
   const supervise = (worker: ActiveWorker) => {
     active.set(worker.runId, worker);
     const identity = worker.identity;
     if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
-    // A descendant that inherited nothing can still hold the pipe open in odd cases: once the
-    // worker is gone, give the channel a moment to drain, then close it. (Not for a process the
-    // host keeps as the run's prepared child: it lives on.)
-    const drained = () =>
-      worker.spawned.exited.then(() => {
-        setTimeout(() => worker.spawned.channel.destroy(), CHANNEL_DRAIN_MS).unref();
-        return closeAfterDrain(worker.spawned, CHANNEL_DRAIN_MS);
-      });
     arm(worker, ctx.options.workerStartupMs, () => {
       if (!worker.ready) {
         stop(worker, "startupTimedOut", "workerTimedOut: no worker.ready before the deadline");
@@ -223,10 +202,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       await stopping.get(worker);
       stopping.delete(worker);
-      if (!worker.kept) {
-        await drained();
-        removeEmptyLogs(worker.spawned.logFiles);
-      }
+      if (!worker.kept) await settleWorkerOutput(worker);
       pruneLogs(worker);
       try {
         handleWorkerExit(ctx, worker, exit, crashes, maxCrashes);
