@@ -6,7 +6,14 @@
 import type { HostContext } from "../../src/host/supervision/api.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { acquireHostClaim, type HostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
-import { openStateStore } from "../../src/state/store.ts";
+import { openStateStore, type StateStore } from "../../src/state/store.ts";
+import {
+  enqueueRun,
+  type RunBindingInput,
+  type TransitionResult,
+} from "../../src/state/transitions/run-enqueue.ts";
+import type { JsonValue } from "../../src/protocol/canonical-json.ts";
+import type { ResolveResult } from "../../src/protocol/resolve-messages.ts";
 
 export function benchHostContext(stateDir: string, workerStartupMs: number): HostContext {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
@@ -43,4 +50,26 @@ const claims = new WeakMap<HostContext, HostClaim>();
 export function releaseBenchHost(ctx: HostContext): void {
   const claim = claims.get(ctx);
   if (claim) releaseHostClaim(ctx.store, claim);
+}
+
+/**
+ * Queues a run of a workflow the resolver already checked (`supervision.resolve` or a resolver
+ * child), as `run.start` would after its resolver answered; headless unless `binding` says else.
+ */
+export function enqueueResolved(
+  store: StateStore,
+  resolved: ResolveResult,
+  where: { workflowRef: string; projectPath: string; binding?: RunBindingInput },
+): TransitionResult {
+  if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
+  return enqueueRun(store, {
+    workflowName: resolved.workflowName,
+    workflowRef: where.workflowRef,
+    projectPath: where.projectPath,
+    workflowSource: resolved.workflowSource as JsonValue,
+    definitionDigest: resolved.definitionDigest,
+    input: resolved.input as JsonValue,
+    inputHash: resolved.inputHash,
+    binding: where.binding ?? { executionMode: "headless" },
+  });
 }

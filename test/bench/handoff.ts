@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
 import { SessionClient } from "../host/interactive-session.ts";
+import { bareNode, round, stats } from "./_figures.ts";
 
 const STEPS = Number(process.argv[2] ?? 20);
 const repo = fileURLToPath(new URL("../..", import.meta.url));
@@ -43,25 +44,6 @@ export default defineWorkflow({
   edges: [{ from: "ask", switch: { on: "$.done", cases: { true: "end", false: "ask" } } }],
 });
 `;
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-const round = (n: number) => Math.round(n * 10) / 10;
-const stats = (values: number[]) => ({
-  median: round(percentile(values, 50)),
-  p95: round(percentile(values, 95)),
-});
-
-function bareNode(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now();
-    const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-    child.on("error", reject);
-    child.on("exit", () => resolve(performance.now() - start));
-  });
-}
 
 async function measure(
   root: string,

@@ -28,14 +28,14 @@ import {
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
-import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";
 import { spawnPiChild } from "../../src/worker/pi-child.ts";
 import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, PI_CLI } from "../support/pi-sandbox.ts";
 import { submitCall, submitContractIn } from "../support/step-responder.ts";
-import { benchHostContext } from "./_host-context.ts";
+import { benchHostContext, enqueueResolved } from "./_host-context.ts";
+import { round, stats } from "./_figures.ts";
 
 const RUNS = Number(process.argv[2] ?? 10);
 const WARMUPS = 2;
@@ -93,14 +93,9 @@ async function headlessOnce(
   >,
 ): Promise<{ start: number; finish: number }> {
   const from = model.requests.length;
-  const { runId } = enqueueRun(store, {
-    workflowName: resolved.workflowName,
+  const { runId } = enqueueResolved(store, resolved, {
     workflowRef: workflowPath,
     projectPath: sandbox.project,
-    workflowSource: resolved.workflowSource as never,
-    definitionDigest: resolved.definitionDigest,
-    input: resolved.input as never,
-    inputHash: resolved.inputHash,
     binding: { executionMode: "headless", pi: { command: PI_CLI, args: [] } },
   });
   supervision.wake();
@@ -160,16 +155,6 @@ async function bareOnce(): Promise<{ start: number; tool: number }> {
     await pi.stop(1_000);
   }
 }
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-const round = (n: number) => Math.round(n * 10) / 10;
-const stats = (values: number[]) => ({
-  median: round(percentile(values, 50)),
-  p95: round(percentile(values, 95)),
-});
 
 try {
   const resolved = await supervision.resolve({

@@ -27,8 +27,7 @@ import { createSupervision } from "../../src/host/supervision/index.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
-import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
-import { benchHostContext, releaseBenchHost } from "./_host-context.ts";
+import { benchHostContext, enqueueResolved, releaseBenchHost } from "./_host-context.ts";
 
 const HERE = fileURLToPath(import.meta.url);
 const RUNS = Number(process.argv[2] ?? 1000);
@@ -167,16 +166,8 @@ async function main(): Promise<void> {
     const runIds: string[] = [];
     for (let i = 0; i < RUNS; i++) {
       runIds.push(
-        enqueueRun(ctx.store, {
-          workflowName: resolved.workflowName,
-          workflowRef: workflowPath,
-          projectPath: project,
-          workflowSource: resolved.workflowSource as never,
-          definitionDigest: resolved.definitionDigest,
-          input: resolved.input as never,
-          inputHash: resolved.inputHash,
-          binding: { executionMode: "headless" },
-        }).runId,
+        enqueueResolved(ctx.store, resolved, { workflowRef: workflowPath, projectPath: project })
+          .runId,
       );
     }
     await resolver.shutdown();

@@ -22,8 +22,7 @@ import { listAttempts, readRun } from "../../src/state/queries.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryAllArgs } from "../../src/state/statements.ts";
 import { commitCount } from "../../src/state/transactions.ts";
-import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
-import { benchHostContext } from "./_host-context.ts";
+import { benchHostContext, enqueueResolved } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 
 const NODES = Number(process.argv[2] ?? 1000);
@@ -89,15 +88,9 @@ async function runNodes(count: number): Promise<NodesRun> {
   const raw = rawCommitRate(root, 2_000);
   const started = performance.now();
   const commitsBefore = commitCount(store);
-  const { runId } = enqueueRun(store, {
-    workflowName: resolved.workflowName,
+  const { runId } = enqueueResolved(store, resolved, {
     workflowRef: workflowPath,
     projectPath: project,
-    workflowSource: resolved.workflowSource as never,
-    definitionDigest: resolved.definitionDigest,
-    input: resolved.input as never,
-    inputHash: resolved.inputHash,
-    binding: { executionMode: "headless" },
   });
   supervision.wake();
   await waitUntil(() => listAttempts(store, runId).length > 0, 60_000);

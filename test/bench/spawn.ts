@@ -18,7 +18,6 @@
  *
  *   npm run bench -- spawn [runs=15] [--binary PATH]
  */
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -31,8 +30,8 @@ import { workerEntry } from "../../src/os/self-launch.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
-import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
-import { benchHostContext } from "./_host-context.ts";
+import { benchHostContext, enqueueResolved } from "./_host-context.ts";
+import { bareNode, percentile, round } from "./_figures.ts";
 
 const cli = parseArgs({
   args: process.argv.slice(2),
@@ -40,20 +39,6 @@ const cli = parseArgs({
   allowPositionals: true,
 });
 const RUNS = Number(cli.positionals[0] ?? 15);
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-function bareNode(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const start = performance.now();
-    const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
-    child.on("error", reject);
-    child.on("exit", () => resolve(performance.now() - start));
-  });
-}
 
 const root = mkdtempSync(join(tmpdir(), "piw-bench-spawn-"));
 const stateDir = join(root, "state");
@@ -102,15 +87,9 @@ try {
   const readyOnce = async (
     supervision: typeof source,
   ): Promise<{ ready: number; claim: number }> => {
-    const { runId } = enqueueRun(store, {
-      workflowName: resolved.workflowName,
+    const { runId } = enqueueResolved(store, resolved, {
       workflowRef: workflowPath,
       projectPath: project,
-      workflowSource: resolved.workflowSource as never,
-      definitionDigest: resolved.definitionDigest,
-      input: resolved.input as never,
-      inputHash: resolved.inputHash,
-      binding: { executionMode: "headless" },
     });
     const enqueuedAt = Date.now();
     supervision.wake();
@@ -151,7 +130,6 @@ try {
     claims.push(sourceMs.claim, bundledMs.claim, ...(binaryMs ? [binaryMs.claim] : []));
   }
   const bareMedian = percentile(bare, 50);
-  const round = (n: number) => Math.round(n * 10) / 10;
   console.log(JSON.stringify({
     bench: "spawn",
     runs: RUNS,

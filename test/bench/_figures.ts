@@ -1,0 +1,28 @@
+/** Figures several benchmarks share: nearest-rank percentiles and a bare `node` start. */
+import { spawn } from "node:child_process";
+import process from "node:process";
+
+/** The nearest-rank `p`th percentile (`p` from 0 to 100) of `values`. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** Rounded to tenths. */
+export const round = (n: number) => Math.round(n * 10) / 10;
+
+/** Median and p95, in tenths. */
+export const stats = (values: number[]) => ({
+  median: round(percentile(values, 50)),
+  p95: round(percentile(values, 95)),
+});
+
+/** Milliseconds for `node -e 0` to start and exit: the floor of any child process here. */
+export function bareNode(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+    child.on("error", reject);
+    child.on("exit", () => resolve(performance.now() - start));
+  });
+}
