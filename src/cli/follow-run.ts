@@ -1,5 +1,5 @@
 /**
- * `start --wait`: follows a run by polling `run.status` with an event cursor, hands the events to
+ * `start --wait` and `status --wait`: follows a run by polling `run.status` with an event cursor, hands the events to
  * the printer (follow-printer.ts) as they arrive, and stops when the run ends or needs someone
  * (waiting, paused, blocked). The exit code says which (exit-codes.ts).
  */
@@ -29,9 +29,11 @@ export async function followRun(
   started: RunSummary,
   json: boolean,
   io: CliIo,
+  /** The first word of the head line: a run this command started, or one it only follows. */
+  verb: "Started" | "Following" = "Started",
 ): Promise<number> {
   const printer = json ? null : createFollowPrinter(io);
-  if (!json) io.out(`Started ${formatRunHeadline(started, { style: io.style })}`);
+  if (!json) io.out(`${verb} ${formatRunHeadline(started, { style: io.style })}`);
   let cursor = 0;
   let failures = 0;
   let current = connection;

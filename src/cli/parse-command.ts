@@ -25,6 +25,8 @@ export type CliCommand =
     runId: string;
     /** The last N attempts, or every one. */
     attempts: number | "all";
+    /** Follow the run like `start --wait` (from its first event) instead. */
+    wait: boolean;
     json: boolean;
   }
   | {
@@ -96,7 +98,17 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "start":
       return parseStart(rest);
     case "status": {
-      const parsed = parse("status", rest, { ...JSON_FLAG, attempts: { type: "string" } }, 1, 1);
+      const parsed = parse(
+        "status",
+        rest,
+        {
+          ...JSON_FLAG,
+          attempts: { type: "string" },
+          wait: { type: "boolean" },
+        },
+        1,
+        1,
+      );
       if (parsed.help) return { kind: "help", topic: "status" };
       const attempts = parsed.values.attempts;
       return {
@@ -107,6 +119,7 @@ export function parseCommand(argv: readonly string[]): CliCommand {
           : typeof attempts === "string"
           ? countOption("--attempts", attempts, MAX_PAGE_ITEMS, "or 'all'")
           : DEFAULT_CLI_ATTEMPTS,
+        wait: flag(parsed, "wait"),
         json: flag(parsed, "json"),
       };
     }

@@ -132,6 +132,13 @@ async function execute(
       return EXIT.ok;
     }
     case "status": {
+      if (command.wait) {
+        const { run } = receiptOf(
+          "run.status",
+          await connection.request("run.status", { runId: command.runId, payload: {} }),
+        );
+        return await followRun(connection, reconnect, run, command.json, io, "Following");
+      }
       const receipt = await readStatus(connection, command.runId, command.attempts, {
         includeUpdates: true,
         includeNotifications: true,

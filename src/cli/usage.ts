@@ -8,7 +8,7 @@ Usage:
 Commands:
   workflows                    List what can be started (project, user, built-in)
   start <workflow> [text...]   Start a run (text becomes the input {"task": "..."})
-  status <runId>               Show one run
+  status <runId> [--wait]      Show one run, or follow it
   list                         List active runs (--all: every run; --limit N)
   pause <runId>                Pause a run at its last durable boundary
   resume <runId>               Resume a paused or blocked run (it brings this shell's keys)
@@ -81,17 +81,22 @@ Examples:
                                                   .pi/workflows/deploy.workflow.ts of ~/src/app
   pi-workflows start review --model claude-sonnet-4 --thinking low --wait
                                                   model steps in a headless Pi`,
-  status: `Usage: pi-workflows status <runId> [--attempts N|all] [--json]
+  status: `Usage: pi-workflows status <runId> [--attempts N|all] [--wait] [--json]
 
 Shows the state, revision, nodes and result of one run: the last 20 node attempts, or the last N
 (--attempts N, up to 1000), or every one (--attempts all). A waiting run also shows what it asks:
 the decision's title, presentation, choices, deadline and default, and how to answer it.
 
+--wait follows the run instead, as 'start --wait' does (from its first event, then live), until
+it ends or needs someone; the exit code says which. Use it after an answer or a resume, or to
+watch a run another terminal started.
+
 A run id may be any unique prefix of it (1a2b, run-1a2b), as in git.
 
 Examples:
   pi-workflows status 1a2b
-  pi-workflows status run-1a2b3c4d --attempts all --json`,
+  pi-workflows status run-1a2b3c4d --attempts all --json
+  pi-workflows status 1a2b --wait              follow it until it ends or waits`,
   list: `Usage: pi-workflows list [--all] [--limit N] [--json]
 
 Lists active runs (queued, running, waiting, paused, blocked), newest first: the newest 50, or N

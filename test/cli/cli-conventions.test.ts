@@ -95,6 +95,23 @@ describe("start --wait", () => {
     expect(lines.at(-1)).toBe("ok");
   });
 
+  it("status --wait follows a run this command did not start, and one that already ended", async () => {
+    const started = await cli(["start", "progress", "--cwd", project, "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    const id = JSON.parse(started.stdout).run.runId as string;
+    const followed = await cli(["status", id.slice(0, 12), "--wait"]);
+    expect(followed.code, followed.stderr).toBe(0);
+    const lines = followed.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^Following run-[0-9a-f]{8} {2}progress {2}(queued|running)$/);
+    expect(lines).toContain("▶ copy · copy the files");
+    expect(lines.at(-2)).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}progress · 2 nodes · /);
+    expect(lines.at(-1)).toBe("ok");
+    // Ended already: the same history, the same summary, the same exit code, at once.
+    const again = await cli(["status", id, "--wait", "--json"]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).run).toMatchObject({ runId: id, state: "completed" });
+  });
+
   it("redraws one live line on a terminal, with colour unless NO_COLOR", () => {
     if (!existsSync("/usr/bin/script")) throw new Error("this test needs util-linux `script`");
     const run = (env: NodeJS.ProcessEnv) =>

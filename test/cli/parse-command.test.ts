@@ -131,8 +131,10 @@ describe("parseCommand()", () => {
       kind: "status",
       runId: "run-1",
       attempts: 20,
+      wait: false,
       json: true,
     });
+    expect(parseCommand(["status", "run-1", "--wait"])).toMatchObject({ wait: true });
     expect(parseCommand(["status", "run-1", "--attempts", "all"])).toMatchObject({
       attempts: "all",
     });
