@@ -5,13 +5,18 @@
  * nesting deeper than `MAX_DEPTH`, which is how a cycle shows) goes to `canonicalJson`, so
  * errors and their messages are exactly the general encoder's.
  */
-import { canonicalJson } from "./canonical-json.ts";
+import { canonicalJson, sha256Hex } from "./canonical-json.ts";
 
 const MAX_DEPTH = 200;
 
 /** `canonicalJson(value)`, faster for ordinary values. Throws `NotJsonError` like it. */
 export function fastCanonicalJson(value: unknown): string {
   return encode(value, 0) ?? canonicalJson(value);
+}
+
+/** `fingerprint(value)` through the faster encoder (the same `sha256:<hex>`). */
+export function fastFingerprint(value: unknown): string {
+  return `sha256:${sha256Hex(fastCanonicalJson(value))}`;
 }
 
 /** Canonical text of `value`, or undefined when the general encoder must decide. */

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { fingerprint } from "../../protocol/canonical-json.ts";
+import { fastFingerprint } from "../../protocol/fast-canonical-json.ts";
 import type { ResolveStep } from "../../protocol/resolve-progress.ts";
 import type { MountedSource, WorkflowSource } from "../../protocol/worker-launch.ts";
 import { type CompiledScope, type CompiledWorkflow, compileWorkflow } from "../compile.ts";
@@ -62,7 +62,7 @@ export async function loadWorkflow(
           root: { kind: "builtin", id: builtin.id, revision: builtin.revision },
           mounted: [],
         },
-        definitionDigest: fingerprint(workflow.snapshot),
+        definitionDigest: fastFingerprint(workflow.snapshot),
       },
     };
   }
@@ -95,7 +95,7 @@ export async function loadWorkflow(
       workflow,
       identity: {
         workflowSource: { root: { kind: "file", path: root, hash: rootHash }, mounted },
-        definitionDigest: fingerprint(workflow.snapshot),
+        definitionDigest: fastFingerprint(workflow.snapshot),
       },
     };
   } finally {

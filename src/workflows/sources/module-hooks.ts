@@ -13,7 +13,6 @@
  */
 import { readFileSync } from "node:fs";
 import module from "node:module";
-import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { API_GLOBAL_KEY, authoringApi } from "../api.ts";
@@ -110,7 +109,7 @@ export function installWorkflowHooks(): void {
 }
 
 export function openLoadSession(): LoadSession {
-  const session = { token: `${process.pid}x${++counter}`, files: new Map<string, string>() };
+  const session = { token: `${++counter}`, files: new Map<string, string>() };
   sessions.set(session.token, session);
   return session;
 }
