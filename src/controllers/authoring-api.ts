@@ -5,6 +5,7 @@
  * gets the same names as `mod.ts`.
  */
 import { authoringApi } from "../workflows/api.ts";
+import { defineCheckedWorkflow } from "../workflows/define-workflow.ts";
 import { publishAuthoringApi } from "../workflows/sources/module-hooks.ts";
 import {
   applyStatusPatch,
@@ -30,7 +31,15 @@ export const fullAuthoringApi = Object.freeze({
   mergeConditions,
 });
 
-/** Makes `pi-workflows` export the whole API in this process (before any file loads). */
-export function publishFullAuthoringApi(): void {
-  publishAuthoringApi(fullAuthoringApi);
+/**
+ * Makes `pi-workflows` export the whole API in this process (before any file loads). With
+ * `checkedSource` (a run's worker, loading bytes the resolver already checked) `defineWorkflow`
+ * skips its schema check: see `defineCheckedWorkflow`.
+ */
+export function publishFullAuthoringApi(options: { checkedSource?: boolean } = {}): void {
+  publishAuthoringApi(
+    options.checkedSource
+      ? Object.freeze({ ...fullAuthoringApi, defineWorkflow: defineCheckedWorkflow })
+      : fullAuthoringApi,
+  );
 }

@@ -119,7 +119,9 @@ export type LoadOutcome =
 export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome> {
   const root = launch.workflowSource.root;
   const ref = root.kind === "builtin" ? `builtin:${root.id}` : root.path;
-  publishFullAuthoringApi();
+  // The saved hashes were compared before this load (checkSourceBeforeLoad) and the digest is
+  // compared below: the definition's shape was checked in full when the run was resolved.
+  publishFullAuthoringApi({ checkedSource: true });
   const loaded = await loadWorkflow(ref, { cwd: launch.projectPath });
   // Root and complete mounted map, as the loader actually read them.
   const same = compareSourceIdentity(launch.workflowSource, loaded.identity.workflowSource);
