@@ -3,6 +3,7 @@
  * read-only queries. Tests run it after every step; `pi-workflows doctor` runs it on the user's
  * database. An empty list means the projections agree with each other.
  */
+import { eventKeyRangeSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
@@ -87,7 +88,8 @@ const CHECKS: Check[] = [
   {
     code: "revisionMismatch",
     sql: "SELECT r.run_id, r.revision, COUNT(e.seq) AS n, COALESCE(MAX(e.run_revision), 0) AS m " +
-      "FROM runs r LEFT JOIN events e ON e.run_id = r.run_id GROUP BY r.run_id " +
+      `FROM runs r LEFT JOIN events e ON ${eventKeyRangeSql("e.event_key", "r.run_no")} ` +
+      "GROUP BY r.run_id " +
       "HAVING r.revision <> COUNT(e.seq) OR r.revision <> COALESCE(MAX(e.run_revision), 0)",
     detail: (r) => `revision ${r.revision} but ${r.n} events up to revision ${r.m}`,
   },
@@ -95,6 +97,12 @@ const CHECKS: Check[] = [
     code: "eventOrder",
     sql: "SELECT run_id, seq, run_revision FROM events WHERE run_revision <> seq",
     detail: (r) => `event ${r.seq} carries revision ${r.run_revision}`,
+  },
+  {
+    code: "eventKeyMismatch",
+    sql: "SELECT e.run_id, e.seq FROM events e LEFT JOIN runs r ON r.run_id = e.run_id " +
+      "WHERE r.run_no IS NULL OR e.event_key <> r.run_no * 4294967296 + e.seq",
+    detail: (r) => `event ${r.seq} is not keyed under its run's number`,
   },
   {
     code: "viewerDeltaMismatch",
@@ -114,8 +122,9 @@ const CHECKS: Check[] = [
   {
     code: "terminalRunIncomplete",
     sql: "SELECT r.run_id, r.state FROM runs r WHERE r.state IN " + TERMINAL + " AND (" +
-      "r.finished_at IS NULL OR (SELECT type FROM events e WHERE e.run_id = r.run_id " +
-      "ORDER BY seq DESC LIMIT 1) IS NOT 'run.' || r.state)",
+      "r.finished_at IS NULL OR (SELECT type FROM events e WHERE " +
+      `${eventKeyRangeSql("e.event_key", "r.run_no")} ORDER BY e.event_key DESC LIMIT 1) IS NOT ` +
+      "'run.' || r.state)",
     detail: (r) => `terminal ${r.state} run lacks its finish time or final event`,
   },
   {

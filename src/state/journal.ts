@@ -23,6 +23,14 @@ export interface JournalEntry {
   summary?: JsonValue;
 }
 
+/** The key of event `?2` of run `?1` (schema.sql `events.event_key`). */
+const EVENT_KEY_SQL = "(SELECT run_no FROM runs WHERE run_id = ?1) * 4294967296 + ?2";
+
+/** SQL bounds of the event keys of the run whose `run_no` is `runNo` (an SQL expression). */
+export function eventKeyRangeSql(key: string, runNo: string): string {
+  return `${key} BETWEEN ${runNo} * 4294967296 AND ${runNo} * 4294967296 + 4294967295`;
+}
+
 /** Increases the run revision; returns the new one. */
 export function bumpRevision(store: StateStore, runId: string, now: number): number {
   const row = queryOne<{ revision: number }>(
@@ -55,8 +63,8 @@ export function appendHistory(
     executeArgs(
       store,
       // Every revision has exactly one event, so the sequence number is the revision.
-      "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at) " +
-        "VALUES (?1, ?2, ?3, ?2, ?4, ?5)",
+      `INSERT INTO events (event_key, run_id, seq, type, run_revision, payload_json, at) VALUES ` +
+        `(${EVENT_KEY_SQL}, ?1, ?2, ?3, ?2, ?4, ?5)`,
       runId,
       revision,
       entry.type,
@@ -70,8 +78,9 @@ export function appendHistory(
     try {
       executeArgs(
         store,
-        "INSERT INTO events (run_id, seq, type, run_revision, payload_json, at, request_id, " +
-          "request_fingerprint, receipt_json) VALUES (?1, ?2, ?3, ?2, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO events (event_key, run_id, seq, type, run_revision, payload_json, at, " +
+          `request_id, request_fingerprint, receipt_json) VALUES (${EVENT_KEY_SQL}, ?1, ?2, ?3, ` +
+          "?2, ?4, ?5, ?6, ?7, ?8)",
         runId,
         revision,
         entry.type,

@@ -234,8 +234,9 @@ export function listEvents(
     at: number;
   }>(
     store,
-    "SELECT run_id, seq, type, run_revision, payload_json, at FROM events WHERE run_id = :runId " +
-      "AND seq > :afterSeq ORDER BY seq LIMIT :limit",
+    "SELECT e.run_id, e.seq, e.type, e.run_revision, e.payload_json, e.at FROM runs r " +
+      "JOIN events e ON e.event_key BETWEEN r.run_no * 4294967296 + :afterSeq + 1 AND " +
+      "r.run_no * 4294967296 + 4294967295 WHERE r.run_id = :runId ORDER BY e.event_key LIMIT :limit",
     { runId, afterSeq, limit },
   ).map((r) => ({
     runId: r.run_id,

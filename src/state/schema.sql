@@ -94,7 +94,9 @@ CREATE TABLE runs (
   finished_at INTEGER,
   output_json TEXT,
   error_code TEXT,
-  error_message TEXT
+  error_message TEXT,
+  -- 1, 2, ... in enqueue order: the high half of the run's event keys (events.event_key).
+  run_no INTEGER NOT NULL UNIQUE CHECK (run_no >= 1)
 );
 CREATE INDEX runs_by_state ON runs (state, created_at);
 CREATE INDEX runs_by_created ON runs (created_at, run_id);
@@ -204,9 +206,15 @@ CREATE TABLE workflow_definitions (
 -- quotes the change's result (an effect reservation), `receipt_json`. The accepted revision is the
 -- event's own. Kept here rather than in a receipts table: the event row is written anyway, so a
 -- receipt costs one small index entry instead of two B-trees.
+-- `event_key` = run_no * 2^32 + seq: one integer key in (run, seq) order, so a run's events are
+-- one key range and a run appends at its range's end. An integer-keyed table stores rows in its
+-- leaves only and SQLite splits it by a new right page when it appends at the end, where a
+-- (run_id, seq) key would copy whole rows into interior pages and rebalance three leaves per
+-- split (1 node boundary's events: ~1.4 pages per event; now ~1.0).
 CREATE TABLE events (
+  event_key INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id),
-  seq INTEGER NOT NULL CHECK (seq >= 1),
+  seq INTEGER NOT NULL CHECK (seq >= 1 AND seq < 4294967296),
   type TEXT NOT NULL,
   run_revision INTEGER NOT NULL,
   payload_json TEXT NOT NULL,
@@ -214,10 +222,9 @@ CREATE TABLE events (
   request_id TEXT,
   request_fingerprint BLOB,
   receipt_json TEXT,
-  PRIMARY KEY (run_id, seq),
   CHECK ((request_id IS NULL) = (request_fingerprint IS NULL)),
   CHECK (request_id IS NOT NULL OR receipt_json IS NULL)
-) WITHOUT ROWID;
+);
 -- One event per worker message id: a retried message is refused by this key, then answered from
 -- the stored receipt. Message ids are `<epoch>.<n>`, n zero-padded, so one epoch appends in order.
 CREATE UNIQUE INDEX events_by_request ON events (request_id) WHERE request_id IS NOT NULL;

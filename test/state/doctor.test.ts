@@ -55,6 +55,19 @@ describe("runDoctor()", () => {
     );
   });
 
+  it("finds events keyed outside their run's key range", () => {
+    const f = openFixture();
+    dirs.push(f.dir);
+    enqueue(f.store);
+    const runId = enqueue(f.store);
+    expect(checkInvariants(f.store)).toEqual([]);
+    // A run renumbered behind its events' backs: they no longer lie in its key range.
+    f.store.db.exec(`UPDATE runs SET run_no = 99 WHERE run_id = '${runId}'`);
+    const codes = checkInvariants(f.store).map((v) => v.code).sort();
+    expect(codes).toEqual(["eventKeyMismatch", "revisionMismatch"]);
+    closeStateStore(f.store);
+  });
+
   it("explains a missing or unreadable database instead of throwing", () => {
     const dir = tempDir();
     dirs.push(dir);
