@@ -322,4 +322,16 @@ export default defineWorkflow({
     const dir = project({ "m.workflow.ts": simple("m", "pi-workflows", `import "./gone.ts";`) });
     expect(await loadError("./m.workflow.ts", dir)).toMatchObject({ code: "moduleNotFound" });
   });
+
+  it("an import of a name its module does not export: not a syntax error", async () => {
+    const dir = project({
+      "lib.ts": "export const here = 1;\n",
+      "n.workflow.ts": simple("n", "pi-workflows", `import { gone } from "./lib.ts";`),
+    });
+    const error = await loadError("./n.workflow.ts", dir);
+    expect(error.code).toBe("moduleNotFound");
+    expect(error.message).toMatch(
+      /^Missing export in .*n\.workflow\.ts:\d+: The requested module '\.\/lib\.ts' does not provide an export named 'gone'$/,
+    );
+  });
 });

@@ -237,6 +237,11 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
       where,
     );
   }
+  // V8 reports a missing named export as a SyntaxError at link time: the file parsed, an import
+  // names something its module lacks.
+  if (e.name === "SyntaxError" && /does not provide an export named/.test(detail)) {
+    return new WorkflowLoadError("moduleNotFound", `Missing export in ${where}: ${detail}`, where);
+  }
   if (e.code === "ERR_INVALID_TYPESCRIPT_SYNTAX" || e.name === "SyntaxError") {
     return new WorkflowLoadError("syntaxError", `Syntax error in ${where}: ${detail}`, where);
   }
