@@ -21,6 +21,8 @@ import { shortRunId } from "./run-ids.ts";
 import { describeRunState } from "./run-state.ts";
 import { duration } from "./time-text.ts";
 
+/** A failed node's line shows this much of its error message (the summary shows it all). */
+const NODE_ERROR_CHARS = 160;
 /** Plain lines repeat an update of the same key at most this often. */
 const PLAIN_UPDATE_INTERVAL_MS = 1000;
 
@@ -36,7 +38,8 @@ interface OpenNode {
 export interface FollowPrinter {
   /** The run's graph, for the nodes' status details (once, when known). */
   definition(snapshot: DefinitionSnapshot | undefined): void;
-  events(events: readonly RunEvent[]): void;
+  /** `attempts`: the run's latest attempts, for the error message of a node that failed. */
+  events(events: readonly RunEvent[], attempts?: readonly AttemptSummary[]): void;
   /** Redraws the live line (a TTY's elapsed time moves on between events). */
   tick(now: number): void;
   /** The summary once the run stopped moving. */
@@ -50,6 +53,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
   const style = io.style ?? PLAIN_STYLE;
   const live = style.terminal.tty && io.write !== undefined;
   const details = new Map<string, string>();
+  let errors = new Map<string, string>();
   let open: OpenNode | null = null;
   const lastPlain = new Map<string, number>();
   let shown = "";
@@ -105,7 +109,12 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
       case "node.finished":
         return closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}`);
       case "node.failed": {
-        const code = typeof data.code === "string" ? `: ${data.code}` : "";
+        // The message says why, which matters most when the workflow routes on and the run's
+        // own summary never shows it; the event carries the code only.
+        const why = errors.get(String(event.attemptId ?? data.attemptId));
+        const code = typeof data.code === "string"
+          ? `: ${data.code}${why ? `: ${clip(why, NODE_ERROR_CHARS, style)}` : ""}`
+          : "";
         return closed(
           data.outcome === "timed_out"
             ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${code}`
@@ -165,7 +174,10 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         }
       }
     },
-    events(events) {
+    events(events, attempts) {
+      errors = new Map(
+        (attempts ?? []).flatMap((a) => a.error ? [[a.attemptId, a.error.message]] : []),
+      );
       for (const event of events) onEvent(event);
     },
     tick(now) {
@@ -217,4 +229,8 @@ function fit(text: string, width: number, style: CliStyle): string {
   // Colour is dropped from a line that must be cut: cutting inside an escape breaks it.
   const ellipsis = style.glyph("ellipsis");
   return plain.slice(0, Math.max(0, width - ellipsis.length)).join("") + ellipsis;
+}
+
+function clip(text: string, max: number, style: CliStyle): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}${style.glyph("ellipsis")}`;
 }

@@ -60,7 +60,7 @@ export async function followRun(
       const receipt = receiptOf("run.status", response);
       if (cursor === 0) printer?.definition(receipt.definition);
       const events = receipt.events ?? [];
-      printer?.events(events);
+      printer?.events(events, receipt.attempts);
       cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
       // Drain every event before deciding, so the last lines are never skipped.
       if (events.length < EVENT_PAGE) {

@@ -315,6 +315,41 @@ describe("createFollowPrinter()", () => {
     ]);
   });
 
+  it("says why a node failed, from the attempt, when the workflow routes on", () => {
+    const out: string[] = [];
+    const printer = createFollowPrinter({ out: (t) => out.push(t), err: () => {} }, () => NOW);
+    const failed = (attemptId: string, seq: number, outcome: string, code: string) => [
+      { seq, type: "node.started", at: NOW, nodeId: "try", attemptId },
+      {
+        seq: seq + 1,
+        type: "node.failed",
+        at: NOW + 12,
+        nodeId: "try",
+        attemptId,
+        data: { attemptId, nodeId: "try", outcome, code },
+      },
+    ];
+    const attempt = (attemptId: string, message: string) =>
+      ({ attemptId, nodeId: "try", error: { code: "x", message } }) as AttemptSummary;
+    printer.events(
+      [
+        ...failed("a-1", 1, "failed", "nodeFailed"),
+        ...failed("a-2", 3, "timed_out", "nodeTimedOut"),
+      ],
+      [attempt("a-1", "flaky failure on visit 1"), attempt("a-2", "x".repeat(300))],
+    );
+    // An attempt the status page no longer lists: the code alone.
+    printer.events(failed("a-3", 5, "failed", "nodeFailed"), []);
+    expect(out).toEqual([
+      "▶ try",
+      "✗ try  12ms: nodeFailed: flaky failure on visit 1",
+      "▶ try",
+      `⧗ try timed out  12ms: nodeTimedOut: ${"x".repeat(159)}…`,
+      "▶ try",
+      "✗ try  12ms: nodeFailed",
+    ]);
+  });
+
   it("redraws one live line on a TTY and leaves only finished nodes on screen", () => {
     const written: string[] = [];
     const style = cliStyle(
