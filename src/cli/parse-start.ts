@@ -139,6 +139,8 @@ export function modelArgs(parsed: Parsed): string[] {
 
 /** Parses `--input-json` text (also what `--input-file` and stdin hold). */
 export function parseInputJson(text: string, source = "--input-json"): JsonValue {
+  // JSON.parse says "Unexpected end of JSON input" for nothing at all: say what is missing.
+  if (text.trim() === "") throw new UsageError(`Invalid ${source}: it is empty, give a JSON value`);
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {

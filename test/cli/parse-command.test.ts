@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/cli/exit-codes.ts";
 import { parseCommand } from "../../src/cli/parse-command.ts";
+import { readStartInput } from "../../src/cli/start-input.ts";
+import { Readable } from "node:stream";
 
 function usageError(argv: string[]): string {
   try {
@@ -176,6 +178,9 @@ describe("parseCommand()", () => {
     expect(usageError(["start", "w", "--bogus"])).toContain("Unknown option '--bogus'");
     expect(usageError(["start", "w", "--cwd"])).toContain("'--cwd' needs a value");
     expect(usageError(["start", "w", "--input-json", "{nope"])).toContain("Invalid --input-json");
+    expect(usageError(["start", "w", "--input-json", " "])).toBe(
+      "Invalid --input-json: it is empty, give a JSON value",
+    );
     expect(usageError(["start", "w", "text", "--input-json", "{}"])).toContain(
       "Cannot combine --input-json, --input-file and task text",
     );
@@ -236,5 +241,16 @@ describe("parseCommand() answer", () => {
     );
     expect(usageError(["answer", "run-1", "--choice", " "])).toContain("Option --choice is empty");
     expect(usageError(["answer", "run-1", "  "])).toContain("The answer is empty");
+  });
+});
+
+describe("readStartInput()", () => {
+  it("says that stdin was empty, not 'Unexpected end of JSON input'", async () => {
+    const error = await readStartInput({ kind: "stdin" }, Readable.from([])).catch((e) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe("Invalid input on stdin: it is empty, give a JSON value");
+    expect(await readStartInput({ kind: "stdin" }, Readable.from(['{"a":', "1}"]))).toEqual({
+      a: 1,
+    });
   });
 });
