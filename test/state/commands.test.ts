@@ -59,7 +59,10 @@ describe("commands with receipts", () => {
       acceptedRevision: paused.revision,
       receipt: { ok: true },
     });
-    refused(() => pauseRun(f.store, { runId, claim: null }), /Cannot pause .*paused/);
+    refused(
+      () => pauseRun(f.store, { runId, claim: null }),
+      /^Cannot pause run .* \(paused\): it is paused already$/,
+    );
     // Same request id again: detectable both ways, and nothing changes.
     const before = snapshot(f.store);
     expect(() => resumeRun(f.store, { runId, receipt: receipt("r1", "run.pause") })).toThrow(
@@ -73,7 +76,10 @@ describe("commands with receipts", () => {
     expect(readRun(f.store, runId)?.paused).toBe(false);
     cancelRun(f.store, { runId, claim: null, receipt: receipt("r3", "run.cancel") });
     expect(pair(runId)).toBe("cancelled/cancelled");
-    refused(() => cancelRun(f.store, { runId, claim: null }), /Cannot cancel run .* cancelled/);
+    refused(
+      () => cancelRun(f.store, { runId, claim: null }),
+      /^Cannot cancel run .* in state cancelled\/cancelled: it has ended \(cancelled\)$/,
+    );
   });
 
   it("pause of a queued or waiting run keeps its state and skips it until resumed", () => {

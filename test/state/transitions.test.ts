@@ -356,6 +356,9 @@ describe("waiting, parking, blocking", () => {
     expect(nextLaunchableRuns(f.store, 5).map((r) => r.runId).sort()).toEqual(
       [runId, queued].sort(),
     );
-    refused(() => resumeRun(f.store, { runId }), /Cannot resume/);
+    refused(
+      () => resumeRun(f.store, { runId }),
+      /^Cannot resume .*: it is neither paused nor blocked$/,
+    );
   });
 });

@@ -148,7 +148,7 @@ function command(
     if (opts.expectedRevision !== undefined && opts.expectedRevision !== run.revision) {
       throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
     }
-    expectState(run, transition, allowed);
+    expectState(run, transition, allowed, refusal(run));
     const authority = takeAuthorityInTx(store, opts.runId, opts.claim, now);
     const revision = bumpRevision(store, opts.runId, now);
     const entry = apply(run, now);
@@ -163,4 +163,10 @@ function command(
       stopWorker: authority === "own" || authority === "control",
     };
   });
+}
+
+/** Why a pause, resume or cancel does not apply, in the words of the person who asked. */
+function refusal(run: RunRow): string {
+  if (isTerminalRunState(run.state)) return `it has ended (${run.state})`;
+  return run.paused ? "it is paused already" : "it is neither paused nor blocked";
 }
