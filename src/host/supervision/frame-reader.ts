@@ -26,9 +26,14 @@ export function createFrameReader(stream: Readable): FrameReader {
     wake = null;
     resolve?.();
   };
-  stream.on("data", (chunk: Buffer | string) => {
+  let draining = false;
+  const decode = (chunk: Buffer | string) => {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
     queue.push(...decoder.push(bytes));
+  };
+  stream.on("data", (chunk: Buffer | string) => {
+    if (draining) return; // taken from read()'s return value below
+    decode(chunk);
     if (queue.length > 0) {
       stream.pause();
       notify();
@@ -37,6 +42,11 @@ export function createFrameReader(stream: Readable): FrameReader {
   const finish = () => {
     if (ended) return;
     ended = true;
+    // A child killed while a reply of ours sat unread in its socket makes the kernel reset the
+    // channel, and the stream is destroyed with what it read while paused still buffered:
+    // frames the child sent before it died. They are taken here, or they would be lost.
+    draining = true;
+    for (let chunk = stream.read(); chunk !== null; chunk = stream.read()) decode(chunk);
     queue.push(...decoder.end());
     notify();
   };
