@@ -1,6 +1,7 @@
 /** Turns a callback's return value into a JSON value that survives a round trip. */
 import { Buffer } from "node:buffer";
-import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { fastCanonicalJson } from "../protocol/fast-canonical-json.ts";
 import { NodeFailure } from "./errors.ts";
 
 /**
@@ -12,7 +13,9 @@ export const MAX_OUTPUT_BYTES = 960 * 1024;
 export function toJson(value: unknown, what: string): JsonValue {
   let text: string;
   try {
-    text = canonicalJson(value === undefined ? null : value);
+    // Every node's output passes here: the fast encoder gives the same bytes and, for anything
+    // unusual, the general encoder's own error.
+    text = fastCanonicalJson(value === undefined ? null : value);
   } catch (error) {
     throw new NodeFailure(
       "outputNotJson",
