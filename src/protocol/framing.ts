@@ -148,18 +148,70 @@ function tooLarge(maxBytes: number): FrameError {
 
 /**
  * Reads frames from a stream until it ends. Yields errors as frames (the caller decides whether
- * to answer and close); a stream error ends the iteration by throwing it.
+ * to answer and close); a stream error ends the iteration by throwing it, after the frames that
+ * arrived before it. Stopping early destroys the stream.
+ *
+ * Not `for await` over the stream: when a peer dies with data of ours unread, the kernel resets
+ * the connection and Node destroys the stream with what it had read still buffered, which async
+ * iteration then drops; those are the last frames the peer sent. The 'error' handler takes them.
  */
 export async function* readFrames(
   stream: Readable,
   options: FramingOptions = {},
 ): AsyncGenerator<Frame, void, undefined> {
   const decoder = new FrameDecoder(options);
-  for await (const chunk of stream) {
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : (chunk as Uint8Array);
-    yield* decoder.push(bytes);
+  const chunks: Uint8Array[] = [];
+  let ended = false;
+  let failure = null as { error: unknown } | null;
+  let wake: (() => void) | null = null;
+  let draining = false;
+  const take = (chunk: Buffer | string) =>
+    chunks.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
+  const onData = (chunk: Buffer | string) => {
+    if (draining) return; // taken from read()'s return value in finish()
+    take(chunk);
+    stream.pause();
+    wake?.();
+  };
+  const finish = (error?: unknown) => {
+    if (ended) return;
+    ended = true;
+    draining = true;
+    for (let chunk = stream.read(); chunk !== null; chunk = stream.read()) take(chunk);
+    if (error !== undefined) failure = { error };
+    wake?.();
+  };
+  const onEnd = () => finish();
+  stream.on("data", onData);
+  stream.once("end", onEnd);
+  stream.once("close", onEnd);
+  stream.on("error", finish);
+  if (stream.destroyed || stream.readableEnded) finish();
+  try {
+    for (;;) {
+      const chunk = chunks.shift();
+      if (chunk !== undefined) {
+        yield* decoder.push(chunk);
+        continue;
+      }
+      if (ended) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        stream.resume();
+      });
+      wake = null;
+    }
+    if (failure !== null) throw failure.error;
+    yield* decoder.end();
+  } finally {
+    stream.off("data", onData);
+    stream.off("end", onEnd);
+    stream.off("close", onEnd);
+    if (!ended) stream.destroy();
+    // Later errors of a destroyed stream must still find a listener.
+    stream.off("error", finish);
+    if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   }
-  yield* decoder.end();
 }
 
 /** Canonical JSON plus newline, or `frameTooLarge` when the message passes the bound. */
