@@ -5,6 +5,9 @@
  * the host holds at most about one chunk and one stored value per streaming worker.
  */
 import { FACTS_CHUNK_CHARS, type FactsChunk } from "../../protocol/run-facts.ts";
+import { runFactsText } from "../../state/run-facts-text.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "./api.ts";
 
 export interface FactsStream {
   /** The next chunk; `done` on the last one. */
@@ -36,4 +39,20 @@ export function createFactsStream(
 
 function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
+}
+
+/**
+ * Starts (or, for a replayed `worker.ready`, restarts) the run's facts for the worker: they
+ * follow in bounded pieces; the worker asks for the rest with `facts.next`. Returns the first.
+ */
+export function startFacts(ctx: HostContext, worker: ActiveWorker): FactsChunk {
+  worker.factsStream = createFactsStream(runFactsText(ctx.store, worker.runId));
+  return nextFactsChunk(worker);
+}
+
+/** The next piece of the facts the worker is reading (`facts.next`). */
+export function nextFactsChunk(worker: ActiveWorker): FactsChunk {
+  const chunk = worker.factsStream!.next();
+  if (chunk.done) worker.factsStream = null;
+  return chunk;
 }

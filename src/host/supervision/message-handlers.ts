@@ -10,11 +10,8 @@ import { HumanDecisionRequestSchema } from "../../protocol/decision-request.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
-import { renewClaim } from "../../state/claims.ts";
 import { type WorkerWriteOptions } from "../../state/protected-write.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
-import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
-import { runFactsText } from "../../state/run-facts-text.ts";
 import {
   recordNodeFailed,
   recordNodeFinished,
@@ -36,8 +33,9 @@ import { describeIssues } from "../../protocol/schema-issues.ts";
 import * as v from "valibot";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import { createFactsStream } from "./facts-stream.ts";
-import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
+import { startFacts } from "./facts-stream.ts";
+import { applyProgress } from "./worker-progress.ts";
+import { formatStartIdentity } from "../../os/process-identity.ts";
 
 export interface Applied {
   revision?: number;
@@ -47,15 +45,6 @@ export interface Applied {
   result?: JsonValue;
   /** The worker's open attempt closed with this message. */
   closedAttempt: boolean;
-}
-
-/**
- * Starts (or, for a replayed `worker.ready`, restarts) the run's facts for the worker: they
- * follow in bounded pieces; the worker asks for the rest with `facts.next`. Returns the first.
- */
-export function startFacts(ctx: HostContext, worker: ActiveWorker): FactsChunk {
-  worker.factsStream = createFactsStream(runFactsText(ctx.store, worker.runId));
-  return nextFactsChunk(worker);
 }
 
 /** The worker's answer to `effect.reserve`: what to do with the effect. */
@@ -222,7 +211,7 @@ export function applyWorkerMessage(
       return { revision, closedAttempt: false };
     }
     case "worker.progress":
-      return progress(ctx, worker, message);
+      return applyProgress(ctx, worker, message);
     case "interaction.requested":
       return requestStep(ctx, worker, message, write);
     case "worker.exiting":
@@ -330,60 +319,6 @@ function park(
     return { revision, closedAttempt: true };
   }
   throw refuse(`run.parked with reason ${p.reason} is not available yet`);
-}
-
-/**
- * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that
- * leads its own process group (a headless Pi, a long command) to host supervision: it needs the
- * live claim, and the PID, start time, parent and group are checked against /proc, so a worker
- * cannot make the host signal anything else. `process.unregister` stays valid after the claim
- * was released by a terminal commit, so cleanup can finish.
- */
-function progress(
-  ctx: HostContext,
-  worker: ActiveWorker,
-  message: WorkerMessageOf<"worker.progress">,
-): Applied {
-  const p = message.payload;
-  if (p.op === "process.unregister") {
-    const identity = { pid: p.pid, startTime: p.startTime };
-    if (worker.children.delete(formatStartIdentity(identity))) {
-      unregisterChildGroup(ctx.store, { workerEpoch: worker.workerEpoch, ...identity });
-    }
-    return { closedAttempt: false };
-  }
-  if (worker.settled) throw refuse(`worker.progress ${p.op} after the run's durable end`);
-  if (p.op === "heartbeat") {
-    renewClaim(ctx.store, worker.claim);
-    return { closedAttempt: false };
-  }
-  if (p.op === "facts.next") {
-    if (worker.factsStream === null) throw refuse("facts.next with no run facts left to send");
-    return { factsChunk: nextFactsChunk(worker), closedAttempt: false };
-  }
-  const stat = readProcessStat(p.pid);
-  const leader = worker.identity;
-  if (
-    leader === null || stat === null || stat.startTime !== p.startTime ||
-    stat.ppid !== leader.pid || stat.pgrp !== p.pid || p.processGroup !== p.pid
-  ) {
-    throw refuse(
-      "process.register accepts only a live direct child of this worker that leads its own " +
-        "process group, named by its exact start identity",
-    );
-  }
-  const identity = { pid: p.pid, startTime: p.startTime };
-  // Durable (with the claim checked and renewed) before the worker hears "accepted" and lets
-  // the child run on.
-  registerChildGroup(ctx.store, worker.claim, { workerEpoch: worker.workerEpoch, ...identity });
-  worker.children.set(formatStartIdentity(identity), identity);
-  return { closedAttempt: false };
-}
-
-function nextFactsChunk(worker: ActiveWorker): FactsChunk {
-  const chunk = worker.factsStream!.next();
-  if (chunk.done) worker.factsStream = null;
-  return chunk;
 }
 
 /** The run reached a durable end for this epoch; the state transition released the claim. */

@@ -35,7 +35,8 @@ import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { inNextCommit } from "./commit-group.ts";
 import { readerOf } from "./worker-process.ts";
-import { type Applied, applyWorkerMessage, startFacts } from "./message-handlers.ts";
+import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
+import { startFacts } from "./facts-stream.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
 const REMEMBERED_REPLIES = 16;

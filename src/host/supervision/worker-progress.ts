@@ -1,0 +1,68 @@
+/**
+ * `worker.progress`: what a worker reports while it runs that is not a transition of its run:
+ * heartbeats, the next piece of its run's facts, and the child process groups it hands to host
+ * supervision.
+ */
+import { WorkflowFailureError } from "../../protocol/failures.ts";
+import type { WorkerMessageOf } from "../../protocol/worker-messages.ts";
+import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
+import { renewClaim } from "../../state/claims.ts";
+import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "./api.ts";
+import { nextFactsChunk } from "./facts-stream.ts";
+import type { Applied } from "./message-handlers.ts";
+
+/**
+ * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that
+ * leads its own process group (a headless Pi, a long command) to host supervision: it needs the
+ * live claim, and the PID, start time, parent and group are checked against /proc, so a worker
+ * cannot make the host signal anything else. `process.unregister` stays valid after the claim
+ * was released by a terminal commit, so cleanup can finish.
+ */
+export function applyProgress(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"worker.progress">,
+): Applied {
+  const p = message.payload;
+  if (p.op === "process.unregister") {
+    const identity = { pid: p.pid, startTime: p.startTime };
+    if (worker.children.delete(formatStartIdentity(identity))) {
+      unregisterChildGroup(ctx.store, { workerEpoch: worker.workerEpoch, ...identity });
+    }
+    return { closedAttempt: false };
+  }
+  if (worker.settled) throw protocolRejected(`worker.progress ${p.op} after the run's durable end`);
+  if (p.op === "heartbeat") {
+    renewClaim(ctx.store, worker.claim);
+    return { closedAttempt: false };
+  }
+  if (p.op === "facts.next") {
+    if (worker.factsStream === null) {
+      throw protocolRejected("facts.next with no run facts left to send");
+    }
+    return { factsChunk: nextFactsChunk(worker), closedAttempt: false };
+  }
+  const stat = readProcessStat(p.pid);
+  const leader = worker.identity;
+  if (
+    leader === null || stat === null || stat.startTime !== p.startTime ||
+    stat.ppid !== leader.pid || stat.pgrp !== p.pid || p.processGroup !== p.pid
+  ) {
+    throw protocolRejected(
+      "process.register accepts only a live direct child of this worker that leads its own " +
+        "process group, named by its exact start identity",
+    );
+  }
+  const identity = { pid: p.pid, startTime: p.startTime };
+  // Durable (with the claim checked and renewed) before the worker hears "accepted" and lets
+  // the child run on.
+  registerChildGroup(ctx.store, worker.claim, { workerEpoch: worker.workerEpoch, ...identity });
+  worker.children.set(formatStartIdentity(identity), identity);
+  return { closedAttempt: false };
+}
+
+function protocolRejected(detail: string): WorkflowFailureError {
+  return new WorkflowFailureError("protocolRejected", detail);
+}
