@@ -1,7 +1,7 @@
 /**
  * Claims: time-limited, generation-fenced rights to change one resource (spec "Claim rules");
- * the protected write built on them is in protected-write.ts. A raw token lives only in the holder's memory; the
- * database keeps its sha256. Generations only grow, even across release.
+ * the protected write built on them is in protected-write.ts. A raw token lives only in the
+ * holder's memory; the database keeps its sha256. Generations only grow, even across release.
  *
  * A host claim also names the host epoch of the host that took it. Once another host holds a
  * newer epoch, the claim is fenced: a protected write or renewal with it fails
