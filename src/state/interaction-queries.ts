@@ -5,6 +5,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { runResource } from "./claims.ts";
+import { runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne } from "./statements.ts";
 import { decodeValue } from "./values.ts";
@@ -168,7 +169,8 @@ export function currentSessionInteraction(
     store,
     `SELECT ${
       INTERACTION_COLUMNS.split(", ").map((c) => `i.${c}`).join(", ")
-    }, r.revision FROM interactive_requests i JOIN runs r ON r.run_id = i.run_id ` +
+    }, ${runRevisionSql()} AS revision FROM interactive_requests i JOIN runs r ` +
+      "ON r.run_id = i.run_id " +
       "WHERE i.target_session_id = :sessionId AND i.status = 'pending' " +
       "ORDER BY i.created_at, i.rowid",
     { sessionId },
@@ -191,7 +193,7 @@ export function currentSessionInteraction(
 export function sessionCursor(store: StateStore, sessionId: string): number {
   return queryOne<{ n: number }>(
     store,
-    "SELECT COALESCE(SUM(r.revision), 0) AS n FROM run_bindings b JOIN runs r " +
+    `SELECT COALESCE(SUM(${runRevisionSql()}), 0) AS n FROM run_bindings b JOIN runs r ` +
       "ON r.run_id = b.run_id WHERE b.origin_session_id = :sessionId",
     { sessionId },
   )!.n;
@@ -227,7 +229,7 @@ export function sessionReservation(
 ): { runId: string; revision: number } | undefined {
   return queryOne<{ runId: string; revision: number }>(
     store,
-    "SELECT r.run_id AS runId, r.revision FROM run_bindings b JOIN runs r " +
+    `SELECT r.run_id AS runId, ${runRevisionSql()} AS revision FROM run_bindings b JOIN runs r ` +
       "ON r.run_id = b.run_id WHERE b.origin_session_id = :sessionId " +
       "AND b.execution_mode = 'interactive' AND r.state IN ('queued', 'running', 'waiting') " +
       "ORDER BY r.created_at LIMIT 1",

@@ -3,7 +3,7 @@
  * read-only queries. Tests run it after every step; `pi-workflows doctor` runs it on the user's
  * database. An empty list means the projections agree with each other.
  */
-import { eventKeyRangeSql } from "./journal.ts";
+import { eventKeyRangeSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
@@ -87,11 +87,12 @@ const CHECKS: Check[] = [
   },
   {
     code: "revisionMismatch",
-    sql: "SELECT r.run_id, r.revision, COUNT(e.seq) AS n, COALESCE(MAX(e.run_revision), 0) AS m " +
+    // The revision is the newest event's seq, so revisions 1..it must each have their event
+    // (run.queued at least): a gap or an empty history means a lost or misplaced event.
+    sql: "SELECT r.run_id, COUNT(e.seq) AS n, COALESCE(MAX(e.seq), 0) AS m " +
       `FROM runs r LEFT JOIN events e ON ${eventKeyRangeSql("e.event_key", "r.run_no")} ` +
-      "GROUP BY r.run_id " +
-      "HAVING r.revision <> COUNT(e.seq) OR r.revision <> COALESCE(MAX(e.run_revision), 0)",
-    detail: (r) => `revision ${r.revision} but ${r.n} events up to revision ${r.m}`,
+      "GROUP BY r.run_id HAVING COUNT(e.seq) = 0 OR COUNT(e.seq) <> MAX(e.seq)",
+    detail: (r) => `revision ${r.m} but ${r.n} events`,
   },
   {
     code: "eventOrder",
@@ -107,9 +108,10 @@ const CHECKS: Check[] = [
   {
     code: "viewerDeltaMismatch",
     // Every revision has a delta (worker-epoch deltas reuse a revision, hence DISTINCT).
-    sql: "SELECT r.run_id, r.revision, d.n, d.m FROM runs r LEFT JOIN (SELECT run_id, " +
+    sql: "SELECT x.run_id, x.revision, d.n, d.m FROM (SELECT r.run_id, " +
+      `COALESCE(${runRevisionSql()}, 0) AS revision FROM runs r) x LEFT JOIN (SELECT run_id, ` +
       "COUNT(DISTINCT run_revision) AS n, MAX(run_revision) AS m FROM viewer_deltas GROUP BY " +
-      "run_id) d ON d.run_id = r.run_id WHERE COALESCE(d.n, 0) <> r.revision OR d.m > r.revision",
+      "run_id) d ON d.run_id = x.run_id WHERE COALESCE(d.n, 0) <> x.revision OR d.m > x.revision",
     detail: (r) => `revision ${r.revision} but viewer deltas cover ${r.n ?? 0} up to ${r.m ?? 0}`,
   },
   {

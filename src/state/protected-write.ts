@@ -1,10 +1,11 @@
 /**
  * The spec's protected write: one transaction that checks and renews the writer's claim, applies
- * the change, appends its event (with the worker message's receipt) and viewer delta, and bumps
- * the run revision. Every worker-proposed transition and host command on a run goes through it.
+ * the change and appends its event (with the worker message's receipt) and viewer delta; the
+ * event's seq is the new run revision (journal.ts). Every worker-proposed transition and host
+ * command on a run goes through it.
  */
-import { ClaimLostError, NotFoundError, RevisionConflictError } from "./errors.ts";
-import { appendHistory, type JournalEntry } from "./journal.ts";
+import { ClaimLostError, NotFoundError, RevisionConflictError, TransitionError } from "./errors.ts";
+import { appendHistory, isTerminalRunState, type JournalEntry, runRevisionSql } from "./journal.ts";
 import type { MessageReceiptInput } from "./message-receipts.ts";
 import {
   checkClaimInTx,
@@ -16,7 +17,7 @@ import {
   runResource,
 } from "./claims.ts";
 import { type StateStore } from "./store.ts";
-import { executeArgs, queryOne, queryOneArgs } from "./statements.ts";
+import { executeArgs, queryOneArgs } from "./statements.ts";
 import { writeTransaction } from "./transactions.ts";
 
 export interface RunRow {
@@ -24,9 +25,19 @@ export interface RunRow {
   state: string;
   paused: number;
   blocked_reason: string | null;
+  /** The run revision: the seq of its newest event (journal.ts `runRevisionSql`). */
   revision: number;
   queue_state: string;
 }
+
+// The run and queue rows plus the revision, read in one statement (the revision is one
+// descending seek of the events key, on the leaf the change's event then appends to).
+const RUN_ROW_SQL =
+  "SELECT r.run_id, r.state, r.paused, r.blocked_reason, q.state AS queue_state, " +
+  `${runRevisionSql()} AS revision FROM runs r JOIN run_queue q ON q.run_id = r.run_id ` +
+  "WHERE r.run_id = ?1";
+// The same plus the run's number, which the change's event key needs.
+const WRITE_RUN_ROW_SQL = RUN_ROW_SQL.replace(" FROM runs r", ", r.run_no FROM runs r");
 
 /** The run a protected write changes, plus the optional atomic checks and receipt. */
 export interface ProtectedTarget extends WorkerWriteOptions {
@@ -83,7 +94,8 @@ const RENEW_RETURNING_SQL = `${RENEW_SQL} RETURNING ttl_ms`;
 /**
  * The spec's protected write, in one transaction: read revision and lease, compare owner, token
  * and generation, require a future expiry, renew, apply `change`, append its event and viewer
- * delta, increase the revision, commit. Any failed check or throw changes nothing.
+ * delta (the event's seq is the increased revision), commit. Any failed check or throw changes
+ * nothing.
  */
 export function protectedWrite<T>(
   store: StateStore,
@@ -126,32 +138,32 @@ export function protectedWrite<T>(
       checkClaimInTx(store, claim, now);
       throw new ClaimLostError(target.runId, claim.generation, "missingAuthority");
     }
-    // Step 1's revision read and step 7's increase in one statement (the change is atomic).
-    const bumped = queryOneArgs<RunRow>(
-      store,
-      "UPDATE runs SET revision = revision + 1, updated_at = ?1 WHERE run_id = ?2 " +
-        "RETURNING run_id, state, paused, blocked_reason, revision, " +
-        "(SELECT state FROM run_queue WHERE run_id = ?2) AS queue_state",
-      now,
-      target.runId,
-    );
-    if (!bumped) throw new NotFoundError("run", target.runId);
-    const revision = bumped.revision;
-    const run: RunRow = { ...bumped, revision: revision - 1 };
+    // Step 1's revision read. Step 7's increase is the event `appendHistory` appends: its seq is
+    // the new revision, and the events key refuses a revision taken twice.
+    const row = queryOneArgs<RunRow & { run_no: number }>(store, WRITE_RUN_ROW_SQL, target.runId);
+    if (!row) throw new NotFoundError("run", target.runId);
+    const run: RunRow = row;
+    // A terminal run never changes again (its claim is released too; this is the backstop).
+    if (isTerminalRunState(run.state)) throw new TransitionError(run.run_id, "change", run.state);
+    const revision = run.revision + 1;
     if (target.expectedRevision !== undefined && target.expectedRevision !== run.revision) {
       throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);
     }
     const outcome = change({ store, now, runId: target.runId, claim, run, revision });
-    appendHistory(store, target.runId, revision, now, outcome, target.receipt, outcome.result);
+    appendHistory(
+      store,
+      target.runId,
+      revision,
+      now,
+      outcome,
+      target.receipt,
+      outcome.result,
+      row.run_no,
+    );
     return { result: outcome.result, revision, expiresAt };
   });
 }
 
 export function readRunRow(store: StateStore, runId: string): RunRow | undefined {
-  return queryOne<RunRow>(
-    store,
-    "SELECT r.run_id, r.state, r.paused, r.blocked_reason, r.revision, q.state AS queue_state " +
-      "FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = :runId",
-    { runId },
-  );
+  return queryOneArgs<RunRow>(store, RUN_ROW_SQL, runId);
 }

@@ -6,6 +6,7 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
 import { fencedLeaseSql } from "./claims.ts";
+import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
@@ -71,7 +72,8 @@ export interface RunView {
 
 const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
   "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
-  "r.input_hash, r.parent_run_id, r.revision, r.created_at, r.updated_at, r.finished_at, " +
+  `r.input_hash, r.parent_run_id, ${runRevisionSql()} AS revision, r.created_at, ` +
+  `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
   "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id " +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
 

@@ -88,9 +88,12 @@ CREATE TABLE runs (
   input_json TEXT NOT NULL,
   input_hash TEXT NOT NULL,
   parent_run_id TEXT REFERENCES runs (run_id),
-  revision INTEGER NOT NULL CHECK (revision >= 1),
+  -- No revision or updated-at column: the run revision is the seq of the run's newest event and
+  -- its update time that event's `at` (journal.ts `newestEventSql`), so a change writes no run row.
   created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
+  -- When `state` last changed (set with it): the clock of the controller triggers below, which
+  -- run before the change's event exists.
+  state_changed_at INTEGER NOT NULL,
   finished_at INTEGER,
   output_json TEXT,
   error_code TEXT,
@@ -710,13 +713,13 @@ WHEN NEW.state <> OLD.state AND
   EXISTS (SELECT 1 FROM controller_workflow_requests WHERE run_id = NEW.run_id)
 BEGIN
   UPDATE controller_queue SET
-    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.updated_at)
-      ELSE NEW.updated_at END,
-    pending = 1, version = version + 1, updated_at = NEW.updated_at
+    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.state_changed_at)
+      ELSE NEW.state_changed_at END,
+    pending = 1, version = version + 1, updated_at = NEW.state_changed_at
   WHERE uid = (SELECT uid FROM controller_workflow_requests WHERE run_id = NEW.run_id);
   INSERT INTO controller_events (uid, resource_version, type, payload_json, at)
   SELECT w.uid, r.resource_version, 'child.' || NEW.state,
-    json_object('requestId', w.request_id, 'runId', NEW.run_id), NEW.updated_at
+    json_object('requestId', w.request_id, 'runId', NEW.run_id), NEW.state_changed_at
   FROM controller_workflow_requests w JOIN controller_resources r ON r.uid = w.uid
   WHERE w.run_id = NEW.run_id AND r.removed_at IS NULL;
 END;
@@ -729,9 +732,9 @@ WHEN NEW.state <> OLD.state AND NEW.state IN ('completed', 'failed', 'timed_out'
   EXISTS (SELECT 1 FROM controller_workflow_requests WHERE waiting_reason = 'sessionBusy')
 BEGIN
   UPDATE controller_queue SET
-    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.updated_at)
-      ELSE NEW.updated_at END,
-    pending = 1, version = version + 1, updated_at = NEW.updated_at
+    available_at = CASE WHEN pending = 1 THEN min(available_at, NEW.state_changed_at)
+      ELSE NEW.state_changed_at END,
+    pending = 1, version = version + 1, updated_at = NEW.state_changed_at
   WHERE uid IN (
     SELECT w.uid FROM controller_workflow_requests w
     JOIN controller_resources r ON r.uid = w.uid

@@ -7,6 +7,7 @@
  * can be tested. Nothing here returns a project path, session id or token.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { countPayloadRows, queryAllArgs, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
@@ -57,8 +58,9 @@ interface RunDbRow {
 }
 
 const RUN_ROW_SELECT = "SELECT r.run_id, r.workflow_name, r.title, r.state, q.state AS " +
-  "queue_state, r.paused, r.blocked_reason, b.execution_mode, r.revision, r.parent_run_id, " +
-  "r.definition_digest, r.created_at, r.updated_at, r.finished_at, r.error_code, " +
+  `queue_state, r.paused, r.blocked_reason, b.execution_mode, ${runRevisionSql()} AS revision, ` +
+  "r.parent_run_id, r.definition_digest, r.created_at, " +
+  `${newestEventSql("at")} AS updated_at, r.finished_at, r.error_code, ` +
   "r.error_message, (SELECT COUNT(*) FROM node_attempts a WHERE a.run_id = r.run_id) AS steps, " +
   "(SELECT a.node_id FROM node_attempts a WHERE a.run_id = r.run_id AND a.state IN " +
   "('running', 'waiting')) AS open_node, (SELECT a.started_at FROM node_attempts a WHERE " +

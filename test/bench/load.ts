@@ -249,7 +249,7 @@ async function main(): Promise<void> {
       );
     const completedInWindow = queryAll<{ n: number }>(
       store,
-      "SELECT COUNT(*) AS n FROM runs WHERE state = 'completed' AND updated_at <= :at",
+      "SELECT COUNT(*) AS n FROM runs WHERE state = 'completed' AND finished_at <= :at",
       { at: Date.now() },
     )[0].n;
     const deadline = Date.now() + 900_000;

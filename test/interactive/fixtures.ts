@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants, type Violation } from "../../src/state/invariants.ts";
+import { runRevisionSql } from "../../src/state/journal.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 
@@ -134,7 +135,8 @@ export function runRow(stateDir: string, runId: string) {
         { state: string; output_json: string | null; error_code: string | null; revision: number }
       >(
         store,
-        "SELECT state, output_json, error_code, revision FROM runs WHERE run_id = :runId",
+        `SELECT state, output_json, error_code, ${runRevisionSql()} AS revision FROM runs r ` +
+          "WHERE run_id = :runId",
         { runId },
       )[0],
   );

@@ -43,7 +43,11 @@ describe("runDoctor()", () => {
     const runId = enqueue(f.store);
     // Damage the projections the way a buggy writer could (bypassing the transitions).
     f.store.db.exec(`UPDATE run_queue SET state = 'running' WHERE run_id = '${runId}'`);
-    f.store.db.exec(`UPDATE runs SET revision = 5 WHERE run_id = '${runId}'`);
+    // An event past a gap: the revision (newest seq, 5) has no events 2..4 nor their deltas.
+    f.store.db.exec(
+      "INSERT INTO events (event_key, run_id, seq, type, run_revision, payload_json, at) " +
+        `SELECT run_no * 4294967296 + 5, run_id, 5, 'x', 5, '{}', 0 FROM runs WHERE run_id = '${runId}'`,
+    );
     const codes = checkInvariants(f.store).map((v) => v.code).sort();
     expect(codes).toEqual(["revisionMismatch", "runQueueMismatch", "viewerDeltaMismatch"]);
     closeStateStore(f.store);
@@ -64,7 +68,7 @@ describe("runDoctor()", () => {
     // A run renumbered behind its events' backs: they no longer lie in its key range.
     f.store.db.exec(`UPDATE runs SET run_no = 99 WHERE run_id = '${runId}'`);
     const codes = checkInvariants(f.store).map((v) => v.code).sort();
-    expect(codes).toEqual(["eventKeyMismatch", "revisionMismatch"]);
+    expect(codes).toEqual(["eventKeyMismatch", "revisionMismatch", "viewerDeltaMismatch"]);
     closeStateStore(f.store);
   });
 

@@ -15,16 +15,7 @@ export {
   RUN_STATES,
   type RunState,
 } from "../../protocol/run-operations.ts";
-export const TERMINAL_RUN_STATES = [
-  "completed",
-  "failed",
-  "timed_out",
-  "cancelled",
-] as const satisfies readonly RunState[];
-
-export function isTerminalRunState(state: string): boolean {
-  return (TERMINAL_RUN_STATES as readonly string[]).includes(state);
-}
+export { isTerminalRunState, TERMINAL_RUN_STATES } from "../journal.ts";
 
 /** `state/queue` as shown in transition errors. */
 export function describeState(run: RunRow): string {
@@ -65,8 +56,17 @@ export function setQueueState(
   );
 }
 
-export function setRunState(store: StateStore, runId: string, state: RunState): void {
-  execute(store, "UPDATE runs SET state = :state WHERE run_id = :runId", { runId, state });
+export function setRunState(
+  store: StateStore,
+  runId: string,
+  state: RunState,
+  now: number,
+): void {
+  execute(
+    store,
+    "UPDATE runs SET state = :state, state_changed_at = :now WHERE run_id = :runId",
+    { runId, state, now },
+  );
 }
 
 export interface OpenAttempt {

@@ -17,7 +17,7 @@ import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { acquireClaimInTx, releaseLeaseInTx, runResource } from "../claims.ts";
 import { AnswerRefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -174,7 +174,7 @@ function closeInTx(
     ownerId,
     ttlMs: 1,
   }, now);
-  const revision = bumpRevision(store, runId, now);
+  const revision = nextRevision(store, runId);
   const timedOut = closing.resolution === "timedOut";
   execute(
     store,
@@ -212,7 +212,7 @@ function closeInTx(
       "WHERE attempt_id = :attemptId AND status = 'pending'",
     { attemptId: row.attempt_id, status: timedOut ? "timedOut" : "settled", now },
   );
-  setRunState(store, runId, "running");
+  setRunState(store, runId, "running", now);
   releaseLeaseInTx(store, resource, now);
   const payload = {
     decisionId: row.decision_id,

@@ -17,7 +17,7 @@ import { type RunRow } from "../protected-write.ts";
 import { blockingAttempt } from "../effect-queries.ts";
 import { RevisionConflictError, TransitionError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -100,7 +100,7 @@ export function resolveAmbiguousEffect(
       );
     }
     takeAuthorityInTx(store, opts.runId, null, now);
-    const revision = bumpRevision(store, opts.runId, now);
+    const revision = nextRevision(store, opts.runId);
     let adoptedAttemptId: string | null = null;
     if (opts.verdict === "applied") {
       adoptedAttemptId = adoptOutput(store, run, blocked, output!, now);

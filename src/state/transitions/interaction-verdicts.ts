@@ -18,7 +18,7 @@ import { MAX_STEP_REMINDERS, noSubmissionError } from "../../protocol/step-contr
 import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../claims.ts";
 import { RefusedError } from "../errors.ts";
 import { readInteraction } from "../interaction-queries.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -79,7 +79,7 @@ export function acceptSubmission(
       return null;
     }
     if (row.run_state !== "waiting" || row.queue_state !== "parked") return null;
-    const revision = bumpRevision(store, row.run_id, now);
+    const revision = nextRevision(store, row.run_id);
     const receiptHash = fingerprint({ submissionId: opts.submissionId, status: "accepted" });
     execute(
       store,
@@ -99,7 +99,7 @@ export function acceptSubmission(
         "WHERE attempt_id = :attemptId AND state = 'waiting'",
       { attemptId: row.attempt_id, output, now },
     );
-    setRunState(store, row.run_id, "running");
+    setRunState(store, row.run_id, "running", now);
     appendHistory(store, row.run_id, revision, now, {
       type: "interaction.accepted",
       payload: {
@@ -137,7 +137,7 @@ export function rejectSubmission(
     );
     // A stale verdict still ends the provisional submission, but changes nothing else.
     if (row.status !== "pending" || !fenced(store, row.run_id, opts.generation)) return null;
-    const revision = bumpRevision(store, row.run_id, now);
+    const revision = nextRevision(store, row.run_id);
     appendHistory(store, row.run_id, revision, now, {
       type: "interaction.rejected",
       payload: {
@@ -241,7 +241,7 @@ export function remindInteraction(
           "WHERE request_id = :id",
         { n: MAX_STEP_REMINDERS, id: request.request_id, now },
       );
-      setRunState(store, request.run_id, "running");
+      setRunState(store, request.run_id, "running", now);
       return {
         entry: {
           type: "interaction.failed",
@@ -289,7 +289,7 @@ export function timeOutInteraction(
       ownerId: opts.ownerId,
       ttlMs: opts.ttlMs,
     }, now);
-    const revision = bumpRevision(store, request.run_id, now);
+    const revision = nextRevision(store, request.run_id);
     execute(
       store,
       "UPDATE interactive_submissions SET outcome = 'rejected', decided_at = :now, " +
@@ -311,7 +311,7 @@ export function timeOutInteraction(
         JSON.stringify(request.node_id)
       } reached its deadline before an output was accepted`,
     });
-    setRunState(store, request.run_id, "running");
+    setRunState(store, request.run_id, "running", now);
     releaseLeaseInTx(store, control.resource, now);
     appendHistory(store, request.run_id, revision, now, {
       type: "interaction.timedOut",

@@ -96,7 +96,7 @@ export function requestInteraction(
         now: tx.now,
       },
     );
-    setRunState(store, runId, "waiting");
+    setRunState(store, runId, "waiting", tx.now);
     setQueueState(store, runId, "parked", tx.now);
     releaseLeaseInTx(store, claim.resource, tx.now);
     // This step's prompt is the successor of a turn the run stranded earlier.

@@ -8,7 +8,7 @@ import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
 import { type Claim, releaseLeaseInTx, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
-import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
+import { appendHistory, type JournalEntry, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -127,7 +127,8 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
     // One update: a terminal run row accepts no later change.
     execute(
       store,
-      "UPDATE runs SET state = 'cancelled', paused = 0, finished_at = :now, error_code = 'cancelled', " +
+      "UPDATE runs SET state = 'cancelled', paused = 0, finished_at = :now, state_changed_at = :now, " +
+        "error_code = 'cancelled', " +
         "error_message = 'The run was cancelled' WHERE run_id = :runId",
       { runId: run.run_id, now },
     );
@@ -150,7 +151,7 @@ function command(
     }
     expectState(run, transition, allowed, refusal(run));
     const authority = takeAuthorityInTx(store, opts.runId, opts.claim, now);
-    const revision = bumpRevision(store, opts.runId, now);
+    const revision = nextRevision(store, opts.runId);
     const entry = apply(run, now);
     if (authority !== "none") releaseLeaseInTx(store, runResource(opts.runId), now);
     appendHistory(store, opts.runId, revision, now, entry);

@@ -132,7 +132,8 @@ function finish(
   setQueueState(tx.store, tx.runId, queue, tx.now);
   execute(
     tx.store,
-    "UPDATE runs SET state = :state, paused = 0, finished_at = :now, output_json = :output, " +
+    "UPDATE runs SET state = :state, paused = 0, finished_at = :now, state_changed_at = :now, " +
+      "output_json = :output, " +
       "error_code = :code, error_message = :message WHERE run_id = :runId",
     {
       state,

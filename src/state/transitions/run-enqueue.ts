@@ -81,10 +81,10 @@ export function enqueueRunInTx(
   execute(
     store,
     "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
-      "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, revision, " +
-      "created_at, updated_at, run_no) VALUES (:runId, :workflowName, :workflowRef, :title, " +
-      "'queued', 0, :projectPath, :workflowSource, :definitionDigest, :input, :inputHash, " +
-      ":parentRunId, 1, :now, :now, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs))",
+      "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, " +
+      "created_at, state_changed_at, run_no) VALUES (:runId, :workflowName, :workflowRef, " +
+      ":title, 'queued', 0, :projectPath, :workflowSource, :definitionDigest, :input, " +
+      ":inputHash, :parentRunId, :now, :now, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs))",
     {
       runId,
       workflowName: opts.workflowName,

@@ -10,7 +10,7 @@ import {
   type WorkerWriteOptions,
 } from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision, runRevisionSql } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryAll, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -78,8 +78,8 @@ export function claimRunForLaunch(store: StateStore, opts: ClaimRunForLaunchOpti
       token: opts.token,
       ttlMs: opts.ttlMs,
     }, now);
-    const revision = bumpRevision(store, opts.runId, now);
-    setRunState(store, opts.runId, "running");
+    const revision = nextRevision(store, opts.runId);
+    setRunState(store, opts.runId, "running", now);
     setQueueState(store, opts.runId, "starting", now);
     execute(
       store,
@@ -145,7 +145,7 @@ export function nextLaunchableRuns(
     store,
     "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.project_path, r.workflow_source_json, " +
       "r.definition_digest, r.input_hash, b.execution_mode, b.pi_command, b.pi_args_json, " +
-      "r.revision FROM run_queue q " +
+      `${runRevisionSql()} AS revision FROM run_queue q ` +
       "JOIN runs r ON r.run_id = q.run_id JOIN run_bindings b ON b.run_id = r.run_id " +
       "WHERE q.state IN ('queued', 'parked') AND r.state IN ('queued', 'running') " +
       "AND r.paused = 0 AND r.blocked_reason IS NULL AND q.available_at <= :now " +

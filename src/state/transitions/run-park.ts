@@ -11,7 +11,7 @@ import {
   type WorkerWriteOptions,
 } from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -107,7 +107,7 @@ export function waitRun(
         now: tx.now,
       },
     );
-    setRunState(store, runId, "waiting");
+    setRunState(store, runId, "waiting", tx.now);
     setQueueState(store, runId, "parked", tx.now);
     releaseLeaseInTx(store, claim.resource, tx.now);
     // A model turn stranded earlier gets its successor now: the run waits for an answer.
@@ -213,7 +213,7 @@ export function blockRun(
         (r.state === "running" && r.queue_state === "parked"),
     );
     takeAuthorityInTx(store, opts.runId, null, now);
-    const revision = bumpRevision(store, opts.runId, now);
+    const revision = nextRevision(store, opts.runId);
     apply(now, run);
     appendHistory(store, opts.runId, revision, now, {
       ...entry,

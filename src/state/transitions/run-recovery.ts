@@ -15,7 +15,7 @@ import {
 } from "../claims.ts";
 import { protectedWrite, workerTarget, type WorkerWriteOptions } from "../protected-write.ts";
 import { ClaimLostError } from "../errors.ts";
-import { appendHistory, bumpRevision } from "../journal.ts";
+import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryAll } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -76,7 +76,7 @@ export function recoverExpiredRun(
       token: opts.token,
       ttlMs: opts.ttlMs,
     }, now);
-    const revision = bumpRevision(store, opts.runId, now);
+    const revision = nextRevision(store, opts.runId);
     const { interruptedAttemptId, blocked } = stopAtBoundary(store, opts.runId, now, CRASHED);
     const orphaned = queryAllEpochs(store, opts.runId);
     execute(

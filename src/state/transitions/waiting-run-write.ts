@@ -9,7 +9,7 @@ import { type RunRow } from "../protected-write.ts";
 import { RefusedError, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { type InteractionRow, readInteraction } from "../interaction-queries.ts";
-import { appendHistory, bumpRevision, type JournalEntry } from "../journal.ts";
+import { appendHistory, type JournalEntry, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { writeTransaction } from "../transactions.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
@@ -58,7 +58,7 @@ export function waitingRunWrite<T>(
     let revision = run.revision;
     if (applied.entry) {
       const authority = takeAuthorityInTx(store, t.runId, null, now);
-      revision = bumpRevision(store, t.runId, now);
+      revision = nextRevision(store, t.runId);
       if (authority !== "none") releaseLeaseInTx(store, runResource(t.runId), now);
       appendHistory(store, t.runId, revision, now, applied.entry);
     }

@@ -1,6 +1,6 @@
 /** Worker epochs: the terminal outcome of one worker process, recorded by the supervisor. */
 import { TransitionError } from "../errors.ts";
-import { appendViewerDelta } from "../journal.ts";
+import { appendViewerDelta, runRevisionSql } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -37,7 +37,7 @@ export function finishWorkerEpoch(
     const now = store.clock.now();
     const row = queryOne<{ run_id: string; status: string; revision: number }>(
       store,
-      "SELECT w.run_id, w.status, r.revision FROM run_workers w JOIN runs r " +
+      `SELECT w.run_id, w.status, ${runRevisionSql()} AS revision FROM run_workers w JOIN runs r ` +
         "ON r.run_id = w.run_id WHERE w.worker_epoch = :workerEpoch",
       { workerEpoch: opts.workerEpoch },
     );
