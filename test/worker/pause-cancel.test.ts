@@ -51,6 +51,15 @@ function epochs(h: Harness, runId: string): string[] {
   ).map((r) => r.status);
 }
 
+/**
+ * The slow node runs and its start is committed. A pure compute node may run before its
+ * `node.started` verdict arrives (docs/workers.md, pipelining), so the marker alone does not
+ * mean the attempt row exists: a command committed in between finds no attempt to end.
+ */
+function started(h: Harness, runId: string, marker: string): boolean {
+  return lines(marker) === 1 && attemptStates(h, runId).length === 1;
+}
+
 function attemptStates(h: Harness, runId: string): string[] {
   return queryAll<{ state: string }>(
     h.store,
@@ -66,7 +75,7 @@ describe("pause, resume and cancel against a live worker", () => {
     const runId = await h.startRun(
       h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
     );
-    expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
+    expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);
 
     const paused = pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(paused.stopWorker).toBe(true);
@@ -93,7 +102,7 @@ describe("pause, resume and cancel against a live worker", () => {
     const runId = await h.startRun(
       h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
     );
-    expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
+    expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);
     cancelRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     await h.supervision.stopRun(runId, "cancelled");
     const run = h.run(runId);
@@ -107,7 +116,7 @@ describe("pause, resume and cancel against a live worker", () => {
     h = await createHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 700)));
-    expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
+    expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);
     // The command commits, but nobody stops the worker: its next proposal meets the fence.
     pauseRun(h.store, { runId, claim: h.supervision.claimOf(runId) });
     expect(await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
@@ -129,7 +138,7 @@ describe("pause, resume and cancel against a live worker", () => {
     h = await createHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 800)));
-    expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
+    expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);
     expect(() => cancelRun(h!.store, { runId, claim: null })).toThrow(
       ClaimLostError,
     );
