@@ -31,7 +31,13 @@ export class FrameError extends Error {
 }
 
 export type Frame =
-  | { ok: true; value: unknown; bytes: number }
+  | {
+    ok: true;
+    value: unknown;
+    bytes: number;
+    /** The line as received (newline excluded), when the decoder was asked to keep it. */
+    line?: Uint8Array;
+  }
   | { ok: false; error: FrameError };
 
 export interface FramingOptions {
@@ -48,12 +54,19 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  */
 export class FrameDecoder {
   readonly #maxBytes: number;
+  readonly #keepLines: boolean;
   #parts: Uint8Array[] = [];
   #length = 0;
   #discarding = false;
 
-  constructor(options: FramingOptions = {}) {
+  /**
+   * `keepLines`: each frame carries the bytes it was parsed from (a view into the chunk it came
+   * in, so only for readers that are done with a frame soon): the host fingerprints a worker
+   * message from them instead of encoding the parsed value again.
+   */
+  constructor(options: FramingOptions & { keepLines?: boolean } = {}) {
     this.#maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
+    this.#keepLines = options.keepLines ?? false;
   }
 
   /** Bytes currently held for an unfinished line (never more than the bound). */
@@ -123,7 +136,8 @@ export class FrameDecoder {
     }
     if (text.trim() === "") return null;
     try {
-      return { ok: true, value: JSON.parse(text), bytes };
+      const value: unknown = JSON.parse(text);
+      return this.#keepLines ? { ok: true, value, bytes, line } : { ok: true, value, bytes };
     } catch (error) {
       const detail = error instanceof Error ? error.message : String(error);
       return {

@@ -15,6 +15,9 @@
  * part (enqueue to the first committed attempt: spawn, module loading, source checks),
  * `steady_nodes_per_s` the rate after it, and `commits_per_node` the host's commits (a group
  * commit counts once) per node: below 1 when pipelined compute nodes share commits.
+ * `host_cpu_us_per_node_10k` is this process's CPU (user + system: the host runs in-process, the
+ * worker is a child) per node of the long run: the host's cost without the disk's wait, so it
+ * compares builds across disk regimes better than the ratios do.
  *
  *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
  */
@@ -80,6 +83,8 @@ interface NodesRun {
   starts: number[];
   /** Host commits (shared group commits count once) per node, from enqueue to the end. */
   commitsPerNode: number;
+  /** CPU of this process (the host: the worker is a child) per node, µs, enqueue to the end. */
+  hostCpuUsPerNode: number;
 }
 
 async function runNodes(count: number, variant = 0): Promise<NodesRun> {
@@ -93,6 +98,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   const raw = rawCommitRate(root, 2_000);
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const commitsBefore = commitCount(store);
   const { runId } = enqueueResolved(store, resolved, {
     workflowRef: workflowPath,
@@ -107,6 +113,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   );
   if (!finished) throw new Error(`Run ended ${readRun(store, runId)?.state}`);
   const ended = performance.now();
+  const cpu = process.cpuUsage(cpuBefore);
   const commits = commitCount(store) - commitsBefore;
   const seconds = (ended - started) / 1000;
   const starts = queryAllArgs<{ started_at: number }>(
@@ -123,6 +130,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
     steady: count / ((ended - firstNode) / 1000),
     starts,
     commitsPerNode: commits / count,
+    hostCpuUsPerNode: (cpu.user + cpu.system) / count,
   };
 }
 
@@ -163,6 +171,7 @@ try {
         cost_ms_at_10k: r3(costAt(long.starts, long.nodes)),
         cost_ratio: r3(costAt(long.starts, long.nodes) / costAt(long.starts, 100)),
         commits_per_node_10k: r3(long.commitsPerNode),
+        host_cpu_us_per_node_10k: Math.round(long.hostCpuUsPerNode),
       }
       : {}),
   }));

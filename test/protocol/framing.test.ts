@@ -14,6 +14,7 @@ import {
   readFrames,
   writeFrame,
 } from "../../src/protocol/framing.ts";
+import { fingerprint, sha256Hex } from "../../src/protocol/canonical-json.ts";
 
 const bytes = (text: string) => Buffer.from(text, "utf8");
 const values = (frames: Frame[]) => frames.map((f) => (f.ok ? f.value : f.error.code));
@@ -110,6 +111,26 @@ describe("FrameDecoder", () => {
     expect(error).toBeInstanceOf(FrameError);
     expect(error.message).toMatch(/^Frame invalid: the line is not JSON: /);
     expect(error.message).not.toContain("\n");
+  });
+
+  test("keepLines: each frame carries its own bytes, whatever the chunking", () => {
+    // The host fingerprints a worker message from these bytes: for a frame written by
+    // encodeFrame (canonical JSON) that is exactly fingerprint(message).
+    const messages = [{ b: "héllo 🚀", a: [1, { z: null, y: true }] }, { kind: "x", n: 2 }, "s"];
+    const stream = Buffer.concat(messages.map((m) => encodeFrame(m)));
+    for (let cut = 0; cut <= stream.length; cut += 7) {
+      const decoder = new FrameDecoder({ keepLines: true });
+      const frames = [
+        ...decoder.push(stream.subarray(0, cut)),
+        ...decoder.push(stream.subarray(cut)),
+      ];
+      expect(values(frames), `cut at ${cut}`).toEqual(messages);
+      frames.forEach((frame, i) => {
+        const line = frame.ok ? frame.line : undefined;
+        expect(line && `sha256:${sha256Hex(line)}`, `cut at ${cut}`).toBe(fingerprint(messages[i]));
+      });
+    }
+    expect(new FrameDecoder().push(stream)[0]).not.toHaveProperty("line");
   });
 });
 

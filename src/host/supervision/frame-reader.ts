@@ -17,7 +17,8 @@ export interface FrameReader {
 }
 
 export function createFrameReader(stream: Readable): FrameReader {
-  const decoder = new FrameDecoder();
+  // Lines kept: the worker session fingerprints a message from its bytes (worker-session.ts).
+  const decoder = new FrameDecoder({ keepLines: true });
   const queue: Frame[] = [];
   let ended = false;
   let wake: (() => void) | null = null;

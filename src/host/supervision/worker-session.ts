@@ -130,7 +130,7 @@ export async function serveWorkerChannel(
       // Answered inside the next group commit, with the frames of every worker read this turn.
       const pending = inNextCommit(
         ctx.store,
-        () => answer(ctx, worker, hooks, frame.value, receipts),
+        () => answer(ctx, worker, hooks, frame, receipts),
         closesPureAttempt(worker, frame.value),
       );
       pending.catch(() => {}); // handled by deliver(), or dropped with a broken session
@@ -165,9 +165,10 @@ function answer(
   ctx: HostContext,
   worker: ActiveWorker,
   hooks: SessionHooks,
-  value: unknown,
+  frame: { value: unknown; line?: Uint8Array },
   receipts: Map<string, WorkerReply>,
 ): WorkerReply | null {
+  const { value } = frame;
   // Hand-written checks first for the hot kinds (same verdicts as the schemas, which remain
   // the reference and run whenever the fast check is not sure).
   const fastHeader = fastWorkerHeader(value);
@@ -206,8 +207,9 @@ function answer(
   }
   // Receipts of worker messages live in their events, keyed by the message id alone.
   const requestId = messageId;
-  // `fingerprint(message)`, through the state layer's faster encoder of the same canonical bytes.
-  const requestFingerprint = `sha256:${sha256Hex(fastCanonicalJson(message))}`;
+  // Over the bytes as received: the worker sends canonical JSON, so this is `fingerprint(message)`
+  // without encoding the message again (a retry resends the same bytes).
+  const requestFingerprint = `sha256:${sha256Hex(frame.line ?? fastCanonicalJson(message))}`;
 
   let applied: Applied;
   // Inside the group, before the shared COMMIT: a kill here loses this message (and any other
