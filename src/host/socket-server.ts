@@ -33,6 +33,10 @@ export interface SocketServerOptions {
   partialFrameMs?: number;
   /** Connections served at once; more are closed on arrival. */
   maxConnections?: number;
+  /** How long a closing connection keeps reading (and dropping) what the peer still sends. */
+  lingerMs?: number;
+  /** How many bytes a closing connection drops before it gives up on the peer. */
+  lingerBytes?: number;
 }
 
 export interface SocketServer {
@@ -47,8 +51,12 @@ export interface SocketServer {
 }
 
 export function createSocketServer(options: SocketServerOptions): SocketServer {
-  const maxInFlight = options.maxInFlight ?? 32;
-  const partialFrameMs = options.partialFrameMs ?? 10_000;
+  const limits: ConnectionLimits = {
+    maxInFlight: options.maxInFlight ?? 32,
+    partialFrameMs: options.partialFrameMs ?? 10_000,
+    lingerMs: options.lingerMs ?? 2_000,
+    lingerBytes: options.lingerBytes ?? 16 * 1024 * 1024,
+  };
   const maxConnections = options.maxConnections ?? 128;
   const connections = new Set<Connection>();
   let abandoned = false;
@@ -63,7 +71,7 @@ export function createSocketServer(options: SocketServerOptions): SocketServer {
       socket.destroy();
       return;
     }
-    const connection = serveConnection(socket, options, maxInFlight, partialFrameMs, () => {
+    const connection = serveConnection(socket, options, limits, () => {
       connections.delete(connection);
     });
     connections.add(connection);
@@ -87,11 +95,17 @@ interface Connection {
   drainAndClose(): Promise<void>;
 }
 
+interface ConnectionLimits {
+  maxInFlight: number;
+  partialFrameMs: number;
+  lingerMs: number;
+  lingerBytes: number;
+}
+
 function serveConnection(
   socket: net.Socket,
   options: SocketServerOptions,
-  maxInFlight: number,
-  partialFrameMs: number,
+  { maxInFlight, partialFrameMs, lingerMs, lingerBytes }: ConnectionLimits,
   onClosed: () => void,
 ): Connection {
   const decoder = new FrameDecoder();
@@ -100,6 +114,7 @@ function serveConnection(
   let ended = false;
   let rejected = false;
   let partialTimer: NodeJS.Timeout | null = null;
+  let lingerTimer: NodeJS.Timeout | null = null;
   let idleWaiters: (() => void)[] = [];
 
   const settleIdle = () => {
@@ -115,16 +130,31 @@ function serveConnection(
     socket.removeListener("data", onData);
   };
 
+  // Closing with the peer's bytes unread resets the connection: a peer still writing (the rest of
+  // an oversized frame, requests pipelined after a bad one) then fails that write, and its runtime
+  // drops our answer unread. So our side ends after the answers (FIN), and whatever the peer still
+  // sends is read and dropped until it ends too, within a deadline and a byte cap.
   const closeAfterWrites = () => {
     if (ended) return;
     ended = true;
     stopReading();
-    // `end` flushes what was written; a peer that never reads is cut off after a grace period.
-    const force = setTimeout(() => socket.destroy(), 1000);
-    force.unref();
+    const destroy = () => socket.destroy();
+    lingerTimer = setTimeout(destroy, lingerMs);
+    lingerTimer.unref();
+    let flushed = false;
+    let dropped = 0;
+    const doneWhenBothEnded = () => {
+      if (flushed && socket.readableEnded) destroy();
+    };
+    socket.on("data", (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > lingerBytes) destroy();
+    });
+    socket.on("end", doneWhenBothEnded);
+    socket.resume();
     socket.end(() => {
-      clearTimeout(force);
-      socket.destroy();
+      flushed = true;
+      doneWhenBothEnded();
     });
   };
 
@@ -247,6 +277,7 @@ function serveConnection(
   });
   socket.on("close", () => {
     clearPartialTimer();
+    if (lingerTimer) clearTimeout(lingerTimer);
     onClosed();
   });
 
