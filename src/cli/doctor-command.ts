@@ -2,19 +2,38 @@
  * `pi-workflows doctor`: opens the state database read-only (through the state layer's
  * `runDoctor`) and reports identity, digest and invariants. Works whether or not a host runs.
  */
+import { connectHost } from "../client/host-connection.ts";
+import { hostSocketPath } from "../client/socket-path.ts";
 import { formatDoctorReport, runDoctor } from "../state/doctor.ts";
 import { resolveStateDir } from "../state/store.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
 
-export function runDoctorCommand(
+const PROBE_TIMEOUT_MS = 1_000;
+
+export async function runDoctorCommand(
   command: Extract<CliCommand, { kind: "doctor" }>,
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const report = runDoctor({ stateDir: resolveStateDir(env) });
-  if (command.json) printJson(io, report);
-  else io.out(formatDoctorReport(report));
-  return Promise.resolve(report.ok ? EXIT.ok : EXIT.invariantsViolated);
+  const stateDir = resolveStateDir(env);
+  const report = runDoctor({ stateDir });
+  // An unexpired lease is not a running host (a killed one leaves its lease behind): ask the socket.
+  const answering = report.hostEpoch?.live
+    ? await socketAnswers(hostSocketPath(stateDir))
+    : undefined;
+  if (command.json) printJson(io, { ...report, hostAnswering: answering ?? false });
+  else io.out(formatDoctorReport(report, answering));
+  return report.ok ? EXIT.ok : EXIT.invariantsViolated;
+}
+
+/** Whether a host accepts a connection on its socket within the probe's deadline. */
+async function socketAnswers(socketPath: string): Promise<boolean> {
+  try {
+    (await connectHost(socketPath, { connectTimeoutMs: PROBE_TIMEOUT_MS })).close();
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -285,7 +285,12 @@ export function parse(
 ): Parsed {
   let result;
   try {
-    result = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    result = parseArgs({
+      args: withNegativeValues(args, options),
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (error) {
     throw new UsageError(`${describeParseError(error)}: run 'pi-workflows ${command} --help'`);
   }
@@ -306,6 +311,27 @@ export function parse(
     );
   }
   return { help, values, positionals: result.positionals };
+}
+
+/**
+ * `--limit -3` as `--limit=-3`: parseArgs takes a value starting with a dash for an option and
+ * refuses it as ambiguous ("needs a value"); a negative number is never an option here, so it is
+ * the value, and the option's own check then names it and the valid range.
+ */
+function withNegativeValues(args: readonly string[], options: Options): string[] {
+  const takesValue = (arg: string) =>
+    arg.startsWith("--") && options[arg.slice(2)]?.type === "string";
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const next = args[i + 1];
+    if (next !== undefined && /^-[0-9.]/.test(next) && takesValue(args[i])) {
+      out.push(`${args[i]}=${next}`);
+      i++;
+    } else {
+      out.push(args[i]);
+    }
+  }
+  return out;
 }
 
 function describeParseError(error: unknown): string {

@@ -34,7 +34,8 @@ export interface DoctorReport {
   modes: { note: string; blocking: boolean }[];
   /** A query of the checks failed (a damaged page it reached), else null. */
   checkError: string | null;
-  hostEpoch: { epoch: number; live: boolean } | null;
+  /** `live`: the claim's lease has not expired (`leaseUntil`); it does not prove a host answers. */
+  hostEpoch: { epoch: number; live: boolean; leaseUntil: number | null } | null;
   counts: HostStatusCounts | null;
   violations: Violation[];
 }
@@ -82,18 +83,23 @@ export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorRepo
   }
 }
 
-/** A few lines for people; `--json` prints the report object instead. */
-export function formatDoctorReport(report: DoctorReport): string {
+/**
+ * A few lines for people; `--json` prints the report object instead. `answering`: whether a host
+ * accepted a connection on the socket (the CLI probes it; the state alone cannot tell).
+ */
+export function formatDoctorReport(report: DoctorReport, answering?: boolean): string {
   const lines = [`State file: ${report.file}`];
-  lines.push(
-    `Schema: ${report.identity} v${report.schemaVersion}, digest ` +
-      `${report.ddlDigest.slice(0, DDL_DIGEST_PREFIX_LENGTH)}…`,
-  );
-  for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
+  const schema = `${report.identity} v${report.schemaVersion}, digest ` +
+    `${report.ddlDigest.slice(0, DDL_DIGEST_PREFIX_LENGTH)}…`;
   if (report.openError) {
+    // The problem first: the schema line is what this build expects, not what the file holds.
     lines.push(`Problem: ${report.openError}`);
+    for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
+    lines.push(`This build reads: ${schema}`);
     return lines.join("\n");
   }
+  lines.push(`Schema: ${schema}`);
+  for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
   if (report.integrity.length > 0) {
     lines.push(`Integrity: damaged; SQLite's integrity_check reports:`);
     for (const problem of report.integrity) lines.push(`  ${problem}`);
@@ -109,9 +115,7 @@ export function formatDoctorReport(report: DoctorReport): string {
   }
   if (report.checkError) return lines.join("\n");
   if (report.hostEpoch) {
-    lines.push(
-      `Host epoch: ${report.hostEpoch.epoch} (${report.hostEpoch.live ? "live" : "not running"})`,
-    );
+    lines.push(`Host epoch: ${report.hostEpoch.epoch} (${hostState(report.hostEpoch, answering)})`);
   } else {
     lines.push("Host epoch: none yet");
   }
@@ -134,6 +138,14 @@ export function formatDoctorReport(report: DoctorReport): string {
     if (report.violations.length > 50) lines.push(`  … ${report.violations.length - 50} more`);
   }
   return lines.join("\n");
+}
+
+function hostState(host: NonNullable<DoctorReport["hostEpoch"]>, answering?: boolean): string {
+  if (!host.live || host.leaseUntil === null) return "not running";
+  if (answering) return "running";
+  const until = `lease held until ${new Date(host.leaseUntil).toISOString()}`;
+  // A host killed without releasing its claim: the lease runs on, but nothing serves the socket.
+  return answering === false ? `${until}, host not answering` : until;
 }
 
 /** The state directory, the database and its `-wal`/`-shm` files against the mode rule. */

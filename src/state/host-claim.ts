@@ -128,14 +128,18 @@ export function releaseHostClaim(store: StateStore, claim: HostClaim): void {
   });
 }
 
-/** The current host epoch and whether its claim is live at `now` (for status and doctor). */
+/**
+ * The current host epoch, whether its claim is live at `now`, and until when (for status and
+ * doctor). A live claim does not prove a host runs: a killed host's lease runs until it expires.
+ */
 export function readHostEpoch(
   store: StateStore,
   now = store.clock.now(),
-): { epoch: number; live: boolean } | null {
+): { epoch: number; live: boolean; leaseUntil: number | null } | null {
   const row = readHostClaim(store);
   if (!row) return null;
-  return { epoch: row.epoch, live: !!row.token_hash && (row.expires_at ?? 0) > now };
+  const live = !!row.token_hash && (row.expires_at ?? 0) > now;
+  return { epoch: row.epoch, live, leaseUntil: live ? row.expires_at : null };
 }
 
 /**

@@ -154,6 +154,14 @@ describe("parseCommand()", () => {
       expect(usageError(["status", "r", "--attempts", bad])).toContain("Invalid --attempts");
     }
     expect(usageError(["list", "--limit", "0"])).toContain("Invalid --limit '0'");
+    // A negative number is the option's value (parseArgs alone calls it a missing value).
+    expect(usageError(["list", "--limit", "-3"])).toBe(
+      "Invalid --limit '-3': give a number from 1",
+    );
+    expect(usageError(["status", "r", "--attempts", "-1"])).toContain(
+      "Invalid --attempts '-1': give a number from 1 to",
+    );
+    expect(usageError(["list", "--limit", "--json"])).toContain("Option '--limit' needs a value");
     expect(parseCommand(["cancel", "run-2"])).toEqual({
       kind: "control",
       action: "cancel",

@@ -115,6 +115,15 @@ describe("host run", () => {
     old.kill("SIGKILL");
     await old.exited;
     expect(existsSync(h.socketPath)).toBe(true); // stale socket left behind
+    // Doctor says what it knows: the lease runs on, but no host answers (as `host status` says).
+    const dead = await runCliProcess(["doctor"], h.env);
+    expect(dead.stdout).toMatch(
+      /^Host epoch: 1 \(lease held until \d{4}-\d\d-\d\dT[\d:.]+Z, host not answering\)$/m,
+    );
+    expect(JSON.parse((await runCliProcess(["doctor", "--json"], h.env)).stdout)).toMatchObject({
+      hostEpoch: { epoch: 1, live: true },
+      hostAnswering: false,
+    });
 
     // The recorded pid and start identity prove the holder gone: the first candidate takes over.
     const next = await startHostProcess(h.env);
@@ -132,6 +141,7 @@ describe("host run", () => {
     const current = await client.request(hostRequest("host.status", { hostEpoch: 2 }));
     expect(current).toMatchObject({ outcome: "accepted", receipt: { epoch: 2 } });
     client.close();
+    expect((await runCliProcess(["doctor"], h.env)).stdout).toMatch(/^Host epoch: 2 \(running\)$/m);
     await stopProcess(next);
   });
 

@@ -260,9 +260,9 @@ describe("host claim", () => {
     f.clock.advance(999);
     renewHostClaim(f.store, one, 1000);
     f.clock.advance(999);
-    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: true });
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: true, leaseUntil: f.clock.now() + 1 });
     f.clock.advance(1);
-    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: false });
+    expect(readHostEpoch(f.store)).toEqual({ epoch: 2, live: false, leaseUntil: null });
     expectClaimLost(() => renewHostClaim(f.store, one, 1000), "expired");
     const two = acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 });
     expect([two.epoch, two.takeover]).toEqual([3, "expired"]);
@@ -353,7 +353,11 @@ describe("host claim takeover by process proof", () => {
     expect(asked).toEqual(["5:50"]);
     const taken = start(() => true);
     expect(taken.takeover).toBe("holderGone");
-    expect(readHostEpoch(f.store)).toEqual({ epoch: HOST_EPOCH + 2, live: true });
+    expect(readHostEpoch(f.store)).toEqual({
+      epoch: HOST_EPOCH + 2,
+      live: true,
+      leaseUntil: expect.any(Number),
+    });
   });
 
   it("without a recorded identity only the lease counts", () => {

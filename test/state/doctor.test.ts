@@ -78,6 +78,26 @@ describe("runDoctor()", () => {
     const report = runDoctor({ stateDir: dir });
     expect(report.ok).toBe(false);
     expect(report.openError).toMatch(/no state database yet/);
-    expect(formatDoctorReport(report)).toMatch(/^State file: .*\nSchema: pi-workflows-state v1/);
+    // The problem comes first; the schema line after it is what this build expects.
+    expect(formatDoctorReport(report)).toMatch(
+      /^State file: .*\nProblem: .*no state database yet.*\nThis build reads: pi-workflows-state v1, digest sha256:[0-9a-f]+…$/,
+    );
+  });
+
+  it("words the host epoch by what the lease and the socket say", () => {
+    const f = openFixture();
+    dirs.push(f.dir);
+    closeStateStore(f.store);
+    const report = runDoctor({ stateDir: join(f.dir, "state") });
+    const epochLine = (answering?: boolean) =>
+      formatDoctorReport(report, answering).split("\n").find((l) => l.startsWith("Host epoch"));
+    report.hostEpoch = { epoch: 4, live: true, leaseUntil: Date.UTC(2026, 0, 2, 3, 4, 5) };
+    expect(epochLine(true)).toBe("Host epoch: 4 (running)");
+    expect(epochLine(false)).toBe(
+      "Host epoch: 4 (lease held until 2026-01-02T03:04:05.000Z, host not answering)",
+    );
+    expect(epochLine()).toBe("Host epoch: 4 (lease held until 2026-01-02T03:04:05.000Z)");
+    report.hostEpoch = { epoch: 4, live: false, leaseUntil: null };
+    expect(epochLine(true)).toBe("Host epoch: 4 (not running)");
   });
 });
