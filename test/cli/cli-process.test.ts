@@ -283,7 +283,9 @@ describe("pi-workflows CLI", () => {
       const result = await runCliProcess(["doctor"], broken.env);
       expect(result.code).toBe(5);
       // The problem right after the file; the schema line below it is what this build expects.
-      expect(result.stdout).toMatch(/^State file: .*\nProblem: .*\nThis build reads: /);
+      expect(result.stdout).toMatch(
+        /^State file: .*\nProblem: .*\n(Mode: .*\n)*This build reads: /,
+      );
       expect(result.stdout).not.toMatch(/^Schema: /m);
     } finally {
       broken.cleanup();
