@@ -7,7 +7,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { CLI, ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../host/helpers.ts";
 
 let home: TempHome;
 let project: string;
@@ -57,6 +57,28 @@ export default defineWorkflow({ name: "exits", startAt: "a", nodes: { a: compute
 `,
   );
   writeFileSync(
+    join(project, "gated.workflow.ts"),
+    `import { existsSync } from "node:fs";
+import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "gated",
+  startAt: "gate",
+  nodes: {
+    gate: compute({ statusDetail: "wait for the gate", run: async () => {
+      const deadline = Date.now() + 60_000;
+      while (!existsSync(${
+      JSON.stringify(join(home.root, "follow-gate"))
+    }) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return "ok";
+    } }),
+  },
+  edges: [],
+});
+`,
+  );
+  writeFileSync(
     join(project, "hangs.workflow.ts"),
     `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
 export default defineWorkflow({
@@ -96,15 +118,25 @@ describe("start --wait", () => {
   });
 
   it("status --wait follows a run this command did not start, and one that already ended", async () => {
-    const started = await cli(["start", "progress", "--cwd", project, "--json"]);
+    // The run waits for a gate file, opened only once the follower is following: never ended first.
+    const gate = join(home.root, "follow-gate");
+    const started = await cli(["start", "gated.workflow.ts", "--cwd", project, "--json"]);
     expect(started.code, started.stderr).toBe(0);
     const id = JSON.parse(started.stdout).run.runId as string;
-    const followed = await cli(["status", id.slice(0, 12), "--wait"]);
-    expect(followed.code, followed.stderr).toBe(0);
-    const lines = followed.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^Following run-[0-9a-f]{8} {2}progress {2}(queued|running)$/);
-    expect(lines).toContain("▶ copy · copy the files");
-    expect(lines.at(-2)).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}progress · 2 nodes · /);
+    const follower = spawnCli(["status", id.slice(0, 12), "--wait"], home.env);
+    let exit;
+    try {
+      await follower.waitForStdout("Following", 30_000);
+      writeFileSync(gate, "");
+      exit = await follower.exited;
+    } finally {
+      follower.kill();
+    }
+    expect(exit.code, follower.stderr()).toBe(0);
+    const lines = follower.stdout().trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^Following run-[0-9a-f]{8} {2}gated {2}(queued|running)$/);
+    expect(lines).toContain("▶ gate · wait for the gate");
+    expect(lines.at(-2)).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}gated · 1 node · /);
     expect(lines.at(-1)).toBe("ok");
     // Ended already: the same history, the same summary, the same exit code, at once.
     const again = await cli(["status", id, "--wait", "--json"]);
