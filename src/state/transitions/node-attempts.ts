@@ -82,7 +82,7 @@ export function recordNodeStarted(
     return {
       type: "node.started",
       payload: { attemptId: opts.attemptId, nodeId: opts.nodeId, sequence: row!.sequence },
-      summary: { state: "running", nodeId: opts.nodeId, attempt: "running" },
+      summary: { attempt: "running", nodeId: opts.nodeId, state: "running" },
       result: row!.sequence,
     };
   });
@@ -150,15 +150,16 @@ export function recordNodeUpdate(
     if (changed !== 1) requireRunningAttempt(tx, opts.attemptId, "update a node of");
     return {
       type: "node.update",
+      // Keys in sorted order, so the payload is canonical as built (values.ts `encodeValue`).
       payload: {
-        ...(opts.nodeId === undefined ? {} : { nodeId: opts.nodeId }),
         attemptId: opts.attemptId,
-        type: opts.type,
         key: opts.key,
+        ...(opts.nodeId === undefined ? {} : { nodeId: opts.nodeId }),
         // A follower shows progress numbers from the event alone; no other update data.
         ...(progress ? { progress: progress as unknown as JsonValue } : {}),
+        type: opts.type,
       },
-      summary: { state: "running", attemptId: opts.attemptId, update: opts.type },
+      summary: { attemptId: opts.attemptId, state: "running", update: opts.type },
       result: undefined,
     };
   });
@@ -201,7 +202,7 @@ export function recordNodeFinished(
     return {
       type: "node.finished",
       payload: { attemptId: opts.attemptId, nodeId, ...(notificationId ? { notificationId } : {}) },
-      summary: { state: "running", nodeId, attempt: "ok" },
+      summary: { attempt: "ok", nodeId, state: "running" },
       result: notificationId,
     };
   });
@@ -234,8 +235,8 @@ export function recordNodeFailed(
     )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "fail a node of");
     return {
       type: "node.failed",
-      payload: { attemptId: opts.attemptId, nodeId, outcome: opts.outcome, code: opts.error.code },
-      summary: { state: "running", nodeId, attempt: opts.outcome },
+      payload: { attemptId: opts.attemptId, code: opts.error.code, nodeId, outcome: opts.outcome },
+      summary: { attempt: opts.outcome, nodeId, state: "running" },
       result: undefined,
     };
   });
@@ -262,8 +263,8 @@ export function timeOutAttempt(
     releaseLeaseInTx(store, claim.resource, tx.now);
     return {
       type: "node.timed_out",
-      payload: { attemptId: opts.attemptId, nodeId, code: "workerTimedOut" },
-      summary: { state: "running", queue: "parked", nodeId, attempt: "timed_out" },
+      payload: { attemptId: opts.attemptId, code: "workerTimedOut", nodeId },
+      summary: { attempt: "timed_out", nodeId, queue: "parked", state: "running" },
       result: undefined,
     };
   });
@@ -288,8 +289,8 @@ export function failAttemptForLimit(
     releaseLeaseInTx(store, claim.resource, tx.now);
     return {
       type: "node.failed",
-      payload: { attemptId: opts.attemptId, nodeId, outcome: "failed", code: opts.error.code },
-      summary: { state: "running", queue: "parked", nodeId, attempt: "failed" },
+      payload: { attemptId: opts.attemptId, code: opts.error.code, nodeId, outcome: "failed" },
+      summary: { attempt: "failed", nodeId, queue: "parked", state: "running" },
       result: undefined,
     };
   });
