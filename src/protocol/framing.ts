@@ -228,6 +228,21 @@ export async function* readFrames(
   }
 }
 
+/**
+ * `encodeFrame` as text: for a writer that joins several frames into one write (the host's
+ * replies of one group commit to one worker). Same bound, same `frameTooLarge`.
+ */
+export function encodeFrameText(value: unknown, options: FramingOptions = {}): string {
+  const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
+  const text = fastCanonicalJson(value);
+  if (text.length > maxBytes) throw tooLarge(maxBytes);
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: only a long text needs counting.
+  if (text.length * 3 > maxBytes && Buffer.byteLength(text, "utf8") > maxBytes) {
+    throw tooLarge(maxBytes);
+  }
+  return `${text}\n`;
+}
+
 /** Canonical JSON plus newline, or `frameTooLarge` when the message passes the bound. */
 export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffer {
   const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;

@@ -11,10 +11,12 @@
 import { type StateStore } from "../../state/store.ts";
 import { groupTransaction } from "../../state/transactions.ts";
 
+/** A task's outcome, handed back after the shared COMMIT. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
 interface Task {
   run(): unknown;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
+  settle(outcome: Settled<unknown>): void;
 }
 
 interface Pending {
@@ -41,28 +43,45 @@ export const LINGER_MS = 2;
  */
 export function inNextCommit<T>(store: StateStore, task: () => T, linger = false): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let group = pending.get(store);
-    if (group === undefined) {
-      group = {
-        tasks: [],
-        timer: linger
-          ? { kind: "linger", handle: setTimeout(() => flush(store), LINGER_MS) }
-          : { kind: "immediate", handle: setImmediate(() => flush(store)) },
-      };
-      pending.set(store, group);
-    } else if (!linger && group.timer.kind === "linger") {
-      clearTimeout(group.timer.handle);
-      // After the poll phase: every frame already read in this turn joins this commit.
-      group.timer = { kind: "immediate", handle: setImmediate(() => flush(store)) };
-    }
-    group.tasks.push({ run: task, resolve: resolve as (value: unknown) => void, reject });
+    settleAfterNextCommit(store, task, linger, (outcome) => {
+      if (outcome.ok) resolve(outcome.value);
+      else reject(outcome.error);
+    });
   });
+}
+
+/**
+ * `inNextCommit` without a promise per task (the worker sessions' hot path): `settle` is called
+ * synchronously right after the COMMIT and the group's `afterGroupCommit` effects, in the order
+ * the tasks were queued, so a session can answer all its messages of one group in one write.
+ */
+export function settleAfterNextCommit<T>(
+  store: StateStore,
+  task: () => T,
+  linger: boolean,
+  settle: (outcome: Settled<T>) => void,
+): void {
+  let group = pending.get(store);
+  if (group === undefined) {
+    group = {
+      tasks: [],
+      timer: linger
+        ? { kind: "linger", handle: setTimeout(() => flush(store), LINGER_MS) }
+        : { kind: "immediate", handle: setImmediate(() => flush(store)) },
+    };
+    pending.set(store, group);
+  } else if (!linger && group.timer.kind === "linger") {
+    clearTimeout(group.timer.handle);
+    // After the poll phase: every frame already read in this turn joins this commit.
+    group.timer = { kind: "immediate", handle: setImmediate(() => flush(store)) };
+  }
+  group.tasks.push({ run: task, settle: settle as (outcome: Settled<unknown>) => void });
 }
 
 function flush(store: StateStore): void {
   const queue = pending.get(store)?.tasks ?? [];
   pending.delete(store);
-  const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  const results: Settled<unknown>[] = [];
   try {
     groupTransaction(store, () => {
       for (const task of queue) {
@@ -74,12 +93,21 @@ function flush(store: StateStore): void {
       }
     });
   } catch (error) {
-    for (const task of queue) task.reject(error);
+    settleAll(queue, () => ({ ok: false, error }));
     return;
   }
+  settleAll(queue, (i) => results[i]);
+}
+
+/** Every task is settled even if one callback throws (a bug, rethrown once all are told). */
+function settleAll(queue: Task[], outcome: (i: number) => Settled<unknown>): void {
+  let failure: { error: unknown } | null = null;
   queue.forEach((task, i) => {
-    const result = results[i];
-    if (result.ok) task.resolve(result.value);
-    else task.reject(result.error);
+    try {
+      task.settle(outcome(i));
+    } catch (error) {
+      failure ??= { error };
+    }
   });
+  if (failure !== null) throw (failure as { error: unknown }).error;
 }

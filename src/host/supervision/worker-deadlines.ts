@@ -14,6 +14,14 @@ import { logError } from "../host-log.ts";
 
 type Timer = ReturnType<typeof setTimeout>;
 
+/** A bound on workflow code until the next boundary; `at` in `performance.now()` time. */
+interface Boundary {
+  at: number;
+  ms: number;
+  reason: StopReason;
+  what: string;
+}
+
 export interface WorkerDeadlines {
   /** Arms a timer owned by the worker: `disarmAll` (and the epoch's end) clears it. */
   arm(worker: ActiveWorker, ms: number, fire: () => void): Timer;
@@ -39,8 +47,12 @@ export function createWorkerDeadlines(
 ): WorkerDeadlines {
   const attemptDeadlines = new Map<ActiveWorker, Timer>();
   // From `worker.ready` to the first attempt, and from each closed attempt to the next boundary:
-  // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there.
-  const nextBoundary = new Map<ActiveWorker, Timer>();
+  // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there. The bound
+  // is set at every close and lifted at every start, thousands of times a second in a run of
+  // small nodes, so its timer is not cleared and armed again each time: it stays, and when it
+  // fires early (the bound moved on or was lifted) it sleeps for what is left, or ends.
+  const boundaries = new Map<ActiveWorker, Boundary>();
+  const boundaryTimers = new Map<ActiveWorker, { timer: Timer; due: number }>();
 
   const arm = (worker: ActiveWorker, ms: number, fire: () => void) => {
     const timer = setTimeout(() => {
@@ -80,21 +92,37 @@ export function createWorkerDeadlines(
     deps.stop(worker, reason, "workerTimedOut: node deadline passed");
   };
 
+  const armBoundary = (worker: ActiveWorker, due: number) => {
+    const timer = arm(worker, due - performance.now(), () => {
+      boundaryTimers.delete(worker);
+      const bound = boundaries.get(worker);
+      if (bound === undefined) return; // lifted: the next close arms it again
+      if (bound.at > performance.now()) return armBoundary(worker, bound.at);
+      boundaries.delete(worker);
+      if (!worker.settled && worker.openAttempt === null) {
+        deps.stop(worker, bound.reason, `workerTimedOut: ${bound.what} ran past ${bound.ms} ms`);
+      }
+    });
+    boundaryTimers.set(worker, { timer, due });
+  };
   const awaitBoundary = (worker: ActiveWorker, ms: number, reason: StopReason, what: string) => {
-    clearTimer(worker, nextBoundary);
-    nextBoundary.set(
-      worker,
-      arm(worker, ms, () => {
-        if (!worker.settled && worker.openAttempt === null) {
-          deps.stop(worker, reason, `workerTimedOut: ${what} ran past ${ms} ms`);
-        }
-      }),
-    );
+    const at = performance.now() + ms;
+    boundaries.set(worker, { at, ms, reason, what });
+    const pending = boundaryTimers.get(worker);
+    if (pending !== undefined && pending.due <= at) return;
+    // None yet, or one due after this bound (a longer bound before): it would fire too late.
+    if (pending !== undefined) {
+      clearTimeout(pending.timer);
+      worker.timers.delete(pending.timer);
+    }
+    armBoundary(worker, at);
   };
 
   const disarmAll = (worker: ActiveWorker) => {
     for (const timer of worker.timers) clearTimeout(timer);
     worker.timers.clear();
+    boundaryTimers.delete(worker);
+    boundaries.delete(worker);
   };
 
   return {
@@ -106,7 +134,7 @@ export function createWorkerDeadlines(
       awaitBoundary(worker, ctx.options.workerStartupMs, "startupTimedOut", "loading the workflow");
     },
     onAttemptStarted(worker) {
-      clearTimer(worker, nextBoundary);
+      boundaries.delete(worker);
       const attempt = worker.openAttempt;
       if (attempt === null || attempt.deadlineAt === null) return;
       const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
@@ -133,7 +161,6 @@ export function createWorkerDeadlines(
     forget(worker) {
       disarmAll(worker);
       attemptDeadlines.delete(worker);
-      nextBoundary.delete(worker);
     },
   };
 }

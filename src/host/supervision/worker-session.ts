@@ -15,7 +15,7 @@
  */
 import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
-import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
+import { encodeFrameText, FrameError, MAX_FRAME_BYTES } from "../../protocol/framing.ts";
 import {
   checkWorkerFence,
   parseWorkerHeader,
@@ -33,7 +33,7 @@ import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
-import { inNextCommit } from "./commit-group.ts";
+import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./worker-process.ts";
 import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
 import { startFacts } from "./facts-stream.ts";
@@ -80,47 +80,84 @@ export async function serveWorkerChannel(
   const channel = worker.spawned.channel;
   const receipts = new Map<string, WorkerReply>();
   let claimLostSent = false;
+  // Frames read whose replies have not been handed to the channel yet.
   let unanswered = 0;
-  let corked = false;
-  // Replies leave in message order, each after the shared commit that holds its message.
-  let replies: Promise<boolean> = Promise.resolve(true);
-  const deliver = async (pending: Promise<WorkerReply | null>): Promise<boolean> => {
-    let reply: WorkerReply | null;
+  // False once a reply can no longer be trusted or sent (failed COMMIT, reply too large).
+  let open = true;
+  let needDrain = false;
+  // Replies of one group commit, written together after it (one syscall, one wake-up of the
+  // worker): every settle of a group runs synchronously in the flush, this write in the tick
+  // after it.
+  let batch: string[] = [];
+  let wake: (() => void) | null = null;
+  const wakeReader = () => {
+    const resolve = wake;
+    wake = null;
+    resolve?.();
+  };
+  const writeBatch = () => {
+    const text = batch.join("");
+    batch = [];
+    // A worker that is gone is handled by the exit handler.
+    if (text !== "" && !channel.destroyed && !channel.writableEnded && !channel.write(text)) {
+      if (!needDrain) {
+        needDrain = true;
+        channel.once("drain", drained);
+        channel.once("close", drained);
+      }
+    }
+    wakeReader();
+  };
+  // The channel took what waited (or is gone): the reader may go on.
+  const drained = () => {
+    channel.off("drain", drained);
+    channel.off("close", drained);
+    needDrain = false;
+    wakeReader();
+  };
+  const send = (reply: WorkerReply) => {
+    let text: string;
     try {
-      reply = await pending;
-    } catch {
+      text = encodeFrameText(reply);
+    } catch (error) {
+      // Replies are built here from committed values, so only their size can fail them.
+      if (!(error instanceof FrameError && error.code === "frameTooLarge")) return;
+      writeBatch(); // the replies before it still leave
+      open = false;
+      replyTooLarge(ctx, worker, hooks);
+      return;
+    }
+    if (batch.length === 0) process.nextTick(writeBatch);
+    batch.push(text);
+  };
+  const settle = (outcome: Settled<WorkerReply | null>) => {
+    unanswered--;
+    wakeReader();
+    if (!open) return;
+    if (!outcome.ok) {
       // The shared COMMIT failed: nothing of this message is durable and the session's view of
       // the run cannot be trusted; the exit handler settles the run from what is committed.
+      open = false;
       hooks.stop(worker, "protocolRejected", "protocolRejected: the state commit failed");
-      return false;
+      return;
     }
-    if (reply === null) return true;
+    const reply = outcome.value;
+    if (reply === null) return;
     if (reply.outcome === "claimLost") {
-      if (claimLostSent) return true;
+      if (claimLostSent) return;
       claimLostSent = true;
     }
-    // The replies of one group commit leave in one write (one wake-up of the worker, one
-    // syscall): they are written in one run of the microtask queue after the COMMIT, and a
-    // nextTick queued inside it runs only once that run is over.
-    if (!corked) {
-      corked = true;
-      channel.cork();
-      process.nextTick(() => {
-        corked = false;
-        channel.uncork();
-      });
-    }
-    try {
-      await writeFrame(channel, reply);
-    } catch (error) {
-      if (error instanceof FrameError && error.code === "frameTooLarge") {
-        replyTooLarge(ctx, worker, hooks);
-        return false;
-      }
-      // The worker is gone; its exit is handled elsewhere.
-    }
-    return true;
+    send(reply);
   };
+  // Resolves once `ready()` holds: woken by every settle and write and by the drain. The
+  // reader waits here instead of reading ahead (backpressure).
+  const until = async (ready: () => boolean): Promise<void> => {
+    while (!ready()) await new Promise<void>((resolve) => wake = resolve);
+  };
+  const room = () => !open || channel.destroyed || unanswered < MAX_UNANSWERED && !needDrain;
+  // Every frame read so far settled and its reply handed to the channel (tasks always settle:
+  // their group commits within LINGER_MS at most).
+  const answered = () => unanswered === 0 && batch.length === 0;
   try {
     for await (const frame of readerOf(worker.spawned).frames()) {
       if (!frame.ok) {
@@ -128,27 +165,25 @@ export async function serveWorkerChannel(
         break;
       }
       // Answered inside the next group commit, with the frames of every worker read this turn.
-      const pending = inNextCommit(
+      unanswered++;
+      settleAfterNextCommit(
         ctx.store,
         () => answer(ctx, worker, hooks, frame, receipts),
         closesPureAttempt(worker, frame.value),
+        settle,
       );
-      pending.catch(() => {}); // handled by deliver(), or dropped with a broken session
-      unanswered++;
-      replies = replies.then((open) => open ? deliver(pending) : false).finally(() => {
-        unanswered--;
-      });
-      if (unanswered >= MAX_UNANSWERED && !await replies) break;
+      if (!room()) await until(room);
+      if (!open) break;
       // The epoch's last word: a kept process now belongs to the prepared children.
       if ((frame.value as { kind?: unknown } | null)?.kind === "worker.exiting") {
-        await replies;
+        await until(answered);
         if (worker.kept) break;
       }
     }
   } catch {
     // A channel error ends the session; the exit handler classifies what happened.
   }
-  await replies;
+  await until(answered);
 }
 
 /**
