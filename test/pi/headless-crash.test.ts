@@ -8,8 +8,8 @@
  * - the worker SIGKILLed: the host reaps the registered Pi group (and the command), the step
  *   runs again as a new attempt and the run completes; a node with `rerunAfterCrash: false`
  *   blocks the run `effectAmbiguous` instead;
- * - the host SIGKILLed (its worker frozen first, then killed, so nobody else stops Pi): the next
- *   host reaps exactly the recorded Pi at recovery, and the run completes.
+ * - the host SIGKILLed (Pi and its worker frozen first, the worker then killed, so nobody else
+ *   stops Pi): the next host reaps exactly the recorded Pi at recovery, and the run completes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readProcessIdentity } from "../../src/os/process-identity.ts";
@@ -119,16 +119,15 @@ describe("headless Pi children under cancellation and crashes", () => {
     const worker = pi.ppid;
     const host = h.processes().find((p) => p.argv.at(-2) === "host" && p.argv.at(-1) === "run");
     expect(host).toBeDefined();
-    // Freeze the worker so it cannot stop Pi itself when its channel closes, then kill both.
+    // Freeze Pi and the worker so neither can stop Pi once the other side is gone (Pi ended on
+    // its own once at load 12 when left running), then kill host and worker: only the next host's
+    // recovery can end the old epoch's Pi group. A stopped process still dies of SIGKILL.
+    process.kill(pi.pid, "SIGSTOP");
     process.kill(worker, "SIGSTOP");
     process.kill(host!.pid, "SIGKILL");
     process.kill(worker, "SIGKILL");
     expect(await waitUntil(() => readProcessIdentity(worker) === null, 10_000)).toBe(true);
-    // Something of the old epoch must still be alive, or the restart's reaping proves nothing.
-    // Pi itself may end on its own once its worker is gone (seen at load 12); the command it
-    // started runs on in its own process group until the next host reaps it.
-    expect(gone(pi) && gone(sleep), "the old epoch's Pi group outlived its host and worker")
-      .toBe(false);
+    expect(gone(pi), "Pi outlived its host and worker").toBe(false);
 
     expect((await h.cli(["host", "start"], 60_000)).code).toBe(0);
     expect(await waitUntil(() => gone(pi) && gone(sleep), 15_000)).toBe(true);
