@@ -19,6 +19,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readProcessIdentity } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { queryOne } from "../../src/state/statements.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
@@ -91,5 +92,16 @@ export default defineWorkflow({
     expect(existsSync(pidFile)).toBe(true);
     sleeper = Number(readFileSync(pidFile, "utf8").trim());
     expect(await waitUntil(() => readProcessIdentity(sleeper) === null, 10_000)).toBe(true);
+    // The worker exits too (it may still write its compile cache into the state dir as it goes,
+    // so the cleanup must not race it).
+    const after = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
+    const worker = queryOne<{ pid: number | null }>(
+      after,
+      "SELECT pid FROM run_workers ORDER BY started_at DESC LIMIT 1",
+      {},
+    );
+    closeStateStore(after);
+    expect(worker?.pid).toEqual(expect.any(Number));
+    expect(await waitUntil(() => readProcessIdentity(worker!.pid!) === null, 10_000)).toBe(true);
   });
 });
