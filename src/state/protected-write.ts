@@ -30,14 +30,17 @@ export interface RunRow {
   queue_state: string;
 }
 
-// The run and queue rows plus the revision, read in one statement (the revision is one
-// descending seek of the events key, on the leaf the change's event then appends to).
-const RUN_ROW_SQL =
-  "SELECT r.run_id, r.state, r.paused, r.blocked_reason, q.state AS queue_state, " +
-  `${runRevisionSql()} AS revision FROM runs r JOIN run_queue q ON q.run_id = r.run_id ` +
-  "WHERE r.run_id = ?1";
-// The same plus the run's number, which the change's event key needs.
-const WRITE_RUN_ROW_SQL = RUN_ROW_SQL.replace(" FROM runs r", ", r.run_no FROM runs r");
+// The run and queue rows plus the revision (and `extraColumns`), read in one statement (the
+// revision is one descending seek of the events key, on the leaf the change's event then
+// appends to).
+function runRowSql(extraColumns: string): string {
+  return "SELECT r.run_id, r.state, r.paused, r.blocked_reason, q.state AS queue_state, " +
+    `${runRevisionSql()} AS revision${extraColumns} ` +
+    "FROM runs r JOIN run_queue q ON q.run_id = r.run_id WHERE r.run_id = ?1";
+}
+const RUN_ROW_SQL = runRowSql("");
+// The write also reads the run's number, which the change's event key needs.
+const WRITE_RUN_ROW_SQL = runRowSql(", r.run_no");
 
 /** The run a protected write changes, plus the optional atomic checks and receipt. */
 export interface ProtectedTarget extends WorkerWriteOptions {
