@@ -229,12 +229,14 @@ export async function* readFrames(
 }
 
 /**
- * `encodeFrame` as text: for a writer that joins several frames into one write (the host's
- * replies of one group commit to one worker). Same bound, same `frameTooLarge`.
+ * Canonical JSON plus newline as text, or `frameTooLarge` when its UTF-8 passes the bound: for a
+ * writer that joins several frames into one write (the host's replies of one group commit to
+ * one worker); `encodeFrame` is its bytes.
  */
 export function encodeFrameText(value: unknown, options: FramingOptions = {}): string {
   const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
   const text = fastCanonicalJson(value);
+  // A UTF-16 string of n units never encodes to fewer than n bytes: cheap early refusal.
   if (text.length > maxBytes) throw tooLarge(maxBytes);
   // UTF-8 takes at most 3 bytes per UTF-16 unit: only a long text needs counting.
   if (text.length * 3 > maxBytes && Buffer.byteLength(text, "utf8") > maxBytes) {
@@ -245,17 +247,7 @@ export function encodeFrameText(value: unknown, options: FramingOptions = {}): s
 
 /** Canonical JSON plus newline, or `frameTooLarge` when the message passes the bound. */
 export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffer {
-  const maxBytes = options.maxBytes ?? MAX_FRAME_BYTES;
-  // The same bytes as canonicalJson, faster for ordinary values (every frame of every channel).
-  const text = fastCanonicalJson(value);
-  // A UTF-16 string of n units never encodes to fewer than n bytes: cheap early refusal.
-  if (text.length > maxBytes) throw tooLarge(maxBytes);
-  const body = Buffer.from(text, "utf8");
-  if (body.length > maxBytes) throw tooLarge(maxBytes);
-  const frame = Buffer.allocUnsafe(body.length + 1);
-  body.copy(frame);
-  frame[body.length] = NEWLINE;
-  return frame;
+  return Buffer.from(encodeFrameText(value, options), "utf8");
 }
 
 /**

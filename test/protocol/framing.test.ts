@@ -7,6 +7,7 @@ import { Buffer } from "node:buffer";
 import { PassThrough } from "node:stream";
 import {
   encodeFrame,
+  encodeFrameText,
   type Frame,
   FrameDecoder,
   FrameError,
@@ -147,6 +148,21 @@ describe("encodeFrame()", () => {
     // 3 bytes per character: passes the length check, fails the byte check.
     expect(() => encodeFrame("€".repeat(400_000))).toThrow(FrameError);
     expect(() => encodeFrame({ n: Number.NaN })).toThrow(/not finite/);
+  });
+
+  test("is encodeFrameText's bytes, with its errors, at the bound in UTF-8 bytes", () => {
+    // '"€€"' is 8 bytes in 4 UTF-16 units; '"€€€"' is 11 bytes.
+    const maxBytes = 8;
+    expect(encodeFrame("€€", { maxBytes })).toEqual(
+      Buffer.from(encodeFrameText("€€", { maxBytes }), "utf8"),
+    );
+    expect(encodeFrame("€€", { maxBytes }).length).toBe(9);
+    for (const encode of [encodeFrame, encodeFrameText]) {
+      expect(() => encode("€€€", { maxBytes })).toThrow(
+        new FrameError("frameTooLarge", "Frame too large: a message may hold at most 8 bytes"),
+      );
+      expect(() => encode("a".repeat(7), { maxBytes })).toThrow(/^Frame too large/);
+    }
   });
 });
 
