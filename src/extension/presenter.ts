@@ -8,6 +8,10 @@
  *
  * When the agent settles without a submission the host is told (`interaction.remind`) and
  * answers with a reminder to show, or fails the attempt after the second one.
+ *
+ * A step the host closed under a running turn stops that turn; a message for the next step
+ * waits until the stopped run has settled: Pi keeps a message steered into a run it is aborting
+ * in its queue, unsent, until some later run, and that run's `aborted` settle is not an Escape.
  */
 import { randomUUID } from "node:crypto";
 import { crashPoint } from "../protocol/crash-point.ts";
@@ -46,6 +50,13 @@ interface Current {
   accepted: boolean;
   /** Escape aborted the turn: no reminders until `/workflow resume`. */
   held: boolean;
+  /** A message held back until the run this presenter stopped has settled. */
+  deferred: Outgoing | null;
+}
+
+interface Outgoing {
+  kind: "step" | "reminder" | "resume";
+  options: { display: boolean; presentationId?: string; text?: string; reminder?: number };
 }
 
 export class Presenter {
@@ -56,6 +67,8 @@ export class Presenter {
   #agentRunning = false;
   /** Submit tool calls in flight, by interaction id. */
   #submitting = new Map<string, number>();
+  /** This presenter aborted the agent's run and that run has not settled yet. */
+  #stopping = false;
 
   readonly #host: PresenterHost;
 
@@ -113,7 +126,9 @@ export class Presenter {
   /** The agent settled: remind (or fail the attempt) when the step went unanswered. */
   settled(aborted: boolean): Promise<void> {
     this.#agentRunning = false;
-    const next = this.#chain.then(() => this.#settled(aborted));
+    const stopped = this.#stopping;
+    this.#stopping = false;
+    const next = this.#chain.then(() => this.#settled(aborted, stopped));
     this.#chain = next.catch(() => {});
     return next;
   }
@@ -172,7 +187,10 @@ export class Presenter {
       `Workflow step ${current.interaction.contract.step} is no longer pending`,
       "info",
     );
-    if (current.turnSinceSend && this.#agentRunning) this.#host.abort();
+    if (current.turnSinceSend && this.#agentRunning) {
+      this.#stopping = true;
+      this.#host.abort();
+    }
   }
 
   async #adoptOrSend(interaction: ClaimedInteraction): Promise<Current> {
@@ -185,6 +203,7 @@ export class Presenter {
       turnSinceSend: false,
       accepted: false,
       held: false,
+      deferred: null,
     };
     if (stored !== null && branchHasEntry(session, stored)) {
       current.entryId = stored;
@@ -231,10 +250,17 @@ export class Presenter {
     current.unrecorded = null;
   }
 
-  async #settled(aborted: boolean): Promise<void> {
+  async #settled(aborted: boolean, stopped: boolean): Promise<void> {
     await this.#recordSent();
     const current = this.#current;
     if (!current || current.accepted) return;
+    if (stopped) {
+      // The run stopped for a closed step is over: the step that came meanwhile goes out now.
+      const deferred = current.deferred;
+      current.deferred = null;
+      if (deferred) this.#send(current, deferred.kind, deferred.options);
+      return;
+    }
     if (aborted) {
       current.held = true;
       this.#host.notify(
@@ -265,11 +291,11 @@ export class Presenter {
     });
   }
 
-  #send(
-    current: Current,
-    kind: "step" | "reminder" | "resume",
-    options: { display: boolean; presentationId?: string; text?: string; reminder?: number },
-  ): void {
+  #send(current: Current, kind: Outgoing["kind"], options: Outgoing["options"]): void {
+    if (this.#stopping) {
+      current.deferred = { kind, options };
+      return;
+    }
     const { interaction } = current;
     const details: MessageDetails = {
       schema: MESSAGE_DETAILS_SCHEMA,

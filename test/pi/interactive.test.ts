@@ -3,10 +3,10 @@
  * one session allows): every agent step runs in the origin session and the SQLite rows are what
  * the spec says; the model's update shows in the widget; a model decision is routed by its
  * validated choice and an assistant message follows; a rejected submission then a corrected one
- * in the same request; an agent step
- * that times out with no worker alive follows its `$result.outcome` edge; a protected human
- * decision is answered by a person, never the tool; an ordinary checkpoint by the tool; and
- * nothing private reaches `host status` or the host log.
+ * in the same request; an agent step that times out with no worker alive follows its
+ * `$result.outcome` edge, and a next step pending before the turn stopped for the closed one has
+ * settled is sent after it; a protected human decision is answered by a person, never the tool;
+ * an ordinary checkpoint by the tool; and nothing private reaches `host status` or the host log.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
@@ -310,6 +310,44 @@ describe("interactive runs in the real Pi", () => {
     expect(request.status).toBe("timedOut");
     // The turn still working on the closed step was stopped.
     await pi.waitFor((r) => r.type === "agent_settled" && r.aborted === true, { from });
+  });
+
+  it("sends the next step after the turn it stopped has settled, not into that turn", async () => {
+    world.script = stepResponder({
+      decide: (request) =>
+        request.lastUserText.startsWith("Work on this until") ? { kind: "hang" } : undefined,
+    });
+    const from = pi.records.length;
+    const fromRequest = world.model.requests.length;
+    const runId = await startWorkflow(pi, "next-after-timeout");
+    runs.push(runId);
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Work on this until"), {
+      from: fromRequest,
+    });
+    // Pi frozen while the step times out and the next one is requested: the first claim after
+    // it thaws finds the closed step gone and the next one pending at once, while the stopped
+    // turn is still running (the order a loaded machine produced now and then).
+    process.kill(pi.pid, "SIGSTOP");
+    try {
+      await waitForState("the next step's request", () =>
+        queryState(
+          world.sandbox.stateDir,
+          "SELECT 1 FROM interactive_requests WHERE run_id = ? AND node_id = 'after' AND " +
+            "status = 'pending'",
+          runId,
+        ).length === 1);
+    } finally {
+      process.kill(pi.pid, "SIGCONT");
+    }
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"], 30_000))
+      .toBe("completed");
+    // The stopped turn settled aborted; the next step was not put on hold as if Escape did it.
+    await pi.waitFor((r) => r.type === "agent_settled" && r.aborted === true, { from });
+    expect(pi.records.slice(from).some((r) => isNotice(r, /is on hold/))).toBe(false);
+    const after = world.model.requests.slice(fromRequest).filter((r) =>
+      r.lastRole === "user" && r.lastUserText.startsWith("Now finish up.")
+    );
+    expect(after).toHaveLength(1);
   });
 
   it("shows a human decision without a model turn; only a person answers it", async () => {
