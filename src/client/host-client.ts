@@ -54,9 +54,14 @@ export interface HostClient {
   ): Promise<OperationReceipt<Op>>;
   /** The epoch of the host that answered last (undefined before the first answer). */
   readonly hostEpoch: number | undefined;
-  /** True once `close()` was called (a later request opens a new connection). */
+  /** True once `close()` was called. */
   readonly closed: boolean;
-  /** Drops the open connection. */
+  /**
+   * Drops the open connection for good: a request in flight stops retrying and every later one
+   * fails with `HostUnavailableError`, so nothing reopens a connection that would keep the
+   * owner's process alive after it shut the client down (Pi's print mode exits only once its
+   * event loop is empty).
+   */
   close(): void;
 }
 
@@ -69,7 +74,10 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
   let lastEpoch: number | undefined;
   let closed = false;
 
+  const closedError = () => new HostUnavailableError("the client was closed");
+
   const connected = (deadline: number, mayStart = true): Promise<HostConnection> => {
+    if (closed) return Promise.reject(closedError());
     if (!connection) {
       connection = ensureHost({
         ...options,
@@ -83,6 +91,11 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
       connection.catch(() => (connection = null));
     }
     return connection.then((open) => {
+      // A host that came up after close() (a start in flight) is not kept connected.
+      if (closed) {
+        open.close();
+        throw closedError();
+      }
       if (!open.closed) return open;
       connection = null;
       return connected(deadline, mayStart);
@@ -112,6 +125,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
     let backoff = FIRST_BACKOFF_MS;
     let lastError: HostUnavailableError | null = null;
     for (let tries = 0;; tries++) {
+      if (closed) throw closedError();
       if (tries > 0 && Date.now() >= deadline) {
         // One more try past the deadline: a host now answers definitely (receipt or refusal).
         if (finalTry || !fenced) break;
@@ -134,6 +148,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
         lastError = error;
       }
       drop(open);
+      if (closed) throw closedError();
       await new Promise((resolve) => setTimeout(resolve, backoff));
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     }

@@ -40,7 +40,7 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   pi.on("message_start", record);
   pi.on("turn_end", () => {
     record();
-    void session?.outbox.sync().catch(() => {});
+    void session?.syncOutbox().catch(() => {});
   });
   pi.on("agent_settled", (event, ctx) => {
     if (!session) return;

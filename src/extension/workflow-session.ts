@@ -126,9 +126,18 @@ export class WorkflowSession {
     void this.sync();
   }
 
-  /** Presents the current step and redraws the run's progress. Quiet on failure (loops retry). */
+  /** True once this session talks to the host (state existed at start, or a command linked). */
+  get linked(): boolean {
+    return this.#linked;
+  }
+
+  /**
+   * Presents the current step and redraws the run's progress. Quiet on failure (loops retry).
+   * An unlinked session has nothing to show and asks nothing: a plain Pi turn must not start a
+   * host or create workflow state for a user who never ran a workflow.
+   */
   async sync(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || !this.#linked) return;
     // Each part on its own: the host may be starting or restarting, and the next tick or wake
     // tries again; a failed claim must not stop the progress display, nor the other way round.
     await this.presenter.refresh().catch(() => {});
@@ -217,6 +226,12 @@ export class WorkflowSession {
       // Reported again on the next settle; the tick keeps presenting.
     }
     void this.sync();
+  }
+
+  /** The outbox's deliveries after a turn, for a linked session only (see `sync`). */
+  syncOutbox(): Promise<void> {
+    if (this.#closed || !this.#linked) return Promise.resolve();
+    return this.outbox.sync();
   }
 
   close(): void {

@@ -332,6 +332,37 @@ describe("createHostClient()", () => {
     client.close();
   });
 
+  test("close() is final: a request in flight stops, nothing reconnects, later ones fail", async () => {
+    // The Pi extension closes its client at session_shutdown while a long poll is in flight;
+    // a reconnect after that kept `pi -p` from ever exiting.
+    let connects = 0;
+    let held!: () => void;
+    const waiting = new Promise<void>((resolve) => (held = resolve));
+    const fake = await serve((request, socket) => {
+      if (request.operation !== "session.wait") return answerStatus(request, socket);
+      held();
+      return null; // never answered: the request is in flight when the client closes
+    });
+    fake.server.on("connection", () => connects++);
+    const client = createHostClient({ stateDir: dir, autoStart: false, retryDeadlineMs: 20_000 });
+    const inFlight = client.request("session.wait", {
+      payload: { sessionId: "s-1", cursor: 0, waitMs: 25_000 },
+    }).catch((e) => e);
+    await waiting;
+    client.close();
+    let bound: ReturnType<typeof setTimeout> | undefined;
+    const error = await Promise.race([
+      inFlight,
+      new Promise((resolve) => (bound = setTimeout(() => resolve("still in flight"), 5_000))),
+    ]);
+    clearTimeout(bound);
+    expect(error).toBeInstanceOf(HostUnavailableError);
+    expect((error as Error).message).toMatch(/client was closed/);
+    await expect(client.call("host.status")).rejects.toThrow(/client was closed/);
+    expect(client.closed).toBe(true);
+    expect(connects).toBe(1);
+  });
+
   test("without a host and without auto-start: HostUnavailableError", async () => {
     const client = createHostClient({ stateDir: dir, autoStart: false });
     await expect(client.call("host.status")).rejects.toBeInstanceOf(HostUnavailableError);
