@@ -8,6 +8,7 @@
 import type { Readable, Writable } from "node:stream";
 import { Buffer } from "node:buffer";
 import { fastCanonicalJson } from "./fast-canonical-json.ts";
+import { followStream } from "./follow-stream.ts";
 
 /** 1 MiB, the spec's message bound (matching the durable event limit). */
 export const MAX_FRAME_BYTES = 1024 * 1024;
@@ -163,11 +164,8 @@ function tooLarge(maxBytes: number): FrameError {
 /**
  * Reads frames from a stream until it ends. Yields errors as frames (the caller decides whether
  * to answer and close); a stream error ends the iteration by throwing it, after the frames that
- * arrived before it. Stopping early destroys the stream.
- *
- * Not `for await` over the stream: when a peer dies with data of ours unread, the kernel resets
- * the connection and Node destroys the stream with what it had read still buffered, which async
- * iteration then drops; those are the last frames the peer sent. The 'error' handler takes them.
+ * arrived before it, including those a dying peer left buffered (follow-stream.ts). Stopping
+ * early destroys the stream.
  */
 export async function* readFrames(
   stream: Readable,
@@ -178,29 +176,18 @@ export async function* readFrames(
   let ended = false;
   let failure = null as { error: unknown } | null;
   let wake: (() => void) | null = null;
-  let draining = false;
-  const take = (chunk: Buffer | string) =>
-    chunks.push(typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk);
-  const onData = (chunk: Buffer | string) => {
-    if (draining) return; // taken from read()'s return value in finish()
-    take(chunk);
-    stream.pause();
-    wake?.();
-  };
-  const finish = (error?: unknown) => {
-    if (ended) return;
-    ended = true;
-    draining = true;
-    for (let chunk = stream.read(); chunk !== null; chunk = stream.read()) take(chunk);
-    if (error !== undefined) failure = { error };
-    wake?.();
-  };
-  const onEnd = () => finish();
-  stream.on("data", onData);
-  stream.once("end", onEnd);
-  stream.once("close", onEnd);
-  stream.on("error", finish);
-  if (stream.destroyed || stream.readableEnded) finish();
+  const unfollow = followStream(stream, {
+    chunk(bytes) {
+      chunks.push(bytes);
+      stream.pause();
+      wake?.();
+    },
+    end(error) {
+      ended = true;
+      if (error !== undefined) failure = { error };
+      wake?.();
+    },
+  });
   try {
     for (;;) {
       const chunk = chunks.shift();
@@ -218,13 +205,8 @@ export async function* readFrames(
     if (failure !== null) throw failure.error;
     yield* decoder.end();
   } finally {
-    stream.off("data", onData);
-    stream.off("end", onEnd);
-    stream.off("close", onEnd);
     if (!ended) stream.destroy();
-    // Later errors of a destroyed stream must still find a listener.
-    stream.off("error", finish);
-    if (stream.listenerCount("error") === 0) stream.on("error", () => {});
+    unfollow();
   }
 }
 

@@ -6,8 +6,8 @@
  * frames wait (backpressure: nothing is read ahead of the current owner).
  */
 import type { Readable } from "node:stream";
-import { Buffer } from "node:buffer";
 import { type Frame, FrameDecoder } from "../../protocol/framing.ts";
+import { followStream } from "../../protocol/follow-stream.ts";
 
 export interface FrameReader {
   /** The next frame, or null once the stream ended (or failed). */
@@ -27,37 +27,23 @@ export function createFrameReader(stream: Readable): FrameReader {
     wake = null;
     resolve?.();
   };
-  let draining = false;
-  const decode = (chunk: Buffer | string) => {
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
-    queue.push(...decoder.push(bytes));
-  };
-  stream.on("data", (chunk: Buffer | string) => {
-    if (draining) return; // taken from read()'s return value below
-    decode(chunk);
-    if (queue.length > 0) {
-      stream.pause();
-      notify();
-    }
-  });
-  const finish = () => {
-    if (ended) return;
-    ended = true;
+  followStream(stream, {
+    chunk(bytes) {
+      queue.push(...decoder.push(bytes));
+      if (queue.length > 0) {
+        stream.pause();
+        notify();
+      }
+    },
     // A child killed while a reply of ours sat unread in its socket makes the kernel reset the
-    // channel, and the stream is destroyed with what it read while paused still buffered:
-    // frames the child sent before it died. They are taken here, or they would be lost.
-    draining = true;
-    for (let chunk = stream.read(); chunk !== null; chunk = stream.read()) decode(chunk);
-    queue.push(...decoder.end());
-    notify();
-  };
-  stream.once("end", finish);
-  stream.once("close", finish);
-  // Every error, not just the first: a killed child can fail a write and a read, and an
-  // 'error' with no listener would throw in the host.
-  stream.on("error", finish);
-  // A stream that ended before anyone read it emits nothing more.
-  if (stream.destroyed || stream.readableEnded) finish();
+    // channel; the frames it sent before it died come through `chunk` first (follow-stream.ts).
+    // A failure ends the frames like an end: the child is gone either way.
+    end() {
+      ended = true;
+      queue.push(...decoder.end());
+      notify();
+    },
+  });
 
   const next = async (): Promise<Frame | null> => {
     for (;;) {
