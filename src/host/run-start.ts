@@ -14,7 +14,7 @@ import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { committedRunReceipt } from "./run-summary.ts";
-import { canonicalWorkflowRef } from "../workflows/sources/identity.ts";
+import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
 
 export async function startRunCommand(
   rt: HostRuntime,
@@ -68,15 +68,8 @@ export async function startRunCommand(
   }
   const committed = committedRunReceipt(rt.store);
   const result = enqueueRun(rt.store, {
-    workflowName: resolved.workflowName,
-    workflowRef: canonicalWorkflowRef(resolved.workflowSource, payload.workflow),
-    title: resolved.title,
-    projectPath,
-    workflowSource: resolved.workflowSource as JsonValue,
-    definitionDigest: resolved.definitionDigest,
+    ...resolvedRunFields(resolved, payload.workflow, projectPath),
     definition: resolved.definition as JsonValue,
-    input: resolved.input as JsonValue,
-    inputHash: resolved.inputHash,
     binding: {
       executionMode: payload.executionMode,
       originSessionId: payload.originSessionId ?? null,

@@ -12,8 +12,8 @@ import {
   type RunBindingInput,
   type TransitionResult,
 } from "../../src/state/transitions/run-enqueue.ts";
-import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import type { ResolveResult } from "../../src/protocol/resolve-messages.ts";
+import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
 
 export function benchHostContext(stateDir: string, workerStartupMs: number): HostContext {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
@@ -63,13 +63,7 @@ export function enqueueResolved(
 ): TransitionResult {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   return enqueueRun(store, {
-    workflowName: resolved.workflowName,
-    workflowRef: where.workflowRef,
-    projectPath: where.projectPath,
-    workflowSource: resolved.workflowSource as JsonValue,
-    definitionDigest: resolved.definitionDigest,
-    input: resolved.input as JsonValue,
-    inputHash: resolved.inputHash,
+    ...resolvedRunFields(resolved, where.workflowRef, where.projectPath),
     binding: where.binding ?? { executionMode: "headless" },
   });
 }

@@ -29,6 +29,7 @@ import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun, type RunView } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const WORKER_ENTRY = join(here, "fixtures", "worker-entry.ts");
@@ -137,14 +138,7 @@ export function createHarness(
         );
       }
       const { runId } = enqueueRun(store, {
-        workflowName: resolved.workflowName,
-        workflowRef: workflow,
-        title: resolved.title,
-        projectPath: projectDir,
-        workflowSource: resolved.workflowSource as never,
-        definitionDigest: resolved.definitionDigest,
-        input: resolved.input as never,
-        inputHash: resolved.inputHash,
+        ...resolvedRunFields(resolved, workflow, projectDir),
         binding: { executionMode: "headless" },
       });
       supervision.wake();

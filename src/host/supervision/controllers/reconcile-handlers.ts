@@ -21,7 +21,7 @@ import {
   type ReconcileEndResult,
 } from "../../../state/controllers/reconcile-end.ts";
 import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
-import { canonicalWorkflowRef } from "../../../workflows/sources/identity.ts";
+import { resolvedRunFields } from "../../../workflows/sources/resolved-run.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
 import { inNextCommit } from "../commit-group.ts";
 import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
@@ -157,16 +157,7 @@ async function ensureChildWorkflow(
   const ref = await inNextCommit(store, () =>
     startChildRun(store, claim, {
       ...target,
-      run: {
-        workflowName: resolved.workflowName,
-        workflowRef: canonicalWorkflowRef(resolved.workflowSource, request.workflow),
-        title: resolved.title,
-        projectPath: worker.projectPath,
-        workflowSource: resolved.workflowSource as JsonValue,
-        definitionDigest: resolved.definitionDigest,
-        input: resolved.input as JsonValue,
-        inputHash: resolved.inputHash,
-      },
+      run: resolvedRunFields(resolved, request.workflow, worker.projectPath),
       ...(resolved.needsInteractive && !interactive
         ? {
           blocked: {
