@@ -1,10 +1,9 @@
 /**
- * Encodes one host response as a wire frame: the bytes of the protocol's `encodeFrame` (canonical
- * JSON plus newline, refused past the 1 MiB bound with the same `frameTooLarge` error), through
- * the faster canonical encoder, since every answer the host sends passes here.
+ * Encodes one host response as a wire frame: the protocol's `encodeFrame` (canonical JSON plus
+ * newline, refused past the 1 MiB bound with `frameTooLarge`), or the bytes already encoded for
+ * that response object.
  */
-import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
-import { fastCanonicalJson } from "../protocol/fast-canonical-json.ts";
+import { encodeFrame, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 
 /** Responses whose frame was already encoded (the cached `run.status` answer). */
 const preEncoded = new WeakMap<object, Buffer>();
@@ -20,17 +19,5 @@ export function encodeResponseFrame(response: unknown, maxBytes = MAX_FRAME_BYTE
     ? preEncoded.get(response)
     : undefined;
   if (encoded !== undefined && encoded.length - 1 <= maxBytes) return encoded;
-  const text = fastCanonicalJson(response);
-  // A UTF-16 string of n units never encodes to fewer than n bytes: cheap early refusal.
-  if (text.length > maxBytes) throw tooLarge(maxBytes);
-  const frame = Buffer.from(`${text}\n`, "utf8");
-  if (frame.length - 1 > maxBytes) throw tooLarge(maxBytes);
-  return frame;
-}
-
-function tooLarge(maxBytes: number): FrameError {
-  return new FrameError(
-    "frameTooLarge",
-    `Frame too large: a message may hold at most ${maxBytes} bytes`,
-  );
+  return encodeFrame(response, { maxBytes });
 }

@@ -98,38 +98,13 @@ export const HOST_OPERATIONS = [
 ] as const;
 export type HostOperation = (typeof HOST_OPERATIONS)[number];
 
-/** Operations the host answers today; the others are recognised and rejected as not available. */
-export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperation>([
-  "run.start",
-  "run.pause",
-  "run.resume",
-  "run.cancel",
-  "run.status",
-  "run.list",
-  "run.find",
-  "checkpoint.answer",
-  "decision.answer",
-  "notification.claim",
-  "notification.deliver",
-  "turn.claim",
-  "turn.resolve",
-  "interaction.claim",
-  "interaction.present",
-  "interaction.submit",
-  "interaction.update",
-  "interaction.remind",
-  "session.wait",
-  "controller.list",
-  "controller.get",
-  "controller.apply",
-  "controller.reconcile",
-  "controller.delete",
-  "controller.bind",
-  "controller.unbind",
-  "host.status",
-  "host.stop",
-  "effect.resolve",
-]);
+/**
+ * Operations the host answers today: all of them. An operation listed before the host serves it
+ * is left out here and answered `rejected` ("not available yet").
+ */
+export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperation>(
+  HOST_OPERATIONS,
+);
 
 export function isHostOperation(value: unknown): value is HostOperation {
   return typeof value === "string" && (HOST_OPERATIONS as readonly string[]).includes(value);

@@ -98,19 +98,10 @@ export async function runNode(
   }
 
   if (timeoutFailure !== null) {
-    await proposer.propose("node.failed", { outcome: "failed", error: timeoutFailure }, attemptId);
-    return {
-      attemptId,
-      nodeId: step.nodeId,
-      sequence: nextSequence(facts),
-      nodeKind: step.nodeKind,
-      effect: step.effect,
-      state: "failed",
-      error: timeoutFailure,
+    return await failStartedAttempt(proposer, step, facts, attemptId, timeoutFailure, {
       startedAt,
-      finishedAt: Date.now(),
       deadlineAt,
-    };
+    });
   }
 
   const controller = new AbortController();
@@ -227,6 +218,30 @@ export async function runNode(
   return { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
 }
 
+/** Fails an attempt whose start was proposed (`failure` came before its callback ran). */
+async function failStartedAttempt(
+  proposer: Proposer,
+  step: NodeStep,
+  facts: RunFacts,
+  attemptId: string,
+  failure: { code: string; message: string },
+  times: { startedAt: number; deadlineAt: number | null },
+): Promise<AttemptFact> {
+  await proposer.propose("node.failed", { outcome: "failed", error: failure }, attemptId);
+  return {
+    attemptId,
+    nodeId: step.nodeId,
+    sequence: nextSequence(facts),
+    nodeKind: step.nodeKind,
+    effect: step.effect,
+    state: "failed",
+    error: failure,
+    startedAt: times.startedAt,
+    finishedAt: Date.now(),
+    deadlineAt: times.deadlineAt,
+  };
+}
+
 /**
  * An interactive model step: render its step contract (a pure render of the facts; the model acts
  * only on the committed request), then send `node.started` (the resolved deadline) and
@@ -259,19 +274,7 @@ async function requestInteraction(
       message: (error instanceof Error ? error.message : String(error)).slice(0, 8000) ||
         "The step's prompt could not be rendered",
     };
-    await proposer.propose("node.failed", { outcome: "failed", error: failure }, attemptId);
-    return {
-      attemptId,
-      nodeId: step.nodeId,
-      sequence: nextSequence(facts),
-      nodeKind: step.nodeKind,
-      effect: step.effect,
-      state: "failed",
-      error: failure,
-      startedAt: times.startedAt,
-      finishedAt: Date.now(),
-      deadlineAt: times.deadlineAt,
-    };
+    return await failStartedAttempt(proposer, step, facts, attemptId, failure, times);
   }
   await proposer.settled();
   await proposer.sendAhead(started);
