@@ -15,6 +15,7 @@ export const WIDGET_KEY = "pi-workflows";
 export const STATUS_KEY = "pi-workflows";
 /** A finished run's widget stays this long. */
 const FINISHED_WIDGET_MS = 60_000;
+const MAX_ENDED = 64;
 
 export interface RunWatchHost {
   pi: PiExtensionApi;
@@ -34,6 +35,11 @@ export class RunWatch {
   #shown = new Set<string>();
   /** Followed from the session branch after a restart: an already ended run ends quietly. */
   #adopted = false;
+  /**
+   * Runs seen in a terminal state (which is final). A claim or poll read before the end may
+   * still name one; following it again would announce its end again, once per stale read.
+   */
+  readonly #ended = new Set<string>();
 
   readonly #host: RunWatchHost;
 
@@ -56,6 +62,7 @@ export class RunWatch {
   }
 
   follow(runId: string): void {
+    if (this.#ended.has(runId)) return;
     if (this.#runId === runId && this.#finishedAt === null) return;
     this.#runId = runId;
     this.#finishedAt = null;
@@ -96,6 +103,7 @@ export class RunWatch {
     if (this.#runId !== runId) return;
     const adopted = this.#adopted;
     this.#adopted = false;
+    if (TERMINAL_RUN_STATES.has(status.run.state)) this.#noteEnded(runId);
     if (adopted && TERMINAL_RUN_STATES.has(status.run.state)) {
       this.clear();
       return;
@@ -121,6 +129,12 @@ export class RunWatch {
       this.#finishedAt = now;
       this.#announceEnd(status.run);
     }
+  }
+
+  #noteEnded(runId: string): void {
+    this.#ended.add(runId);
+    // Bounded: only a read that raced this run's end can name it, and that is soon after it.
+    if (this.#ended.size > MAX_ENDED) this.#ended.delete(this.#ended.values().next().value!);
   }
 
   #showWaiting(runId: string, waiting: Waiting): void {
