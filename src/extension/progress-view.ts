@@ -122,13 +122,20 @@ export function widgetLines(input: ProgressInput): string[] {
   return lines.slice(-MAX_WIDGET_LINES);
 }
 
-/** The footer status: `wf <workflow> <state>[ paused] <active node>`. */
+/**
+ * The footer status: `wf <workflow> <state>[ paused][ blocked <reason>] <active node>`. A blocked
+ * run's state stays `running` (parked for review), so the footer names the block: it waits for a
+ * person, not for work.
+ */
 export function statusLine(input: ProgressInput): string {
   const { run } = input;
   const active = [...input.attempts].sort((a, b) => b.sequence - a.sequence)
     .find((a) => a.state === "running" || a.state === "waiting");
   const parts = [`wf ${run.title ?? run.workflowName}`, run.state];
   if (run.paused) parts.push("paused");
+  if (run.blockedReason && !TERMINAL_RUN_STATES.has(run.state)) {
+    parts.push(`blocked ${run.blockedReason}`);
+  }
   if (active && !TERMINAL_RUN_STATES.has(run.state)) parts.push(active.nodeId);
   return clip(parts.join(" "), 120);
 }

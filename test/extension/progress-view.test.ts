@@ -129,6 +129,12 @@ describe("progress view", () => {
     expect(statusLine({ run: run({ state: "completed" }), attempts, now: T0 })).toBe(
       "wf demo completed",
     );
+    // An interrupted effect parks the run `running` for review: the footer names the block.
+    const interrupted = [attempt(1, "a"), attempt(2, "b", { state: "interrupted" })];
+    const blocked = run({ queueState: "parked", blockedReason: "effectAmbiguous" });
+    expect(statusLine({ run: blocked, attempts: interrupted, now: T0 })).toBe(
+      "wf demo running blocked effectAmbiguous",
+    );
   });
 
   it("formats durations", () => {
