@@ -32,7 +32,7 @@ async function measure(startCommand?: { command: string; args: string[] }) {
       moving_ms: summary(samples.map((s) => s.movingMs)),
     };
   } finally {
-    setup.cleanup();
+    await setup.cleanup();
   }
 }
 

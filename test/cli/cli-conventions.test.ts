@@ -91,7 +91,7 @@ export default defineWorkflow({
 afterAll(async () => {
   if (home) {
     await cli(["host", "stop"]);
-    home.cleanup();
+    await home.cleanup();
   }
 });
 

@@ -62,7 +62,7 @@ export default defineWorkflow({
 afterAll(async () => {
   if (home) {
     await cli(["host", "stop"]);
-    home.cleanup();
+    await home.cleanup();
   }
 });
 
@@ -108,7 +108,7 @@ describe("pi-workflows CLI", () => {
       expect(result.code).toBe(4);
       expect(expectOneLineError(result.stderr)).toMatch(/^Host unavailable: /);
     } finally {
-      blocked.cleanup();
+      await blocked.cleanup();
     }
   });
 
@@ -235,7 +235,7 @@ describe("pi-workflows CLI", () => {
       expect(readFileSync(join(fresh.stateDir, "host.log"), "utf8")).toContain("epoch=2");
     } finally {
       await runCliProcess(["host", "stop"], fresh.env);
-      fresh.cleanup();
+      await fresh.cleanup();
     }
   });
 
@@ -263,7 +263,7 @@ describe("pi-workflows CLI", () => {
       expect(JSON.parse(status.stdout).epoch).toBe(2);
     } finally {
       await runCliProcess(["host", "stop"], fresh.env);
-      fresh.cleanup();
+      await fresh.cleanup();
     }
   });
 
@@ -288,7 +288,7 @@ describe("pi-workflows CLI", () => {
       );
       expect(result.stdout).not.toMatch(/^Schema: /m);
     } finally {
-      broken.cleanup();
+      await broken.cleanup();
     }
   });
 });

@@ -15,8 +15,8 @@ const homes: TempHome[] = [];
 afterEach(async () => {
   await killAll();
 });
-afterAll(() => {
-  for (const home of homes.splice(0)) home.cleanup();
+afterAll(async () => {
+  for (const home of homes.splice(0)) await home.cleanup();
 });
 
 function home(): TempHome {

@@ -53,7 +53,7 @@ export default defineWorkflow({
 afterAll(async () => {
   if (home) {
     await cli(["host", "stop"]);
-    home.cleanup();
+    await home.cleanup();
   }
 });
 
@@ -165,7 +165,7 @@ describe("limits that hold", () => {
       expect(new Set(all.runs.map((r) => r.runId)).size).toBe(1_205);
     } finally {
       await cli(["host", "stop"], seeded.env);
-      seeded.cleanup();
+      await seeded.cleanup();
     }
   }, 120_000);
 });

@@ -78,7 +78,7 @@ export default defineWorkflow({
 afterAll(async () => {
   if (home) {
     await cli(["host", "stop"]);
-    home.cleanup();
+    await home.cleanup();
   }
 });
 

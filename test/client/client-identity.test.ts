@@ -18,7 +18,7 @@ let home: TempHome | undefined;
 
 afterEach(async () => {
   await killAll();
-  home?.cleanup();
+  await home?.cleanup();
   home = undefined;
 });
 

@@ -3,10 +3,11 @@
  * through self-launch), in a temp state directory. The host itself is tested in test/host.
  */
 import { afterEach, expect, test } from "vitest";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHostClient } from "../../src/client/host-client.ts";
+import { removeTempRoot } from "../support/temp-root.ts";
 
 let dir: string | undefined;
 
@@ -36,16 +37,9 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boo
   return condition();
 }
 
-afterEach(() => {
+afterEach(async () => {
   if (!dir) return;
-  for (const pid of ownProcesses(dir)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await removeTempRoot(dir);
   dir = undefined;
 });
 

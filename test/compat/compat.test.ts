@@ -45,7 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (home) {
     await cli(["host", "stop"]).catch(() => {});
-    home.cleanup();
+    await home.cleanup();
   }
 });
 

@@ -32,7 +32,7 @@ beforeAll(() => {
 
 afterAll(async () => {
   await runCliProcess(["host", "stop"], home.env, 30_000);
-  home.cleanup();
+  await home.cleanup();
 });
 
 describe("the file-sync example from the CLI", () => {

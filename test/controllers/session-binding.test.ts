@@ -45,7 +45,7 @@ afterAll(async () => {
   cli?.close();
   for (const s of sessions) s.close();
   await killAll();
-  home.cleanup();
+  await home.cleanup();
 });
 
 async function session(id: string): Promise<SessionClient> {

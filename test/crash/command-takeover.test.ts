@@ -20,8 +20,8 @@ import { createHostClient } from "../../src/client/host-client.ts";
 import { spawnCli } from "../host/helpers.ts";
 
 let setup: TakeoverSetup | undefined;
-afterEach(() => {
-  setup?.cleanup();
+afterEach(async () => {
+  await setup?.cleanup();
   setup = undefined;
 });
 

@@ -13,12 +13,12 @@ import {
   mkdtempSync,
   readFileSync,
   realpathSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { removeTempRoot } from "../support/temp-root.ts";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import { loadController } from "../../src/controllers/load-controller.ts";
 import { reconcileTimeoutMs } from "../../src/controllers/define-controller.ts";
@@ -87,10 +87,10 @@ const FAST = {
 
 const roots: string[] = [];
 const children = new Set<ChildProcess>();
-afterAll(() => {
-  killCrashHosts();
+afterAll(async () => {
+  await killCrashHosts();
   for (const child of children) child.kill("SIGKILL");
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
+  for (const root of roots) await removeTempRoot(root);
 });
 
 /** The crash-test host, running: the restart test kills it at a moment it picks. */

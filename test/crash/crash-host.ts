@@ -1,7 +1,7 @@
 /**
  * Runs the minimal crash-test host (`fixtures/host-entry.ts`) on a state directory until it
  * exits (no work left) or is killed at its crash point, with a deadline. `killCrashHosts()`
- * SIGKILLs every one still running (afterAll).
+ * SIGKILLs every one still running and waits for their exits (afterAll).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
@@ -34,6 +34,12 @@ export function runCrashHost(
   });
 }
 
-export function killCrashHosts(): void {
-  for (const child of children) child.kill("SIGKILL");
+export async function killCrashHosts(): Promise<void> {
+  const exits = [...children].map((child) =>
+    new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.kill("SIGKILL");
+    })
+  );
+  await Promise.all(exits);
 }

@@ -193,7 +193,7 @@ describe("a decision default across host deaths", () => {
         }
         await stopProcess(second);
       } finally {
-        home.cleanup();
+        await home.cleanup();
       }
     });
   }
@@ -232,7 +232,7 @@ describe("a host that was down across deadlines", () => {
       expect(facts(home, timed)).toMatchObject({ resolutions: ["timedOut"], invariants: [] });
       await stopProcess(second);
     } finally {
-      home.cleanup();
+      await home.cleanup();
     }
   });
 });

@@ -4,10 +4,11 @@
  * a fresh host on the same state file. The new host waits out the dead host's claims, recovers,
  * and must bring the run to its expected end with the retry-safety rule intact.
  */
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { removeTempRoot } from "../support/temp-root.ts";
 import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
@@ -46,9 +47,9 @@ function expectsBlocked(point: string): boolean {
 }
 
 const roots: string[] = [];
-afterAll(() => {
-  killCrashHosts();
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
+afterAll(async () => {
+  await killCrashHosts();
+  for (const root of roots) await removeTempRoot(root);
 });
 
 async function crashAndRecover(point: string) {

@@ -10,12 +10,12 @@ import {
   mkdtempSync,
   readFileSync,
   realpathSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { removeTempRoot } from "../support/temp-root.ts";
 import { readProcessIdentity } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
@@ -30,10 +30,10 @@ const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-shell-")));
 let host: ChildProcess | undefined;
 let sleeper = 0;
 
-afterAll(() => {
+afterAll(async () => {
   host?.kill("SIGKILL");
   if (sleeper && readProcessIdentity(sleeper)) process.kill(sleeper, "SIGKILL");
-  rmSync(root, { recursive: true, force: true });
+  await removeTempRoot(root);
 });
 
 describe("host death during a shell node", () => {

@@ -7,10 +7,11 @@
  * one eligible presentation and one notification per notify node, and a session that showed
  * them gets the completion turn once.
  */
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { removeTempRoot } from "../support/temp-root.ts";
 import { killCrashHosts, runCrashHost } from "./crash-host.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
@@ -58,9 +59,9 @@ const POINTS = [
 ];
 
 const roots: string[] = [];
-afterAll(() => {
-  killCrashHosts();
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
+afterAll(async () => {
+  await killCrashHosts();
+  for (const root of roots) await removeTempRoot(root);
 });
 
 function outbox(store: StateStore, runId: string) {

@@ -13,12 +13,12 @@ import {
   mkdtempSync,
   readFileSync,
   realpathSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { removeTempRoot } from "../support/temp-root.ts";
 import {
   readProcessIdentity,
   readProcessStat,
@@ -165,10 +165,10 @@ ${nodes}
 describe("a restarted host reaps a registered group when host and worker died together", () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-groups-")));
   const hosts: ChildProcess[] = [];
-  afterAll(() => {
+  afterAll(async () => {
     for (const host of hosts) if (host.exitCode === null) host.kill("SIGKILL");
     killLeftovers();
-    rmSync(root, { recursive: true, force: true });
+    await removeTempRoot(root);
   });
 
   const startHost = (stateDir: string) => {

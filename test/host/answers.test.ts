@@ -112,7 +112,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (host) await stopProcess(host);
   await killAll();
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 const cli = (args: string[]) => runCliProcess(args, home.env, 60_000);

@@ -23,7 +23,7 @@ afterEach(async () => {
   client?.close();
   client = undefined;
   await killAll();
-  home?.cleanup();
+  await home?.cleanup();
   home = undefined;
 });
 

@@ -3,12 +3,13 @@
  * a raw socket client, and bounded waits. Every process a test starts is stopped by PID.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
+import { removeTempRoot } from "../support/temp-root.ts";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI = join(ROOT, "src/cli/main.ts");
@@ -18,7 +19,8 @@ export interface TempHome {
   stateDir: string;
   socketPath: string;
   env: NodeJS.ProcessEnv;
-  cleanup(): void;
+  /** Stops what still runs of this home (see temp-root.ts), then removes it. */
+  cleanup(): Promise<void>;
 }
 
 /** A short temp root (unix socket paths are limited) with state and agent dirs inside. */
@@ -36,7 +38,7 @@ export function tempHome(extraEnv: NodeJS.ProcessEnv = {}): TempHome {
     stateDir,
     socketPath: join(stateDir, "host.sock"),
     env,
-    cleanup: () => rmSync(root, { recursive: true, force: true }),
+    cleanup: () => removeTempRoot(root),
   };
 }
 

@@ -28,7 +28,7 @@ function home(env: NodeJS.ProcessEnv = {}): TempHome {
 
 afterEach(async () => {
   await killAll();
-  for (const h of homes.splice(0)) h.cleanup();
+  for (const h of homes.splice(0)) await h.cleanup();
 });
 
 describe("host run", () => {

@@ -21,7 +21,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (host) await stopProcess(host);
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 /** A well-behaved client: `count` sequential requests, each answered correctly. */

@@ -63,7 +63,7 @@ export default defineWorkflow({
 
 afterAll(async () => {
   if (host) await stopProcess(host);
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 async function ask(operation: string, fields: Record<string, unknown> = {}): Promise<any> {

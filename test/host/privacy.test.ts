@@ -47,7 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (host) await stopProcess(host);
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 function expectNoSecrets(text: string): void {

@@ -32,7 +32,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (host) await stopProcess(host);
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 describe("socket fuzz", () => {

@@ -53,7 +53,7 @@ export default defineWorkflow({
 
 afterAll(async () => {
   if (host) await stopProcess(host);
-  home?.cleanup();
+  await home?.cleanup();
 });
 
 /** Sends one request and checks the answer is a well-formed response to it. */

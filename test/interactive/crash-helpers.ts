@@ -21,8 +21,8 @@ afterEach(async () => {
   for (const client of clients.splice(0)) client.close();
   await killAll();
 });
-afterAll(() => {
-  for (const home of homes) home.cleanup();
+afterAll(async () => {
+  for (const home of homes) await home.cleanup();
 });
 
 /**

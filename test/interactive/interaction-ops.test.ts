@@ -62,7 +62,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const client of clients) client.close();
   await killAll();
-  home.cleanup();
+  await home.cleanup();
 });
 
 describe("the two-turn example", () => {

@@ -65,7 +65,7 @@ export default defineWorkflow({
   afterAll(async () => {
     client?.close();
     if (host) await stopProcess(host);
-    home?.cleanup();
+    await home?.cleanup();
   });
 
   /** One request on the shared connection; both frames are kept for the schema checks. */

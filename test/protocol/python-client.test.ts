@@ -29,7 +29,7 @@ describe.skipIf(!hasPython)("the Python client from the docs", () => {
 
   afterAll(async () => {
     if (host) await stopProcess(host);
-    home?.cleanup();
+    await home?.cleanup();
   });
 
   function runClient(args: string[]) {

@@ -16,8 +16,8 @@ import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
 import { seedRuns } from "../host/seed.ts";
 
 let home: TempHome | undefined;
-afterEach(() => {
-  home?.cleanup();
+afterEach(async () => {
+  await home?.cleanup();
   home = undefined;
 });
 

@@ -7,11 +7,12 @@
  * workers), by PID, then removes the root.
  */
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processesWithEnv, type ProcessInfo } from "../smoke/processes.ts";
+import { removeTempRoot } from "./temp-root.ts";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -199,7 +200,7 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
     killStragglers,
     async cleanup() {
       await killStragglers();
-      rmSync(root, { recursive: true, force: true });
+      await removeTempRoot(root);
     },
   };
 }

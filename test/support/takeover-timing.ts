@@ -5,14 +5,14 @@
  * again (the node's callback runs anew in a new worker; it stamps `Date.now()` in a side file).
  * Used by test/crash/takeover-time.test.ts and `npm run bench -- takeover`.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { readdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHostClient, type HostClient } from "../../src/client/host-client.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
+import { removeTempRoot } from "./temp-root.ts";
 
 export interface TakeoverSample {
   /** From the SIGKILL to the answer of the client command that started the next host. */
@@ -27,8 +27,8 @@ export interface TakeoverSetup {
   client: HostClient;
   runId: string;
   marks: string;
-  /** Kills every process whose environment names this state dir (SIGKILL, by PID). */
-  cleanup(): void;
+  /** Stops every process of this setup (SIGKILL, by PID, waited for), then removes its root. */
+  cleanup(): Promise<void>;
 }
 
 const HOLD_WORKFLOW = (marks: string, kind: "compute" | "action") => `
@@ -82,23 +82,6 @@ export function hostPid(stateDir: string): number | null {
   }
 }
 
-/** Every process whose environment names `stateDir` (hosts and workers of this setup). */
-function ownProcesses(stateDir: string): number[] {
-  const marker = `PI_WORKFLOWS_STATE_DIR=${stateDir}\0`;
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (`${readFileSync(`/proc/${entry}/environ`, "latin1")}\0`.includes(marker)) {
-        pids.push(Number(entry));
-      }
-    } catch {
-      // Gone, or not ours to read.
-    }
-  }
-  return pids;
-}
-
 /** A host (started by the client) with one run whose worker sits inside node `hold`. */
 export async function setUpTakeover(
   baseEnv: Record<string, string | undefined> = process.env,
@@ -122,14 +105,7 @@ export async function setUpTakeover(
   const client = createHostClient({ env, startTimeoutMs: 60_000, startCommand });
   const cleanup = () => {
     client.close();
-    for (const pid of ownProcesses(stateDir)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    }
-    rmSync(root, { recursive: true, force: true });
+    return removeTempRoot(root);
   };
   try {
     const { run } = await client.call("run.start", {
@@ -145,7 +121,7 @@ export async function setUpTakeover(
     await waitFor("the node to start", 60_000, () => markTimes(marks).length === 1);
     return { root, env, client, runId: run.runId, marks, cleanup };
   } catch (error) {
-    cleanup();
+    await cleanup();
     throw error;
   }
 }

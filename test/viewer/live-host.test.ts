@@ -39,7 +39,7 @@ beforeAll(async () => {
 afterAll(async () => {
   closeStateStore(store);
   await stopProcess(host);
-  home.cleanup();
+  await home.cleanup();
 });
 
 async function start(args: string[]): Promise<string> {

@@ -12,9 +12,9 @@ import { seedViewerRuns } from "./seed-runs.ts";
 
 let home: TempHome | undefined;
 let child: ChildProcess | undefined;
-afterEach(() => {
+afterEach(async () => {
   if (child?.exitCode === null && child.pid) process.kill(child.pid, "SIGKILL");
-  home?.cleanup();
+  await home?.cleanup();
   home = child = undefined;
 });
 

@@ -8,7 +8,6 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
-  rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,6 +29,7 @@ import { readRun, type RunView } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
+import { removeTempRoot } from "../support/temp-root.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const WORKER_ENTRY = join(here, "fixtures", "worker-entry.ts");
@@ -182,7 +182,7 @@ export function createHarness(
     async close() {
       await supervision.shutdown();
       closeStateStore(store);
-      rmSync(root, { recursive: true, force: true });
+      await removeTempRoot(root);
     },
   };
   supervision.start();

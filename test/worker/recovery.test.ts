@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -26,10 +26,11 @@ import {
   nextLaunchableRuns,
 } from "../../src/state/transitions/run-launch.ts";
 import { createHarness, FAST_OPTIONS, testWorkerCommand } from "./harness.ts";
+import { removeTempRoot } from "../support/temp-root.ts";
 
 const children: ChildProcess[] = [];
 const roots: string[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const child of children.splice(0)) {
     try {
       process.kill(-child.pid!, "SIGKILL");
@@ -37,7 +38,7 @@ afterEach(() => {
       // gone
     }
   }
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+  for (const root of roots.splice(0)) await removeTempRoot(root);
 });
 
 async function sleeper() {
