@@ -7,7 +7,7 @@
 import net from "node:net";
 import { randomUUID } from "node:crypto";
 import { newClientId } from "./client-id.ts";
-import { FrameDecoder, FrameError, writeFrame } from "../protocol/framing.ts";
+import { encodeFrame, FrameDecoder, FrameError } from "../protocol/framing.ts";
 import { HostUnavailableError, ProtocolRejectedError } from "../protocol/failures.ts";
 import { HOST_REQUEST_SCHEMA, type HostRequestInput } from "../protocol/host-request.ts";
 import { type HostResponse, parseHostResponse } from "../protocol/host-response.ts";
@@ -184,6 +184,23 @@ function openConnection(socket: net.Socket, options: ConnectOptions): HostConnec
         notAfter: request.notAfter,
         payload: request.payload ?? {},
       } as HostRequestInput;
+      let frame: Buffer;
+      try {
+        frame = encodeFrame(message);
+      } catch (error) {
+        return Promise.reject(
+          error instanceof FrameError
+            ? new ProtocolRejectedError(error.code, `the request was not sent: ${error.message}`)
+            : new HostUnavailableError(
+              `the request could not be sent: ${(error as Error).message}`,
+            ),
+        );
+      }
+      if (socket.destroyed || socket.writableEnded) {
+        return Promise.reject(
+          new HostUnavailableError("the request could not be sent: the socket is closed"),
+        );
+      }
       const timeoutMs = request.timeoutMs ?? requestTimeoutMs;
       return new Promise<HostResponse>((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -191,17 +208,11 @@ function openConnection(socket: net.Socket, options: ConnectOptions): HostConnec
           reject(new HostUnavailableError(`no answer to ${operation} within ${timeoutMs} ms`));
         }, timeoutMs);
         pending.set(requestId, { resolve, reject, timer });
-        writeFrame(socket, message).catch((error: Error) => {
-          const entry = pending.get(requestId);
-          if (!entry) return;
-          pending.delete(requestId);
-          clearTimeout(timer);
-          reject(
-            error instanceof FrameError
-              ? new ProtocolRejectedError(error.code, `the request was not sent: ${error.message}`)
-              : new HostUnavailableError(`the request could not be sent: ${error.message}`),
-          );
-        });
+        // Written at once, with no wait for 'drain': the caller waits for the answer, and a
+        // socket that fails fails every pending request ('error', 'close' above). A wait per
+        // request held a drain and a close listener per request in flight on a full socket (a
+        // burst of requests passed Node's listener warning).
+        socket.write(frame);
       });
     },
   };

@@ -215,6 +215,31 @@ describe("connectHost()", () => {
     );
   });
 
+  test("a burst of requests to a host that reads nothing yet holds no listener per request", async () => {
+    const held: net.Socket[] = [];
+    // Registered after the fake host's own handler: the host's side reads nothing until resumed.
+    (await serve()).server.on("connection", (socket) => held.push(socket.pause()));
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const connection = await connect();
+      const input = "x".repeat(100 * 1024);
+      // 40 frames of 100 KiB fill the socket's buffers many times over.
+      const answers = Array.from(
+        { length: 40 },
+        () => connection.request("run.start", { payload: { workflow: "w", cwd: "/p", input } }),
+      );
+      for (const socket of held) socket.resume();
+      const outcomes = await Promise.all(answers);
+      expect(outcomes.map((a) => a.error?.code)).toEqual(Array(40).fill("notAvailable"));
+      expect(host!.seen).toHaveLength(40);
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.map((w) => w.name)).not.toContain("MaxListenersExceededWarning");
+  });
+
   test("the host's own validation error comes back attributed to the request", async () => {
     await serve();
     const connection = await connect();
