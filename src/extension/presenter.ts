@@ -81,6 +81,11 @@ export class Presenter {
     return this.#current?.interaction ?? null;
   }
 
+  /** The run whose step Escape put on hold in this session, if any. */
+  get heldRunId(): string | null {
+    return this.#current?.held ? this.#current.interaction.runId : null;
+  }
+
   get lastClaim(): ClaimReceipt | null {
     return this.#lastClaim;
   }

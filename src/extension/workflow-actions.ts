@@ -86,6 +86,17 @@ export async function controlRun(
 ): Promise<string> {
   session.link();
   const id = resolveRunId(session, runId);
+  if (action === "resume" && session.presenter.heldRunId === id) {
+    // Escape held this session's step; the run itself goes on waiting for it, so the host has
+    // nothing to resume unless the run was also paused or blocked: lifting the hold is the
+    // resume the notice promised.
+    const status = await session.client.call("run.status", { runId: id });
+    if (!status.run.paused && !status.run.blockedReason) {
+      session.presenter.resumeHeld();
+      void session.sync();
+      return runLine(status.run);
+    }
+  }
   const operation = action === "pause"
     ? "run.pause"
     : action === "resume"

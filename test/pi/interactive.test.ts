@@ -459,6 +459,50 @@ describe("interactive runs in the real Pi", () => {
     );
   });
 
+  it("Escape holds the step; /workflow resume shows its contract again and the step goes on", async () => {
+    // The model works on the first step message until Escape stops it; after the resume it
+    // submits. The run is waiting, not paused: the host has nothing to resume.
+    let stalled = false;
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+      decide: (request, contract) => {
+        if (stalled || contract?.step !== "draft" || request.lastRole !== "user") return undefined;
+        stalled = true;
+        return { kind: "hang" };
+      },
+    });
+    const from = world.model.requests.length;
+    const runId = await startWorkflow(pi, "two-turn-agent add a changelog");
+    runs.push(runId);
+    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Write a short plan"), {
+      from,
+    });
+    const aborted = pi.records.length;
+    await pi.command({ type: "abort" });
+    await pi.waitFor((r) => isNotice(r, /^Workflow step draft is on hold; \/workflow resume/), {
+      from: aborted,
+    });
+    const at = pi.records.length;
+    await pi.prompt("/workflow resume");
+    const answer = await pi.waitFor(
+      (r) => isNotice(r, new RegExp(`^(Run ${runId} |/workflow: )`)),
+      { from: at },
+    );
+    expect(answer.message).toMatch(new RegExp(`^Run ${runId} two-turn-agent: waiting`));
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const [draft] = queryState(
+      world.sandbox.stateDir,
+      "SELECT request_id FROM interactive_requests WHERE run_id = ? AND node_id = 'draft'",
+      runId,
+    );
+    const shown = (await sessionEntries(pi)).filter((e) =>
+      e.details?.interactionId === draft.request_id
+    );
+    expect(shown.map((e) => e.details?.kind)).toEqual(["step", "resume"]);
+  });
+
   it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
     // This model never calls the tool: it answers every step message with text.
     world.script = () => ({ kind: "text", text: "I will get to it later." });
