@@ -12,6 +12,14 @@ import type { WorkflowSession } from "./workflow-session.ts";
 
 export type ListedWorkflow = StartableWorkflow;
 
+/**
+ * Why a run cannot start in print or JSON mode: its steps run in this session, which ends with
+ * the prompt, so the run would wait for a session that never comes back.
+ */
+export const NO_SESSION_TO_RUN_IN = (workflow: string) =>
+  `a run started here runs its steps in this Pi session, which ends with this prompt (print ` +
+  `mode): run it headless instead: pi-workflows start ${workflow} --wait`;
+
 /** Project files, then the agent dir's, then built-ins; an earlier name hides a later one. */
 export function discoveredWorkflows(cwd: string): ListedWorkflow[] {
   return listStartableWorkflows(cwd);

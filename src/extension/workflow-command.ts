@@ -6,7 +6,13 @@
 import { CommandArgsError, parseWorkflowArgs } from "./command-args.ts";
 import { errorLine } from "./error-line.ts";
 import type { PiContext } from "./pi-api.ts";
-import { answerRun, controlRun, listPage, statusText } from "./workflow-actions.ts";
+import {
+  answerRun,
+  controlRun,
+  listPage,
+  NO_SESSION_TO_RUN_IN,
+  statusText,
+} from "./workflow-actions.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
 export async function runWorkflowCommand(
@@ -15,7 +21,10 @@ export async function runWorkflowCommand(
   ctx: PiContext,
 ): Promise<void> {
   const say = (text: string, level: "info" | "warning" | "error" = "info") => {
+    // Print and JSON modes have no UI to notify: the one line goes to stderr (print mode keeps
+    // stdout for the answer), so `pi -p "/workflow …"` is not silent.
     if (ctx.hasUI) ctx.ui.notify(text, level);
+    else process.stderr.write(`${text}\n`);
   };
   try {
     const command = parseWorkflowArgs(args);
@@ -24,6 +33,7 @@ export async function runWorkflowCommand(
     session.touch(ctx);
     switch (command.kind) {
       case "start": {
+        if (!ctx.hasUI) throw new Error(NO_SESSION_TO_RUN_IN(command.workflow));
         // The host holds the session reservation (one active run per session) and says so.
         const run = await session.startRun(command.workflow, command.input);
         const title = run.title ? `: ${run.title}` : "";

@@ -9,7 +9,13 @@ import { HostCommandError } from "../client/command-receipt.ts";
 import { errorLine } from "./error-line.ts";
 import type { PiContext, PiTool, PiToolResult } from "./pi-api.ts";
 import { parseToolCall, TOOL_PARAMETERS, type ToolCall } from "./tool-input.ts";
-import { answerRun, controlRun, listPage, statusText } from "./workflow-actions.ts";
+import {
+  answerRun,
+  controlRun,
+  listPage,
+  NO_SESSION_TO_RUN_IN,
+  statusText,
+} from "./workflow-actions.ts";
 import type { ClaimedInteraction } from "./session-ops.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
@@ -63,6 +69,7 @@ async function act(
     case "list":
       return success(listPage(ctx.cwd, call.offset ?? 0));
     case "start": {
+      if (!ctx.hasUI) return failure(`Not started: ${NO_SESSION_TO_RUN_IN(call.workflow)}`);
       // The deferred start would hit the session reservation later: say so now.
       await session.runs.refresh().catch(() => {});
       const active = session.runs.activeRunId;

@@ -2,7 +2,9 @@
  * `pi -p <prompt>` (print mode) with the package installed: Pi answers and exits on its own, as it
  * does without the package. Print mode ends only once its event loop is empty, so the extension
  * must leave nothing open after `session_shutdown`; and a plain turn of a user who never ran a
- * workflow starts no host and creates no workflow state.
+ * workflow starts no host and creates no workflow state. A run cannot start there (its steps
+ * would wait for a session that ends with the prompt): `/workflow <name>` and the tool's start
+ * refuse with the headless command, and `/workflow` answers on stderr since there is no UI.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
@@ -11,6 +13,7 @@ import { join } from "node:path";
 import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, PI_CLI, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { runCliProcess } from "../host/helpers.ts";
+import { queryState } from "../support/state-db.ts";
 
 /** Far above Pi's own time for one text turn (about 1 s); a hang is killed by PID at this bound. */
 const EXIT_BOUND_MS = 30_000;
@@ -52,7 +55,10 @@ describe("pi -p with the package installed", () => {
 
   beforeAll(async () => {
     model = await startFakeModel({
-      script: () => ({ kind: "text", text: "Plain answer." }),
+      script: (request) =>
+        request.lastUserText === "Start the echo workflow." && request.lastRole === "user"
+          ? { kind: "tool", name: "workflow", args: { action: "start", workflow: "echo" } }
+          : { kind: "text", text: "Plain answer." },
       lifetimeMs: 180_000,
     });
     sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
@@ -83,5 +89,27 @@ describe("pi -p with the package installed", () => {
     const run = await piPrint(sandbox, "hello again");
     expect(run).toMatchObject({ hung: false, code: 0 });
     expect(run.stdout.trim()).toBe("Plain answer.");
+  });
+
+  it("refuses to start a run whose steps would need the session that ends, saying what to run", async () => {
+    const runs = () =>
+      existsSync(join(sandbox.stateDir, "state.sqlite"))
+        ? queryState(sandbox.stateDir, "SELECT run_id FROM runs").length
+        : 0;
+    const before = runs();
+    const command = await piPrint(sandbox, "/workflow echo some words");
+    expect(command).toMatchObject({ hung: false, code: 0 });
+    expect(command.stderr).toContain(
+      "/workflow: a run started here runs its steps in this Pi session, which ends with this " +
+        "prompt (print mode): run it headless instead: pi-workflows start echo --wait",
+    );
+    const from = model.requests.length;
+    const tool = await piPrint(sandbox, "Start the echo workflow.");
+    expect(tool).toMatchObject({ hung: false, code: 0 });
+    const result = model.requests.slice(from).find((r) => r.lastRole === "tool");
+    expect(result?.lastToolResult).toMatch(/^Not started: a run started here runs its steps/);
+    expect(runs()).toBe(before);
+    const status = await piPrint(sandbox, "/workflow status run-nosuch");
+    expect(status.stderr).toContain("/workflow: not found: Unknown run: run-nosuch");
   });
 });
