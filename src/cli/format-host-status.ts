@@ -23,6 +23,11 @@ export function formatHostStopped(status: StoppedHostStatus): string {
     `host: stopped${status.epoch === null ? "" : ` (last epoch ${status.epoch})`}`,
     "socket: unavailable",
   ];
+  if (status.problem) {
+    lines.push(
+      `problem: the state cannot be used: ${status.problem}; 'pi-workflows doctor' says how to fix it`,
+    );
+  }
   if (status.runs) {
     lines.push(
       `recorded active workers: ${status.activeWorkers}`,

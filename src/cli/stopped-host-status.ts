@@ -4,6 +4,7 @@
  * status; nothing is written and no host is started.
  */
 import { randomIds, systemClock } from "../state/clock.ts";
+import { StateMissingError, StateOpenError } from "../state/errors.ts";
 import { readHostEpoch } from "../state/host-claim.ts";
 import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
@@ -13,6 +14,11 @@ export interface StoppedHostStatus {
   /** The last host epoch, or null before any host ran. */
   epoch: number | null;
   socket: "unavailable";
+  /**
+   * Why a host could not start on this state (another schema digest, a damaged or unreadable
+   * file), without the path: `doctor` gives the path and the fix.
+   */
+  problem?: string;
   /** Worker epochs still recorded as active (a host that died leaves them for recovery). */
   activeWorkers?: number;
   runs?: { queued: number; running: number; parked: number; waiting: number };
@@ -22,12 +28,22 @@ export interface StoppedHostStatus {
 }
 
 export function readStoppedHostStatus(stateDir: string): StoppedHostStatus {
+  const stopped = { state: "stopped", epoch: null, socket: "unavailable" } as const;
   let store;
   try {
-    store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
-  } catch {
-    // No database yet (or one this build cannot read: `doctor` explains which).
-    return { state: "stopped", epoch: null, socket: "unavailable" };
+    // The same quick check `host start` runs: a status that reads "stopped" and counts from a
+    // damaged file would hide why the next start is refused.
+    store = openStateStore({
+      stateDir,
+      clock: systemClock,
+      ids: randomIds,
+      readOnly: true,
+      checkIntegrity: true,
+    });
+  } catch (error) {
+    if (error instanceof StateMissingError) return stopped;
+    if (error instanceof StateOpenError) return { ...stopped, problem: error.summary };
+    throw error;
   }
   try {
     const counts = hostStatusCounts(store);

@@ -159,7 +159,8 @@ function modeNotes(stateDir: string): { note: string; blocking: boolean }[] {
     }
   };
   const octal = (mode: number) => mode.toString(8).padStart(4, "0");
-  const dir = modeOf(stateDir);
+  // A file where the directory should be: its mode is beside the point (the open error says it).
+  const dir = isDirectory(stateDir) ? modeOf(stateDir) : null;
   if (dir !== null && (dir & 0o077) !== 0) {
     notes.push({
       note: `state directory is ${octal(dir)}; the host narrows it to 0700 when it starts`,
@@ -192,4 +193,12 @@ function modeNotes(stateDir: string): { note: string; blocking: boolean }[] {
     }
   }
   return notes;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

@@ -6,17 +6,28 @@
 /** The database cannot be opened: bad permissions, corrupt file, not a database, wrong schema. */
 export class StateOpenError extends Error {
   readonly file: string;
-  constructor(file: string, detail: string) {
+  /** What is wrong, without the path or a command (`host status` names it and points at doctor). */
+  readonly summary: string;
+  constructor(file: string, detail: string, summary: string = detail) {
     super(`Cannot open workflow state ${file}: ${detail}`);
     this.name = "StateOpenError";
     this.file = file;
+    this.summary = summary;
+  }
+}
+
+/** There is no database yet, or it has no tables: the host creates it; nothing is wrong. */
+export class StateMissingError extends StateOpenError {
+  constructor(file: string, detail: string) {
+    super(file, detail);
+    this.name = "StateMissingError";
   }
 }
 
 /** The file is a database of another identity, version or DDL digest; nothing was changed. */
 export class StateSchemaMismatchError extends StateOpenError {
   constructor(file: string, found: string) {
-    super(file, `${found}; ${resetInstruction(file)}`);
+    super(file, `${found}; ${resetInstruction(file)}`, found);
     this.name = "StateSchemaMismatchError";
   }
 }
@@ -24,7 +35,11 @@ export class StateSchemaMismatchError extends StateOpenError {
 /** The file fails SQLite's quick check (a damaged page); nothing was changed. */
 export class StateDamagedError extends StateOpenError {
   constructor(file: string, problem: string) {
-    super(file, `the database is damaged (SQLite: ${problem}); ${resetInstruction(file)}`);
+    super(
+      file,
+      `the database is damaged (SQLite: ${problem}); ${resetInstruction(file)}`,
+      "the database is damaged",
+    );
     this.name = "StateDamagedError";
   }
 }

@@ -13,10 +13,15 @@ import {
   statSync,
 } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import type { Clock, IdSource } from "./clock.ts";
-import { StateDamagedError, StateOpenError, StateSchemaMismatchError } from "./errors.ts";
+import {
+  StateDamagedError,
+  StateMissingError,
+  StateOpenError,
+  StateSchemaMismatchError,
+} from "./errors.ts";
 import { integrityProblems } from "./integrity.ts";
 import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
 import { writeTransaction } from "./transactions.ts";
@@ -96,6 +101,7 @@ export function ensureStateDir(stateDir: string): string {
       stateDir,
       `the state directory is not usable (${codeOf(error)}): it must be a directory you own ` +
         `and can write (the host narrows a wider mode to 0700)`,
+      `the state directory is not usable (${codeOf(error)})`,
     );
   }
   return stateDir;
@@ -110,7 +116,7 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
   const exists = fileSize(path) !== null;
   if (exists && !readOnly) ownFileModes(path);
   if (readOnly && !exists) {
-    throw new StateOpenError(path, "no state database yet; the host creates it when it starts");
+    throw new StateMissingError(path, "no state database yet; the host creates it when it starts");
   }
   if (exists) {
     try {
@@ -120,13 +126,17 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
         path,
         `the file is not ${readOnly ? "readable" : "readable and writable"} by this user; ` +
           `fix it with \`chmod 600 ${path}\``,
+        `the database is not ${readOnly ? "readable" : "readable and writable"} by this user`,
       );
     }
   }
   // Check identity before anything can write: even `journal_mode=WAL` rewrites the header.
   const fresh = !exists || verifyIdentity(path, timeout) === "empty";
   if (readOnly && fresh) {
-    throw new StateOpenError(path, "the database is empty; the host initializes it when it starts");
+    throw new StateMissingError(
+      path,
+      "the database is empty; the host initializes it when it starts",
+    );
   }
   if (!exists) {
     // Create it 0600 so SQLite (and its -wal/-shm files, which copy the mode) never widen it.
@@ -265,6 +275,15 @@ function fileSize(path: string): number | null {
     return statSync(path).size;
   } catch (error) {
     if (codeOf(error) === "ENOENT") return null;
+    if (codeOf(error) === "ENOTDIR") {
+      const dir = dirname(path);
+      throw new StateOpenError(
+        path,
+        `the state directory ${dir} is a file, not a directory; move it away, or point ` +
+          "PI_WORKFLOWS_STATE_DIR at a directory",
+        "the state directory is a file, not a directory",
+      );
+    }
     throw new StateOpenError(path, `cannot inspect the file (${codeOf(error)})`);
   }
 }
