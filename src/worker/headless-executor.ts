@@ -9,7 +9,9 @@
  *      update, a submission goes through the node's accept (normalize + validate); a rejection
  *      is the tool's error, so the model corrects and submits again
  *   -> a turn that ends without an accepted submission gets the contract's reminders, then the
- *      attempt fails (`noSubmission`)
+ *      attempt fails (`noSubmission`); a turn that ended on a model error (Pi has already retried
+ *      as its settings say) fails it with that error (`modelFailed`): a reminder would only meet
+ *      the same error, and the failure would blame the agent for the provider
  *   -> the accepted output is the step's result; the Pi group is stopped and unregistered
  *      (tracked, so the worker exits only after it is down).
  *
@@ -38,6 +40,7 @@ import {
   reminderMessage,
   type StepContract,
 } from "../workflows/step-contract.ts";
+import { isCredentialName } from "../protocol/credential-names.ts";
 import { trackCleanup } from "./child-cleanups.ts";
 import { ensureBridgeFile } from "./pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
@@ -134,7 +137,7 @@ async function runHeadlessStep(
     writeFrame(child.bridge, bridgeHello(BRIDGE_TOOL)).catch(() => {});
     await options.processGroups.started(child.pid);
     registered = true;
-    return await driveStep(child, contract, request);
+    return await driveStep(child, contract, request, secretsOf(options.env));
   } finally {
     // The outcome goes to the host now; the group is down before the worker exits.
     trackCleanup(shutDown());
@@ -146,10 +149,13 @@ function driveStep(
   child: PiChild,
   contract: StepContract,
   request: AgentStepRequest,
+  secrets: readonly string[],
 ): Promise<JsonValue> {
   return new Promise<JsonValue>((resolve, reject) => {
     let done = false;
     let reminders = 0;
+    /** Pi's error for the latest assistant message of the current agent run, if it failed. */
+    let modelError: string | null = null;
     const cleanups: (() => void)[] = [];
     const finish = (settle: () => void) => {
       if (done) return;
@@ -187,8 +193,26 @@ function driveStep(
     };
 
     cleanups.push(child.onRecord((record) => {
-      if (record.type === "agent_settled") {
+      if (record.type === "message_end") {
+        const message = record.message as
+          | { role?: unknown; stopReason?: unknown; errorMessage?: unknown }
+          | undefined;
+        if (message?.role === "assistant") {
+          modelError = message.stopReason === "error"
+            ? String(message.errorMessage ?? "") || "no reason given"
+            : null;
+        }
+      } else if (record.type === "agent_settled") {
         if (done) return;
+        if (modelError !== null) {
+          fail(
+            "modelFailed",
+            `The model failed during step "${contract.step}": ${
+              redact(problemLine(modelError, "first"), secrets)
+            }`,
+          );
+          return;
+        }
         if (reminders < MAX_STEP_REMINDERS) {
           reminders++;
           prompt(reminderMessage(contract, reminders));
@@ -281,4 +305,20 @@ function publish(
     return { ok: false, text: `Update refused: ${(error as Error).message}` };
   }
   return { ok: true, text: "Update recorded." };
+}
+
+/**
+ * The run's credential values (what Pi got in its environment): a provider's error text may quote
+ * the key it refused, and the failure is stored with the run and shown by `status`.
+ */
+function secretsOf(env: NodeJS.ProcessEnv): string[] {
+  return Object.entries(env)
+    .filter(([name, value]) => value !== undefined && value.length >= 8 && isCredentialName(name))
+    .map(([, value]) => value!);
+}
+
+function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join("[redacted]");
+  return out;
 }

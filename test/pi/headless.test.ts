@@ -265,3 +265,43 @@ function listFiles(dir: string): string[] {
     return statSync(path).isFile() ? [path] : [];
   });
 }
+
+describe("a provider that fails during a headless step", () => {
+  // Its own sandbox: the provider's error quotes the key, so Pi's own output (kept in the state
+  // directory) holds it, which the privacy check above forbids for its planted keys.
+  const QUOTED_KEY = "sk-quoted-by-provider-5e8a1c";
+  let p: HeadlessEnv;
+
+  beforeAll(async () => {
+    p = await createHeadlessEnv({ env: { OPENAI_API_KEY: QUOTED_KEY } });
+  });
+  afterAll(async () => {
+    await p?.close();
+  });
+
+  it("fails the attempt with the model's error when the provider fails, not as noSubmission", async () => {
+    // Pi retries per its settings (off in the sandbox) and ends the turn on the error: a
+    // reminder would only meet it again, and "ended its turn without submitting" blames the
+    // agent. The provider's text may quote the key it refused: the run's keys are redacted.
+    const from = p.model.requests.length;
+    p.decide = () => ({
+      kind: "error",
+      status: 401,
+      message: `Incorrect API key provided: ${QUOTED_KEY}`,
+    });
+    const path = p.writeWorkflow("outage.workflow.ts", oneAgentStep("outage"));
+    const run = await p.cli(["start", path, "--wait", "--json", "--cwd", p.sandbox.project]);
+    expect(run.code, run.stderr).toBe(6);
+    const result = JSON.parse(run.stdout).run;
+    expect(result.error).toEqual({
+      code: "modelFailed",
+      message:
+        'The model failed during step "work": 401: {"message":"Incorrect API key provided: [redacted]"}',
+    });
+    // One request: no reminder turns after the failure.
+    expect(p.model.requests.length - from).toBe(1);
+    const status = await p.cli(["status", result.runId]);
+    expect(status.stdout).toContain("modelFailed");
+    expect(status.stdout).not.toContain(QUOTED_KEY);
+  });
+});
