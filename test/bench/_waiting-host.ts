@@ -98,14 +98,19 @@ export interface HostProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `host run` on `stateDir` and resolves once it is ready. */
-export function startHost(stateDir: string, root: string): Promise<HostProcess> {
+/** Starts `host run` on `stateDir` (with `env` on top) and resolves once it is ready. */
+export function startHost(
+  stateDir: string,
+  root: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<HostProcess> {
   const child = spawn(process.execPath, [CLI, "host", "run"], {
     env: {
       ...process.env,
       PI_WORKFLOWS_STATE_DIR: stateDir,
       PI_CODING_AGENT_DIR: join(root, "agent"),
       PI_WORKFLOWS_HOST_IDLE_MS: "3600000",
+      ...env,
     },
     stdio: ["ignore", "ignore", "pipe"],
   });

@@ -24,7 +24,10 @@ afterAll(async () => {
 const WINDOW_MS = 3000;
 
 async function measure(stateDir: string) {
-  const host = await startHost(stateDir, root);
+  // No lease renewal in the window (TTL 10 min: renewal every 200 s). A renewal's commit is a
+  // few wake-ups while it syncs, every 5 s by default: it fell in one host's 3 s window and not
+  // in the other's, as their start-ups (the seeded one's is longer) shifted the phases.
+  const host = await startHost(stateDir, root, { PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "600000" });
   hosts.push(host);
   try {
     return await idleUsage(host.child.pid!, WINDOW_MS);
