@@ -34,8 +34,17 @@ export function renderList(view: ListView): { header: StyledLine[]; body: Styled
   }
   const wide = width >= 72;
   const workflowW = Math.min(18, Math.max(8, Math.floor(width / 5)));
+  const first = Math.max(0, Math.min(view.selected - view.rows + 1, view.runs.length - view.rows));
+  const start = Math.max(0, Math.min(first, view.selected));
+  const shown = view.runs.slice(start, start + view.rows);
+  const tails = shown.map((run) => {
+    const progress = progressText(run, view.progress.get(run.runId), now);
+    return progress ? `  ${progress}` : "";
+  });
+  // One width for every row's progress, so the columns before it line up (the title gives way).
+  const tailW = wide ? Math.max(0, ...tails.map((t) => t.length)) : 0;
   if (wide) {
-    const fixed = 12 + workflowW + 1 + 12 + 15;
+    const fixed = 12 + workflowW + 1 + 12 + 15 + tailW;
     header.push(line(
       ` ${"state".padEnd(12)}${"workflow".padEnd(workflowW + 1)}${
         "title".padEnd(Math.max(0, width - fixed - 2))
@@ -44,18 +53,16 @@ export function renderList(view: ListView): { header: StyledLine[]; body: Styled
       "muted",
     ));
   }
-  const first = Math.max(0, Math.min(view.selected - view.rows + 1, view.runs.length - view.rows));
-  const start = Math.max(0, Math.min(first, view.selected));
-  const body = view.runs.slice(start, start + view.rows).map((run, i) => {
+  const body = shown.map((run, i) => {
     const label = runStateLabel(run);
     const { age, elapsed } = runTimes(run, now);
-    const progress = progressText(run, view.progress.get(run.runId), now);
     const selected = start + i === view.selected;
     const stateText = wide ? `${label.glyph} ${label.word.padEnd(9)} ` : `${label.glyph} `;
     const mode = wide ? ` ${run.executionMode.padEnd(11)}` : "";
     const times = wide ? ` ${age.padStart(6)} ${elapsed.padStart(7)}` : ` ${elapsed.padStart(6)}`;
-    const tail = progress ? `  ${progress}` : "";
-    const fixed = stateText.length + workflowW + 1 + mode.length + times.length + tail.length;
+    const tail = tails[i];
+    const fixed = stateText.length + workflowW + 1 + mode.length + times.length +
+      Math.max(tail.length, tailW);
     const titleW = Math.max(0, width - fixed - 2);
     const title = wide || titleW >= 8 ? truncate(run.title ?? "", titleW).padEnd(titleW) : "";
     const line = concat(

@@ -98,6 +98,28 @@ describe("renderList", () => {
     expect(plainLines(body)[2], text).toMatch(/⏸ waiting/);
   });
 
+  it("lines the mode and time columns up under the header when some runs show progress", () => {
+    const { header, body } = renderList({
+      runs,
+      progress,
+      all: true,
+      selected: 0,
+      width: 100,
+      rows: 10,
+      now: NOW,
+    });
+    const head = plainLines(header).at(-1)!;
+    const lines = plainLines(body);
+    const text = [head, ...lines].join("\n");
+    expect(lines.map((l) => l.indexOf("headless")), text).toEqual(
+      lines.map(() => head.indexOf("mode")),
+    );
+    // Every row's elapsed time ends where the header's "elapsed" ends, with progress or without.
+    const end = head.indexOf("elapsed") + "elapsed".length;
+    for (const l of lines) expect(l.slice(end - 1, end + 1), text).toMatch(/^\S( |$)/);
+    for (const l of [head, ...lines]) expect([...l].length, l).toBeLessThanOrEqual(100);
+  });
+
   it("fits 40 columns by dropping the wide columns", () => {
     const { body } = renderList({
       runs,
