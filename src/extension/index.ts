@@ -38,6 +38,9 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   // (or the turn's end) is the first moment its entry id can be read and recorded.
   const record = () => void session?.presenter.recordSent().catch(() => {});
   pi.on("message_start", record);
+  pi.on("message_end", (event) => {
+    session?.presenter.noteMessageEnd(event);
+  });
   pi.on("turn_end", () => {
     record();
     void session?.syncOutbox().catch(() => {});

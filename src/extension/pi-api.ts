@@ -85,6 +85,8 @@ export interface PiEvents {
   agent_settled: PiAgentSettledEvent;
   agent_start: unknown;
   message_start: unknown;
+  /** `{message}`: an assistant message carries `stopReason` (`error` with `errorMessage`). */
+  message_end: unknown;
   turn_end: unknown;
 }
 

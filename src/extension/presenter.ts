@@ -69,6 +69,8 @@ export class Presenter {
   #submitting = new Map<string, number>();
   /** This presenter aborted the agent's run and that run has not settled yet. */
   #stopping = false;
+  /** Pi's error when the agent run's latest assistant message failed (after Pi's retries). */
+  #modelError: string | null = null;
 
   readonly #host: PresenterHost;
 
@@ -107,6 +109,7 @@ export class Presenter {
 
   noteAgentStart(): void {
     this.#agentRunning = true;
+    this.#modelError = null;
     if (this.#current) this.#current.turnSinceSend = true;
   }
 
@@ -128,12 +131,23 @@ export class Presenter {
     if (this.#current?.interaction.interactionId === interactionId) this.#current.accepted = true;
   }
 
+  /** Pi's `message_end`: remembers whether the latest assistant message ended on an error. */
+  noteMessageEnd(event: unknown): void {
+    const message = (event as { message?: Record<string, unknown> } | null)?.message;
+    if (message?.role !== "assistant") return;
+    this.#modelError = message.stopReason === "error"
+      ? String(message.errorMessage ?? "").replace(/\s+/g, " ").trim().slice(0, 300) ||
+        "no reason given"
+      : null;
+  }
+
   /** The agent settled: remind (or fail the attempt) when the step went unanswered. */
   settled(aborted: boolean): Promise<void> {
     this.#agentRunning = false;
     const stopped = this.#stopping;
     this.#stopping = false;
-    const next = this.#chain.then(() => this.#settled(aborted, stopped));
+    const modelError = this.#modelError;
+    const next = this.#chain.then(() => this.#settled(aborted, stopped, modelError));
     this.#chain = next.catch(() => {});
     return next;
   }
@@ -255,7 +269,7 @@ export class Presenter {
     current.unrecorded = null;
   }
 
-  async #settled(aborted: boolean, stopped: boolean): Promise<void> {
+  async #settled(aborted: boolean, stopped: boolean, modelError: string | null): Promise<void> {
     await this.#recordSent();
     const current = this.#current;
     if (!current || current.accepted) return;
@@ -275,6 +289,17 @@ export class Presenter {
       return;
     }
     if (current.held || !current.turnSinceSend) return;
+    if (modelError !== null) {
+      // The model failed, not the agent: a reminder would meet the same error at once and
+      // spend the step's reminders on an outage. Hold it as Escape does; the deadline still runs.
+      current.held = true;
+      this.#host.notify(
+        `Workflow step ${current.interaction.contract.step} is on hold: the model failed ` +
+          `(${modelError}); /workflow resume continues it`,
+        "warning",
+      );
+      return;
+    }
     if (!this.#host.isIdle() || this.#host.hasPendingMessages()) return;
     const reminder = current.interaction.reminders + 1;
     const answer = await this.#host.ops.remind(current.interaction, reminder);

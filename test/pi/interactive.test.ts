@@ -503,6 +503,43 @@ describe("interactive runs in the real Pi", () => {
     expect(shown.map((e) => e.details?.kind)).toEqual(["step", "resume"]);
   });
 
+  it("a model error holds the step instead of spending its reminders; /workflow resume goes on", async () => {
+    // A provider outage (Pi's retries are off in the sandbox) must not fail the step as if the
+    // agent had ignored it: reminders would meet the same error at once.
+    let outage = true;
+    const steps = stepResponder({ output: (c) => (c.step === "draft" ? PLAN : REVIEW) });
+    world.script = (request) =>
+      outage ? { kind: "error", status: 503, message: "overloaded" } : steps(request);
+    const from = world.model.requests.length;
+    const runId = await startWorkflow(pi, "two-turn-agent add a status page");
+    runs.push(runId);
+    await pi.waitFor(
+      (r) =>
+        isNotice(
+          r,
+          /^Workflow step draft is on hold: the model failed \(503: .*overloaded.*\); \/workflow resume continues it$/,
+        ),
+      { what: "the on-hold notice" },
+    );
+    const request = () =>
+      queryState(
+        world.sandbox.stateDir,
+        "SELECT request_id, status, reminders FROM interactive_requests WHERE run_id = ? AND node_id = 'draft'",
+        runId,
+      )[0];
+    expect([request().status, request().reminders]).toEqual(["pending", 0]);
+    expect(world.model.requests.length - from).toBe(1);
+    outage = false;
+    await pi.prompt("/workflow resume");
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    const shown = (await sessionEntries(pi)).filter((e) =>
+      e.details?.interactionId === request().request_id
+    );
+    expect(shown.map((e) => e.details?.kind)).toEqual(["step", "resume"]);
+  });
+
   it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
     // This model never calls the tool: it answers every step message with text.
     world.script = () => ({ kind: "text", text: "I will get to it later." });
