@@ -202,6 +202,10 @@ export class Presenter {
   #closedElsewhere(current: Current): void {
     this.#current = null;
     if (current.accepted || this.#submitting.has(current.interaction.interactionId)) return;
+    // A submission was validating when this process last saw the step (one sent by a Pi that
+    // died meanwhile): a step closed now was most likely closed by its acceptance, so it is not
+    // announced as dropped; the run's own end is announced if it ended instead.
+    if (current.interaction.submission?.status === "validating") return;
     this.#host.notify(
       `Workflow step ${current.interaction.contract.step} is no longer pending`,
       "info",

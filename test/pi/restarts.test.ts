@@ -3,11 +3,13 @@
  * a step is pending shows that step exactly once and the run completes (so does a `/reload`); the host SIGKILLed while
  * a step is pending and the validation child SIGKILLed while it checks a submission lose nothing
  * and present nothing twice, and `doctor` finds the state consistent. A Pi restarted while its
- * run waits on a person finds that run again from its session branch.
+ * run waits on a person finds that run again from its session branch. A Pi SIGKILLed while its
+ * submission validates: the restarted Pi goes on to the next step and does not call the accepted
+ * step dropped.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -214,6 +216,78 @@ describe("Pi restarted on the same session while a step is pending", () => {
     );
     const decisions = (await sessionEntries(second)).filter((e) => e.details?.kind === "decision");
     expect(decisions).toHaveLength(1);
+    await second.stop();
+  });
+
+  it("SIGKILLed while its submission validates: the restarted Pi goes on, nothing called dropped", async () => {
+    // The draft's validate waits for a gate file the test creates once the restarted Pi has
+    // taken the step (its footer shows the run): the acceptance then closes a step that Pi holds.
+    const gateFile = join(world.sandbox.root, `validate-gate-${randomUUID()}`);
+    writeFileSync(
+      join(world.sandbox.project, ".pi", "workflows", "gated-validate.workflow.ts"),
+      `import { existsSync } from "node:fs";
+import { agent, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+const pause = new Int32Array(new SharedArrayBuffer(4));
+export default defineWorkflow({
+  name: "gated-validate",
+  startAt: "draft",
+  nodes: {
+    draft: agent({
+      prompt: "Write a plan",
+      validate: () => {
+        const until = Date.now() + 50_000;
+        while (!existsSync(${JSON.stringify(gateFile)}) && Date.now() < until) {
+          Atomics.wait(pause, 0, 0, 20);
+        }
+      },
+    }),
+    review: agent({ prompt: "Review the plan" }),
+    done: compute({ run: ({ outputs }) => outputs }),
+  },
+  edges: [{ from: "draft", to: "review" }, { from: "review", to: "done" }],
+});
+`,
+    );
+    const sessionId = randomUUID();
+    const first = await startPi(world.sandbox, { sessionId });
+    // Pi writes the session file once it holds an assistant message.
+    const greeted = first.records.length;
+    world.script = () => ({ kind: "text", text: "Hello." });
+    await first.prompt("hello");
+    await first.waitForSettled(greeted);
+    world.script = stepResponder({ output: (c) => (c.step === "draft" ? PLAN : REVIEW) });
+    const runId = await startWorkflow(first, "gated-validate");
+    await waitForState("the draft's submission to be validating", () =>
+      queryState(
+        world.sandbox.stateDir,
+        "SELECT s.outcome FROM interactive_submissions s JOIN interactive_requests r " +
+          "USING (request_id) WHERE r.run_id = ? AND s.outcome = 'validating'",
+        runId,
+      ).length > 0);
+    expect(await first.kill("SIGKILL")).toEqual({ code: null, signal: "SIGKILL" });
+
+    const second = await startPi(world.sandbox, { sessionId });
+    await second.waitFor(
+      (r) =>
+        r.type === "extension_ui_request" && r.method === "setStatus" &&
+        /^wf gated-validate waiting draft/.test(String(r.statusText ?? r.text ?? "")),
+      { what: "the restarted Pi's footer for the validating step" },
+    );
+    writeFileSync(gateFile, "");
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
+      "completed",
+    );
+    // One model turn for the draft (the dead Pi's), one for the review, no reminder or resend.
+    const shown = stepEntries(await sessionEntries(second));
+    expect([...shown.values()].map((ids) => ids.length)).toEqual([1, 1]);
+    // Let the restarted Pi see the run's end, then check what it told the person.
+    await second.waitFor((r) => isNotice(r, /^Workflow gated-validate completed/), {
+      what: "the completion notice",
+    });
+    const notices = second.uiRequests().filter((r) => r.method === "notify").map((r) =>
+      String(r.message)
+    );
+    expect(notices.filter((n) => /no longer pending/.test(n))).toEqual([]);
     await second.stop();
   });
 });
