@@ -16,6 +16,12 @@ const VERDICT_TEXT = {
   retry: "unknown, retried: the node runs again",
 } as const;
 
+const ENDED_TEXT = {
+  applied: "applied: its output is the effect's receipt",
+  notApplied: "not applied",
+  retry: "retried",
+} as const;
+
 export async function effectResolveCommand(
   connection: HostConnection,
   command: EffectResolveCommand,
@@ -36,8 +42,16 @@ export async function effectResolveCommand(
   if (command.json) printJson(io, receipt);
   else {
     const r = receipt.resolution;
-    io.out(`Recorded: node ${r.nodeId} (attempt ${r.attemptId}) ${VERDICT_TEXT[r.verdict]}`);
-    io.out(`Resumed ${formatRunHeadline(receipt.run)}`);
+    if (r.ended) {
+      io.out(
+        `Recorded: node ${r.nodeId} (attempt ${r.attemptId}) ${ENDED_TEXT[r.verdict]}; the run ` +
+          "had ended, so nothing runs again",
+      );
+      io.out(formatRunHeadline(receipt.run));
+    } else {
+      io.out(`Recorded: node ${r.nodeId} (attempt ${r.attemptId}) ${VERDICT_TEXT[r.verdict]}`);
+      io.out(`Resumed ${formatRunHeadline(receipt.run)}`);
+    }
   }
   return EXIT.ok;
 }

@@ -129,7 +129,13 @@ function formatAmbiguous(
       "(resuming from a shell without them lets Pi use its own login, auth.json)",
     );
   } else if (ambiguous.length > 0) {
-    lines.push("the run has ended: check these effects by hand");
+    const target = ambiguous[0];
+    const base = `pi-workflows effect resolve ${shortRunId(run.runId)} ${target.attemptId}`;
+    lines.push(
+      "the run has ended: check these effects by hand, then record what happened (nothing runs again):",
+      `  ${base} --applied '<output-json>'   it applied; the JSON is kept as its receipt`,
+      `  ${base} --not-applied               it did not apply`,
+    );
   }
   return lines;
 }

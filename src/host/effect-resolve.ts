@@ -33,8 +33,9 @@ export function resolveEffectCommand(
     runId: result.runId,
     revision: result.revision,
     verdict: result.verdict,
+    ended: result.ended,
   });
-  rt.supervision.wake();
+  if (!result.ended) rt.supervision.wake();
   const { runId: _, revision: __, ...resolution } = result;
   return successResponse({
     requestId: request.requestId,

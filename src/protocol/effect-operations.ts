@@ -48,5 +48,7 @@ export const EffectResolveReceiptSchema = looseObject({
     effectIds: v.array(OpaqueIdSchema),
     /** The new `ok` attempt carrying the adopted output (`applied` only). */
     adoptedAttemptId: v.nullable(OpaqueIdSchema),
+    /** The run had ended: the verdict was only recorded, nothing runs again. */
+    ended: v.optional(v.boolean()),
   }),
 });

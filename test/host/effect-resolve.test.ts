@@ -159,4 +159,45 @@ describe("effect resolve", () => {
     expect(late.stderr).toMatch(/only a run blocked on an ambiguous effect/);
     await stopProcess(host);
   });
+
+  it("a cancel inside the action keeps it ambiguous until the operator records a verdict", async () => {
+    home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000", PI_WORKFLOWS_KILL_GRACE_MS: "300" });
+    const project = join(home.root, "project");
+    mkdirSync(project, { recursive: true });
+    const marker = join(project, "deploys.log");
+    writeFileSync(marker, "");
+    writeFileSync(join(project, "deploy.workflow.ts"), workflow(marker));
+    const host = await startHostProcess(home.env);
+    client ??= createHostClient({ env: home.env, autoStart: false });
+    const { run } = await client.call("run.start", {
+      payload: { workflow: "deploy.workflow.ts", cwd: project },
+    });
+    await waitFor(() => lines(marker) === 1, "deploy to start", 20_000);
+    expect((await cli(["cancel", run.runId])).code).toBe(0);
+    const status = await runJson(run.runId);
+    expect(status.run.state).toBe("cancelled");
+    const [effect] = status.ambiguousEffects;
+    expect(effect).toMatchObject({ nodeId: "deploy", managed: false });
+    const text = await cli(["status", run.runId]);
+    expect(text.stdout).toContain(
+      `pi-workflows effect resolve ${run.runId.slice(0, 12)} ${effect.attemptId} --not-applied`,
+    );
+    expect((await cli(["host", "status", "--json"])).stdout).toContain('"ambiguousEffects":1');
+
+    const retry = await cli(["effect", "resolve", run.runId, effect.attemptId, "--retry"]);
+    expect(retry.code).toBe(3);
+    expect(retry.stderr.trim().split("\n")).toHaveLength(1);
+    expect(retry.stderr).toContain("the run has ended and nothing of it runs again");
+    const recorded = await cli(["effect", "resolve", run.runId, effect.effectId, "--not-applied"]);
+    expect(recorded.code, recorded.stderr).toBe(0);
+    expect(recorded.stdout).toContain("the run had ended, so nothing runs again");
+    expect((await runJson(run.runId)).run).toMatchObject({
+      state: "cancelled",
+      revision: status.run.revision,
+    });
+    expect((await runJson(run.runId)).ambiguousEffects ?? []).toEqual([]);
+    expect((await cli(["host", "status", "--json"])).stdout).toContain('"ambiguousEffects":0');
+    expect(lines(marker)).toBe(1);
+    await stopProcess(host);
+  });
 });

@@ -11,7 +11,7 @@ import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/s
 import { resolveAmbiguousEffect } from "../../src/state/transitions/effect-resolve.ts";
 import { reserveEffect } from "../../src/state/transitions/effects.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
-import { pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { interruptRun } from "../../src/state/transitions/run-recovery.ts";
 import {
   enqueue,
@@ -217,5 +217,101 @@ describe("resolveAmbiguousEffect()", () => {
         expectedRevision: revision - 1,
       })
     ).toThrow(/Revision conflict/);
+  });
+});
+
+describe("an ambiguous effect of a run that has ended", () => {
+  /** A run cancelled inside an external node: unmanaged, or with a managed effect applying. */
+  function cancelledMidAction(managed: boolean) {
+    const runId = enqueue(f.store);
+    const { claim, attemptId } = launchWithAttempt(f.store, runId, "external");
+    if (managed) {
+      reserveEffect(f.store, claim, {
+        attemptId,
+        effectType: "deploy",
+        idempotencyKey: "k1",
+        requestFingerprint: "fp",
+      });
+    }
+    cancelRun(f.store, { runId, claim });
+    const ambiguous = listAmbiguousEffects(f.store, runId);
+    expect(ambiguous).toEqual([expect.objectContaining({ attemptId, managed })]);
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(1);
+    return { runId, attemptId, effectId: ambiguous[0].effectId };
+  }
+
+  it("a cancel inside an unmanaged action keeps it as an ambiguous effect, as a pause does", () => {
+    const { runId } = cancelledMidAction(false);
+    expect(readRun(f.store, runId)).toMatchObject({ state: "cancelled" });
+  });
+
+  it("--not-applied or --applied records the verdict; nothing runs and the run stays ended", () => {
+    const first = cancelledMidAction(false);
+    const revision = readRun(f.store, first.runId)!.revision;
+    const events = listEvents(f.store, first.runId).length;
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId: first.runId,
+          target: first.attemptId,
+          verdict: "retry",
+          operator: "o",
+        }),
+      /the run has ended and nothing of it runs again/,
+    );
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId: first.runId,
+          target: "att-other-attempt",
+          verdict: "notApplied",
+          operator: "o",
+        }),
+      /names none of its ambiguous effects/,
+    );
+    const result = resolveAmbiguousEffect(f.store, {
+      runId: first.runId,
+      target: first.attemptId.slice(0, 8),
+      verdict: "notApplied",
+      operator: "ops",
+    });
+    expect(result).toMatchObject({
+      ended: true,
+      effectIds: [first.effectId],
+      revision,
+      operator: "ops",
+    });
+    expect(readRun(f.store, first.runId)).toMatchObject({ state: "cancelled", revision });
+    expect(listEvents(f.store, first.runId)).toHaveLength(events);
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(0);
+    expect(nextLaunchableRuns(f.store, 5)).toEqual([]);
+
+    const second = cancelledMidAction(true);
+    resolveAmbiguousEffect(f.store, {
+      runId: second.runId,
+      target: second.effectId,
+      verdict: "applied",
+      output: { deployed: "v3" },
+      operator: "ops",
+    });
+    expect(
+      f.store.db.prepare("SELECT state, receipt_json FROM effects WHERE effect_id = ?").get(
+        second.effectId,
+      ),
+    ).toEqual({ state: "applied", receipt_json: '{"deployed":"v3"}' });
+    expect(hostStatusCounts(f.store).ambiguousEffects).toBe(0);
+    expectRefused(
+      f.store,
+      () =>
+        resolveAmbiguousEffect(f.store, {
+          runId: second.runId,
+          target: second.effectId,
+          verdict: "notApplied",
+          operator: "o",
+        }),
+      /only a run blocked on an ambiguous effect, or one that has ended with one/,
+    );
   });
 });

@@ -9,12 +9,18 @@
  *   notApplied  the effect did not happen: the node runs again; managed effects return to
  *               `pending` (re-reserved under their key), an unmanaged marker is `cancelled`;
  *   retry       the operator cannot tell and accepts running it again: as `notApplied`.
+ *
+ * A run that has ended (cancelled mid-action, failed) keeps its ambiguous effects, and they
+ * stay counted by `host status` until someone checks them: there the verdict only records what
+ * happened (`applied`: the effect with the given output as its receipt; `notApplied`: cancelled)
+ * and nothing runs again, so `retry` is refused. An ended run takes no new revision or event, so
+ * the verdict and the operator are kept in the command's stored receipt.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { EffectVerdict } from "../../protocol/effect-operations.ts";
 import { readLease, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
-import { blockingAttempt } from "../effect-queries.ts";
+import { type AmbiguousEffect, blockingAttempt, listAmbiguousEffects } from "../effect-queries.ts";
 import { RevisionConflictError, TransitionError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, nextRevision } from "../journal.ts";
@@ -52,7 +58,14 @@ export interface ResolveEffectResult {
   effectIds: string[];
   /** The new `ok` attempt that carries the adopted output (`applied` only). */
   adoptedAttemptId: string | null;
+  /** The run had ended: the verdict was recorded and nothing runs again. */
+  ended: boolean;
+  /** Who decided, for an ended run (whose event log takes no new entry). */
+  operator?: string;
 }
+
+const NONE_TO_RESOLVE =
+  "only a run blocked on an ambiguous effect, or one that has ended with one, has one to resolve";
 
 export function resolveAmbiguousEffect(
   store: StateStore,
@@ -73,11 +86,14 @@ export function resolveAmbiguousEffect(
     if (opts.expectedRevision !== undefined && opts.expectedRevision !== run.revision) {
       throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
     }
+    if (isTerminalRunState(run.state)) {
+      return recordEndedVerdict(store, run, opts, output, operator, now);
+    }
     expectState(
       run,
       "resolve an effect of",
-      (r) => r.blocked_reason === "effectAmbiguous" && !isTerminalRunState(r.state),
-      "only a run blocked on an ambiguous effect has one to resolve",
+      (r) => r.blocked_reason === "effectAmbiguous",
+      NONE_TO_RESOLVE,
     );
     const blocked = blockingAttempt(store, opts.runId);
     if (!blocked) {
@@ -148,19 +164,111 @@ export function resolveAmbiguousEffect(
       verdict: opts.verdict,
       effectIds: blocked.effectIds,
       adoptedAttemptId,
+      ended: false,
     };
-    if (opts.receipt) {
-      const body = opts.receipt.receipt;
-      recordHostCommandInTx(store, {
-        ...opts.receipt,
-        receipt: (target) => ({
-          ...asObject(typeof body === "function" ? body(target) : body ?? {}),
-          resolution,
-        }),
-      }, { runId: opts.runId, revision, now });
-    }
+    recordReceipt(store, opts, resolution, revision, now);
     return { runId: opts.runId, revision, ...resolution };
   });
+}
+
+/**
+ * The verdict on an ambiguous effect of an ended run: the effects of the one attempt the target
+ * names become `applied` (with the operator's output as the receipt) or `cancelled`; the run
+ * stays as it ended.
+ */
+function recordEndedVerdict(
+  store: StateStore,
+  run: RunRow,
+  opts: ResolveEffectOptions,
+  output: string | null,
+  operator: string,
+  now: number,
+): ResolveEffectResult {
+  const ambiguous = listAmbiguousEffects(store, opts.runId);
+  if (ambiguous.length === 0) {
+    throw new TransitionError(
+      opts.runId,
+      "resolve an effect of",
+      describeState(run),
+      NONE_TO_RESOLVE,
+    );
+  }
+  if (opts.verdict === "retry") {
+    throw new TransitionError(
+      opts.runId,
+      "retry an effect of",
+      describeState(run),
+      "the run has ended and nothing of it runs again; after checking the external system " +
+        "record --applied <output-json> or --not-applied",
+    );
+  }
+  const named = ambiguous.filter((e) => namesEffect(e, opts.target));
+  const attemptIds = [...new Set(named.map((e) => e.attemptId))];
+  if (attemptIds.length !== 1) {
+    throw new TransitionError(
+      opts.runId,
+      "resolve an effect of",
+      describeState(run),
+      `${opts.target} names ${
+        attemptIds.length === 0 ? "none" : "more than one"
+      } of its ambiguous effects (${
+        ambiguous.map((e) => `attempt ${e.attemptId}, effect ${e.effectId}`).join("; ")
+      })`,
+    );
+  }
+  const attemptId = attemptIds[0];
+  const effects = ambiguous.filter((e) => e.attemptId === attemptId);
+  const effectIds = effects.map((e) => e.effectId);
+  for (const effectId of effectIds) {
+    execute(
+      store,
+      "UPDATE effects SET state = :state, receipt_json = CASE WHEN :state = 'applied' THEN " +
+        ":output ELSE receipt_json END, updated_at = :now WHERE effect_id = :effectId AND " +
+        "state = 'ambiguous'",
+      {
+        effectId,
+        state: opts.verdict === "applied" ? "applied" : "cancelled",
+        output,
+        now,
+      },
+    );
+  }
+  const resolution = {
+    attemptId,
+    nodeId: effects[0].nodeId,
+    verdict: opts.verdict,
+    effectIds,
+    adoptedAttemptId: null,
+    ended: true,
+    operator,
+  };
+  recordReceipt(store, opts, resolution, run.revision, now);
+  return { runId: opts.runId, revision: run.revision, ...resolution };
+}
+
+function recordReceipt(
+  store: StateStore,
+  opts: ResolveEffectOptions,
+  resolution: Omit<ResolveEffectResult, "runId" | "revision">,
+  revision: number,
+  now: number,
+): void {
+  if (!opts.receipt) return;
+  const body = opts.receipt.receipt;
+  recordHostCommandInTx(store, {
+    ...opts.receipt,
+    receipt: (target) => ({
+      ...asObject(typeof body === "function" ? body(target) : body ?? {}),
+      resolution,
+    }),
+  }, { runId: opts.runId, revision, now });
+}
+
+/** An effect named by its id or its attempt's id, whole or by a start as for the blocked run. */
+function namesEffect(effect: AmbiguousEffect, target: string): boolean {
+  return [effect.attemptId, effect.effectId].some((id) =>
+    id === target || (target.length >= MIN_TARGET_PREFIX && id.startsWith(target))
+  );
 }
 
 /** A new `ok` attempt of the blocked node carrying the output the operator gave. */

@@ -17,6 +17,7 @@ import {
   cancelPendingInteractions,
   closeAttempt,
   expectState,
+  externalOutcomeUncertain,
   isTerminalRunState,
   openAttempt,
   requireRun,
@@ -118,6 +119,9 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
         code: "cancelled",
         message: "The run was cancelled",
       });
+      // An external node stopped part way may have applied: with no managed effect to say
+      // otherwise it is kept as an ambiguous effect to check by hand, as a pause would keep it.
+      if (open.effect === "external") externalOutcomeUncertain(store, open.attempt_id, now);
     }
     settleEffectsOnStop(store, run.run_id, now);
     cancelPendingInteractions(store, run.run_id, now);
