@@ -8,6 +8,7 @@
  * and waited for, bounded, before the removal. Processes of other tests are never touched.
  */
 import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { resolve } from "node:path";
 
 /** The variables through which a process of ours names a directory it writes into. */
@@ -61,6 +62,11 @@ export async function stopProcessesInside(root: string, timeoutMs = 10_000): Pro
 
 /** Stops the processes of `root` (above), then removes it. */
 export async function removeTempRoot(root: string, timeoutMs?: number): Promise<void> {
+  // A test's own directory only: the temp dir itself would reach other tests' processes.
+  const base = resolve(root);
+  if (base === "/" || base === resolve(tmpdir()) || base === resolve(homedir())) {
+    throw new Error(`Not a test's temp root: ${root}`);
+  }
   await stopProcessesInside(root, timeoutMs);
   rmSync(root, { recursive: true, force: true });
 }
