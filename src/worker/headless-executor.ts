@@ -309,7 +309,8 @@ function publish(
 
 /**
  * The run's credential values (what Pi got in its environment): a provider's error text may quote
- * the key it refused, and the failure is stored with the run and shown by `status`.
+ * the key it refused, and the failure is stored with the run and shown by `status`. Values under
+ * 8 characters are no key and would only garble the message.
  */
 function secretsOf(env: NodeJS.ProcessEnv): string[] {
   return Object.entries(env)
