@@ -111,6 +111,10 @@ async function execute(
         io.out(`Effect ${receipt.resolvedEffect.effectId} is ${receipt.resolvedEffect.state} now`);
       }
       if (!command.json) io.out(`Reconcile requested for ${controller}/${key}`);
+      // A resource being deleted never settles: it is followed until it is gone.
+      if (command.wait && receipt.resource.metadata.deletionTimestamp) {
+        return await waitGone(connection, command, cwd, controller, key, io);
+      }
       if (command.wait) return await waitSettled(connection, command, cwd, controller, key, io);
       if (command.json) printJson(io, receipt);
       return EXIT.ok;
@@ -220,7 +224,9 @@ async function waitGone(
       return EXIT.ok;
     }
     const detail = receiptOf("controller.get", response);
-    if (Date.now() >= deadline || detail.queue?.consecutiveErrors) {
+    // A blocked controller runs no finalizer until its source is right: no use waiting.
+    const blocked = resourceProgress(detail, Date.now()) === "blocked";
+    if (Date.now() >= deadline || detail.queue?.consecutiveErrors || blocked) {
       if (command.json) printJson(io, detail);
       else io.out(formatResourceDetail(detail, Date.now()));
       return detail.queue?.consecutiveErrors ? EXIT.runUnsuccessful : EXIT.runNeedsAttention;

@@ -66,7 +66,7 @@ export function formatResourceDetail(detail: GetReceipt, now: number): string {
     lines.push(
       `controller blocked: ${detail.controller.blockedReason}${
         detail.controller.blockedDetail ? ` (${detail.controller.blockedDetail})` : ""
-      }; apply a resource again once the source is right`,
+      }; once the source is right, reconcile the resource (or apply one again)`,
     );
   }
   const binding = bindingText(detail.controller);

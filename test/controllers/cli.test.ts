@@ -5,10 +5,17 @@
  * finalizer, `doctor` is clean. Also the CLI's refusals: unknown resource, unknown controller, a
  * source that changed while it was resolved, a compare-and-set on the resource version.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../host/helpers.ts";
 
 let home: TempHome;
 let project: string;
@@ -239,4 +246,67 @@ export default defineController({
     },
     120_000,
   );
+});
+
+describe("a controller whose source is gone while a resource is deleted", () => {
+  it("delete --wait says it is blocked; restoring it and reconcile finish the delete", async () => {
+    // Before, only an apply unblocked a controller, and a resource being deleted refuses applies:
+    // the delete could never finish.
+    const own = tempHome({
+      PI_WORKFLOWS_HOST_IDLE_MS: "30000",
+      PI_WORKFLOWS_KILL_GRACE_MS: "500",
+      PI_WORKFLOWS_CONTROLLER_IDLE_MS: "100",
+    });
+    const dir = join(own.root, "project");
+    const controllers = join(dir, ".pi", "controllers");
+    mkdirSync(controllers, { recursive: true });
+    for (const file of ["file-sync.controller.ts", "copy-file.workflow.ts"]) {
+      copyFileSync(join(ROOT, "examples", file), join(controllers, file));
+    }
+    const run = (args: string[]) => runCliProcess([...args, "--cwd", dir], own.env, 90_000);
+    try {
+      const source = join(own.root, "todo.md");
+      const target = join(own.root, "todo-copy.md");
+      writeFileSync(source, "- one\n");
+      const spec = JSON.stringify({ source, target });
+      const applied = await run([
+        "controller",
+        "apply",
+        "file-sync",
+        "todo",
+        "--spec-json",
+        spec,
+        "--wait",
+      ]);
+      expect(applied.code, applied.stdout + applied.stderr).toBe(0);
+      expect(readFileSync(target, "utf8")).toBe("- one\n");
+      // The worker that loaded the source goes once idle; the next one verifies the files.
+      const log = join(own.stateDir, "host.log");
+      await waitFor(
+        () => readFileSync(log, "utf8").includes("controller.worker_exit controller=file-sync"),
+        "the idle controller worker to exit",
+        30_000,
+      );
+
+      const file = join(controllers, "file-sync.controller.ts");
+      renameSync(file, `${file}.aside`);
+      const deleting = await run(["controller", "delete", "file-sync", "todo", "--wait"]);
+      expect(deleting.code, deleting.stdout + deleting.stderr).toBe(7);
+      expect(deleting.stdout).toContain("controller blocked: sourceChanged");
+      expect(deleting.stdout).toContain("once the source is right, reconcile the resource");
+      expect(existsSync(target)).toBe(true);
+      expect((await run(["controller", "apply", "file-sync", "todo", "--spec-json", spec])).code)
+        .toBe(3);
+
+      renameSync(`${file}.aside`, file);
+      const finished = await run(["controller", "reconcile", "file-sync", "todo", "--wait"]);
+      expect(finished.code, finished.stdout + finished.stderr).toBe(0);
+      expect(finished.stdout).toContain("Deleted file-sync/todo");
+      expect(existsSync(target)).toBe(false);
+      expect((await run(["controller", "list"])).stdout).not.toContain("blocked");
+    } finally {
+      await runCliProcess(["host", "stop"], own.env, 30_000);
+      own.cleanup();
+    }
+  }, 120_000);
 });

@@ -295,6 +295,16 @@ export function requestReconcile(
   return resourceCommand(store, opts, (row, now) => {
     const resolvedEffect = opts.resolveEffect &&
       resolveAmbiguousEffectInTx(store, row, opts.resolveEffect, now);
+    // A controller blocked on its source is tried again, as `resume` does for a run blocked on a
+    // changed source: the person restored it (a worker that still finds it wrong blocks it
+    // again). Before, only an apply unblocked it, and a resource being deleted refuses applies.
+    execute(
+      store,
+      "UPDATE controllers SET blocked_reason = NULL, blocked_detail = NULL, " +
+        "revision = revision + 1, updated_at = :now WHERE controller_id = :controllerId " +
+        "AND blocked_reason IS NOT NULL",
+      { controllerId: row.controller_id, now },
+    );
     execute(
       store,
       "UPDATE controller_queue SET pending = 1, available_at = :now, version = version + 1, " +
