@@ -50,6 +50,8 @@ interface Current {
   accepted: boolean;
   /** Escape aborted the turn: no reminders until `/workflow resume`. */
   held: boolean;
+  /** The model's own tool call is cancelling this run: its turn is not stopped for it. */
+  closingHere: boolean;
   /** A message held back until the run this presenter stopped has settled. */
   deferred: Outgoing | null;
 }
@@ -127,6 +129,20 @@ export class Presenter {
     };
   }
 
+  /**
+   * The model's tool call is about to cancel `runId`: when that closes the step on screen, the
+   * turn that asked for it goes on to report (a step closed by anyone else stops the turn
+   * working on it). Returns the undo for a cancel that failed.
+   */
+  noteClosingHere(runId: string): () => void {
+    const current = this.#current;
+    if (!current || current.interaction.runId !== runId) return () => {};
+    current.closingHere = true;
+    return () => {
+      current.closingHere = false;
+    };
+  }
+
   noteAccepted(interactionId: string): void {
     if (this.#current?.interaction.interactionId === interactionId) this.#current.accepted = true;
   }
@@ -201,7 +217,8 @@ export class Presenter {
    */
   #closedElsewhere(current: Current): void {
     this.#current = null;
-    if (current.accepted || this.#submitting.has(current.interaction.interactionId)) return;
+    if (current.accepted || current.closingHere) return;
+    if (this.#submitting.has(current.interaction.interactionId)) return;
     // A submission was validating when this process last saw the step (one sent by a Pi that
     // died meanwhile): a step closed now was most likely closed by its acceptance, so it is not
     // announced as dropped; the run's own end is announced if it ended instead.
@@ -226,6 +243,7 @@ export class Presenter {
       turnSinceSend: false,
       accepted: false,
       held: false,
+      closingHere: false,
       deferred: null,
     };
     if (stored !== null && branchHasEntry(session, stored)) {

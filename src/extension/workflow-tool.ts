@@ -14,6 +14,7 @@ import {
   controlRun,
   listPage,
   NO_SESSION_TO_RUN_IN,
+  resolveRunId,
   statusText,
 } from "./workflow-actions.ts";
 import type { ClaimedInteraction } from "./session-ops.ts";
@@ -89,8 +90,19 @@ async function act(
       return success(await statusText(session, call.runId));
     case "pause":
     case "resume":
-    case "cancel":
       return success(await controlRun(session, call.action, call.runId, requestId));
+    case "cancel": {
+      // Marked before the cancel commits: the host's push may close the step before this call
+      // has its answer.
+      session.link();
+      const undo = session.presenter.noteClosingHere(resolveRunId(session, call.runId));
+      try {
+        return success(await controlRun(session, call.action, call.runId, requestId));
+      } catch (error) {
+        undo();
+        throw error;
+      }
+    }
     case "answer":
       return success(
         await answerRun(session, {

@@ -541,6 +541,40 @@ describe("interactive runs in the real Pi", () => {
     expect(shown.map((e) => e.details?.kind)).toEqual(["step", "resume"]);
   });
 
+  it("the model cancels its own run from a step: its turn goes on to report it", async () => {
+    // A step closed by someone else stops the turn working on it; one the model closed itself
+    // must not: the model is to tell the user it cancelled.
+    world.script = (request) =>
+      request.lastRole === "tool"
+        ? { kind: "text", text: "I cancelled the workflow as you asked." }
+        : request.lastUserText.includes("add a roadmap")
+        ? { kind: "tool", name: "workflow", args: { action: "cancel" } }
+        : { kind: "text", text: "Nothing to do." };
+    const from = pi.records.length;
+    const requests = world.model.requests.length;
+    const runId = await startWorkflow(pi, "two-turn-agent add a roadmap");
+    runs.push(runId);
+    expect(await waitForRunState(world.sandbox.stateDir, runId, ["cancelled", "completed"])).toBe(
+      "cancelled",
+    );
+    const reported = await world.model.waitForRequest(
+      (r) => r.lastRole === "tool" && /cancelled$/.test(r.lastToolResult ?? ""),
+      { from: requests },
+    );
+    expect(reported.lastToolResult).toBe(`Run ${runId} two-turn-agent: cancelled`);
+    const cancelCall = await pi.waitFor(
+      (r) => r.type === "tool_execution_end" && r.toolName === "workflow",
+      { from, what: "the cancel tool call" },
+    );
+    const settled = await pi.waitFor((r) => r.type === "agent_settled", {
+      from: pi.records.indexOf(cancelCall),
+      what: "the end of the turn that cancelled",
+    });
+    expect(settled.aborted).toBe(false);
+    expect(pi.uiRequests(from).filter((r) => /no longer pending/.test(String(r.message))))
+      .toEqual([]);
+  });
+
   it("reminds twice when the agent settles without submitting, then fails the attempt", async () => {
     // This model never calls the tool: it answers every step message with text.
     world.script = () => ({ kind: "text", text: "I will get to it later." });
