@@ -34,7 +34,7 @@ export async function runCli(
       }
       case "view": {
         const { runViewCommand } = await import("./view-command.ts");
-        return await runViewCommand(command, env);
+        return await runViewCommand(command, env, io);
       }
       case "controller": {
         const { runControllerCommand } = await import("./controller-command.ts");

@@ -12,7 +12,7 @@ import { UsageError } from "./exit-codes.ts";
 
 const UUID_RUN_ID = /^run-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Candidates an ambiguity error lists. */
-const MAX_CANDIDATES = 5;
+export const MAX_CANDIDATES = 5;
 
 /** `run-1a2b3c4d` for a generated id; any other id as it is. */
 export function shortRunId(runId: string): string {
@@ -25,42 +25,68 @@ export function isFullRunId(typed: string): boolean {
   return UUID_RUN_ID.test(typed);
 }
 
+/** The id prefixes `typed` may stand for: itself, and with `run-` in front unless it has it. */
+export function runIdPrefixes(typed: string): string[] {
+  return typed.startsWith("run-") ? [typed] : [typed, `run-${typed}`];
+}
+
+interface FoundRun {
+  runId: string;
+  workflowName: string;
+  state: string;
+  createdAt: number;
+}
+
 /**
- * The full id of the one run whose id starts with `typed` (or with `run-<typed>`). An exact id
- * is taken as it is. No match: `notFound`, as for an unknown full id (exit 3). Several: a usage
- * error (exit 2) naming the candidates, newest first, each by a prefix that tells it apart.
+ * From the runs found under `runIdPrefixes(typed)` (`more`: some were left out), the id of the
+ * one meant, or null when none matches. Several: a usage error (exit 2) naming the candidates,
+ * newest first, each by a prefix that tells it apart.
  */
-export async function resolveRunId(connection: HostConnection, typed: string): Promise<string> {
-  if (isFullRunId(typed)) return typed;
-  const prefixes = typed.startsWith("run-") ? [typed] : [typed, `run-${typed}`];
-  const found = new Map<string, RunSummary>();
-  let more = false;
-  for (const prefix of prefixes) {
-    const receipt = receiptOf(
-      "run.find",
-      await connection.request("run.find", { payload: { prefix, limit: MAX_CANDIDATES } }),
-    );
-    for (const run of receipt.runs) found.set(run.runId, run);
-    more ||= receipt.more;
-  }
-  if (found.has(typed)) return typed;
-  const runs = [...found.values()].sort((a, b) => b.createdAt - a.createdAt);
+export function pickRunId(typed: string, found: readonly FoundRun[], more: boolean): string | null {
+  if (found.some((run) => run.runId === typed)) return typed;
+  const runs = [...new Map(found.map((run) => [run.runId, run])).values()]
+    .sort((a, b) => b.createdAt - a.createdAt);
   if (runs.length === 1 && !more) return runs[0].runId;
-  if (runs.length === 0) {
-    throw new HostCommandError(failureResponse({
-      requestId: null,
-      hostEpoch: connection.hostEpoch ?? 0,
-      outcome: "notFound",
-      code: "runNotFound",
-      message: `Unknown run: no run id starts with '${typed}' (see 'pi-workflows list --all')`,
-    }));
-  }
+  if (runs.length === 0) return null;
   const names = distinctPrefixes(runs.map((run) => run.runId));
   const listed = runs.map((run, i) => `${names[i]} (${run.workflowName}, ${run.state})`);
   throw new UsageError(
     `Run id '${typed}' is ambiguous: ${more ? "more than " : ""}${runs.length} runs match ` +
       `(${listed.join(", ")}${more ? ", ..." : ""}): type more of it`,
   );
+}
+
+/** What a person sees when no run id starts with what they typed. */
+export function unknownRunMessage(typed: string): string {
+  return `Unknown run: no run id starts with '${typed}' (see 'pi-workflows list --all')`;
+}
+
+/**
+ * The full id of the one run whose id starts with `typed` (or with `run-<typed>`). An exact id
+ * is taken as it is. No match: `notFound`, as for an unknown full id (exit 3). Several: a usage
+ * error (exit 2), see `pickRunId`.
+ */
+export async function resolveRunId(connection: HostConnection, typed: string): Promise<string> {
+  if (isFullRunId(typed)) return typed;
+  const found: RunSummary[] = [];
+  let more = false;
+  for (const prefix of runIdPrefixes(typed)) {
+    const receipt = receiptOf(
+      "run.find",
+      await connection.request("run.find", { payload: { prefix, limit: MAX_CANDIDATES } }),
+    );
+    found.push(...receipt.runs);
+    more ||= receipt.more;
+  }
+  const runId = pickRunId(typed, found, more);
+  if (runId !== null) return runId;
+  throw new HostCommandError(failureResponse({
+    requestId: null,
+    hostEpoch: connection.hostEpoch ?? 0,
+    outcome: "notFound",
+    code: "runNotFound",
+    message: unknownRunMessage(typed),
+  }));
 }
 
 /** For each id, its shortest prefix (at least the short form) that no other id shares. */
