@@ -126,9 +126,15 @@ export function validateHumanResponse(
 
 /** Checks a request's presentation against the size limits; throws a clear error. */
 export function checkPresentation(p: DecisionPresentation): void {
-  if (p?.schema !== "pi-workflows.decision-presentation.v1") {
+  if (typeof p !== "object" || p === null || Array.isArray(p)) {
     throw new TypeError(
-      'Invalid decision presentation: schema must be "pi-workflows.decision-presentation.v1"',
+      'Invalid decision presentation: expected an object {schema: "pi-workflows.decision-presentation.v1", summary, blocks}',
+    );
+  }
+  if (p.schema !== "pi-workflows.decision-presentation.v1") {
+    const problem = p.schema === undefined ? "schema is missing: set it to" : "schema must be";
+    throw new TypeError(
+      `Invalid decision presentation: ${problem} "pi-workflows.decision-presentation.v1"`,
     );
   }
   let total = 0;

@@ -170,6 +170,13 @@ function checkDecisionRequest(req: unknown): HumanDecisionRequest {
       "Human decision request needs a subject (any JSON value: what the decision is about)",
     );
   }
+  // Named before the presentation's own checks, which would only say its schema is wrong.
+  if (r.presentation === undefined || r.presentation === null) {
+    throw new NodeFailure(
+      "invalidRequest",
+      'Human decision request needs a presentation ({schema: "pi-workflows.decision-presentation.v1", summary, blocks}: what the person reads before choosing)',
+    );
+  }
   let subjectChars: number;
   try {
     subjectChars = JSON.stringify(r.subject)?.length ?? 0;

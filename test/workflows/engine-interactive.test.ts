@@ -143,6 +143,36 @@ describe("engine harness: checkpoints and human decisions", () => {
     expect(zero.last).toMatchObject({ error: { message: expect.stringMatching(/afterMs/) } });
   });
 
+  it("names a missing presentation, or its missing schema, in the node failure", async () => {
+    const make = (presentation: unknown) =>
+      compileWorkflow(defineWorkflow({
+        name: "nopres",
+        startAt: "d",
+        nodes: {
+          d: humanDecision({
+            choices,
+            request: () => ({ title: "t", subject: "s", presentation } as never),
+          }),
+        },
+      }));
+    const missing = await runWorkflow(make(undefined));
+    expect(missing.last).toMatchObject({
+      kind: "fail",
+      error: {
+        code: "invalidRequest",
+        message: expect.stringMatching(/^Human decision request needs a presentation \(/),
+      },
+    });
+    const noSchema = await runWorkflow(make({ summary: "", blocks: [] }));
+    expect(noSchema.last).toMatchObject({
+      error: {
+        code: "invalidRequest",
+        message: "Invalid decision presentation: schema is missing: set it to " +
+          '"pi-workflows.decision-presentation.v1"',
+      },
+    });
+  });
+
   it("rejects an oversized presentation with a clear node failure", async () => {
     const wf = compileWorkflow(defineWorkflow({
       name: "big",
