@@ -84,6 +84,7 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
   try {
     const host = await startHost(options, env);
     ready.send({ ready: true, epoch: host.epoch, pid: process.pid });
+    host.afterReady();
     return await host.stopped;
   } catch (error) {
     const code = error instanceof HostStartError ? error.code : "startFailed";
@@ -97,6 +98,8 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
 interface StartedHost {
   epoch: number;
   stopped: Promise<string>;
+  /** Background work that must not delay readiness (the compile cache warm-up). */
+  afterReady(): void;
 }
 
 async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promise<StartedHost> {
@@ -318,7 +321,13 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   }, idleCheckIntervalMs(hostOptions.idleMs)));
 
   log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });
-  return { epoch: claim.epoch, stopped };
+  return {
+    epoch: claim.epoch,
+    stopped,
+    afterReady: () => {
+      if (phase === "running") supervision!.warmCompileCache();
+    },
+  };
 }
 
 function timedHandler(

@@ -15,6 +15,8 @@
  *   worker --resolve-controller
  *                     load controllers and compute initial statuses for `controller.apply`
  *                     (controller-resolver.ts)
+ *   worker --warm     load the modules the other modes load into Node's compile cache and
+ *                     exit, once for a new state directory (warm-cache.ts)
  *
  * The process exits when its work is done, when the host answers `claimLost`, and as soon as
  * the channel closes (the host is gone: nobody could commit anything it proposed).
@@ -31,8 +33,14 @@ export { WORKER_EXIT };
 const LEAVE_BOUND_MS = 1_500;
 
 const USAGE = "Usage: pi-workflows worker [--resolve | --validate | --controller | " +
-  "--resolve-controller] (internal: started by the workflow host)";
-const MODES = new Set(["--resolve", "--validate", "--controller", "--resolve-controller"]);
+  "--resolve-controller | --warm] (internal: started by the workflow host)";
+const MODES = new Set([
+  "--resolve",
+  "--validate",
+  "--controller",
+  "--resolve-controller",
+  "--warm",
+]);
 
 /**
  * Runs the worker mode named by `args`; resolves with the process exit code. `openChannel` is
@@ -51,6 +59,8 @@ export async function runWorker(
     return WORKER_EXIT.usage;
   }
   const mode = args[0] ?? null;
+  // No channel: the warm-up talks to nobody.
+  if (mode === "--warm") return await (await import("./warm-cache.ts")).warmCompileCache();
   const oneShot = mode === "--resolve" || mode === "--validate";
   // Controller modes and the run mode receive frames the host sends on its own (controller
   // assignments and requests; a prepared run process's next job, prepared-child.ts); they are

@@ -18,6 +18,10 @@
  * `host_cpu_us_per_node_10k` is this process's CPU (user + system: the host runs in-process, the
  * worker is a child) per node of the long run: the host's cost without the disk's wait, so it
  * compares builds across disk regimes better than the ratios do.
+ * `warmup` is how the compile cache warm-up the supervision starts ended (`warmed`, `skipped`,
+ * `timedOut`...; null: still running at the end) and `warmup_ms` when, in ms after the start,
+ * beside `cold_worker_ms`, when the cold run was enqueued: a warm-up that ended after that
+ * helped the cold run's worker only with what it loaded late.
  *
  *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
  */
@@ -68,6 +72,14 @@ const project = join(root, "project");
 mkdirSync(project, { recursive: true });
 const ctx = benchHostContext(stateDir, 30_000);
 const store = ctx.store;
+// How the compile cache warm-up at supervision start ended, and when (ms after the start).
+let benchStarted = performance.now();
+const warmup = { outcome: null as string | null, atMs: null as number | null };
+ctx.log = (event) => {
+  if (event === "compile_cache.warming" || !event.startsWith("compile_cache.")) return;
+  warmup.outcome = event.slice("compile_cache.".length);
+  warmup.atMs = Math.round(performance.now() - benchStarted);
+};
 const supervision = createSupervision(ctx, {
   childEnv: { PI_CODING_AGENT_DIR: join(root, "agent") },
 });
@@ -85,6 +97,8 @@ interface NodesRun {
   commitsPerNode: number;
   /** CPU of this process (the host: the worker is a child) per node, µs, enqueue to the end. */
   hostCpuUsPerNode: number;
+  /** When the run was enqueued (its worker launched), ms after the supervision started. */
+  workerAtMs: number;
 }
 
 async function runNodes(count: number, variant = 0): Promise<NodesRun> {
@@ -98,6 +112,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   const raw = rawCommitRate(root, 2_000);
   const started = performance.now();
+  const workerAtMs = started - benchStarted;
   const cpuBefore = process.cpuUsage();
   const commitsBefore = commitCount(store);
   const { runId } = enqueueResolved(store, resolved, {
@@ -131,6 +146,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
     starts,
     commitsPerNode: commits / count,
     hostCpuUsPerNode: (cpu.user + cpu.system) / count,
+    workerAtMs,
   };
 }
 
@@ -143,7 +159,10 @@ function costAt(starts: number[], at: number): number {
 
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 try {
+  benchStarted = performance.now();
   supervision.start();
+  // As the host does once it reported ready.
+  supervision.warmCompileCache();
   const cold = await runNodes(NODES, 1);
   const short = await runNodes(NODES, 2);
   const long = LONG > 0 ? await runNodes(LONG) : null;
@@ -160,6 +179,9 @@ try {
     cold_ratio: r3(cold.nodesPerS / cold.raw),
     cold_nodes_per_s: Math.round(cold.nodesPerS),
     cold_first_node_ms: Math.round(cold.firstNodeMs),
+    warmup: warmup.outcome,
+    warmup_ms: warmup.atMs,
+    cold_worker_ms: Math.round(cold.workerAtMs),
     ...(long
       ? {
         nodes_10k: long.nodes,

@@ -87,6 +87,11 @@ export interface Supervision {
   recover(): Promise<void>;
   /** Starts the scheduler and renewal timers. */
   start(): void;
+  /**
+   * Once the host reported ready: warms a new compile cache in a background child that nothing
+   * waits for (compile-cache-warmup.ts).
+   */
+  warmCompileCache(): void;
   /** Called after a command made a run claimable (start, resume): schedule promptly. */
   wake(): void;
   /**

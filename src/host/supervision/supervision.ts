@@ -45,6 +45,7 @@ import {
 } from "./worker-exit.ts";
 import { createValidations } from "./validation.ts";
 import { createPreparedChildren, type PreparedChild } from "./prepared-children.ts";
+import { createCompileCacheWarmup } from "./compile-cache-warmup.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { createLogPruner, settleWorkerOutput } from "./captured-logs.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
@@ -64,6 +65,8 @@ export interface SupervisionExtras {
   maxCrashes?: number;
   /** The command for `worker [args]` children; default `selfCommand` (this same program). */
   workerCommand?: (args: string[]) => { command: string; args: string[] };
+  /** Bound of the compile cache warm-up (compile-cache-warmup.ts); tests shorten it. */
+  warmupTimeoutMs?: number;
 }
 
 export function createSupervision(ctx: HostContext, extras: SupervisionExtras = {}): Supervision {
@@ -90,6 +93,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     stopping: () => shuttingDown,
   });
   const prepared = createPreparedChildren(ctx, { registry });
+  const warmup = createCompileCacheWarmup(ctx, extras, envFor(null));
   const validations = createValidations(ctx, {
     registry,
     env: envFor,
@@ -310,6 +314,10 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       }
       schedule();
     },
+    warmCompileCache() {
+      // Runs to launch now: their workers fill the cache themselves.
+      if (started && !shuttingDown) warmup.start(supervision.hasPendingWork());
+    },
     validateSubmission(submissionId) {
       return validations.validate(submissionId);
     },
@@ -386,6 +394,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       await validations.shutdown();
       await prepared.shutdown();
       await controllers.shutdown();
+      await warmup.stop();
       await registry.stopAll(ctx.options.killGraceMs);
     },
   };
