@@ -20,8 +20,13 @@ export function formatHostStatus(status: HostStatusReceipt): string {
 /** What `host status` prints when no host answers (counts from the read-only database). */
 export function formatHostStopped(status: StoppedHostStatus): string {
   const lines = [
-    `host: stopped${status.epoch === null ? "" : ` (last epoch ${status.epoch})`}`,
-    "socket: unavailable",
+    `host: ${status.state === "notAnswering" ? "not answering" : "stopped"}${
+      status.epoch === null ? "" : ` (last epoch ${status.epoch})`
+    }`,
+    status.socket === "not answering"
+      ? "socket: not answering (a process accepts connections but did not answer: frozen or " +
+        "overloaded; stop it, or a new host takes over once its lease expires)"
+      : "socket: unavailable",
   ];
   if (status.problem) {
     lines.push(

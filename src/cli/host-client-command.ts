@@ -18,6 +18,10 @@ type HostCommand = Extract<CliCommand, { kind: "host" }>;
 
 const STOP_TIMEOUT_MS = 30_000;
 
+const NOT_ANSWERING = "Host not answering: a process accepts connections on the host socket but " +
+  "did not answer (frozen or overloaded); stop that process, or wait: once its lease expires " +
+  "the next command starts a new host";
+
 export async function runHostClientCommand(
   command: HostCommand,
   io: CliIo,
@@ -35,9 +39,13 @@ export async function runHostClientCommand(
   }
 }
 
-/** Connects and reads `host.status`, or null when no host answers. */
+/**
+ * Connects and reads `host.status`; null when no host answers. `silent`: something accepted the
+ * connection but never answered (a frozen or overloaded host): for `start` that is no host.
+ */
 async function readStatus(
   socketPath: string,
+  silent?: { accepted: boolean },
 ): Promise<{ connection: HostConnection; status: HostStatusReceipt } | null> {
   let connection: HostConnection;
   try {
@@ -50,8 +58,12 @@ async function readStatus(
     const status = receiptOf("host.status", await connection.request("host.status"));
     return { connection, status };
   } catch (error) {
+    const open = !connection.closed;
     connection.close();
-    if (error instanceof HostUnavailableError) return null;
+    if (error instanceof HostUnavailableError) {
+      if (silent && open) silent.accepted = true;
+      return null;
+    }
     // A stopping host answers `unavailable`: for status and start it is as good as gone.
     if (error instanceof HostCommandError && error.outcome === "unavailable") return null;
     throw error;
@@ -64,10 +76,12 @@ async function hostStatusCommand(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
-  const found = await readStatus(socketPath);
+  const silent = { accepted: false };
+  const found = await readStatus(socketPath, silent);
   if (!found) {
     const { readStoppedHostStatus } = await import("./stopped-host-status.ts");
     const stopped = readStoppedHostStatus(stateDir);
+    if (silent.accepted) Object.assign(stopped, { state: "notAnswering", socket: "not answering" });
     if (json) printJson(io, stopped);
     else io.out(formatHostStopped(stopped));
     return EXIT.hostUnavailable;
@@ -84,7 +98,12 @@ async function hostStopCommand(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
-  const found = await readStatus(socketPath);
+  const silent = { accepted: false };
+  const found = await readStatus(socketPath, silent);
+  if (!found && silent.accepted) {
+    io.err(NOT_ANSWERING);
+    return EXIT.hostUnavailable;
+  }
   if (!found) {
     if (json) printJson(io, { stopped: true, wasRunning: false });
     else io.out("Host is not running");

@@ -10,10 +10,12 @@ import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 
 export interface StoppedHostStatus {
-  state: "stopped";
+  /** `notAnswering`: something holds the socket but did not answer (see `socket`). */
+  state: "stopped" | "notAnswering";
   /** The last host epoch, or null before any host ran. */
   epoch: number | null;
-  socket: "unavailable";
+  /** `not answering`: something accepted a connection on the socket but never answered. */
+  socket: "unavailable" | "not answering";
   /**
    * Why a host could not start on this state (another schema digest, a damaged or unreadable
    * file), without the path: `doctor` gives the path and the fix.
@@ -28,7 +30,7 @@ export interface StoppedHostStatus {
 }
 
 export function readStoppedHostStatus(stateDir: string): StoppedHostStatus {
-  const stopped = { state: "stopped", epoch: null, socket: "unavailable" } as const;
+  const stopped: StoppedHostStatus = { state: "stopped", epoch: null, socket: "unavailable" };
   let store;
   try {
     // The same quick check `host start` runs: a status that reads "stopped" and counts from a

@@ -7,6 +7,7 @@
  */
 import { closeSync, openSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { createServer, type Socket } from "node:net";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
@@ -96,4 +97,42 @@ describe("host status on state a host cannot use", () => {
     expect(text).toBe("host: stopped\nsocket: unavailable\n");
     expect(json.problem).toBeUndefined();
   });
+});
+
+describe("a host that accepts connections but never answers", () => {
+  it(
+    "host status says so instead of 'stopped'; host stop refuses instead of 'not running'",
+    async () => {
+      home = tempHome();
+      seedRuns(home.stateDir, [{ runId: "run-frozen" }]);
+      // Stands in for a frozen host: the socket accepts, nothing is ever answered.
+      const held: Socket[] = [];
+      const server = createServer((socket) => void held.push(socket));
+      await new Promise<void>((resolve) => server.listen(home!.socketPath, resolve));
+      try {
+        const [text, json, stop] = await Promise.all([
+          runCliProcess(["host", "status"], home.env, 90_000),
+          runCliProcess(["host", "status", "--json"], home.env, 90_000),
+          runCliProcess(["host", "stop"], home.env, 90_000),
+        ]);
+        expect([text.code, json.code, stop.code]).toEqual([4, 4, 4]);
+        expect(text.stdout.split("\n").slice(0, 2)).toEqual([
+          "host: not answering",
+          expect.stringMatching(/^socket: not answering \(.*frozen or overloaded/),
+        ]);
+        expect(JSON.parse(json.stdout)).toMatchObject({
+          state: "notAnswering",
+          socket: "not answering",
+          runs: { queued: 1 },
+        });
+        expect(stop.stdout).toBe("");
+        expect(stop.stderr.trim().split("\n")).toHaveLength(1);
+        expect(stop.stderr).toMatch(/^Host not answering: .*stop that process/);
+      } finally {
+        for (const socket of held) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    },
+    120_000,
+  );
 });
