@@ -1,5 +1,10 @@
 /** Plain-text views of runs for people: one run, a list of runs, and the one-line headline. */
 import { canonicalJson } from "../protocol/canonical-json.ts";
+import {
+  ambiguousEffectLines,
+  blockedEffectResolveLines,
+  endedEffectResolveLines,
+} from "../protocol/effect-resolve-text.ts";
 import type {
   AmbiguousEffectSummary,
   AttemptSummary,
@@ -101,26 +106,10 @@ function formatAmbiguous(
   attempts: readonly AttemptSummary[],
   ambiguous: readonly AmbiguousEffectSummary[],
 ): string[] {
-  const lines: string[] = [];
-  if (ambiguous.length > 0) {
-    lines.push("ambiguous effects (may have applied without a receipt):");
-    for (const e of ambiguous) {
-      lines.push(
-        `  node ${e.nodeId}, attempt ${e.attemptId}, effect ${e.effectId}${
-          e.managed ? "" : " (action without a managed effect)"
-        }`,
-      );
-    }
-  }
-  const blocking = attempts.at(-1);
-  if (run.blockedReason === "effectAmbiguous" && blocking) {
-    const base = `pi-workflows effect resolve ${shortRunId(run.runId)} ${blocking.attemptId}`;
-    lines.push(
-      "check the external system, then record what happened (a plain resume is refused):",
-      `  ${base} --applied '<output-json>'   it applied; the JSON becomes the node's output`,
-      `  ${base} --not-applied               it did not apply; run the node again`,
-      `  ${base} --retry                     unknown; run the node again anyway`,
-    );
+  const id = shortRunId(run.runId);
+  const lines = ambiguousEffectLines(ambiguous);
+  if (run.blockedReason === "effectAmbiguous") {
+    lines.push(...blockedEffectResolveLines(run, attempts, id));
   } else if (run.blockedReason === "credentialsMissing") {
     lines.push(
       "the host restarted and no longer holds the provider keys this run was started with (it",
@@ -128,15 +117,7 @@ function formatAmbiguous(
       `  pi-workflows resume ${run.runId}`,
       "(resuming from a shell without them lets Pi use its own login, auth.json)",
     );
-  } else if (ambiguous.length > 0) {
-    const target = ambiguous[0];
-    const base = `pi-workflows effect resolve ${shortRunId(run.runId)} ${target.attemptId}`;
-    lines.push(
-      "the run has ended: check these effects by hand, then record what happened (nothing runs again):",
-      `  ${base} --applied '<output-json>'   it applied; the JSON is kept as its receipt`,
-      `  ${base} --not-applied               it did not apply`,
-    );
-  }
+  } else lines.push(...endedEffectResolveLines(ambiguous, id));
   return lines;
 }
 

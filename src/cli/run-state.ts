@@ -13,6 +13,7 @@
 import type { Waiting } from "../protocol/decision-request.ts";
 import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import type { GlyphName, Tone } from "./cli-style.ts";
+import { effectResolveCommand } from "../protocol/effect-resolve-text.ts";
 import { shortRunId } from "./run-ids.ts";
 
 export interface RunStateContext {
@@ -122,7 +123,7 @@ function blocked(reason: string, id: string, context: RunStateContext): RunState
         "warn",
         "an external action may have applied without a receipt; check it, then record what happened",
         attempt
-          ? `pi-workflows effect resolve ${id} ${attempt} --applied JSON|--not-applied|--retry`
+          ? `${effectResolveCommand(id, attempt)} --applied JSON|--not-applied|--retry`
           : `pi-workflows status ${id}`,
       );
     }

@@ -5,7 +5,12 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { listStartableWorkflows, type StartableWorkflow } from "../protocol/startable-workflows.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
+import type { RunStatusReceipt, RunSummary } from "../protocol/run-operations.ts";
+import {
+  ambiguousEffectLines,
+  blockedEffectResolveLines,
+  endedEffectResolveLines,
+} from "../protocol/effect-resolve-text.ts";
 import { answerFromText } from "../protocol/answer-text.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
@@ -70,13 +75,26 @@ export function runLine(run: RunSummary): string {
 export async function statusText(session: WorkflowSession, runId?: string | null): Promise<string> {
   session.link();
   const id = resolveRunId(session, runId);
-  const status = await session.client.call("run.status", { runId: id });
-  const lines = [runLine(status.run)];
-  lines.push(...widgetLines({ run: status.run, attempts: status.attempts ?? [], now: Date.now() }));
-  if (status.run.output !== undefined) {
-    lines.push(`Output: ${clip(JSON.stringify(status.run.output))}`);
+  return runStatusText(await session.client.call("run.status", { runId: id }), Date.now());
+}
+
+/** `/workflow status`'s text for a `run.status` receipt. */
+export function runStatusText(status: RunStatusReceipt, now: number): string {
+  const { run } = status;
+  const attempts = status.attempts ?? [];
+  const lines = [runLine(run)];
+  lines.push(...widgetLines({ run, attempts, now }));
+  if (run.output !== undefined) {
+    lines.push(`Output: ${clip(JSON.stringify(run.output))}`);
   }
-  if (status.run.error) lines.push(`Error: ${status.run.error.message}`);
+  if (run.error) lines.push(`Error: ${run.error.message}`);
+  // A plain resume is refused while blocked on an ambiguous effect: the CLI's verdict commands
+  // are the way on, so they are named here too (full id: it is what this view shows).
+  const ambiguous = status.ambiguousEffects ?? [];
+  lines.push(...ambiguousEffectLines(ambiguous));
+  if (run.blockedReason === "effectAmbiguous") {
+    lines.push(...blockedEffectResolveLines(run, attempts, run.runId));
+  } else if (!run.blockedReason) lines.push(...endedEffectResolveLines(ambiguous, run.runId));
   const waiting = status.waiting;
   if (waiting) {
     lines.push(`Waiting: ${waiting.kind} ${waiting.nodeId} (answer with /workflow answer)`);

@@ -273,6 +273,7 @@ export const RunStatusReceiptSchema = looseObject({
   /** With `includeDefinition`: the run's stored definition snapshot (absent for older runs). */
   definition: v.optional(DefinitionSnapshotSchema),
 });
+export type RunStatusReceipt = v.InferOutput<typeof RunStatusReceiptSchema>;
 
 export const RunListReceiptSchema = looseObject({
   runs: v.array(RunSummarySchema),

@@ -1,0 +1,69 @@
+/**
+ * `/workflow status` names the `pi-workflows effect resolve` commands for a run blocked on an
+ * ambiguous effect (a plain resume is refused, so they are the only way on), as the CLI's
+ * `status` does, from the same text.
+ */
+import { describe, expect, it } from "vitest";
+import { runStatusText } from "../../src/extension/workflow-actions.ts";
+import { formatRun } from "../../src/cli/format-run.ts";
+import type {
+  AmbiguousEffectSummary,
+  AttemptSummary,
+  RunSummary,
+} from "../../src/protocol/run-operations.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+const RUN_ID = "run-1a2b3c4d-0000-4000-8000-000000000001";
+
+function run(over: Partial<RunSummary>): RunSummary {
+  return {
+    runId: RUN_ID,
+    workflowName: "deploy",
+    title: null,
+    state: "running",
+    queueState: "running",
+    paused: false,
+    revision: 3,
+    executionMode: "interactive",
+    createdAt: T0,
+    updatedAt: T0,
+    ...over,
+  };
+}
+
+const attempts = [{
+  attemptId: "att-7",
+  nodeId: "ship",
+  sequence: 1,
+  nodeKind: "action",
+  effect: "external",
+  state: "interrupted",
+  startedAt: T0,
+  finishedAt: T0 + 500,
+  deadlineAt: null,
+} as AttemptSummary];
+const ambiguous: AmbiguousEffectSummary[] = [
+  { effectId: "eff-1", attemptId: "att-7", nodeId: "ship", managed: false },
+];
+
+describe("/workflow status of an ambiguous effect", () => {
+  it("names the effect resolve commands for a run blocked on it, as the CLI's status does", () => {
+    const blocked = run({ blockedReason: "effectAmbiguous" });
+    const text = runStatusText({ run: blocked, attempts, ambiguousEffects: ambiguous }, T0);
+    expect(text).toContain("node ship, attempt att-7, effect eff-1");
+    for (const verdict of ["--applied '<output-json>'", "--not-applied", "--retry"]) {
+      expect(text).toContain(`pi-workflows effect resolve ${RUN_ID} att-7 ${verdict}`);
+    }
+    // One copy of the text: the CLI's lines, with its short id.
+    const cli = formatRun(blocked, attempts, { ambiguous, now: T0 });
+    const lines = (s: string) => s.split("\n").filter((l) => l.startsWith("  pi-workflows effect"));
+    expect(lines(text).map((l) => l.replace(RUN_ID, "run-1a2b3c4d"))).toEqual(lines(cli));
+  });
+
+  it("names the verdict commands for an ended run's ambiguous effects, without --retry", () => {
+    const ended = run({ state: "cancelled", queueState: "cancelled" });
+    const text = runStatusText({ run: ended, attempts, ambiguousEffects: ambiguous }, T0);
+    expect(text).toContain(`pi-workflows effect resolve ${RUN_ID} att-7 --not-applied`);
+    expect(text).not.toContain("--retry");
+  });
+});
