@@ -19,9 +19,9 @@
  * worker is a child) per node of the long run: the host's cost without the disk's wait, so it
  * compares builds across disk regimes better than the ratios do.
  * `warmup` is how the compile cache warm-up the supervision starts ended (`warmed`, `skipped`,
- * `timedOut`...; null: still running at the end) and `warmup_ms` when, in ms after the start,
- * beside `cold_worker_ms`, when the cold run was enqueued: a warm-up that ended after that
- * helped the cold run's worker only with what it loaded late.
+ * `timedOut`...; null: still running at the end) and `warmup_ms` when the supervision handled
+ * that end, in ms after the start (the raw commit measurement holds this process's loop for 2 s,
+ * so it can read late), beside `cold_worker_ms`, when the cold run was enqueued.
  *
  *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
  */
