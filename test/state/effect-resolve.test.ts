@@ -245,6 +245,22 @@ describe("an ambiguous effect of a run that has ended", () => {
     expect(readRun(f.store, runId)).toMatchObject({ state: "cancelled" });
   });
 
+  it("a cancel of a run blocked on it ends the block with the run; the effect stays to resolve", () => {
+    const { runId, attemptId } = blockedRun();
+    cancelRun(f.store, { runId, claim: null });
+    expect(readRun(f.store, runId)).toMatchObject({ state: "cancelled", blockedReason: null });
+    expect(listAmbiguousEffects(f.store, runId)).toEqual([expect.objectContaining({ attemptId })]);
+    expect(
+      resolveAmbiguousEffect(f.store, {
+        runId,
+        target: attemptId,
+        verdict: "notApplied",
+        operator: "o",
+      })
+        .ended,
+    ).toBe(true);
+  });
+
   it("--not-applied or --applied records the verdict; nothing runs and the run stays ended", () => {
     const first = cancelledMidAction(false);
     const revision = readRun(f.store, first.runId)!.revision;

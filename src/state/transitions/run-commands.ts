@@ -128,10 +128,12 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
     // A cancel is the user's own act: no successor turn follows it.
     supersedeRunIntentsInTx(store, run.run_id, now);
     setQueueState(store, run.run_id, "cancelled", now);
-    // One update: a terminal run row accepts no later change.
+    // One update: a terminal run row accepts no later change. A block ends with the run (it
+    // read as "blocked" for good, e.g. a controller child cancelled for `unsupportedInput`).
     execute(
       store,
-      "UPDATE runs SET state = 'cancelled', paused = 0, finished_at = :now, state_changed_at = :now, " +
+      "UPDATE runs SET state = 'cancelled', paused = 0, blocked_reason = NULL, " +
+        "blocked_detail = NULL, finished_at = :now, state_changed_at = :now, " +
         "error_code = 'cancelled', " +
         "error_message = 'The run was cancelled' WHERE run_id = :runId",
       { runId: run.run_id, now },
