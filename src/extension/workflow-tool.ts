@@ -187,7 +187,8 @@ async function awaitVerdict(
     if (signal?.aborted || Date.now() >= deadline) {
       return failure(
         "The submission is still being validated. Call submit again with the same step, " +
-          "attempt and output to see the verdict.",
+          "attempt and output to wait for its verdict (a different output is refused until " +
+          "that verdict is in).",
       );
     }
   }

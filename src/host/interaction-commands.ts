@@ -214,6 +214,7 @@ export async function submitInteractionCommand(
     nodeId: payload.nodeId,
     attemptId: payload.attemptId,
     idempotencyKey,
+    clientId: request.clientId,
     submission: payload.submission,
     expectedRevision: request.expectedRevision,
     receipt,
@@ -225,7 +226,7 @@ export async function submitInteractionCommand(
     ? result.submission
     : readSubmission(rt.store, submissionId)!;
   if (row.outcome === "validating") {
-    rt.log("interaction.submitted", { runId: runId!, again: result.kind === "existing" });
+    rt.log("interaction.submitted", { runId: runId!, again: result.kind !== "new" });
     // Joins the child when one runs (a repeated tool call polls), starts one otherwise.
     await rt.sessions.until(rt.supervision.validateSubmission(submissionId), payload.waitMs);
     row = readSubmission(rt.store, submissionId) ?? row;
@@ -245,7 +246,7 @@ export async function submitInteractionCommand(
       ? acceptedText(target, next.next !== undefined && next.next !== null)
       : row.outcome === "rejected"
       ? rejectedText(target, row.error_message ?? "Output rejected")
-      : "The output is still being validated: call submit again with the same arguments for the result",
+      : "The output is still being validated: call submit again with the same output to wait for its verdict",
   };
   return successResponse({
     requestId: request.requestId,

@@ -2,6 +2,7 @@
  * The interactive-step operations against one real host (workers and validation children are
  * real processes); socket clients stand in for the Pi extension of each session.
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -212,6 +213,43 @@ describe("the transport contract of submissions", () => {
       { runId },
     );
     expect(submissions.map((s) => s.outcome)).toEqual(["rejected", "accepted"]);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("lets a new tool call with the same output wait for the verdict of the one validating", async () => {
+    const session = await newSession();
+    const gate = join(home.root, "gate-attach");
+    const runId = await startRun(session, "routed", { gate });
+    const step = await session.nextStep();
+    const output = { slow: true, n: 4 };
+    const first = await session.submit(step, output, { toolCallId: "v-1", waitMs: 0 });
+    expect(first.receipt).toMatchObject({ status: "validating" });
+    const { submissionId } = first.receipt as { submissionId: string };
+    // The model's resubmit (as the tool advised) is a new tool call: it attaches, not refused.
+    const again = await session.submit(step, output, { toolCallId: "v-2", waitMs: 0 });
+    expect(again).toMatchObject({
+      outcome: "accepted",
+      receipt: { status: "validating", submissionId },
+    });
+    expect((again.receipt as { message: string }).message).toContain("with the same output");
+    const other = await session.submit(step, { n: 5 }, { toolCallId: "v-3", waitMs: 0 });
+    expect(other).toMatchObject({ outcome: "rejected", error: { code: "validationPending" } });
+    expect(other.error!.message).toContain("call submit again with that same output");
+    const verdict = session.submit(step, output, { toolCallId: "v-2", waitMs: 25_000 });
+    writeFileSync(gate, "");
+    expect((await verdict).receipt).toMatchObject({ status: "accepted", submissionId });
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    // One submission, validated once; the attached tool call keeps its answer.
+    expect(rows(
+      home.stateDir,
+      "SELECT s.outcome FROM interactive_submissions s JOIN interactive_requests i " +
+        "ON i.request_id = s.request_id WHERE i.run_id = :runId",
+      { runId },
+    )).toEqual([{ outcome: "accepted" }]);
+    expect((await session.submit(step, output, { toolCallId: "v-2" })).receipt).toMatchObject({
+      status: "accepted",
+      submissionId,
+    });
     expect(violations(home.stateDir)).toEqual([]);
   });
 

@@ -138,7 +138,7 @@ describe("submissions and verdicts", () => {
     const sub = submit(step, "k1");
     expect(sub.kind).toBe("new");
     const id = sub.kind === "new" ? sub.submissionId : "";
-    expect(() => submit(step, "k2")).toThrow(/being validated/);
+    expect(() => submit(step, "k2", 2)).toThrow(/being validated/);
     const job = readValidationJob(fx.store, id)!;
     expect(job).toMatchObject({ nodeId: "ask", attemptId: step.attemptId, submission: 1 });
     expect(acceptSubmission(fx.store, { submissionId: id, generation: job.generation, output: 9 }))
@@ -151,6 +151,55 @@ describe("submissions and verdicts", () => {
       error: { code: "x", message: "y" },
     })).toBeNull();
     expect(submit(step, "k1")).toMatchObject({ kind: "existing" });
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("attaches a new tool call with the same output to the submission being validated", () => {
+    const step = waitingStep();
+    // As the host calls it: each call records its receipt under the tool-call id.
+    const call = (key: string, submission: unknown, requestId: string) =>
+      submitInteraction(fx.store, {
+        runId: step.runId,
+        interactionId: step.interactionId,
+        sessionId: SESSION,
+        nodeId: "ask",
+        attemptId: step.attemptId,
+        idempotencyKey: key,
+        submission: submission as never,
+        receipt: {
+          requestId,
+          clientId: "client-1",
+          operation: "interaction.submit",
+          idempotencyKey: key,
+          requestFingerprint: requestId,
+        },
+      });
+    const first = call("k1", { a: 1 }, "r1");
+    expect(first.kind).toBe("new");
+    const id = first.kind === "new" ? first.submissionId : "";
+    const revision = first.revision;
+    // The model asks again for the verdict with a new tool-call id: the same submission, no
+    // second validation, no new event.
+    const again = call("k2", { a: 1 }, "r2");
+    expect(again).toMatchObject({ kind: "attached", revision, submission: { submission_id: id } });
+    expect(call("k3", { a: 1 }, "r3")).toMatchObject({ submission: { submission_id: id } });
+    const other = () => call("k4", { a: 2 }, "r4");
+    expect(other).toThrow(/still being validated: call submit again with that same output/);
+    expect(() => call("k2", { a: 2 }, "r5")).toThrow(/already submitted another output/);
+    const job = readValidationJob(fx.store, id)!;
+    rejectSubmission(fx.store, {
+      submissionId: id,
+      generation: job.generation,
+      error: { code: "validationFailed", message: "stopped" },
+    });
+    // The attached tool-call id keeps its answer once the verdict is in.
+    expect(call("k2", { a: 1 }, "r6")).toMatchObject({
+      kind: "existing",
+      submission: { submission_id: id, outcome: "rejected" },
+    });
+    // A new tool call after the verdict is a new submission (the request is still pending).
+    const retry = call("k5", { a: 1 }, "r7");
+    expect(retry.kind).toBe("new");
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

@@ -8,7 +8,7 @@
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import { checkSubmitTarget } from "../../protocol/step-contract-schema.ts";
 import { RefusedError } from "../errors.ts";
-import { findSubmissionByKey, type SubmissionRow } from "../interaction-queries.ts";
+import { findSubmissionByKey, readSubmission, type SubmissionRow } from "../interaction-queries.ts";
 import { type StateStore } from "../store.ts";
 import { execute, executeArgs, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
@@ -24,18 +24,28 @@ export interface SubmitInteractionOptions extends InteractionTarget {
   attemptId: string;
   /** The tool-call id: the same one always gets the same submission. */
   idempotencyKey: string;
+  /**
+   * The client whose stored receipts may name the submission this tool-call id attached to
+   * (given also when the request id repeats, so no new receipt is written).
+   */
+  clientId?: string;
   submission: JsonValue;
 }
 
 export type SubmitResult =
   | { kind: "new"; revision: number; submissionId: string }
-  | { kind: "existing"; revision: number; submission: SubmissionRow };
+  | { kind: "existing"; revision: number; submission: SubmissionRow }
+  /** Same output as the submission being validated: this call waits for that verdict. */
+  | { kind: "attached"; revision: number; submission: SubmissionRow };
 
 /**
  * A tool submission. A tool-call id already used for this request returns that submission (the
  * same payload) or is refused (another payload). Otherwise the transport contract is checked
- * (pending, step, attempt, no other validation running) and a provisional `validating`
- * submission commits (`interaction.submitted`); the caller then starts its validation child.
+ * (pending, step, attempt) and a provisional `validating` submission commits
+ * (`interaction.submitted`); the caller then starts its validation child. While one validates,
+ * a new tool call with the same output attaches to it (the model asked again for its verdict:
+ * refusing it left the model no way to learn it) and its receipt names that submission, so the
+ * same tool-call id keeps answering with it; another output is refused (`validationPending`).
  */
 export function submitInteraction(
   store: StateStore,
@@ -48,8 +58,10 @@ export function submitInteraction(
     submission: opts.submission,
   });
   let earlier: SubmissionRow | undefined;
+  let attached: SubmissionRow | undefined;
   const { revision, result } = waitingRunWrite(store, opts, (request) => {
-    earlier = findSubmissionByKey(store, request.request_id, opts.idempotencyKey);
+    earlier = findSubmissionByKey(store, request.request_id, opts.idempotencyKey) ??
+      attachedSubmission(store, request.request_id, opts);
     if (earlier) {
       if (earlier.payload_hash !== payloadHash) {
         throw new RefusedError(
@@ -70,19 +82,33 @@ export function submitInteraction(
     // The answer is read from the submission row; no second receipt for the same tool call.
     if (earlier) return { entry: null, result: earlier.submission_id, receipt: false };
     requireWaitingRun(run, "submit a step of");
-    const validating = queryOne<{ submission_id: string }>(
+    const validating = queryOne<{ submission_id: string; payload_hash: string }>(
       store,
-      "SELECT submission_id FROM interactive_submissions WHERE request_id = :id " +
+      "SELECT submission_id, payload_hash FROM interactive_submissions WHERE request_id = :id " +
         "AND outcome = 'validating'",
       { id: request.request_id },
     );
+    if (validating?.payload_hash === payloadHash) {
+      // No second row or validation: the receipt (this key's) points at the one validating.
+      attached = readSubmission(store, validating.submission_id)!;
+      return {
+        entry: null,
+        result: validating.submission_id,
+        body: {
+          interactionId: request.request_id,
+          submissionId: validating.submission_id,
+          status: "validating",
+        },
+      };
+    }
     if (validating) {
       throw new RefusedError(
         "rejected",
         "validationPending",
-        `Another submission of step ${
+        `Another output of step ${
           JSON.stringify(request.node_id)
-        } is being validated; wait for its result before submitting again`,
+        } is still being validated: call submit again with that same output to wait for its ` +
+          "verdict; a different output can be submitted once that verdict is in",
       );
     }
     const submissionId = store.ids.next("sub");
@@ -111,7 +137,36 @@ export function submitInteraction(
     };
   });
   if (earlier) return { kind: "existing", revision, submission: earlier };
+  if (attached) return { kind: "attached", revision, submission: attached };
   return { kind: "new", revision, submissionId: result };
+}
+
+/**
+ * The submission an earlier call with this tool-call id attached to (its receipt names it), so
+ * a repeated call answers with that verdict even once it is decided.
+ */
+function attachedSubmission(
+  store: StateStore,
+  requestId: string,
+  opts: SubmitInteractionOptions,
+): SubmissionRow | undefined {
+  const clientId = opts.clientId ?? opts.receipt?.clientId;
+  if (clientId === undefined) return undefined;
+  const stored = queryOne<{ submission_id: string }>(
+    store,
+    "SELECT json_extract(receipt_json, '$.submissionId') AS submission_id FROM host_commands " +
+      "WHERE client_id = :clientId AND operation = :operation AND idempotency_key = :key " +
+      "AND json_extract(receipt_json, '$.interactionId') = :requestId " +
+      "AND json_extract(receipt_json, '$.submissionId') IS NOT NULL " +
+      "ORDER BY created_at, request_id LIMIT 1",
+    {
+      clientId,
+      operation: "interaction.submit",
+      key: opts.idempotencyKey,
+      requestId,
+    },
+  );
+  return stored ? readSubmission(store, stored.submission_id) : undefined;
 }
 
 export interface InteractionUpdateOptions extends InteractionTarget {
