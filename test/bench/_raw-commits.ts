@@ -1,15 +1,15 @@
 /**
  * The baseline every throughput benchmark compares against: single-row INSERT commits per
- * second on a SQLite file with the state store's pragmas (WAL, synchronous=FULL), on the same
+ * second on a SQLite file with the state store's pragmas (`applyWritePragmas`), on the same
  * disk, measured in the same run.
  */
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { applyWritePragmas } from "../../src/state/store.ts";
 
 export function rawCommitRate(dir: string, ms: number): number {
   const db = new DatabaseSync(join(dir, "raw.sqlite"));
-  db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA synchronous = FULL");
+  applyWritePragmas(db);
   db.exec("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
   const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
   const payload = "x".repeat(200);

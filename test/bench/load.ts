@@ -24,7 +24,7 @@ import { DatabaseSync } from "node:sqlite";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { HOST_REQUEST_SCHEMA } from "../../src/protocol/host-request.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
-import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { applyWritePragmas, closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { benchHostContext, enqueueResolved, releaseBenchHost } from "./_host-context.ts";
@@ -205,8 +205,7 @@ async function main(): Promise<void> {
     // What one synchronous commit costs on this disk meanwhile: the host's loop is held that
     // long by each of its own commits (node:sqlite commits on the main thread).
     const probe = new DatabaseSync(join(root, "probe.sqlite"));
-    probe.exec("PRAGMA journal_mode = WAL");
-    probe.exec("PRAGMA synchronous = FULL");
+    applyWritePragmas(probe);
     probe.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
     const probeInsert = probe.prepare("INSERT INTO t (v) VALUES ('x')");
     const commitTimes: number[] = [];
