@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // CLI glyphs follow the locale (ASCII unless it says UTF-8): tests see the UTF-8 set unless a
@@ -10,6 +11,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two files at a time even on 2 cores (vitest's default is cores - 1 = 1 there): most of a file's
+    // time is spent waiting on the host, worker and Pi processes it starts, not on CPU.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     env: utf8 ? {} : { LC_ALL: "C.UTF-8" },
   },
 });
