@@ -157,11 +157,15 @@ describe("a model step's start and request, sent back to back", () => {
         { runId },
       ).map((a) => `${a.node_id}:${a.state}`);
       // Killed before the request left: that start is interrupted and the step starts again.
-      expect(attempts).toEqual(
-        point === "worker.node.started.afterSend"
-          ? ["ask:interrupted", "ask:ok", "done:ok"]
-          : ["ask:ok", "done:ok"],
-      );
+      // Killed right after both left: the host commits the request if it reads it before the
+      // dead worker's channel fails; if the channel fails first (seen once in a loaded CI run),
+      // the request goes with it and that start is interrupted like the first. Either way
+      // nothing durable is lost and the step is presented once.
+      const interrupted = ["ask:interrupted", "ask:ok", "done:ok"];
+      if (point === "worker.node.started.afterSend") expect(attempts).toEqual(interrupted);
+      else if (point === "worker.interaction.requested.afterSend") {
+        expect([interrupted, ["ask:ok", "done:ok"]]).toContainEqual(attempts);
+      } else expect(attempts).toEqual(["ask:ok", "done:ok"]);
       expect(violations(home.stateDir)).toEqual([]);
     });
   }
