@@ -1,8 +1,9 @@
 /**
  * The host's back half: the run scheduler and worker supervision, wiring in the host-enforced
  * deadlines (worker-deadlines.ts), claim renewal (claim-renewal.ts), recovery, validations,
- * prepared processes, controllers and the source resolver. Everything here runs in the host event loop and does only
- * short SQLite transactions, timers and process bookkeeping; workflow code runs in workers.
+ * prepared processes, controllers and the source resolver. Everything here runs in the host
+ * event loop and does only short SQLite transactions, timers and process bookkeeping; workflow
+ * code runs in workers.
  *
  * Worker states (in memory; `run_workers` holds the durable record):
  *   launching  claimRunForLaunch committed (running/starting), child spawned, envelope sent;
@@ -18,7 +19,6 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart } from "./recovery.ts";
@@ -35,7 +35,7 @@ import {
 } from "./worker-limits.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { createRunCredentials } from "./run-credentials.ts";
-import { stopProcessGroup, stopProcessTree, waitUntil } from "../../os/stop-group.ts";
+import { stopProcessGroup, waitUntil } from "../../os/stop-group.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import {
   createCrashCounter,
@@ -49,6 +49,7 @@ import { createCompileCacheWarmup } from "./compile-cache-warmup.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { createLogPruner, settleWorkerOutput } from "./captured-logs.ts";
 import { serveWorkerChannel } from "./worker-session.ts";
+import { reapWorkerProcesses } from "./worker-teardown.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
 import { logError } from "../host-log.ts";
 
@@ -184,26 +185,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
       const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;
       deadlines.forget(worker);
-      // The leader is gone (or kept); make sure nothing of its group, nor a child group it
-      // registered, outlives the epoch.
-      if (identity) {
-        if (!worker.kept) await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
-        registry.unregister(identity);
-      }
-      await Promise.all(
-        [...worker.children.values()].map((child) =>
-          stopProcessTree(child, { graceMs: ctx.options.killGraceMs })
-        ),
-      );
-      if (worker.children.size > 0) {
-        worker.children.clear();
-        try {
-          clearChildGroups(ctx.store, worker.workerEpoch);
-        } catch (error) {
-          // A busy database: the records stay for the next host's recovery (exact identities).
-          ctx.log("worker.children_clear_failed", { run: worker.runId, error: logError(error) });
-        }
-      }
+      // The leader is gone (or kept); nothing of its group, nor a child group it registered,
+      // outlives the epoch.
+      await reapWorkerProcesses(ctx, registry, worker);
       await stopping.get(worker);
       stopping.delete(worker);
       if (!worker.kept) await settleWorkerOutput(worker);
