@@ -266,9 +266,7 @@ function recordReceipt(
 
 /** An effect named by its id or its attempt's id, whole or by a start as for the blocked run. */
 function namesEffect(effect: AmbiguousEffect, target: string): boolean {
-  return [effect.attemptId, effect.effectId].some((id) =>
-    id === target || (target.length >= MIN_TARGET_PREFIX && id.startsWith(target))
-  );
+  return namesOneOf([effect.attemptId, effect.effectId], target);
 }
 
 /** A new `ok` attempt of the blocked node carrying the output the operator gave. */
@@ -318,7 +316,11 @@ function namesBlockedAttempt(
   blocked: { attemptId: string; effectIds: string[] },
   target: string,
 ): boolean {
-  const ids = [blocked.attemptId, ...blocked.effectIds];
+  return namesOneOf([blocked.attemptId, ...blocked.effectIds], target);
+}
+
+/** `target` is one of `ids`, whole or by a start of at least MIN_TARGET_PREFIX characters. */
+function namesOneOf(ids: string[], target: string): boolean {
   if (ids.includes(target)) return true;
   return target.length >= MIN_TARGET_PREFIX && ids.some((id) => id.startsWith(target));
 }
