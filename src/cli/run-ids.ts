@@ -7,7 +7,6 @@
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { failureResponse } from "../protocol/host-response.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
 import { UsageError } from "./exit-codes.ts";
 
 const UUID_RUN_ID = /^run-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -26,7 +25,7 @@ export function isFullRunId(typed: string): boolean {
 }
 
 /** The id prefixes `typed` may stand for: itself, and with `run-` in front unless it has it. */
-export function runIdPrefixes(typed: string): string[] {
+function runIdPrefixes(typed: string): string[] {
   return typed.startsWith("run-") ? [typed] : [typed, `run-${typed}`];
 }
 
@@ -42,7 +41,7 @@ interface FoundRun {
  * one meant, or null when none matches. Several: a usage error (exit 2) naming the candidates,
  * newest first, each by a prefix that tells it apart.
  */
-export function pickRunId(typed: string, found: readonly FoundRun[], more: boolean): string | null {
+function pickRunId(typed: string, found: readonly FoundRun[], more: boolean): string | null {
   if (found.some((run) => run.runId === typed)) return typed;
   const runs = [...new Map(found.map((run) => [run.runId, run])).values()]
     .sort((a, b) => b.createdAt - a.createdAt);
@@ -54,6 +53,27 @@ export function pickRunId(typed: string, found: readonly FoundRun[], more: boole
     `Run id '${typed}' is ambiguous: ${more ? "more than " : ""}${runs.length} runs match ` +
       `(${listed.join(", ")}${more ? ", ..." : ""}): type more of it`,
   );
+}
+
+/**
+ * The run `typed` names (see `pickRunId`), from the runs `find` returns for each of its id
+ * prefixes (at most MAX_CANDIDATES each; `more`: it left some out).
+ */
+export async function findRunIdByPrefix(
+  typed: string,
+  find: (prefix: string) => Promise<{ runs: FoundRun[]; more: boolean }> | {
+    runs: FoundRun[];
+    more: boolean;
+  },
+): Promise<string | null> {
+  const found: FoundRun[] = [];
+  let more = false;
+  for (const prefix of runIdPrefixes(typed)) {
+    const page = await find(prefix);
+    found.push(...page.runs);
+    more ||= page.more;
+  }
+  return pickRunId(typed, found, more);
 }
 
 /** What a person sees when no run id starts with what they typed. */
@@ -68,17 +88,11 @@ export function unknownRunMessage(typed: string): string {
  */
 export async function resolveRunId(connection: HostConnection, typed: string): Promise<string> {
   if (isFullRunId(typed)) return typed;
-  const found: RunSummary[] = [];
-  let more = false;
-  for (const prefix of runIdPrefixes(typed)) {
-    const receipt = receiptOf(
+  const runId = await findRunIdByPrefix(typed, async (prefix) =>
+    receiptOf(
       "run.find",
       await connection.request("run.find", { payload: { prefix, limit: MAX_CANDIDATES } }),
-    );
-    found.push(...receipt.runs);
-    more ||= receipt.more;
-  }
-  const runId = pickRunId(typed, found, more);
+    ));
   if (runId !== null) return runId;
   throw new HostCommandError(failureResponse({
     requestId: null,

@@ -6,7 +6,7 @@ import { runView } from "../viewer/view-app.ts";
 import { EXIT } from "./exit-codes.ts";
 import type { CliIo } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
-import { MAX_CANDIDATES, pickRunId, runIdPrefixes, unknownRunMessage } from "./run-ids.ts";
+import { findRunIdByPrefix, MAX_CANDIDATES, unknownRunMessage } from "./run-ids.ts";
 
 export async function runViewCommand(
   command: Extract<CliCommand, { kind: "view" }>,
@@ -15,7 +15,7 @@ export async function runViewCommand(
 ): Promise<number> {
   const stateDir = resolveStateDir(env);
   // A prefix as every other command takes it, found in the database read-only (no host).
-  const runId = command.runId === null ? null : findRunId(stateDir, command.runId);
+  const runId = command.runId === null ? null : await findRunId(stateDir, command.runId);
   if (runId === null && command.runId !== null) {
     io.err(unknownRunMessage(command.runId));
     return EXIT.refused;
@@ -26,17 +26,13 @@ export async function runViewCommand(
   );
 }
 
-function findRunId(stateDir: string, typed: string): string | null {
+async function findRunId(stateDir: string, typed: string): Promise<string | null> {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
   try {
-    const found: { runId: string; workflowName: string; state: string; createdAt: number }[] = [];
-    let more = false;
-    for (const prefix of runIdPrefixes(typed)) {
-      const page = findRunsByIdPrefix(store, prefix, MAX_CANDIDATES);
-      found.push(...page.runs);
-      more ||= page.more;
-    }
-    return pickRunId(typed, found, more);
+    return await findRunIdByPrefix(
+      typed,
+      (prefix) => findRunsByIdPrefix(store, prefix, MAX_CANDIDATES),
+    );
   } finally {
     closeStateStore(store);
   }
