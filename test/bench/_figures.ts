@@ -26,3 +26,18 @@ export function bareNode(): Promise<number> {
     child.on("exit", () => resolve(performance.now() - start));
   });
 }
+
+/**
+ * `--smoke`: the short mode CI runs after the tests (small sizes, one repeat). It proves that a
+ * bench still runs and prints every field it documents; its figures mean nothing.
+ */
+export const smoke = process.argv.includes("--smoke");
+
+/** The bench's own arguments, without `--smoke`. */
+export const benchArgs = process.argv.slice(2).filter((a) => a !== "--smoke");
+
+/** `full` normally, `short` under `--smoke`. */
+export const bySize = <T>(full: T, short: T): T => smoke ? short : full;
+
+/** How long a raw-commit baseline measures (ms): 2 s, a tenth of it under `--smoke`. */
+export const RAW_COMMIT_MS = bySize(2_000, 200);

@@ -5,6 +5,7 @@
  */
 import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore } from "../../src/state/store.ts";
 import {
   recordNodeFinished,
@@ -19,6 +20,14 @@ import { launch } from "./_viewer-db.ts";
 const [dir, interval] = process.argv.slice(2);
 const intervalMs = Number(interval ?? 25);
 const store = openStateStore({ stateDir: dir, clock: systemClock, ids: randomIds });
+// The generator leaves the host claim released; a run claim is only live under the epoch that
+// holds it, so the writer holds it as the host would (the previous writer, if any, was killed).
+acquireHostClaim(store, {
+  ownerId: "bench-writer",
+  token: randomIds.token(),
+  ttlMs: 24 * 3600_000,
+  holderGone: () => true,
+});
 const definition = compileWorkflow(reviewLoop).snapshot as JsonValue;
 const runId = enqueueRun(store, {
   workflowName: "review-loop",

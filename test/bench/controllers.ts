@@ -30,10 +30,11 @@ import { applyResource } from "../../src/state/controllers/resources.ts";
 import { DEFAULT_CONTROLLER_OPTIONS } from "../../src/host/supervision/controllers/options.ts";
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
+import { benchArgs, bySize, RAW_COMMIT_MS } from "./_figures.ts";
 
-const RESOURCES = Number(process.argv[2] ?? 1000);
+const RESOURCES = Number(benchArgs[0] ?? bySize(1000, 20));
 const CONCURRENCY = Number(
-  process.argv[3] ?? DEFAULT_CONTROLLER_OPTIONS.maxConcurrentReconciles,
+  benchArgs[1] ?? DEFAULT_CONTROLLER_OPTIONS.maxConcurrentReconciles,
 );
 const root = mkdtempSync(join(tmpdir(), "piw-bench-controllers-"));
 const project = join(root, "project");
@@ -78,7 +79,7 @@ const settledCount = () =>
   )!.n;
 
 try {
-  const raw = rawCommitRate(root, 2_000);
+  const raw = rawCommitRate(root, RAW_COMMIT_MS);
   const applyStart = performance.now();
   for (let n = 0; n < RESOURCES; n++) {
     const spec: JsonValue = { n };
@@ -120,7 +121,7 @@ try {
   const reconcileCommits = commits;
   // The disk is shared: a second baseline right after the run, so one burst of someone else's
   // writes does not decide the ratio alone.
-  const rawAfter = rawCommitRate(root, 2_000);
+  const rawAfter = rawCommitRate(root, RAW_COMMIT_MS);
   const seconds = (ended - started) / 1000;
   const rate = RESOURCES / seconds;
   const baseline = (raw + rawAfter) / 2;

@@ -23,9 +23,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
 import { SessionClient } from "../host/interactive-session.ts";
-import { bareNode, round, stats } from "./_figures.ts";
+import { bareNode, benchArgs, bySize, round, stats } from "./_figures.ts";
 
-const STEPS = Number(process.argv[2] ?? 20);
+const STEPS = Number(benchArgs[0] ?? bySize(20, 3));
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 
 const LOOP = `

@@ -35,9 +35,9 @@ import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts"
 import { createPiSandbox, PI_CLI } from "../support/pi-sandbox.ts";
 import { submitCall, submitContractIn } from "../support/step-responder.ts";
 import { benchHostContext, enqueueResolved } from "./_host-context.ts";
-import { round, stats } from "./_figures.ts";
+import { benchArgs, bySize, round, stats } from "./_figures.ts";
 
-const RUNS = Number(process.argv[2] ?? 10);
+const RUNS = Number(benchArgs[0] ?? bySize(10, 1));
 const WARMUPS = 2;
 
 /** When the fake model answered each request (ms, same clock as `receivedAt`). */

@@ -13,13 +13,14 @@ import { join } from "node:path";
 import { connectHost } from "../../src/client/host-connection.ts";
 import { hostSocketPath } from "../../src/client/socket-path.ts";
 import { waitFor } from "../../src/cli/wait-for.ts";
+import { benchArgs, bySize } from "./_figures.ts";
 
-const STARTS = Number(process.argv[2] ?? 40);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const STARTS = Number(benchArgs[0] ?? bySize(40, 4));
+const ROUNDS = Number(benchArgs[1] ?? bySize(3, 1));
 /** KiB of output each of the workflow's four nodes returns. */
-const OUTPUT_KIB = Number(process.argv[4] ?? 2);
+const OUTPUT_KIB = Number(benchArgs[2] ?? 2);
 /** Seconds the host idles after each round before its RSS is read. */
-const SETTLE_S = Number(process.argv[5] ?? 3);
+const SETTLE_S = Number(benchArgs[3] ?? bySize(3, 1));
 const CLI = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), "piw-bench-mem-"));
 const stateDir = join(root, "s");

@@ -13,9 +13,10 @@ import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { idleUsage, type ProcessUsage, seedWaitingDecisions, startHost } from "./_waiting-host.ts";
+import { benchArgs, bySize } from "./_figures.ts";
 
-const count = Number(process.argv[2] ?? 1000);
-const windowMs = Number(process.argv[3] ?? 10_000);
+const count = Number(benchArgs[0] ?? bySize(1000, 20));
+const windowMs = Number(benchArgs[1] ?? bySize(10_000, 500));
 const ROUNDS = 2;
 
 const root = mkdtempSync(join(tmpdir(), "pwb-idle-"));

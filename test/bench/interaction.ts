@@ -23,9 +23,10 @@ import { createPiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { queryState, waitForRunState } from "../support/state-db.ts";
 import { stepResponder } from "../support/step-responder.ts";
+import { benchArgs, bySize } from "./_figures.ts";
 
-const STEPS = Number(process.argv[2] ?? 24);
-const BARE_ROUNDS = 20;
+const STEPS = Number(benchArgs[0] ?? bySize(24, 2));
+const BARE_ROUNDS = bySize(20, 3);
 const PREFIX = "Bench step ";
 const BARE_TOOL = "bare tool ";
 

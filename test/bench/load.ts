@@ -28,11 +28,12 @@ import { applyWritePragmas, closeStateStore, openStateStore } from "../../src/st
 import { queryAll } from "../../src/state/statements.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { benchHostContext, enqueueResolved, releaseBenchHost } from "./_host-context.ts";
+import { benchArgs, bySize } from "./_figures.ts";
 
 const HERE = fileURLToPath(import.meta.url);
-const RUNS = Number(process.argv[2] ?? 1000);
-const CLIENTS = Number(process.argv[3] ?? 50);
-const SECONDS = Number(process.argv[4] ?? 30);
+const RUNS = Number(benchArgs[0] ?? bySize(1000, 20));
+const CLIENTS = Number(benchArgs[1] ?? bySize(50, 2));
+const SECONDS = Number(benchArgs[2] ?? bySize(30, 2));
 
 const WORKFLOW = `import { compute, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({

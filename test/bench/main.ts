@@ -1,22 +1,37 @@
 /**
- * `npm run bench -- <name>`: runs the benchmark program `test/bench/<name>.ts` in a child
- * process of the same runtime and passes its one JSON line through. Without a name, lists them.
+ * `npm run bench -- <name> [args]`: runs the benchmark program `test/bench/<name>.ts` in a child
+ * process of the same runtime and passes its one JSON line through. Without a name, lists every
+ * benchmark with what it measures (`_catalogue.ts`).
+ *
+ * `npm run bench -- --smoke`: CI's check that no benchmark has rotted. Every benchmark runs in its
+ * short mode (`--smoke`: small sizes, one repeat), two at a time, and must exit 0 and print one
+ * JSON line holding every field the catalogue lists for it. Figures are not checked (CI machines
+ * are noisy). Ends with `benches: N passed, N failed`; exits 1 when any failed.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { BENCHES } from "./_catalogue.ts";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
+const binary = fileURLToPath(new URL("../../dist/pi-workflows", import.meta.url));
 const available = readdirSync(dir)
   .filter((f) => f.endsWith(".ts") && f !== "main.ts" && !f.startsWith("_"))
   .map((f) => f.slice(0, -3))
   .sort();
+/** A smoke bench that has not finished by then failed (it hung). */
+const SMOKE_DEADLINE_MS = 180_000;
 const name = process.argv[2];
 
 if (!name) {
-  console.log(`Usage: npm run bench -- <name>\nBenchmarks: ${available.join(", ")}`);
+  const width = Math.max(...available.map((n) => n.length));
+  console.log("Usage: npm run bench -- <name> [args]   (npm run bench -- --smoke: all, short)");
+  for (const bench of available) {
+    console.log(`  ${bench.padEnd(width)}  ${BENCHES[bench]?.what ?? "(not in _catalogue.ts)"}`);
+  }
   process.exit(0);
 }
+if (name === "--smoke") process.exit(await smokeAll());
 if (!/^[a-z0-9-]+$/.test(name) || !existsSync(`${dir}${name}.ts`)) {
   console.error(`Unknown benchmark: ${name} (available: ${available.join(", ")})`);
   process.exit(2);
@@ -25,3 +40,58 @@ const result = spawnSync(process.execPath, [`${dir}${name}.ts`, ...process.argv.
   stdio: "inherit",
 });
 process.exit(result.status ?? 1);
+
+async function smokeAll(): Promise<number> {
+  const queue = [...available];
+  let failed = 0;
+  let passed = 0;
+  const worker = async () => {
+    for (let bench = queue.shift(); bench !== undefined; bench = queue.shift()) {
+      const started = performance.now();
+      const problem = await smokeOne(bench);
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      if (problem === null) passed++;
+      else failed++;
+      console.log(
+        `${problem === null ? "ok  " : "FAIL"} ${bench} (${seconds} s)${
+          problem === null ? "" : `: ${problem}`
+        }`,
+      );
+    }
+  };
+  await Promise.all([worker(), worker()]);
+  console.log(`benches: ${passed} passed, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+/** Runs one bench with `--smoke`; null when it printed its fields, else what went wrong. */
+async function smokeOne(bench: string): Promise<string | null> {
+  const entry = BENCHES[bench];
+  if (!entry) return "not listed in test/bench/_catalogue.ts (what it measures and its fields)";
+  if (entry.needsBinary && !existsSync(binary)) return "needs dist/pi-workflows: npm run compile";
+  const child = spawn(process.execPath, [`${dir}${bench}.ts`, "--smoke"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (s: string) => stdout += s);
+  child.stderr.setEncoding("utf8").on("data", (s: string) => stderr = (stderr + s).slice(-2000));
+  const timer = setTimeout(() => child.kill("SIGKILL"), SMOKE_DEADLINE_MS);
+  const code = await new Promise<number | string>((resolve) =>
+    child.on("close", (c, signal) => resolve(c ?? signal ?? "unknown"))
+  );
+  clearTimeout(timer);
+  const lastError = stderr.trim().split("\n").filter(Boolean).slice(-3).join(" | ");
+  if (code !== 0) return `exited ${code}${lastError ? `: ${lastError}` : ""}`;
+  const lines = stdout.trim().split("\n").filter((l) => l.trim() !== "");
+  if (lines.length !== 1) return `printed ${lines.length} lines on stdout, not one JSON line`;
+  let figures: Record<string, unknown>;
+  try {
+    figures = JSON.parse(lines[0]);
+  } catch {
+    return "its stdout line is not JSON";
+  }
+  if (figures.bench !== bench) return `its JSON says bench ${JSON.stringify(figures.bench)}`;
+  const missing = entry.fields.filter((f) => !(f in figures));
+  return missing.length === 0 ? null : `missing documented fields: ${missing.join(", ")}`;
+}

@@ -36,9 +36,10 @@ import { queryAllArgs } from "../../src/state/statements.ts";
 import { commitCount } from "../../src/state/transactions.ts";
 import { benchHostContext, enqueueResolved } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
+import { benchArgs, bySize, RAW_COMMIT_MS } from "./_figures.ts";
 
-const NODES = Number(process.argv[2] ?? 1000);
-const LONG = Number(process.argv[3] ?? 10_000);
+const NODES = Number(benchArgs[0] ?? bySize(1000, 50));
+const LONG = Number(benchArgs[1] ?? bySize(10_000, 200));
 const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
 
 function workflowSource(count: number, variant = 0): string {
@@ -110,7 +111,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
     cwd: project,
   });
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
-  const raw = rawCommitRate(root, 2_000);
+  const raw = rawCommitRate(root, RAW_COMMIT_MS);
   const started = performance.now();
   const workerAtMs = started - benchStarted;
   const cpuBefore = process.cpuUsage();

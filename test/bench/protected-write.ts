@@ -24,9 +24,10 @@ import { groupTransaction } from "../../src/state/transactions.ts";
 import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
+import { bySize } from "./_figures.ts";
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 41);
-const PER_ROUND = Number(process.env.BENCH_TX ?? 60);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? bySize(41, 3));
+const PER_ROUND = Number(process.env.BENCH_TX ?? bySize(60, 20));
 const WRITERS = 8;
 
 const dir = mkdtempSync(join(tmpdir(), "pi-wf-bench-"));

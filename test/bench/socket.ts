@@ -24,11 +24,12 @@ import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
+import { bySize } from "./_figures.ts";
 
-const WARMUP = 300;
-const ROUND_TRIPS = 3000;
+const WARMUP = bySize(300, 30);
+const ROUND_TRIPS = bySize(3000, 200);
 const CONCURRENT_CLIENTS = 4;
-const CONCURRENT_REQUESTS = 4000;
+const CONCURRENT_REQUESTS = bySize(4000, 400);
 const HERE = fileURLToPath(import.meta.url);
 const CLI = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 

@@ -31,14 +31,14 @@ import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { benchHostContext, enqueueResolved } from "./_host-context.ts";
-import { bareNode, percentile, round } from "./_figures.ts";
+import { bareNode, bySize, percentile, round } from "./_figures.ts";
 
 const cli = parseArgs({
   args: process.argv.slice(2),
-  options: { binary: { type: "string" } },
+  options: { binary: { type: "string" }, smoke: { type: "boolean" } },
   allowPositionals: true,
 });
-const RUNS = Number(cli.positionals[0] ?? 15);
+const RUNS = Number(cli.positionals[0] ?? bySize(15, 2));
 
 const root = mkdtempSync(join(tmpdir(), "piw-bench-spawn-"));
 const stateDir = join(root, "state");

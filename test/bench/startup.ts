@@ -11,15 +11,16 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { benchArgs, bySize } from "./_figures.ts";
 
 const repo = fileURLToPath(new URL("../..", import.meta.url));
-const RUNS = Number(process.argv[2] ?? 30);
-const binary = resolve(process.argv[3] ?? join(repo, "dist/pi-workflows"));
+const RUNS = Number(benchArgs[0] ?? bySize(30, 3));
+const binary = resolve(benchArgs[1] ?? join(repo, "dist/pi-workflows"));
 const bundle = join(repo, "dist/pi-workflows.mjs");
 const WARMUPS = 3;
 
 if (!Number.isInteger(RUNS) || RUNS < 1) {
-  console.error(`Startup benchmark failed: runs must be a positive integer: ${process.argv[2]}`);
+  console.error(`Startup benchmark failed: runs must be a positive integer: ${benchArgs[0]}`);
   process.exit(2);
 }
 if (!existsSync(binary)) {

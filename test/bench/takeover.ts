@@ -19,8 +19,9 @@ import {
   summary,
   type TakeoverSample,
 } from "../support/takeover-timing.ts";
+import { benchArgs, bySize } from "./_figures.ts";
 
-const KILLS = Number(process.argv[2] ?? 7);
+const KILLS = Number(benchArgs[0] ?? bySize(7, 1));
 
 async function measure(startCommand?: { command: string; args: string[] }) {
   const setup = await setUpTakeover(process.env, startCommand);

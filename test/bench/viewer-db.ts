@@ -3,11 +3,17 @@
  * creates the viewer benchmark's synthetic state database in `<dir>` (which must not hold one
  * yet) and prints one JSON line of row counts and the file size; never ids, paths or payloads.
  */
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { benchArgs, smoke } from "./_figures.ts";
 import { DEFAULT_VIEWER_DB, generateViewerDb, type ViewerDbOptions } from "./_viewer-db.ts";
 
-const [dir, ...numbers] = process.argv.slice(2);
+// Under --smoke with no directory: a small database in a temp dir, removed afterwards.
+const [given, ...numbers] = smoke && benchArgs.length === 0
+  ? [undefined, "3", "60", "4", "4", "2000"]
+  : benchArgs;
+const dir = given ?? (smoke ? mkdtempSync(join(tmpdir(), "piw-viewer-db-smoke-")) : undefined);
 if (!dir) {
   console.error(
     "Usage: npm run bench -- viewer-db <dir> [projects runs attemptsPerRun updatesPerRun largeOutputBytes]",
@@ -38,3 +44,4 @@ console.log(JSON.stringify({
   megabytes: Math.round(counts.bytes / 1e5) / 10,
   seconds: Math.round((performance.now() - started) / 100) / 10,
 }));
+if (given === undefined) rmSync(dir, { recursive: true, force: true });

@@ -20,17 +20,21 @@ import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { compose, frameLines } from "../../src/viewer/compose.ts";
 import { initialUi } from "../../src/viewer/ui-state.ts";
 import { createViewerData, refreshViewerData, watchRun } from "../../src/viewer/viewer-data.ts";
+import { bySize, smoke } from "./_figures.ts";
 
 const { values } = parseArgs({
   options: {
     db: { type: "string" },
-    ticks: { type: "string", default: "1000" },
+    ticks: { type: "string", default: bySize("1000", "40") },
     interval: { type: "string", default: "20" },
-    repeat: { type: "string", default: "3" },
+    repeat: { type: "string", default: bySize("3", "1") },
     single: { type: "boolean", default: false },
+    smoke: { type: "boolean", default: false },
   },
 });
 const here = new URL(".", import.meta.url).pathname;
+/** `viewer-db` sizes under `--smoke`: projects runs attemptsPerRun updatesPerRun largeOutputBytes. */
+const SMOKE_DB = ["3", "60", "4", "4", "2000"];
 const ticks = Number(values.ticks);
 const interval = Number(values.interval);
 
@@ -96,7 +100,11 @@ if (values.single) {
 
 function generate(): string {
   const dir = mkdtempSync(join(tmpdir(), "piw-viewer-bench-"));
-  const r = spawnSync(process.execPath, [join(here, "viewer-db.ts"), dir], {
+  const r = spawnSync(process.execPath, [
+    join(here, "viewer-db.ts"),
+    dir,
+    ...(smoke ? SMOKE_DB : []),
+  ], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
   });
