@@ -3,9 +3,10 @@
  * on a worker's fd-3 channel. It names exactly one run generation and the source identity the
  * worker must verify before it loads any workflow code.
  *
- * No secret travels in it. The worker never holds the claim token: the host keeps the claim and
+ * It grants no authority: the worker never holds the claim token; the host keeps the claim and
  * fences the worker by (runId, generation, workerEpoch), all of which it checks on every message.
- * A leaked envelope (it may reach worker logs) therefore grants nothing.
+ * A headless run's envelope carries its provider `credentials` (held in memory only), so it goes
+ * over the private channel only and is never logged or stored.
  */
 import * as v from "valibot";
 import {
