@@ -62,6 +62,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     };
     if (a.finishedAt !== null) attempt.finishedAt = a.finishedAt;
     if (a.error !== null) attempt.error = a.error;
+    if (a.adoptedFrom !== null) attempt.adoptedFrom = a.adoptedFrom;
     return attempt;
   });
   const summary = runSummary(view);

@@ -152,6 +152,9 @@ export const RunListPayloadSchema = v.optional(
   { all: false, limit: 50 },
 );
 
+/** Where a fork came from: the parent run and the node it reran from. */
+export const ForkedFromSchema = looseObject({ runId: OpaqueIdSchema, nodeId: v.string() });
+
 /** The public summary of one run, shared by every run receipt. */
 export const RunSummarySchema = looseObject({
   runId: OpaqueIdSchema,
@@ -165,6 +168,8 @@ export const RunSummarySchema = looseObject({
    * cancel: its source changed, or an external effect may have applied without a receipt.
    */
   blockedReason: v.optional(v.nullable(v.picklist(BLOCKED_REASONS))),
+  /** A fork (`run.rerun`): the run it was forked from and the node it reran from. */
+  forkedFrom: v.optional(ForkedFromSchema),
   revision: RevisionSchema,
   executionMode: v.picklist(EXECUTION_MODES),
   createdAt: TimestampSchema,
@@ -187,6 +192,8 @@ export const AttemptSummarySchema = looseObject({
   finishedAt: v.optional(TimestampSchema),
   deadlineAt: v.nullable(TimestampSchema),
   error: v.optional(ErrorInfoSchema),
+  /** A fork's adopted attempt: the parent's attempt it copies (it did not run again). */
+  adoptedFrom: v.optional(OpaqueIdSchema),
 });
 export type AttemptSummary = v.InferOutput<typeof AttemptSummarySchema>;
 

@@ -15,6 +15,7 @@ interface AttemptRow {
   started_at: number;
   finished_at: number | null;
   deadline_at: number | null;
+  adopted_from_attempt_id: string | null;
 }
 
 export interface AttemptSummary {
@@ -28,10 +29,12 @@ export interface AttemptSummary {
   finishedAt: number | null;
   deadlineAt: number | null;
   error: { code: string; message: string } | null;
+  /** A fork's adopted attempt: the parent's attempt it copies (it did not run in this run). */
+  adoptedFrom: string | null;
 }
 
 const SUMMARY_COLUMNS = "attempt_id, node_id, sequence, node_kind, effect, state, error_code, " +
-  "error_message, started_at, finished_at, deadline_at";
+  "error_message, started_at, finished_at, deadline_at, adopted_from_attempt_id";
 
 /** This run's attempts without outputs (status views), one query, in sequence order. */
 export function listAttempts(store: StateStore, runId: string): AttemptSummary[] {
@@ -74,5 +77,6 @@ export function listAttemptsPage(
     finishedAt: a.finished_at,
     deadlineAt: a.deadline_at,
     error: a.error_code !== null ? { code: a.error_code, message: a.error_message ?? "" } : null,
+    adoptedFrom: a.adopted_from_attempt_id,
   }));
 }

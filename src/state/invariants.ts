@@ -7,6 +7,7 @@ import { eventKeyRangeSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
+import { FORK_CHECKS } from "./fork-invariants.ts";
 
 export interface Violation {
   code: string;
@@ -259,6 +260,7 @@ const CHECKS: Check[] = [
     sql: "SELECT NULL AS run_id, COUNT(*) AS n FROM host_claim HAVING COUNT(*) > 1",
     detail: (r) => `${r.n} host claim rows`,
   },
+  ...FORK_CHECKS,
   ...CONTROLLER_CHECKS,
 ];
 

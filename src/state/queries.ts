@@ -34,6 +34,8 @@ interface RunDbRow {
   definition_digest: string;
   input_hash: string;
   parent_run_id: string | null;
+  forked_from_run_id: string | null;
+  forked_from_node_id: string | null;
   revision: number;
   created_at: number;
   updated_at: number;
@@ -59,6 +61,8 @@ export interface RunView {
   definitionDigest: string;
   inputHash: string;
   parentRunId: string | null;
+  /** A fork (`run.rerun`): the run and node it reran from. */
+  forkedFrom: { runId: string; nodeId: string } | null;
   revision: number;
   createdAt: number;
   updatedAt: number;
@@ -72,7 +76,7 @@ export interface RunView {
 
 const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
   "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
-  `r.input_hash, r.parent_run_id, ${runRevisionSql()} AS revision, r.created_at, ` +
+  `r.input_hash, r.parent_run_id, r.forked_from_run_id, r.forked_from_node_id, ${runRevisionSql()} AS revision, r.created_at, ` +
   `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
   "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id " +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
@@ -91,6 +95,9 @@ function toView(row: RunDbRow): RunView {
     definitionDigest: row.definition_digest,
     inputHash: row.input_hash,
     parentRunId: row.parent_run_id,
+    forkedFrom: row.forked_from_run_id === null
+      ? null
+      : { runId: row.forked_from_run_id, nodeId: row.forked_from_node_id ?? "" },
     revision: row.revision,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -99,11 +99,20 @@ CREATE TABLE runs (
   error_code TEXT,
   error_message TEXT,
   -- 1, 2, ... in enqueue order: the high half of the run's event keys (events.event_key).
-  run_no INTEGER NOT NULL UNIQUE CHECK (run_no >= 1)
+  run_no INTEGER NOT NULL UNIQUE CHECK (run_no >= 1),
+  -- A fork (`run.rerun`): the run it was forked from, the node it reruns and the parent's attempt
+  -- of that node (which visit). Its attempts before that point are adopted copies of the parent's
+  -- (node_attempts.adopted_from_attempt_id), committed with the run in one transaction.
+  forked_from_run_id TEXT REFERENCES runs (run_id),
+  forked_from_node_id TEXT,
+  forked_from_attempt_id TEXT REFERENCES node_attempts (attempt_id),
+  CHECK ((forked_from_run_id IS NULL) = (forked_from_node_id IS NULL) AND
+    (forked_from_run_id IS NULL) = (forked_from_attempt_id IS NULL))
 );
 CREATE INDEX runs_by_state ON runs (state, created_at);
 CREATE INDEX runs_by_created ON runs (created_at, run_id);
 CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+CREATE INDEX runs_by_fork_parent ON runs (forked_from_run_id) WHERE forked_from_run_id IS NOT NULL;
 
 -- Terminal runs never change again.
 CREATE TRIGGER runs_terminal_immutable BEFORE UPDATE ON runs
@@ -275,6 +284,9 @@ CREATE TABLE node_attempts (
   finished_at INTEGER,
   -- Resolved wall-clock deadline; NULL when the node declares no timeout.
   deadline_at INTEGER,
+  -- A fork's adopted attempt: the parent's attempt it copies (same node, kind, state, output,
+  -- error and times; generation 0: it never ran under one of this run's claims).
+  adopted_from_attempt_id TEXT REFERENCES node_attempts (attempt_id),
   UNIQUE (run_id, sequence)
 );
 -- At most one open attempt per run.

@@ -23,6 +23,8 @@ export interface RunRow {
   executionMode: string;
   revision: number;
   parentRunId: string | null;
+  /** A fork (`run.rerun`): the run and node it reran from. */
+  forkedFrom: { runId: string; nodeId: string } | null;
   definitionDigest: string;
   createdAt: number;
   updatedAt: number;
@@ -46,6 +48,8 @@ interface RunDbRow {
   execution_mode: string;
   revision: number;
   parent_run_id: string | null;
+  forked_from_run_id: string | null;
+  forked_from_node_id: string | null;
   definition_digest: string;
   created_at: number;
   updated_at: number;
@@ -59,7 +63,8 @@ interface RunDbRow {
 
 const RUN_ROW_SELECT = "SELECT r.run_id, r.workflow_name, r.title, r.state, q.state AS " +
   `queue_state, r.paused, r.blocked_reason, b.execution_mode, ${runRevisionSql()} AS revision, ` +
-  "r.parent_run_id, r.definition_digest, r.created_at, " +
+  "r.parent_run_id, r.forked_from_run_id, r.forked_from_node_id, r.definition_digest, " +
+  "r.created_at, " +
   `${newestEventSql("at")} AS updated_at, r.finished_at, r.error_code, ` +
   "r.error_message, (SELECT COUNT(*) FROM node_attempts a WHERE a.run_id = r.run_id) AS steps, " +
   "(SELECT a.node_id FROM node_attempts a WHERE a.run_id = r.run_id AND a.state IN " +
@@ -81,6 +86,9 @@ function toRunRow(r: RunDbRow): RunRow {
     executionMode: r.execution_mode,
     revision: r.revision,
     parentRunId: r.parent_run_id,
+    forkedFrom: r.forked_from_run_id === null
+      ? null
+      : { runId: r.forked_from_run_id, nodeId: r.forked_from_node_id ?? "" },
     definitionDigest: r.definition_digest,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

@@ -156,6 +156,7 @@ describe("launch path", () => {
       finishedAt: facts.attempts[0]!.finishedAt,
       deadlineAt: facts.attempts[0]!.deadlineAt,
       error: null,
+      adoptedFrom: null,
     }]);
     // Terminal rows are immutable; a finished run cannot be claimed again.
     expect(() => f.store.db.exec(`UPDATE runs SET title = 'x' WHERE run_id = '${runId}'`)).toThrow(

@@ -23,6 +23,7 @@ function run(extra: Partial<RunRow> = {}): RunRow {
     executionMode: "headless",
     revision: 9,
     parentRunId: null,
+    forkedFrom: null,
     definitionDigest: "sha256:x",
     createdAt: NOW - 125_000,
     updatedAt: NOW,

@@ -41,11 +41,20 @@ export interface EnqueueRunOptions {
   /** Names of the provider credentials the host holds in memory for the run (never values). */
   credentialNames?: readonly string[];
   parentRunId?: string | null;
+  /** A fork: the run, node and attempt it reruns from (run-fork.ts adds the adopted attempts). */
+  forkedFrom?: ForkPoint | null;
   /** Scheduling priority; higher launches first. */
   priority?: number;
   /** Earliest launch time; defaults to now. */
   availableAt?: number;
   receipt?: CommandReceiptInput;
+}
+
+export interface ForkPoint {
+  runId: string;
+  nodeId: string;
+  /** The parent's attempt of that node: which visit the fork reruns. */
+  attemptId: string;
 }
 
 export interface TransitionResult {
@@ -82,9 +91,11 @@ export function enqueueRunInTx(
     store,
     "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
       "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, " +
+      "forked_from_run_id, forked_from_node_id, forked_from_attempt_id, " +
       "created_at, state_changed_at, run_no) VALUES (:runId, :workflowName, :workflowRef, " +
       ":title, 'queued', 0, :projectPath, :workflowSource, :definitionDigest, :input, " +
-      ":inputHash, :parentRunId, :now, :now, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs))",
+      ":inputHash, :parentRunId, :forkRunId, :forkNodeId, :forkAttemptId, :now, :now, " +
+      "(SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs))",
     {
       runId,
       workflowName: opts.workflowName,
@@ -96,6 +107,9 @@ export function enqueueRunInTx(
       input,
       inputHash: opts.inputHash,
       parentRunId: opts.parentRunId ?? null,
+      forkRunId: opts.forkedFrom?.runId ?? null,
+      forkNodeId: opts.forkedFrom?.nodeId ?? null,
+      forkAttemptId: opts.forkedFrom?.attemptId ?? null,
       now,
     },
   );
