@@ -8,6 +8,8 @@ const utf8 = /utf-?8/i.test(process.env.LC_ALL || process.env.LC_CTYPE || proces
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The default output, and a run that fails loudly when any test file did not run to its end.
+    reporters: ["default", "./test/support/every-file-ran.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
