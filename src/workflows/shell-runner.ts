@@ -96,12 +96,18 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   child.stderr!.on("data", onData("stderr"));
   child.stdin!.on("error", () => {}); // the command may exit without reading stdin
   // Listen at once: a spawn error must not become an uncaught 'error' event while we wait below.
+  // The node ends when its direct child exits ('exit'), not when every holder of its output pipes
+  // is gone ('close'): a background process it left (`sleep 300 &`, a dev server) would hold them.
   const exited = new Promise<{ code: number | null; signal: string | null; error?: Error }>(
     (done) => {
       child.once("error", (error) => done({ code: null, signal: null, error }));
-      child.once("close", (code, signal) => done({ code, signal }));
+      child.once("exit", (code, signal) => done({ code, signal }));
     },
   );
+  const closed = new Promise<void>((done) => {
+    child.once("close", () => done());
+    child.once("error", () => done());
+  });
 
   let stopReason: unknown = null;
   let killTimer: ReturnType<typeof setTimeout> | undefined;
@@ -144,8 +150,8 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   options.signal.removeEventListener("abort", onAbort);
   clearTimeout(ownTimer);
   clearTimeout(killTimer);
-  // The leader exited; make sure no descendant in its group outlives the node.
-  signalGroup(child.pid, "SIGKILL");
+  // The leader exited: what is left of its group does not outlive the node.
+  await stopLeftovers(child, closed, options.killGraceMs ?? KILL_GRACE_MS);
   if (attached) await hooks!.stopped(child.pid!).catch(() => {});
   for (const name of ["stdout", "stderr"] as const) {
     if (streams[name].line.length > 0) emitLine(streams[name].line, name);
@@ -206,6 +212,37 @@ function startFailure(cmd: ShellCommand, error: NodeJS.ErrnoException): NodeFail
     "commandFailed",
     `Command could not start: ${cmd.command}: ${why ?? error.message}`,
   );
+}
+
+/**
+ * After the command's direct child exited: SIGTERM to what is left of its process group, SIGKILL
+ * once `graceMs` passed with the output pipes still held, and the pipes given up after as long
+ * again (a process that left the group can hold them for ever). Output already written is read
+ * to its end first when nothing else holds the pipes.
+ */
+async function stopLeftovers(
+  child: ReturnType<typeof spawn>,
+  closed: Promise<void>,
+  graceMs: number,
+): Promise<void> {
+  signalGroup(child.pid, "SIGTERM");
+  if (await settlesWithin(closed, graceMs)) {
+    signalGroup(child.pid, "SIGKILL");
+    return;
+  }
+  signalGroup(child.pid, "SIGKILL");
+  if (await settlesWithin(closed, graceMs)) return;
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+}
+
+/** True when `promise` settled within `ms`. */
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((done) => timer = setTimeout(() => done(false), ms));
+  const result = await Promise.race([promise.then(() => true as const), late]);
+  clearTimeout(timer);
+  return result;
 }
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {

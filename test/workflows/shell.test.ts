@@ -148,6 +148,31 @@ describe("runShell()", () => {
     expect(await until(() => !alive(grandchild), 3000)).toBe(true);
   });
 
+  it("ends when its direct child exits, stopping what it left in the background", async () => {
+    const pidFile = join(dir, "background.pid");
+    const started = Date.now();
+    // The background sleep holds stdout open: waiting for the pipes to close would wait 300 s.
+    const r = await runShell({
+      command: `sleep 300 & echo $! > ${pidFile}; echo done`,
+      shell: true,
+    }, { signal: never(), killGraceMs: 500 });
+    expect(r).toMatchObject({ stdout: "done\n", exitCode: 0 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const background = Number(readFileSync(pidFile, "utf8"));
+    expect(await until(() => !alive(background), 3000)).toBe(true);
+  });
+
+  it("a leftover that ignores SIGTERM is SIGKILLed after the grace", async () => {
+    const pidFile = join(dir, "stubborn.pid");
+    const r = await runShell({
+      command: "sh",
+      args: ["-c", `(trap '' TERM; sleep 300) & echo $! > ${pidFile}; echo started`],
+    }, { signal: never(), killGraceMs: 200 });
+    expect(r).toMatchObject({ stdout: "started\n", exitCode: 0 });
+    const stubborn = Number(readFileSync(pidFile, "utf8"));
+    expect(await until(() => !alive(stubborn), 3000)).toBe(true);
+  });
+
   it("stops the command when the signal aborts and rethrows the abort reason", async () => {
     const controller = new AbortController();
     const reason = new DOMException("deadline", "TimeoutError");
