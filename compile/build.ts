@@ -48,6 +48,9 @@ const common: BuildOptions = {
   write: false,
 };
 
+/** The test kit's bundle, beside the CLI bundle (package.json `exports["./testing"]`). */
+export const TESTING_BUNDLE_NAME = "testing.mjs";
+
 /**
  * Bundles the CLI into one ESM file: the file the npm package's bin runs. Beside it, the worker
  * mode alone (src/cli/worker-main.ts) as `pi-workflows-worker.mjs` (WORKER_BUNDLE_NAME): the
@@ -73,6 +76,9 @@ export async function bundleCli(
     });
   writeFileSync(outfile, await esm("src/cli/main.ts"));
   writeFileSync(join(dirname(outfile), WORKER_BUNDLE_NAME), await esm("src/cli/worker-main.ts"));
+  // `@osolmaz/pi-workflows/testing`: a test runner imports it from node_modules, where Node will
+  // not strip types, so it ships as JavaScript; its workers start from the CLI bundle beside it.
+  writeFileSync(join(dirname(outfile), TESTING_BUNDLE_NAME), await esm("src/testing/index.ts"));
   return outfile;
 }
 

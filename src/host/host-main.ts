@@ -56,6 +56,7 @@ import {
 } from "./socket-listener.ts";
 import { createSocketServer, type HandledFrame, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
+import type { SupervisionExtras } from "./supervision/index.ts";
 import { processIdentityUnsupported } from "../os/process-identity.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
@@ -75,6 +76,23 @@ export interface RunHostOptions {
    * from the decoded frame to the response object (benchmarks: `npm run bench -- load`).
    */
   onServed?: (operation: string, ms: number) => void;
+  /**
+   * An embedder's children (the test kit, src/testing): the worker command and extra child
+   * environment. Default: this same program and nothing extra.
+   */
+  supervision?: SupervisionExtras;
+  /**
+   * Called once the host serves its socket, with what an embedder that runs the host in its own
+   * process needs (the test kit moves its virtual clock to the next deadline, then re-arms).
+   */
+  onReady?: (host: ReadyHost) => void;
+}
+
+/** What `onReady` hands an in-process embedder. */
+export interface ReadyHost {
+  epoch: number;
+  socketPath: string;
+  deadlines: DeadlineTimer;
 }
 
 /** Runs the host until it stops. Resolves with the reason; rejects with `HostStartError`. */
@@ -84,6 +102,11 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
   try {
     const host = await startHost(options, env);
     ready.send({ ready: true, epoch: host.epoch, pid: process.pid });
+    options.onReady?.({
+      epoch: host.epoch,
+      socketPath: host.socketPath,
+      deadlines: host.deadlines,
+    });
     host.afterReady();
     return await host.stopped;
   } catch (error) {
@@ -97,6 +120,8 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
 
 interface StartedHost {
   epoch: number;
+  socketPath: string;
+  deadlines: DeadlineTimer;
   stopped: Promise<string>;
   /** Background work that must not delay readiness (the compile cache warm-up). */
   afterReady(): void;
@@ -282,7 +307,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       options: supervisionOptions,
       deadlinesChanged: () => deadlines?.changed(),
       controllerOptions,
-    });
+    }, options.supervision);
     deadlines = createDeadlineTimer({
       store,
       clock,
@@ -323,6 +348,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });
   return {
     epoch: claim.epoch,
+    socketPath,
+    deadlines: deadlines!,
     stopped,
     afterReady: () => {
       if (phase === "running") supervision!.warmCompileCache();

@@ -3,8 +3,11 @@
  * recovery, source resolver), so the seam stays visible in one import.
  */
 import type { HostContext, Supervision } from "./supervision/api.ts";
-import { createSupervision } from "./supervision/index.ts";
+import { createSupervision, type SupervisionExtras } from "./supervision/index.ts";
 
-export function createHostSupervision(ctx: HostContext): Supervision {
-  return createSupervision(ctx);
+export function createHostSupervision(
+  ctx: HostContext,
+  extras?: SupervisionExtras,
+): Supervision {
+  return createSupervision(ctx, extras);
 }

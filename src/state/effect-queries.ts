@@ -78,3 +78,36 @@ export function blockingAttempt(store: StateStore, runId: string): BlockingAttem
     effectIds: rows.flatMap((r) => (r.effect_id === null ? [] : [r.effect_id])),
   };
 }
+
+/** One effect of a run as the test kit compares them (src/testing): no keys, no receipts. */
+export interface RunEffect {
+  nodeId: string;
+  effectType: string;
+  state: string;
+  /** Effect attempts that settled `applied` (1 for an effect applied once). */
+  applied: number;
+  /** Effect attempts in all (more than 1: it was applied again after an interruption). */
+  attempts: number;
+}
+
+/** Every effect of `runId` (managed and unmanaged), in node order. Fine on a read-only store. */
+export function listRunEffects(store: StateStore, runId: string): RunEffect[] {
+  return queryAll<
+    { node_id: string; effect_type: string; state: string; applied: number; attempts: number }
+  >(
+    store,
+    "SELECT a.node_id, e.effect_type, e.state, " +
+      "(SELECT COUNT(*) FROM effect_attempts x WHERE x.effect_id = e.effect_id " +
+      "AND x.state = 'applied') AS applied, " +
+      "(SELECT COUNT(*) FROM effect_attempts x WHERE x.effect_id = e.effect_id) AS attempts " +
+      "FROM effects e JOIN node_attempts a ON a.attempt_id = e.attempt_id " +
+      "WHERE e.run_id = :runId ORDER BY a.sequence, e.created_at, e.effect_id",
+    { runId },
+  ).map((row) => ({
+    nodeId: row.node_id,
+    effectType: row.effect_type,
+    state: row.state,
+    applied: row.applied,
+    attempts: row.attempts,
+  }));
+}

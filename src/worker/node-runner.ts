@@ -12,6 +12,10 @@ import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
+import { workerClock } from "./worker-clock.ts";
+
+/** Attempt times: the system clock, or the test kit's virtual one (worker-clock.ts). */
+const clock = workerClock();
 
 /** Updates waiting for the host beyond this are dropped: progress is advisory, boundaries are not. */
 const MAX_PENDING_UPDATES = 64;
@@ -74,7 +78,7 @@ export async function runNode(
       message: error instanceof Error ? error.message : String(error),
     };
   }
-  const startedAt = Date.now();
+  const startedAt = clock.now();
   const deadlineAt = timeoutMs === null ? null : startedAt + timeoutMs;
   const started: Proposal = {
     kind: "node.started",
@@ -188,8 +192,8 @@ export async function runNode(
     if (proposer.fits(close)) {
       await proposer.sendAhead(close);
       return result.outcome === "ok"
-        ? { ...base, state: "ok", output: result.output, finishedAt: Date.now() }
-        : { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
+        ? { ...base, state: "ok", output: result.output, finishedAt: clock.now() }
+        : { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
     }
   }
   if (result.outcome === "ok") {
@@ -198,7 +202,7 @@ export async function runNode(
       if (result.notification) {
         await proposer.propose("notification.requested", { ...result.notification }, attemptId);
       } else await proposer.propose("node.finished", { output: result.output }, attemptId);
-      return { ...base, state: "ok", output: result.output, finishedAt: Date.now() };
+      return { ...base, state: "ok", output: result.output, finishedAt: clock.now() };
     } catch (error) {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
       // The output cannot cross the channel (nor fit the durable value limit): a node failure.
@@ -215,7 +219,7 @@ export async function runNode(
     outcome: result.outcome,
     error: result.error,
   }, attemptId);
-  return { ...base, state: result.outcome, error: result.error, finishedAt: Date.now() };
+  return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
 }
 
 /** Fails an attempt whose start was proposed (`failure` came before its callback ran). */
@@ -237,7 +241,7 @@ async function failStartedAttempt(
     state: "failed",
     error: failure,
     startedAt: times.startedAt,
-    finishedAt: Date.now(),
+    finishedAt: clock.now(),
     deadlineAt: times.deadlineAt,
   };
 }

@@ -34,6 +34,7 @@ import { buildStepContract, type StepContract } from "../workflows/step-contract
 import { acceptAgentSubmission, prepareAgentStep } from "../workflows/execute-node.ts";
 import type { AcceptResult } from "../workflows/agent-executor.ts";
 import { publishFullAuthoringApi } from "../controllers/authoring-api.ts";
+import { scriptedResult } from "./scripted-results.ts";
 
 export type NodeStep = Extract<NextStep, { kind: "startNode" }>;
 
@@ -168,12 +169,15 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
     decideNext: (facts) => decideNext(wf, facts),
     resolveTimeout: (nodeId, facts, attemptId) =>
       resolveNodeTimeout(wf, nodeId, { facts, attemptId }),
-    execute: (nodeId, request) =>
-      executeNode(wf, nodeId, {
+    execute: (nodeId, request) => {
+      const scripted = scriptedResult(nodeId, wf.nodes.get(nodeId)!.kind, request.facts);
+      if (scripted) return Promise.resolve({ outcome: "ok", output: scripted.output });
+      return executeNode(wf, nodeId, {
         ...request,
         agent: agentFor(request.processGroups),
         groupAgent: groupAgentFor(request.processGroups),
-      }),
+      });
+    },
     prepareModelStep: async (nodeId, facts, attemptId, deadlineAt) => {
       const step = await prepareAgentStep(wf, nodeId, { facts, attemptId });
       const nodeKind = wf.nodes.get(nodeId)!.kind as "agent" | "decision" | "assistantMessage";

@@ -21,6 +21,9 @@ export const LAYERS: Record<string, readonly string[]> = {
   // Decision 1 of the board: the Pi extension sees only the client, the protocol and render.
   extension: ["client", "protocol", "render"],
   viewer: ["protocol", "os", "state", "render", "client"],
+  // The test kit runs the real host in the test's process and talks to it as a client would;
+  // it reads outputs and effects through state's read-only queries, like the viewer.
+  testing: ["protocol", "os", "state", "workflows", "host", "client"],
   // The one executable: `view` runs the viewer; text output shares render's figures (durations).
   cli: [
     "protocol",
@@ -34,6 +37,7 @@ export const LAYERS: Record<string, readonly string[]> = {
     "render",
     "viewer",
     "render",
+    "testing",
   ],
 };
 
