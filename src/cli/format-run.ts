@@ -8,6 +8,7 @@ import {
 import type {
   AmbiguousEffectSummary,
   AttemptSummary,
+  RunPi,
   RunSummary,
   UpdateSummary,
 } from "../protocol/run-operations.ts";
@@ -30,6 +31,8 @@ export interface RunStatusTextOptions extends RunTextOptions, RunStateContext {
   updates?: readonly UpdateSummary[];
   /** How many attempts the run has, when more than `attempts` holds (the last ones). */
   attemptCount?: number;
+  /** A headless run's Pi: what it loads and its session file (`run.status`'s `pi`). */
+  pi?: RunPi;
 }
 
 /** `run-1a2b3c4d  hello — Say hello to Ada  ▶ queued`: the run a command just acted on. */
@@ -64,6 +67,7 @@ export function formatRun(
   lines.push(
     `revision: ${run.revision}`,
     `mode: ${run.executionMode}`,
+    ...piLines(options.pi),
     `created: ${when(run.createdAt, now)}`,
     `updated: ${when(run.updatedAt, now)}`,
   );
@@ -95,6 +99,22 @@ export function formatRun(
   const text = style.text(lines.join("\n"));
   // The output is data: shown as it is, whatever the locale.
   return run.output === undefined ? text : `${text}\noutput: ${formatValue(run.output, style)}`;
+}
+
+/** What a headless run's Pi loads, and how to open the run's conversation in Pi. */
+function piLines(pi: RunPi | undefined): string[] {
+  if (pi === undefined) return [];
+  return [
+    `pi loads: ${
+      pi.context === "project" ? "context files and skills (--project-context)" : "nothing ambient"
+    }`,
+    `pi session: ${pi.sessionFile} (open it with: pi --session ${shellWord(pi.sessionFile)})`,
+  ];
+}
+
+/** A path as one shell word (quoted when it needs to be). */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_./@%+=:,-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * `start <workflow> [task text | --input-json | --input-file] [--env] [--cwd] [--wait]
- * [--provider --model --thinking] [-- <pi args>]`: parsing only, like parse-command.ts.
+ * [--provider --model --thinking] [--project-context] [-- <pi args>]`: parsing only, like parse-command.ts.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/env-names.ts";
@@ -36,6 +36,8 @@ export interface StartCommand {
    * first, then everything after `--`.
    */
   piArgs: string[];
+  /** The run's Pi loads context files and skills (`--project-context`). */
+  projectContext: boolean;
 }
 
 export function parseStart(argv: readonly string[]): CliCommand {
@@ -56,6 +58,7 @@ export function parseStart(argv: readonly string[]): CliCommand {
       provider: { type: "string" },
       model: { type: "string" },
       thinking: { type: "string" },
+      "project-context": { type: "boolean" },
     },
     1,
     Infinity,
@@ -77,6 +80,7 @@ export function parseStart(argv: readonly string[]): CliCommand {
     wait: flag(parsed, "wait"),
     json: flag(parsed, "json"),
     piArgs: [...modelArgs(parsed), ...passthrough],
+    projectContext: flag(parsed, "project-context"),
   };
 }
 

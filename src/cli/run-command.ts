@@ -62,7 +62,8 @@ export async function runRunCommand(
     : null;
   if (
     pi && !pi.ok &&
-    (pi.code === "invalidConfig" || command.kind === "start" && command.piArgs.length > 0)
+    (pi.code === "invalidConfig" ||
+      command.kind === "start" && (command.piArgs.length > 0 || command.projectContext))
   ) {
     io.err(pi.message);
     return EXIT.piUnavailable;
@@ -122,7 +123,15 @@ async function execute(
             env: start!.env,
             credentials,
             executionMode: "headless",
-            ...(pi?.ok ? { pi: { command: pi.pi.command, args: command.piArgs } } : {}),
+            ...(pi?.ok
+              ? {
+                pi: {
+                  command: pi.pi.command,
+                  args: command.piArgs,
+                  ...(command.projectContext ? { context: "project" as const } : {}),
+                },
+              }
+              : {}),
           },
         }),
       );
@@ -152,6 +161,7 @@ async function execute(
           ambiguous: receipt.ambiguousEffects,
           updates: receipt.updates,
           attemptCount: receipt.attemptCount,
+          ...(receipt.pi ? { pi: receipt.pi } : {}),
         }));
         if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
         if (waiting) io.out(formatWaiting(receipt.run.runId, waiting, Date.now(), style));

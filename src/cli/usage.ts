@@ -72,6 +72,8 @@ Options:
   --provider P        Pi provider for the run's model steps (needs --model)
   --model M           Pi model for the run's model steps
   --thinking T        Thinking level: off, minimal, low, medium, high, xhigh, max
+  --project-context   Let the run's Pi load context files (AGENTS.md, CLAUDE.md) and skills
+                      (default: none; each headless run is one Pi session, see 'status')
   -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)
 
 Examples:

@@ -70,6 +70,10 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     run: summary as unknown as JsonValue,
     attemptCount: status.attemptCount,
   };
+  // The run's owner asks (the socket is user-only): where its Pi conversation is.
+  if (view.piSessionFile !== null) {
+    receipt.pi = { context: view.piContext ?? "none", sessionFile: view.piSessionFile };
+  }
   if (view.state === "waiting") {
     const waiting = readWaiting(rt.store, runId);
     if (waiting) receipt.waiting = waitingView(waiting);
@@ -103,6 +107,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       waiting: receipt.waiting ?? null,
       ambiguousEffects: receipt.ambiguousEffects ?? null,
       definition: receipt.definition ?? null,
+      pi: receipt.pi ?? null,
     });
   // Events are paged only for a caller that follows the run (`eventsAfter`), which keeps the
   // plain status answer small and fast.

@@ -28,6 +28,9 @@ const PiArgSchema = v.pipe(
   v.check((arg) => !arg.includes("\0"), "Invalid Pi argument: contains a NUL character"),
 );
 
+const SESSION_CHOSEN = "pi-workflows gives each headless run one Pi session of its own " +
+  "(see `status`)";
+
 /**
  * Pi options a run may not record: a credential, and options that would take the child out of
  * the RPC session the worker drives or hide the `workflow` tool.
@@ -44,14 +47,15 @@ const REFUSED_PI_OPTIONS: Record<string, string> = {
   "-h": "pi-workflows runs Pi in RPC mode",
   "--version": "pi-workflows runs Pi in RPC mode",
   "-v": "pi-workflows runs Pi in RPC mode",
-  "--continue": "each step starts a fresh, unsaved session",
-  "-c": "each step starts a fresh, unsaved session",
-  "--resume": "each step starts a fresh, unsaved session",
-  "-r": "each step starts a fresh, unsaved session",
-  "--session": "each step starts a fresh, unsaved session",
-  "--session-id": "each step starts a fresh, unsaved session",
-  "--session-dir": "each step starts a fresh, unsaved session",
-  "--fork": "each step starts a fresh, unsaved session",
+  "--continue": SESSION_CHOSEN,
+  "-c": SESSION_CHOSEN,
+  "--resume": SESSION_CHOSEN,
+  "-r": SESSION_CHOSEN,
+  "--session": SESSION_CHOSEN,
+  "--session-id": SESSION_CHOSEN,
+  "--session-dir": SESSION_CHOSEN,
+  "--fork": SESSION_CHOSEN,
+  "--no-session": SESSION_CHOSEN,
   "--no-tools": "the step needs the workflow tool to submit",
   "-nt": "the step needs the workflow tool to submit",
 };
@@ -75,8 +79,18 @@ const PiArgsSchema = v.pipe(
   ),
 );
 
+/**
+ * What a headless Pi child loads besides the step: `none` (the default: no context files, skills,
+ * prompt templates, extensions or MCP servers of the user or the project) or `project` (Pi's
+ * context files, such as the project's AGENTS.md, and its skills).
+ */
+export const PI_CONTEXTS = ["none", "project"] as const;
+export type PiContext = (typeof PI_CONTEXTS)[number];
+
 export const PiLaunchSchema = strictObject({
   command: AbsolutePathSchema,
   args: PiArgsSchema,
+  /** Absent: `none`. */
+  context: v.optional(v.picklist(PI_CONTEXTS)),
 });
 export type PiLaunch = v.InferOutput<typeof PiLaunchSchema>;

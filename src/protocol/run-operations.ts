@@ -4,7 +4,7 @@
  * only `payload` and `receipt`.
  */
 import * as v from "valibot";
-import { PiLaunchSchema } from "./pi-launch.ts";
+import { PI_CONTEXTS, PiLaunchSchema } from "./pi-launch.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
@@ -259,8 +259,17 @@ export const RunInteractionSchema = looseObject({
 });
 export type RunInteraction = v.InferOutput<typeof RunInteractionSchema>;
 
+/** A headless run's Pi: what its children load and the run's session file (`pi --session`). */
+export const RunPiSchema = looseObject({
+  context: v.picklist(PI_CONTEXTS),
+  sessionFile: AbsolutePathSchema,
+});
+export type RunPi = v.InferOutput<typeof RunPiSchema>;
+
 export const RunStatusReceiptSchema = looseObject({
   run: RunSummarySchema,
+  /** A headless run with Pi: what its Pi children load and its session file. */
+  pi: v.optional(RunPiSchema),
   attempts: v.optional(v.array(AttemptSummarySchema)),
   /** Present while the run waits at a checkpoint or human decision: what it asks. */
   waiting: v.optional(WaitingSchema),

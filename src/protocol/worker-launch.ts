@@ -75,6 +75,11 @@ export const WorkerLaunchSchema = strictObject({
   /** Headless runs: the Pi command and model arguments recorded with the run. */
   pi: v.optional(PiLaunchSchema),
   /**
+   * Headless runs: the run's Pi session file, chosen by the host and recorded with the run; every
+   * Pi child of the run continues it (`--session`).
+   */
+  piSession: v.optional(AbsolutePathSchema),
+  /**
    * Headless runs: provider credentials the host holds in memory for the run; the worker gives
    * them to its Pi children only (never to workflow code, shell nodes or its own environment).
    */

@@ -45,6 +45,8 @@ interface RunDbRow {
   error_message: string | null;
   execution_mode: "interactive" | "headless";
   origin_session_id: string | null;
+  pi_context: "none" | "project" | null;
+  pi_session_file: string | null;
 }
 
 export interface RunView {
@@ -72,13 +74,18 @@ export interface RunView {
   executionMode: "interactive" | "headless";
   /** Private: never print in status output. */
   originSessionId: string | null;
+  /** A headless run with Pi: what its Pi children load (`none` or `project`). */
+  piContext: "none" | "project" | null;
+  /** A headless run with Pi: its Pi session file (`status` names it for the owner). */
+  piSessionFile: string | null;
 }
 
 const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
   "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
   `r.input_hash, r.parent_run_id, r.forked_from_run_id, r.forked_from_node_id, ${runRevisionSql()} AS revision, r.created_at, ` +
   `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
-  "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id " +
+  "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
+  "b.pi_context, b.pi_session_file " +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
 
 function toView(row: RunDbRow): RunView {
@@ -106,6 +113,8 @@ function toView(row: RunDbRow): RunView {
     error: row.error_code ? { code: row.error_code, message: row.error_message ?? "" } : null,
     executionMode: row.execution_mode,
     originSessionId: row.origin_session_id,
+    piContext: row.pi_context,
+    piSessionFile: row.pi_session_file,
   };
 }
 

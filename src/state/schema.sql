@@ -179,9 +179,17 @@ CREATE TABLE run_bindings (
   -- a credential (`--api-key` is refused at start).
   pi_command TEXT,
   pi_args_json TEXT,
+  -- Headless runs with Pi: what the Pi children load besides the step ('none', or 'project':
+  -- context files and skills), and the run's one Pi session file, chosen by the host at start
+  -- (<stateDir>/sessions/<runId>/run.jsonl, 0600 in 0700 directories), which every Pi child of
+  -- the run continues. Kept after the run ends, for its owner to open with `pi --session`.
+  pi_context TEXT CHECK (pi_context IN ('none', 'project')),
+  pi_session_file TEXT,
   created_at INTEGER NOT NULL,
   CHECK (execution_mode = 'headless' OR origin_session_id IS NOT NULL),
-  CHECK ((pi_command IS NULL) = (pi_args_json IS NULL))
+  CHECK ((pi_command IS NULL) = (pi_args_json IS NULL)),
+  CHECK ((pi_command IS NULL) = (pi_context IS NULL)),
+  CHECK ((pi_command IS NULL) = (pi_session_file IS NULL))
 );
 -- Session reservations (one active interactive run per session) and session reads.
 CREATE INDEX run_bindings_by_session ON run_bindings (origin_session_id)

@@ -23,3 +23,17 @@ export async function settleCleanups(timeoutMs: number): Promise<void> {
   ]);
   clearTimeout(timer);
 }
+
+/**
+ * Stops children kept between nodes (the run's headless Pi, headless-pi.ts), registered by their
+ * module when it loads: the run parks, waits or ends, or the worker leaves.
+ */
+let stopKept: (() => void) | null = null;
+
+export function setKeptChildStopper(stop: () => void): void {
+  stopKept = stop;
+}
+
+export function stopKeptChildren(): void {
+  stopKept?.();
+}

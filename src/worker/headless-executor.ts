@@ -1,61 +1,49 @@
 /**
- * Agent and decision steps of a headless run, each attempt in its own `pi --mode rpc` child:
+ * Agent and decision steps of a headless run, as prompts of the run's one Pi conversation:
  *
- *   spawn `pi --mode rpc --no-session --no-extensions -e <bridge> <recorded args>` (own group)
- *   -> hello to the bridge (the `workflow` tool with only update and submit)
- *   -> process.register with the host (start identity, under the live claim), awaited
- *   -> prompt: the step message of the shared step contract
- *   -> tool calls through the bridge: the step and attempt are checked, an update becomes a node
- *      update, a submission goes through the node's accept (normalize + validate); a rejection
- *      is the tool's error, so the model corrects and submits again
- *   -> a turn that ends without an accepted submission gets the contract's reminders, then the
- *      attempt fails (`noSubmission`); a turn that ended on a model error (Pi has already retried
- *      as its settings say) fails it with that error (`modelFailed`): a reminder would only meet
- *      the same error, and the failure would blame the agent for the provider
- *   -> the accepted output is the step's result; the Pi group is stopped and unregistered
- *      (tracked, so the worker exits only after it is down).
+ *   the run's session file (host-chosen, headless-session.ts) -> the run's Pi of this worker
+ *   generation, kept between steps or started on that file (headless-pi.ts) -> the step message,
+ *   with a note when the step's earlier attempt was interrupted (its cut-off turn stays in the
+ *   conversation as Pi left it) -> the step driven to an accepted output or a failure
+ *   (headless-step.ts) -> the Pi kept for the next step, or stopped when the step was aborted
+ *   (deadline, pause or cancel, claim loss, the host gone) or Pi died.
  *
- * An abort (deadline, pause or cancel, claim loss, the host gone) stops the group the same way.
+ * Agent group members run in parallel, each on a Pi and a session of its own (forked from the
+ * run's session at the member's first start). Pi killed by a signal interrupts the attempt
+ * (`interrupt`): the worker stops as after a crash, and the next worker runs the step again on a
+ * new Pi continuing the same conversation.
  */
 import { join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { MAX_FRAME_BYTES, readFrames, writeFrame } from "../protocol/framing.ts";
-import {
-  type BridgeCall,
-  bridgeHello,
-  bridgeResult,
-  parseBridgeCall,
-} from "../protocol/pi-bridge-messages.ts";
-import type { PiLaunch } from "../protocol/pi-launch.ts";
+import type { PiContext, PiLaunch } from "../protocol/pi-launch.ts";
+import { isCredentialName } from "../protocol/credential-names.ts";
 import type { AgentStepExecutor, AgentStepRequest } from "../workflows/agent-executor.ts";
 import { NodeFailure } from "../workflows/errors.ts";
 import type { ProcessGroupHooks } from "../workflows/shell-runner.ts";
+import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";
+import { headlessPiArgs } from "./headless-pi-args.ts";
 import {
-  acceptedText,
-  buildStepContract,
-  checkSubmitTarget,
-  MAX_STEP_REMINDERS,
-  noSubmissionError,
-  rejectedText,
-  reminderMessage,
-  type StepContract,
-} from "../workflows/step-contract.ts";
-import { isCredentialName } from "../protocol/credential-names.ts";
-import { trackCleanup } from "./child-cleanups.ts";
+  acquireRunPi,
+  keepRunPi,
+  startStepPi,
+  type StepPi,
+  type StepPiStart,
+  stopStepPi,
+} from "./headless-pi.ts";
+import { memberSessionArgs, restrictSessionFiles, runSessionArgs } from "./headless-session.ts";
+import { driveStep, PiKilled } from "./headless-step.ts";
 import { ensureBridgeFile } from "./pi-bridge-file.ts";
-import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
-import { type PiChild, problemLine, spawnPiChild } from "./pi-child.ts";
 
-/** SIGTERM to SIGKILL for a Pi group (Pi shuts down promptly on SIGTERM). */
-const PI_KILL_GRACE_MS = 1_000;
-/** Bytes of each Pi stream kept on disk per attempt. */
+/** Bytes of each Pi stream kept on disk per Pi child. */
 const PI_TAIL_BYTES = 256 * 1024;
-/** Dialogs an extension may open; a headless child answers them "cancelled" at once. */
-const DIALOG_METHODS = new Set(["select", "confirm", "input", "editor"]);
 
 export interface HeadlessExecutorOptions {
   /** The Pi command and recorded model arguments; null when the run has none. */
   pi: PiLaunch | null;
+  /** The run's session file (host-chosen); null for a run without one (interactive groups). */
+  sessionFile: string | null;
+  /** The directory of the run's sessions (`members/` goes under it). */
+  sessionsRoot: string;
   projectPath: string;
   /** The host's state directory (it names it in every worker's environment). */
   stateDir: string | null;
@@ -64,6 +52,12 @@ export interface HeadlessExecutorOptions {
   env: NodeJS.ProcessEnv;
   /** Registers the Pi group with the host before the prompt; unregisters it once it is down. */
   processGroups: ProcessGroupHooks;
+  /** The step's group node visit (agent group members' sessions are per visit). */
+  visit: number;
+  /** Set when this node's previous attempt was interrupted: the step is presented again. */
+  interruptedAttempt: string | null;
+  /** Pi died by a signal: the worker ends the attempt as interrupted. */
+  interrupt(reason: string): void;
 }
 
 let spawned = 0;
@@ -76,6 +70,77 @@ async function runHeadlessStep(
   options: HeadlessExecutorOptions,
   request: AgentStepRequest,
 ): Promise<JsonValue> {
+  const pi = runnablePi(options, request);
+  const contract = stepContract(request);
+  if (request.signal.aborted) throw request.signal.reason;
+  const stateDir = options.stateDir;
+  if (!stateDir) {
+    throw new NodeFailure("piUnavailable", "Worker not started by a host: no state directory");
+  }
+  if (request.groupMember) return await runMemberStep(options, request, contract, pi, stateDir);
+  const start = piStart(options, request, pi, stateDir, runSessionArgs(sessionFileOf(options)));
+  const child = await acquireRunPi(start);
+  let ended = false;
+  try {
+    const output = await driveStep(
+      child,
+      contract,
+      request,
+      secretsOf(options.env),
+      [
+        ...interruptedNote(options, contract),
+        contract.message,
+      ].join("\n"),
+    );
+    ended = true;
+    return output;
+  } catch (error) {
+    ended = !(error instanceof PiKilled) && !request.signal.aborted && child.exit === null;
+    throw interrupted(options, error);
+  } finally {
+    if (ended) keepRunPi(child, start);
+    else stopStepPi(child);
+  }
+}
+
+/** One agent group member: a Pi and a session of its own, stopped when the member ends. */
+async function runMemberStep(
+  options: HeadlessExecutorOptions,
+  request: AgentStepRequest,
+  contract: StepContract,
+  pi: PiLaunch,
+  stateDir: string,
+): Promise<JsonValue> {
+  const member = request.groupMember!;
+  const session = memberSessionArgs(options.sessionFile, options.sessionsRoot, {
+    nodeId: member.nodeId,
+    visit: options.visit,
+    memberId: member.memberId,
+  });
+  const child: StepPi = await startStepPi(piStart(options, request, pi, stateDir, session.args));
+  // A fork is a file Pi created itself: narrowed now that Pi runs.
+  restrictSessionFiles(session.dir);
+  try {
+    const note = session.origin === "continued" ? interruptedNote(options, contract) : [];
+    return await driveStep(
+      child,
+      contract,
+      request,
+      secretsOf(options.env),
+      [
+        ...note,
+        contract.message,
+      ].join("\n"),
+    );
+  } catch (error) {
+    throw interrupted(options, error);
+  } finally {
+    stopStepPi(child);
+    restrictSessionFiles(session.dir);
+  }
+}
+
+function runnablePi(options: HeadlessExecutorOptions, request: AgentStepRequest): PiLaunch {
   if (options.pi === null) {
     throw new NodeFailure(
       "piUnavailable",
@@ -89,7 +154,11 @@ async function runHeadlessStep(
       `Step "${request.nodeId}" is a visible assistant message, which needs an origin Pi session`,
     );
   }
-  const contract = buildStepContract({
+  return options.pi;
+}
+
+function stepContract(request: AgentStepRequest): StepContract {
+  return buildStepContract({
     kind: "agent",
     runId: request.runId,
     workflowName: request.workflowName,
@@ -100,25 +169,29 @@ async function runHeadlessStep(
     statusDetail: request.statusDetail,
     deadlineAt: null,
   });
-  if (request.signal.aborted) throw request.signal.reason;
-  const stateDir = options.stateDir;
-  if (!stateDir) {
-    throw new NodeFailure("piUnavailable", "Worker not started by a host: no state directory");
-  }
-  const bridgeFile = ensureBridgeFile(stateDir);
-  const child = spawnPiChild({
-    command: options.pi.command,
-    args: [
-      "--mode",
-      "rpc",
-      "--no-session",
-      "--no-extensions",
-      "-e",
-      bridgeFile,
-      ...options.pi.args,
-      // An allowlist still needs the bridge's tool, or the step could not be submitted.
-      ...(request.tools ? ["--tools", [...request.tools, BRIDGE_TOOL.name].join(",")] : []),
-    ],
+}
+
+function sessionFileOf(options: HeadlessExecutorOptions): string {
+  return options.sessionFile ?? join(options.sessionsRoot, "run.jsonl");
+}
+
+function piStart(
+  options: HeadlessExecutorOptions,
+  request: AgentStepRequest,
+  pi: PiLaunch,
+  stateDir: string,
+  session: readonly string[],
+): StepPiStart {
+  const context: PiContext = pi.context ?? "none";
+  return {
+    command: pi.command,
+    args: headlessPiArgs({
+      session,
+      context,
+      bridgeFile: ensureBridgeFile(stateDir),
+      recorded: pi.args,
+      ...(request.tools ? { tools: request.tools } : {}),
+    }),
     cwd: options.projectPath,
     env: options.env,
     tail: {
@@ -126,185 +199,31 @@ async function runHeadlessStep(
       stem: `${options.logStem}-pi${++spawned}`,
       maxBytes: PI_TAIL_BYTES,
     },
-  });
-  let registered = false;
-  const shutDown = async () => {
-    await child.stop(PI_KILL_GRACE_MS);
-    if (registered) await options.processGroups.stopped(child.pid).catch(() => {});
+    processGroups: options.processGroups,
   };
-  try {
-    // Pi reads the hello while it loads the bridge; the pipe holds it until then.
-    writeFrame(child.bridge, bridgeHello(BRIDGE_TOOL)).catch(() => {});
-    await options.processGroups.started(child.pid);
-    registered = true;
-    return await driveStep(child, contract, request, secretsOf(options.env));
-  } finally {
-    // The outcome goes to the host now; the group is down before the worker exits.
-    trackCleanup(shutDown());
-  }
 }
 
-/** Runs the RPC session of one attempt until a submission is accepted or the attempt fails. */
-function driveStep(
-  child: PiChild,
-  contract: StepContract,
-  request: AgentStepRequest,
-  secrets: readonly string[],
-): Promise<JsonValue> {
-  return new Promise<JsonValue>((resolve, reject) => {
-    let done = false;
-    let reminders = 0;
-    /** Pi's error for the latest assistant message of the current agent run, if it failed. */
-    let modelError: string | null = null;
-    const cleanups: (() => void)[] = [];
-    const finish = (settle: () => void) => {
-      if (done) return;
-      done = true;
-      for (const undo of cleanups) undo();
-      settle();
-    };
-    const fail = (code: string, message: string) =>
-      finish(() => reject(new NodeFailure(code, message)));
-
-    const onAbort = () => finish(() => reject(request.signal.reason));
-    request.signal.addEventListener("abort", onAbort, { once: true });
-    cleanups.push(() => request.signal.removeEventListener("abort", onAbort));
-
-    child.exited.then((exit) => {
-      const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
-      const last = child.lastStderrLine();
-      fail(
-        "piExited",
-        `Pi exited (${how}) before step "${contract.step}" was submitted${last ? `: ${last}` : ""}`,
-      );
-    });
-
-    const prompt = (message: string) => {
-      child.command({ type: "prompt", message }).then((response) => {
-        if (!response.success && !done) {
-          fail(
-            "piPromptRefused",
-            `Pi refused the prompt of step "${contract.step}": ${
-              problemLine(String(response.error ?? ""), "first") || "no reason given"
-            }`,
-          );
-        }
-      });
-    };
-
-    cleanups.push(child.onRecord((record) => {
-      if (record.type === "message_end") {
-        const message = record.message as
-          | { role?: unknown; stopReason?: unknown; errorMessage?: unknown }
-          | undefined;
-        if (message?.role === "assistant") {
-          modelError = message.stopReason === "error"
-            ? String(message.errorMessage ?? "") || "no reason given"
-            : null;
-        }
-      } else if (record.type === "agent_settled") {
-        if (done) return;
-        if (modelError !== null) {
-          fail(
-            "modelFailed",
-            `The model failed during step "${contract.step}": ${
-              redact(problemLine(modelError, "first"), secrets)
-            }`,
-          );
-          return;
-        }
-        if (reminders < MAX_STEP_REMINDERS) {
-          reminders++;
-          prompt(reminderMessage(contract, reminders));
-          return;
-        }
-        const error = noSubmissionError(contract);
-        fail(error.code, error.message);
-      } else if (
-        record.type === "extension_ui_request" && DIALOG_METHODS.has(String(record.method))
-      ) {
-        child.send({ type: "extension_ui_response", id: record.id, cancelled: true });
-      }
-    }));
-
-    // Tool calls, one at a time, in the order the bridge sent them.
-    void (async () => {
-      let queue: Promise<void> = Promise.resolve();
-      for await (const frame of readFrames(child.bridge, { maxBytes: MAX_FRAME_BYTES })) {
-        if (!frame.ok) continue;
-        const call = parseBridgeCall(frame.value);
-        if (!call.ok) continue;
-        queue = queue.then(() => answer(call.value));
-      }
-    })().catch(() => {});
-
-    const reply = (callId: string, verdict: { ok: boolean; text: string; terminate?: boolean }) =>
-      writeFrame(child.bridge, bridgeResult(callId, verdict)).catch(() => {});
-
-    const answer = async (call: BridgeCall): Promise<void> => {
-      const params = call.params;
-      if (done) {
-        await reply(call.callId, {
-          ok: false,
-          text: "This step is already finished: end your turn.",
-        });
-        return;
-      }
-      const action = params.action;
-      if (action !== "submit" && action !== "update") {
-        await reply(call.callId, {
-          ok: false,
-          text: `Unknown action ${JSON.stringify(action)}: use "submit" or "update"`,
-        });
-        return;
-      }
-      const mismatch = checkSubmitTarget(contract, params, action);
-      if (mismatch) {
-        await reply(call.callId, { ok: false, text: mismatch.message });
-        return;
-      }
-      if (action === "update") {
-        await reply(call.callId, publish(request, params.update));
-        return;
-      }
-      if (!Object.hasOwn(params, "output")) {
-        await reply(call.callId, {
-          ok: false,
-          text: rejectedText(contract, 'Output rejected: "output" is missing'),
-        });
-        return;
-      }
-      const verdict = await request.accept(params.output);
-      if (done) return;
-      if (!verdict.ok) {
-        await reply(call.callId, { ok: false, text: rejectedText(contract, verdict.message) });
-        return;
-      }
-      await reply(call.callId, { ok: true, text: acceptedText(contract), terminate: true });
-      finish(() => resolve(verdict.output));
-    };
-
-    prompt(contract.message);
-  });
+/**
+ * The note before a step presented again after its attempt was interrupted (a worker or host
+ * crash, Pi killed, a pause): the cut-off turn is still in the conversation as Pi left it.
+ */
+function interruptedNote(options: HeadlessExecutorOptions, contract: StepContract): string[] {
+  if (options.interruptedAttempt === null) return [];
+  return [
+    `Note: the previous attempt at workflow step "${contract.step}" (attempt ` +
+    `${JSON.stringify(options.interruptedAttempt)}) was interrupted before its output was ` +
+    "accepted (the workflow's worker, host or Pi stopped, or the run was paused). Whatever that " +
+    "attempt did is above in this conversation as it was cut off; a tool call it started may or " +
+    "may not have completed, so check before you rely on it. Do the step now and submit it " +
+    "with the new attempt id below.",
+    "",
+  ];
 }
 
-function publish(
-  request: AgentStepRequest,
-  update: JsonValue | undefined,
-): { ok: boolean; text: string } {
-  if (typeof update !== "object" || update === null || Array.isArray(update)) {
-    return { ok: false, text: 'Update refused: send "update": {"type": "...", "data": ...}' };
-  }
-  try {
-    request.publishUpdate({
-      type: String(update.type ?? ""),
-      key: typeof update.key === "string" ? update.key : "",
-      data: update.data ?? null,
-    });
-  } catch (error) {
-    return { ok: false, text: `Update refused: ${(error as Error).message}` };
-  }
-  return { ok: true, text: "Update recorded." };
+/** Pi killed by a signal: the worker interrupts the attempt; other errors pass through. */
+function interrupted(options: HeadlessExecutorOptions, error: unknown): unknown {
+  if (error instanceof PiKilled) options.interrupt(error.message);
+  return error;
 }
 
 /**
@@ -316,10 +235,4 @@ function secretsOf(env: NodeJS.ProcessEnv): string[] {
   return Object.entries(env)
     .filter(([name, value]) => value !== undefined && value.length >= 8 && isCredentialName(name))
     .map(([, value]) => value!);
-}
-
-function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) out = out.split(secret).join("[redacted]");
-  return out;
 }

@@ -24,7 +24,7 @@
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { createWorkerChannel, hostChannel, type HostFd } from "./channel.ts";
-import { settleCleanups } from "./child-cleanups.ts";
+import { settleCleanups, stopKeptChildren } from "./child-cleanups.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 
 export { WORKER_EXIT };
@@ -103,6 +103,7 @@ export async function runWorker(
     if (abortActiveNode(new DOMException(reason, "AbortError"))) {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
+    stopKeptChildren();
     await settleCleanups(LEAVE_BOUND_MS - 500);
     process.exit(code);
   };

@@ -11,6 +11,7 @@ import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
+import { StepInterrupted } from "./step-interrupted.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 import { workerClock } from "./worker-clock.ts";
 
@@ -117,6 +118,7 @@ export async function runNode(
 
   let pendingUpdates = 0;
   let lost: ClaimLostStop | null = null;
+  let interrupted: StepInterrupted | null = null;
   const onClaimLost = (error: ClaimLostStop) => {
     lost = error;
     controller.abort(error);
@@ -149,6 +151,12 @@ export async function runNode(
       publishUpdate,
       effects: createEffectPort(proposer, facts.runId, attemptId),
       processGroups: createProcessGroupPort(proposer, onClaimLost),
+      visit: step.visit,
+      interruptedAttempt: interruptedAttemptOf(facts, step.nodeId),
+      interrupt: (reason) => {
+        interrupted ??= new StepInterrupted(reason);
+        controller.abort(interrupted);
+      },
     });
   } finally {
     if (timer) clearTimeout(timer);
@@ -156,6 +164,8 @@ export async function runNode(
     abortActive = null;
   }
   if (lost) throw lost;
+  // Nothing is proposed for the attempt: the worker stops and the host interrupts it.
+  if (interrupted) throw interrupted;
 
   const base = {
     attemptId,
@@ -220,6 +230,15 @@ export async function runNode(
     error: result.error,
   }, attemptId);
   return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
+}
+
+/** The node's previous attempt when it was interrupted (or left running): its step is presented again. */
+function interruptedAttemptOf(facts: RunFacts, nodeId: string): string | null {
+  const last = facts.attempts.at(-1);
+  return last !== undefined && last.nodeId === nodeId &&
+      (last.state === "interrupted" || last.state === "running")
+    ? last.attemptId
+    : null;
 }
 
 /** Fails an attempt whose start was proposed (`failure` came before its callback ran). */

@@ -17,8 +17,8 @@ import { createOutputTail } from "./output-tail.ts";
 
 /** Pi prints whole session messages in some records; larger ones are skipped, not buffered. */
 const MAX_RECORD_BYTES = 8 * 1024 * 1024;
-/** Kept in memory for the failure message: the tail of stderr. */
-const STDERR_MEMORY_BYTES = 4096;
+/** Kept in memory for the failure message: the start of stderr. */
+const STDERR_MEMORY_BYTES = 8192;
 
 export type RpcRecord = Record<string, unknown> & { type: string };
 
@@ -58,8 +58,11 @@ export interface PiChild {
   command(command: Record<string, unknown> & { type: string }): Promise<RpcResponse>;
   /** Writes a record that gets no response (`extension_ui_response`). */
   send(record: Record<string, unknown>): void;
-  /** The stderr line that names Pi's problem (bounded; see `problemLine`), for a failure message. */
-  lastStderrLine(): string;
+  /**
+   * Pi's first error line on stderr (bounded; see `firstErrorLine`), for a failure message: later
+   * lines are advice, a stack or a version banner.
+   */
+  firstStderrError(): string;
   /** Stops the whole group: SIGTERM, SIGKILL after `graceMs`, then waits (bounded). */
   stop(graceMs: number): Promise<void>;
 }
@@ -118,7 +121,9 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
   let stderrMemory = "";
   child.stderr!.on("data", (chunk: Buffer) => {
     errTail.write(chunk);
-    stderrMemory = (stderrMemory + chunk.toString("utf8")).slice(-STDERR_MEMORY_BYTES);
+    if (stderrMemory.length < STDERR_MEMORY_BYTES) {
+      stderrMemory = (stderrMemory + chunk.toString("utf8")).slice(0, STDERR_MEMORY_BYTES);
+    }
   });
   // EPIPE after Pi exited: the exit is what matters.
   child.stdin!.on("error", () => {});
@@ -184,8 +189,8 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
       return next;
     },
     send: write,
-    lastStderrLine() {
-      return problemLine(stderrMemory, "last");
+    firstStderrError() {
+      return firstErrorLine(stderrMemory);
     },
     async stop(graceMs) {
       if (identity !== null) await stopProcessTree(identity, { graceMs });
@@ -215,4 +220,15 @@ export function problemLine(text: string, otherwise: "first" | "last"): string {
   const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
   const error = lines.findLast((line) => /^error\b/i.test(line));
   return (error ?? (otherwise === "first" ? lines[0] : lines.at(-1)) ?? "").slice(0, 300);
+}
+
+/**
+ * The first line of Pi's output that reports an error (`Error: ...`, or any line naming an
+ * error), else its first non-empty line; bounded to 300 characters.
+ */
+export function firstErrorLine(text: string): string {
+  const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
+  const line = lines.find((candidate) => /^error\b/i.test(candidate)) ??
+    lines.find((candidate) => /\berror\b/i.test(candidate)) ?? lines[0] ?? "";
+  return line.slice(0, 300);
 }

@@ -15,7 +15,8 @@
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerChannel } from "./channel.ts";
-import { settleCleanups } from "./child-cleanups.ts";
+import { settleCleanups, stopKeptChildren } from "./child-cleanups.ts";
+import { StepInterrupted } from "./step-interrupted.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
@@ -69,15 +70,31 @@ async function runEpoch(
     if (error instanceof ClaimLostStop) {
       return { code: WORKER_EXIT.claimLost, kept: false, loaded: null };
     }
+    if (error instanceof StepInterrupted) return await leaveInterrupted(proposer, error);
     throw error;
   }
   // Child groups (a headless Pi) are down and unregistered before the worker says goodbye.
+  stopKeptChildren();
   await settleCleanups(CLEANUP_BOUND_MS);
   // The durable end was already committed; the answer only says whether the host keeps us.
   const bye = await proposer.propose("worker.exiting", { reason: ended.reason }).catch(() => null);
   const kept = ended.reason === "parked" &&
     (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
   return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };
+}
+
+/**
+ * An attempt interrupted in this worker (its Pi killed by a signal): its groups are stopped, the
+ * host is told why, and the worker exits with no boundary, so the host settles it as a crash
+ * (the attempt `interrupted`, run again by the next worker; the run fails after repeated ones,
+ * naming `reason`).
+ */
+async function leaveInterrupted(proposer: Proposer, stop: StepInterrupted): Promise<EpochEnd> {
+  stopKeptChildren();
+  await settleCleanups(CLEANUP_BOUND_MS);
+  await proposer.propose("worker.exiting", { reason: "error", detail: stop.reason.slice(0, 500) })
+    .catch(() => null);
+  return { code: WORKER_EXIT.failed, kept: false, loaded: null };
 }
 
 /** Longest wait for a stopping child group at the end of an epoch (SIGTERM + SIGKILL + slack). */
@@ -157,9 +174,12 @@ async function walk(
   // verdict (see runNode); every proposal below waits for all of them first.
   for (;;) {
     const step = workflow.decideNext(facts);
-    // A run that ends or parks here has no Pi child left running (a step's Pi is stopped while
-    // the next step starts; see child-cleanups.ts).
-    if (step.kind !== "startNode") await settleCleanups(CLEANUP_BOUND_MS);
+    // A run that ends or parks here has no Pi child left running (the run's kept Pi is stopped,
+    // a member's while the next node starts; see child-cleanups.ts).
+    if (step.kind !== "startNode") {
+      stopKeptChildren();
+      await settleCleanups(CLEANUP_BOUND_MS);
+    }
     if (step.kind === "complete") {
       // The completion turn's intent is recorded (ineligible) before the terminal commit, which
       // then makes it eligible: no completion turn can start before the run is completed.

@@ -6,6 +6,7 @@
  * `prepareModelStep` renders its step contract, which the worker proposes as
  * `interaction.requested` before it exits.
  */
+import { dirname, join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerLaunch } from "../protocol/worker-launch.ts";
@@ -52,6 +53,12 @@ export interface ExecuteRequest {
   effects: EffectPort;
   /** Shell command process groups, registered with the host while they run. */
   processGroups: ProcessGroupHooks;
+  /** The node's 1-based visit. */
+  visit: number;
+  /** The node's previous attempt, when it was interrupted (the step is presented again). */
+  interruptedAttempt: string | null;
+  /** Ends the attempt as interrupted (a headless Pi killed by a signal): the worker stops. */
+  interrupt(reason: string): void;
 }
 
 /** Node kinds that talk to a model: in an interactive run they wait for the origin Pi session. */
@@ -145,23 +152,31 @@ export async function loadRunWorkflow(launch: WorkerLaunch): Promise<LoadOutcome
 }
 
 function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
-  const headless = (processGroups: ProcessGroupHooks, pi: PiLaunch | null) =>
+  const stateDir = process.env.PI_WORKFLOWS_STATE_DIR ?? null;
+  const headless = (request: ExecuteRequest, pi: PiLaunch | null) =>
     createHeadlessExecutor({
       pi,
+      sessionFile: launch.piSession ?? null,
+      sessionsRoot: launch.piSession
+        ? dirname(launch.piSession)
+        : join(stateDir ?? "", "sessions", launch.runId),
       projectPath: launch.projectPath,
-      stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? null,
+      stateDir,
       logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
       // Provider credentials reach the Pi child alone, never this process's environment.
       env: launch.credentials ? { ...process.env, ...launch.credentials } : process.env,
-      processGroups,
+      processGroups: request.processGroups,
+      visit: request.visit,
+      interruptedAttempt: request.interruptedAttempt,
+      interrupt: request.interrupt,
     });
-  const agentFor = (processGroups: ProcessGroupHooks): AgentStepExecutor =>
+  const agentFor = (request: ExecuteRequest): AgentStepExecutor =>
     launch.executionMode === "headless"
-      ? headless(processGroups, launch.pi ?? null)
+      ? headless(request, launch.pi ?? null)
       : interactiveUnavailable;
   // An interactive run's agent group still runs headless Pi children: the Pi found now.
-  const groupAgentFor = (processGroups: ProcessGroupHooks): AgentStepExecutor | undefined =>
-    launch.executionMode === "headless" ? undefined : lazyGroupExecutor(processGroups, headless);
+  const groupAgentFor = (request: ExecuteRequest): AgentStepExecutor | undefined =>
+    launch.executionMode === "headless" ? undefined : lazyGroupExecutor(request, headless);
   return {
     executionMode: launch.executionMode,
     ownFacts: (committed) =>
@@ -174,8 +189,8 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       if (scripted) return Promise.resolve({ outcome: "ok", output: scripted.output });
       return executeNode(wf, nodeId, {
         ...request,
-        agent: agentFor(request.processGroups),
-        groupAgent: groupAgentFor(request.processGroups),
+        agent: agentFor(request),
+        groupAgent: groupAgentFor(request),
       });
     },
     prepareModelStep: async (nodeId, facts, attemptId, deadlineAt) => {
@@ -199,8 +214,8 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
 
 /** Finds Pi on the first member's step (not for runs without groups); a miss fails the member. */
 function lazyGroupExecutor(
-  processGroups: ProcessGroupHooks,
-  headless: (processGroups: ProcessGroupHooks, pi: PiLaunch | null) => AgentStepExecutor,
+  execute: ExecuteRequest,
+  headless: (request: ExecuteRequest, pi: PiLaunch | null) => AgentStepExecutor,
 ): AgentStepExecutor {
   let executor: AgentStepExecutor | null = null;
   return {
@@ -212,7 +227,7 @@ function lazyGroupExecutor(
           cwd: process.cwd(),
         });
         executor = found.ok
-          ? headless(processGroups, { command: found.pi.command, args: [] })
+          ? headless(execute, { command: found.pi.command, args: [] })
           : unavailableAgentExecutor(`an agent group needs a headless Pi: ${found.message}`);
       }
       return executor.runStep(request);

@@ -23,6 +23,11 @@ export interface AgentStepRequest {
   statusDetail: string | null;
   /** A Pi tool allowlist for this step's session (agent group members); default Pi's own. */
   tools?: readonly string[];
+  /**
+   * Set for an agent group member: the group node and the member's id. Members run in parallel,
+   * each in a conversation of its own (a headless Pi session per member).
+   */
+  groupMember?: { nodeId: string; memberId: string };
   signal: AbortSignal;
   publishUpdate(update: WorkflowUpdate): void;
   /** Normalizes and validates one submission. A rejection message is meant for the model. */

@@ -118,6 +118,7 @@ async function runMember(
       expectedOutput: member.expectedOutput ?? null,
       statusDetail: member.statusDetail ?? null,
       ...(tools ? { tools } : {}),
+      groupMember: { nodeId: svc.nodeId, memberId: member.id },
       signal: ctx.signal,
       // A member's updates carry its id in the key, so parallel members never collide.
       publishUpdate: (update) =>

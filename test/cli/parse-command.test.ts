@@ -40,6 +40,7 @@ describe("parseCommand()", () => {
       wait: false,
       json: false,
       piArgs: [],
+      projectContext: false,
     });
     expect(parseCommand(["start", "builtin:x", "--wait", "--json", "--cwd", "/tmp"])).toEqual({
       kind: "start",
@@ -50,6 +51,10 @@ describe("parseCommand()", () => {
       wait: true,
       json: true,
       piArgs: [],
+      projectContext: false,
+    });
+    expect(parseCommand(["start", "w", "--project-context"])).toMatchObject({
+      projectContext: true,
     });
     expect(parseCommand(["start", "w", "--input-json", '{"n":[1,2]}'])).toMatchObject({
       input: { kind: "value", value: { n: [1, 2] } },
@@ -125,7 +130,7 @@ describe("parseCommand()", () => {
       /^Pi option --api-key is not allowed for workflow steps: provider keys stay/,
     );
     expect(usageError(["start", "w", "--", "--mode=json"])).toMatch(/--mode is not allowed/);
-    expect(usageError(["start", "w", "--", "--session", "s"])).toMatch(/fresh, unsaved session/);
+    expect(usageError(["start", "w", "--", "--session", "s"])).toMatch(/one Pi session of its own/);
   });
 
   it("reads run commands and host actions", () => {

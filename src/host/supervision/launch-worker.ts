@@ -77,6 +77,7 @@ function envelopeBase(run: LaunchableRun, workerEpoch: string) {
     inputHash: run.inputHash,
     executionMode: run.executionMode,
     ...(run.pi ? { pi: run.pi } : {}),
+    ...(run.piSession ? { piSession: run.piSession } : {}),
     protocolVersion: WORKER_PROTOCOL_VERSION,
   } as const;
 }

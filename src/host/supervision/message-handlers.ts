@@ -215,7 +215,9 @@ export function applyWorkerMessage(
     case "interaction.requested":
       return requestStep(ctx, worker, message, write);
     case "worker.exiting":
-      worker.diagnostic = `exiting: ${message.payload.reason}`;
+      worker.diagnostic = `exiting: ${message.payload.reason}${
+        message.payload.detail ? `: ${message.payload.detail}` : ""
+      }`;
       return { closedAttempt: false };
     default:
       throw refuse(`${message.kind} is not available yet in this version of the host`);

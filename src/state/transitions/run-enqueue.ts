@@ -11,13 +11,18 @@ import { encodeValue } from "../values.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { insertRunEnvironment } from "../run-environments.ts";
 import { supersedeSessionIntentsInTx } from "./turn-intents.ts";
+import type { PiContext } from "../../protocol/pi-launch.ts";
+import { runSessionFile } from "../run-sessions.ts";
 
 export interface RunBindingInput {
   executionMode: "interactive" | "headless";
   /** Required for interactive runs. */
   originSessionId?: string | null;
-  /** How a headless run starts Pi (command and recorded model arguments); null: none found. */
-  pi?: { command: string; args: readonly string[] } | null;
+  /**
+   * How a headless run starts Pi (command, recorded model arguments and what it loads); null:
+   * none found.
+   */
+  pi?: { command: string; args: readonly string[]; context?: PiContext } | null;
 }
 
 export interface EnqueueRunOptions {
@@ -123,13 +128,16 @@ export function enqueueRunInTx(
   execute(
     store,
     "INSERT INTO run_bindings (run_id, execution_mode, origin_session_id, pi_command, " +
-      "pi_args_json, created_at) VALUES (:runId, :mode, :session, :piCommand, :piArgs, :now)",
+      "pi_args_json, pi_context, pi_session_file, created_at) VALUES (:runId, :mode, :session, " +
+      ":piCommand, :piArgs, :piContext, :piSession, :now)",
     {
       runId,
       mode: opts.binding.executionMode,
       session: opts.binding.originSessionId ?? null,
       piCommand: opts.binding.pi?.command ?? null,
       piArgs,
+      piContext: opts.binding.pi ? opts.binding.pi.context ?? "none" : null,
+      piSession: opts.binding.pi ? runSessionFile(store, runId) : null,
       now,
     },
   );

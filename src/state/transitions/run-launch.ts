@@ -2,6 +2,7 @@
  * Launching a worker: `queued/queued` or `running/parked` -> `running/starting` (host claim,
  * new generation, worker epoch `starting`), then `running/running` once the worker is ready.
  */
+import type { PiContext } from "../../protocol/pi-launch.ts";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { acquireClaimInTx, type Claim, claimRunId, runResource } from "../claims.ts";
 import {
@@ -114,8 +115,13 @@ export interface LaunchableRun {
   definitionDigest: string;
   inputHash: string;
   executionMode: "interactive" | "headless";
-  /** The Pi command and model arguments recorded for a headless run; null when none. */
-  pi: { command: string; args: string[] } | null;
+  /**
+   * The Pi command, model arguments and what Pi loads, recorded for a headless run; null when
+   * none.
+   */
+  pi: { command: string; args: string[]; context: PiContext } | null;
+  /** The run's Pi session file (headless runs with Pi). */
+  piSession: string | null;
   /** Revision the scheduler read; pass-through for diagnostics. */
   revision: number;
 }
@@ -140,11 +146,14 @@ export function nextLaunchableRuns(
     execution_mode: "interactive" | "headless";
     pi_command: string | null;
     pi_args_json: string | null;
+    pi_context: PiContext | null;
+    pi_session_file: string | null;
     revision: number;
   }>(
     store,
     "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.project_path, r.workflow_source_json, " +
       "r.definition_digest, r.input_hash, b.execution_mode, b.pi_command, b.pi_args_json, " +
+      "b.pi_context, b.pi_session_file, " +
       `${runRevisionSql()} AS revision FROM run_queue q ` +
       "JOIN runs r ON r.run_id = q.run_id JOIN run_bindings b ON b.run_id = r.run_id " +
       "WHERE q.state IN ('queued', 'parked') AND r.state IN ('queued', 'running') " +
@@ -163,9 +172,12 @@ export function nextLaunchableRuns(
     definitionDigest: r.definition_digest,
     inputHash: r.input_hash,
     executionMode: r.execution_mode,
-    pi: r.pi_command === null
-      ? null
-      : { command: r.pi_command, args: (decodeValue(r.pi_args_json) ?? []) as string[] },
+    pi: r.pi_command === null ? null : {
+      command: r.pi_command,
+      args: (decodeValue(r.pi_args_json) ?? []) as string[],
+      context: r.pi_context ?? "none",
+    },
+    piSession: r.pi_session_file,
     revision: r.revision,
   }));
 }
