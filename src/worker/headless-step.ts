@@ -152,13 +152,17 @@ function onUiRequest(step: StepRun, record: RpcRecord): void {
   step.pi.child.send({ type: "extension_ui_response", id: record.id, cancelled: true });
 }
 
-/** Killed by a signal: an interrupted attempt. Exited on its own: the step fails. */
-function onPiExit(step: StepRun, exit: PiExit): void {
+/**
+ * Killed by a signal: an interrupted attempt. Exited on its own: the step fails with Pi's first
+ * error line (read once stderr is drained: it may arrive after the exit).
+ */
+async function onPiExit(step: StepRun, exit: PiExit): Promise<void> {
   if (step.done) return;
   if (exit.signal) {
     step.fail(new PiKilled(exit.signal, step.contract.step));
     return;
   }
+  await step.pi.child.drained;
   const error = step.pi.child.firstStderrError();
   step.fail(
     new NodeFailure(

@@ -52,6 +52,8 @@ export interface PiChild {
   /** The bridge's end is the child's fd 3. */
   readonly bridge: Duplex;
   readonly exited: Promise<PiExit>;
+  /** Resolves once Pi's stdout and stderr are drained after its exit (bounded: 1 s after it). */
+  readonly drained: Promise<void>;
   /** Calls `listener` with every RPC record Pi prints from now on; returns an unsubscribe. */
   onRecord(listener: (record: RpcRecord) => void): () => void;
   /** Sends one command and resolves with its response; rejects once Pi exited. */
@@ -142,10 +144,17 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
     });
   });
   // Close our tails once stdout and stderr are drained, not at the exit (data may follow it).
-  child.once("close", () => {
-    outTail.close();
-    errTail.close();
+  const closed = new Promise<void>((resolve) => {
+    child.once("close", () => {
+      outTail.close();
+      errTail.close();
+      resolve();
+    });
   });
+  // A grandchild holding the pipes open must not hold the failure message back for long.
+  const drained = exited.then(() =>
+    Promise.race([closed, new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref())])
+  );
   exited.then(() => {
     for (const settle of responses.values()) {
       settle({ type: "response", command: "exit", success: false, error: "Pi exited" });
@@ -164,6 +173,7 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
     identity,
     bridge,
     exited,
+    drained,
     onRecord(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
