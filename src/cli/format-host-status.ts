@@ -17,16 +17,26 @@ export function formatHostStatus(status: HostStatusReceipt): string {
   ].join("\n");
 }
 
+const HOST_STATE_TEXT: Record<StoppedHostStatus["state"], string> = {
+  stopped: "stopped",
+  notAnswering: "not answering",
+  busy: "busy (running, but serving its limit of connections)",
+};
+
+const SOCKET_TEXT: Record<StoppedHostStatus["socket"], string> = {
+  unavailable: "unavailable",
+  "not answering": "not answering (a process accepts connections but did not answer: frozen or " +
+    "overloaded; stop it, or a new host takes over once its lease expires)",
+  busy: "busy (every connection the host allows is open; retry shortly)",
+};
+
 /** What `host status` prints when no host answers (counts from the read-only database). */
 export function formatHostStopped(status: StoppedHostStatus): string {
   const lines = [
-    `host: ${status.state === "notAnswering" ? "not answering" : "stopped"}${
+    `host: ${HOST_STATE_TEXT[status.state]}${
       status.epoch === null ? "" : ` (last epoch ${status.epoch})`
     }`,
-    status.socket === "not answering"
-      ? "socket: not answering (a process accepts connections but did not answer: frozen or " +
-        "overloaded; stop it, or a new host takes over once its lease expires)"
-      : "socket: unavailable",
+    `socket: ${SOCKET_TEXT[status.socket]}`,
   ];
   if (status.problem) {
     lines.push(

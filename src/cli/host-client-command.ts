@@ -6,7 +6,7 @@ import { ensureHost } from "../client/ensure-host.ts";
 import { connectHost, type HostConnection } from "../client/host-connection.ts";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { clientStateDir, hostSocketPath } from "../client/socket-path.ts";
-import { HostUnavailableError } from "../protocol/failures.ts";
+import { HostBusyError, HostUnavailableError } from "../protocol/failures.ts";
 import type { HostStatusReceipt } from "../protocol/host-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { formatHostStatus, formatHostStopped } from "./format-host-status.ts";
@@ -21,6 +21,8 @@ const STOP_TIMEOUT_MS = 30_000;
 const NOT_ANSWERING = "Host not answering: a process accepts connections on the host socket but " +
   "did not answer (frozen or overloaded); stop that process, or wait: once its lease expires " +
   "the next command starts a new host";
+
+const BUSY = "Host busy: it serves its limit of connections at once; retry shortly";
 
 export async function runHostClientCommand(
   command: HostCommand,
@@ -39,13 +41,21 @@ export async function runHostClientCommand(
   }
 }
 
+/** Why no status came back although something holds the socket. */
+interface SilentHost {
+  /** Something accepted the connection but never answered (a frozen or overloaded host). */
+  accepted: boolean;
+  /** The host answered that it serves its limit of connections. */
+  busy: boolean;
+}
+
 /**
- * Connects and reads `host.status`; null when no host answers. `silent`: something accepted the
- * connection but never answered (a frozen or overloaded host): for `start` that is no host.
+ * Connects and reads `host.status`; null when no host answers, with `silent` saying why when
+ * something holds the socket (for `start` that is no host).
  */
 async function readStatus(
   socketPath: string,
-  silent?: { accepted: boolean },
+  silent?: SilentHost,
 ): Promise<{ connection: HostConnection; status: HostStatusReceipt } | null> {
   let connection: HostConnection;
   try {
@@ -60,6 +70,10 @@ async function readStatus(
   } catch (error) {
     const open = !connection.closed;
     connection.close();
+    if (error instanceof HostBusyError) {
+      if (silent) silent.busy = true;
+      return null;
+    }
     if (error instanceof HostUnavailableError) {
       if (silent && open) silent.accepted = true;
       return null;
@@ -76,12 +90,13 @@ async function hostStatusCommand(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
-  const silent = { accepted: false };
+  const silent = { accepted: false, busy: false };
   const found = await readStatus(socketPath, silent);
   if (!found) {
     const { readStoppedHostStatus } = await import("./stopped-host-status.ts");
     const stopped = readStoppedHostStatus(stateDir);
     if (silent.accepted) Object.assign(stopped, { state: "notAnswering", socket: "not answering" });
+    if (silent.busy) Object.assign(stopped, { state: "busy", socket: "busy" });
     if (json) printJson(io, stopped);
     else io.out(formatHostStopped(stopped));
     return EXIT.hostUnavailable;
@@ -98,10 +113,10 @@ async function hostStopCommand(
   json: boolean,
   io: CliIo,
 ): Promise<number> {
-  const silent = { accepted: false };
+  const silent = { accepted: false, busy: false };
   const found = await readStatus(socketPath, silent);
-  if (!found && silent.accepted) {
-    io.err(NOT_ANSWERING);
+  if (!found && (silent.accepted || silent.busy)) {
+    io.err(silent.busy ? BUSY : NOT_ANSWERING);
     return EXIT.hostUnavailable;
   }
   if (!found) {

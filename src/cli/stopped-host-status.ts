@@ -10,12 +10,15 @@ import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 
 export interface StoppedHostStatus {
-  /** `notAnswering`: something holds the socket but did not answer (see `socket`). */
-  state: "stopped" | "notAnswering";
+  /**
+   * `notAnswering`: something holds the socket but did not answer (see `socket`); `busy`: the host
+   * answered that it serves its limit of connections.
+   */
+  state: "stopped" | "notAnswering" | "busy";
   /** The last host epoch, or null before any host ran. */
   epoch: number | null;
   /** `not answering`: something accepted a connection on the socket but never answered. */
-  socket: "unavailable" | "not answering";
+  socket: "unavailable" | "not answering" | "busy";
   /**
    * Why a host could not start on this state (another schema digest, a damaged or unreadable
    * file), without the path: `doctor` gives the path and the fix.

@@ -5,7 +5,7 @@
  * waits the client says so (`onWait`, the CLI's stderr), and it gives up at a deadline with a
  * `HostUnavailableError` whose message says what to do next.
  */
-import { failureDetail, HostUnavailableError } from "../protocol/failures.ts";
+import { failureDetail, HostBusyError, HostUnavailableError } from "../protocol/failures.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
 import type { SelfCommand } from "../os/self-launch.ts";
 import { connectHost, type ConnectOptions, type HostConnection } from "./host-connection.ts";
@@ -67,7 +67,8 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
       );
       noticeAt = now + NOTICE_REPEAT_MS;
     }
-    if (now >= nextStartAt) {
+    // A busy host is running: wait for a free connection instead of starting another.
+    if (now >= nextStartAt && !(lastError instanceof HostBusyError)) {
       const lock = lockOrFail(stateDir);
       if (lock === null) waitingFor = "another client is starting it";
       else {
@@ -102,7 +103,9 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
     const attempt = await probe(socketPath, options);
     if (attempt.connection) return attempt.connection;
     // "Another host holds the state" says more than "no socket": keep it for the final message.
-    if (nextStartAt <= Date.now()) lastError = attempt.error;
+    if (nextStartAt <= Date.now() || attempt.error instanceof HostBusyError) {
+      lastError = attempt.error;
+    }
     await new Promise((resolve) =>
       setTimeout(resolve, Math.min(POLL_INTERVAL_MS, Math.max(0, deadline - Date.now())))
     );

@@ -8,9 +8,17 @@ import net from "node:net";
 import { randomUUID } from "node:crypto";
 import { newClientId } from "./client-id.ts";
 import { encodeFrame, FrameDecoder, FrameError } from "../protocol/framing.ts";
-import { HostUnavailableError, ProtocolRejectedError } from "../protocol/failures.ts";
+import {
+  HostBusyError,
+  HostUnavailableError,
+  ProtocolRejectedError,
+} from "../protocol/failures.ts";
 import { HOST_REQUEST_SCHEMA, type HostRequestInput } from "../protocol/host-request.ts";
-import { type HostResponse, parseHostResponse } from "../protocol/host-response.ts";
+import {
+  HOST_ERROR_CODES,
+  type HostResponse,
+  parseHostResponse,
+} from "../protocol/host-response.ts";
 import type { HostOperation, OperationInput } from "../protocol/host-operations.ts";
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
@@ -126,6 +134,10 @@ function openConnection(socket: net.Socket, options: ConnectOptions): HostConnec
     }
     const response = parsed.value;
     hostEpoch = response.hostEpoch;
+    if (response.requestId === null && response.error?.code === HOST_ERROR_CODES.hostBusy) {
+      failAll(new HostBusyError(response.error.message));
+      return;
+    }
     if (response.requestId === null) {
       // The host could not tell which request a frame was and closes the connection.
       const error = response.error ?? { code: "rejected", message: "the host rejected a frame" };

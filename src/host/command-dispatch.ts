@@ -161,6 +161,18 @@ function dispatch(rt: HostRuntime, request: HostRequest): HostResponse | Promise
   return handler(rt, request);
 }
 
+/** The answer to a connection over the host's limit; the connection closes after it. */
+export function hostBusyResponse(hostEpoch: number, maxConnections: number): HostResponse {
+  return failureResponse({
+    requestId: null,
+    hostEpoch,
+    outcome: "unavailable",
+    code: HOST_ERROR_CODES.hostBusy,
+    message:
+      `Host busy: it serves its limit of ${maxConnections} connections at once; retry shortly`,
+  });
+}
+
 /** The answer to a frame that could not be decoded; the connection closes after it. */
 export function frameRejectedResponse(hostEpoch: number, error: FrameError): HostResponse {
   return failureResponse({

@@ -40,6 +40,7 @@ import type { Supervision } from "./supervision/api.ts";
 import {
   createCommandHandler,
   frameRejectedResponse,
+  hostBusyResponse,
   responseFailedResponse,
 } from "./command-dispatch.ts";
 import { hostProcessProof } from "./host-identity.ts";
@@ -324,6 +325,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     socketServer = createSocketServer({
       handle: timedHandler(createCommandHandler(runtime), options.onServed),
       frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
+      busy: (limit) => hostBusyResponse(claim.epoch, limit),
       responseFailed: (response, error) => responseFailedResponse(claim.epoch, response, error),
       log,
       partialFrameMs: hostOptions.partialFrameMs,

@@ -31,8 +31,10 @@ export interface SocketServerOptions {
   maxInFlight?: number;
   /** How long a started frame may stay unfinished before the connection is closed. */
   partialFrameMs?: number;
-  /** Connections served at once; more are closed on arrival. */
+  /** Connections served at once; more get `busy`'s one answer and are closed on arrival. */
   maxConnections?: number;
+  /** The one answer to a connection over `maxConnections`. */
+  busy(maxConnections: number): unknown;
   /** How long a closing connection keeps reading (and dropping) what the peer still sends. */
   lingerMs?: number;
   /** How many bytes a closing connection drops before it gives up on the peer. */
@@ -68,7 +70,11 @@ export function createSocketServer(options: SocketServerOptions): SocketServer {
     }
     if (connections.size >= maxConnections) {
       options.log("socket.refused", { reason: "tooManyConnections" });
-      socket.destroy();
+      // One answer so the client can say "busy" rather than "no host"; then the connection ends.
+      socket.on("error", () => socket.destroy());
+      socket.resume(); // what the client sends meanwhile is dropped
+      socket.end(encodeResponseFrame(options.busy(maxConnections)));
+      setTimeout(() => socket.destroy(), limits.lingerMs).unref();
       return;
     }
     const connection = serveConnection(socket, options, limits, () => {

@@ -74,6 +74,17 @@ export class HostUnavailableError extends WorkflowFailureError {
   }
 }
 
+/**
+ * The host runs but serves as many connections as it allows: retry shortly. It is not a stopped
+ * host, so nothing starts another one.
+ */
+export class HostBusyError extends HostUnavailableError {
+  constructor(detail: string, options?: ErrorOptions) {
+    super(detail, options);
+    this.name = "HostBusyError";
+  }
+}
+
 /** A peer refused a message: bad schema, stale revision, wrong attempt, or a reused id. */
 export class ProtocolRejectedError extends WorkflowFailureError {
   /** The machine code the peer gave, e.g. `invalidRequest`, `frameTooLarge`. */

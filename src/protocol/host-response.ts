@@ -49,6 +49,7 @@ export const HOST_ERROR_CODES = {
   requestExpired: "requestExpired",
   runNotFound: "runNotFound",
   hostStopping: "hostStopping",
+  hostBusy: "hostBusy",
   internal: "internal",
 } as const;
 

@@ -26,6 +26,7 @@ beforeAll(async () => {
     handle: (value) => ({ response: { echo: value }, close: false }),
     frameRejected: (error) => ({ outcome: "rejected", error: { code: error.code } }),
     responseFailed: () => ({ outcome: "rejected" }),
+    busy: () => ({ outcome: "unavailable" }),
     log: () => {},
     lingerMs: 1500,
     lingerBytes: 4 * MAX_FRAME_BYTES,
