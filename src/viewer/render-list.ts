@@ -27,7 +27,9 @@ export function renderList(view: ListView): { header: StyledLine[]; body: Styled
     return {
       header,
       body: [[{
-        text: view.all ? "No runs yet." : "No active runs. Press a to show all runs.",
+        text: view.all
+          ? "No runs yet."
+          : "No active runs. Press a (or run view --all) to show all runs.",
         style: "muted",
       }]],
     };
