@@ -131,7 +131,7 @@ function onAgentSettled(step: StepRun): void {
       new NodeFailure(
         "modelFailed",
         `The model failed during step "${step.contract.step}": ${
-          redact(problemLine(step.modelError, "first"), step.secrets)
+          redact(problemLine(step.modelError), step.secrets)
         }`,
       ),
     );
@@ -181,7 +181,7 @@ function sendPrompt(step: StepRun, message: string): void {
       new NodeFailure(
         "piPromptRefused",
         `Pi refused the prompt of step "${step.contract.step}": ${
-          problemLine(String(response.error ?? ""), "first") || "no reason given"
+          problemLine(String(response.error ?? "")) || "no reason given"
         }`,
       ),
     );

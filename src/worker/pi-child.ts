@@ -224,12 +224,12 @@ function unavailable(error: unknown): NodeFailure {
  * The one line of a Pi message that says what is wrong, bounded to 300 characters. Pi's errors
  * run over several lines whose tail is advice and paths of its own docs ("Use /login ... See:
  * /…/docs/models.md"): the last line that starts with "Error" is the problem, else the first
- * (`first`, a refused prompt's message) or last (`last`, stderr) non-empty line.
+ * non-empty line (a refused prompt's message, a model error).
  */
-export function problemLine(text: string, otherwise: "first" | "last"): string {
+export function problemLine(text: string): string {
   const lines = text.split("\n").map((line) => line.trim()).filter(Boolean);
   const error = lines.findLast((line) => /^error\b/i.test(line));
-  return (error ?? (otherwise === "first" ? lines[0] : lines.at(-1)) ?? "").slice(0, 300);
+  return (error ?? lines[0] ?? "").slice(0, 300);
 }
 
 /**

@@ -12,9 +12,14 @@
  * model (bare_start_ms), and the model's submit sent -> the bridge receiving the tool call
  * (bare_tool_ms), answered at once. The host's share is what the headless path adds to those:
  * (start_ms - bare_start_ms) + (finish_ms - bare_tool_ms), medians; target: under 0.2 of the
- * bare start-and-prompt time. Prints one JSON line.
+ * bare start-and-prompt time.
  *
- *   npm run bench -- headless [runs=10]
+ * Then, in the same run, runs of ten consecutive agent steps (one conversation, one kept Pi)
+ * beside a bare Pi with the same arguments (_headless-steps.ts): `step_ms` of steps 2-10 against
+ * `bare_warm_ms`, a prompt round trip on an already running Pi (target: median ratio <= 1.5),
+ * and the first step against a bare Pi start. Prints one JSON line.
+ *
+ *   npm run bench -- headless [runs=10] [step-rounds=3]
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,6 +36,9 @@ import { queryOne } from "../../src/state/statements.ts";
 import { ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";
 import { spawnPiChild } from "../../src/worker/pi-child.ts";
+import { headlessPiArgs } from "../../src/worker/headless-pi-args.ts";
+import { runSessionArgs } from "../../src/worker/headless-session.ts";
+import { barePi, STEPS, stepsWorkflow, stepTimes, tailDirOf } from "./_headless-steps.ts";
 import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, PI_CLI } from "../support/pi-sandbox.ts";
 import { submitCall, submitContractIn } from "../support/step-responder.ts";
@@ -38,6 +46,7 @@ import { benchHostContext, enqueueResolved } from "./_host-context.ts";
 import { benchArgs, bySize, round, stats } from "./_figures.ts";
 
 const RUNS = Number(benchArgs[0] ?? bySize(10, 1));
+const STEP_ROUNDS = Number(benchArgs[1] ?? bySize(3, 1));
 const WARMUPS = 2;
 
 /** When the fake model answered each request (ms, same clock as `receivedAt`). */
@@ -70,14 +79,14 @@ export default defineWorkflow({
 const ctx = benchHostContext(stateDir, 30_000);
 const store = ctx.store;
 const supervision = createSupervision(ctx, { childEnv: sandbox.env });
-const piArgs = [
-  "--mode",
-  "rpc",
-  "--no-session",
-  "--no-extensions",
-  "-e",
-  ensureBridgeFile(stateDir),
-];
+/** The headless child's arguments, on a session file of its own (`n` names it). */
+const piArgs = (n: string) =>
+  headlessPiArgs({
+    session: runSessionArgs(join(stateDir, "bare-sessions", `${n}.jsonl`)),
+    context: "none",
+    bridgeFile: ensureBridgeFile(stateDir),
+    recorded: [],
+  });
 
 /** The first request at index >= `from` whose step message names `attempt` (or any, if null). */
 const requestFor = (from: number, attempt: string | null) =>
@@ -125,7 +134,7 @@ async function bareOnce(): Promise<{ start: number; tool: number }> {
   const spawnedAt = now();
   const pi = spawnPiChild({
     command: PI_CLI,
-    args: piArgs,
+    args: piArgs(`cold-${from}`),
     cwd: sandbox.project,
     env: { ...process.env, ...sandbox.env },
     tail: { dir: join(stateDir, "bare"), stem: "bare", maxBytes: 256 * 1024 },
@@ -156,6 +165,60 @@ async function bareOnce(): Promise<{ start: number; tool: number }> {
   }
 }
 
+/** Ten-step runs and bare Pis, interleaved (`STEP_ROUNDS` of each). */
+async function measureSteps() {
+  const path = join(sandbox.project, "ten-agents.workflow.ts");
+  writeFileSync(path, stepsWorkflow());
+  const resolved = await supervision.resolve({ workflow: path, input: {}, cwd: sandbox.project });
+  if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
+  const stepMs: number[] = [];
+  const firstMs: number[] = [];
+  const warmMs: number[] = [];
+  const startMs: number[] = [];
+  for (let round = 0; round < STEP_ROUNDS; round++) {
+    const bare = await barePi(PI_CLI, piArgs(`warm-${round}`), {
+      cwd: sandbox.project,
+      env: { ...process.env, ...sandbox.env },
+      tailDir: tailDirOf(stateDir),
+    }, STEPS);
+    startMs.push(bare.startMs);
+    warmMs.push(...bare.warmMs);
+    const { runId } = enqueueResolved(store, resolved, {
+      workflowRef: path,
+      projectPath: sandbox.project,
+      binding: { executionMode: "headless", pi: { command: PI_CLI, args: [] } },
+    });
+    supervision.wake();
+    const state = () =>
+      queryOne<{ state: string }>(store, "SELECT state FROM runs WHERE run_id = :runId", { runId })
+        ?.state;
+    const done = await waitUntil(
+      () => state() !== "queued" && state() !== "running" && supervision.activeWorkerCount() === 0,
+      180_000,
+    );
+    if (!done || state() !== "completed") throw new Error(`Ten-step run ended ${state()}`);
+    const times = stepTimes(store, runId);
+    firstMs.push(times.first);
+    stepMs.push(...times.later);
+  }
+  const step = stats(stepMs);
+  const warm = stats(warmMs);
+  const first = stats(firstMs);
+  const bareStart = stats(startMs);
+  return {
+    step_rounds: STEP_ROUNDS,
+    step_median_ms: step.median,
+    step_p95_ms: step.p95,
+    bare_warm_median_ms: warm.median,
+    bare_warm_p95_ms: warm.p95,
+    step_ratio: Math.round((step.median / warm.median) * 1000) / 1000,
+    target_step_ratio: 1.5,
+    first_step_median_ms: first.median,
+    bare_pi_start_median_ms: bareStart.median,
+    first_step_ratio: Math.round((first.median / bareStart.median) * 1000) / 1000,
+  };
+}
+
 try {
   const resolved = await supervision.resolve({
     workflow: workflowPath,
@@ -178,6 +241,7 @@ try {
     start.push(headless.start);
     finish.push(headless.finish);
   }
+  const steps = await measureSteps();
   const s = stats(start);
   const f = stats(finish);
   const bs = stats(bareStart);
@@ -197,6 +261,7 @@ try {
     host_share_ms: round(hostShare),
     ratio: Math.round((hostShare / bs.median) * 1000) / 1000,
     target_ratio: 0.2,
+    ...steps,
   }));
 } finally {
   await supervision.shutdown();

@@ -1,10 +1,11 @@
 /**
  * The pieces a headless worker uses around its Pi child: the bounded output tail on disk, the
  * bridge file written into the user-only state directory, and stopping a child's whole tree,
- * descendants in process groups of their own included (a Pi's bash tool detaches its commands).
+ * descendants in process groups of their own included (a Pi's bash tool detaches its commands),
+ * the run's session files and what the child's command line loads, and Pi's first error line.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -17,6 +18,9 @@ import {
 import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
 import { createOutputTail } from "../../src/worker/output-tail.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
+import { headlessPiArgs, NO_AMBIENT_FLAGS } from "../../src/worker/headless-pi-args.ts";
+import { memberSessionArgs, runSessionArgs } from "../../src/worker/headless-session.ts";
+import { firstErrorLine } from "../../src/worker/pi-child.ts";
 
 const dirs: string[] = [];
 const leftovers: number[] = [];
@@ -105,5 +109,73 @@ describe("stopProcessTree()", () => {
     expect(readProcessIdentity(leader.pid!)).toBe(null);
     expect(readProcessIdentity(sleeper)).toBe(null);
     expect(await stopProcessTree(identity, { graceMs: 300 })).toBe("alreadyGone");
+  });
+});
+
+describe("the run's session and the child's command line", () => {
+  it("creates the run's session file 0600 in 0700 directories, and keeps what it holds", () => {
+    const file = join(tempDir(), "sessions", "run-1", "run.jsonl");
+    expect(runSessionArgs(file)).toEqual(["--session", file]);
+    expect(statSync(file).size).toBe(0);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(file, "..")).mode & 0o777).toBe(0o700);
+    writeFileSync(file, '{"type":"session"}\n');
+    runSessionArgs(file);
+    expect(readFileSync(file, "utf8")).toBe('{"type":"session"}\n');
+  });
+
+  it("starts a member fresh, forks it from a run session that has content, continues its own", () => {
+    const root = join(tempDir(), "sessions", "run-1");
+    const runFile = join(root, "run.jsonl");
+    const key = { nodeId: "review/group", visit: 2, memberId: "a" };
+    runSessionArgs(runFile);
+    const fresh = memberSessionArgs(runFile, root, key);
+    expect(fresh.origin).toBe("fresh");
+    expect(fresh.dir).toBe(join(root, "members", "review_group.v2.a"));
+    expect(fresh.args).toEqual(["--session", join(fresh.dir, "member.jsonl")]);
+    rmSync(join(fresh.dir, "member.jsonl"));
+    writeFileSync(runFile, '{"type":"session"}\n');
+    const forked = memberSessionArgs(runFile, root, key);
+    expect(forked).toMatchObject({ origin: "forked" });
+    expect(forked.args).toEqual(["--fork", runFile, "--session-dir", forked.dir]);
+    writeFileSync(join(forked.dir, "2026_x.jsonl"), '{"type":"session"}\n');
+    expect(memberSessionArgs(runFile, root, key).args).toEqual([
+      "--session",
+      join(forked.dir, "2026_x.jsonl"),
+    ]);
+  });
+
+  it("loads nothing ambient by default; context files and skills with the project context", () => {
+    const base = { session: ["--session", "/s.jsonl"], bridgeFile: "/b.mjs", recorded: ["-x"] };
+    const plain = headlessPiArgs({ ...base, context: "none" });
+    expect(plain).toEqual([
+      "--mode",
+      "rpc",
+      "--session",
+      "/s.jsonl",
+      ...NO_AMBIENT_FLAGS,
+      "-e",
+      "/b.mjs",
+      "-x",
+    ]);
+    for (const flag of ["--no-context-files", "--no-skills", "--no-mcp", "--no-extensions"]) {
+      expect(plain).toContain(flag);
+    }
+    const project = headlessPiArgs({ ...base, context: "project", tools: ["read"] });
+    expect(project).not.toContain("--no-context-files");
+    expect(project).not.toContain("--no-skills");
+    expect(project).toContain("--no-extensions");
+    expect(project.slice(-2)).toEqual(["--tools", "read,workflow"]);
+  });
+
+  it("names Pi's first error line, not a later error or a version banner", () => {
+    expect(firstErrorLine("Warning: x\nError: first\nError: second\npi 1.6.0\n")).toBe(
+      "Error: first",
+    );
+    expect(firstErrorLine("  \nsomething broke: TypeError here\npi 1.6.0")).toBe(
+      "something broke: TypeError here",
+    );
+    expect(firstErrorLine("pi 1.6.0\n")).toBe("pi 1.6.0");
+    expect(firstErrorLine("")).toBe("");
   });
 });
