@@ -4,7 +4,7 @@
  * A newer epoch holding the claim (another client started a host meanwhile) does not count.
  * Read-only; a database this build cannot open counts as released (`doctor` explains it).
  */
-import { isSameProcessAlive, parseStartIdentity } from "../os/process-identity.ts";
+import { isSameProcessAliveNow, parseStartIdentity } from "../os/process-identity.ts";
 import { randomIds, systemClock } from "../state/clock.ts";
 import { liveHostHolder } from "../state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
@@ -21,7 +21,7 @@ export function epochStillHoldsState(stateDir: string, epoch: number): boolean {
     if (live === null || live.epoch !== epoch) return false;
     // Without a recorded identity (no /proc) only the lease would tell: do not wait on it.
     const holder = parseStartIdentity(live.startIdentity);
-    return holder !== null && isSameProcessAlive(holder);
+    return holder !== null && isSameProcessAliveNow(holder);
   } finally {
     closeStateStore(store);
   }

@@ -10,9 +10,9 @@ import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } 
 import { join } from "node:path";
 import {
   formatStartIdentity,
-  isSameProcessAlive,
+  isSameProcessAliveNow,
   parseStartIdentity,
-  readProcessIdentity,
+  readProcessIdentityNow,
 } from "../os/process-identity.ts";
 
 export const START_LOCK_FILE_NAME = "host-start.lock";
@@ -62,13 +62,13 @@ function createWithContent(path: string, text: string): boolean {
 
 /** This process as the lock names it: `pid:starttime`, or `pid:` where /proc is unreadable. */
 function ownIdentity(): string {
-  const identity = readProcessIdentity(process.pid);
+  const identity = readProcessIdentityNow(process.pid);
   return identity ? formatStartIdentity(identity) : `${process.pid}:`;
 }
 
 function holderAlive(holder: string): boolean {
   const identity = parseStartIdentity(holder);
-  if (identity !== null) return isSameProcessAlive(identity);
+  if (identity !== null) return isSameProcessAliveNow(identity);
   // No start identity (no /proc): a pid that still exists counts as the holder.
   const pid = Number(holder.split(":")[0]);
   if (!Number.isInteger(pid) || pid <= 0) return false;

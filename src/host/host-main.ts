@@ -58,7 +58,7 @@ import {
 import { createSocketServer, type HandledFrame, type SocketServer } from "./socket-server.ts";
 import { createHostSupervision } from "./supervision-adapter.ts";
 import type { SupervisionExtras } from "./supervision/index.ts";
-import { processIdentityUnsupported } from "../os/process-identity.ts";
+import { processBackendUnsupported } from "../os/process-backend.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -139,7 +139,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     maxBytes: hostOptions.maxLogBytes,
     write: options.writeLog ?? ((line) => process.stderr.write(line)),
   });
-  const unsupported = processIdentityUnsupported();
+  const unsupported = await processBackendUnsupported(process.platform, env);
   if (unsupported) throw new HostStartError("startFailed", unsupported);
   const stateDir = ensureStateDir(resolveStateDir(env));
   const socketPath = join(stateDir, SOCKET_FILE_NAME);
@@ -167,7 +167,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       ownerId,
       token: ids.token(),
       ttlMs: hostOptions.hostClaimTtlMs,
-      ...hostProcessProof(),
+      ...(await hostProcessProof()),
     }));
   } catch (error) {
     closeStateStore(store);

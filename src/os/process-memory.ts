@@ -1,18 +1,25 @@
 /**
- * Resident memory of a process, for the host's per-worker memory cap: `VmRSS` from
- * `/proc/PID/status` (Linux only, like the process identity in process-identity.ts).
+ * Resident memory of processes, for the host's per-worker memory cap: `VmRSS` under the `/proc`
+ * backend, `ps` `rss` under the `ps` backend. One table serves every worker of a supervision
+ * tick (a shared read: see ps-table.ts).
  */
-import { readFileSync } from "node:fs";
+import { processBackend } from "./process-backend.ts";
+import { type ProcessIdentity, ProcessTableUnavailable } from "./process-table.ts";
 
-/** Resident bytes of `pid`, or null when it is gone. */
-export function readResidentBytes(pid: number): number | null {
-  let text: string;
+/**
+ * Resident bytes of each process (null when it is gone, or its PID names another process now);
+ * an unreadable table answers null for all.
+ */
+export async function readResidentBytes(
+  identities: ProcessIdentity[],
+): Promise<(number | null)[]> {
   try {
-    text = readFileSync(`/proc/${pid}/status`, "utf8");
-  } catch {
-    return null;
+    const table = await processBackend().table();
+    return identities.map(({ pid, startTime }) =>
+      table.stat(pid)?.startTime === startTime ? table.residentBytes(pid) : null
+    );
+  } catch (error) {
+    if (error instanceof ProcessTableUnavailable) return identities.map(() => null);
+    throw error;
   }
-  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(text);
-  // A zombie has no VmRSS line: it holds no memory.
-  return match ? Number(match[1]) * 1024 : 0;
 }

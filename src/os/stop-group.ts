@@ -3,13 +3,20 @@
  * then waits (bounded) until no live member remains. Identity-checked: see process-identity.ts.
  */
 import {
-  descendantsOf,
-  groupHasLiveMembers,
-  isSameProcessAlive,
+  groupIsEmpty,
+  isOwnReapedChild,
+  isOwnRunningChild,
   type ProcessIdentity,
-  readProcessStat,
-  signalGroup,
+  type ProcessTable,
+  processTable,
+  ProcessTableUnavailable,
+  signalGroupIn,
 } from "./process-identity.ts";
+import {
+  descendantsIn,
+  groupHasLiveMembersIn,
+  sameProcessAlive,
+} from "./process-table.ts";
 
 export interface StopGroupOptions {
   /** Time between SIGTERM and SIGKILL. */
@@ -26,14 +33,7 @@ export async function stopProcessGroup(
   leader: ProcessIdentity,
   options: StopGroupOptions,
 ): Promise<StopGroupResult> {
-  if (isGone(leader)) return "alreadyGone";
-  if (!options.immediate) {
-    signalGroup(leader, "SIGTERM");
-    if (await waitUntil(() => isGone(leader), options.graceMs)) return "terminated";
-  }
-  signalGroup(leader, "SIGKILL");
-  const gone = await waitUntil(() => isGone(leader), options.killWaitMs ?? 5_000);
-  return gone ? "killed" : "stuck";
+  return await stopProcessTree(leader, options, false);
 }
 
 /**
@@ -45,42 +45,82 @@ export async function stopProcessGroup(
 export async function stopProcessTree(
   leader: ProcessIdentity,
   options: StopGroupOptions,
+  withDescendants = true,
 ): Promise<StopGroupResult> {
   const tracked = new Map<string, ProcessIdentity>();
-  const collect = () => {
-    if (isGone(leader)) return;
-    for (const d of descendantsOf(leader.pid)) tracked.set(`${d.pid}:${d.startTime}`, d);
+  // One table read per round: it collects the tree, tells what is gone, and backs the signals.
+  const round = async (): Promise<{ table: ProcessTable | null; gone: boolean }> => {
+    if (!withDescendants && quicklyGone(leader)) return { table: null, gone: true };
+    let table: ProcessTable;
+    try {
+      table = await processTable({ fresh: true });
+    } catch (error) {
+      if (error instanceof ProcessTableUnavailable) return { table: null, gone: false };
+      throw error;
+    }
+    if (withDescendants && !goneIn(table, leader)) {
+      for (const d of descendantsIn(table, leader.pid)) {
+        tracked.set(`${d.pid}:${d.startTime}`, { pid: d.pid, startTime: d.startTime });
+      }
+    }
+    const gone = goneIn(table, leader) && [...tracked.values()].every((d) => goneIn(table, d));
+    return { table, gone };
   };
-  collect();
-  const allGone = () => isGone(leader) && [...tracked.values()].every(isGone);
-  if (allGone()) return "alreadyGone";
-  const signalAll = (signal: NodeJS.Signals) => {
-    collect();
-    signalGroup(leader, signal);
-    for (const d of tracked.values()) signalGroup(d, signal);
+  const signalAll = async (signal: NodeJS.Signals) => {
+    const { table } = await round();
+    if (table === null) return;
+    signalGroupIn(table, leader, signal);
+    for (const d of tracked.values()) signalGroupIn(table, d, signal);
   };
+  const allGone = async () => (await round()).gone;
+  if (await allGone()) return "alreadyGone";
   if (!options.immediate) {
-    signalAll("SIGTERM");
-    if (await waitUntil(() => (collect(), allGone()), options.graceMs)) return "terminated";
+    await signalAll("SIGTERM");
+    if (await waitUntil(allGone, options.graceMs)) return "terminated";
   }
-  signalAll("SIGKILL");
+  await signalAll("SIGKILL");
   const gone = await waitUntil(allGone, options.killWaitMs ?? 5_000);
   return gone ? "killed" : "stuck";
 }
 
 /** The leader no longer runs and no live process is left in its group. */
-export function isGone(leader: ProcessIdentity): boolean {
-  const stat = readProcessStat(leader.pid);
-  // Another process owns the PID now: Linux would not reuse it while our group still existed.
-  if (stat !== null && stat.startTime !== leader.startTime) return true;
-  return !isSameProcessAlive(leader) && !groupHasLiveMembers(leader.pid);
+export async function isGone(leader: ProcessIdentity): Promise<boolean> {
+  if (quicklyGone(leader)) return true;
+  try {
+    return goneIn(await processTable({ fresh: true }), leader);
+  } catch (error) {
+    if (error instanceof ProcessTableUnavailable) return false;
+    throw error;
+  }
+}
+
+/**
+ * Gone without reading the table: a reaped child of ours whose group has no member left (the
+ * usual end of a worker). A running child of ours is not gone either way.
+ */
+function quicklyGone(leader: ProcessIdentity): boolean {
+  return !isOwnRunningChild(leader) && isOwnReapedChild(leader) && groupIsEmpty(leader.pid);
+}
+
+function goneIn(table: ProcessTable, leader: ProcessIdentity): boolean {
+  if (isOwnRunningChild(leader)) return false;
+  const stat = table.stat(leader.pid);
+  // Another process owns the PID now: no kernel reuses it while our group still exists.
+  if (stat !== null && (stat.startTime !== leader.startTime || isOwnReapedChild(leader))) {
+    return true;
+  }
+  if (sameProcessAlive(table, leader)) return false;
+  return groupIsEmpty(leader.pid) || !groupHasLiveMembersIn(table, leader.pid);
 }
 
 /** Polls `condition` every few milliseconds until it holds or `timeoutMs` passes. */
-export async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+export async function waitUntil(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   let delay = 2;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 25);

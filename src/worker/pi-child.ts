@@ -10,7 +10,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Duplex } from "node:stream";
 import { FrameDecoder } from "../protocol/framing.ts";
-import { type ProcessIdentity, readProcessIdentity } from "../os/process-identity.ts";
+import { identifyChildNow, type ProcessIdentity } from "../os/process-identity.ts";
 import { stopProcessTree } from "../os/stop-group.ts";
 import { NodeFailure } from "../workflows/errors.ts";
 import { createOutputTail } from "./output-tail.ts";
@@ -87,7 +87,7 @@ export function spawnPiChild(options: PiChildOptions): PiChild {
     throw unavailable(null);
   }
   const pid = child.pid;
-  const identity = readProcessIdentity(pid);
+  const identity = identifyChildNow(child);
   const outTail = createOutputTail(
     options.tail.dir,
     options.tail.stem,

@@ -17,7 +17,7 @@ export function createProcessGroupPort(
   const registered = new Map<number, string>();
   return {
     async started(pid) {
-      const identity = readProcessIdentity(pid);
+      const identity = await readProcessIdentity(pid);
       // Already exited: the runner kills whatever is left of its group at once.
       if (identity === null) return;
       try {
@@ -32,7 +32,7 @@ export function createProcessGroupPort(
         // A quick command may end, and be reaped, before the host looks at /proc: the host then
         // refuses it, yet there is nothing left to supervise (the runner kills what is left of
         // its group as soon as it sees the exit).
-        if (error instanceof ProposalRejected && !isSameProcessAlive(identity)) return;
+        if (error instanceof ProposalRejected && !(await isSameProcessAlive(identity))) return;
         throw error;
       }
       registered.set(pid, identity.startTime);

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeTempRoot } from "../support/temp-root.ts";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { randomIds, systemClock } from "../../src/state/clock.ts";
 import { queryOne } from "../../src/state/statements.ts";
@@ -32,7 +32,7 @@ let sleeper = 0;
 
 afterAll(async () => {
   host?.kill("SIGKILL");
-  if (sleeper && readProcessIdentity(sleeper)) process.kill(sleeper, "SIGKILL");
+  if (sleeper && readProcessIdentityNow(sleeper)) process.kill(sleeper, "SIGKILL");
   await removeTempRoot(root);
 });
 
@@ -91,7 +91,7 @@ export default defineWorkflow({
     expect(exit).toBe("SIGKILL");
     expect(existsSync(pidFile)).toBe(true);
     sleeper = Number(readFileSync(pidFile, "utf8").trim());
-    expect(await waitUntil(() => readProcessIdentity(sleeper) === null, 10_000)).toBe(true);
+    expect(await waitUntil(() => readProcessIdentityNow(sleeper) === null, 10_000)).toBe(true);
     // The worker exits too (it may still write its compile cache into the state dir as it goes,
     // so the cleanup must not race it).
     const after = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
@@ -102,6 +102,6 @@ export default defineWorkflow({
     );
     closeStateStore(after);
     expect(worker?.pid).toEqual(expect.any(Number));
-    expect(await waitUntil(() => readProcessIdentity(worker!.pid!) === null, 10_000)).toBe(true);
+    expect(await waitUntil(() => readProcessIdentityNow(worker!.pid!) === null, 10_000)).toBe(true);
   });
 });

@@ -20,8 +20,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { removeTempRoot } from "../support/temp-root.ts";
 import {
-  readProcessIdentity,
-  readProcessStat,
+  readProcessIdentityNow,
+  readProcessStatNow,
   signalGroup,
 } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
@@ -80,8 +80,8 @@ const sleepers: number[] = [];
 /** Only if the code under test failed to stop it: by exact identity, never a reused PID. */
 function killLeftovers(): void {
   for (const pid of sleepers.splice(0)) {
-    const identity = readProcessIdentity(pid);
-    if (identity) signalGroup(identity, "SIGKILL");
+    const identity = readProcessIdentityNow(pid);
+    if (identity) void signalGroup(identity, "SIGKILL");
   }
 }
 
@@ -101,12 +101,12 @@ describe("shell command groups under host supervision", () => {
     );
     const sleeper = await registeredSleeper(pidFile, h.stateDir);
     sleepers.push(sleeper);
-    const worker = readProcessStat(sleeper)!.ppid;
-    expect(readProcessStat(worker)?.pgrp).toBe(worker); // the worker leads its own group
-    expect(readProcessStat(sleeper)?.pgrp).toBe(sleeper); // and the command another one
+    const worker = readProcessStatNow(sleeper)!.ppid;
+    expect(readProcessStatNow(worker)?.pgrp).toBe(worker); // the worker leads its own group
+    expect(readProcessStatNow(sleeper)?.pgrp).toBe(sleeper); // and the command another one
     process.kill(worker, "SIGKILL");
 
-    expect(await waitUntil(() => readProcessIdentity(sleeper) === null, 10_000)).toBe(true);
+    expect(await waitUntil(() => readProcessIdentityNow(sleeper) === null, 10_000)).toBe(true);
     const run = await h.waitForRun(runId, (r) => r.blockedReason !== null);
     expect([run.state, run.queueState, run.blockedReason]).toEqual([
       "running",
@@ -155,7 +155,7 @@ ${nodes}
     sleepers.push(sleeper);
     const run = await h.waitForRun(runId, (r) => r.state === "timed_out");
     expect(run.error).toMatchObject({ code: "nodeTimedOut" });
-    expect(readProcessIdentity(sleeper)).toBe(null);
+    expect(readProcessIdentityNow(sleeper)).toBe(null);
     await waitUntil(() => h!.supervision.activeWorkerCount() === 0, 10_000);
     expect(recordedGroups(h.stateDir)).toEqual([]);
     expect(h.invariants()).toEqual([]);
@@ -206,14 +206,14 @@ describe("a restarted host reaps a registered group when host and worker died to
     const first = startHost(stateDir);
     const sleeper = await registeredSleeper(pidFile, stateDir);
     sleepers.push(sleeper);
-    const worker = readProcessStat(sleeper)!.ppid;
+    const worker = readProcessStatNow(sleeper)!.ppid;
     // Freeze the worker so it cannot notice the host's death and stop its command itself.
     process.kill(worker, "SIGSTOP");
     first.host.kill("SIGKILL");
     await first.exited;
     process.kill(worker, "SIGKILL");
-    expect(await waitUntil(() => readProcessIdentity(worker) === null, 5_000)).toBe(true);
-    expect(readProcessIdentity(sleeper), "the command outlived host and worker").not.toBe(null);
+    expect(await waitUntil(() => readProcessIdentityNow(worker) === null, 5_000)).toBe(true);
+    expect(readProcessIdentityNow(sleeper), "the command outlived host and worker").not.toBe(null);
 
     const second = startHost(stateDir);
     const code = await Promise.race([
@@ -221,7 +221,7 @@ describe("a restarted host reaps a registered group when host and worker died to
       new Promise<string>((resolve) => setTimeout(() => resolve("no exit"), 30_000)),
     ]);
     expect(code).toBe(0);
-    expect(readProcessIdentity(sleeper)).toBe(null);
+    expect(readProcessIdentityNow(sleeper)).toBe(null);
     expect(recordedGroups(stateDir)).toEqual([]);
     const check = openStateStore({ stateDir, clock: systemClock, ids: randomIds });
     try {

@@ -3,7 +3,6 @@ import { FakeClock } from "../../src/state/clock.ts";
 import { createHostLog, logError } from "../../src/host/host-log.ts";
 import { DEFAULT_HOST_OPTIONS, readHostOptions } from "../../src/host/host-options.ts";
 import { createIdleTracker, idleCheckIntervalMs } from "../../src/host/idle-tracker.ts";
-import { processIdentityUnsupported } from "../../src/os/process-identity.ts";
 
 describe("readHostOptions()", () => {
   it("uses documented defaults and derives the renewal interval from the lease", () => {
@@ -86,19 +85,5 @@ describe("logError()", () => {
     );
     expect(logError(new Error("x".repeat(500))).length).toBeLessThanOrEqual(161);
     expect(logError("plain")).toBe("unknown: plain");
-  });
-});
-
-describe("processIdentityUnsupported()", () => {
-  it("accepts Linux with /proc and refuses every other platform in one line", () => {
-    expect(processIdentityUnsupported()).toBeNull();
-    expect(processIdentityUnsupported("linux", true)).toBeNull();
-    expect(processIdentityUnsupported("darwin", false)).toBe(
-      "The pi-workflows host runs on Linux only: it identifies and stops worker processes " +
-        "through /proc, and this is darwin",
-    );
-    expect(processIdentityUnsupported("linux", false)).toContain(
-      "this Linux has no readable /proc",
-    );
   });
 });

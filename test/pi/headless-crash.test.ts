@@ -12,7 +12,7 @@
  *   stops Pi): the next host reaps exactly the recorded Pi at recovery, and the run completes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import { submitCall } from "../support/step-responder.ts";
@@ -70,7 +70,7 @@ describe("headless Pi children under cancellation and crashes", () => {
       return done(s) ? s : undefined;
     }, 200);
 
-  const gone = (p: ProcessInfo) => readProcessIdentity(p.pid) === null;
+  const gone = (p: ProcessInfo) => readProcessIdentityNow(p.pid) === null;
 
   it("cancel during an agent step leaves no Pi process or descendant within the bound", async () => {
     sleepThenSubmit("cancelled");
@@ -126,7 +126,7 @@ describe("headless Pi children under cancellation and crashes", () => {
     process.kill(worker, "SIGSTOP");
     process.kill(host!.pid, "SIGKILL");
     process.kill(worker, "SIGKILL");
-    expect(await waitUntil(() => readProcessIdentity(worker) === null, 10_000)).toBe(true);
+    expect(await waitUntil(() => readProcessIdentityNow(worker) === null, 10_000)).toBe(true);
     expect(gone(pi), "Pi outlived its host and worker").toBe(false);
 
     expect((await h.cli(["host", "start"], 60_000)).code).toBe(0);

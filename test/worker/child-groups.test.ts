@@ -13,7 +13,7 @@ import {
 } from "../../src/host/supervision/child-groups.ts";
 import { createProcessRegistry } from "../../src/host/supervision/process-registry.ts";
 import { listHostChildren, recordHostChild } from "../../src/state/transitions/host-children.ts";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { renewedExpiry } from "../../src/state/claims.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
@@ -37,7 +37,7 @@ afterEach(() => {
 function liveGroupLeader() {
   const child = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
   children.push(child);
-  const identity = readProcessIdentity(child.pid!);
+  const identity = readProcessIdentityNow(child.pid!);
   if (!identity) throw new Error("sleep did not start");
   return identity;
 }
@@ -99,8 +99,8 @@ describe("recorded child groups", () => {
     });
     registerChildGroup(f.store, claim, { workerEpoch, ...ours });
     expect(await reapRecordedChildGroups(f.store, 200)).toBe(1);
-    expect(await waitUntil(() => readProcessIdentity(ours.pid) === null, 5_000)).toBe(true);
-    expect(readProcessIdentity(unrelated.pid)).toEqual(unrelated);
+    expect(await waitUntil(() => readProcessIdentityNow(ours.pid) === null, 5_000)).toBe(true);
+    expect(readProcessIdentityNow(unrelated.pid)).toEqual(unrelated);
     expect(listChildGroups(f.store)).toEqual([]);
   });
 });
@@ -143,8 +143,8 @@ describe("recorded host children (validation children, resolvers)", () => {
     });
     recordHostChild(f.store, { ...ours, kind: "resolver", runId: null });
     expect(await reapRecordedHostChildren(f.store, 200)).toBe(1);
-    expect(await waitUntil(() => readProcessIdentity(ours.pid) === null, 5_000)).toBe(true);
-    expect(readProcessIdentity(unrelated.pid)).toEqual(unrelated);
+    expect(await waitUntil(() => readProcessIdentityNow(ours.pid) === null, 5_000)).toBe(true);
+    expect(readProcessIdentityNow(unrelated.pid)).toEqual(unrelated);
     expect(listHostChildren(f.store)).toEqual([]);
   });
 });

@@ -8,7 +8,7 @@ import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSupervision } from "../../src/host/supervision/index.ts";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import type { SupervisionExtras } from "../../src/host/supervision/index.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
@@ -45,7 +45,7 @@ async function logged(harness: Harness, event: string, ms = 30_000) {
   return JSON.parse(find()!.slice(event.length + 1)) as Record<string, unknown>;
 }
 
-const alive = (pid: number) => readProcessIdentity(pid) !== null;
+const alive = (pid: number) => readProcessIdentityNow(pid) !== null;
 
 describe("compile cache warm-up", () => {
   it("fills a new state directory's cache once", async () => {

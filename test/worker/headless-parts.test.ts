@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   descendantsOf,
-  readProcessIdentity,
-  readProcessStat,
+  readProcessIdentityNow,
+  readProcessStatNow,
   signalGroup,
 } from "../../src/os/process-identity.ts";
 import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
@@ -26,8 +26,8 @@ const dirs: string[] = [];
 const leftovers: number[] = [];
 afterEach(() => {
   for (const pid of leftovers.splice(0)) {
-    const identity = readProcessIdentity(pid);
-    if (identity) signalGroup(identity, "SIGKILL");
+    const identity = readProcessIdentityNow(pid);
+    if (identity) void signalGroup(identity, "SIGKILL");
   }
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
@@ -90,12 +90,12 @@ describe("stopProcessTree()", () => {
       "wait";
     const leader = spawn("sh", ["-c", script], { detached: true, stdio: "ignore" });
     leftovers.push(leader.pid!);
-    const identity = readProcessIdentity(leader.pid!)!;
+    const identity = readProcessIdentityNow(leader.pid!)!;
     let sleeper = 0;
     expect(
-      await waitUntil(() => {
-        const found = descendantsOf(leader.pid!).find((d) => {
-          const stat = readProcessStat(d.pid);
+      await waitUntil(async () => {
+        const found = (await descendantsOf(leader.pid!)).find((d) => {
+          const stat = readProcessStatNow(d.pid);
           return stat?.pgrp === d.pid &&
             readFileSync(`/proc/${d.pid}/cmdline`, "utf8").startsWith("sleep");
         });
@@ -104,10 +104,10 @@ describe("stopProcessTree()", () => {
       }, 10_000),
     ).toBe(true);
     leftovers.push(sleeper);
-    expect(readProcessStat(sleeper)!.pgrp).not.toBe(leader.pid);
+    expect(readProcessStatNow(sleeper)!.pgrp).not.toBe(leader.pid);
     expect(await stopProcessTree(identity, { graceMs: 300 })).toBe("killed");
-    expect(readProcessIdentity(leader.pid!)).toBe(null);
-    expect(readProcessIdentity(sleeper)).toBe(null);
+    expect(readProcessIdentityNow(leader.pid!)).toBe(null);
+    expect(readProcessIdentityNow(sleeper)).toBe(null);
     expect(await stopProcessTree(identity, { graceMs: 300 })).toBe("alreadyGone");
   });
 });

@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import {
   formatStartIdentity,
-  isSameProcessAlive,
-  readProcessIdentity,
+  isSameProcessAliveNow,
+  readProcessIdentityNow,
   signalGroup,
 } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
@@ -44,8 +44,8 @@ afterEach(async () => {
 async function sleeper() {
   const child = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
   children.push(child);
-  await waitUntil(() => readProcessIdentity(child.pid!) !== null, 5_000);
-  return readProcessIdentity(child.pid!)!;
+  await waitUntil(() => readProcessIdentityNow(child.pid!) !== null, 5_000);
+  return readProcessIdentityNow(child.pid!)!;
 }
 
 function enqueue(store: StateStore): string {
@@ -128,8 +128,8 @@ describe("recover() after a host restart", () => {
       });
       await supervision.recover();
 
-      expect(isSameProcessAlive(unrelated)).toBe(true);
-      expect(await waitUntil(() => !isSameProcessAlive(leftover), 5_000)).toBe(true);
+      expect(isSameProcessAliveNow(unrelated)).toBe(true);
+      expect(await waitUntil(() => !isSameProcessAliveNow(leftover), 5_000)).toBe(true);
       expect(listActiveWorkers(store)).toEqual([]);
       const statuses = queryAll<{ status: string }>(store, "SELECT status FROM run_workers")
         .map((r) => r.status);
@@ -169,10 +169,10 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
       child = report.child;
       expect(report.refused).toBe("rejected");
       expect(report.accepted).toBe("accepted");
-      expect(await waitUntil(() => readProcessIdentity(report.child) === null, 10_000)).toBe(true);
+      expect(await waitUntil(() => readProcessIdentityNow(report.child) === null, 10_000)).toBe(true);
     } finally {
-      const left = child ? readProcessIdentity(child) : null;
-      if (left) signalGroup(left, "SIGKILL"); // only if the host failed to reap it
+      const left = child ? readProcessIdentityNow(child) : null;
+      if (left) void signalGroup(left, "SIGKILL"); // only if the host failed to reap it
       await h.close();
     }
   });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { isSameProcessAlive, parseStartIdentity } from "../../src/os/process-identity.ts";
+import { isSameProcessAliveNow, parseStartIdentity } from "../../src/os/process-identity.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { reapStaleWorkers } from "../../src/host/supervision/recovery.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
@@ -61,10 +61,10 @@ describe("worker spawn", () => {
     expect(identity).not.toBeNull();
     expect(identity!.pid).toBe(epoch.pid);
     // The recorded identity is the live (not yet ready) worker itself.
-    expect(isSameProcessAlive(identity!)).toBe(true);
+    expect(isSameProcessAliveNow(identity!)).toBe(true);
     // What a restarted host's recovery does with it: reaped by that exact identity.
     expect(await reapStaleWorkers(h.ctx)).toBe(1);
-    expect(await waitUntil(() => !isSameProcessAlive(identity!), 10_000)).toBe(true);
+    expect(await waitUntil(() => !isSameProcessAliveNow(identity!), 10_000)).toBe(true);
     expect(["orphaned", "crashed"]).toContain(epochs(h, runId)[0].status);
   });
 

@@ -10,6 +10,7 @@ import { baseRunEnvironment, type RunEnvironment } from "../../protocol/run-envi
 import { readRunEnvironment } from "../../state/run-environments.ts";
 import type { StateStore } from "../../state/store.ts";
 import { detectRuntime } from "../../os/self-launch.ts";
+import { PROCESS_BACKEND_ENV, processBackend } from "../../os/process-backend.ts";
 
 const CRASH_HOOKS = /^PI_WORKFLOWS_CRASH_(AT|ONCE)$/;
 const DENO_SETTINGS = /^DENO_[A-Z_]+$/;
@@ -31,7 +32,8 @@ export function childEnvironment(
       env[name] = value;
     }
   }
-  return { ...env, ...extras };
+  // The host's process backend, so a worker names its processes the way its host reads them.
+  return { ...env, [PROCESS_BACKEND_ENV]: processBackend().name, ...extras };
 }
 
 /**

@@ -8,13 +8,14 @@
 import { clearChildGroups, listChildGroups } from "../../state/transitions/child-groups.ts";
 import { forgetHostChild, listHostChildren } from "../../state/transitions/host-children.ts";
 import type { StateStore } from "../../state/store.ts";
-import { isSameProcessAlive } from "../../os/process-identity.ts";
+import { type ProcessIdentity, processTable } from "../../os/process-identity.ts";
+import { sameProcessAlive } from "../../os/process-table.ts";
 import { stopProcessGroup, stopProcessTree } from "../../os/stop-group.ts";
 
 /** Returns how many groups were signalled. */
 export async function reapRecordedChildGroups(store: StateStore, graceMs: number): Promise<number> {
   const records = listChildGroups(store);
-  const alive = records.filter(isSameProcessAlive);
+  const alive = await filterAlive(records);
   await Promise.all(alive.map((identity) => stopProcessTree(identity, { graceMs })));
   for (const epoch of new Set(records.map((r) => r.workerEpoch))) clearChildGroups(store, epoch);
   return alive.length;
@@ -31,8 +32,15 @@ export async function reapRecordedHostChildren(
   graceMs: number,
 ): Promise<number> {
   const records = listHostChildren(store);
-  const alive = records.filter(isSameProcessAlive);
+  const alive = await filterAlive(records);
   await Promise.all(alive.map((identity) => stopProcessGroup(identity, { graceMs })));
   for (const record of records) forgetHostChild(store, record);
   return alive.length;
+}
+
+/** The records whose process runs with the exact recorded identity (one table read). */
+async function filterAlive<T extends ProcessIdentity>(records: T[]): Promise<T[]> {
+  if (records.length === 0) return [];
+  const table = await processTable({ fresh: true });
+  return records.filter((record) => sameProcessAlive(table, record));
 }

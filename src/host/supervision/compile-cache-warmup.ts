@@ -18,7 +18,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { setPriority } from "node:os";
 import { join } from "node:path";
-import { type ProcessIdentity, readProcessIdentity } from "../../os/process-identity.ts";
+import { identifyChildNow, type ProcessIdentity } from "../../os/process-identity.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { detectRuntime, type SelfCommand, selfCommand } from "../../os/self-launch.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
@@ -101,7 +101,7 @@ export function createCompileCacheWarmup(
         ctx.log("compile_cache.warmup_failed", { error: logError(error) });
         return;
       }
-      const identity = child.pid === undefined ? null : readProcessIdentity(child.pid);
+      const identity = identifyChildNow(child);
       running = { identity, ended: false };
       const current = running;
       try {

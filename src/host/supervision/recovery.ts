@@ -43,7 +43,7 @@ export async function reapStaleWorkers(ctx: HostContext): Promise<number> {
   let reaped = 0;
   for (const epoch of listActiveWorkers(ctx.store)) {
     const identity = parseStartIdentity(epoch.startIdentity);
-    if (identity !== null && isSameProcessAlive(identity)) {
+    if (identity !== null && (await isSameProcessAlive(identity))) {
       await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
       reaped++;
     }

@@ -159,9 +159,17 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     ctx.log("worker.limit", { run: worker.runId, generation: worker.generation, limit: reason });
     stop(worker, reason, diagnostic);
   };
-  const checkMemory = () => {
-    for (const { worker, bytes } of workersOverMemory(ctx, active.values())) {
-      limitExceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes));
+  let sampling = false;
+  const checkMemory = async () => {
+    // One sample at a time: a slow `ps` skips ticks instead of piling reads up.
+    if (sampling) return;
+    sampling = true;
+    try {
+      for (const { worker, bytes } of await workersOverMemory(ctx, active.values())) {
+        limitExceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes));
+      }
+    } finally {
+      sampling = false;
     }
   };
 
@@ -287,7 +295,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       started = true;
       controllers.start();
       const renewal = setInterval(renew, ctx.options.claimRenewMs);
-      const memory = setInterval(checkMemory, MEMORY_CHECK_MS);
+      const memory = setInterval(() => void checkMemory(), MEMORY_CHECK_MS);
       memory.unref();
       background.add(memory);
       const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));

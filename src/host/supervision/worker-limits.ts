@@ -67,16 +67,19 @@ export function recordLimitFailure(
 }
 
 /** The live workers whose resident memory passes the cap, with what they use. */
-export function workersOverMemory(
+export async function workersOverMemory(
   ctx: HostContext,
   workers: Iterable<ActiveWorker>,
-): { worker: ActiveWorker; bytes: number }[] {
+): Promise<{ worker: ActiveWorker; bytes: number }[]> {
   const cap = ctx.options.maxWorkerMemoryMb * MIB;
+  const sampled = [...workers].filter((w) => w.identity !== null && w.stopReason === null);
+  // One table read for every worker of the tick.
+  const sizes = await readResidentBytes(sampled.map((w) => w.identity!));
   const over: { worker: ActiveWorker; bytes: number }[] = [];
-  for (const worker of workers) {
-    if (worker.identity === null || worker.stopReason !== null) continue;
-    const bytes = readResidentBytes(worker.identity.pid);
-    if (bytes !== null && bytes > cap) over.push({ worker, bytes });
-  }
+  sampled.forEach((worker, i) => {
+    const bytes = sizes[i];
+    // Still running by the time the read answered: a stop meanwhile has its own reason.
+    if (bytes !== null && bytes > cap && worker.stopReason === null) over.push({ worker, bytes });
+  });
   return over;
 }

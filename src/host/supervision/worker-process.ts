@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { type ProcessIdentity, readProcessIdentity } from "../../os/process-identity.ts";
+import { identifyChildNow, type ProcessIdentity } from "../../os/process-identity.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
 import { captureStream, removeEmptyLogs } from "./captured-output.ts";
 import { createFrameReader, type FrameReader } from "./frame-reader.ts";
@@ -98,7 +98,7 @@ export function spawnWorkerProcess(options: WorkerSpawnOptions): SpawnedWorker {
       cause: error,
     });
   }
-  const identity = child.pid === undefined ? null : readProcessIdentity(child.pid);
+  const identity = identifyChildNow(child);
   const channel = child.stdio[3] as Duplex;
   // A child that dies before the host's first write (killed right after its start) fails that
   // write with EPIPE, emitted before any frame reader listens. The write's callback reports it

@@ -5,7 +5,11 @@
  */
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import type { WorkerMessageOf } from "../../protocol/worker-messages.ts";
-import { formatStartIdentity, readProcessStat } from "../../os/process-identity.ts";
+import {
+  formatStartIdentity,
+  processTable,
+  type ProcessTable,
+} from "../../os/process-identity.ts";
 import { renewClaim } from "../../state/claims.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "./active-worker.ts";
@@ -16,8 +20,9 @@ import type { Applied } from "./message-handlers.ts";
 /**
  * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that
  * leads its own process group (a headless Pi, a long command) to host supervision: it needs the
- * live claim, and the PID, start time, parent and group are checked against /proc, so a worker
- * cannot make the host signal anything else. `process.unregister` stays valid after the claim
+ * live claim, and the PID, start time, parent and group are checked against a process table read
+ * after the message arrived (`readRegistrationTable`), so a worker cannot make the host signal
+ * anything else. `process.unregister` stays valid after the claim
  * was released by a terminal commit, so cleanup can finish.
  */
 export function applyProgress(
@@ -44,7 +49,7 @@ export function applyProgress(
     }
     return { factsChunk: nextFactsChunk(worker), closedAttempt: false };
   }
-  const stat = readProcessStat(p.pid);
+  const stat = takeRegistrationTable(worker, message.messageId)?.stat(p.pid) ?? null;
   const leader = worker.identity;
   if (
     leader === null || stat === null || stat.startTime !== p.startTime ||
@@ -65,4 +70,35 @@ export function applyProgress(
 
 function protocolRejected(detail: string): WorkflowFailureError {
   return new WorkflowFailureError("protocolRejected", detail);
+}
+
+const registrationTables = new WeakMap<ActiveWorker, Map<string, ProcessTable>>();
+
+/**
+ * Reads the process table for a `process.register` frame before it joins the (synchronous)
+ * group commit that applies it; other frames pass at once. An unreadable table leaves none:
+ * the registration is then refused.
+ */
+export async function readRegistrationTable(worker: ActiveWorker, value: unknown): Promise<void> {
+  const frame = value as { kind?: unknown; messageId?: unknown; payload?: { op?: unknown } };
+  if (
+    frame?.kind !== "worker.progress" || frame.payload?.op !== "process.register" ||
+    typeof frame.messageId !== "string"
+  ) return;
+  let table: ProcessTable;
+  try {
+    table = await processTable({ fresh: true });
+  } catch {
+    return;
+  }
+  let tables = registrationTables.get(worker);
+  if (!tables) registrationTables.set(worker, tables = new Map());
+  tables.set(frame.messageId, table);
+}
+
+function takeRegistrationTable(worker: ActiveWorker, messageId: string): ProcessTable | null {
+  const tables = registrationTables.get(worker);
+  const table = tables?.get(messageId) ?? null;
+  tables?.delete(messageId);
+  return table;
 }

@@ -36,6 +36,7 @@ import { crashPoint } from "../../protocol/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./worker-process.ts";
 import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
+import { readRegistrationTable } from "./worker-progress.ts";
 import { startFacts } from "./facts-stream.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
@@ -164,6 +165,7 @@ export async function serveWorkerChannel(
         hooks.stop(worker, "protocolRejected", `protocolRejected: ${frame.error.code}`);
         break;
       }
+      await readRegistrationTable(worker, frame.value);
       // Answered inside the next group commit, with the frames of every worker read this turn.
       unanswered++;
       settleAfterNextCommit(

@@ -22,7 +22,7 @@ export async function recoverControllers(ctx: HostContext): Promise<void> {
   let reaped = 0;
   for (const epoch of listActiveControllerWorkers(ctx.store)) {
     const identity = parseStartIdentity(epoch.startIdentity);
-    if (identity !== null && isSameProcessAlive(identity)) {
+    if (identity !== null && (await isSameProcessAlive(identity))) {
       await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
       reaped++;
     }
