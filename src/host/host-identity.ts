@@ -9,8 +9,8 @@
 import {
   formatStartIdentity,
   parseStartIdentity,
-  processTable,
   type ProcessTable,
+  processTable,
 } from "../os/process-identity.ts";
 import { liveIdentity, sameProcessAlive } from "../os/process-table.ts";
 import type { AcquireHostClaimOptions } from "../state/host-claim.ts";

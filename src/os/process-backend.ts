@@ -5,7 +5,7 @@
  * child it starts, so a worker names its processes the way its host reads them.
  */
 import * as v from "valibot";
-import { readProcStat, procTable } from "./proc-table.ts";
+import { procTable, readProcStat } from "./proc-table.ts";
 import { type ProcessTable, ProcessTableUnavailable } from "./process-table.ts";
 import { createPsTableSource, type PsTableSource, readPsTableNow } from "./ps-table.ts";
 
@@ -94,7 +94,8 @@ export async function processBackendUnsupported(
   }
   let backend: ProcessBackend;
   try {
-    backend = current ?? (chooseProcessBackend(env, platform) === "proc" ? procBackend() : psBackend());
+    backend = current ??
+      (chooseProcessBackend(env, platform) === "proc" ? procBackend() : psBackend());
   } catch (error) {
     return (error as Error).message;
   }

@@ -77,7 +77,12 @@ export function descendantsIn(table: ProcessTable, pid: number): TreeMember[] {
   const queue = [pid];
   while (queue.length > 0) {
     for (const child of children.get(queue.shift()!) ?? []) {
-      found.push({ pid: child.pid, startTime: child.startTime, ppid: child.ppid, pgrp: child.pgrp });
+      found.push({
+        pid: child.pid,
+        startTime: child.startTime,
+        ppid: child.ppid,
+        pgrp: child.pgrp,
+      });
       queue.push(child.pid);
     }
   }

@@ -51,9 +51,9 @@ export function createPsTableSource(options: PsTableOptions = {}): PsTableSource
       try {
         rows = parsePsOutput(text);
       } catch (error) {
-        throw new ProcessTableUnavailable(`ps printed what this version cannot read: ${
-          (error as Error).message
-        }`);
+        throw new ProcessTableUnavailable(
+          `ps printed what this version cannot read: ${(error as Error).message}`,
+        );
       }
       const table = psTable(rows);
       if (latest === null || latest.startedAt <= startedAt) latest = { startedAt, table };
@@ -107,7 +107,13 @@ export function psTable(rows: PsRow[]): ProcessTable {
 }
 
 function statOf(row: PsRow): ProcessStat {
-  return { pid: row.pid, ppid: row.ppid, pgrp: row.pgrp, state: row.state, startTime: row.startTime };
+  return {
+    pid: row.pid,
+    ppid: row.ppid,
+    pgrp: row.pgrp,
+    state: row.state,
+    startTime: row.startTime,
+  };
 }
 
 /** Bound of the synchronous one-process read: a spawn waits no longer than this on `ps`. */
@@ -161,7 +167,9 @@ export function runPs(
         if (error === null) return resolve(stdout);
         const code = (error as NodeJS.ErrnoException).code;
         if (code === "ENOENT") {
-          return reject(new ProcessTableUnavailable("ps was not found (looked on PATH, /bin, /usr/bin)"));
+          return reject(
+            new ProcessTableUnavailable("ps was not found (looked on PATH, /bin, /usr/bin)"),
+          );
         }
         if ((error as { killed?: boolean }).killed) {
           return reject(new ProcessTableUnavailable(`ps did not answer within ${timeoutMs} ms`));

@@ -12,11 +12,7 @@ import {
   ProcessTableUnavailable,
   signalGroupIn,
 } from "./process-identity.ts";
-import {
-  descendantsIn,
-  groupHasLiveMembersIn,
-  sameProcessAlive,
-} from "./process-table.ts";
+import { descendantsIn, groupHasLiveMembersIn, sameProcessAlive } from "./process-table.ts";
 
 export interface StopGroupOptions {
   /** Time between SIGTERM and SIGKILL. */

@@ -75,7 +75,10 @@ describe("readProcessIdentity()", () => {
 describe("signalGroup()", () => {
   it("never signals a live unrelated process that reuses a recorded PID", async () => {
     const unrelated = startDetached("exec sleep 300");
-    await waitUntil(async () => (await readProcessStat(unrelated.pid!))?.state !== undefined, 5_000);
+    await waitUntil(
+      async () => (await readProcessStat(unrelated.pid!))?.state !== undefined,
+      5_000,
+    );
     const real = (await readProcessIdentity(unrelated.pid!))!;
     // A stale record: same PID, but the start time of some earlier process.
     const stale = { pid: real.pid, startTime: String(BigInt(real.startTime) - 1n) };

@@ -169,7 +169,9 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
       child = report.child;
       expect(report.refused).toBe("rejected");
       expect(report.accepted).toBe("accepted");
-      expect(await waitUntil(() => readProcessIdentityNow(report.child) === null, 10_000)).toBe(true);
+      expect(await waitUntil(() => readProcessIdentityNow(report.child) === null, 10_000)).toBe(
+        true,
+      );
     } finally {
       const left = child ? readProcessIdentityNow(child) : null;
       if (left) void signalGroup(left, "SIGKILL"); // only if the host failed to reap it

@@ -5,11 +5,7 @@
  */
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import type { WorkerMessageOf } from "../../protocol/worker-messages.ts";
-import {
-  formatStartIdentity,
-  processTable,
-  type ProcessTable,
-} from "../../os/process-identity.ts";
+import { formatStartIdentity, type ProcessTable, processTable } from "../../os/process-identity.ts";
 import { renewClaim } from "../../state/claims.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "./active-worker.ts";
