@@ -66,9 +66,13 @@ export function psBackend(source: PsTableSource = createPsTableSource()): Proces
 
 let current: ProcessBackend | null = null;
 
+function byName(name: ProcessBackendName): ProcessBackend {
+  return name === "proc" ? procBackend() : psBackend();
+}
+
 /** This process's backend, chosen on first use. */
 export function processBackend(): ProcessBackend {
-  current ??= chooseProcessBackend() === "proc" ? procBackend() : psBackend();
+  current ??= byName(chooseProcessBackend());
   return current;
 }
 
@@ -94,8 +98,10 @@ export async function processBackendUnsupported(
   }
   let backend: ProcessBackend;
   try {
+    const name = chooseProcessBackend(env, platform);
+    // A backend already in use (or put in place by a test) stays: children inherit its name.
     backend = current ??
-      (chooseProcessBackend(env, platform) === "proc" ? procBackend() : psBackend());
+      (env[PROCESS_BACKEND_ENV]?.trim() ? byName(name) : processBackend());
   } catch (error) {
     return (error as Error).message;
   }

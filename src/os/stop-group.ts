@@ -12,7 +12,12 @@ import {
   ProcessTableUnavailable,
   signalGroupIn,
 } from "./process-identity.ts";
-import { descendantsIn, groupHasLiveMembersIn, sameProcessAlive } from "./process-table.ts";
+import {
+  descendantsIn,
+  groupHasLiveMembersIn,
+  isDeadState,
+  sameProcessAlive,
+} from "./process-table.ts";
 
 export interface StopGroupOptions {
   /** Time between SIGTERM and SIGKILL. */
@@ -59,7 +64,8 @@ export async function stopProcessTree(
         tracked.set(`${d.pid}:${d.startTime}`, { pid: d.pid, startTime: d.startTime });
       }
     }
-    const gone = goneIn(table, leader) && [...tracked.values()].every((d) => goneIn(table, d));
+    const gone = goneIn(table, leader) &&
+      [...tracked.values()].every((d) => goneIn(table, d, false));
     return { table, gone };
   };
   const signalAll = async (signal: NodeJS.Signals) => {
@@ -98,14 +104,17 @@ function quicklyGone(leader: ProcessIdentity): boolean {
   return !isOwnRunningChild(leader) && isOwnReapedChild(leader) && groupIsEmpty(leader.pid);
 }
 
-function goneIn(table: ProcessTable, leader: ProcessIdentity): boolean {
+function goneIn(table: ProcessTable, leader: ProcessIdentity, leads = true): boolean {
   if (isOwnRunningChild(leader)) return false;
   const stat = table.stat(leader.pid);
   // Another process owns the PID now: no kernel reuses it while our group still exists.
   if (stat !== null && (stat.startTime !== leader.startTime || isOwnReapedChild(leader))) {
     return true;
   }
-  if (sameProcessAlive(table, leader)) return false;
+  // A leader that no longer leads its group is another process with its PID (and start second,
+  // under `ps`): what is left to wait for is the group alone.
+  const other = leads && stat !== null && stat.pgrp !== leader.pid && !isDeadState(stat.state);
+  if (!other && sameProcessAlive(table, leader)) return false;
   return groupIsEmpty(leader.pid) || !groupHasLiveMembersIn(table, leader.pid);
 }
 
