@@ -58,7 +58,7 @@ describe("parsePsOutput()", () => {
   it("skips blank lines and names an unreadable one", () => {
     expect(parsePsOutput("\n\n")).toEqual([]);
     expect(() => parsePsOutput("  PID  PPID  PGID STAT   RSS STARTED\n")).toThrow(
-      /unreadable ps line: "  PID  PPID/,
+      /unreadable ps line: " {2}PID {2}PPID/,
     );
     expect(() => parsePsOutput("1 0 1 Ss 10 Sam 5 Dez 10:21:32 2026")).toThrow(/unreadable/);
     expect(() => parsePsOutput("1 0 1 Ss 10")).toThrow(/unreadable/);
