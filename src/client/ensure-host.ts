@@ -27,8 +27,11 @@ export interface EnsureHostOptions extends ConnectOptions {
   env?: Record<string, string | undefined>;
   /** Whole deadline for starting the host and seeing it answer. */
   startTimeoutMs?: number;
-  /** Command that runs the host; defaults to `selfCommand(["host", "run"])`. */
-  startCommand?: SelfCommand;
+  /**
+   * Command that runs the host; defaults to `selfCommand(["host", "run"])`. A function is asked
+   * at each start, and what it throws (no usable Node, say) is the start's one-line failure.
+   */
+  startCommand?: SelfCommand | (() => SelfCommand);
   /** When false, only connects (no start on demand). */
   autoStart?: boolean;
   /** Told (one line each time) while the client waits for a host: what it is waiting for. */
@@ -81,7 +84,9 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
             stateDir,
             env: { ...env, PI_WORKFLOWS_STATE_DIR: stateDir },
             timeoutMs: Math.max(1, deadline - Date.now()),
-            command: options.startCommand,
+            command: typeof options.startCommand === "function"
+              ? options.startCommand()
+              : options.startCommand,
           });
         } catch (error) {
           if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {

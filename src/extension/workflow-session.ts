@@ -55,7 +55,8 @@ export class WorkflowSession {
     this.client = createHostClient({
       // BOARD decision 2: one id per Pi session, the same after a reconnect or a Pi restart.
       clientId: stableClientId(`pi-session:${this.sessionId}`),
-      startCommand: hostStartCommand(),
+      // Asked at each start: with no usable Node the start fails with one line (host-launch.ts).
+      startCommand: () => hostStartCommand(),
     });
     this.ops = new SessionOps(this.client, this.sessionId);
     this.presenter = new Presenter({

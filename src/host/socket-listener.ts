@@ -6,8 +6,13 @@
 import { lstatSync, unlinkSync } from "node:fs";
 import net from "node:net";
 
-/** Unix socket paths longer than this do not fit `sockaddr_un` on Linux. */
-const MAX_SOCKET_PATH_BYTES = 107;
+/**
+ * The longest unix socket path `sockaddr_un` holds, its closing NUL aside: `sun_path` is 108
+ * bytes on Linux, 104 on macOS and the BSDs.
+ */
+export function maxSocketPathBytes(platform: NodeJS.Platform = process.platform): number {
+  return platform === "linux" ? 107 : 103;
+}
 
 export type SocketProbe = "absent" | "stale" | "live";
 
@@ -60,6 +65,18 @@ export interface SocketIdentity {
   ino: number;
 }
 
+/** Why `socketPath` cannot be a unix socket here (one line with a shorter-path hint), or null. */
+export function socketPathTooLong(
+  socketPath: string,
+  platform: NodeJS.Platform = process.platform,
+): string | null {
+  const bytes = Buffer.byteLength(socketPath);
+  const max = maxSocketPathBytes(platform);
+  if (bytes <= max) return null;
+  return `Cannot create the host socket: path is ${bytes} bytes, the limit is ${max} on ` +
+    `${platform}; use a shorter PI_WORKFLOWS_STATE_DIR (e.g. ~/.pi-workflows)`;
+}
+
 /**
  * Listens on `socketPath` with mode 0600. A stale file must already be judged stale by the caller
  * (`probeSocket`); it is unlinked here.
@@ -68,13 +85,8 @@ export async function listenUserOnly(
   server: net.Server,
   socketPath: string,
 ): Promise<SocketIdentity> {
-  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-    throw new RangeError(
-      `Cannot create the host socket: path is ${
-        Buffer.byteLength(socketPath)
-      } bytes, the limit is ${MAX_SOCKET_PATH_BYTES}; use a shorter PI_WORKFLOWS_STATE_DIR`,
-    );
-  }
+  const tooLong = socketPathTooLong(socketPath);
+  if (tooLong !== null) throw new RangeError(tooLong);
   try {
     unlinkSync(socketPath);
   } catch (error) {

@@ -39,13 +39,23 @@ export const WAL_AUTOCHECKPOINT_FRAMES = 4_000;
 
 /**
  * The pragmas of a writable state database: WAL, a durable commit (`synchronous=FULL`: a commit
- * is on disk before any acknowledgement leaves) and the checkpoint interval. Benchmarks give
- * their raw baseline file the same.
+ * is on disk before any acknowledgement leaves) and the checkpoint interval. On macOS `fsync`
+ * only hands the data to the drive, whose cache a power loss empties: `fullfsync` (commits) and
+ * `checkpoint_fullfsync` (checkpoints) make SQLite use `F_FULLFSYNC`, which waits for the
+ * medium. docs/state.md "Durability on macOS" says what it costs. Benchmarks give their raw
+ * baseline file the same.
  */
-export function applyWritePragmas(db: DatabaseSync): void {
+export function applyWritePragmas(
+  db: DatabaseSync,
+  platform: NodeJS.Platform = process.platform,
+): void {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   db.exec(`PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_FRAMES}`);
+  if (platform === "darwin") {
+    db.exec("PRAGMA fullfsync = ON");
+    db.exec("PRAGMA checkpoint_fullfsync = ON");
+  }
 }
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;

@@ -226,7 +226,7 @@ describe("host run", () => {
     const result = await runCliProcess(["host", "run"], { ...h.env, PI_WORKFLOWS_STATE_DIR: long });
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n").at(-1)).toMatch(
-      /^Cannot create the host socket: path is \d+ bytes, the limit is 107; use a shorter PI_WORKFLOWS_STATE_DIR$/,
+      /^Cannot create the host socket: path is \d+ bytes, the limit is 107 on linux; use a shorter PI_WORKFLOWS_STATE_DIR \(e\.g\. ~\/\.pi-workflows\)$/,
     );
   });
 
