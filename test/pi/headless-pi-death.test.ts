@@ -8,7 +8,7 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import { runCliProcess } from "../host/helpers.ts";
@@ -26,7 +26,7 @@ describe("a headless Pi that dies", () => {
   });
 
   const status = (runId: string) => h.cliJson(["status", runId, "--attempts", "all"]);
-  const gone = (p: ProcessInfo) => readProcessIdentity(p.pid) === null;
+  const gone = (p: ProcessInfo) => readProcessIdentityNow(p.pid) === null;
   const start = async (name: string, env: Record<string, string> = {}) => {
     const path = h.writeWorkflow(`${name}.workflow.ts`, oneAgentStep(name));
     const run = await runCliProcess(

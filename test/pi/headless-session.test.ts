@@ -10,7 +10,7 @@
 import { existsSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readProcessIdentity } from "../../src/os/process-identity.ts";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import type { ChatMessage, FakeModelRequest } from "../support/fake-model.ts";
@@ -85,7 +85,7 @@ describe("a headless run is one durable Pi conversation", () => {
   const status = (runId: string) => h.cliJson(["status", runId, "--attempts", "all"]);
   const hostProcess = () =>
     h.processes().find((p) => p.argv.at(-2) === "host" && p.argv.at(-1) === "run");
-  const gone = (p: ProcessInfo) => readProcessIdentity(p.pid) === null;
+  const gone = (p: ProcessInfo) => readProcessIdentityNow(p.pid) === null;
 
   it(
     "continues the conversation across a worker kill, a host kill between and during steps",
