@@ -20,6 +20,7 @@ const FIRST_ARG: Record<string, FirstArg> = {
   host: ["run", "start", "status", "stop"],
   completion: ["bash", "zsh"],
   effect: ["resolve"],
+  schedule: ["add", "apply", "list", "show", "pause", "resume", "remove"],
 };
 
 /** Commands people type (the internal `worker` is left out). */

@@ -6,7 +6,7 @@ import type { HostStatusReceipt } from "../protocol/host-operations.ts";
 import type { StoppedHostStatus } from "./stopped-host-status.ts";
 
 export function formatHostStatus(status: HostStatusReceipt): string {
-  return [
+  const lines = [
     `host: ${status.state} (epoch ${status.epoch})`,
     `socket: ${status.socket}`,
     `active workers: ${status.activeWorkers}`,
@@ -14,7 +14,15 @@ export function formatHostStatus(status: HostStatusReceipt): string {
     `expired claims: ${status.expiredClaims}`,
     `pending interactions: ${status.pendingInteractions}`,
     `ambiguous effects: ${status.ambiguousEffects}`,
-  ].join("\n");
+  ];
+  if (status.schedules) lines.push(scheduleLine(status.schedules));
+  return lines.join("\n");
+}
+
+/** `schedules: 2 enabled, 1 paused (next slot 2026-...Z)`: enabled ones keep the host running. */
+function scheduleLine(s: NonNullable<HostStatusReceipt["schedules"]>): string {
+  const next = s.nextFireAt === null ? "" : ` (next slot ${new Date(s.nextFireAt).toISOString()})`;
+  return `schedules: ${s.enabled} enabled, ${s.paused} paused${next}`;
 }
 
 const HOST_STATE_TEXT: Record<StoppedHostStatus["state"], string> = {

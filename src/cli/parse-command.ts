@@ -10,6 +10,7 @@ import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
 import { type ControllerCommand, parseControllerCommand } from "./parse-controller.ts";
 import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
 import { parseStart, type StartCommand } from "./parse-start.ts";
+import { parseScheduleCommand, type ScheduleCommand } from "./parse-schedule.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -57,7 +58,8 @@ export type CliCommand =
   | EffectResolveCommand
   | ControllerCommand
   | { kind: "worker"; args: string[] }
-  | CompletionCommand;
+  | CompletionCommand
+  | ScheduleCommand;
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -95,6 +97,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
       return parseHost(rest);
     case "controller":
       return parseControllerCommand(rest) ?? { kind: "help", topic: "controller" };
+    case "schedule":
+      return parseScheduleCommand(rest) ?? { kind: "help", topic: "schedule" };
     case "start":
       return parseStart(rest);
     case "status": {
@@ -353,7 +357,12 @@ export function flag(parsed: Parsed, name: string): boolean {
 }
 
 /** A positive integer option value, at most `max`. */
-function countOption(option: string, text: string, max: number, alternative: string): number {
+export function countOption(
+  option: string,
+  text: string,
+  max: number,
+  alternative: string,
+): number {
   const value = /^[0-9]{1,16}$/.test(text) ? Number(text) : NaN;
   if (!(value >= 1 && value <= max)) {
     throw new UsageError(

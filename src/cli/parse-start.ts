@@ -84,7 +84,7 @@ export function parseStart(argv: readonly string[]): CliCommand {
   };
 }
 
-function inputSource(parsed: Parsed, words: string[]): InputSource {
+export function inputSource(parsed: Parsed, words: string[]): InputSource {
   const json = parsed.values["input-json"];
   const file = parsed.values["input-file"];
   const given = [typeof json === "string", typeof file === "string", words.length > 0]
@@ -105,7 +105,7 @@ function inputSource(parsed: Parsed, words: string[]): InputSource {
   return { kind: "value", value: text === "" ? {} : { task: text } };
 }
 
-function envOptions(values: string | boolean | string[] | undefined): EnvOption[] {
+export function envOptions(values: string | boolean | string[] | undefined): EnvOption[] {
   if (!Array.isArray(values)) return [];
   return values.map((spec) => {
     const equals = spec.indexOf("=");

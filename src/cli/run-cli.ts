@@ -40,6 +40,10 @@ export async function runCli(
         const { runControllerCommand } = await import("./controller-command.ts");
         return await runControllerCommand(command, io, env);
       }
+      case "schedule": {
+        const { runScheduleCommand } = await import("./schedule-command.ts");
+        return await runScheduleCommand(command, io, env);
+      }
       case "completion": {
         const { runCompletionCommand } = await import("./completion-command.ts");
         return await runCompletionCommand(command, io, env);

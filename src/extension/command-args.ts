@@ -7,6 +7,7 @@
  *   /workflow <name|path> --input-json J   start with any JSON input
  *   /workflow status|pause|resume|cancel [runId]
  *   /workflow answer [runId] <json|text>
+ *   /workflow schedule <action> ...          schedule-args.ts
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 
@@ -16,7 +17,8 @@ export type WorkflowCommand =
   | { kind: "list" }
   | { kind: "start"; workflow: string; input: JsonValue }
   | { kind: "control"; verb: ControlVerb; runId: string | null }
-  | { kind: "answer"; runId: string | null; answer: JsonValue; text: string };
+  | { kind: "answer"; runId: string | null; answer: JsonValue; text: string }
+  | { kind: "schedule"; args: string };
 
 export class CommandArgsError extends Error {
   override name = "CommandArgsError";
@@ -25,7 +27,7 @@ export class CommandArgsError extends Error {
 const CONTROL_VERBS: readonly string[] = ["status", "pause", "resume", "cancel"];
 const RUN_ID = /^run-[\x21-\x7e]{1,196}$/;
 export const USAGE =
-  "Usage: /workflow [<name|path> [task…] | <name|path> --input-json <json> | status|pause|resume|cancel [runId] | answer [runId] <json|text>]";
+  "Usage: /workflow [<name|path> [task…] | <name|path> --input-json <json> | status|pause|resume|cancel [runId] | answer [runId] <json|text> | schedule add|apply|list|show|pause|resume|remove …]";
 
 export function parseWorkflowArgs(raw: string): WorkflowCommand {
   const text = raw.trim();
@@ -45,6 +47,7 @@ export function parseWorkflowArgs(raw: string): WorkflowCommand {
     return { kind: "control", verb: head as ControlVerb, runId };
   }
   if (head === "answer") return parseAnswer(rest);
+  if (head === "schedule") return { kind: "schedule", args: rest };
   return parseStart(head, rest);
 }
 

@@ -14,6 +14,7 @@ import {
   statusText,
 } from "./workflow-actions.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
+import { runScheduleArgs } from "./schedule-command.ts";
 
 export async function runWorkflowCommand(
   session: WorkflowSession | null,
@@ -42,6 +43,8 @@ export async function runWorkflowCommand(
       case "control":
         if (command.verb === "status") return say(await statusText(session, command.runId));
         return say(await controlRun(session, command.verb, command.runId));
+      case "schedule":
+        return say(await runScheduleArgs(session, command.args));
       case "answer":
         return say(
           await answerRun(session, {

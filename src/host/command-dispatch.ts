@@ -39,6 +39,7 @@ import {
   updateInteractionCommand,
 } from "./interaction-commands.ts";
 import * as controllers from "./controller-commands.ts";
+import * as schedules from "./schedule-commands.ts";
 import type { HandledFrame } from "./socket-server.ts";
 
 type Handler = (rt: HostRuntime, request: HostRequest) => Promise<HostResponse> | HostResponse;
@@ -74,6 +75,13 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "controller.bind": (rt, request) => withReceipt(rt, request, controllers.bindControllerCommand),
   "controller.unbind": (rt, request) =>
     withReceipt(rt, request, controllers.unbindControllerCommand),
+  "schedule.add": (rt, request) => withReceipt(rt, request, schedules.addScheduleCommand),
+  "schedule.apply": (rt, request) => withReceipt(rt, request, schedules.applyScheduleCommand),
+  "schedule.list": schedules.scheduleListQuery,
+  "schedule.show": schedules.scheduleShowQuery,
+  "schedule.pause": (rt, request) => withReceipt(rt, request, schedules.pauseScheduleCommand),
+  "schedule.resume": (rt, request) => withReceipt(rt, request, schedules.resumeScheduleCommand),
+  "schedule.remove": (rt, request) => withReceipt(rt, request, schedules.removeScheduleCommand),
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
   "host.stop": (rt, request) => {

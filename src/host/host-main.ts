@@ -32,6 +32,7 @@ import {
 import { DEADLINE_KINDS } from "./deadline-kinds.ts";
 import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
+import { createScheduleFirer } from "./schedule-firer.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
 import { VERSION } from "../protocol/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
@@ -277,6 +278,12 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     if ((await probeSocket(socketPath, 1000)) === "live") {
       log("host.socketTakenOver", { epoch: claim.epoch });
     }
+    const schedules = createScheduleFirer({
+      store,
+      log,
+      supervision: () => supervision!,
+      deadlinesChanged: () => deadlines?.changed(),
+    });
     const runtime: HostRuntime = {
       store,
       clock,
@@ -290,6 +297,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
         return deadlines!;
       },
       sessions,
+      schedules,
       log,
       version: VERSION,
       phase: () => phase,
@@ -316,12 +324,14 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       ownerId,
       log,
       wake: () => supervision!.wake(),
-    }, DEADLINE_KINDS);
+    }, [...DEADLINE_KINDS, schedules.deadline]);
     await supervision.recover();
     // Deadlines that fell due while no host ran are applied before any other work is scheduled
     // and before commands arrive (recovery step 8); then the timer waits for the next one.
     deadlines.start();
     supervision.start();
+    // Firings a previous host recorded but did not settle (and those start-up just recorded).
+    schedules.start();
     socketServer = createSocketServer({
       handle: timedHandler(createCommandHandler(runtime), options.onServed),
       frameRejected: (error) => frameRejectedResponse(claim.epoch, error),

@@ -6,6 +6,7 @@ import type { Clock, IdSource } from "../state/clock.ts";
 import type { StateStore } from "../state/store.ts";
 import type { DeadlineTimer } from "./deadline-timer.ts";
 import type { HostLog } from "./host-log.ts";
+import type { ScheduleFirer } from "./schedule-firer.ts";
 import type { SessionWatch } from "./session-watch.ts";
 import type { Supervision } from "./supervision/api.ts";
 
@@ -22,6 +23,8 @@ export interface HostRuntime {
   readonly supervision: Supervision;
   /** The one timer for deadlines of runs waiting without a worker. */
   readonly deadlines: DeadlineTimer;
+  /** Fires schedules and holds their runs' credentials in memory. */
+  readonly schedules: ScheduleFirer;
   /** Long polls of connected Pi sessions (woken by every commit). */
   readonly sessions: SessionWatch;
   readonly log: HostLog;

@@ -6,6 +6,7 @@
  */
 import type { HostStatusReceipt } from "../protocol/host-operations.ts";
 import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";
+import { scheduleCounts } from "../state/schedules/schedule-queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 export function hostStatus(rt: HostRuntime): HostStatusReceipt {
@@ -16,6 +17,7 @@ export function hostStatus(rt: HostRuntime): HostStatusReceipt {
     socket: rt.socketAvailable() ? "available" : "unavailable",
     activeWorkers: rt.supervision.activeWorkerCount(),
     ...hostStatusCountFields(counts),
+    schedules: scheduleCounts(rt.store),
     version: rt.version,
   };
 }

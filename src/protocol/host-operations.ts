@@ -64,6 +64,18 @@ import {
 } from "./controller-operations.ts";
 import { EffectResolvePayloadSchema, EffectResolveReceiptSchema } from "./effect-operations.ts";
 import { RunFindPayloadSchema, RunFindReceiptSchema } from "./run-find.ts";
+import {
+  ScheduleAddPayloadSchema,
+  ScheduleApplyPayloadSchema,
+  ScheduleListPayloadSchema,
+  ScheduleListReceiptSchema,
+  ScheduleReceiptSchema,
+  ScheduleRefPayloadSchema,
+  ScheduleRemoveReceiptSchema,
+  ScheduleResumePayloadSchema,
+  ScheduleShowPayloadSchema,
+  ScheduleShowReceiptSchema,
+} from "./schedule-operations.ts";
 
 export const HOST_OPERATIONS = [
   "run.start",
@@ -92,6 +104,13 @@ export const HOST_OPERATIONS = [
   "controller.delete",
   "controller.bind",
   "controller.unbind",
+  "schedule.add",
+  "schedule.apply",
+  "schedule.list",
+  "schedule.show",
+  "schedule.pause",
+  "schedule.resume",
+  "schedule.remove",
   "host.status",
   "host.stop",
   "effect.resolve",
@@ -128,6 +147,12 @@ export const HostStatusReceiptSchema = looseObject({
   expiredClaims: CountSchema,
   pendingInteractions: CountSchema,
   ambiguousEffects: CountSchema,
+  /** Schedules (docs/schedules.md): enabled ones keep the host alive; the next slot of any. */
+  schedules: v.optional(looseObject({
+    enabled: CountSchema,
+    paused: CountSchema,
+    nextFireAt: v.nullable(CountSchema),
+  })),
   /** Package version of the running host, so a client can spot a stale host after an upgrade. */
   version: v.optional(v.string()),
 });
@@ -302,6 +327,48 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: ControllerUnbindPayloadSchema,
     receipt: ControllerUnbindReceiptSchema,
+  },
+  "schedule.add": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ScheduleAddPayloadSchema,
+    receipt: ScheduleReceiptSchema,
+  },
+  "schedule.apply": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ScheduleApplyPayloadSchema,
+    receipt: ScheduleReceiptSchema,
+  },
+  "schedule.list": {
+    runId: "forbidden",
+    mutating: false,
+    payload: ScheduleListPayloadSchema,
+    receipt: ScheduleListReceiptSchema,
+  },
+  "schedule.show": {
+    runId: "forbidden",
+    mutating: false,
+    payload: ScheduleShowPayloadSchema,
+    receipt: ScheduleShowReceiptSchema,
+  },
+  "schedule.pause": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ScheduleRefPayloadSchema,
+    receipt: ScheduleReceiptSchema,
+  },
+  "schedule.resume": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ScheduleResumePayloadSchema,
+    receipt: ScheduleReceiptSchema,
+  },
+  "schedule.remove": {
+    runId: "forbidden",
+    mutating: true,
+    payload: ScheduleRefPayloadSchema,
+    receipt: ScheduleRemoveReceiptSchema,
   },
   "host.status": {
     runId: "forbidden",

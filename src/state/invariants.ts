@@ -8,6 +8,7 @@ import { type StateStore } from "./store.ts";
 import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
 import { FORK_CHECKS } from "./fork-invariants.ts";
+import { SCHEDULE_CHECKS } from "./schedules/schedule-invariants.ts";
 
 export interface Violation {
   code: string;
@@ -262,6 +263,7 @@ const CHECKS: Check[] = [
   },
   ...FORK_CHECKS,
   ...CONTROLLER_CHECKS,
+  ...SCHEDULE_CHECKS,
 ];
 
 /** Every violated invariant (empty when the state is consistent). */

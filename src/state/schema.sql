@@ -31,6 +31,9 @@
 --                                                   transitions/interactions.ts,
 --                                                   interaction-verdicts.ts; cancel and terminal
 --                                                   transitions close pending ones
+--   schedules    schedules, schedule_firings         schedules/schedule-records.ts (add, apply,
+--                                                   pause, resume, remove), schedule-firing.ts
+--                                                   (fire a due slot, settle its firing)
 --   workers      run_workers                         transitions/run-launch.ts, workers.ts,
 --                                                   run-recovery.ts (orphaned epochs)
 --                worker_child_groups                 transitions/child-groups.ts
@@ -761,5 +764,101 @@ BEGIN
     JOIN controller_session_bindings b ON b.controller_id = r.controller_id AND b.revoked_at IS NULL
     JOIN run_bindings rb ON rb.run_id = NEW.run_id AND rb.origin_session_id = b.session_id
     WHERE w.waiting_reason = 'sessionBusy'
+  );
+END;
+
+-- Schedules (docs/schedules.md): a named timing that starts headless runs of one workflow. The
+-- workflow is resolved again at every firing (`workflow` as the user named it, in
+-- `project_path`); `workflow_ref`, `workflow_source_json`, `definition_digest` and `input_hash`
+-- are what it last resolved to,
+-- recorded on the failed run of a firing whose workflow no longer loads. `env_json` is the
+-- private run environment of its runs (never shown); credentials live in the host's memory only.
+-- Timing: `cron` in `time_zone`, or `every_ms` from `anchor_at`. `next_fire_at` is the next slot,
+-- NULL exactly while paused; the host deadline timer fires the due ones (schedule-firing.ts).
+CREATE TABLE schedules (
+  schedule_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  workflow TEXT NOT NULL,
+  workflow_name TEXT NOT NULL,
+  workflow_ref TEXT NOT NULL,
+  project_path TEXT NOT NULL,
+  cron TEXT,
+  time_zone TEXT,
+  every_ms INTEGER CHECK (every_ms IS NULL OR every_ms >= 1000),
+  anchor_at INTEGER,
+  overlap TEXT NOT NULL CHECK (overlap IN ('skip', 'queue', 'cancel-previous')),
+  catch_up TEXT NOT NULL CHECK (catch_up IN ('none', 'latest', 'all-bounded')),
+  input_json TEXT NOT NULL,
+  input_hash TEXT NOT NULL,
+  workflow_source_json TEXT NOT NULL,
+  definition_digest TEXT NOT NULL,
+  env_json TEXT NOT NULL,
+  credential_names_json TEXT NOT NULL DEFAULT '[]',
+  pi_command TEXT,
+  pi_args_json TEXT,
+  -- `command` (schedule add) or `file` (schedule apply of a workflow file's declaration).
+  origin TEXT NOT NULL CHECK (origin IN ('command', 'file')),
+  paused INTEGER NOT NULL CHECK (paused IN (0, 1)),
+  paused_reason TEXT,
+  next_fire_at INTEGER,
+  last_fired_at INTEGER,
+  missed_slots INTEGER NOT NULL DEFAULT 0 CHECK (missed_slots >= 0),
+  -- Firings in a row whose workflow did not load; the third pauses the schedule.
+  load_failures INTEGER NOT NULL DEFAULT 0 CHECK (load_failures >= 0),
+  revision INTEGER NOT NULL CHECK (revision >= 1),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  CHECK ((cron IS NULL) <> (every_ms IS NULL)),
+  CHECK ((cron IS NULL) = (time_zone IS NULL)),
+  CHECK ((every_ms IS NULL) = (anchor_at IS NULL)),
+  CHECK ((paused = 1) = (next_fire_at IS NULL)),
+  CHECK (paused = 1 OR paused_reason IS NULL),
+  CHECK ((pi_command IS NULL) = (pi_args_json IS NULL))
+);
+CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE next_fire_at IS NOT NULL;
+
+-- What a schedule did at each slot it fired, committed with the schedule's next slot, so a slot
+-- is fired once whatever crashes: `pending` until its run exists (the workflow is resolved in a
+-- supervised child first), then `started` (`run_id`, derived from schedule and slot, so a retry
+-- after a crash finds the same run), `skipped` (`reason`: the previous run was active) or
+-- `failed` (the workflow did not load: `run_id` is a failed run that shows the error). A
+-- `queue` overlap run waits in run_queue with `available_at` at the far end of time until the
+-- schedule's active run ends (trigger below). `run_id` is no foreign key: runs outlive firings,
+-- and firings are trimmed per schedule while their runs may be pruned.
+CREATE TABLE schedule_firings (
+  schedule_id TEXT NOT NULL REFERENCES schedules (schedule_id),
+  slot_at INTEGER NOT NULL,
+  run_id TEXT UNIQUE,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'started', 'skipped', 'failed')),
+  reason TEXT,
+  created_at INTEGER NOT NULL,
+  settled_at INTEGER,
+  PRIMARY KEY (schedule_id, slot_at),
+  CHECK ((state IN ('started', 'failed')) = (run_id IS NOT NULL)),
+  CHECK ((state = 'pending') = (settled_at IS NULL))
+) WITHOUT ROWID;
+CREATE INDEX schedule_firings_pending ON schedule_firings (created_at) WHERE state = 'pending';
+
+-- A schedule's run that ends lets its oldest held (`queue` overlap) run start, unless another of
+-- the schedule's runs is still active: the release commits with the end. One index probe per
+-- run that ends (the UNIQUE run_id).
+CREATE TRIGGER schedule_queue_release AFTER UPDATE OF state ON runs
+WHEN NEW.state <> OLD.state AND NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled') AND
+  EXISTS (SELECT 1 FROM schedule_firings WHERE run_id = NEW.run_id)
+BEGIN
+  UPDATE run_queue SET available_at = NEW.state_changed_at, updated_at = NEW.state_changed_at
+  WHERE run_id = (
+    SELECT h.run_id FROM schedule_firings f
+    JOIN schedule_firings h ON h.schedule_id = f.schedule_id AND h.state = 'started'
+    JOIN run_queue hq ON hq.run_id = h.run_id AND hq.state = 'queued' AND
+      hq.available_at = 8640000000000000
+    WHERE f.run_id = NEW.run_id AND NOT EXISTS (
+      SELECT 1 FROM schedule_firings a JOIN runs ar ON ar.run_id = a.run_id
+      JOIN run_queue aq ON aq.run_id = a.run_id
+      WHERE a.schedule_id = f.schedule_id AND a.run_id <> NEW.run_id AND
+        ar.state NOT IN ('completed', 'failed', 'timed_out', 'cancelled') AND
+        aq.available_at <> 8640000000000000
+    )
+    ORDER BY h.slot_at LIMIT 1
   );
 END;

@@ -122,6 +122,8 @@ export function compileWorkflow(
     startAt,
     maxSteps: root.maxSteps,
     hasPresentationPrompt: def.presentationPrompt !== undefined,
+    // The declared schedule is plain data; `schedule apply` reads it from here.
+    ...(def.schedule !== undefined ? { schedule: def.schedule } : {}),
     nodes: Object.fromEntries(
       [...nodes.values()].map((n) => [n.id, { ...snapshotNode(n.node), effect: n.effect }]),
     ),

@@ -3,6 +3,7 @@
  * (start node, targets, one out-edge, reachability) are checked later by `compileWorkflow`.
  */
 import { AnswerSchemaSchema } from "../protocol/answer-schema.ts";
+import { ScheduleDeclarationSchema } from "../protocol/schedule-operations.ts";
 import * as v from "valibot";
 
 export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -193,6 +194,8 @@ export const WorkflowSpecSchema = v.object({
   )),
   maxSteps: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
   source: v.optional(v.string()),
+  /** Read only by `schedule apply` (docs/schedules.md): a file never schedules itself. */
+  schedule: v.optional(ScheduleDeclarationSchema),
 });
 
 /** The first issue as `path: message`, for one-line errors. */

@@ -4,6 +4,7 @@
  * holds JSON only.
  */
 import type { AnswerSchema } from "../protocol/answer-schema.ts";
+import type { ScheduleDeclaration } from "../protocol/schedule-operations.ts";
 import type { PresentationBlock } from "../protocol/decision-request.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeOutcome } from "../protocol/run-facts.ts";
@@ -353,6 +354,12 @@ export interface WorkflowSpec<I = any> {
   maxSteps?: number;
   /** `import.meta.url` of the defining file, for diagnostics. */
   source?: string;
+  /**
+   * When to start this workflow by itself (docs/schedules.md): `cron` (with `timeZone`) or
+   * `every`, `overlap`, `catchUp`, `input`, `name`. Only `pi-workflows schedule apply <file>`
+   * reads it: loading or running the file never schedules anything.
+   */
+  schedule?: ScheduleDeclaration;
 }
 
 export const DEFINITION_BRAND: unique symbol = Symbol.for("pi-workflows.definition") as never;

@@ -222,6 +222,18 @@ export default defineWorkflow({
     for (const op of HOST_OPERATIONS.filter((op) => op.startsWith("controller."))) {
       await ask(op, { payload: {} });
     }
+    // Schedules: added (an hour away: it does not fire here), read, paused, resumed, removed;
+    // a file that declares none is refused.
+    const tick = { name: "tick", workflow: "./hello.workflow.ts", cwd: project(), every: "1h" };
+    expect((await ask("schedule.add", { payload: tick })).outcome).toBe("accepted");
+    await ask("schedule.add", { payload: { ...tick, cron: "0 9 * * *" } }); // invalidRequest
+    await ask("schedule.list");
+    await ask("schedule.show", { payload: { name: "tick" } });
+    await ask("schedule.pause", { payload: { name: "tick" } });
+    await ask("schedule.resume", { payload: { name: "tick" } });
+    await ask("schedule.apply", { payload: { workflow: "./hello.workflow.ts", cwd: project() } });
+    await ask("schedule.remove", { payload: { name: "tick" } });
+    await ask("schedule.show", { payload: { name: "tick" } }); // notFound
     await ask("host.status");
     await ask("run.list", { hostEpoch: 999 }); // staleEpoch
     // A request the envelope schema refuses, answered before the connection closes.

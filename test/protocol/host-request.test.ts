@@ -136,6 +136,25 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { cwd: "/srv/p", controller: "Nightly!" },
     badPath: "payload.controller",
   },
+  "schedule.add": {
+    good: { name: "nightly", workflow: "audit", cwd: "/srv/p", cron: "0 9 * * 1-5" },
+    bad: { name: "nightly", workflow: "audit", cwd: "/srv/p", cron: "0 25 * * *" },
+    badPath: "payload",
+  },
+  "schedule.apply": {
+    good: { workflow: "./audit.workflow.ts", cwd: "/srv/p" },
+    bad: { workflow: "./audit.workflow.ts", cwd: "/srv/p", defaultTimeZone: "Mars/Base" },
+    badPath: "payload.defaultTimeZone",
+  },
+  "schedule.list": { good: {}, bad: { all: true }, badPath: "payload.all" },
+  "schedule.show": {
+    good: { name: "nightly", firings: 5 },
+    bad: { name: "nightly", firings: 500 },
+    badPath: "payload.firings",
+  },
+  "schedule.pause": { good: { name: "nightly" }, bad: { name: "" }, badPath: "payload.name" },
+  "schedule.resume": { good: { name: "nightly" }, bad: { name: "a b" }, badPath: "payload.name" },
+  "schedule.remove": { good: { name: "nightly" }, bad: {}, badPath: "payload.name" },
   "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
   "host.stop": { good: {}, bad: [], badPath: "payload" },
   "effect.resolve": {
