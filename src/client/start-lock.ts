@@ -4,9 +4,18 @@
  * by pid and process start identity. Every other client that finds it held by a live process
  * starts nothing and waits for the socket instead; a lock whose holder is gone (killed while
  * starting) is taken over. The host claim in the database stays the real guarantee that only one
- * host runs; the lock keeps a crowd of clients from spawning a crowd of hosts.
+ * host runs; the lock keeps a crowd of clients from spawning a crowd of hosts. Taking it also
+ * sweeps the draft and set-aside files of clients that died (or ran out of disk) mid-way.
  */
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import {
   formatStartIdentity,
@@ -16,6 +25,8 @@ import {
 } from "../os/process-identity.ts";
 
 export const START_LOCK_FILE_NAME = "host-start.lock";
+/** A draft or set-aside lock file and the pid of the client that wrote it. */
+const LEFTOVER = /^host-start\.lock\.(\d+)\.(new|stale)$/;
 
 export interface StartLock {
   /** Removes the lock if it is still this process's. */
@@ -30,6 +41,7 @@ export function tryStartLock(stateDir: string): StartLock | null {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const path = join(stateDir, START_LOCK_FILE_NAME);
   const own = ownIdentity();
+  removeLeftovers(stateDir);
   for (let attempt = 0; attempt < 3; attempt++) {
     if (createWithContent(path, own)) return { release: () => releaseIfOwn(path, own) };
     const holder = readText(path);
@@ -48,8 +60,9 @@ export function tryStartLock(stateDir: string): StartLock | null {
  */
 function createWithContent(path: string, text: string): boolean {
   const draft = `${path}.${process.pid}.new`;
-  writeFileSync(draft, text, { mode: 0o600 });
   try {
+    // Inside the try: a write that fails half way (a full disk) leaves no draft behind.
+    writeFileSync(draft, text, { mode: 0o600 });
     linkSync(draft, path);
     return true;
   } catch (error) {
@@ -57,6 +70,19 @@ function createWithContent(path: string, text: string): boolean {
     return false;
   } finally {
     rmSync(draft, { force: true });
+  }
+}
+
+/**
+ * Removes the drafts (`.new`) and set-aside files (`.stale`) of clients that died between writing
+ * and removing them (killed, or out of disk): each names its writer's pid, and only a writer that
+ * no longer runs is a leftover.
+ */
+function removeLeftovers(stateDir: string): void {
+  for (const name of readdirSync(stateDir)) {
+    const pid = Number(LEFTOVER.exec(name)?.[1]);
+    if (!pid || pid === process.pid || pidExists(pid)) continue;
+    rmSync(join(stateDir, name), { force: true });
   }
 }
 
@@ -71,7 +97,10 @@ function holderAlive(holder: string): boolean {
   if (identity !== null) return isSameProcessAliveNow(identity);
   // No start identity (no /proc): a pid that still exists counts as the holder.
   const pid = Number(holder.split(":")[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  return Number.isInteger(pid) && pid > 0 && pidExists(pid);
+}
+
+function pidExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
