@@ -31,7 +31,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
     fields: ["steps", "bare_node_ms", "source", "bundle", "bundle_fresh", "speedup"],
   },
   headless: {
-    what: "what a headless agent step adds to the real Pi (start and finish), beside a bare Pi",
+    what: "a headless agent step beside a bare Pi: one-step start/finish, and steps 2-10 of a run",
     fields: [
       "runs",
       "start_median_ms",
@@ -40,6 +40,12 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "bare_tool_median_ms",
       "host_share_ms",
       "ratio",
+      "step_median_ms",
+      "bare_warm_median_ms",
+      "step_ratio",
+      "first_step_median_ms",
+      "bare_pi_start_median_ms",
+      "first_step_ratio",
     ],
   },
   "host-memory": {
