@@ -16,6 +16,8 @@ const FIRST_ARG: Record<string, FirstArg> = {
   pause: "active-runs",
   resume: "active-runs",
   cancel: "active-runs",
+  rerun: "runs",
+  retry: "runs",
   answer: "active-runs",
   host: ["run", "start", "status", "stop"],
   completion: ["bash", "zsh"],

@@ -56,7 +56,7 @@ export async function effectResolveCommand(
   return EXIT.ok;
 }
 
-function loginName(): string {
+export function loginName(): string {
   try {
     return userInfo().username.slice(0, 200) || "unknown";
   } catch {

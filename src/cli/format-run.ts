@@ -61,6 +61,9 @@ export function formatRun(
       style.paint(state.tone, `${style.glyph(state.glyph)} ${state.word}`)
     } (queue ${run.queueState})`,
   ];
+  if (run.forkedFrom) {
+    lines.push(`forked from ${run.forkedFrom.runId} at ${run.forkedFrom.nodeId}`);
+  }
   if (state.reason) lines.push(`why: ${state.reason}`);
   // A waiting run's section (format-waiting.ts) ends with the exact command to answer it.
   if (state.next && !options.waiting) lines.push(`next: ${state.next}`);
@@ -164,9 +167,11 @@ function formatAttempt(
     : `${duration(now - attempt.startedAt)} so far`;
   const word = attempt.state === "timed_out" ? "timed out" : attempt.state;
   const error = attempt.error ? `: ${attempt.error.message}` : "";
+  // A fork's adopted step ran in the parent run; it was not run again.
+  const adopted = attempt.adoptedFrom ? " (adopted from the parent run)" : "";
   return `${style.paint(look.tone, style.glyph(look.glyph))} ${
     attempt.nodeId.padEnd(width)
-  }  ${attempt.nodeKind}, ${word}, ${took}${error}`;
+  }  ${attempt.nodeKind}, ${word}, ${took}${error}${adopted}`;
 }
 
 export interface RunListOptions extends RunTextOptions {
@@ -213,9 +218,12 @@ export function formatRunList(runs: readonly RunSummary[], options: RunListOptio
     // The code says why at a glance: what failed, or what a blocked run waits to be told.
     const why = run.error && run.state !== "cancelled" ? run.error.code : run.blockedReason;
     const failure = why ? ` (${why})` : "";
+    const fork = run.forkedFrom
+      ? ` (fork of ${shortRunId(run.forkedFrom.runId)} at ${run.forkedFrom.nodeId})`
+      : "";
     const rest = `  ${shortRunId(run.runId)}  ${
       age.padStart(ageWidth)
-    }  ${run.workflowName}${title}${failure}`;
+    }  ${run.workflowName}${title}${failure}${fork}`;
     lines.push(fitLine(mark, style.text(rest), style));
     if (state.next) lines.push(fitLine("", style.text(`  next: ${state.next}`), style));
   }

@@ -11,6 +11,7 @@ import { type ControllerCommand, parseControllerCommand } from "./parse-controll
 import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
 import { parseStart, type StartCommand } from "./parse-start.ts";
 import { parseScheduleCommand, type ScheduleCommand } from "./parse-schedule.ts";
+import { parseRerun, type RerunCommand } from "./parse-rerun.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -21,6 +22,7 @@ export type CliCommand =
   | { kind: "version"; json: boolean }
   | { kind: "host"; action: HostAction; json: boolean }
   | StartCommand
+  | RerunCommand
   | {
     kind: "status";
     runId: string;
@@ -38,7 +40,14 @@ export type CliCommand =
     limit: number | null;
     json: boolean;
   }
-  | { kind: "control"; action: ControlAction; runId: string; json: boolean }
+  | {
+    kind: "control";
+    action: ControlAction;
+    runId: string;
+    json: boolean;
+    /** `resume --accept-source`: re-pin a run parked workflowSourceChanged to the file now. */
+    acceptSource?: boolean;
+  }
   | {
     kind: "answer";
     runId: string;
@@ -101,6 +110,9 @@ export function parseCommand(argv: readonly string[]): CliCommand {
       return parseScheduleCommand(rest) ?? { kind: "help", topic: "schedule" };
     case "start":
       return parseStart(rest);
+    case "rerun":
+    case "retry":
+      return parseRerun(name, rest);
     case "status": {
       const parsed = parse(
         "status",
@@ -149,13 +161,17 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "pause":
     case "resume":
     case "cancel": {
-      const parsed = parse(name, rest, JSON_FLAG, 1, 1);
+      const options = name === "resume"
+        ? { ...JSON_FLAG, "accept-source": { type: "boolean" } } as const
+        : JSON_FLAG;
+      const parsed = parse(name, rest, options, 1, 1);
       if (parsed.help) return { kind: "help", topic: name };
       return {
         kind: "control",
         action: name,
         runId: runIdArg(name, parsed.positionals[0]),
         json: flag(parsed, "json"),
+        ...(flag(parsed, "accept-source") ? { acceptSource: true } : {}),
       };
     }
     case "answer":

@@ -56,6 +56,10 @@ export async function runCli(
         const { runSchemaCommand } = await import("./schema-command.ts");
         return runSchemaCommand(command, io);
       }
+      case "rerun": {
+        const { runRerunCommand } = await import("./rerun-command.ts");
+        return await runRerunCommand(command, io, env);
+      }
       case "workflows": {
         const { runWorkflowsCommand } = await import("./workflows-command.ts");
         return await runWorkflowsCommand(command, io, env);

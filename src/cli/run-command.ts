@@ -12,7 +12,7 @@ import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { credentialVariables, providerCredentials } from "../protocol/credential-names.ts";
-import { effectResolveCommand } from "./effect-command.ts";
+import { effectResolveCommand, loginName } from "./effect-command.ts";
 import { EXIT } from "./exit-codes.ts";
 import { projectDir } from "./project-dir.ts";
 import { answerRun } from "./answer-command.ts";
@@ -191,11 +191,21 @@ async function execute(
         await connection.request(operation, {
           runId: command.runId,
           // A resume re-supplies the keys a restarted host no longer holds.
-          ...(command.action === "resume" ? { payload: { credentials } } : {}),
+          ...(command.action === "resume"
+            ? {
+              payload: {
+                credentials,
+                ...(command.acceptSource ? { acceptSource: true, operator: loginName() } : {}),
+              },
+            }
+            : {}),
         }),
       );
       if (command.json) printJson(io, { run });
-      else io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run, { style })}`);
+      else {
+        const accepted = command.acceptSource ? " on the workflow file as it is now" : "";
+        io.out(`${PAST_TENSE[command.action]} ${formatRunHeadline(run, { style })}${accepted}`);
+      }
       return EXIT.ok;
     }
   }

@@ -12,6 +12,8 @@ Commands:
   list                         List active runs (--all: every run; --limit N)
   pause <runId>                Pause a run at its last durable boundary
   resume <runId>               Resume a paused or blocked run (it brings this shell's keys)
+  rerun <runId> [--from node]  Fork a run at a node: earlier steps adopted, not run again
+  retry <runId>                Rerun a failed run from its failed node on the file as it is now
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
@@ -118,15 +120,56 @@ Pauses a run: its worker stops and it resumes later from its last durable bounda
 
 Example:
   pi-workflows pause 1a2b`,
-  resume: `Usage: pi-workflows resume <runId> [--json]
+  resume: `Usage: pi-workflows resume <runId> [--accept-source] [--json]
 
 Resumes a paused run, or a run blocked after its workflow source changed (once restored).
 A run blocked on an ambiguous effect is refused: use 'pi-workflows effect resolve'.
 A headless run blocked credentialsMissing (the host restarted and forgot its provider keys)
 takes them again from this shell's environment.
 
+Options:
+  --accept-source   A run blocked workflowSourceChanged goes on with the file as it is now,
+                    when every node it ran still exists with the same kind and edges (the
+                    re-pin is recorded in its events); otherwise fork it: 'pi-workflows rerun'
+
+Examples:
+  pi-workflows resume 1a2b
+  pi-workflows resume 1a2b --accept-source`,
+  rerun: `Usage: pi-workflows rerun <runId> [--from <node>] [--visit N] [options] [-- <pi args>]
+
+Starts a new run forked from <runId>: the steps before <node> are adopted from it (their
+outputs and effects count as done and are not run again) and the run goes on from <node>.
+The parent is left as it is. See docs/when-a-run-fails.md.
+
+Options:
+  --from <node>        The node to rerun (mount/child inside an included workflow); default
+                       where the run stopped (its failed node, or where it is parked)
+  --visit N            Which visit of <node> in a loop (1 = first); default the latest
+  --source current     Run on the workflow file as it is now (default when it changed): the
+                       adopted steps must still fit it (same nodes, kinds and edges)
+  --source recorded    Run on the source the run recorded (refused when the file changed)
+  --input-json <json|-> | --input-file <path>
+                       A new input (default the run's own)
+  --env NAME[=value]   Pass a variable to the new run (as for start)
+  --provider, --model, --thinking, -- <pi args>
+                       New model arguments for a headless run (default the run's own)
+  --wait               Follow the new run until it ends or needs someone
+  --json               Print the receipt as JSON
+
+An interactive run is rerun from its Pi session: /workflow rerun <runId> [node].
+
+Examples:
+  pi-workflows rerun 1a2b                      rerun the node it failed in
+  pi-workflows rerun 1a2b --from review --wait
+  pi-workflows rerun 1a2b --from fix --visit 2`,
+  retry: `Usage: pi-workflows retry <runId> [--env NAME[=value]] [--wait] [--json]
+
+A failed or timed-out run whose failure was in one node is run again from that node on the
+workflow file as it is now: the same as 'rerun <runId> --from <failed node> --source current',
+and printed as such. The failed run stays failed; the retry is a new run.
+
 Example:
-  pi-workflows resume 1a2b`,
+  pi-workflows retry 1a2b --wait`,
   effect: `Usage: pi-workflows effect resolve <runId> <attemptId|effectId> <verdict> [options]
 
 An action or shell node was interrupted and may have applied its effect without a receipt, so

@@ -24,6 +24,7 @@ import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-contr
 import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
 import { findRunsQuery } from "./run-find.ts";
 import { startRunCommand } from "./run-start.ts";
+import { rerunRunCommand } from "./run-rerun.ts";
 import {
   claimNotificationsQuery,
   claimTurnQuery,
@@ -49,6 +50,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.pause": (rt, request) => withReceipt(rt, request, pauseRunCommand),
   "run.resume": (rt, request) => withReceipt(rt, request, resumeRunCommand),
   "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
+  "run.rerun": (rt, request) => withReceipt(rt, request, rerunRunCommand),
   "effect.resolve": (rt, request) => withReceipt(rt, request, resolveEffectCommand),
   "interaction.claim": claimInteractionQuery,
   "interaction.present": presentInteractionCommand,

@@ -9,6 +9,7 @@ import { type HostResponse, successResponse } from "../protocol/host-response.ts
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import type { StateStore } from "../state/store.ts";
 import {
+  type AcceptedSource,
   cancelRun,
   type CommandResult,
   pauseRun,
@@ -17,6 +18,7 @@ import {
 } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { committedRunReceipt } from "./run-summary.ts";
+import { currentSourceOf } from "./accept-source.ts";
 
 type Action = "pause" | "resume" | "cancel";
 
@@ -33,17 +35,26 @@ async function controlRun(
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
   const runId = request.runId!;
+  let acceptSource: AcceptedSource | undefined;
+  if (request.operation === "run.resume" && request.payload.acceptSource) {
+    const current = await currentSourceOf(rt, request);
+    if (!current.ok) return current.response;
+    acceptSource = current.accepted;
+  }
   // Before the transition: the scheduler the resume wakes finds them held.
   if (request.operation === "run.resume") {
     rt.supervision.supplyCredentials(runId, request.payload.credentials ?? {});
   }
   const committed = committedRunReceipt(rt.store);
-  const result = TRANSITIONS[action](rt.store, {
+  const options: RunCommandOptions = {
     runId,
     claim: rt.supervision.claimOf(runId),
     expectedRevision: request.expectedRevision,
     receipt: { ...receipt, receipt: committed.receipt },
-  });
+  };
+  const result = acceptSource
+    ? resumeRun(rt.store, { ...options, acceptSource })
+    : TRANSITIONS[action](rt.store, options);
   rt.log(`run.${action}`, { runId, revision: result.revision, stopWorker: result.stopWorker });
   // A cancel also stops a waiting run's validation child, which has no worker to stop.
   if ((result.stopWorker && action !== "resume") || action === "cancel") {

@@ -20,8 +20,11 @@ export type HistoryFit =
   | { fits: true }
   | {
     fits: false;
-    /** The first node on the path that no longer fits. */
+    /** The first node on the path that no longer fits, and its index (`path.length`: `next`). */
     nodeId: string;
+    index: number;
+    /** The index of the last step a fork may rerun from (it and all before it fit), or -1. */
+    rerunFrom: number;
     /** Why, in a user's words. */
     reason: string;
   };
@@ -41,34 +44,58 @@ export function historyFit(
     const step = path[i];
     const node = Object.hasOwn(nodes, step.nodeId) ? nodes[step.nodeId] : undefined;
     if (!node) {
-      return misfit(step.nodeId, `node "${step.nodeId}" no longer exists in the workflow`);
-    }
-    if (node.kind !== step.nodeKind) {
       return misfit(
         step.nodeId,
-        `node "${step.nodeId}" was a ${step.nodeKind} node and is now a ${node.kind} node`,
+        i,
+        i - 1,
+        `node "${step.nodeId}" no longer exists in the workflow`,
+      );
+    }
+    if (node.kind !== step.nodeKind) {
+      // A fork may rerun the changed node itself: only the nodes before it are adopted.
+      return misfit(
+        step.nodeId,
+        i,
+        i,
+        `node "${step.nodeId}" was ${article(step.nodeKind)} node and is now ${
+          article(node.kind)
+        } node`,
       );
     }
     if (i === 0 && step.nodeId !== graph.startAt) {
       return misfit(
         step.nodeId,
+        0,
+        -1,
         `the workflow now starts at "${graph.startAt}", not at "${step.nodeId}"`,
       );
     }
     if (i > 0 && !hasEdge(graph, path[i - 1].nodeId, step.nodeId)) {
       return misfit(
         step.nodeId,
+        i,
+        i - 1,
         `there is no longer an edge from "${path[i - 1].nodeId}" to "${step.nodeId}"`,
       );
     }
   }
   if (next === null) return { fits: true };
   if (!Object.hasOwn(nodes, next)) {
-    return misfit(next, `node "${next}" no longer exists in the workflow`);
+    return misfit(
+      next,
+      path.length,
+      path.length - 1,
+      `node "${next}" no longer exists in the workflow`,
+    );
   }
   const last = path.at(-1);
   if (last && !hasEdge(graph, last.nodeId, next)) {
-    return misfit(next, `there is no longer an edge from "${last.nodeId}" to "${next}"`);
+    return misfit(
+      next,
+      path.length,
+      path.length - 1,
+      `there is no longer an edge from "${last.nodeId}" to "${next}"`,
+    );
   }
   return { fits: true };
 }
@@ -81,6 +108,10 @@ function hasEdge(graph: Pick<DefinitionSnapshot, "edges">, from: string, to: str
   return Object.values(edge.cases).includes(to);
 }
 
-function misfit(nodeId: string, reason: string): HistoryFit {
-  return { fits: false, nodeId, reason };
+function misfit(nodeId: string, index: number, rerunFrom: number, reason: string): HistoryFit {
+  return { fits: false, nodeId, index, rerunFrom, reason };
+}
+
+function article(kind: string): string {
+  return `${/^[aeiou]/i.test(kind) ? "an" : "a"} ${kind}`;
 }

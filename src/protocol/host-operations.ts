@@ -1,5 +1,5 @@
 /**
- * The operations of the host socket (the spec's 21, plus `effect.resolve`, `run.find`, the
+ * The operations of the host socket (the spec's 21, plus `effect.resolve`, `run.find`, `run.rerun`, the
  * interactive-step ones and `controller.bind`/`controller.unbind`): for each, whether the
  * envelope must name a run, whether it changes state (and so stores a receipt), its payload
  * schema and its receipt schema. The host serves `SERVED_OPERATIONS` now
@@ -76,12 +76,14 @@ import {
   ScheduleShowPayloadSchema,
   ScheduleShowReceiptSchema,
 } from "./schedule-operations.ts";
+import { RunRerunPayloadSchema, RunRerunReceiptSchema } from "./rerun-operations.ts";
 
 export const HOST_OPERATIONS = [
   "run.start",
   "run.pause",
   "run.resume",
   "run.cancel",
+  "run.rerun",
   "run.status",
   "run.list",
   "run.find",
@@ -193,6 +195,12 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: RunCancelPayloadSchema,
     receipt: RunCommandReceiptSchema,
+  },
+  "run.rerun": {
+    runId: "required",
+    mutating: true,
+    payload: RunRerunPayloadSchema,
+    receipt: RunRerunReceiptSchema,
   },
   "run.status": {
     runId: "required",

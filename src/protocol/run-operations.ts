@@ -102,9 +102,18 @@ export const RunStartPayloadSchema: v.GenericSchema<
 );
 
 export const RunPausePayloadSchema = EmptyPayloadSchema;
-/** `credentials`: as in run.start, re-supplied by the resuming client (a host forgets them). */
+/**
+ * `credentials`: as in run.start, re-supplied by the resuming client (a host forgets them).
+ * `acceptSource`: a run parked `workflowSourceChanged` re-pins to the workflow file as it is now,
+ * after its history is checked against it (docs/when-a-run-fails.md); `operator` names who
+ * accepted it in the run's events.
+ */
 export const RunResumePayloadSchema = v.optional(
-  strictObject({ credentials: v.optional(RunEnvironmentSchema) }),
+  strictObject({
+    credentials: v.optional(RunEnvironmentSchema),
+    acceptSource: v.optional(v.boolean()),
+    operator: v.optional(ShortTextSchema),
+  }),
   {},
 );
 export const RunCancelPayloadSchema = v.optional(

@@ -22,6 +22,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
   "run.pause": { good: {}, bad: { force: true }, badPath: "payload.force" },
   "run.resume": { good: {}, bad: { from: 1 }, badPath: "payload.from" },
   "run.cancel": { good: { reason: "not needed" }, bad: { reason: "" }, badPath: "payload.reason" },
+  "run.rerun": {
+    good: { from: "review", visit: 2, source: "current", input: { task: "x" } },
+    bad: { from: "review", visit: 0 },
+    badPath: "payload.visit",
+  },
   "run.status": {
     good: { eventsAfter: 3 },
     bad: { eventsAfter: -1 },

@@ -163,7 +163,7 @@ describe("forkRun", () => {
     expect(refusal).toBeInstanceOf(RefusedError);
     expect((refusal as RefusedError).code).toBe("historyDoesNotFit");
     expect((refusal as Error).message).toMatch(
-      /node "check" was a compute node and is now a agent node.*--from build/,
+      /node "check" was a compute node and is now an agent node.*--from check --visit 1\)/,
     );
     const noEdge = {
       ...GRAPH,

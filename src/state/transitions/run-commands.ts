@@ -27,6 +27,9 @@ import {
 } from "./common.ts";
 import type { TransitionResult } from "./run-enqueue.ts";
 import { supersedeRunIntentsInTx } from "./turn-intents.ts";
+import { type AcceptedSource, acceptSourceInTx } from "./source-accept.ts";
+
+export type { AcceptedSource } from "./source-accept.ts";
 
 export interface RunCommandOptions {
   runId: string;
@@ -73,17 +76,19 @@ export function pauseRun(store: StateStore, opts: RunCommandOptions): CommandRes
 
 /**
  * Clears `paused` and a `workflowSourceChanged` block, so the scheduler can launch the run again
- * with a new claim generation from its last durable boundary. A run blocked on an ambiguous
+ * with a new claim generation from its last durable boundary. With `acceptSource` the block is
+ * cleared by re-pinning the run to the changed file (source-accept.ts). A run blocked on an ambiguous
  * effect is refused (`AmbiguousEffectError`): the effect may have applied, so only the operator's
  * reviewed recovery (`resolveAmbiguousEffect`) may let it run on.
  */
 export function resumeRun(
   store: StateStore,
-  opts: Omit<RunCommandOptions, "claim"> & { claim?: Claim | null },
+  opts: Omit<RunCommandOptions, "claim"> & { claim?: Claim | null; acceptSource?: AcceptedSource },
 ): CommandResult {
   const allowed = (r: RunRow) =>
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
   return command(store, { ...opts, claim: opts.claim ?? null }, "resume", allowed, (run) => {
+    if (opts.acceptSource) return acceptSourceInTx(store, run, opts.acceptSource);
     if (run.blocked_reason === "effectAmbiguous") {
       const blocked = blockingAttempt(store, run.run_id);
       throw new AmbiguousEffectError(run.run_id, {

@@ -127,6 +127,7 @@ export interface ForkRunOptions extends Omit<EnqueueRunOptions, "forkedFrom" | "
 
 export interface ForkRunResult extends TransitionResult {
   from: { nodeId: string; attemptId: string; visit: number };
+  source: "current" | "recorded";
   /** The parent's attempts the fork adopted, in order. */
   adopted: ParentAttempt[];
 }
@@ -171,34 +172,45 @@ export function forkRun(store: StateStore, opts: ForkRunOptions): ForkRunResult 
         source,
       },
     });
-    if (receipt) recordHostCommandInTx(store, receipt, { runId, revision: 2, now });
-    return {
+    const result: ForkRunResult = {
       runId,
       revision: 2,
       from: { nodeId: opts.fromNodeId, attemptId: start.attempt.attemptId, visit: start.visit },
+      source,
       adopted: prefix,
     };
+    if (receipt) recordHostCommandInTx(store, receipt, { runId, revision: 2, now, result });
+    return result;
   });
 }
 
-/** Refuses a prefix that no longer fits `graph`, pointing at an earlier `--from`. */
+/**
+ * Refuses a history that no longer fits `graph`, naming the first node that does not and the
+ * latest fork point whose prefix still fits (`--from <node> [--visit n]`).
+ */
 export function requireFit(
   runId: string,
   graph: Pick<DefinitionSnapshot, "nodes" | "edges" | "startAt">,
   path: readonly PathStep[],
   next: string | null,
+  advice: (from: string | null) => string = (from) =>
+    from
+      ? `Rerun from an earlier node (${from}) or restore the file`
+      : "Start the workflow again or restore the file",
 ): void {
   const fit = historyFit(graph, path, next);
   if (fit.fits) return;
-  const index = path.findIndex((step) => step.nodeId === fit.nodeId);
-  const earlier = index > 0 ? path[index - 1].nodeId : index === 0 ? null : path.at(-1)?.nodeId;
+  const step = fit.rerunFrom >= 0 ? path[fit.rerunFrom] : undefined;
+  let from: string | null = null;
+  if (step) {
+    const visit = path.slice(0, fit.rerunFrom + 1).filter((s) => s.nodeId === step.nodeId).length;
+    const visits = path.filter((s) => s.nodeId === step.nodeId).length;
+    from = `--from ${step.nodeId}${visit < visits ? ` --visit ${visit}` : ""}`;
+  }
   throw new RefusedError(
     "rejected",
     "historyDoesNotFit",
-    `Run ${runId}'s history no longer fits the workflow file: ${fit.reason}. ` +
-      (earlier
-        ? `Rerun from an earlier node (e.g. --from ${earlier}) or restore the file`
-        : "Start the workflow again or restore the file"),
+    `Run ${runId}'s history no longer fits the workflow file: ${fit.reason}. ${advice(from)}`,
   );
 }
 
