@@ -214,6 +214,10 @@ export default defineWorkflow({
     await ask("turn.resolve", {
       payload: { turnIntentId: "none", sessionId, sessionEntryId: "e" },
     });
+    // A fork of the finished run (accepted), and one with no node named (it ended well: refused).
+    const fork = await ask("run.rerun", { runId: helloRun, payload: { from: "greet" } });
+    expect(fork.outcome).toBe("accepted");
+    expect((await ask("run.rerun", { runId: helloRun, payload: {} })).outcome).toBe("rejected");
     await ask("run.cancel", { runId: helloRun, payload: { reason: "done already" } });
     await ask("effect.resolve", {
       runId: helloRun,
