@@ -1,0 +1,160 @@
+/**
+ * A schedule's firing across host deaths, with the real `host run`: a host SIGKILLed inside the
+ * transaction that records a due slot, just after it, after the workflow was resolved, and inside
+ * the transaction that starts the slot's run. Each time the next host fires that slot exactly
+ * once: one firing, one run under the id derived from schedule and slot, which completes; and
+ * the state stays consistent.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { queryAll } from "../../src/state/statements.ts";
+import {
+  type CliProcess,
+  hostRequest,
+  killAll,
+  RawClient,
+  spawnCli,
+  stopProcess,
+  type TempHome,
+  tempHome,
+  waitFor,
+} from "../host/helpers.ts";
+
+afterEach(killAll);
+
+const TICK = `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "tick",
+  startAt: "a",
+  nodes: { a: compute({ run: ({ input }) => ({ ticked: input }) }) },
+});
+`;
+
+/** A short host lease, so the next host can take over soon after a SIGKILL. */
+const FAST_TAKEOVER = { PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500" };
+
+async function startHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
+  const host = await waitFor<CliProcess | null>(
+    async () => {
+      const host = spawnCli(["host", "run"], env);
+      const ready = await Promise.race([
+        host.waitForStderr("host.ready", 30_000).then(() => true),
+        host.exited.then(() => false),
+      ]).catch(() => false);
+      return ready ? host : null;
+    },
+    "a host to start",
+    60_000,
+    200,
+  );
+  return host!;
+}
+
+interface Firing {
+  slot_at: number;
+  state: string;
+  run_id: string | null;
+  schedule_id: string;
+  run_state: string | null;
+}
+
+function firings(home: TempHome): { rows: Firing[]; invariants: unknown[] } {
+  const store = openStateStore({
+    stateDir: home.stateDir,
+    clock: systemClock,
+    ids: randomIds,
+    readOnly: true,
+  });
+  try {
+    return {
+      rows: queryAll<Firing>(
+        store,
+        "SELECT f.slot_at, f.state, f.run_id, f.schedule_id, r.state AS run_state " +
+          "FROM schedule_firings f LEFT JOIN runs r ON r.run_id = f.run_id ORDER BY f.slot_at",
+      ),
+      invariants: checkInvariants(store),
+    };
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+describe("a schedule's firing across host deaths", () => {
+  for (
+    const point of [
+      "host.schedule.fired.beforeCommit",
+      "host.schedule.fired.afterCommit",
+      "host.schedule.resolved",
+      "host.schedule.started.beforeCommit",
+    ]
+  ) {
+    it(`SIGKILL at ${point}: the slot fires exactly once after the restart`, async () => {
+      const home = tempHome({ ...FAST_TAKEOVER, PI_WORKFLOWS_CRASH_AT: point });
+      const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
+      const project = join(home.root, "project");
+      mkdirSync(project, { recursive: true });
+      writeFileSync(join(project, "tick.workflow.ts"), TICK);
+      try {
+        const first = await startHost(env);
+        // Every 3s; a restart that takes longer than a slot still fires the crashed slot (the
+        // newest 10 missed slots are caught up).
+        const client = await RawClient.connect(home.socketPath);
+        const added = await client.request(
+          hostRequest("schedule.add", {
+            payload: {
+              name: "tick",
+              workflow: "./tick.workflow.ts",
+              cwd: project,
+              every: "3s",
+              catchUp: "all-bounded",
+              overlap: "queue",
+              input: { n: 1 },
+            },
+          }),
+          60_000,
+        );
+        client.close();
+        expect(added.outcome).toBe("accepted");
+        const firstSlot = added.receipt.schedule.nextFireAt as number;
+        expect(await first.exited).toMatchObject({ signal: "SIGKILL" });
+        const dead = firings(home);
+        expect(dead.invariants).toEqual([]);
+        // Killed inside the recording transaction: nothing of the slot is left.
+        if (point === "host.schedule.fired.beforeCommit") expect(dead.rows).toEqual([]);
+        else expect(dead.rows[0]).toMatchObject({ slot_at: firstSlot, state: "pending" });
+
+        const second = await startHost(env);
+        const done = await waitFor(
+          () => {
+            const { rows } = firings(home);
+            const slot = rows.find((r) => r.slot_at === firstSlot);
+            return slot?.run_state === "completed" ? rows : null;
+          },
+          "the crashed slot's run to complete",
+          90_000,
+          200,
+        );
+        await stopProcess(second);
+        const after = firings(home);
+        expect(after.invariants).toEqual([]);
+        const slot = after.rows.filter((r) => r.slot_at === firstSlot);
+        expect(slot).toEqual([
+          expect.objectContaining({
+            state: "started",
+            run_id: `run-${slot[0]!.schedule_id}-${firstSlot}`,
+          }),
+        ]);
+        // One run per started slot, never two firings of one slot (the key says so too).
+        const started = after.rows.filter((r) => r.run_id !== null).map((r) => r.run_id);
+        expect(new Set(started).size).toBe(started.length);
+        expect(done!.length).toBeGreaterThan(0);
+      } finally {
+        await home.cleanup();
+      }
+    });
+  }
+});
