@@ -2,6 +2,8 @@
  * Turns the command line into one `CliCommand`, or a `UsageError` with one actionable line.
  * Parsing only: nothing here touches the host, the state or the file system.
  */
+import type { PruneCommand } from "./prune-command.ts";
+import { MAX_KEEP_DAYS } from "../protocol/retention-operations.ts";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { MAX_PAGE_ITEMS } from "../protocol/page-limits.ts";
 import { UsageError } from "./exit-codes.ts";
@@ -61,6 +63,7 @@ export type CliCommand =
     json: boolean;
   }
   | { kind: "doctor"; json: boolean }
+  | PruneCommand
   | { kind: "schema"; name: string | null; out: string | null }
   | { kind: "workflows"; cwd: string | null; json: boolean }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
@@ -195,6 +198,23 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     }
     case "effect":
       return parseEffect(rest);
+    case "prune": {
+      const parsed = parse(
+        "prune",
+        rest,
+        { ...JSON_FLAG, "keep-days": { type: "string" }, "dry-run": { type: "boolean" } },
+        0,
+        0,
+      );
+      if (parsed.help) return { kind: "help", topic: "prune" };
+      const keep = parsed.values["keep-days"];
+      return {
+        kind: "prune",
+        keepDays: typeof keep === "string" ? keepDaysOption(keep) : null,
+        dryRun: flag(parsed, "dry-run"),
+        json: flag(parsed, "json"),
+      };
+    }
     case "doctor": {
       const parsed = parse("doctor", rest, JSON_FLAG, 0, 0);
       if (parsed.help) return { kind: "help", topic: "doctor" };
@@ -373,6 +393,17 @@ export function flag(parsed: Parsed, name: string): boolean {
 }
 
 /** A positive integer option value, at most `max`. */
+/** `--keep-days`: whole days, 0 included (every ended run is due). */
+function keepDaysOption(text: string): number {
+  const value = /^[0-9]{1,6}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= 0 && value <= MAX_KEEP_DAYS)) {
+    throw new UsageError(
+      `Invalid --keep-days '${text.slice(0, 30)}': give whole days from 0 to ${MAX_KEEP_DAYS}`,
+    );
+  }
+  return value;
+}
+
 export function countOption(
   option: string,
   text: string,

@@ -48,6 +48,10 @@ export async function runCli(
         const { runCompletionCommand } = await import("./completion-command.ts");
         return await runCompletionCommand(command, io, env);
       }
+      case "prune": {
+        const { runPruneCommand } = await import("./prune-command.ts");
+        return await runPruneCommand(command, io, env);
+      }
       case "doctor": {
         const { runDoctorCommand } = await import("./doctor-command.ts");
         return await runDoctorCommand(command, io, env);

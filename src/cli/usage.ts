@@ -24,6 +24,7 @@ Commands:
   host run|start|status|stop   Manage the workflow host process
   view [runId]                 Watch runs live in the terminal (read-only)
   doctor                       Check the state database (read-only)
+  prune [--keep-days N]        Delete ended runs past the retention period (--dry-run)
   schema [name] [--out DIR]    Print or write the protocol's JSON Schemas
   completion bash|zsh          Print a shell completion script
 
@@ -311,6 +312,21 @@ Options:
 
 Example:
   pi-workflows workflows --json`,
+  prune: `Usage: pi-workflows prune [--keep-days N] [--dry-run] [--json]
+
+Asks the host to delete ended runs older than the retention period, with everything they own,
+and give the space back to the file; prints what went (runs, rows per table, bytes). Runs that a
+controller or another run still references, and runs with a client command younger than an
+hour, are kept. The host also does this by itself while idle (docs/state.md, "Retention").
+
+Options:
+  --keep-days N  Keep ended runs this many days (default: retention.days in the state
+                 directory's config.json, else 30; 0: every ended run is due)
+  --dry-run      Count what would go, change nothing
+  --json         The host's receipt: {runs, rows, bytes, fileBytesBefore, fileBytesAfter, ...}
+
+Example:
+  pi-workflows prune --keep-days 7 --dry-run`,
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.

@@ -18,6 +18,7 @@ import { answerCheckpointCommand, answerDecisionCommand } from "./answer-command
 import { errorResponse } from "./command-errors.ts";
 import { resolveEffectCommand } from "./effect-resolve.ts";
 import { withReceipt } from "./command-receipts.ts";
+import { pruneCommand } from "./prune-command.ts";
 import { hostStatus } from "./host-status.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-control.ts";
@@ -86,6 +87,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "schedule.remove": (rt, request) => withReceipt(rt, request, schedules.removeScheduleCommand),
   "host.status": (rt, request) =>
     successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
+  "host.prune": (rt, request) => withReceipt(rt, request, pruneCommand),
   "host.stop": (rt, request) => {
     // Not a durable change, so no receipt: a retry after the host stopped finds no host.
     rt.requestStop("host.stop");

@@ -49,6 +49,7 @@ import { createHostLog, logError } from "./host-log.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
 import { createIdleTracker, idleCheckIntervalMs } from "./idle-tracker.ts";
+import { createRetentionRunner } from "./retention-runner.ts";
 import { openReadyChannel } from "./ready-handshake.ts";
 import {
   listenUserOnly,
@@ -186,6 +187,14 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     takeover,
   });
 
+  const retention = createRetentionRunner({
+    store,
+    stateDir,
+    log,
+    intervalMs: hostOptions.retentionIntervalMs,
+    now: () => clock.now(),
+  });
+
   let phase: HostPhase = "running";
   let listening = false;
   let socketIdentity: SocketIdentity | null = null;
@@ -299,6 +308,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       sessions,
       schedules,
       log,
+      retention,
       version: VERSION,
       phase: () => phase,
       holdsEpoch,
@@ -355,6 +365,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork() ||
       deadlines!.hasPending();
     if (idle.check(busy)) void stop("idle");
+    // Retention runs only while idle and never counts as busy (retention-runner.ts).
+    else if (!busy) retention.idleTick();
   }, idleCheckIntervalMs(hostOptions.idleMs)));
 
   log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });

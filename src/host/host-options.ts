@@ -17,6 +17,8 @@ export interface HostOptions {
   partialFrameMs: number;
   /** Bytes of host log kept in `<stateDir>/host.log` before it is rotated to `host.log.1`. */
   maxLogBytes: number;
+  /** An idle host starts a retention pass at most this often. */
+  retentionIntervalMs: number;
 }
 
 export const DEFAULT_HOST_OPTIONS: HostOptions = {
@@ -25,6 +27,7 @@ export const DEFAULT_HOST_OPTIONS: HostOptions = {
   hostClaimRenewMs: 5_000,
   partialFrameMs: 10_000,
   maxLogBytes: 1024 * 1024,
+  retentionIntervalMs: 6 * 3600_000,
 };
 
 const ENV_NAMES = {
@@ -33,6 +36,7 @@ const ENV_NAMES = {
   hostClaimRenewMs: "PI_WORKFLOWS_HOST_RENEW_MS",
   partialFrameMs: "PI_WORKFLOWS_HOST_PARTIAL_FRAME_MS",
   maxLogBytes: "PI_WORKFLOWS_HOST_LOG_BYTES",
+  retentionIntervalMs: "PI_WORKFLOWS_RETENTION_INTERVAL_MS",
 } as const satisfies Record<keyof HostOptions, string>;
 
 /** Reads host options from `env`; an invalid value is a one-line error naming the variable. */

@@ -7,6 +7,7 @@ import type { StateStore } from "../state/store.ts";
 import type { DeadlineTimer } from "./deadline-timer.ts";
 import type { HostLog } from "./host-log.ts";
 import type { ScheduleFirer } from "./schedule-firer.ts";
+import type { RetentionRunner } from "./retention-runner.ts";
 import type { SessionWatch } from "./session-watch.ts";
 import type { Supervision } from "./supervision/api.ts";
 
@@ -28,6 +29,8 @@ export interface HostRuntime {
   /** Long polls of connected Pi sessions (woken by every commit). */
   readonly sessions: SessionWatch;
   readonly log: HostLog;
+  /** Retention passes: `host.prune` and the idle pass (one at a time). */
+  readonly retention: RetentionRunner;
   readonly version: string;
   phase(): HostPhase;
   /** True while this host still holds its epoch (renewing first when the lease is due). */

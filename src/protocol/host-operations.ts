@@ -77,6 +77,7 @@ import {
   ScheduleShowReceiptSchema,
 } from "./schedule-operations.ts";
 import { RunRerunPayloadSchema, RunRerunReceiptSchema } from "./rerun-operations.ts";
+import { HostPrunePayloadSchema, HostPruneReceiptSchema } from "./retention-operations.ts";
 
 export const HOST_OPERATIONS = [
   "run.start",
@@ -115,6 +116,7 @@ export const HOST_OPERATIONS = [
   "schedule.remove",
   "host.status",
   "host.stop",
+  "host.prune",
   "effect.resolve",
 ] as const;
 export type HostOperation = (typeof HOST_OPERATIONS)[number];
@@ -391,6 +393,12 @@ export const OPERATION_SPECS = {
     mutating: false,
     payload: HostStopPayloadSchema,
     receipt: HostStopReceiptSchema,
+  },
+  "host.prune": {
+    runId: "forbidden",
+    mutating: true,
+    payload: HostPrunePayloadSchema,
+    receipt: HostPruneReceiptSchema,
   },
   "effect.resolve": {
     runId: "required",

@@ -3,7 +3,7 @@
  * read-only queries. Tests run it after every step; `pi-workflows doctor` runs it on the user's
  * database. An empty list means the projections agree with each other.
  */
-import { eventKeyRangeSql, runRevisionSql } from "./journal.ts";
+import { eventKeyRangeSql, newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll } from "./statements.ts";
 import { CONTROLLER_CHECKS } from "./controllers/controller-invariants.ts";
@@ -109,11 +109,17 @@ const CHECKS: Check[] = [
   },
   {
     code: "viewerDeltaMismatch",
-    // Every revision has a delta (worker-epoch deltas reuse a revision, hence DISTINCT).
+    // Every revision has a delta (worker-epoch deltas reuse a revision, hence DISTINCT), except
+    // those retention trimmed off the front of the feed: a run's deltas are its newest revisions
+    // without a gap, up to its revision, and a run without any last changed before the feed's
+    // oldest delta.
     sql: "SELECT x.run_id, x.revision, d.n, d.m FROM (SELECT r.run_id, " +
-      `COALESCE(${runRevisionSql()}, 0) AS revision FROM runs r) x LEFT JOIN (SELECT run_id, ` +
-      "COUNT(DISTINCT run_revision) AS n, MAX(run_revision) AS m FROM viewer_deltas GROUP BY " +
-      "run_id) d ON d.run_id = x.run_id WHERE COALESCE(d.n, 0) <> x.revision OR d.m > x.revision",
+      `COALESCE(${runRevisionSql()}, 0) AS revision, ${newestEventSql("at")} AS changed ` +
+      "FROM runs r) x LEFT JOIN (SELECT run_id, COUNT(DISTINCT run_revision) AS n, " +
+      "MIN(run_revision) AS lo, MAX(run_revision) AS m FROM viewer_deltas GROUP BY run_id) d " +
+      "ON d.run_id = x.run_id WHERE CASE WHEN d.n IS NULL THEN x.revision > 0 AND " +
+      "x.changed > COALESCE((SELECT at FROM viewer_deltas ORDER BY revision LIMIT 1), 0) " +
+      "ELSE d.m <> x.revision OR d.n <> d.m - d.lo + 1 END",
     detail: (r) => `revision ${r.revision} but viewer deltas cover ${r.n ?? 0} up to ${r.m ?? 0}`,
   },
   {

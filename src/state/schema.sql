@@ -42,6 +42,11 @@
 -- reads the time); JSON columns hold canonical JSON text of at most 1 MiB; every enumeration has
 -- a CHECK; a raw claim token is never stored, only its sha256 hex.
 
+-- Freed pages are returned to the file by `PRAGMA incremental_vacuum` in short steps after a
+-- prune (retention.ts); the mode can only be chosen before the first table exists, so
+-- openStateStore also sets it on a new file before anything else.
+PRAGMA auto_vacuum = INCREMENTAL;
+
 CREATE TABLE meta (
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
@@ -116,6 +121,9 @@ CREATE INDEX runs_by_state ON runs (state, created_at);
 CREATE INDEX runs_by_created ON runs (created_at, run_id);
 CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
 CREATE INDEX runs_by_fork_parent ON runs (forked_from_run_id) WHERE forked_from_run_id IS NOT NULL;
+-- Retention walks ended runs in the order they ended (compaction, then the prune past the
+-- retention period); written once per run, when it ends.
+CREATE INDEX runs_by_finished ON runs (finished_at) WHERE finished_at IS NOT NULL;
 
 -- Terminal runs never change again.
 CREATE TRIGGER runs_terminal_immutable BEFORE UPDATE ON runs
@@ -123,10 +131,18 @@ WHEN OLD.state IN ('completed', 'failed', 'timed_out', 'cancelled')
 BEGIN
   SELECT RAISE(ABORT, 'terminal run rows are immutable');
 END;
+-- Runs are deleted only by a retention prune, which names each run it deletes in `run_prunes`
+-- inside its transaction (and removes the row before it commits).
 CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
+WHEN NOT EXISTS (SELECT 1 FROM run_prunes WHERE run_id = OLD.run_id)
 BEGIN
-  SELECT RAISE(ABORT, 'run rows are never deleted');
+  SELECT RAISE(ABORT, 'run rows are deleted only by a retention prune');
 END;
+
+-- The runs one retention transaction is deleting; always empty outside such a transaction.
+CREATE TABLE run_prunes (
+  run_id TEXT PRIMARY KEY
+) WITHOUT ROWID;
 
 -- The scheduler projection of a run; its state must match the run state (spec run/queue table).
 CREATE TABLE run_queue (
@@ -251,30 +267,48 @@ CREATE TABLE events (
 -- One event per worker message id: a retried message is refused by this key, then answered from
 -- the stored receipt. Message ids are `<epoch>.<n>`, n zero-padded, so one epoch appends in order.
 CREATE UNIQUE INDEX events_by_request ON events (request_id) WHERE request_id IS NOT NULL;
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+CREATE TRIGGER events_no_update BEFORE UPDATE OF
+  event_key, run_id, seq, type, run_revision, payload_json, at ON events
 BEGIN
   SELECT RAISE(ABORT, 'events are immutable');
 END;
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+-- Compaction clears the worker-message receipt of an ended run's events (no worker can retry
+-- once the run ended and its retry window passed); nothing else of an event ever changes.
+CREATE TRIGGER events_receipt_compaction BEFORE UPDATE OF
+  request_id, request_fingerprint, receipt_json ON events
+WHEN NEW.request_id IS NOT NULL OR NEW.receipt_json IS NOT NULL OR NOT EXISTS (
+  SELECT 1 FROM runs WHERE run_id = OLD.run_id AND finished_at IS NOT NULL
+)
 BEGIN
-  SELECT RAISE(ABORT, 'events are immutable');
+  SELECT RAISE(ABORT, 'event receipts are only cleared once their run ended');
+END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+WHEN NOT EXISTS (SELECT 1 FROM run_prunes WHERE run_id = OLD.run_id)
+BEGIN
+  SELECT RAISE(ABORT, 'events are deleted only with their run, by a retention prune');
 END;
 
 -- One small delta per committed change, in one global order (`revision`), so a viewer follows
--- every run by polling `revision > last seen` without reading payloads. Rows are never deleted,
--- so the rowid alias grows monotonically without AUTOINCREMENT's extra page write per commit.
+-- every run by polling `revision > last seen` without reading payloads. A change feed, not a
+-- record: retention trims the oldest deltas (a prefix of the order, so the rowid alias still
+-- grows monotonically without AUTOINCREMENT's extra page write per commit), and a viewer whose
+-- position fell below the oldest one reloads. `run_id` names a run that may since have been
+-- pruned (no foreign key: a run's deltas are found only by revision, and an index on run_id
+-- would cost every commit one more B-tree).
 CREATE TABLE viewer_deltas (
   revision INTEGER PRIMARY KEY,
-  run_id TEXT NOT NULL REFERENCES runs (run_id),
+  run_id TEXT NOT NULL,
   run_revision INTEGER NOT NULL,
   kind TEXT NOT NULL,
   summary_json TEXT NOT NULL,
   at INTEGER NOT NULL
 );
 
-CREATE TRIGGER viewer_deltas_no_delete BEFORE DELETE ON viewer_deltas
+-- Only the oldest delta goes (the feed's prefix), so the feed never has a gap inside it.
+CREATE TRIGGER viewer_deltas_prefix_only BEFORE DELETE ON viewer_deltas
+WHEN OLD.revision <> (SELECT MIN(revision) FROM viewer_deltas)
 BEGIN
-  SELECT RAISE(ABORT, 'viewer deltas are never deleted');
+  SELECT RAISE(ABORT, 'viewer deltas are trimmed oldest first');
 END;
 
 CREATE TABLE node_attempts (
@@ -461,7 +495,8 @@ CREATE UNIQUE INDEX turn_intents_one_eligible ON turn_intents (run_id)
 WHERE eligible_at IS NOT NULL AND state != 'resolved';
 CREATE INDEX turn_intents_open ON turn_intents (target_session_id, eligible_at)
 WHERE state != 'resolved';
-CREATE INDEX turn_intents_by_run ON turn_intents (run_id) WHERE state != 'resolved';
+-- A run's intents (open ones: cancel supersedes them; all: a prune deletes them).
+CREATE INDEX turn_intents_by_run ON turn_intents (run_id);
 
 -- Command receipts of clients, committed in the same transaction as the change they acknowledge
 -- (worker-message receipts live in the events they produced). Keyed by request id alone (one
@@ -484,6 +519,10 @@ CREATE TABLE host_commands (
 ) WITHOUT ROWID;
 CREATE INDEX host_commands_by_key ON host_commands (client_id, operation, idempotency_key)
 WHERE idempotency_key IS NOT NULL;
+-- A run's receipts: a prune keeps a run while one is young enough to be retried, then deletes
+-- them with it; receipts of no run are pruned by age (`completed_at`).
+CREATE INDEX host_commands_by_run ON host_commands (run_id, completed_at) WHERE run_id IS NOT NULL;
+CREATE INDEX host_commands_by_age ON host_commands (completed_at) WHERE run_id IS NULL;
 
 -- Origin-session model steps (agent, decision, assistant message) waiting for the Pi session.
 -- `contract_json` is the step contract the worker proposed (message text, ids, expected output);
@@ -553,6 +592,8 @@ CREATE TABLE run_workers (
 CREATE UNIQUE INDEX run_workers_one_active ON run_workers (run_id)
 WHERE status IN ('starting', 'live');
 CREATE INDEX run_workers_active ON run_workers (status) WHERE status IN ('starting', 'live');
+-- A run's worker epochs (compaction of an ended run, a prune).
+CREATE INDEX run_workers_by_run ON run_workers (run_id);
 
 -- Process groups a worker attached to host supervision (`process.register`: a shell node's
 -- command, a headless Pi): a direct child of the worker leading its own group, named by PID and

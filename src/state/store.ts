@@ -176,6 +176,9 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
   let db: DatabaseSync;
   try {
     db = new DatabaseSync(path, { readOnly, timeout });
+    // Only possible before the first table exists and before WAL mode writes the header; the
+    // same line opens schema.sql (so the digest covers it).
+    if (fresh && !readOnly) db.exec("PRAGMA auto_vacuum = INCREMENTAL");
     if (!readOnly) applyWritePragmas(db);
     db.exec("PRAGMA foreign_keys = ON");
   } catch (error) {

@@ -113,7 +113,10 @@ export interface ChangedRuns {
   runIds: string[];
   /** The last revision read; `after` when nothing changed. */
   revision: number;
-  /** True when the window filled: the caller should reload rather than patch. */
+  /**
+   * True when the window filled, or retention trimmed deltas after `after`: the caller should
+   * reload rather than patch.
+   */
   truncated: boolean;
 }
 
@@ -128,7 +131,9 @@ export function changedRunsSince(store: StateStore, after: number, limit = 500):
   return {
     runIds: [...new Set(rows.map((r) => r.run_id))],
     revision: rows.length > 0 ? rows[rows.length - 1].revision : after,
-    truncated: rows.length >= limit,
+    // Revisions have no gaps except where retention trimmed the feed's front: a first delta
+    // past `after + 1` means deltas this reader never saw are gone.
+    truncated: rows.length >= limit || (rows.length > 0 && rows[0].revision > after + 1),
   };
 }
 

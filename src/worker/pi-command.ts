@@ -14,8 +14,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { MIN_PI_VERSION } from "../protocol/pi-launch.ts";
-import { UserConfigSchema } from "../protocol/user-config.ts";
-import { parseWith } from "../protocol/schema-issues.ts";
+import { readUserConfig } from "../protocol/user-config.ts";
 
 export interface FoundPi {
   /** Absolute path of the executable. */
@@ -46,7 +45,7 @@ export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
   let named: { source: string; command: string } | null = null;
   if (env.PI_WORKFLOWS_PI) named = { source: "PI_WORKFLOWS_PI", command: env.PI_WORKFLOWS_PI };
   else {
-    const config = readUserConfig(options.stateDir);
+    const config = readPiConfig(options.stateDir);
     if (!config.ok) return config;
     if (config.pi !== undefined) {
       named = { source: "the pi entry of config.json in the state directory", command: config.pi };
@@ -83,32 +82,12 @@ export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
 }
 
 /** `config.json` in the state directory; absent is an empty config. */
-function readUserConfig(
+function readPiConfig(
   stateDir: string,
 ): { ok: true; pi?: string } | Extract<PiDiscovery, { ok: false }> {
-  let text: string;
-  try {
-    text = readFileSync(join(stateDir, "config.json"), "utf8");
-  } catch {
-    return { ok: true };
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return invalidConfig(`not JSON (${(error as Error).message.split("\n")[0]})`);
-  }
-  const parsed = parseWith(UserConfigSchema, value, "config");
-  if (!parsed.ok) return invalidConfig(parsed.error);
-  return { ok: true, pi: parsed.value.pi };
-}
-
-function invalidConfig(detail: string): Extract<PiDiscovery, { ok: false }> {
-  return {
-    ok: false,
-    code: "invalidConfig",
-    message: `Invalid config.json in the state directory: ${detail}`,
-  };
+  const read = readUserConfig(stateDir);
+  if (!read.ok) return { ok: false, code: "invalidConfig", message: read.message };
+  return { ok: true, pi: read.config.pi };
 }
 
 /** An absolute path of an executable regular file, searching PATH for a bare name. */

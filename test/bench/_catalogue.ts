@@ -127,6 +127,19 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "receipt_frames_per_tx",
     ],
   },
+  retention: {
+    what:
+      "a prune of 100,000 ended runs: lock hold, file size, reads before/after beside 50 active runs",
+    fields: [
+      "endedRuns",
+      "fileBytes",
+      "bytesPerEndedRun",
+      "bytesPerNodeAttempt",
+      "prune",
+      "ms",
+      "ratioToSmall",
+    ],
+  },
   socket: {
     what: "run.status round trips on the host socket against a raw unix socket echo",
     fields: [

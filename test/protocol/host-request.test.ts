@@ -162,6 +162,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
   "schedule.remove": { good: { name: "nightly" }, bad: {}, badPath: "payload.name" },
   "host.status": { good: {}, bad: { verbose: true }, badPath: "payload.verbose" },
   "host.stop": { good: {}, bad: [], badPath: "payload" },
+  "host.prune": {
+    good: { keepDays: 7, dryRun: true },
+    bad: { keepDays: -1 },
+    badPath: "payload.keepDays",
+  },
   "effect.resolve": {
     good: { target: "att-1", verdict: "applied", output: { id: 7 }, operator: "ops" },
     bad: { target: "att-1", verdict: "maybe" },

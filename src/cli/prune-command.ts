@@ -1,0 +1,72 @@
+/**
+ * `prune [--keep-days N] [--dry-run] [--json]`: asks the host (the only writer) for a retention
+ * pass and prints what it removed, or would remove: runs, rows per table and bytes.
+ */
+import { receiptOf } from "../client/command-receipt.ts";
+import type { HostPruneReceipt } from "../protocol/retention-operations.ts";
+import { EXIT } from "./exit-codes.ts";
+import { type CliIo, printJson } from "./output.ts";
+import { withHost } from "./with-host.ts";
+
+export interface PruneCommand {
+  kind: "prune";
+  keepDays: number | null;
+  dryRun: boolean;
+  json: boolean;
+}
+
+/** A pass over a large database takes a while; its answer comes when it is done. */
+const PRUNE_TIMEOUT_MS = 30 * 60_000;
+
+export async function runPruneCommand(
+  command: PruneCommand,
+  io: CliIo,
+  env: NodeJS.ProcessEnv,
+): Promise<number> {
+  return await withHost(env, io, async (connection) => {
+    const receipt = receiptOf(
+      "host.prune",
+      await connection.request("host.prune", {
+        payload: {
+          ...(command.keepDays !== null ? { keepDays: command.keepDays } : {}),
+          ...(command.dryRun ? { dryRun: true } : {}),
+        },
+        timeoutMs: PRUNE_TIMEOUT_MS,
+      }),
+    );
+    if (command.json) printJson(io, receipt);
+    else for (const line of formatPruneReport(receipt)) io.out(line);
+    return EXIT.ok;
+  });
+}
+
+export function formatPruneReport(r: HostPruneReceipt): string[] {
+  const verb = r.dryRun ? "Would remove" : "Removed";
+  const tables = Object.entries(r.rows).filter(([, n]) => n > 0).sort(([a], [b]) => a < b ? -1 : 1);
+  const lines = [
+    `${verb} ${r.runs} ended run${r.runs === 1 ? "" : "s"} older than ${r.keepDays} day${
+      r.keepDays === 1 ? "" : "s"
+    } (${r.dryRun ? "about " : ""}${bytesText(r.bytes)})`,
+  ];
+  if (tables.length > 0) {
+    lines.push(`  rows: ${tables.map(([table, n]) => `${table} ${n}`).join(", ")}`);
+  }
+  if (!r.dryRun) {
+    lines.push(
+      `  compacted ${r.compactedRuns} ended run${r.compactedRuns === 1 ? "" : "s"}, trimmed ` +
+        `${r.trimmedDeltas} viewer delta${r.trimmedDeltas === 1 ? "" : "s"}`,
+    );
+    lines.push(
+      `  state.sqlite ${bytesText(r.fileBytesBefore)} -> ${bytesText(r.fileBytesAfter)}; ` +
+        `${r.transactions} transactions, longest ${r.longestLockMs.toFixed(1)} ms`,
+    );
+  }
+  return lines;
+}
+
+function bytesText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  if (bytes < 1024 ** 3) return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+}

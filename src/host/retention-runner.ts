@@ -1,0 +1,163 @@
+/**
+ * The host's retention passes (state/retention/): one at a time, stepped one short write
+ * transaction at a time with the event loop free in between, so commands interleave with a
+ * prune and no transaction of it holds the write lock for more than a few milliseconds.
+ *
+ * After a pass, the deleted runs' files go too: captured worker output and headless Pi sessions.
+ *
+ * - `prune(options)`: the `host.prune` command, to completion (an idle pass in progress is
+ *   dropped first: the command's pass does all of its work).
+ * - `idleTick()`: called from the host's idle check while no client, worker, wake or work keeps
+ *   it busy. At most once per interval it starts a pass at the configured period and steps it
+ *   for a few milliseconds per tick; it never makes the host busy, so the idle exit is delayed
+ *   by one tick's slice at most, and a pass cut short by the exit is redone next time (each of
+ *   its transactions left every run whole or gone).
+ */
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { readUserConfig } from "../protocol/user-config.ts";
+import {
+  createRetentionPass,
+  DEFAULT_KEEP_DAYS,
+  type RetentionPass,
+  type RetentionReport,
+} from "../state/retention/retention-pass.ts";
+import type { StateStore } from "../state/store.ts";
+import type { HostLog } from "./host-log.ts";
+import { crashPoint } from "../protocol/crash-point.ts";
+
+/** Work an idle tick does before it gives the event loop back (ms). */
+const IDLE_SLICE_MS = 15;
+
+export interface RetentionRunner {
+  prune(options: { keepDays?: number; dryRun?: boolean }): Promise<RetentionReport>;
+  idleTick(): void;
+}
+
+export class RetentionConfigError extends Error {}
+
+export function createRetentionRunner(ctx: {
+  store: StateStore;
+  stateDir: string;
+  log: HostLog;
+  intervalMs: number;
+  now(): number;
+}): RetentionRunner {
+  let idlePass: RetentionPass | null = null;
+  let nextIdleAt = 0;
+  let commanded: Promise<RetentionReport> | null = null;
+
+  const finish = (pass: RetentionPass, source: string): void => {
+    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs);
+    removeSessionDirs(join(ctx.stateDir, "sessions"), pass.prunedRuns);
+    const r = pass.report;
+    if (r.dryRun) return;
+    ctx.log("retention.pass", {
+      source,
+      runs: r.runs,
+      compactedRuns: r.compactedRuns,
+      trimmedDeltas: r.trimmedDeltas,
+      bytes: r.bytes,
+      fileBytesBefore: r.fileBytesBefore,
+      fileBytesAfter: r.fileBytesAfter,
+      transactions: r.transactions,
+      longestLockMs: Math.round(r.longestLockMs * 100) / 100,
+    });
+  };
+
+  const step = (pass: RetentionPass): boolean => {
+    const more = pass.step();
+    // Crash tests: the host dies between two of the pass's transactions.
+    crashPoint("host.retention.step");
+    return more;
+  };
+
+  return {
+    prune(options) {
+      const run = async () => {
+        idlePass = null;
+        const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
+        const pass = createRetentionPass(ctx.store, { keepDays, dryRun: options.dryRun });
+        while (step(pass)) await new Promise((resolve) => setImmediate(resolve));
+        finish(pass, "command");
+        return pass.report;
+      };
+      // Two commands at once share nothing: the second runs after the first.
+      const next = (commanded ?? Promise.resolve()).catch(() => {}).then(run);
+      commanded = next;
+      return next.finally(() => {
+        if (commanded === next) commanded = null;
+      });
+    },
+    idleTick() {
+      if (commanded) return;
+      if (!idlePass) {
+        if (ctx.now() < nextIdleAt) return;
+        nextIdleAt = ctx.now() + ctx.intervalMs;
+        let keepDays: number;
+        try {
+          keepDays = configuredKeepDays(ctx.stateDir);
+        } catch (error) {
+          ctx.log("retention.skipped", { reason: (error as Error).message });
+          return;
+        }
+        idlePass = createRetentionPass(ctx.store, { keepDays });
+      }
+      const started = performance.now();
+      try {
+        while (performance.now() - started < IDLE_SLICE_MS) {
+          if (!step(idlePass)) {
+            finish(idlePass, "idle");
+            idlePass = null;
+            return;
+          }
+        }
+      } catch (error) {
+        // A busy or failing database: try again at the next interval.
+        ctx.log("retention.failed", { error: (error as Error).message.split("\n")[0] });
+        idlePass = null;
+      }
+    },
+  };
+}
+
+/** `retention.days` of config.json, else the default. Throws `RetentionConfigError`. */
+export function configuredKeepDays(stateDir: string): number {
+  const read = readUserConfig(stateDir);
+  if (!read.ok) throw new RetentionConfigError(read.message);
+  return read.config.retention?.days ?? DEFAULT_KEEP_DAYS;
+}
+
+/** Removes the captured output of the given worker epochs (`<stem>.out`, `<stem>-pi<n>.err`). */
+function removeOutputFiles(dir: string, epochs: readonly string[]): void {
+  if (epochs.length === 0) return;
+  const stems = new Set(epochs.map((e) => e.replace(/[^A-Za-z0-9_.-]/g, "_")));
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const stem = name.replace(/(-pi\d+)?\.(out|err)$/, "");
+    if (stem === name || !stems.has(stem)) continue;
+    try {
+      rmSync(join(dir, name));
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Removes the headless Pi conversations of the deleted runs (`sessions/<runId>/`). */
+function removeSessionDirs(dir: string, runIds: readonly string[]): void {
+  for (const runId of runIds) {
+    // Run ids are the host's own; anything that could leave the directory is skipped.
+    if (!/^[A-Za-z0-9_.-]+$/.test(runId) || runId.startsWith(".")) continue;
+    try {
+      rmSync(join(dir, runId), { recursive: true, force: true });
+    } catch {
+      // gone or not ours to remove: the next pass does not look again
+    }
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * One retention pass over the state database, in short write transactions the caller runs one
+ * at a time (`step()`), so the host serves commands between them and never holds the write lock
+ * for long: first the prune (ended, unreferenced runs past the retention period and everything
+ * they own, each run in one transaction with others up to a time budget), then client receipts
+ * of no run, then compaction of ended runs, the viewer feed's trim, and last the incremental
+ * vacuum that gives the freed pages back to the file. A dry run only counts (reads).
+ */
+import { statSync } from "node:fs";
+import { queryAllArgs, queryOneArgs } from "../statements.ts";
+import type { StateStore } from "../store.ts";
+import { writeTransaction } from "../transactions.ts";
+import {
+  compactRunInTx,
+  countRunlessReceipts,
+  type EndedRun,
+  listUncompactedRuns,
+  pruneRunlessReceiptsInTx,
+  trimViewerFeedInTx,
+} from "./compaction.ts";
+import {
+  countRunRows,
+  deleteRunInTx,
+  prunableSql,
+  receiptsSettledSql,
+  type TableCounts,
+} from "./run-deletion.ts";
+
+export const DAY_MS = 24 * 3600_000;
+/** The retention period when neither config.json nor the command names one. */
+export const DEFAULT_KEEP_DAYS = 30;
+/**
+ * How long after its last client receipt a run is kept at least, and how long after its end
+ * before it is compacted: far past any client's retry deadline (60 s, plus one 5 s final try)
+ * and a worker's last message, so no retry can find its receipt gone.
+ */
+export const RETRY_WINDOW_MS = 3600_000;
+/** Viewer deltas are kept this long (a viewer further behind reloads). */
+export const FEED_WINDOW_MS = 3600_000;
+/** A write transaction of the pass stops taking more work once it has run this long. */
+export const STEP_BUDGET_MS = 4;
+/** Pages one incremental vacuum step returns to the file (4 MiB of 4 KiB pages). */
+const VACUUM_PAGES = 1024;
+const PAGE = 256;
+
+export interface RetentionOptions {
+  keepDays: number;
+  dryRun?: boolean;
+  /** Time budget of one write transaction (ms). */
+  stepBudgetMs?: number;
+}
+
+export interface RetentionReport {
+  dryRun: boolean;
+  keepDays: number;
+  /** Runs that ended before this time (epoch ms) were due. */
+  cutoff: number;
+  /** Ended runs deleted (would be, in a dry run). */
+  runs: number;
+  /** Rows deleted (would be) per table. */
+  rows: TableCounts;
+  /** Ended runs compacted; viewer deltas trimmed. */
+  compactedRuns: number;
+  trimmedDeltas: number;
+  /** Bytes the deleted rows held (pages no longer used); a dry run's is an estimate. */
+  bytes: number;
+  fileBytesBefore: number;
+  fileBytesAfter: number;
+  transactions: number;
+  /** The longest write transaction of the pass, from BEGIN to the end of COMMIT (ms). */
+  longestLockMs: number;
+  /** The same per phase (prune, receipts, compact, feed, vacuum). */
+  longestLockMsByPhase: Record<string, number>;
+}
+
+type Phase = "prune" | "receipts" | "compact" | "feed" | "vacuum" | "done";
+
+export interface RetentionPass {
+  readonly report: RetentionReport;
+  /** Worker epochs of the deleted runs (their captured output files can go). */
+  readonly prunedEpochs: string[];
+  /** The deleted runs (their headless Pi session directories can go). */
+  readonly prunedRuns: string[];
+  /** Runs one short write transaction; false once the pass is complete. */
+  step(): boolean;
+}
+
+/** Starts a pass at the store clock's now. */
+export function createRetentionPass(store: StateStore, options: RetentionOptions): RetentionPass {
+  const now = store.clock.now();
+  const dryRun = options.dryRun ?? false;
+  const budget = options.stepBudgetMs ?? STEP_BUDGET_MS;
+  const cutoff = now - options.keepDays * DAY_MS;
+  const receiptFloor = now - RETRY_WINDOW_MS;
+  // The file's size counts once the WAL is copied back into it (a passive checkpoint: it waits
+  // for no reader and holds no write lock).
+  if (!dryRun) store.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+  const usedBefore = usedPages(store);
+  const report: RetentionReport = {
+    dryRun,
+    keepDays: options.keepDays,
+    cutoff,
+    runs: 0,
+    rows: {},
+    compactedRuns: 0,
+    trimmedDeltas: 0,
+    bytes: 0,
+    fileBytesBefore: fileBytes(store),
+    fileBytesAfter: 0,
+    transactions: 0,
+    longestLockMs: 0,
+    longestLockMsByPhase: {},
+  };
+  const prunedEpochs: string[] = [];
+  const prunedRuns: string[] = [];
+  let phase: Phase = "prune";
+  // The prune walks candidates in end order; a run kept because a younger ended run points at
+  // it (a child) may become free once that one went, hence another walk while one helps.
+  let cursor = { at: -1, rowid: 0 };
+  let queue: { runId: string; runNo: number }[] = [];
+  let walkDeleted = 0;
+  let walks = 0;
+  let compactQueue: EndedRun[] = [];
+
+  const timed = <T>(fn: () => T): T => {
+    const started = performance.now();
+    try {
+      return writeTransaction(store, fn);
+    } finally {
+      const ms = performance.now() - started;
+      report.transactions++;
+      report.longestLockMs = Math.max(report.longestLockMs, ms);
+      const byPhase = report.longestLockMsByPhase;
+      byPhase[phase] = Math.max(byPhase[phase] ?? 0, ms);
+    }
+  };
+
+  const nextCandidates = (): boolean => {
+    const rows = queryAllArgs<{ run_id: string; run_no: number; finished_at: number; rid: number }>(
+      store,
+      "SELECT r.run_id, r.run_no, r.finished_at, r.rowid AS rid FROM runs r WHERE " +
+        "r.finished_at IS NOT NULL AND (r.finished_at > ?1 OR (r.finished_at = ?1 AND " +
+        `r.rowid > ?2)) AND ${prunableSql("?3")} ORDER BY r.finished_at, r.rowid LIMIT ?4`,
+      cursor.at,
+      cursor.rowid,
+      cutoff,
+      PAGE,
+    );
+    if (rows.length === 0) return false;
+    const last = rows[rows.length - 1];
+    cursor = { at: last.finished_at, rowid: last.rid };
+    queue = rows.map((r) => ({ runId: r.run_id, runNo: r.run_no }));
+    return true;
+  };
+
+  const pruneStep = (): void => {
+    if (queue.length === 0 && !nextCandidates()) {
+      // A run a deleted run pointed at (its parent) is listed only by the next walk.
+      if (!dryRun && walkDeleted > 0 && ++walks < 10) {
+        cursor = { at: -1, rowid: 0 };
+        walkDeleted = 0;
+        return;
+      }
+      phase = "receipts";
+      return;
+    }
+    if (dryRun) {
+      for (const run of queue.splice(0)) {
+        // A run whose receipts are still young would be kept by the real prune.
+        const settled = queryOneArgs<{ ok: number }>(
+          store,
+          `SELECT 1 AS ok FROM runs r WHERE r.run_id = ?1 AND ${receiptsSettledSql("?2")}`,
+          run.runId,
+          receiptFloor,
+        );
+        if (!settled) continue;
+        report.runs++;
+        report.bytes += countRunRows(store, run, report.rows);
+      }
+      return;
+    }
+    timed(() => {
+      const started = performance.now();
+      // At least one run per transaction, more while the budget lasts.
+      do {
+        const run = queue.shift()!;
+        const epochs = deleteRunInTx(store, run.runId, cutoff, receiptFloor, report.rows);
+        if (epochs === null) continue; // referenced meanwhile: kept
+        report.runs++;
+        walkDeleted++;
+        prunedEpochs.push(...epochs);
+        prunedRuns.push(run.runId);
+      } while (queue.length > 0 && performance.now() - started < budget);
+    });
+  };
+
+  const receiptsStep = (): void => {
+    const before = Math.min(cutoff, receiptFloor);
+    if (dryRun) {
+      const n = countRunlessReceipts(store, before);
+      if (n > 0) report.rows.host_commands = (report.rows.host_commands ?? 0) + n;
+      report.bytes += n * 300;
+      phase = "compact";
+      return;
+    }
+    const n = timed(() => pruneRunlessReceiptsInTx(store, before, 500));
+    if (n > 0) report.rows.host_commands = (report.rows.host_commands ?? 0) + n;
+    if (n < 500) phase = "compact";
+  };
+
+  const compactStep = (): void => {
+    if (dryRun) {
+      phase = "feed";
+      return;
+    }
+    if (compactQueue.length === 0) {
+      compactQueue = listUncompactedRuns(store, receiptFloor, PAGE);
+      if (compactQueue.length === 0) {
+        phase = "feed";
+        return;
+      }
+    }
+    timed(() => {
+      const started = performance.now();
+      do {
+        compactRunInTx(store, compactQueue.shift()!);
+        report.compactedRuns++;
+      } while (compactQueue.length > 0 && performance.now() - started < budget);
+    });
+  };
+
+  const feedStep = (): void => {
+    if (dryRun) {
+      phase = "vacuum";
+      return;
+    }
+    const n = timed(() => trimViewerFeedInTx(store, now - FEED_WINDOW_MS, 2000));
+    report.trimmedDeltas += n;
+    if (n < 2000) {
+      report.bytes = Math.max(0, usedBefore - usedPages(store)) * pageSize(store);
+      phase = "vacuum";
+    }
+  };
+
+  const vacuumStep = (): void => {
+    if (dryRun || freePages(store) === 0) {
+      if (!dryRun) store.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+      report.fileBytesAfter = fileBytes(store);
+      phase = "done";
+      return;
+    }
+    timed(() => store.db.exec(`PRAGMA incremental_vacuum(${VACUUM_PAGES})`));
+  };
+
+  const steps: Record<Exclude<Phase, "done">, () => void> = {
+    prune: pruneStep,
+    receipts: receiptsStep,
+    compact: compactStep,
+    feed: feedStep,
+    vacuum: vacuumStep,
+  };
+  return {
+    report,
+    prunedEpochs,
+    prunedRuns,
+    step() {
+      if (phase !== "done") steps[phase]();
+      return phase !== "done";
+    },
+  };
+}
+
+/** Runs a whole pass at once (tests, the benchmark); the host steps it between commands. */
+export function runRetentionPass(store: StateStore, options: RetentionOptions): RetentionPass {
+  const pass = createRetentionPass(store, options);
+  while (pass.step()) { /* next step */ }
+  return pass;
+}
+
+function pragmaNumber(store: StateStore, name: string): number {
+  const row = queryOneArgs<Record<string, number>>(store, `PRAGMA ${name}`);
+  return row ? Number(Object.values(row)[0]) : 0;
+}
+
+function freePages(store: StateStore): number {
+  return pragmaNumber(store, "freelist_count");
+}
+
+function pageSize(store: StateStore): number {
+  return pragmaNumber(store, "page_size");
+}
+
+function usedPages(store: StateStore): number {
+  return pragmaNumber(store, "page_count") - freePages(store);
+}
+
+function fileBytes(store: StateStore): number {
+  try {
+    return statSync(store.path).size;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * `pi-workflows prune` against a real host over its socket: counts and bytes, a dry run that
+ * changes nothing, bad input refused, the retention period from config.json, the idle host
+ * pruning by itself, and a host SIGKILLed in the middle of a prune (inside a run's deletion and
+ * between transactions): afterwards every run is whole or gone and doctor is clean.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { DAY_MS } from "../../src/state/retention/retention-pass.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { endedRun } from "../support/ended-runs.ts";
+import { withSeedHost } from "../state/seed-host.ts";
+import {
+  killAll,
+  runCliProcess,
+  startHostProcess,
+  stopProcess,
+  type TempHome,
+  tempHome,
+  waitFor,
+} from "./helpers.ts";
+
+let home: TempHome | undefined;
+afterEach(async () => {
+  await killAll();
+  await home?.cleanup();
+  home = undefined;
+});
+
+/** `old` runs that ended 40 days ago and `young` ones that ended 2 days ago. */
+function seed(stateDir: string, old: number, young: number): { old: string[]; young: string[] } {
+  const clock = new FakeClock(Date.now() - 40 * DAY_MS);
+  const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
+  store.db.exec("PRAGMA synchronous = OFF");
+  try {
+    return withSeedHost(store, (hostEpoch) => {
+      const oldRuns = Array.from({ length: old }, () => endedRun(store, { hostEpoch }));
+      clock.advance(38 * DAY_MS);
+      const youngRuns = Array.from({ length: young }, () => endedRun(store, { hostEpoch }));
+      return { old: oldRuns, young: youngRuns };
+    });
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+/** Per run: its rows in the tables a prune deletes (0 everywhere once it is gone). */
+function runRows(stateDir: string, runIds: string[]): Map<string, string> {
+  const store = openStateStore({
+    stateDir,
+    clock: new FakeClock(),
+    ids: sequentialIds(),
+    readOnly: true,
+  });
+  try {
+    const tables = [
+      "runs",
+      "run_queue",
+      "events",
+      "node_attempts",
+      "node_updates",
+      "effects",
+      "notifications",
+      "turn_intents",
+      "human_decisions",
+      "host_commands",
+      "leases",
+      "run_bindings",
+    ];
+    return new Map(runIds.map((id) => [
+      id,
+      tables.map((t) =>
+        (store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE run_id = ?`).get(id) as {
+          n: number;
+        }).n
+      ).join(","),
+    ]));
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+function doctorClean(stateDir: string): void {
+  const store = openStateStore({
+    stateDir,
+    clock: new FakeClock(),
+    ids: sequentialIds(),
+    readOnly: true,
+  });
+  try {
+    expect(checkInvariants(store)).toEqual([]);
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+const GONE = "0,0,0,0,0,0,0,0,0,0,0,0";
+
+describe("pi-workflows prune", () => {
+  it("reports, prunes through the host, refuses bad input, and leaves doctor clean", async () => {
+    home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
+    const runs = seed(home.stateDir, 6, 2);
+    const before = runRows(home.stateDir, [...runs.old, ...runs.young]);
+    // The idle host's own pass (at once, then every 6 hours) keeps 100 days: it takes nothing.
+    writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: 100 } }));
+    const host = await startHostProcess(home.env);
+
+    const dry = await runCliProcess(
+      ["prune", "--keep-days", "30", "--dry-run", "--json"],
+      home.env,
+      60_000,
+    );
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, keepDays: 30, runs: 6 });
+    expect(runRows(home.stateDir, runs.old)).toEqual(
+      new Map(runs.old.map((id) => [id, before.get(id)])),
+    );
+
+    for (const bad of [["--keep-days", "-1"], ["--keep-days", "x"], ["--keep-days", "40000"]]) {
+      const refused = await runCliProcess(["prune", ...bad], home.env, 60_000);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/--keep-days/);
+    }
+    writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: -3 } }));
+    const badConfig = await runCliProcess(["prune"], home.env, 60_000);
+    expect(badConfig.code).toBe(3);
+    expect(badConfig.stderr).toMatch(/config\.json.*retention/);
+    writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: 1 } }));
+
+    const pruned = await runCliProcess(["prune"], home.env, 60_000);
+    expect(pruned.code).toBe(0);
+    // config.json's period (1 day): the young runs (2 days) go too.
+    expect(pruned.stdout).toMatch(/^Removed 8 ended runs older than 1 day \(\d/);
+    expect(pruned.stdout).toMatch(/state\.sqlite .* -> /);
+    await stopProcess(host);
+    for (const [, rows] of runRows(home.stateDir, [...runs.old, ...runs.young])) {
+      expect(rows).toBe(GONE);
+    }
+    doctorClean(home.stateDir);
+    const doctor = await runCliProcess(["doctor"], home.env, 60_000);
+    expect(doctor.code).toBe(0);
+  });
+
+  it("prunes by itself while idle, and still exits idle", async () => {
+    home = tempHome({
+      // Long enough for the pass to finish on a loaded machine before the idle exit.
+      PI_WORKFLOWS_HOST_IDLE_MS: "8000",
+      PI_WORKFLOWS_RETENTION_INTERVAL_MS: "60000",
+    });
+    const runs = seed(home.stateDir, 4, 1);
+    const host = await startHostProcess(home.env);
+    await host.waitForStderr("retention.pass", 20_000);
+    const { code } = await host.exited;
+    expect(code).toBe(0);
+    expect(host.stderr()).toMatch(/retention\.pass source=idle runs=4 /);
+    const rows = runRows(home.stateDir, [...runs.old, ...runs.young]);
+    for (const id of runs.old) expect(rows.get(id)).toBe(GONE);
+    expect(rows.get(runs.young[0])).not.toBe(GONE);
+    doctorClean(home.stateDir);
+  });
+
+  for (const point of ["state.retention.runHalfDeleted#3", "host.retention.step#2"]) {
+    it(`leaves every run whole or gone when the host is SIGKILLed (${point})`, async () => {
+      home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
+      const runs = seed(home.stateDir, 40, 2);
+      const all = [...runs.old, ...runs.young];
+      const before = runRows(home.stateDir, all);
+      const crashing = await startHostProcess({ ...home.env, PI_WORKFLOWS_CRASH_AT: point });
+      const answer = await runCliProcess(["prune", "--json"], home.env, 60_000);
+      await crashing.exited;
+      expect(crashing.child.signalCode).toBe("SIGKILL");
+      // The client's retry started a new host, which ran the pass to its end.
+      expect(answer.code).toBe(0);
+      const after = runRows(home.stateDir, all);
+      for (const id of runs.young) expect(after.get(id)).toBe(before.get(id));
+      for (const id of runs.old) expect(after.get(id)).toBe(GONE);
+      await runCliProcess(["host", "stop"], home.env, 30_000);
+      await waitFor(
+        async () => (await runCliProcess(["doctor"], home!.env, 30_000)).code === 0,
+        "doctor clean",
+        30_000,
+        200,
+      );
+      doctorClean(home.stateDir);
+    });
+  }
+});

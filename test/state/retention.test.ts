@@ -1,0 +1,269 @@
+/**
+ * Retention (src/state/retention/): an ended run past the retention period goes with every row
+ * it owns; active runs, young runs, referenced runs and runs with young client receipts stay
+ * whole; compaction keeps what status and replays need; the file shrinks; doctor stays clean.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { checkInvariants } from "../../src/state/invariants.ts";
+import { readRunStatus } from "../../src/state/queries.ts";
+import { findHostCommand } from "../../src/state/host-commands.ts";
+import { findMessageReceipt } from "../../src/state/message-receipts.ts";
+import {
+  createRetentionPass,
+  DAY_MS,
+  runRetentionPass,
+} from "../../src/state/retention/retention-pass.ts";
+import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
+import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
+import { endedRun, startRun } from "../support/ended-runs.ts";
+
+let fx: Fixture;
+afterEach(() => fx?.close());
+
+/**
+ * Every row naming `runId` in any table with a run_id column (none once it is gone), except the
+ * viewer feed: a change feed trimmed by age, whose newest delta may name a pruned run.
+ */
+function rowsOf(fx: Fixture, runId: string): Record<string, number> {
+  const tables = fx.store.db.prepare(
+    "SELECT m.name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS " +
+      "(SELECT 1 FROM pragma_table_info(m.name) c WHERE c.name = 'run_id') AND " +
+      "m.name <> 'viewer_deltas'",
+  ).all() as { name: string }[];
+  const counts: Record<string, number> = {};
+  for (const { name } of tables) {
+    const n = (fx.store.db.prepare(`SELECT COUNT(*) AS n FROM "${name}" WHERE run_id = ?`)
+      .get(runId) as { n: number }).n;
+    if (n > 0) counts[name] = n;
+  }
+  return counts;
+}
+
+function tableCount(fx: Fixture, table: string): number {
+  return (fx.store.db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
+}
+
+describe("retention", () => {
+  it("deletes an ended run past the period with everything it owns, keeps the rest whole", () => {
+    fx = openFixture();
+    const old = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const young = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const active = startRun(fx.store, { hostEpoch: HOST_EPOCH }).runId;
+    fx.clock.advance(2 * 3600_000);
+    const before = { young: rowsOf(fx, young), active: rowsOf(fx, active) };
+    expect(Object.keys(rowsOf(fx, old))).toEqual(expect.arrayContaining([
+      "events",
+      "node_attempts",
+      "node_updates",
+      "effects",
+      "notifications",
+      "turn_intents",
+      "human_decisions",
+      "host_commands",
+      "run_workers",
+      "leases",
+      "run_bindings",
+      "run_queue",
+      "runs",
+    ]));
+
+    const dry = runRetentionPass(fx.store, { keepDays: 30, dryRun: true }).report;
+    expect(dry.runs).toBe(1);
+    expect(dry.bytes).toBeGreaterThan(0);
+    expect(rowsOf(fx, old).runs).toBe(1);
+
+    const pass = runRetentionPass(fx.store, { keepDays: 30 });
+    expect(pass.report.runs).toBe(1);
+    expect(pass.report.rows).toMatchObject(dry.rows);
+    expect(rowsOf(fx, old)).toEqual({});
+    // Children of the run's rows (no run_id column) went too.
+    expect(tableCount(fx, "effect_attempts")).toBe(1);
+    expect(tableCount(fx, "human_decision_resolutions")).toBe(1);
+    expect(tableCount(fx, "run_prunes")).toBe(0);
+    expect(pass.prunedEpochs.length).toBe(2);
+    expect(rowsOf(fx, active)).toEqual(before.active);
+    // The young ended run is whole except for what compaction drops: worker epochs.
+    const { run_workers: _, ...youngKept } = before.young;
+    expect(rowsOf(fx, young)).toEqual(youngKept);
+    expect(readRunStatus(fx.store, young)?.run.state).toBe("completed");
+    expect(checkInvariants(fx.store)).toEqual([]);
+    expect(pass.report.longestLockMs).toBeGreaterThan(0);
+  });
+
+  it("keeps a run while a child run or a live controller request references it", () => {
+    fx = openFixture();
+    const parent = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const child = endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: parent });
+    fx.clock.advance(40 * DAY_MS);
+    const alive = startRun(fx.store, { hostEpoch: HOST_EPOCH }).runId;
+    const grandParent = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    // A live child keeps its (ended) parent, however old.
+    fx.store.db.exec(`UPDATE runs SET parent_run_id = '${grandParent}' WHERE run_id = '${alive}'`);
+    const controlled = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const now = fx.clock.now();
+    fx.store.db.exec(
+      "INSERT INTO controllers (controller_id, project_path, name, source_ref, source_json, " +
+        `source_digest, timeout_ms, revision, created_at, updated_at) VALUES ('c1', '/p', 'c', ` +
+        `'r', '{}', 'd', 1000, 1, ${now}, ${now});` +
+        "INSERT INTO controller_resources (uid, controller_id, resource_key, resource_version, " +
+        "generation, spec_json, status_json, finalizers_json, created_at, updated_at) VALUES " +
+        `('u1', 'c1', 'k', 1, 1, '{}', '{}', '[]', ${now}, ${now});` +
+        "INSERT INTO controller_queue (uid, pending, available_at, version, " +
+        `consecutive_errors, updated_at) VALUES ('u1', 0, ${now}, 1, 0, ${now});` +
+        "INSERT INTO controller_workflow_requests (request_id, uid, request_key, workflow, " +
+        "input_fingerprint, attempt, run_id, interactive, created_at, updated_at) VALUES " +
+        `('w1', 'u1', 'rk', 'wf', 'f', 1, '${controlled}', 0, ${now}, ${now});`,
+    );
+    const pass = runRetentionPass(fx.store, { keepDays: 30 });
+    expect(rowsOf(fx, controlled).runs).toBe(1);
+    // The child went first, then the walk came back for its parent.
+    expect(pass.report.runs).toBe(2);
+    expect(rowsOf(fx, parent)).toEqual({});
+    expect(rowsOf(fx, child)).toEqual({});
+    expect(rowsOf(fx, grandParent).runs).toBe(1);
+    expect(checkInvariants(fx.store)).toEqual([]);
+    // The resource is removed: its tombstone keeps no run, its request of the run goes with it.
+    fx.store.db.exec(
+      `UPDATE controller_resources SET deletion_requested_at = ${now}, removed_at = ${now}; ` +
+        "DELETE FROM controller_queue",
+    );
+    expect(runRetentionPass(fx.store, { keepDays: 30 }).report.rows).toMatchObject({
+      controller_workflow_requests: 1,
+      runs: 1,
+    });
+    expect(rowsOf(fx, controlled)).toEqual({});
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("keeps a run whose client receipt a client could still retry", () => {
+    fx = openFixture();
+    const run = startRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(60_000);
+    cancelRun(fx.store, {
+      runId: run.runId,
+      claim: run.claim,
+      receipt: {
+        requestId: "cancel-1",
+        clientId: "c",
+        operation: "run.cancel",
+        requestFingerprint: "sha256:c",
+        receipt: {},
+      },
+    });
+    fx.clock.advance(30_000);
+    // keepDays 0: every ended run is due, but the cancel's receipt is 30 s old.
+    expect(runRetentionPass(fx.store, { keepDays: 0 }).report.runs).toBe(0);
+    expect(findHostCommand(fx.store, "cancel-1")).toBeDefined();
+    fx.clock.advance(3600_000);
+    expect(runRetentionPass(fx.store, { keepDays: 0 }).report.runs).toBe(1);
+    expect(findHostCommand(fx.store, "cancel-1")).toBeUndefined();
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("compacts an ended run after its retry window: receipts of worker messages go, history stays", () => {
+    fx = openFixture();
+    const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const firstMessage = fx.store.db.prepare(
+      "SELECT request_id FROM events WHERE run_id = ? AND request_id IS NOT NULL LIMIT 1",
+    ).get(runId) as { request_id: string };
+    const events = tableCount(fx, "events");
+    runRetentionPass(fx.store, { keepDays: 30 });
+    // Still within the retry window: nothing compacted.
+    expect(findMessageReceipt(fx.store, firstMessage.request_id)).toBeDefined();
+    fx.clock.advance(2 * 3600_000);
+    const report = runRetentionPass(fx.store, { keepDays: 30 }).report;
+    expect(report.compactedRuns).toBe(1);
+    expect(findMessageReceipt(fx.store, firstMessage.request_id)).toBeUndefined();
+    expect(tableCount(fx, "events")).toBe(events);
+    expect(rowsOf(fx, runId).run_workers).toBeUndefined();
+    expect(tableCount(fx, "worker_child_groups")).toBe(0);
+    expect(readRunStatus(fx.store, runId)?.attempts.length).toBe(3);
+    // Events of an ended run stay immutable apart from their receipts.
+    expect(() =>
+      fx.store.db.exec(`UPDATE events SET payload_json = '{}' WHERE run_id = '${runId}'`)
+    )
+      .toThrow(/immutable/);
+    expect(() => fx.store.db.exec(`DELETE FROM events WHERE run_id = '${runId}'`)).toThrow(
+      /retention prune/,
+    );
+    expect(() => fx.store.db.exec(`DELETE FROM runs WHERE run_id = '${runId}'`)).toThrow(
+      /retention prune/,
+    );
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("trims the viewer feed from its front; a viewer behind the trim reloads", () => {
+    fx = openFixture();
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const head = latestViewerRevision(fx.store);
+    fx.clock.advance(2 * 3600_000);
+    const active = startRun(fx.store, { hostEpoch: HOST_EPOCH }).runId;
+    const report = runRetentionPass(fx.store, { keepDays: 30 }).report;
+    expect(report.trimmedDeltas).toBe(head);
+    expect(changedRunsSince(fx.store, 0).truncated).toBe(true);
+    expect(changedRunsSince(fx.store, head).runIds).toEqual([active]);
+    expect(checkInvariants(fx.store)).toEqual([]);
+    expect(() =>
+      fx.store.db.exec(
+        "DELETE FROM viewer_deltas WHERE revision = (SELECT MAX(revision) FROM viewer_deltas)",
+      )
+    )
+      .toThrow(/oldest first/);
+  });
+
+  it("gives the space back to the file and holds the write lock briefly", () => {
+    fx = openFixture();
+    for (let i = 0; i < 30; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 6 });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    expect((fx.store.db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum)
+      .toBe(2);
+    fx.clock.advance(40 * DAY_MS);
+    const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 2 });
+    let steps = 0;
+    while (pass.step()) steps++;
+    expect(pass.report.runs).toBe(30);
+    expect(pass.report.transactions).toBeGreaterThan(1);
+    expect(pass.report.bytes).toBeGreaterThan(0);
+    // Most of what the rows held left the file (freed pages go back, not onto a free list).
+    expect(pass.report.fileBytesAfter).toBeLessThan(
+      pass.report.fileBytesBefore - pass.report.bytes * 0.8,
+    );
+    expect(steps).toBeGreaterThan(1);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("races with nothing: forks and commands between its transactions keep runs whole", () => {
+    fx = openFixture();
+    const old = Array.from({ length: 24 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));
+    fx.clock.advance(40 * DAY_MS);
+    const before = new Map(old.map((id) => [id, rowsOf(fx, id)]));
+    // A tiny budget: one run per transaction, so the operations land between its deletions.
+    const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
+    const forkedFrom: string[] = [];
+    let steps = 0;
+    while (pass.step()) {
+      steps++;
+      if (steps % 5 !== 1) continue;
+      // Fork the newest run still there: the pass listed it already, and must now keep it.
+      const target = [...old].reverse().find((id) => rowsOf(fx, id).runs === 1);
+      if (target === undefined) continue;
+      const child = startRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: target });
+      forkedFrom.push(target);
+      // A command on the live child, and a decision answered elsewhere, in between.
+      cancelRun(fx.store, { runId: child.runId, claim: child.claim });
+    }
+    expect(forkedFrom.length).toBeGreaterThan(1);
+    for (const id of old) {
+      const now = rowsOf(fx, id);
+      if (forkedFrom.includes(id)) {
+        const { run_workers: _, ...whole } = before.get(id)!;
+        expect({ ...now, run_workers: undefined }).toEqual({ ...whole, run_workers: undefined });
+      } else expect(now).toEqual({});
+    }
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+});
