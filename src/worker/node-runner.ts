@@ -232,7 +232,10 @@ export async function runNode(
   return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
 }
 
-/** The node's previous attempt when it was interrupted (or left running): its step is presented again. */
+/**
+ * The node's previous attempt when it was interrupted (or left running): the step is presented
+ * again.
+ */
 function interruptedAttemptOf(facts: RunFacts, nodeId: string): string | null {
   const last = facts.attempts.at(-1);
   return last !== undefined && last.nodeId === nodeId &&

@@ -107,72 +107,78 @@ describe("provider credentials of headless runs", () => {
     }
   };
 
-  it("reach Pi alone, in memory only; after a host restart the run waits for a resume that brings them", async () => {
-    const start = h.model.requests.length;
-    const path = h.writeWorkflow("keys.workflow.ts", SEEN_BY_CODE);
-    const started = await h.cliJson([
-      "start",
-      path,
-      "--cwd",
-      h.sandbox.project,
-      "--env",
-      `PIW_TOOL_API_KEY=${TOOL_KEY}`,
-    ]);
-    const runId: string = started.run.runId;
-    await waitFor("the run to wait at its checkpoint", 60_000, async () => {
-      const status = await h.cliJson(["status", runId]);
-      return status.run.state === "waiting" ? status : undefined;
-    });
-    expectKeysSent(start, "Do the first part.");
-    expectNowhereInState();
+  it(
+    "reach Pi alone, in memory only; after a host restart the run waits for a resume that brings them",
+    async () => {
+      const start = h.model.requests.length;
+      const path = h.writeWorkflow("keys.workflow.ts", SEEN_BY_CODE);
+      const started = await h.cliJson([
+        "start",
+        path,
+        "--cwd",
+        h.sandbox.project,
+        "--env",
+        `PIW_TOOL_API_KEY=${TOOL_KEY}`,
+      ]);
+      const runId: string = started.run.runId;
+      await waitFor("the run to wait at its checkpoint", 60_000, async () => {
+        const status = await h.cliJson(["status", runId]);
+        return status.run.state === "waiting" ? status : undefined;
+      });
+      expectKeysSent(start, "Do the first part.");
+      expectNowhereInState();
 
-    // A restarted host holds no credentials: the shell that answers has none either.
-    expect((await h.cli(["host", "stop"], 30_000)).code).toBe(0);
-    const bare = { ...h.env };
-    delete bare.OPENAI_API_KEY;
-    const answered = await runCliProcess(["answer", runId, "yes"], bare, 60_000);
-    expect(answered.stderr).toBe("");
-    const blocked = await waitFor("the run to block", 60_000, async () => {
-      const status = await h.cliJson(["status", runId]);
-      return status.run.blockedReason ? status : undefined;
-    });
-    expect(blocked.run.blockedReason).toBe("credentialsMissing");
-    const text = (await h.cli(["status", runId])).stdout;
-    expect(text).toContain("no longer holds the provider keys this run was started with");
-    expect(text).toContain(`pi-workflows resume ${runId}`);
-    expect(h.model.requests.some((r) => r.lastUserText.includes("Do the rest."))).toBe(false);
+      // A restarted host holds no credentials: the shell that answers has none either.
+      expect((await h.cli(["host", "stop"], 30_000)).code).toBe(0);
+      const bare = { ...h.env };
+      delete bare.OPENAI_API_KEY;
+      const answered = await runCliProcess(["answer", runId, "yes"], bare, 60_000);
+      expect(answered.stderr).toBe("");
+      const blocked = await waitFor("the run to block", 60_000, async () => {
+        const status = await h.cliJson(["status", runId]);
+        return status.run.blockedReason ? status : undefined;
+      });
+      expect(blocked.run.blockedReason).toBe("credentialsMissing");
+      const text = (await h.cli(["status", runId])).stdout;
+      expect(text).toContain("no longer holds the provider keys this run was started with");
+      expect(text).toContain(`pi-workflows resume ${runId}`);
+      expect(h.model.requests.some((r) => r.lastUserText.includes("Do the rest."))).toBe(false);
 
-    // The resume from a shell with the keys brings them back to Pi (the --env one included).
-    const from = h.model.requests.length;
-    const resumed = await runCliProcess(
-      ["resume", runId, "--json"],
-      { ...h.env, PIW_TOOL_API_KEY: TOOL_KEY },
-      60_000,
-    );
-    expect(resumed.code).toBe(0);
-    const done = await waitFor("the run to complete", 90_000, async () => {
-      const status = await h.cliJson(["status", runId]);
-      return status.run.state === "completed" || status.run.state === "failed" ? status : undefined;
-    });
-    expect(done.run.state).toBe("completed");
-    expectKeysSent(from, "Do the rest.");
-    // Workflow code and its shell nodes never see them.
-    const output = JSON.parse((await h.cli(["status", runId, "--json"])).stdout).run.output;
-    expect(output).toEqual({
-      code: { provider: "absent", tool: "absent" },
-      shell: "absent absent",
-      work: { ok: true },
-    });
-    for (
-      const text of [
-        (await h.cli(["status", runId, "--json"])).stdout,
-        (await h.cli(["list", "--all", "--json"])).stdout,
-        (await h.cli(["host", "status", "--json"])).stdout,
-      ]
-    ) {
-      expect(text).not.toContain(PROVIDER_KEY);
-      expect(text).not.toContain(TOOL_KEY);
-    }
-    expectNowhereInState();
-  });
+      // The resume from a shell with the keys brings them back to Pi (the --env one included).
+      const from = h.model.requests.length;
+      const resumed = await runCliProcess(
+        ["resume", runId, "--json"],
+        { ...h.env, PIW_TOOL_API_KEY: TOOL_KEY },
+        60_000,
+      );
+      expect(resumed.code).toBe(0);
+      const done = await waitFor("the run to complete", 90_000, async () => {
+        const status = await h.cliJson(["status", runId]);
+        return status.run.state === "completed" || status.run.state === "failed"
+          ? status
+          : undefined;
+      });
+      expect(done.run.state).toBe("completed");
+      expectKeysSent(from, "Do the rest.");
+      // Workflow code and its shell nodes never see them.
+      const output = JSON.parse((await h.cli(["status", runId, "--json"])).stdout).run.output;
+      expect(output).toEqual({
+        code: { provider: "absent", tool: "absent" },
+        shell: "absent absent",
+        work: { ok: true },
+      });
+      for (
+        const text of [
+          (await h.cli(["status", runId, "--json"])).stdout,
+          (await h.cli(["list", "--all", "--json"])).stdout,
+          (await h.cli(["host", "status", "--json"])).stdout,
+        ]
+      ) {
+        expect(text).not.toContain(PROVIDER_KEY);
+        expect(text).not.toContain(TOOL_KEY);
+      }
+      expectNowhereInState();
+    },
+    120_000,
+  );
 });

@@ -5,9 +5,10 @@
  * model holds the earlier steps' messages once each, and a step presented again after its attempt
  * was interrupted says so. The session file is 0600 in 0700 directories, `status` names it, it
  * outlives the run, and `pi --session <file>` opens it. Between the two steps one Pi serves the
- * run (in the first test's generation without kills, the same Pi answers both steps).
+ * run (in a generation without kills, the same Pi answers both steps). Agent group members fork
+ * the run's conversation into sessions of their own.
  */
-import { existsSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
@@ -229,4 +230,50 @@ describe("a headless run is one durable Pi conversation", () => {
     },
     120_000,
   );
+
+  it("agent group members fork the run's conversation into sessions of their own", async () => {
+    h.decide = () => undefined;
+    const path = h.writeWorkflow(
+      "group.workflow.ts",
+      `import { agent, agentGroup, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "grouped",
+  startAt: "look",
+  nodes: {
+    look: agent({ prompt: "Look first at the grouped project.", expectedOutput: '{"ok": true}' }),
+    team: agentGroup({
+      agents: () => [
+        { id: "a", prompt: "Member a of grouped: review." },
+        { id: "b", prompt: "Member b of grouped: review." },
+      ],
+    }),
+    done: compute({ run: ({ outputs }) => outputs.team }),
+  },
+  edges: [{ from: "look", to: "team" }, { from: "team", to: "done" }],
+});
+`,
+    );
+    const from = h.model.requests.length;
+    const run = await h.cli(["start", path, "--cwd", h.sandbox.project, "--wait", "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    const runId = JSON.parse(run.stdout).run.runId as string;
+    const members = h.model.requests.slice(from).filter((r) =>
+      r.lastRole === "user" && /Member [ab] of grouped/.test(r.lastUserText)
+    );
+    expect(members).toHaveLength(2);
+    for (const request of members) {
+      // Forked: the run's first step is there, the other member's prompt is not.
+      expect(countText(request, "Look first at the grouped project.")).toBe(1);
+      expect(request.messages.filter((m) => /Member [ab] of grouped/.test(textOf(m))))
+        .toHaveLength(1);
+    }
+    const membersDir = join(h.sandbox.stateDir, "sessions", runId, "members");
+    for (const member of ["team.v1.a", "team.v1.b"]) {
+      const dir = join(membersDir, member);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      const files = readdirSync(dir).filter((name) => name.endsWith(".jsonl"));
+      expect(files).toHaveLength(1);
+      expect(statSync(join(dir, files[0])).mode & 0o777).toBe(0o600);
+    }
+  }, 180_000);
 });

@@ -45,102 +45,106 @@ describe("headless runs with the real Pi", () => {
     await h?.close();
   });
 
-  it("runs two-turn-agent from the CLI: a rejected output is corrected, an update shows in status", async () => {
-    h.decide = (request, contract) => {
-      if (!contract) return undefined;
-      const tool = request.lastToolResult;
-      if (contract.step === "draft") {
-        if (tool === undefined) return submitCall(contract, { steps: "write a README" });
-        if (tool.includes("Output rejected")) {
-          return submitCall(contract, { steps: ["write the README", "review it"] });
+  it(
+    "runs two-turn-agent from the CLI: a rejected output is corrected, an update shows in status",
+    async () => {
+      h.decide = (request, contract) => {
+        if (!contract) return undefined;
+        const tool = request.lastToolResult;
+        if (contract.step === "draft") {
+          if (tool === undefined) return submitCall(contract, { steps: "write a README" });
+          if (tool.includes("Output rejected")) {
+            return submitCall(contract, { steps: ["write the README", "review it"] });
+          }
         }
-      }
-      if (contract.step === "review") {
-        if (tool === undefined) {
-          return {
-            kind: "tool",
-            name: "workflow",
-            args: {
-              action: "update",
-              step: contract.step,
-              attempt: contract.attempt,
-              update: { type: "status", key: "note", data: { message: "reading the plan" } },
-            },
-          };
+        if (contract.step === "review") {
+          if (tool === undefined) {
+            return {
+              kind: "tool",
+              name: "workflow",
+              args: {
+                action: "update",
+                step: contract.step,
+                attempt: contract.attempt,
+                update: { type: "status", key: "note", data: { message: "reading the plan" } },
+              },
+            };
+          }
+          if (tool.startsWith("Update recorded")) {
+            return submitCall(contract, { risk: "typos", ok: true });
+          }
         }
-        if (tool.startsWith("Update recorded")) {
-          return submitCall(contract, { risk: "typos", ok: true });
-        }
-      }
-      return undefined;
-    };
-    const from = h.model.requests.length;
-    const run = await h.cli([
-      "start",
-      TWO_TURN,
-      "add",
-      "a",
-      "README",
-      "--wait",
-      "--cwd",
-      h.sandbox.project,
-      "--thinking",
-      "off",
-      "--",
-      "--no-prompt-templates",
-    ]);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain("· review status note");
-    // Text output names the run by its short id; status takes it and says the full one.
-    const shortId = /^✓ completed {2}(run-[0-9a-f]{8}) /m.exec(run.stdout)![1];
-    const runId = (await h.cliJson(["status", shortId])).run.runId as string;
-    runIds.push(runId);
-    const output = JSON.parse(run.stdout.trim().split("\n").at(-1)!);
-    expect(output).toEqual({
-      plan: { steps: ["write the README", "review it"] },
-      review: { ok: true, risk: "typos" },
-    });
-
-    // The model saw the workflow tool and the node's validate message as the tool's error.
-    const requests = h.model.requests.slice(from);
-    expect(requests[0].toolNames).toContain("workflow");
-    const rejection = requests.find((r) => r.lastToolResult?.includes("Output rejected"));
-    expect(rejection?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
-    expect(rejection?.lastToolResult).toContain("submit again with step");
-
-    const status = await h.cli(["status", runId]);
-    expect(status.stdout).toContain("mode: headless");
-    expect(status.stdout).toMatch(
-      /updates \(latest first\):\n {2}review status note: .*reading the plan/,
-    );
-    const json = await h.cliJson(["status", runId]);
-    expect(json.updates).toEqual([
-      expect.objectContaining({ nodeId: "review", type: "status", key: "note", count: 1 }),
-    ]);
-    const list = await h.cliJson(["list", "--all"]);
-    expect(list.runs.find((r: any) => r.runId === runId)?.executionMode).toBe("headless");
-
-    // Recorded with the run: the Pi that was found and the model arguments.
-    const store = h.openState();
-    try {
-      const binding = queryOne<{ pi_command: string; pi_args_json: string }>(
-        store,
-        "SELECT pi_command, pi_args_json FROM run_bindings WHERE run_id = :runId",
-        { runId },
-      )!;
-      expect(binding.pi_command).toBe(h.env.PI_WORKFLOWS_PI);
-      expect(JSON.parse(binding.pi_args_json)).toEqual([
+        return undefined;
+      };
+      const from = h.model.requests.length;
+      const run = await h.cli([
+        "start",
+        TWO_TURN,
+        "add",
+        "a",
+        "README",
+        "--wait",
+        "--cwd",
+        h.sandbox.project,
         "--thinking",
         "off",
+        "--",
         "--no-prompt-templates",
       ]);
-    } finally {
-      closeStateStore(store);
-    }
-    // Every Pi child is down once the run is done.
-    expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
-  });
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain("· review status note");
+      // Text output names the run by its short id; status takes it and says the full one.
+      const shortId = /^✓ completed {2}(run-[0-9a-f]{8}) /m.exec(run.stdout)![1];
+      const runId = (await h.cliJson(["status", shortId])).run.runId as string;
+      runIds.push(runId);
+      const output = JSON.parse(run.stdout.trim().split("\n").at(-1)!);
+      expect(output).toEqual({
+        plan: { steps: ["write the README", "review it"] },
+        review: { ok: true, risk: "typos" },
+      });
+
+      // The model saw the workflow tool and the node's validate message as the tool's error.
+      const requests = h.model.requests.slice(from);
+      expect(requests[0].toolNames).toContain("workflow");
+      const rejection = requests.find((r) => r.lastToolResult?.includes("Output rejected"));
+      expect(rejection?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
+      expect(rejection?.lastToolResult).toContain("submit again with step");
+
+      const status = await h.cli(["status", runId]);
+      expect(status.stdout).toContain("mode: headless");
+      expect(status.stdout).toMatch(
+        /updates \(latest first\):\n {2}review status note: .*reading the plan/,
+      );
+      const json = await h.cliJson(["status", runId]);
+      expect(json.updates).toEqual([
+        expect.objectContaining({ nodeId: "review", type: "status", key: "note", count: 1 }),
+      ]);
+      const list = await h.cliJson(["list", "--all"]);
+      expect(list.runs.find((r: any) => r.runId === runId)?.executionMode).toBe("headless");
+
+      // Recorded with the run: the Pi that was found and the model arguments.
+      const store = h.openState();
+      try {
+        const binding = queryOne<{ pi_command: string; pi_args_json: string }>(
+          store,
+          "SELECT pi_command, pi_args_json FROM run_bindings WHERE run_id = :runId",
+          { runId },
+        )!;
+        expect(binding.pi_command).toBe(h.env.PI_WORKFLOWS_PI);
+        expect(JSON.parse(binding.pi_args_json)).toEqual([
+          "--thinking",
+          "off",
+          "--no-prompt-templates",
+        ]);
+      } finally {
+        closeStateStore(store);
+      }
+      // Every Pi child is down once the run is done.
+      expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
+    },
+    120_000,
+  );
 
   it("refuses a stale attempt, reminds twice, then fails the attempt clearly", async () => {
     const path = h.writeWorkflow("silent.workflow.ts", oneAgentStep("silent"));
@@ -255,7 +259,7 @@ export default defineWorkflow({
       expect(bytes.includes(SECRET_ENV), file).toBe(false);
       expect(bytes.includes(SECRET_LITERAL), file).toBe(false);
     }
-  });
+  }, 120_000);
 });
 
 function listFiles(dir: string): string[] {
