@@ -27,16 +27,27 @@ else
   base_url="$repo_url/latest/download"
 fi
 
-case "$(uname -s)" in
+# The platforms releases carry (release archives are named pi-workflows-<version>-<platform>).
+platforms="linux-x64, linux-arm64, darwin-arm64, darwin-x64"
+npm_hint="the npm package runs on Node >= 22.19 anywhere: npm install -g @osolmaz/pi-workflows"
+system="$(uname -s)"
+machine="$(uname -m)"
+case "$system" in
   Linux) os=linux ;;
   Darwin) os=darwin ;;
-  *) fail "no pi-workflows build for $(uname -s); the npm package runs on Node >= 22.19: npm install -g @osolmaz/pi-workflows" ;;
+  *) os="" ;;
 esac
-case "$(uname -m)" in
+case "$machine" in
   x86_64 | amd64) arch=x64 ;;
   aarch64 | arm64) arch=arm64 ;;
-  *) fail "no pi-workflows build for $(uname -m); the npm package runs on Node >= 22.19: npm install -g @osolmaz/pi-workflows" ;;
+  *) arch="" ;;
 esac
+[ -n "$os" ] && [ -n "$arch" ] ||
+  fail "no pi-workflows build for $system $machine; builds exist for $platforms; $npm_hint"
+# A shell under Rosetta on Apple silicon says x86_64: take the native build.
+if [ "$os-$arch" = darwin-x64 ] && [ "$(sysctl -n sysctl.proc_translated 2>/dev/null || true)" = 1 ]; then
+  arch=arm64
+fi
 platform="$os-$arch"
 
 if [ -n "${PREFIX:-}" ]; then
@@ -62,7 +73,6 @@ elif command -v shasum >/dev/null 2>&1; then
 else
   fail "needs sha256sum or shasum to check the download"
 fi
-command -v xz >/dev/null 2>&1 || fail "needs xz to unpack the .tar.xz archive (e.g. apt install xz-utils)"
 
 tmp="$(mktemp -d 2>/dev/null || mktemp -d -t pi-workflows)"
 trap 'rm -rf "$tmp"' EXIT
@@ -71,7 +81,11 @@ trap 'exit 1' HUP INT TERM
 fetch "$base_url/SHA256SUMS" "$tmp/SHA256SUMS" || fail "could not download $base_url/SHA256SUMS"
 # The one line `<sha256>  pi-workflows-<version>-<platform>.tar.xz`.
 line="$(grep -E "^[0-9a-f]{64}  pi-workflows-[^ /]+-$platform\\.tar\\.xz\$" "$tmp/SHA256SUMS" | head -n 1 || true)"
-[ -n "$line" ] || fail "the release at $base_url has no build for $platform"
+if [ -z "$line" ]; then
+  carried="$(sed -n 's/^[0-9a-f]\{64\}  pi-workflows-.*-\([a-z0-9]*-[a-z0-9]*\)\.tar\.xz$/\1/p' "$tmp/SHA256SUMS" | tr '\n' ' ')"
+  carried="${carried% }"
+  fail "the release at $base_url has no build for $platform (it has: ${carried:-none}); $npm_hint"
+fi
 expected="${line%% *}"
 archive="${line##* }"
 
@@ -81,9 +95,19 @@ actual="$(digest "$tmp/$archive")"
   fail "checksum mismatch for $archive (expected $expected, got $actual): the download is damaged or was altered; nothing was installed"
 
 mkdir "$tmp/unpacked"
-xz -dc "$tmp/$archive" | (cd "$tmp/unpacked" && tar -xf -) || fail "could not unpack $archive"
+if command -v xz >/dev/null 2>&1; then
+  xz -dc "$tmp/$archive" | (cd "$tmp/unpacked" && tar -xf -) || fail "could not unpack $archive"
+else
+  # macOS has no xz command, but its tar (libarchive) reads .tar.xz itself.
+  tar -xf "$tmp/$archive" -C "$tmp/unpacked" 2>/dev/null ||
+    fail "could not unpack $archive: needs xz (e.g. apt install xz-utils) or a tar that reads .tar.xz"
+fi
 program="$tmp/unpacked/${archive%.tar.xz}/pi-workflows"
 [ -f "$program" ] || fail "$archive holds no pi-workflows executable"
+
+# Run it before it replaces anything: a build this machine cannot run is not installed.
+version="$("$program" --version 2>/dev/null)" ||
+  fail "$archive does not run on this machine ($system $machine); nothing was installed; $npm_hint"
 
 mkdir -p "$bin_dir" || fail "could not create $bin_dir"
 # Copy beside the target, then rename: a running pi-workflows keeps its old file.
@@ -91,8 +115,6 @@ cp "$program" "$bin_dir/.pi-workflows.new.$$" || fail "could not write into $bin
 chmod 755 "$bin_dir/.pi-workflows.new.$$"
 mv -f "$bin_dir/.pi-workflows.new.$$" "$bin_dir/pi-workflows" || fail "could not write $bin_dir/pi-workflows"
 
-version="$("$bin_dir/pi-workflows" --version 2>/dev/null)" ||
-  fail "installed $bin_dir/pi-workflows but it does not run on this machine"
 say "Installed pi-workflows $version"
 say "  to $bin_dir/pi-workflows"
 case ":${PATH:-}:" in

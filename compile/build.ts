@@ -1,6 +1,9 @@
 /**
  * Builds the single executable `dist/pi-workflows` (`npm run compile`) and the npm package's
  * bundle `dist/pi-workflows.mjs`, then prints one JSON line with the binary's size and sha256.
+ * With --platform (repeatable: linux-x64, linux-arm64, darwin-arm64, darwin-x64) it builds those
+ * platforms' executables from the official Node binaries of the pinned version (targets.ts);
+ * darwin ones get an ad-hoc code signature (macho-sign.ts).
  *
  * The executable is a Node single executable application made by the pinned Node 26
  * (`node --build-sea`) on a stripped copy of itself. Its main script is a small launcher
@@ -10,7 +13,7 @@
  * `execArgvExtension: "none"` keeps a user's NODE_OPTIONS from changing the binary. See
  * docs/compile.md.
  *
- *   node compile/build.ts [--no-strip] [--out DIR]   (default DIR: dist/)
+ *   node compile/build.ts [--no-strip] [--out DIR] [--platform NAME]...   (default DIR: dist/)
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -24,6 +27,16 @@ import type { BuildStamp } from "../src/protocol/build-info.ts";
 import { WORKER_BUNDLE_NAME } from "../src/os/self-launch.ts";
 import { VERSION } from "../src/protocol/version.ts";
 import { buildStamp, stampDefine } from "./build-stamp.ts";
+import { signMachO } from "./macho-sign.ts";
+import {
+  isHostTarget,
+  nodeBinary,
+  runEnv,
+  type Target,
+  targetByName,
+  type TargetName,
+  TARGETS,
+} from "./targets.ts";
 import { embedTextAssets, TEXT_ASSET_READ } from "./embed-text-assets.ts";
 import { deferredBuiltins } from "./deferred-builtins.ts";
 import { lazyBuiltins } from "./lazy-builtins.ts";
@@ -131,103 +144,225 @@ function codeCache(app: string, filename: string): Uint8Array {
   return new vm.Script(app, { filename }).createCachedData();
 }
 
-/** A copy of the running Node binary, stripped of symbols unless asked not to or impossible. */
-function baseExecutable(work: string, strip: boolean): { path: string; stripped: boolean } {
+/**
+ * The same caches made by another platform's Node that runs here (linux-arm64 under qemu): a
+ * cache is only accepted by the V8 build and flags that made it.
+ */
+function foreignCodeCaches(
+  node: string,
+  env: NodeJS.ProcessEnv,
+  pairs: { source: string; cache: string; filename: string }[],
+): void {
+  const script = `const vm = require("node:vm"), fs = require("node:fs");
+for (const p of ${JSON.stringify(pairs)}) {
+  fs.writeFileSync(p.cache, new vm.Script(fs.readFileSync(p.source, "utf8"), { filename: p.filename }).createCachedData());
+}`;
+  execFileSync(node, ["-e", script], {
+    env: { PATH: "/usr/bin:/bin", ...env },
+    stdio: ["ignore", "ignore", "inherit"],
+    timeout: 300_000,
+  });
+}
+
+/** The strip that reads `target`'s format: binutils' for this machine's own, llvm-strip else. */
+function stripTools(target: Target): string[] {
+  return isHostTarget(target) && target.os === "linux" ? ["strip", "llvm-strip"] : ["llvm-strip"];
+}
+
+/** A copy of `node`, stripped of symbols unless asked not to or impossible. */
+function baseExecutable(
+  node: string,
+  target: Target,
+  work: string,
+  strip: boolean,
+): { path: string; stripped: boolean } {
   const base = join(work, "node-base");
-  copyFileSync(process.execPath, base);
+  copyFileSync(node, base);
   if (!strip) return { path: base, stripped: false };
-  try {
-    execFileSync("strip", ["--strip-all", base], { stdio: "ignore" });
-    return { path: base, stripped: true };
-  } catch {
-    // No strip on this machine: the unstripped copy works the same, it is only larger.
-    return { path: base, stripped: false };
+  for (const tool of stripTools(target)) {
+    try {
+      execFileSync(tool, ["--strip-all", base], { stdio: "ignore" });
+      return { path: base, stripped: true };
+    } catch {
+      // Not on this machine (or not for this format): try the next one.
+    }
   }
+  // No strip for this format: the unstripped copy works the same, it is only larger.
+  return { path: base, stripped: false };
 }
 
 export interface CompileResult {
+  target: TargetName;
   path: string;
   bytes: number;
   sha256: string;
   stripped: boolean;
+  /** Whether the embedded bundles carry V8 code caches (made by the target's own Node). */
+  codeCache: boolean;
+  /** Whether the build ran the result here (this platform, or linux-arm64 under qemu). */
+  ran: boolean;
+  /** darwin: the ad-hoc signature's page count. */
+  signedPages?: number;
   /** What `--version --json` of the executable reports about its build. */
   stamp: BuildStamp;
+  seconds: number;
 }
 
 export interface CompileOptions {
   strip?: boolean;
-  /** Where `pi-workflows`, `pi-workflows.mjs` and the work folder `sea/` go (default dist/). */
+  /**
+   * Where the npm bundle, the work folder `sea/` and the executables go (default dist/): this
+   * platform's as `pi-workflows`, every other as `<platform>/pi-workflows`.
+   */
   outDir?: string;
 }
 
+/** Builds this platform's executable (`npm run compile`). */
 export async function compile(options: CompileOptions = {}): Promise<CompileResult> {
+  const host = TARGETS.find(isHostTarget);
+  if (!host) throw new Error(`No executable for ${process.platform}-${process.arch}`);
+  const [result] = await compileTargets([host.name], options);
+  return result!;
+}
+
+/** Builds the executables of `targets` from one set of bundles, one after the other. */
+export async function compileTargets(
+  targets: readonly TargetName[],
+  options: CompileOptions = {},
+): Promise<CompileResult[]> {
   const outDir = resolve(options.outDir ?? dist);
   const work = join(outDir, "sea");
-  const output = join(outDir, "pi-workflows");
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const stamp = buildStamp(root, "executable");
   await bundleCli(join(outDir, "pi-workflows.mjs"), { ...stamp, kind: "npm" });
-  const app = await bundleSeaApp("src/cli/main.ts", stamp);
-  const workerApp = await bundleSeaApp("src/cli/worker-main.ts", stamp);
-  const files = {
+  const bundles: SeaBundles = {
     launcher: join(work, "launcher.cjs"),
     app: join(work, APP_ASSET),
-    cache: join(work, CODE_CACHE_ASSET),
     workerApp: join(work, WORKER_ASSET),
-    workerCache: join(work, WORKER_CODE_CACHE_ASSET),
-    config: join(work, "sea-config.json"),
   };
-  writeFileSync(files.launcher, await bundleLauncher(stamp));
-  writeFileSync(files.app, app);
-  writeFileSync(files.cache, codeCache(app, APP_ASSET));
-  writeFileSync(files.workerApp, workerApp);
-  writeFileSync(files.workerCache, codeCache(workerApp, WORKER_ASSET));
-  const base = baseExecutable(work, options.strip ?? true);
+  writeFileSync(bundles.launcher, await bundleLauncher(stamp));
+  writeFileSync(bundles.app, await bundleSeaApp("src/cli/main.ts", stamp));
+  writeFileSync(bundles.workerApp, await bundleSeaApp("src/cli/worker-main.ts", stamp));
+  const results: CompileResult[] = [];
+  for (const name of targets) {
+    const target = targetByName(name);
+    const output = isHostTarget(target)
+      ? join(outDir, "pi-workflows")
+      : join(outDir, target.name, "pi-workflows");
+    results.push(compileTarget(target, bundles, join(work, target.name), output, options, stamp));
+  }
+  return results;
+}
+
+interface SeaBundles {
+  launcher: string;
+  app: string;
+  workerApp: string;
+}
+
+function compileTarget(
+  target: Target,
+  bundles: SeaBundles,
+  work: string,
+  output: string,
+  options: CompileOptions,
+  stamp: BuildStamp,
+): CompileResult {
+  const started = performance.now();
+  mkdirSync(work, { recursive: true });
+  mkdirSync(dirname(output), { recursive: true });
+  const node = nodeBinary(target);
+  const env = runEnv(target, node);
+  const caches = { app: join(work, CODE_CACHE_ASSET), worker: join(work, WORKER_CODE_CACHE_ASSET) };
+  if (isHostTarget(target)) {
+    writeFileSync(caches.app, codeCache(readFileSync(bundles.app, "utf8"), APP_ASSET));
+    writeFileSync(caches.worker, codeCache(readFileSync(bundles.workerApp, "utf8"), WORKER_ASSET));
+  } else if (env) {
+    foreignCodeCaches(node, env, [
+      { source: bundles.app, cache: caches.app, filename: APP_ASSET },
+      { source: bundles.workerApp, cache: caches.worker, filename: WORKER_ASSET },
+    ]);
+  } else {
+    // No Node of that platform runs here to make a cache its V8 accepts: the assets stay empty
+    // and the launcher compiles the bundles from source at each start.
+    writeFileSync(caches.app, "");
+    writeFileSync(caches.worker, "");
+  }
+  const base = baseExecutable(node, target, work, options.strip ?? true);
+  const config = join(work, "sea-config.json");
   writeFileSync(
-    files.config,
+    config,
     JSON.stringify({
-      main: files.launcher,
+      main: bundles.launcher,
       output,
       executable: base.path,
       disableExperimentalSEAWarning: true,
-      useCodeCache: true,
+      // Node's own cache of the main script is made by the building Node: only for its platform.
+      useCodeCache: isHostTarget(target),
       execArgvExtension: "none",
       assets: {
-        [APP_ASSET]: files.app,
-        [CODE_CACHE_ASSET]: files.cache,
-        [WORKER_ASSET]: files.workerApp,
-        [WORKER_CODE_CACHE_ASSET]: files.workerCache,
+        [APP_ASSET]: bundles.app,
+        [CODE_CACHE_ASSET]: caches.app,
+        [WORKER_ASSET]: bundles.workerApp,
+        [WORKER_CODE_CACHE_ASSET]: caches.worker,
       },
     }),
   );
   rmSync(output, { force: true });
-  execFileSync(process.execPath, ["--build-sea", files.config], {
+  execFileSync(process.execPath, ["--build-sea", config], {
     stdio: ["ignore", "ignore", "inherit"],
   });
   rmSync(base.path, { force: true });
-  verify(output, stamp);
+  let signedPages: number | undefined;
+  if (target.os === "darwin") {
+    // --build-sea drops Node's own signature; macOS on Apple silicon runs only signed code.
+    const signed = signMachO(readFileSync(output), "pi-workflows");
+    writeFileSync(output, signed.bytes, { mode: 0o755 });
+    signedPages = signed.pages;
+  }
+  const codeCacheMade = statSync(caches.app).size > 0;
+  if (env) verify(output, stamp, env, codeCacheMade);
   const bytes = statSync(output).size;
   const sha256 = createHash("sha256").update(readFileSync(output)).digest("hex");
-  return { path: output, bytes, sha256, stripped: base.stripped, stamp };
+  return {
+    target: target.name,
+    path: output,
+    bytes,
+    sha256,
+    stripped: base.stripped,
+    codeCache: codeCacheMade,
+    ran: env !== null,
+    signedPages,
+    stamp,
+    seconds: Math.round((performance.now() - started) / 100) / 10,
+  };
 }
 
 /** The executable answers its version from the launcher and runs the CLI from the cache. */
-function verify(binary: string, stamp: BuildStamp): void {
-  const env = { PATH: "/usr/bin:/bin", [CODE_CACHE_CHECK_ENV]: "1" };
-  const version = execFileSync(binary, ["--version"], { env, encoding: "utf8" }).trim();
+function verify(
+  binary: string,
+  stamp: BuildStamp,
+  runEnv: NodeJS.ProcessEnv,
+  cached: boolean,
+): void {
+  const env = { PATH: "/usr/bin:/bin", ...runEnv, [CODE_CACHE_CHECK_ENV]: "1" };
+  const expected = cached ? "code cache accepted" : "code cache none";
+  // Under qemu a start takes seconds, not milliseconds.
+  const timeout = 120_000;
+  const version = execFileSync(binary, ["--version"], { env, encoding: "utf8", timeout }).trim();
   if (version.split(" ")[0] !== VERSION || !version.includes(`built ${stamp.date}`)) {
     throw new Error(
       `Compile check failed: --version printed ${version}, expected ${VERSION} built ${stamp.date}`,
     );
   }
-  const help = spawnSync(binary, ["--help"], { env, encoding: "utf8", timeout: 30_000 });
+  const help = spawnSync(binary, ["--help"], { env, encoding: "utf8", timeout });
   if (help.status !== 0 || !help.stdout.includes("pi-workflows")) {
     throw new Error(`Compile check failed: --help exited ${help.status}: ${help.stderr.trim()}`);
   }
-  if (help.stderr.trim() !== "code cache accepted") {
+  if (help.stderr.trim() !== expected) {
     throw new Error(
-      `Compile check failed: V8 did not accept the code cache: ${help.stderr.trim()}`,
+      `Compile check failed: expected ${expected}, the launcher said: ${help.stderr.trim()}`,
     );
   }
   // The worker mode, started by hand (no fd 3): it must run from its own cached asset and
@@ -235,12 +370,12 @@ function verify(binary: string, stamp: BuildStamp): void {
   const worker = spawnSync(binary, ["worker"], {
     env,
     encoding: "utf8",
-    timeout: 30_000,
+    timeout,
     stdio: ["ignore", "pipe", "pipe"],
   });
   const [cacheLine, errorLine] = worker.stderr.trim().split("\n");
   if (
-    worker.status !== 2 || cacheLine !== "code cache accepted" ||
+    worker.status !== 2 || cacheLine !== expected ||
     !errorLine?.startsWith("Worker channel unavailable")
   ) {
     throw new Error(
@@ -253,16 +388,29 @@ function verify(binary: string, stamp: BuildStamp): void {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { "no-strip": { type: "boolean" }, out: { type: "string" } },
+    options: {
+      "no-strip": { type: "boolean" },
+      out: { type: "string" },
+      platform: { type: "string", multiple: true },
+    },
   });
-  const result = await compile({ strip: !values["no-strip"], outDir: values.out });
-  console.log(JSON.stringify({
-    binary: result.path,
-    bytes: result.bytes,
-    sha256: result.sha256,
-    stripped: result.stripped,
-    commit: result.stamp.commit,
-    dirty: result.stamp.dirty,
-    date: result.stamp.date,
-  }));
+  const options = { strip: !values["no-strip"], outDir: values.out };
+  const results = values.platform
+    ? await compileTargets(values.platform.map((name) => targetByName(name).name), options)
+    : [await compile(options)];
+  for (const result of results) {
+    console.log(JSON.stringify({
+      platform: result.target,
+      binary: result.path,
+      bytes: result.bytes,
+      sha256: result.sha256,
+      stripped: result.stripped,
+      codeCache: result.codeCache,
+      ran: result.ran,
+      commit: result.stamp.commit,
+      dirty: result.stamp.dirty,
+      date: result.stamp.date,
+      seconds: result.seconds,
+    }));
+  }
 }

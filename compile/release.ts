@@ -1,17 +1,19 @@
 /**
- * `npm run release`: the files a user downloads. Builds the single executable (or packages the
- * one given with --binary), then writes into release/:
+ * `npm run release`: the files a user downloads. Builds the executable of every platform the
+ * release carries (targets.ts; this platform's may be given with --binary), then writes into
+ * release/:
  *
- *   pi-workflows-<version>-<os>-<arch>.tar.xz   the executable, LICENSE and a short README
+ *   pi-workflows-<version>-<os>-<arch>.tar.xz   one per platform: the executable, LICENSE and a
+ *                                                short README
  *   install.sh                                   the installer (`curl -fsSL <url>/install.sh | sh`)
- *   SHA256SUMS                                   `sha256sum -c` lines for both
+ *   SHA256SUMS                                   `sha256sum -c` lines for all of them
  *
- * It checks the size budgets (executable and compressed archive) and prints both on stderr, then
- * one JSON line on stdout; a budget overrun fails the release (exit 1). The archive is made the
- * same way every time (sorted names, owner 0, the commit's time), so one commit built twice gives
- * the same archive when the executable is the same. See docs/compile.md.
+ * It checks the size budgets of each archive (executable and compressed) and prints them on
+ * stderr, then one JSON line on stdout; a budget overrun fails the release (exit 1). An archive is
+ * made the same way every time (sorted names, owner 0, the commit's time), so one commit built
+ * twice gives the same archive when the executable is the same. See docs/compile.md.
  *
- *   node compile/release.ts [--binary PATH] [--out DIR] [--fast]
+ *   node compile/release.ts [--binary PATH] [--out DIR] [--fast] [--platform NAME]...
  *
  * --fast compresses with `xz -0` (seconds instead of a minute) for tests; its archive is larger
  * than the budget allows, so only the executable budget is checked then.
@@ -31,39 +33,52 @@ import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { VERSION } from "../src/protocol/version.ts";
-import { compile } from "./build.ts";
+import { compileTargets } from "./build.ts";
+import { isHostTarget, targetByName, type TargetName, TARGETS } from "./targets.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Budgets in bytes (MB = 10^6 bytes, as the sizes are printed). */
 export const BUDGETS = { executable: 120_000_000, compressed: 30_000_000 } as const;
 
-export interface ReleaseResult {
-  version: string;
-  platform: string;
+export interface ArchiveResult {
+  platform: TargetName;
   archive: string;
   executableBytes: number;
   compressedBytes: number;
   sha256: string;
-  /** Budget lines as printed, e.g. `executable 117.7 MB (budget 120 MB): ok`. */
+  /** Budget lines as printed, e.g. `linux-x64 executable 117.7 MB (budget 120 MB): ok`. */
   report: string[];
-  /** Budgets that were exceeded (empty when all fit). */
+  /** Budgets that were exceeded (empty when all fit), e.g. `darwin-x64 compressed`. */
+  over: string[];
+  /** The executable carries V8 code caches made by its platform's Node. */
+  codeCache: boolean;
+  /** The build ran the executable here (natively, or linux-arm64 under qemu). */
+  ran: boolean;
+  /** Seconds to build the executable (0 when given with --binary) and to archive it. */
+  buildSeconds: number;
+  archiveSeconds: number;
+}
+
+export interface ReleaseResult {
+  version: string;
+  archives: ArchiveResult[];
+  /** Every budget exceeded, over all archives. */
   over: string[];
   seconds: number;
 }
 
 export interface ReleaseOptions {
-  /** An executable already built (e.g. by `npm run smoke`); default: compile one now. */
+  /** This platform's executable already built (e.g. by `npm run smoke`); default: build it. */
   binary?: string;
+  /** The platforms to release (default: all of TARGETS). */
+  platforms?: readonly TargetName[];
   /** Output folder (default release/); emptied first. */
   outDir?: string;
+  /** Where the executables are built (default dist/). */
+  buildDir?: string;
   /** `xz -0` instead of `xz -6`: for tests; the compressed budget is then not checked. */
   fast?: boolean;
-}
-
-/** The platform name in artifact names: linux-x64, linux-arm64, darwin-arm64, ... */
-export function platformName(platform = process.platform, arch = process.arch): string {
-  return `${platform}-${arch}`;
 }
 
 export function megabytes(bytes: number): string {
@@ -94,11 +109,49 @@ export function checkBudgets(
 export async function release(options: ReleaseOptions = {}): Promise<ReleaseResult> {
   const started = performance.now();
   const outDir = resolve(options.outDir ?? join(root, "release"));
-  const binary = options.binary ? resolve(options.binary) : (await compile()).path;
-  const platform = platformName();
-  const name = `pi-workflows-${VERSION}-${platform}`;
+  const platforms = options.platforms ?? TARGETS.map((t) => t.name);
+  const given = options.binary ? resolve(options.binary) : undefined;
+  const toBuild = platforms.filter((name) => !(given && isHostTarget(targetByName(name))));
+  const built = toBuild.length > 0
+    ? await compileTargets(toBuild, { outDir: options.buildDir })
+    : [];
   rmSync(outDir, { recursive: true, force: true });
-  const stage = join(outDir, ".stage");
+  mkdirSync(outDir, { recursive: true });
+  const archives: ArchiveResult[] = [];
+  for (const platform of platforms) {
+    const result = built.find((r) => r.target === platform);
+    const executable = result?.path ?? given!;
+    archives.push({
+      ...archiveExecutable(executable, platform, outDir, options.fast ?? false),
+      codeCache: result?.codeCache ?? true,
+      ran: result?.ran ?? true,
+      buildSeconds: result?.seconds ?? 0,
+    });
+  }
+  copyFileSync(join(root, "install.sh"), join(outDir, "install.sh"));
+  chmodSync(join(outDir, "install.sh"), 0o755);
+  const sums = [...archives.map((a) => a.archive), join(outDir, "install.sh")].map((file) =>
+    `${sha256(file)}  ${basename(file)}`
+  );
+  writeFileSync(join(outDir, "SHA256SUMS"), `${sums.join("\n")}\n`);
+  return {
+    version: VERSION,
+    archives,
+    over: archives.flatMap((a) => a.over),
+    seconds: seconds(started),
+  };
+}
+
+/** One folder `pi-workflows-<version>-<platform>/` in a reproducible .tar.xz, budgets checked. */
+function archiveExecutable(
+  binary: string,
+  platform: TargetName,
+  outDir: string,
+  fast: boolean,
+): Omit<ArchiveResult, "codeCache" | "ran" | "buildSeconds"> {
+  const started = performance.now();
+  const name = `pi-workflows-${VERSION}-${platform}`;
+  const stage = join(outDir, `.stage-${platform}`);
   const dir = join(stage, name);
   mkdirSync(dir, { recursive: true });
   copyFileSync(binary, join(dir, "pi-workflows"));
@@ -121,30 +174,27 @@ export async function release(options: ReleaseOptions = {}): Promise<ReleaseResu
   ]);
   rmSync(stage, { recursive: true, force: true });
   // -T0 splits the data into blocks compressed in parallel: a little larger than one block.
-  execFileSync("xz", ["-T0", options.fast ? "-0" : "-6", "-f", tar]);
-  copyFileSync(join(root, "install.sh"), join(outDir, "install.sh"));
-  chmodSync(join(outDir, "install.sh"), 0o755);
-  const sums = [archive, join(outDir, "install.sh")].map((file) =>
-    `${sha256(file)}  ${basename(file)}`
-  );
-  writeFileSync(join(outDir, "SHA256SUMS"), `${sums.join("\n")}\n`);
+  execFileSync("xz", ["-T0", fast ? "-0" : "-6", "-f", tar]);
   const executableBytes = statSync(binary).size;
   const compressedBytes = statSync(archive).size;
   const { report, over } = checkBudgets({
     executable: executableBytes,
-    compressed: options.fast ? null : compressedBytes,
+    compressed: fast ? null : compressedBytes,
   });
   return {
-    version: VERSION,
     platform,
     archive,
     executableBytes,
     compressedBytes,
     sha256: sha256(archive),
-    report,
-    over,
-    seconds: Math.round((performance.now() - started) / 100) / 10,
+    report: report.map((line) => `${platform} ${line}`),
+    over: over.map((budget) => `${platform} ${budget}`),
+    archiveSeconds: seconds(started),
   };
+}
+
+function seconds(since: number): number {
+  return Math.round((performance.now() - since) / 100) / 10;
 }
 
 function sha256(file: string): string {
@@ -158,7 +208,10 @@ function commitTime(): number {
   return result.status === 0 && Number.isInteger(seconds) ? seconds : Math.floor(Date.now() / 1000);
 }
 
-function releaseReadme(platform: string): string {
+function releaseReadme(platform: TargetName): string {
+  const check = platform.startsWith("darwin")
+    ? "shasum -a 256 -c SHA256SUMS --ignore-missing"
+    : "sha256sum -c SHA256SUMS --ignore-missing";
   return `# pi-workflows ${VERSION} (${platform})
 
 Durable workflows for the Pi coding agent: one executable that is the CLI, the workflow host and
@@ -173,7 +226,7 @@ State lives in ~/.pi/agent/workflows (PI_WORKFLOWS_STATE_DIR moves it). Headless
 your own \`pi\` (Pi >= 1.6.0). The Pi extension comes with the npm package:
 \`pi install npm:@osolmaz/pi-workflows\`.
 
-Check a download with \`sha256sum -c SHA256SUMS --ignore-missing\` next to the release's SHA256SUMS.
+Check a download with \`${check}\` next to the release's SHA256SUMS.
 
 License: MIT (LICENSE).
 `;
@@ -181,19 +234,37 @@ License: MIT (LICENSE).
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({
-    options: { binary: { type: "string" }, out: { type: "string" }, fast: { type: "boolean" } },
+    options: {
+      binary: { type: "string" },
+      out: { type: "string" },
+      fast: { type: "boolean" },
+      platform: { type: "string", multiple: true },
+    },
   });
-  const result = await release({ binary: values.binary, outDir: values.out, fast: values.fast });
-  for (const line of result.report) process.stderr.write(`${line}\n`);
+  const result = await release({
+    binary: values.binary,
+    outDir: values.out,
+    fast: values.fast,
+    platforms: values.platform?.map((name) => targetByName(name).name),
+  });
+  for (const archive of result.archives) {
+    for (const line of archive.report) process.stderr.write(`${line}\n`);
+  }
   console.log(JSON.stringify({
-    archive: result.archive,
-    compressedBytes: result.compressedBytes,
-    executableBytes: result.executableBytes,
-    over: result.over,
-    platform: result.platform,
-    seconds: result.seconds,
-    sha256: result.sha256,
     version: result.version,
+    seconds: result.seconds,
+    over: result.over,
+    archives: result.archives.map((a) => ({
+      platform: a.platform,
+      archive: basename(a.archive),
+      executableBytes: a.executableBytes,
+      compressedBytes: a.compressedBytes,
+      sha256: a.sha256,
+      codeCache: a.codeCache,
+      ran: a.ran,
+      buildSeconds: a.buildSeconds,
+      archiveSeconds: a.archiveSeconds,
+    })),
   }));
   if (result.over.length > 0) {
     process.stderr.write(`Release over budget: ${result.over.join(", ")}\n`);

@@ -41,12 +41,19 @@ if (args[0] === "--version" && args.length === 1) {
 }
 
 function run(asset: string, cache: string): void {
+  // An empty cache: the build had no Node of this platform to make one (see docs/compile.md).
+  const cachedData = new Uint8Array(getAsset(cache));
   const script = new vm.Script(getAsset(asset, "utf8"), {
     filename: asset,
-    cachedData: new Uint8Array(getAsset(cache)),
+    cachedData: cachedData.length > 0 ? cachedData : undefined,
   });
   if (process.env[CODE_CACHE_CHECK_ENV] === "1") {
-    process.stderr.write(`code cache ${script.cachedDataRejected ? "rejected" : "accepted"}\n`);
+    const verdict = cachedData.length === 0
+      ? "none"
+      : script.cachedDataRejected
+      ? "rejected"
+      : "accepted";
+    process.stderr.write(`code cache ${verdict}\n`);
   }
   const main = script.runInThisContext() as CommonJsMain;
   // The CLI sees the executable as its own file, as an ESM main script would.
