@@ -17,17 +17,17 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import vm from "node:vm";
 import { build, type BuildOptions } from "esbuild";
 import type { BuildStamp } from "../src/protocol/build-info.ts";
 import { WORKER_BUNDLE_NAME } from "../src/os/self-launch.ts";
 import { VERSION } from "../src/protocol/version.ts";
 import { buildStamp, stampDefine } from "./build-stamp.ts";
 import { signMachO } from "./macho-sign.ts";
+import { baseExecutable, writeCodeCaches } from "./target-inputs.ts";
 import {
   isHostTarget,
   nodeBinary,
@@ -139,58 +139,6 @@ async function bundleText(options: BuildOptions): Promise<string> {
   return text;
 }
 
-/** V8 code cache of the wrapped app, made by this Node (the one the executable is built from). */
-function codeCache(app: string, filename: string): Uint8Array {
-  return new vm.Script(app, { filename }).createCachedData();
-}
-
-/**
- * The same caches made by another platform's Node that runs here (linux-arm64 under qemu): a
- * cache is only accepted by the V8 build and flags that made it.
- */
-function foreignCodeCaches(
-  node: string,
-  env: NodeJS.ProcessEnv,
-  pairs: { source: string; cache: string; filename: string }[],
-): void {
-  const script = `const vm = require("node:vm"), fs = require("node:fs");
-for (const p of ${JSON.stringify(pairs)}) {
-  fs.writeFileSync(p.cache, new vm.Script(fs.readFileSync(p.source, "utf8"), { filename: p.filename }).createCachedData());
-}`;
-  execFileSync(node, ["-e", script], {
-    env: { PATH: "/usr/bin:/bin", ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-    timeout: 300_000,
-  });
-}
-
-/** The strip that reads `target`'s format: binutils' for this machine's own, llvm-strip else. */
-function stripTools(target: Target): string[] {
-  return isHostTarget(target) && target.os === "linux" ? ["strip", "llvm-strip"] : ["llvm-strip"];
-}
-
-/** A copy of `node`, stripped of symbols unless asked not to or impossible. */
-function baseExecutable(
-  node: string,
-  target: Target,
-  work: string,
-  strip: boolean,
-): { path: string; stripped: boolean } {
-  const base = join(work, "node-base");
-  copyFileSync(node, base);
-  if (!strip) return { path: base, stripped: false };
-  for (const tool of stripTools(target)) {
-    try {
-      execFileSync(tool, ["--strip-all", base], { stdio: "ignore" });
-      return { path: base, stripped: true };
-    } catch {
-      // Not on this machine (or not for this format): try the next one.
-    }
-  }
-  // No strip for this format: the unstripped copy works the same, it is only larger.
-  return { path: base, stripped: false };
-}
-
 export interface CompileResult {
   target: TargetName;
   path: string;
@@ -275,20 +223,10 @@ function compileTarget(
   const node = nodeBinary(target);
   const env = runEnv(target, node);
   const caches = { app: join(work, CODE_CACHE_ASSET), worker: join(work, WORKER_CODE_CACHE_ASSET) };
-  if (isHostTarget(target)) {
-    writeFileSync(caches.app, codeCache(readFileSync(bundles.app, "utf8"), APP_ASSET));
-    writeFileSync(caches.worker, codeCache(readFileSync(bundles.workerApp, "utf8"), WORKER_ASSET));
-  } else if (env) {
-    foreignCodeCaches(node, env, [
-      { source: bundles.app, cache: caches.app, filename: APP_ASSET },
-      { source: bundles.workerApp, cache: caches.worker, filename: WORKER_ASSET },
-    ]);
-  } else {
-    // No Node of that platform runs here to make a cache its V8 accepts: the assets stay empty
-    // and the launcher compiles the bundles from source at each start.
-    writeFileSync(caches.app, "");
-    writeFileSync(caches.worker, "");
-  }
+  writeCodeCaches(target, node, env, [
+    { source: bundles.app, cache: caches.app, filename: APP_ASSET },
+    { source: bundles.workerApp, cache: caches.worker, filename: WORKER_ASSET },
+  ]);
   const base = baseExecutable(node, target, work, options.strip ?? true);
   const config = join(work, "sea-config.json");
   writeFileSync(
