@@ -66,6 +66,7 @@ export type CliCommand =
   | PruneCommand
   | { kind: "schema"; name: string | null; out: string | null }
   | { kind: "workflows"; cwd: string | null; json: boolean }
+  | { kind: "test"; files: string[] }
   | { kind: "view"; runId: string | null; once: boolean; all: boolean }
   | EffectResolveCommand
   | ControllerCommand
@@ -233,6 +234,11 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "completion":
     case "__complete":
       return parseCompletion(name, rest);
+    case "test": {
+      const parsed = parse("test", rest, HELP, 0, Infinity);
+      if (parsed.help) return { kind: "help", topic: "test" };
+      return { kind: "test", files: parsed.positionals };
+    }
     case "workflows": {
       const parsed = parse("workflows", rest, { ...JSON_FLAG, cwd: { type: "string" } }, 0, 0);
       if (parsed.help) return { kind: "help", topic: "workflows" };

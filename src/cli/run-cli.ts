@@ -64,6 +64,10 @@ export async function runCli(
         const { runRerunCommand } = await import("./rerun-command.ts");
         return await runRerunCommand(command, io, env);
       }
+      case "test": {
+        const { runTestCommand } = await import("./test-command.ts");
+        return await runTestCommand(command, io);
+      }
       case "workflows": {
         const { runWorkflowsCommand } = await import("./workflows-command.ts");
         return await runWorkflowsCommand(command, io, env);

@@ -23,6 +23,7 @@ Commands:
                                Start a workflow on a cron or an interval (docs/schedules.md)
   host run|start|status|stop   Manage the workflow host process
   view [runId]                 Watch runs live in the terminal (read-only)
+  test [files...]              Run *.workflow.test.ts files with the test kit
   doctor                       Check the state database (read-only)
   prune [--keep-days N]        Delete ended runs past the retention period (--dry-run)
   schema [name] [--out DIR]    Print or write the protocol's JSON Schemas
@@ -327,6 +328,17 @@ Options:
 
 Example:
   pi-workflows prune --keep-days 7 --dry-run`,
+  test: `Usage: pi-workflows test [files or directories...]
+
+Runs workflow tests written with the test kit (@osolmaz/pi-workflows/testing, docs/testing.md):
+every *.workflow.test.ts file in the given files and directories (default: this directory,
+without node_modules, dist and dot directories), one after another, with no test runner
+installed. Each test runs its workflows on a real host in a temp directory, never the user's.
+Prints one line per test, then "N passed, N failed"; exits 1 when a test failed or none was
+found.
+
+Example:
+  pi-workflows test examples/`,
   doctor: `Usage: pi-workflows doctor [--json]
 
 Opens the state database read-only and checks its identity and invariants.

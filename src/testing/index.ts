@@ -23,3 +23,4 @@ export type {
   RunStatus,
   WorkflowTestResult,
 } from "./run-result.ts";
+export { test, type TestFn } from "./test-registry.ts";

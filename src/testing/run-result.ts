@@ -6,7 +6,6 @@
  */
 import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { AttemptSummary, RunEvent } from "../protocol/run-operations.ts";
@@ -23,8 +22,11 @@ export interface RunRecord {
   runId: string;
   /** `status --json` of the run where the test stopped. */
   status: RunStatus;
-  /** The latest `ok` output of each node that produced one. */
-  outputs: Record<string, JsonValue>;
+  /**
+   * The latest `ok` output of each node that produced one. Typed loosely, as node callbacks see
+   * `outputs`, so a test can read fields directly; the values are JSON.
+   */
+  outputs: Record<string, any>;
   attempts: AttemptSummary[];
   events: RunEvent[];
   /** Managed effects and unmanaged external attempts, in node order. */
@@ -58,7 +60,7 @@ export async function readRunRecord(
   }
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds, readOnly: true });
   try {
-    const outputs: Record<string, JsonValue> = {};
+    const outputs: RunRecord["outputs"] = {};
     for (const attempt of readRunFacts(store, runId).attempts) {
       if (attempt.state === "ok" && attempt.output !== undefined) {
         outputs[attempt.nodeId] = attempt.output;
@@ -80,8 +82,8 @@ export async function readRunRecord(
 export interface WorkflowTestResult extends RunRecord {
   /** The run's state where the test stopped (`completed`, `failed`, `waiting`, ...). */
   state: string;
-  /** The run's output, when it completed. */
-  output: JsonValue | undefined;
+  /** The run's output (JSON, typed loosely like `outputs`), when it completed. */
+  output: any;
   /** Why it failed, timed out or was cancelled. */
   error: { code: string; message: string } | undefined;
   /** What a waiting run asks (a checkpoint or decision the test did not answer). */

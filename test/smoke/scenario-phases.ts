@@ -216,9 +216,24 @@ function checkNoWarnings(ctx: SmokeContext): Promise<void> {
   return Promise.resolve();
 }
 
+/**
+ * `pi-workflows test` finds the project's `*.workflow.test.ts` and runs them with the test kit:
+ * no test runner installed, its own host in a temp dir (the smoke's host is not touched).
+ */
+async function runWorkflowTests(ctx: SmokeContext): Promise<void> {
+  const result = await ctx.cli(["test"]);
+  expectExit(result, 0, ["test"]);
+  check(
+    result.stdout.trim().split("\n").at(-1) === "2 passed, 0 failed",
+    `pi-workflows test printed: ${result.stdout.slice(-500)}`,
+  );
+  step(ctx, "pi-workflows test: 2 passed, 0 failed");
+}
+
 export const SCENARIO_PHASES: readonly Phase[] = [
   startHost,
   runShortWorkflows,
+  runWorkflowTests,
   runHeadlessAgent,
   reconcileController,
   crashWorkerAndRecover,

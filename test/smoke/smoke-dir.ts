@@ -39,6 +39,7 @@ export function makeSmokeDir(label: string): SmokeDir {
     ["examples/two-turn-agent.workflow.ts", "two-turn-agent.workflow.ts"],
     ["examples/lib/greet.ts", "lib/greet.ts"],
     ["test/smoke/fixtures/slow.workflow.ts", "slow.workflow.ts"],
+    ["test/smoke/fixtures/smoke.workflow.test.ts", "smoke.workflow.test.ts"],
     ["test/smoke/fixtures/lib/smoke-helpers.ts", "lib/smoke-helpers.ts"],
   ];
   for (const [from, to] of copies) copyFileSync(join(REPO_ROOT, from), join(project, to));

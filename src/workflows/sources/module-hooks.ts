@@ -10,6 +10,8 @@
  *   served from the module cache), and the load hook records the exact bytes of every file the
  *   session loaded: that is the source identity's `mounted` map.
  * - A `.ts` file under a `"type": "commonjs"` package is loaded as module TypeScript.
+ * - A layer above may publish a module of its own the same way (`publishVirtualModule`): the test
+ *   kit's `@osolmaz/pi-workflows/testing` for `pi-workflows test`.
  */
 import { readFileSync } from "node:fs";
 import module from "node:module";
@@ -36,6 +38,26 @@ let installed = false;
 let counter = 0;
 
 let publishedApi: Readonly<Record<string, unknown>> = authoringApi;
+
+/** Modules published by layers above: specifier -> virtual URL, and URL -> its exports. */
+const extraSpecifiers = new Map<string, string>();
+const extraModules = new Map<string, { key: symbol; api: Readonly<Record<string, unknown>> }>();
+
+/**
+ * Serves `api` as the module that `specifiers` import, in files loaded through these hooks, as
+ * the authoring API is served. Call before the first file imports it.
+ */
+export function publishVirtualModule(
+  name: string,
+  specifiers: readonly string[],
+  api: Readonly<Record<string, unknown>>,
+): void {
+  const key = Symbol.for(`pi-workflows.${name}`);
+  const url = `file:///__pi_workflows__/${name}.mjs`;
+  (globalThis as Record<symbol, unknown>)[key] = api;
+  extraModules.set(url, { key, api });
+  for (const specifier of specifiers) extraSpecifiers.set(specifier, url);
+}
 
 /**
  * The names `pi-workflows` exports to files loaded in this process: the workflow API by
@@ -66,6 +88,8 @@ export function installWorkflowHooks(): void {
       if (BUILTINS_SPECIFIERS.includes(specifier)) {
         return { url: VIRTUAL_BUILTINS_URL, shortCircuit: true };
       }
+      const extra = extraSpecifiers.get(specifier);
+      if (extra !== undefined) return { url: extra, shortCircuit: true };
       const result = next(specifier, context);
       const token = tokenOf(context.parentURL);
       if (token && result.url.startsWith("file:") && !result.url.includes("/node_modules/")) {
@@ -85,6 +109,14 @@ export function installWorkflowHooks(): void {
         return {
           format: "module",
           source: virtualSource(BUILTINS_GLOBAL_KEY, builtinsApi()),
+          shortCircuit: true,
+        };
+      }
+      const extra = extraModules.get(url);
+      if (extra !== undefined) {
+        return {
+          format: "module",
+          source: virtualSource(extra.key, extra.api),
           shortCircuit: true,
         };
       }
