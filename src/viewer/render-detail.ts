@@ -54,6 +54,7 @@ export function renderDetail(view: DetailView): DetailScreen {
   const at = view.position === null ? steps : Math.min(view.position, steps);
   const facts = [
     run.blockedReason ? `blocked: ${run.blockedReason}` : "",
+    run.forkedFrom ? `fork of ${run.forkedFrom.runId} at ${run.forkedFrom.nodeId}` : "",
     `step ${at}/${steps}`,
     `elapsed ${elapsed}`,
     run.executionMode,

@@ -2,10 +2,10 @@
  * `run.resume --accept-source`: a run parked `workflowSourceChanged` re-pins to the workflow file
  * as it is now and resumes from its last durable boundary, when its own history still fits the
  * new graph (the fork check, protocol/history-fit.ts). The re-pin and the resume are one change
- * of the run (event `run.sourceAccepted`: the old and new definition digests and who accepted;
+ * of the run (event `run.sourceAccepted`: the old and new definition and source digests and who accepted;
  * the event's time says when), committed with the command receipt.
  */
-import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
 import type { DefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
 import { RefusedError } from "../errors.ts";
 import type { JournalEntry } from "../journal.ts";
@@ -56,18 +56,19 @@ export function acceptSourceInTx(
         ? `Fork it from an earlier node instead: pi-workflows rerun ${run.run_id} ${from}`
         : "Start the workflow again, or restore the file and resume",
   );
-  const old = queryOneArgs<{ definition_digest: string }>(
+  const old = queryOneArgs<{ definition_digest: string; workflow_source_json: string }>(
     store,
-    "SELECT definition_digest FROM runs WHERE run_id = ?1",
+    "SELECT definition_digest, workflow_source_json FROM runs WHERE run_id = ?1",
     run.run_id,
   )!;
+  const source = encodeValue("workflowSource", accepted.workflowSource);
   const now = store.clock.now();
   execute(
     store,
     "UPDATE runs SET workflow_source_json = :source, definition_digest = :digest, paused = 0, " +
       "blocked_reason = NULL, blocked_detail = NULL WHERE run_id = :runId",
     {
-      source: encodeValue("workflowSource", accepted.workflowSource),
+      source,
       digest: accepted.definitionDigest,
       runId: run.run_id,
     },
@@ -86,8 +87,12 @@ export function acceptSourceInTx(
     type: "run.sourceAccepted",
     payload: {
       wasBlocked: run.blocked_reason,
+      // The graph's digest (often unchanged: an edit of a callback keeps the graph) and the
+      // source identity's (file hashes: always changed).
       fromDigest: old.definition_digest,
       toDigest: accepted.definitionDigest,
+      fromSourceDigest: `sha256:${sha256Hex(old.workflow_source_json)}`,
+      toSourceDigest: `sha256:${sha256Hex(source)}`,
       operator: accepted.operator,
       clientId: accepted.clientId,
     },
