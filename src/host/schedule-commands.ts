@@ -188,7 +188,9 @@ async function upsertFromRequest(
     },
     overlap: (timing!.overlap ?? "skip") as OverlapPolicy,
     catchUp: (timing!.catchUp ?? "none") as CatchUpPolicy,
-    input: fields.input,
+    // The raw input: every firing normalizes it again with the workflow's own normalizer (a
+    // normalized value need not normalize to itself).
+    input,
     inputHash: fields.inputHash,
     workflowSource: fields.workflowSource,
     definitionDigest: fields.definitionDigest,

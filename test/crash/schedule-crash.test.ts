@@ -155,6 +155,6 @@ describe("a schedule's firing across host deaths", () => {
       } finally {
         await home.cleanup();
       }
-    });
+    }, 240_000);
   }
 });

@@ -2,7 +2,8 @@
  * Schedules through a real host and the CLI: a workflow file's declared schedule is applied
  * only by `schedule apply` (again: unchanged); `host status` counts schedules and names the next
  * slot; a schedule whose workflow file disappeared fires failed runs with the load error and
- * pauses itself after 3; bad inputs are refused with one line before a host is asked.
+ * pauses itself after 3; bad inputs (CLI and `/workflow schedule`) are refused with one line
+ * before a host is asked.
  */
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,6 +17,8 @@ import {
   waitFor,
 } from "../host/helpers.ts";
 import { queryState } from "../support/state-db.ts";
+import { parseCommand } from "../../src/cli/parse-command.ts";
+import { parseScheduleArgs } from "../../src/extension/schedule-args.ts";
 
 afterEach(killAll);
 
@@ -40,7 +43,7 @@ describe("schedules through the host", () => {
     const host = await startHostProcess(home.env);
     try {
       // Loading the file (a run of it) schedules nothing.
-      expect((await cli("start", "./beat.workflow.ts", "--wait")).code).toBe(0);
+      expect((await cli("start", "./beat.workflow.ts")).code).toBe(0);
       expect(queryState(home.stateDir, "SELECT name FROM schedules")).toEqual([]);
 
       const applied = await cli("schedule", "apply", "./beat.workflow.ts", "--json");
@@ -107,44 +110,68 @@ describe("schedules through the host", () => {
       await stopProcess(host);
       await home.cleanup();
     }
-  });
+  }, 240_000);
 
-  it("refuses bad inputs with one line, before any host is asked", async () => {
+  it("refuses bad inputs with one line and exit 2, before any host is asked", async () => {
     const home = tempHome();
     try {
-      const cases: [string[], RegExp][] = [
-        [["--cron", "61 * * * *"], /^Invalid cron expression "61 \* \* \* \*": .*minute: 61\n$/],
-        [["--cron", "* * * *"], /expected 5 fields .* found 4/],
-        [["--cron", "0 9 * * *", "--tz", "Mars/Base"], /^Unknown time zone "Mars\/Base"/],
-        [["--every", "500ms"], /^Invalid interval "500ms": expected a duration/],
-        [["--every", "1m", "--tz", "UTC"], /--tz applies only to --cron/],
-        [
-          ["--every", "1m", "--overlap", "parallel"],
-          /^Invalid --overlap 'parallel': use one of skip, queue, cancel-previous/,
-        ],
-        [
-          ["--every", "1m", "--catch-up", "all"],
-          /^Invalid --catch-up 'all': use one of none, latest, all-bounded/,
-        ],
-        [[], /needs a timing/],
-        [["--cron", "0 9 * * *", "--every", "1m"], /either --cron or --every/],
-      ];
-      for (const [options, message] of cases) {
-        const result = await runCliProcess(
-          ["schedule", "add", "nightly", "tick", ...options],
-          home.env,
-          60_000,
-        );
-        expect(result.code, options.join(" ")).toBe(2);
-        expect(result.stderr).toMatch(message);
-      }
-      const badName = await runCliProcess(["schedule", "show", "no good"], home.env, 60_000);
-      expect(badName.code).toBe(2);
-      expect(badName.stderr).toMatch(/^Invalid schedule name/);
-      // Nothing above needed a host, so none started.
+      const result = await runCliProcess(
+        ["schedule", "add", "nightly", "tick", "--cron", "61 * * * *"],
+        home.env,
+        60_000,
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(
+        'Invalid cron expression "61 * * * *": Invalid value for minute: 61\n',
+      );
+      // Nothing needed a host, so none started.
       expect(existsSync(home.socketPath)).toBe(false);
     } finally {
       await home.cleanup();
     }
+  }, 120_000);
+});
+
+describe("schedule command lines", () => {
+  const cases: [string[], RegExp][] = [
+    [["--cron", "* * * *"], /expected 5 fields .* found 4/],
+    [["--cron", "0 9 * * *", "--tz", "Mars/Base"], /^Unknown time zone "Mars\/Base"/],
+    [["--every", "500ms"], /^Invalid interval "500ms": expected a duration/],
+    [["--every", "1m", "--tz", "UTC"], /--tz applies only to --cron/],
+    [
+      ["--every", "1m", "--overlap", "parallel"],
+      /^Invalid --overlap 'parallel': use one of skip, queue, cancel-previous/,
+    ],
+    [
+      ["--every", "1m", "--catch-up", "all"],
+      /^Invalid --catch-up 'all': use one of none, latest, all-bounded/,
+    ],
+    [[], /needs a timing/],
+    [["--cron", "0 9 * * *", "--every", "1m"], /either --cron or --every/],
+    [["--every", "1m", "--input-json", "{"], /^Invalid --input-json/],
+  ];
+  for (const [options, message] of cases) {
+    it(`refuses add ${options.join(" ") || "(no timing)"}`, () => {
+      expect(() => parseCommand(["schedule", "add", "nightly", "tick", ...options]))
+        .toThrow(message);
+    });
+  }
+
+  it("refuses a bad name and an unknown action, and reads a good add", () => {
+    expect(() => parseCommand(["schedule", "show", "no good"])).toThrow(/^Invalid schedule name/);
+    expect(() => parseCommand(["schedule", "edit", "x"])).toThrow(/Unknown schedule action 'edit'/);
+    expect(parseCommand(["schedule", "add", "a", "wf", "--cron", "0 9 * * MON-FRI", "--tz", "UTC"]))
+      .toMatchObject({ action: "add", cron: "0 9 * * MON-FRI", timeZone: "UTC", every: null });
+  });
+
+  it("parses /workflow schedule in Pi with quoted cron fields, and refuses bad ones", () => {
+    expect(parseScheduleArgs('add nightly audit --cron "0 9 * * 1-5" --tz Europe/Berlin'))
+      .toMatchObject({ action: "add", cron: "0 9 * * 1-5", timeZone: "Europe/Berlin" });
+    expect(parseScheduleArgs("add prs check --every 30m --overlap queue --replace"))
+      .toMatchObject({ every: "30m", overlap: "queue", replace: true });
+    expect(() => parseScheduleArgs('add x y --cron "0 9 * *"')).toThrow(/found 4/);
+    expect(() => parseScheduleArgs("add x y --every 2x")).toThrow(/Invalid interval "2x"/);
+    expect(() => parseScheduleArgs("add x y --every 1m --catch-up some")).toThrow(/--catch-up/);
+    expect(() => parseScheduleArgs("show")).toThrow(/Usage: \/workflow schedule show <name>/);
   });
 });

@@ -128,7 +128,7 @@ export interface ScheduleInput {
   timing: { kind: "cron"; cron: string; timeZone: string } | { kind: "every"; everyMs: number };
   overlap: OverlapPolicy;
   catchUp: CatchUpPolicy;
-  /** The normalized input and its hash, as the workflow's normalizer returned them. */
+  /** The input as given (normalized again at every firing) and the hash of its last normalization. */
   input: JsonValue;
   inputHash: string;
   workflowSource: JsonValue;
