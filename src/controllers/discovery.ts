@@ -68,7 +68,7 @@ export function resolveControllerRef(ref: string, dirs: SourceDirs): string {
         path,
       );
     }
-    return realpathSync(path);
+    return realpathSync.native(path);
   }
   const found = discoverControllers(dirs).find((c) => c.name === ref);
   if (!found) {
@@ -77,5 +77,5 @@ export function resolveControllerRef(ref: string, dirs: SourceDirs): string {
       `Controller not found: ${ref}: looked in .pi/controllers/ and the agent controllers directory`,
     );
   }
-  return realpathSync(found.ref.path);
+  return realpathSync.native(found.ref.path);
 }

@@ -117,7 +117,7 @@ function statOf(row: PsRow): ProcessStat {
 }
 
 /** Bound of the synchronous one-process read: a spawn waits no longer than this on `ps`. */
-export const PS_NOW_TIMEOUT_MS = 1_000;
+export const PS_NOW_TIMEOUT_MS = 5_000;
 
 /**
  * A table of `pid` alone, read synchronously with `ps -p PID` (a few milliseconds); null when

@@ -168,6 +168,20 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
     what: "the viewer's refresh loop on a large state database while a writer stays busy",
     fields: ["runs", "dbMegabytes", "repeats", "p99TickMs", "p99TickCpuMs", "peakRssMb", "gates"],
   },
+  "process-backend": {
+    what: "the ps process backend against /proc: a table read, a supervision tick, loop stalls",
+    fields: [
+      "workers",
+      "processes",
+      "call_ms",
+      "call_ratio",
+      "tick_ms",
+      "tick_ratio",
+      "loop_stall_ms",
+      "spawn_identify_ms",
+      "load1",
+    ],
+  },
   "viewer-db": {
     what: "builds the viewer bench's synthetic state database and prints its counts and size",
     fields: ["runs", "attempts", "updates", "viewerDeltas", "bytes", "megabytes"],

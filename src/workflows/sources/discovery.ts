@@ -83,7 +83,7 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
     if (!isFile(path)) {
       throw new WorkflowLoadError("workflowNotFound", `Workflow path is not a file: ${path}`, path);
     }
-    return { kind: "file", path: realpathSync(path) };
+    return { kind: "file", path: realpathSync.native(path) };
   }
   const found = discoverWorkflows(dirs).find((w) => w.name === ref);
   if (!found) {
@@ -93,6 +93,6 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
     );
   }
   return found.ref.kind === "file"
-    ? { kind: "file", path: realpathSync(found.ref.path) }
+    ? { kind: "file", path: realpathSync.native(found.ref.path) }
     : found.ref;
 }
