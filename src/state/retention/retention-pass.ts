@@ -39,8 +39,8 @@ export const RETRY_WINDOW_MS = 3600_000;
 export const FEED_WINDOW_MS = 3600_000;
 /** A write transaction of the pass stops taking more work once it has run this long. */
 export const STEP_BUDGET_MS = 4;
-/** Pages one incremental vacuum step returns to the file (4 MiB of 4 KiB pages). */
-const VACUUM_PAGES = 1024;
+/** Pages one incremental vacuum step returns to the file (1 MiB of 4 KiB pages). */
+const VACUUM_PAGES = 256;
 const PAGE = 256;
 
 export interface RetentionOptions {
@@ -203,9 +203,12 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       phase = "compact";
       return;
     }
-    const n = timed(() => pruneRunlessReceiptsInTx(store, before, 500));
-    if (n > 0) report.rows.host_commands = (report.rows.host_commands ?? 0) + n;
-    if (n < 500) phase = "compact";
+    const done = timed(() =>
+      withinBudget(() => pruneRunlessReceiptsInTx(store, before, 100), 100, (n) => {
+        if (n > 0) report.rows.host_commands = (report.rows.host_commands ?? 0) + n;
+      })
+    );
+    if (done) phase = "compact";
   };
 
   const compactStep = (): void => {
@@ -234,9 +237,12 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       phase = "vacuum";
       return;
     }
-    const n = timed(() => trimViewerFeedInTx(store, now - FEED_WINDOW_MS, 2000));
-    report.trimmedDeltas += n;
-    if (n < 2000) {
+    const done = timed(() =>
+      withinBudget(() => trimViewerFeedInTx(store, now - FEED_WINDOW_MS, 200), 200, (n) => {
+        report.trimmedDeltas += n;
+      })
+    );
+    if (done) {
       report.bytes = Math.max(0, usedBefore - usedPages(store)) * pageSize(store);
       phase = "vacuum";
     }
@@ -250,6 +256,20 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       return;
     }
     timed(() => store.db.exec(`PRAGMA incremental_vacuum(${VACUUM_PAGES})`));
+  };
+
+  /**
+   * Repeats `chunk` (which removes up to `size` rows) inside one transaction while the budget
+   * lasts; true once a chunk came back short (nothing more to do).
+   */
+  const withinBudget = (chunk: () => number, size: number, add: (n: number) => void): boolean => {
+    const started = performance.now();
+    for (;;) {
+      const n = chunk();
+      add(n);
+      if (n < size) return true;
+      if (performance.now() - started >= budget) return false;
+    }
   };
 
   const steps: Record<Exclude<Phase, "done">, () => void> = {
