@@ -9,6 +9,7 @@
  * bar) and only finished nodes stay on screen. The end is one summary line: state, short id,
  * workflow, nodes and duration, then the output, the error, or the command that moves it on.
  */
+import { formatRunSpend } from "../protocol/budget.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import { progressFields } from "../protocol/progress-fields.ts";
@@ -88,6 +89,12 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     return style.text(parts.join("  "));
   };
 
+  /** A model step's usage on its closing line: `  · 1.2k tokens, $0.0031`. */
+  const used = (data: Record<string, unknown>) => {
+    const text = spendText(data.usage);
+    return text ? `  ${style.paint("muted", `${style.glyph("separator")} ${text}`)}` : "";
+  };
+
   const elapsed = (at: number) =>
     open && open.startedAt <= at ? `  ${style.paint("muted", duration(at - open.startedAt))}` : "";
 
@@ -107,7 +114,10 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         else redraw(event.at);
         return;
       case "node.finished":
-        return closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}`);
+        return closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}${used(data)}`);
+      case "node.usage":
+        if (open) open.latest = spendText(data.usage);
+        return redraw(event.at);
       case "node.failed": {
         // The message says why, which matters most when the workflow routes on and the run's
         // own summary never shows it; the event carries the code only.
@@ -117,8 +127,10 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
           : "";
         return closed(
           data.outcome === "timed_out"
-            ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${code}`
-            : `${glyph("failed", "failed")} ${id}${elapsed(event.at)}${code}`,
+            ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${
+              used(data)
+            }${code}`
+            : `${glyph("failed", "failed")} ${id}${elapsed(event.at)}${used(data)}${code}`,
         );
       }
       case "node.timed_out":
@@ -207,7 +219,9 @@ export function summaryLines(
   }`;
   const head = `${style.paint(state.tone, `${style.glyph(state.glyph)} ${state.word}`)}  ${
     shortRunId(run.runId)
-  }  ${run.workflowName}${sep}${counted}${sep}${duration(run.updatedAt - run.createdAt)}`;
+  }  ${run.workflowName}${sep}${counted}${sep}${duration(run.updatedAt - run.createdAt)}${
+    run.spend ? `${sep}${formatRunSpend(run.spend, run.budget)}` : ""
+  }`;
   const lines = [style.text(head)];
   if (run.error) lines.push(style.text(`error: ${run.error.code}: ${run.error.message}`));
   if (state.reason) lines.push(style.text(`why: ${state.reason}`));
@@ -220,6 +234,16 @@ export function summaryLines(
   // The output is data: printed as it is.
   if (run.state === "completed" && run.output !== undefined) lines.push(formatValue(run.output));
   return lines;
+}
+
+/** An event's usage sums as text (`1.2k tokens, $0.0031`); "" when it has none. */
+function spendText(value: unknown): string {
+  const sums = value as { tokens?: unknown; cost?: unknown } | undefined;
+  if (typeof sums?.tokens !== "number") return "";
+  return formatRunSpend({
+    tokens: sums.tokens,
+    cost: typeof sums.cost === "number" ? sums.cost : null,
+  }, undefined);
 }
 
 /** Cuts a (possibly coloured) line to `width` visible columns. */

@@ -12,6 +12,8 @@ import type {
   RunSummary,
   UpdateSummary,
 } from "../protocol/run-operations.ts";
+import { formatRunSpend } from "../protocol/budget.ts";
+import { formatCost, formatTokens, formatUsage, type StepUsage } from "../protocol/step-usage.ts";
 import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
@@ -71,6 +73,7 @@ export function formatRun(
     `revision: ${run.revision}`,
     `mode: ${run.executionMode}`,
     ...piLines(options.pi),
+    ...(run.spend ? [`spend: ${formatRunSpend(run.spend, run.budget)}`] : []),
     `created: ${when(run.createdAt, now)}`,
     `updated: ${when(run.updatedAt, now)}`,
   );
@@ -82,7 +85,12 @@ export function formatRun(
         : "nodes:",
     );
     const width = Math.max(...attempts.map((a) => a.nodeId.length));
-    for (const attempt of attempts) lines.push(`  ${formatAttempt(attempt, width, style, now)}`);
+    for (const attempt of attempts) {
+      lines.push(`  ${formatAttempt(attempt, width, style, now)}`);
+      for (const member of attempt.usage?.members ?? []) {
+        lines.push(`      ${member.id}: ${usageText(member)}`);
+      }
+    }
   }
   const updates = options.updates ?? [];
   if (updates.length > 0) {
@@ -166,12 +174,23 @@ function formatAttempt(
     ? duration(attempt.finishedAt - attempt.startedAt)
     : `${duration(now - attempt.startedAt)} so far`;
   const word = attempt.state === "timed_out" ? "timed out" : attempt.state;
+  const used = attempt.usage ? `, ${usageText(attempt.usage)}` : "";
   const error = attempt.error ? `: ${attempt.error.message}` : "";
   // A fork's adopted step ran in the parent run; it was not run again.
   const adopted = attempt.adoptedFrom ? " (adopted from the parent run)" : "";
   return `${style.paint(look.tone, style.glyph(look.glyph))} ${
     attempt.nodeId.padEnd(width)
-  }  ${attempt.nodeKind}, ${word}, ${took}${error}${adopted}`;
+  }  ${attempt.nodeKind}, ${word}, ${took}${used}${error}${adopted}`;
+}
+
+/** `1.2k tokens (in 900, out 250, cache 50/0), $0.0031, fake/fake-model`. */
+function usageText(usage: Omit<StepUsage, "members">): string {
+  const kinds = `in ${usage.input}, out ${usage.output}` +
+    (usage.cacheRead || usage.cacheWrite
+      ? `, cache read ${usage.cacheRead}, write ${usage.cacheWrite}`
+      : "");
+  const model = usage.model ? `, ${usage.provider ? `${usage.provider}/` : ""}${usage.model}` : "";
+  return `${formatUsage(usage)} (${kinds})${model}`;
 }
 
 export interface RunListOptions extends RunTextOptions {
@@ -184,7 +203,8 @@ export interface RunListOptions extends RunTextOptions {
 }
 
 /**
- * `list`: one line per run (state, short id, age, workflow and title), and under a run that
+ * `list`: one line per run (state, short id, age, what it spent, workflow and title), and under a
+ * run that
  * needs someone the command that moves it on. An empty list says how to see more.
  */
 export function formatRunList(runs: readonly RunSummary[], options: RunListOptions = {}): string {
@@ -204,12 +224,16 @@ export function formatRunList(runs: readonly RunSummary[], options: RunListOptio
   const now = options.now ?? Date.now();
   const rows = runs.map((run) => {
     const state = describeRunState(run, options.waiting?.get(run.runId));
-    return { run, state, age: relative(run.createdAt, now) };
+    return { run, state, age: relative(run.createdAt, now), cost: listCost(run) };
   });
   const stateWidth = Math.max(...rows.map((r) => r.state.word.length));
   const ageWidth = Math.max(...rows.map((r) => r.age.length));
+  // The cost column appears once a listed run used a model.
+  const costWidth = rows.some((r) => r.cost !== "-")
+    ? Math.max(...rows.map((r) => r.cost.length))
+    : 0;
   const lines: string[] = [];
-  for (const { run, state, age } of rows) {
+  for (const { run, state, age, cost } of rows) {
     const mark = style.paint(
       state.tone,
       `${style.glyph(state.glyph)} ${state.word.padEnd(stateWidth)}`,
@@ -221,14 +245,26 @@ export function formatRunList(runs: readonly RunSummary[], options: RunListOptio
     const fork = run.forkedFrom
       ? ` (fork of ${shortRunId(run.forkedFrom.runId)} at ${run.forkedFrom.nodeId})`
       : "";
+    const spent = costWidth > 0 ? `${cost.padStart(costWidth)}  ` : "";
     const rest = `  ${shortRunId(run.runId)}  ${
       age.padStart(ageWidth)
-    }  ${run.workflowName}${title}${failure}${fork}`;
+    }  ${spent}${run.workflowName}${title}${failure}${fork}`;
     lines.push(fitLine(mark, style.text(rest), style));
     if (state.next) lines.push(fitLine("", style.text(`  next: ${state.next}`), style));
   }
   if (more) lines.push(more);
   return lines.join("\n");
+}
+
+/**
+ * The cost column of `list`: `$0.42`, or the tokens when no model had a price (`12k tok`),
+ * `-` for a run that used no model.
+ */
+function listCost(run: RunSummary): string {
+  if (!run.spend || run.spend.tokens === 0) return "-";
+  return run.spend.cost === null
+    ? `${formatTokens(run.spend.tokens)} tok`
+    : formatCost(run.spend.cost);
 }
 
 /** On a TTY a line is cut to the terminal's width; a pipe gets it whole. */

@@ -11,9 +11,9 @@ import { COMMAND_HELP } from "./usage.ts";
 import { type EffectResolveCommand, parseEffect } from "./parse-effect.ts";
 import { type ControllerCommand, parseControllerCommand } from "./parse-controller.ts";
 import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
-import { parseStart, type StartCommand } from "./parse-start.ts";
 import { parseScheduleCommand, type ScheduleCommand } from "./parse-schedule.ts";
 import { parseRerun, type RerunCommand } from "./parse-rerun.ts";
+import { costAmount, parseStart, type StartCommand, tokenCount } from "./parse-start.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
 
@@ -49,6 +49,14 @@ export type CliCommand =
     json: boolean;
     /** `resume --accept-source`: re-pin a run parked workflowSourceChanged to the file now. */
     acceptSource?: boolean;
+  }
+  | {
+    kind: "budget";
+    runId: string;
+    /** `--raise USD` and `--raise-tokens N`: added to the run's limits (at least one). */
+    raiseCostUsd: number | null;
+    raiseTokens: number | null;
+    json: boolean;
   }
   | {
     kind: "answer";
@@ -176,6 +184,37 @@ export function parseCommand(argv: readonly string[]): CliCommand {
         runId: runIdArg(name, parsed.positionals[0]),
         json: flag(parsed, "json"),
         ...(flag(parsed, "accept-source") ? { acceptSource: true } : {}),
+      };
+    }
+    case "budget": {
+      const parsed = parse(
+        "budget",
+        rest,
+        { ...JSON_FLAG, raise: { type: "string" }, "raise-tokens": { type: "string" } },
+        1,
+        1,
+      );
+      if (parsed.help) return { kind: "help", topic: "budget" };
+      const raise = parsed.values.raise;
+      const raiseTokens = parsed.values["raise-tokens"];
+      if (typeof raise !== "string" && typeof raiseTokens !== "string") {
+        throw new UsageError(
+          "Command 'budget' needs --raise USD or --raise-tokens N: run 'pi-workflows budget --help'",
+        );
+      }
+      const cost = typeof raise === "string" ? costAmount("--raise", raise) : null;
+      const tokens = typeof raiseTokens === "string"
+        ? tokenCount("--raise-tokens", raiseTokens)
+        : null;
+      if (cost === 0 || tokens === 0) {
+        throw new UsageError("Cannot raise a budget by nothing: give an amount above zero");
+      }
+      return {
+        kind: "budget",
+        runId: runIdArg("budget", parsed.positionals[0]),
+        raiseCostUsd: cost,
+        raiseTokens: tokens,
+        json: flag(parsed, "json"),
       };
     }
     case "answer":

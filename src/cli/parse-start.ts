@@ -1,7 +1,9 @@
 /**
  * `start <workflow> [task text | --input-json | --input-file] [--env] [--cwd] [--wait]
- * [--provider --model --thinking] [--project-context] [-- <pi args>]`: parsing only, like parse-command.ts.
+ * [--provider --model --thinking] [--project-context] [--max-cost --max-tokens] [-- <pi args>]`:
+ * parsing only, like parse-command.ts.
  */
+import type { Budget } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/env-names.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
@@ -38,6 +40,8 @@ export interface StartCommand {
   piArgs: string[];
   /** The run's Pi loads context files and skills (`--project-context`). */
   projectContext: boolean;
+  /** `--max-cost USD`, `--max-tokens N`: the run's budget (the workflow's wins when smaller). */
+  budget: Budget;
 }
 
 export function parseStart(argv: readonly string[]): CliCommand {
@@ -59,6 +63,8 @@ export function parseStart(argv: readonly string[]): CliCommand {
       model: { type: "string" },
       thinking: { type: "string" },
       "project-context": { type: "boolean" },
+      "max-cost": { type: "string" },
+      "max-tokens": { type: "string" },
     },
     1,
     Infinity,
@@ -81,7 +87,45 @@ export function parseStart(argv: readonly string[]): CliCommand {
     json: flag(parsed, "json"),
     piArgs: [...modelArgs(parsed), ...passthrough],
     projectContext: flag(parsed, "project-context"),
+    budget: budgetOptions(parsed),
   };
+}
+
+/** `--max-cost USD` and `--max-tokens N`. */
+function budgetOptions(parsed: Parsed): Budget {
+  const cost = parsed.values["max-cost"];
+  const tokens = parsed.values["max-tokens"];
+  return {
+    ...(typeof cost === "string" ? { maxCostUsd: costAmount("--max-cost", cost) } : {}),
+    ...(typeof tokens === "string" ? { maxTokens: tokenCount("--max-tokens", tokens) } : {}),
+  };
+}
+
+/** A non-negative amount of money (`1.50`, `$2`); a usage error names the option. */
+export function costAmount(option: string, text: string): number {
+  const value = /^\$?\d+(\.\d+)?$/.test(text.trim()) ? Number(text.trim().replace("$", "")) : NaN;
+  if (!Number.isFinite(value)) {
+    throw new UsageError(
+      `Invalid ${option} '${text.slice(0, 40)}': give an amount in US dollars, e.g. 2.50`,
+    );
+  }
+  return value;
+}
+
+/** A non-negative whole number of tokens (`200000`, `200k`, `1.5M`). */
+export function tokenCount(option: string, text: string): number {
+  const match = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text.trim());
+  const value = match
+    ? Math.round(Number(match[1]) * ({ k: 1e3, m: 1e6 }[match[2].toLowerCase()] ?? 1))
+    : NaN;
+  if (!Number.isSafeInteger(value)) {
+    throw new UsageError(
+      `Invalid ${option} '${
+        text.slice(0, 40)
+      }': give a whole number of tokens, e.g. 200000 or 200k`,
+    );
+  }
+  return value;
 }
 
 export function inputSource(parsed: Parsed, words: string[]): InputSource {

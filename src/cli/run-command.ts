@@ -22,6 +22,7 @@ import { readRunList, readStatus } from "./paged-reads.ts";
 import { formatInteraction, formatWaiting } from "./format-waiting.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "./format-run.ts";
+import { formatRunSpend } from "../protocol/budget.ts";
 import { type CliIo, printJson } from "./output.ts";
 import { readWaitingOf } from "./list-waiting.ts";
 import { resolveRunId } from "./run-ids.ts";
@@ -30,7 +31,7 @@ import { formatNotifications } from "./format-notifications.ts";
 
 type RunCommand = Extract<
   CliCommand,
-  { kind: "start" | "status" | "list" | "control" | "answer" | "effect" }
+  { kind: "start" | "status" | "list" | "control" | "answer" | "effect" | "budget" }
 >;
 
 interface StartRequest {
@@ -132,6 +133,7 @@ async function execute(
                 },
               }
               : {}),
+            ...(Object.keys(command.budget).length > 0 ? { budget: command.budget } : {}),
           },
         }),
       );
@@ -184,6 +186,24 @@ async function execute(
     }
     case "effect":
       return await effectResolveCommand(connection, command, io);
+    case "budget": {
+      const { run } = receiptOf(
+        "run.budget",
+        await connection.request("run.budget", {
+          runId: command.runId,
+          payload: {
+            ...(command.raiseCostUsd !== null ? { raiseCostUsd: command.raiseCostUsd } : {}),
+            ...(command.raiseTokens !== null ? { raiseTokens: command.raiseTokens } : {}),
+          },
+        }),
+      );
+      if (command.json) printJson(io, { run });
+      else {
+        io.out(`Raised the budget of ${formatRunHeadline(run, { style })}`);
+        if (run.spend) io.out(`  spend: ${formatRunSpend(run.spend, run.budget)}`);
+      }
+      return EXIT.ok;
+    }
     case "control": {
       const operation = `run.${command.action}` as const;
       const { run } = receiptOf(

@@ -127,6 +127,14 @@ function blocked(reason: string, id: string, context: RunStateContext): RunState
           : `pi-workflows status ${id}`,
       );
     }
+    case "budgetExceeded":
+      return state(
+        "over budget",
+        "blocked",
+        "warn",
+        "its spend reached its budget: a person raises the budget or cancels the run",
+        `pi-workflows budget ${id} --raise <USD>`,
+      );
     default:
       return state("blocked", "blocked", "warn", reason, `pi-workflows status ${id}`);
   }

@@ -16,6 +16,7 @@ Commands:
   retry <runId>                Rerun a failed run from its failed node on the file as it is now
   effect resolve <runId> <id>  Record what an ambiguous effect did, then resume the run
   cancel <runId>               Cancel a run
+  budget <runId> --raise USD   Raise a run's budget (one blocked at it then goes on)
   answer <runId> [node] <a>    Answer the checkpoint or human decision a run waits at
   controller list|get|apply|reconcile|delete|unbind
                                Manage controller resources (docs/controllers.md)
@@ -80,6 +81,10 @@ Options:
   --thinking T        Thinking level: off, minimal, low, medium, high, xhigh, max
   --project-context   Let the run's Pi load context files (AGENTS.md, CLAUDE.md) and skills
                       (default: none; each headless run is one Pi session, see 'status')
+  --max-cost USD      Budget: no model step starts once the run spent this much (in the
+                      models' price currency, US dollars for Pi's tables)
+  --max-tokens N      Budget: no model step starts once the run used N tokens (200k, 1.5M)
+                      (either wins over the workflow's own budget when smaller)
   -- <pi args>        Further Pi arguments, recorded with the run (no --api-key)
 
 Examples:
@@ -116,6 +121,20 @@ says how many.
 Examples:
   pi-workflows list
   pi-workflows list --all --limit 10 --json`,
+  budget: `Usage: pi-workflows budget <runId> [--raise USD] [--raise-tokens N] [--json]
+
+Raises a run's budget by the amounts given. A model step does not start once the run's spend
+reaches its budget: the run is then blocked budgetExceeded, waiting for a person, and 'status'
+shows what it spent. Raising the budget above the spend lets it go on at once; 'cancel' ends it.
+A run whose worker is running now is refused: raise it when it stops (or pause it first).
+
+Options:
+  --raise USD         Add this much to the cost limit (2.50, $2.50)
+  --raise-tokens N    Add this many tokens to the token limit (50000, 50k, 1.5M)
+  --json              Print machine-readable JSON
+
+Example:
+  pi-workflows budget 1a2b --raise 2.50`,
   pause: `Usage: pi-workflows pause <runId> [--json]
 
 Pauses a run: its worker stops and it resumes later from its last durable boundary.

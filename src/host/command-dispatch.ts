@@ -23,6 +23,7 @@ import { hostStatus } from "./host-status.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-control.ts";
 import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
+import { raiseBudgetCommand } from "./run-budget.ts";
 import { findRunsQuery } from "./run-find.ts";
 import { startRunCommand } from "./run-start.ts";
 import { rerunRunCommand } from "./run-rerun.ts";
@@ -52,6 +53,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.resume": (rt, request) => withReceipt(rt, request, resumeRunCommand),
   "run.cancel": (rt, request) => withReceipt(rt, request, cancelRunCommand),
   "run.rerun": (rt, request) => withReceipt(rt, request, rerunRunCommand),
+  "run.budget": (rt, request) => withReceipt(rt, request, raiseBudgetCommand),
   "effect.resolve": (rt, request) => withReceipt(rt, request, resolveEffectCommand),
   "interaction.claim": claimInteractionQuery,
   "interaction.present": presentInteractionCommand,

@@ -63,6 +63,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     if (a.finishedAt !== null) attempt.finishedAt = a.finishedAt;
     if (a.error !== null) attempt.error = a.error;
     if (a.adoptedFrom !== null) attempt.adoptedFrom = a.adoptedFrom;
+    if (a.usage !== undefined) attempt.usage = a.usage;
     return attempt;
   });
   const summary = runSummary(view);

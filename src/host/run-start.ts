@@ -8,6 +8,7 @@ import { realpathSync } from "node:fs";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { tighterBudget } from "../protocol/budget.ts";
 import { baseRunEnvironment } from "../protocol/run-environment.ts";
 import { splitCredentials } from "../protocol/credential-names.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
@@ -67,8 +68,11 @@ export async function startRunCommand(
     );
   }
   const committed = committedRunReceipt(rt.store);
+  const fields = resolvedRunFields(resolved, payload.workflow, projectPath);
   const result = enqueueRun(rt.store, {
-    ...resolvedRunFields(resolved, payload.workflow, projectPath),
+    ...fields,
+    // The start's own limits win when smaller than the workflow's.
+    budget: tighterBudget(fields.budget, payload.budget),
     definition: resolved.definition as JsonValue,
     binding: {
       executionMode: payload.executionMode,

@@ -25,6 +25,9 @@ export function runSummary(view: RunView): RunSummary {
   if (view.forkedFrom !== null) summary.forkedFrom = view.forkedFrom;
   if (view.output !== undefined && view.state === "completed") summary.output = view.output;
   if (view.error) summary.error = view.error;
+  const budgeted = view.budget.maxCostUsd !== undefined || view.budget.maxTokens !== undefined;
+  if (view.spend.tokens > 0 || budgeted) summary.spend = { ...view.spend };
+  if (budgeted) summary.budget = { ...view.budget };
   return summary;
 }
 

@@ -6,6 +6,7 @@
  * (choices, effect, audience), and drawing needs only `kind` and a few optional labels.
  */
 import * as v from "valibot";
+import { BudgetSchema } from "./budget.ts";
 import { nonArray } from "./fields.ts";
 
 export const DEFINITION_SNAPSHOT_SCHEMA = "pi-workflows.definition-snapshot.v1";
@@ -39,6 +40,8 @@ export const DefinitionSnapshotSchema = v.looseObject({
   nodes: nonArray(v.record(v.string(), SnapshotNodeSchema)),
   /** Source node id -> its one outgoing edge. */
   edges: nonArray(v.record(v.string(), SnapshotEdgeSchema)),
+  /** The workflow's own budget (`defineWorkflow({ budget })`). */
+  budget: v.optional(BudgetSchema),
 });
 export type DefinitionSnapshot = v.InferOutput<typeof DefinitionSnapshotSchema>;
 

@@ -8,6 +8,7 @@
 import * as v from "valibot";
 import { CountSchema, looseObject, PositiveIntegerSchema, strictObject } from "./fields.ts";
 import {
+  RunBudgetPayloadSchema,
   RunCancelPayloadSchema,
   RunCommandReceiptSchema,
   RunListPayloadSchema,
@@ -85,6 +86,7 @@ export const HOST_OPERATIONS = [
   "run.resume",
   "run.cancel",
   "run.rerun",
+  "run.budget",
   "run.status",
   "run.list",
   "run.find",
@@ -203,6 +205,12 @@ export const OPERATION_SPECS = {
     mutating: true,
     payload: RunRerunPayloadSchema,
     receipt: RunRerunReceiptSchema,
+  },
+  "run.budget": {
+    runId: "required",
+    mutating: true,
+    payload: RunBudgetPayloadSchema,
+    receipt: RunCommandReceiptSchema,
   },
   "run.status": {
     runId: "required",

@@ -5,6 +5,8 @@
  */
 import * as v from "valibot";
 import type { JsonValue } from "./canonical-json.ts";
+import { BudgetSchema } from "./budget.ts";
+import { StepUsageSchema } from "./step-usage.ts";
 
 export const JsonValueSchema: v.GenericSchema<JsonValue> = v.lazy(() =>
   v.union([
@@ -64,6 +66,8 @@ export const AttemptFactSchema = v.object({
   finishedAt: v.optional(v.number()),
   /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
   deadlineAt: v.nullable(v.number()),
+  /** A model step's usage (its whole usage so far while it runs). */
+  usage: v.optional(StepUsageSchema),
 });
 export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
 
@@ -84,6 +88,8 @@ export const RunFactsSchema = v.object({
    * interrupted external attempt keeps the run blocked.
    */
   approvedRetry: v.optional(v.object({ attemptId: v.string() })),
+  /** The run's budget; a model step does not start while the attempts' spend reaches it. */
+  budget: v.optional(BudgetSchema),
 });
 export type RunFacts = v.InferOutput<typeof RunFactsSchema>;
 

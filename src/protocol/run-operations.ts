@@ -5,6 +5,8 @@
  */
 import * as v from "valibot";
 import { PI_CONTEXTS, PiLaunchSchema } from "./pi-launch.ts";
+import { BudgetSchema } from "./budget.ts";
+import { CostSchema, StepUsageSchema } from "./step-usage.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
@@ -53,6 +55,7 @@ export const BLOCKED_REASONS = [
   "effectAmbiguous",
   "unsupportedInput",
   "credentialsMissing",
+  "budgetExceeded",
 ] as const;
 export type BlockedReason = (typeof BLOCKED_REASONS)[number];
 
@@ -87,6 +90,8 @@ const RunStartFieldsSchema = strictObject({
    * headless run with agent steps and no `pi` is refused (`piUnavailable`).
    */
   pi: v.optional(PiLaunchSchema),
+  /** Limits on what the run may spend; each wins over the workflow's own when smaller. */
+  budget: v.optional(BudgetSchema),
 });
 export type RunStartPayload = v.InferOutput<typeof RunStartFieldsSchema>;
 
@@ -119,6 +124,18 @@ export const RunResumePayloadSchema = v.optional(
 export const RunCancelPayloadSchema = v.optional(
   strictObject({ reason: v.optional(ShortTextSchema) }),
   {},
+);
+
+/** `run.budget`: raise a run's budget by these amounts (at least one). */
+export const RunBudgetPayloadSchema = v.pipe(
+  strictObject({
+    raiseCostUsd: v.optional(v.pipe(CostSchema, v.minValue(0.000001))),
+    raiseTokens: v.optional(v.pipe(CountSchema, v.minValue(1))),
+  }),
+  v.check(
+    (p) => p.raiseCostUsd !== undefined || p.raiseTokens !== undefined,
+    "Invalid run.budget: give raiseCostUsd, raiseTokens or both",
+  ),
 );
 
 export const RunStatusPayloadSchema = v.optional(
@@ -187,6 +204,13 @@ export const RunSummarySchema = looseObject({
   output: v.optional(JsonValueSchema),
   /** Present when the run failed, timed out or was cancelled with a reason. */
   error: v.optional(ErrorInfoSchema),
+  /**
+   * What the run's model steps used (present once they used anything, or with a budget):
+   * all tokens, and the cost of the priced ones (null: no model had a price).
+   */
+  spend: v.optional(looseObject({ tokens: CountSchema, cost: v.nullable(CostSchema) })),
+  /** The run's budget (`defineWorkflow({ budget })`, `start --max-cost/--max-tokens`). */
+  budget: v.optional(BudgetSchema),
 });
 export type RunSummary = v.InferOutput<typeof RunSummarySchema>;
 
@@ -203,6 +227,8 @@ export const AttemptSummarySchema = looseObject({
   error: v.optional(ErrorInfoSchema),
   /** A fork's adopted attempt: the parent's attempt it copies (it did not run again). */
   adoptedFrom: v.optional(OpaqueIdSchema),
+  /** A model step's usage: tokens by kind, cost, provider and model (members of a group). */
+  usage: v.optional(StepUsageSchema),
 });
 export type AttemptSummary = v.InferOutput<typeof AttemptSummarySchema>;
 

@@ -5,6 +5,7 @@
 import { AnswerSchemaSchema } from "./answer-schema.ts";
 import * as v from "valibot";
 import { FactErrorSchema, JsonValueSchema, NODE_EFFECTS } from "./run-facts.ts";
+import { StepUsageSchema } from "./step-usage.ts";
 import {
   DigestSchema,
   nonArray,
@@ -59,6 +60,7 @@ export const PARK_REASONS = [
   "interaction",
   "unsupportedInput",
   "effectAmbiguous",
+  "budgetExceeded",
 ] as const;
 export type ParkReason = (typeof PARK_REASONS)[number];
 
@@ -98,10 +100,12 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     key: v.optional(v.pipe(v.string(), v.maxLength(1000))),
     data: JsonValueSchema,
   }),
-  "node.finished": strictObject({ output: JsonValueSchema }),
+  /** `usage`: a model step's whole usage, committed with its outcome. */
+  "node.finished": strictObject({ output: JsonValueSchema, usage: v.optional(StepUsageSchema) }),
   "node.failed": strictObject({
     outcome: v.picklist(["failed", "timed_out", "cancelled"]),
     error: FactErrorSchema,
+    usage: v.optional(StepUsageSchema),
   }),
   "run.parked": strictObject({
     reason: v.picklist(PARK_REASONS),
@@ -172,6 +176,8 @@ export const WORKER_PAYLOAD_SCHEMAS = {
       startTime: v.pipe(v.string(), v.regex(/^[0-9]{1,20}$/)),
       processGroup: PidSchema,
     }),
+    /** A running model step's whole usage so far (a long step: durable before its outcome). */
+    v.strictObject({ op: v.literal("usage"), attemptId: OpaqueIdSchema, usage: StepUsageSchema }),
     v.strictObject({
       op: v.literal("process.unregister"),
       pid: PidSchema,

@@ -1,5 +1,6 @@
 /** Attempt rows of one run as a light status listing (facts: run-facts-text.ts). */
 import type { AttemptFact } from "../protocol/run-facts.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import { type StateStore } from "./store.ts";
 import { queryAllArgs } from "./statements.ts";
 
@@ -16,6 +17,7 @@ interface AttemptRow {
   finished_at: number | null;
   deadline_at: number | null;
   adopted_from_attempt_id: string | null;
+  usage_json: string | null;
 }
 
 export interface AttemptSummary {
@@ -31,10 +33,12 @@ export interface AttemptSummary {
   error: { code: string; message: string } | null;
   /** A fork's adopted attempt: the parent's attempt it copies (it did not run in this run). */
   adoptedFrom: string | null;
+  /** A model step's usage (so far, while it runs); absent for other nodes. */
+  usage?: StepUsage;
 }
 
 const SUMMARY_COLUMNS = "attempt_id, node_id, sequence, node_kind, effect, state, error_code, " +
-  "error_message, started_at, finished_at, deadline_at, adopted_from_attempt_id";
+  "error_message, started_at, finished_at, deadline_at, adopted_from_attempt_id, usage_json";
 
 /** This run's attempts without outputs (status views), one query, in sequence order. */
 export function listAttempts(store: StateStore, runId: string): AttemptSummary[] {
@@ -78,5 +82,6 @@ export function listAttemptsPage(
     deadlineAt: a.deadline_at,
     error: a.error_code !== null ? { code: a.error_code, message: a.error_message ?? "" } : null,
     adoptedFrom: a.adopted_from_attempt_id,
+    ...(a.usage_json === null ? {} : { usage: JSON.parse(a.usage_json) as StepUsage }),
   }));
 }

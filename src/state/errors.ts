@@ -192,6 +192,23 @@ export class AmbiguousEffectError extends TransitionError {
 }
 
 /**
+ * A resume of a run blocked over its budget: resuming would only block it again at its next
+ * model step. A person raises the budget (`budget --raise`) or cancels the run.
+ */
+export class BudgetExceededError extends TransitionError {
+  constructor(runId: string) {
+    super(
+      runId,
+      "resume",
+      "blocked budgetExceeded",
+      `its spend reached its budget: raise the budget with \`pi-workflows budget ${runId} ` +
+        "--raise <USD>` (or --raise-tokens <N>), or cancel the run",
+    );
+    this.name = "BudgetExceededError";
+  }
+}
+
+/**
  * A session operation refused by the state of what it names; nothing changed. `outcome` is the
  * response outcome it means, `code` the stable error code, the message one line for the model or
  * the Pi user. Both outboxes (`notificationNotFound`, `turnNotFound`, `wrongSession`,

@@ -5,7 +5,9 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
+import type { Budget, RunSpend } from "../protocol/budget.ts";
 import { fencedLeaseSql } from "./claims.ts";
+import { budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
@@ -47,6 +49,10 @@ interface RunDbRow {
   origin_session_id: string | null;
   pi_context: "none" | "project" | null;
   pi_session_file: string | null;
+  spend_tokens: number | null;
+  spend_cost: number | null;
+  budget_cost: number | null;
+  budget_tokens: number | null;
 }
 
 export interface RunView {
@@ -78,6 +84,9 @@ export interface RunView {
   piContext: "none" | "project" | null;
   /** A headless run with Pi: its Pi session file (`status` names it for the owner). */
   piSessionFile: string | null;
+  /** What the run's model steps used so far. */
+  spend: RunSpend;
+  budget: Budget;
 }
 
 const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
@@ -85,7 +94,8 @@ const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r
   `r.input_hash, r.parent_run_id, r.forked_from_run_id, r.forked_from_node_id, ${runRevisionSql()} AS revision, r.created_at, ` +
   `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
   "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
-  "b.pi_context, b.pi_session_file " +
+  "b.pi_context, b.pi_session_file, " +
+  `r.budget_cost, r.budget_tokens, ${RUN_SPEND_COLUMNS} ` +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
 
 function toView(row: RunDbRow): RunView {
@@ -115,6 +125,8 @@ function toView(row: RunDbRow): RunView {
     originSessionId: row.origin_session_id,
     piContext: row.pi_context,
     piSessionFile: row.pi_session_file,
+    spend: { tokens: row.spend_tokens ?? 0, cost: row.spend_cost },
+    budget: budgetOf(row.budget_cost, row.budget_tokens),
   };
 }
 

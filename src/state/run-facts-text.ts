@@ -7,6 +7,7 @@
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import { NotFoundError } from "./errors.ts";
+import { budgetOf } from "./run-spend.ts";
 import { type StateStore } from "./store.ts";
 import { queryAllArgs, queryOneArgs } from "./statements.ts";
 
@@ -26,6 +27,7 @@ interface AttemptRow {
   started_at: number;
   finished_at: number | null;
   deadline_at: number | null;
+  usage_json: string | null;
 }
 
 const q = (text: string) => JSON.stringify(text);
@@ -36,10 +38,12 @@ export function* runFactsText(store: StateStore, runId: string): Generator<strin
     project_path: string;
     input_json: string;
     approved_retry_attempt_id: string | null;
+    budget_cost: number | null;
+    budget_tokens: number | null;
   }>(
     store,
-    "SELECT workflow_name, project_path, input_json, approved_retry_attempt_id FROM runs " +
-      "WHERE run_id = ?1",
+    "SELECT workflow_name, project_path, input_json, approved_retry_attempt_id, budget_cost, " +
+      "budget_tokens FROM runs WHERE run_id = ?1",
     runId,
   );
   if (!run) throw new NotFoundError("run", runId);
@@ -49,6 +53,9 @@ export function* runFactsText(store: StateStore, runId: string): Generator<strin
   if (run.approved_retry_attempt_id !== null) {
     head += `,"approvedRetry":{"attemptId":${q(run.approved_retry_attempt_id)}}`;
   }
+  if (run.budget_cost !== null || run.budget_tokens !== null) {
+    head += `,"budget":${JSON.stringify(budgetOf(run.budget_cost, run.budget_tokens))}`;
+  }
   yield `${head},"attempts":[`;
   let after = 0;
   let separator = "";
@@ -56,7 +63,7 @@ export function* runFactsText(store: StateStore, runId: string): Generator<strin
     const rows = queryAllArgs<AttemptRow>(
       store,
       "SELECT attempt_id, node_id, sequence, node_kind, effect, state, output_json, error_code, " +
-        "error_message, started_at, finished_at, deadline_at FROM node_attempts " +
+        "error_message, started_at, finished_at, deadline_at, usage_json FROM node_attempts " +
         "WHERE run_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
       runId,
       after,
@@ -82,7 +89,8 @@ function attemptText(a: AttemptRow): string {
   }
   text += `,"startedAt":${a.started_at}`;
   if (a.finished_at !== null) text += `,"finishedAt":${a.finished_at}`;
-  return `${text},"deadlineAt":${a.deadline_at === null ? "null" : a.deadline_at}}`;
+  text += `,"deadlineAt":${a.deadline_at === null ? "null" : a.deadline_at}`;
+  return a.usage_json === null ? `${text}}` : `${text},"usage":${a.usage_json}}`;
 }
 
 /** The committed facts the engine routes from: this run's input and its attempts in order. */

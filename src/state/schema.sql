@@ -83,7 +83,8 @@ CREATE TABLE runs (
   paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
   blocked_reason TEXT CHECK (
     blocked_reason IS NULL OR blocked_reason IN (
-      'workflowSourceChanged', 'effectAmbiguous', 'unsupportedInput', 'credentialsMissing'
+      'workflowSourceChanged', 'effectAmbiguous', 'unsupportedInput', 'credentialsMissing',
+      'budgetExceeded'
     )
   ),
   blocked_detail TEXT,
@@ -114,6 +115,10 @@ CREATE TABLE runs (
   forked_from_run_id TEXT REFERENCES runs (run_id),
   forked_from_node_id TEXT,
   forked_from_attempt_id TEXT REFERENCES node_attempts (attempt_id),
+  -- The run's budget (the smaller of the workflow's and the start's; raised by a person): a
+  -- model step does not start while the spend of the run's attempts is at or over it.
+  budget_cost REAL CHECK (budget_cost IS NULL OR budget_cost >= 0),
+  budget_tokens INTEGER CHECK (budget_tokens IS NULL OR budget_tokens >= 0),
   CHECK ((forked_from_run_id IS NULL) = (forked_from_node_id IS NULL) AND
     (forked_from_run_id IS NULL) = (forked_from_attempt_id IS NULL))
 );
@@ -332,6 +337,13 @@ CREATE TABLE node_attempts (
   -- A fork's adopted attempt: the parent's attempt it copies (same node, kind, state, output,
   -- error and times; generation 0: it never ran under one of this run's claims).
   adopted_from_attempt_id TEXT REFERENCES node_attempts (attempt_id),
+  -- A model step's usage (protocol/step-usage.ts, canonical JSON: tokens by kind, cost,
+  -- provider, model, an agent group's members), set with the attempt's outcome or, for a long
+  -- step, as it goes (always the attempt's whole usage so far, never an increment). Its token
+  -- sum and cost are kept beside it for the run's spend (NULL cost: no price known).
+  usage_json TEXT,
+  usage_tokens INTEGER CHECK (usage_tokens IS NULL OR usage_tokens >= 0),
+  usage_cost REAL CHECK (usage_cost IS NULL OR usage_cost >= 0),
   UNIQUE (run_id, sequence)
 );
 -- At most one open attempt per run.
@@ -339,6 +351,9 @@ CREATE UNIQUE INDEX node_attempts_one_open ON node_attempts (run_id)
 WHERE state IN ('running', 'waiting');
 CREATE INDEX node_attempts_deadlines ON node_attempts (deadline_at)
 WHERE state IN ('running', 'waiting') AND deadline_at IS NOT NULL;
+-- A run's spend (run-spend.ts): only model steps carry usage, so only they are in it.
+CREATE INDEX node_attempts_usage ON node_attempts (run_id, usage_tokens, usage_cost)
+WHERE usage_tokens IS NOT NULL;
 -- The host deadline timer's next waiting attempt to time out (checkpoints, decisions, requests).
 CREATE INDEX node_attempts_waiting_deadlines ON node_attempts (deadline_at)
 WHERE state = 'waiting' AND deadline_at IS NOT NULL;

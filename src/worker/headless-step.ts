@@ -13,7 +13,7 @@
  *   by a signal rejects with `PiKilled`, which the worker treats as an interrupted attempt.
  *
  * Each kind of RPC record has one small handler (`onMessageEnd`, `onAgentSettled`,
- * `onUiRequest`), so reading more of Pi's events (usage, for example) is one more handler.
+ * `onUiRequest`); the usage of each model call is read beside them (pi-usage.ts).
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { BridgeCall } from "../protocol/pi-bridge-messages.ts";
@@ -29,7 +29,9 @@ import {
   type StepContract,
 } from "../workflows/step-contract.ts";
 import type { StepPi } from "./headless-pi.ts";
+import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
 import { type PiExit, problemLine, type RpcRecord } from "./pi-child.ts";
+import { createUsageMeter } from "./pi-usage.ts";
 
 /** Dialogs an extension may open; a headless child answers them "cancelled" at once. */
 const DIALOG_METHODS = new Set(["select", "confirm", "input", "editor"]);
@@ -95,6 +97,9 @@ export function driveStep(
     request.signal.addEventListener("abort", onAbort, { once: true });
     cleanups.push(() => request.signal.removeEventListener("abort", onAbort));
     pi.child.exited.then((exit) => onPiExit(step, exit));
+    // What each model call of the step used, reported as it ends (pi-usage.ts).
+    const usage = createUsageMeter(request.reportUsage ?? (() => {}), BRIDGE_TOOL.name);
+    cleanups.push(pi.child.onRecord((record) => usage.observe(record)));
     cleanups.push(pi.child.onRecord((record) => onRecord(step, record)));
     pi.onCall = (call) => onToolCall(step, call);
     step.prompt(message);

@@ -12,6 +12,7 @@ import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
+import { createUsageRecorder } from "./usage-recorder.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 import { workerClock } from "./worker-clock.ts";
 
@@ -142,6 +143,7 @@ export async function runNode(
   }, HEARTBEAT_MS);
   heartbeat.unref();
 
+  const usage = createUsageRecorder(proposer, attemptId, onClaimLost);
   let result: Awaited<ReturnType<RunWorkflow["execute"]>>;
   try {
     result = await workflow.execute(step.nodeId, {
@@ -157,6 +159,7 @@ export async function runNode(
         interrupted ??= new StepInterrupted(reason);
         controller.abort(interrupted);
       },
+      reportUsage: usage.report,
     });
   } finally {
     if (timer) clearTimeout(timer);
@@ -166,6 +169,9 @@ export async function runNode(
   if (lost) throw lost;
   // Nothing is proposed for the attempt: the worker stops and the host interrupts it.
   if (interrupted) throw interrupted;
+  // The outcome carries the whole usage, in its own commit; no report may follow it.
+  const used = usage.close();
+  const withUsage = used === null ? {} : { usage: used };
 
   const base = {
     attemptId,
@@ -175,6 +181,7 @@ export async function runNode(
     effect: step.effect,
     startedAt,
     deadlineAt,
+    ...withUsage,
   };
   if (result.outcome === "waiting") {
     await proposer.propose(
@@ -193,10 +200,10 @@ export async function runNode(
     (result.outcome === "failed" || result.outcome === "ok" && !result.notification);
   if (deferrable) {
     const close: Proposal = result.outcome === "ok"
-      ? { kind: "node.finished", fields: { output: result.output }, attemptId }
+      ? { kind: "node.finished", fields: { output: result.output, ...withUsage }, attemptId }
       : {
         kind: "node.failed",
-        fields: { outcome: result.outcome, error: result.error },
+        fields: { outcome: result.outcome, error: result.error, ...withUsage },
         attemptId,
       };
     if (proposer.fits(close)) {
@@ -211,7 +218,9 @@ export async function runNode(
       // A notify node's message is enqueued in the commit that finishes its attempt.
       if (result.notification) {
         await proposer.propose("notification.requested", { ...result.notification }, attemptId);
-      } else await proposer.propose("node.finished", { output: result.output }, attemptId);
+      } else {
+        await proposer.propose("node.finished", { output: result.output, ...withUsage }, attemptId);
+      }
       return { ...base, state: "ok", output: result.output, finishedAt: clock.now() };
     } catch (error) {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
@@ -228,6 +237,7 @@ export async function runNode(
   await proposer.propose("node.failed", {
     outcome: result.outcome,
     error: result.error,
+    ...withUsage,
   }, attemptId);
   return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
 }

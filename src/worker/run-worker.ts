@@ -4,7 +4,8 @@
  * before it imports any workflow module, loads, re-checks the complete mounted map, and then
  * walks the engine's step machine, proposing each durable boundary to the host:
  *
- *   decideNext -> node.started (resolved deadline) -> executeNode -> node.update* ->
+ *   decideNext -> [run.parked budgetExceeded, before a model step over the run's budget] ->
+ *   node.started (resolved deadline) -> executeNode -> node.update* ->
  *   node.finished | notification.requested (notify) | node.failed | run.parked (checkpoint,
  *   human decision) ; ... ; [presentation.requested] run.finished
  *
@@ -14,6 +15,7 @@
  * validations and its next epoch, with the workflow already loaded (prepared-child.ts).
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
+import { budgetStop } from "./budget-check.ts";
 import type { WorkerChannel } from "./channel.ts";
 import { settleCleanups, stopKeptChildren } from "./child-cleanups.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
@@ -205,6 +207,11 @@ async function walk(
     if (step.kind === "wait") {
       // The host launches no waiting run; reaching here means the facts and the run disagree.
       throw new Error(`Worker stopped: node ${step.nodeId} is waiting for an answer`);
+    }
+    const overBudget = budgetStop(step.nodeKind, facts);
+    if (overBudget !== null) {
+      await proposer.propose("run.parked", { reason: "budgetExceeded", detail: overBudget });
+      return "parked";
     }
     const result = await runNode(workflow, step, facts, proposer);
     if (result === "parked") return "parked";

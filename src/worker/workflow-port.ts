@@ -7,6 +7,7 @@
  * `interaction.requested` before it exits.
  */
 import { dirname, join } from "node:path";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerLaunch } from "../protocol/worker-launch.ts";
@@ -51,6 +52,8 @@ export interface ExecuteRequest {
   publishUpdate(update: { type: string; key: string; data: JsonValue }): void;
   /** Managed effects of action and shell nodes, reserved and settled through the host. */
   effects: EffectPort;
+  /** A model step's whole usage so far; `durable`: record it before the outcome. */
+  reportUsage?(usage: StepUsage, durable: boolean): void;
   /** Shell command process groups, registered with the host while they run. */
   processGroups: ProcessGroupHooks;
   /** The node's 1-based visit. */

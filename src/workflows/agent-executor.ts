@@ -5,6 +5,7 @@
  * message until one is accepted, and resolves with the accepted output.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import { NodeFailure } from "./errors.ts";
 import type { WorkflowUpdate } from "./types.ts";
 
@@ -32,6 +33,11 @@ export interface AgentStepRequest {
   publishUpdate(update: WorkflowUpdate): void;
   /** Normalizes and validates one submission. A rejection message is meant for the model. */
   accept(raw: unknown): Promise<AcceptResult>;
+  /**
+   * The step's whole usage so far, after each model call (worker/pi-usage.ts). `durable`: the
+   * attempt should record it before its outcome (more work may follow for long).
+   */
+  reportUsage?(usage: StepUsage, durable: boolean): void;
 }
 
 export interface AgentStepExecutor {

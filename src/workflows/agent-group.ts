@@ -5,6 +5,7 @@
  * submission, Pi exited, ...) is recorded, not thrown, and the node fails only when fewer than
  * `minSucceeded` members succeed. Every settled member advances one progress update.
  */
+import { type MemberUsage, type StepUsage, sumMembers } from "../protocol/step-usage.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import { normalizeAgentOutput } from "./agent-output.ts";
 import { NODE_ID_PATTERN } from "./definition-schema.ts";
@@ -33,6 +34,8 @@ export interface AgentGroupServices {
   workflowName: string;
   nodeId: string;
   publish(update: WorkflowUpdate): void;
+  /** The group's usage so far: every member's as it goes, and their sum. */
+  reportUsage?(usage: StepUsage, durable: boolean): void;
 }
 
 export async function runAgentGroup(
@@ -63,11 +66,19 @@ export async function runAgentGroup(
     }
   };
   progress();
+  // Members' usage in member order, whatever order they end in.
+  const used = new Map<string, MemberUsage>();
+  const memberUsage = (id: string) => (usage: StepUsage, durable: boolean) => {
+    const { members: _nested, ...own } = usage;
+    used.set(id, { id, ...own });
+    const ordered = members.flatMap((m) => used.get(m.id) ?? []);
+    svc.reportUsage?.(sumMembers(ordered), durable);
+  };
   let next = 0;
   const lane = async () => {
     while (next < members.length && !ctx.signal.aborted) {
       const index = next++;
-      results[index] = await runMember(members[index], ctx, svc, n.tools);
+      results[index] = await runMember(members[index], ctx, svc, n.tools, memberUsage);
       settled++;
       progress();
     }
@@ -94,6 +105,7 @@ async function runMember(
   ctx: NodeContext,
   svc: AgentGroupServices,
   tools: readonly string[] | undefined,
+  memberUsage: (id: string) => (usage: StepUsage, durable: boolean) => void,
 ): Promise<AgentGroupMemberResult> {
   const accept = async (raw: unknown): Promise<AcceptResult> => {
     try {
@@ -124,6 +136,7 @@ async function runMember(
       publishUpdate: (update) =>
         svc.publish({ ...update, key: update.key ? `${member.id}.${update.key}` : member.id }),
       accept,
+      reportUsage: memberUsage(member.id),
     });
     return { id: member.id, outcome: "ok", output: toJson(output, "agent output") };
   } catch (error) {

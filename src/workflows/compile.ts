@@ -124,6 +124,7 @@ export function compileWorkflow(
     hasPresentationPrompt: def.presentationPrompt !== undefined,
     // The declared schedule is plain data; `schedule apply` reads it from here.
     ...(def.schedule !== undefined ? { schedule: def.schedule } : {}),
+    ...(def.budget !== undefined ? { budget: { ...def.budget } } : {}),
     nodes: Object.fromEntries(
       [...nodes.values()].map((n) => [n.id, { ...snapshotNode(n.node), effect: n.effect }]),
     ),

@@ -4,6 +4,7 @@
  */
 import { AnswerSchemaSchema } from "../protocol/answer-schema.ts";
 import { ScheduleDeclarationSchema } from "../protocol/schedule-operations.ts";
+import { BudgetSchema } from "../protocol/budget.ts";
 import * as v from "valibot";
 
 export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -193,6 +194,7 @@ export const WorkflowSpecSchema = v.object({
     v.object({ from: v.string(), validate: v.optional(fn) }),
   )),
   maxSteps: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000))),
+  budget: v.optional(BudgetSchema),
   source: v.optional(v.string()),
   /** Read only by `schedule apply` (docs/schedules.md): a file never schedules itself. */
   schedule: v.optional(ScheduleDeclarationSchema),

@@ -6,6 +6,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import { type Clock, systemClock } from "../state/clock.ts";
 import { acceptForKind } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
@@ -56,6 +57,8 @@ export interface ExecuteContext {
   processGroups?: ProcessGroupHooks;
   /** Drives the update rate limit; default the system clock. */
   clock?: Clock;
+  /** Receives a model step's whole usage so far (see AgentStepRequest.reportUsage). */
+  reportUsage?(usage: StepUsage, durable: boolean): void;
 }
 
 export async function executeNode(
@@ -84,6 +87,7 @@ export async function executeNode(
       accept: (raw) => acceptOutput(wf, node, ctx, raw),
       effects: exec.effects,
       processGroups: exec.processGroups,
+      ...(exec.reportUsage ? { reportUsage: exec.reportUsage } : {}),
     });
     const result = await Promise.race([work, aborted]);
     if (result.outcome !== "ok") return result;

@@ -1,5 +1,6 @@
 /** What each node kind does when its attempt runs. */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import { decisionSuffix } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode } from "./compile.ts";
@@ -34,6 +35,8 @@ export interface KindServices {
   effects?: EffectPort;
   /** Present when a shell command's process group is to be attached to host supervision. */
   processGroups?: ProcessGroupHooks;
+  /** Receives a model step's whole usage so far (an agent group's: every member's, summed). */
+  reportUsage?(usage: StepUsage, durable: boolean): void;
 }
 
 export async function runNodeKind(
@@ -116,6 +119,7 @@ export async function runNodeKind(
         workflowName: svc.workflowName,
         nodeId: node.id,
         publish: svc.publish,
+        ...(svc.reportUsage ? { reportUsage: svc.reportUsage } : {}),
       });
       return ok(toJson(output, "agent group output"));
     }
@@ -134,6 +138,7 @@ export async function runNodeKind(
         signal: ctx.signal,
         publishUpdate: svc.publish,
         accept: svc.accept,
+        ...(svc.reportUsage ? { reportUsage: svc.reportUsage } : {}),
       });
       return ok(toJson(output, "agent output"));
     }

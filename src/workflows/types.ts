@@ -352,6 +352,12 @@ export interface WorkflowSpec<I = any> {
   exits?: Record<string, WorkflowExit>;
   /** Default 100; counts node attempts across pauses, restarts and answers. */
   maxSteps?: number;
+  /**
+   * Limits on what the run's model steps may spend: a model step does not start once the run's
+   * spend reaches one, and the run waits for a person to raise the budget or cancel. A start's
+   * own `--max-cost`/`--max-tokens` wins when smaller. Only the root workflow's counts.
+   */
+  budget?: { maxCostUsd?: number; maxTokens?: number };
   /** `import.meta.url` of the defining file, for diagnostics. */
   source?: string;
   /**

@@ -204,6 +204,22 @@ describe("formatRunList()", () => {
     expect(stripAnsi(line).endsWith("…")).toBe(true);
   });
 
+  it("shows what runs spent once one used a model: cost, or tokens when no price is known", () => {
+    const runs = [
+      run({ spend: { tokens: 5100, cost: 0.018795 } }),
+      run({
+        runId: "run-99999999-0000-4000-8000-000000000001",
+        spend: { tokens: 5100, cost: null },
+      }),
+      run({ runId: "run-88888888-0000-4000-8000-000000000001" }),
+    ];
+    expect(formatRunList(runs, { now: NOW }).split("\n")).toEqual([
+      "◐ running  run-1a2b3c4d  2m ago   $0.0188  hello",
+      "◐ running  run-99999999  2m ago  5.1k tok  hello",
+      "◐ running  run-88888888  2m ago         -  hello",
+    ]);
+  });
+
   it("names the reason of a blocked run", () => {
     const text = formatRunList([run({ blockedReason: "effectAmbiguous", queueState: "parked" })], {
       now: NOW,

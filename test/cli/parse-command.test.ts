@@ -41,6 +41,7 @@ describe("parseCommand()", () => {
       json: false,
       piArgs: [],
       projectContext: false,
+      budget: {},
     });
     expect(parseCommand(["start", "builtin:x", "--wait", "--json", "--cwd", "/tmp"])).toEqual({
       kind: "start",
@@ -52,9 +53,11 @@ describe("parseCommand()", () => {
       json: true,
       piArgs: [],
       projectContext: false,
+      budget: {},
     });
     expect(parseCommand(["start", "w", "--project-context"])).toMatchObject({
       projectContext: true,
+      budget: {},
     });
     expect(parseCommand(["start", "w", "--input-json", '{"n":[1,2]}'])).toMatchObject({
       input: { kind: "value", value: { n: [1, 2] } },

@@ -27,6 +27,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { from: "review", visit: 0 },
     badPath: "payload.visit",
   },
+  "run.budget": {
+    good: { raiseCostUsd: 2.5 },
+    bad: { raiseCostUsd: -1 },
+    badPath: "payload.raiseCostUsd",
+  },
   "run.status": {
     good: { eventsAfter: 3 },
     bad: { eventsAfter: -1 },

@@ -40,9 +40,21 @@ export interface FakeModelRequest {
   headers: Record<string, string>;
 }
 
+/**
+ * The usage chunk a reply ends with (OpenAI's streamed `usage`, which Pi prices with the model's
+ * `cost` rates from models.json): prompt tokens (cache reads included), completion tokens, and
+ * the cached and cache-write parts of the prompt. Default: 10 prompt, 5 completion.
+ */
+export interface FakeUsage {
+  prompt: number;
+  completion: number;
+  cached?: number;
+  cacheWrite?: number;
+}
+
 export type FakeReply =
-  | { kind: "text"; text: string }
-  | { kind: "tool"; name: string; args: unknown; callId?: string }
+  | { kind: "text"; text: string; usage?: FakeUsage }
+  | { kind: "tool"; name: string; args: unknown; callId?: string; usage?: FakeUsage }
   | { kind: "error"; status: number; message: string }
   /** Never answers: the request stays open until Pi gives up on it or the server closes. */
   | { kind: "hang" };
@@ -235,7 +247,7 @@ function replyChunks(
     object: "chat.completion.chunk",
     model: request.model,
     choices: [],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    usage: usageChunk(reply.usage ?? { prompt: 10, completion: 5 }),
   };
   if (reply.kind === "text") {
     return [
@@ -264,6 +276,22 @@ function replyChunks(
     chunk({}, "tool_calls"),
     usage,
   ];
+}
+
+function usageChunk(usage: FakeUsage): Record<string, unknown> {
+  return {
+    prompt_tokens: usage.prompt,
+    completion_tokens: usage.completion,
+    total_tokens: usage.prompt + usage.completion,
+    ...(usage.cached !== undefined || usage.cacheWrite !== undefined
+      ? {
+        prompt_tokens_details: {
+          cached_tokens: usage.cached ?? 0,
+          cache_write_tokens: usage.cacheWrite ?? 0,
+        },
+      }
+      : {}),
+  };
 }
 
 function pieces(text: string, size: number): string[] {

@@ -35,6 +35,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import { startFacts } from "./facts-stream.ts";
 import { applyProgress } from "./worker-progress.ts";
+import { parkOverBudget } from "./budget-park.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 
 export interface Applied {
@@ -123,6 +124,7 @@ export function applyWorkerMessage(
         ...write,
         attemptId,
         output: message.payload.output,
+        ...(message.payload.usage ? { usage: message.payload.usage } : {}),
       });
       worker.openAttempt = null;
       return { revision, closedAttempt: true };
@@ -154,6 +156,7 @@ export function applyWorkerMessage(
         attemptId,
         outcome: message.payload.outcome,
         error: message.payload.error,
+        ...(message.payload.usage ? { usage: message.payload.usage } : {}),
       });
       worker.openAttempt = null;
       return { revision, closedAttempt: true };
@@ -211,7 +214,7 @@ export function applyWorkerMessage(
       return { revision, closedAttempt: false };
     }
     case "worker.progress":
-      return applyProgress(ctx, worker, message);
+      return applyProgress(ctx, worker, message, write);
     case "interaction.requested":
       return requestStep(ctx, worker, message, write);
     case "worker.exiting":
@@ -310,6 +313,7 @@ function park(
     afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
     return { revision, closedAttempt: true };
   }
+  if (p.reason === "budgetExceeded") return parkOverBudget(ctx, worker, write);
   if (p.reason === "workflowSourceChanged" || p.reason === "effectAmbiguous") {
     const { revision } = blockRun(ctx.store, worker.claim, {
       ...write,

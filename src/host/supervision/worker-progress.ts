@@ -1,12 +1,14 @@
 /**
  * `worker.progress`: what a worker reports while it runs that is not a transition of its run:
- * heartbeats, the next piece of its run's facts, and the child process groups it hands to host
- * supervision.
+ * heartbeats, the next piece of its run's facts, the child process groups it hands to host
+ * supervision, and a long model step's usage so far.
  */
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import type { WorkerMessageOf } from "../../protocol/worker-messages.ts";
 import { formatStartIdentity, type ProcessTable, processTable } from "../../os/process-identity.ts";
 import { renewClaim } from "../../state/claims.ts";
+import type { WorkerWriteOptions } from "../../state/protected-write.ts";
+import { recordNodeUsage } from "../../state/transitions/node-attempts.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
@@ -25,6 +27,7 @@ export function applyProgress(
   ctx: HostContext,
   worker: ActiveWorker,
   message: WorkerMessageOf<"worker.progress">,
+  write: WorkerWriteOptions,
 ): Applied {
   const p = message.payload;
   if (p.op === "process.unregister") {
@@ -38,6 +41,14 @@ export function applyProgress(
   if (p.op === "heartbeat") {
     renewClaim(ctx.store, worker.claim);
     return { closedAttempt: false };
+  }
+  if (p.op === "usage") {
+    const { revision } = recordNodeUsage(ctx.store, worker.claim, {
+      ...write,
+      attemptId: p.attemptId,
+      usage: p.usage,
+    });
+    return { revision, closedAttempt: false };
   }
   if (p.op === "facts.next") {
     if (worker.factsStream === null) {

@@ -5,6 +5,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { progressFields } from "../../protocol/progress-fields.ts";
 import type { FactError, NodeEffect, NodeOutcome } from "../../protocol/run-facts.ts";
+import { formatUsage, type StepUsage } from "../../protocol/step-usage.ts";
+import { usageColumns, usageSums } from "../run-spend.ts";
 import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
   type ProtectedTx,
@@ -167,6 +169,40 @@ export function recordNodeUpdate(
 }
 
 /**
+ * A long model step's usage so far (its whole usage, not an increment), so a crash before its
+ * outcome loses none of it; event `node.usage` with the sums only.
+ */
+export function recordNodeUsage(
+  store: StateStore,
+  claim: Claim,
+  opts: { attemptId: string; usage: StepUsage } & WorkerWriteOptions,
+): { revision: number } {
+  const runId = claimRunId(claim);
+  const usage = usageColumns(opts.usage);
+  const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
+    expectState(tx.run, "record the usage of a node of", isLive);
+    const changed = executeArgs(
+      store,
+      "UPDATE node_attempts SET usage_json = ?1, usage_tokens = ?2, usage_cost = ?3 " +
+        "WHERE attempt_id = ?4 AND run_id = ?5 AND state = 'running'",
+      usage.json,
+      usage.tokens,
+      usage.cost,
+      opts.attemptId,
+      runId,
+    );
+    if (changed !== 1) requireRunningAttempt(tx, opts.attemptId, "record the usage of a node of");
+    return {
+      type: "node.usage",
+      payload: { attemptId: opts.attemptId, usage: usageSums(usage) },
+      summary: { attemptId: opts.attemptId, state: "running", usage: formatUsage(opts.usage) },
+      result: undefined,
+    };
+  });
+  return { revision };
+}
+
+/**
  * The running attempt succeeds with `output` (a durable boundary); event `node.finished`. A
  * notify node's attempt carries its `notification`, inserted in the same transaction.
  */
@@ -174,22 +210,28 @@ export function recordNodeFinished(
   store: StateStore,
   claim: Claim,
   opts:
-    & { attemptId: string; output: JsonValue; notification?: NotifyMessage }
+    & { attemptId: string; output: JsonValue; notification?: NotifyMessage; usage?: StepUsage }
     & WorkerWriteOptions,
 ): { revision: number; notificationId: string | null } {
   const runId = claimRunId(claim);
   const output = encodeValue("node output", opts.output);
+  const usage = opts.usage ? usageColumns(opts.usage) : null;
   const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "finish a node of", isLive);
     // The attempt check rides on the update; only a miss pays for the detailed lookup.
     const nodeId = queryOneArgs<{ node_id: string }>(
       store,
-      "UPDATE node_attempts SET state = 'ok', output_json = ?1, finished_at = ?2 " +
+      "UPDATE node_attempts SET state = 'ok', output_json = ?1, finished_at = ?2, " +
+        "usage_json = COALESCE(?5, usage_json), usage_tokens = COALESCE(?6, usage_tokens), " +
+        "usage_cost = CASE WHEN ?5 IS NULL THEN usage_cost ELSE ?7 END " +
         "WHERE attempt_id = ?3 AND run_id = ?4 AND state = 'running' RETURNING node_id",
       output,
       tx.now,
       opts.attemptId,
       runId,
+      usage?.json ?? null,
+      usage?.tokens ?? null,
+      usage?.cost ?? null,
     )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "finish a node of");
     const notificationId = opts.notification
       ? insertNotificationInTx(store, {
@@ -201,7 +243,12 @@ export function recordNodeFinished(
       : null;
     return {
       type: "node.finished",
-      payload: { attemptId: opts.attemptId, nodeId, ...(notificationId ? { notificationId } : {}) },
+      payload: {
+        attemptId: opts.attemptId,
+        nodeId,
+        ...(notificationId ? { notificationId } : {}),
+        ...(usage ? { usage: usageSums(usage) } : {}),
+      },
       summary: { attempt: "ok", nodeId, state: "running" },
       result: notificationId,
     };
@@ -214,17 +261,25 @@ export function recordNodeFailed(
   store: StateStore,
   claim: Claim,
   opts:
-    & { attemptId: string; outcome: Exclude<NodeOutcome, "ok">; error: FactError }
+    & {
+      attemptId: string;
+      outcome: Exclude<NodeOutcome, "ok">;
+      error: FactError;
+      usage?: StepUsage;
+    }
     & WorkerWriteOptions,
 ): { revision: number } {
   const runId = claimRunId(claim);
   const error = boundedError(opts.error);
+  const usage = opts.usage ? usageColumns(opts.usage) : null;
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "fail a node of", isLive);
     // As for a finish: the attempt check rides on the update, a miss pays for the lookup.
     const nodeId = queryOneArgs<{ node_id: string }>(
       store,
-      "UPDATE node_attempts SET state = ?1, finished_at = ?2, error_code = ?3, error_message = ?4 " +
+      "UPDATE node_attempts SET state = ?1, finished_at = ?2, error_code = ?3, error_message = ?4, " +
+        "usage_json = COALESCE(?7, usage_json), usage_tokens = COALESCE(?8, usage_tokens), " +
+        "usage_cost = CASE WHEN ?7 IS NULL THEN usage_cost ELSE ?9 END " +
         "WHERE attempt_id = ?5 AND run_id = ?6 AND state = 'running' RETURNING node_id",
       opts.outcome,
       tx.now,
@@ -232,10 +287,19 @@ export function recordNodeFailed(
       error.message,
       opts.attemptId,
       runId,
+      usage?.json ?? null,
+      usage?.tokens ?? null,
+      usage?.cost ?? null,
     )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "fail a node of");
     return {
       type: "node.failed",
-      payload: { attemptId: opts.attemptId, code: opts.error.code, nodeId, outcome: opts.outcome },
+      payload: {
+        attemptId: opts.attemptId,
+        code: opts.error.code,
+        nodeId,
+        outcome: opts.outcome,
+        ...(usage ? { usage: usageSums(usage) } : {}),
+      },
       summary: { attempt: opts.outcome, nodeId, state: "running" },
       result: undefined,
     };

@@ -4,7 +4,7 @@
  * crash before commit leaves no trace. The host then stops the fenced worker group.
  */
 import { blockingAttempt } from "../effect-queries.ts";
-import { AmbiguousEffectError, RevisionConflictError } from "../errors.ts";
+import { AmbiguousEffectError, BudgetExceededError, RevisionConflictError } from "../errors.ts";
 import { type Claim, releaseLeaseInTx, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
@@ -89,6 +89,7 @@ export function resumeRun(
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
   return command(store, { ...opts, claim: opts.claim ?? null }, "resume", allowed, (run) => {
     if (opts.acceptSource) return acceptSourceInTx(store, run, opts.acceptSource);
+    if (run.blocked_reason === "budgetExceeded") throw new BudgetExceededError(run.run_id);
     if (run.blocked_reason === "effectAmbiguous") {
       const blocked = blockingAttempt(store, run.run_id);
       throw new AmbiguousEffectError(run.run_id, {
@@ -147,7 +148,11 @@ export function cancelRun(store: StateStore, opts: RunCommandOptions): CommandRe
   });
 }
 
-function command(
+/**
+ * One operator command: the run is read, checked (`expectedRevision`, `allowed`), changed by
+ * `apply`, its claim taken or released and the receipt stored, in one transaction.
+ */
+export function command(
   store: StateStore,
   opts: RunCommandOptions,
   transition: string,

@@ -1,4 +1,5 @@
 /** `queued/queued`: a new run enters the global queue (run.start). */
+import type { Budget } from "../../protocol/budget.ts";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory } from "../journal.ts";
@@ -52,6 +53,8 @@ export interface EnqueueRunOptions {
   priority?: number;
   /** Earliest launch time; defaults to now. */
   availableAt?: number;
+  /** What the run's model steps may spend (protocol/budget.ts); absent: no limit. */
+  budget?: Budget;
   receipt?: CommandReceiptInput;
 }
 
@@ -97,10 +100,11 @@ export function enqueueRunInTx(
     "INSERT INTO runs (run_id, workflow_name, workflow_ref, title, state, paused, project_path, " +
       "workflow_source_json, definition_digest, input_json, input_hash, parent_run_id, " +
       "forked_from_run_id, forked_from_node_id, forked_from_attempt_id, " +
-      "created_at, state_changed_at, run_no) VALUES (:runId, :workflowName, :workflowRef, " +
-      ":title, 'queued', 0, :projectPath, :workflowSource, :definitionDigest, :input, " +
-      ":inputHash, :parentRunId, :forkRunId, :forkNodeId, :forkAttemptId, :now, :now, " +
-      "(SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs))",
+      "created_at, state_changed_at, run_no, budget_cost, budget_tokens) VALUES (:runId, " +
+      ":workflowName, :workflowRef, :title, 'queued', 0, :projectPath, :workflowSource, " +
+      ":definitionDigest, :input, :inputHash, :parentRunId, :forkRunId, :forkNodeId, " +
+      ":forkAttemptId, :now, :now, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs), " +
+      ":budgetCost, :budgetTokens)",
     {
       runId,
       workflowName: opts.workflowName,
@@ -116,6 +120,8 @@ export function enqueueRunInTx(
       forkNodeId: opts.forkedFrom?.nodeId ?? null,
       forkAttemptId: opts.forkedFrom?.attemptId ?? null,
       now,
+      budgetCost: opts.budget?.maxCostUsd ?? null,
+      budgetTokens: opts.budget?.maxTokens ?? null,
     },
   );
   execute(

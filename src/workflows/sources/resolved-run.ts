@@ -3,7 +3,9 @@
  * what `enqueueRun` records, for `run.start`, a controller's child run and the test harnesses,
  * so a field the resolver adds reaches every run the same way.
  */
+import type { Budget } from "../../protocol/budget.ts";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { parseDefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
 import type { ResolveResult } from "../../protocol/resolve-messages.ts";
 import type { EnqueueRunOptions } from "../../state/transitions/run-enqueue.ts";
 import { canonicalWorkflowRef } from "./identity.ts";
@@ -20,6 +22,7 @@ export type ResolvedRunFields = Pick<
   | "definitionDigest"
   | "input"
   | "inputHash"
+  | "budget"
 >;
 
 /**
@@ -41,5 +44,12 @@ export function resolvedRunFields(
     definitionDigest: resolved.definitionDigest,
     input: resolved.input as JsonValue,
     inputHash: resolved.inputHash,
+    ...budgetOf(resolved.definition),
   };
+}
+
+/** The workflow's own budget, from its definition snapshot (`defineWorkflow({ budget })`). */
+function budgetOf(definition: unknown): { budget?: Budget } {
+  const budget = parseDefinitionSnapshot(definition)?.budget;
+  return budget === undefined ? {} : { budget };
 }

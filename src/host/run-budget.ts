@@ -1,0 +1,35 @@
+/**
+ * `run.budget`: a person raises a run's budget (`pi-workflows budget <run> --raise USD`). A run
+ * blocked at its budget whose spend is now under it is unblocked in the same commit, with the
+ * command receipt, and the scheduler is woken to launch it.
+ */
+import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { CommandReceiptInput } from "../state/host-commands.ts";
+import { raiseBudget } from "../state/transitions/run-budget.ts";
+import type { HostRuntime } from "./host-runtime.ts";
+import { committedRunReceipt } from "./run-summary.ts";
+
+export function raiseBudgetCommand(
+  rt: HostRuntime,
+  request: HostRequest,
+  receipt: CommandReceiptInput,
+): Promise<HostResponse> {
+  if (request.operation !== "run.budget") throw new TypeError("Expected run.budget");
+  const runId = request.runId!;
+  const committed = committedRunReceipt(rt.store);
+  const result = raiseBudget(rt.store, {
+    runId,
+    ...request.payload,
+    expectedRevision: request.expectedRevision,
+    receipt: { ...receipt, receipt: committed.receipt },
+  });
+  rt.log("run.budget", { runId, revision: result.revision, unblocked: result.unblocked });
+  if (result.unblocked) rt.supervision.wake();
+  return Promise.resolve(successResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    revision: result.revision,
+    receipt: committed.body(),
+  }));
+}

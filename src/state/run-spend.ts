@@ -1,0 +1,62 @@
+/**
+ * What a run's model steps used, from the usage each attempt carries (node_attempts.usage_*):
+ * the spend a budget is checked against and `status`/`list` show. An attempt's usage is always
+ * its whole usage so far, set (never added) by each report, so a replayed or repeated report
+ * counts once; an interrupted attempt keeps what it reported, so a crash loses none of it.
+ */
+import type { Budget, RunSpend } from "../protocol/budget.ts";
+import { type StepUsage, usageTokens } from "../protocol/step-usage.ts";
+import { type StateStore } from "./store.ts";
+import { queryOneArgs } from "./statements.ts";
+import { encodeValue } from "./values.ts";
+
+/** Columns of the run's spend for a query over `runs r` (node_attempts_usage covers them). */
+export const RUN_SPEND_COLUMNS =
+  "(SELECT SUM(n.usage_tokens) FROM node_attempts n WHERE n.run_id = r.run_id AND " +
+  "n.usage_tokens IS NOT NULL) AS spend_tokens, (SELECT SUM(n.usage_cost) FROM node_attempts n " +
+  "WHERE n.run_id = r.run_id AND n.usage_tokens IS NOT NULL) AS spend_cost";
+
+/** The three usage columns of an attempt, as bound parameters. */
+export function usageColumns(
+  usage: StepUsage,
+): { json: string; tokens: number; cost: number | null } {
+  return {
+    json: encodeValue("attempt usage", usage),
+    tokens: usageTokens(usage),
+    cost: usage.cost,
+  };
+}
+
+/** What an event says of an attempt's usage: its sums (followers show them). */
+export function usageSums(columns: { tokens: number; cost: number | null }): {
+  [key: string]: number | null;
+} {
+  return { cost: columns.cost, tokens: columns.tokens };
+}
+
+export function readRunSpend(store: StateStore, runId: string): RunSpend {
+  const row = queryOneArgs<{ tokens: number | null; cost: number | null }>(
+    store,
+    "SELECT SUM(usage_tokens) AS tokens, SUM(usage_cost) AS cost FROM node_attempts " +
+      "WHERE run_id = ?1 AND usage_tokens IS NOT NULL",
+    runId,
+  );
+  return { tokens: row?.tokens ?? 0, cost: row?.cost ?? null };
+}
+
+export function readRunBudget(store: StateStore, runId: string): Budget {
+  const row = queryOneArgs<{ budget_cost: number | null; budget_tokens: number | null }>(
+    store,
+    "SELECT budget_cost, budget_tokens FROM runs WHERE run_id = ?1",
+    runId,
+  );
+  return budgetOf(row?.budget_cost ?? null, row?.budget_tokens ?? null);
+}
+
+/** The budget of two nullable columns. */
+export function budgetOf(cost: number | null, tokens: number | null): Budget {
+  return {
+    ...(cost === null ? {} : { maxCostUsd: cost }),
+    ...(tokens === null ? {} : { maxTokens: tokens }),
+  };
+}
