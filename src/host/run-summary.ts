@@ -26,7 +26,14 @@ export function runSummary(view: RunView): RunSummary {
   if (view.output !== undefined && view.state === "completed") summary.output = view.output;
   if (view.error) summary.error = view.error;
   const budgeted = view.budget.maxCostUsd !== undefined || view.budget.maxTokens !== undefined;
-  if (view.spend.tokens > 0 || budgeted) summary.spend = { ...view.spend };
+  if (view.spend.tokens > 0 || budgeted) {
+    summary.spend = {
+      ...view.spend,
+      ...(view.adoptedSpend && view.adoptedSpend.tokens > 0
+        ? { adopted: { ...view.adoptedSpend } }
+        : {}),
+    };
+  }
   if (budgeted) summary.budget = { ...view.budget };
   return summary;
 }

@@ -56,11 +56,17 @@ export function describeSpend(spend: RunSpend, budget: Budget): string {
 
 /**
  * A run's spend for people: `12.3k tokens, $0.0421` (tokens only when no model had a price),
- * with its budget when it has one: `… of budget $1.00, 50k tokens`.
+ * with what a fork adopted (`(2k tokens, $0.01 adopted)`) and its budget when it has one:
+ * `… of budget $1.00, 50k tokens`.
  */
-export function formatRunSpend(spend: RunSpend, budget: Budget | undefined): string {
-  const used = `${formatTokens(spend.tokens)} tokens` +
-    (spend.cost === null ? "" : `, ${formatCost(spend.cost)}`);
+export function formatRunSpend(
+  spend: RunSpend & { adopted?: RunSpend },
+  budget: Budget | undefined,
+): string {
+  const text = (s: RunSpend) =>
+    `${formatTokens(s.tokens)} tokens` + (s.cost === null ? "" : `, ${formatCost(s.cost)}`);
+  // A fork's spend starts with what its adopted prefix cost: said apart.
+  const used = text(spend) + (spend.adopted ? ` (${text(spend.adopted)} adopted)` : "");
   const limits = [
     budget?.maxCostUsd !== undefined ? formatCost(budget.maxCostUsd) : "",
     budget?.maxTokens !== undefined ? `${formatTokens(budget.maxTokens)} tokens` : "",

@@ -208,7 +208,12 @@ export const RunSummarySchema = looseObject({
    * What the run's model steps used (present once they used anything, or with a budget):
    * all tokens, and the cost of the priced ones (null: no model had a price).
    */
-  spend: v.optional(looseObject({ tokens: CountSchema, cost: v.nullable(CostSchema) })),
+  spend: v.optional(looseObject({
+    tokens: CountSchema,
+    cost: v.nullable(CostSchema),
+    /** A fork: what its adopted attempts (the parent's prefix) cost, included above. */
+    adopted: v.optional(looseObject({ tokens: CountSchema, cost: v.nullable(CostSchema) })),
+  })),
   /** The run's budget (`defineWorkflow({ budget })`, `start --max-cost/--max-tokens`). */
   budget: v.optional(BudgetSchema),
 });

@@ -7,7 +7,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
 import type { Budget, RunSpend } from "../protocol/budget.ts";
 import { fencedLeaseSql } from "./claims.ts";
-import { budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
+import { ADOPTED_SPEND_COLUMNS, budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
@@ -51,6 +51,8 @@ interface RunDbRow {
   pi_session_file: string | null;
   spend_tokens: number | null;
   spend_cost: number | null;
+  adopted_tokens: number | null;
+  adopted_cost: number | null;
   budget_cost: number | null;
   budget_tokens: number | null;
 }
@@ -84,8 +86,10 @@ export interface RunView {
   piContext: "none" | "project" | null;
   /** A headless run with Pi: its Pi session file (`status` names it for the owner). */
   piSessionFile: string | null;
-  /** What the run's model steps used so far. */
+  /** What the run's model steps used so far (a fork's adopted attempts included). */
   spend: RunSpend;
+  /** A fork: what its adopted attempts cost (in `spend` too); null for other runs. */
+  adoptedSpend: RunSpend | null;
   budget: Budget;
 }
 
@@ -95,7 +99,7 @@ const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r
   `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
   "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
   "b.pi_context, b.pi_session_file, " +
-  `r.budget_cost, r.budget_tokens, ${RUN_SPEND_COLUMNS} ` +
+  `r.budget_cost, r.budget_tokens, ${RUN_SPEND_COLUMNS}, ${ADOPTED_SPEND_COLUMNS} ` +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
 
 function toView(row: RunDbRow): RunView {
@@ -126,6 +130,9 @@ function toView(row: RunDbRow): RunView {
     piContext: row.pi_context,
     piSessionFile: row.pi_session_file,
     spend: { tokens: row.spend_tokens ?? 0, cost: row.spend_cost },
+    adoptedSpend: row.adopted_tokens === null
+      ? null
+      : { tokens: row.adopted_tokens, cost: row.adopted_cost },
     budget: budgetOf(row.budget_cost, row.budget_tokens),
   };
 }

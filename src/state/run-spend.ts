@@ -16,6 +16,17 @@ export const RUN_SPEND_COLUMNS =
   "n.usage_tokens IS NOT NULL) AS spend_tokens, (SELECT SUM(n.usage_cost) FROM node_attempts n " +
   "WHERE n.run_id = r.run_id AND n.usage_tokens IS NOT NULL) AS spend_cost";
 
+/**
+ * What a fork's adopted attempts cost (NULL for a run that is no fork), shown apart from what the
+ * fork spent itself; they count toward its budget like the rest.
+ */
+export const ADOPTED_SPEND_COLUMNS =
+  "CASE WHEN r.forked_from_run_id IS NULL THEN NULL ELSE (SELECT SUM(n.usage_tokens) FROM " +
+  "node_attempts n WHERE n.run_id = r.run_id AND n.adopted_from_attempt_id IS NOT NULL) END " +
+  "AS adopted_tokens, CASE WHEN r.forked_from_run_id IS NULL THEN NULL ELSE (SELECT " +
+  "SUM(n.usage_cost) FROM node_attempts n WHERE n.run_id = r.run_id AND " +
+  "n.adopted_from_attempt_id IS NOT NULL) END AS adopted_cost";
+
 /** The three usage columns of an attempt, as bound parameters. */
 export function usageColumns(
   usage: StepUsage,

@@ -219,6 +219,8 @@ export default defineWorkflow({
     expect(fork.outcome).toBe("accepted");
     expect((await ask("run.rerun", { runId: helloRun, payload: {} })).outcome).toBe("rejected");
     await ask("run.cancel", { runId: helloRun, payload: { reason: "done already" } });
+    // A run with no budget has no limit to raise: refused, as a well-formed frame.
+    await ask("run.budget", { runId: helloRun, payload: { raiseCostUsd: 1 } });
     await ask("effect.resolve", {
       runId: helloRun,
       payload: { target: "no-effect", verdict: "applied" },

@@ -3,7 +3,8 @@
  * history up to that node is the parent's: its attempts before the fork point are adopted (copied
  * with a link to the parent's attempt, `adopted_from_attempt_id`), never executed again, so an
  * agent step is not presented again and a managed effect applied there keeps its receipt (the
- * adopted output) and is not applied again. The run, its adopted attempts, its events and the
+ * adopted output) and is not applied again. An adopted attempt keeps what its model step used, so
+ * the fork's spend starts with what the prefix cost. The run, its adopted attempts, its events and the
  * command receipt commit in ONE transaction: a crash leaves either the whole fork or nothing.
  *
  * Which visit: `--from <node>` names the node's latest visit in the parent; `visit` picks an
@@ -19,6 +20,7 @@ import { appendHistory } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryAll } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
+import { readRunBudget } from "../run-spend.ts";
 import { requireRun } from "./common.ts";
 import { enqueueRunInTx, type EnqueueRunOptions, type TransitionResult } from "./run-enqueue.ts";
 
@@ -157,7 +159,10 @@ export function forkRun(store: StateStore, opts: ForkRunOptions): ForkRunResult 
       nodeId: opts.fromNodeId,
       attemptId: start.attempt.attemptId,
     };
-    const { runId } = enqueueRunInTx(store, { ...run, forkedFrom }, now);
+    // The fork keeps the parent's budget unless the caller gives one: its spend starts with
+    // what the adopted prefix cost (the copies carry their usage).
+    const budget = run.budget ?? readRunBudget(store, opts.parentRunId);
+    const { runId } = enqueueRunInTx(store, { ...run, budget, forkedFrom }, now);
     adoptAttempts(store, runId, prefix);
     // Crash tests: the fork is written but not committed; a crash here must leave nothing.
     crashPoint("host.run.rerun.beforeCommit");
@@ -251,9 +256,10 @@ function adoptAttempts(store: StateStore, runId: string, prefix: readonly Parent
       store,
       "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, " +
         "state, generation, output_json, error_code, error_message, started_at, finished_at, " +
-        "deadline_at, adopted_from_attempt_id) SELECT :attemptId, :runId, :sequence, node_id, " +
-        "node_kind, effect, state, 0, output_json, error_code, error_message, started_at, " +
-        "finished_at, deadline_at, attempt_id FROM node_attempts WHERE attempt_id = :from",
+        "deadline_at, adopted_from_attempt_id, usage_json, usage_tokens, usage_cost) SELECT " +
+        ":attemptId, :runId, :sequence, node_id, node_kind, effect, state, 0, output_json, " +
+        "error_code, error_message, started_at, finished_at, deadline_at, attempt_id, " +
+        "usage_json, usage_tokens, usage_cost FROM node_attempts WHERE attempt_id = :from",
       {
         attemptId: store.ids.next("attempt"),
         runId,
