@@ -159,9 +159,10 @@ export function forkRun(store: StateStore, opts: ForkRunOptions): ForkRunResult 
       nodeId: opts.fromNodeId,
       attemptId: start.attempt.attemptId,
     };
-    // The fork keeps the parent's budget unless the caller gives one: its spend starts with
-    // what the adopted prefix cost (the copies carry their usage).
-    const budget = run.budget ?? readRunBudget(store, opts.parentRunId);
+    // The fork keeps the parent's budget as it is now (raised, or set at start), not the
+    // workflow's own again: its spend starts with what the adopted prefix cost (the copies
+    // carry their usage), so the budget holds across the fork. `budget --raise` moves it on.
+    const budget = readRunBudget(store, opts.parentRunId);
     const { runId } = enqueueRunInTx(store, { ...run, budget, forkedFrom }, now);
     adoptAttempts(store, runId, prefix);
     // Crash tests: the fork is written but not committed; a crash here must leave nothing.
