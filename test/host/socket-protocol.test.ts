@@ -73,7 +73,7 @@ async function ask(operation: string, fields: Record<string, unknown> = {}): Pro
 }
 
 describe("host socket protocol", () => {
-  it("answers host.status with exactly the spec's fields", async () => {
+  it("answers host.status with exactly the spec's fields, the schedules and the version", async () => {
     const response = await ask("host.status");
     expect(response.outcome).toBe("accepted");
     expect(Object.keys(response.receipt).sort()).toEqual([
@@ -83,6 +83,7 @@ describe("host socket protocol", () => {
       "expiredClaims",
       "pendingInteractions",
       "runs",
+      "schedules",
       "socket",
       "state",
       "version",
