@@ -92,6 +92,30 @@ describe("retention", () => {
     expect(pass.report.longestLockMs).toBeGreaterThan(0);
   });
 
+  it("deletes the schedule firing that started a pruned run with it", () => {
+    fx = openFixture();
+    const old = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const now = fx.clock.now();
+    fx.store.db.prepare(
+      "INSERT INTO schedules (schedule_id, name, workflow, workflow_name, workflow_ref, " +
+        "project_path, every_ms, anchor_at, overlap, catch_up, input_json, input_hash, " +
+        "workflow_source_json, definition_digest, env_json, origin, paused, paused_reason, " +
+        "revision, created_at, updated_at) VALUES ('sch-1', 'nightly', 'w', 'w', 'w', '/p', " +
+        "60000, ?, 'skip', 'none', '{}', 'sha256:i', '{}', 'sha256:d', '{}', 'command', 1, " +
+        "'paused', 1, ?, ?)",
+    ).run(now, now, now);
+    fx.store.db.prepare(
+      "INSERT INTO schedule_firings (schedule_id, slot_at, run_id, state, created_at, " +
+        "settled_at) VALUES ('sch-1', ?, ?, 'started', ?, ?)",
+    ).run(now, old, now, now);
+    fx.clock.advance(40 * DAY_MS);
+    expect(rowsOf(fx, old).schedule_firings).toBe(1);
+    expect(runRetentionPass(fx.store, { keepDays: 30 }).report.runs).toBe(1);
+    expect(rowsOf(fx, old)).toEqual({});
+    expect(tableCount(fx, "schedules")).toBe(1);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("keeps a run while a child run or a live controller request references it", () => {
     fx = openFixture();
     const parent = endedRun(fx.store, { hostEpoch: HOST_EPOCH });

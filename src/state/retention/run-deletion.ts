@@ -65,6 +65,13 @@ export const RUN_OWNED: readonly { table: string; rows: string; byRunNo?: true; 
       bytes: "length(effect_key) * 2 + coalesce(length(receipt_json), 0) + 200",
     },
     {
+      // The schedule's record of the slot that started this run: the schedule's next slot is
+      // long past it, so nothing fires that slot again once it is gone.
+      table: "schedule_firings",
+      rows: "schedule_firings WHERE run_id = ?1",
+      bytes: "length(schedule_id) + coalesce(length(reason), 0) + 100",
+    },
+    {
       table: "notifications",
       rows: "notifications WHERE run_id = ?1",
       bytes: "length(message) + 200",
