@@ -240,6 +240,8 @@ export default defineWorkflow({
     await ask("schedule.apply", { payload: { workflow: "./hello.workflow.ts", cwd: project() } });
     await ask("schedule.remove", { payload: { name: "tick" } });
     await ask("schedule.show", { payload: { name: "tick" } }); // notFound
+    await ask("host.prune", { payload: { dryRun: true } }); // a dry run changes nothing
+    await ask("host.prune", { payload: { keepDays: -1 } }); // invalidRequest
     await ask("host.status");
     await ask("run.list", { hostEpoch: 999 }); // staleEpoch
     // A request the envelope schema refuses, answered before the connection closes.
