@@ -2,11 +2,11 @@
  * `prune [--keep-days N] [--dry-run] [--json]`: asks the host (the only writer) for a retention
  * pass and prints what it removed, or would remove: runs, rows per table and bytes.
  */
-import { receiptOf } from "../client/command-receipt.ts";
+import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { createHostClient } from "../client/host-client.ts";
 import type { HostPruneReceipt } from "../protocol/retention-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
-import { withHost } from "./with-host.ts";
 
 export interface PruneCommand {
   kind: "prune";
@@ -23,7 +23,10 @@ export async function runPruneCommand(
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  return await withHost(env, io, async (connection) => {
+  // The retrying client: a host that dies mid-pass is replaced and the same request (its receipt
+  // or a pass run to its end by the next host) answers.
+  const connection = createHostClient({ env, onWait: (line) => io.err(line) });
+  try {
     const receipt = receiptOf(
       "host.prune",
       await connection.request("host.prune", {
@@ -37,7 +40,15 @@ export async function runPruneCommand(
     if (command.json) printJson(io, receipt);
     else for (const line of formatPruneReport(receipt)) io.out(line);
     return EXIT.ok;
-  });
+  } catch (error) {
+    if (error instanceof HostCommandError) {
+      io.err(error.message);
+      return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
+    }
+    throw error;
+  } finally {
+    connection.close();
+  }
 }
 
 export function formatPruneReport(r: HostPruneReceipt): string[] {
