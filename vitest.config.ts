@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // CLI glyphs follow the locale (ASCII unless it says UTF-8): tests see the UTF-8 set unless a
 // test sets its own locale for a child process.
@@ -8,6 +8,8 @@ const utf8 = /utf-?8/i.test(process.env.LC_ALL || process.env.LC_CTYPE || proces
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // `*.workflow.test.ts` files are the test kit's (run by `pi-workflows test`), not vitest's.
+    exclude: [...configDefaults.exclude, "**/*.workflow.test.ts"],
     // The default output, and a run that fails loudly when any test file did not run to its end.
     reporters: ["default", "./test/support/every-file-ran.ts"],
     testTimeout: 60_000,
