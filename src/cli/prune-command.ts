@@ -2,11 +2,12 @@
  * `prune [--keep-days N] [--dry-run] [--json]`: asks the host (the only writer) for a retention
  * pass and prints what it removed, or would remove: runs, rows per table and bytes.
  */
-import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { receiptOf } from "../client/command-receipt.ts";
 import { createHostClient } from "../client/host-client.ts";
 import type { HostPruneReceipt } from "../protocol/retention-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
+import { hostRefusalExit } from "./with-host.ts";
 
 export interface PruneCommand {
   kind: "prune";
@@ -41,11 +42,7 @@ export async function runPruneCommand(
     else for (const line of formatPruneReport(receipt)) io.out(line);
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof HostCommandError) {
-      io.err(error.message);
-      return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
-    }
-    throw error;
+    return hostRefusalExit(io, error);
   } finally {
     connection.close();
   }

@@ -2,7 +2,7 @@
  * `rerun` and `retry`: fork a run at a node (`run.rerun`) and print where the fork came from.
  * A retry is printed as the rerun it is (`rerun <run> --from <node> --source current`).
  */
-import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
+import { receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
 import { createHostClient } from "../client/host-client.ts";
@@ -17,6 +17,7 @@ import { type CliIo, printJson } from "./output.ts";
 import { resolveRunId } from "./run-ids.ts";
 import type { RerunCommand } from "./parse-rerun.ts";
 import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
+import { hostRefusalExit } from "./with-host.ts";
 
 export async function runRerunCommand(
   command: RerunCommand,
@@ -64,11 +65,7 @@ export async function runRerunCommand(
     }
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof HostCommandError) {
-      io.err(error.message);
-      return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
-    }
-    throw error;
+    return hostRefusalExit(io, error);
   } finally {
     connection.close();
   }

@@ -20,12 +20,15 @@ export async function withHost(
   try {
     return await command(connection);
   } catch (error) {
-    if (error instanceof HostCommandError) {
-      io.err(error.message);
-      return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
-    }
-    throw error;
+    return hostRefusalExit(io, error);
   } finally {
     connection.close();
   }
+}
+
+/** A host refusal printed as its one line, as exit 3 (4 when unavailable); anything else throws. */
+export function hostRefusalExit(io: CliIo, error: unknown): number {
+  if (!(error instanceof HostCommandError)) throw error;
+  io.err(error.message);
+  return error.outcome === "unavailable" ? EXIT.hostUnavailable : EXIT.refused;
 }
