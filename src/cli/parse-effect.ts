@@ -5,7 +5,7 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { EffectVerdict } from "../protocol/effect-operations.ts";
 import { UsageError } from "./exit-codes.ts";
-import { flag, parse, runIdArg } from "./parse-command.ts";
+import { flag, parse, runIdArg } from "./parse-args.ts";
 
 export interface EffectResolveCommand {
   kind: "effect";

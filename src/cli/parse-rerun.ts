@@ -6,7 +6,7 @@
 import { refusedPiArgument } from "../protocol/pi-launch.ts";
 import { RERUN_SOURCES, type RerunSource } from "../protocol/rerun-operations.ts";
 import { UsageError } from "./exit-codes.ts";
-import { type CliCommand, flag, JSON_FLAG, parse, runIdArg } from "./parse-command.ts";
+import { flag, type HelpCommand, JSON_FLAG, parse, runIdArg } from "./parse-args.ts";
 import {
   type EnvOption,
   envOptions,
@@ -32,7 +32,10 @@ export interface RerunCommand {
   piArgs: string[];
 }
 
-export function parseRerun(name: "rerun" | "retry", argv: readonly string[]): CliCommand {
+export function parseRerun(
+  name: "rerun" | "retry",
+  argv: readonly string[],
+): RerunCommand | HelpCommand {
   const split = argv.indexOf("--");
   const rest = split === -1 ? argv : argv.slice(0, split);
   const passthrough = split === -1 ? [] : argv.slice(split + 1);

@@ -16,7 +16,7 @@ import {
 } from "../protocol/schedule-timing.ts";
 import * as v from "valibot";
 import { UsageError } from "./exit-codes.ts";
-import { countOption, JSON_FLAG, parse, type Parsed } from "./parse-command.ts";
+import { countOption, JSON_FLAG, parse, type Parsed } from "./parse-args.ts";
 import {
   type EnvOption,
   envOptions,

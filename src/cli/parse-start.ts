@@ -8,7 +8,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { isEnvName } from "../protocol/env-names.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
 import { UsageError } from "./exit-codes.ts";
-import { type CliCommand, flag, JSON_FLAG, parse, type Parsed } from "./parse-command.ts";
+import { flag, type HelpCommand, JSON_FLAG, parse, type Parsed } from "./parse-args.ts";
 
 /**
  * Where a run's input comes from. A value on the command line is visible to every local user
@@ -44,7 +44,7 @@ export interface StartCommand {
   budget: Budget;
 }
 
-export function parseStart(argv: readonly string[]): CliCommand {
+export function parseStart(argv: readonly string[]): StartCommand | HelpCommand {
   // Everything after the first `--` belongs to Pi.
   const split = argv.indexOf("--");
   const rest = split === -1 ? argv : argv.slice(0, split);

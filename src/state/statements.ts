@@ -4,7 +4,7 @@
  * accounting (`store.readStats`) counts rows.
  */
 import type { SQLInputValue, StatementSync } from "node:sqlite";
-import type { ReadStats, StateStore } from "./store.ts";
+import type { ReadStats, StateStore } from "./store-handle.ts";
 
 type Params = Record<string, SQLInputValue>;
 

@@ -14,7 +14,8 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DatabaseSync } from "node:sqlite";
+import type { StateStore } from "./store-handle.ts";
 import type { Clock, IdSource } from "./clock.ts";
 import {
   StateDamagedError,
@@ -60,38 +61,7 @@ export function applyWritePragmas(
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
-export interface StateStore {
-  readonly db: DatabaseSync;
-  readonly clock: Clock;
-  readonly ids: IdSource;
-  /** Absolute path of `state.sqlite`. */
-  readonly path: string;
-  readonly readOnly: boolean;
-  /** Prepared statements by SQL text. */
-  readonly statements: Map<string, StatementSync>;
-  /**
-   * Test seam for crash injection: called before every statement of a write transaction
-   * (including its COMMIT). Throwing from it aborts the transaction like a crash would.
-   */
-  beforeStatement: ((sql: string) => void) | null;
-  /**
-   * Called after every committed write transaction (the host uses it to wake long polls of Pi
-   * sessions); must not throw or write.
-   */
-  afterCommit: (() => void) | null;
-  /**
-   * Read accounting for the viewer's bounded-read gate: when set, every query adds its
-   * statement and rows, and payload readers (viewer-queries.ts) add their payload rows.
-   */
-  readStats: ReadStats | null;
-}
-
-export interface ReadStats {
-  statements: number;
-  rows: number;
-  /** Rows that carried an output, decision request, update data or definition snapshot. */
-  payloadRows: number;
-}
+export type { ReadStats, StateStore } from "./store-handle.ts";
 
 export interface OpenStateStoreOptions {
   stateDir: string;

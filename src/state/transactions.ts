@@ -3,7 +3,7 @@
  * commit in which several writes share one COMMIT (and one fsync) as savepoints of their own.
  */
 import { cachedStatement, prepared } from "./statements.ts";
-import type { StateStore } from "./store.ts";
+import type { StateStore } from "./store-handle.ts";
 
 /** Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; any throw rolls everything back. */
 export function writeTransaction<T>(store: StateStore, fn: () => T): T {

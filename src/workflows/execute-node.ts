@@ -15,26 +15,11 @@ import { errorMessage, NodeFailure } from "./errors.ts";
 import type { EffectPort } from "./managed-effect.ts";
 import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
+import type { NodeResult } from "./node-result.ts";
 import { toJson } from "./json-value.ts";
 import type { ProcessGroupHooks } from "./shell-runner.ts";
 import type { NodeContext } from "./types.ts";
 import { createUpdatePublisher } from "./updates.ts";
-
-export type NodeResult =
-  | {
-    outcome: "ok";
-    output: JsonValue;
-    /** Set by notify nodes: the worker proposes `notification.requested` with it. */
-    notification?: { kind: "progress" | "final"; message: string };
-  }
-  | { outcome: "failed" | "timed_out" | "cancelled"; error: { code: string; message: string } }
-  | {
-    outcome: "waiting";
-    kind: "checkpoint" | "humanDecision";
-    request: JsonValue;
-    /** A checkpoint's declared answer shape. */
-    answerSchema?: JsonValue;
-  };
 
 export interface ExecuteContext {
   facts: RunFacts;

@@ -5,7 +5,7 @@ import { decisionSuffix } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode } from "./compile.ts";
 import { NodeFailure } from "./errors.ts";
-import type { NodeResult } from "./execute-node.ts";
+import type { NodeResult } from "./node-result.ts";
 import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
 import { type ProcessGroupHooks, runShell } from "./shell-runner.ts";

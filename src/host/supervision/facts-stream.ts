@@ -6,12 +6,17 @@
  */
 import { FACTS_CHUNK_CHARS, type FactsChunk } from "../../protocol/run-facts.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
-import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 
 export interface FactsStream {
   /** The next chunk; `done` on the last one. */
   next(): FactsChunk;
+}
+
+/** The part of a worker's record that holds the facts it is reading (an ActiveWorker). */
+export interface FactsReader {
+  readonly runId: string;
+  factsStream: FactsStream | null;
 }
 
 export function createFactsStream(
@@ -45,13 +50,13 @@ function isHighSurrogate(code: number): boolean {
  * Starts (or, for a replayed `worker.ready`, restarts) the run's facts for the worker: they
  * follow in bounded pieces; the worker asks for the rest with `facts.next`. Returns the first.
  */
-export function startFacts(ctx: HostContext, worker: ActiveWorker): FactsChunk {
+export function startFacts(ctx: HostContext, worker: FactsReader): FactsChunk {
   worker.factsStream = createFactsStream(runFactsText(ctx.store, worker.runId));
   return nextFactsChunk(worker);
 }
 
 /** The next piece of the facts the worker is reading (`facts.next`). */
-export function nextFactsChunk(worker: ActiveWorker): FactsChunk {
+export function nextFactsChunk(worker: FactsReader): FactsChunk {
   const chunk = worker.factsStream!.next();
   if (chunk.done) worker.factsStream = null;
   return chunk;

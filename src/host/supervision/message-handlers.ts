@@ -5,7 +5,7 @@
  * run worker's channel with a clear `protocolRejected` error.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import type { FactsChunk } from "../../protocol/run-facts.ts";
+import type { Applied } from "./applied.ts";
 import { HumanDecisionRequestSchema } from "../../protocol/decision-request.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
@@ -37,16 +37,6 @@ import { startFacts } from "./facts-stream.ts";
 import { applyProgress } from "./worker-progress.ts";
 import { parkOverBudget } from "./budget-park.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
-
-export interface Applied {
-  revision?: number;
-  /** The next piece of the run's committed facts (`worker.ready`, `facts.next`). */
-  factsChunk?: FactsChunk;
-  /** Kind-specific answer (the effect reservation). */
-  result?: JsonValue;
-  /** The worker's open attempt closed with this message. */
-  closedAttempt: boolean;
-}
 
 /** The worker's answer to `effect.reserve`: what to do with the effect. */
 function reservationAnswer(result: EffectReservation): JsonValue {

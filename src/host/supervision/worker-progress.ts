@@ -13,7 +13,7 @@ import { registerChildGroup, unregisterChildGroup } from "../../state/transition
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 import { nextFactsChunk } from "./facts-stream.ts";
-import type { Applied } from "./message-handlers.ts";
+import type { Applied } from "./applied.ts";
 
 /**
  * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that

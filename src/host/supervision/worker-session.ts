@@ -35,7 +35,8 @@ import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./worker-process.ts";
-import { type Applied, applyWorkerMessage } from "./message-handlers.ts";
+import type { Applied } from "./applied.ts";
+import { applyWorkerMessage } from "./message-handlers.ts";
 import { readRegistrationTable } from "./worker-progress.ts";
 import { startFacts } from "./facts-stream.ts";
 
