@@ -31,10 +31,12 @@ import {
 import type { StepPi } from "./headless-pi.ts";
 import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
 import { type PiExit, problemLine, type RpcRecord } from "./pi-child.ts";
-import { createUsageMeter } from "./pi-usage.ts";
+import { createUsageMeter, type UsageMeter } from "./pi-usage.ts";
 
 /** Dialogs an extension may open; a headless child answers them "cancelled" at once. */
 const DIALOG_METHODS = new Set(["select", "confirm", "input", "editor"]);
+/** Longest wait, after a submission is accepted, for the record of the model call that made it. */
+const CALL_RECORD_BOUND_MS = 10_000;
 
 /** Pi died by a signal (the OOM killer, a kill): the attempt was interrupted, not failed. */
 export class PiKilled extends Error {
@@ -53,7 +55,11 @@ interface StepRun {
   readonly request: AgentStepRequest;
   /** Credential values to keep out of a stored failure message. */
   readonly secrets: readonly string[];
+  /** What each model call of the step used (pi-usage.ts). */
+  readonly usage: UsageMeter;
   reminders: number;
+  /** A submission was accepted: the step succeeds once its model call is counted. */
+  accepted: boolean;
   /** Pi's error for the latest assistant message of the current agent run, if it failed. */
   modelError: string | null;
   done: boolean;
@@ -81,24 +87,28 @@ export function driveStep(
       for (const undo of cleanups) undo();
       settle();
     };
+    // What each model call of the step used, reported as it ends (pi-usage.ts).
+    const usage = createUsageMeter(request.reportUsage ?? (() => {}), BRIDGE_TOOL.name);
     const step: StepRun = {
       pi,
       contract,
       request,
       secrets,
+      usage,
       reminders: 0,
+      accepted: false,
       modelError: null,
       done: false,
       succeed: (output) => finish(() => resolve(output)),
       fail: (error) => finish(() => reject(error)),
       prompt: (text) => sendPrompt(step, text),
     };
-    const onAbort = () => step.fail(request.signal.reason);
+    const onAbort = () => {
+      if (!step.accepted) step.fail(request.signal.reason);
+    };
     request.signal.addEventListener("abort", onAbort, { once: true });
     cleanups.push(() => request.signal.removeEventListener("abort", onAbort));
     pi.child.exited.then((exit) => onPiExit(step, exit));
-    // What each model call of the step used, reported as it ends (pi-usage.ts).
-    const usage = createUsageMeter(request.reportUsage ?? (() => {}), BRIDGE_TOOL.name);
     cleanups.push(pi.child.onRecord((record) => usage.observe(record)));
     cleanups.push(pi.child.onRecord((record) => onRecord(step, record)));
     pi.onCall = (call) => onToolCall(step, call);
@@ -130,7 +140,7 @@ function onMessageEnd(step: StepRun, record: RpcRecord): void {
 
 /** A turn ended: a model error fails the step, no submission gets a reminder or fails it. */
 function onAgentSettled(step: StepRun): void {
-  if (step.done) return;
+  if (step.done || step.accepted) return;
   if (step.modelError !== null) {
     step.fail(
       new NodeFailure(
@@ -162,7 +172,7 @@ function onUiRequest(step: StepRun, record: RpcRecord): void {
  * error line (read once stderr is drained: it may arrive after the exit).
  */
 async function onPiExit(step: StepRun, exit: PiExit): Promise<void> {
-  if (step.done) return;
+  if (step.done || step.accepted) return;
   if (exit.signal) {
     step.fail(new PiKilled(exit.signal, step.contract.step));
     return;
@@ -229,7 +239,35 @@ async function onToolCall(step: StepRun, call: BridgeCall): Promise<void> {
     return;
   }
   reply({ ok: true, text: acceptedText(step.contract), terminate: true });
+  step.accepted = true;
+  await untilCounted(step, call.toolCallId);
   step.succeed(verdict.output);
+}
+
+/**
+ * Pi prints its RPC records through a write queue, while a tool call reaches the bridge on a pipe
+ * of its own: an accepted submission can arrive before the record of the model call that made
+ * it. The step ends once that record is read (so the outcome carries the call's usage, and the
+ * run's budget sees it before the next step), Pi is gone, the step is aborted, or after a bound.
+ */
+function untilCounted(step: StepRun, toolCallId: string): Promise<void> {
+  if (step.usage.counted(toolCallId)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const signal = step.request.signal;
+    const done = () => {
+      clearTimeout(timer);
+      stopListening();
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, CALL_RECORD_BOUND_MS);
+    // Added after the meter's listener: it has observed the record when this one runs.
+    const stopListening = step.pi.child.onRecord(() => {
+      if (step.usage.counted(toolCallId)) done();
+    });
+    signal.addEventListener("abort", done, { once: true });
+    step.pi.child.drained.then(done);
+  });
 }
 
 function publish(

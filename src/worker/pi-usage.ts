@@ -18,14 +18,18 @@ export interface UsageMeter {
   observe(record: { type: string; message?: unknown }): void;
   /** The step's usage so far; null before any model call ended. */
   readonly total: StepUsage | null;
+  /** Whether the model call that made tool call `toolCallId` has ended (its usage is counted). */
+  counted(toolCallId: string): boolean;
 }
 
 export function createUsageMeter(report: UsageReport, submitTool: string): UsageMeter {
   let total: StepUsage | null = null;
   let unsaved = false;
+  const calls = new Set<string>();
   return {
     observe(record) {
       if (record.type === "message_end") {
+        for (const id of toolCallIds(record.message)) calls.add(id);
         const usage = usageOfPiMessage(record.message);
         if (usage === null) return;
         total = addUsage(total ?? EMPTY_USAGE, usage);
@@ -39,16 +43,26 @@ export function createUsageMeter(report: UsageReport, submitTool: string): Usage
     get total() {
       return total;
     },
+    counted: (toolCallId) => calls.has(toolCallId),
   };
+}
+
+function toolCalls(
+  message: unknown,
+): { type?: unknown; id?: unknown; name?: unknown; arguments?: unknown }[] {
+  const content = (message as { content?: unknown } | undefined)?.content;
+  return Array.isArray(content) ? content.filter((part) => part?.type === "toolCall") : [];
+}
+
+function toolCallIds(message: unknown): string[] {
+  if ((message as { role?: unknown } | undefined)?.role !== "assistant") return [];
+  return toolCalls(message).flatMap((call) => typeof call.id === "string" ? [call.id] : []);
 }
 
 /** True when the assistant message submits the step through `tool`. */
 function submits(message: unknown, tool: string): boolean {
-  const content = (message as { content?: unknown }).content;
-  return Array.isArray(content) &&
-    content.some((part) => {
-      const call = part as { type?: unknown; name?: unknown; arguments?: unknown };
-      return call.type === "toolCall" && call.name === tool &&
-        (call.arguments as { action?: unknown } | undefined)?.action === "submit";
-    });
+  return toolCalls(message).some((call) =>
+    call.name === tool &&
+    (call.arguments as { action?: unknown } | undefined)?.action === "submit"
+  );
 }

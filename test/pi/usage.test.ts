@@ -2,10 +2,14 @@
  * What headless runs spend, with the real Pi and the fake model: every model reply reports usage
  * (the streamed usage chunk, with cached and cache-write tokens), which Pi prices with the
  * model's rates from models.json. The attempts record exactly those sums, `status`, `list` and
- * `start --wait` show them, a run over its budget is blocked before its next model step, raised
- * with `budget`, and completes, and a worker SIGKILLed between a model call and the submission
- * keeps what that call used, counted once.
+ * `start --wait` show them, a run over its budget is blocked before its next model step (also
+ * when its worker is SIGKILLed between the step's committed outcome and that check), raised with
+ * `budget`, and completes, and a worker SIGKILLed between a model call and the submission keeps
+ * what that call used, counted once.
  */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
@@ -72,11 +76,18 @@ export default defineWorkflow({
 
 describe("usage and budgets of headless runs", () => {
   let h: HeadlessEnv;
+  // A worker SIGKILLs itself once its node.finished is committed, while this file is absent: the
+  // budget case removes it (the crash marks it again).
+  const crashDir = mkdtempSync(join(tmpdir(), "piw-usage-crash-"));
+  const crashOnce = join(crashDir, "crashed");
+  writeFileSync(crashOnce, "");
 
   beforeAll(async () => {
     h = await createHeadlessEnv({
       modelsJson: pricedModels,
       env: {
+        PI_WORKFLOWS_CRASH_AT: "worker.node.finished.afterReply",
+        PI_WORKFLOWS_CRASH_ONCE: crashOnce,
         PI_WORKFLOWS_CLAIM_TTL_MS: "3000",
         PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
         PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "3000",
@@ -109,6 +120,7 @@ describe("usage and budgets of headless runs", () => {
   });
   afterAll(async () => {
     await h?.close();
+    rmSync(crashDir, { recursive: true, force: true });
   });
 
   it("records each attempt's usage exactly and shows it in status, list and --wait", async () => {
@@ -191,12 +203,12 @@ describe("usage and budgets of headless runs", () => {
     expect(text).not.toMatch(/spend: .*\$/);
   }, 120_000);
 
-  // Passed before the rebase onto the one-Pi-per-generation worker; since then start --wait exits
-  // 0 here instead of 7 (reported to the lead; the state-level budget test covers block/raise).
-  it.skip(
+  it(
     "a run over its budget waits before its next model step, is raised, and completes",
     async () => {
-      // plan costs $0.0083: at or over the $0.005 budget, write does not start.
+      // plan costs $0.0083: at or over the $0.005 budget, write does not start. The worker dies
+      // right after plan's outcome commits; the next one reads the spend from SQLite.
+      rmSync(crashOnce);
       const path = h.writeWorkflow(
         "budget.workflow.ts",
         twoSteps("budget", "\n  budget: { maxCostUsd: 0.005 },"),
@@ -211,6 +223,7 @@ describe("usage and budgets of headless runs", () => {
         "0.01",
       ]);
       // The workflow's smaller limit wins; the run needs a person.
+      expect(existsSync(crashOnce)).toBe(true); // the crash happened
       expect(started.code).toBe(7);
       expect(started.stdout).toMatch(/over budget/);
       expect(started.stdout).toMatch(/next: pi-workflows budget run-[0-9a-f]{8} --raise <USD>/);
@@ -219,6 +232,7 @@ describe("usage and budgets of headless runs", () => {
       expect(blocked.run.blockedReason).toBe("budgetExceeded");
       expect(blocked.run.budget).toEqual({ maxCostUsd: 0.005 });
       expect(blocked.attempts.map((a: { nodeId: string }) => a.nodeId)).toEqual(["plan"]);
+      expect(blocked.attempts[0].state).toBe("ok");
       const text = (await h.cli(["status", runId])).stdout;
       expect(text).toContain("spend: 2.8k tokens, $0.008295 of budget $0.005");
 

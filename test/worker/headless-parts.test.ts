@@ -2,9 +2,11 @@
  * The pieces a headless worker uses around its Pi child: the bounded output tail on disk, the
  * bridge file written into the user-only state directory, and stopping a child's whole tree,
  * descendants in process groups of their own included (a Pi's bash tool detaches its commands),
- * the run's session files and what the child's command line loads, and Pi's first error line.
+ * the run's session files and what the child's command line loads, Pi's first error line, and a
+ * step whose submission reaches the bridge before Pi's record of the model call that made it.
  */
 import { spawn } from "node:child_process";
+import { PassThrough } from "node:stream";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +22,12 @@ import { createOutputTail } from "../../src/worker/output-tail.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { headlessPiArgs, NO_AMBIENT_FLAGS } from "../../src/worker/headless-pi-args.ts";
 import { memberSessionArgs, runSessionArgs } from "../../src/worker/headless-session.ts";
-import { firstErrorLine } from "../../src/worker/pi-child.ts";
+import { firstErrorLine, type PiChild, type RpcRecord } from "../../src/worker/pi-child.ts";
+import type { StepPi } from "../../src/worker/headless-pi.ts";
+import { driveStep } from "../../src/worker/headless-step.ts";
+import type { AgentStepRequest } from "../../src/workflows/agent-executor.ts";
+import { buildStepContract } from "../../src/workflows/step-contract.ts";
+import type { StepUsage } from "../../src/protocol/step-usage.ts";
 
 const dirs: string[] = [];
 const leftovers: number[] = [];
@@ -177,5 +184,112 @@ describe("the run's session and the child's command line", () => {
     );
     expect(firstErrorLine("pi 1.6.0\n")).toBe("pi 1.6.0");
     expect(firstErrorLine("")).toBe("");
+  });
+});
+
+/**
+ * The worker's end of one Pi: records are delivered when the test says, as the worker would read
+ * them from Pi's stdout; the bridge call is handed to the step directly. The order of the two
+ * pipes is what is under test, so each is played by hand.
+ */
+function scriptedPi() {
+  const listeners = new Set<(record: RpcRecord) => void>();
+  let exit: (code: number) => void = () => {};
+  const exited = new Promise<{ code: number; signal: null }>((resolve) => {
+    exit = (code) => resolve({ code, signal: null });
+  });
+  const prompts: string[] = [];
+  const child = {
+    pid: 0,
+    identity: null,
+    bridge: new PassThrough(),
+    exited,
+    drained: exited.then(() => {}),
+    onRecord(listener: (record: RpcRecord) => void) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    command(command: { type: string; message?: unknown }) {
+      prompts.push(String(command.message));
+      return Promise.resolve({ type: "response", command: command.type, success: true });
+    },
+    send() {},
+    firstStderrError: () => "",
+    stop: () => Promise.resolve(),
+  } as unknown as PiChild;
+  const pi: StepPi = { child, exit: null, onCall: null, busy: false, reply: () => {} };
+  return {
+    pi,
+    prompts,
+    emit: (...records: RpcRecord[]) => {
+      for (const record of records) for (const listener of [...listeners]) listener(record);
+    },
+    exit,
+  };
+}
+
+function stepFor(reports: StepUsage[]) {
+  const contract = buildStepContract({
+    kind: "agent",
+    runId: "run-1",
+    workflowName: "w",
+    nodeId: "plan",
+    attemptId: "att-1",
+    prompt: "Plan it.",
+    expectedOutput: null,
+    statusDetail: null,
+    deadlineAt: null,
+  });
+  const request = {
+    signal: new AbortController().signal,
+    publishUpdate: () => {},
+    accept: (raw: unknown) => Promise.resolve({ ok: true, output: raw }),
+    reportUsage: (usage: StepUsage) => reports.push(usage),
+  } as unknown as AgentStepRequest;
+  const submit = {
+    callId: "call-1",
+    toolCallId: "tool-1",
+    params: { action: "submit", step: "plan", attempt: "att-1", output: { done: true } },
+  };
+  return { contract, request, submit };
+}
+
+const submitMessage = {
+  role: "assistant",
+  content: [{ type: "toolCall", id: "tool-1", name: "workflow", arguments: { action: "submit" } }],
+  usage: { input: 100, output: 20, cacheRead: 0, cacheWrite: 0, cost: { total: 0.0006 } },
+  provider: "fake",
+  model: "fake-model",
+};
+
+describe("a submission that overtakes Pi's record of its model call", () => {
+  it("ends the step only once that call's usage is counted, and reminds no one meanwhile", async () => {
+    const { pi, prompts, emit } = scriptedPi();
+    const reports: StepUsage[] = [];
+    const { contract, request, submit } = stepFor(reports);
+    const done = driveStep(pi, contract, request, [], contract.message);
+    let settled = false;
+    void done.then(() => (settled = true));
+    const call = pi.onCall!(submit as never);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    // The record, then the run's end (which would otherwise be read as a turn without a submission).
+    emit({ type: "message_end", message: submitMessage }, { type: "agent_settled" });
+    await call;
+    expect(await done).toEqual({ done: true });
+    expect(reports.at(-1)).toMatchObject({ input: 100, output: 20, cost: 0.0006 });
+    expect(prompts).toHaveLength(1);
+  });
+
+  it("ends the step when Pi exits before the record is read", async () => {
+    const { pi, exit } = scriptedPi();
+    const reports: StepUsage[] = [];
+    const { contract, request, submit } = stepFor(reports);
+    const done = driveStep(pi, contract, request, [], contract.message);
+    const call = pi.onCall!(submit as never);
+    exit(0);
+    await call;
+    expect(await done).toEqual({ done: true });
+    expect(reports).toEqual([]);
   });
 });
