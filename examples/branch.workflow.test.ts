@@ -1,8 +1,10 @@
-/** Tests of branch.workflow.ts with the test kit (docs/testing.md). */
+/**
+ * Tests of branch.workflow.ts with the test kit (docs/testing.md), given the definition the file
+ * exports (the other examples pass their file's URL; both run the workflow from its file).
+ */
 import assert from "node:assert/strict";
 import { test, testWorkflow } from "@osolmaz/pi-workflows/testing";
-
-const branch = new URL("./branch.workflow.ts", import.meta.url);
+import branch from "./branch.workflow.ts";
 
 test("an odd number takes the odd route", async () => {
   const run = await testWorkflow(branch, { input: { n: 7 } });

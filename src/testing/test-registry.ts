@@ -2,8 +2,11 @@
  * `test(name, fn)` for `*.workflow.test.ts` files: one file runs under `pi-workflows test`
  * (which needs no test runner installed, see run-test-files.ts), `node --test` and `deno test`
  * alike. Under `pi-workflows test` the tests are collected and run by it; under Deno they are
- * `Deno.test`s; otherwise `node:test` tests. (With vitest, use its `it` around `testWorkflow`.)
+ * `Deno.test`s; under vitest, vitest's own tests; otherwise `node:test` tests.
  */
+import { readFileSync } from "node:fs";
+import module from "node:module";
+import { dirname, join } from "node:path";
 import process from "node:process";
 
 export type TestFn = () => unknown;
@@ -16,7 +19,7 @@ export interface CollectedTest {
 const COLLECTOR = Symbol.for("pi-workflows.testing.collector");
 
 export function test(name: string, fn: TestFn): void {
-  const g = globalThis as Record<symbol, unknown> & {
+  const g = globalThis as unknown as Record<symbol, unknown> & {
     Deno?: { test(options: Record<string, unknown>): void };
   };
   const collector = g[COLLECTOR] as CollectedTest[] | undefined;
@@ -31,9 +34,8 @@ export function test(name: string, fn: TestFn): void {
     return;
   }
   if (process.env.VITEST) {
-    throw new Error(
-      `test("${name}"): under vitest, use vitest's own it() or test() around testWorkflow`,
-    );
+    vitestTest()(name, fn);
+    return;
   }
   const nodeTest = process.getBuiltinModule?.("node:test") as
     | { test(name: string, fn: TestFn): unknown }
@@ -41,6 +43,29 @@ export function test(name: string, fn: TestFn): void {
   if (!nodeTest) throw new Error(`test("${name}"): no test runner here (node:test is missing)`);
   nodeTest.test(name, fn);
 }
+
+/**
+ * vitest's `test`, from the instance running this file: vitest loads itself with a native
+ * `import`, which a `require` of the same ES module file shares (its CommonJS entry only throws).
+ */
+function vitestTest(): TestRegistrar {
+  try {
+    const require = module.createRequire(join(process.cwd(), "noop.js"));
+    const manifest = require.resolve("vitest/package.json");
+    const exported = JSON.parse(readFileSync(manifest, "utf8")).exports?.["."]?.import;
+    const entry = typeof exported === "string" ? exported : exported?.default;
+    const vitest = require(join(dirname(manifest), entry)) as { test?: TestRegistrar };
+    if (typeof vitest.test === "function") return vitest.test;
+  } catch {
+    // Not found from here, or not loadable: say what to do instead.
+  }
+  throw new Error(
+    "test(): vitest's own test() was not found from the current directory: import { it } from " +
+      '"vitest" and call testWorkflow inside it',
+  );
+}
+
+type TestRegistrar = (name: string, fn: TestFn) => unknown;
 
 /** The tests `load` registers with `test()` (it imports one test file). */
 export async function collectTests(load: () => Promise<unknown>): Promise<CollectedTest[]> {

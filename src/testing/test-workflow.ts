@@ -9,7 +9,7 @@ import { realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { isWorkflowDefinition } from "../workflows/define-workflow.ts";
+import { definedIn, isWorkflowDefinition } from "../workflows/define-workflow.ts";
 import { builtinOfDefinition } from "../workflows/sources/builtin-catalog.ts";
 import type { WorkflowDefinition } from "../workflows/types.ts";
 import { type HumanAnswer, scriptedResults, type StepAnswer } from "./answers.ts";
@@ -58,7 +58,7 @@ export async function testWorkflow(
   workflow: WorkflowRef,
   options: TestWorkflowOptions = {},
 ): Promise<WorkflowTestResult> {
-  const ref = workflowRef(workflow);
+  const ref = await workflowRef(workflow);
   const scenario: Scenario = {
     ref,
     input: options.input ?? null,
@@ -89,7 +89,7 @@ export async function testWorkflow(
   }
 }
 
-function workflowRef(workflow: WorkflowRef): string {
+async function workflowRef(workflow: WorkflowRef): Promise<string> {
   if (workflow instanceof URL) return fileURLToPath(workflow);
   if (typeof workflow === "string") {
     if (workflow.startsWith("builtin:")) return workflow;
@@ -98,13 +98,37 @@ function workflowRef(workflow: WorkflowRef): string {
   if (isWorkflowDefinition(workflow)) {
     const builtin = builtinOfDefinition(workflow);
     if (builtin) return `builtin:${builtin.id}`;
-    throw new TypeError(
-      `testWorkflow: pass the file of workflow "${workflow.name}", not its definition: ` +
-        "its run's worker loads it from the file, as in production " +
-        '(e.g. new URL("./my.workflow.ts", import.meta.url))',
-    );
+    return await fileOfDefinition(workflow);
   }
   throw new TypeError(
     "testWorkflow: expected a workflow file path, a file URL or a built-in definition",
   );
+}
+
+/**
+ * The file whose default export `def` is: a run's worker loads the workflow from its file, as in
+ * production, so a definition made anywhere else (inline in a test) cannot run there.
+ */
+async function fileOfDefinition(def: WorkflowDefinition): Promise<string> {
+  const url = definedIn(def);
+  const hint = `define workflow "${def.name}" as the default export of its own file ` +
+    "(export default defineWorkflow({...})) and pass that definition or the file " +
+    '(new URL("./my.workflow.ts", import.meta.url)): its run\'s worker loads it from the file';
+  if (url === undefined) throw new TypeError(`testWorkflow: ${hint}`);
+  const module = new URL(url);
+  module.search = "";
+  module.hash = "";
+  let exported: unknown;
+  try {
+    exported = (await import(url)).default;
+  } catch {
+    exported = undefined;
+  }
+  if (exported !== def) {
+    throw new TypeError(
+      `testWorkflow: the definition was made in ${fileURLToPath(module)}, which does not ` +
+        `export it as its default: ${hint}`,
+    );
+  }
+  return fileURLToPath(module);
 }

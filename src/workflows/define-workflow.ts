@@ -1,11 +1,44 @@
 /** `defineWorkflow`: checks the shape eagerly and brands the definition. */
+import { isAbsolute } from "node:path";
+import { pathToFileURL } from "node:url";
 import * as v from "valibot";
 import { firstIssue, WorkflowSpecSchema } from "./definition-schema.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
 import { DEFINITION_BRAND, type WorkflowDefinition, type WorkflowSpec } from "./types.ts";
 
 export function defineWorkflow<I = unknown>(spec: WorkflowSpec<I>): WorkflowDefinition<I> {
-  return define(spec, true);
+  return define(spec, true, callerModule(defineWorkflow));
+}
+
+/** Where a definition was made, recorded by `defineWorkflow` (not part of the workflow's shape). */
+const DEFINED_IN = Symbol.for("pi-workflows.definedIn");
+
+/**
+ * The URL of the module that called `defineWorkflow` to make `def`, when the runtime said: the
+ * test kit uses it to run a definition object from its file, as a run's worker loads it.
+ */
+export function definedIn(def: WorkflowDefinition): string | undefined {
+  return (def as unknown as Record<symbol, string | undefined>)[DEFINED_IN];
+}
+
+/** The file of the function that called `fn`, from V8's (and Deno's) structured stack. */
+function callerModule(fn: (...args: never[]) => unknown): string | undefined {
+  const original = Error.prepareStackTrace;
+  try {
+    Error.prepareStackTrace = (_error, sites) => sites;
+    const holder: { stack?: unknown } = {};
+    Error.captureStackTrace(holder, fn);
+    const sites = holder.stack as { getFileName(): string | null | undefined }[] | undefined;
+    const file = Array.isArray(sites) ? sites[0]?.getFileName() : undefined;
+    if (typeof file !== "string") return undefined;
+    // ESM modules report a file URL; runners that evaluate modules themselves (vitest), a path.
+    if (file.startsWith("file:")) return file;
+    return isAbsolute(file) ? pathToFileURL(file).href : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    Error.prepareStackTrace = original;
+  }
 }
 
 /**
@@ -18,7 +51,11 @@ export function defineCheckedWorkflow<I = unknown>(spec: WorkflowSpec<I>): Workf
   return define(spec, false);
 }
 
-function define<I>(spec: WorkflowSpec<I>, checkShape: boolean): WorkflowDefinition<I> {
+function define<I>(
+  spec: WorkflowSpec<I>,
+  checkShape: boolean,
+  module?: string,
+): WorkflowDefinition<I> {
   const label = typeof (spec as { name?: unknown })?.name === "string"
     ? ` "${(spec as { name: string }).name}"`
     : "";
@@ -43,6 +80,9 @@ function define<I>(spec: WorkflowSpec<I>, checkShape: boolean): WorkflowDefiniti
     );
   }
   const def = { ...spec, [DEFINITION_BRAND]: true as const };
+  if (module !== undefined) {
+    Object.defineProperty(def, DEFINED_IN, { value: module, enumerable: false });
+  }
   return Object.freeze(def) as WorkflowDefinition<I>;
 }
 

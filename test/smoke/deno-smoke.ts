@@ -1,10 +1,13 @@
 /**
  * Deno smoke: `deno run -A src/cli/main.ts` (the `deno` npm package) starts a host that spawns
  * Deno workers, and runs the shared smoke scenario (see scenario.ts) from the source tree.
- * DENO_DIR lives in `.cache/deno-dir`. Prints one JSON line; exits 1 on failure.
+ * Then `deno test -A` runs an example's kit tests (docs/testing.md: the kit works under Deno's test
+ * runner, type-checked as Deno checks it). DENO_DIR lives in `.cache/deno-dir`. Prints one JSON
+ * line; exits 1 on failure.
  *
  *   node test/smoke/deno-smoke.ts
  */
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -36,7 +39,23 @@ try {
     extraEnv: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
     expectedVersion: packageVersion(),
   });
-  finish(report);
+  const started = performance.now();
+  const denoTest = spawnSync(deno, ["test", "-A", "examples/branch.workflow.test.ts"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, HOME: dir.home, DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
+    encoding: "utf8",
+    timeout: 300_000,
+  });
+  const denoTestOk = denoTest.status === 0 && /\| 2 passed \| 0 failed/.test(denoTest.stdout);
+  if (!denoTestOk) {
+    console.error(
+      `deno test failed (exit ${denoTest.status}):\n${denoTest.stdout}${denoTest.stderr}`,
+    );
+  }
+  finish(
+    { ...report, ok: report.ok && denoTestOk },
+    { denoTest: { ok: denoTestOk, ms: Math.round(performance.now() - started) } },
+  );
 } finally {
   removeSmokeDir(dir);
 }

@@ -15,6 +15,8 @@ import {
   timeOut,
 } from "../../src/testing/index.ts";
 import { removeTempRoot } from "../support/temp-root.ts";
+import { compute, defineWorkflow } from "../../mod.ts";
+import weekWait from "./fixtures/week-wait.workflow.ts";
 
 const fixture = (name: string) => new URL(`./fixtures/${name}`, import.meta.url);
 const example = (name: string) => new URL(`../../examples/${name}`, import.meta.url);
@@ -88,6 +90,20 @@ describe("testWorkflow", () => {
     const result = await testWorkflow(fixture("week-wait.workflow.ts"));
     expect(result.state).toBe("waiting");
     expect(result.waiting).toMatchObject({ kind: "checkpoint", nodeId: "ask" });
+  });
+
+  it("takes a definition imported from its file, and refuses one made inline", async () => {
+    const result = await testWorkflow(weekWait);
+    expect(result.state).toBe("waiting");
+    const inline = defineWorkflow({
+      name: "inline",
+      startAt: "a",
+      nodes: { a: compute({ run: () => ({}) }) },
+      edges: [],
+    });
+    await expect(testWorkflow(inline)).rejects.toThrow(
+      /does not export it as its default: define workflow "inline" as the default export/,
+    );
   });
 
   it("runs actions in the project directory unless given a scripted result", async () => {
