@@ -13,6 +13,7 @@ import { formatRunSpend } from "../protocol/budget.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import { progressFields } from "../protocol/progress-fields.ts";
+import { rejectionsText, type SubmissionTally } from "../protocol/submissions.ts";
 import type { AttemptSummary, RunEvent, RunSummary } from "../protocol/run-operations.ts";
 import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
 import { formatValue } from "./format-run.ts";
@@ -55,6 +56,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
   const live = style.terminal.tty && io.write !== undefined;
   const details = new Map<string, string>();
   let errors = new Map<string, string>();
+  let tallies = new Map<string, SubmissionTally>();
   let open: OpenNode | null = null;
   const lastPlain = new Map<string, number>();
   let shown = "";
@@ -95,6 +97,13 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     return text ? `  ${style.paint("muted", `${style.glyph("separator")} ${text}`)}` : "";
   };
 
+  /** A model step's rejected submissions on its closing line: `  · 2 of 3 submissions rejected`. */
+  const rejected = (event: RunEvent) => {
+    const tally = tallies.get(String(event.attemptId ?? ""));
+    const text = tally ? rejectionsText(tally) : "";
+    return text ? `  ${style.paint("warn", `${style.glyph("separator")} ${text}`)}` : "";
+  };
+
   const elapsed = (at: number) =>
     open && open.startedAt <= at ? `  ${style.paint("muted", duration(at - open.startedAt))}` : "";
 
@@ -113,8 +122,29 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         if (!live) line(`${glyph("started", "bold")} ${node(id)}`);
         else redraw(event.at);
         return;
-      case "node.finished":
-        return closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}${used(data)}`);
+      case "node.finished": {
+        closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}${used(data)}${rejected(event)}`);
+        // It succeeded in the end; what was rejected on the way still matters to its author.
+        const last = tallies.get(String(event.attemptId))?.lastRejection;
+        if (rejected(event) && last) {
+          line(`    last rejection: ${clip(last, NODE_ERROR_CHARS, style)}`);
+        }
+        return;
+      }
+      case "node.submissions": {
+        const tally = tallies.get(String(event.attemptId));
+        const text = rejectionsText({
+          submitted: Number(data.submitted ?? 0),
+          rejected: Number(data.rejected ?? 0),
+        });
+        if (!text) return;
+        if (open) open.latest = text;
+        if (live) return redraw(event.at);
+        const last = tally?.lastRejection
+          ? `: ${clip(tally.lastRejection, NODE_ERROR_CHARS, style)}`
+          : "";
+        return line(`  ${style.glyph("update")} ${id} ${text}${last}`);
+      }
       case "node.usage":
         if (open) open.latest = spendText(data.usage);
         return redraw(event.at);
@@ -127,10 +157,12 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
           : "";
         return closed(
           data.outcome === "timed_out"
-            ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${
-              used(data)
+            ? `${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}${used(data)}${
+              rejected(event)
             }${code}`
-            : `${glyph("failed", "failed")} ${id}${elapsed(event.at)}${used(data)}${code}`,
+            : `${glyph("failed", "failed")} ${id}${elapsed(event.at)}${used(data)}${
+              rejected(event)
+            }${code}`,
         );
       }
       case "node.timed_out":
@@ -189,6 +221,9 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     events(events, attempts) {
       errors = new Map(
         (attempts ?? []).flatMap((a) => a.error ? [[a.attemptId, a.error.message]] : []),
+      );
+      tallies = new Map(
+        (attempts ?? []).flatMap((a) => a.submissions ? [[a.attemptId, a.submissions]] : []),
       );
       for (const event of events) onEvent(event);
     },

@@ -7,7 +7,7 @@ import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { HostUnavailableError } from "../protocol/failures.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
+import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { createFollowPrinter } from "./follow-printer.ts";
 import { formatRunHeadline } from "./format-run.ts";
@@ -66,7 +66,7 @@ export async function followRun(
       if (events.length < EVENT_PAGE) {
         const code = finalCode(receipt.run);
         if (code !== null) {
-          if (json) printJson(io, { run: receipt.run });
+          if (json) printJson(io, { run: receipt.run, ...rejectedSteps(receipt.attempts) });
           else {
             printer!.finish(receipt.run, {
               attempts: receipt.attempts,
@@ -101,4 +101,17 @@ function finalCode(run: RunSummary): number | null {
       if (run.blockedReason) return EXIT.runNeedsAttention;
       return null;
   }
+}
+
+/**
+ * `--wait --json`: the steps (of the latest attempts) whose submissions were rejected, with the
+ * counts and the last message, also when a later submission was accepted; nothing when none was.
+ */
+function rejectedSteps(attempts: readonly AttemptSummary[] | undefined) {
+  const steps = (attempts ?? []).flatMap((a) =>
+    a.submissions && a.submissions.rejected > 0
+      ? [{ nodeId: a.nodeId, attemptId: a.attemptId, state: a.state, ...a.submissions }]
+      : []
+  );
+  return steps.length > 0 ? { rejectedSubmissions: steps } : {};
 }

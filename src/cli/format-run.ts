@@ -14,6 +14,7 @@ import type {
 } from "../protocol/run-operations.ts";
 import { formatRunSpend } from "../protocol/budget.ts";
 import { formatCost, formatTokens, formatUsage, type StepUsage } from "../protocol/step-usage.ts";
+import { rejectionsText, type SubmissionTally } from "../protocol/submissions.ts";
 import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
@@ -90,6 +91,8 @@ export function formatRun(
       for (const member of attempt.usage?.members ?? []) {
         lines.push(`      ${member.id}: ${usageText(member)}`);
       }
+      const rejected = attempt.submissions ? rejectionLine(attempt.submissions) : "";
+      if (rejected) lines.push(`      ${rejected}`);
     }
   }
   const updates = options.updates ?? [];
@@ -181,6 +184,16 @@ function formatAttempt(
   return `${style.paint(look.tone, style.glyph(look.glyph))} ${
     attempt.nodeId.padEnd(width)
   }  ${attempt.nodeKind}, ${word}, ${took}${used}${error}${adopted}`;
+}
+
+/**
+ * `2 of 3 submissions rejected, the last: Output rejected: ...` under a model step whose
+ * submissions were rejected (also when a later one was accepted); "" when none was.
+ */
+export function rejectionLine(tally: SubmissionTally): string {
+  const counted = rejectionsText(tally);
+  if (!counted) return "";
+  return tally.lastRejection ? `${counted}, the last: ${tally.lastRejection}` : counted;
 }
 
 /** `1.2k tokens (in 900, out 250, cache 50/0), $0.0031, fake/fake-model`. */

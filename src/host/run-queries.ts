@@ -64,6 +64,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     if (a.error !== null) attempt.error = a.error;
     if (a.adoptedFrom !== null) attempt.adoptedFrom = a.adoptedFrom;
     if (a.usage !== undefined) attempt.usage = a.usage;
+    if (a.submissions !== undefined) attempt.submissions = a.submissions;
     return attempt;
   });
   const summary = runSummary(view);

@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { PI_CONTEXTS, PiLaunchSchema } from "./pi-launch.ts";
 import { BudgetSchema } from "./budget.ts";
 import { CostSchema, StepUsageSchema } from "./step-usage.ts";
+import { SubmissionTallySchema } from "./submissions.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
@@ -234,6 +235,11 @@ export const AttemptSummarySchema = looseObject({
   adoptedFrom: v.optional(OpaqueIdSchema),
   /** A model step's usage: tokens by kind, cost, provider and model (members of a group). */
   usage: v.optional(StepUsageSchema),
+  /**
+   * A model step's submissions once the model submitted: how many, how many the node's rules
+   * rejected, and the last rejection's message (also when a later submission was accepted).
+   */
+  submissions: v.optional(SubmissionTallySchema),
 });
 export type AttemptSummary = v.InferOutput<typeof AttemptSummarySchema>;
 

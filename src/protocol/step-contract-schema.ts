@@ -34,13 +34,29 @@ export const StepContractSchema = looseObject({
 });
 export type StepContract = v.InferOutput<typeof StepContractSchema>;
 
-/** The attempt's failure after the last reminder went unanswered (routable as `failed`). */
-export function noSubmissionError(contract: Pick<StepContract, "step">): FactError {
+/**
+ * The attempt's failure after the last reminder went unanswered (routable as `failed`):
+ * `noSubmission` when the model never submitted, `submissionsRejected` (with the count and the last
+ * rejection message) when it submitted and the node's rules rejected every submission.
+ */
+export function noSubmissionError(
+  contract: Pick<StepContract, "step">,
+  rejected: { count: number; last: string | null } = { count: 0, last: null },
+): FactError {
+  const turns = MAX_STEP_REMINDERS + 1;
+  if (rejected.count === 0) {
+    return {
+      code: "noSubmission",
+      message: `Step "${contract.step}" failed: the agent ended its turn ${turns} times without ` +
+        "submitting an output",
+    };
+  }
+  const plural = rejected.count === 1 ? "submission" : "submissions";
   return {
-    code: "noSubmission",
-    message: `Step "${contract.step}" failed: the agent ended its turn ${
-      MAX_STEP_REMINDERS + 1
-    } times without submitting an output`,
+    code: "submissionsRejected",
+    message: `Step "${contract.step}" failed: the agent ended its turn ${turns} times without ` +
+      `an accepted output (${rejected.count} ${plural}, all rejected)` +
+      (rejected.last ? `; the last rejection: ${rejected.last}` : ""),
   };
 }
 

@@ -6,6 +6,7 @@ import { AnswerSchemaSchema } from "./answer-schema.ts";
 import * as v from "valibot";
 import { FactErrorSchema, JsonValueSchema, NODE_EFFECTS } from "./run-facts.ts";
 import { StepUsageSchema } from "./step-usage.ts";
+import { SubmissionTallySchema } from "./submissions.ts";
 import {
   DigestSchema,
   nonArray,
@@ -178,6 +179,12 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     }),
     /** A running model step's whole usage so far (a long step: durable before its outcome). */
     v.strictObject({ op: v.literal("usage"), attemptId: OpaqueIdSchema, usage: StepUsageSchema }),
+    /** A headless model step's submissions so far, after each verdict (the whole tally). */
+    v.strictObject({
+      op: v.literal("submissions"),
+      attemptId: OpaqueIdSchema,
+      tally: SubmissionTallySchema,
+    }),
     v.strictObject({
       op: v.literal("process.unregister"),
       pid: PidSchema,

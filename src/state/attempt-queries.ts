@@ -1,6 +1,7 @@
 /** Attempt rows of one run as a light status listing (facts: run-facts-text.ts). */
 import type { AttemptFact } from "../protocol/run-facts.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import type { SubmissionTally } from "../protocol/submissions.ts";
 import { type StateStore } from "./store.ts";
 import { queryAllArgs } from "./statements.ts";
 
@@ -18,6 +19,9 @@ interface AttemptRow {
   deadline_at: number | null;
   adopted_from_attempt_id: string | null;
   usage_json: string | null;
+  submitted: number;
+  rejected: number;
+  last_rejection: string | null;
 }
 
 export interface AttemptSummary {
@@ -35,10 +39,13 @@ export interface AttemptSummary {
   adoptedFrom: string | null;
   /** A model step's usage (so far, while it runs); absent for other nodes. */
   usage?: StepUsage;
+  /** A model step's submissions, once the model submitted anything. */
+  submissions?: SubmissionTally;
 }
 
 const SUMMARY_COLUMNS = "attempt_id, node_id, sequence, node_kind, effect, state, error_code, " +
-  "error_message, started_at, finished_at, deadline_at, adopted_from_attempt_id, usage_json";
+  "error_message, started_at, finished_at, deadline_at, adopted_from_attempt_id, usage_json, " +
+  "submitted, rejected, last_rejection";
 
 /** This run's attempts without outputs (status views), one query, in sequence order. */
 export function listAttempts(store: StateStore, runId: string): AttemptSummary[] {
@@ -83,5 +90,17 @@ export function listAttemptsPage(
     error: a.error_code !== null ? { code: a.error_code, message: a.error_message ?? "" } : null,
     adoptedFrom: a.adopted_from_attempt_id,
     ...(a.usage_json === null ? {} : { usage: JSON.parse(a.usage_json) as StepUsage }),
+    ...(a.submitted === 0 ? {} : { submissions: submissionTally(a) }),
   }));
+}
+
+/** The stored submission columns as a tally. */
+export function submissionTally(
+  row: { submitted: number; rejected: number; last_rejection: string | null },
+): SubmissionTally {
+  return {
+    submitted: row.submitted,
+    rejected: row.rejected,
+    ...(row.last_rejection === null ? {} : { lastRejection: row.last_rejection }),
+  };
 }

@@ -344,6 +344,11 @@ CREATE TABLE node_attempts (
   usage_json TEXT,
   usage_tokens INTEGER CHECK (usage_tokens IS NULL OR usage_tokens >= 0),
   usage_cost REAL CHECK (usage_cost IS NULL OR usage_cost >= 0),
+  -- A model step's submissions in this attempt (protocol/submissions.ts): how many the model
+  -- submitted, how many the node's rules rejected, and the last rejection's message (bounded).
+  submitted INTEGER NOT NULL DEFAULT 0 CHECK (submitted >= 0),
+  rejected INTEGER NOT NULL DEFAULT 0 CHECK (rejected >= 0 AND rejected <= submitted),
+  last_rejection TEXT,
   UNIQUE (run_id, sequence)
 );
 -- At most one open attempt per run.

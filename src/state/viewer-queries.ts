@@ -7,6 +7,8 @@
  * can be tested. Nothing here returns a project path, session id or token.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { SubmissionTally } from "../protocol/submissions.ts";
+import { submissionTally } from "./attempt-queries.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { countPayloadRows, queryAllArgs, queryOneArgs } from "./statements.ts";
@@ -174,6 +176,8 @@ export interface AttemptRow {
   error: { code: string; message: string } | null;
   /** Bytes of the stored output (the output itself is read only by `readAttemptDetail`). */
   outputBytes: number;
+  /** A model step's submissions, once the model submitted anything. */
+  submissions: SubmissionTally | null;
 }
 
 /** A page of a run's attempt summaries from `fromSequence` on, in order; no outputs. */
@@ -197,10 +201,14 @@ export function listAttemptRows(
     error_code: string | null;
     error_message: string | null;
     output_bytes: number | null;
+    submitted: number;
+    rejected: number;
+    last_rejection: string | null;
   }>(
     store,
     "SELECT attempt_id, sequence, node_id, node_kind, effect, state, generation, started_at, " +
-      "finished_at, deadline_at, error_code, error_message, LENGTH(output_json) AS output_bytes " +
+      "finished_at, deadline_at, error_code, error_message, LENGTH(output_json) AS output_bytes, " +
+      "submitted, rejected, last_rejection " +
       "FROM node_attempts WHERE run_id = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT ?3",
     runId,
     fromSequence,
@@ -218,6 +226,7 @@ export function listAttemptRows(
     deadlineAt: a.deadline_at,
     error: a.error_code ? { code: a.error_code, message: a.error_message ?? "" } : null,
     outputBytes: a.output_bytes ?? 0,
+    submissions: a.submitted === 0 ? null : submissionTally(a),
   }));
 }
 

@@ -4,6 +4,7 @@
  * following live), then the run's output or error.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { rejectionsText } from "../protocol/submissions.ts";
 import {
   clipLine,
   concat,
@@ -120,8 +121,11 @@ function stepLine(a: AttemptRow, n: number, at: number, width: number, now: numb
     : a.state === "running" || a.state === "waiting"
     ? formatDuration(now - a.startedAt)
     : "";
+  const rejected = a.submissions ? rejectionsText(a.submissions) : "";
   const preview = a.error
     ? `${a.error.code}: ${a.error.message}`
+    : rejected
+    ? `${rejected}${a.outputBytes > 0 ? `, ${a.outputBytes} B output` : ""}`
     : a.outputBytes > 0
     ? `${a.outputBytes} B output`
     : "";
@@ -158,6 +162,15 @@ function inspector(
   if (detail.error) {
     out.push(
       line(truncate(`  error ${detail.error.code}: ${detail.error.message}`, width), "failed"),
+    );
+  }
+  if (a.submissions && a.submissions.rejected > 0) {
+    const last = a.submissions.lastRejection;
+    out.push(
+      line(
+        truncate(`  ${rejectionsText(a.submissions)}${last ? `, the last: ${last}` : ""}`, width),
+        "warn",
+      ),
     );
   }
   const receipt = shellReceipt(detail.output);

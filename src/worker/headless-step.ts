@@ -17,7 +17,8 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { BridgeCall } from "../protocol/pi-bridge-messages.ts";
-import type { AgentStepRequest } from "../workflows/agent-executor.ts";
+import { boundedRejection } from "../protocol/submissions.ts";
+import type { AcceptResult, AgentStepRequest } from "../workflows/agent-executor.ts";
 import { NodeFailure } from "../workflows/errors.ts";
 import {
   acceptedText,
@@ -60,6 +61,8 @@ interface StepRun {
   reminders: number;
   /** A submission was accepted: the step succeeds once its model call is counted. */
   accepted: boolean;
+  /** Rejected submissions of this step so far, and the last rejection's message. */
+  rejected: { count: number; last: string | null };
   /** Pi's error for the latest assistant message of the current agent run, if it failed. */
   modelError: string | null;
   done: boolean;
@@ -97,6 +100,7 @@ export function driveStep(
       usage,
       reminders: 0,
       accepted: false,
+      rejected: { count: 0, last: null },
       modelError: null,
       done: false,
       succeed: (output) => finish(() => resolve(output)),
@@ -157,7 +161,7 @@ function onAgentSettled(step: StepRun): void {
     step.prompt(reminderMessage(step.contract, step.reminders));
     return;
   }
-  const error = noSubmissionError(step.contract);
+  const error = noSubmissionError(step.contract, step.rejected);
   step.fail(new NodeFailure(error.code, error.message));
 }
 
@@ -228,13 +232,22 @@ async function onToolCall(step: StepRun, call: BridgeCall): Promise<void> {
     reply(publish(step.request, params.update));
     return;
   }
-  if (!Object.hasOwn(params, "output")) {
-    reply({ ok: false, text: rejectedText(step.contract, 'Output rejected: "output" is missing') });
+  const verdict: AcceptResult = Object.hasOwn(params, "output")
+    ? await step.request.accept(params.output)
+    : { ok: false, message: 'Output rejected: "output" is missing' };
+  if (step.done) return;
+  // Counted (and recorded by the host) before the model hears the verdict.
+  try {
+    await step.request.reportSubmission?.(
+      verdict.ok ? { accepted: true } : { accepted: false, message: verdict.message },
+    );
+  } catch (error) {
+    step.fail(error as Error);
     return;
   }
-  const verdict = await step.request.accept(params.output);
   if (step.done) return;
   if (!verdict.ok) {
+    step.rejected = { count: step.rejected.count + 1, last: boundedRejection(verdict.message) };
     reply({ ok: false, text: rejectedText(step.contract, verdict.message) });
     return;
   }

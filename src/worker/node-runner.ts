@@ -12,6 +12,7 @@ import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
+import { createSubmissionRecorder } from "./submission-recorder.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 import { workerClock } from "./worker-clock.ts";
@@ -160,6 +161,7 @@ export async function runNode(
         controller.abort(interrupted);
       },
       reportUsage: usage.report,
+      reportSubmission: createSubmissionRecorder(proposer, attemptId, onClaimLost),
     });
   } finally {
     if (timer) clearTimeout(timer);

@@ -8,6 +8,7 @@
  */
 import { dirname, join } from "node:path";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerLaunch } from "../protocol/worker-launch.ts";
@@ -54,6 +55,8 @@ export interface ExecuteRequest {
   effects: EffectPort;
   /** A model step's whole usage so far; `durable`: record it before the outcome. */
   reportUsage?(usage: StepUsage, durable: boolean): void;
+  /** Counts one verdict on a model step's submission; resolves once it is recorded. */
+  reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
   /** Shell command process groups, registered with the host while they run. */
   processGroups: ProcessGroupHooks;
   /** The node's 1-based visit. */

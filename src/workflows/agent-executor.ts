@@ -6,6 +6,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import { NodeFailure } from "./errors.ts";
 import type { WorkflowUpdate } from "./types.ts";
 
@@ -38,6 +39,11 @@ export interface AgentStepRequest {
    * attempt should record it before its outcome (more work may follow for long).
    */
   reportUsage?(usage: StepUsage, durable: boolean): void;
+  /**
+   * Counts one verdict on a submission of this attempt; resolves once it is recorded, before
+   * the model hears the verdict (a rejection is durable even if the worker dies next).
+   */
+  reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
 }
 
 export interface AgentStepExecutor {

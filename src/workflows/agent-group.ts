@@ -6,6 +6,7 @@
  * `minSucceeded` members succeed. Every settled member advances one progress update.
  */
 import { type MemberUsage, type StepUsage, sumMembers } from "../protocol/step-usage.ts";
+import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import { normalizeAgentOutput } from "./agent-output.ts";
 import { NODE_ID_PATTERN } from "./definition-schema.ts";
@@ -36,6 +37,8 @@ export interface AgentGroupServices {
   publish(update: WorkflowUpdate): void;
   /** The group's usage so far: every member's as it goes, and their sum. */
   reportUsage?(usage: StepUsage, durable: boolean): void;
+  /** Counts each verdict on a member's submission (the group's attempt holds them all). */
+  reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
 }
 
 export async function runAgentGroup(
@@ -137,6 +140,7 @@ async function runMember(
         svc.publish({ ...update, key: update.key ? `${member.id}.${update.key}` : member.id }),
       accept,
       reportUsage: memberUsage(member.id),
+      ...(svc.reportSubmission ? { reportSubmission: svc.reportSubmission } : {}),
     });
     return { id: member.id, outcome: "ok", output: toJson(output, "agent output") };
   } catch (error) {

@@ -7,6 +7,7 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import { type Clock, systemClock } from "../state/clock.ts";
 import { acceptForKind } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
@@ -44,6 +45,8 @@ export interface ExecuteContext {
   clock?: Clock;
   /** Receives a model step's whole usage so far (see AgentStepRequest.reportUsage). */
   reportUsage?(usage: StepUsage, durable: boolean): void;
+  /** Counts each verdict on a model step's submission (AgentStepRequest.reportSubmission). */
+  reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
 }
 
 export async function executeNode(
@@ -73,6 +76,7 @@ export async function executeNode(
       effects: exec.effects,
       processGroups: exec.processGroups,
       ...(exec.reportUsage ? { reportUsage: exec.reportUsage } : {}),
+      ...(exec.reportSubmission ? { reportSubmission: exec.reportSubmission } : {}),
     });
     const result = await Promise.race([work, aborted]);
     if (result.outcome !== "ok") return result;

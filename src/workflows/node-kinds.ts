@@ -1,6 +1,7 @@
 /** What each node kind does when its attempt runs. */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import { decisionSuffix } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode } from "./compile.ts";
@@ -37,6 +38,8 @@ export interface KindServices {
   processGroups?: ProcessGroupHooks;
   /** Receives a model step's whole usage so far (an agent group's: every member's, summed). */
   reportUsage?(usage: StepUsage, durable: boolean): void;
+  /** Counts each verdict on a model step's submission (AgentStepRequest.reportSubmission). */
+  reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
 }
 
 export async function runNodeKind(
@@ -120,6 +123,7 @@ export async function runNodeKind(
         nodeId: node.id,
         publish: svc.publish,
         ...(svc.reportUsage ? { reportUsage: svc.reportUsage } : {}),
+        ...(svc.reportSubmission ? { reportSubmission: svc.reportSubmission } : {}),
       });
       return ok(toJson(output, "agent group output"));
     }
@@ -139,6 +143,7 @@ export async function runNodeKind(
         publishUpdate: svc.publish,
         accept: svc.accept,
         ...(svc.reportUsage ? { reportUsage: svc.reportUsage } : {}),
+        ...(svc.reportSubmission ? { reportSubmission: svc.reportSubmission } : {}),
       });
       return ok(toJson(output, "agent output"));
     }

@@ -55,6 +55,13 @@ function strandedTurns(runId: string) {
   );
 }
 
+/** The run's attempt of `nodeId` as `run.status` (and `status --json`) shows it. */
+async function attemptOf(session: SessionClient, runId: string, nodeId: string) {
+  const answer = await session.request("run.status", { runId, payload: {} });
+  const attempts = (answer.receipt as { attempts: { nodeId: string }[] }).attempts;
+  return attempts.find((a) => a.nodeId === nodeId);
+}
+
 let host: CliProcess;
 
 beforeAll(async () => {
@@ -213,6 +220,11 @@ describe("the transport contract of submissions", () => {
       { runId },
     );
     expect(submissions.map((s) => s.outcome)).toEqual(["rejected", "accepted"]);
+    // The step succeeded, and status still says what was rejected on the way.
+    expect(await attemptOf(session, runId, "ask")).toMatchObject({
+      state: "ok",
+      submissions: { submitted: 2, rejected: 1, lastRejection: expect.stringContaining('{"n"') },
+    });
     expect(violations(home.stateDir)).toEqual([]);
   });
 
@@ -300,6 +312,27 @@ describe("reminders, updates and deadlines", () => {
       code: "noSubmission",
     });
     expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("fails submissionsRejected, with the count and the last rejection, when every submission was rejected", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed");
+    const step = await session.nextStep();
+    expect((await session.submit(step, { n: "x" })).receipt).toMatchObject({ status: "rejected" });
+    await session.remind(step, 1);
+    await session.remind(step, 2);
+    const failed = await session.remind(step, 3);
+    const error = (failed.receipt as { error: { code: string; message: string } }).error;
+    expect(error.code).toBe("submissionsRejected");
+    expect(error.message).toMatch(
+      /3 times without an accepted output \(1 submission, all rejected\); the last rejection: .*send \{"n"/,
+    );
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(await attemptOf(session, runId, "ask")).toMatchObject({
+      state: "failed",
+      error: { code: "submissionsRejected" },
+      submissions: { submitted: 1, rejected: 1 },
+    });
   });
 
   it("accepts updates on the waiting attempt, checked and rate limited", async () => {

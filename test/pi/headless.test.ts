@@ -94,6 +94,9 @@ describe("headless runs with the real Pi", () => {
       expect(run.stderr).toBe("");
       expect(run.code).toBe(0);
       expect(run.stdout).toContain("· review status note");
+      // The rejected first draft shows as it happens and on the step's closing line.
+      expect(run.stdout).toMatch(/· draft 1 of 1 submission rejected: Output rejected: send/);
+      expect(run.stdout).toMatch(/✓ draft .*· 1 of 2 submissions rejected\n {4}last rejection: /);
       // Text output names the run by its short id; status takes it and says the full one.
       const shortId = /^✓ completed {2}(run-[0-9a-f]{8}) /m.exec(run.stdout)![1];
       const runId = (await h.cliJson(["status", shortId])).run.runId as string;
@@ -114,9 +117,17 @@ describe("headless runs with the real Pi", () => {
       const status = await h.cli(["status", runId]);
       expect(status.stdout).toContain("mode: headless");
       expect(status.stdout).toMatch(
+        /✓ draft .*\n {6}1 of 2 submissions rejected, the last: Output rejected: send \{"steps"/,
+      );
+      expect(status.stdout).toMatch(
         /updates \(latest first\):\n {2}review status note: .*reading the plan/,
       );
       const json = await h.cliJson(["status", runId]);
+      expect(json.attempts.find((a: any) => a.nodeId === "draft").submissions).toEqual({
+        submitted: 2,
+        rejected: 1,
+        lastRejection: expect.stringContaining("Output rejected: send"),
+      });
       expect(json.updates).toEqual([
         expect.objectContaining({ nodeId: "review", type: "status", key: "note", count: 1 }),
       ]);
@@ -170,6 +181,34 @@ describe("headless runs with the real Pi", () => {
       .filter(Boolean);
     expect([...new Set(reminders)]).toEqual(["1", "2"]);
     expect(await waitUntil(() => h.piProcesses().length === 0, 10_000)).toBe(true);
+  });
+
+  it("fails submissionsRejected with the last rejection when every submission was rejected", async () => {
+    const path = h.writeWorkflow(
+      "picky.workflow.ts",
+      oneAgentStep(
+        "picky",
+        ', validate: (o) => { if (o.done !== true) throw new Error("say done: true"); return o; }',
+      ),
+    );
+    // Every turn submits a wrong output once, then ends the turn on the rejection.
+    h.decide = (request, contract) => {
+      if (!contract) return undefined;
+      if (request.lastToolResult?.includes("Output rejected")) return { kind: "text", text: "No." };
+      return submitCall(contract, { done: false });
+    };
+    const run = await h.cli(["start", path, "--wait", "--json", "--cwd", h.sandbox.project]);
+    expect(run.code).toBe(6);
+    const answer = JSON.parse(run.stdout);
+    runIds.push(answer.run.runId);
+    expect(answer.run.error).toEqual({
+      code: "submissionsRejected",
+      message: 'Step "work" failed: the agent ended its turn 3 times without an accepted output ' +
+        "(3 submissions, all rejected); the last rejection: Output rejected: say done: true",
+    });
+    expect(answer.rejectedSubmissions).toEqual([
+      expect.objectContaining({ nodeId: "work", state: "failed", submitted: 3, rejected: 3 }),
+    ]);
   });
 
   it("fails the attempt with Pi's own one-line reason when Pi refuses to start or to take the prompt", async () => {

@@ -50,6 +50,7 @@ function attempt(sequence: number, nodeId: string, state = "ok", extra: Partial<
     deadlineAt: null,
     error: null,
     outputBytes: 12,
+    submissions: null,
     ...extra,
   } satisfies AttemptRow;
 }
@@ -156,7 +157,10 @@ describe("renderList", () => {
 
 describe("renderDetail", () => {
   const attempts = [
-    attempt(1, "plan"),
+    // The plan step's first submission was rejected; the second was accepted.
+    attempt(1, "plan", "ok", {
+      submissions: { submitted: 2, rejected: 1, lastRejection: "Output rejected: no steps" },
+    }),
     attempt(2, "review"),
     attempt(3, "implement", "running", { outputBytes: 0 }),
   ];
@@ -197,6 +201,7 @@ describe("renderDetail", () => {
     expect(text, text).toContain("review-loop — Ship the parser");
     expect(text, text).toContain("◐ running · replay 2/3 · step 2/3 · elapsed 2m05s · headless");
     expect(text, text).toMatch(/▶ {2}2 ✓ review \(◈ humanDecision, 500ms\)/);
+    expect(text, text).toMatch(/1 ✓ plan .*1 of 2 submissions rejected, 12 B output/);
     expect(text, text).toContain("step 2: review · humanDecision · ok");
     expect(text, text).toContain("human decision: resolved (answered)");
     expect(text, text).toContain("• parser.ts");

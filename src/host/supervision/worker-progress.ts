@@ -9,6 +9,7 @@ import { formatStartIdentity, type ProcessTable, processTable } from "../../os/p
 import { renewClaim } from "../../state/claims.ts";
 import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import { recordNodeUsage } from "../../state/transitions/node-attempts.ts";
+import { recordNodeSubmissions } from "../../state/transitions/node-submissions.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
@@ -47,6 +48,14 @@ export function applyProgress(
       ...write,
       attemptId: p.attemptId,
       usage: p.usage,
+    });
+    return { revision, closedAttempt: false };
+  }
+  if (p.op === "submissions") {
+    const { revision } = recordNodeSubmissions(ctx.store, worker.claim, {
+      ...write,
+      attemptId: p.attemptId,
+      tally: p.tally,
     });
     return { revision, closedAttempt: false };
   }

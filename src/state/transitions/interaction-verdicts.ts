@@ -15,6 +15,7 @@
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { MAX_STEP_REMINDERS, noSubmissionError } from "../../protocol/step-contract-schema.ts";
+import { boundedRejection } from "../../protocol/submissions.ts";
 import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../claims.ts";
 import { RefusedError } from "../errors.ts";
 import { readInteraction } from "../interaction-queries.ts";
@@ -24,6 +25,7 @@ import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, setRunState } from "./common.ts";
+import { countVerdictInTx } from "./node-submissions.ts";
 import { recordStrandedTurnInTx } from "./turn-intents.ts";
 import {
   type InteractionTarget,
@@ -99,6 +101,7 @@ export function acceptSubmission(
         "WHERE attempt_id = :attemptId AND state = 'waiting'",
       { attemptId: row.attempt_id, output, now },
     );
+    countVerdictInTx(store, row.attempt_id, null);
     setRunState(store, row.run_id, "running", now);
     appendHistory(store, row.run_id, revision, now, {
       type: "interaction.accepted",
@@ -137,6 +140,7 @@ export function rejectSubmission(
     );
     // A stale verdict still ends the provisional submission, but changes nothing else.
     if (row.status !== "pending" || !fenced(store, row.run_id, opts.generation)) return null;
+    countVerdictInTx(store, row.attempt_id, boundedRejection(error.message));
     const revision = nextRevision(store, row.run_id);
     appendHistory(store, row.run_id, revision, now, {
       type: "interaction.rejected",
@@ -233,7 +237,10 @@ export function remindInteraction(
           },
         };
       }
-      const error = noSubmissionError({ step: request.node_id });
+      const error = noSubmissionError(
+        { step: request.node_id },
+        rejectedSoFar(store, request.attempt_id),
+      );
       closeAttempt(store, request.attempt_id, "failed", now, error);
       execute(
         store,
@@ -258,6 +265,16 @@ export function remindInteraction(
       };
     },
   );
+}
+
+/** The attempt's rejected submissions so far and the last message (for `outputRejected`). */
+function rejectedSoFar(store: StateStore, attemptId: string) {
+  const row = queryOne<{ rejected: number; last_rejection: string | null }>(
+    store,
+    "SELECT rejected, last_rejection FROM node_attempts WHERE attempt_id = :attemptId",
+    { attemptId },
+  );
+  return { count: row?.rejected ?? 0, last: row?.last_rejection ?? null };
 }
 
 /**

@@ -36,7 +36,7 @@ export interface RecordNodeStartedOptions extends WorkerWriteOptions {
   deadlineAt: number | null;
 }
 
-const isLive = (r: { state: string; queue_state: string }) =>
+export const isLive = (r: { state: string; queue_state: string }) =>
   r.state === "running" && r.queue_state === "running";
 
 /** A new `running` attempt (sequence = previous + 1); event `node.started`. */
@@ -92,7 +92,11 @@ export function recordNodeStarted(
 }
 
 /** Requires `attemptId` to be the run's running attempt. */
-function requireRunningAttempt(tx: ProtectedTx, attemptId: string, transition: string): string {
+export function requireRunningAttempt(
+  tx: ProtectedTx,
+  attemptId: string,
+  transition: string,
+): string {
   expectState(tx.run, transition, isLive);
   const row = queryOne<{ node_id: string; state: string; run_id: string }>(
     tx.store,

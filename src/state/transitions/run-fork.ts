@@ -257,10 +257,12 @@ function adoptAttempts(store: StateStore, runId: string, prefix: readonly Parent
       store,
       "INSERT INTO node_attempts (attempt_id, run_id, sequence, node_id, node_kind, effect, " +
         "state, generation, output_json, error_code, error_message, started_at, finished_at, " +
-        "deadline_at, adopted_from_attempt_id, usage_json, usage_tokens, usage_cost) SELECT " +
+        "deadline_at, adopted_from_attempt_id, usage_json, usage_tokens, usage_cost, submitted, " +
+        "rejected, last_rejection) SELECT " +
         ":attemptId, :runId, :sequence, node_id, node_kind, effect, state, 0, output_json, " +
         "error_code, error_message, started_at, finished_at, deadline_at, attempt_id, " +
-        "usage_json, usage_tokens, usage_cost FROM node_attempts WHERE attempt_id = :from",
+        "usage_json, usage_tokens, usage_cost, submitted, rejected, last_rejection " +
+        "FROM node_attempts WHERE attempt_id = :from",
       {
         attemptId: store.ids.next("attempt"),
         runId,
