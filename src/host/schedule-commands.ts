@@ -32,8 +32,8 @@ import {
   resumeSchedule,
   scheduleNotFound,
   scheduleView,
-  upsertSchedule,
 } from "../state/schedules/schedule-records.ts";
+import { upsertSchedule } from "../state/schedules/schedule-upsert.ts";
 import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import * as v from "valibot";

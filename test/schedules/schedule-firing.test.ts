@@ -22,10 +22,9 @@ import {
   pauseSchedule,
   removeSchedule,
   resumeSchedule,
-  type ScheduleInput,
   scheduleRunId,
-  upsertSchedule,
 } from "../../src/state/schedules/schedule-records.ts";
+import { type ScheduleInput, upsertSchedule } from "../../src/state/schedules/schedule-upsert.ts";
 import { latestFirings } from "../../src/state/schedules/schedule-queries.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
