@@ -267,6 +267,14 @@ const CHECKS: Check[] = [
     sql: "SELECT NULL AS run_id, COUNT(*) AS n FROM host_claim HAVING COUNT(*) > 1",
     detail: (r) => `${r.n} host claim rows`,
   },
+  {
+    // SQLite enforces the foreign keys on every write but a prune's (retention-pass.ts turns
+    // the checks off for its deleting transactions): whatever wrote it, none may dangle.
+    code: "danglingReference",
+    sql: 'SELECT NULL AS run_id, "table" AS child, parent, rowid AS row FROM ' +
+      "pragma_foreign_key_check LIMIT 20",
+    detail: (r) => `a row of ${r.child} (rowid ${r.row ?? "-"}) names a missing ${r.parent} row`,
+  },
   ...FORK_CHECKS,
   ...CONTROLLER_CHECKS,
   ...SCHEDULE_CHECKS,

@@ -136,6 +136,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "bytesPerEndedRun",
       "bytesPerNodeAttempt",
       "prune",
+      "doctor",
       "ms",
       "ratioToSmall",
     ],

@@ -1,12 +1,19 @@
 /**
- * `npm run bench -- retention [--runs N] [--smoke]` (smoke: 200 runs): a state database with N (default 100,000) ended runs
- * of a realistic shape (test/support/ended-runs.ts: three attempts with outputs and updates, a
- * managed effect, a notification, a human decision, client and worker receipts, two worker
- * epochs, a completion turn) plus 50 active runs, against one with only the 50 active runs.
- * Prints one JSON line: file sizes before and after a prune (keepDays 30; the ended runs ended
- * 40 days ago), the prune's longest write transaction, and run.status, run.list, viewer tick and
- * host start-up times before and after, each beside the small database's (ratios), and the bytes
- * stored per ended run and per node attempt.
+ * `npm run bench -- retention [--runs N] [--budget-ms N] [--smoke]` (smoke: 200 runs): a state
+ * database with N (default 100,000) ended runs of a realistic shape plus 50 active runs, against
+ * one with only the 50 active runs. Thirty runs are built through the real transitions
+ * (test/support/ended-runs.ts: attempts with outputs and updates, a managed effect, a
+ * notification, a human decision, client and worker receipts, two worker epochs, a completion
+ * turn); the rest are SQL copies of them under new ids (_replicate-runs.ts), one run a second,
+ * ended 40 days ago; then what a running host did to them meanwhile (a pass that compacts and
+ * trims the feed, prunes nothing).
+ *
+ * Prints one JSON line: file sizes before and after a prune (keepDays 30), bytes per ended run
+ * and per node attempt (compacted, and as the runs ended), the prune's write transactions (the
+ * longest, p50/p99, the longest COMMIT alone) beside the host's own one-run writes served
+ * between them (the baseline: same file, same moment), doctor's findings, and run.status,
+ * run.list, viewer tick and host start-up times before and after, each taken in turns with the
+ * small database's (ratios), with the load average.
  *
  * The reads are the state queries the host's handlers and the viewer run (in process, so the
  * times are the database's, not the socket's); host start-up is the open with the integrity
@@ -23,26 +30,42 @@ import {
   readRunStatus,
 } from "../../src/state/queries.ts";
 import { hostStatusCounts } from "../../src/state/status-counts.ts";
-import { DAY_MS, runRetentionPass } from "../../src/state/retention/retention-pass.ts";
+import {
+  createRetentionPass,
+  DAY_MS,
+  runRetentionPass,
+} from "../../src/state/retention/retention-pass.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { groupTransaction } from "../../src/state/transactions.ts";
 import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { createViewerData, refreshViewerData } from "../../src/viewer/viewer-data.ts";
+import { runDoctor } from "../../src/state/doctor.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import type { Claim } from "../../src/state/claims.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
 import { percentile, round } from "./_figures.ts";
+import { replicateRuns } from "./_replicate-runs.ts";
 
 const args = process.argv.slice(2);
 const SMOKE = args.includes("--smoke");
 const RUNS = SMOKE ? 200 : Number(args[args.indexOf("--runs") + 1] ?? "") || 100_000;
 const ACTIVE = 50;
+/** `--budget-ms N`: the pass's time budget per transaction (default: the pass's own). */
+const BUDGET_MS = args.includes("--budget-ms")
+  ? Number(args[args.indexOf("--budget-ms") + 1])
+  : undefined;
+/** Ended runs built through the real transitions; the rest are SQL copies of them. */
+const TEMPLATES = 30;
+/** One run a second: 100,000 runs span about 28 hours, 40 days ago. */
+const SPACING_MS = 1_000;
 const root = mkdtempSync(join(tmpdir(), "piw-bench-retention-"));
 
 interface Db {
   dir: string;
   clock: FakeClock;
   active: { runId: string; claim: Claim; attemptId: string }[];
+  /** The file before compaction (the runs as they ended). */
+  wholeBytes: number;
 }
 
 /** Builds a database: `ended` runs that ended 40 days ago, then the active ones, now. */
@@ -52,15 +75,20 @@ function build(name: string, ended: number): Db {
   const store = openStateStore({ stateDir: dir, clock, ids: sequentialIds() });
   store.db.exec("PRAGMA synchronous = OFF");
   const host = acquireHostClaim(store, { ownerId: "bench", token: "seed", ttlMs: 2 ** 42 });
-  for (let i = 0; i < ended; i += 100) {
-    groupTransaction(store, () => {
-      for (let k = i; k < Math.min(ended, i + 100); k++) {
-        endedRun(store, { hostEpoch: host.epoch, attempts: 2 + (k % 3) });
-        clock.advance(1_000);
-      }
-    });
-  }
+  const templates: string[] = [];
+  groupTransaction(store, () => {
+    for (let k = 0; k < Math.min(ended, TEMPLATES); k++) {
+      templates.push(endedRun(store, { hostEpoch: host.epoch, attempts: 2 + (k % 3) }));
+      clock.advance(SPACING_MS);
+    }
+  });
+  replicateRuns(store, { templates, total: ended, spacingMs: SPACING_MS });
+  store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  const wholeBytes = statSync(join(dir, "state.sqlite")).size;
   clock.set(Date.now());
+  // What a running host did to these runs meanwhile: each compacted an hour after its end, the
+  // viewer feed trimmed, freed pages given back. Nothing is past a 100-year period.
+  runRetentionPass(store, { keepDays: 36_500 });
   const active = [];
   for (let i = 0; i < ACTIVE; i++) {
     const { runId, claim } = startRun(store, { hostEpoch: host.epoch });
@@ -76,7 +104,7 @@ function build(name: string, ended: number): Db {
   }
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
-  return { dir, clock, active };
+  return { dir, clock, active, wholeBytes };
 }
 
 function open(db: Db): StateStore {
@@ -85,38 +113,58 @@ function open(db: Db): StateStore {
   return store;
 }
 
-/** Median ms of `fn` over `n` calls (after 3 warm-up calls). */
-function time(n: number, fn: (i: number) => void): number {
-  for (let i = 0; i < 3; i++) fn(i);
-  const times: number[] = [];
+/**
+ * Median ms of `fn` on each database over `n` calls, the two taken in turns (after 3 warm-up
+ * calls each), so both see the same machine load.
+ */
+function pairedTime<T>(
+  n: number,
+  dbs: readonly [T, T],
+  fn: (db: T, i: number) => void,
+): [number, number] {
+  for (let i = 0; i < 3; i++) for (const db of dbs) fn(db, i);
+  const times: [number[], number[]] = [[], []];
   for (let i = 0; i < n; i++) {
-    const started = performance.now();
-    fn(i);
-    times.push(performance.now() - started);
+    for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) {
+      const started = performance.now();
+      fn(dbs[k], i);
+      times[k].push(performance.now() - started);
+    }
   }
-  return percentile(times, 50);
+  return [percentile(times[0], 50), percentile(times[1], 50)];
 }
 
-function reads(db: Db) {
-  const store = open(db);
+type Reads = Record<"runStatus" | "runList" | "viewerTick" | "hostStart", number>;
+
+/** The reads of the baseline and of the measured database, in turns. */
+function reads(base: Db, measured: Db): [Reads, Reads] {
+  const dbs = [base, measured] as const;
+  const stores = new Map(dbs.map((db) => [db, open(db)]));
   let updates = 0;
   try {
-    const runStatus = time(400, (i) => readRunStatus(store, db.active[i % ACTIVE].runId));
-    const runList = time(200, () => listRuns(store, { all: false, limit: 50 }));
-    const viewer = createViewerData(store, { all: true });
-    refreshViewerData(viewer);
-    const viewerTick = time(100, (i) => {
+    const runStatus = pairedTime(400, dbs, (db, i) => {
+      readRunStatus(stores.get(db)!, db.active[i % ACTIVE].runId);
+    });
+    const runList = pairedTime(200, dbs, (db) => {
+      listRuns(stores.get(db)!, { all: false, limit: 50 });
+    });
+    const viewers = new Map(dbs.map((db) => {
+      const viewer = createViewerData(stores.get(db)!, { all: true });
+      refreshViewerData(viewer);
+      return [db, viewer];
+    }));
+    const viewerTick = pairedTime(100, dbs, (db, i) => {
       const run = db.active[i % ACTIVE];
-      recordNodeUpdate(store, run.claim, {
+      recordNodeUpdate(stores.get(db)!, run.claim, {
         attemptId: run.attemptId,
         type: "progress",
         key: "p",
         data: { completed: ++updates, total: 1000 },
       });
-      refreshViewerData(viewer);
+      refreshViewerData(viewers.get(db)!);
     });
-    closeStateStore(store);
-    const hostStart = time(5, () => {
+    for (const store of stores.values()) closeStateStore(store);
+    const hostStart = pairedTime(5, dbs, (db) => {
       const s = openStateStore({
         stateDir: db.dir,
         clock: db.clock,
@@ -128,10 +176,26 @@ function reads(db: Db) {
       hostStatusCounts(s);
       closeStateStore(s);
     });
-    return { runStatus, runList, viewerTick, hostStart };
+    const pick = (k: 0 | 1): Reads => ({
+      runStatus: runStatus[k],
+      runList: runList[k],
+      viewerTick: viewerTick[k],
+      hostStart: hostStart[k],
+    });
+    return [pick(0), pick(1)];
   } finally {
-    if (store.db.isOpen) closeStateStore(store);
+    for (const store of stores.values()) if (store.db.isOpen) closeStateStore(store);
   }
+}
+
+/** Doctor's findings on the database: [] when clean. */
+function doctorFindings(db: Db): string[] {
+  const report = runDoctor({ stateDir: db.dir, clock: db.clock });
+  return [
+    ...report.integrity,
+    ...report.violations.map((v) => v.code),
+    ...(report.checkError ? [report.checkError] : []),
+  ];
 }
 
 const size = (db: Db) => statSync(join(db.dir, "state.sqlite")).size;
@@ -148,22 +212,46 @@ try {
     closeStateStore(s);
     return n;
   })();
+  // The copies must be as whole as the runs they copy: doctor checks them (a big file's
+  // integrity check takes a while, so only up to 20,000 runs).
+  const doctorBefore = RUNS <= 20_000 ? doctorFindings(big) : null;
   const smallBytes = size(small);
   const bigBytesBefore = size(big);
-  const smallReads = reads(small);
-  const before = reads(big);
+  const [smallBefore, before] = reads(small, big);
   const store = open(big);
   // The pass runs at the real store's durability (the host's), not the generator's.
   store.db.exec("PRAGMA synchronous = FULL");
+  // Between two transactions of the pass, the host serves: here one node update of an active
+  // run each time (a one-run write transaction at the same durability), the baseline the
+  // pass's lock holds are compared with.
+  const lockMs: number[] = [];
+  const writeMs: number[] = [];
+  const pass = createRetentionPass(store, {
+    keepDays: 30,
+    ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
+    onTransaction: (_phase, ms) => lockMs.push(ms),
+  });
   const pruneStarted = performance.now();
-  const pass = runRetentionPass(store, { keepDays: 30 });
+  let served = 0;
+  while (pass.step()) {
+    const run = big.active[served++ % ACTIVE];
+    const started = performance.now();
+    recordNodeUpdate(store, run.claim, {
+      attemptId: run.attemptId,
+      type: "progress",
+      key: "p",
+      data: { completed: served, total: 1e9 },
+    });
+    writeMs.push(performance.now() - started);
+  }
   const pruneMs = performance.now() - pruneStarted;
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
-  const after = reads(big);
-  const rel = (r: typeof before) =>
+  const [smallAfter, after] = reads(small, big);
+  const doctorAfter = doctorFindings(big);
+  const rel = (r: Reads, base: Reads) =>
     Object.fromEntries(
-      Object.entries(r).map(([k, v]) => [k, ratio(v, smallReads[k as keyof typeof r])]),
+      Object.entries(r).map(([k, v]) => [k, ratio(v, base[k as keyof Reads])]),
     );
   console.log(JSON.stringify({
     bench: "retention",
@@ -172,24 +260,41 @@ try {
     nodeAttempts: attempts,
     buildSeconds: Math.round(buildMs / 1000),
     fileBytes: { small: smallBytes, before: bigBytesBefore, after: size(big) },
-    bytesPerEndedRun: Math.round((bigBytesBefore - smallBytes) / RUNS),
-    bytesPerNodeAttempt: Math.round((bigBytesBefore - smallBytes) / attempts),
+    // Compacted (what a host keeps until the prune), and as the runs ended.
+    bytesPerEndedRun: {
+      compacted: Math.round((bigBytesBefore - smallBytes) / RUNS),
+      whole: Math.round((big.wholeBytes - small.wholeBytes) / RUNS),
+    },
+    bytesPerNodeAttempt: {
+      compacted: Math.round((bigBytesBefore - smallBytes) / attempts),
+      whole: Math.round((big.wholeBytes - small.wholeBytes) / attempts),
+    },
     prune: {
       runs: pass.report.runs,
       seconds: round(pruneMs / 1000),
       transactions: pass.report.transactions,
       longestLockMs: round(pass.report.longestLockMs),
+      longestCommitMs: round(pass.report.longestCommitMs),
+      lockMs: {
+        p50: round(percentile(lockMs, 50)),
+        p99: round(percentile(lockMs, 99)),
+        max: round(Math.max(...lockMs)),
+      },
+      // The host's own one-run writes between the pass's transactions, same file, same time.
+      baselineWriteMs: {
+        p50: round(percentile(writeMs, 50)),
+        p99: round(percentile(writeMs, 99)),
+        max: round(Math.max(...writeMs)),
+      },
       longestLockMsByPhase: Object.fromEntries(
         Object.entries(pass.report.longestLockMsByPhase).map(([k, v]) => [k, round(v)]),
       ),
       bytes: pass.report.bytes,
     },
-    ms: {
-      small: smallReads,
-      before,
-      after,
-    },
-    ratioToSmall: { before: rel(before), after: rel(after) },
+    doctor: { before: doctorBefore, after: doctorAfter },
+    // Each read beside the small database's, taken in turns with it (before, then after).
+    ms: { smallBefore, before, smallAfter, after },
+    ratioToSmall: { before: rel(before, smallBefore), after: rel(after, smallAfter) },
     load: (await import("node:os")).loadavg().map((l) => round(l)),
   }));
 } finally {

@@ -90,6 +90,19 @@ describe("retention", () => {
     expect(readRunStatus(fx.store, young)?.run.state).toBe("completed");
     expect(checkInvariants(fx.store)).toEqual([]);
     expect(pass.report.longestLockMs).toBeGreaterThan(0);
+    // The prune deletes with SQLite's foreign-key checks off; they are on again after it.
+    expect(fx.store.db.prepare("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
+  });
+
+  it("doctor names a row that points at a deleted one (the prune deletes unchecked)", () => {
+    fx = openFixture();
+    const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.store.db.exec("PRAGMA foreign_keys = OFF");
+    fx.store.db.prepare("INSERT INTO run_prunes (run_id) VALUES (?)").run(runId);
+    fx.store.db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
+    fx.store.db.exec("PRAGMA foreign_keys = ON");
+    const codes = new Set(checkInvariants(fx.store).map((v) => v.code));
+    expect(codes.has("danglingReference")).toBe(true);
   });
 
   it("deletes the schedule firing that started a pruned run with it", () => {
