@@ -11,6 +11,7 @@ import {
   cpSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -30,6 +31,7 @@ const ALLOWED = [
   /^CHANGELOG\.md$/,
   /^mod\.ts$/,
   /^testing\.ts$/,
+  /^builtins\.ts$/,
   /^dist\/testing\.mjs$/,
   /^bin\/pi-workflows\.mjs$/,
   /^dist\/pi-workflows\.mjs$/,
@@ -112,6 +114,14 @@ describe("npm pack", () => {
     const paths = listing.map((line) => line.split(/\s+/).at(-1)!.replace(/^package\//, ""));
     expect(paths.filter((p) => !ALLOWED.some((pattern) => pattern.test(p)))).toEqual([]);
     for (const path of REQUIRED) expect(paths).toContain(path);
+    // Every file package.json's `exports` and `bin` name is shipped.
+    const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+    const targets = (value: unknown): string[] =>
+      typeof value === "string"
+        ? [value.replace(/^\.\//, "")]
+        : Object.values(value as Record<string, unknown>).flatMap(targets);
+    expect(targets({ ...manifest.exports, ...manifest.bin }).filter((t) => !paths.includes(t)))
+      .toEqual([]);
     expect(paths.filter((p) => /(^|\/)(test|tests|fixtures|compile|examples|docs)\//.test(p)))
       .toEqual([]);
     const unpacked = listing.reduce((sum, line) => sum + Number(line.split(/\s+/)[2]), 0);
