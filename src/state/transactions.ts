@@ -2,6 +2,7 @@
  * Write transactions on the state store: one `BEGIN IMMEDIATE … COMMIT` per write, or a group
  * commit in which several writes share one COMMIT (and one fsync) as savepoints of their own.
  */
+import { appendFileSync } from "node:fs";
 import { cachedStatement, prepared } from "./statements.ts";
 import type { StateStore } from "./store-handle.ts";
 
@@ -35,8 +36,19 @@ export function commitCount(store: StateStore): number {
   return commits.get(store) ?? 0;
 }
 
+/**
+ * Bench hook: `PI_WORKFLOWS_COMMIT_TRACE=<file>` appends each commit's time on the store's clock
+ * (the clock of every committed `at`) to the file, so `npm run bench -- interaction` can count
+ * the commits on a handoff's path. Unset in production: one env read per process.
+ */
+let commitTrace: string | undefined;
+
 function committed(store: StateStore): void {
   commits.set(store, (commits.get(store) ?? 0) + 1);
+  commitTrace ??= process.env.PI_WORKFLOWS_COMMIT_TRACE ?? "";
+  if (commitTrace !== "") {
+    appendFileSync(commitTrace, `${store.clock.now()}\n`);
+  }
   store.afterCommit?.();
 }
 

@@ -79,6 +79,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "bare_tool_turnaround_ms",
       "ratio_submit_to_next_beyond_pi",
       "host_handoff_ms",
+      "handoff_commits",
       "ratio_host_handoff",
     ],
   },

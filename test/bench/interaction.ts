@@ -12,11 +12,15 @@
  * floor of a handoff, which is one tool call of the model. Prints one JSON line
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
  * handoff overhead median under 0.5 of the bare round trip), also beyond Pi's own share and for
- * the host's own part (`host_handoff_ms`: submission committed -> next request committed).
+ * the host's own part (`host_handoff_ms`: submission committed -> next request committed) and the
+ * commits on that path (`handoff_commits`: the host's commits from the submission's to the next
+ * request's, both counted, from the host's PI_WORKFLOWS_COMMIT_TRACE; the bench runs one run, so
+ * every commit in that window is the handoff's).
  *
  *   npm run bench -- interaction [steps]
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
@@ -93,7 +97,12 @@ async function main(): Promise<void> {
     }),
     lifetimeMs: 30 * 60_000,
   });
-  const sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
+  const traceDir = mkdtempSync(join(tmpdir(), "piw-commit-trace-"));
+  const commitTrace = join(traceDir, "commits");
+  const sandbox = createPiSandbox({
+    modelBaseUrl: model.baseUrl,
+    env: { PI_WORKFLOWS_COMMIT_TRACE: commitTrace },
+  });
   try {
     const dir = join(sandbox.project, ".pi", "workflows");
     mkdirSync(dir, { recursive: true });
@@ -189,6 +198,11 @@ async function main(): Promise<void> {
     const submitToNext: number[] = [];
     // The host's own share: the submission committed -> the next step's request committed.
     const hostHandoff: number[] = [];
+    const handoffCommits: number[] = [];
+    const commitTimes = existsSync(commitTrace)
+      ? readFileSync(commitTrace, "utf8").split("\n").filter(Boolean).map(Number)
+      : [];
+    const firstCommitFrom = (at: number) => commitTimes.findIndex((t) => t >= at);
     const breakdown = {
       submit_to_submitted: [] as number[],
       submitted_to_accepted: [] as number[],
@@ -222,7 +236,12 @@ async function main(): Promise<void> {
       // run.launching of generation step + 1 (the first launching is the run's start).
       breakdown.accepted_to_launching.push(phases.launching[step] - phases.accepted[i]);
       breakdown.launching_to_started.push(started.get(`s${step + 1}`)! - phases.launching[step]);
-      if (waiting.length === STEPS) hostHandoff.push(waiting[step] - phases.submitted[i]);
+      if (waiting.length === STEPS) {
+        hostHandoff.push(waiting[step] - phases.submitted[i]);
+        const first = firstCommitFrom(phases.submitted[i]);
+        const last = firstCommitFrom(waiting[step]);
+        if (first >= 0 && last >= first) handoffCommits.push(last - first + 1);
+      }
     }
     await pi.stop();
 
@@ -255,6 +274,7 @@ async function main(): Promise<void> {
         ((b.median - stats(bareToRequest).median) / bareStats.median) * 100,
       ) / 100,
       host_handoff_ms: hostHandoff.length > 0 ? stats(hostHandoff) : null,
+      handoff_commits: handoffCommits.length > 0 ? stats(handoffCommits) : null,
       ratio_host_handoff: hostHandoff.length > 0
         ? Math.round((stats(hostHandoff).median / bareStats.median) * 100) / 100
         : null,
@@ -270,6 +290,7 @@ async function main(): Promise<void> {
     await stopAllPi();
     await sandbox.cleanup();
     await model.close();
+    rmSync(traceDir, { recursive: true, force: true });
   }
 }
 
