@@ -10,6 +10,8 @@ export interface PiSessionEntry {
   id: string;
   customType?: string;
   details?: unknown;
+  /** A `message` entry's message (an assistant message carries its `usage`). */
+  message?: unknown;
 }
 
 export interface PiSessionManager {

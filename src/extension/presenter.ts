@@ -15,6 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { crashPoint } from "../protocol/crash-point.ts";
+import { stepUsageOnBranch } from "./branch-usage.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
 import {
@@ -324,7 +325,9 @@ export class Presenter {
     }
     if (!this.#host.isIdle() || this.#host.hasPendingMessages()) return;
     const reminder = current.interaction.reminders + 1;
-    const answer = await this.#host.ops.remind(current.interaction, reminder);
+    // The turns that went unanswered count towards the step's usage.
+    const used = stepUsageOnBranch(this.#host.session(), current.interaction.interactionId);
+    const answer = await this.#host.ops.remind(current.interaction, reminder, used);
     if (answer.action === "wait") return;
     current.interaction = { ...current.interaction, reminders: reminder };
     if (answer.action === "failed") {

@@ -10,6 +10,7 @@ import { type HostOperation, isHostOperation } from "../protocol/host-operations
 import type { HostResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { StepContract } from "../protocol/step-contract-schema.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 
 export interface ErrorInfo {
   code: string;
@@ -123,6 +124,7 @@ export class SessionOps {
     toolCallId: string,
     waitMs: number,
     nextWaitMs = 0,
+    usage?: StepUsage,
   ): Promise<SubmitReceipt> {
     return this.#call("interaction.submit", {
       runId: interaction.runId,
@@ -134,6 +136,7 @@ export class SessionOps {
         attemptId: call.attempt,
         sessionId: this.sessionId,
         submission: call.output,
+        ...(usage ? { usage } : {}),
         waitMs,
         ...(nextWaitMs > 0 ? { nextWaitMs } : {}),
       },
@@ -148,6 +151,7 @@ export class SessionOps {
       update: { type: string; key?: string; data: JsonValue };
     },
     toolCallId: string,
+    usage?: StepUsage,
   ): Promise<SubmitReceipt> {
     return this.#call("interaction.update", {
       runId: interaction.runId,
@@ -158,6 +162,7 @@ export class SessionOps {
         attemptId: call.attempt,
         sessionId: this.sessionId,
         update: call.update,
+        ...(usage ? { usage } : {}),
       },
     });
   }
@@ -165,11 +170,17 @@ export class SessionOps {
   remind(
     interaction: Pick<ClaimedInteraction, "interactionId" | "runId">,
     reminder: number,
+    usage?: StepUsage,
   ): Promise<RemindReceipt> {
     return this.#call("interaction.remind", {
       runId: interaction.runId,
       idempotencyKey: `remind:${interaction.interactionId}:${reminder}`,
-      payload: { interactionId: interaction.interactionId, sessionId: this.sessionId, reminder },
+      payload: {
+        interactionId: interaction.interactionId,
+        sessionId: this.sessionId,
+        reminder,
+        ...(usage ? { usage } : {}),
+      },
     });
   }
 

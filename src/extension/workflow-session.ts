@@ -13,6 +13,8 @@ import { runEnvironment } from "../protocol/run-environment.ts";
 import { clientStateDir } from "../client/socket-path.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
+import { stepUsageOnBranch } from "./branch-usage.ts";
 import { hostStartCommand } from "./host-launch.ts";
 import type { PiContext, PiExtensionApi } from "./pi-api.ts";
 import { Presenter } from "./presenter.ts";
@@ -91,6 +93,11 @@ export class WorkflowSession {
 
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** What the step of `interactionId` has used in this session so far (branch-usage.ts). */
+  stepUsage(interactionId: string): StepUsage | undefined {
+    return stepUsageOnBranch(this.#ctx.sessionManager, interactionId);
   }
 
   /** Keeps the latest context (event handlers get a fresh one). */

@@ -133,7 +133,8 @@ async function update(
   toolCallId: string,
 ): Promise<PiToolResult> {
   const current = await pending(session);
-  const receipt = await session.ops.update(current, call, toolCallId);
+  const used = session.stepUsage(current.interactionId);
+  const receipt = await session.ops.update(current, call, toolCallId, used);
   return success(receipt.message ?? `Update recorded for step ${JSON.stringify(call.step)}.`);
 }
 
@@ -165,7 +166,17 @@ async function awaitVerdict(
   const deadline = Date.now() + SUBMIT_VERDICT_TIMEOUT_MS;
   for (;;) {
     const waitMs = Math.max(0, Math.min(SUBMIT_WAIT_MS, deadline - Date.now()));
-    const receipt = await session.ops.submit(current, call, toolCallId, waitMs, NEXT_STEP_WAIT_MS);
+    // The whole sum each time (the host sets it): Pi recorded the call that submits before
+    // running this tool.
+    const used = session.stepUsage(current.interactionId);
+    const receipt = await session.ops.submit(
+      current,
+      call,
+      toolCallId,
+      waitMs,
+      NEXT_STEP_WAIT_MS,
+      used,
+    );
     if (receipt.status === "accepted") {
       session.presenter.noteAccepted(current.interactionId);
       // The next step goes out before this call returns: Pi delivers it right after the tool

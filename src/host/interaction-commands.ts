@@ -140,6 +140,7 @@ export function updateInteractionCommand(
       nodeId: payload.nodeId,
       attemptId: payload.attemptId,
       ...checked,
+      usage: payload.usage,
       expectedRevision: request.expectedRevision,
       receipt,
     });
@@ -164,6 +165,7 @@ export function remindInteractionCommand(
       sessionId: payload.sessionId,
       reminder: payload.reminder,
       reminderText: (n) => contract ? reminderMessage(contract, n) : "",
+      usage: payload.usage,
       expectedRevision: request.expectedRevision,
       receipt,
     });
@@ -216,6 +218,7 @@ export async function submitInteractionCommand(
     idempotencyKey,
     clientId: request.clientId,
     submission: payload.submission,
+    usage: payload.usage,
     expectedRevision: request.expectedRevision,
     receipt,
   });

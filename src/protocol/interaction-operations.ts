@@ -7,6 +7,7 @@
 import * as v from "valibot";
 import { JsonValueSchema } from "./run-facts.ts";
 import { MAX_STEP_REMINDERS, StepContractSchema } from "./step-contract-schema.ts";
+import { StepUsageSchema } from "./step-usage.ts";
 import {
   ErrorInfoSchema,
   looseObject,
@@ -101,6 +102,11 @@ export const InteractionSubmitPayloadSchema = strictObject({
   attemptId: OpaqueIdSchema,
   sessionId: SessionIdSchema,
   submission: JsonValueSchema,
+  /**
+   * What the step used so far: the origin session's assistant messages since the step was
+   * shown (reminders and rejected submissions included), set on the attempt, never added.
+   */
+  usage: v.optional(StepUsageSchema),
   waitMs: WaitMsSchema(10_000),
   nextWaitMs: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(5_000)), 0),
 });
@@ -119,6 +125,8 @@ export const InteractionUpdatePayloadSchema = strictObject({
   attemptId: OpaqueIdSchema,
   sessionId: SessionIdSchema,
   update: InteractionUpdateSchema,
+  /** What the step used so far (as `interaction.submit` says). */
+  usage: v.optional(StepUsageSchema),
 });
 
 /**
@@ -146,6 +154,8 @@ export const InteractionRemindPayloadSchema = strictObject({
   interactionId: OpaqueIdSchema,
   sessionId: SessionIdSchema,
   reminder: v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_STEP_REMINDERS + 1)),
+  /** What the step used so far (as `interaction.submit` says). */
+  usage: v.optional(StepUsageSchema),
 });
 
 export const InteractionRemindReceiptSchema = looseObject({

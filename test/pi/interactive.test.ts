@@ -259,6 +259,28 @@ describe("interactive runs in the real Pi", () => {
       r.lastRole === "tool" && !isAcceptance(r.lastToolResult)
     );
     expect(retry?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
+
+    // Each attempt used what the session's assistant messages since its step message used (the
+    // fake reports 10 input and 5 output tokens per call; the model has no price): draft the
+    // rejected and the accepted call, review its one call (the text after its acceptance is
+    // nobody's step).
+    const usage = queryState(
+      world.sandbox.stateDir,
+      "SELECT node_id, usage_json FROM node_attempts WHERE run_id = ? ORDER BY sequence",
+      runId,
+    ).map((a) => [a.node_id, a.usage_json === null ? null : JSON.parse(a.usage_json as string)]);
+    const calls = (n: number) => ({
+      input: 10 * n,
+      output: 5 * n,
+      cacheRead: 0,
+      cacheWrite: 0,
+      cost: null,
+      provider: "fake",
+      model: "fake-model",
+    });
+    expect(usage).toEqual([["draft", calls(2)], ["review", calls(1)], ["summary", null]]);
+    const status = JSON.parse((await cli(world, ["status", runId, "--json"])).stdout);
+    expect(status.run.spend).toEqual({ tokens: 45, cost: null });
   });
 
   it("times an agent step out with no worker alive and follows its $result.outcome edge", async () => {
@@ -596,6 +618,13 @@ describe("interactive runs in the real Pi", () => {
     );
     expect(attempt.state).toBe("failed");
     expect(attempt.error_code).toBe("noSubmission");
+    // The three unanswered turns (the step, two reminders) count: 15 tokens each.
+    const [spent] = queryState(
+      world.sandbox.stateDir,
+      "SELECT usage_tokens FROM node_attempts WHERE run_id = ? AND node_id = 'draft'",
+      runId,
+    );
+    expect(spent.usage_tokens).toBe(45);
     const entries = await sessionEntries(pi);
     const mine = entries.filter((e) => e.details?.interactionId === request.request_id);
     expect(mine.map((e) => e.details?.kind)).toEqual(["step", "reminder", "reminder"]);

@@ -1,6 +1,7 @@
 /**
  * Interactive runs survive their processes: Pi SIGKILLed and restarted on the same session while
- * a step is pending shows that step exactly once and the run completes (so does a `/reload`); the host SIGKILLed while
+ * a step is pending shows that step exactly once and the run completes, its usage from both Pi
+ * processes counted once (so does a `/reload`); the host SIGKILLed while
  * a step is pending and the validation child SIGKILLed while it checks a submission lose nothing
  * and present nothing twice, and `doctor` finds the state consistent. A Pi restarted while its
  * run waits on a person finds that run again from its session branch. A Pi SIGKILLed while its
@@ -69,21 +70,54 @@ describe("Pi restarted on the same session while a step is pending", () => {
 
   it("shows the step exactly once and completes the run", async () => {
     const sessionId = randomUUID();
-    // The second step waits: by then Pi has written the session file (it does so once the
+    // The second step reports progress (a model call the host records with the update's usage),
+    // then its next call waits: by then Pi has written the session file (it does so once the
     // session has an assistant message), so the step's entry survives the kill.
-    const review = gatedStep("review");
-    world.script = review.script;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let updated = false;
+    let gated = false;
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? PLAN : REVIEW),
+      decide: (request, contract) => {
+        if (contract?.step !== "review") return undefined;
+        if (!updated && request.lastRole === "user") {
+          updated = true;
+          const update = { type: "status", data: "reading the plan" };
+          return {
+            kind: "tool",
+            name: "workflow",
+            args: { action: "update", step: "review", attempt: contract.attempt, update },
+          };
+        }
+        if (updated && !gated && request.lastRole === "tool") {
+          gated = true;
+          return gate.then(() => submitCall(contract, REVIEW));
+        }
+        return undefined;
+      },
+    });
     const first = await startPi(world.sandbox, { sessionId });
     const runId = await startWorkflow(first, "two-turn-agent add a README");
-    await world.model.waitForRequest((r) => r.lastUserText.startsWith("Review this plan"));
+    await world.model.waitForRequest((r) =>
+      r.lastToolResult?.startsWith("Update recorded") ?? false
+    );
     const presented = await waitForState(
       "the step's session entry to be recorded",
       () => stepRequest(world, runId, "review")?.presentation_entry_id as string | null,
     );
+    const reviewTokens = () =>
+      queryState(
+        world.sandbox.stateDir,
+        "SELECT usage_tokens FROM node_attempts WHERE run_id = ? AND node_id = 'review'",
+        runId,
+      )[0].usage_tokens;
+    // The update carried the step's first model call (the fake's 10 input + 5 output tokens).
+    expect(reviewTokens()).toBe(15);
     expect(await first.kill("SIGKILL")).toEqual({ code: null, signal: "SIGKILL" });
 
     // The model answers from now on; the restarted Pi adopts the shown step and continues it.
-    review.release();
+    release();
     const second = await startPi(world.sandbox, { sessionId });
     expect(await waitForRunState(world.sandbox.stateDir, runId, ["completed", "failed"])).toBe(
       "completed",
@@ -97,6 +131,9 @@ describe("Pi restarted on the same session while a step is pending", () => {
     // Continuing it took a hidden nudge, not a second visible step message.
     const resume = entries.filter((e) => e.details?.kind === "resume");
     expect(resume).toHaveLength(1);
+    // The first Pi's update call and the second Pi's submit call, each once (the call the kill
+    // cut off never ended: Pi recorded no usage for it).
+    expect(reviewTokens()).toBe(30);
     await second.stop();
   });
 

@@ -13,7 +13,8 @@ import {
   readValidationJob,
   sessionCursor,
 } from "../../src/state/interaction-queries.ts";
-import { execute } from "../../src/state/statements.ts";
+import { execute, queryOne } from "../../src/state/statements.ts";
+import { readRunSpend } from "../../src/state/run-spend.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import { claimInteraction, requestInteraction } from "../../src/state/transitions/interactions.ts";
 import { presentInteraction } from "../../src/state/transitions/interaction-presentation.ts";
@@ -235,6 +236,63 @@ describe("submissions and verdicts", () => {
     remind(2);
     expect(remind(3).result).toMatchObject({ action: "failed" });
     expect(pairOf(fx.store, step.runId)).toBe("running/parked");
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("sets the step's usage with a reminder and a submission, never lowers it, keeps it on accept", () => {
+    const step = waitingStep();
+    const used = (calls: number) => ({
+      input: 100 * calls,
+      output: 10 * calls,
+      cacheRead: 0,
+      cacheWrite: 0,
+      cost: 0.001 * calls,
+      provider: "fake",
+      model: "m",
+    });
+    const tokens = () =>
+      queryOne<{ usage_tokens: number | null; usage_cost: number | null }>(
+        fx.store,
+        "SELECT usage_tokens, usage_cost FROM node_attempts WHERE attempt_id = :id",
+        { id: step.attemptId },
+      );
+    remindInteraction(fx.store, {
+      runId: step.runId,
+      interactionId: step.interactionId,
+      sessionId: SESSION,
+      reminder: 1,
+      reminderText: (n) => `r${n}`,
+      usage: used(1),
+    });
+    expect(tokens()).toEqual({ usage_tokens: 110, usage_cost: 0.001 });
+    const sub = submitInteraction(fx.store, {
+      runId: step.runId,
+      interactionId: step.interactionId,
+      sessionId: SESSION,
+      nodeId: "ask",
+      attemptId: step.attemptId,
+      idempotencyKey: "k1",
+      submission: 1,
+      usage: used(3),
+    });
+    expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
+    // A late request with an older sum changes nothing (here: the same output, attached).
+    submitInteraction(fx.store, {
+      runId: step.runId,
+      interactionId: step.interactionId,
+      sessionId: SESSION,
+      nodeId: "ask",
+      attemptId: step.attemptId,
+      idempotencyKey: "k2",
+      submission: 1,
+      usage: used(2),
+    });
+    expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
+    const id = sub.kind === "new" ? sub.submissionId : "";
+    const job = readValidationJob(fx.store, id)!;
+    acceptSubmission(fx.store, { submissionId: id, generation: job.generation, output: 9 });
+    expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
+    expect(readRunSpend(fx.store, step.runId)).toEqual({ tokens: 330, cost: 0.003 });
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

@@ -12,6 +12,8 @@ import { findSubmissionByKey, readSubmission, type SubmissionRow } from "../inte
 import { type StateStore } from "../store.ts";
 import { execute, executeArgs, queryOne } from "../statements.ts";
 import { encodeValue } from "../values.ts";
+import type { StepUsage } from "../../protocol/step-usage.ts";
+import { setWaitingAttemptUsage } from "./interaction-usage.ts";
 import {
   type InteractionTarget,
   requirePending,
@@ -30,6 +32,8 @@ export interface SubmitInteractionOptions extends InteractionTarget {
    */
   clientId?: string;
   submission: JsonValue;
+  /** What the step used so far (interaction-usage.ts). */
+  usage?: StepUsage;
 }
 
 export type SubmitResult =
@@ -82,6 +86,7 @@ export function submitInteraction(
     // The answer is read from the submission row; no second receipt for the same tool call.
     if (earlier) return { entry: null, result: earlier.submission_id, receipt: false };
     requireWaitingRun(run, "submit a step of");
+    setWaitingAttemptUsage(store, request.attempt_id, opts.usage);
     const validating = queryOne<{ submission_id: string; payload_hash: string }>(
       store,
       "SELECT submission_id, payload_hash FROM interactive_submissions WHERE request_id = :id " +
@@ -175,6 +180,8 @@ export interface InteractionUpdateOptions extends InteractionTarget {
   type: string;
   key: string;
   data: JsonValue;
+  /** What the step used so far (interaction-usage.ts). */
+  usage?: StepUsage;
 }
 
 /** A tool update of the waiting attempt: the latest value per (run, type, key) (`node.update`). */
@@ -193,6 +200,7 @@ export function recordInteractionUpdate(
     if (mismatch) throw new RefusedError("rejected", mismatch.code, mismatch.message);
     requireWaitingRun(run, "update a step of");
   }, ({ now, request }) => {
+    setWaitingAttemptUsage(store, request.attempt_id, opts.usage);
     executeArgs(
       store,
       "INSERT INTO node_updates (run_id, type, key, attempt_id, data_json, count, updated_at) " +

@@ -16,6 +16,7 @@ import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { MAX_STEP_REMINDERS, noSubmissionError } from "../../protocol/step-contract-schema.ts";
 import { boundedRejection } from "../../protocol/submissions.ts";
+import type { StepUsage } from "../../protocol/step-usage.ts";
 import { acquireClaimInTx, readLease, releaseLeaseInTx, runResource } from "../claims.ts";
 import { RefusedError } from "../errors.ts";
 import { readInteraction } from "../interaction-queries.ts";
@@ -27,6 +28,7 @@ import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, setRunState } from "./common.ts";
 import { countVerdictInTx } from "./node-submissions.ts";
 import { recordStrandedTurnInTx } from "./turn-intents.ts";
+import { setWaitingAttemptUsage } from "./interaction-usage.ts";
 import {
   type InteractionTarget,
   requirePending,
@@ -165,6 +167,8 @@ export interface RemindOptions extends InteractionTarget {
   reminder: number;
   /** The reminder text of count `n` (the receipt carries it). */
   reminderText(n: number): string;
+  /** What the step used so far (interaction-usage.ts). */
+  usage?: StepUsage;
 }
 
 export type RemindResult =
@@ -216,6 +220,7 @@ export function remindInteraction(
           body: { interactionId: request.request_id, action: "wait" },
         };
       }
+      setWaitingAttemptUsage(store, request.attempt_id, opts.usage);
       if (opts.reminder <= MAX_STEP_REMINDERS) {
         execute(
           store,

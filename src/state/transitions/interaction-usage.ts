@@ -1,0 +1,29 @@
+/**
+ * An interactive step's usage as its origin session's extension summed it (the assistant
+ * messages since the step was shown), set on the waiting attempt inside the write that carries
+ * it (a submission, an update, a reminder), so it costs no commit of its own. The extension
+ * sends the whole sum each time and the sum only grows: a late or repeated request never lowers
+ * it, and nothing is counted twice.
+ */
+import type { StepUsage } from "../../protocol/step-usage.ts";
+import { usageColumns } from "../run-spend.ts";
+import { type StateStore } from "../store.ts";
+import { executeArgs } from "../statements.ts";
+
+export function setWaitingAttemptUsage(
+  store: StateStore,
+  attemptId: string,
+  usage: StepUsage | undefined,
+): void {
+  if (usage === undefined) return;
+  const columns = usageColumns(usage);
+  executeArgs(
+    store,
+    "UPDATE node_attempts SET usage_json = ?1, usage_tokens = ?2, usage_cost = ?3 " +
+      "WHERE attempt_id = ?4 AND state = 'waiting' AND (usage_tokens IS NULL OR usage_tokens <= ?2)",
+    columns.json,
+    columns.tokens,
+    columns.cost,
+    attemptId,
+  );
+}
