@@ -286,7 +286,9 @@ describe("a submission that overtakes Pi's record of its model call", () => {
     const reports: StepUsage[] = [];
     const { contract, request, submit } = stepFor(reports);
     const done = driveStep(pi, contract, request, [], contract.message);
+    const replied = new Promise((resolve) => (pi.reply = (_id, verdict) => resolve(verdict)));
     const call = pi.onCall!(submit as never);
+    expect(await replied).toMatchObject({ ok: true });
     exit(0);
     await call;
     expect(await done).toEqual({ done: true });
