@@ -129,6 +129,9 @@ CREATE INDEX runs_by_fork_parent ON runs (forked_from_run_id) WHERE forked_from_
 -- Retention walks ended runs in the order they ended (compaction, then the prune past the
 -- retention period); written once per run, when it ends.
 CREATE INDEX runs_by_finished ON runs (finished_at) WHERE finished_at IS NOT NULL;
+-- Whether a definition snapshot is still used (retention deletes the ones no run names); written
+-- once per run, at enqueue (and when a source acceptance moves it to another digest).
+CREATE INDEX runs_by_definition ON runs (definition_digest);
 
 -- Terminal runs never change again.
 CREATE TRIGGER runs_terminal_immutable BEFORE UPDATE ON runs

@@ -13,7 +13,11 @@ import {
   DAY_MS,
   runRetentionPass,
 } from "../../src/state/retention/retention-pass.ts";
-import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
+import {
+  changedRunsSince,
+  latestViewerRevision,
+  readDefinitionSnapshot,
+} from "../../src/state/viewer-queries.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
@@ -92,6 +96,56 @@ describe("retention", () => {
     expect(pass.report.longestLockMs).toBeGreaterThan(0);
     // The prune deletes with SQLite's foreign-key checks off; they are on again after it.
     expect(fx.store.db.prepare("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
+  });
+
+  it("deletes the definition snapshots no kept run uses; a start meanwhile keeps its own", () => {
+    fx = openFixture();
+    const graph = (name: string) => ({ nodes: [name], edges: [] });
+    endedRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      definitionDigest: "sha256:a",
+      definition: graph("a"),
+    });
+    endedRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      definitionDigest: "sha256:b",
+      definition: graph("b"),
+    });
+    endedRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      definitionDigest: "sha256:c",
+      definition: graph("c"),
+    });
+    fx.clock.advance(40 * DAY_MS);
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH, definitionDigest: "sha256:b" });
+    const digests = () =>
+      (fx.store.db.prepare("SELECT definition_digest AS d FROM workflow_definitions ORDER BY d")
+        .all() as { d: string }[]).map((r) => r.d);
+    expect(digests()).toEqual(["sha256:a", "sha256:b", "sha256:c"]);
+    const dry = runRetentionPass(fx.store, { keepDays: 30, dryRun: true });
+    expect(dry.report.rows.workflow_definitions).toBe(2);
+    const pass = createRetentionPass(fx.store, { keepDays: 30 });
+    // The first transactions delete the three old runs; then a run of `c` starts, before the
+    // pass reaches the definitions: its start keeps `c`.
+    for (let i = 0; i < 3; i++) pass.step();
+    startRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      definitionDigest: "sha256:c",
+      definition: graph("c"),
+    });
+    while (pass.step()) { /* to the end */ }
+    expect(pass.report.runs).toBe(3);
+    expect(pass.report.rows.workflow_definitions).toBe(1);
+    expect(digests()).toEqual(["sha256:b", "sha256:c"]);
+    expect(readDefinitionSnapshot(fx.store, "sha256:c")).toEqual(graph("c"));
+    // A run of a deleted digest stores its snapshot again.
+    startRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      definitionDigest: "sha256:a",
+      definition: graph("a"),
+    });
+    expect(readDefinitionSnapshot(fx.store, "sha256:a")).toEqual(graph("a"));
+    expect(checkInvariants(fx.store)).toEqual([]);
   });
 
   it("doctor names a row that points at a deleted one (the prune deletes unchecked)", () => {

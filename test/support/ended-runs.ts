@@ -4,7 +4,7 @@
  * update, a managed effect, a registered child group, a notify node's notification, a decision
  * answered by a person (client receipt), a relaunch, and the end (completion presentation).
  */
-import { fingerprint } from "../../src/protocol/canonical-json.ts";
+import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
 import type { StateStore } from "../../src/state/store.ts";
 import type { Claim } from "../../src/state/claims.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
@@ -29,6 +29,9 @@ export interface EndedRunOptions {
   /** Attempts before the decision (default 2). */
   attempts?: number;
   parentRunId?: string;
+  /** The run's definition digest (default `sha256:def`) and its stored snapshot, if any. */
+  definitionDigest?: string;
+  definition?: JsonValue;
 }
 
 function launch(
@@ -72,7 +75,8 @@ export function startRun(
     title: `Run ${id}`,
     projectPath: "/project",
     workflowSource: { root: { kind: "builtin", id: "demo" }, mounted: [] },
-    definitionDigest: "sha256:def",
+    definitionDigest: opts.definitionDigest ?? "sha256:def",
+    definition: opts.definition,
     input: { task: `task ${id}`, notes: "x".repeat(400) },
     inputHash: "sha256:in",
     binding: { executionMode: "interactive", originSessionId: `session-${id}` },

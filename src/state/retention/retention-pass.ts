@@ -2,7 +2,7 @@
  * One retention pass over the state database, in short write transactions the caller runs one
  * at a time (`step()`), so the host serves commands between them and never holds the write lock
  * for long: first the prune (ended, unreferenced runs past the retention period and everything
- * they own, one run per transaction), then client receipts
+ * they own, one run per transaction), then the definition snapshots no run uses, client receipts
  * of no run, then compaction of ended runs, the viewer feed's trim, and last the incremental
  * vacuum that gives the freed pages back to the file. A dry run only counts (reads).
  */
@@ -25,6 +25,7 @@ import {
   receiptsSettledSql,
   type TableCounts,
 } from "./run-deletion.ts";
+import { countUnusedDefinitions, pruneUnusedDefinitionsInTx } from "./unused-definitions.ts";
 
 export const DAY_MS = 24 * 3600_000;
 /** The retention period when neither config.json nor the command names one. */
@@ -77,7 +78,7 @@ export interface RetentionReport {
   longestLockMsByPhase: Record<string, number>;
 }
 
-type Phase = "prune" | "receipts" | "compact" | "feed" | "vacuum" | "done";
+type Phase = "prune" | "definitions" | "receipts" | "compact" | "feed" | "vacuum" | "done";
 
 export interface RetentionPass {
   readonly report: RetentionReport;
@@ -176,7 +177,7 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
         walkDeleted = 0;
         return;
       }
-      phase = "receipts";
+      phase = "definitions";
       return;
     }
     if (dryRun) {
@@ -212,6 +213,24 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
           if (queue.length === 0) return; // all referenced meanwhile: kept
         }
       }));
+  };
+
+  const definitionsStep = (): void => {
+    if (dryRun) {
+      const unused = countUnusedDefinitions(store, cutoff, receiptFloor);
+      if (unused.n > 0) report.rows.workflow_definitions = unused.n;
+      report.bytes += unused.bytes;
+      phase = "receipts";
+      return;
+    }
+    const done = timed(() =>
+      withinBudget(() => pruneUnusedDefinitionsInTx(store, 20), 20, (n) => {
+        if (n > 0) {
+          report.rows.workflow_definitions = (report.rows.workflow_definitions ?? 0) + n;
+        }
+      })
+    );
+    if (done) phase = "receipts";
   };
 
   const receiptsStep = (): void => {
@@ -294,6 +313,7 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
 
   const steps: Record<Exclude<Phase, "done">, () => void> = {
     prune: pruneStep,
+    definitions: definitionsStep,
     receipts: receiptsStep,
     compact: compactStep,
     feed: feedStep,
