@@ -16,7 +16,7 @@ import { effectResolveCommand, loginName } from "./effect-command.ts";
 import { EXIT } from "./exit-codes.ts";
 import { projectDir } from "./project-dir.ts";
 import { answerRun } from "./answer-command.ts";
-import { readStartInput, startEnvironment } from "./start-input.ts";
+import { namedSecretsLine, readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
 import { readRunList, readStatus } from "./paged-reads.ts";
 import { formatInteraction, formatWaiting } from "./format-waiting.ts";
@@ -137,6 +137,8 @@ async function execute(
           },
         }),
       );
+      const secrets = namedSecretsLine(command.env);
+      if (secrets) io.err(secrets);
       if (command.wait) return await followRun(connection, reconnect, run, command.json, io);
       if (command.json) printJson(io, { run });
       else io.out(`Started ${formatRunHeadline(run, { style })}`);

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { MAX_FRAME_BYTES } from "../protocol/framing.ts";
+import { isCredentialName } from "../protocol/credential-names.ts";
 import { type RunEnvironment, runEnvironment } from "../protocol/run-environment.ts";
 import { UsageError } from "./exit-codes.ts";
 import { type EnvOption, type InputSource, parseInputJson } from "./parse-start.ts";
@@ -73,4 +74,16 @@ export function startEnvironment(
     explicit[name] = resolved;
   }
   return runEnvironment(env, explicit);
+}
+
+/**
+ * One line for `start` saying where the secrets the user named with `--env` go; null when none
+ * was named. (Other variables are recorded with the run; a secret never is.)
+ */
+export function namedSecretsLine(options: readonly EnvOption[]): string | null {
+  const names = [...new Set(options.map((o) => o.name).filter(isCredentialName))];
+  if (names.length === 0) return null;
+  return `--env ${names.join(", ")}: kept in the host's memory only (never stored), for this ` +
+    "run's workers, its shell and action nodes and Pi; after a host restart, resume the run " +
+    "from a shell that has them";
 }

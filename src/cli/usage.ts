@@ -68,6 +68,8 @@ The host is started on demand. Agent and decision steps run headless with your P
 
 The run executes in its project directory with a small base of this environment (PATH, HOME,
 USER, SHELL, LANG, LC_*, TERM, TMPDIR and the like) plus the variables passed with --env.
+A secret-looking --env name (*_TOKEN, *_API_KEY, ...) is never stored: the host holds it in
+memory for the run's workers, shell and action nodes and Pi.
 
 Options:
   --input-json JSON   Use this JSON value as the input instead of text ('-': read it from stdin)

@@ -99,6 +99,8 @@ export async function rerunRunCommand(
     },
     environment: split.env,
     credentialNames: Object.keys(credentials),
+    // Named with `--env`: meant for the run, so its workers and nodes get them too.
+    runSecretNames: Object.keys(split.credentials),
     parentRunId,
     fromNodeId: from,
     ...(payload.visit !== undefined ? { visit: payload.visit } : {}),

@@ -81,6 +81,8 @@ export async function startRunCommand(
     },
     environment,
     credentialNames: Object.keys(credentials),
+    // Named with `--env`: meant for the run, so its workers and nodes get them too.
+    runSecretNames: Object.keys(split.credentials),
     receipt: { ...receipt, receipt: committed.receipt },
   });
   rt.supervision.supplyCredentials(result.runId, credentials);

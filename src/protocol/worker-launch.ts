@@ -84,6 +84,12 @@ export const WorkerLaunchSchema = strictObject({
    * them to its Pi children only (never to workflow code, shell nodes or its own environment).
    */
   credentials: v.optional(RunEnvironmentSchema),
+  /**
+   * Secrets the user named for the run (`--env NAME`), held in the host's memory only: the
+   * worker adds them to its own environment, so its workflow code, shell and action nodes and
+   * Pi children get them (never stored, shown or logged).
+   */
+  runSecrets: v.optional(RunEnvironmentSchema),
   protocolVersion: v.literal(WORKER_PROTOCOL_VERSION),
 });
 export type WorkerLaunch = v.InferOutput<typeof WorkerLaunchSchema>;

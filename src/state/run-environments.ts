@@ -16,17 +16,32 @@ export function insertRunEnvironment(
   runId: string,
   environment: RunEnvironment,
   credentialNames: readonly string[] = [],
+  runSecretNames: readonly string[] = [],
 ): void {
   execute(
     store,
-    "INSERT INTO run_environments (run_id, env_json, credential_names_json) " +
-      "VALUES (:runId, :env, :names)",
+    "INSERT INTO run_environments (run_id, env_json, credential_names_json, " +
+      "run_secret_names_json) VALUES (:runId, :env, :names, :runNames)",
     {
       runId,
       env: encodeValue("environment", environment),
       names: JSON.stringify([...credentialNames].sort()),
+      runNames: JSON.stringify([...runSecretNames].sort()),
     },
   );
+}
+
+/**
+ * Names of the credentials the user named for the run (`--env NAME`): its workers get them too,
+ * not only its Pi children. Empty when the run has ended.
+ */
+export function readRunSecretNames(store: StateStore, runId: string): string[] {
+  const row = queryOneArgs<{ run_secret_names_json: string }>(
+    store,
+    "SELECT run_secret_names_json FROM run_environments WHERE run_id = ?1",
+    runId,
+  );
+  return row ? (JSON.parse(row.run_secret_names_json) as string[]) : [];
 }
 
 /**

@@ -227,10 +227,13 @@ WHERE origin_session_id IS NOT NULL;
 -- status, events or viewer deltas. Deleted when the run ends (nothing can launch it again).
 -- credential_names_json: the names (never the values) of the provider credentials the run's Pi
 -- children get; the values live in the host's memory only (protocol/credential-names.ts).
+-- run_secret_names_json: those of them the user named (`--env NAME`): meant for the run, they
+-- also reach its workers and their shell and action nodes (a discovered provider key: Pi alone).
 CREATE TABLE run_environments (
   run_id TEXT PRIMARY KEY REFERENCES runs (run_id),
   env_json TEXT NOT NULL,
-  credential_names_json TEXT NOT NULL DEFAULT '[]'
+  credential_names_json TEXT NOT NULL DEFAULT '[]',
+  run_secret_names_json TEXT NOT NULL DEFAULT '[]'
 );
 CREATE TRIGGER run_environments_end AFTER UPDATE OF state ON runs
 WHEN NEW.state IN ('completed', 'failed', 'timed_out', 'cancelled')

@@ -1,8 +1,9 @@
 /**
  * Provider credentials of headless runs, with the real Pi and the fake model: a key Pi reads
  * (`OPENAI_API_KEY`) in the starting shell and a credential-looking `--env` variable reach the
- * Pi child (the fake model sees them in the request headers) and nothing else: not the workflow
- * code, not a shell node, and no byte of the state directory (database, WAL, logs, tails). A
+ * Pi child (the fake model sees them in the request headers); the `--env` one, named for the
+ * run, also reaches its workflow code and shell nodes, the discovered key does not; neither is
+ * in any byte of the state directory (database, WAL, logs, tails). A
  * host that restarted no longer holds them: the run blocks `credentialsMissing` before its next
  * worker, status says to resume it from a shell that has them, and that resume brings them
  * back to Pi.
@@ -32,11 +33,11 @@ export default defineWorkflow({
   startAt: "look",
   nodes: {
     look: compute({ run: () => ({
-      provider: process.env.OPENAI_API_KEY ?? "absent",
-      tool: process.env.PIW_TOOL_API_KEY ?? "absent",
+      provider: (process.env.OPENAI_API_KEY ?? "").length,
+      tool: (process.env.PIW_TOOL_API_KEY ?? "").length,
     }) }),
     sh: shell({ exec: () => ({
-      command: "echo \${OPENAI_API_KEY:-absent} \${PIW_TOOL_API_KEY:-absent}",
+      command: "echo \${#OPENAI_API_KEY} \${#PIW_TOOL_API_KEY}",
       shell: true,
     }) }),
     first: agent({ prompt: "Do the first part.", expectedOutput: '{"ok": true}' }),
@@ -108,19 +109,26 @@ describe("provider credentials of headless runs", () => {
   };
 
   it(
-    "reach Pi alone, in memory only; after a host restart the run waits for a resume that brings them",
+    "reach Pi (a named one the run's nodes too), in memory only; after a host restart the run waits for a resume that brings them",
     async () => {
       const start = h.model.requests.length;
       const path = h.writeWorkflow("keys.workflow.ts", SEEN_BY_CODE);
-      const started = await h.cliJson([
+      const started = await h.cli([
         "start",
         path,
         "--cwd",
         h.sandbox.project,
         "--env",
         `PIW_TOOL_API_KEY=${TOOL_KEY}`,
+        "--json",
       ]);
-      const runId: string = started.run.runId;
+      // Start says where the named secret goes.
+      expect(started.stderr.trim()).toBe(
+        "--env PIW_TOOL_API_KEY: kept in the host's memory only (never stored), for this run's " +
+          "workers, its shell and action nodes and Pi; after a host restart, resume the run from " +
+          "a shell that has them",
+      );
+      const runId: string = JSON.parse(started.stdout).run.runId;
       await waitFor("the run to wait at its checkpoint", 60_000, async () => {
         const status = await h.cliJson(["status", runId]);
         return status.run.state === "waiting" ? status : undefined;
@@ -160,11 +168,11 @@ describe("provider credentials of headless runs", () => {
       });
       expect(done.run.state).toBe("completed");
       expectKeysSent(from, "Do the rest.");
-      // Workflow code and its shell nodes never see them.
+      // Workflow code and its shell nodes see the named one, never the discovered provider key.
       const output = JSON.parse((await h.cli(["status", runId, "--json"])).stdout).run.output;
       expect(output).toEqual({
-        code: { provider: "absent", tool: "absent" },
-        shell: "absent absent",
+        code: { provider: 0, tool: TOOL_KEY.length },
+        shell: `0 ${TOOL_KEY.length}`,
         work: { ok: true },
       });
       for (

@@ -21,7 +21,7 @@ import { type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
-import type { RunEnvironment } from "../../protocol/run-environment.ts";
+import type { LaunchSecrets } from "./run-credentials.ts";
 import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
 
 export interface LaunchHooks {
@@ -30,8 +30,11 @@ export interface LaunchHooks {
   outputExceeded(worker: ActiveWorker, stream: "stdout" | "stderr"): void;
   /** Extra environment for the worker on top of the run's (tests); never secrets. */
   env?: NodeJS.ProcessEnv;
-  /** Provider credentials for the worker's Pi children (memory only, never hashed). */
-  credentials?: RunEnvironment;
+  /**
+   * Provider credentials for the worker's Pi children and the secrets the user named for the
+   * run (memory only, never hashed).
+   */
+  credentials?: LaunchSecrets;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: (args: string[]) => { command: string; args: string[] };
   /**
@@ -116,7 +119,7 @@ export function launchWorker(
   const envelope: WorkerLaunch = {
     ...base,
     generation,
-    ...(hooks.credentials ? { credentials: hooks.credentials } : {}),
+    ...hooks.credentials,
   };
   const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;

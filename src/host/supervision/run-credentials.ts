@@ -8,9 +8,19 @@
  */
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { readRun } from "../../state/queries.ts";
-import { readCredentialNames, recordCredentialNames } from "../../state/run-environments.ts";
+import {
+  readCredentialNames,
+  readRunSecretNames,
+  recordCredentialNames,
+} from "../../state/run-environments.ts";
 import type { StateStore } from "../../state/store.ts";
 import { blockRun } from "../../state/transitions/run-park.ts";
+
+/** The launch envelope's secrets (protocol/worker-launch.ts). */
+export interface LaunchSecrets {
+  credentials?: RunEnvironment;
+  runSecrets?: RunEnvironment;
+}
 
 export interface RunCredentials {
   /**
@@ -19,8 +29,11 @@ export interface RunCredentials {
    * exactly what it holds then: its recorded names shrink to those.
    */
   supply(runId: string, credentials: RunEnvironment): void;
-  /** What a new worker of `runId` passes to its Pi children; undefined when nothing is held. */
-  forLaunch(runId: string): RunEnvironment | undefined;
+  /**
+   * What a new worker of `runId` gets: `credentials` for its Pi children, and `runSecrets`, those
+   * the user named for the run, for the worker itself (its nodes); each absent when empty.
+   */
+  forLaunch(runId: string): LaunchSecrets;
   /**
    * Blocks `runId` when credentials it was started with are not held (a restarted host).
    * Returns true when it blocked it: the caller launches nothing.
@@ -54,7 +67,16 @@ export function createRunCredentials(store: StateStore): RunCredentials {
       }
     },
     forLaunch(runId) {
-      return held.get(runId);
+      const all = held.get(runId);
+      if (!all) return {};
+      const runSecrets: RunEnvironment = {};
+      for (const name of readRunSecretNames(store, runId)) {
+        if (Object.hasOwn(all, name)) runSecrets[name] = all[name];
+      }
+      return {
+        credentials: all,
+        ...(Object.keys(runSecrets).length > 0 ? { runSecrets } : {}),
+      };
     },
     blockIfMissing(runId) {
       const names = readCredentialNames(store, runId);

@@ -46,6 +46,8 @@ export interface EnqueueRunOptions {
   environment?: RunEnvironment;
   /** Names of the provider credentials the host holds in memory for the run (never values). */
   credentialNames?: readonly string[];
+  /** Those of them the user named (`--env`): the run's workers get them too. */
+  runSecretNames?: readonly string[];
   parentRunId?: string | null;
   /** A fork: the run, node and attempt it reruns from (run-fork.ts adds the adopted attempts). */
   forkedFrom?: ForkPoint | null;
@@ -148,7 +150,13 @@ export function enqueueRunInTx(
     },
   );
   if (opts.environment) {
-    insertRunEnvironment(store, runId, opts.environment, opts.credentialNames);
+    insertRunEnvironment(
+      store,
+      runId,
+      opts.environment,
+      opts.credentialNames,
+      opts.runSecretNames,
+    );
   }
   // A newer run of the session supersedes the turns still owed for earlier ones.
   if (opts.binding.executionMode === "interactive") {
