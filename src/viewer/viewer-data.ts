@@ -102,11 +102,14 @@ function reloadAll(data: ViewerData, head: number): boolean {
 function patchRuns(data: ViewerData, runIds: string[]): void {
   if (runIds.length === 0) return;
   const fresh = new Map(readRunRows(data.store, runIds).map((r) => [r.runId, r]));
-  const kept = data.runs.filter((r) => !fresh.has(r.runId));
+  // A run a delta names that has no row any more was pruned (retention's `run.pruned` delta):
+  // it leaves the list like a changed run, and nothing takes its place.
+  const named = new Set(runIds);
+  const kept = data.runs.filter((r) => !named.has(r.runId));
   const added = [...fresh.values()].filter((r) => data.all || isActive(r));
   data.runs = [...kept, ...added].sort(newestFirst).slice(0, LIST_LIMIT);
   const active = [...fresh.values()].filter(isActive).map((r) => r.runId);
-  for (const id of fresh.keys()) data.progress.delete(id);
+  for (const id of runIds) data.progress.delete(id);
   for (const [id, rows] of readProgress(data.store, active)) data.progress.set(id, rows);
   if (data.watched && fresh.has(data.watched.runId)) {
     data.watched.row = fresh.get(data.watched.runId)!;
@@ -143,7 +146,12 @@ function refreshWatched(data: ViewerData): void {
   const w = data.watched!;
   const row = data.runs.find((r) => r.runId === w.runId) ?? readRunRows(data.store, [w.runId])[0];
   w.row = row ?? null;
-  if (!row) return;
+  if (!row) {
+    // Pruned (or never there): nothing of it is shown any more.
+    w.attempts = [];
+    w.output = undefined;
+    return;
+  }
   // Finished attempts never change: re-read from the first open one (or after the last).
   const open = w.attempts.findIndex((a) => OPEN_ATTEMPT.has(a.state));
   const keep = open < 0 ? w.attempts.length : open;

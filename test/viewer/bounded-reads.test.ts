@@ -21,7 +21,9 @@ import {
   refreshViewerData,
   watchRun,
 } from "../../src/viewer/viewer-data.ts";
-import { enqueue, type Fixture, launch, openFixture } from "../state/helpers.ts";
+import { enqueue, type Fixture, HOST_EPOCH, launch, openFixture } from "../state/helpers.ts";
+import { endedRun } from "../support/ended-runs.ts";
+import { DAY_MS, runRetentionPass } from "../../src/state/retention/retention-pass.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 
@@ -108,6 +110,34 @@ describe("viewer refresh reads", () => {
     const again = counted(ro);
     attemptDetail(data, plan);
     expect(again).toEqual({ statements: 0, rows: 0, payloadRows: 0 });
+  });
+
+  it("takes pruned runs off the list and out of the watched view (a prune's deltas)", () => {
+    fx = openFixture();
+    const old = [0, 1].map(() => endedRun(fx!.store, { hostEpoch: HOST_EPOCH }));
+    fx.clock.advance(40 * DAY_MS);
+    const young = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    ro = openStateStore({
+      stateDir: join(fx.dir, "state"),
+      clock: new FakeClock(),
+      ids: sequentialIds(),
+      readOnly: true,
+    });
+    const data = createViewerData(ro, { all: true });
+    watchRun(data, old[0]);
+    refreshViewerData(data);
+    expect(data.runs.map((r) => r.runId).sort()).toEqual([...old, young].sort());
+    expect(data.watched!.attempts.length).toBeGreaterThan(0);
+
+    expect(runRetentionPass(fx.store, { keepDays: 30 }).report.runs).toBe(2);
+    const tick = counted(ro);
+    expect(refreshViewerData(data)).toBe(true);
+    // Patched from the feed (no reload): the head, the changed runs, their rows (none).
+    expect(tick.statements).toBeLessThanOrEqual(4);
+    expect(data.runs.map((r) => r.runId)).toEqual([young]);
+    expect(data.watched!.row).toBeNull();
+    expect(data.watched!.attempts).toEqual([]);
+    expect(refreshViewerData(data)).toBe(false);
   });
 
   it("reloads a bounded window when more deltas arrived than one tick reads", () => {
