@@ -1,23 +1,65 @@
 import { availableParallelism } from "node:os";
-import { configDefaults, defineConfig } from "vitest/config";
+import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
 
 // CLI glyphs follow the locale (ASCII unless it says UTF-8): tests see the UTF-8 set unless a
 // test sets its own locale for a child process.
 const utf8 = /utf-?8/i.test(process.env.LC_ALL || process.env.LC_CTYPE || process.env.LANG || "");
+const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
+
+/**
+ * The files that run a second time under the portable `ps` process backend (src/os/), which
+ * macOS uses, when PI_WORKFLOWS_PS_PASS=1 (as `npm test` sets it): the crash suite (worker, host,
+ * takeover, interactive, controllers), the PID-reuse, reaping and memory-cap tests, and the real
+ * Pi's headless supervision under crashes. Every host, worker and Pi child they start inherits
+ * the variable. A plain `vitest run <file>` runs the platform's backend only.
+ */
+export const PS_PASS_FILES = [
+  "test/os/**/*.test.ts",
+  "test/crash/**/*.test.ts",
+  "test/interactive/**/*.test.ts",
+  "test/worker/{child-groups,headless-parts,process-identity,recovery,worker-limits}.test.ts",
+  "test/client/{client-identity,start-lock}.test.ts",
+  "test/pi/{headless-crash,headless-pi-death}.test.ts",
+];
+
+// What every file needs, in the default project and the ps pass alike.
+const fileOptions: {
+  exclude: string[];
+  testTimeout: number;
+  hookTimeout: number;
+  pool: "forks";
+} = {
+  // `*.workflow.test.ts` files are the test kit's (run by `pi-workflows test`), not vitest's.
+  exclude: [...configDefaults.exclude, "**/*.workflow.test.ts"],
+  testTimeout: 60_000,
+  hookTimeout: 60_000,
+  pool: "forks",
+};
+
+const psPass = process.env.PI_WORKFLOWS_PS_PASS === "1";
+const projects: TestProjectInlineConfiguration[] = [
+  { test: { ...fileOptions, name: "default", include: ["test/**/*.test.ts"], env } },
+  {
+    test: {
+      ...fileOptions,
+      name: "ps",
+      include: PS_PASS_FILES,
+      env: { ...env, PI_WORKFLOWS_PROCESS_BACKEND: "ps" },
+    },
+  },
+];
 
 export default defineConfig({
   test: {
+    ...fileOptions,
     include: ["test/**/*.test.ts"],
-    // `*.workflow.test.ts` files are the test kit's (run by `pi-workflows test`), not vitest's.
-    exclude: [...configDefaults.exclude, "**/*.workflow.test.ts"],
+    env,
     // The default output, and a run that fails loudly when any test file did not run to its end.
     reporters: ["default", "./test/support/every-file-ran.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    pool: "forks",
     // Two files at a time even on 2 cores (vitest's default is cores - 1 = 1 there): most of a file's
     // time is spent waiting on the host, worker and Pi processes it starts, not on CPU.
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    env: utf8 ? {} : { LC_ALL: "C.UTF-8" },
+    // One run, one pool: the ps pass's files share the workers with everything else.
+    ...(psPass ? { projects } : {}),
   },
 });

@@ -148,8 +148,11 @@ ${nodes}
   it("a node timeout still stops the command, and the group is unregistered", async () => {
     h = await createHarness();
     const pidFile = join(h.root, "sleeper.pid");
+    // The timeout leaves room to see the registration first: under the `ps` backend the
+    // worker's read of the command's identity and the host's check are one `ps` run each, which
+    // take up to a second apiece on a loaded machine.
     const runId = await h.startRun(
-      h.writeWorkflow("sleeper.workflow.ts", sleeperWorkflow(pidFile, 1_500)),
+      h.writeWorkflow("sleeper.workflow.ts", sleeperWorkflow(pidFile, 4_000)),
     );
     const sleeper = await registeredSleeper(pidFile, h.stateDir);
     sleepers.push(sleeper);

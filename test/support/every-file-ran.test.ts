@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { unfinishedFiles } from "./every-file-ran.ts";
+import { plannedName, unfinishedFiles } from "./every-file-ran.ts";
 
-const mod = (moduleId: string, state: string) => ({
+const mod = (moduleId: string, state: string, project = "") => ({
   moduleId,
   state: () => state as ReturnType<import("vitest/node").TestModule["state"]>,
+  project: { name: project },
 });
 
 describe("every test file ran", () => {
@@ -25,5 +26,19 @@ describe("every test file ran", () => {
       mod("/t/c.test.ts", "skipped"),
     ];
     expect(unfinishedFiles(planned, modules)).toEqual([]);
+  });
+
+  it("counts a file the ps pass runs again as a file of its own", () => {
+    const planned = [
+      plannedName("/t/a.test.ts", "default"),
+      plannedName("/t/a.test.ts", "ps"),
+      plannedName("/t/b.test.ts", "ps"),
+    ];
+    const modules = [
+      mod("/t/a.test.ts", "passed", "default"),
+      mod("/t/a.test.ts", "running", "ps"),
+      mod("/t/b.test.ts", "passed", "ps"),
+    ];
+    expect(unfinishedFiles(planned, modules)).toEqual(["[ps] /t/a.test.ts"]);
   });
 });

@@ -6,15 +6,22 @@
  */
 import type { Reporter, TestModule, TestRunEndReason, TestSpecification } from "vitest/node";
 
-/** The planned files whose module did not end passed, failed or skipped. */
-export function unfinishedFiles(
-  planned: Iterable<string>,
-  modules: ReadonlyArray<Pick<TestModule, "moduleId" | "state">>,
-): string[] {
+/**
+ * A file as one project runs it: the ps pass runs some files a second time (vitest.config.ts),
+ * and each run must end. `[ps] /t/a.test.ts`, or the path alone in the default project.
+ */
+export function plannedName(moduleId: string, project: string): string {
+  return project && project !== "default" ? `[${project}] ${moduleId}` : moduleId;
+}
+
+type Ran = Pick<TestModule, "moduleId" | "state"> & { project: { name: string } };
+
+/** The planned files (plannedName) whose module did not end passed, failed or skipped. */
+export function unfinishedFiles(planned: Iterable<string>, modules: ReadonlyArray<Ran>): string[] {
   const ended = new Set(
     modules
       .filter((m) => ["passed", "failed", "skipped"].includes(m.state()))
-      .map((m) => m.moduleId),
+      .map((m) => plannedName(m.moduleId, m.project.name)),
   );
   return [...planned].filter((file) => !ended.has(file)).sort();
 }
@@ -23,7 +30,9 @@ export default class EveryFileRan implements Reporter {
   #planned = new Set<string>();
 
   onTestRunStart(specifications: ReadonlyArray<TestSpecification>): void {
-    for (const spec of specifications) this.#planned.add(spec.moduleId);
+    for (const spec of specifications) {
+      this.#planned.add(plannedName(spec.moduleId, spec.project.name));
+    }
   }
 
   onTestRunEnd(
