@@ -144,7 +144,7 @@ export async function runWorker(
 
 /**
  * The host starts its children with Node's compile cache in the state directory (their start
- * directory; see compileCacheEnv in the host's child-environment.ts). Node has read it by now:
+ * directory; see compileCacheEnv in the host's children/child-environment.ts). Node has read it by now:
  * drop it so shell commands and Pi children of this worker do not inherit it.
  */
 function forgetCompileCache(): void {

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import type { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { createFrameReader } from "../../src/host/supervision/frame-reader.ts";
+import { createFrameReader } from "../../src/host/supervision/children/frame-reader.ts";
 import { readFrames } from "../../src/protocol/framing.ts";
 
 // Writes frame 1; on "go" (stdin) writes frame 2 and says so on stdout; never reads fd 3.

@@ -4,7 +4,7 @@
  */
 import type { Claim } from "../../state/claims.ts";
 import type { ProcessIdentity } from "../../os/process-identity.ts";
-import type { SpawnedWorker } from "./worker-process.ts";
+import type { SupervisedChild } from "./children/spawn-child.ts";
 import type { FactsStream } from "./facts-stream.ts";
 
 /**
@@ -36,7 +36,8 @@ export interface ActiveWorker {
   generation: number;
   /** The run claim the host holds for this worker. */
   claim: Claim;
-  spawned: SpawnedWorker;
+  spawned: SupervisedChild;
+  /** Read after the spawn (launch-worker.ts identifyWorker); null until then, or if it died. */
   identity: ProcessIdentity | null;
   /** `worker.ready` was accepted. */
   ready: boolean;

@@ -1,12 +1,13 @@
 /**
  * The host's captured worker output (`<stateDir>/workers/<epoch>.out|err`, written by
- * captured-output.ts) over the life of the supervision: what is left of an epoch once its
+ * children/captured-output.ts) over the life of the supervision: what is left of an epoch once its
  * worker is gone, and the budget of files and bytes kept across epochs and host restarts.
  */
 import { join } from "node:path";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
-import { closeAfterDrain, pruneWorkerLogs, removeEmptyLogs } from "./worker-process.ts";
+import { pruneWorkerLogs, removeEmptyLogs } from "./children/captured-output.ts";
+import { closeAfterDrain } from "./children/retire-child.ts";
 
 /** Captured output files kept across host restarts (newest first). */
 const KEPT_WORKER_LOGS = 200;

@@ -18,13 +18,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { setPriority } from "node:os";
 import { join } from "node:path";
-import { identifyChildNow, type ProcessIdentity } from "../../os/process-identity.ts";
+import { identifyChild, type ProcessIdentity } from "../../os/process-identity.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { detectRuntime, type SelfCommand, selfCommand } from "../../os/self-launch.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";
 import { logError } from "../host-log.ts";
 import type { HostContext } from "./api.ts";
-import { childEnvironment, compileCacheEnv } from "./child-environment.ts";
+import { childEnvironment, compileCacheEnv } from "./children/child-environment.ts";
 
 /** A warm-up from source takes ~0.5 s on the 2-core development machine; far more is stuck. */
 export const WARMUP_TIMEOUT_MS = 20_000;
@@ -62,7 +62,8 @@ export function createCompileCacheWarmup(
   // Settles once the child's end is handled (shutdown waits for that).
   let settle: () => void = () => {};
   const handled = new Promise<void>((resolve) => (settle = resolve));
-  let running: { identity: ProcessIdentity | null; ended: boolean } | null = null;
+  // Its identity is read without blocking the host (a `ps` run on macOS), as for every child.
+  let running: { identified: Promise<ProcessIdentity | null>; ended: boolean } | null = null;
   let ending: WarmupEnd | null = null;
   const command = (options.workerCommand ?? selfCommand)(["worker", "--warm"]);
   // The environment a resolver gets: the host's allowlisted base, the cache, the extras.
@@ -75,9 +76,12 @@ export function createCompileCacheWarmup(
   const key = warmKey(command);
 
   const kill = async (why: WarmupEnd) => {
-    if (!running || running.ended || running.identity === null) return;
+    if (!running || running.ended) return;
+    const current = running;
+    const identity = await current.identified;
+    if (identity === null || current.ended) return;
     ending ??= why;
-    await stopProcessGroup(running.identity, { graceMs: 0, immediate: true });
+    await stopProcessGroup(identity, { graceMs: 0, immediate: true });
   };
 
   return {
@@ -101,8 +105,7 @@ export function createCompileCacheWarmup(
         ctx.log("compile_cache.warmup_failed", { error: logError(error) });
         return;
       }
-      const identity = identifyChildNow(child);
-      running = { identity, ended: false };
+      running = { identified: identifyChild(child).catch(() => null), ended: false };
       const current = running;
       try {
         if (child.pid !== undefined) setPriority(child.pid, LOWEST_PRIORITY);

@@ -4,7 +4,6 @@
  * launch envelope as the first frame. The envelope carries no claim secret (the host keeps the
  * claim); a headless run's provider credentials ride in it, outside the hashed part.
  */
-import { join } from "node:path";
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import { writeFrame } from "../../protocol/framing.ts";
 import {
@@ -13,16 +12,15 @@ import {
   type WorkerLaunch,
 } from "../../protocol/worker-launch.ts";
 import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/run-launch.ts";
-import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
-import { type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
+import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
 import type { LaunchSecrets } from "./run-credentials.ts";
-import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
+import { recordedRunEnvironment } from "./children/child-environment.ts";
 
 export interface LaunchHooks {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
@@ -36,12 +34,12 @@ export interface LaunchHooks {
    */
   credentials?: LaunchSecrets;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
-  command?: (args: string[]) => { command: string; args: string[] };
+  command?: ChildCommand;
   /**
    * The run's prepared process (prepared-children.ts): the epoch runs there instead of in a new
    * process. Everything else (claim, epoch record, envelope, fencing) is the same.
    */
-  prepared?: SpawnedWorker | null;
+  prepared?: SupervisedChild | null;
 }
 
 /** The run is claimed for a launch, but its worker could not be spawned. */
@@ -121,30 +119,23 @@ export function launchWorker(
     generation,
     ...hooks.credentials,
   };
-  const command = (hooks.command ?? selfCommand)(["worker"]);
   const worker = {} as ActiveWorker;
-  const runEnvironment = recordedRunEnvironment(ctx.store, run.runId);
-  let spawned: SpawnedWorker;
+  let spawned: SupervisedChild;
   if (hooks.prepared) {
     spawned = hooks.prepared;
     spawned.onOutputExceeded = (stream) => hooks.outputExceeded(worker, stream);
   } else {
     try {
-      spawned = spawnWorkerProcess({
-        command: command.command,
-        args: command.args,
+      spawned = spawnChild(ctx, {
+        args: ["worker"],
+        command: hooks.command,
         // The run's recorded environment, never the host's; the worker itself moves into the
-        // run's project directory (a missing one blocks the run instead of failing the spawn). The
-        // worker keeps its Pi children's output tails and the bridge under the state directory.
-        env: childEnvironment(runEnvironment, {
-          ...compileCacheEnv(ctx.stateDir, runEnvironment),
-          ...hooks.env,
-          PI_WORKFLOWS_STATE_DIR: ctx.stateDir,
-        }),
-        cwd: ctx.stateDir,
-        logDir: join(ctx.stateDir, "workers"),
-        logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-        maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+        // run's project directory (a missing one blocks the run instead of failing the spawn).
+        // The worker keeps its Pi children's output tails and the bridge under the state
+        // directory.
+        runEnvironment: recordedRunEnvironment(ctx.store, run.runId),
+        extraEnv: { ...hooks.env, PI_WORKFLOWS_STATE_DIR: ctx.stateDir },
+        logStem: workerEpoch,
         onOutputExceeded: (stream) => hooks.outputExceeded(worker, stream),
       });
     } catch (error) {
@@ -153,20 +144,11 @@ export function launchWorker(
       throw new WorkerSpawnError(claim, workerEpoch, error);
     }
   }
-  // The envelope first: the worker waits for it, while the process record below costs a commit
-  // (an fsync). It still commits before any ready: the host reads the worker's answer only after
-  // this function returned.
+  // The envelope first: the worker waits for it while the host reads its start identity and
+  // records it (identifyWorker).
   writeFrame(spawned.channel, envelope).catch(() => {
     // The child died before reading: its exit is handled as a crash.
   });
-  if (spawned.identity && !hooks.prepared) {
-    // Named before it is ready, so a restarted host can reap a worker that never got ready.
-    recordWorkerProcess(ctx.store, {
-      workerEpoch,
-      pid: spawned.identity.pid,
-      startIdentity: formatStartIdentity(spawned.identity),
-    });
-  }
   Object.assign(
     worker,
     {
@@ -175,7 +157,8 @@ export function launchWorker(
       generation,
       claim,
       spawned,
-      identity: spawned.identity,
+      // A prepared process is known already; a fresh one once identifyWorker read it.
+      identity: hooks.prepared ? spawned.identity : null,
       ready: false,
       settled: false,
       claimReleased: false,
@@ -190,4 +173,22 @@ export function launchWorker(
     } satisfies ActiveWorker,
   );
   return worker;
+}
+
+/**
+ * Waits for a fresh worker's start identity and names it in its epoch record (a prepared
+ * process was named with the claim). The caller reads the worker's channel only after this:
+ * `worker.ready` is checked against the identity, and a restarted host can reap a worker that
+ * never got ready by its record. A record that cannot be written throws, the identity is set.
+ */
+export async function identifyWorker(ctx: HostContext, worker: ActiveWorker): Promise<void> {
+  if (worker.identity !== null) return;
+  const identity = await worker.spawned.identified;
+  worker.identity = identity;
+  if (identity === null) return;
+  recordWorkerProcess(ctx.store, {
+    workerEpoch: worker.workerEpoch,
+    pid: identity.pid,
+    startIdentity: formatStartIdentity(identity),
+  });
 }

@@ -27,11 +27,12 @@ import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 import { DEFAULT_SUPERVISION_OPTIONS } from "./options.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { retireChild, type SpawnedWorker } from "./worker-process.ts";
+import { retireChild } from "./children/retire-child.ts";
+import type { SupervisedChild } from "./children/spawn-child.ts";
 
 export interface PreparedChild {
   runId: string;
-  spawned: SpawnedWorker;
+  spawned: SupervisedChild;
   identity: ProcessIdentity;
   /** busy: in a validation exchange; taken: running an epoch again. */
   state: "idle" | "busy" | "taken" | "gone";
@@ -77,7 +78,7 @@ export function createPreparedChildren(
   /** Validations waiting for a run's worker to be kept (see `offered`). */
   const waiting = new Map<string, Set<() => void>>();
   /** Processes named in host_children (once, at their first adoption). */
-  const named = new WeakSet<SpawnedWorker>();
+  const named = new WeakSet<SupervisedChild>();
   let closing = false;
 
   const clearIdle = (child: PreparedChild) => {

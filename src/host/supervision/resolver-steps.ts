@@ -4,7 +4,7 @@
  * resolver exited with code 3 while running the input function of /p/x.workflow.ts".
  */
 import type { ResolveProgress } from "../../protocol/resolve-progress.ts";
-import type { WorkerExit } from "./worker-process.ts";
+import type { ChildExit } from "./children/spawn-child.ts";
 
 export function describeResolveStep(step: ResolveProgress | null, workflow: string): string {
   const file = step?.file ?? `"${workflow}"`;
@@ -41,7 +41,7 @@ export function stuckHint(step: ResolveProgress | null): string {
 }
 
 /** `exited with code 3`, `was killed by SIGKILL`, or `exited` when not known yet. */
-export function exitWords(exit: WorkerExit | null): string {
+export function exitWords(exit: ChildExit | null): string {
   if (exit?.signal) return `was killed by ${exit.signal}`;
   if (exit && exit.code !== null) return `exited with code ${exit.code}`;
   return "exited";

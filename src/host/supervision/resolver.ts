@@ -4,31 +4,23 @@
  * `pi-workflows worker --resolve` (own process group, bounded output, same fd-3 framing), sends
  * one request, waits for one answer within the startup deadline, and stops the child.
  */
-import { join } from "node:path";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { readFrames, writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
-import { selfCommand } from "../../os/self-launch.ts";
-import { childEnvironment, compileCacheEnv } from "./child-environment.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { stopProcessGroup } from "../../os/stop-group.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";
-import {
-  closeAfterDrain,
-  OUTPUT_DRAIN_MS,
-  removeEmptyLogs,
-  spawnWorkerProcess,
-} from "./worker-process.ts";
+import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
+import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 
 export interface ResolverOptions {
   /** Extra environment on top of the run's (tests). */
   env?: NodeJS.ProcessEnv;
   /** The command for `worker --resolve`; default `selfCommand`. */
-  command?: (args: string[]) => { command: string; args: string[] };
+  command?: ChildCommand;
   registry?: ProcessRegistry;
   /** Captured output files of live children, which log pruning must keep. */
   liveLogs?: Set<string>;
@@ -81,30 +73,19 @@ export async function resolveInChild(
   options: ResolverOptions = {},
 ): Promise<ResolveResult> {
   const { env = {}, registry, liveLogs } = options;
-  const command = (options.command ?? selfCommand)(["worker", "--resolve"]);
   let overLimit = false;
-  const runEnvironment = request.env ?? baseRunEnvironment(process.env);
-  const spawned = spawnWorkerProcess({
-    command: command.command,
-    args: command.args,
-    env: childEnvironment(runEnvironment, {
-      ...compileCacheEnv(ctx.stateDir, runEnvironment),
-      ...env,
-    }),
-    cwd: ctx.stateDir,
-    logDir: join(ctx.stateDir, "workers"),
-    logStem: ctx.ids.next("resolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
-    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+  const spawned = spawnChild(ctx, {
+    args: ["worker", "--resolve"],
+    command: options.command,
+    runEnvironment: request.env ?? baseRunEnvironment(process.env),
+    extraEnv: env,
+    logStem: ctx.ids.next("resolve"),
     onOutputExceeded: () => {
       overLimit = true;
-      if (spawned.identity) {
-        void stopProcessGroup(spawned.identity, { graceMs: 0, immediate: true });
-      }
+      void stopChildGroup(spawned, { graceMs: 0, immediate: true });
     },
+    ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
   });
-  if (spawned.identity) {
-    registry?.register({ identity: spawned.identity, kind: "resolver", runId: null });
-  }
   liveLogs?.add(spawned.logFiles.stdout).add(spawned.logFiles.stderr);
   const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);
   try {
@@ -135,14 +116,7 @@ export async function resolveInChild(
   } catch (error) {
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
-    spawned.channel.destroy();
-    if (spawned.identity) {
-      await stopProcessGroup(spawned.identity, { graceMs: ctx.options.killGraceMs });
-      registry?.unregister(spawned.identity);
-    }
-    await spawned.exited;
-    await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
-    removeEmptyLogs(spawned.logFiles);
+    await retireChild(spawned, ctx.options.killGraceMs);
     liveLogs?.delete(spawned.logFiles.stdout);
     liveLogs?.delete(spawned.logFiles.stderr);
   }

@@ -19,7 +19,7 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import type { HostContext, Supervision } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
+import { identifyWorker, launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart } from "./recovery.ts";
 import { renewClaims } from "./claim-renewal.ts";
@@ -36,6 +36,7 @@ import {
 import type { FactError } from "../../protocol/run-facts.ts";
 import { createRunCredentials } from "./run-credentials.ts";
 import { stopProcessGroup, waitUntil } from "../../os/stop-group.ts";
+import { stopChildGroup } from "./children/retire-child.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import {
   createCrashCounter,
@@ -116,9 +117,9 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
       worker.stopReason = reason;
       worker.diagnostic ??= diagnostic;
     }
-    if (stopping.has(worker) || worker.identity === null) return;
-    const identity = worker.identity;
-    const done = stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(
+    if (stopping.has(worker)) return;
+    // A worker stopped before its identity is read is stopped once it is (nothing when it died).
+    const done = stopChildGroup(worker.spawned, { graceMs: ctx.options.killGraceMs }).then(
       (result) => {
         if (result === "stuck") ctx.log("worker.stop_stuck", { run: worker.runId });
       },
@@ -181,14 +182,19 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
 
   const supervise = (worker: ActiveWorker) => {
     active.set(worker.runId, worker);
-    const identity = worker.identity;
-    if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
     arm(worker, ctx.options.workerStartupMs, () => {
       if (!worker.ready) {
         stop(worker, "startupTimedOut", "workerTimedOut: no worker.ready before the deadline");
       }
     });
-    const served = serveWorkerChannel(ctx, worker, hooks);
+    const served = identifyWorker(ctx, worker).catch((error) => {
+      // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
+      ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
+    }).then(() => {
+      const identity = worker.identity;
+      if (identity) registry.register({ identity, kind: "worker", runId: worker.runId });
+      return serveWorkerChannel(ctx, worker, hooks);
+    });
     worker.done = served.then(async () => {
       // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
       const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;

@@ -12,7 +12,6 @@
  * One child per submission at a time; asking again joins it. The promise resolves once the
  * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
  */
-import { join } from "node:path";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
@@ -33,12 +32,17 @@ import {
   acceptSubmission,
   rejectSubmission,
 } from "../../state/transitions/interaction-verdicts.ts";
-import { selfCommand } from "../../os/self-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import { readerOf, retireChild, type SpawnedWorker, spawnWorkerProcess } from "./worker-process.ts";
+import {
+  type ChildCommand,
+  readerOf,
+  spawnChild,
+  type SupervisedChild,
+} from "./children/spawn-child.ts";
+import { retireChild } from "./children/retire-child.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
-import { childEnvironment, compileCacheEnv, recordedRunEnvironment } from "./child-environment.ts";
+import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "./facts-stream.ts";
@@ -50,7 +54,7 @@ export const VALIDATE_BOUND_MS = 60_000;
 export interface ValidationDeps {
   registry: ProcessRegistry;
   env(runId: string): NodeJS.ProcessEnv;
-  command?: (args: string[]) => { command: string; args: string[] };
+  command?: ChildCommand;
   /** A submission was accepted: its run is launchable again. */
   accepted(runId: string): void;
   /** Prepared run processes: a run's own waits there, its workflow already loaded. */
@@ -149,12 +153,10 @@ async function runChild(
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
   // child. The exchange below is the same for both.
   const prepared = deps.prepared?.borrow(job.runId) ?? null;
-  const spawned = prepared?.spawned ?? spawnChild(ctx, deps, job, workerEpoch, () => {
+  const spawned = prepared?.spawned ?? spawnChildFor(ctx, deps, job, workerEpoch, () => {
     failure = "its output passed the capture limit";
     spawned.channel.destroy();
   });
-  const identity = prepared ? null : spawned.identity;
-  if (identity) deps.registry.register({ identity, kind: "validator", runId: job.runId });
   let stopped = false;
   stopper.stop = () => {
     stopped = true;
@@ -256,36 +258,27 @@ async function runChild(
       // Broken, stopped or late: it is not used again (released above when it answered).
       deps.prepared!.release(prepared, false);
     } else {
-      await retireChild(spawned, ctx.options.killGraceMs, () => {
-        if (identity) deps.registry.unregister(identity);
-      });
+      await retireChild(spawned, ctx.options.killGraceMs);
     }
   }
 }
 
-/** A fresh `worker --validate` child with the run's recorded environment. */
-function spawnChild(
+/** A fresh `worker --validate` child with the run's recorded environment, as its workers get. */
+function spawnChildFor(
   ctx: HostContext,
   deps: ValidationDeps,
   job: ValidationJob,
   workerEpoch: string,
   outputExceeded: () => void,
-): SpawnedWorker {
-  const command = (deps.command ?? selfCommand)(["worker", "--validate"]);
-  const runEnvironment = recordedRunEnvironment(ctx.store, job.runId);
-  return spawnWorkerProcess({
-    command: command.command,
-    args: command.args,
-    // The run's recorded environment, as its workers get; the child enters the project itself.
-    env: childEnvironment(runEnvironment, {
-      ...compileCacheEnv(ctx.stateDir, runEnvironment),
-      ...deps.env(job.runId),
-    }),
-    cwd: ctx.stateDir,
-    logDir: join(ctx.stateDir, "workers"),
-    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+): SupervisedChild {
+  return spawnChild(ctx, {
+    args: ["worker", "--validate"],
+    command: deps.command,
+    runEnvironment: recordedRunEnvironment(ctx.store, job.runId),
+    extraEnv: deps.env(job.runId),
+    logStem: workerEpoch,
     onOutputExceeded: outputExceeded,
+    register: { registry: deps.registry, kind: "validator", runId: job.runId },
   });
 }
 

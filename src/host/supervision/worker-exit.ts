@@ -22,7 +22,7 @@ import { fingerprint } from "../../protocol/canonical-json.ts";
 import type { HostContext } from "./api.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import type { WorkerExit } from "./worker-process.ts";
+import type { ChildExit } from "./children/spawn-child.ts";
 import type { Claim } from "../../state/claims.ts";
 import { logError } from "../host-log.ts";
 
@@ -87,7 +87,7 @@ function crashClass(worker: ActiveWorker): FailureClass {
 export function handleWorkerExit(
   ctx: HostContext,
   worker: ActiveWorker,
-  exit: WorkerExit,
+  exit: ChildExit,
   crashes: CrashCounter,
   maxCrashes: number,
 ): void {

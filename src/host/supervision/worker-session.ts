@@ -34,7 +34,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
-import { readerOf } from "./worker-process.ts";
+import { readerOf } from "./children/spawn-child.ts";
 import type { Applied } from "./applied.ts";
 import { applyWorkerMessage } from "./message-handlers.ts";
 import { readRegistrationTable } from "./worker-progress.ts";

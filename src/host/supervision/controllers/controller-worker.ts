@@ -4,7 +4,6 @@
  * pinned source it must verify) is its first frame. The durable record is `controller_workers`;
  * this holds what only the live host knows (the child, its reconciles, its timers).
  */
-import { join } from "node:path";
 import type { Writable } from "node:stream";
 import type { Claim } from "../../../state/claims.ts";
 import {
@@ -21,11 +20,12 @@ import {
 } from "../../../protocol/controller-worker.ts";
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
 import type { HostContext } from "../api.ts";
-import { childEnvironment, compileCacheEnv } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import { formatStartIdentity, type ProcessIdentity } from "../../../os/process-identity.ts";
-import { stopProcessGroup } from "../../../os/stop-group.ts";
-import { type SpawnedWorker, spawnWorkerProcess } from "../worker-process.ts";
+import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
+import { stopChildGroup } from "../children/retire-child.ts";
+import type { ProcessRegistry } from "../process-registry.ts";
+import { logError } from "../../host-log.ts";
 import type { Timers } from "./timers.ts";
 
 /** One reconcile the host has assigned to a controller worker. */
@@ -51,7 +51,8 @@ export interface ControllerWorker {
   sourceDigest: string;
   timeoutMs: number;
   workerEpoch: string;
-  spawned: SpawnedWorker;
+  spawned: SupervisedChild;
+  /** Known once the spawn identified it (see nameControllerWorker). */
   identity: ProcessIdentity | null;
   ready: boolean;
   /** The worker reported its source changed or failed to load; it exits by itself. */
@@ -68,8 +69,9 @@ export interface ControllerWorker {
 }
 
 export interface LaunchControllerOptions {
-  command: (args: string[]) => { command: string; args: string[] };
+  command: ChildCommand;
   env: NodeJS.ProcessEnv;
+  registry: ProcessRegistry;
   onOutputExceeded(worker: ControllerWorker): void;
 }
 
@@ -85,30 +87,20 @@ export function launchControllerWorker(
     controllerId: controller.controllerId,
     sourceDigest: controller.sourceDigest,
   });
-  const command = opts.command(["worker", "--controller"]);
-  const base = baseRunEnvironment(process.env);
   const worker = {} as ControllerWorker;
-  const spawned = spawnWorkerProcess({
-    command: command.command,
-    args: command.args,
+  const spawned = spawnChild(ctx, {
+    args: ["worker", "--controller"],
+    command: opts.command,
     // The host's allowlisted base environment (like a run without a recorded one), never all
     // of the host's: the host may have been started from any terminal. Like a run worker it
     // starts in the state directory with the compile cache there (the CLI's modules and the
     // controller's are then parsed once, not at every start) and enters the project itself.
-    env: childEnvironment(base, { ...compileCacheEnv(ctx.stateDir, base), ...opts.env }),
-    cwd: ctx.stateDir,
-    logDir: join(ctx.stateDir, "workers"),
-    logStem: workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+    runEnvironment: baseRunEnvironment(process.env),
+    extraEnv: opts.env,
+    logStem: workerEpoch,
     onOutputExceeded: () => opts.onOutputExceeded(worker),
+    register: { registry: opts.registry, kind: "worker", runId: null },
   });
-  if (spawned.identity) {
-    recordControllerWorkerProcess(ctx.store, {
-      workerEpoch,
-      pid: spawned.identity.pid,
-      startIdentity: formatStartIdentity(spawned.identity),
-    });
-  }
   Object.assign(
     worker,
     {
@@ -119,7 +111,7 @@ export function launchControllerWorker(
       timeoutMs: controller.timeoutMs,
       workerEpoch,
       spawned,
-      identity: spawned.identity,
+      identity: null,
       ready: false,
       blocked: false,
       stopReason: null,
@@ -143,6 +135,30 @@ export function launchControllerWorker(
     // The child died before reading: its exit is handled like a crash.
   });
   return worker;
+}
+
+/**
+ * Waits for the worker's start identity and names it in the epoch record, before anything of
+ * its channel is read (its `worker.ready` is checked against it).
+ */
+export async function nameControllerWorker(
+  ctx: HostContext,
+  worker: ControllerWorker,
+): Promise<void> {
+  const identity = await worker.spawned.identified;
+  worker.identity = identity;
+  if (identity === null) return;
+  try {
+    recordControllerWorkerProcess(ctx.store, {
+      workerEpoch: worker.workerEpoch,
+      pid: identity.pid,
+      startIdentity: formatStartIdentity(identity),
+    });
+  } catch (error) {
+    // A busy database: the worker still runs and is stopped with the host; only a restarted
+    // host's reaping of it by its record is lost.
+    ctx.log("controller.worker_record_failed", { error: logError(error) });
+  }
 }
 
 /** Sends one host push frame (assign, abort) to the worker. */
@@ -177,10 +193,8 @@ export function stopControllerWorker(
   if (worker.stopReason !== null) return;
   worker.stopReason = reason;
   ctx.log("controller.worker_stop", { controller: worker.controllerName, reason });
-  if (worker.identity) {
-    void stopProcessGroup(worker.identity, {
-      graceMs: ctx.options.killGraceMs,
-      immediate: reason === "stuck",
-    });
-  }
+  void stopChildGroup(worker.spawned, {
+    graceMs: ctx.options.killGraceMs,
+    immediate: reason === "stuck",
+  });
 }

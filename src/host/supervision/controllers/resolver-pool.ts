@@ -6,28 +6,20 @@
  * controller whenever a file of its source changed. A request that is not answered within the
  * startup deadline stops the child.
  */
-import { join } from "node:path";
 import { readFrames, writeFrame } from "../../../protocol/framing.ts";
 import {
   CONTROLLER_RESOLVE_REQUEST_SCHEMA,
   parseControllerResolveResult,
 } from "../../../protocol/controller-resolve.ts";
 import type { HostContext } from "../api.ts";
-import { childEnvironment, compileCacheEnv } from "../child-environment.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
-import { stopProcessGroup } from "../../../os/stop-group.ts";
-import {
-  closeAfterDrain,
-  OUTPUT_DRAIN_MS,
-  removeEmptyLogs,
-  type SpawnedWorker,
-  spawnWorkerProcess,
-} from "../worker-process.ts";
+import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
+import { retireChild } from "../children/retire-child.ts";
 import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
 
 export interface ResolverPoolDeps {
-  command: (args: string[]) => { command: string; args: string[] };
+  command: ChildCommand;
   env: NodeJS.ProcessEnv;
   registry: ProcessRegistry;
   idleMs: number;
@@ -41,7 +33,7 @@ export interface ResolverPool {
 }
 
 interface Child {
-  spawned: SpawnedWorker;
+  spawned: SupervisedChild;
   pending: Map<string, (answer: ControllerResolution) => void>;
   gone: boolean;
   stopped: Promise<void>;
@@ -60,25 +52,20 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
     return c.stopped;
   };
 
-  const spawnChild = (): Child => {
-    const command = deps.command(["worker", "--resolve-controller"]);
-    const base = baseRunEnvironment(process.env);
+  const startChild = (): Child => {
     const c = { gone: false } as Child;
-    const spawned = spawnWorkerProcess({
-      command: command.command,
-      args: command.args,
+    const spawned = spawnChild(ctx, {
+      args: ["worker", "--resolve-controller"],
+      command: deps.command,
       // The host's allowlisted base environment (like a run without a recorded one), never all
       // of the host's: the host may have been started from any terminal. The compile cache in
       // the state directory spares the next resolver and the controller workers the parsing.
-      env: childEnvironment(base, { ...compileCacheEnv(ctx.stateDir, base), ...deps.env }),
-      cwd: ctx.stateDir,
-      logDir: join(ctx.stateDir, "workers"),
-      logStem: ctx.ids.next("cresolve").replace(/[^A-Za-z0-9_.-]/g, "_"),
-      maxOutputBytes: ctx.options.maxCapturedOutputBytes,
+      runEnvironment: baseRunEnvironment(process.env),
+      extraEnv: deps.env,
+      logStem: ctx.ids.next("cresolve"),
       onOutputExceeded: () => void stop(c),
+      register: { registry: deps.registry, kind: "resolver", runId: null },
     });
-    const identity = spawned.identity;
-    if (identity) deps.registry.register({ identity, kind: "resolver", runId: null });
     const pending = new Map<string, (answer: ControllerResolution) => void>();
     c.spawned = spawned;
     c.pending = pending;
@@ -101,14 +88,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
         answer(failure("workerCrashed", "the resolver stopped without an answer"));
       }
       pending.clear();
-      spawned.channel.destroy();
-      if (identity) {
-        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
-        deps.registry.unregister(identity);
-      }
-      await spawned.exited;
-      await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
-      removeEmptyLogs(spawned.logFiles);
+      await retireChild(spawned, ctx.options.killGraceMs);
     })();
     return c;
   };
@@ -124,7 +104,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
 
   return {
     async resolve(input) {
-      const c = child && !child.gone ? child : (child = spawnChild());
+      const c = child && !child.gone ? child : (child = startChild());
       const requestId = ctx.ids.next("cres");
       const answer = new Promise<ControllerResolution>((resolve) => {
         c.pending.set(requestId, resolve);

@@ -14,13 +14,14 @@ import {
 import type { ControllerMessage } from "../../../protocol/controller-worker.ts";
 import type { ResolveRequest, ResolveResult } from "../api.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
-import { stopProcessGroup } from "../../../os/stop-group.ts";
-import { closeAfterDrain, OUTPUT_DRAIN_MS, removeEmptyLogs } from "../worker-process.ts";
+import { retireChild } from "../children/retire-child.ts";
+import type { ChildCommand } from "../children/spawn-child.ts";
 import { logError } from "../../host-log.ts";
 import {
   type ActiveReconcile,
   type ControllerWorker,
   launchControllerWorker,
+  nameControllerWorker,
   stopControllerWorker,
 } from "./controller-worker.ts";
 import { serveControllerChannel } from "./controller-session.ts";
@@ -29,7 +30,7 @@ import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts"
 import { clearAll, later } from "./timers.ts";
 
 export interface WorkerFleetDeps {
-  command: (args: string[]) => { command: string; args: string[] };
+  command: ChildCommand;
   env: NodeJS.ProcessEnv;
   registry: ProcessRegistry;
   resolveWorkflow(request: ResolveRequest): Promise<ResolveResult>;
@@ -132,23 +133,19 @@ export function createWorkerSpawner(
     const worker = launchControllerWorker(ctx, pin, {
       command: deps.command,
       env: deps.env,
+      registry: deps.registry,
       onOutputExceeded: stop,
     });
     fleet.workers.set(controllerId, worker);
-    const identity = worker.identity;
-    if (identity) deps.registry.register({ identity, kind: "worker", runId: null });
     later(worker.timers, ctx.options.workerStartupMs, () => {
       if (!worker.ready) stopControllerWorker(ctx, worker, "startup");
     });
-    const served = serveControllerChannel(worker, hooks);
+    const served = nameControllerWorker(ctx, worker).then(() =>
+      serveControllerChannel(worker, hooks)
+    );
     worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
       clearAll(worker.timers);
-      if (identity) {
-        await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
-        deps.registry.unregister(identity);
-      }
-      await closeAfterDrain(worker.spawned, OUTPUT_DRAIN_MS);
-      removeEmptyLogs(worker.spawned.logFiles);
+      await retireChild(worker.spawned, ctx.options.killGraceMs);
       settleExit(worker, exit);
       if (fleet.workers.get(controllerId) === worker) fleet.workers.delete(controllerId);
       fleet.schedule();

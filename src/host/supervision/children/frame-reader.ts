@@ -6,8 +6,8 @@
  * frames wait (backpressure: nothing is read ahead of the current owner).
  */
 import type { Readable } from "node:stream";
-import { type Frame, FrameDecoder } from "../../protocol/framing.ts";
-import { followStream } from "../../protocol/follow-stream.ts";
+import { type Frame, FrameDecoder } from "../../../protocol/framing.ts";
+import { followStream } from "../../../protocol/follow-stream.ts";
 
 export interface FrameReader {
   /** The next frame, or null once the stream ended (or failed). */

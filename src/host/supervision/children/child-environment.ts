@@ -6,11 +6,11 @@
  * terminal, and a token exported there must not reach every later run.
  */
 import { join } from "node:path";
-import { baseRunEnvironment, type RunEnvironment } from "../../protocol/run-environment.ts";
-import { readRunEnvironment } from "../../state/run-environments.ts";
-import type { StateStore } from "../../state/store.ts";
-import { detectRuntime } from "../../os/self-launch.ts";
-import { PROCESS_BACKEND_ENV, processBackend } from "../../os/process-backend.ts";
+import { baseRunEnvironment, type RunEnvironment } from "../../../protocol/run-environment.ts";
+import { readRunEnvironment } from "../../../state/run-environments.ts";
+import type { StateStore } from "../../../state/store.ts";
+import { detectRuntime } from "../../../os/self-launch.ts";
+import { PROCESS_BACKEND_ENV, processBackend } from "../../../os/process-backend.ts";
 
 const CRASH_HOOKS = /^PI_WORKFLOWS_CRASH_(AT|ONCE)$/;
 const DENO_SETTINGS = /^DENO_[A-Z_]+$/;
