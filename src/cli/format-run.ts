@@ -13,7 +13,7 @@ import type {
   UpdateSummary,
 } from "../protocol/run-operations.ts";
 import { formatRunSpend } from "../protocol/budget.ts";
-import { formatCost, formatTokens, formatUsage, type StepUsage } from "../protocol/step-usage.ts";
+import { formatCost, formatTokens, formatUsageDetail } from "../protocol/step-usage.ts";
 import { rejectionsText, type SubmissionTally } from "../protocol/submissions.ts";
 import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from "./cli-style.ts";
 import { describeRunState, type RunStateContext } from "./run-state.ts";
@@ -89,7 +89,7 @@ export function formatRun(
     for (const attempt of attempts) {
       lines.push(`  ${formatAttempt(attempt, width, style, now)}`);
       for (const member of attempt.usage?.members ?? []) {
-        lines.push(`      ${member.id}: ${usageText(member)}`);
+        lines.push(`      ${member.id}: ${formatUsageDetail(member)}`);
       }
       const rejected = attempt.submissions ? rejectionLine(attempt.submissions) : "";
       if (rejected) lines.push(`      ${rejected}`);
@@ -177,7 +177,7 @@ function formatAttempt(
     ? duration(attempt.finishedAt - attempt.startedAt)
     : `${duration(now - attempt.startedAt)} so far`;
   const word = attempt.state === "timed_out" ? "timed out" : attempt.state;
-  const used = attempt.usage ? `, ${usageText(attempt.usage)}` : "";
+  const used = attempt.usage ? `, ${formatUsageDetail(attempt.usage)}` : "";
   const error = attempt.error ? `: ${attempt.error.message}` : "";
   // A fork's adopted step ran in the parent run; it was not run again.
   const adopted = attempt.adoptedFrom ? " (adopted from the parent run)" : "";
@@ -194,16 +194,6 @@ export function rejectionLine(tally: SubmissionTally): string {
   const counted = rejectionsText(tally);
   if (!counted) return "";
   return tally.lastRejection ? `${counted}, the last: ${tally.lastRejection}` : counted;
-}
-
-/** `1.2k tokens (in 900, out 250, cache 50/0), $0.0031, fake/fake-model`. */
-function usageText(usage: Omit<StepUsage, "members">): string {
-  const kinds = `in ${usage.input}, out ${usage.output}` +
-    (usage.cacheRead || usage.cacheWrite
-      ? `, cache read ${usage.cacheRead}, write ${usage.cacheWrite}`
-      : "");
-  const model = usage.model ? `, ${usage.provider ? `${usage.provider}/` : ""}${usage.model}` : "";
-  return `${formatUsage(usage)} (${kinds})${model}`;
 }
 
 export interface RunListOptions extends RunTextOptions {

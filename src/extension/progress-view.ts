@@ -1,10 +1,12 @@
 /**
  * What Pi shows of a run's progress: a footer status line and a widget of at most 10 lines, one
- * per node (state glyph, kind glyph, node, elapsed time, status detail, progress with an ETA).
+ * per node (state glyph, kind glyph, node, elapsed time, status detail, progress with an ETA,
+ * what a model step used).
  * Pure: from a `run.status` answer and the time, so tests assert on the exact lines.
  */
 import { estimateProgress, PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
 import type { AttemptSummary, RunSummary, UpdateSummary } from "../protocol/run-operations.ts";
+import { formatUsage } from "../protocol/step-usage.ts";
 
 export const MAX_WIDGET_LINES = 10;
 
@@ -117,6 +119,7 @@ export function widgetLines(input: ProgressInput): string[] {
     if (progress && attempt.state === "running") {
       parts.push(progressText(progress, attempt.startedAt, input.now));
     }
+    if (attempt.usage) parts.push(formatUsage(attempt.usage));
     return clip(parts.join("  "), 160);
   });
   return lines.slice(-MAX_WIDGET_LINES);

@@ -3,6 +3,7 @@
  * show: list the discovered workflows, show a run, pause/resume/cancel it, answer what it waits
  * for. A run defaults to this session's run. Failures throw; callers turn them into one line.
  */
+import { formatRunSpend } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { listStartableWorkflows, type StartableWorkflow } from "../protocol/startable-workflows.ts";
 import type { RunStatusReceipt, RunSummary } from "../protocol/run-operations.ts";
@@ -83,6 +84,7 @@ export function runStatusText(status: RunStatusReceipt, now: number): string {
   const { run } = status;
   const attempts = status.attempts ?? [];
   const lines = [runLine(run)];
+  if (run.spend) lines.push(`Spend: ${formatRunSpend(run.spend, run.budget)}`);
   lines.push(...widgetLines({ run, attempts, now }));
   if (run.output !== undefined) {
     lines.push(`Output: ${clip(JSON.stringify(run.output))}`);

@@ -133,6 +133,19 @@ export function formatUsage(usage: StepUsage): string {
   return usage.cost === null ? tokens : `${tokens}, ${formatCost(usage.cost)}`;
 }
 
+/**
+ * `usage` with its kinds and model: `2.8k tokens, $0.0083 (in 1000, out 300, cache read 1400,
+ * write 100), fake/fake-model`.
+ */
+export function formatUsageDetail(usage: Omit<StepUsage, "members">): string {
+  const kinds = `in ${usage.input}, out ${usage.output}` +
+    (usage.cacheRead || usage.cacheWrite
+      ? `, cache read ${usage.cacheRead}, write ${usage.cacheWrite}`
+      : "");
+  const model = usage.model ? `, ${usage.provider ? `${usage.provider}/` : ""}${usage.model}` : "";
+  return `${formatUsage(usage)} (${kinds})${model}`;
+}
+
 export function formatTokens(tokens: number): string {
   if (tokens < 1000) return String(tokens);
   if (tokens < 1_000_000) return `${trim(tokens / 1000)}k`;

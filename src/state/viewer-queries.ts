@@ -6,10 +6,13 @@
  * read payload columns count their rows in `store.readStats.payloadRows` so the bounded-read gate
  * can be tested. Nothing here returns a project path, session id or token.
  */
+import type { Budget, RunSpend } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionTally } from "../protocol/submissions.ts";
 import { submissionTally } from "./attempt-queries.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
+import { ADOPTED_SPEND_COLUMNS, budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
 import { type StateStore } from "./store.ts";
 import { countPayloadRows, queryAllArgs, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
@@ -37,6 +40,9 @@ export interface RunRow {
   openNode: string | null;
   openStartedAt: number | null;
   error: { code: string; message: string } | null;
+  /** What its model steps used (a fork's adopted part apart); null before any reported usage. */
+  spend: (RunSpend & { adopted?: RunSpend }) | null;
+  budget: Budget;
 }
 
 interface RunDbRow {
@@ -61,6 +67,12 @@ interface RunDbRow {
   open_started_at: number | null;
   error_code: string | null;
   error_message: string | null;
+  spend_tokens: number | null;
+  spend_cost: number | null;
+  adopted_tokens: number | null;
+  adopted_cost: number | null;
+  budget_cost: number | null;
+  budget_tokens: number | null;
 }
 
 const RUN_ROW_SELECT = "SELECT r.run_id, r.workflow_name, r.title, r.state, q.state AS " +
@@ -71,7 +83,9 @@ const RUN_ROW_SELECT = "SELECT r.run_id, r.workflow_name, r.title, r.state, q.st
   "r.error_message, (SELECT COUNT(*) FROM node_attempts a WHERE a.run_id = r.run_id) AS steps, " +
   "(SELECT a.node_id FROM node_attempts a WHERE a.run_id = r.run_id AND a.state IN " +
   "('running', 'waiting')) AS open_node, (SELECT a.started_at FROM node_attempts a WHERE " +
-  "a.run_id = r.run_id AND a.state IN ('running', 'waiting')) AS open_started_at FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
+  "a.run_id = r.run_id AND a.state IN ('running', 'waiting')) AS open_started_at, " +
+  `r.budget_cost, r.budget_tokens, ${RUN_SPEND_COLUMNS}, ${ADOPTED_SPEND_COLUMNS} ` +
+  "FROM runs r JOIN run_queue q ON q.run_id = r.run_id " +
   "JOIN run_bindings b ON b.run_id = r.run_id";
 
 const ACTIVE = "r.state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')";
@@ -99,6 +113,14 @@ function toRunRow(r: RunDbRow): RunRow {
     openNode: r.open_node,
     openStartedAt: r.open_started_at,
     error: r.error_code ? { code: r.error_code, message: r.error_message ?? "" } : null,
+    spend: r.spend_tokens === null ? null : {
+      tokens: r.spend_tokens,
+      cost: r.spend_cost,
+      ...(r.adopted_tokens !== null
+        ? { adopted: { tokens: r.adopted_tokens, cost: r.adopted_cost } }
+        : {}),
+    },
+    budget: budgetOf(r.budget_cost, r.budget_tokens),
   };
 }
 
@@ -178,6 +200,8 @@ export interface AttemptRow {
   outputBytes: number;
   /** A model step's submissions, once the model submitted anything. */
   submissions: SubmissionTally | null;
+  /** A model step's usage (its whole usage so far while it runs). */
+  usage: StepUsage | null;
 }
 
 /** A page of a run's attempt summaries from `fromSequence` on, in order; no outputs. */
@@ -204,11 +228,12 @@ export function listAttemptRows(
     submitted: number;
     rejected: number;
     last_rejection: string | null;
+    usage_json: string | null;
   }>(
     store,
     "SELECT attempt_id, sequence, node_id, node_kind, effect, state, generation, started_at, " +
       "finished_at, deadline_at, error_code, error_message, LENGTH(output_json) AS output_bytes, " +
-      "submitted, rejected, last_rejection " +
+      "submitted, rejected, last_rejection, usage_json " +
       "FROM node_attempts WHERE run_id = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT ?3",
     runId,
     fromSequence,
@@ -227,6 +252,7 @@ export function listAttemptRows(
     error: a.error_code ? { code: a.error_code, message: a.error_message ?? "" } : null,
     outputBytes: a.output_bytes ?? 0,
     submissions: a.submitted === 0 ? null : submissionTally(a),
+    usage: a.usage_json === null ? null : JSON.parse(a.usage_json) as StepUsage,
   }));
 }
 

@@ -4,6 +4,8 @@
  * following live), then the run's output or error.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { formatRunSpend } from "../protocol/budget.ts";
+import { formatUsage, formatUsageDetail } from "../protocol/step-usage.ts";
 import { rejectionsText } from "../protocol/submissions.ts";
 import {
   clipLine,
@@ -79,6 +81,7 @@ export function renderDetail(view: DetailView): DetailScreen {
       },
       { text: ` · ${facts.join(" · ")}`, style: "muted" },
     ),
+    ...spendLine(run),
   ].map((l) => clipLine(l, width));
 
   const body: StyledLine[] = [];
@@ -112,6 +115,14 @@ export function renderDetail(view: DetailView): DetailScreen {
   return { header, body: body.map((l) => clipLine(l, width)), focusRow };
 }
 
+/** The run's spend and budget on a line of its own (none before it spent or has a budget). */
+function spendLine(run: RunRow): StyledLine[] {
+  const limited = run.budget.maxCostUsd !== undefined || run.budget.maxTokens !== undefined;
+  if (!run.spend && !limited) return [];
+  const text = `spend ${formatRunSpend(run.spend ?? { tokens: 0, cost: null }, run.budget)}`;
+  return [line(text, run.blockedReason === "budgetExceeded" ? "warn" : "muted")];
+}
+
 function stepLine(a: AttemptRow, n: number, at: number, width: number, now: number): StyledLine {
   const state = a.state as NodeState;
   const future = n > at;
@@ -122,13 +133,16 @@ function stepLine(a: AttemptRow, n: number, at: number, width: number, now: numb
     ? formatDuration(now - a.startedAt)
     : "";
   const rejected = a.submissions ? rejectionsText(a.submissions) : "";
-  const preview = a.error
+  const outcome = a.error
     ? `${a.error.code}: ${a.error.message}`
     : rejected
     ? `${rejected}${a.outputBytes > 0 ? `, ${a.outputBytes} B output` : ""}`
     : a.outputBytes > 0
     ? `${a.outputBytes} B output`
     : "";
+  // What a model step used comes first: an error message may be long.
+  const used = a.usage ? formatUsage(a.usage) : "";
+  const preview = [used, outcome].filter((p) => p !== "").join(" · ");
   const head = `${here ? "▶" : " "}${String(n).padStart(3)} `;
   const body = `${a.nodeId} (${kindGlyph(a.nodeKind)} ${a.nodeKind}, ${duration || "-"})`;
   const rest = Math.max(0, width - head.length - 2 - body.length - 2);
@@ -157,6 +171,12 @@ function inspector(
   ];
   if (a.deadlineAt !== null) {
     out.push(line(`  deadline ${formatDuration(a.deadlineAt - a.startedAt)} after start`, "muted"));
+  }
+  if (a.usage) {
+    out.push(line(truncate(`  used ${formatUsageDetail(a.usage)}`, width), "label"));
+    for (const member of a.usage.members ?? []) {
+      out.push(line(truncate(`    ${member.id}: ${formatUsageDetail(member)}`, width), "muted"));
+    }
   }
   if (!detail) return out;
   if (detail.error) {

@@ -67,3 +67,41 @@ describe("/workflow status of an ambiguous effect", () => {
     expect(text).not.toContain("--retry");
   });
 });
+
+describe("/workflow status of what a run spent", () => {
+  const used = (cost: number | null) => ({
+    input: 1000,
+    output: 300,
+    cacheRead: 1400,
+    cacheWrite: 100,
+    cost,
+    provider: "fake",
+    model: "fake-model",
+  });
+  const step = (nodeId: string, sequence: number, cost: number | null): AttemptSummary => ({
+    attemptId: `att-${sequence}`,
+    nodeId,
+    sequence,
+    nodeKind: "agent",
+    effect: "external",
+    state: "ok",
+    startedAt: T0,
+    finishedAt: T0 + 2000,
+    deadlineAt: null,
+    usage: used(cost),
+  });
+
+  it("shows the run's spend of its budget and each model step's usage; no price: tokens only", () => {
+    const text = runStatusText({
+      run: run({
+        blockedReason: "budgetExceeded",
+        spend: { tokens: 5600, cost: 0.008295 },
+        budget: { maxCostUsd: 0.005 },
+      }),
+      attempts: [step("plan", 1, 0.008295), step("write", 2, null)],
+    }, T0 + 5000);
+    expect(text).toContain("Spend: 5.6k tokens, $0.008295 of budget $0.005");
+    expect(text).toMatch(/✓ ● plan {2}2s {2}2\.8k tokens, \$0\.008295\n/);
+    expect(text).toMatch(/✓ ● write {2}2s {2}2\.8k tokens$/m);
+  });
+});

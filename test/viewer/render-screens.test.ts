@@ -32,6 +32,8 @@ function run(extra: Partial<RunRow> = {}): RunRow {
     openNode: "implement",
     openStartedAt: NOW - 20_000,
     error: null,
+    spend: null,
+    budget: {},
     ...extra,
   };
 }
@@ -51,6 +53,7 @@ function attempt(sequence: number, nodeId: string, state = "ok", extra: Partial<
     error: null,
     outputBytes: 12,
     submissions: null,
+    usage: null,
     ...extra,
   } satisfies AttemptRow;
 }
@@ -211,6 +214,47 @@ describe("renderDetail", () => {
     expect(screen.focusRow, text).toBeGreaterThanOrEqual(0);
     expect(lines[screen.focusRow + 1], text).toContain("review");
     expect(text, text).toMatch(/implement[\s\S]*· pending/);
+  });
+
+  it("shows each model step's usage, the inspected one's kinds, and the run's spend of its budget", () => {
+    const priced = {
+      input: 1000,
+      output: 300,
+      cacheRead: 1400,
+      cacheWrite: 100,
+      cost: 0.008295,
+      provider: "fake",
+      model: "fake-model",
+    };
+    const unpriced = { ...priced, cost: null, model: "free-model" };
+    const screen = renderDetail({
+      run: run({
+        state: "running",
+        queueState: "parked",
+        blockedReason: "budgetExceeded",
+        spend: { tokens: 5600, cost: 0.008295 },
+        budget: { maxCostUsd: 0.005 },
+      }),
+      attempts: [
+        attempt(1, "plan", "ok", { usage: priced }),
+        attempt(2, "implement", "ok", { usage: unpriced }),
+      ],
+      graph,
+      progress: undefined,
+      output: undefined,
+      position: 1,
+      detail: undefined,
+      width: 120,
+      now: NOW,
+    });
+    const text = [...plainLines(screen.header), ...plainLines(screen.body)].join("\n");
+    expect(text, text).toContain("spend 5.6k tokens, $0.008295 of budget $0.005");
+    expect(text, text).toMatch(/1 ✓ plan .*2\.8k tokens, \$0\.008295 · 12 B output/);
+    // No price: tokens only, never a made-up cost.
+    expect(text, text).toMatch(/2 ✓ implement .*2\.8k tokens · 12 B output/);
+    expect(text, text).toContain(
+      "used 2.8k tokens, $0.008295 (in 1000, out 300, cache read 1400, write 100), fake/fake-model",
+    );
   });
 
   it("shows the shell receipt and the error of a failed step, live, in 40 columns", () => {
