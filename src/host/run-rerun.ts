@@ -1,14 +1,12 @@
 /**
  * `run.rerun` (and its `retry` form): fork a run at one of its node visits. The host reads the
  * parent, asks a supervised resolver child about the workflow file as it is now (the host never
- * loads workflow code), picks the source, and commits the fork with its adopted history and the
+ * loads workflow code; run-launch.ts), picks the source, and commits the fork with its adopted history and the
  * command receipt in one transaction (state/transitions/run-fork.ts), then wakes the scheduler.
  */
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
-import { baseRunEnvironment } from "../protocol/run-environment.ts";
-import { splitCredentials } from "../protocol/credential-names.ts";
 import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import type { RerunSource } from "../protocol/rerun-operations.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
@@ -24,6 +22,7 @@ import {
 import { readRun } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runReceipt, runSummary } from "./run-summary.ts";
+import { prepareRunLaunch, runLaunched } from "./run-launch.ts";
 import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
 
 export async function rerunRunCommand(
@@ -55,20 +54,23 @@ export async function rerunRunCommand(
       `Run ${parentRunId} is interactive: rerun it from a Pi session (/workflow rerun ${parentRunId}), where the new run will ask its steps`,
     );
   }
-  const split = splitCredentials(payload.env ?? baseRunEnvironment(process.env));
-  const credentials = { ...payload.credentials, ...split.credentials };
-  const resolved = await rt.supervision.resolve({
+  // The fork keeps the parent's execution mode; a headless one the parent's Pi unless given one.
+  const pi = payload.pi ?? parent.pi;
+  const prepared = await prepareRunLaunch(rt, {
     workflow: parent.workflowRef,
     input: payload.input ?? parent.input,
     cwd: parent.projectPath,
-    env: split.env,
+    env: payload.env,
+    credentials: payload.credentials,
+    executionMode: parent.executionMode,
+    pi,
+    command: () => `rerun ${parentRunId}`,
+    unresolved: (message) =>
+      `Cannot rerun ${parentRunId}: the workflow file does not load as it is now: ${message}`,
+    interactiveHint: "restore the workflow file, or start the workflow from Pi",
   });
-  if (!resolved.ok) {
-    return reject(
-      resolved.code,
-      `Cannot rerun ${parentRunId}: the workflow file does not load as it is now: ${resolved.message}`,
-    );
-  }
+  if (!prepared.ok) return reject(prepared.code, prepared.message);
+  const { resolved, environment, credentials, runSecretNames } = prepared;
   const changed = canonicalJson(resolved.workflowSource) !== parent.workflowSourceText;
   const source: RerunSource = payload.retry ? "current" : payload.source ??
     (changed ? "current" : "recorded");
@@ -79,13 +81,6 @@ export async function rerunRunCommand(
     );
   }
   const fields = resolvedRunFields(resolved, parent.workflowRef, parent.projectPath);
-  const pi = payload.pi ?? parent.pi;
-  if (parent.executionMode === "headless" && resolved.needsAgent && !pi) {
-    return reject(
-      "piUnavailable",
-      `Cannot rerun ${parentRunId} headless: the workflow has agent steps and no Pi command was found to run them`,
-    );
-  }
   let body: { [key: string]: JsonValue } | null = null;
   const result = forkRun(rt.store, {
     ...fields,
@@ -94,13 +89,13 @@ export async function rerunRunCommand(
     definition: resolved.definition as JsonValue,
     binding: {
       executionMode: parent.executionMode,
-      originSessionId: payload.originSessionId ?? null,
+      // A headless fork has no origin session, even when a Pi session asked for it.
+      originSessionId: parent.executionMode === "interactive" ? payload.originSessionId! : null,
       pi: parent.executionMode === "headless" ? pi : null,
     },
-    environment: split.env,
+    environment,
     credentialNames: Object.keys(credentials),
-    // Named with `--env`: meant for the run, so its workers and nodes get them too.
-    runSecretNames: Object.keys(split.credentials),
+    runSecretNames,
     parentRunId,
     fromNodeId: from,
     ...(payload.visit !== undefined ? { visit: payload.visit } : {}),
@@ -111,9 +106,7 @@ export async function rerunRunCommand(
       receipt: (target) => (body = rerunReceipt(rt, target.result as ForkRunResult)),
     },
   });
-  rt.supervision.supplyCredentials(result.runId, credentials);
-  rt.log("run.forked", { runId: result.runId, revision: result.revision });
-  rt.supervision.wake();
+  runLaunched(rt, "run.forked", result, credentials);
   return successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
