@@ -2,8 +2,8 @@
  * `effect resolve`: sends the operator's verdict on an ambiguous effect (`effect.resolve`) and
  * prints what the host recorded. The operator defaults to this user's login name.
  */
-import { userInfo } from "node:os";
 import { receiptOf } from "../client/command-receipt.ts";
+import { operatorName } from "../client/operator-name.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { EXIT } from "./exit-codes.ts";
 import { formatRunHeadline } from "./format-run.ts";
@@ -35,7 +35,7 @@ export async function effectResolveCommand(
         target: command.target,
         verdict: command.verdict,
         ...(command.output !== undefined ? { output: command.output } : {}),
-        operator: command.operator ?? loginName(),
+        operator: command.operator ?? operatorName(),
       },
     }),
   );
@@ -54,12 +54,4 @@ export async function effectResolveCommand(
     }
   }
   return EXIT.ok;
-}
-
-export function loginName(): string {
-  try {
-    return userInfo().username.slice(0, 200) || "unknown";
-  } catch {
-    return "unknown";
-  }
 }

@@ -17,6 +17,7 @@ import { type CliIo, printJson } from "./output.ts";
 import { resolveRunId } from "./run-ids.ts";
 import type { RerunCommand } from "./parse-rerun.ts";
 import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
+import { forkOriginText, retryMeaning } from "../protocol/rerun-text.ts";
 import { hostRefusalExit } from "./with-host.ts";
 
 export async function runRerunCommand(
@@ -74,18 +75,11 @@ export async function runRerunCommand(
 /** What was forked from where, and for a retry the rerun it stands for. */
 export function rerunText(receipt: RunRerunReceipt, retry: boolean, io: CliIo): string {
   const { from } = receipt;
-  const visit = from.visit > 1 ? ` --visit ${from.visit}` : "";
   const lines = [];
-  if (retry) {
-    lines.push(
-      `retry ${from.runId} = rerun ${from.runId} --from ${from.nodeId}${visit} --source current`,
-    );
-  }
+  if (retry) lines.push(`retry ${from.runId} ${retryMeaning(from)}`);
   lines.push(
     `Forked ${formatRunHeadline(receipt.run, { style: io.style })}`,
-    `  from ${from.runId} at ${from.nodeId} (visit ${from.visit}); adopted ${receipt.adoptedAttempts} step(s) without running them again; source: ${
-      receipt.source === "current" ? "the workflow file as it is now" : "as recorded"
-    }`,
+    `  ${forkOriginText(receipt)}`,
   );
   return lines.join("\n");
 }

@@ -12,7 +12,8 @@ import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { credentialVariables, providerCredentials } from "../protocol/credential-names.ts";
-import { effectResolveCommand, loginName } from "./effect-command.ts";
+import { effectResolveCommand } from "./effect-command.ts";
+import { operatorName } from "../client/operator-name.ts";
 import { EXIT } from "./exit-codes.ts";
 import { projectDir } from "./project-dir.ts";
 import { answerRun } from "./answer-command.ts";
@@ -217,7 +218,7 @@ async function execute(
             ? {
               payload: {
                 credentials,
-                ...(command.acceptSource ? { acceptSource: true, operator: loginName() } : {}),
+                ...(command.acceptSource ? { acceptSource: true, operator: operatorName() } : {}),
               },
             }
             : {}),

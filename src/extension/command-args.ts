@@ -6,6 +6,8 @@
  *   /workflow <name|path> [task…]          start, input {"task": "<words>"} ({} without words)
  *   /workflow <name|path> --input-json J   start with any JSON input
  *   /workflow status|pause|resume|cancel [runId]
+ *   /workflow resume [runId] --accept-source
+ *   /workflow rerun|retry ...                 rerun-args.ts
  *   /workflow answer [runId] <json|text>
  *   /workflow schedule <action> ...          schedule-args.ts
  */
@@ -16,7 +18,8 @@ export type ControlVerb = "status" | "pause" | "resume" | "cancel";
 export type WorkflowCommand =
   | { kind: "list" }
   | { kind: "start"; workflow: string; input: JsonValue }
-  | { kind: "control"; verb: ControlVerb; runId: string | null }
+  | { kind: "control"; verb: ControlVerb; runId: string | null; acceptSource?: true }
+  | { kind: "rerun"; verb: "rerun" | "retry"; args: string }
   | { kind: "answer"; runId: string | null; answer: JsonValue; text: string }
   | { kind: "schedule"; args: string };
 
@@ -25,9 +28,9 @@ export class CommandArgsError extends Error {
 }
 
 const CONTROL_VERBS: readonly string[] = ["status", "pause", "resume", "cancel"];
-const RUN_ID = /^run-[\x21-\x7e]{1,196}$/;
+export const RUN_ID = /^run-[\x21-\x7e]{1,196}$/;
 export const USAGE =
-  "Usage: /workflow [<name|path> [task…] | <name|path> --input-json <json> | status|pause|resume|cancel [runId] | answer [runId] <json|text> | schedule add|apply|list|show|pause|resume|remove …]";
+  "Usage: /workflow [<name|path> [task…] | <name|path> --input-json <json> | status|pause|resume|cancel [runId] | resume [runId] --accept-source | rerun [runId] [--from <node>] … | retry [runId] | answer [runId] <json|text> | schedule add|apply|list|show|pause|resume|remove …]";
 
 export function parseWorkflowArgs(raw: string): WorkflowCommand {
   const text = raw.trim();
@@ -36,7 +39,17 @@ export function parseWorkflowArgs(raw: string): WorkflowCommand {
   const rest = text.slice(head.length).trim();
   if (head === "help" || head === "--help") throw new CommandArgsError(USAGE);
   if (CONTROL_VERBS.includes(head)) {
-    const words = rest === "" ? [] : rest.split(/\s+/);
+    let words = rest === "" ? [] : rest.split(/\s+/);
+    const acceptSource = head === "resume" && words.includes("--accept-source");
+    if (acceptSource) words = words.filter((word) => word !== "--accept-source");
+    const option = words.find((word) => word.startsWith("--"));
+    if (option !== undefined) {
+      throw new CommandArgsError(
+        `Unknown option ${option.slice(0, 40)} for /workflow ${head}${
+          head === "resume" ? " (it takes --accept-source)" : ""
+        }`,
+      );
+    }
     if (words.length > 1) {
       throw new CommandArgsError(`Too many arguments for /workflow ${head}: give at most a run id`);
     }
@@ -44,8 +57,14 @@ export function parseWorkflowArgs(raw: string): WorkflowCommand {
     if (runId !== null && !RUN_ID.test(runId)) {
       throw new CommandArgsError(`Not a run id: ${runId.slice(0, 60)} (run ids start with run-)`);
     }
-    return { kind: "control", verb: head as ControlVerb, runId };
+    return {
+      kind: "control",
+      verb: head as ControlVerb,
+      runId,
+      ...(acceptSource ? { acceptSource: true as const } : {}),
+    };
   }
+  if (head === "rerun" || head === "retry") return { kind: "rerun", verb: head, args: rest };
   if (head === "answer") return parseAnswer(rest);
   if (head === "schedule") return { kind: "schedule", args: rest };
   return parseStart(head, rest);
@@ -91,7 +110,7 @@ function jsonOrText(text: string): JsonValue {
   }
 }
 
-function parseJson(text: string, what: string): JsonValue {
+export function parseJson(text: string, what: string): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
   } catch (error) {

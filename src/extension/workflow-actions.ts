@@ -13,6 +13,7 @@ import {
   endedEffectResolveLines,
 } from "../protocol/effect-resolve-text.ts";
 import { answerFromText } from "../protocol/answer-text.ts";
+import { operatorName } from "../client/operator-name.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
@@ -111,10 +112,12 @@ export async function controlRun(
   action: ControlAction,
   runId: string | null | undefined,
   requestId?: string,
+  /** `resume` only: re-pin a run parked `workflowSourceChanged` to the file as it is now. */
+  acceptSource = false,
 ): Promise<string> {
   session.link();
   const id = resolveRunId(session, runId);
-  if (action === "resume" && session.presenter.heldRunId === id) {
+  if (action === "resume" && !acceptSource && session.presenter.heldRunId === id) {
     // Escape held this session's step; the run itself goes on waiting for it, so the host has
     // nothing to resume unless the run was also paused or blocked: lifting the hold is the
     // resume the notice promised.
@@ -130,10 +133,17 @@ export async function controlRun(
     : action === "resume"
     ? "run.resume"
     : "run.cancel";
-  const receipt = await session.client.call(operation, { runId: id, requestId });
+  const receipt = acceptSource
+    ? await session.client.call("run.resume", {
+      runId: id,
+      requestId,
+      payload: { acceptSource: true, operator: operatorName() },
+    })
+    : await session.client.call(operation, { runId: id, requestId });
   if (action === "resume") session.presenter.resumeHeld();
   void session.sync();
-  return runLine(receipt.run);
+  const accepted = acceptSource ? " (on the workflow file as it is now)" : "";
+  return `${runLine(receipt.run)}${accepted}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * `/workflow`: list, start, status, pause, resume, cancel, answer. Results and errors are shown
- * as Pi notices (one line for errors, never a stack); a start runs at once and the run's first
+ * `/workflow`: list, start, status, pause, resume (also `--accept-source`), cancel, answer,
+ * rerun and retry (rerun-run.ts), schedule. Results and errors are shown as Pi notices (one line
+ * for errors, never a stack); a start or an interactive rerun runs at once and the run's next
  * step arrives in this session through the presenter.
  */
 import { CommandArgsError, parseWorkflowArgs } from "./command-args.ts";
@@ -15,6 +16,8 @@ import {
 } from "./workflow-actions.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 import { runScheduleArgs } from "./schedule-command.ts";
+import { parseRerunArgs } from "./rerun-args.ts";
+import { rerunRun } from "./rerun-run.ts";
 
 export async function runWorkflowCommand(
   session: WorkflowSession | null,
@@ -42,7 +45,19 @@ export async function runWorkflowCommand(
       }
       case "control":
         if (command.verb === "status") return say(await statusText(session, command.runId));
-        return say(await controlRun(session, command.verb, command.runId));
+        return say(
+          await controlRun(
+            session,
+            command.verb,
+            command.runId,
+            undefined,
+            command.acceptSource === true,
+          ),
+        );
+      case "rerun": {
+        const args = parseRerunArgs(command.verb, command.args);
+        return say(await rerunRun(session, args, { canRunHere: ctx.hasUI }));
+      }
       case "schedule":
         return say(await runScheduleArgs(session, command.args));
       case "answer":

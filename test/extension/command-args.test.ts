@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { CommandArgsError, parseWorkflowArgs } from "../../src/extension/command-args.ts";
+import { parseRerunArgs } from "../../src/extension/rerun-args.ts";
+
+/** What `/workflow <line>` parses to, a rerun or retry's options included. */
+function parse(line: string) {
+  const command = parseWorkflowArgs(line);
+  return command.kind === "rerun" ? parseRerunArgs(command.verb, command.args) : command;
+}
 
 describe("/workflow arguments", () => {
   it("parses what 0.12 users type", () => {
@@ -39,6 +46,38 @@ describe("/workflow arguments", () => {
     });
   });
 
+  it("parses rerun, retry and resume --accept-source as the CLI names them", () => {
+    const none = {
+      kind: "rerun",
+      runId: null,
+      retry: false,
+      from: null,
+      visit: null,
+      source: null,
+    };
+    expect(parse("rerun")).toEqual(none);
+    expect(parse("retry run-7")).toEqual({ ...none, runId: "run-7", retry: true });
+    expect(parse("rerun run-7 --from write/polish --visit 2 --source current")).toEqual({
+      ...none,
+      runId: "run-7",
+      from: "write/polish",
+      visit: 2,
+      source: "current",
+    });
+    expect(parse('rerun --source recorded --input-json {"task": "again, shorter"}')).toEqual({
+      ...none,
+      source: "recorded",
+      input: { task: "again, shorter" },
+    });
+    expect(parse("resume run-7 --accept-source")).toEqual({
+      kind: "control",
+      verb: "resume",
+      runId: "run-7",
+      acceptSource: true,
+    });
+    expect(parse("resume --accept-source")).toMatchObject({ runId: null, acceptSource: true });
+  });
+
   it("refuses bad input with one actionable line", () => {
     const cases: [string, RegExp][] = [
       ["deploy --input-json", /Missing JSON after --input-json/],
@@ -47,6 +86,24 @@ describe("/workflow arguments", () => {
       ["deploy --inputjson {}", /Unknown option --inputjson/],
       ["pause run-1 extra", /Too many arguments for \/workflow pause/],
       ["status abc", /Not a run id: abc/],
+      ["pause --accept-source", /Unknown option --accept-source for \/workflow pause$/],
+      [
+        "resume --force",
+        /Unknown option --force for \/workflow resume \(it takes --accept-source\)/,
+      ],
+      ["rerun abc", /Not a run id: abc/],
+      ["rerun --from", /Missing value after --from/],
+      ["rerun --from a run-1", /Unexpected argument run-1/],
+      ["rerun --visit 2", /--visit needs --from/],
+      ["rerun --from a --visit 0", /Invalid --visit '0'/],
+      ["rerun --source newest", /Invalid --source 'newest': use current or recorded/],
+      ["rerun --input-json", /Missing JSON after --input-json/],
+      ["rerun --input-json {nope", /Invalid --input-json: /],
+      ["rerun --fast", /Unknown option --fast: Usage: \/workflow rerun/],
+      ["rerun --model gpt", /pi-workflows rerun <runId> --model <value>/],
+      ["rerun -- --verbose", /pi-workflows rerun <runId> -- <pi args>/],
+      ["retry run-1 --from a", /\/workflow retry takes only a run id/],
+      ["retry --input-json {}", /--input-json is for \/workflow rerun/],
       ["answer", /Missing answer/],
       ["answer run-1", /Missing answer for run-1/],
       ["help", /^Usage: \/workflow/],
@@ -54,7 +111,7 @@ describe("/workflow arguments", () => {
     for (const [args, message] of cases) {
       let error: unknown;
       try {
-        parseWorkflowArgs(args);
+        parse(args);
       } catch (e) {
         error = e;
       }

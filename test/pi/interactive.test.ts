@@ -6,10 +6,12 @@
  * in the same request; an agent step that times out with no worker alive follows its
  * `$result.outcome` edge, and a next step pending before the turn stopped for the closed one has
  * settled is sent after it; a protected human decision is answered by a person, never the tool;
- * an ordinary checkpoint by the tool; and nothing private reaches `host status` or the host log.
+ * an ordinary checkpoint by the tool; a run that failed is fixed and forked with `/workflow
+ * rerun`, whose next step comes to this session while its adopted agent step is not asked again;
+ * and nothing private reaches `host status` or the host log.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { messageText } from "../support/fake-model.ts";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
@@ -630,6 +632,64 @@ describe("interactive runs in the real Pi", () => {
     expect(mine.map((e) => e.details?.kind)).toEqual(["step", "reminder", "reminder"]);
   });
 
+  it("/workflow rerun forks a failed run after the file is fixed: the adopted agent step is not asked again", async () => {
+    const NOTE = { note: "Faster starts." };
+    world.script = stepResponder({
+      output: (c) => (c.step === "draft" ? NOTE : { published: true }),
+    });
+    const stateDir = world.sandbox.stateDir;
+    const parentId = await startWorkflow(pi, "fix-and-go");
+    runs.push(parentId);
+    expect(await waitForRunState(stateDir, parentId, ["completed", "failed"])).toBe("failed");
+    const file = join(world.sandbox.project, ".pi", "workflows", "fix-and-go.workflow.ts");
+    writeFileSync(file, readFileSync(file, "utf8").replace("STRICT = true", "STRICT = false"));
+
+    const fromRequest = world.model.requests.length;
+    const from = pi.records.length;
+    await pi.prompt("/workflow rerun", 60_000);
+    const notice = await pi.waitFor(
+      (r) => isNotice(r, /^Forked workflow /) || isNotice(r, /^\/workflow: /),
+      { from, what: "the fork notice" },
+    );
+    const forkId = /\((run-[^)]+)\)/.exec(String(notice.message))?.[1];
+    expect(notice.message).toContain("its steps run in this session");
+    expect(notice.message).toContain(
+      `from ${parentId} at check (visit 1); adopted 1 step(s) without running them again; ` +
+        "source: the workflow file as it is now",
+    );
+    runs.push(forkId!);
+    expect(await waitForRunState(stateDir, forkId!, ["completed", "failed"])).toBe("completed");
+
+    // The model was asked the fork's next step in this session, never the adopted draft again.
+    const prompts = world.model.requests.slice(fromRequest).filter((r) => r.lastRole === "user")
+      .map((r) => r.lastUserText);
+    expect(prompts.filter((p) => p.startsWith("Publish this release note:"))).toHaveLength(1);
+    expect(prompts.filter((p) => p.startsWith("Draft a one-line release note."))).toEqual([]);
+    const db = (sql: string) => queryState(stateDir, sql, forkId!);
+    expect(
+      db(
+        "SELECT node_id, state, adopted_from_attempt_id IS NOT NULL AS adopted FROM node_attempts " +
+          "WHERE run_id = ? ORDER BY sequence",
+      ).map((a) => [a.node_id, a.state, a.adopted]),
+    ).toEqual([["draft", "ok", 1], ["check", "ok", 0], ["publish", "ok", 0]]);
+    expect(
+      db("SELECT node_id, target_session_id FROM interactive_requests WHERE run_id = ?"),
+    ).toEqual([{ node_id: "publish", target_session_id: sessionId }]);
+    // (doctor's fork checks run in test/cli/rerun.test.ts; a CLI process here costs ~4 s.)
+    expect(runOutput(stateDir, forkId!)).toEqual({ published: true });
+
+    // The session's run is now the fork, which completed: a retry of it is refused in one line.
+    const again = pi.records.length;
+    await pi.prompt("/workflow retry", 60_000);
+    const refusal = await pi.waitFor((r) => isNotice(r, /^\/workflow: /), {
+      from: again,
+      what: "the retry refusal",
+    });
+    expect(refusal.message).toMatch(
+      new RegExp(`^/workflow: .*Run ${forkId} is completed: only a failed or timed-out run`),
+    );
+  });
+
   it("keeps prompts, outputs, session ids and paths out of host status and the host log", async () => {
     const status = await cli(world, ["host", "status", "--json"]);
     expect(status.code).toBe(0);
@@ -646,6 +706,7 @@ describe("interactive runs in the real Pi", () => {
           "Take your time",
           "go ahead",
           "Release 2.0.0",
+          "Draft a one-line release note",
         ]
       ) {
         expect(text, secret).not.toContain(secret);

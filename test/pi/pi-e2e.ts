@@ -37,7 +37,7 @@ export async function createWorld(env: Record<string, string> = {}): Promise<E2e
       join(workflows, `${name}.workflow.ts`),
     );
   }
-  for (const name of ["slow-step", "next-after-timeout", "talk"]) {
+  for (const name of ["slow-step", "next-after-timeout", "talk", "fix-and-go"]) {
     cpSync(join(FIXTURES, `${name}.workflow.ts`), join(workflows, `${name}.workflow.ts`));
   }
   await world.sandbox.install(REPO_ROOT);
