@@ -110,8 +110,9 @@ function blocked(reason: string, id: string, context: RunStateContext): RunState
         "blocked",
         "blocked",
         "warn",
-        "its workflow source changed since it started; restore the files, or cancel it",
-        `pi-workflows resume ${id}`,
+        "its workflow source changed since it started; go on with the files as they are now, " +
+          "or restore them and resume it without --accept-source",
+        `pi-workflows resume ${id} --accept-source`,
       );
     case "effectAmbiguous": {
       // The operator's verdict on the interrupted attempt moves it on (a plain resume is

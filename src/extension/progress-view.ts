@@ -109,6 +109,8 @@ export function widgetLines(input: ProgressInput): string[] {
     const count = visits.get(attempt.nodeId) ?? 1;
     if (count > 1) parts[0] += ` ×${count}`;
     parts.push(duration((attempt.finishedAt ?? input.now) - attempt.startedAt));
+    // A fork's step taken over from its parent run, not run again.
+    if (attempt.adoptedFrom) parts.push("adopted");
     const detail = notes.get(attempt.attemptId) ?? input.details?.[attempt.nodeId];
     if (attempt.state === "running" || attempt.state === "waiting") {
       if (detail) parts.push(detail);

@@ -85,6 +85,9 @@ export function runStatusText(status: RunStatusReceipt, now: number): string {
   const { run } = status;
   const attempts = status.attempts ?? [];
   const lines = [runLine(run)];
+  if (run.forkedFrom) {
+    lines.push(`Forked from ${run.forkedFrom.runId} at ${run.forkedFrom.nodeId}`);
+  }
   if (run.spend) lines.push(`Spend: ${formatRunSpend(run.spend, run.budget)}`);
   lines.push(...widgetLines({ run, attempts, now }));
   if (run.output !== undefined) {
@@ -95,6 +98,11 @@ export function runStatusText(status: RunStatusReceipt, now: number): string {
   // are the way on, so they are named here too (full id: it is what this view shows).
   const ambiguous = status.ambiguousEffects ?? [];
   lines.push(...ambiguousEffectLines(ambiguous));
+  if (run.blockedReason === "workflowSourceChanged") {
+    lines.push(
+      `Its workflow file changed since it started: go on with the file as it is now with /workflow resume ${run.runId} --accept-source, or restore the file and /workflow resume`,
+    );
+  }
   if (run.blockedReason === "effectAmbiguous") {
     lines.push(...blockedEffectResolveLines(run, attempts, run.runId));
   } else if (!run.blockedReason) lines.push(...endedEffectResolveLines(ambiguous, run.runId));

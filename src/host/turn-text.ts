@@ -59,6 +59,12 @@ export function fallbackText(run: TurnRunFacts): TurnText {
   } else if (run.state === "completed") {
     message = `Workflow ${name} ended with state completed. What to do next: tell the user it ` +
       "finished; the workflow tool's status action shows its output.";
+  } else if (run.state === "failed" || run.state === "timed_out") {
+    // Going on from the failed step keeps (and does not pay for) every step before it.
+    message = `Workflow ${name} ended with state ${run.state}${error}. What to do next: tell the ` +
+      "user what happened and how it could be fixed; after a fix, " +
+      `/workflow retry ${run.runId} goes on from the failed step without running earlier steps ` +
+      "again. Start the workflow again with the workflow tool only if that is what they want.";
   } else {
     message = `Workflow ${name} ended with state ${run.state}${error}. What to do next: tell the ` +
       "user what happened and how it could be fixed; start the workflow again with the workflow " +

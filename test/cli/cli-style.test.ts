@@ -128,7 +128,7 @@ describe("describeRunState()", () => {
         { blockedReason: "workflowSourceChanged", queueState: "parked" },
         undefined,
         "blocked",
-        "pi-workflows resume run-1a2b3c4d",
+        "pi-workflows resume run-1a2b3c4d --accept-source",
       ],
       [
         { state: "waiting", queueState: "parked" },
@@ -258,8 +258,9 @@ describe("formatRun()", () => {
       `run ${ID}`,
       "workflow: hello",
       "state: ! blocked (queue parked)",
-      "why: its workflow source changed since it started; restore the files, or cancel it",
-      "next: pi-workflows resume run-1a2b3c4d",
+      "why: its workflow source changed since it started; go on with the files as they are now, " +
+      "or restore them and resume it without --accept-source",
+      "next: pi-workflows resume run-1a2b3c4d --accept-source",
     ]);
     expect(text).toContain("  ✓ greet  compute, ok, 12ms");
     expect(formatRunHeadline(run({ title: "Hi" }))).toBe("run-1a2b3c4d  hello — Hi  running");

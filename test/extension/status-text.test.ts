@@ -66,6 +66,29 @@ describe("/workflow status of an ambiguous effect", () => {
     expect(text).toContain(`pi-workflows effect resolve ${RUN_ID} att-7 --not-applied`);
     expect(text).not.toContain("--retry");
   });
+
+  it("names a fork's parent and marks the steps it adopted", () => {
+    const fork = run({
+      state: "completed",
+      queueState: "done",
+      forkedFrom: { runId: "run-parent", nodeId: "check" },
+    });
+    const steps = [
+      { ...attempts[0], nodeId: "draft", nodeKind: "agent", state: "ok", adoptedFrom: "att-1" },
+      { ...attempts[0], attemptId: "att-9", nodeId: "check", sequence: 2, state: "ok" },
+    ] as AttemptSummary[];
+    const lines = runStatusText({ run: fork, attempts: steps }, T0 + 1_000).split("\n");
+    expect(lines[1]).toBe("Forked from run-parent at check");
+    expect(lines[2]).toMatch(/^✓ ● draft {2}\S+ {2}adopted$/);
+    expect(lines[3]).not.toContain("adopted");
+  });
+
+  it("says how a run parked on a changed workflow file goes on", () => {
+    const parked = run({ blockedReason: "workflowSourceChanged", queueState: "parked" });
+    expect(runStatusText({ run: parked, attempts: [] }, T0)).toContain(
+      `/workflow resume ${RUN_ID} --accept-source, or restore the file and /workflow resume`,
+    );
+  });
 });
 
 describe("/workflow status of what a run spent", () => {

@@ -225,7 +225,9 @@ describe("outbox operations", () => {
       ),
     );
     expect(turn.message).not.toContain("\n");
-    expect(turn.message.length).toBeLessThan(600);
+    // The error is cut at 300 characters; the rest says what to do and names the retry command.
+    expect(turn.message).toContain(`/workflow retry ${runId} goes on from the failed step`);
+    expect(turn.message.length).toBeLessThan(700);
   });
 
   it("a headless run's notifications are readable in status", async () => {

@@ -641,6 +641,13 @@ describe("interactive runs in the real Pi", () => {
     const parentId = await startWorkflow(pi, "fix-and-go");
     runs.push(parentId);
     expect(await waitForRunState(stateDir, parentId, ["completed", "failed"])).toBe("failed");
+    // The failure's turn tells the model how the user goes on without repeating the draft.
+    await world.model.waitForRequest(
+      (r) => r.lastUserText.includes(`/workflow retry ${parentId} goes on from the failed step`),
+      {
+        timeoutMs: 60_000,
+      },
+    );
     const file = join(world.sandbox.project, ".pi", "workflows", "fix-and-go.workflow.ts");
     writeFileSync(file, readFileSync(file, "utf8").replace("STRICT = true", "STRICT = false"));
 

@@ -320,8 +320,10 @@ describe("the outbox in the real Pi", () => {
     );
     expect(seen.lastUserText).toBe(
       `Workflow "breaks" (run ${runId}) ended with state failed: disk quota exceeded. What to do ` +
-        "next: tell the user what happened and how it could be fixed; start the workflow again " +
-        "with the workflow tool only if that is what they want.",
+        "next: tell the user what happened and how it could be fixed; after a fix, " +
+        `/workflow retry ${runId} goes on from the failed step without running ` +
+        "earlier steps again. Start the workflow again with the workflow tool only if that is " +
+        "what they want.",
     );
     await waitForState<{ state: string }>(
       sandbox,
