@@ -140,6 +140,20 @@ export function appendHistory(
   appendViewerDelta(store, runId, revision, now, entry.type, entry.summary);
 }
 
+/**
+ * Appends a viewer delta of no run: a change a viewer cannot patch run by run (`runs.pruned`),
+ * so it reloads its bounded window.
+ */
+export function appendFeedDelta(store: StateStore, kind: string, now: number): void {
+  executeArgs(
+    store,
+    "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) " +
+      "VALUES (NULL, 0, ?1, '{}', ?2)",
+    kind,
+    now,
+  );
+}
+
 /** Appends a viewer delta alone (facts outside the run row, e.g. a worker epoch ending). */
 export function appendViewerDelta(
   store: StateStore,

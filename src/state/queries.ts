@@ -288,7 +288,8 @@ export function listEvents(
 export interface ViewerDelta {
   /** Global delta revision: poll with the last one seen. */
   revision: number;
-  runId: string;
+  /** Null for a delta of no run (`runs.pruned`). */
+  runId: string | null;
   runRevision: number;
   kind: string;
   summary: JsonValue;
@@ -303,7 +304,7 @@ export function viewerDeltasSince(
 ): ViewerDelta[] {
   return queryAll<{
     revision: number;
-    run_id: string;
+    run_id: string | null;
     run_revision: number;
     kind: string;
     summary_json: string;

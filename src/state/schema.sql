@@ -305,10 +305,11 @@ END;
 -- grows monotonically without AUTOINCREMENT's extra page write per commit), and a viewer whose
 -- position fell below the oldest one reloads. `run_id` names a run that may since have been
 -- pruned (no foreign key: a run's deltas are found only by revision, and an index on run_id
--- would cost every commit one more B-tree).
+-- would cost every commit one more B-tree). A delta of no run (`run_id` NULL) concerns the feed's
+-- readers as a whole: `runs.pruned` (a retention pass deleted runs) makes a viewer reload.
 CREATE TABLE viewer_deltas (
   revision INTEGER PRIMARY KEY,
-  run_id TEXT NOT NULL,
+  run_id TEXT,
   run_revision INTEGER NOT NULL,
   kind TEXT NOT NULL,
   summary_json TEXT NOT NULL,

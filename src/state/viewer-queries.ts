@@ -138,26 +138,33 @@ export interface ChangedRuns {
   /** The last revision read; `after` when nothing changed. */
   revision: number;
   /**
-   * True when the window filled, or retention trimmed deltas after `after`: the caller should
-   * reload rather than patch.
+   * True when the window filled, retention trimmed deltas after `after`, or a delta of no run
+   * came (`runs.pruned`: runs were deleted): the caller should reload rather than patch.
    */
   truncated: boolean;
 }
 
 /** Runs that changed after global revision `after`, reading at most `limit` deltas. */
 export function changedRunsSince(store: StateStore, after: number, limit = 500): ChangedRuns {
-  const rows = queryAllArgs<{ revision: number; run_id: string }>(
+  const rows = queryAllArgs<{ revision: number; run_id: string | null }>(
     store,
     "SELECT revision, run_id FROM viewer_deltas WHERE revision > ?1 ORDER BY revision LIMIT ?2",
     after,
     limit,
   );
+  const runIds = new Set<string>();
+  let feedWide = false;
+  for (const row of rows) {
+    if (row.run_id === null) feedWide = true;
+    else runIds.add(row.run_id);
+  }
   return {
-    runIds: [...new Set(rows.map((r) => r.run_id))],
+    runIds: [...runIds],
     revision: rows.length > 0 ? rows[rows.length - 1].revision : after,
     // Revisions have no gaps except where retention trimmed the feed's front: a first delta
     // past `after + 1` means deltas this reader never saw are gone.
-    truncated: rows.length >= limit || (rows.length > 0 && rows[0].revision > after + 1),
+    truncated: feedWide || rows.length >= limit ||
+      (rows.length > 0 && rows[0].revision > after + 1),
   };
 }
 

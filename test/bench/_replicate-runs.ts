@@ -62,6 +62,8 @@ export interface ReplicateOptions {
   total: number;
   /** Time between two consecutive runs of the history (the templates' spacing). */
   spacingMs: number;
+  /** Copy the templates' viewer deltas too (default true). */
+  feed?: boolean;
 }
 
 function columns(store: StateStore, table: string): string[] {
@@ -122,7 +124,7 @@ export function replicateRuns(store: StateStore, opts: ReplicateOptions): void {
   const feedRows = db.prepare("SELECT COUNT(*) AS n, MIN(revision) AS first FROM viewer_deltas")
     .get() as { n: number; first: number };
   const deltas = feedRows.n;
-  if (deltas > 0 && feedRows.first !== deltaBase - deltas + 1) {
+  if (opts.feed !== false && deltas > 0 && feedRows.first !== deltaBase - deltas + 1) {
     throw new Error("replicateRuns: the viewer feed must be whole (the templates' deltas only)");
   }
   const bases = {
@@ -161,8 +163,20 @@ export function replicateRuns(store: StateStore, opts: ReplicateOptions): void {
     db.exec("DELETE FROM bench_copies");
     for (let k = from; k < Math.min(copies + 1, from + BATCH); k++) addCopy.run(k);
     for (const statement of statements) statement.run();
-    copyFeed.run();
+    if (opts.feed !== false) copyFeed.run();
     db.exec("COMMIT");
+  }
+  if (opts.feed === false) {
+    // The feed a host keeps of runs that ended long ago: the trim leaves only its newest delta,
+    // which is the newest run's.
+    db.exec(
+      "INSERT INTO viewer_deltas (run_id, run_revision, kind, summary_json, at) SELECT r.run_id, " +
+        "(SELECT MAX(seq) FROM events WHERE event_key BETWEEN r.run_no * 4294967296 AND " +
+        "r.run_no * 4294967296 + 4294967295), 'run.' || r.state, " +
+        "json_object('state', r.state, 'queue', 'done'), r.finished_at FROM runs r " +
+        "ORDER BY r.run_no DESC LIMIT 1",
+    );
+    db.exec("DELETE FROM viewer_deltas WHERE revision < (SELECT MAX(revision) FROM viewer_deltas)");
   }
   db.exec("DROP TABLE bench_templates");
   db.exec("DROP TABLE bench_copies");

@@ -4,12 +4,12 @@
  * one with only the 50 active runs. Thirty runs are built through the real transitions
  * (test/support/ended-runs.ts: attempts with outputs and updates, a managed effect, a
  * notification, a human decision, client and worker receipts, two worker epochs, a completion
- * turn); the rest are SQL copies of them under new ids (_replicate-runs.ts), one run a second,
- * ended 40 days ago; then what a running host did to them meanwhile (a pass that compacts and
- * trims the feed, prunes nothing).
+ * turn), ended 40 days ago; then what a running host did to them since (a pass that compacts
+ * them and trims the viewer feed, prunes nothing); the rest are SQL copies of the compacted
+ * templates under new ids (_replicate-runs.ts), one run a second.
  *
  * Prints one JSON line: file sizes before and after a prune (keepDays 30), bytes per ended run
- * and per node attempt (compacted, and as the runs ended), the prune's write transactions (the
+ * and per node attempt (compacted; and as the runs ended, from the templates), the prune's write transactions (the
  * longest, p50/p99, the longest COMMIT alone) beside the host's own one-run writes served
  * between them (the baseline: same file, same moment), doctor's findings, and run.status,
  * run.list, viewer tick and host start-up times before and after, each taken in turns with the
@@ -64,7 +64,7 @@ interface Db {
   dir: string;
   clock: FakeClock;
   active: { runId: string; claim: Claim; attemptId: string }[];
-  /** The file before compaction (the runs as they ended). */
+  /** The file with the template runs as they ended (before compaction). */
   wholeBytes: number;
 }
 
@@ -82,13 +82,14 @@ function build(name: string, ended: number): Db {
       clock.advance(SPACING_MS);
     }
   });
-  replicateRuns(store, { templates, total: ended, spacingMs: SPACING_MS });
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   const wholeBytes = statSync(join(dir, "state.sqlite")).size;
   clock.set(Date.now());
-  // What a running host did to these runs meanwhile: each compacted an hour after its end, the
-  // viewer feed trimmed, freed pages given back. Nothing is past a 100-year period.
+  // What a running host did to these runs since: each compacted an hour after its end, the
+  // viewer feed trimmed, freed pages given back (nothing is past a 100-year period). The copies
+  // are made from the compacted templates, without viewer deltas (trimmed long ago).
   runRetentionPass(store, { keepDays: 36_500 });
+  replicateRuns(store, { templates, total: ended, spacingMs: SPACING_MS, feed: false });
   const active = [];
   for (let i = 0; i < ACTIVE; i++) {
     const { runId, claim } = startRun(store, { hostEpoch: host.epoch });
@@ -164,7 +165,7 @@ function reads(base: Db, measured: Db): [Reads, Reads] {
       refreshViewerData(viewers.get(db)!);
     });
     for (const store of stores.values()) closeStateStore(store);
-    const hostStart = pairedTime(5, dbs, (db) => {
+    const hostStart = pairedTime(9, dbs, (db) => {
       const s = openStateStore({
         stateDir: db.dir,
         clock: db.clock,
@@ -263,11 +264,13 @@ try {
     // Compacted (what a host keeps until the prune), and as the runs ended.
     bytesPerEndedRun: {
       compacted: Math.round((bigBytesBefore - smallBytes) / RUNS),
-      whole: Math.round((big.wholeBytes - small.wholeBytes) / RUNS),
+      whole: Math.round((big.wholeBytes - small.wholeBytes) / Math.min(RUNS, TEMPLATES)),
     },
     bytesPerNodeAttempt: {
       compacted: Math.round((bigBytesBefore - smallBytes) / attempts),
-      whole: Math.round((big.wholeBytes - small.wholeBytes) / attempts),
+      whole: Math.round(
+        (big.wholeBytes - small.wholeBytes) / Math.min(RUNS, TEMPLATES) / (attempts / RUNS),
+      ),
     },
     prune: {
       runs: pass.report.runs,

@@ -44,6 +44,12 @@ function rowsOf(fx: Fixture, runId: string): Record<string, number> {
   return counts;
 }
 
+function prunedDeltas(fx: Fixture): { run_id: string | null; kind: string }[] {
+  return fx.store.db.prepare(
+    "SELECT run_id, kind FROM viewer_deltas WHERE kind = 'runs.pruned' ORDER BY revision",
+  ).all().map((r) => ({ ...r })) as { run_id: string | null; kind: string }[];
+}
+
 function tableCount(fx: Fixture, table: string): number {
   return (fx.store.db.prepare(`SELECT COUNT(*) AS n FROM "${table}"`).get() as { n: number }).n;
 }
@@ -94,6 +100,8 @@ describe("retention", () => {
     expect(readRunStatus(fx.store, young)?.run.state).toBe("completed");
     expect(checkInvariants(fx.store)).toEqual([]);
     expect(pass.report.longestLockMs).toBeGreaterThan(0);
+    // Viewers are told once (one run deleted): a delta of no run, which makes them reload.
+    expect(prunedDeltas(fx)).toEqual([{ run_id: null, kind: "runs.pruned" }]);
     // The prune deletes with SQLite's foreign-key checks off; they are on again after it.
     expect(fx.store.db.prepare("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
   });
@@ -135,6 +143,8 @@ describe("retention", () => {
     });
     while (pass.step()) { /* to the end */ }
     expect(pass.report.runs).toBe(3);
+    // Viewers told at the first deletion and after the last.
+    expect(prunedDeltas(fx).length).toBe(2);
     expect(pass.report.rows.workflow_definitions).toBe(1);
     expect(digests()).toEqual(["sha256:b", "sha256:c"]);
     expect(readDefinitionSnapshot(fx.store, "sha256:c")).toEqual(graph("c"));

@@ -10,6 +10,7 @@ import { statSync } from "node:fs";
 import { queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 import { writeTransaction } from "../transactions.ts";
+import { appendFeedDelta } from "../journal.ts";
 import {
   compactRunInTx,
   countRunlessReceipts,
@@ -28,6 +29,8 @@ import {
 import { countUnusedDefinitions, pruneUnusedDefinitionsInTx } from "./unused-definitions.ts";
 
 export const DAY_MS = 24 * 3600_000;
+/** The viewer delta (of no run) that says a pass deleted runs: viewers reload. */
+export const RUNS_PRUNED_DELTA = "runs.pruned";
 /** The retention period when neither config.json nor the command names one. */
 export const DEFAULT_KEEP_DAYS = 30;
 /**
@@ -127,6 +130,13 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
   let walkDeleted = 0;
   let walks = 0;
   let compactQueue: EndedRun[] = [];
+  // Runs deleted when viewers were last told (a `runs.pruned` delta makes them reload): in the
+  // pass's first deleting transaction, and once more after the last.
+  let signalledRuns = 0;
+  const signalPruned = (): void => {
+    appendFeedDelta(store, RUNS_PRUNED_DELTA, now);
+    signalledRuns = report.runs;
+  };
 
   const timed = <T>(fn: () => T): T => {
     const started = performance.now();
@@ -205,6 +215,8 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
           const epochs = deleteRunInTx(store, run.runId, cutoff, receiptFloor, report.rows);
           if (epochs !== null) {
             report.runs++;
+            // The pass's first deletion tells viewers at once (the end of the phase again).
+            if (report.runs === 1) signalPruned();
             walkDeleted++;
             prunedEpochs.push(...epochs);
             prunedRuns.push(run.runId);
@@ -223,13 +235,14 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       phase = "receipts";
       return;
     }
-    const done = timed(() =>
-      withinBudget(() => pruneUnusedDefinitionsInTx(store, 20), 20, (n) => {
+    const done = timed(() => {
+      if (report.runs > signalledRuns) signalPruned();
+      return withinBudget(() => pruneUnusedDefinitionsInTx(store, 20), 20, (n) => {
         if (n > 0) {
           report.rows.workflow_definitions = (report.rows.workflow_definitions ?? 0) + n;
         }
-      })
-    );
+      });
+    });
     if (done) phase = "receipts";
   };
 

@@ -7,7 +7,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
-import { appendViewerDelta, runRevisionSql, TERMINAL_RUN_STATES } from "../journal.ts";
+import { TERMINAL_RUN_STATES } from "../journal.ts";
 import { unreferencedSql } from "./run-references.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 
@@ -131,9 +131,6 @@ export const RUN_OWNED: readonly { table: string; rows: string; byRunNo?: true; 
     },
   ];
 
-/** The viewer delta kind that says a run was deleted by retention. */
-export const PRUNED_DELTA = "run.pruned";
-
 /** Rows deleted per table (zero counts left out). */
 export type TableCounts = Record<string, number>;
 
@@ -162,10 +159,10 @@ export function deleteRunInTx(
   receiptFloor: number,
   counts: TableCounts,
 ): string[] | null {
-  const run = queryOneArgs<{ run_no: number; revision: number | null }>(
+  const run = queryOneArgs<{ run_no: number }>(
     store,
-    `SELECT r.run_no, ${runRevisionSql()} AS revision FROM runs r WHERE r.run_id = ?1 AND ` +
-      `${prunableSql("?2")} AND ${receiptsSettledSql("?3")}`,
+    `SELECT r.run_no FROM runs r WHERE r.run_id = ?1 AND ${prunableSql("?2")} AND ` +
+      receiptsSettledSql("?3"),
     runId,
     cutoff,
     receiptFloor,
@@ -181,9 +178,6 @@ export function deleteRunInTx(
     if (owned.table === "events") crashPoint("state.retention.runHalfDeleted");
   }
   executeArgs(store, "DELETE FROM run_prunes WHERE run_id = ?1", runId);
-  // Viewers follow the feed, not the runs table: this delta tells them the run is gone (they
-  // drop its row; one showing it says it no longer exists).
-  appendViewerDelta(store, runId, run.revision ?? 0, store.clock.now(), PRUNED_DELTA, {});
   return epochs;
 }
 
