@@ -14,6 +14,8 @@ import {
   AmbiguousEffectError,
   AnswerRefusedError,
   ClaimLostError,
+  diskFullMessage,
+  isDiskFull,
   NotFoundError,
   RefusedError,
   RequestConflictError,
@@ -82,6 +84,14 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
   }
   if (error instanceof ValueTooLargeError) {
     return answer("rejected", "valueTooLarge", error.message);
+  }
+  if (isDiskFull(error)) {
+    rt.log("command.diskFull", { operation: request.operation });
+    return answer(
+      "rejected",
+      HOST_ERROR_CODES.diskFull,
+      diskFullMessage(rt.store.path, request.operation),
+    );
   }
   if (isBusy(error)) {
     return answer(

@@ -22,7 +22,7 @@ import {
   releaseHostClaim,
   renewHostClaim,
 } from "../state/host-claim.ts";
-import { ClaimLostError } from "../state/errors.ts";
+import { ClaimLostError, isDiskFull } from "../state/errors.ts";
 import {
   closeStateStore,
   ensureStateDir,
@@ -243,11 +243,24 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   // Renewal starts before recovery so a long recovery cannot let the lease lapse. A refused
   // renewal (another host took the epoch) or a lease that ran out means this host must stop
   // accepting at once; a busy database is retried until the lease would run out.
+  // A full disk fails every write, a takeover's too: the host keeps its epoch and serves reads
+  // (writes answer diskFull); once space frees, its lapsed lease is renewed if no host took it.
+  let diskFull = false;
   const renew = (): boolean => {
     try {
-      claim = { ...claim, expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs) };
+      claim = {
+        ...claim,
+        expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs, diskFull),
+      };
+      if (diskFull) log("host.diskSpaceBack", { epoch: claim.epoch });
+      diskFull = false;
       return true;
     } catch (error) {
+      if (isDiskFull(error)) {
+        if (!diskFull) log("host.diskFull", { epoch: claim.epoch });
+        diskFull = true;
+        return true;
+      }
       const lost = error instanceof ClaimLostError || clock.now() >= claim.expiresAt;
       log(lost ? "host.claimLost" : "host.renewFailed", {
         epoch: claim.epoch,

@@ -91,20 +91,23 @@ export function createRetentionRunner(ctx: {
     },
     idleTick() {
       if (commanded) return;
+      let keepDays: number | null = null;
       if (!idlePass) {
         if (ctx.now() < nextIdleAt) return;
         nextIdleAt = ctx.now() + ctx.intervalMs;
-        let keepDays: number;
         try {
           keepDays = configuredKeepDays(ctx.stateDir);
         } catch (error) {
           ctx.log("retention.skipped", { reason: (error as Error).message });
           return;
         }
-        idlePass = createRetentionPass(ctx.store, { keepDays });
       }
       const started = performance.now();
       try {
+        // Opening a pass writes (a checkpoint), so it is inside the guard like every step: an
+        // error thrown from this timer (a full disk) would end the host.
+        if (keepDays !== null) idlePass = createRetentionPass(ctx.store, { keepDays });
+        if (!idlePass) return;
         while (performance.now() - started < IDLE_SLICE_MS) {
           if (!step(idlePass)) {
             finish(idlePass, "idle");

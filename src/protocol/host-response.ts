@@ -50,6 +50,8 @@ export const HOST_ERROR_CODES = {
   runNotFound: "runNotFound",
   hostStopping: "hostStopping",
   hostBusy: "hostBusy",
+  /** The state directory's disk is full: the command was not recorded; reads still work. */
+  diskFull: "diskFull",
   internal: "internal",
 } as const;
 

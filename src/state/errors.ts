@@ -2,6 +2,7 @@
  * Errors raised by the state store. Messages are one line, name what failed and never include a
  * token, token hash, payload or session id.
  */
+import { dirname } from "node:path";
 
 /** The database cannot be opened: bad permissions, corrupt file, not a database, wrong schema. */
 export class StateOpenError extends Error {
@@ -224,4 +225,24 @@ export class RefusedError extends Error {
     this.outcome = outcome;
     this.code = code;
   }
+}
+
+/**
+ * True for a write that failed because the state directory's disk is full: SQLite's
+ * `SQLITE_FULL` (13, "database or disk is full"), or a file write's `ENOSPC`.
+ */
+export function isDiskFull(error: unknown): boolean {
+  const e = error as { errcode?: unknown; code?: unknown; message?: unknown } | null;
+  if (e === null || typeof e !== "object") return false;
+  // SQLite's extended codes keep the primary code in the low byte.
+  if (typeof e.errcode === "number" && (e.errcode & 0xff) === 13) return true;
+  if (e.code === "ENOSPC") return true;
+  return typeof e.message === "string" && /database or disk is full|ENOSPC/.test(e.message);
+}
+
+/** What a command that could not be recorded on a full disk answers: the code and its message. */
+export function diskFullMessage(statePath: string, operation: string): string {
+  return `Command ${operation} was not recorded: the disk of the state directory ` +
+    `${dirname(statePath)} is full (nothing changed). Free space there and run it again; ` +
+    "status, list and other reads still work meanwhile";
 }

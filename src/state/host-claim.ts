@@ -100,10 +100,19 @@ export function acquireHostClaim(
 }
 
 /** Extends the exact live host claim; returns the new expiry. Throws `ClaimLostError`. */
-export function renewHostClaim(store: StateStore, claim: HostClaim, ttlMs: number): number {
+export function renewHostClaim(
+  store: StateStore,
+  claim: HostClaim,
+  ttlMs: number,
+  /**
+   * Renew even a lapsed lease while it is still this host's (same owner, token and epoch: no
+   * host took over): a lease that ran out while a full disk refused every write.
+   */
+  lapsed = false,
+): number {
   return writeTransaction(store, () => {
     const now = store.clock.now();
-    checkHostClaim(store, claim, now, true);
+    checkHostClaim(store, claim, now, !lapsed);
     const expiresAt = now + ttlMs;
     execute(
       store,

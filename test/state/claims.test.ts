@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   acquireClaim,
@@ -10,7 +11,12 @@ import {
   runResource,
 } from "../../src/state/claims.ts";
 import { protectedWrite } from "../../src/state/protected-write.ts";
-import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
+import {
+  ClaimLostError,
+  diskFullMessage,
+  isDiskFull,
+  RevisionConflictError,
+} from "../../src/state/errors.ts";
 import {
   acquireHostClaim,
   HostClaimHeldError,
@@ -271,6 +277,38 @@ describe("host claim", () => {
     const three = acquireHostClaim(f.store, { ownerId: "h3", token: "t3", ttlMs: 1000 });
     expect([three.epoch, three.takeover]).toEqual([4, "released"]);
     expect(checkInvariants(f.store)).toEqual([]);
+  });
+
+  it("on a full disk: writes fail SQLITE_FULL, a lapsed lease still this host's is renewed once space frees, never a taken one", () => {
+    releaseHostClaim(f.store, f.host);
+    const one = acquireHostClaim(f.store, { ownerId: "h1", token: "t1", ttlMs: 1000 });
+    // A database that may not grow stands for a full disk: SQLite answers SQLITE_FULL.
+    const pages = (f.store.db.prepare("PRAGMA page_count").get() as { page_count: number })
+      .page_count;
+    f.store.db.exec(`PRAGMA max_page_count = ${pages}`);
+    let full: unknown;
+    try {
+      for (let i = 0; i < 1000; i++) enqueue(f.store);
+    } catch (error) {
+      full = error;
+    }
+    expect(isDiskFull(full)).toBe(true);
+    expect(isDiskFull(new Error("database is locked"))).toBe(false);
+    expect(diskFullMessage(f.store.path, "run.start")).toBe(
+      `Command run.start was not recorded: the disk of the state directory ${
+        dirname(f.store.path)
+      } is full (nothing changed). Free space there and run it again; status, list and other ` +
+        "reads still work meanwhile",
+    );
+    f.store.db.exec("PRAGMA max_page_count = 1073741823");
+    f.clock.advance(1000);
+    expectClaimLost(() => renewHostClaim(f.store, one, 1000), "expired");
+    renewHostClaim(f.store, one, 1000, true);
+    expect(readHostEpoch(f.store)).toMatchObject({ epoch: 2, live: true });
+    f.clock.advance(1000);
+    const two = acquireHostClaim(f.store, { ownerId: "h2", token: "t2", ttlMs: 1000 });
+    expectClaimLost(() => renewHostClaim(f.store, one, 1000, true), "ownerChanged");
+    expect(two.epoch).toBe(3);
   });
 });
 

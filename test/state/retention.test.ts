@@ -3,7 +3,10 @@
  * it owns; active runs, young runs, referenced runs and runs with young client receipts stay
  * whole; compaction keeps what status and replays need; the file shrinks; doctor stays clean.
  */
+import { rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createRetentionRunner } from "../../src/host/retention-runner.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRunStatus } from "../../src/state/queries.ts";
 import { findHostCommand } from "../../src/state/host-commands.ts";
@@ -366,5 +369,26 @@ describe("retention", () => {
       } else expect(now).toEqual({});
     }
     expect(checkInvariants(fx.store)).toEqual([]);
+  });
+});
+
+describe("the host's idle retention tick", () => {
+  it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {
+    fx = openFixture();
+    const lines: string[] = [];
+    const runner = createRetentionRunner({
+      store: fx.store,
+      stateDir: dirname(fx.store.path),
+      log: (event) => lines.push(event),
+      intervalMs: 1000,
+      now: () => fx.clock.now(),
+    });
+    // Opening a pass checkpoints the WAL: with the database closed under it, that throws.
+    fx.store.db.close();
+    expect(() => runner.idleTick()).not.toThrow();
+    expect(lines).toEqual(["retention.failed"]);
+    // Its store is closed already: remove its directory here instead of closing it again.
+    rmSync(dirname(dirname(fx.store.path)), { recursive: true, force: true });
+    fx = undefined as unknown as Fixture;
   });
 });
