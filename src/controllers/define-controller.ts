@@ -1,5 +1,8 @@
 /** `defineController`: checks the shape eagerly and brands the definition. */
+import * as v from "valibot";
+import { BudgetSchema } from "../protocol/budget.ts";
 import { CONTROLLER_NAME_PATTERN } from "../protocol/controller-resource.ts";
+import { describeIssues } from "../protocol/schema-issues.ts";
 import { WorkflowDefinitionError } from "../workflows/errors.ts";
 import { CONTROLLER_BRAND, type ControllerDefinition, type ControllerSpec } from "./types.ts";
 
@@ -34,7 +37,11 @@ export function defineController<TSpec, TStatus>(
   ) {
     fail(`timeoutMs: expected an integer from 1 to ${MAX_RECONCILE_TIMEOUT_MS}`);
   }
-  const known = new Set(["name", "initialStatus", "reconcile", "timeoutMs"]);
+  if (spec.budget !== undefined) {
+    const budget = v.safeParse(BudgetSchema, spec.budget);
+    if (!budget.success) fail(`budget: ${describeIssues(budget.issues)}`);
+  }
+  const known = new Set(["name", "initialStatus", "reconcile", "timeoutMs", "budget"]);
   const extra = Object.keys(spec).find((key) => !known.has(key));
   if (extra !== undefined) fail(`${extra}: unknown field`);
   return Object.freeze({ ...spec, [CONTROLLER_BRAND]: true as const });

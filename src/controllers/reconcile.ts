@@ -5,6 +5,7 @@
  * status the reconcile read), new finalizers, and when to look again. A throw, an invalid result
  * or an invalid patch is an `error` outcome (the host backs off), never a crash.
  */
+import type { Budget } from "../protocol/budget.ts";
 import { fingerprint, type JsonValue } from "../protocol/canonical-json.ts";
 import {
   type ChildWorkflowRef,
@@ -62,6 +63,8 @@ export interface ReconcilePorts {
     workflow: string;
     input: JsonValue;
     interactive?: boolean;
+    /** The controller's budget, which the child run takes when smaller than its own. */
+    budget?: Budget;
   }): Promise<ChildWorkflowRef>;
 }
 
@@ -74,7 +77,10 @@ export async function runReconcile(
 ): Promise<ReconcileOutcome> {
   let result: unknown;
   try {
-    result = await definition.reconcile(reconcileContext(ports, signal), resource);
+    result = await definition.reconcile(
+      reconcileContext(ports, signal, definition.budget),
+      resource,
+    );
   } catch (error) {
     return failure(error, "reconcileFailed");
   }
@@ -95,7 +101,11 @@ function failure(error: unknown, code: string): ReconcileOutcome {
   };
 }
 
-function reconcileContext(ports: ReconcilePorts, signal: AbortSignal): ReconcileContext {
+function reconcileContext(
+  ports: ReconcilePorts,
+  signal: AbortSignal,
+  budget: Budget | undefined,
+): ReconcileContext {
   return {
     signal,
     effects: { ensure: (effect) => ensureEffect(ports, signal, effect) },
@@ -120,6 +130,7 @@ function reconcileContext(ports: ReconcilePorts, signal: AbortSignal): Reconcile
           workflow: request.workflow,
           input: toJson(request.input ?? null, "workflow input"),
           ...(request.interactive ? { interactive: true } : {}),
+          ...(budget ? { budget: { ...budget } } : {}),
         });
       },
     },

@@ -133,6 +133,11 @@ export interface ControllerSpec<TSpec = JsonValue, TStatus = JsonValue> {
   ): MaybePromise<ReconcileResult<TStatus>>;
   /** Deadline of one reconcile (default 60 s); the host requeues it even if the code hangs. */
   timeoutMs?: number;
+  /**
+   * What each child workflow run may spend (as `defineWorkflow({ budget })`): a child run's
+   * budget is the smaller of this and its workflow's own, limit by limit.
+   */
+  budget?: { maxCostUsd?: number; maxTokens?: number };
 }
 
 export type ControllerDefinition<TSpec = JsonValue, TStatus = JsonValue> =

@@ -34,6 +34,7 @@ import {
   TimestampSchema,
 } from "./fields.ts";
 import { JsonValueSchema } from "./run-facts.ts";
+import { BudgetSchema } from "./budget.ts";
 import { describeIssues, parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkflowSourceSchema } from "./worker-launch.ts";
 
@@ -148,6 +149,8 @@ export function controllerPayloadSchemas(json: v.GenericSchema<JsonValue>) {
       input: json,
       /** Run it in the controller's approved session (spec "Controllers"). */
       interactive: v.optional(v.boolean()),
+      /** The controller's budget: the child run takes it where it is smaller than its own. */
+      budget: v.optional(BudgetSchema),
     }),
     "reconcile.finished": strictObject({
       outcome: reconcileOutcomeSchema(json),

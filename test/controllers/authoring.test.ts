@@ -46,6 +46,12 @@ describe("defineController", () => {
     );
     expect(() => defineController({ ...ok, timeoutMs: 0 } as never)).toThrow("timeoutMs");
     expect(() => defineController({ ...ok, extra: 1 } as never)).toThrow("extra: unknown field");
+    expect(() => defineController({ ...ok, budget: { maxCostUsd: -1 } } as never)).toThrow(
+      /budget: .*maxCostUsd/,
+    );
+    expect(defineController({ ...ok, budget: { maxTokens: 5000 } }).budget).toEqual({
+      maxTokens: 5000,
+    });
     expect(mod.defineController).toBe(defineController);
   });
 });

@@ -115,6 +115,7 @@ const COPY_WORKFLOW = `
 import { compute, defineWorkflow, shell } from "pi-workflows";
 export default defineWorkflow({
   name: "copy",
+  budget: { maxCostUsd: 2, maxTokens: 1000 },
   startAt: "plan",
   nodes: {
     plan: compute({ run: ({ input }) => ({ from: input.from, to: input.to }) }),
@@ -151,6 +152,7 @@ const MIRROR = `
 import { defineController } from "pi-workflows";
 export default defineController({
   name: "mirror",
+  budget: { maxCostUsd: 0.5 },
   initialStatus: () => ({ phase: "new" }),
   async reconcile(ctx, resource) {
     const child = await ctx.workflows.ensure({
@@ -190,6 +192,12 @@ describe("child workflows", () => {
     expect(run).toMatchObject({ state: "succeeded", attempt: 1 });
     expect(h.run(run.runId!)).toMatchObject({ state: "completed", executionMode: "headless" });
     expect(readFileSync(to, "utf8")).toBe("copied text");
+    // The child takes the controller's budget where it is smaller than its workflow's own.
+    expect(queryOne(
+      h.store,
+      "SELECT budget_cost, budget_tokens FROM runs WHERE run_id = :runId",
+      { runId: run.runId! },
+    )).toEqual({ budget_cost: 0.5, budget_tokens: 1000 });
     expect(done.workflows).toEqual([
       expect.objectContaining({ requestKey: "copy-1", state: "succeeded" }),
     ]);

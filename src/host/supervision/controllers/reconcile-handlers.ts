@@ -5,6 +5,7 @@
  * next group commit (commit-group.ts) with the other workers' messages of the same event-loop
  * turn; its answer leaves only after that COMMIT.
  */
+import type { Budget } from "../../../protocol/budget.ts";
 import { fingerprint, type JsonValue } from "../../../protocol/canonical-json.ts";
 import type { ControllerMessage, ReconcileOutcome } from "../../../protocol/controller-worker.ts";
 import {
@@ -111,7 +112,13 @@ async function ensureChildWorkflow(
   deps: ReconcileHandlerDeps,
   worker: ControllerWorker,
   reconcile: ActiveReconcile,
-  request: { requestKey: string; workflow: string; input: JsonValue; interactive?: boolean },
+  request: {
+    requestKey: string;
+    workflow: string;
+    input: JsonValue;
+    interactive?: boolean;
+    budget?: Budget;
+  },
 ): Promise<JsonValue> {
   const { store } = ctx;
   const { claim, uid } = reconcile;
@@ -157,7 +164,7 @@ async function ensureChildWorkflow(
   const ref = await inNextCommit(store, () =>
     startChildRun(store, claim, {
       ...target,
-      run: resolvedRunFields(resolved, request.workflow, worker.projectPath),
+      run: resolvedRunFields(resolved, request.workflow, worker.projectPath, request.budget),
       ...(resolved.needsInteractive && !interactive
         ? {
           blocked: {
