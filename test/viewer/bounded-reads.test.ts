@@ -37,6 +37,16 @@ afterEach(() => {
 
 const BIG = { text: "x".repeat(200_000) };
 
+/** The viewer's own connection to the fixture's database (read-only). */
+function openViewerStore(fx: Fixture): StateStore {
+  return openStateStore({
+    stateDir: join(fx.dir, "state"),
+    clock: new FakeClock(),
+    ids: sequentialIds(),
+    readOnly: true,
+  });
+}
+
 function counted(store: StateStore): ReadStats {
   store.readStats = { statements: 0, rows: 0, payloadRows: 0 };
   return store.readStats;
@@ -61,12 +71,7 @@ describe("viewer refresh reads", () => {
       if (node === "plan") recordNodeFinished(fx.store, claim, { attemptId, output: BIG });
     }
 
-    ro = openStateStore({
-      stateDir: join(fx.dir, "state"),
-      clock: new FakeClock(),
-      ids: sequentialIds(),
-      readOnly: true,
-    });
+    ro = openViewerStore(fx);
     const stats = counted(ro);
     const data = createViewerData(ro, { all: true });
     watchRun(data, ids[0]);
@@ -117,12 +122,7 @@ describe("viewer refresh reads", () => {
     const old = [0, 1].map(() => endedRun(fx!.store, { hostEpoch: HOST_EPOCH }));
     fx.clock.advance(40 * DAY_MS);
     const young = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
-    ro = openStateStore({
-      stateDir: join(fx.dir, "state"),
-      clock: new FakeClock(),
-      ids: sequentialIds(),
-      readOnly: true,
-    });
+    ro = openViewerStore(fx);
     const data = createViewerData(ro, { all: true });
     watchRun(data, old[0]);
     refreshViewerData(data);
@@ -144,12 +144,7 @@ describe("viewer refresh reads", () => {
     fx = openFixture();
     ro = undefined;
     const first = enqueue(fx.store);
-    ro = openStateStore({
-      stateDir: join(fx.dir, "state"),
-      clock: new FakeClock(),
-      ids: sequentialIds(),
-      readOnly: true,
-    });
+    ro = openViewerStore(fx);
     const data = createViewerData(ro, { all: true });
     refreshViewerData(data);
     expect(data.runs.map((r) => r.runId)).toEqual([first]);
