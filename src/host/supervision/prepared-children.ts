@@ -76,15 +76,11 @@ export function createPreparedChildren(
   const children = new Map<string, PreparedChild>();
   const stopping = new Set<Promise<void>>();
   /** Validations waiting for a run's worker to be kept (see `offered`). */
-  const waiting = new Map<string, Set<() => void>>();
+  const waiting = createKeptWaits();
   /** Processes named in host_children (once, at their first adoption). */
   const named = new WeakSet<SupervisedChild>();
   let closing = false;
 
-  const clearIdle = (child: PreparedChild) => {
-    if (child.idle !== null) clearTimeout(child.idle);
-    child.idle = null;
-  };
   const stop = (child: PreparedChild, why: string): Promise<void> => {
     if (child.state === "gone" || child.state === "taken") return Promise.resolve();
     child.state = "gone";
@@ -105,17 +101,6 @@ export function createPreparedChildren(
     child.idle = setTimeout(() => void stop(child, "idle"), idleMs);
     child.idle.unref();
   };
-  /** Room for one more: the oldest idle child goes when the pool is full. */
-  const makeRoom = (): boolean => {
-    if (children.size < max) return true;
-    for (const child of children.values()) {
-      if (child.state === "idle") {
-        void stop(child, "room");
-        return true;
-      }
-    }
-    return false;
-  };
 
   return {
     offer(worker) {
@@ -124,7 +109,8 @@ export function createPreparedChildren(
       }
       if (!worker.settled || children.has(worker.runId)) return false;
       // Only a run waiting on its Pi session: a checkpoint or human decision may wait for days.
-      if (readRunInteraction(ctx.store, worker.runId) === undefined || !makeRoom()) return false;
+      if (readRunInteraction(ctx.store, worker.runId) === undefined) return false;
+      if (!makeRoom(children, max, stop)) return false;
       children.set(worker.runId, {
         runId: worker.runId,
         spawned: worker.spawned,
@@ -133,25 +119,10 @@ export function createPreparedChildren(
         adopted: false,
         idle: null,
       });
-      for (const wake of waiting.get(worker.runId) ?? []) wake();
-      waiting.delete(worker.runId);
+      waiting.wake(worker.runId);
       return true;
     },
-    offered(runId) {
-      let wake = () => {};
-      const kept = new Promise<void>((resolve) => (wake = resolve));
-      let set = waiting.get(runId);
-      if (!set) waiting.set(runId, set = new Set());
-      set.add(wake);
-      return {
-        kept,
-        cancel() {
-          const current = waiting.get(runId);
-          current?.delete(wake);
-          if (current?.size === 0) waiting.delete(runId);
-        },
-      };
-    },
+    offered: (runId) => waiting.wait(runId),
     adopt(worker) {
       const child = children.get(worker.runId);
       if (!child || child.adopted || child.spawned !== worker.spawned) return;
@@ -159,15 +130,8 @@ export function createPreparedChildren(
       child.adopted = true;
       deps.registry.register({ identity: child.identity, kind: "validator", runId: child.runId });
       if (!named.has(child.spawned)) {
-        // Its row goes with the process, whoever owns it by then (off the step's path).
         named.add(child.spawned);
-        void child.spawned.exited.then(() => {
-          try {
-            forgetHostChild(ctx.store, child.identity);
-          } catch (error) {
-            ctx.log("prepared.forget_failed", { error: logError(error) });
-          }
-        });
+        forgetWhenGone(ctx, child);
       }
       child.spawned.onOutputExceeded = () => void stop(child, "outputExceeded");
       void child.spawned.exited.then(() => {
@@ -221,4 +185,62 @@ export function createPreparedChildren(
     logFiles: () =>
       [...children.values()].flatMap((c) => [c.spawned.logFiles.stdout, c.spawned.logFiles.stderr]),
   };
+}
+
+/** Its `host_children` row goes with the process, whoever owns it by then (off the step's path). */
+function forgetWhenGone(ctx: HostContext, child: PreparedChild): void {
+  void child.spawned.exited.then(() => {
+    try {
+      forgetHostChild(ctx.store, child.identity);
+    } catch (error) {
+      ctx.log("prepared.forget_failed", { error: logError(error) });
+    }
+  });
+}
+
+/** Waits, by run, for a worker's process to be kept (`offered`); `wake` ends the run's waits. */
+function createKeptWaits() {
+  const waiting = new Map<string, Set<() => void>>();
+  return {
+    wait(runId: string): { kept: Promise<void>; cancel(): void } {
+      let wake = () => {};
+      const kept = new Promise<void>((resolve) => (wake = resolve));
+      let set = waiting.get(runId);
+      if (!set) waiting.set(runId, set = new Set());
+      set.add(wake);
+      return {
+        kept,
+        cancel() {
+          const current = waiting.get(runId);
+          current?.delete(wake);
+          if (current?.size === 0) waiting.delete(runId);
+        },
+      };
+    },
+    wake(runId: string): void {
+      for (const wake of waiting.get(runId) ?? []) wake();
+      waiting.delete(runId);
+    },
+  };
+}
+
+/** Room for one more: the oldest idle child goes when the pool (at most `max`) is full. */
+function makeRoom(
+  children: ReadonlyMap<string, PreparedChild>,
+  max: number,
+  stop: (child: PreparedChild, why: string) => Promise<void>,
+): boolean {
+  if (children.size < max) return true;
+  for (const child of children.values()) {
+    if (child.state === "idle") {
+      void stop(child, "room");
+      return true;
+    }
+  }
+  return false;
+}
+
+function clearIdle(child: PreparedChild): void {
+  if (child.idle !== null) clearTimeout(child.idle);
+  child.idle = null;
 }

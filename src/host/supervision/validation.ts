@@ -41,7 +41,7 @@ import {
   type SupervisedChild,
 } from "./children/spawn-child.ts";
 import { retireChild } from "./children/retire-child.ts";
-import type { PreparedChildren } from "./prepared-children.ts";
+import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { crashPoint } from "../../protocol/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
@@ -130,18 +130,7 @@ async function runChild(
   decidedHook: () => void,
 ): Promise<void> {
   const workerEpoch = ctx.ids.next("vep");
-  const launch: WorkerLaunch = {
-    schema: WORKER_LAUNCH_SCHEMA,
-    runId: job.runId,
-    generation: job.generation,
-    workerEpoch,
-    projectPath: job.projectPath,
-    workflowSource: job.workflowSource as WorkerLaunch["workflowSource"],
-    definitionDigest: job.definitionDigest,
-    inputHash: job.inputHash,
-    executionMode: "interactive",
-    protocolVersion: WORKER_PROTOCOL_VERSION,
-  };
+  const launch = validationLaunch(job, workerEpoch);
   const ending = deps.epochEnding?.(job.runId);
   if (ending) {
     await ending;
@@ -182,57 +171,10 @@ async function runChild(
       if (error instanceof FrameError && error.code === "frameTooLarge") tooLarge = true;
       else failure ??= "it stopped before it read the submission";
     });
-    let decided = false;
-    let facts: FactsStream | "sent" | null = null;
-    try {
-      for await (const frame of readerOf(spawned).frames()) {
-        if (!frame.ok) {
-          failure ??= `it broke the protocol (${frame.error.code})`;
-          break;
-        }
-        const message = readChildMessage(launch, frame.value);
-        if (typeof message === "string") {
-          failure ??= message;
-          break;
-        }
-        if (message.kind === "worker.progress" && message.payload.op === "facts.next") {
-          // The run's facts in bounded pieces, read from SQLite as the child asks for them.
-          if (facts === "sent") {
-            failure ??= "it asked for more run facts than there are";
-            break;
-          }
-          facts ??= createFactsStream(runFactsText(ctx.store, job.runId));
-          const factsChunk = facts.next();
-          if (factsChunk.done) facts = "sent";
-          await writeFrame(
-            spawned.channel,
-            workerReply({ messageId: message.messageId, outcome: "accepted", factsChunk }),
-          );
-          continue;
-        }
-        const answer = judge(job, message);
-        if (typeof answer === "string") {
-          failure ??= answer;
-          break;
-        }
-        crashPoint("host.validation.beforeCommit");
-        commit(ctx, deps, job, answer);
-        decided = true;
-        decidedHook();
-        const replied = writeFrame(
-          spawned.channel,
-          workerReply({ messageId: answer.messageId, outcome: "accepted" }),
-        ).catch(() => {});
-        // Idle again before the scheduler (woken by an acceptance) looks for it: the next
-        // epoch's envelope is written after this reply on the same channel.
-        if (prepared) deps.prepared!.release(prepared, true);
-        await replied;
-        break;
-      }
-    } catch {
-      // A child killed mid-read resets the pipe: it stopped without a verdict.
-      failure ??= "its channel closed";
-    }
+    const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, {
+      fail: (why) => (failure ??= why),
+      decided: decidedHook,
+    });
     if (!decided && !stopped) {
       reject(
         ctx,
@@ -261,6 +203,88 @@ async function runChild(
       await retireChild(spawned, ctx.options.killGraceMs);
     }
   }
+}
+
+/**
+ * Reads the child's messages until its verdict: answers its `facts.next` asks with the run's
+ * facts in bounded pieces, fences every message, commits the verdict and replies. True once a
+ * verdict committed; otherwise `fail` heard why not.
+ */
+async function readVerdict(
+  ctx: HostContext,
+  deps: ValidationDeps,
+  job: ValidationJob,
+  launch: WorkerLaunch,
+  spawned: SupervisedChild,
+  prepared: PreparedChild | null,
+  on: { fail(why: string): void; decided(): void },
+): Promise<boolean> {
+  let facts: FactsStream | "sent" | null = null;
+  try {
+    for await (const frame of readerOf(spawned).frames()) {
+      if (!frame.ok) {
+        on.fail(`it broke the protocol (${frame.error.code})`);
+        return false;
+      }
+      const message = readChildMessage(launch, frame.value);
+      if (typeof message === "string") {
+        on.fail(message);
+        return false;
+      }
+      if (message.kind === "worker.progress" && message.payload.op === "facts.next") {
+        // The run's facts in bounded pieces, read from SQLite as the child asks for them.
+        if (facts === "sent") {
+          on.fail("it asked for more run facts than there are");
+          return false;
+        }
+        facts ??= createFactsStream(runFactsText(ctx.store, job.runId));
+        const factsChunk = facts.next();
+        if (factsChunk.done) facts = "sent";
+        await writeFrame(
+          spawned.channel,
+          workerReply({ messageId: message.messageId, outcome: "accepted", factsChunk }),
+        );
+        continue;
+      }
+      const answer = judge(job, message);
+      if (typeof answer === "string") {
+        on.fail(answer);
+        return false;
+      }
+      crashPoint("host.validation.beforeCommit");
+      commit(ctx, deps, job, answer);
+      on.decided();
+      const replied = writeFrame(
+        spawned.channel,
+        workerReply({ messageId: answer.messageId, outcome: "accepted" }),
+      ).catch(() => {});
+      // Idle again before the scheduler (woken by an acceptance) looks for it: the next
+      // epoch's envelope is written after this reply on the same channel.
+      if (prepared) deps.prepared!.release(prepared, true);
+      await replied;
+      return true;
+    }
+  } catch {
+    // A child killed mid-read resets the pipe: it stopped without a verdict.
+    on.fail("its channel closed");
+  }
+  return false;
+}
+
+/** The launch header of a validation child: the run, the generation it waits under, an epoch. */
+function validationLaunch(job: ValidationJob, workerEpoch: string): WorkerLaunch {
+  return {
+    schema: WORKER_LAUNCH_SCHEMA,
+    runId: job.runId,
+    generation: job.generation,
+    workerEpoch,
+    projectPath: job.projectPath,
+    workflowSource: job.workflowSource as WorkerLaunch["workflowSource"],
+    definitionDigest: job.definitionDigest,
+    inputHash: job.inputHash,
+    executionMode: "interactive",
+    protocolVersion: WORKER_PROTOCOL_VERSION,
+  };
 }
 
 /** A fresh `worker --validate` child with the run's recorded environment, as its workers get. */

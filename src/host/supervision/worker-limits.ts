@@ -12,6 +12,7 @@ import { ClaimLostError } from "../../state/errors.ts";
 import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import type { CrashCounter } from "./worker-exit.ts";
 
 /** How often the resident memory of each live worker is read. */
 export const MEMORY_CHECK_MS = 250;
@@ -82,4 +83,48 @@ export async function workersOverMemory(
     if (bytes !== null && bytes > cap && worker.stopReason === null) over.push({ worker, bytes });
   });
   return over;
+}
+
+export interface LimitWatch {
+  /** Records why on the open attempt (a node failure to route from), then stops the worker. */
+  exceeded(worker: ActiveWorker, reason: LimitReason, error: FactError): void;
+  /** One memory sample of every live worker (a slow `ps` skips ticks instead of piling up). */
+  sampleMemory(): Promise<void>;
+}
+
+export function createLimitWatch(
+  ctx: HostContext,
+  deps: {
+    workers(): Iterable<ActiveWorker>;
+    stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+    /** The open attempt's deadline is off once its failure is recorded. */
+    clearAttemptDeadline(worker: ActiveWorker): void;
+    crashes: CrashCounter;
+  },
+): LimitWatch {
+  let sampling = false;
+  const exceeded = (worker: ActiveWorker, reason: LimitReason, error: FactError) => {
+    if (worker.stopReason !== null) return;
+    const { diagnostic, recorded } = recordLimitFailure(ctx, worker, error);
+    if (recorded) {
+      deps.clearAttemptDeadline(worker);
+      deps.crashes.reset(worker.runId);
+    }
+    ctx.log("worker.limit", { run: worker.runId, generation: worker.generation, limit: reason });
+    deps.stop(worker, reason, diagnostic);
+  };
+  return {
+    exceeded,
+    async sampleMemory() {
+      if (sampling) return;
+      sampling = true;
+      try {
+        for (const { worker, bytes } of await workersOverMemory(ctx, deps.workers())) {
+          exceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes));
+        }
+      } finally {
+        sampling = false;
+      }
+    },
+  };
 }

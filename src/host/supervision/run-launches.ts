@@ -1,0 +1,76 @@
+/**
+ * The scheduler's tick: launch the runs that are due, in creation order, up to
+ * `maxConcurrentWorkers`. A headless run without its provider credentials is blocked instead; a
+ * run whose prepared process waits is launched into it. A spawn that fails settles the run at
+ * once (a crash-like exit); a claim that cannot be taken launches nothing.
+ */
+import { stopProcessGroup } from "../../os/stop-group.ts";
+import { type LaunchableRun, nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
+import { logError } from "../host-log.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "./api.ts";
+import { type LaunchHooks, launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
+import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
+import type { RunCredentials } from "./run-credentials.ts";
+import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
+
+export interface LaunchDeps {
+  active: ReadonlyMap<string, ActiveWorker>;
+  credentials: RunCredentials;
+  prepared: PreparedChildren;
+  registry: ProcessRegistry;
+  crashes: CrashCounter;
+  maxCrashes: number;
+  /** The launch hooks of `run` (prepared process and credentials are added here). */
+  hooks(run: LaunchableRun): Omit<LaunchHooks, "prepared" | "credentials">;
+  supervise(worker: ActiveWorker): void;
+  schedule(): void;
+}
+
+export function launchDueRuns(ctx: HostContext, deps: LaunchDeps): void {
+  const { active } = deps;
+  const capacity = ctx.options.maxConcurrentWorkers - active.size;
+  if (capacity <= 0) return;
+  let candidates;
+  try {
+    candidates = nextLaunchableRuns(ctx.store, capacity + active.size)
+      .filter((run) => !active.has(run.runId))
+      .slice(0, capacity);
+  } catch (error) {
+    ctx.log("scheduler.query_failed", { error: logError(error) });
+    return;
+  }
+  for (const run of candidates) launchRun(ctx, deps, run);
+}
+
+function launchRun(ctx: HostContext, deps: LaunchDeps, run: LaunchableRun): void {
+  let kept: PreparedChild | null = null;
+  try {
+    if (run.executionMode === "headless" && deps.credentials.blockIfMissing(run.runId)) {
+      ctx.log("run.blocked", { run: run.runId, reason: "credentialsMissing" });
+      return;
+    }
+    // The run's prepared process, when one waits (its workflow already loaded).
+    kept = deps.prepared.take(run.runId);
+    deps.supervise(
+      launchWorker(ctx, run, {
+        ...deps.hooks(run),
+        credentials: deps.credentials.forLaunch(run.runId),
+        prepared: kept?.spawned ?? null,
+      }),
+    );
+  } catch (error) {
+    // The claim was not taken: nothing runs in the taken process, which is stopped.
+    if (kept) {
+      const { identity } = kept;
+      void stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(() =>
+        deps.registry.unregister(identity)
+      );
+    }
+    if (error instanceof WorkerSpawnError) {
+      handleSpawnFailure(ctx, spawnFailure(run.runId, error), deps.crashes, deps.maxCrashes);
+      deps.schedule();
+    } else ctx.log("worker.launch_failed", { run: run.runId, error: logError(error) });
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The run workers of one supervision: the scheduler that launches due runs, each epoch's
+ * supervision (worker-epoch.ts), stops, host-enforced deadlines and limits, claim renewal, and
+ * the workers' part of a shutdown. supervision.ts joins this with the other children.
+ */
+import type { Claim } from "../../state/claims.ts";
+import type { HostContext } from "./api.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import { renewClaims } from "./claim-renewal.ts";
+import { createWorkerDeadlines } from "./worker-deadlines.ts";
+import { createLimitWatch, MEMORY_CHECK_MS, outputLimitError } from "./worker-limits.ts";
+import { createCrashCounter, DEFAULT_MAX_CRASHES } from "./worker-exit.ts";
+import type { PreparedChildren } from "./prepared-children.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
+import type { ChildCommand } from "./children/spawn-child.ts";
+import { createRunCredentials, type RunCredentials } from "./run-credentials.ts";
+import { createWorkerStops } from "./worker-stops.ts";
+import { superviseWorker } from "./worker-epoch.ts";
+import { launchDueRuns } from "./run-launches.ts";
+import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
+
+export interface RunWorkerDeps {
+  registry: ProcessRegistry;
+  prepared: PreparedChildren;
+  /** Extra environment of a run's worker (tests). */
+  env(runId: string): NodeJS.ProcessEnv;
+  command?: ChildCommand;
+  maxCrashes?: number;
+  /** An epoch's output files are settled: log pruning may count them. */
+  pruneLogs(worker: ActiveWorker): void;
+  /** An epoch ended (a controller child run may have ended with it). */
+  ended(): void;
+}
+
+export interface RunWorkers {
+  readonly active: ReadonlyMap<string, ActiveWorker>;
+  readonly credentials: RunCredentials;
+  /** Starts the scheduler and its timers (renewal, memory samples, the sweep). */
+  start(): void;
+  /** Looks for due runs on the next turn of the event loop. */
+  schedule(): void;
+  claimOf(runId: string): Claim | null;
+  /** Stops the run's worker, whose claim the caller released; resolves once its epoch ended. */
+  stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /** The run's worker parked and is about to say goodbye: resolves once kept or gone. */
+  epochEnding(runId: string): Promise<unknown> | null;
+  /** Parks every live run at its last durable boundary and stops every worker. */
+  shutdown(): Promise<void>;
+}
+
+export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWorkers {
+  const active = new Map<string, ActiveWorker>();
+  const crashes = createCrashCounter();
+  const maxCrashes = deps.maxCrashes ?? DEFAULT_MAX_CRASHES;
+  const credentials = createRunCredentials(ctx.store);
+  const timers = new Set<ReturnType<typeof setInterval>>();
+  const { prepared, registry } = deps;
+  let started = false;
+  let shuttingDown = false;
+  let tickQueued = false;
+
+  const stops = createWorkerStops(ctx);
+  const { stop } = stops;
+  const deadlines = createWorkerDeadlines(ctx, { stop, crashes });
+  const limits = createLimitWatch(ctx, {
+    workers: () => active.values(),
+    stop,
+    clearAttemptDeadline: deadlines.clearAttemptDeadline,
+    crashes,
+  });
+  const epochs = {
+    active,
+    registry,
+    deadlines,
+    stops,
+    prepared,
+    crashes,
+    maxCrashes,
+    pruneLogs: deps.pruneLogs,
+    hooks: {
+      stop,
+      onReady: deadlines.onReady,
+      onAttemptStarted: deadlines.onAttemptStarted,
+      onAttemptClosed: deadlines.onAttemptClosed,
+      keepPrepared: (worker: ActiveWorker) => prepared.offer(worker),
+      parkedAtBoundary(worker: ActiveWorker) {
+        if (!shuttingDown) return false;
+        parkForShutdown(ctx, worker);
+        stop(worker, "shutdown", "host shutdown at a boundary");
+        return true;
+      },
+    },
+    ended() {
+      credentials.prune();
+      schedule();
+      deps.ended();
+    },
+  };
+  const launches = {
+    active,
+    credentials,
+    prepared,
+    registry,
+    crashes,
+    maxCrashes,
+    hooks: (run: { runId: string }) => ({
+      stop,
+      outputExceeded: (worker: ActiveWorker, stream: "stdout" | "stderr") =>
+        limits.exceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
+      env: deps.env(run.runId),
+      command: deps.command,
+    }),
+    supervise: (worker: ActiveWorker) => superviseWorker(ctx, epochs, worker),
+    schedule: () => schedule(),
+  };
+  const schedule = () => {
+    if (tickQueued) return;
+    tickQueued = true;
+    setImmediate(() => {
+      tickQueued = false;
+      if (started && !shuttingDown) launchDueRuns(ctx, launches);
+    });
+  };
+
+  return {
+    active,
+    credentials,
+    schedule,
+    start() {
+      started = true;
+      const renewal = setInterval(
+        () => renewClaims(ctx, active, { stop, shuttingDown: () => shuttingDown, schedule }),
+        ctx.options.claimRenewMs,
+      );
+      const memory = setInterval(() => void limits.sampleMemory(), MEMORY_CHECK_MS);
+      memory.unref();
+      const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
+      timers.add(renewal).add(memory).add(sweep);
+      schedule();
+    },
+    claimOf(runId) {
+      const worker = active.get(runId);
+      return worker && !worker.claimReleased ? worker.claim : null;
+    },
+    async stopRun(runId, reason) {
+      const worker = active.get(runId);
+      if (!worker) return;
+      worker.claimReleased = true;
+      stop(worker, reason, `${reason} by command`);
+      await worker.done;
+    },
+    epochEnding(runId) {
+      const worker = active.get(runId);
+      if (!worker || !worker.settled || worker.kept || worker.stopReason !== null) return null;
+      const wait = prepared.offered(runId);
+      return Promise.race([wait.kept, worker.done]).finally(() => wait.cancel());
+    },
+    async shutdown() {
+      shuttingDown = true;
+      // Claims keep being renewed while external nodes get their bounded wait.
+      await waitForExternalBoundaries(ctx, active);
+      for (const timer of timers) clearInterval(timer);
+      timers.clear();
+      await parkAndStopAll(ctx, active, stop);
+    },
+  };
+}

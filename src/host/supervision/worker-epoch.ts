@@ -1,0 +1,80 @@
+/**
+ * One worker epoch under supervision, from launch to its recorded end: the startup deadline, the
+ * start identity recorded and registered before the channel is read, the session, then the end
+ * in one order (deadlines forgotten, the group and every child group reaped, the stop awaited,
+ * the output settled, the epoch recorded and the run settled, a kept process handed to the
+ * prepared pool).
+ */
+import { logError } from "../host-log.ts";
+import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "./api.ts";
+import { settleWorkerOutput } from "./captured-logs.ts";
+import { identifyWorker } from "./launch-worker.ts";
+import type { PreparedChildren } from "./prepared-children.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
+import type { WorkerDeadlines } from "./worker-deadlines.ts";
+import { type CrashCounter, handleWorkerExit } from "./worker-exit.ts";
+import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
+import type { WorkerStops } from "./worker-stops.ts";
+import { reapWorkerProcesses } from "./worker-teardown.ts";
+
+/** The epoch record of a process kept as its run's prepared child: a normal end. */
+const KEPT_EXIT = { code: 0, signal: null };
+
+export interface EpochDeps {
+  active: Map<string, ActiveWorker>;
+  registry: ProcessRegistry;
+  deadlines: WorkerDeadlines;
+  stops: WorkerStops;
+  hooks: SessionHooks;
+  prepared: PreparedChildren;
+  crashes: CrashCounter;
+  maxCrashes: number;
+  /** The epoch's output files are settled: log pruning may count them. */
+  pruneLogs(worker: ActiveWorker): void;
+  /** The epoch is recorded and the worker no longer active. */
+  ended(): void;
+}
+
+export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): void {
+  deps.active.set(worker.runId, worker);
+  deps.deadlines.arm(worker, ctx.options.workerStartupMs, () => {
+    if (!worker.ready) {
+      deps.stops.stop(
+        worker,
+        "startupTimedOut",
+        "workerTimedOut: no worker.ready before the deadline",
+      );
+    }
+  });
+  const served = identifyWorker(ctx, worker).catch((error) => {
+    // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
+    ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
+  }).then(() => {
+    const identity = worker.identity;
+    if (identity) deps.registry.register({ identity, kind: "worker", runId: worker.runId });
+    return serveWorkerChannel(ctx, worker, deps.hooks);
+  });
+  worker.done = served.then(() => endEpoch(ctx, deps, worker));
+}
+
+async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): Promise<void> {
+  // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
+  const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;
+  deps.deadlines.forget(worker);
+  // The leader is gone (or kept); nothing of its group, nor a child group it registered,
+  // outlives the epoch.
+  await reapWorkerProcesses(ctx, deps.registry, worker);
+  await deps.stops.finished(worker);
+  if (!worker.kept) await settleWorkerOutput(worker);
+  deps.pruneLogs(worker);
+  try {
+    handleWorkerExit(ctx, worker, exit, deps.crashes, deps.maxCrashes);
+  } catch (error) {
+    // Never leave the worker counted as active; the expired-claim sweep settles the run.
+    ctx.log("worker.exit_failed", { run: worker.runId, error: logError(error) });
+  }
+  if (worker.kept) deps.prepared.adopt(worker);
+  deps.active.delete(worker.runId);
+  deps.ended();
+}
