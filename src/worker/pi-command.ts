@@ -6,15 +6,16 @@
  *   3. `pi` on PATH.
  *
  * The first one named is used (a named command that is missing is an error, not a reason to
- * look further). The result is an absolute path and the version: read from the npm package the
- * command belongs to when it is one (no process started), else from `<command> --version`.
- * Pi older than MIN_PI_VERSION is refused. Every failure is one actionable line.
+ * look further). The result is an absolute path and the version `<command> --version` prints,
+ * checked once per Pi and runtime (pi-version-check.ts): a Pi that cannot start is refused
+ * (`piBroken`), as is Pi older than MIN_PI_VERSION (known from its npm package without starting
+ * it, when it is one). Every failure is one actionable line.
  */
-import { spawnSync } from "node:child_process";
 import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { MIN_PI_VERSION } from "../protocol/pi-launch.ts";
 import { readUserConfig } from "../protocol/user-config.ts";
+import { checkedPiVersion, type VersionResult } from "./pi-version-check.ts";
 
 export interface FoundPi {
   /** Absolute path of the executable. */
@@ -30,7 +31,6 @@ export const PI_INSTALL_HINT =
   "install Pi with `npm install -g @earendil-works/pi-coding-agent` or set PI_WORKFLOWS_PI to its path";
 
 const PI_PACKAGES = ["@earendil-works/pi-coding-agent", "@mariozechner/pi-coding-agent"];
-const VERSION_TIMEOUT_MS = 15_000;
 
 export interface DiscoverPiOptions {
   env: NodeJS.ProcessEnv;
@@ -59,7 +59,18 @@ export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
       : "looked for PI_WORKFLOWS_PI, a pi entry in the state directory's config.json and pi on PATH";
     return { ok: false, code: "piNotFound", message: `Pi not found: ${where}; ${PI_INSTALL_HINT}` };
   }
-  const version = packageVersion(command) ?? reportedVersion(command, env);
+  // The package says which Pi this is without starting it: one too old is refused at once.
+  const packaged = packageVersion(command);
+  if (packaged?.ok && compareVersions(packaged.version, MIN_PI_VERSION) < 0) {
+    return tooOld(packaged.version, command);
+  }
+  // Whether it runs at all (on the Node its `#!` line finds) only Pi itself can say.
+  const version = checkedPiVersion(
+    command,
+    env,
+    options.stateDir,
+    (name) => locate(name, env.PATH ?? "", options.cwd ?? process.cwd()),
+  );
   if (!version.ok) {
     return {
       ok: false,
@@ -69,16 +80,17 @@ export function discoverPi(options: DiscoverPiOptions): PiDiscovery {
         "to a working pi",
     };
   }
-  if (compareVersions(version.version, MIN_PI_VERSION) < 0) {
-    return {
-      ok: false,
-      code: "piTooOld",
-      message:
-        `Pi ${version.version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
-        "update it with `npm install -g @earendil-works/pi-coding-agent@latest`",
-    };
-  }
+  if (compareVersions(version.version, MIN_PI_VERSION) < 0) return tooOld(version.version, command);
   return { ok: true, pi: { command, version: version.version } };
+}
+
+function tooOld(version: string, command: string): PiDiscovery {
+  return {
+    ok: false,
+    code: "piTooOld",
+    message: `Pi ${version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
+      "update it with `npm install -g @earendil-works/pi-coding-agent@latest`",
+  };
 }
 
 /** `config.json` in the state directory; absent is an empty config. */
@@ -114,8 +126,6 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
-type VersionResult = { ok: true; version: string } | { ok: false; why: string };
-
 /** The version of the Pi npm package `command` (a bin link) belongs to; null otherwise. */
 function packageVersion(command: string): VersionResult | null {
   let dir: string;
@@ -139,30 +149,6 @@ function packageVersion(command: string): VersionResult | null {
     dir = parent;
   }
   return null;
-}
-
-/** `<command> --version`: the first x.y.z it prints, or why there is none. */
-function reportedVersion(command: string, env: NodeJS.ProcessEnv): VersionResult {
-  const result = spawnSync(command, ["--version"], {
-    env,
-    encoding: "utf8",
-    timeout: VERSION_TIMEOUT_MS,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const version = /\b(\d+\.\d+\.\d+)\b/.exec(result.stdout ?? "")?.[1];
-  if (result.status === 0 && version) return { ok: true, version };
-  const code = (result.error as { code?: string } | undefined)?.code;
-  const firstLine = (result.stderr ?? "").split("\n").find((line) => line.trim() !== "");
-  const why = code === "ETIMEDOUT"
-    ? `took longer than ${VERSION_TIMEOUT_MS / 1000} s`
-    : code
-    ? `failed: ${code}`
-    : result.status === 0
-    ? "printed no version"
-    : `exited ${result.signal ?? result.status}${
-      firstLine ? `: ${firstLine.trim().slice(0, 200)}` : ""
-    }`;
-  return { ok: false, why };
 }
 
 /** Numeric x.y.z comparison; pre-release suffixes are ignored. */

@@ -1,11 +1,11 @@
 /**
  * Finding the user's Pi for headless runs: PI_WORKFLOWS_PI, then config.json's `pi`, then `pi`
- * on PATH; the version comes from the npm package the command belongs to (no process started)
- * or from `--version`; Pi older than 1.6.0 is refused. From the CLI, a workflow with agent steps
+ * on PATH; the version is what `--version` prints, checked once per Pi and runtime (an npm
+ * package that says 1.6.3 may still not start); Pi older than 1.6.0 is refused. From the CLI, a workflow with agent steps
  * and no usable Pi is refused at once with one line and exit 8, and nothing is queued; a
  * workflow without agent steps still runs without Pi.
  */
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { discoverPi } from "../../src/worker/pi-command.ts";
@@ -33,23 +33,64 @@ function executable(path: string, text: string): string {
   return path;
 }
 
-/** An npm-style install: `<root>/bin/pi` linked to the package's bin, which must never run. */
-function npmInstall(root: string, version: string, name = "@earendil-works/pi-coding-agent") {
+/**
+ * An npm-style install: `<root>/bin/pi` linked to the package's bin, which answers `--version`
+ * (`script`: what it does instead) and counts its runs in `<root>/runs`.
+ */
+function npmInstall(
+  root: string,
+  version: string,
+  name = "@earendil-works/pi-coding-agent",
+  script = `[ "$1" = --version ] && echo ${version} && exit 0\nexit 9`,
+) {
   const pkg = join(root, "lib/node_modules", name);
   mkdirSync(join(pkg, "dist/bundle"), { recursive: true });
   writeFileSync(join(pkg, "package.json"), JSON.stringify({ name, version }));
-  executable(join(pkg, "dist/bundle/cli.js"), "#!/bin/sh\necho must-not-run >&2\nexit 9\n");
+  executable(
+    join(pkg, "dist/bundle/cli.js"),
+    `#!/bin/sh\necho x >> ${JSON.stringify(join(root, "runs"))}\n${script}\n`,
+  );
   mkdirSync(join(root, "bin"), { recursive: true });
   symlinkSync(join(pkg, "dist/bundle/cli.js"), join(root, "bin/pi"));
   return join(root, "bin");
 }
 
 describe("discoverPi()", () => {
-  it("finds pi on PATH and reads its version from the npm package", () => {
+  it("finds pi on PATH and asks it for --version once per Pi and runtime", () => {
     const h = home();
     const bin = npmInstall(join(h.root, "npm"), "1.6.3");
-    const found = discoverPi({ env: { PATH: `/nonexistent:${bin}` }, stateDir: h.stateDir });
+    const runs = () => readFileSync(join(h.root, "npm/runs"), "utf8").split("\n").length - 1;
+    const env = { PATH: `/nonexistent:${bin}` };
+    const found = discoverPi({ env, stateDir: h.stateDir });
     expect(found).toEqual({ ok: true, pi: { command: join(bin, "pi"), version: "1.6.3" } });
+    expect(discoverPi({ env, stateDir: h.stateDir })).toEqual(found);
+    expect(runs()).toBe(1);
+    // Another Pi at the same path (a reinstall) is asked again.
+    const cli = join(
+      h.root,
+      "npm/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js",
+    );
+    writeFileSync(cli, `${readFileSync(cli, "utf8")}# reinstalled\n`);
+    expect(discoverPi({ env, stateDir: h.stateDir })).toEqual(found);
+    expect(runs()).toBe(2);
+  });
+
+  it("refuses a Pi whose package is new enough but which cannot start on its runtime", () => {
+    const h = home();
+    // What Pi 1.6 prints when the Node its #! line finds is too old to load it.
+    const bin = npmInstall(
+      join(h.root, "npm"),
+      "1.6.3",
+      undefined,
+      'echo "SyntaxError: Invalid regular expression flags (Node 18)" >&2\nexit 1',
+    );
+    const found = discoverPi({ env: { PATH: bin }, stateDir: h.stateDir });
+    expect(found).toMatchObject({ ok: false, code: "piBroken" });
+    if (!found.ok) {
+      expect(found.message).toContain(
+        "did not report its version (`--version` exited 1: SyntaxError: Invalid regular",
+      );
+    }
   });
 
   it("refuses Pi older than 1.6.0, the old package name included", () => {
