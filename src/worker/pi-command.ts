@@ -88,7 +88,8 @@ function tooOld(version: string, command: string): PiDiscovery {
   return {
     ok: false,
     code: "piTooOld",
-    message: `Pi ${version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
+    message:
+      `Pi ${version} at ${command} is too old: headless runs need Pi >= ${MIN_PI_VERSION}; ` +
       "update it with `npm install -g @earendil-works/pi-coding-agent@latest`",
   };
 }
