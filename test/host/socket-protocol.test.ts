@@ -16,6 +16,7 @@ import {
   waitFor,
 } from "./helpers.ts";
 import { seedRuns } from "./seed.ts";
+import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;
 let host: CliProcess;
@@ -381,5 +382,69 @@ export default defineWorkflow({
     );
     expect(answers.every((a) => a.outcome === "accepted")).toBe(true);
     client.close();
+  });
+
+  it("run.rerun: a headless fork keeps its parent's Pi and model arguments unless given new ones", async () => {
+    const dir = join(home.root, "forks");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "stops.workflow.ts");
+    const source = (extra: string) =>
+      `import { assistantMessage, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "stops",
+  startAt: "first",
+  nodes: {
+    first: compute({ run: () => 1 }),
+    check: compute({ run: () => { throw new Error("too strict"); } }),${extra}
+  },
+  edges: [{ from: "first", to: "check" }${extra ? `, { from: "check", to: "say" }` : ""}],
+});
+`;
+    writeFileSync(file, source(""));
+    const pi = (model: string) => ({ command: process.execPath, args: ["--model", model] });
+    const started = await ask("run.start", {
+      payload: { workflow: file, cwd: dir, executionMode: "headless", pi: pi("parent-model") },
+    });
+    const parent = started.receipt.run.runId;
+    const ended = async (runId: string) => {
+      const status = await ask("run.status", { runId });
+      return status.receipt.run.state === "failed" ? status.receipt : null;
+    };
+    await waitFor(() => ended(parent), "the parent to fail", 30_000);
+    const binding = (runId: string) =>
+      queryState(
+        home.stateDir,
+        "SELECT execution_mode, origin_session_id, pi_args_json FROM run_bindings WHERE run_id = ?",
+        runId,
+      )[0];
+    // Asked from a Pi session (which sends its session id): still headless, bound to no session.
+    const kept = await ask("run.rerun", {
+      runId: parent,
+      payload: { originSessionId: "pi-session-1" },
+    });
+    expect(kept.receipt).toMatchObject({
+      from: { runId: parent, nodeId: "check", visit: 1 },
+      adoptedAttempts: 1,
+      source: "recorded",
+    });
+    expect(binding(kept.receipt.run.runId)).toEqual({
+      execution_mode: "headless",
+      origin_session_id: null,
+      pi_args_json: JSON.stringify(["--model", "parent-model"]),
+    });
+    const changed = await ask("run.rerun", {
+      runId: parent,
+      payload: { from: "first", pi: pi("new-model") },
+    });
+    expect(binding(changed.receipt.run.runId).pi_args_json).toBe(
+      JSON.stringify(["--model", "new-model"]),
+    );
+    // The file now has a step only a Pi session can show: a headless fork is refused up front.
+    writeFileSync(file, source(`\n    say: assistantMessage({ prompt: "Tell the user." }),`));
+    const refused = await ask("run.rerun", { runId: parent });
+    expect(refused).toMatchObject({ outcome: "rejected", error: { code: "needsOriginSession" } });
+    expect(refused.error.message).toMatch(
+      new RegExp(`^Cannot rerun ${parent} headless: it has an assistant-message step`),
+    );
   });
 });
