@@ -207,6 +207,11 @@ describe("parseCommand()", () => {
     expect(usageError(["host", "explode"])).toContain("Unknown host action 'explode'");
     expect(usageError(["list", "--json=1"])).toContain("list");
     expect(usageError(["help", "nothing"])).toContain("Unknown command 'nothing'");
+    for (const days of ["-1", "x", "40000", "1.5"]) {
+      expect(usageError(["prune", "--keep-days", days])).toContain(
+        `Invalid --keep-days '${days}': give whole days from 0 to 36500`,
+      );
+    }
   });
 });
 
