@@ -62,6 +62,8 @@ export interface ArchiveResult {
 
 export interface ReleaseResult {
   version: string;
+  /** The folder the files were written to (absolute). */
+  outDir: string;
   archives: ArchiveResult[];
   /** Every budget exceeded, over all archives. */
   over: string[];
@@ -136,6 +138,7 @@ export async function release(options: ReleaseOptions = {}): Promise<ReleaseResu
   writeFileSync(join(outDir, "SHA256SUMS"), `${sums.join("\n")}\n`);
   return {
     version: VERSION,
+    outDir,
     archives,
     over: archives.flatMap((a) => a.over),
     seconds: seconds(started),
@@ -252,6 +255,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   console.log(JSON.stringify({
     version: result.version,
+    outDir: result.outDir,
     seconds: result.seconds,
     over: result.over,
     archives: result.archives.map((a) => ({
@@ -260,6 +264,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       executableBytes: a.executableBytes,
       compressedBytes: a.compressedBytes,
       sha256: a.sha256,
+      report: a.report,
       codeCache: a.codeCache,
       ran: a.ran,
       buildSeconds: a.buildSeconds,
