@@ -9,12 +9,12 @@ const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
 /**
  * The files that run a second time under the portable `ps` process backend (src/os/), which
  * macOS uses, when PI_WORKFLOWS_PS_PASS=1 (as `npm test` sets it): the crash suite (worker, host,
- * takeover, interactive, controllers), the PID-reuse, reaping and memory-cap tests, and the real
- * Pi's headless supervision under crashes. Every host, worker and Pi child they start inherits
- * the variable. A plain `vitest run <file>` runs the platform's backend only.
+ * takeover, interactive, controllers), the process-identity, reaping and memory-cap tests, and the
+ * real Pi's headless supervision under crashes. Every host, worker and Pi child they start inherits
+ * the variable. A plain `vitest run <file>` runs the platform's backend only. test/os/ is not
+ * here: its tests name the backend they exercise (pid-reuse runs each case under both).
  */
 export const PS_PASS_FILES = [
-  "test/os/**/*.test.ts",
   "test/crash/**/*.test.ts",
   "test/interactive/**/*.test.ts",
   "test/worker/{child-groups,headless-parts,process-identity,recovery,worker-limits}.test.ts",
