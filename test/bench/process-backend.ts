@@ -9,8 +9,8 @@
  *   a lookup per worker), per backend; `tick_ratio` likewise.
  * - `loop_stall_ms`: the longest the event loop was held during the `ps` reads (a 1 ms timer's
  *   worst lateness): the reads are asynchronous, so it stays near the timer's own jitter.
- * - `spawn_identify_ms`: the one synchronous read, `ps -p` of a just-spawned worker
- *   (`identifyChildNow`), median; under `/proc` a stat file read.
+ * - `spawn_identify_ms`: the one synchronous read left, `ps -p` of a just-spawned child (a
+ *   worker's Pi spawn, `identifyChildNow`), median; under `/proc` a stat file read.
  * - `processes`: rows in the table (what `ps -A` prints); `load1`: the one-minute load average.
  */
 import { spawn } from "node:child_process";
