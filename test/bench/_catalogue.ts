@@ -46,6 +46,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "first_step_median_ms",
       "bare_pi_start_median_ms",
       "first_step_ratio",
+      "commits_per_step",
     ],
   },
   "host-memory": {

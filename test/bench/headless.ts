@@ -17,11 +17,14 @@
  * Then, in the same run, runs of ten consecutive agent steps (one conversation, one kept Pi)
  * beside a bare Pi with the same arguments (_headless-steps.ts): `step_ms` of steps 2-10 against
  * `bare_warm_ms`, a prompt round trip on an already running Pi (target: median ratio <= 1.5),
- * and the first step against a bare Pi start. Prints one JSON line.
+ * and the first step against a bare Pi start, and `commits_per_step`: the host's commits from
+ * step 1's `node.finished` to step 10's (that one counted) over 9, each step recording the usage
+ * the fake model reports (recording it adds no commit: a step that submits in its first model
+ * call commits its start and its outcome, the usage riding on the outcome). Prints one JSON line.
  *
  *   npm run bench -- headless [runs=10] [step-rounds=3]
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { readFrames, writeFrame } from "../../src/protocol/framing.ts";
@@ -32,7 +35,7 @@ import {
 } from "../../src/protocol/pi-bridge-messages.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
-import { queryOne } from "../../src/state/statements.ts";
+import { queryAll, queryOne } from "../../src/state/statements.ts";
 import { ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";
 import { spawnPiChild } from "../../src/worker/pi-child.ts";
@@ -76,6 +79,9 @@ export default defineWorkflow({
 `,
 );
 
+// Every commit of this process (the host half) is traced: commits per step come from it.
+const commitTrace = join(stateDir, "commits.trace");
+process.env.PI_WORKFLOWS_COMMIT_TRACE = commitTrace;
 const ctx = benchHostContext(stateDir, 30_000);
 const store = ctx.store;
 const supervision = createSupervision(ctx, { childEnv: sandbox.env });
@@ -175,6 +181,7 @@ async function measureSteps() {
   const firstMs: number[] = [];
   const warmMs: number[] = [];
   const startMs: number[] = [];
+  const commitsPerStep: number[] = [];
   for (let round = 0; round < STEP_ROUNDS; round++) {
     const bare = await barePi(PI_CLI, piArgs(`warm-${round}`), {
       cwd: sandbox.project,
@@ -200,6 +207,7 @@ async function measureSteps() {
     const times = stepTimes(store, runId);
     firstMs.push(times.first);
     stepMs.push(...times.later);
+    commitsPerStep.push(commitsBetweenSteps(runId));
   }
   const step = stats(stepMs);
   const warm = stats(warmMs);
@@ -216,7 +224,26 @@ async function measureSteps() {
     first_step_median_ms: first.median,
     bare_pi_start_median_ms: bareStart.median,
     first_step_ratio: Math.round((first.median / bareStart.median) * 1000) / 1000,
+    commits_per_step: stats(commitsPerStep).median,
   };
+}
+
+/**
+ * Host commits per step over steps 2-10 of a finished run: the commits after step 1's
+ * `node.finished` commit up to step 10's, that one counted (a commit's trace time is the first
+ * one at or after its events' time: the host is the only writer).
+ */
+function commitsBetweenSteps(runId: string): number {
+  const finished = queryAll<{ at: number }>(
+    store,
+    "SELECT at FROM events WHERE run_id = :runId AND type = 'node.finished' ORDER BY seq",
+    { runId },
+  ).map((r) => r.at);
+  const traced = readFileSync(commitTrace, "utf8").split("\n").filter((l) => l !== "")
+    .map(Number);
+  const commitOf = (at: number) => traced.findIndex((t) => t >= at);
+  const commits = commitOf(finished[finished.length - 1]) - commitOf(finished[0]);
+  return Math.round((commits / (finished.length - 1)) * 100) / 100;
 }
 
 try {
