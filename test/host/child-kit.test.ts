@@ -73,7 +73,7 @@ afterEach(() => {
 });
 
 describe("child kit", () => {
-  it("identifies a child under ps off the event loop, registers it, and retires it in one order", async () => {
+  it("identifies a child under ps off the event loop, registers it, retires it in one order", async () => {
     const ps = gatedPsBackend();
     restoreBackend = ps.restore;
     const registry = createProcessRegistry();

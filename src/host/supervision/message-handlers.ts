@@ -60,21 +60,8 @@ export function applyWorkerMessage(
   const { store } = ctx;
   const claim = worker.claim;
   switch (message.kind) {
-    case "worker.ready": {
-      if (worker.ready) throw refuse("worker.ready was already accepted for this epoch");
-      const identity = worker.identity;
-      if (identity === null || message.payload.pid !== identity.pid) {
-        throw refuse("worker.ready names another process than the one the host started");
-      }
-      const { revision } = markWorkerLive(store, claim, {
-        ...write,
-        workerEpoch: worker.workerEpoch,
-        pid: identity.pid,
-        startIdentity: formatStartIdentity(identity),
-      });
-      worker.ready = true;
-      return { revision, factsChunk: startFacts(ctx, worker), closedAttempt: false };
-    }
+    case "worker.ready":
+      return markReady(ctx, worker, message, write);
     case "node.started": {
       const { attemptId } = attemptOf(message);
       const p = message.payload;
@@ -163,46 +150,10 @@ export function applyWorkerMessage(
       settle(worker);
       return { revision, closedAttempt: true };
     }
-    case "effect.reserve": {
-      const { attemptId } = attemptOf(message);
-      const p = message.payload;
-      const { revision, result } = reserveEffect(store, claim, {
-        ...write,
-        // The stored receipt quotes the reservation, so a durable replay answers the same.
-        ...(write.receipt
-          ? {
-            receipt: {
-              ...write.receipt,
-              receipt: ({ result }) => ({
-                kind: message.kind,
-                result: reservationAnswer(result as EffectReservation),
-              }),
-            },
-          }
-          : {}),
-        attemptId,
-        effectType: p.effectType,
-        idempotencyKey: p.idempotencyKey,
-        requestFingerprint: p.requestFingerprint,
-        resource: p.resource,
-      });
-      return { revision, result: reservationAnswer(result), closedAttempt: false };
-    }
-    case "effect.settle": {
-      attemptOf(message);
-      const p = message.payload;
-      if (p.outcome !== "applied" && p.outcome !== "rejected") {
-        throw refuse(`effect.settle with outcome ${p.outcome} is for the host to decide`);
-      }
-      const { revision } = settleEffect(store, claim, {
-        ...write,
-        effectId: p.effectId,
-        outcome: p.outcome,
-        ...(p.receipt !== undefined ? { effectReceipt: p.receipt } : {}),
-        ...(p.error ? { errorCode: p.error.code } : {}),
-      });
-      return { revision, closedAttempt: false };
-    }
+    case "effect.reserve":
+      return reserve(ctx, worker, message, write);
+    case "effect.settle":
+      return settleEffectOf(ctx, worker, message, write);
     case "worker.progress":
       return applyProgress(ctx, worker, message, write);
     case "interaction.requested":
@@ -215,6 +166,88 @@ export function applyWorkerMessage(
     default:
       throw refuse(`${message.kind} is not available yet in this version of the host`);
   }
+}
+
+/** `worker.ready` from the process the host started: the run is live, its facts follow. */
+function markReady(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"worker.ready">,
+  write: WorkerWriteOptions,
+): Applied {
+  const { store } = ctx;
+  const claim = worker.claim;
+  if (worker.ready) throw refuse("worker.ready was already accepted for this epoch");
+  const identity = worker.identity;
+  if (identity === null || message.payload.pid !== identity.pid) {
+    throw refuse("worker.ready names another process than the one the host started");
+  }
+  const { revision } = markWorkerLive(store, claim, {
+    ...write,
+    workerEpoch: worker.workerEpoch,
+    pid: identity.pid,
+    startIdentity: formatStartIdentity(identity),
+  });
+  worker.ready = true;
+  return { revision, factsChunk: startFacts(ctx, worker), closedAttempt: false };
+}
+
+/** `effect.reserve`: the reservation, quoted in the receipt so that a replay answers the same. */
+function reserve(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"effect.reserve">,
+  write: WorkerWriteOptions,
+): Applied {
+  const { store } = ctx;
+  const claim = worker.claim;
+  const { attemptId } = attemptOf(message);
+  const p = message.payload;
+  const { revision, result } = reserveEffect(store, claim, {
+    ...write,
+    // The stored receipt quotes the reservation, so a durable replay answers the same.
+    ...(write.receipt
+      ? {
+        receipt: {
+          ...write.receipt,
+          receipt: ({ result }) => ({
+            kind: message.kind,
+            result: reservationAnswer(result as EffectReservation),
+          }),
+        },
+      }
+      : {}),
+    attemptId,
+    effectType: p.effectType,
+    idempotencyKey: p.idempotencyKey,
+    requestFingerprint: p.requestFingerprint,
+    resource: p.resource,
+  });
+  return { revision, result: reservationAnswer(result), closedAttempt: false };
+}
+
+/** `effect.settle`: the worker reports an applied or rejected effect (never an ambiguous one). */
+function settleEffectOf(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  message: WorkerMessageOf<"effect.settle">,
+  write: WorkerWriteOptions,
+): Applied {
+  const { store } = ctx;
+  const claim = worker.claim;
+  attemptOf(message);
+  const p = message.payload;
+  if (p.outcome !== "applied" && p.outcome !== "rejected") {
+    throw refuse(`effect.settle with outcome ${p.outcome} is for the host to decide`);
+  }
+  const { revision } = settleEffect(store, claim, {
+    ...write,
+    effectId: p.effectId,
+    outcome: p.outcome,
+    ...(p.receipt !== undefined ? { effectReceipt: p.receipt } : {}),
+    ...(p.error ? { errorCode: p.error.code } : {}),
+  });
+  return { revision, closedAttempt: false };
 }
 
 /**

@@ -1,13 +1,14 @@
 /**
  * The host's back half: the run workers (run-workers.ts: scheduler, epochs, deadlines, limits,
  * claim renewal), recovery, validations, prepared processes, controllers, the source resolver
- * and the compile cache warm-up, every child spawned and retired by the kit in children/. Everything here runs in the host
- * event loop and does only short SQLite transactions, timers and process bookkeeping; workflow
- * code runs in workers.
+ * and the compile cache warm-up, every child spawned and retired by the kit in children/.
+ * Everything here runs in the host event loop and does only short SQLite transactions, timers
+ * and process bookkeeping; workflow code runs in workers.
  *
  * Worker states (in memory; `run_workers` holds the durable record):
- *   launching  claimRunForLaunch committed (running/starting), child spawned, envelope sent;
- *              the startup timer runs until `worker.ready`.
+ *   launching  claimRunForLaunch committed (running/starting), child spawned, envelope sent,
+ *              its start identity read and recorded before its channel is read; the startup
+ *              timer runs until `worker.ready`.
  *   live       `worker.ready` committed (running/running); each `node.started` arms the node's
  *              deadline timer (deadline + kill grace), each closed attempt disarms it.
  *   stopping   a stop reason is set and the group got SIGTERM (SIGKILL after the grace).

@@ -38,13 +38,12 @@ export interface WorkerDeadlines {
   forget(worker: ActiveWorker): void;
 }
 
-export function createWorkerDeadlines(
-  ctx: HostContext,
-  deps: {
-    stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
-    crashes: CrashCounter;
-  },
-): WorkerDeadlines {
+interface DeadlineDeps {
+  stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
+  crashes: CrashCounter;
+}
+
+export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): WorkerDeadlines {
   const attemptDeadlines = new Map<ActiveWorker, Timer>();
   // From `worker.ready` to the first attempt, and from each closed attempt to the next boundary:
   // workflow code (loading, routing, timeout callbacks, presentationPrompt) runs there. The bound
@@ -53,44 +52,6 @@ export function createWorkerDeadlines(
   // fires early (the bound moved on or was lifted) it sleeps for what is left, or ends.
   const boundaries = new Map<ActiveWorker, Boundary>();
   const boundaryTimers = new Map<ActiveWorker, { timer: Timer; due: number }>();
-
-  const arm = (worker: ActiveWorker, ms: number, fire: () => void) => {
-    const timer = setTimeout(() => {
-      worker.timers.delete(timer);
-      fire();
-    }, Math.max(0, ms));
-    worker.timers.add(timer);
-    return timer;
-  };
-  const clearTimer = (worker: ActiveWorker, timers: Map<ActiveWorker, Timer>) => {
-    const timer = timers.get(worker);
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    worker.timers.delete(timer);
-    timers.delete(worker);
-  };
-
-  const enforceDeadline = (worker: ActiveWorker, attemptId: string) => {
-    if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
-    let reason: StopReason = "timedOut";
-    try {
-      // Commit first, then stop: a late message from the worker now meets a released claim.
-      timeOutAttempt(ctx.store, worker.claim, { attemptId });
-      crashPoint("host.deadline.afterCommit");
-      worker.openAttempt = null;
-      deps.crashes.reset(worker.runId);
-    } catch (error) {
-      if (!(error instanceof ClaimLostError)) {
-        // The attempt closed in between (its outcome committed): nothing to enforce.
-        ctx.log("worker.deadline_skipped", { run: worker.runId, error: logError(error) });
-        return;
-      }
-      reason = "claimLost";
-    }
-    worker.claimReleased = true;
-    ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
-    deps.stop(worker, reason, "workerTimedOut: node deadline passed");
-  };
 
   const armBoundary = (worker: ActiveWorker, due: number) => {
     const timer = arm(worker, due - performance.now(), () => {
@@ -140,7 +101,7 @@ export function createWorkerDeadlines(
       const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
       attemptDeadlines.set(
         worker,
-        arm(worker, delay, () => enforceDeadline(worker, attempt.attemptId)),
+        arm(worker, delay, () => enforceDeadline(ctx, deps, worker, attempt.attemptId)),
       );
     },
     onAttemptClosed(worker) {
@@ -163,4 +124,50 @@ export function createWorkerDeadlines(
       attemptDeadlines.delete(worker);
     },
   };
+}
+
+/** A timer owned by the worker: `disarmAll` (and the epoch's end) clears it. */
+function arm(worker: ActiveWorker, ms: number, fire: () => void): Timer {
+  const timer = setTimeout(() => {
+    worker.timers.delete(timer);
+    fire();
+  }, Math.max(0, ms));
+  worker.timers.add(timer);
+  return timer;
+}
+
+function clearTimer(worker: ActiveWorker, timers: Map<ActiveWorker, Timer>): void {
+  const timer = timers.get(worker);
+  if (timer === undefined) return;
+  clearTimeout(timer);
+  worker.timers.delete(timer);
+  timers.delete(worker);
+}
+
+/** The attempt's deadline (plus the kill grace) passed: commit its time-out, then stop. */
+function enforceDeadline(
+  ctx: HostContext,
+  deps: DeadlineDeps,
+  worker: ActiveWorker,
+  attemptId: string,
+): void {
+  if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
+  let reason: StopReason = "timedOut";
+  try {
+    // Commit first, then stop: a late message from the worker now meets a released claim.
+    timeOutAttempt(ctx.store, worker.claim, { attemptId });
+    crashPoint("host.deadline.afterCommit");
+    worker.openAttempt = null;
+    deps.crashes.reset(worker.runId);
+  } catch (error) {
+    if (!(error instanceof ClaimLostError)) {
+      // The attempt closed in between (its outcome committed): nothing to enforce.
+      ctx.log("worker.deadline_skipped", { run: worker.runId, error: logError(error) });
+      return;
+    }
+    reason = "claimLost";
+  }
+  worker.claimReleased = true;
+  ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
+  deps.stop(worker, reason, "workerTimedOut: node deadline passed");
 }

@@ -172,8 +172,8 @@ async function identify(
   try {
     identity = await identifyChild(child);
   } catch {
-    // An unreadable table: the child cannot be told apart, so it is never signalled by PID; it
-    // still ends when its channel closes.
+    // Like an unreadable table (identifyChild answers null then): the child cannot be told
+    // apart, so it is never signalled by PID, as one that died at once.
   }
   const record = spawned();
   record.identity = identity;

@@ -61,29 +61,6 @@ export function createReconcileHolds(fleet: Fleet): ReconcileHolds {
   const { ctx } = fleet;
   let renewTimer: ReturnType<typeof setInterval> | null = null;
 
-  const each = function* () {
-    for (const worker of fleet.workers.values()) {
-      for (const reconcile of worker.reconciles.values()) yield { worker, reconcile };
-    }
-  };
-
-  const renew = () => {
-    for (const { worker, reconcile } of each()) {
-      if (reconcile.ended) continue;
-      try {
-        renewClaim(ctx.store, reconcile.claim);
-      } catch (error) {
-        if (!(error instanceof ClaimLostError)) continue; // busy: the next round retries
-        reconcile.ended = true;
-        pushToWorker(worker, {
-          kind: "reconcile.abort",
-          reconcileId: reconcile.id,
-          reason: "claimLost",
-        });
-      }
-    }
-  };
-
   const holds: ReconcileHolds = {
     inFlight() {
       let n = 0;
@@ -92,12 +69,12 @@ export function createReconcileHolds(fleet: Fleet): ReconcileHolds {
     },
     held() {
       const uids = new Set<string>();
-      for (const { reconcile } of each()) if (!reconcile.ended) uids.add(reconcile.uid);
+      for (const { reconcile } of each(fleet)) if (!reconcile.ended) uids.add(reconcile.uid);
       return uids;
     },
     renewWhileHeld() {
       if (holds.inFlight() > 0 && !fleet.isShuttingDown()) {
-        renewTimer ??= setInterval(renew, ctx.options.claimRenewMs);
+        renewTimer ??= setInterval(() => renew(fleet), ctx.options.claimRenewMs);
       } else if (renewTimer) {
         clearInterval(renewTimer);
         renewTimer = null;
@@ -116,7 +93,7 @@ export function createReconcileHolds(fleet: Fleet): ReconcileHolds {
       worker.reconciles.set(reconcile.id, reconcile);
       holds.renewWhileHeld();
       const deadlineAt = ctx.clock.now() + worker.timeoutMs;
-      later(reconcile.timers, worker.timeoutMs, () => onDeadline(worker, reconcile));
+      later(reconcile.timers, worker.timeoutMs, () => onDeadline(fleet, worker, reconcile));
       pushToWorker(worker, {
         kind: "reconcile.assign",
         reconcileId: reconcile.id,
@@ -155,33 +132,59 @@ export function createReconcileHolds(fleet: Fleet): ReconcileHolds {
     },
   };
 
-  const onDeadline = (worker: ControllerWorker, reconcile: ActiveReconcile) => {
-    if (reconcile.ended) return;
-    try {
-      // Commit first: a later proposal of this reconcile meets a released claim.
-      timeOutReconcile(ctx.store, reconcile.claim, {
-        uid: reconcile.uid,
-        timeoutMs: worker.timeoutMs,
-        retryDelayMs: fleet.retryDelayMs(reconcile.consecutiveErrors + 1),
-      });
-    } catch (error) {
-      if (!(error instanceof ClaimLostError)) {
-        ctx.log("controller.deadline_failed", { error: logError(error) });
-      }
-    }
-    reconcile.ended = true;
-    ctx.log("controller.reconcile_timed_out", { controller: worker.controllerName });
-    pushToWorker(worker, {
-      kind: "reconcile.abort",
-      reconcileId: reconcile.id,
-      reason: "timedOut",
-    });
-    // Code that ignores its signal (or blocks the worker's event loop) never lets go.
-    later(reconcile.timers, ctx.options.killGraceMs, () => {
-      if (worker.reconciles.has(reconcile.id)) stopControllerWorker(ctx, worker, "stuck");
-    });
-    fleet.schedule();
-  };
-
   return holds;
+}
+
+function* each(fleet: Fleet): Generator<{ worker: ControllerWorker; reconcile: ActiveReconcile }> {
+  for (const worker of fleet.workers.values()) {
+    for (const reconcile of worker.reconciles.values()) yield { worker, reconcile };
+  }
+}
+
+/** Extends every held reconcile claim; one found lost is aborted in its worker. */
+function renew(fleet: Fleet): void {
+  for (const { worker, reconcile } of each(fleet)) {
+    if (reconcile.ended) continue;
+    try {
+      renewClaim(fleet.ctx.store, reconcile.claim);
+    } catch (error) {
+      if (!(error instanceof ClaimLostError)) continue; // busy: the next round retries
+      reconcile.ended = true;
+      pushToWorker(worker, {
+        kind: "reconcile.abort",
+        reconcileId: reconcile.id,
+        reason: "claimLost",
+      });
+    }
+  }
+}
+
+/** The reconcile's deadline passed: commit its time-out, abort it, stop a worker that holds on. */
+function onDeadline(fleet: Fleet, worker: ControllerWorker, reconcile: ActiveReconcile): void {
+  const { ctx } = fleet;
+  if (reconcile.ended) return;
+  try {
+    // Commit first: a later proposal of this reconcile meets a released claim.
+    timeOutReconcile(ctx.store, reconcile.claim, {
+      uid: reconcile.uid,
+      timeoutMs: worker.timeoutMs,
+      retryDelayMs: fleet.retryDelayMs(reconcile.consecutiveErrors + 1),
+    });
+  } catch (error) {
+    if (!(error instanceof ClaimLostError)) {
+      ctx.log("controller.deadline_failed", { error: logError(error) });
+    }
+  }
+  reconcile.ended = true;
+  ctx.log("controller.reconcile_timed_out", { controller: worker.controllerName });
+  pushToWorker(worker, {
+    kind: "reconcile.abort",
+    reconcileId: reconcile.id,
+    reason: "timedOut",
+  });
+  // Code that ignores its signal (or blocks the worker's event loop) never lets go.
+  later(reconcile.timers, ctx.options.killGraceMs, () => {
+    if (worker.reconciles.has(reconcile.id)) stopControllerWorker(ctx, worker, "stuck");
+  });
+  fleet.schedule();
 }

@@ -32,7 +32,7 @@ import {
   DEFAULT_CONTROLLER_OPTIONS,
   reconcileBackoffMs,
 } from "./options.ts";
-import { createReconcileHolds, type Fleet } from "./reconcile-holds.ts";
+import { createReconcileHolds, type Fleet, type ReconcileHolds } from "./reconcile-holds.ts";
 import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
 import { createResolverPool } from "./resolver-pool.ts";
 import { later, TIMER_SLACK_MS } from "./timers.ts";
@@ -134,69 +134,15 @@ export function createControllerSupervision(
         claimFor.set(due.uid, worker);
       }
     }
-    if (claimFor.size > 0) {
-      // The claim rides in the next group commit with the proposals read this turn.
-      const uids = [...claimFor.keys()];
-      for (const uid of uids) claiming.add(uid);
-      void inNextCommit(ctx.store, () =>
-        claimReconciles(ctx.store, {
-          uids,
-          ownerId: ctx.hostOwnerId,
-          hostEpoch: ctx.hostEpoch,
-          ttlMs: ctx.options.claimTtlMs,
-          token: () => ctx.ids.token(),
-        })).then((claimed) => {
-          for (const uid of uids) claiming.delete(uid);
-          for (const claim of claimed) {
-            const worker = claimFor.get(claim.uid)!;
-            if (workers.get(worker.controllerId) === worker && worker.stopReason === null) {
-              holds.assign(worker, claim);
-              continue;
-            }
-            // The worker went while the claim waited for its commit: give the resource back.
-            try {
-              interruptReconcile(ctx.store, claim.claim, {
-                uid: claim.uid,
-                reason: "worker.gone",
-                countsAsError: false,
-                retryDelayMs: 0,
-              });
-            } catch (error) {
-              ctx.log("controller.interrupt_failed", { error: logError(error) });
-            }
-          }
-          schedule();
-        }, (error) => {
-          for (const uid of uids) claiming.delete(uid);
-          ctx.log("controller.claim_failed", { error: logError(error) });
-          schedule();
-        });
-    }
-    for (const worker of workers.values()) {
-      if (!worker.ready || worker.stopReason !== null || worker.reconciles.size > 0) continue;
-      const left = options.workerIdleMs - (now - worker.idleSince);
-      if (left <= 0) stopWorker(worker, "idle");
-      // A timer may fire a little before the wall clock says the period is over.
-      else if (worker.timers.size === 0) later(worker.timers, left + TIMER_SLACK_MS, schedule);
-    }
+    if (claimFor.size > 0) claimInNextCommit(ctx, { holds, workers, claiming, schedule }, claimFor);
+    stopIdleWorkers(workers.values(), { idleMs: options.workerIdleMs, now }, stopWorker, schedule);
   };
 
   const armDueTimer = (now: number) => {
     if (dueTimer) clearTimeout(dueTimer);
     dueTimer = null;
     if (!started || shuttingDown) return;
-    const next = nextReconcileDue(ctx.store);
-    // Due now but not claimable yet (capacity, a worker starting or stuck): the end of a
-    // reconcile, the worker's ready message or its exit ticks again.
-    let delay = next !== null && next > now
-      ? Math.min(next - now + TIMER_SLACK_MS, MAX_TIMER_MS)
-      : null;
-    // A claim this host does not hold (an earlier host's) is recovered once it expires.
-    const expiry = nextForeignClaimExpiry(ctx.store, holds.held());
-    if (expiry !== null) delay = Math.min(delay ?? MAX_TIMER_MS, Math.max(0, expiry - now) + 1);
-    if (hasChildRunsInFlight(ctx.store)) {
-      delay = Math.min(delay ?? CHILD_BACKSTOP_MS, CHILD_BACKSTOP_MS);
-    }
+    const delay = dueTimerDelay(ctx, now, holds.held());
     if (delay !== null) dueTimer = setTimeout(schedule, delay);
   };
 
@@ -229,4 +175,90 @@ export function createControllerSupervision(
       await resolvers.shutdown();
     },
   };
+}
+
+/** When the scheduler must look again without being woken, or null: nothing is due later. */
+function dueTimerDelay(ctx: HostContext, now: number, held: Set<string>): number | null {
+  const next = nextReconcileDue(ctx.store);
+  // Due now but not claimable yet (capacity, a worker starting or stuck): the end of a
+  // reconcile, the worker's ready message or its exit ticks again.
+  let delay = next !== null && next > now
+    ? Math.min(next - now + TIMER_SLACK_MS, MAX_TIMER_MS)
+    : null;
+  // A claim this host does not hold (an earlier host's) is recovered once it expires.
+  const expiry = nextForeignClaimExpiry(ctx.store, held);
+  if (expiry !== null) delay = Math.min(delay ?? MAX_TIMER_MS, Math.max(0, expiry - now) + 1);
+  if (hasChildRunsInFlight(ctx.store)) {
+    delay = Math.min(delay ?? CHILD_BACKSTOP_MS, CHILD_BACKSTOP_MS);
+  }
+  return delay;
+}
+
+/**
+ * Claims the picked resources in the next group commit (with the proposals read this turn) and
+ * assigns each to its worker; a resource whose worker went meanwhile is given back.
+ */
+function claimInNextCommit(
+  ctx: HostContext,
+  state: {
+    holds: ReconcileHolds;
+    workers: ReadonlyMap<string, ControllerWorker>;
+    /** Resources whose claim waits for the next group commit (counted against the capacity). */
+    claiming: Set<string>;
+    schedule(): void;
+  },
+  claimFor: ReadonlyMap<string, ControllerWorker>,
+): void {
+  const { holds, workers, claiming, schedule } = state;
+  const uids = [...claimFor.keys()];
+  for (const uid of uids) claiming.add(uid);
+  void inNextCommit(ctx.store, () =>
+    claimReconciles(ctx.store, {
+      uids,
+      ownerId: ctx.hostOwnerId,
+      hostEpoch: ctx.hostEpoch,
+      ttlMs: ctx.options.claimTtlMs,
+      token: () => ctx.ids.token(),
+    })).then((claimed) => {
+      for (const uid of uids) claiming.delete(uid);
+      for (const claim of claimed) {
+        const worker = claimFor.get(claim.uid)!;
+        if (workers.get(worker.controllerId) === worker && worker.stopReason === null) {
+          holds.assign(worker, claim);
+          continue;
+        }
+        // The worker went while the claim waited for its commit: give the resource back.
+        try {
+          interruptReconcile(ctx.store, claim.claim, {
+            uid: claim.uid,
+            reason: "worker.gone",
+            countsAsError: false,
+            retryDelayMs: 0,
+          });
+        } catch (error) {
+          ctx.log("controller.interrupt_failed", { error: logError(error) });
+        }
+      }
+      schedule();
+    }, (error) => {
+      for (const uid of uids) claiming.delete(uid);
+      ctx.log("controller.claim_failed", { error: logError(error) });
+      schedule();
+    });
+}
+
+/** Stops the workers idle for `idleMs` by `now`; an idle one not yet due gets a timer. */
+function stopIdleWorkers(
+  workers: Iterable<ControllerWorker>,
+  { idleMs, now }: { idleMs: number; now: number },
+  stop: (worker: ControllerWorker, reason: "idle") => void,
+  schedule: () => void,
+): void {
+  for (const worker of workers) {
+    if (!worker.ready || worker.stopReason !== null || worker.reconciles.size > 0) continue;
+    const left = idleMs - (now - worker.idleSince);
+    if (left <= 0) stop(worker, "idle");
+    // A timer may fire a little before the wall clock says the period is over.
+    else if (worker.timers.size === 0) later(worker.timers, left + TIMER_SLACK_MS, schedule);
+  }
 }
