@@ -209,6 +209,8 @@ export interface AttemptRow {
   submissions: SubmissionTally | null;
   /** A model step's usage (its whole usage so far while it runs). */
   usage: StepUsage | null;
+  /** A fork's step taken over from its parent run (`run.rerun`), not run again. */
+  adopted: boolean;
 }
 
 /** A page of a run's attempt summaries from `fromSequence` on, in order; no outputs. */
@@ -236,11 +238,13 @@ export function listAttemptRows(
     rejected: number;
     last_rejection: string | null;
     usage_json: string | null;
+    adopted: number;
   }>(
     store,
     "SELECT attempt_id, sequence, node_id, node_kind, effect, state, generation, started_at, " +
       "finished_at, deadline_at, error_code, error_message, LENGTH(output_json) AS output_bytes, " +
-      "submitted, rejected, last_rejection, usage_json " +
+      "submitted, rejected, last_rejection, usage_json, " +
+      "adopted_from_attempt_id IS NOT NULL AS adopted " +
       "FROM node_attempts WHERE run_id = ?1 AND sequence >= ?2 ORDER BY sequence LIMIT ?3",
     runId,
     fromSequence,
@@ -260,6 +264,7 @@ export function listAttemptRows(
     outputBytes: a.output_bytes ?? 0,
     submissions: a.submitted === 0 ? null : submissionTally(a),
     usage: a.usage_json === null ? null : JSON.parse(a.usage_json) as StepUsage,
+    adopted: a.adopted === 1,
   }));
 }
 

@@ -142,7 +142,8 @@ function stepLine(a: AttemptRow, n: number, at: number, width: number, now: numb
     : "";
   // What a model step used comes first: an error message may be long.
   const used = a.usage ? formatUsage(a.usage) : "";
-  const preview = [used, outcome].filter((p) => p !== "").join(" · ");
+  const adopted = a.adopted ? "adopted from the parent run" : "";
+  const preview = [adopted, used, outcome].filter((p) => p !== "").join(" · ");
   const head = `${here ? "▶" : " "}${String(n).padStart(3)} `;
   const body = `${a.nodeId} (${kindGlyph(a.nodeKind)} ${a.nodeKind}, ${duration || "-"})`;
   const rest = Math.max(0, width - head.length - 2 - body.length - 2);

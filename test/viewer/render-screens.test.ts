@@ -54,6 +54,7 @@ function attempt(sequence: number, nodeId: string, state = "ok", extra: Partial<
     outputBytes: 12,
     submissions: null,
     usage: null,
+    adopted: false,
     ...extra,
   } satisfies AttemptRow;
 }
@@ -236,7 +237,7 @@ describe("renderDetail", () => {
         budget: { maxCostUsd: 0.005 },
       }),
       attempts: [
-        attempt(1, "plan", "ok", { usage: priced }),
+        attempt(1, "plan", "ok", { usage: priced, adopted: true }),
         attempt(2, "implement", "ok", { usage: unpriced }),
       ],
       graph,
@@ -249,7 +250,10 @@ describe("renderDetail", () => {
     });
     const text = [...plainLines(screen.header), ...plainLines(screen.body)].join("\n");
     expect(text, text).toContain("spend 5.6k tokens, $0.008295 of budget $0.005");
-    expect(text, text).toMatch(/1 ✓ plan .*2\.8k tokens, \$0\.008295 · 12 B output/);
+    // A fork's step taken over from its parent says so first (its usage is the parent's).
+    expect(text, text).toMatch(
+      /1 ✓ plan .*adopted from the parent run · 2\.8k tokens, \$0\.008295 · 12 B output/,
+    );
     // No price: tokens only, never a made-up cost.
     expect(text, text).toMatch(/2 ✓ implement .*2\.8k tokens · 12 B output/);
     expect(text, text).toContain(
