@@ -82,6 +82,7 @@ describe("retention", () => {
       "runs",
     ]));
 
+    fx.store.db.exec("PRAGMA synchronous = FULL"); // the host's
     const dry = runRetentionPass(fx.store, { keepDays: 30, dryRun: true }).report;
     expect(dry.runs).toBe(1);
     expect(dry.bytes).toBeGreaterThan(0);
@@ -107,6 +108,8 @@ describe("retention", () => {
     expect(prunedDeltas(fx)).toEqual([{ run_id: null, kind: "runs.pruned" }]);
     // The prune deletes with SQLite's foreign-key checks off; they are on again after it.
     expect(fx.store.db.prepare("PRAGMA foreign_keys").get()).toEqual({ foreign_keys: 1 });
+    // Its commits are not synced one by one (synchronous=NORMAL); the host's setting is back.
+    expect(fx.store.db.prepare("PRAGMA synchronous").get()).toEqual({ synchronous: 2 });
   });
 
   it("deletes the definition snapshots no kept run uses; a start meanwhile keeps its own", () => {
