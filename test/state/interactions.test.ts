@@ -15,6 +15,7 @@ import {
 } from "../../src/state/interaction-queries.ts";
 import { execute, queryOne } from "../../src/state/statements.ts";
 import { readRunSpend } from "../../src/state/run-spend.ts";
+import type { StepUsage } from "../../src/protocol/step-usage.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import { claimInteraction, requestInteraction } from "../../src/state/transitions/interactions.ts";
 import { presentInteraction } from "../../src/state/transitions/interaction-presentation.ts";
@@ -69,7 +70,12 @@ function waitingStep(deadlineAt: number | null = null) {
   return { runId, attemptId, interactionId, claim };
 }
 
-function submit(step: ReturnType<typeof waitingStep>, key: string, submission: unknown = 1) {
+function submit(
+  step: ReturnType<typeof waitingStep>,
+  key: string,
+  submission: unknown = 1,
+  usage?: StepUsage,
+) {
   return submitInteraction(fx.store, {
     runId: step.runId,
     interactionId: step.interactionId,
@@ -78,6 +84,7 @@ function submit(step: ReturnType<typeof waitingStep>, key: string, submission: u
     attemptId: step.attemptId,
     idempotencyKey: key,
     submission: submission as never,
+    ...(usage ? { usage } : {}),
   });
 }
 
@@ -265,28 +272,10 @@ describe("submissions and verdicts", () => {
       usage: used(1),
     });
     expect(tokens()).toEqual({ usage_tokens: 110, usage_cost: 0.001 });
-    const sub = submitInteraction(fx.store, {
-      runId: step.runId,
-      interactionId: step.interactionId,
-      sessionId: SESSION,
-      nodeId: "ask",
-      attemptId: step.attemptId,
-      idempotencyKey: "k1",
-      submission: 1,
-      usage: used(3),
-    });
+    const sub = submit(step, "k1", 1, used(3));
     expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
     // A late request with an older sum changes nothing (here: the same output, attached).
-    submitInteraction(fx.store, {
-      runId: step.runId,
-      interactionId: step.interactionId,
-      sessionId: SESSION,
-      nodeId: "ask",
-      attemptId: step.attemptId,
-      idempotencyKey: "k2",
-      submission: 1,
-      usage: used(2),
-    });
+    submit(step, "k2", 1, used(2));
     expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
     const id = sub.kind === "new" ? sub.submissionId : "";
     const job = readValidationJob(fx.store, id)!;
