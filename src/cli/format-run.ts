@@ -36,6 +36,16 @@ export interface RunStatusTextOptions extends RunTextOptions, RunStateContext {
   attemptCount?: number;
   /** A headless run's Pi: what it loads and its session file (`run.status`'s `pi`). */
   pi?: RunPi;
+  /** A run blocked `workflowSourceChanged`: the files that differ (`run.status`'s). */
+  sourceChanges?: readonly SourceChangeSummary[];
+}
+
+/** One file (or built-in) of a run's workflow source that differs from what it started with. */
+export interface SourceChangeSummary {
+  source: string;
+  reason: string;
+  recorded?: string;
+  current?: string | null;
 }
 
 /** `run-1a2b3c4d  hello — Say hello to Ada  ▶ queued`: the run a command just acted on. */
@@ -68,6 +78,7 @@ export function formatRun(
     lines.push(`forked from ${run.forkedFrom.runId} at ${run.forkedFrom.nodeId}`);
   }
   if (state.reason) lines.push(`why: ${state.reason}`);
+  lines.push(...sourceChangeLines(run, options.sourceChanges ?? []));
   // A waiting run's section (format-waiting.ts) ends with the exact command to answer it.
   if (state.next && !options.waiting) lines.push(`next: ${state.next}`);
   lines.push(
@@ -286,4 +297,27 @@ export function formatValue(value: unknown, style: CliStyle = PLAIN_STYLE): stri
   return text.length > MAX_VALUE_CHARS
     ? `${text.slice(0, MAX_VALUE_CHARS)}${style.glyph("ellipsis")} (truncated)`
     : text;
+}
+
+/**
+ * Under a run blocked `workflowSourceChanged`: each file that differs, with its digest when the
+ * run started and now, then both ways on.
+ */
+function sourceChangeLines(run: RunSummary, changes: readonly SourceChangeSummary[]): string[] {
+  if (changes.length === 0) return [];
+  const short = (digest: string | null | undefined) =>
+    digest === null ? "unreadable" : digest ? digest.slice(0, 19) : "?";
+  const lines = ["changed since the run started:"];
+  for (const c of changes) {
+    const digests = c.recorded !== undefined
+      ? ` (started with ${short(c.recorded)}, now ${short(c.current)})`
+      : "";
+    lines.push(`  ${c.source}: ${c.reason}${digests}`);
+  }
+  const id = shortRunId(run.runId);
+  lines.push(
+    `go on with the files as they are now: pi-workflows resume ${id} --accept-source`,
+    `or restore them and resume it: pi-workflows resume ${id}`,
+  );
+  return lines;
 }

@@ -164,6 +164,7 @@ async function execute(
           style,
           waiting,
           ambiguous: receipt.ambiguousEffects,
+          sourceChanges: receipt.sourceChanges,
           updates: receipt.updates,
           attemptCount: receipt.attemptCount,
           ...(receipt.pi ? { pi: receipt.pi } : {}),

@@ -24,6 +24,8 @@ import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { readRunInteraction } from "../state/interaction-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
 import { readDefinitionSnapshot } from "../state/viewer-queries.ts";
+import { readRunOrigin } from "../state/fork-queries.ts";
+import { verifySourceIdentity, type WorkflowSource } from "../workflows/sources/identity.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
@@ -95,6 +97,12 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       }));
     }
   }
+  if (view.blockedReason === "workflowSourceChanged") {
+    // Hashed, never loaded: which files differ from the ones the run started with.
+    const source = readRunOrigin(rt.store, runId)?.workflowSource as WorkflowSource | undefined;
+    const check = source ? verifySourceIdentity(source) : null;
+    if (check && !check.ok) receipt.sourceChanges = check.changed as unknown as JsonValue;
+  }
   if (payload.includeDefinition) {
     const definition = readDefinitionSnapshot(rt.store, view.definitionDigest);
     if (definition !== undefined) receipt.definition = definition;
@@ -108,6 +116,7 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
       output: null,
       waiting: receipt.waiting ?? null,
       ambiguousEffects: receipt.ambiguousEffects ?? null,
+      sourceChanges: receipt.sourceChanges ?? null,
       definition: receipt.definition ?? null,
       pi: receipt.pi ?? null,
     });
@@ -147,7 +156,8 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     revision: view.revision,
     receipt,
   });
-  return plain ? rememberStatus(rt.store, runId, response) : response;
+  // Files change without a revision: a source-blocked run's answer is not kept.
+  return plain && !receipt.sourceChanges ? rememberStatus(rt.store, runId, response) : response;
 }
 
 export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostResponse {

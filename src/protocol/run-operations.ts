@@ -332,6 +332,16 @@ export const RunStatusReceiptSchema = looseObject({
   lastEventSeq: v.optional(CountSchema),
   /** Effects that may have applied without a receipt (resolve them with `effect.resolve`). */
   ambiguousEffects: v.optional(v.array(AmbiguousEffectSummarySchema)),
+  /**
+   * A run blocked `workflowSourceChanged`: each file (or built-in) that differs from what the
+   * run started with, why, and for a file its digest then and now (null: it cannot be read).
+   */
+  sourceChanges: v.optional(v.array(looseObject({
+    source: v.string(),
+    reason: v.string(),
+    recorded: v.optional(v.string()),
+    current: v.optional(v.nullable(v.string())),
+  }))),
   /** With `includeDefinition`: the run's stored definition snapshot (absent for older runs). */
   definition: v.optional(DefinitionSnapshotSchema),
 });

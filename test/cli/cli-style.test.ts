@@ -252,14 +252,27 @@ describe("formatRun()", () => {
         finishedAt: NOW - 59_988,
         deadlineAt: null,
       }],
-      { now: NOW },
+      {
+        now: NOW,
+        sourceChanges: [{
+          source: "/home/ada/wf/deploy.workflow.ts",
+          reason: "changed",
+          recorded: "sha256:0123456789abcdef0123",
+          current: "sha256:fedcba9876543210fedc",
+        }],
+      },
     );
-    expect(text.split("\n").slice(0, 5)).toEqual([
+    expect(text.split("\n").slice(0, 9)).toEqual([
       `run ${ID}`,
       "workflow: hello",
       "state: ! blocked (queue parked)",
       "why: its workflow source changed since it started; go on with the files as they are now, " +
       "or restore them and resume it without --accept-source",
+      "changed since the run started:",
+      "  /home/ada/wf/deploy.workflow.ts: changed (started with sha256:0123456789ab, now " +
+      "sha256:fedcba987654)",
+      "go on with the files as they are now: pi-workflows resume run-1a2b3c4d --accept-source",
+      "or restore them and resume it: pi-workflows resume run-1a2b3c4d",
       "next: pi-workflows resume run-1a2b3c4d --accept-source",
     ]);
     expect(text).toContain("  ✓ greet  compute, ok, 12ms");

@@ -171,6 +171,15 @@ export default defineWorkflow({
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(blocked).toBe("workflowSourceChanged");
+    // Status names the changed file, its digests then and now, and both ways on.
+    const status = await cli(["status", runId]);
+    expect(status.stdout).toMatch(
+      new RegExp(
+        `changed since the run started:\n  ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: ` +
+          "changed \\(started with sha256:[0-9a-f]{12}, now sha256:[0-9a-f]{12}\\)\n" +
+          "go on with the files as they are now: pi-workflows resume run-[0-9a-f]{8} --accept-source",
+      ),
+    );
 
     // An edit that changes a node the run ran does not fit: refused, with the fork to make.
     writeFileSync(

@@ -1,5 +1,6 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sha256Hex } from "../../src/protocol/canonical-json.ts";
 import { describe, expect, it } from "vitest";
 import {
   compareMountedSources,
@@ -27,8 +28,20 @@ describe("source identity checks", () => {
     expect(verifySourceIdentity(identity.workflowSource)).toEqual({
       ok: false,
       changed: [
-        { source: join(dir, "s.workflow.ts"), reason: "missing" },
-        { source: join(dir, "dep.ts"), reason: "changed" },
+        {
+          source: join(dir, "s.workflow.ts"),
+          reason: "missing",
+          recorded: expect.stringMatching(/^sha256:/),
+          current: null,
+        },
+        {
+          source: join(dir, "dep.ts"),
+          reason: "changed",
+          recorded: (identity.workflowSource.mounted.find((m) => m.kind !== "builtin") as {
+            hash: string;
+          }).hash,
+          current: `sha256:${sha256Hex("export const changed = 1;")}`,
+        },
       ],
     });
     expect(

@@ -16,6 +16,9 @@ export interface SourceChange {
   /** A file path or `builtin:<id>`. */
   source: string;
   reason: "missing" | "changed" | "added" | "removed" | "unknownBuiltin" | "revisionChanged";
+  /** A file's digest when the run started, and now (null: it cannot be read). */
+  recorded?: string;
+  current?: string | null;
 }
 
 export type SourceCheck = { ok: true } | { ok: false; changed: SourceChange[] };
@@ -42,8 +45,11 @@ export function verifySourceIdentity(source: WorkflowSource): SourceCheck {
       continue;
     }
     const hash = hashFile(entry.path);
-    if (hash === null) changed.push({ source: entry.path, reason: "missing" });
-    else if (hash !== entry.hash) changed.push({ source: entry.path, reason: "changed" });
+    const digests = { recorded: entry.hash, current: hash };
+    if (hash === null) changed.push({ source: entry.path, reason: "missing", ...digests });
+    else if (hash !== entry.hash) {
+      changed.push({ source: entry.path, reason: "changed", ...digests });
+    }
   }
   return changed.length === 0 ? { ok: true } : { ok: false, changed };
 }
