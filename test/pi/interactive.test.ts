@@ -174,7 +174,7 @@ describe("interactive runs in the real Pi", () => {
     const widgetNote = () =>
       pi.uiRequests(from).find((r) =>
         r.method === "setWidget" &&
-        (r.widgetLines as string[] | undefined)?.some((line) => line.endsWith(note))
+        (r.widgetLines as string[] | undefined)?.some((line) => line.includes(note))
       );
     world.script = stepResponder({
       output: (c) => (c.step === "draft" ? PLAN : REVIEW),
@@ -202,7 +202,10 @@ describe("interactive runs in the real Pi", () => {
       "completed",
     );
     const lines = widgetNote()!.widgetLines as string[];
-    expect(lines).toContainEqual(expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan$/));
+    // The step's line: state, kind, node, elapsed, the model's note, then what it used so far.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan( {2}\S+ tokens.*)?$/),
+    );
   });
 
   it("routes a model decision by its validated choice and sends the assistant message", async () => {
