@@ -1,7 +1,7 @@
 /**
  * What Pi shows of a run's progress: a footer status line and a widget of at most 10 lines, one
  * per node (state glyph, kind glyph, node, elapsed time, status detail, progress with an ETA,
- * what a model step used).
+ * what a model step used once it ended).
  * Pure: from a `run.status` answer and the time, so tests assert on the exact lines.
  */
 import { estimateProgress, PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
@@ -121,7 +121,9 @@ export function widgetLines(input: ProgressInput): string[] {
     if (progress && attempt.state === "running") {
       parts.push(progressText(progress, attempt.startedAt, input.now));
     }
-    if (attempt.usage) parts.push(formatUsage(attempt.usage));
+    // Once the step ended: an open step's line ends with its detail (the model's latest note).
+    const open = attempt.state === "running" || attempt.state === "waiting";
+    if (attempt.usage && !open) parts.push(formatUsage(attempt.usage));
     return clip(parts.join("  "), 160);
   });
   return lines.slice(-MAX_WIDGET_LINES);
