@@ -1,10 +1,10 @@
 /**
- * Where the host listens: `<stateDir>/host.sock`. The state directory rule is the one
- * `src/state/store.ts` uses (a test keeps the two equal); it is repeated here so a client does not
- * load the SQLite layer just to find a socket.
+ * Where the host listens: `<stateDir>/host.sock`. The state directory rule is
+ * `protocol/state-dir.ts`, shared with `src/state/store.ts` (a client does not load the SQLite
+ * layer just to find a socket).
  */
-import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { stateDirFromEnv } from "../protocol/state-dir.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -13,10 +13,7 @@ export const SOCKET_FILE_NAME = "host.sock";
  * against the current directory.
  */
 export function clientStateDir(env: Record<string, string | undefined> = process.env): string {
-  // Absolute, so the host and its children (which run in other directories) name the same one.
-  if (env.PI_WORKFLOWS_STATE_DIR) return resolve(env.PI_WORKFLOWS_STATE_DIR);
-  const agentDir = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
-  return resolve(agentDir, "workflows");
+  return stateDirFromEnv(env);
 }
 
 export function hostSocketPath(stateDir: string): string {

@@ -12,9 +12,9 @@ import {
   openSync,
   statSync,
 } from "node:fs";
-import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { stateDirFromEnv } from "../protocol/state-dir.ts";
 import type { StateStore } from "./store-handle.ts";
 import type { Clock, IdSource } from "./clock.ts";
 import {
@@ -81,10 +81,7 @@ export interface OpenStateStoreOptions {
  * against the current directory.
  */
 export function resolveStateDir(env: Record<string, string | undefined> = process.env): string {
-  // Absolute, so the host and its children (which run in other directories) name the same one.
-  if (env.PI_WORKFLOWS_STATE_DIR) return resolve(env.PI_WORKFLOWS_STATE_DIR);
-  const agentDir = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
-  return resolve(agentDir, "workflows");
+  return stateDirFromEnv(env);
 }
 
 /**

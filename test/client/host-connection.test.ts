@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
-import { isAbsolute, join } from "node:path";
+import { join } from "node:path";
 import net from "node:net";
 import { connectHost, type HostConnection } from "../../src/client/host-connection.ts";
 import { HostCommandError, receiptOf } from "../../src/client/command-receipt.ts";
@@ -61,16 +61,19 @@ describe("socket path", () => {
     expect(hostSocketPath("/s")).toBe("/s/host.sock");
   });
 
-  test("a relative state directory is made absolute, so children in other directories share it", () => {
-    // The host's children run in the project or state directory: a relative path would name
-    // another directory there (the compile cache once landed in <stateDir>/<stateDir>).
-    const relative = [{ PI_WORKFLOWS_STATE_DIR: "rel/state" }, { PI_CODING_AGENT_DIR: "agent" }];
-    for (const env of relative) {
-      expect(resolveStateDir(env)).toBe(clientStateDir(env));
-      expect(isAbsolute(resolveStateDir(env))).toBe(true);
+  test("a relative PI_WORKFLOWS_STATE_DIR is refused; a relative agent dir is made absolute", () => {
+    // Resolved against each working directory, a relative state directory would name another
+    // one (another host, other runs) from every project.
+    for (const dir of ["rel/state", "~/state"]) {
+      const env = { PI_WORKFLOWS_STATE_DIR: dir };
+      expect(() => clientStateDir(env)).toThrow(
+        new RegExp(`^Invalid PI_WORKFLOWS_STATE_DIR '${dir.replace("~", "\\~")}': `),
+      );
+      expect(() => resolveStateDir(env)).toThrow(/^Invalid PI_WORKFLOWS_STATE_DIR/);
     }
-    expect(resolveStateDir(relative[0])).toBe(join(process.cwd(), "rel", "state"));
-    expect(resolveStateDir(relative[1])).toBe(join(process.cwd(), "agent", "workflows"));
+    const agent = { PI_CODING_AGENT_DIR: "agent" };
+    expect(resolveStateDir(agent)).toBe(clientStateDir(agent));
+    expect(resolveStateDir(agent)).toBe(join(process.cwd(), "agent", "workflows"));
   });
 });
 
