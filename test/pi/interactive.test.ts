@@ -202,7 +202,8 @@ describe("interactive runs in the real Pi", () => {
       "completed",
     );
     const lines = widgetNote()!.widgetLines as string[];
-    // The step's line: state, kind, node, elapsed, the model's note, then what it used so far.
+    // The step's line: state, kind, node, elapsed, the model's note (what a step used is shown
+    // once it ended, progress-view.ts; the optional tail tolerates an open step's usage).
     expect(lines).toContainEqual(
       expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan( {2}\S+ tokens.*)?$/),
     );
