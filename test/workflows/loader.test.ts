@@ -220,6 +220,19 @@ describe("loadWorkflow() errors", () => {
     );
   });
 
+  it("suggests the closest name for a typo, never a far one", async () => {
+    const dir = project({
+      ".pi/workflows/deploy.workflow.ts": simple("deploy", "pi-workflows", ""),
+    });
+    expect((await loadError("deplyo", dir)).message).toMatch(
+      /^Workflow not found: deplyo: looked in .*; did you mean deploy\?$/,
+    );
+    expect((await loadError("builtin:ecoh", dir)).message).toBe(
+      "Built-in workflow not found: ecoh; did you mean builtin:echo?",
+    );
+    expect((await loadError("release", dir)).message).not.toContain("did you mean");
+  });
+
   it("syntax error, located at file and line", async () => {
     const dir = project({
       "bad.workflow.ts": `import { defineWorkflow } from "pi-workflows";\nconst x: number = ;\n`,

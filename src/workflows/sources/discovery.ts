@@ -15,6 +15,7 @@ import {
 } from "../../protocol/workflow-files.ts";
 import { WorkflowLoadError } from "../errors.ts";
 import { BUILTIN_WORKFLOWS, findBuiltin } from "./builtin-catalog.ts";
+import { closestName } from "./closest-name.ts";
 
 export { WORKFLOW_SUFFIXES, workflowStem };
 
@@ -69,7 +70,11 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
   if (ref.startsWith("builtin:")) {
     const id = ref.slice("builtin:".length);
     if (!findBuiltin(id)) {
-      throw new WorkflowLoadError("workflowNotFound", `Built-in workflow not found: ${id}`);
+      const near = closestName(id, BUILTIN_WORKFLOWS.map((b) => b.id));
+      throw new WorkflowLoadError(
+        "workflowNotFound",
+        `Built-in workflow not found: ${id}${near ? `; did you mean builtin:${near}?` : ""}`,
+      );
     }
     return { kind: "builtin", id };
   }
@@ -85,11 +90,14 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
     }
     return { kind: "file", path: realpathSync.native(path) };
   }
-  const found = discoverWorkflows(dirs).find((w) => w.name === ref);
+  const visible = discoverWorkflows(dirs);
+  const found = visible.find((w) => w.name === ref);
   if (!found) {
+    const near = closestName(ref, visible.map((w) => w.name));
     throw new WorkflowLoadError(
       "workflowNotFound",
-      `Workflow not found: ${ref}: looked in .pi/workflows/, the agent workflows directory and the built-ins`,
+      `Workflow not found: ${ref}: looked in .pi/workflows/, the agent workflows directory and the built-ins` +
+        (near ? `; did you mean ${near}?` : ""),
     );
   }
   return found.ref.kind === "file"
