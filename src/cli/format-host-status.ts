@@ -13,7 +13,7 @@ export function formatHostStatus(status: HostStatusReceipt): string {
     `runs: ${status.runs.queued} queued, ${status.runs.running} running, ${status.runs.parked} parked, ${status.runs.waiting} waiting`,
     `expired claims: ${status.expiredClaims}`,
     `pending interactions: ${status.pendingInteractions}`,
-    `ambiguous effects: ${status.ambiguousEffects}`,
+    `ambiguous effects: ${ambiguousText(status.ambiguousEffects)}`,
   ];
   if (status.schedules) lines.push(scheduleLine(status.schedules));
   return lines.join("\n");
@@ -57,8 +57,19 @@ export function formatHostStopped(status: StoppedHostStatus): string {
       `runs: ${status.runs.queued} queued, ${status.runs.running} running, ${status.runs.parked} parked, ${status.runs.waiting} waiting`,
       `expired claims: ${status.expiredClaims}`,
       `pending interactions: ${status.pendingInteractions}`,
-      `ambiguous effects: ${status.ambiguousEffects}`,
+      `ambiguous effects: ${ambiguousText(status.ambiguousEffects ?? 0)}`,
     );
   }
   return lines.join("\n");
+}
+
+/**
+ * The count, and while there are any how they go away: they stay (a cancelled or failed run's
+ * too) until someone checks the external system and records what happened.
+ */
+function ambiguousText(count: number): string {
+  return count === 0
+    ? "0"
+    : `${count} (each stays, an ended run's too, until what happened is recorded: its run's ` +
+      "status names the 'pi-workflows effect resolve' command)";
 }

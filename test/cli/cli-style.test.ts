@@ -1,3 +1,4 @@
+import { formatHostStatus } from "../../src/cli/format-host-status.ts";
 import { describe, expect, it } from "vitest";
 import { cliStyle, PLAIN_STYLE, stripAnsi } from "../../src/cli/cli-style.ts";
 import { commandOptions } from "../../src/cli/completion-script.ts";
@@ -419,5 +420,26 @@ describe("terminalSafe()", () => {
     // Inside JSON the escape is the same value.
     const json = JSON.stringify({ s: "x\x9by\u202e" });
     expect(JSON.parse(terminalSafe(json))).toEqual({ s: "x\x9by\u202e" });
+  });
+});
+
+describe("formatHostStatus()", () => {
+  it("says how ambiguous effects go away (an ended run's stay until recorded)", () => {
+    const status = {
+      state: "running",
+      epoch: 3,
+      socket: "available",
+      activeWorkers: 0,
+      runs: { queued: 0, running: 0, parked: 0, waiting: 0 },
+      expiredClaims: 0,
+      pendingInteractions: 0,
+    };
+    expect(formatHostStatus({ ...status, ambiguousEffects: 0 } as never)).toContain(
+      "ambiguous effects: 0",
+    );
+    expect(formatHostStatus({ ...status, ambiguousEffects: 2 } as never)).toContain(
+      "ambiguous effects: 2 (each stays, an ended run's too, until what happened is recorded: " +
+        "its run's status names the 'pi-workflows effect resolve' command)",
+    );
   });
 });
