@@ -4,7 +4,7 @@
  * ids beyond run ids, no payloads).
  */
 import { type Clock, randomIds, systemClock } from "./clock.ts";
-import { StateOpenError } from "./errors.ts";
+import { salvageHint, StateOpenError } from "./errors.ts";
 import { readHostEpoch } from "./host-claim.ts";
 import { checkInvariants, type Violation } from "./invariants.ts";
 import { type HostStatusCounts, hostStatusCounts } from "./queries.ts";
@@ -110,7 +110,8 @@ export function formatDoctorReport(report: DoctorReport, answering?: boolean): s
   if (report.integrity.length > 0 || report.checkError) {
     lines.push(
       `The host refuses a damaged database. Stop the host, then back it up and reset with ` +
-        `\`mv ${report.file} ${report.file}.bak\` (also move any -wal and -shm file) and start again`,
+        `\`mv ${report.file} ${report.file}.bak\` (also move any -wal and -shm file) and start again; ` +
+        salvageHint(`${report.file}.bak`),
     );
   }
   if (report.checkError) return lines.join("\n");

@@ -47,7 +47,13 @@ export class StateDamagedError extends StateOpenError {
 
 function resetInstruction(file: string): string {
   return "the file was left untouched. Stop the host, then back it up and reset with " +
-    `\`mv ${file} ${file}.bak\` (also move any ${file}-wal and ${file}-shm) and start again`;
+    `\`mv ${file} ${file}.bak\` (also move any ${file}-wal and ${file}-shm) and start again; ` +
+    salvageHint(`${file}.bak`);
+}
+
+/** How to keep what is still readable of a damaged database, to look into by hand. */
+export function salvageHint(backup: string): string {
+  return `to keep what is still readable, \`sqlite3 ${backup} .recover | sqlite3 ${backup}.recovered\``;
 }
 
 export const CLAIM_LOST_REASONS = [

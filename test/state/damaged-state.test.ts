@@ -53,6 +53,7 @@ describe("a damaged state database", () => {
     const text = formatDoctorReport(report);
     expect(text).toContain("Integrity: damaged");
     expect(text).toContain(`mv ${file} ${file}.bak`);
+    expect(text).toContain(`sqlite3 ${file}.bak .recover | sqlite3 ${file}.bak.recovered`);
 
     const doctor = await runCliProcess(["doctor"], home.env, 30_000);
     expect(doctor.code).toBe(5);
@@ -71,6 +72,7 @@ describe("a damaged state database", () => {
     expect(start.code).toBe(4);
     expect(start.stderr).toContain("the database is damaged (SQLite:");
     expect(start.stderr).toContain(`mv ${file} ${file}.bak`);
+    expect(start.stderr).toContain(`sqlite3 ${file}.bak .recover`);
     expect(start.stderr.trim().split("\n")).toHaveLength(1);
   });
 
