@@ -7,7 +7,12 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { UpdateSummary } from "../protocol/run-operations.ts";
 import type { Budget, RunSpend } from "../protocol/budget.ts";
 import { fencedLeaseSql } from "./claims.ts";
-import { ADOPTED_SPEND_COLUMNS, budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
+import {
+  ADOPTED_SPEND_COLUMNS,
+  budgetOf,
+  RUN_SPEND_COLUMNS,
+  type RunSpendRow,
+} from "./run-spend.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
@@ -23,7 +28,7 @@ export {
   hostStatusCounts,
 } from "./status-counts.ts";
 
-interface RunDbRow {
+interface RunDbRow extends RunSpendRow {
   run_id: string;
   workflow_name: string;
   workflow_ref: string;
@@ -49,12 +54,6 @@ interface RunDbRow {
   origin_session_id: string | null;
   pi_context: "none" | "project" | null;
   pi_session_file: string | null;
-  spend_tokens: number | null;
-  spend_cost: number | null;
-  adopted_tokens: number | null;
-  adopted_cost: number | null;
-  budget_cost: number | null;
-  budget_tokens: number | null;
 }
 
 export interface RunView {

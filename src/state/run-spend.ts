@@ -10,6 +10,16 @@ import { type StateStore } from "./store.ts";
 import { queryOneArgs } from "./statements.ts";
 import { encodeValue } from "./values.ts";
 
+/** The spend and budget columns a run row reads with RUN_SPEND_COLUMNS and ADOPTED_SPEND_COLUMNS. */
+export interface RunSpendRow {
+  spend_tokens: number | null;
+  spend_cost: number | null;
+  adopted_tokens: number | null;
+  adopted_cost: number | null;
+  budget_cost: number | null;
+  budget_tokens: number | null;
+}
+
 /** Columns of the run's spend for a query over `runs r` (node_attempts_usage covers them). */
 export const RUN_SPEND_COLUMNS =
   "(SELECT SUM(n.usage_tokens) FROM node_attempts n WHERE n.run_id = r.run_id AND " +

@@ -12,7 +12,12 @@ import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionTally } from "../protocol/submissions.ts";
 import { submissionTally } from "./attempt-queries.ts";
 import { newestEventSql, runRevisionSql } from "./journal.ts";
-import { ADOPTED_SPEND_COLUMNS, budgetOf, RUN_SPEND_COLUMNS } from "./run-spend.ts";
+import {
+  ADOPTED_SPEND_COLUMNS,
+  budgetOf,
+  RUN_SPEND_COLUMNS,
+  type RunSpendRow,
+} from "./run-spend.ts";
 import { type StateStore } from "./store.ts";
 import { countPayloadRows, queryAllArgs, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
@@ -45,7 +50,7 @@ export interface RunRow {
   budget: Budget;
 }
 
-interface RunDbRow {
+interface RunDbRow extends RunSpendRow {
   run_id: string;
   workflow_name: string;
   title: string | null;
@@ -67,12 +72,6 @@ interface RunDbRow {
   open_started_at: number | null;
   error_code: string | null;
   error_message: string | null;
-  spend_tokens: number | null;
-  spend_cost: number | null;
-  adopted_tokens: number | null;
-  adopted_cost: number | null;
-  budget_cost: number | null;
-  budget_tokens: number | null;
 }
 
 const RUN_ROW_SELECT = "SELECT r.run_id, r.workflow_name, r.title, r.state, q.state AS " +
