@@ -9,8 +9,9 @@ const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
 /**
  * The files that run a second time under the portable `ps` process backend (src/os/), which
  * macOS uses, when PI_WORKFLOWS_PS_PASS=1 (as `npm test` sets it): the crash suite (worker, host,
- * takeover, interactive, controllers), the process-identity, reaping and memory-cap tests, and the
- * real Pi's headless supervision under crashes. Every host, worker and Pi child they start inherits
+ * takeover, interactive, controllers), the process-identity, reaping and memory-cap tests, the
+ * real Pi's headless supervision under crashes, and the extension's own e2e tests in the real Pi
+ * (steps in the session, Pi restarts). Every host, worker and Pi child they start inherits
  * the variable. A plain `vitest run <file>` runs the platform's backend only. test/os/ is not
  * here: its tests name the backend they exercise (pid-reuse runs each case under both).
  */
@@ -19,7 +20,7 @@ export const PS_PASS_FILES = [
   "test/interactive/**/*.test.ts",
   "test/worker/{child-groups,headless-parts,process-identity,recovery,worker-limits}.test.ts",
   "test/client/{client-identity,start-lock}.test.ts",
-  "test/pi/{headless-crash,headless-pi-death}.test.ts",
+  "test/pi/{headless-crash,headless-pi-death,interactive,restarts}.test.ts",
 ];
 
 // What every file needs, in the default project and the ps pass alike.

@@ -150,6 +150,10 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
     PI_TELEMETRY: "0",
     TMPDIR: tmpdir(),
     LANG: "C.UTF-8",
+    // The process backend the test runs under (vitest's ps pass) reaches Pi's host and workers.
+    ...(process.env.PI_WORKFLOWS_PROCESS_BACKEND
+      ? { PI_WORKFLOWS_PROCESS_BACKEND: process.env.PI_WORKFLOWS_PROCESS_BACKEND }
+      : {}),
     ...options.env,
   };
   const marker = `PI_CODING_AGENT_DIR=${agentDir}`;
