@@ -210,8 +210,13 @@ describe("a headless run is one durable Pi conversation", () => {
       const pids = new Set<number>();
       const path = h.writeWorkflow("one-pi.workflow.ts", twoSteps("onepi", marker));
       const from = h.model.requests.length;
+      // Pis that serve steps (a worker's children), not the CLI's one-off `pi --version` check.
       const watch = setInterval(() => {
-        for (const p of h.piProcesses()) pids.add(p.pid);
+        const all = h.processes();
+        for (const p of h.piProcesses()) {
+          const parent = all.find((q) => q.pid === p.ppid);
+          if (!parent?.argv.includes("start")) pids.add(p.pid);
+        }
       }, 20);
       try {
         const run = await h.cli(["start", path, "--cwd", h.sandbox.project, "--wait", "--json"]);
