@@ -23,7 +23,7 @@ import { ANSWER_BUDGET_BYTES, jsonBytes, prefixWithin, suffixWithin } from "./an
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { readRunInteraction } from "../state/interaction-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
-import { readDefinitionSnapshot } from "../state/viewer-queries.ts";
+import { readDefinitionSnapshot } from "../state/viewer-step-queries.ts";
 import { readRunOrigin } from "../state/fork-queries.ts";
 import { verifySourceIdentity, type WorkflowSource } from "../workflows/sources/identity.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";

@@ -22,7 +22,8 @@ import {
   type WorkflowGraph,
 } from "../render/mod.ts";
 import type { NodeState } from "../render/mod.ts";
-import type { AttemptDetail, AttemptRow, ProgressRow, RunRow } from "../state/viewer-queries.ts";
+import type { RunRow } from "../state/viewer-queries.ts";
+import type { AttemptDetail, AttemptRow, ProgressRow } from "../state/viewer-step-queries.ts";
 import { progressText, runStateLabel, runTimes } from "./run-labels.ts";
 
 export interface DetailView {

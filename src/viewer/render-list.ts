@@ -1,6 +1,7 @@
 /** The runs list screen as styled lines (pure). */
 import { concat, line, type StyledLine, truncate } from "../render/mod.ts";
-import type { ProgressRow, RunRow } from "../state/viewer-queries.ts";
+import type { RunRow } from "../state/viewer-queries.ts";
+import type { ProgressRow } from "../state/viewer-step-queries.ts";
 import { progressText, runStateLabel, runTimes } from "./run-labels.ts";
 
 export interface ListView {

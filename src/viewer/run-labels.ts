@@ -1,6 +1,7 @@
 /** How a run's state, age and progress read in the list and the detail header. */
 import { formatDuration, type Style } from "../render/mod.ts";
-import type { ProgressRow, RunRow } from "../state/viewer-queries.ts";
+import type { RunRow } from "../state/viewer-queries.ts";
+import type { ProgressRow } from "../state/viewer-step-queries.ts";
 
 export function runStateLabel(run: RunRow): { glyph: string; word: string; style: Style } {
   if (run.blockedReason) return { glyph: "!", word: "blocked", style: "warn" };

@@ -10,20 +10,22 @@
 import { parseDefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import { graphFromSnapshot, type WorkflowGraph } from "../render/mod.ts";
 import {
-  type AttemptDetail,
-  type AttemptRow,
   changedRunsSince,
   latestViewerRevision,
-  listAttemptRows,
   listRunRows,
+  readRunRows,
+  type RunRow,
+} from "../state/viewer-queries.ts";
+import {
+  type AttemptDetail,
+  type AttemptRow,
+  listAttemptRows,
   type ProgressRow,
   readAttemptDetail,
   readDefinitionSnapshot,
   readProgress,
   readRunOutput,
-  readRunRows,
-  type RunRow,
-} from "../state/viewer-queries.ts";
+} from "../state/viewer-step-queries.ts";
 import type { StateStore } from "../state/store.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 

@@ -16,11 +16,8 @@ import {
   DAY_MS,
   runRetentionPass,
 } from "../../src/state/retention/retention-pass.ts";
-import {
-  changedRunsSince,
-  latestViewerRevision,
-  readDefinitionSnapshot,
-} from "../../src/state/viewer-queries.ts";
+import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
+import { readDefinitionSnapshot } from "../../src/state/viewer-step-queries.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";

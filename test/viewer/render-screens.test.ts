@@ -6,7 +6,8 @@ import { parseDefinitionSnapshot } from "../../src/protocol/definition-snapshot.
 import { renderList } from "../../src/viewer/render-list.ts";
 import { renderDetail } from "../../src/viewer/render-detail.ts";
 import { colorEnabled, toTerminal } from "../../src/viewer/ansi.ts";
-import type { AttemptRow, RunRow } from "../../src/state/viewer-queries.ts";
+import type { RunRow } from "../../src/state/viewer-queries.ts";
+import type { AttemptRow } from "../../src/state/viewer-step-queries.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";
 
 const NOW = 1_000_000;
