@@ -4,7 +4,7 @@
  * set, fixes the time so two builds of one commit can be compared byte for byte.
  */
 import { spawnSync } from "node:child_process";
-import type { BuildStamp } from "../src/protocol/build-info.ts";
+import type { BuildStamp } from "../src/base/build-info.ts";
 
 export function buildStamp(
   root: string,

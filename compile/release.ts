@@ -32,7 +32,7 @@ import {
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { VERSION } from "../src/protocol/version.ts";
+import { VERSION } from "../src/base/version.ts";
 import { compileTargets } from "./build.ts";
 import { isHostTarget, targetByName, type TargetName, TARGETS } from "./targets.ts";
 

@@ -9,7 +9,7 @@
 import { dirname } from "node:path";
 import { getAsset } from "node:sea";
 import vm from "node:vm";
-import { versionJson, versionText } from "../src/protocol/build-info.ts";
+import { versionJson, versionText } from "../src/base/build-info.ts";
 import {
   APP_ASSET,
   CODE_CACHE_ASSET,

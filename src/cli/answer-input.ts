@@ -10,7 +10,7 @@ import {
   checkpointAnswer,
   matchChoice,
   parseJsonAnswer,
-} from "../protocol/answer-text.ts";
+} from "../render/answer-text.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 import { UsageError } from "./exit-codes.ts";

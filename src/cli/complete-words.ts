@@ -8,8 +8,8 @@
 import { connectHost } from "../client/host-connection.ts";
 import { receiptOf } from "../client/command-receipt.ts";
 import { clientStateDir, hostSocketPath } from "../client/socket-path.ts";
-import { BUILTIN_WORKFLOW_INFO } from "../protocol/builtin-workflows.ts";
-import { defaultAgentDir, listWorkflowFiles } from "../protocol/workflow-files.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../base/builtin-workflows.ts";
+import { defaultAgentDir, listWorkflowFiles } from "../base/workflow-files.ts";
 import { shortRunId } from "./run-ids.ts";
 import { describeRunState } from "./run-state.ts";
 

@@ -4,7 +4,7 @@ import {
   ambiguousEffectLines,
   blockedEffectResolveLines,
   endedEffectResolveLines,
-} from "../protocol/effect-resolve-text.ts";
+} from "../render/effect-resolve-text.ts";
 import type {
   AmbiguousEffectSummary,
   AttemptSummary,

@@ -5,7 +5,7 @@
  * Read-only; a database this build cannot open counts as released (`doctor` explains it).
  */
 import { isSameProcessAliveNow, parseStartIdentity } from "../os/process-identity.ts";
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { liveHostHolder } from "../state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 

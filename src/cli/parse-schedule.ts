@@ -13,7 +13,7 @@ import {
   type OverlapPolicy,
   parseEvery,
   timeZoneProblem,
-} from "../protocol/schedule-timing.ts";
+} from "../base/schedule-timing.ts";
 import * as v from "valibot";
 import { UsageError } from "./exit-codes.ts";
 import { countOption, JSON_FLAG, parse, type Parsed } from "./parse-args.ts";

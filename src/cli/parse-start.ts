@@ -5,7 +5,7 @@
  */
 import type { Budget } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { isEnvName } from "../protocol/env-names.ts";
+import { isEnvName } from "../base/env-names.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
 import { UsageError } from "./exit-codes.ts";
 import { flag, type HelpCommand, JSON_FLAG, parse, type Parsed } from "./parse-args.ts";

@@ -4,7 +4,7 @@
  * line may add a bar.
  */
 import type { ProgressFields } from "../protocol/progress-fields.ts";
-import { estimateProgress, type ProgressSample } from "../protocol/progress.ts";
+import { estimateProgress, type ProgressSample } from "../base/progress.ts";
 import type { CliStyle } from "./cli-style.ts";
 import { duration } from "./time-text.ts";
 

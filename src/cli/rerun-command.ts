@@ -8,7 +8,7 @@ import { ensureHost } from "../client/ensure-host.ts";
 import { createHostClient } from "../client/host-client.ts";
 import { clientStateDir } from "../client/socket-path.ts";
 import { discoverPi } from "../worker/pi-command.ts";
-import { providerCredentials } from "../protocol/credential-names.ts";
+import { providerCredentials } from "../base/credential-names.ts";
 import { EXIT } from "./exit-codes.ts";
 import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
@@ -17,7 +17,7 @@ import { type CliIo, printJson } from "./output.ts";
 import { resolveRunId } from "./run-ids.ts";
 import type { RerunCommand } from "./parse-rerun.ts";
 import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
-import { forkOriginText, retryMeaning } from "../protocol/rerun-text.ts";
+import { forkOriginText, retryMeaning } from "../render/rerun-text.ts";
 import { hostRefusalExit } from "./with-host.ts";
 
 export async function runRerunCommand(

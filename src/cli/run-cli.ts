@@ -6,7 +6,7 @@ import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { type CliIo, oneLineError, processIo } from "./output.ts";
 import { parseCommand } from "./parse-command.ts";
 import { COMMAND_HELP, MAIN_HELP } from "./usage.ts";
-import { buildInfo, versionJson, versionText } from "../protocol/build-info.ts";
+import { buildInfo, versionJson, versionText } from "../base/build-info.ts";
 
 export { exitCodeFor };
 

@@ -11,7 +11,7 @@ import { discoverPi, type PiDiscovery } from "../worker/pi-command.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
-import { credentialVariables, providerCredentials } from "../protocol/credential-names.ts";
+import { credentialVariables, providerCredentials } from "../base/credential-names.ts";
 import { effectResolveCommand } from "./effect-command.ts";
 import { operatorName } from "../client/operator-name.ts";
 import { EXIT } from "./exit-codes.ts";

@@ -13,7 +13,7 @@
 import type { Waiting } from "../protocol/decision-request.ts";
 import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import type { GlyphName, Tone } from "./cli-style.ts";
-import { effectResolveCommand } from "../protocol/effect-resolve-text.ts";
+import { effectResolveCommand } from "../render/effect-resolve-text.ts";
 import { shortRunId } from "./run-ids.ts";
 
 export interface RunStateContext {

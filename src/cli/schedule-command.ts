@@ -7,9 +7,9 @@
 import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { clientStateDir } from "../client/socket-path.ts";
-import { credentialVariables, providerCredentials } from "../protocol/credential-names.ts";
+import { credentialVariables, providerCredentials } from "../base/credential-names.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
-import { localTimeZone } from "../protocol/schedule-timing.ts";
+import { localTimeZone } from "../base/schedule-timing.ts";
 import {
   formatScheduleChange,
   formatScheduleDetail,

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { MAX_FRAME_BYTES } from "../protocol/framing.ts";
-import { isCredentialName } from "../protocol/credential-names.ts";
+import { isCredentialName } from "../base/credential-names.ts";
 import { type RunEnvironment, runEnvironment } from "../protocol/run-environment.ts";
 import { UsageError } from "./exit-codes.ts";
 import { type EnvOption, type InputSource, parseInputJson } from "./parse-start.ts";

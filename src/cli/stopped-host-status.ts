@@ -3,7 +3,7 @@
  * knows the last epoch and the run counts. Same fields and the same privacy rule as the live
  * status; nothing is written and no host is started.
  */
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { StateMissingError, StateOpenError } from "../state/errors.ts";
 import { readHostEpoch } from "../state/host-claim.ts";
 import { hostStatusCountFields, hostStatusCounts } from "../state/queries.ts";

@@ -1,5 +1,5 @@
 /** `pi-workflows view [runId] [--once] [--all]`: the read-only terminal viewer (src/viewer). */
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { findRunsByIdPrefix } from "../state/run-find-queries.ts";
 import { closeStateStore, openStateStore, resolveStateDir } from "../state/store.ts";
 import { runView } from "../viewer/view-app.ts";

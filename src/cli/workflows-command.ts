@@ -4,8 +4,8 @@
  * only: no host, no workflow code.
  */
 import { isAbsolute, resolve } from "node:path";
-import { defaultAgentDir } from "../protocol/workflow-files.ts";
-import { listStartableWorkflows, type WorkflowSourceTag } from "../protocol/startable-workflows.ts";
+import { defaultAgentDir } from "../base/workflow-files.ts";
+import { listStartableWorkflows, type WorkflowSourceTag } from "../base/startable-workflows.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";

@@ -1,10 +1,10 @@
 /**
  * Where the host listens: `<stateDir>/host.sock`. The state directory rule is
- * `protocol/state-dir.ts`, shared with `src/state/store.ts` (a client does not load the SQLite
+ * `base/state-dir.ts`, shared with `src/state/store.ts` (a client does not load the SQLite
  * layer just to find a socket).
  */
 import { join } from "node:path";
-import { stateDirFromEnv } from "../protocol/state-dir.ts";
+import { stateDirFromEnv } from "../base/state-dir.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 

@@ -8,7 +8,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { WorkflowLoadError } from "../workflows/errors.ts";
 import { defaultAgentDir, type SourceDirs } from "../workflows/sources/discovery.ts";
-import { isFile, listSourceFiles } from "../protocol/workflow-files.ts";
+import { isFile, listSourceFiles } from "../base/workflow-files.ts";
 
 export const CONTROLLER_SUFFIXES = [
   ".controller.ts",

@@ -18,7 +18,7 @@
  */
 import type { HostClient } from "../client/host-client.ts";
 import { HostCommandError } from "../client/command-receipt.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import type { ClaimedNotification, ClaimedTurn } from "../protocol/outbox-operations.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
 import {

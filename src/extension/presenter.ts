@@ -14,7 +14,7 @@
  * in its queue, unsent, until some later run, and that run's `aborted` settle is not an Escape.
  */
 import { randomUUID } from "node:crypto";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import { stepUsageOnBranch } from "./branch-usage.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";

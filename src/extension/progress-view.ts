@@ -4,7 +4,7 @@
  * what a model step used once it ended).
  * Pure: from a `run.status` answer and the time, so tests assert on the exact lines.
  */
-import { estimateProgress, PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
+import { estimateProgress, PROGRESS_SCHEMA, type ProgressData } from "../base/progress.ts";
 import type { AttemptSummary, RunSummary, UpdateSummary } from "../protocol/run-operations.ts";
 import { formatUsage } from "../protocol/step-usage.ts";
 

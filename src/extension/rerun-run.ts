@@ -6,9 +6,9 @@
  * parent's Pi and model arguments, and gets this Pi's environment and provider keys as a CLI
  * rerun gets its shell's.
  */
-import { providerCredentials } from "../protocol/credential-names.ts";
+import { providerCredentials } from "../base/credential-names.ts";
 import { runEnvironment } from "../protocol/run-environment.ts";
-import { forkOriginText, retryMeaning } from "../protocol/rerun-text.ts";
+import { forkOriginText, retryMeaning } from "../render/rerun-text.ts";
 import type { RerunArgs } from "./rerun-args.ts";
 import { resolveRunId } from "./workflow-actions.ts";
 import type { WorkflowSession } from "./workflow-session.ts";

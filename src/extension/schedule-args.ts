@@ -19,7 +19,7 @@ import {
   type OverlapPolicy,
   parseEvery,
   timeZoneProblem,
-} from "../protocol/schedule-timing.ts";
+} from "../base/schedule-timing.ts";
 import { CommandArgsError } from "./command-args.ts";
 
 export const SCHEDULE_USAGE =

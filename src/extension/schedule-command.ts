@@ -3,7 +3,7 @@
  * session, for the session's project (`ctx.cwd`). A schedule starts headless runs, which Pi does
  * not drive: a workflow with agent steps needs the Pi command the CLI's `schedule add` records.
  */
-import { localTimeZone } from "../protocol/schedule-timing.ts";
+import { localTimeZone } from "../base/schedule-timing.ts";
 import { runEnvironment } from "../protocol/run-environment.ts";
 import {
   formatScheduleChange,

@@ -5,14 +5,14 @@
  */
 import { formatRunSpend } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { listStartableWorkflows, type StartableWorkflow } from "../protocol/startable-workflows.ts";
+import { listStartableWorkflows, type StartableWorkflow } from "../base/startable-workflows.ts";
 import type { RunStatusReceipt, RunSummary } from "../protocol/run-operations.ts";
 import {
   ambiguousEffectLines,
   blockedEffectResolveLines,
   endedEffectResolveLines,
-} from "../protocol/effect-resolve-text.ts";
-import { answerFromText } from "../protocol/answer-text.ts";
+} from "../render/effect-resolve-text.ts";
+import { answerFromText } from "../render/answer-text.ts";
 import { operatorName } from "../client/operator-name.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";

@@ -19,7 +19,7 @@ import {
   type StoredHostCommand,
 } from "../state/host-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 
 /** Runs the change and commits `receipt` with it; returns the response it acknowledges. */
 export type ReceiptedCommand = (

@@ -9,7 +9,7 @@
  * none when nothing is pending), `applying` (a round runs; `changed()` meanwhile re-reads after
  * it). A kind is one `DeadlineKind` registered in deadline-kinds.ts.
  */
-import type { Clock, IdSource } from "../state/clock.ts";
+import type { Clock, IdSource } from "../base/clock.ts";
 import type { StateStore } from "../state/store.ts";
 import type { HostLog } from "./host-log.ts";
 import { logError } from "./host-log.ts";

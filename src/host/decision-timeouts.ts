@@ -9,7 +9,7 @@
  * No worker is alive while these runs wait and no workflow code runs in the host: the default
  * was normalized by the worker when the run started waiting.
  */
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import {
   dueDecisionDefaults,
   dueWaitTimeouts,

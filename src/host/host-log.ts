@@ -5,7 +5,7 @@
  * prompts, session ids or paths. Values are flattened to one line and bounded, and the whole log
  * stops at a byte budget so a looping failure cannot fill the disk.
  */
-import type { Clock } from "../state/clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 export type LogFields = Record<string, string | number | boolean | null>;
 export type HostLog = (event: string, fields?: LogFields) => void;

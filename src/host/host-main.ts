@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { type Clock, type IdSource, randomIds, systemClock } from "../state/clock.ts";
+import { type Clock, type IdSource, randomIds, systemClock } from "../base/clock.ts";
 import {
   acquireHostClaim,
   type HostClaim,
@@ -34,7 +34,7 @@ import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
 import { createScheduleFirer } from "./schedule-firer.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
-import { VERSION } from "../protocol/version.ts";
+import { VERSION } from "../base/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
 import { readControllerOptions } from "./supervision/controllers/options.ts";
 import type { Supervision } from "./supervision/api.ts";

@@ -2,7 +2,7 @@
  * What the command handlers see of the running host: the store, the epoch it holds, its
  * supervision and its lifecycle phase. One object per host process, built by host-main.ts.
  */
-import type { Clock, IdSource } from "../state/clock.ts";
+import type { Clock, IdSource } from "../base/clock.ts";
 import type { StateStore } from "../state/store.ts";
 import type { DeadlineTimer } from "./deadline-timer.ts";
 import type { HostLog } from "./host-log.ts";

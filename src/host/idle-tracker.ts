@@ -3,7 +3,7 @@
  * active worker, a scheduled wake or unsettled work; once it has been continuously idle for the
  * idle period it stops, and the next client starts it again. Time comes from the injected clock.
  */
-import type { Clock } from "../state/clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 export interface IdleTracker {
   /** Records whether the host is busy now; returns true once idle for the whole period. */

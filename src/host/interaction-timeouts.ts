@@ -6,7 +6,7 @@
  * (which releases the session reservation). The timer applies what is due at start-up before
  * anything is scheduled (recovery step 8).
  */
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import { listDueInteractions, nextInteractionDeadline } from "../state/interaction-queries.ts";
 import { timeOutInteraction } from "../state/transitions/interaction-verdicts.ts";
 import type { DeadlineKind } from "./deadline-timer.ts";

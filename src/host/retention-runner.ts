@@ -24,7 +24,7 @@ import {
 } from "../state/retention/retention-pass.ts";
 import type { StateStore } from "../state/store.ts";
 import type { HostLog } from "./host-log.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 
 /** Work an idle tick does before it gives the event loop back (ms). */
 const IDLE_SLICE_MS = 15;

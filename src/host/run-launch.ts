@@ -6,8 +6,8 @@
  * its credentials to supervision and wake the scheduler.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { splitCredentials } from "../protocol/credential-names.ts";
-import type { RunEnvironment } from "../protocol/env-names.ts";
+import { splitCredentials } from "../base/credential-names.ts";
+import type { RunEnvironment } from "../base/env-names.ts";
 import type { ExecutionMode } from "../protocol/execution-mode.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { baseRunEnvironment } from "../protocol/run-environment.ts";

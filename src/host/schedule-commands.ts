@@ -7,7 +7,7 @@
  */
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { splitCredentials } from "../protocol/credential-names.ts";
+import { splitCredentials } from "../base/credential-names.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
@@ -21,7 +21,7 @@ import {
   localTimeZone,
   type OverlapPolicy,
   parseEvery,
-} from "../protocol/schedule-timing.ts";
+} from "../base/schedule-timing.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { latestFirings } from "../state/schedules/schedule-queries.ts";
 import {

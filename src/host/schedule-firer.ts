@@ -10,7 +10,7 @@
  * derived from schedule and slot, so one that was already enqueued is found settled.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import type { StateStore } from "../state/store.ts";
 import { decodeValue } from "../state/values.ts";

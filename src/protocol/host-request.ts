@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import { fingerprint } from "./canonical-json.ts";
-import { isCredentialName } from "./credential-names.ts";
+import { isCredentialName } from "../base/credential-names.ts";
 import {
   OpaqueIdSchema,
   PositiveIntegerSchema,

@@ -5,7 +5,7 @@
  * never the rest of the update's data.
  */
 import type { JsonValue } from "./canonical-json.ts";
-import type { ProgressData } from "./progress.ts";
+import type { ProgressData } from "../base/progress.ts";
 
 /** The contract's fields without its schema tag. */
 export type ProgressFields = Omit<ProgressData, "schema">;

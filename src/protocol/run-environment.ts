@@ -7,7 +7,7 @@
  */
 import * as v from "valibot";
 
-import { ENV_NAME, type RunEnvironment } from "./env-names.ts";
+import { ENV_NAME, type RunEnvironment } from "../base/env-names.ts";
 
 export {
   baseRunEnvironment,
@@ -15,7 +15,7 @@ export {
   isEnvName,
   type RunEnvironment,
   runEnvironment,
-} from "./env-names.ts";
+} from "../base/env-names.ts";
 
 export const MAX_ENV_VARIABLES = 256;
 export const MAX_ENV_VALUE_CHARS = 32 * 1024;

@@ -24,7 +24,7 @@ import {
   OVERLAP_POLICIES,
   parseEvery,
   timeZoneProblem,
-} from "./schedule-timing.ts";
+} from "../base/schedule-timing.ts";
 
 export const ScheduleNameSchema = v.pipe(
   v.string(),

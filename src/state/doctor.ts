@@ -3,7 +3,7 @@
  * integrity check (which says where a file is damaged) and the invariant checker, and reports. The report names the state file and nothing else private (no
  * ids beyond run ids, no payloads).
  */
-import { type Clock, randomIds, systemClock } from "./clock.ts";
+import { type Clock, randomIds, systemClock } from "../base/clock.ts";
 import { salvageHint, StateOpenError } from "./errors.ts";
 import { readHostEpoch } from "./host-claim.ts";
 import { checkInvariants, type Violation } from "./invariants.ts";

@@ -3,7 +3,7 @@
  * transaction helpers that store.ts itself uses can name it without importing store.ts back.
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { Clock, IdSource } from "./clock.ts";
+import type { Clock, IdSource } from "../base/clock.ts";
 
 export interface StateStore {
   readonly db: DatabaseSync;

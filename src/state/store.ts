@@ -14,9 +14,9 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { stateDirFromEnv } from "../protocol/state-dir.ts";
+import { stateDirFromEnv } from "../base/state-dir.ts";
 import type { StateStore } from "./store-handle.ts";
-import type { Clock, IdSource } from "./clock.ts";
+import type { Clock, IdSource } from "../base/clock.ts";
 import {
   StateDamagedError,
   StateMissingError,

@@ -1,7 +1,7 @@
 /**
  * `crash: "every-boundary"`: the check a workflow author cannot build alone. The scenario first
  * runs uninterrupted with every worker recording the durable boundaries it passes
- * (`PI_WORKFLOWS_CRASH_TRACE`, src/protocol/crash-point.ts): before and after each message to
+ * (`PI_WORKFLOWS_CRASH_TRACE`, src/base/crash-point.ts): before and after each message to
  * the host is sent and after its reply, numbered per process (`worker.node.finished.afterSend#2`).
  * Then, once per boundary, the same scenario runs again on the same host, and the worker that
  * reaches that boundary SIGKILLs itself there (`PI_WORKFLOWS_CRASH_AT`, once per run); the host

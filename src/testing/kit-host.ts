@@ -18,7 +18,7 @@ import {
 import type { DeadlineTimer } from "../host/deadline-timer.ts";
 import { runHost } from "../host/host-main.ts";
 import { selfCommand } from "../os/self-launch.ts";
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { readRun } from "../state/queries.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../state/store.ts";
 import { VirtualClock } from "./virtual-clock.ts";

@@ -10,7 +10,7 @@ import type { Waiting } from "../protocol/decision-request.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { AttemptSummary, RunEvent } from "../protocol/run-operations.ts";
 import { readStatus } from "../client/status-read.ts";
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { listRunEffects, type RunEffect } from "../state/effect-queries.ts";
 import { readRunFacts } from "../state/queries.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";

@@ -5,7 +5,7 @@
  * kit decides the run waits on it: a deadline the test lets pass.
  */
 import { writeFileSync } from "node:fs";
-import type { Clock } from "../state/clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 export class VirtualClock implements Clock {
   #offset = 0;

@@ -5,7 +5,7 @@
  * every 200 ms (one head query while nothing changed), a redraw when data or keys changed and
  * once a second for the running timers.
  */
-import { randomIds, systemClock } from "../state/clock.ts";
+import { randomIds, systemClock } from "../base/clock.ts";
 import { closeStateStore, openStateStore } from "../state/store.ts";
 import { colorEnabled } from "./ansi.ts";
 import { compose, frameLines, snapshotText } from "./compose.ts";

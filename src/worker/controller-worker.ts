@@ -18,7 +18,7 @@ import {
   parseControllerLaunch,
   parseControllerPush,
 } from "../protocol/controller-worker.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import {
   compareSourceIdentity,
   describeSourceChanges,

@@ -16,7 +16,7 @@
 import { join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { PiContext, PiLaunch } from "../protocol/pi-launch.ts";
-import { isCredentialName } from "../protocol/credential-names.ts";
+import { isCredentialName } from "../base/credential-names.ts";
 import type { AgentStepExecutor, AgentStepRequest } from "../workflows/agent-executor.ts";
 import { NodeFailure } from "../workflows/errors.ts";
 import type { ProcessGroupHooks } from "../workflows/shell-runner.ts";

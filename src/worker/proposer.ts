@@ -10,7 +10,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { parseWorkerReply, type WorkerReply } from "../protocol/worker-reply.ts";
 import { encodeFrame, FrameError } from "../protocol/framing.ts";
 import type { WorkerChannel } from "./channel.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 
 export interface LaunchHeader {
   schema: string;

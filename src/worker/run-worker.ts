@@ -22,7 +22,7 @@ import { StepInterrupted } from "./step-interrupted.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
-import { crashPoint } from "../protocol/crash-point.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
 // Loaded when used (after worker.ready), like the workflow layer: the start-up path before
 // ready stays small.

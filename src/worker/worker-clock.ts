@@ -7,7 +7,7 @@
  * read the time a few times per node, so this costs microseconds, and only in tests.
  */
 import { readFileSync } from "node:fs";
-import { type Clock, systemClock } from "../state/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 
 export const CLOCK_FILE_ENV = "PI_WORKFLOWS_CLOCK_FILE";
 

@@ -8,7 +8,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionVerdict } from "../protocol/submissions.ts";
-import { type Clock, systemClock } from "../state/clock.ts";
+import { type Clock, systemClock } from "../base/clock.ts";
 import { acceptForKind } from "./accept-output.ts";
 import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";

@@ -4,18 +4,18 @@
  * (type, key) pairs, and rate limited with a token bucket driven by the injected clock.
  */
 import { Buffer } from "node:buffer";
-import type { Clock } from "../state/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { WorkflowUpdate } from "./types.ts";
-import { PROGRESS_SCHEMA, type ProgressData } from "../protocol/progress.ts";
+import { PROGRESS_SCHEMA, type ProgressData } from "../base/progress.ts";
 
 export {
   estimateProgress,
   PROGRESS_SCHEMA,
   type ProgressData,
   type ProgressSample,
-} from "../protocol/progress.ts";
+} from "../base/progress.ts";
 
 export const UPDATE_LIMITS = {
   typePattern: /^[a-z][a-z0-9.-]{0,63}$/,

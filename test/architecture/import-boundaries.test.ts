@@ -39,8 +39,8 @@ describe("import boundaries", () => {
       { path: "os/x.ts", text: `import { m } from "../../mod.ts";` },
     ]);
     expect(violations.map((v) => `${v.file}: ${v.message}`)).toEqual([
-      "worker/x.ts: src/worker may not import src/host (allowed: protocol, os, state, workflows, controllers)",
-      "state/x.ts: src/state may not import src/workflows (allowed: protocol)",
+      "worker/x.ts: src/worker may not import src/host (allowed: base, protocol, os, state, workflows, controllers)",
+      "state/x.ts: src/state may not import src/workflows (allowed: base, protocol)",
       "mystery/x.ts: src/mystery is not in the layer table of test/architecture/import-layers.ts",
       "os/x.ts: imports a file outside src/",
     ]);

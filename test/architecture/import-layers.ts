@@ -9,23 +9,26 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
 export const LAYERS: Record<string, readonly string[]> = {
-  protocol: [],
-  os: [],
-  render: ["protocol"],
-  state: ["protocol"],
-  workflows: ["protocol", "state"],
-  controllers: ["protocol", "state", "workflows"],
-  worker: ["protocol", "os", "state", "workflows", "controllers"],
-  host: ["protocol", "os", "state", "workflows", "controllers"],
-  client: ["protocol", "os"],
+  // The ground floor: shared non-wire code (clock and ids, version, crash points, names, paths).
+  base: [],
+  protocol: ["base"],
+  os: ["base"],
+  render: ["base", "protocol"],
+  state: ["base", "protocol"],
+  workflows: ["base", "protocol", "state"],
+  controllers: ["base", "protocol", "state", "workflows"],
+  worker: ["base", "protocol", "os", "state", "workflows", "controllers"],
+  host: ["base", "protocol", "os", "state", "workflows", "controllers"],
+  client: ["base", "protocol", "os"],
   // Decision 1 of the board: the Pi extension sees only the client, the protocol and render.
-  extension: ["client", "protocol", "render"],
-  viewer: ["protocol", "os", "state", "render", "client"],
+  extension: ["base", "client", "protocol", "render"],
+  viewer: ["base", "protocol", "os", "state", "render", "client"],
   // The test kit runs the real host in the test's process and talks to it as a client would;
   // it reads outputs and effects through state's read-only queries, like the viewer.
-  testing: ["protocol", "os", "state", "workflows", "host", "client"],
+  testing: ["base", "protocol", "os", "state", "workflows", "host", "client"],
   // The one executable: `view` runs the viewer; text output shares render's figures (durations).
   cli: [
+    "base",
     "protocol",
     "os",
     "state",

@@ -4,7 +4,7 @@
  * with `_` are helpers, not benchmarks (main.ts skips them).
  */
 import type { HostContext } from "../../src/host/supervision/api.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim, type HostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore, type StateStore } from "../../src/state/store.ts";
 import {

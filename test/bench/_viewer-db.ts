@@ -8,7 +8,7 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { acquireHostClaim, readHostEpoch, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";

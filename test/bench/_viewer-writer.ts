@@ -4,7 +4,7 @@
  * id to the parent over IPC (never printed).
  */
 import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore } from "../../src/state/store.ts";
 import {

@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";

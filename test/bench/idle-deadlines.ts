@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { idleUsage, type ProcessUsage, seedWaitingDecisions, startHost } from "./_waiting-host.ts";

@@ -26,7 +26,7 @@ import { HOST_REQUEST_SCHEMA } from "../../src/protocol/host-request.ts";
 import { createSupervision } from "../../src/host/supervision/index.ts";
 import { applyWritePragmas, closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { benchHostContext, enqueueResolved, releaseBenchHost } from "./_host-context.ts";
 import { benchArgs, bySize } from "./_figures.ts";
 

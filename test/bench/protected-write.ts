@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sequentialIds, systemClock } from "../../src/state/clock.ts";
+import { sequentialIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { groupTransaction } from "../../src/state/transactions.ts";

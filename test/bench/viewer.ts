@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { compose, frameLines } from "../../src/viewer/compose.ts";
 import { initialUi } from "../../src/viewer/ui-state.ts";

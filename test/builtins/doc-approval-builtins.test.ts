@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUILTIN_WORKFLOW_INFO } from "../../src/protocol/builtin-workflows.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../../src/base/builtin-workflows.ts";
 import type { FakeReply } from "../support/fake-model.ts";
 import { submitCall, type SubmitContract } from "../support/step-responder.ts";
 import { type BuiltinEnv, createBuiltinEnv } from "./builtin-env.ts";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { VERSION } from "../../src/protocol/version.ts";
+import { VERSION } from "../../src/base/version.ts";
 
 describe("VERSION", () => {
   it("equals the version in package.json", () => {

@@ -22,7 +22,7 @@ import { removeTempRoot } from "../support/temp-root.ts";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import { loadController } from "../../src/controllers/load-controller.ts";
 import { reconcileTimeoutMs } from "../../src/controllers/define-controller.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
 import { applyResource } from "../../src/state/controllers/resources.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { removeTempRoot } from "../support/temp-root.ts";
 import { killCrashHosts, runCrashHost } from "./crash-host.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";

@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { removeTempRoot } from "../support/temp-root.ts";
 import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";

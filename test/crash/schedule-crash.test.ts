@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";

@@ -25,7 +25,7 @@ import {
   signalGroup,
 } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";

@@ -9,7 +9,7 @@ import {
   type DeadlineRuntime,
   type DeadlineTimer,
 } from "../../src/host/deadline-timer.ts";
-import { systemClock } from "../../src/state/clock.ts";
+import { systemClock } from "../../src/base/clock.ts";
 import type { StateStore } from "../../src/state/store.ts";
 
 interface FakeKind extends DeadlineKind {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/state/clock.ts";
+import { FakeClock } from "../../src/base/clock.ts";
 import { createHostLog, logError } from "../../src/host/host-log.ts";
 import { DEFAULT_HOST_OPTIONS, readHostOptions } from "../../src/host/host-options.ts";
 import { createIdleTracker, idleCheckIntervalMs } from "../../src/host/idle-tracker.ts";

@@ -3,7 +3,7 @@
  * transitions, parked far in the future so no scheduler launches them during a test. Commits
  * run with synchronous=OFF (nothing crashes while seeding; the host reopens the file anyway).
  */
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";
 import { recordNodeFailed, recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
 import { pauseRun } from "../../src/state/transitions/run-commands.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseHostResponse } from "../../src/protocol/host-response.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { createFrameGenerator } from "./fuzz-frames.ts";

@@ -4,7 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants, type Violation } from "../../src/state/invariants.ts";
 import { runRevisionSql } from "../../src/state/journal.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";

@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { openStateStore, type StateStore } from "../../src/state/store.ts";
 import { runCliProcess } from "../host/helpers.ts";
 import { type FakeModel, type FakeReply, startFakeModel } from "../support/fake-model.ts";

@@ -16,7 +16,7 @@ import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbo
 import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { connectHost } from "../../src/client/host-connection.ts";
 import { stepResponder } from "../support/step-responder.ts";

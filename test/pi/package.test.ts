@@ -16,7 +16,7 @@ import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { stepResponder } from "../support/step-responder.ts";
-import { BUILTIN_WORKFLOW_INFO } from "../../src/protocol/builtin-workflows.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../../src/base/builtin-workflows.ts";
 
 const RECORD_READS = fileURLToPath(new URL("./fixtures/record-reads.mjs", import.meta.url));
 const ENGINE_DIRS = /src[\\/](workflows|state|host|worker|controllers|cli|viewer)[\\/]/;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { answerFromText, AnswerTextError } from "../../src/protocol/answer-text.ts";
+import { answerFromText, AnswerTextError } from "../../src/render/answer-text.ts";
 import type { Waiting } from "../../src/protocol/decision-request.ts";
 
 const BASE = {

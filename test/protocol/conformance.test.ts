@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HOST_OPERATIONS } from "../../src/protocol/host-operations.ts";
 import { acquireClaim, releaseClaim, runResource } from "../../src/state/claims.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import {
   type CliProcess,

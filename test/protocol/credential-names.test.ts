@@ -4,7 +4,7 @@ import {
   isCredentialName,
   providerCredentials,
   splitCredentials,
-} from "../../src/protocol/credential-names.ts";
+} from "../../src/base/credential-names.ts";
 
 describe("credential names", () => {
   test("Pi's provider variables and secret-looking names are credentials; the base is not", () => {

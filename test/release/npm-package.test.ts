@@ -19,7 +19,7 @@ import {
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VERSION } from "../../src/protocol/version.ts";
+import { VERSION } from "../../src/base/version.ts";
 import { ROOT } from "../host/helpers.ts";
 import { runProcess } from "./run-process.ts";
 

@@ -30,7 +30,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUDGETS, checkBudgets, release, type ReleaseResult } from "../../compile/release.ts";
 import { nodeBinary, targetByName, TARGETS } from "../../compile/targets.ts";
-import { VERSION } from "../../src/protocol/version.ts";
+import { VERSION } from "../../src/base/version.ts";
 import { ROOT } from "../host/helpers.ts";
 import { inspectBinary } from "./binary-format.ts";
 import {

@@ -12,7 +12,7 @@ import {
   parseEvery,
   type ScheduleTiming,
   timeZoneProblem,
-} from "../../src/protocol/schedule-timing.ts";
+} from "../../src/base/schedule-timing.ts";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 const cron = (text: string, timeZone = "UTC"): ScheduleTiming => ({

@@ -8,7 +8,7 @@ import { chmodSync, closeSync, openSync, rmSync, statSync, writeSync } from "nod
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { formatDoctorReport, runDoctor } from "../../src/state/doctor.ts";
 import { StateDamagedError } from "../../src/state/errors.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";

@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/state/clock.ts";
+import { FakeClock } from "../../src/base/clock.ts";
 import { formatDoctorReport, runDoctor } from "../../src/state/doctor.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore } from "../../src/state/store.ts";

@@ -8,7 +8,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import {
   StateOpenError,
   StateSchemaMismatchError,

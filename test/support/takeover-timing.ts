@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHostClient, type HostClient } from "../../src/client/host-client.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { removeTempRoot } from "./temp-root.ts";

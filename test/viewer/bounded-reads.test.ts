@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStateStore, type ReadStats, type StateStore } from "../../src/state/store.ts";
 import { closeStateStore } from "../../src/state/store.ts";
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import {
   recordNodeFinished,
   recordNodeStarted,

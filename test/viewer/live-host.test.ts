@@ -5,7 +5,7 @@
  * from a separate process. The host is stopped by PID at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { plainLines } from "../../src/render/mod.ts";
 import { compose } from "../../src/viewer/compose.ts";

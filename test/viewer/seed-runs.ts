@@ -2,7 +2,7 @@
  * Seeds a state database through the real transitions (no host): a review-loop run part way
  * through (its graph stored), and a finished hello run. Returns the run ids.
  */
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/run-launch.ts";

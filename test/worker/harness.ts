@@ -22,7 +22,7 @@ import type {
 import { createSupervision, type SupervisionExtras } from "../../src/host/supervision/index.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import type { ControllerOptions } from "../../src/host/supervision/controllers/options.ts";
-import { randomIds, systemClock } from "../../src/state/clock.ts";
+import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun, type RunView } from "../../src/state/queries.ts";

@@ -11,7 +11,7 @@ import {
   signalGroup,
 } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { FakeClock, sequentialIds } from "../../src/state/clock.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { listActiveWorkers, readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";

@@ -6,7 +6,7 @@
  */
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import type { AttemptFact, RunFacts } from "../../src/protocol/run-facts.ts";
-import { FakeClock } from "../../src/state/clock.ts";
+import { FakeClock } from "../../src/base/clock.ts";
 import {
   type AgentStepExecutor,
   type AgentStepRequest,

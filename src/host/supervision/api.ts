@@ -3,7 +3,7 @@
  * back half (scheduler, worker supervision, recovery: src/host/supervision/*). The host main
  * creates one `Supervision` after it holds the host epoch and before it accepts commands.
  */
-import type { Clock, IdSource } from "../../state/clock.ts";
+import type { Clock, IdSource } from "../../base/clock.ts";
 import type { Claim } from "../../state/claims.ts";
 import type { StateStore } from "../../state/store.ts";
 import type { ResolveResult } from "../../protocol/resolve-messages.ts";

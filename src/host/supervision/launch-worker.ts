@@ -14,7 +14,7 @@ import {
 import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/run-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";

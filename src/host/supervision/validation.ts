@@ -43,7 +43,7 @@ import {
 import { retireChild } from "./children/retire-child.ts";
 import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "./facts-stream.ts";
 import { logError } from "../host-log.ts";

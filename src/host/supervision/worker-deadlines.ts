@@ -6,7 +6,7 @@
  */
 import { ClaimLostError } from "../../state/errors.ts";
 import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";

@@ -20,7 +20,7 @@ import { interruptRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
 import { fingerprint } from "../../protocol/canonical-json.ts";
 import type { HostContext } from "./api.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { ChildExit } from "./children/spawn-child.ts";
 import type { Claim } from "../../state/claims.ts";

@@ -32,7 +32,7 @@ import { afterGroupCommit } from "../../state/transactions.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./children/spawn-child.ts";
 import type { Applied } from "./applied.ts";

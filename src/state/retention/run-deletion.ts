@@ -9,7 +9,7 @@ import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 import { TERMINAL_RUN_STATES } from "../journal.ts";
 import { unreferencedSql } from "./run-references.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
+import { crashPoint } from "../../base/crash-point.ts";
 
 const ATTEMPTS = "(SELECT attempt_id FROM node_attempts WHERE run_id = ?1)";
 

@@ -15,8 +15,8 @@
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
-import { crashPoint } from "../../protocol/crash-point.ts";
-import { CATCH_UP_LIMIT } from "../../protocol/schedule-timing.ts";
+import { crashPoint } from "../../base/crash-point.ts";
+import { CATCH_UP_LIMIT } from "../../base/schedule-timing.ts";
 import { appendHistory, TERMINAL_RUN_STATES } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryAll, queryOne } from "../statements.ts";

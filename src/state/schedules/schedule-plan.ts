@@ -15,7 +15,7 @@ import {
   nextSlotAfter,
   ON_TIME_GRACE_MS,
   type ScheduleTiming,
-} from "../../protocol/schedule-timing.ts";
+} from "../../base/schedule-timing.ts";
 
 export interface FiringPlan {
   /** Slots to fire now, oldest first. */

@@ -11,7 +11,7 @@ import {
   nextSlotAfter,
   type OverlapPolicy,
   type ScheduleTiming,
-} from "../../protocol/schedule-timing.ts";
+} from "../../base/schedule-timing.ts";
 import { RefusedError } from "../errors.ts";
 import type { CommandReceiptInput } from "../host-commands.ts";
 import { type StateStore } from "../store.ts";

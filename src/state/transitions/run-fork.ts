@@ -11,8 +11,8 @@
  * earlier one (1-based, counting the node's attempts that finished or were the parent's last).
  * An interrupted attempt that was tried again belongs to the same visit as its retry.
  */
-import { crashPoint } from "../../protocol/crash-point.ts";
-import { historyFit, type PathStep } from "../../protocol/history-fit.ts";
+import { crashPoint } from "../../base/crash-point.ts";
+import { historyFit, type PathStep } from "../history-fit.ts";
 import type { DefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
 import { RefusedError } from "../errors.ts";
 import { recordHostCommandInTx } from "../host-commands.ts";

@@ -1,7 +1,7 @@
 /**
  * `run.resume --accept-source`: a run parked `workflowSourceChanged` re-pins to the workflow file
  * as it is now and resumes from its last durable boundary, when its own history still fits the
- * new graph (the fork check, protocol/history-fit.ts). The re-pin and the resume are one change
+ * new graph (the fork check, state/history-fit.ts). The re-pin and the resume are one change
  * of the run (event `run.sourceAccepted`: the old and new definition and source digests and who accepted;
  * the event's time says when), committed with the command receipt.
  */

@@ -11,7 +11,7 @@ import { echoWorkflow } from "../builtins/echo.ts";
 import { monitorWorkflow } from "../builtins/monitor.ts";
 import { planApprovalWorkflow } from "../builtins/plan-approval.ts";
 import { sanityCheckWorkflow } from "../builtins/sanity-check.ts";
-import { BUILTIN_WORKFLOW_INFO } from "../../protocol/builtin-workflows.ts";
+import { BUILTIN_WORKFLOW_INFO } from "../../base/builtin-workflows.ts";
 
 export interface BuiltinWorkflow {
   id: string;

@@ -12,7 +12,7 @@ import {
   WORKFLOW_SUFFIXES,
   workflowDirs as dirsOf,
   workflowStem,
-} from "../../protocol/workflow-files.ts";
+} from "../../base/workflow-files.ts";
 import { WorkflowLoadError } from "../errors.ts";
 import { BUILTIN_WORKFLOWS, findBuiltin } from "./builtin-catalog.ts";
 import { closestName } from "./closest-name.ts";

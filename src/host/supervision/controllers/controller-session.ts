@@ -14,7 +14,7 @@ import {
   RECONCILE_KINDS,
 } from "../../../protocol/controller-worker.ts";
 import { type WorkerReply, workerReply } from "../../../protocol/worker-reply.ts";
-import { crashPoint } from "../../../protocol/crash-point.ts";
+import { crashPoint } from "../../../base/crash-point.ts";
 import { ControllerRefusal } from "../../../state/controllers/errors.ts";
 import { ClaimLostError, TransitionError } from "../../../state/errors.ts";
 import { type ActiveReconcile, type ControllerWorker, writeToWorker } from "./controller-worker.ts";

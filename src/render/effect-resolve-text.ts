@@ -2,7 +2,11 @@
  * The `pi-workflows effect resolve` commands a person runs to record what an ambiguous effect
  * did. One copy: the CLI's `status` and Pi's `/workflow status` both print them.
  */
-import type { AmbiguousEffectSummary, AttemptSummary, RunSummary } from "./run-operations.ts";
+import type {
+  AmbiguousEffectSummary,
+  AttemptSummary,
+  RunSummary,
+} from "../protocol/run-operations.ts";
 
 /** `pi-workflows effect resolve <run> <attempt>`; the verdict flag comes after it. */
 export function effectResolveCommand(runIdText: string, attemptId: string): string {

@@ -3,7 +3,7 @@
  * print: where it came from, what it adopted, which source it runs on, and for a retry the rerun
  * it stands for.
  */
-import type { RunRerunReceipt } from "./rerun-operations.ts";
+import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
 
 /** `retry <run> = rerun <run> --from <node> [--visit N] --source current`. */
 export function retryMeaning(from: RunRerunReceipt["from"], rerun = "rerun"): string {

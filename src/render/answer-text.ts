@@ -7,8 +7,8 @@
  * The host is the authority on whether the answer fits: this only maps names and labels.
  * Failures are `AnswerTextError` with one actionable line.
  */
-import type { JsonValue } from "./canonical-json.ts";
-import type { Waiting } from "./decision-request.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { Waiting } from "../protocol/decision-request.ts";
 
 export class AnswerTextError extends Error {
   override name = "AnswerTextError";

@@ -8,7 +8,7 @@
  * from one node to the next is still an edge (a plain edge to it, or a switch with a case leading
  * to it). Callbacks, prompts and routing values may have changed: that is the point of the edit.
  */
-import type { DefinitionSnapshot } from "./definition-snapshot.ts";
+import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 
 /** One node visit on the path, in order. */
 export interface PathStep {
