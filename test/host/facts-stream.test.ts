@@ -3,7 +3,7 @@
  * holds, pieces never split a surrogate pair, and the joined pieces are exactly the facts.
  */
 import { describe, expect, it } from "vitest";
-import { createFactsStream } from "../../src/host/supervision/facts-stream.ts";
+import { createFactsStream } from "../../src/host/worker-messages/facts-stream.ts";
 import { encodeFrame, MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
 import { FACTS_CHUNK_CHARS, type FactsChunk } from "../../src/protocol/run-facts.ts";
 import { parseWorkerReply, workerReply } from "../../src/protocol/worker-reply.ts";

@@ -5,7 +5,7 @@
 import type { Claim } from "../../state/claims.ts";
 import type { ProcessIdentity } from "../../os/process-identity.ts";
 import type { SupervisedChild } from "./children/spawn-child.ts";
-import type { FactsStream } from "./facts-stream.ts";
+import type { FactsStream } from "../worker-messages/facts-stream.ts";
 
 /**
  * Why the host stops (or stopped) a worker. `null` while nobody asked it to stop; the exit is

@@ -19,7 +19,7 @@ import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
-import type { LaunchSecrets } from "./run-credentials.ts";
+import type { LaunchSecrets } from "../run-credentials.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 
 export interface LaunchHooks {

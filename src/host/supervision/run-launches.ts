@@ -12,7 +12,7 @@ import type { HostContext } from "./api.ts";
 import { type LaunchHooks, launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
 import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import type { RunCredentials } from "./run-credentials.ts";
+import type { RunCredentials } from "../run-credentials.ts";
 import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
 
 export interface LaunchDeps {

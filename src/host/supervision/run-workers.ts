@@ -13,7 +13,7 @@ import { createCrashCounter, DEFAULT_MAX_CRASHES } from "./worker-exit.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import type { ChildCommand } from "./children/spawn-child.ts";
-import { createRunCredentials, type RunCredentials } from "./run-credentials.ts";
+import { createRunCredentials, type RunCredentials } from "../run-credentials.ts";
 import { createWorkerStops } from "./worker-stops.ts";
 import { superviseWorker } from "./worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";

@@ -45,7 +45,7 @@ import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
-import { createFactsStream, type FactsStream } from "./facts-stream.ts";
+import { createFactsStream, type FactsStream } from "../worker-messages/facts-stream.ts";
 import { logError } from "../host-log.ts";
 
 /** How long the node's rules may take once the child is up (beyond the start-up deadline). */

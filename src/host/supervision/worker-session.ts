@@ -35,10 +35,10 @@ import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./children/spawn-child.ts";
-import type { Applied } from "./applied.ts";
-import { applyWorkerMessage } from "./message-handlers.ts";
-import { readRegistrationTable } from "./worker-progress.ts";
-import { startFacts } from "./facts-stream.ts";
+import type { Applied } from "../worker-messages/applied.ts";
+import { applyWorkerMessage } from "../worker-messages/message-handlers.ts";
+import { readRegistrationTable } from "../worker-messages/worker-progress.ts";
+import { startFacts } from "../worker-messages/facts-stream.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
 const REMEMBERED_REPLIES = 16;

@@ -5,8 +5,8 @@
  */
 import { blockOverBudget } from "../../state/transitions/run-budget.ts";
 import type { WorkerWriteOptions } from "../../state/protected-write.ts";
-import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
+import type { ActiveWorker } from "../supervision/active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
 import type { Applied } from "./applied.ts";
 
 export function parkOverBudget(

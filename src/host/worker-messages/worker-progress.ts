@@ -11,8 +11,8 @@ import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import { recordNodeUsage } from "../../state/transitions/node-attempts.ts";
 import { recordNodeSubmissions } from "../../state/transitions/node-submissions.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
-import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
+import type { ActiveWorker } from "../supervision/active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
 import { nextFactsChunk } from "./facts-stream.ts";
 import type { Applied } from "./applied.ts";
 

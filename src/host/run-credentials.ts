@@ -6,15 +6,15 @@
  * blocked `credentialsMissing` before a worker starts, until a client resumes it (re-supplying
  * them, or deciding to go on without, so Pi falls back to its own auth.json).
  */
-import type { RunEnvironment } from "../../protocol/run-environment.ts";
-import { readRun } from "../../state/queries.ts";
+import type { RunEnvironment } from "../protocol/run-environment.ts";
+import { readRun } from "../state/queries.ts";
 import {
   readCredentialNames,
   readRunSecretNames,
   recordCredentialNames,
-} from "../../state/run-environments.ts";
-import type { StateStore } from "../../state/store.ts";
-import { blockRun } from "../../state/transitions/run-park.ts";
+} from "../state/run-environments.ts";
+import type { StateStore } from "../state/store.ts";
+import { blockRun } from "../state/transitions/run-park.ts";
 
 /** The launch envelope's secrets (protocol/worker-launch.ts). */
 export interface LaunchSecrets {
