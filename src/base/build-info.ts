@@ -1,7 +1,7 @@
 /**
  * What `pi-workflows --version` reports beside the version: which commit a build was made from
  * and when. The build (compile/) replaces `PI_WORKFLOWS_BUILD` with a literal; the TypeScript
- * source run from a checkout has none and says so. It lives in protocol, next to VERSION, because
+ * source run from a checkout has none and says so. It lives in base/, next to VERSION, because
  * the executable's launcher answers `--version` before the CLI loads.
  */
 import { VERSION } from "./version.ts";

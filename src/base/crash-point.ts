@@ -1,6 +1,6 @@
 /**
- * Test hook for crash tests, shared by the host and worker processes (it lives in the bottom
- * layer so both may import it): `PI_WORKFLOWS_CRASH_AT=<point>` makes this process SIGKILL itself
+ * Test hook for crash tests, shared by the host and worker processes (it lives on the ground
+ * floor, base/, so both may import it): `PI_WORKFLOWS_CRASH_AT=<point>` makes this process SIGKILL itself
  * when it reaches the named durable boundary (e.g. `worker.node.finished.afterSend`,
  * `host.node.finished.afterCommit`). With `PI_WORKFLOWS_CRASH_ONCE=<file>` it crashes only if it
  * can create that file first, so the restarted host or relaunched worker (same environment) runs

@@ -11,7 +11,7 @@ import type { RunEnvironment } from "../base/env-names.ts";
 import type { ExecutionMode } from "../protocol/execution-mode.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { baseRunEnvironment } from "../protocol/run-environment.ts";
-import type { ResolvedSource } from "../workflows/sources/resolved-run.ts";
+import type { ResolvedSource } from "./resolved-run.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 export interface RunLaunchRequest {

@@ -23,7 +23,7 @@ import { readRun } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runReceipt, runSummary } from "./run-summary.ts";
 import { prepareRunLaunch, runLaunched } from "./run-launch.ts";
-import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "./resolved-run.ts";
 
 export async function rerunRunCommand(
   rt: HostRuntime,

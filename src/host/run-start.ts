@@ -14,7 +14,7 @@ import { enqueueRun } from "../state/transitions/run-enqueue.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { committedRunReceipt } from "./run-summary.ts";
 import { prepareRunLaunch, runLaunched } from "./run-launch.ts";
-import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "./resolved-run.ts";
 
 export async function startRunCommand(
   rt: HostRuntime,

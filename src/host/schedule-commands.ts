@@ -34,7 +34,7 @@ import {
   scheduleView,
 } from "../state/schedules/schedule-records.ts";
 import { upsertSchedule } from "../state/schedules/schedule-upsert.ts";
-import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "./resolved-run.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import * as v from "valibot";
 

@@ -25,7 +25,7 @@ import {
   startFiring,
 } from "../state/schedules/schedule-firing.ts";
 import { cancelRun } from "../state/transitions/run-commands.ts";
-import { resolvedRunFields } from "../workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "./resolved-run.ts";
 import type { DeadlineKind } from "./deadline-timer.ts";
 import { type HostLog, logError } from "./host-log.ts";
 import type { Supervision } from "./supervision/api.ts";

@@ -13,7 +13,7 @@ import {
   type TransitionResult,
 } from "../../src/state/transitions/run-enqueue.ts";
 import type { ResolveResult } from "../../src/protocol/resolve-messages.ts";
-import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "../../src/host/resolved-run.ts";
 
 export function benchHostContext(stateDir: string, workerStartupMs: number): HostContext {
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });

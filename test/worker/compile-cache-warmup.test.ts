@@ -12,7 +12,7 @@ import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import type { SupervisionExtras } from "../../src/host/supervision/index.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
-import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "../../src/host/resolved-run.ts";
 import { createHarness, type Harness, isTerminal, testWorkerCommand } from "./harness.ts";
 
 const ONE_NODE = `import { compute, defineWorkflow } from "pi-workflows";

@@ -28,7 +28,7 @@ import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun, type RunView } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
-import { resolvedRunFields } from "../../src/workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "../../src/host/resolved-run.ts";
 import { removeTempRoot } from "../support/temp-root.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));

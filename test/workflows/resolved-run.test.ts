@@ -1,8 +1,5 @@
 import { describe, expect, test } from "vitest";
-import {
-  resolvedRunFields,
-  type ResolvedSource,
-} from "../../src/workflows/sources/resolved-run.ts";
+import { resolvedRunFields, type ResolvedSource } from "../../src/host/resolved-run.ts";
 
 const resolved = (root: unknown): ResolvedSource => ({
   ok: true,

@@ -139,7 +139,7 @@ export function activeScheduleRuns(
   ).map((r) => ({ runId: r.run_id, held: r.held === 1 }));
 }
 
-/** The run fields of a resolved workflow (workflows/sources/resolved-run.ts). */
+/** The run fields of a resolved workflow (host/resolved-run.ts). */
 export type FiringRunFields = Pick<
   EnqueueRunOptions,
   | "workflowName"

@@ -22,7 +22,7 @@ import {
   type ReconcileEndResult,
 } from "../../../state/controllers/reconcile-end.ts";
 import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
-import { resolvedRunFields } from "../../../workflows/sources/resolved-run.ts";
+import { resolvedRunFields } from "../../resolved-run.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
 import { inNextCommit } from "../commit-group.ts";
 import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";

@@ -3,12 +3,12 @@
  * what `enqueueRun` records, for `run.start`, a controller's child run and the test harnesses,
  * so a field the resolver adds reaches every run the same way.
  */
-import { type Budget, tighterBudget } from "../../protocol/budget.ts";
-import type { JsonValue } from "../../protocol/canonical-json.ts";
-import { parseDefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
-import type { ResolveResult } from "../../protocol/resolve-messages.ts";
-import type { EnqueueRunOptions } from "../../state/transitions/run-enqueue.ts";
-import { canonicalWorkflowRef } from "./identity.ts";
+import { type Budget, tighterBudget } from "../protocol/budget.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseDefinitionSnapshot } from "../protocol/definition-snapshot.ts";
+import type { ResolveResult } from "../protocol/resolve-messages.ts";
+import type { EnqueueRunOptions } from "../state/transitions/run-enqueue.ts";
+import { canonicalWorkflowRef } from "../workflows/sources/identity.ts";
 
 export type ResolvedSource = Extract<ResolveResult, { ok: true }>;
 
