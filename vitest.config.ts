@@ -17,8 +17,9 @@ const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
  */
 export const PS_PASS_FILES = [
   "test/crash/**/*.test.ts",
-  "test/interactive/**/*.test.ts",
-  "test/worker/{child-groups,headless-parts,process-identity,recovery,worker-limits}.test.ts",
+  "test/host/interaction-ops.test.ts",
+  "test/worker/headless-parts.test.ts",
+  "test/host/supervision/{child-groups,process-identity,recovery,worker-limits}.test.ts",
   "test/client/{client-identity,start-lock}.test.ts",
   "test/pi/{headless-crash,headless-pi-death,interactive,restarts}.test.ts",
 ];

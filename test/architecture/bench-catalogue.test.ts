@@ -3,7 +3,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BENCHES } from "../bench/_catalogue.ts";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 
 describe("bench catalogue", () => {
   it("lists exactly the benchmark programs in test/bench/, each with a line and its fields", () => {

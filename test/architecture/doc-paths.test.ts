@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 
 const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
   .trim().split("\n");

@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import {
   checkImports,
   EDGE_RULES,

@@ -1,7 +1,7 @@
 /** No import cycles in src/ (docs/architecture.md): checked over every file, next to the layers. */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import { importCycles } from "./import-cycles.ts";
 import { sourceFiles } from "./import-layers.ts";
 

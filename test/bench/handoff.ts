@@ -22,7 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
-import { SessionClient } from "../host/interactive-session.ts";
+import { SessionClient } from "../support/interactive-session.ts";
 import { bareNode, benchArgs, bySize, round, stats } from "./_figures.ts";
 
 const STEPS = Number(benchArgs[0] ?? bySize(20, 3));

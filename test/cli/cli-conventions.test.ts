@@ -7,7 +7,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../host/helpers.ts";
+import { CLI, ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../support/host.ts";
 
 let home: TempHome;
 let project: string;

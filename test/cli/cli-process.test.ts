@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;

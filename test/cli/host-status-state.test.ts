@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { createServer, type Socket } from "node:net";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
-import { seedRuns } from "../host/seed.ts";
+import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 let home: TempHome | undefined;
 afterEach(() => {

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { npmCallerDir } from "../../src/cli/project-dir.ts";
-import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 
 let home: TempHome;
 let project: string;

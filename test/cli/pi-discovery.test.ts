@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { discoverPi } from "../../src/worker/pi-command.ts";
-import { killAll, ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { killAll, ROOT, runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 
 const homes: TempHome[] = [];
 afterEach(async () => {

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;

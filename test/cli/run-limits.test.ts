@@ -3,15 +3,15 @@
  * facts pass one protocol message (outputs near the limit) is interrupted (paused) and resumed,
  * and completes; `status` shows the last attempts by default and every attempt on request, a
  * page at a time; `list` pages too and says how many runs it did not show. (A 10,000-step run:
- * test/worker/long-run.test.ts.)
+ * test/host/supervision/long-run.test.ts.)
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../src/cli/wait-for.ts";
-import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
-import { seedAttempts, seedRuns } from "../host/seed.ts";
+import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { seedAttempts, seedRuns } from "../support/host-seed.ts";
 
 let home: TempHome;
 let project: string;

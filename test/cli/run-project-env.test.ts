@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../src/cli/wait-for.ts";
-import { ROOT, runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 
 let home: TempHome;
 let project: string;

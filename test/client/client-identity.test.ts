@@ -12,7 +12,7 @@ import {
   stopProcess,
   type TempHome,
   tempHome,
-} from "../host/helpers.ts";
+} from "../support/host.ts";
 
 let home: TempHome | undefined;
 

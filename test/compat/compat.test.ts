@@ -6,12 +6,12 @@
  * by reference with a `contract` (contractId) re-entered straight from an exit, a child's
  * `maxSteps` per invocation, and a file re-exporting a definition from
  * `@osolmaz/pi-workflows/builtins`. The agent-step parts of the 0.12 surface (the built-ins the
- * examples import) are in test/builtins.
+ * examples import) are in test/workflows/builtins.
  */
 import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 
 const FIXTURES = join(ROOT, "test/compat/fixtures");
 

@@ -18,7 +18,7 @@ import { defineController } from "../../src/controllers/define-controller.ts";
 import { discoverControllers, resolveControllerRef } from "../../src/controllers/discovery.ts";
 import { loadController } from "../../src/controllers/load-controller.ts";
 import { verifySourceIdentity } from "../../src/workflows/sources/identity.ts";
-import { tempProjects } from "../workflows/temp-project.ts";
+import { tempProjects } from "../support/temp-project.ts";
 
 const { project } = tempProjects("piw-ctl-");
 

@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../host/helpers.ts";
+import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 
 let home: TempHome;
 let project: string;

@@ -8,7 +8,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryOne } from "../../src/state/statements.ts";
-import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";
+import {
+  type ControllerHarness,
+  createControllerHarness,
+  isSettled,
+} from "../support/controllers.ts";
 
 const SYNC = `
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";

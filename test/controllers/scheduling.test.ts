@@ -10,7 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { queryAll } from "../../src/state/statements.ts";
 import { requestDeletion } from "../../src/state/controllers/resources.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { type ControllerHarness, createControllerHarness, isSettled } from "./harness.ts";
+import {
+  type ControllerHarness,
+  createControllerHarness,
+  isSettled,
+} from "../support/controllers.ts";
 
 let h: ControllerHarness;
 beforeAll(async () => {

@@ -27,7 +27,14 @@ import {
 import { listControllers } from "../../src/state/controllers/controller-queries.ts";
 import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { enqueue, type Fixture, HOST, HOST_EPOCH, openFixture, TTL } from "../state/helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  HOST_EPOCH,
+  openFixture,
+  TTL,
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

@@ -20,9 +20,9 @@ import {
   startHostProcess,
   tempHome,
   waitFor,
-} from "../host/helpers.ts";
-import { SessionClient } from "../host/interactive-session.ts";
-import { rows, runRow, violations } from "../interactive/fixtures.ts";
+} from "../support/host.ts";
+import { SessionClient } from "../support/interactive-session.ts";
+import { rows, runRow, violations } from "../support/interactive-fixtures.ts";
 import { ASK, ASKER } from "./session-binding-fixtures.ts";
 
 const SESSION = "sess-approved-7f3";

@@ -43,7 +43,14 @@ import {
 import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
 import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { type Fixture, HOST, HOST_EPOCH, launch, openFixture, TTL } from "../state/helpers.ts";
+import {
+  type Fixture,
+  HOST,
+  HOST_EPOCH,
+  launch,
+  openFixture,
+  TTL,
+} from "../support/state-store.ts";
 import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 

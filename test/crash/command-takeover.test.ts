@@ -17,7 +17,7 @@ import {
 } from "../support/takeover-timing.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { createHostClient } from "../../src/client/host-client.ts";
-import { spawnCli } from "../host/helpers.ts";
+import { spawnCli } from "../support/host.ts";
 
 let setup: TakeoverSetup | undefined;
 afterEach(async () => {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { queryAll } from "../../src/state/statements.ts";
-import { createHarness, type Harness, isTerminal } from "../worker/harness.ts";
+import { createHarness, type Harness, isTerminal } from "../support/supervision.ts";
 
 const WORKFLOW = `
 import { appendFileSync } from "node:fs";

@@ -22,7 +22,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "../host/helpers.ts";
+} from "../support/host.ts";
 
 afterEach(killAll);
 

@@ -33,7 +33,7 @@ import { listChildGroups } from "../../src/state/transitions/child-groups.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
-import { createHarness, type Harness } from "../worker/harness.ts";
+import { createHarness, type Harness } from "../support/supervision.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { createHarness, type Harness, isTerminal } from "../worker/harness.ts";
+import { createHarness, type Harness, isTerminal } from "../support/supervision.ts";
 import { CRASH_WORKFLOW_SOURCE, executions, retryViolations } from "./crash-workflow.ts";
 
 /** Message kind and how often it occurs in one pass of the crash workflow. */

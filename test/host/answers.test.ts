@@ -19,7 +19,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "./helpers.ts";
+} from "../support/host.ts";
 
 let home: TempHome;
 let project: string;

@@ -5,7 +5,13 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { killAll, startHostProcess, stopProcess, type TempHome, tempHome } from "./helpers.ts";
+import {
+  killAll,
+  startHostProcess,
+  stopProcess,
+  type TempHome,
+  tempHome,
+} from "../support/host.ts";
 
 let home: TempHome | null = null;
 afterEach(async () => {

@@ -16,7 +16,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "./helpers.ts";
+} from "../support/host.ts";
 
 let home: TempHome | undefined;
 afterEach(async () => {

@@ -17,7 +17,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "./helpers.ts";
+} from "../support/host.ts";
 
 const homes: TempHome[] = [];
 function home(env: NodeJS.ProcessEnv = {}): TempHome {

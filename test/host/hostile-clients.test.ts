@@ -9,8 +9,8 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "./helpers.ts";
-import { seedRuns } from "./seed.ts";
+} from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 let home: TempHome;
 let host: CliProcess;

@@ -9,8 +9,8 @@ import {
   stopProcess,
   type TempHome,
   tempHome,
-} from "./helpers.ts";
-import { seedRuns } from "./seed.ts";
+} from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 /** Markers planted in every private place: none may appear in status output or the host log. */
 const SECRETS = {

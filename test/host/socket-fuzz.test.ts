@@ -3,7 +3,7 @@ import { parseHostResponse } from "../../src/protocol/host-response.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
-import { createFrameGenerator } from "./fuzz-frames.ts";
+import { createFrameGenerator } from "../support/fuzz-frames.ts";
 import {
   type CliProcess,
   hostRequest,
@@ -13,8 +13,8 @@ import {
   stopProcess,
   type TempHome,
   tempHome,
-} from "./helpers.ts";
-import { seedRuns } from "./seed.ts";
+} from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 const FRAMES = 10_000;
 const SENDERS = 8;

@@ -14,8 +14,8 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "./helpers.ts";
-import { seedRuns } from "./seed.ts";
+} from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;

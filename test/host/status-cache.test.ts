@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { successResponse } from "../../src/protocol/host-response.ts";
 import { encodeResponseFrame } from "../../src/host/response-frame.ts";
 import { cachedStatus, rememberStatus } from "../../src/host/status-cache.ts";
-import { enqueue, type Fixture, openFixture } from "../state/helpers.ts";
+import { enqueue, type Fixture, openFixture } from "../support/state-store.ts";
 
 let f: Fixture;
 afterEach(() => f?.close());

@@ -15,7 +15,7 @@ import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbo
 import { type PiRpc, type RpcRecord, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryAll } from "../../src/state/statements.ts";
-import { withStore } from "../interactive/fixtures.ts";
+import { withStore } from "../support/interactive-fixtures.ts";
 import { stepResponder } from "../support/step-responder.ts";
 import { ASK, ASKER } from "../controllers/session-binding-fixtures.ts";
 

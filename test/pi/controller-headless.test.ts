@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { PI_CLI } from "../support/pi-sandbox.ts";
-import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
 
 const DRAFTER = `
 import { defineController } from "@osolmaz/pi-workflows";

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeModelRequest } from "../support/fake-model.ts";
-import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
 
 const MARKS = {
   agentDirContext: "AGENT-DIR-CONTEXT-MARK-91",

@@ -16,7 +16,7 @@ import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import { submitCall } from "../support/step-responder.ts";
-import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
 
 const SLEEP_SECONDS = "301";
 

@@ -11,10 +11,10 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 import { fakeModels } from "../support/pi-sandbox.ts";
 import { waitFor } from "../smoke/processes.ts";
-import { createHeadlessEnv, type HeadlessEnv } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv } from "../support/headless-env.ts";
 
 const PROVIDER_KEY = "sk-planted-provider-91d3e7";
 const TOOL_KEY = "tk-planted-tool-5c28aa";

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 import { submitCall } from "../support/step-responder.ts";
-import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
 
 describe("a headless Pi that dies", () => {
   let h: HeadlessEnv;

@@ -17,7 +17,7 @@ import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import type { ChatMessage, FakeModelRequest } from "../support/fake-model.ts";
 import { startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { submitCall } from "../support/step-responder.ts";
-import { createHeadlessEnv, type HeadlessEnv } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv } from "../support/headless-env.ts";
 
 /** Two agent steps with a compute node between them that waits for `marker` (bounded). */
 function twoSteps(name: string, marker: string): string {

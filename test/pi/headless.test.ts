@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import { fakeModels } from "../support/pi-sandbox.ts";
 import { submitCall } from "../support/step-responder.ts";
-import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
 
 const TWO_TURN = join(ROOT, "examples/two-turn-agent.workflow.ts");
 const SECRET_ENV = "sk-planted-env-4f1c9e";

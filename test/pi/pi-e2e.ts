@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { type FakeModel, type FakeScript, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import type { PiRpc, RpcRecord } from "../support/pi-rpc.ts";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/workflows", import.meta.url));
 

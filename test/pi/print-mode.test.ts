@@ -12,7 +12,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, PI_CLI, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
 /** Far above Pi's own time for one text turn (about 1 s); a hang is killed by PID at this bound. */

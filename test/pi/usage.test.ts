@@ -18,7 +18,7 @@ import type { FakeUsage } from "../support/fake-model.ts";
 import { FAKE_MODEL_ID, fakeModels } from "../support/pi-sandbox.ts";
 import { submitCall } from "../support/step-responder.ts";
 import { waitFor } from "../smoke/processes.ts";
-import { createHeadlessEnv, type HeadlessEnv } from "./headless-env.ts";
+import { createHeadlessEnv, type HeadlessEnv } from "../support/headless-env.ts";
 
 /** US dollars per million tokens, as in models.json. */
 const RATES = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };

@@ -13,9 +13,9 @@ import {
   type ControllerHarness,
   createControllerHarness,
   isSettled,
-} from "../controllers/harness.ts";
+} from "../support/controllers.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import { isTerminal } from "../worker/harness.ts";
+import { isTerminal } from "../support/supervision.ts";
 import { check, expectValid } from "./fixtures/published-schemas.ts";
 
 const RECORDING_WORKER = join(

@@ -19,7 +19,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "../host/helpers.ts";
+} from "../support/host.ts";
 import { check, expectValid } from "./fixtures/published-schemas.ts";
 
 describe("socket frames of a live host", () => {

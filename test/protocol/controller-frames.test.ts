@@ -10,7 +10,7 @@ import {
   parseControllerFrame,
   parseControllerMessage,
 } from "../../src/protocol/controller-worker.ts";
-import { prng } from "../host/fuzz-frames.ts";
+import { prng } from "../support/fuzz-frames.ts";
 
 type Rand = () => number;
 const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];

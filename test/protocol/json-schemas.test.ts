@@ -10,7 +10,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { protocolJsonSchemas, schemaFileText } from "../../src/protocol/json-schemas.ts";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 
 const SCHEMA_DIR = join(dirname(fileURLToPath(import.meta.url)), "../../schemas");
 

@@ -13,7 +13,7 @@ import {
   stopProcess,
   type TempHome,
   tempHome,
-} from "../host/helpers.ts";
+} from "../support/host.ts";
 
 const CLIENT = join(ROOT, "examples", "clients", "start_run.py");
 const hasPython = spawnSync("python3", ["--version"]).status === 0;

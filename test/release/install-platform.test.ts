@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TARGETS } from "../../compile/targets.ts";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import { runProcess } from "./run-process.ts";
 
 const VERSION = "9.9.9-test.1";

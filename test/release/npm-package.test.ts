@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VERSION } from "../../src/base/version.ts";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import { runProcess } from "./run-process.ts";
 
 /** Every path the package may hold (inside the tarball's `package/`). */

@@ -31,7 +31,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUDGETS, checkBudgets, release, type ReleaseResult } from "../../compile/release.ts";
 import { nodeBinary, targetByName, TARGETS } from "../../compile/targets.ts";
 import { VERSION } from "../../src/base/version.ts";
-import { ROOT } from "../host/helpers.ts";
+import { ROOT } from "../support/host.ts";
 import { inspectBinary } from "./binary-format.ts";
 import {
   type ProcessResult,

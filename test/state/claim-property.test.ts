@@ -24,7 +24,7 @@ import { claimRunForLaunch, markWorkerLive } from "../../src/state/transitions/r
 import { parkRun } from "../../src/state/transitions/run-park.ts";
 import { recoverExpiredRun } from "../../src/state/transitions/run-recovery.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
-import { enqueue, type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
+import { enqueue, type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import type { StateStore } from "../../src/state/store.ts";
 
 const TTL = 1_000;

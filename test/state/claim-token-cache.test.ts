@@ -3,7 +3,13 @@ import { type Claim, readLease, renewClaim, renewedExpiry } from "../../src/stat
 import { protectedWrite } from "../../src/state/protected-write.ts";
 import { ClaimLostError } from "../../src/state/errors.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
-import { enqueue, type Fixture, launchWithAttempt, openFixture, snapshot } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  launchWithAttempt,
+  openFixture,
+  snapshot,
+} from "../support/state-store.ts";
 
 // Token hash and lease ttl are cached per claim object; the cache must never let a changed
 // claim through nor report another expiry than the stored one.

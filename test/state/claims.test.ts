@@ -40,7 +40,7 @@ import {
   openFixture,
   snapshot,
   TTL,
-} from "./helpers.ts";
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

@@ -19,7 +19,7 @@ import {
   pairOf,
   snapshot,
   TTL,
-} from "./helpers.ts";
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

@@ -35,7 +35,7 @@ import {
   openFixture,
   snapshot,
   TTL,
-} from "./helpers.ts";
+} from "../support/state-store.ts";
 
 class InjectedCrash extends Error {}
 

@@ -12,8 +12,8 @@ import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { formatDoctorReport, runDoctor } from "../../src/state/doctor.ts";
 import { StateDamagedError } from "../../src/state/errors.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
-import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
-import { seedRuns } from "../host/seed.ts";
+import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 let home: TempHome | undefined;
 afterEach(async () => {

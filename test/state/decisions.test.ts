@@ -20,7 +20,15 @@ import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import { waitRun } from "../../src/state/transitions/run-park.ts";
 import { readWaiting } from "../../src/state/waiting-queries.ts";
-import { enqueue, type Fixture, HOST, launch, openFixture, pairOf, snapshot } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  launch,
+  openFixture,
+  pairOf,
+  snapshot,
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

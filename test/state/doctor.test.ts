@@ -5,7 +5,7 @@ import { FakeClock } from "../../src/base/clock.ts";
 import { formatDoctorReport, runDoctor } from "../../src/state/doctor.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore } from "../../src/state/store.ts";
-import { enqueue, launchWithAttempt, openFixture, tempDir } from "./helpers.ts";
+import { enqueue, launchWithAttempt, openFixture, tempDir } from "../support/state-store.ts";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -17,7 +17,7 @@ import {
   launchWithAttempt,
   openFixture,
   snapshot,
-} from "./helpers.ts";
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

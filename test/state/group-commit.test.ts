@@ -7,7 +7,13 @@ import {
   recordNodeStarted,
 } from "../../src/state/transitions/node-attempts.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { enqueue, type Fixture, launchWithAttempt, openFixture, snapshot } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  launchWithAttempt,
+  openFixture,
+  snapshot,
+} from "../support/state-store.ts";
 
 let f: Fixture;
 afterEach(() => f?.close());

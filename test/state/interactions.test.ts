@@ -27,7 +27,15 @@ import {
   timeOutInteraction,
 } from "../../src/state/transitions/interaction-verdicts.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { enqueue, type Fixture, HOST, launch, openFixture, pairOf, snapshot } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  launch,
+  openFixture,
+  pairOf,
+  snapshot,
+} from "../support/state-store.ts";
 
 let fx: Fixture;
 beforeEach(() => (fx = openFixture()));

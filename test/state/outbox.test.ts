@@ -32,7 +32,14 @@ import {
 import { claimTurn, resolveTurn } from "../../src/state/transitions/turn-delivery.ts";
 import { writeTransaction } from "../../src/state/transactions.ts";
 import type { Claim } from "../../src/state/claims.ts";
-import { enqueue, type Fixture, HOST, launch, openFixture, snapshot } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  HOST,
+  launch,
+  openFixture,
+  snapshot,
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

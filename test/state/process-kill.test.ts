@@ -12,7 +12,7 @@ import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { readRun } from "../../src/state/queries.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
-import { tempDir } from "./helpers.ts";
+import { tempDir } from "../support/state-store.ts";
 
 const writer = fileURLToPath(new URL("./fixtures/crash-writer.ts", import.meta.url));
 const children: ChildProcess[] = [];

@@ -14,7 +14,7 @@ import {
   pairOf,
   snapshot,
   TTL,
-} from "./helpers.ts";
+} from "../support/state-store.ts";
 
 let f: Fixture;
 beforeEach(() => {

@@ -19,7 +19,7 @@ import {
 import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
 import { readDefinitionSnapshot } from "../../src/state/viewer-step-queries.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
-import { type Fixture, HOST_EPOCH, openFixture } from "./helpers.ts";
+import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
 
 let fx: Fixture;

@@ -17,7 +17,7 @@ import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import { reserveEffect, settleEffect } from "../../src/state/transitions/effects.ts";
 import { forkRun, type ForkRunOptions } from "../../src/state/transitions/run-fork.ts";
 
-import { enqueue, type Fixture, launch, openFixture, snapshot } from "./helpers.ts";
+import { enqueue, type Fixture, launch, openFixture, snapshot } from "../support/state-store.ts";
 
 let fx: Fixture;
 beforeEach(() => (fx = openFixture()));

@@ -15,7 +15,13 @@ import { completeRun } from "../../src/state/transitions/run-end.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { changedRunsSince, readRunRows } from "../../src/state/viewer-queries.ts";
-import { enqueue, type Fixture, launch, launchWithAttempt, openFixture } from "./helpers.ts";
+import {
+  enqueue,
+  type Fixture,
+  launch,
+  launchWithAttempt,
+  openFixture,
+} from "../support/state-store.ts";
 
 let fx: Fixture;
 afterEach(() => fx?.close());

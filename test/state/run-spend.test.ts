@@ -23,7 +23,7 @@ import { failRun } from "../../src/state/transitions/run-end.ts";
 import { forkRun } from "../../src/state/transitions/run-fork.ts";
 import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { queryOne } from "../../src/state/statements.ts";
-import { enqueue, type Fixture, launch, openFixture } from "./helpers.ts";
+import { enqueue, type Fixture, launch, openFixture } from "../support/state-store.ts";
 
 let fx: Fixture;
 beforeEach(() => (fx = openFixture()));

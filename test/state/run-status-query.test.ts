@@ -6,7 +6,7 @@ import {
   recordNodeStarted,
 } from "../../src/state/transitions/node-attempts.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
-import { enqueue, type Fixture, launch, openFixture } from "./helpers.ts";
+import { enqueue, type Fixture, launch, openFixture } from "../support/state-store.ts";
 
 describe("readRunStatus", () => {
   let f: Fixture;

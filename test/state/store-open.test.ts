@@ -26,7 +26,7 @@ import {
   resolveStateDir,
   STATE_FILE_NAME,
 } from "../../src/state/store.ts";
-import { enqueue, tempDir } from "./helpers.ts";
+import { enqueue, tempDir } from "../support/state-store.ts";
 
 const dirs: string[] = [];
 function newDir(): string {

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, tempHome } from "../host/helpers.ts";
+import { ROOT, runCliProcess, tempHome } from "../support/host.ts";
 
 describe("examples/*.workflow.test.ts", () => {
   it("every example workflow has a test file", () => {

@@ -8,7 +8,7 @@ import { cpSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCliProcess } from "../host/helpers.ts";
+import { runCliProcess } from "../support/host.ts";
 import { removeTempRoot } from "../support/temp-root.ts";
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-kit-cli-")));

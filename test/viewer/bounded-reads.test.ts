@@ -21,7 +21,7 @@ import {
   refreshViewerData,
   watchRun,
 } from "../../src/viewer/viewer-data.ts";
-import { enqueue, type Fixture, HOST_EPOCH, launch, openFixture } from "../state/helpers.ts";
+import { enqueue, type Fixture, HOST_EPOCH, launch, openFixture } from "../support/state-store.ts";
 import { endedRun } from "../support/ended-runs.ts";
 import { DAY_MS, runRetentionPass } from "../../src/state/retention/retention-pass.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";

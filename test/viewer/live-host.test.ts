@@ -19,7 +19,7 @@ import {
   type TempHome,
   tempHome,
   waitFor,
-} from "../host/helpers.ts";
+} from "../support/host.ts";
 
 let home: TempHome;
 let host: CliProcess;

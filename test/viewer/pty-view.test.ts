@@ -7,7 +7,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync, readlinkSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { CLI, ROOT, type TempHome, tempHome } from "../host/helpers.ts";
+import { CLI, ROOT, type TempHome, tempHome } from "../support/host.ts";
 import { seedViewerRuns } from "./seed-runs.ts";
 
 let home: TempHome | undefined;

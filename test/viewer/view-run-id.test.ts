@@ -5,8 +5,8 @@
  * and exited 0.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { runCliProcess, type TempHome, tempHome } from "../host/helpers.ts";
-import { seedRuns } from "../host/seed.ts";
+import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { seedRuns } from "../support/host-seed.ts";
 
 let home: TempHome | undefined;
 afterEach(() => {

@@ -12,7 +12,7 @@ import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { AHEAD_WINDOW } from "../../src/worker/node-runner.ts";
-import { createHarness, type Harness, isTerminal } from "./harness.ts";
+import { createHarness, type Harness, isTerminal } from "../support/supervision.ts";
 
 const chainWorkflow = (count: number, tail: boolean) => `
 import { appendFileSync } from "node:fs";

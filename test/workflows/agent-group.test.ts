@@ -9,7 +9,7 @@ import { agentGroup, compute, defineWorkflow } from "../../mod.ts";
 import type { AgentStepExecutor, AgentStepRequest } from "../../src/workflows/index.ts";
 import { compileWorkflow, NodeFailure } from "../../src/workflows/index.ts";
 import type { AgentGroupMember } from "../../src/workflows/types.ts";
-import { runWorkflow } from "./harness.ts";
+import { runWorkflow } from "../support/workflows.ts";
 
 function groupWorkflow(
   members: AgentGroupMember[] | (() => unknown),

@@ -16,8 +16,8 @@ import {
 } from "../../mod.ts";
 import { compileWorkflow, loadWorkflow, resolveWorkflowTitle } from "../../src/workflows/index.ts";
 import { builtinExportName } from "../../src/workflows/sources/builtins-api.ts";
-import { runWorkflow } from "./harness.ts";
-import { tempProjects } from "./temp-project.ts";
+import { runWorkflow } from "../support/workflows.ts";
+import { tempProjects } from "../support/temp-project.ts";
 
 const { project } = tempProjects("piw-compat-");
 const choices = defineHumanChoices({ ok: choice({ label: "OK" }) });

@@ -15,7 +15,7 @@ import {
   textInput,
 } from "../../mod.ts";
 import { compileWorkflow, decideNext } from "../../src/workflows/index.ts";
-import { answerWaiting, runWorkflow, ScriptedExecutor } from "./harness.ts";
+import { answerWaiting, runWorkflow, ScriptedExecutor } from "../support/workflows.ts";
 
 describe("engine harness: checkpoints and human decisions", () => {
   it("parks at a checkpoint and continues with the answer as its output", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { action, compute, defineWorkflow, includeWorkflow, notify } from "../../mod.ts";
 import { compileWorkflow, DEFAULT_NODE_TIMEOUT_MS } from "../../src/workflows/index.ts";
-import { DeadlineClock, runWorkflow } from "./harness.ts";
+import { DeadlineClock, runWorkflow } from "../support/workflows.ts";
 
 describe("engine harness: loops and budgets", () => {
   const counter = (maxSteps: number) =>

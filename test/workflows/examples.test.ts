@@ -2,7 +2,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { describe, expect, it } from "vitest";
 import { loadWorkflow, normalizeWorkflowInput } from "../../src/workflows/index.ts";
-import { answerWaiting, runWorkflow, ScriptedExecutor } from "./harness.ts";
+import { answerWaiting, runWorkflow, ScriptedExecutor } from "../support/workflows.ts";
 
 const examples = join(process.cwd(), "examples");
 const load = (file: string) => loadWorkflow(join(examples, file), { cwd: examples });

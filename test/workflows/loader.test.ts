@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { compareMountedSources, decideNext, loadWorkflow } from "../../src/workflows/index.ts";
-import { loadError, sha, simple, tempProjects } from "./temp-project.ts";
+import { loadError, sha, simple, tempProjects } from "../support/temp-project.ts";
 
 const { project, root } = tempProjects("piw-loader-");
 

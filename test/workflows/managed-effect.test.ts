@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { action, compute, defineWorkflow, shell } from "../../mod.ts";
 import { compileWorkflow, decideNext } from "../../src/workflows/index.ts";
-import { MemoryEffects, runWorkflow } from "./harness.ts";
+import { MemoryEffects, runWorkflow } from "../support/workflows.ts";
 
 describe("managed effects", () => {
   it("reserves, applies once and adopts the receipt when the same effect comes again", async () => {

@@ -11,7 +11,7 @@ import {
   resolveWorkflowTitle,
   verifySourceIdentity,
 } from "../../src/workflows/index.ts";
-import { simple, tempProjects } from "./temp-project.ts";
+import { simple, tempProjects } from "../support/temp-project.ts";
 
 const { project, root } = tempProjects("piw-sources-");
 

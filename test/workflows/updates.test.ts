@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { action, defineWorkflow } from "../../mod.ts";
 import { checkUpdate, compileWorkflow, estimateProgress } from "../../src/workflows/index.ts";
-import { DeadlineClock, runWorkflow } from "./harness.ts";
+import { DeadlineClock, runWorkflow } from "../support/workflows.ts";
 
 describe("checkUpdate()", () => {
   it("accepts a well-formed update and normalizes its data to JSON", () => {

@@ -1,0 +1,177 @@
+/**
+ * Schedules through a real host and the CLI: a workflow file's declared schedule is applied
+ * only by `schedule apply` (again: unchanged); `host status` counts schedules and names the next
+ * slot; a schedule whose workflow file disappeared fires failed runs with the load error and
+ * pauses itself after 3; bad inputs (CLI and `/workflow schedule`) are refused with one line
+ * before a host is asked.
+ */
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  killAll,
+  runCliProcess,
+  startHostProcess,
+  stopProcess,
+  tempHome,
+  waitFor,
+} from "../support/host.ts";
+import { queryState } from "../support/state-db.ts";
+import { parseCommand } from "../../src/cli/parse-command.ts";
+import { parseScheduleArgs } from "../../src/extension/schedule-args.ts";
+
+afterEach(killAll);
+
+const DECLARED = `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "beat",
+  schedule: { name: "heartbeat", every: "2s", overlap: "skip", input: { from: "file" } },
+  startAt: "a",
+  nodes: { a: compute({ run: ({ input }) => ({ input }) }) },
+});
+`;
+
+describe("schedules through the host", () => {
+  it("applies a file's schedule on request only, and pauses one whose file is gone", async () => {
+    const home = tempHome();
+    const project = join(home.root, "project");
+    mkdirSync(project, { recursive: true });
+    const file = join(project, "beat.workflow.ts");
+    writeFileSync(file, DECLARED);
+    const cli = (...args: string[]) =>
+      runCliProcess([...args], home.env, 120_000, { cwd: project });
+    const host = await startHostProcess(home.env);
+    try {
+      // Loading the file (a run of it) schedules nothing.
+      expect((await cli("start", "./beat.workflow.ts")).code).toBe(0);
+      expect(queryState(home.stateDir, "SELECT name FROM schedules")).toEqual([]);
+
+      const applied = await cli("schedule", "apply", "./beat.workflow.ts", "--json");
+      expect(applied.code).toBe(0);
+      const receipt = JSON.parse(applied.stdout);
+      expect(receipt).toMatchObject({
+        created: true,
+        schedule: { name: "heartbeat", every: "2s", overlap: "skip", state: "enabled" },
+      });
+      const again = JSON.parse(
+        (await cli("schedule", "apply", "./beat.workflow.ts", "--json")).stdout,
+      );
+      expect(again).toMatchObject({ created: false, changed: false });
+
+      const status = await cli("host", "status");
+      expect(status.stdout).toMatch(/schedules: 1 enabled, 0 paused \(next slot \d{4}-/);
+
+      // The first firing starts a run with the declared input.
+      const firstRun = await waitFor(
+        () => {
+          const [row] = queryState(
+            home.stateDir,
+            "SELECT f.run_id, r.state FROM schedule_firings f JOIN runs r ON r.run_id = f.run_id " +
+              "WHERE f.state = 'started' ORDER BY f.slot_at LIMIT 1",
+          );
+          return row?.state === "completed" ? (row.run_id as string) : null;
+        },
+        "a scheduled run to complete",
+        60_000,
+        100,
+      );
+      const [input] = queryState(
+        home.stateDir,
+        "SELECT input_json FROM runs WHERE run_id = ?",
+        firstRun!,
+      );
+      expect(JSON.parse(input!.input_json as string)).toEqual({ from: "file" });
+
+      // The file disappears: failed runs with the load error, then the schedule pauses.
+      rmSync(file);
+      const paused = await waitFor(
+        () => {
+          const [row] = queryState(home.stateDir, "SELECT paused, paused_reason FROM schedules");
+          return row?.paused === 1 ? row : null;
+        },
+        "the schedule to pause itself",
+        90_000,
+        100,
+      );
+      expect(paused!.paused_reason).toMatch(/failed to load 3 times in a row: /);
+      const failed = queryState(
+        home.stateDir,
+        "SELECT r.state, r.error_code FROM schedule_firings f JOIN runs r ON r.run_id = f.run_id " +
+          "WHERE f.state = 'failed'",
+      );
+      expect(failed).toHaveLength(3);
+      for (const run of failed) expect(run.state).toBe("failed");
+      const shown = await cli("schedule", "show", "heartbeat");
+      expect(shown.stdout).toMatch(/^heartbeat: paused/);
+      expect(shown.stdout).toMatch(/failed run-/);
+      const doctor = await cli("doctor");
+      expect(doctor.stdout).toContain("Invariants: all hold");
+    } finally {
+      await stopProcess(host);
+      await home.cleanup();
+    }
+  }, 240_000);
+
+  it("refuses bad inputs with one line and exit 2, before any host is asked", async () => {
+    const home = tempHome();
+    try {
+      const result = await runCliProcess(
+        ["schedule", "add", "nightly", "tick", "--cron", "61 * * * *"],
+        home.env,
+        60_000,
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(
+        'Invalid cron expression "61 * * * *": Invalid value for minute: 61\n',
+      );
+      // Nothing needed a host, so none started.
+      expect(existsSync(home.socketPath)).toBe(false);
+    } finally {
+      await home.cleanup();
+    }
+  }, 120_000);
+});
+
+describe("schedule command lines", () => {
+  const cases: [string[], RegExp][] = [
+    [["--cron", "* * * *"], /expected 5 fields .* found 4/],
+    [["--cron", "0 9 * * *", "--tz", "Mars/Base"], /^Unknown time zone "Mars\/Base"/],
+    [["--every", "500ms"], /^Invalid interval "500ms": expected a duration/],
+    [["--every", "1m", "--tz", "UTC"], /--tz applies only to --cron/],
+    [
+      ["--every", "1m", "--overlap", "parallel"],
+      /^Invalid --overlap 'parallel': use one of skip, queue, cancel-previous/,
+    ],
+    [
+      ["--every", "1m", "--catch-up", "all"],
+      /^Invalid --catch-up 'all': use one of none, latest, all-bounded/,
+    ],
+    [[], /needs a timing/],
+    [["--cron", "0 9 * * *", "--every", "1m"], /either --cron or --every/],
+    [["--every", "1m", "--input-json", "{"], /^Invalid --input-json/],
+  ];
+  for (const [options, message] of cases) {
+    it(`refuses add ${options.join(" ") || "(no timing)"}`, () => {
+      expect(() => parseCommand(["schedule", "add", "nightly", "tick", ...options]))
+        .toThrow(message);
+    });
+  }
+
+  it("refuses a bad name and an unknown action, and reads a good add", () => {
+    expect(() => parseCommand(["schedule", "show", "no good"])).toThrow(/^Invalid schedule name/);
+    expect(() => parseCommand(["schedule", "edit", "x"])).toThrow(/Unknown schedule action 'edit'/);
+    expect(parseCommand(["schedule", "add", "a", "wf", "--cron", "0 9 * * MON-FRI", "--tz", "UTC"]))
+      .toMatchObject({ action: "add", cron: "0 9 * * MON-FRI", timeZone: "UTC", every: null });
+  });
+
+  it("parses /workflow schedule in Pi with quoted cron fields, and refuses bad ones", () => {
+    expect(parseScheduleArgs('add nightly audit --cron "0 9 * * 1-5" --tz Europe/Berlin'))
+      .toMatchObject({ action: "add", cron: "0 9 * * 1-5", timeZone: "Europe/Berlin" });
+    expect(parseScheduleArgs("add prs check --every 30m --overlap queue --replace"))
+      .toMatchObject({ every: "30m", overlap: "queue", replace: true });
+    expect(() => parseScheduleArgs('add x y --cron "0 9 * *"')).toThrow(/found 4/);
+    expect(() => parseScheduleArgs("add x y --every 2x")).toThrow(/Invalid interval "2x"/);
+    expect(() => parseScheduleArgs("add x y --every 1m --catch-up some")).toThrow(/--catch-up/);
+    expect(() => parseScheduleArgs("show")).toThrow(/Usage: \/workflow schedule show <name>/);
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * The child kit (src/host/supervision/children/): a spawn that reads the start identity without
+ * blocking the host (under the `ps` backend, macOS's), registers the child once identified, and
+ * one retirement order (TERM, bounded wait, KILL of the group, registry cleanup, empty logs).
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { psBackend, useProcessBackend } from "../../../../src/os/process-backend.ts";
+import { createPsTableSource, runPs } from "../../../../src/os/ps-table.ts";
+import { baseRunEnvironment } from "../../../../src/protocol/run-environment.ts";
+import { DEFAULT_SUPERVISION_OPTIONS } from "../../../../src/host/supervision/options.ts";
+import { createProcessRegistry } from "../../../../src/host/supervision/process-registry.ts";
+import {
+  readerOf,
+  spawnChild,
+  type SupervisedChild,
+} from "../../../../src/host/supervision/children/spawn-child.ts";
+import {
+  retireChild,
+  stopChildGroup,
+} from "../../../../src/host/supervision/children/retire-child.ts";
+
+const stateDir = mkdtempSync(join(tmpdir(), "piw-kit-"));
+afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
+const ctx = { stateDir, options: DEFAULT_SUPERVISION_OPTIONS };
+
+/**
+ * A child that says `{"up":true}` on its channel and waits until it is stopped; with
+ * `ignoreTerm` it survives SIGTERM (its handler is in place before it speaks).
+ */
+const waiting = (ignoreTerm: boolean) => () => ({
+  command: process.execPath,
+  args: [
+    "-e",
+    `${ignoreTerm ? "process.on('SIGTERM', () => {});" : ""}
+    require("node:fs").writeSync(3, '{"up":true}\\n');
+    setInterval(() => {}, 1000);`,
+  ],
+});
+
+/**
+ * The `ps` backend with every table read held until `open()`, and no synchronous read at all:
+ * the kit must never run `ps -p` on the host's event loop.
+ */
+function gatedPsBackend() {
+  let open = () => {};
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const reads = { count: 0 };
+  const source = createPsTableSource({
+    read: async () => {
+      reads.count++;
+      await gate;
+      return runPs();
+    },
+  });
+  const restore = useProcessBackend({
+    ...psBackend(source),
+    tableOfNow: () => {
+      throw new Error("a synchronous ps read would block the host's event loop");
+    },
+  });
+  return { open, reads, restore };
+}
+
+const spawned: SupervisedChild[] = [];
+let restoreBackend = () => {};
+afterEach(() => {
+  restoreBackend();
+  for (const child of spawned.splice(0)) {
+    if (child.child.exitCode === null && child.child.signalCode === null) {
+      child.child.kill("SIGKILL");
+    }
+  }
+});
+
+describe("child kit", () => {
+  it("identifies a child under ps off the event loop, registers it, retires it in one order", async () => {
+    const ps = gatedPsBackend();
+    restoreBackend = ps.restore;
+    const registry = createProcessRegistry();
+    const child = spawnChild(ctx, {
+      args: ["worker"],
+      command: waiting(true),
+      runEnvironment: baseRunEnvironment(process.env),
+      logStem: "kit:one",
+      onOutputExceeded() {},
+      register: { registry, kind: "resolver", runId: null },
+    });
+    spawned.push(child);
+    // The spawn returned with the ps read still pending, and the loop keeps turning meanwhile.
+    expect(child.identity).toBeNull();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ps.reads.count).toBe(1);
+    expect(registry.size()).toBe(0);
+    ps.open();
+    const identity = await child.identified;
+    expect(identity).not.toBeNull();
+    expect(identity!.pid).toBe(child.child.pid);
+    const row = (await psBackend().table({ fresh: true })).stat(identity!.pid);
+    expect(identity!.startTime).toBe(row?.startTime);
+    expect(child.identity).toEqual(identity);
+    expect(registry.has(identity!)).toBe(true);
+    expect(child.logFiles.stdout).toBe(join(stateDir, "workers", "kit_one.out"));
+
+    // Its channel is read through the kit's one reader.
+    expect(await readerOf(child).next()).toMatchObject({ ok: true, value: { up: true } });
+
+    // It ignores SIGTERM: the bounded wait ends in SIGKILL of its group.
+    const forgotten: unknown[] = [];
+    await retireChild(child, 200, (id) => forgotten.push(id));
+    expect(await child.exited).toEqual({ code: null, signal: "SIGKILL" });
+    expect(forgotten).toEqual([identity]);
+    expect(registry.size()).toBe(0);
+    expect(existsSync(child.logFiles.stdout)).toBe(false);
+    expect(existsSync(child.logFiles.stderr)).toBe(false);
+  });
+
+  it("stops a child asked to stop before its identity was read, once it is", async () => {
+    const ps = gatedPsBackend();
+    restoreBackend = ps.restore;
+    const child = spawnChild(ctx, {
+      args: ["worker"],
+      command: waiting(false),
+      runEnvironment: baseRunEnvironment(process.env),
+      logStem: "kit-two",
+      onOutputExceeded() {},
+    });
+    spawned.push(child);
+    const stopped = stopChildGroup(child, { graceMs: 5_000 });
+    ps.open();
+    expect(await stopped).toBe("terminated");
+    expect(await child.exited).toEqual({ code: null, signal: "SIGTERM" });
+    await retireChild(child, 0);
+  });
+});

@@ -1,0 +1,312 @@
+/**
+ * Firing schedules on a virtual clock against a real SQLite file: a due slot is recorded with
+ * the next slot in one transaction and started under a run id derived from schedule and slot;
+ * the overlap policies (skip, queue: held behind the active run until it ends) and the catch-up
+ * policies after a gap (none, latest, all-bounded at 10); a workflow that no longer loads fires
+ * failed runs and pauses its schedule after 3; a cron in a zone fires once on both nights of a
+ * daylight-saving change. The invariant checker runs after every step.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { checkInvariants } from "../../../src/state/invariants.ts";
+import { readRun } from "../../../src/state/queries.ts";
+import { queryAll } from "../../../src/state/statements.ts";
+import {
+  failFiring,
+  fireDueSchedule,
+  nextScheduleDue,
+  pendingFirings,
+  startFiring,
+} from "../../../src/state/schedules/schedule-firing.ts";
+import {
+  findSchedule,
+  pauseSchedule,
+  removeSchedule,
+  resumeSchedule,
+  scheduleRunId,
+} from "../../../src/state/schedules/schedule-records.ts";
+import {
+  type ScheduleInput,
+  upsertSchedule,
+} from "../../../src/state/schedules/schedule-upsert.ts";
+import { latestFirings } from "../../../src/state/schedules/schedule-queries.ts";
+import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts";
+import { completeRun } from "../../../src/state/transitions/run-end.ts";
+import { cancelRun } from "../../../src/state/transitions/run-commands.ts";
+import { type Fixture, launch, openFixture } from "../../support/state-store.ts";
+
+let f: Fixture;
+beforeEach(() => {
+  f = openFixture();
+});
+afterEach(() => f.close());
+
+const MIN = 60_000;
+
+function add(extra: Partial<ScheduleInput> = {}): string {
+  return upsertSchedule(f.store, {
+    name: "tick",
+    workflow: "tick",
+    workflowName: "tick",
+    workflowRef: "/project/.pi/workflows/tick.workflow.ts",
+    projectPath: "/project",
+    timing: { kind: "every", everyMs: MIN },
+    overlap: "skip",
+    catchUp: "none",
+    input: { n: 1 },
+    inputHash: "sha256:in",
+    workflowSource: { root: { kind: "builtin", id: "tick" }, mounted: [] },
+    definitionDigest: "sha256:def",
+    env: {},
+    credentialNames: [],
+    pi: null,
+    origin: "command",
+    ...extra,
+  }, { replace: true }).scheduleId;
+}
+
+const RUN = {
+  workflowName: "tick",
+  workflowRef: "/project/.pi/workflows/tick.workflow.ts",
+  title: null,
+  projectPath: "/project",
+  workflowSource: { root: { kind: "builtin", id: "tick" }, mounted: [] },
+  definitionDigest: "sha256:def",
+  input: { n: 1 },
+  inputHash: "sha256:in",
+};
+
+/** Moves the clock to the schedule's next slot (plus `late`) and fires it; returns its slots. */
+function fireNext(id: string, late = 0): number[] {
+  const next = nextScheduleDue(f.store)!;
+  f.clock.set(next + late);
+  return fireDueSchedule(f.store, id, f.clock.now());
+}
+
+function start(id: string, slotAt: number) {
+  return startFiring(f.store, { scheduleId: id, slotAt, run: RUN });
+}
+
+function invariantsHold() {
+  expect(checkInvariants(f.store)).toEqual([]);
+}
+
+describe("a due slot", () => {
+  it("is recorded with the next slot in one step and started once under its derived id", () => {
+    const id = add();
+    const added = f.clock.now();
+    expect(nextScheduleDue(f.store)).toBe(added + MIN);
+    // Not due yet: nothing happens.
+    expect(fireDueSchedule(f.store, id, added + MIN - 1)).toEqual([]);
+    const [slot] = fireNext(id);
+    expect(slot).toBe(added + MIN);
+    expect(findSchedule(f.store, "tick")!.next_fire_at).toBe(added + 2 * MIN);
+    // Applied again at the same instant (a timer retry): not due any more.
+    expect(fireDueSchedule(f.store, id, f.clock.now())).toEqual([]);
+    expect(pendingFirings(f.store)).toEqual([{ scheduleId: id, slotAt: slot }]);
+    invariantsHold();
+    const started = start(id, slot!);
+    expect(started).toEqual({ outcome: "started", runId: scheduleRunId(id, slot!) });
+    expect(readRun(f.store, scheduleRunId(id, slot!))?.state).toBe("queued");
+    // A settle retried after a crash finds the firing settled and starts nothing.
+    expect(start(id, slot!)).toEqual({ outcome: "settled" });
+    expect(pendingFirings(f.store)).toEqual([]);
+    invariantsHold();
+  });
+});
+
+describe("overlap", () => {
+  it("skip: starts nothing while the previous run is active, and again once it ended", () => {
+    const id = add();
+    const [first] = fireNext(id);
+    const { runId } = start(id, first!) as { runId: string };
+    const [second] = fireNext(id);
+    // Queued counts as active too.
+    expect(start(id, second!)).toEqual({ outcome: "skipped", reason: "overlap" });
+    completeRun(f.store, launch(f.store, runId), { output: null });
+    const [third] = fireNext(id);
+    expect(start(id, third!).outcome).toBe("started");
+    expect(latestFirings(f.store, id, 10).map((x) => x.state)).toEqual([
+      "started",
+      "skipped",
+      "started",
+    ]);
+    invariantsHold();
+  });
+
+  it("queue: holds the next run until the active one ends, then releases the oldest", () => {
+    const id = add({ overlap: "queue" });
+    const [s1] = fireNext(id);
+    const r1 = (start(id, s1!) as { runId: string }).runId;
+    const [s2] = fireNext(id);
+    const [s3] = fireNext(id);
+    expect(start(id, s2!)).toEqual({ outcome: "held", runId: scheduleRunId(id, s2!) });
+    expect(start(id, s3!)).toEqual({ outcome: "held", runId: scheduleRunId(id, s3!) });
+    // Only the active run itself can launch; the held ones wait.
+    expect(nextLaunchableRuns(f.store, 10, f.clock.now()).map((r) => r.runId)).toEqual([r1]);
+    invariantsHold();
+    f.clock.advance(5_000);
+    completeRun(f.store, launch(f.store, r1), { output: null });
+    // The end released the oldest held run only, in the same commit.
+    const launchable = nextLaunchableRuns(f.store, 10, f.clock.now()).map((r) => r.runId);
+    expect(launchable).toEqual([scheduleRunId(id, s2!)]);
+    invariantsHold();
+    // Cancelling the released run lets the last one start.
+    cancelRun(f.store, { runId: scheduleRunId(id, s2!), claim: null });
+    expect(nextLaunchableRuns(f.store, 10, f.clock.now()).map((r) => r.runId))
+      .toEqual([scheduleRunId(id, s3!)]);
+    invariantsHold();
+  });
+
+  it("queue: a held run whose schedule is removed is released, not stranded", () => {
+    const id = add({ overlap: "queue" });
+    const [s1] = fireNext(id);
+    const r1 = (start(id, s1!) as { runId: string }).runId;
+    launch(f.store, r1);
+    const [s2] = fireNext(id);
+    start(id, s2!);
+    removeSchedule(f.store, "tick");
+    expect(nextLaunchableRuns(f.store, 10, f.clock.now()).map((r) => r.runId))
+      .toEqual([scheduleRunId(id, s2!)]);
+    invariantsHold();
+  });
+
+  it("queue: holds at most 10 runs; later slots are skipped", () => {
+    const id = add({ overlap: "queue" });
+    const [s1] = fireNext(id);
+    launch(f.store, (start(id, s1!) as { runId: string }).runId);
+    const outcomes = [];
+    for (let i = 0; i < 11; i++) outcomes.push(start(id, fireNext(id)[0]!).outcome);
+    expect(outcomes.filter((o) => o === "held")).toHaveLength(10);
+    expect(outcomes.at(-1)).toBe("skipped");
+    invariantsHold();
+  });
+});
+
+describe("catch-up after the host was down", () => {
+  const EVERY = 10 * MIN;
+  /** A host down from before the first slot until 2 minutes after slot number `missed + 1`. */
+  const gap = (catchUp: "none" | "latest" | "all-bounded", missed: number) => {
+    const id = add({ catchUp, timing: { kind: "every", everyMs: EVERY } });
+    const due = nextScheduleDue(f.store)!;
+    f.clock.set(due + missed * EVERY + 2 * MIN);
+    return { id, due, fired: fireDueSchedule(f.store, id, f.clock.now()) };
+  };
+
+  it("none: starts nothing for the missed slots and goes on from the next one", () => {
+    const { fired } = gap("none", 5);
+    expect(fired).toEqual([]);
+    const row = findSchedule(f.store, "tick")!;
+    expect(row.missed_slots).toBe(6);
+    expect(row.next_fire_at).toBeGreaterThan(f.clock.now());
+    invariantsHold();
+  });
+
+  it("none: a slot applied a little late still fires", () => {
+    const id = add({ timing: { kind: "every", everyMs: EVERY } });
+    expect(fireNext(id, 50_000)).toHaveLength(1);
+    expect(fireNext(id, 70_000)).toHaveLength(0);
+  });
+
+  it("latest: one run, for the newest missed slot", () => {
+    const { fired, due } = gap("latest", 5);
+    expect(fired).toEqual([due + 5 * EVERY]);
+    expect(findSchedule(f.store, "tick")!.missed_slots).toBe(5);
+    invariantsHold();
+  });
+
+  it("all-bounded: one run per missed slot, the newest 10 at most", () => {
+    const { fired, due } = gap("all-bounded", 14);
+    expect(fired).toHaveLength(10);
+    expect(fired.at(-1)).toBe(due + 14 * EVERY);
+    expect(findSchedule(f.store, "tick")!.missed_slots).toBe(5);
+    expect(pendingFirings(f.store)).toHaveLength(10);
+    invariantsHold();
+  });
+});
+
+describe("a workflow that no longer loads", () => {
+  it("fires failed runs with the load error and pauses the schedule after 3", () => {
+    const id = add();
+    const error = { code: "workflowNotFound", message: "Workflow not found: tick" };
+    for (let i = 1; i <= 3; i++) {
+      const [slot] = fireNext(id);
+      const failed = failFiring(f.store, { scheduleId: id, slotAt: slot!, error });
+      expect(failed).toEqual({ runId: scheduleRunId(id, slot!), paused: i === 3 });
+      const run = readRun(f.store, failed!.runId)!;
+      expect(run.state).toBe("failed");
+      expect(run.error).toMatchObject(error);
+      invariantsHold();
+    }
+    const row = findSchedule(f.store, "tick")!;
+    expect(row.paused).toBe(1);
+    expect(row.next_fire_at).toBeNull();
+    expect(row.paused_reason).toMatch(/failed to load 3 times in a row: Workflow not found/);
+    expect(nextScheduleDue(f.store)).toBeNull();
+    // Resumed (the file is back): fires again from the next slot, failures forgotten.
+    resumeSchedule(f.store, "tick");
+    expect(findSchedule(f.store, "tick")!.load_failures).toBe(0);
+    const [slot] = fireNext(id);
+    expect(start(id, slot!).outcome).toBe("started");
+    invariantsHold();
+  });
+
+  it("a load that works again resets the count", () => {
+    const id = add();
+    const error = { code: "invalidDefinition", message: "Invalid workflow definition" };
+    failFiring(f.store, { scheduleId: id, slotAt: fireNext(id)[0]!, error });
+    failFiring(f.store, { scheduleId: id, slotAt: fireNext(id)[0]!, error });
+    start(id, fireNext(id)[0]!);
+    expect(findSchedule(f.store, "tick")!.load_failures).toBe(0);
+    failFiring(f.store, { scheduleId: id, slotAt: fireNext(id)[0]!, error });
+    expect(findSchedule(f.store, "tick")!.paused).toBe(0);
+  });
+});
+
+describe("pause and resume", () => {
+  it("a paused schedule has no next slot and misses its slots; resume goes on from now", () => {
+    const id = add();
+    pauseSchedule(f.store, "tick");
+    expect(nextScheduleDue(f.store)).toBeNull();
+    f.clock.advance(10 * MIN);
+    expect(fireDueSchedule(f.store, id, f.clock.now())).toEqual([]);
+    resumeSchedule(f.store, "tick");
+    expect(nextScheduleDue(f.store)).toBeGreaterThan(f.clock.now());
+    invariantsHold();
+  });
+});
+
+describe("a cron in a zone across daylight-saving changes", () => {
+  /** Fires every slot from `from` to `to`, applying each exactly at its time. */
+  function fireThrough(id: string, to: string): string[] {
+    const fired: string[] = [];
+    for (;;) {
+      const next = nextScheduleDue(f.store)!;
+      if (next > Date.parse(to)) return fired;
+      f.clock.set(next);
+      for (const slot of fireDueSchedule(f.store, id, next)) {
+        fired.push(new Date(slot).toISOString());
+      }
+    }
+  }
+
+  it("fires 02:30 Berlin once in the night the hour is skipped and once when it repeats", () => {
+    f.clock.set(Date.parse("2026-03-27T12:00:00Z"));
+    const id = add({ timing: { kind: "cron", cron: "30 2 * * *", timeZone: "Europe/Berlin" } });
+    expect(fireThrough(id, "2026-03-30T12:00:00Z")).toEqual([
+      "2026-03-28T01:30:00.000Z",
+      "2026-03-29T01:00:00.000Z",
+      "2026-03-30T00:30:00.000Z",
+    ]);
+    f.clock.set(Date.parse("2026-10-23T12:00:00Z"));
+    resumeSchedule(f.store, pauseSchedule(f.store, "tick").name);
+    expect(fireThrough(id, "2026-10-26T12:00:00Z")).toEqual([
+      "2026-10-24T00:30:00.000Z",
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-26T01:30:00.000Z",
+    ]);
+    expect(
+      queryAll(f.store, "SELECT COUNT(*) AS n FROM schedule_firings")[0],
+    ).toEqual({ n: 6 });
+    invariantsHold();
+  });
+});
