@@ -8,20 +8,28 @@ const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
 
 /**
  * The files that run a second time under the portable `ps` process backend (src/os/), which
- * macOS uses, when PI_WORKFLOWS_PS_PASS=1 (as `npm test` sets it): the crash suite (worker, host,
- * takeover, interactive, controllers), the process-identity, reaping and memory-cap tests, the
- * real Pi's headless supervision under crashes, and the extension's own e2e tests in the real Pi
- * (steps in the session, Pi restarts). Every host, worker and Pi child they start inherits
- * the variable. A plain `vitest run <file>` runs the platform's backend only. test/os/ is not
- * here: its tests name the backend they exercise (pid-reuse runs each case under both).
+ * macOS uses, when PI_WORKFLOWS_PS_PASS=1 (as `npm test` sets it). Only the process-table reads
+ * differ by backend (a process's liveness, its start identity, its group's members), so the pass
+ * runs what exercises them: the process-identity, reaping, memory-cap and client-identity tests,
+ * and one real crash file per kind of process the host or a client identifies by its start
+ * (host: takeover-time and host-death-shell; run worker: worker-crash, its command groups:
+ * shell-groups; prepared process: prepared-crash; validation child: interaction-crash;
+ * controller worker: controller-crash; Pi: headless-crash), plus the extension's own e2e tests in
+ * the real Pi (steps in the session, Pi restarts). The other crash files (host-crash,
+ * command-takeover, rerun, schedule, decision-deadline and outbox crashes, managed effects, a
+ * Pi's own death, interaction ops) recover through those same reads, which the files here cover
+ * under `ps`; they run under the platform's backend only. Every host, worker and Pi child a file
+ * starts inherits the variable. A plain `vitest run <file>` runs the platform's backend only.
+ * test/os/ and the child kit's test are not here: they name the backend they exercise
+ * (pid-reuse runs each case under both).
  */
 export const PS_PASS_FILES = [
-  "test/crash/**/*.test.ts",
-  "test/host/interaction-ops.test.ts",
+  "test/crash/{takeover-time,host-death-shell,worker-crash,shell-groups}.test.ts",
+  "test/crash/{prepared-crash,interaction-crash,controller-crash}.test.ts",
   "test/worker/headless-parts.test.ts",
   "test/host/supervision/{child-groups,process-identity,recovery,worker-limits}.test.ts",
   "test/client/{client-identity,start-lock}.test.ts",
-  "test/pi/{headless-crash,headless-pi-death,interactive,restarts}.test.ts",
+  "test/pi/{headless-crash,interactive,restarts}.test.ts",
 ];
 
 // What every file needs, in the default project and the ps pass alike.
