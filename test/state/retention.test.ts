@@ -19,6 +19,7 @@ import {
 import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
 import { readDefinitionSnapshot } from "../../src/state/viewer-step-queries.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { RUN_OWNED } from "../../src/state/retention/run-deletion.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
 
@@ -170,6 +171,51 @@ describe("retention", () => {
     fx.store.db.exec("PRAGMA foreign_keys = ON");
     const codes = new Set(checkInvariants(fx.store).map((v) => v.code));
     expect(codes.has("danglingReference")).toBe(true);
+  });
+
+  it("has a deletion rule, children first, for every table that names a run or a row a run owns", () => {
+    // The prune deletes with foreign-key checks off: a table added to schema.sql that points at
+    // a run (a run_id column or a foreign key, directly or through a row the run owns) without a
+    // RUN_OWNED rule would be left pointing at deleted rows. This fails until it gets one.
+    fx = openFixture();
+    const db = fx.store.db;
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as {
+      name: string;
+    }[]).map((t) => t.name);
+    const parents = new Map(tables.map((name) => [
+      name,
+      (db.prepare('SELECT "table" AS t FROM pragma_foreign_key_list(?)').all(name) as {
+        t: string;
+      }[]).map((fk) => fk.t).filter((t) => t !== name),
+    ]));
+    const namesRun = (name: string) =>
+      (db.prepare("SELECT 1 FROM pragma_table_info(?) WHERE name = 'run_id'").get(name)) !==
+        undefined;
+    const owned = new Set(["runs"]);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const name of tables) {
+        if (owned.has(name)) continue;
+        if (namesRun(name) || parents.get(name)!.some((p) => owned.has(p))) {
+          owned.add(name);
+          grew = true;
+        }
+      }
+    }
+    // Not deleted with a run: the feed is trimmed by age (compaction.ts); run_prunes is the
+    // deleting transaction's own marker, empty outside one.
+    const notByRun = new Set(["viewer_deltas", "run_prunes"]);
+    const rules = RUN_OWNED.map((o) => o.table);
+    expect(new Set(rules)).toEqual(new Set([...owned].filter((t) => !notByRun.has(t))));
+    // Children before the rows they point at, except a fork's link to its source run's attempt
+    // (runs.forked_from_attempt_id: another run's row, which the fork keeps: RUN_REFERENCES).
+    const otherRuns = new Set(["runs -> node_attempts"]);
+    for (const [i, table] of rules.entries()) {
+      for (const parent of parents.get(table)!) {
+        if (!rules.includes(parent) || otherRuns.has(`${table} -> ${parent}`)) continue;
+        expect(rules.indexOf(parent), `${table} -> ${parent}`).toBeGreaterThan(i);
+      }
+    }
   });
 
   it("deletes the schedule firing that started a pruned run with it", () => {

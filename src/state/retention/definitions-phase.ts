@@ -1,0 +1,62 @@
+/**
+ * After the prune, what no run names any more: the definition snapshots no run or schedule uses,
+ * then the client receipts of no run older than the period and the retry window. Chunks within
+ * the step budget, one write transaction a step (a dry run counts instead).
+ */
+import { countRunlessReceipts, pruneRunlessReceiptsInTx } from "./compaction.ts";
+import { countUnusedDefinitions, pruneUnusedDefinitionsInTx } from "./unused-definitions.ts";
+import { type PassContext, type PassPhase, withinBudget } from "./pass-context.ts";
+
+const DEFINITIONS_CHUNK = 20;
+const RECEIPTS_CHUNK = 100;
+/** A dry run's estimate of one client receipt's stored bytes. */
+const RECEIPT_BYTES = 300;
+
+export function createDefinitionsPhase(ctx: PassContext): PassPhase {
+  const { report } = ctx;
+  return {
+    step() {
+      if (ctx.dryRun) {
+        const unused = countUnusedDefinitions(ctx.store, ctx.cutoff, ctx.receiptFloor);
+        if (unused.n > 0) report.rows.workflow_definitions = unused.n;
+        report.bytes += unused.bytes;
+        return true;
+      }
+      return ctx.transaction("definitions", () => {
+        // The prune's last deletions are told in the next phase's first transaction.
+        if (ctx.unsignalledRuns() > 0) ctx.signalPruned();
+        return withinBudget(
+          ctx,
+          () => pruneUnusedDefinitionsInTx(ctx.store, DEFINITIONS_CHUNK),
+          DEFINITIONS_CHUNK,
+          (n) => addRows(ctx, "workflow_definitions", n),
+        );
+      });
+    },
+  };
+}
+
+export function createRunlessReceiptsPhase(ctx: PassContext): PassPhase {
+  const before = Math.min(ctx.cutoff, ctx.receiptFloor);
+  return {
+    step() {
+      if (ctx.dryRun) {
+        const n = countRunlessReceipts(ctx.store, before);
+        addRows(ctx, "host_commands", n);
+        ctx.report.bytes += n * RECEIPT_BYTES;
+        return true;
+      }
+      return ctx.transaction("receipts", () =>
+        withinBudget(
+          ctx,
+          () => pruneRunlessReceiptsInTx(ctx.store, before, RECEIPTS_CHUNK),
+          RECEIPTS_CHUNK,
+          (n) => addRows(ctx, "host_commands", n),
+        ));
+    },
+  };
+}
+
+function addRows(ctx: PassContext, table: string, n: number): void {
+  if (n > 0) ctx.report.rows[table] = (ctx.report.rows[table] ?? 0) + n;
+}

@@ -1,0 +1,165 @@
+/**
+ * What the phases of one retention pass share: its clock reading and limits, the report it
+ * fills, the runs it deleted, and how it runs (and times) each of its write transactions.
+ */
+import type { StateStore } from "../store.ts";
+import { writeTransaction } from "../transactions.ts";
+import { appendFeedDelta } from "../journal.ts";
+import type { TableCounts } from "./run-deletion.ts";
+import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
+
+export interface RetentionReport {
+  dryRun: boolean;
+  keepDays: number;
+  /** Runs that ended before this time (epoch ms) were due. */
+  cutoff: number;
+  /** Ended runs deleted (would be, in a dry run). */
+  runs: number;
+  /** Rows deleted (would be) per table. */
+  rows: TableCounts;
+  /** Ended runs compacted; viewer deltas trimmed. */
+  compactedRuns: number;
+  trimmedDeltas: number;
+  /** Bytes the deleted rows held (pages no longer used); a dry run's is an estimate. */
+  bytes: number;
+  fileBytesBefore: number;
+  fileBytesAfter: number;
+  transactions: number;
+  /** The longest write transaction of the pass, from BEGIN to the end of COMMIT (ms). */
+  longestLockMs: number;
+  /** The longest COMMIT alone (its WAL write and fsync), ms. */
+  longestCommitMs: number;
+  /** The same per phase (prune, receipts, compact, feed, vacuum). */
+  longestLockMsByPhase: Record<string, number>;
+}
+
+export interface PassSettings {
+  keepDays: number;
+  dryRun?: boolean;
+  /** Time budget of one write transaction (ms). */
+  stepBudgetMs?: number;
+  /**
+   * Told each write transaction's phase, its length (BEGIN to the end of COMMIT) and its COMMIT's
+   * alone (the benchmark).
+   */
+  onTransaction?: (phase: string, ms: number, commitMs: number) => void;
+}
+
+export interface PassContext {
+  readonly store: StateStore;
+  /** The store clock's now when the pass started. */
+  readonly now: number;
+  readonly dryRun: boolean;
+  readonly budgetMs: number;
+  /** Runs that ended before this are due. */
+  readonly cutoff: number;
+  /** A run with a client receipt completed at or after this is kept (a retry may come). */
+  readonly receiptFloor: number;
+  readonly report: RetentionReport;
+  /** Worker epochs of the deleted runs (their captured output files can go). */
+  readonly prunedEpochs: string[];
+  /** The deleted runs (their headless Pi session directories can go). */
+  readonly prunedRuns: string[];
+  /** Runs `fn` as one write transaction of `phase`, into the report's lock figures. */
+  transaction<T>(phase: string, fn: () => T): T;
+  /** Tells viewers (one delta of no run) that runs were deleted; inside a transaction. */
+  signalPruned(): void;
+  /** Runs deleted that viewers have not been told of yet. */
+  unsignalledRuns(): number;
+}
+
+export function createPassContext(
+  store: StateStore,
+  settings: PassSettings,
+  fileBytesBefore: number,
+): PassContext {
+  const now = store.clock.now();
+  const dryRun = settings.dryRun ?? false;
+  const cutoff = now - settings.keepDays * DAY_MS;
+  const report: RetentionReport = {
+    dryRun,
+    keepDays: settings.keepDays,
+    cutoff,
+    runs: 0,
+    rows: {},
+    compactedRuns: 0,
+    trimmedDeltas: 0,
+    bytes: 0,
+    fileBytesBefore,
+    fileBytesAfter: 0,
+    transactions: 0,
+    longestLockMs: 0,
+    longestCommitMs: 0,
+    longestLockMsByPhase: {},
+  };
+  let signalledRuns = 0;
+  return {
+    store,
+    now,
+    dryRun,
+    budgetMs: settings.stepBudgetMs ?? STEP_BUDGET_MS,
+    cutoff,
+    receiptFloor: now - RETRY_WINDOW_MS,
+    report,
+    prunedEpochs: [],
+    prunedRuns: [],
+    transaction: (phase, fn) => timedTransaction(store, report, phase, fn, settings.onTransaction),
+    signalPruned() {
+      appendFeedDelta(store, RUNS_PRUNED_DELTA, now);
+      signalledRuns = report.runs;
+    },
+    unsignalledRuns: () => report.runs - signalledRuns,
+  };
+}
+
+function timedTransaction<T>(
+  store: StateStore,
+  report: RetentionReport,
+  phase: string,
+  fn: () => T,
+  onTransaction: PassSettings["onTransaction"],
+): T {
+  const started = performance.now();
+  let worked = started;
+  try {
+    return writeTransaction(store, () => {
+      const result = fn();
+      worked = performance.now();
+      return result;
+    });
+  } finally {
+    const ended = performance.now();
+    const ms = ended - started;
+    const commitMs = worked > started ? ended - worked : 0;
+    report.transactions++;
+    report.longestLockMs = Math.max(report.longestLockMs, ms);
+    report.longestCommitMs = Math.max(report.longestCommitMs, commitMs);
+    const byPhase = report.longestLockMsByPhase;
+    byPhase[phase] = Math.max(byPhase[phase] ?? 0, ms);
+    onTransaction?.(phase, ms, commitMs);
+  }
+}
+
+/**
+ * Repeats `chunk` (which removes up to `size` rows) inside one transaction while the budget
+ * lasts; true once a chunk came back short (nothing more to do).
+ */
+export function withinBudget(
+  ctx: PassContext,
+  chunk: () => number,
+  size: number,
+  add: (n: number) => void,
+): boolean {
+  const started = performance.now();
+  for (;;) {
+    const n = chunk();
+    add(n);
+    if (n < size) return true;
+    if (performance.now() - started >= ctx.budgetMs) return false;
+  }
+}
+
+/** One phase of a pass: `step()` does at most one write transaction; true once it is done. */
+export interface PassPhase {
+  step(): boolean;
+}
