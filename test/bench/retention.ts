@@ -226,16 +226,31 @@ try {
   // run in every tenth gap (a one-run write transaction at the host's durability), the
   // baseline the pass's lock holds are compared with.
   const lockMs: number[] = [];
+  const commitMs: number[] = [];
+  const stepMs: number[] = [];
   const writeMs: number[] = [];
+  const walPath = join(big.dir, "state.sqlite-wal");
+  let walMaxBytes = 0;
+  const slowest: { phase: string; ms: number; commitMs: number; walBytes: number }[] = [];
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
-    onTransaction: (_phase, ms) => lockMs.push(ms),
+    onTransaction: (phase, ms, commit) => {
+      lockMs.push(ms);
+      commitMs.push(commit);
+      const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
+      walMaxBytes = Math.max(walMaxBytes, walBytes);
+      if (ms >= 20) slowest.push({ phase, ms: round(ms), commitMs: round(commit), walBytes });
+    },
   });
   const pruneStarted = performance.now();
   let served = 0;
   let steps = 0;
-  while (pass.step()) {
+  for (;;) {
+    const stepStarted = performance.now();
+    const more = pass.step();
+    stepMs.push(performance.now() - stepStarted);
+    if (!more) break;
     // Every 10th gap: enough samples, and the pass is not slowed by 100,000 synced commits.
     if (++steps % 10 !== 0) continue;
     const run = big.active[served++ % ACTIVE];
@@ -305,6 +320,20 @@ try {
         p99: round(percentile(lockMs, 99)),
         max: round(Math.max(...lockMs)),
       },
+      commitMs: {
+        p50: round(percentile(commitMs, 50)),
+        p99: round(percentile(commitMs, 99)),
+        max: round(Math.max(...commitMs)),
+      },
+      // A whole step (its transaction and what it does outside one): the host's event loop waits.
+      stepMs: {
+        p50: round(percentile(stepMs, 50)),
+        p99: round(percentile(stepMs, 99)),
+        max: round(Math.max(...stepMs)),
+      },
+      walMaxBytes,
+      over20ms: slowest.length,
+      slowest: slowest.sort((a, b) => b.ms - a.ms).slice(0, 8),
       // The host's own one-run writes between the pass's transactions, same file, same time.
       baselineWriteMs: {
         p50: round(percentile(writeMs, 50)),
