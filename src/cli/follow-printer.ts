@@ -122,6 +122,9 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         if (!live) line(`${glyph("started", "bold")} ${node(id)}`);
         else redraw(event.at);
         return;
+      // An interactive step ends when its submission is accepted (or its reminders ran out):
+      // its line shows what it used, as a headless step's does.
+      case "interaction.accepted":
       case "node.finished": {
         closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}${used(data)}${rejected(event)}`);
         // It succeeded in the end; what was rejected on the way still matters to its author.
@@ -148,6 +151,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
       case "node.usage":
         if (open) open.latest = spendText(data.usage);
         return redraw(event.at);
+      case "interaction.failed":
       case "node.failed": {
         // The message says why, which matters most when the workflow routes on and the run's
         // own summary never shows it; the event carries the code only.

@@ -381,6 +381,42 @@ describe("createFollowPrinter()", () => {
     ]);
   });
 
+  it("closes an interactive step's line with what it used, as a headless step's", () => {
+    const out: string[] = [];
+    const printer = createFollowPrinter({ out: (t) => out.push(t), err: () => {} }, () => NOW);
+    const step = (seq: number, nodeId: string, attemptId: string) => [
+      { seq, type: "node.started", at: NOW, nodeId, attemptId },
+      { seq: seq + 1, type: "run.waiting", at: NOW + 1, data: { interactionId: "i" } },
+    ];
+    const usage = { cost: 0.008295, tokens: 2800 };
+    printer.events([
+      ...step(1, "ask", "a-1"),
+      {
+        seq: 3,
+        type: "interaction.accepted",
+        at: NOW + 5000,
+        nodeId: "ask",
+        attemptId: "a-1",
+        data: { interactionId: "i", submissionId: "s", usage },
+      },
+      ...step(4, "more", "a-2"),
+      {
+        seq: 6,
+        type: "interaction.failed",
+        at: NOW + 900,
+        nodeId: "more",
+        attemptId: "a-2",
+        data: { code: "noSubmission", interactionId: "i", usage: { cost: null, tokens: 120 } },
+      },
+    ]);
+    expect(out).toEqual([
+      "▶ ask",
+      "✓ ask  5.0s  · 2.8k tokens, $0.008295",
+      "▶ more",
+      "✗ more  900ms  · 120 tokens: noSubmission",
+    ]);
+  });
+
   it("redraws one live line on a TTY and leaves only finished nodes on screen", () => {
     const written: string[] = [];
     const style = cliStyle(

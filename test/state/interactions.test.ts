@@ -289,6 +289,12 @@ describe("submissions and verdicts", () => {
     const job = readValidationJob(fx.store, id)!;
     acceptSubmission(fx.store, { submissionId: id, generation: job.generation, output: 9 });
     expect(tokens()).toEqual({ usage_tokens: 330, usage_cost: 0.003 });
+    // The closing event carries the step's usage sums, as node.finished does (--wait shows it).
+    const accepted = queryOne<{ payload_json: string }>(
+      fx.store,
+      "SELECT payload_json FROM events WHERE type = 'interaction.accepted' ORDER BY seq DESC",
+    )!;
+    expect(JSON.parse(accepted.payload_json).usage).toEqual({ cost: 0.003, tokens: 330 });
     expect(readRunSpend(fx.store, step.runId)).toEqual({ tokens: 330, cost: 0.003 });
     expect(checkInvariants(fx.store)).toEqual([]);
   });

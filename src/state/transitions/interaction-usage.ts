@@ -5,10 +5,11 @@
  * sends the whole sum each time and the sum only grows: a late or repeated request never lowers
  * it, and nothing is counted twice.
  */
+import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { StepUsage } from "../../protocol/step-usage.ts";
-import { usageColumns } from "../run-spend.ts";
+import { usageColumns, usageSums } from "../run-spend.ts";
 import { type StateStore } from "../store.ts";
-import { executeArgs } from "../statements.ts";
+import { executeArgs, queryOneArgs } from "../statements.ts";
 
 export function setWaitingAttemptUsage(
   store: StateStore,
@@ -26,4 +27,22 @@ export function setWaitingAttemptUsage(
     columns.cost,
     attemptId,
   );
+}
+
+/**
+ * The attempt's usage sums for the event that closes an interactive step (`{usage}`, or nothing
+ * when it used none), as `node.finished` carries a headless step's: followers (`--wait`) show it.
+ */
+export function closingUsage(
+  store: StateStore,
+  attemptId: string,
+): { usage?: { [key: string]: JsonValue } } {
+  const row = queryOneArgs<{ usage_tokens: number | null; usage_cost: number | null }>(
+    store,
+    "SELECT usage_tokens, usage_cost FROM node_attempts WHERE attempt_id = ?1",
+    attemptId,
+  );
+  return row?.usage_tokens == null
+    ? {}
+    : { usage: usageSums({ tokens: row.usage_tokens, cost: row.usage_cost }) };
 }

@@ -28,7 +28,7 @@ import { encodeValue } from "../values.ts";
 import { boundedError, closeAttempt, setRunState } from "./common.ts";
 import { countVerdictInTx } from "./node-submissions.ts";
 import { recordStrandedTurnInTx } from "./turn-intents.ts";
-import { setWaitingAttemptUsage } from "./interaction-usage.ts";
+import { closingUsage, setWaitingAttemptUsage } from "./interaction-usage.ts";
 import {
   type InteractionTarget,
   requirePending,
@@ -112,6 +112,7 @@ export function acceptSubmission(
         submissionId: opts.submissionId,
         attemptId: row.attempt_id,
         nodeId: row.node_id,
+        ...closingUsage(store, row.attempt_id),
       },
       summary: { state: "running", queue: "parked", nodeId: row.node_id, attempt: "ok" },
     });
@@ -257,7 +258,13 @@ export function remindInteraction(
       return {
         entry: {
           type: "interaction.failed",
-          payload: { interactionId: request.request_id, code: error.code },
+          payload: {
+            attemptId: request.attempt_id,
+            code: error.code,
+            interactionId: request.request_id,
+            nodeId: request.node_id,
+            ...closingUsage(store, request.attempt_id),
+          },
           summary: {
             state: "running",
             queue: "parked",
