@@ -102,11 +102,17 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     data: JsonValueSchema,
   }),
   /** `usage`: a model step's whole usage, committed with its outcome. */
-  "node.finished": strictObject({ output: JsonValueSchema, usage: v.optional(StepUsageSchema) }),
+  "node.finished": strictObject({
+    output: JsonValueSchema,
+    usage: v.optional(StepUsageSchema),
+    /** A model step's whole submissions tally, when its accepted submission was not yet sent. */
+    submissions: v.optional(SubmissionTallySchema),
+  }),
   "node.failed": strictObject({
     outcome: v.picklist(["failed", "timed_out", "cancelled"]),
     error: FactErrorSchema,
     usage: v.optional(StepUsageSchema),
+    submissions: v.optional(SubmissionTallySchema),
   }),
   "run.parked": strictObject({
     reason: v.picklist(PARK_REASONS),
@@ -179,7 +185,16 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     }),
     /** A running model step's whole usage so far (a long step: durable before its outcome). */
     v.strictObject({ op: v.literal("usage"), attemptId: OpaqueIdSchema, usage: StepUsageSchema }),
-    /** A headless model step's submissions so far, after each verdict (the whole tally). */
+    /**
+     * What an interrupted attempt used, read back from its Pi session by the worker that runs
+     * its step again (the part a crash kept from reaching the outcome); never lowers it.
+     */
+    v.strictObject({
+      op: v.literal("usage.recovered"),
+      attemptId: OpaqueIdSchema,
+      usage: StepUsageSchema,
+    }),
+    /** A headless model step's rejected submissions so far, after each (the whole tally). */
     v.strictObject({
       op: v.literal("submissions"),
       attemptId: OpaqueIdSchema,

@@ -145,6 +145,7 @@ export async function runNode(
   heartbeat.unref();
 
   const usage = createUsageRecorder(proposer, attemptId, onClaimLost);
+  const submissions = createSubmissionRecorder(proposer, attemptId, onClaimLost);
   let result: Awaited<ReturnType<RunWorkflow["execute"]>>;
   try {
     result = await workflow.execute(step.nodeId, {
@@ -161,7 +162,7 @@ export async function runNode(
         controller.abort(interrupted);
       },
       reportUsage: usage.report,
-      reportSubmission: createSubmissionRecorder(proposer, attemptId, onClaimLost),
+      reportSubmission: submissions.record,
     });
   } finally {
     if (timer) clearTimeout(timer);
@@ -171,9 +172,12 @@ export async function runNode(
   if (lost) throw lost;
   // Nothing is proposed for the attempt: the worker stops and the host interrupts it.
   if (interrupted) throw interrupted;
-  // The outcome carries the whole usage, in its own commit; no report may follow it.
+  // The outcome carries the whole usage and an accepted submission's tally, in its own commit;
+  // no report may follow it.
   const used = usage.close();
+  const tally = submissions.close();
   const withUsage = used === null ? {} : { usage: used };
+  const closing = { ...withUsage, ...(tally === null ? {} : { submissions: tally }) };
 
   const base = {
     attemptId,
@@ -202,10 +206,10 @@ export async function runNode(
     (result.outcome === "failed" || result.outcome === "ok" && !result.notification);
   if (deferrable) {
     const close: Proposal = result.outcome === "ok"
-      ? { kind: "node.finished", fields: { output: result.output, ...withUsage }, attemptId }
+      ? { kind: "node.finished", fields: { output: result.output, ...closing }, attemptId }
       : {
         kind: "node.failed",
-        fields: { outcome: result.outcome, error: result.error, ...withUsage },
+        fields: { outcome: result.outcome, error: result.error, ...closing },
         attemptId,
       };
     if (proposer.fits(close)) {
@@ -221,7 +225,7 @@ export async function runNode(
       if (result.notification) {
         await proposer.propose("notification.requested", { ...result.notification }, attemptId);
       } else {
-        await proposer.propose("node.finished", { output: result.output, ...withUsage }, attemptId);
+        await proposer.propose("node.finished", { output: result.output, ...closing }, attemptId);
       }
       return { ...base, state: "ok", output: result.output, finishedAt: clock.now() };
     } catch (error) {
@@ -239,7 +243,7 @@ export async function runNode(
   await proposer.propose("node.failed", {
     outcome: result.outcome,
     error: result.error,
-    ...withUsage,
+    ...closing,
   }, attemptId);
   return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
 }

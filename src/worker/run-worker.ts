@@ -146,6 +146,15 @@ async function drive(
   }
   const { receiveRunFacts } = await import("./receive-facts.ts");
   const facts = await receiveRunFacts(proposer, ready);
+  // A crash may have kept the interrupted attempt's last model call from SQLite: read it back
+  // from the run's Pi session before anything decides on the spend (interrupted-usage.ts).
+  if (
+    facts.attempts.at(-1)?.state === "interrupted" && launch.executionMode === "headless" &&
+    launch.piSession
+  ) {
+    const { recoverInterruptedUsage } = await import("./interrupted-usage.ts");
+    await recoverInterruptedUsage(launch.piSession, facts, proposer);
+  }
   const reason = await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
   return { reason, loaded: { launch, workflow: workflow! } };
 }

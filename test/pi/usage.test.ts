@@ -4,13 +4,15 @@
  * model's rates from models.json. The attempts record exactly those sums, `status`, `list` and
  * `start --wait` show them, a run over its budget is blocked before its next model step (also
  * when its worker is SIGKILLed between the step's committed outcome and that check), raised with
- * `budget`, and completes, and a worker SIGKILLed between a model call and the submission keeps
- * what that call used, counted once.
+ * `budget`, and completes (also across a host SIGKILL and a pause while it waits), and a worker
+ * SIGKILLed between a model call and the submission, or between the submitting call and the
+ * outcome's commit, keeps what that call used, counted once.
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readProcessIdentityNow } from "../../src/os/process-identity.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
@@ -236,7 +238,24 @@ describe("usage and budgets of headless runs", () => {
       const text = (await h.cli(["status", runId])).stdout;
       expect(text).toContain("spend: 2.8k tokens, $0.008295 of budget $0.005");
 
-      // A resume cannot move it on; a raise below the spend keeps it blocked; one above frees it.
+      // The host SIGKILLed while the run waits: the next host finds it parked as it was.
+      const host = h.processes().find((p) => p.argv.at(-2) === "host" && p.argv.at(-1) === "run");
+      process.kill(host!.pid, "SIGKILL");
+      expect(await waitUntil(() => readProcessIdentityNow(host!.pid) === null, 10_000)).toBe(true);
+      expect((await h.cli(["host", "start"], 60_000)).code).toBe(0);
+      const after = await h.cliJson(["status", runId]);
+      expect(after.run).toMatchObject({
+        state: "running",
+        blockedReason: "budgetExceeded",
+        budget: { maxCostUsd: 0.005 },
+        spend: blocked.run.spend,
+      });
+      expect(after.attempts.length).toBe(1);
+
+      // Paused while it waits: resume is refused until the budget is raised (a raise below the
+      // spend keeps it blocked); a raise above frees it but a paused run stays paused until
+      // resumed.
+      expect((await h.cli(["pause", runId])).code).toBe(0);
       const resume = await h.cli(["resume", runId]);
       expect(resume.code).toBe(3);
       expect(resume.stderr).toContain(`pi-workflows budget ${blocked.run.runId} --raise`);
@@ -246,6 +265,11 @@ describe("usage and budgets of headless runs", () => {
       const raised = await h.cli(["budget", runId, "--raise", "$0.004"]);
       expect(raised.code).toBe(0);
       expect(raised.stdout).toMatch(/spend: 2\.8k tokens, \$0\.008295 of budget \$0\.0100/);
+      const paused = await h.cliJson(["status", runId]);
+      expect(paused.run.paused).toBe(true);
+      expect(paused.run.blockedReason ?? null).toBeNull();
+      expect(paused.attempts.length).toBe(1);
+      expect((await h.cli(["resume", runId])).code).toBe(0);
       const done = await h.cli(["status", runId, "--wait"]);
       expect(done.code).toBe(0);
       // write started under the budget and crossed it: it finished, its work is paid for.
@@ -333,6 +357,54 @@ export default defineWorkflow({ name: "crash", startAt: "work",
       const total = sum(expected(UPDATE_USAGE), expected(WRITE_SUBMIT));
       expect(status.run.spend.tokens).toBe(tokens(total));
       expect(status.run.spend.cost).toBeCloseTo(total.cost, 12);
+    },
+    240_000,
+  );
+
+  it(
+    "a worker SIGKILLed after its submitting call's usage was read, before the outcome, loses none",
+    async () => {
+      // Every worker of a host restarted now dies once right before it sends node.finished: the
+      // submitting call's usage has been read (the step waited for it) but is not in SQLite.
+      h.env.PI_WORKFLOWS_CRASH_AT = "worker.node.finished.beforeSend";
+      expect((await h.cli(["host", "stop"], 20_000)).code).toBe(0);
+      rmSync(crashOnce);
+      let attempts = 0;
+      h.decide = (request, contract) => {
+        if (!contract || request.lastToolResult !== undefined) return undefined;
+        // The first attempt submits in its first call; the attempt run after the crash too.
+        return {
+          ...submitCall(contract, { ok: true }),
+          usage: ++attempts === 1 ? PLAN_SUBMIT : WRITE_SUBMIT,
+        };
+      };
+      const path = h.writeWorkflow(
+        "lost.workflow.ts",
+        `import { agent, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({ name: "lost", startAt: "work",
+  nodes: { work: agent({ prompt: "Do the lost work." }) } });
+`,
+      );
+      const run = await h.cliJson(["start", path, "--wait", "--cwd", h.sandbox.project]);
+      expect(existsSync(crashOnce)).toBe(true); // the crash happened
+      expect(run.run.state).toBe("completed");
+      const status = await h.cliJson(["status", run.run.runId]);
+      const [first, second] = status.attempts;
+      expect(first.state).toBe("interrupted");
+      const lost = expected(PLAN_SUBMIT);
+      expect(first.usage).toMatchObject({
+        input: lost.input,
+        output: lost.output,
+        cacheRead: lost.cacheRead,
+        cacheWrite: lost.cacheWrite,
+      });
+      expect(second.state).toBe("ok");
+      expect(second.usage).toMatchObject({ input: 2000, output: 300, cacheRead: 0 });
+      const total = sum(lost, expected(WRITE_SUBMIT));
+      expect(status.run.spend.tokens).toBe(tokens(total));
+      expect(status.run.spend.cost).toBeCloseTo(total.cost, 12);
+      // The accepted submission's tally rode on the outcome: the step added no commit for it.
+      expect(second.submissions).toMatchObject({ submitted: 1, rejected: 0 });
     },
     240_000,
   );

@@ -2,8 +2,9 @@
  * The pieces a headless worker uses around its Pi child: the bounded output tail on disk, the
  * bridge file written into the user-only state directory, and stopping a child's whole tree,
  * descendants in process groups of their own included (a Pi's bash tool detaches its commands),
- * the run's session files and what the child's command line loads, Pi's first error line, and a
- * step whose submission reaches the bridge before Pi's record of the model call that made it.
+ * the run's session files (and an interrupted attempt's usage read back from them) and what the
+ * child's command line loads, Pi's first error line, and a step whose submission reaches the
+ * bridge before Pi's record of the model call that made it.
  */
 import { spawn } from "node:child_process";
 import { PassThrough } from "node:stream";
@@ -25,6 +26,7 @@ import { memberSessionArgs, runSessionArgs } from "../../src/worker/headless-ses
 import { firstErrorLine, type PiChild, type RpcRecord } from "../../src/worker/pi-child.ts";
 import type { StepPi } from "../../src/worker/headless-pi.ts";
 import { driveStep } from "../../src/worker/headless-step.ts";
+import { attemptUsageInSession } from "../../src/worker/interrupted-usage.ts";
 import type { AgentStepRequest } from "../../src/workflows/agent-executor.ts";
 import { buildStepContract } from "../../src/workflows/step-contract.ts";
 import type { StepUsage } from "../../src/protocol/step-usage.ts";
@@ -150,6 +152,50 @@ describe("the run's session and the child's command line", () => {
       "--session",
       join(forked.dir, "2026_x.jsonl"),
     ]);
+  });
+
+  it("reads back what an interrupted attempt used from the session's branch", () => {
+    const prompt = (attempt: string, note = "") => ({
+      role: "user",
+      content: [{
+        type: "text",
+        text: `${note}Step: work\nAttempt: ${attempt}\nExpected output: x`,
+      }],
+    });
+    const reply = (input: number, cost: number) => ({
+      role: "assistant",
+      provider: "fake",
+      model: "m",
+      usage: { input, output: 10, cacheRead: 0, cacheWrite: 0, cost: { total: cost } },
+    });
+    let id = 0;
+    const entry = (message: unknown, parentId: string | null = id === 0 ? null : `e${id}`) =>
+      JSON.stringify({ type: "message", id: `e${++id}`, parentId, message });
+    const lines = [
+      JSON.stringify({ type: "session", id: "s" }),
+      entry(prompt("att-0")),
+      entry(reply(500, 0.5)), // an earlier step
+      entry(prompt("att-1")),
+      entry(reply(100, 0.1)),
+      entry({ role: "toolResult", content: [] }),
+      entry(prompt("att-1", "Reminder 1 of 2: ...\n")),
+      entry(reply(200, 0.2)), // the submitting call
+      entry(prompt("att-2", 'Note: the previous attempt (attempt "att-1") was interrupted\n')),
+      entry(reply(300, 0.3)),
+      '{"type":"message","id":"torn', // a torn last write
+    ];
+    const text = lines.join("\n");
+    expect(attemptUsageInSession(text, "att-1")).toMatchObject({
+      input: 300,
+      output: 20,
+      cost: 0.3,
+      model: "m",
+    });
+    expect(attemptUsageInSession(text, "att-2")).toMatchObject({ input: 300, cost: 0.3 });
+    expect(attemptUsageInSession(text, "att-9")).toBeNull();
+    // Only the branch counts: a message left on an abandoned branch is not read.
+    const branched = [...lines.slice(0, 5), entry(reply(900, 0.9), "e2")].join("\n");
+    expect(attemptUsageInSession(branched, "att-1")).toBeNull();
   });
 
   it("loads nothing ambient by default; context files and skills with the project context", () => {

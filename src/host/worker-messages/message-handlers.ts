@@ -102,6 +102,7 @@ export function applyWorkerMessage(
         attemptId,
         output: message.payload.output,
         ...(message.payload.usage ? { usage: message.payload.usage } : {}),
+        ...(message.payload.submissions ? { submissions: message.payload.submissions } : {}),
       });
       worker.openAttempt = null;
       return { revision, closedAttempt: true };
@@ -134,6 +135,7 @@ export function applyWorkerMessage(
         outcome: message.payload.outcome,
         error: message.payload.error,
         ...(message.payload.usage ? { usage: message.payload.usage } : {}),
+        ...(message.payload.submissions ? { submissions: message.payload.submissions } : {}),
       });
       worker.openAttempt = null;
       return { revision, closedAttempt: true };

@@ -10,6 +10,8 @@ import { renewClaim } from "../../state/claims.ts";
 import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import { recordNodeUsage } from "../../state/transitions/node-attempts.ts";
 import { recordNodeSubmissions } from "../../state/transitions/node-submissions.ts";
+import { recordRecoveredUsage } from "../../state/transitions/recovered-usage.ts";
+import type { StepUsage } from "../../protocol/step-usage.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { HostContext } from "../supervision/api.ts";
@@ -51,6 +53,7 @@ export function applyProgress(
     });
     return { revision, closedAttempt: false };
   }
+  if (p.op === "usage.recovered") return recordRecovered(ctx, worker, p, write);
   if (p.op === "submissions") {
     const { revision } = recordNodeSubmissions(ctx.store, worker.claim, {
       ...write,
@@ -82,6 +85,21 @@ export function applyProgress(
   registerChildGroup(ctx.store, worker.claim, { workerEpoch: worker.workerEpoch, ...identity });
   worker.children.set(formatStartIdentity(identity), identity);
   return { closedAttempt: false };
+}
+
+/** An interrupted attempt's usage, read back from its Pi session (transitions/recovered-usage.ts). */
+function recordRecovered(
+  ctx: HostContext,
+  worker: ActiveWorker,
+  p: { attemptId: string; usage: StepUsage },
+  write: WorkerWriteOptions,
+): Applied {
+  const { revision } = recordRecoveredUsage(ctx.store, worker.claim, {
+    ...write,
+    attemptId: p.attemptId,
+    usage: p.usage,
+  });
+  return { revision, closedAttempt: false };
 }
 
 function protocolRejected(detail: string): WorkflowFailureError {

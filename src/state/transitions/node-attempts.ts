@@ -6,6 +6,7 @@ import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { progressFields } from "../../protocol/progress-fields.ts";
 import type { FactError, NodeEffect, NodeOutcome } from "../../protocol/run-facts.ts";
 import { formatUsage, type StepUsage } from "../../protocol/step-usage.ts";
+import type { SubmissionTally } from "../../protocol/submissions.ts";
 import { usageColumns, usageSums } from "../run-spend.ts";
 import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
@@ -207,6 +208,15 @@ export function recordNodeUsage(
 }
 
 /**
+ * SQL setting an attempt's submissions tally from parameters `?n` (submitted: null keeps the
+ * stored tally), `?n+1` (rejected) and `?n+2` (last rejection): an accepted submission's tally
+ * rides on its outcome's commit (worker/submission-recorder.ts).
+ */
+const SET_TALLY = (n: number) =>
+  `submitted = COALESCE(?${n}, submitted), rejected = COALESCE(?${n + 1}, rejected), ` +
+  `last_rejection = CASE WHEN ?${n} IS NULL THEN last_rejection ELSE ?${n + 2} END `;
+
+/**
  * The running attempt succeeds with `output` (a durable boundary); event `node.finished`. A
  * notify node's attempt carries its `notification`, inserted in the same transaction.
  */
@@ -214,12 +224,19 @@ export function recordNodeFinished(
   store: StateStore,
   claim: Claim,
   opts:
-    & { attemptId: string; output: JsonValue; notification?: NotifyMessage; usage?: StepUsage }
+    & {
+      attemptId: string;
+      output: JsonValue;
+      notification?: NotifyMessage;
+      usage?: StepUsage;
+      submissions?: SubmissionTally;
+    }
     & WorkerWriteOptions,
 ): { revision: number; notificationId: string | null } {
   const runId = claimRunId(claim);
   const output = encodeValue("node output", opts.output);
   const usage = opts.usage ? usageColumns(opts.usage) : null;
+  const tally = opts.submissions ?? null;
   const { revision, result } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "finish a node of", isLive);
     // The attempt check rides on the update; only a miss pays for the detailed lookup.
@@ -227,7 +244,7 @@ export function recordNodeFinished(
       store,
       "UPDATE node_attempts SET state = 'ok', output_json = ?1, finished_at = ?2, " +
         "usage_json = COALESCE(?5, usage_json), usage_tokens = COALESCE(?6, usage_tokens), " +
-        "usage_cost = CASE WHEN ?5 IS NULL THEN usage_cost ELSE ?7 END " +
+        "usage_cost = CASE WHEN ?5 IS NULL THEN usage_cost ELSE ?7 END, " + SET_TALLY(8) +
         "WHERE attempt_id = ?3 AND run_id = ?4 AND state = 'running' RETURNING node_id",
       output,
       tx.now,
@@ -236,6 +253,9 @@ export function recordNodeFinished(
       usage?.json ?? null,
       usage?.tokens ?? null,
       usage?.cost ?? null,
+      tally?.submitted ?? null,
+      tally?.rejected ?? null,
+      tally?.lastRejection ?? null,
     )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "finish a node of");
     const notificationId = opts.notification
       ? insertNotificationInTx(store, {
@@ -270,12 +290,14 @@ export function recordNodeFailed(
       outcome: Exclude<NodeOutcome, "ok">;
       error: FactError;
       usage?: StepUsage;
+      submissions?: SubmissionTally;
     }
     & WorkerWriteOptions,
 ): { revision: number } {
   const runId = claimRunId(claim);
   const error = boundedError(opts.error);
   const usage = opts.usage ? usageColumns(opts.usage) : null;
+  const tally = opts.submissions ?? null;
   const { revision } = protectedWrite(store, claim, target(runId, opts), (tx) => {
     expectState(tx.run, "fail a node of", isLive);
     // As for a finish: the attempt check rides on the update, a miss pays for the lookup.
@@ -283,7 +305,7 @@ export function recordNodeFailed(
       store,
       "UPDATE node_attempts SET state = ?1, finished_at = ?2, error_code = ?3, error_message = ?4, " +
         "usage_json = COALESCE(?7, usage_json), usage_tokens = COALESCE(?8, usage_tokens), " +
-        "usage_cost = CASE WHEN ?7 IS NULL THEN usage_cost ELSE ?9 END " +
+        "usage_cost = CASE WHEN ?7 IS NULL THEN usage_cost ELSE ?9 END, " + SET_TALLY(10) +
         "WHERE attempt_id = ?5 AND run_id = ?6 AND state = 'running' RETURNING node_id",
       opts.outcome,
       tx.now,
@@ -294,6 +316,9 @@ export function recordNodeFailed(
       usage?.json ?? null,
       usage?.tokens ?? null,
       usage?.cost ?? null,
+      tally?.submitted ?? null,
+      tally?.rejected ?? null,
+      tally?.lastRejection ?? null,
     )?.node_id ?? requireRunningAttempt(tx, opts.attemptId, "fail a node of");
     return {
       type: "node.failed",
