@@ -39,15 +39,24 @@ export function commitCount(store: StateStore): number {
 /**
  * Bench hook: `PI_WORKFLOWS_COMMIT_TRACE=<file>` appends each commit's time on the store's clock
  * (the clock of every committed `at`) to the file, so `npm run bench -- interaction` can count
- * the commits on a handoff's path. Unset in production: one env read per process.
+ * the commits on a handoff's path. Only commits that changed rows are traced: a group commit of
+ * messages that wrote nothing (a prepared process's `worker.ready`) writes no page and syncs
+ * nothing. Unset in production: one env read per process.
  */
 let commitTrace: string | undefined;
+const tracedChanges = new WeakMap<StateStore, number>();
 
 function committed(store: StateStore): void {
   commits.set(store, (commits.get(store) ?? 0) + 1);
   commitTrace ??= process.env.PI_WORKFLOWS_COMMIT_TRACE ?? "";
   if (commitTrace !== "") {
-    appendFileSync(commitTrace, `${store.clock.now()}\n`);
+    const changes = Number(
+      (cachedStatement(store, "SELECT total_changes() AS n").get() as { n: number }).n,
+    );
+    if (changes !== tracedChanges.get(store)) {
+      tracedChanges.set(store, changes);
+      appendFileSync(commitTrace, `${store.clock.now()}\n`);
+    }
   }
   store.afterCommit?.();
 }

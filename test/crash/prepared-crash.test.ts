@@ -17,6 +17,7 @@ import {
   hostChildren,
   open,
   processExists,
+  restartHost,
   startRun,
   validationChild,
   workerEpochs,
@@ -166,6 +167,57 @@ describe("a model step's start and request, sent back to back", () => {
       else if (point === "worker.interaction.requested.afterSend") {
         expect([interrupted, ["ask:ok", "done:ok"]]).toContainEqual(attempts);
       } else expect(attempts).toEqual(["ask:ok", "done:ok"]);
+      expect(violations(home.stateDir)).toEqual([]);
+    });
+  }
+});
+
+describe("the verdict and the next epoch in one commit", () => {
+  // The host SIGKILLed inside the shared commit of the acceptance, the next epoch's claim and its
+  // `worker.live` (nothing of it is durable: the next host validates the submission again) or
+  // right after it (the run is running with a live epoch in the dead host's prepared process:
+  // the next host reaps it and a new worker goes on from the accepted step). Either way the step
+  // is accepted once and the next node runs once.
+  for (const point of ["host.acceptedLaunch.beforeCommit", "host.acceptedLaunch.afterCommit"]) {
+    it(`the host SIGKILLed at ${point}: the run completes, nothing runs twice`, async () => {
+      const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point });
+      const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
+      const first = await startHostProcess(env);
+      let session = await open(home, "s-accepted-launch");
+      const runId = await startRun(session, project, {});
+      const step = await session.nextStep();
+      const kept = await preparedOf(home.stateDir, runId);
+      // The answer is lost with the host.
+      await session.submit(step, { n: 6 }, { toolCallId: "t-launch" }).catch(() => null);
+      await first.exited;
+      session.close();
+      await waitFor(() => !processExists(kept), "the prepared process to leave with its host");
+
+      await restartHost(env);
+      session = await open(home, "s-accepted-launch");
+      // The extension sends the same tool call again: the stored or the new verdict answers.
+      const verdict = await session.submit(step, { n: 6 }, { toolCallId: "t-launch" });
+      expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      const attempts = rows<{ node_id: string; state: string }>(
+        home.stateDir,
+        "SELECT node_id, state FROM node_attempts WHERE run_id = :runId ORDER BY sequence",
+        { runId },
+      ).map((a) => `${a.node_id}:${a.state}`);
+      expect(attempts).toEqual(["ask:ok", "done:ok"]);
+      const accepted = rows(
+        home.stateDir,
+        "SELECT seq FROM events WHERE run_id = :runId AND type = 'interaction.accepted'",
+        { runId },
+      );
+      expect(accepted).toHaveLength(1);
+      const epochs = await settledEpochs(home.stateDir, runId);
+      // After the commit the dead host's epoch of generation 2 was live in the kept process; the
+      // next host recovered the run (a generation of its own) and ran the rest in a new worker.
+      expect(epochs.map((e) => e.pid === kept)).toEqual(
+        point.endsWith("afterCommit") ? [true, true, false] : [true, false],
+      );
+      if (point.endsWith("afterCommit")) expect(epochs[1].generation).toBe(2);
       expect(violations(home.stateDir)).toEqual([]);
     });
   }

@@ -41,6 +41,11 @@ export interface ActiveWorker {
   identity: ProcessIdentity | null;
   /** `worker.ready` was accepted. */
   ready: boolean;
+  /**
+   * The epoch was recorded `live` with its launch claim (a prepared process launched right
+   * after it accepted a submission): `worker.ready` then commits nothing.
+   */
+  liveAtLaunch: boolean;
   /** A terminal, park or block message committed: the exit that follows is normal. */
   settled: boolean;
   /**

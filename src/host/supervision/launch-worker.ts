@@ -11,13 +11,18 @@ import {
   WORKER_PROTOCOL_VERSION,
   type WorkerLaunch,
 } from "../../protocol/worker-launch.ts";
-import { claimRunForLaunch, type LaunchableRun } from "../../state/transitions/run-launch.ts";
+import {
+  claimRunForLaunch,
+  type LaunchableRun,
+  markWorkerLive,
+} from "../../state/transitions/run-launch.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
-import { formatStartIdentity } from "../../os/process-identity.ts";
+import { afterGroupCommit } from "../../state/transactions.ts";
+import { formatStartIdentity, type ProcessIdentity } from "../../os/process-identity.ts";
 import type { Claim } from "../../state/claims.ts";
 import type { LaunchSecrets } from "../run-credentials.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
@@ -40,6 +45,11 @@ export interface LaunchHooks {
    * process. Everything else (claim, epoch record, envelope, fencing) is the same.
    */
   prepared?: SupervisedChild | null;
+  /**
+   * A prepared process that just answered (accepted-launch.ts): its epoch is recorded `live` in
+   * the claim's own group commit, so its `worker.ready` commits nothing.
+   */
+  live?: boolean;
 }
 
 /** The run is claimed for a launch, but its worker could not be spawned. */
@@ -113,6 +123,8 @@ export function launchWorker(
       }
       : {}),
   });
+  const live = hooks.live === true && hooks.prepared?.identity != null;
+  if (live) markPreparedLive(ctx, claim, workerEpoch, hooks.prepared!.identity!);
   crashPoint("host.launch.afterClaim");
   const envelope: WorkerLaunch = {
     ...base,
@@ -145,9 +157,12 @@ export function launchWorker(
     }
   }
   // The envelope first: the worker waits for it while the host reads its start identity and
-  // records it (identifyWorker).
-  writeFrame(spawned.channel, envelope).catch(() => {
-    // The child died before reading: its exit is handled as a crash.
+  // records it (identifyWorker). Inside a group commit (accepted-launch.ts) only once that
+  // COMMIT is durable.
+  afterGroupCommit(ctx.store, () => {
+    writeFrame(spawned.channel, envelope).catch(() => {
+      // The child died before reading: its exit is handled as a crash.
+    });
   });
   Object.assign(
     worker,
@@ -160,6 +175,7 @@ export function launchWorker(
       // A prepared process is known already; a fresh one once identifyWorker read it.
       identity: hooks.prepared ? spawned.identity : null,
       ready: false,
+      liveAtLaunch: live,
       settled: false,
       claimReleased: false,
       kept: false,
@@ -188,6 +204,20 @@ export async function identifyWorker(ctx: HostContext, worker: ActiveWorker): Pr
   if (identity === null) return;
   recordWorkerProcess(ctx.store, {
     workerEpoch: worker.workerEpoch,
+    pid: identity.pid,
+    startIdentity: formatStartIdentity(identity),
+  });
+}
+
+/** The prepared process's new epoch is live at once: it exists, is identified and answered. */
+function markPreparedLive(
+  ctx: HostContext,
+  claim: Claim,
+  workerEpoch: string,
+  identity: ProcessIdentity,
+): void {
+  markWorkerLive(ctx.store, claim, {
+    workerEpoch,
     pid: identity.pid,
     startIdentity: formatStartIdentity(identity),
   });

@@ -10,7 +10,8 @@ import { renewClaims } from "./claim-renewal.ts";
 import { createWorkerDeadlines } from "./worker-deadlines.ts";
 import { createLimitWatch, MEMORY_CHECK_MS, outputLimitError } from "./worker-limits.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES } from "./worker-exit.ts";
-import type { PreparedChildren } from "./prepared-children.ts";
+import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
+import { launchAccepted } from "./accepted-launch.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import type { ChildCommand } from "./children/spawn-child.ts";
 import { createRunCredentials, type RunCredentials } from "../run-credentials.ts";
@@ -42,6 +43,12 @@ export interface RunWorkers {
   claimOf(runId: string): Claim | null;
   /** Stops the run's worker, whose claim the caller released; resolves once its epoch ended. */
   stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /**
+   * An accepted submission of the run, validated in `child`: its verdict and, when the
+   * scheduler would launch the run now, the next epoch in `child`, in one commit
+   * (accepted-launch.ts). Returns the epoch's supervision start, or null.
+   */
+  launchAccepted(runId: string, child: PreparedChild, accept: () => boolean): (() => void) | null;
   /** The run's worker parked and is about to say goodbye: resolves once kept or gone. */
   epochEnding(runId: string): Promise<unknown> | null;
   /** Parks every live run at its last durable boundary and stops every worker. */
@@ -148,6 +155,13 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       worker.claimReleased = true;
       stop(worker, reason, `${reason} by command`);
       await worker.done;
+    },
+    launchAccepted(runId, child, accept) {
+      if (started && !shuttingDown) return launchAccepted(ctx, launches, runId, child, accept);
+      accept();
+      prepared.release(child, true);
+      schedule();
+      return null;
     },
     epochEnding(runId) {
       const worker = active.get(runId);

@@ -85,6 +85,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     env: envFor,
     command,
     accepted: () => workers.schedule(),
+    launchAccepted: (runId, child, accept) => workers.launchAccepted(runId, child, accept),
     prepared,
     // The run's worker committed the request and is about to say goodbye: its process may be
     // kept, so a submission that fast waits for that (bounded by the worker's own exit).

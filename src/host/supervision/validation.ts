@@ -44,6 +44,7 @@ import { retireChild } from "./children/retire-child.ts";
 import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { crashPoint } from "../../base/crash-point.ts";
+import { afterGroupCommit } from "../../state/transactions.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "../worker-messages/facts-stream.ts";
 import { logError } from "../host-log.ts";
@@ -57,6 +58,12 @@ export interface ValidationDeps {
   command?: ChildCommand;
   /** A submission was accepted: its run is launchable again. */
   accepted(runId: string): void;
+  /**
+   * An acceptance validated in the run's prepared process: the verdict (`accept`, false when
+   * stale) and the run's next epoch in that process commit together (accepted-launch.ts). The
+   * child is the callee's from then on; returns the epoch's supervision start, or null.
+   */
+  launchAccepted?(runId: string, child: PreparedChild, accept: () => boolean): (() => void) | null;
   /** Prepared run processes: a run's own waits there, its workflow already loaded. */
   prepared?: PreparedChildren;
   /**
@@ -139,6 +146,7 @@ async function runChild(
   }
   let failure: string | null = null;
   let tooLarge = false;
+  const next: { epoch: (() => void) | null } = { epoch: null };
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
   // child. The exchange below is the same for both.
   const prepared = deps.prepared?.borrow(job.runId) ?? null;
@@ -174,6 +182,7 @@ async function runChild(
     const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, {
       fail: (why) => (failure ??= why),
       decided: decidedHook,
+      launched: (start) => (next.epoch = start),
     });
     if (!decided && !stopped) {
       reject(
@@ -203,6 +212,9 @@ async function runChild(
       await retireChild(spawned, ctx.options.killGraceMs);
     }
   }
+  // The run's next epoch in the same process, read by its session only now that this exchange
+  // stopped reading the channel.
+  next.epoch?.();
 }
 
 /**
@@ -217,7 +229,7 @@ async function readVerdict(
   launch: WorkerLaunch,
   spawned: SupervisedChild,
   prepared: PreparedChild | null,
-  on: { fail(why: string): void; decided(): void },
+  on: { fail(why: string): void; decided(): void; launched(start: () => void): void },
 ): Promise<boolean> {
   let facts: FactsStream | "sent" | null = null;
   try {
@@ -252,12 +264,28 @@ async function readVerdict(
         return false;
       }
       crashPoint("host.validation.beforeCommit");
+      const reply = () =>
+        writeFrame(
+          spawned.channel,
+          workerReply({ messageId: answer.messageId, outcome: "accepted" }),
+        ).catch(() => {});
+      if (prepared && answer.kind === "interaction.accepted" && deps.launchAccepted) {
+        // The verdict and the next epoch in one commit; the reply leaves right after it, before
+        // the envelope. The process is no longer this exchange's to release.
+        let replied: Promise<void> = Promise.resolve();
+        const start = deps.launchAccepted(job.runId, prepared, () => {
+          const accepted = acceptVerdict(ctx, job, answer);
+          afterGroupCommit(ctx.store, () => (replied = reply()));
+          return accepted;
+        });
+        on.decided();
+        if (start) on.launched(start);
+        await replied;
+        return true;
+      }
       commit(ctx, deps, job, answer);
       on.decided();
-      const replied = writeFrame(
-        spawned.channel,
-        workerReply({ messageId: answer.messageId, outcome: "accepted" }),
-      ).catch(() => {});
+      const replied = reply();
       // Idle again before the scheduler (woken by an acceptance) looks for it: the next
       // epoch's envelope is written after this reply on the same channel.
       if (prepared) deps.prepared!.release(prepared, true);
@@ -336,16 +364,25 @@ function judge(job: ValidationJob, message: WorkerMessage): Verdict | string {
 
 function commit(ctx: HostContext, deps: ValidationDeps, job: ValidationJob, verdict: Verdict) {
   if (verdict.kind === "interaction.accepted") {
-    const done = acceptSubmission(ctx.store, {
-      submissionId: job.submissionId,
-      generation: job.generation,
-      output: verdict.payload.output,
-    });
-    ctx.log("interaction.accepted", { run: job.runId, stale: done === null });
-    if (done) deps.accepted(job.runId);
+    if (acceptVerdict(ctx, job, verdict)) deps.accepted(job.runId);
     return;
   }
   reject(ctx, job, verdict.payload.error);
+}
+
+/** Commits an acceptance; false when it was stale. */
+function acceptVerdict(
+  ctx: HostContext,
+  job: ValidationJob,
+  verdict: Verdict & { kind: "interaction.accepted" },
+): boolean {
+  const done = acceptSubmission(ctx.store, {
+    submissionId: job.submissionId,
+    generation: job.generation,
+    output: verdict.payload.output,
+  });
+  ctx.log("interaction.accepted", { run: job.runId, stale: done === null });
+  return done !== null;
 }
 
 function reject(ctx: HostContext, job: ValidationJob, error: FactError) {

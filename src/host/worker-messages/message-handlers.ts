@@ -10,7 +10,7 @@ import { HumanDecisionRequestSchema } from "../../protocol/decision-request.ts";
 import { WorkflowFailureError } from "../../protocol/failures.ts";
 import { parseWith } from "../../protocol/schema-issues.ts";
 import type { WorkerMessage, WorkerMessageOf } from "../../protocol/worker-messages.ts";
-import { type WorkerWriteOptions } from "../../state/protected-write.ts";
+import { readRunRow, type WorkerWriteOptions } from "../../state/protected-write.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
 import {
   recordNodeFailed,
@@ -184,12 +184,16 @@ function markReady(
   if (identity === null || message.payload.pid !== identity.pid) {
     throw refuse("worker.ready names another process than the one the host started");
   }
-  const { revision } = markWorkerLive(store, claim, {
-    ...write,
-    workerEpoch: worker.workerEpoch,
-    pid: identity.pid,
-    startIdentity: formatStartIdentity(identity),
-  });
+  // Recorded live with its launch claim (accepted-launch.ts): nothing to commit, the run's
+  // revision as it stands.
+  const { revision } = worker.liveAtLaunch
+    ? { revision: readRunRow(store, worker.runId)!.revision }
+    : markWorkerLive(store, claim, {
+      ...write,
+      workerEpoch: worker.workerEpoch,
+      pid: identity.pid,
+      startIdentity: formatStartIdentity(identity),
+    });
   worker.ready = true;
   return { revision, factsChunk: startFacts(ctx, worker), closedAttempt: false };
 }
