@@ -28,7 +28,7 @@ import {
   type SubmissionRow,
 } from "../state/interaction-queries.ts";
 import { readRunRow } from "../state/protected-write.ts";
-import { claimInteraction } from "../state/transitions/interactions.ts";
+import { claimInteraction, claimInteractionLater } from "../state/transitions/interactions.ts";
 import { presentInteraction } from "../state/transitions/interaction-presentation.ts";
 import {
   recordInteractionUpdate,
@@ -40,6 +40,7 @@ import { decodeValue } from "../state/values.ts";
 import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
 import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
 import { withReceipt } from "./command-receipts.ts";
+import { logError } from "./host-log.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>;
@@ -276,8 +277,19 @@ async function nextSessionStep(
   const deadline = performance.now() + waitMs;
   for (;;) {
     const cursor = sessionCursor(rt.store, sessionId);
-    const claimed = claimInteraction(rt.store, sessionId);
-    if (claimed) return claimView(claimed);
+    // The claim time is committed after the answer left: no commit between the next request's
+    // and the model's next step.
+    const claimed = claimInteractionLater(rt.store, sessionId);
+    if (claimed.current) {
+      setImmediate(() => {
+        try {
+          claimed.record();
+        } catch (error) {
+          rt.log("interaction.claim_record_failed", { error: logError(error) });
+        }
+      });
+      return claimView(claimed.current);
+    }
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 || !runHeadsForStep(rt.store, runId)) return null;
     const { changed } = await rt.sessions.wait(sessionId, cursor, left);

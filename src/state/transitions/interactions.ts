@@ -119,16 +119,34 @@ export function claimInteraction(
   store: StateStore,
   sessionId: string,
 ): SessionInteraction | undefined {
+  const { current, record } = claimInteractionLater(store, sessionId);
+  record();
+  return current;
+}
+
+/**
+ * `claimInteraction` for an answer that should not wait for a commit: the request as its first
+ * claim records it, and `record`, which the caller runs once the answer left, records that
+ * claim time. The time only informs (a presentation records it too): a host that dies before
+ * `record` leaves it to the next claim.
+ */
+export function claimInteractionLater(
+  store: StateStore,
+  sessionId: string,
+): { current: SessionInteraction | undefined; record(): void } {
   const current = currentSessionInteraction(store, sessionId);
-  if (!current || current.request.claimed_at !== null) return current;
-  return writeTransaction(store, () => {
-    const now = store.clock.now();
-    execute(
-      store,
-      "UPDATE interactive_requests SET claimed_at = :now WHERE request_id = :id " +
-        "AND claimed_at IS NULL",
-      { id: current.request.request_id, now },
-    );
-    return currentSessionInteraction(store, sessionId);
-  });
+  if (!current || current.request.claimed_at !== null) return { current, record: () => {} };
+  const now = store.clock.now();
+  return {
+    current: { ...current, request: { ...current.request, claimed_at: now } },
+    record: () =>
+      writeTransaction(store, () => {
+        execute(
+          store,
+          "UPDATE interactive_requests SET claimed_at = :now WHERE request_id = :id " +
+            "AND claimed_at IS NULL",
+          { id: current.request.request_id, now },
+        );
+      }),
+  };
 }
