@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { NODE_ARGS } from "../support/host.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 const children = new Set<ChildProcess>();
@@ -15,7 +16,7 @@ export function runCrashHost(
   ms: number,
 ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HOST_ENTRY, stateDir], {
+    const child = spawn(process.execPath, [...NODE_ARGS, HOST_ENTRY, stateDir], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
     });

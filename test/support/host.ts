@@ -13,6 +13,11 @@ import { removeTempRoot } from "./temp-root.ts";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI = join(ROOT, "src/cli/main.ts");
+/**
+ * The Node flags of every CLI a test starts from source: the shared compile cache
+ * (compile-cache.ts). The CLI passes them on to the host it starts.
+ */
+export const NODE_ARGS = ["--import", join(ROOT, "test/support/compile-cache.ts")];
 
 export interface TempHome {
   root: string;
@@ -69,7 +74,7 @@ export function spawnCli(
   env: NodeJS.ProcessEnv,
   options: SpawnCliOptions = {},
 ): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [...NODE_ARGS, CLI, ...args], {
     cwd: options.cwd ?? ROOT,
     env,
     stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
