@@ -13,8 +13,10 @@
  * made the same way every time (sorted names, owner 0, the commit's time), so one commit built
  * twice gives the same archive when the executable is the same. See docs/compile.md.
  *
- *   node compile/release.ts [--binary PATH] [--out DIR] [--fast] [--platform NAME]...
+ *   node compile/release.ts [--binary PATH] [--out DIR] [--build-dir DIR] [--fast] [--platform NAME]...
  *
+ * --build-dir is where the executables it builds go (default dist/, see build.ts): CI gives it a
+ * folder of its own, so the release can run beside the smokes that use dist/.
  * --fast compresses with `xz -0` (seconds instead of a minute) for tests; its archive is larger
  * than the budget allows, so only the executable budget is checked then.
  */
@@ -240,6 +242,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     options: {
       binary: { type: "string" },
       out: { type: "string" },
+      "build-dir": { type: "string" },
       fast: { type: "boolean" },
       platform: { type: "string", multiple: true },
     },
@@ -247,6 +250,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const result = await release({
     binary: values.binary,
     outDir: values.out,
+    buildDir: values["build-dir"],
     fast: values.fast,
     platforms: values.platform?.map((name) => targetByName(name).name),
   });
