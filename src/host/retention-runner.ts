@@ -26,6 +26,15 @@ import type { StateStore } from "../state/store.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
 
+/**
+ * The pause between two steps of a commanded pass (ms). The thread sleeps in it (a timer, not
+ * `setImmediate`), so on a loaded machine the next transaction starts on a fresh scheduler
+ * slice instead of being preempted midway: at load 18-20 on 2 cores (2,000 runs) a prune
+ * transaction over 20 ms went from 98 to 19 and the longest from 112 to 42 ms, the pass took
+ * 22% longer. Commands interleave in it as before.
+ */
+export const STEP_GAP_MS = 1;
+
 /** Work an idle tick does before it gives the event loop back (ms). */
 const IDLE_SLICE_MS = 15;
 
@@ -78,7 +87,7 @@ export function createRetentionRunner(ctx: {
         idlePass = null;
         const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
         const pass = createRetentionPass(ctx.store, { keepDays, dryRun: options.dryRun });
-        while (step(pass)) await new Promise((resolve) => setImmediate(resolve));
+        while (step(pass)) await new Promise((resolve) => setTimeout(resolve, STEP_GAP_MS));
         finish(pass, "command");
         return pass.report;
       };

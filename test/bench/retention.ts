@@ -19,7 +19,7 @@
  * times are the database's, not the socket's); host start-up is the open with the integrity
  * check plus the recovery reads a starting host makes before it serves.
  */
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
@@ -44,6 +44,7 @@ import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import type { Claim } from "../../src/state/claims.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
 import { percentile, round } from "./_figures.ts";
+import { STEP_GAP_MS } from "../../src/host/retention-runner.ts";
 import { replicateRuns } from "./_replicate-runs.ts";
 
 const args = process.argv.slice(2);
@@ -51,6 +52,17 @@ const SMOKE = args.includes("--smoke");
 const RUNS = SMOKE ? 200 : Number(args[args.indexOf("--runs") + 1] ?? "") || 100_000;
 const ACTIVE = 50;
 /** `--budget-ms N`: the pass's time budget per transaction (default: the pass's own). */
+/** `--checkpoint-frames N`: WAL frames between the pass's own checkpoints (default: the pass's). */
+const CHECKPOINT_FRAMES = args.includes("--checkpoint-frames")
+  ? Number(args[args.indexOf("--checkpoint-frames") + 1])
+  : undefined;
+/**
+ * `--gap-sleep-ms N`: the thread sleeps N ms between two steps of the pass (default: the host's
+ * pause between the steps of a commanded pass, `STEP_GAP_MS`).
+ */
+const GAP_SLEEP_MS = args.includes("--gap-sleep-ms")
+  ? Number(args[args.indexOf("--gap-sleep-ms") + 1])
+  : STEP_GAP_MS;
 const BUDGET_MS = args.includes("--budget-ms")
   ? Number(args[args.indexOf("--budget-ms") + 1])
   : undefined;
@@ -199,6 +211,16 @@ function doctorFindings(db: Db): string[] {
   ];
 }
 
+/** The main thread's time on a CPU and waiting for one (Linux /proc; zeros elsewhere). */
+function schedstat(): { cpuMs: number; waitMs: number } {
+  try {
+    const [cpu, wait] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
+    return { cpuMs: cpu / 1e6, waitMs: wait / 1e6 };
+  } catch {
+    return { cpuMs: 0, waitMs: 0 };
+  }
+}
+
 const size = (db: Db) => statSync(join(db.dir, "state.sqlite")).size;
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 
@@ -231,29 +253,64 @@ try {
   const writeMs: number[] = [];
   const walPath = join(big.dir, "state.sqlite-wal");
   let walMaxBytes = 0;
-  const slowest: { phase: string; ms: number; commitMs: number; walBytes: number }[] = [];
+  // Each step's wall time split by the main thread's scheduler figures: on a CPU, waiting for
+  // one (runnable, another process running), and the rest, off any run queue (blocked: disk).
+  const slowest: {
+    phase: string;
+    ms: number;
+    commitMs: number;
+    walBytes: number;
+    cpuMs?: number;
+    runQueueMs?: number;
+    blockedMs?: number;
+  }[] = [];
+  const checkpointMs: number[] = [];
+  const writeOver20 = { n: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0 };
+  let checkpointFramesMax = 0;
+  let lastTx: (typeof slowest)[number] | null = null;
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
+    ...(CHECKPOINT_FRAMES === undefined ? {} : { checkpointFrames: CHECKPOINT_FRAMES }),
     onTransaction: (phase, ms, commit) => {
       lockMs.push(ms);
       commitMs.push(commit);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
-      if (ms >= 20) slowest.push({ phase, ms: round(ms), commitMs: round(commit), walBytes });
+      lastTx = { phase, ms: round(ms), commitMs: round(commit), walBytes };
+      if (ms >= 20) slowest.push(lastTx);
+    },
+    onCheckpoint: (ms, frames) => {
+      checkpointMs.push(ms);
+      checkpointFramesMax = Math.max(checkpointFramesMax, frames);
+      const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
+      walMaxBytes = Math.max(walMaxBytes, walBytes);
     },
   });
   const pruneStarted = performance.now();
   let served = 0;
   let steps = 0;
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
   for (;;) {
+    if (GAP_SLEEP_MS > 0) Atomics.wait(sleeper, 0, 0, GAP_SLEEP_MS);
+    lastTx = null;
+    const sched = schedstat();
     const stepStarted = performance.now();
     const more = pass.step();
-    stepMs.push(performance.now() - stepStarted);
+    const ms = performance.now() - stepStarted;
+    stepMs.push(ms);
+    const tx = lastTx as (typeof slowest)[number] | null;
+    if (tx && tx.ms >= 20) {
+      const after = schedstat();
+      tx.cpuMs = round(after.cpuMs - sched.cpuMs);
+      tx.runQueueMs = round(after.waitMs - sched.waitMs);
+      tx.blockedMs = round(Math.max(0, ms - tx.cpuMs - tx.runQueueMs));
+    }
     if (!more) break;
     // Every 10th gap: enough samples, and the pass is not slowed by 100,000 synced commits.
     if (++steps % 10 !== 0) continue;
     const run = big.active[served++ % ACTIVE];
+    const writeSched = schedstat();
     const started = performance.now();
     recordNodeUpdate(store, run.claim, {
       attemptId: run.attemptId,
@@ -261,7 +318,17 @@ try {
       key: "p",
       data: { completed: served, total: 1e9 },
     });
-    writeMs.push(performance.now() - started);
+    const wrote = performance.now() - started;
+    writeMs.push(wrote);
+    if (wrote >= 20) {
+      const after = schedstat();
+      const cpu = after.cpuMs - writeSched.cpuMs;
+      const wait = after.waitMs - writeSched.waitMs;
+      writeOver20.n++;
+      writeOver20.cpuMs += cpu;
+      writeOver20.runQueueMs += wait;
+      writeOver20.blockedMs += Math.max(0, wrote - cpu - wait);
+    }
   }
   const pruneMs = performance.now() - pruneStarted;
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
@@ -332,7 +399,21 @@ try {
         max: round(Math.max(...stepMs)),
       },
       walMaxBytes,
+      checkpoints: checkpointMs.length === 0 ? null : {
+        n: checkpointMs.length,
+        p50: round(percentile(checkpointMs, 50)),
+        p99: round(percentile(checkpointMs, 99)),
+        max: round(Math.max(...checkpointMs)),
+        framesMax: checkpointFramesMax,
+      },
       over20ms: slowest.length,
+      // Of the transactions over 20 ms: the time their step spent on a CPU, waiting for one, and
+      // blocked (disk), summed.
+      over20msSplit: {
+        cpuMs: round(slowest.reduce((t, x) => t + (x.cpuMs ?? 0), 0)),
+        runQueueMs: round(slowest.reduce((t, x) => t + (x.runQueueMs ?? 0), 0)),
+        blockedMs: round(slowest.reduce((t, x) => t + (x.blockedMs ?? 0), 0)),
+      },
       slowest: slowest.sort((a, b) => b.ms - a.ms).slice(0, 8),
       // The host's own one-run writes between the pass's transactions, same file, same time.
       baselineWriteMs: {
@@ -340,6 +421,9 @@ try {
         p99: round(percentile(writeMs, 99)),
         max: round(Math.max(...writeMs)),
       },
+      baselineWritesOver20ms: Object.fromEntries(
+        Object.entries(writeOver20).map(([k, v]) => [k, round(v)]),
+      ),
       longestLockMsByPhase: Object.fromEntries(
         Object.entries(pass.report.longestLockMsByPhase).map(([k, v]) => [k, round(v)]),
       ),

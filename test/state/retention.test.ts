@@ -3,7 +3,7 @@
  * it owns; active runs, young runs, referenced runs and runs with young client receipts stay
  * whole; compaction keeps what status and replays need; the file shrinks; doctor stays clean.
  */
-import { rmSync } from "node:fs";
+import { rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRetentionRunner } from "../../src/host/retention-runner.ts";
@@ -383,6 +383,44 @@ describe("retention", () => {
       pass.report.fileBytesBefore - pass.report.bytes * 0.8,
     );
     expect(steps).toBeGreaterThan(1);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("checkpoints between its transactions, never in one; the host's settings are back after each step", () => {
+    fx = openFixture();
+    for (let i = 0; i < 10; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 3 });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    fx.store.db.exec("PRAGMA synchronous = FULL");
+    fx.clock.advance(40 * DAY_MS);
+    const pragma = (name: string) =>
+      Object.values(fx.store.db.prepare(`PRAGMA ${name}`).get() as Record<string, number>)[0];
+    const hostSettings = { autocheckpoint: 4000, synchronous: 2, foreignKeys: 1 };
+    const settings = () => ({
+      autocheckpoint: pragma("wal_autocheckpoint"),
+      synchronous: pragma("synchronous"),
+      foreignKeys: pragma("foreign_keys"),
+    });
+    const walPath = `${fx.store.path}-wal`;
+    let walMax = 0;
+    const inTransaction: number[] = [];
+    const checkpoints: number[] = [];
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      checkpointFrames: 40,
+      // Called before the transaction's settings are restored: no automatic checkpoint in it.
+      onTransaction: () => inTransaction.push(pragma("wal_autocheckpoint")),
+      onCheckpoint: (_ms, frames) => checkpoints.push(frames),
+    });
+    while (pass.step()) {
+      expect(settings()).toEqual(hostSettings);
+      walMax = Math.max(walMax, statSync(walPath).size);
+    }
+    expect(pass.report.runs).toBe(10);
+    expect(new Set(inTransaction)).toEqual(new Set([0]));
+    expect(checkpoints.length).toBeGreaterThan(2);
+    // Bounded by the pass's own checkpoints (a run's deletion writes ~60 frames), far below the
+    // host's 4,000-frame threshold.
+    expect(walMax).toBeLessThan(600 * 4096);
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

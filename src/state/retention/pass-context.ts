@@ -6,6 +6,7 @@ import type { StateStore } from "../store.ts";
 import { writeTransaction } from "../transactions.ts";
 import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
+import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
 export interface RetentionReport {
@@ -43,6 +44,10 @@ export interface PassSettings {
    * alone (the benchmark).
    */
   onTransaction?: (phase: string, ms: number, commitMs: number) => void;
+  /** WAL frames between two of the pass's checkpoints (pass-checkpoints.ts). */
+  checkpointFrames?: number;
+  /** Told each of the pass's checkpoints' length and WAL frames (the benchmark). */
+  onCheckpoint?: (ms: number, frames: number) => void;
 }
 
 export interface PassContext {
@@ -60,6 +65,8 @@ export interface PassContext {
   readonly prunedEpochs: string[];
   /** The deleted runs (their headless Pi session directories can go). */
   readonly prunedRuns: string[];
+  /** The pass's own WAL checkpoints, between its transactions. */
+  readonly checkpoints: PassCheckpoints;
   /** Runs `fn` as one write transaction of `phase`, into the report's lock figures. */
   transaction<T>(phase: string, fn: () => T): T;
   /** Tells viewers (one delta of no run) that runs were deleted; inside a transaction. */
@@ -93,6 +100,7 @@ export function createPassContext(
     longestLockMsByPhase: {},
   };
   let signalledRuns = 0;
+  const checkpoints = createPassCheckpoints(store, settings);
   return {
     store,
     now,
@@ -103,7 +111,9 @@ export function createPassContext(
     report,
     prunedEpochs: [],
     prunedRuns: [],
-    transaction: (phase, fn) => timedTransaction(store, report, phase, fn, settings.onTransaction),
+    checkpoints,
+    transaction: (phase, fn) =>
+      checkpoints.around(() => timedTransaction(store, report, phase, fn, settings.onTransaction)),
     signalPruned() {
       appendFeedDelta(store, RUNS_PRUNED_DELTA, now);
       signalledRuns = report.runs;

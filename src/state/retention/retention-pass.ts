@@ -66,7 +66,10 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
     prunedEpochs: ctx.prunedEpochs,
     prunedRuns: ctx.prunedRuns,
     step() {
-      if (current < phases.length && phases[current].step()) current++;
+      if (current >= phases.length) return false;
+      // A checkpoint due is a step of its own: the host serves between it and a transaction.
+      if (ctx.checkpoints.due()) ctx.checkpoints.run();
+      else if (phases[current].step()) current++;
       return current < phases.length;
     },
   };
