@@ -4,14 +4,14 @@
  * which the host never runs: it spawns `pi-workflows worker --validate`, writes one validate
  * request, and reads ONE verdict back, `interaction.accepted` or `interaction.rejected`, with the
  * launch header of the request (run, generation, worker epoch), which it fences like any worker
- * message before it commits the verdict and replies. Before its verdict the child asks for the
- * run's committed facts (what the node's `validate` context reads) in bounded pieces with
- * `worker.progress {op: "facts.next"}`, as workers do after `worker.ready`: the facts of a long
- * run pass no single message.
+ * message before it commits the verdict and replies. Before its verdict the child reads the
+ * run's committed facts (what the node's `validate` context reads) in bounded pieces: the first
+ * rides in the request when it fits, the others come with `worker.progress {op: "facts.next"}`,
+ * as workers ask after `worker.ready`: the facts of a long run pass no single message.
  */
 import * as v from "valibot";
 import { OpaqueIdSchema, strictObject } from "./fields.ts";
-import { JsonValueSchema } from "./run-facts.ts";
+import { FactsChunkSchema, JsonValueSchema } from "./run-facts.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkerLaunchSchema } from "./worker-launch.ts";
 
@@ -27,6 +27,11 @@ export const ValidateRequestSchema = strictObject({
   attemptId: OpaqueIdSchema,
   /** The raw `output` of the tool call. */
   submission: JsonValueSchema,
+  /**
+   * The first piece of the run's facts when the request can carry it (the child asks for the
+   * rest, or for all of them without it, with `facts.next`).
+   */
+  facts: v.optional(FactsChunkSchema),
 });
 export type ValidateRequest = v.InferOutput<typeof ValidateRequestSchema>;
 

@@ -18,9 +18,12 @@ export function receiveRunFacts(proposer: Proposer, ready: HostVerdict): Promise
   return collectFacts(proposer, ready.factsChunk);
 }
 
-/** The run's facts asked for from the first piece on (the validation child has no ready reply). */
-export async function requestRunFacts(proposer: Proposer): Promise<RunFacts> {
-  return collectFacts(proposer, await nextChunk(proposer));
+/**
+ * The run's facts from `first` (the validate request's piece) on, or asked for from the first
+ * piece on (the validation child has no ready reply).
+ */
+export async function requestRunFacts(proposer: Proposer, first?: FactsChunk): Promise<RunFacts> {
+  return collectFacts(proposer, first ?? await nextChunk(proposer));
 }
 
 async function nextChunk(proposer: Proposer): Promise<FactsChunk> {

@@ -1,9 +1,9 @@
 /**
  * `pi-workflows worker --validate`: the supervised child that checks one interactive submission.
  * It reads one validate request, verifies the run's saved source identity before it imports any
- * workflow module, loads the workflow, asks for the run's facts in bounded pieces, runs the
- * tolerant JSON parsing and the node's rules (`validate`, a decision's choices, an assistant
- * message's text), and proposes ONE verdict,
+ * workflow module, loads the workflow, reads the run's facts in bounded pieces (the first in the
+ * request when it fits), runs the tolerant JSON parsing and the node's rules (`validate`, a
+ * decision's choices, an assistant message's text), and proposes ONE verdict,
  * `interaction.accepted` (with the accepted output) or `interaction.rejected` (with the
  * actionable error the model sees), under the request's launch header. Then it exits. It changes
  * nothing itself: the host commits the verdict.
@@ -81,7 +81,7 @@ async function verdict(
 ): Promise<Verdict> {
   const loaded = await load(request);
   if (!loaded.ok) return sourceChanged(loaded.detail);
-  const facts = await requestRunFacts(proposer);
+  const facts = await requestRunFacts(proposer, request.facts);
   const accepted = await loaded.workflow.acceptSubmission(
     request.nodeId,
     facts,

@@ -2,12 +2,13 @@
  * Validation children: an interactive submission is checked by workflow code, which the host
  * never runs. For each `validating` submission the host starts `pi-workflows worker --validate`
  * (own process group, bounded output, fd-3 framing), writes one validate request carrying a
- * launch header (run, the generation the request waits under, a fresh worker epoch), answers
- * its `facts.next` asks with the run's facts in bounded pieces, and reads ONE verdict back. Each
- * message's header is fenced like any worker message before its payload is read; then the
- * verdict commits (`acceptSubmission` / `rejectSubmission`) and the child gets its
- * reply and exits. A child that stops, hangs past the deadline or breaks the protocol rejects the
- * provisional submission with a clear reason: the request stays ready for a corrected retry.
+ * launch header (run, the generation the request waits under, a fresh worker epoch) and the
+ * first piece of the run's facts when it fits, answers its `facts.next` asks with the others,
+ * and reads ONE verdict back. Each message's header is fenced like any worker message before its
+ * payload is read; then the verdict commits (`acceptSubmission` / `rejectSubmission`) and the
+ * child gets its reply and exits. A child that stops, hangs past the deadline or breaks the
+ * protocol rejects the provisional submission with a clear reason: the request stays ready for a
+ * corrected retry.
  *
  * One child per submission at a time; asking again joins it. The promise resolves once the
  * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
@@ -165,7 +166,7 @@ async function runChild(
     spawned.channel.destroy();
   }, boundMs);
   try {
-    await writeFrame(spawned.channel, {
+    const request = {
       schema: VALIDATE_REQUEST_SCHEMA,
       launch,
       interactionId: job.interactionId,
@@ -173,13 +174,23 @@ async function runChild(
       nodeId: job.nodeId,
       attemptId: job.attemptId,
       submission: job.submission,
+    };
+    // The facts' first piece rides in the request (no `facts.next` round trip for a run whose
+    // facts fit one piece); a request too large with it goes without it.
+    let facts: FactsStream | "sent" | null = createFactsStream(runFactsText(ctx.store, job.runId));
+    const first = facts.next();
+    if (first.done) facts = "sent";
+    await writeFrame(spawned.channel, { ...request, facts: first }).catch((error) => {
+      if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
+      facts = null;
+      return writeFrame(spawned.channel, request);
     }).catch((error) => {
       // Nothing reached the child: it would wait for its request until the deadline.
       spawned.channel.destroy();
       if (error instanceof FrameError && error.code === "frameTooLarge") tooLarge = true;
       else failure ??= "it stopped before it read the submission";
     });
-    const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, {
+    const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, facts, {
       fail: (why) => (failure ??= why),
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
@@ -229,9 +240,11 @@ async function readVerdict(
   launch: WorkerLaunch,
   spawned: SupervisedChild,
   prepared: PreparedChild | null,
+  /** The facts still to send: the stream, "sent" (all in the request) or null (none yet). */
+  factsLeft: FactsStream | "sent" | null,
   on: { fail(why: string): void; decided(): void; launched(start: () => void): void },
 ): Promise<boolean> {
-  let facts: FactsStream | "sent" | null = null;
+  let facts = factsLeft;
   try {
     for await (const frame of readerOf(spawned).frames()) {
       if (!frame.ok) {
