@@ -63,7 +63,7 @@ export interface ReconcilePorts {
     workflow: string;
     input: JsonValue;
     interactive?: boolean;
-    /** The controller's budget, which the child run takes when smaller than its own. */
+    /** The controller's budget: a total over all its child runs (state/budget-stop.ts). */
     budget?: Budget;
   }): Promise<ChildWorkflowRef>;
 }

@@ -134,8 +134,8 @@ export interface ControllerSpec<TSpec = JsonValue, TStatus = JsonValue> {
   /** Deadline of one reconcile (default 60 s); the host requeues it even if the code hangs. */
   timeoutMs?: number;
   /**
-   * What each child workflow run may spend (as `defineWorkflow({ budget })`): a child run's
-   * budget is the smaller of this and its workflow's own, limit by limit.
+   * What the controller's child workflow runs may spend together (the shape of
+   * `defineWorkflow({ budget })`): a total over all of them, beside each child's own budget.
    */
   budget?: { maxCostUsd?: number; maxTokens?: number };
 }

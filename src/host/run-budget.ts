@@ -1,7 +1,8 @@
 /**
  * `run.budget`: a person raises a run's budget (`pi-workflows budget <run> --raise USD`). A run
  * blocked at its budget whose spend is now under it is unblocked in the same commit, with the
- * command receipt, and the scheduler is woken to launch it.
+ * command receipt (a controller's child: with its siblings that may spend again), and the
+ * scheduler is woken to launch them.
  */
 import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
@@ -25,7 +26,8 @@ export function raiseBudgetCommand(
     receipt: { ...receipt, receipt: committed.receipt },
   });
   rt.log("run.budget", { runId, revision: result.revision, unblocked: result.unblocked });
-  if (result.unblocked) rt.supervision.wake();
+  // A controller's child may have freed its siblings too (state/transitions/budget-pool.ts).
+  rt.supervision.wake();
   return Promise.resolve(successResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,

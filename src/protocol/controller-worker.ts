@@ -149,7 +149,7 @@ export function controllerPayloadSchemas(json: v.GenericSchema<JsonValue>) {
       input: json,
       /** Run it in the controller's approved session (spec "Controllers"). */
       interactive: v.optional(v.boolean()),
-      /** The controller's budget: the child run takes it where it is smaller than its own. */
+      /** The controller's budget: a total over all its child runs (state/budget-stop.ts). */
       budget: v.optional(BudgetSchema),
     }),
     "reconcile.finished": strictObject({

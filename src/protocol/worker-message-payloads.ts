@@ -176,6 +176,11 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     v.strictObject({ op: v.literal("heartbeat") }),
     /** The next piece of the run facts after `worker.ready` (no receipt: it changes nothing). */
     v.strictObject({ op: v.literal("facts.next") }),
+    /**
+     * Before a model step: may the run spend now? The reply's result is `{stop}` (why not: its
+     * spend against its budget or its controller's) or `{}` (no receipt: it changes nothing).
+     */
+    v.strictObject({ op: v.literal("budget.check") }),
     v.strictObject({
       op: v.literal("process.register"),
       pid: PidSchema,

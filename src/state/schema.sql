@@ -119,12 +119,16 @@ CREATE TABLE runs (
   -- model step does not start while the spend of the run's attempts is at or over it.
   budget_cost REAL CHECK (budget_cost IS NULL OR budget_cost >= 0),
   budget_tokens INTEGER CHECK (budget_tokens IS NULL OR budget_tokens >= 0),
+  -- A controller's child run: the controller whose budget is a total over all its child runs
+  -- (state/budget-stop.ts).
+  budget_pool_id TEXT,
   CHECK ((forked_from_run_id IS NULL) = (forked_from_node_id IS NULL) AND
     (forked_from_run_id IS NULL) = (forked_from_attempt_id IS NULL))
 );
 CREATE INDEX runs_by_state ON runs (state, created_at);
 CREATE INDEX runs_by_created ON runs (created_at, run_id);
 CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+CREATE INDEX runs_by_budget_pool ON runs (budget_pool_id) WHERE budget_pool_id IS NOT NULL;
 CREATE INDEX runs_by_fork_parent ON runs (forked_from_run_id) WHERE forked_from_run_id IS NOT NULL;
 -- Retention walks ended runs in the order they ended (compaction, then the prune past the
 -- retention period); written once per run, when it ends.
@@ -665,6 +669,12 @@ CREATE TABLE controllers (
   -- runs with agent steps run with it (spec "Controllers": the declared provider path).
   pi_command TEXT,
   pi_args_json TEXT,
+  -- Its budget over all its child runs together: what its definition declares (set with each
+  -- child it starts; NULL: no limit) plus what people raised it by (`budget --raise`).
+  budget_cost REAL CHECK (budget_cost IS NULL OR budget_cost >= 0),
+  budget_tokens INTEGER CHECK (budget_tokens IS NULL OR budget_tokens >= 0),
+  budget_raised_cost REAL NOT NULL DEFAULT 0 CHECK (budget_raised_cost >= 0),
+  budget_raised_tokens INTEGER NOT NULL DEFAULT 0 CHECK (budget_raised_tokens >= 0),
   revision INTEGER NOT NULL CHECK (revision >= 1),
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,

@@ -1,13 +1,16 @@
 /**
- * Before a step that spends (a model step or an agent group) starts, the worker compares its
- * run's spend, from the usage its attempts committed, with the run's budget. At or over it, the
- * run stops there and waits for a person (`run.parked {reason: "budgetExceeded"}`); the host
- * checks the same in its commit. A step that crosses the budget while it runs finishes: its
- * work is paid for, and the next one stops.
+ * Before a step that spends (a model step or an agent group) starts, the worker makes sure its
+ * run may spend: at or over its budget, or over the budget its controller gives all its child
+ * runs together, the run stops there and waits for a person (`run.parked {reason:
+ * "budgetExceeded"}`); the host checks the same in its commit. The run's own spend is in its
+ * facts; the controller's total moves with its other children, so the host is asked
+ * (`worker.progress {op: "budget.check"}`, answered from committed facts, no commit). A step
+ * that crosses a budget while it runs finishes: its work is paid for, and the next one stops.
  */
 import { describeSpend, overBudget, type RunSpend } from "../protocol/budget.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import { addUsage, EMPTY_USAGE, usageTokens } from "../protocol/step-usage.ts";
+import type { Proposer } from "./proposer.ts";
 
 const SPENDING_KINDS: ReadonlySet<string> = new Set([
   "agent",
@@ -23,9 +26,18 @@ export function spendOf(facts: RunFacts): RunSpend {
   return { tokens: usageTokens(total), cost: total.cost };
 }
 
-/** Why `nodeKind` may not start now (the spend against the budget), or null when it may. */
-export function budgetStop(nodeKind: string, facts: RunFacts): string | null {
-  if (!facts.budget || !SPENDING_KINDS.has(nodeKind)) return null;
-  const spend = spendOf(facts);
-  return overBudget(spend, facts.budget) ? describeSpend(spend, facts.budget) : null;
+/** Why `nodeKind` may not start now (the spend against a budget), or null when it may. */
+export async function budgetStop(
+  nodeKind: string,
+  facts: RunFacts,
+  proposer: Proposer,
+): Promise<string | null> {
+  if (!SPENDING_KINDS.has(nodeKind)) return null;
+  if (facts.budget) {
+    const spend = spendOf(facts);
+    if (overBudget(spend, facts.budget)) return describeSpend(spend, facts.budget);
+  }
+  const reply = await proposer.propose("worker.progress", { op: "budget.check" });
+  const stop = (reply.result as { stop?: unknown } | undefined)?.stop;
+  return typeof stop === "string" ? stop : null;
 }

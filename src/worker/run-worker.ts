@@ -217,7 +217,7 @@ async function walk(
       // The host launches no waiting run; reaching here means the facts and the run disagree.
       throw new Error(`Worker stopped: node ${step.nodeId} is waiting for an answer`);
     }
-    const overBudget = budgetStop(step.nodeKind, facts);
+    const overBudget = await budgetStop(step.nodeKind, facts, proposer);
     if (overBudget !== null) {
       await proposer.propose("run.parked", { reason: "budgetExceeded", detail: overBudget });
       return "parked";

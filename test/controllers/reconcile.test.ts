@@ -196,12 +196,13 @@ describe("child workflows", () => {
     expect(run).toMatchObject({ state: "succeeded", attempt: 1 });
     expect(h.run(run.runId!)).toMatchObject({ state: "completed", executionMode: "headless" });
     expect(readFileSync(to, "utf8")).toBe("copied text");
-    // The child takes the controller's budget where it is smaller than its workflow's own.
+    // The child keeps its workflow's own budget; the controller's is a total over its children.
     expect(queryOne(
       h.store,
-      "SELECT budget_cost, budget_tokens FROM runs WHERE run_id = :runId",
+      "SELECT r.budget_cost, r.budget_tokens, c.budget_cost AS pool_cost, c.name FROM runs r " +
+        "JOIN controllers c ON c.controller_id = r.budget_pool_id WHERE r.run_id = :runId",
       { runId: run.runId! },
-    )).toEqual({ budget_cost: 0.5, budget_tokens: 1000 });
+    )).toEqual({ budget_cost: 2, budget_tokens: 1000, pool_cost: 0.5, name: "mirror" });
     expect(done.workflows).toEqual([
       expect.objectContaining({ requestKey: "copy-1", state: "succeeded" }),
     ]);

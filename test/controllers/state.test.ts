@@ -53,6 +53,13 @@ import {
 } from "../support/state-store.ts";
 import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
+import { readBudgetStop, readPoolSpend } from "../../src/state/budget-stop.ts";
+import { readRunBudget } from "../../src/state/run-spend.ts";
+import { blockOverBudget, raiseBudget } from "../../src/state/transitions/run-budget.ts";
+import {
+  recordNodeFinished,
+  recordNodeStarted,
+} from "../../src/state/transitions/node-attempts.ts";
 
 let f: Fixture;
 beforeEach(() => {
@@ -483,6 +490,77 @@ describe("reconcile effects", () => {
     const [again] = claimAll(next.epoch);
     expect(reserveReconcileEffect(f.store, again.claim, effect).decision).toBe("apply");
     settle(again, {});
+  });
+});
+
+describe("a controller's budget", () => {
+  it("caps what its child runs spend together; a raise from one child frees the others", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    const child = (key: string) => {
+      const decision = ensureChildRequest(f.store, c.claim, {
+        uid: c.uid,
+        requestKey: key,
+        workflow: "copy",
+        inputFingerprint: "sha256:i",
+      });
+      if (decision.kind !== "start") throw new Error("expected start");
+      return startChildRun(f.store, c.claim, {
+        uid: c.uid,
+        requestId: decision.requestId,
+        attempt: 1,
+        run: {
+          workflowName: "copy",
+          workflowRef: "/p/copy.workflow.ts",
+          projectPath: "/project",
+          workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
+          definitionDigest: "sha256:d",
+          input: {},
+          inputHash: "sha256:i",
+        },
+        poolBudget: { maxCostUsd: 1 },
+      }).runId!;
+    };
+    const [first, second, third] = [child("k1"), child("k2"), child("k3")];
+    settle(c);
+    const spend = (runId: string, cost: number) => {
+      const claim = launch(f.store, runId);
+      const attemptId = f.store.ids.next("attempt");
+      recordNodeStarted(f.store, claim, {
+        attemptId,
+        nodeId: "plan",
+        nodeKind: "agent",
+        effect: "pure",
+        deadlineAt: null,
+      });
+      const usage = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0, cost };
+      recordNodeFinished(f.store, claim, {
+        attemptId,
+        output: 1,
+        usage: { ...usage, provider: "p", model: "m" },
+      });
+      return claim;
+    };
+    // Each child alone is under $1 and has no budget of its own; together they reach it.
+    completeRun(f.store, spend(first, 0.6), { output: 1 });
+    expect(readBudgetStop(f.store, second)).toBeNull();
+    const secondClaim = spend(second, 0.5);
+    expect(readRunBudget(f.store, second)).toEqual({});
+    expect(readBudgetStop(f.store, second)).toBe(
+      "controller sync's child runs spent $1.10 of $1.00",
+    );
+    expect(blockOverBudget(f.store, secondClaim, {}).blocked).toBe(true);
+    const thirdClaim = launch(f.store, third);
+    expect(blockOverBudget(f.store, thirdClaim, {}).blocked).toBe(true);
+    // A raise from one child lifts the controller's total and frees every child under it.
+    const raised = raiseBudget(f.store, { runId: second, raiseCostUsd: 0.5 });
+    expect(raised.unblocked).toBe(true);
+    expect(readPoolSpend(f.store, third)?.budget).toEqual({ maxCostUsd: 1.5 });
+    const blocked = queryAll<{ run_id: string }>(
+      f.store,
+      "SELECT run_id FROM runs WHERE blocked_reason IS NOT NULL",
+    );
+    expect(blocked).toEqual([]);
   });
 });
 

@@ -11,6 +11,7 @@ import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import { recordNodeUsage } from "../../state/transitions/node-attempts.ts";
 import { recordNodeSubmissions } from "../../state/transitions/node-submissions.ts";
 import { recordRecoveredUsage } from "../../state/transitions/recovered-usage.ts";
+import { readBudgetStop } from "../../state/budget-stop.ts";
 import type { StepUsage } from "../../protocol/step-usage.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
@@ -54,6 +55,10 @@ export function applyProgress(
     return { revision, closedAttempt: false };
   }
   if (p.op === "usage.recovered") return recordRecovered(ctx, worker, p, write);
+  if (p.op === "budget.check") {
+    const stop = readBudgetStop(ctx.store, worker.runId);
+    return { result: stop === null ? {} : { stop }, closedAttempt: false };
+  }
   if (p.op === "submissions") {
     const { revision } = recordNodeSubmissions(ctx.store, worker.claim, {
       ...write,

@@ -19,6 +19,7 @@ import { ControllerRefusal, resourceLabel } from "./errors.ts";
 import { reconcileWrite } from "./reconcile-claims.ts";
 import { sessionReservation } from "../interaction-queries.ts";
 import { liveSessionBinding } from "./session-bindings.ts";
+import type { Budget } from "../../protocol/budget.ts";
 
 /** Why an interactive request waits without a run, as `blockedDetail` explains it. */
 const WAITING_DETAIL = {
@@ -191,6 +192,11 @@ export interface StartChildRunOptions {
   run: Omit<EnqueueRunOptions, "binding" | "receipt" | "runId">;
   /** A child that cannot run headless is enqueued blocked with this reason and detail. */
   blocked?: { reason: "unsupportedInput"; detail: string };
+  /**
+   * The controller's budget as its definition declares it now: a total over all its child runs
+   * (state/budget-stop.ts), recorded on the controller with each child it starts.
+   */
+  poolBudget?: Budget;
 }
 
 /**
@@ -232,6 +238,7 @@ export function startChildRun(
       binding = { executionMode: "headless", ...(pi ? { pi } : {}) };
     }
     const { runId } = enqueueRunInTx(store, { ...opts.run, binding }, now);
+    joinBudgetPool(store, row.controller_id, runId, opts.poolBudget);
     if (opts.blocked) {
       execute(
         store,
@@ -309,4 +316,26 @@ function requireRequest(store: StateStore, requestId: string): RequestRow {
   });
   if (!row) throw new Error(`Unknown workflow request ${requestId}`);
   return row;
+}
+
+/**
+ * The child run counts toward its controller's budget, which is set to what the controller's
+ * definition declares now (raises made by people stay on top of it).
+ */
+function joinBudgetPool(
+  store: StateStore,
+  controllerId: string,
+  runId: string,
+  budget: Budget | undefined,
+): void {
+  execute(store, "UPDATE runs SET budget_pool_id = :controllerId WHERE run_id = :runId", {
+    controllerId,
+    runId,
+  });
+  execute(
+    store,
+    "UPDATE controllers SET budget_cost = :cost, budget_tokens = :tokens " +
+      "WHERE controller_id = :controllerId",
+    { controllerId, cost: budget?.maxCostUsd ?? null, tokens: budget?.maxTokens ?? null },
+  );
 }

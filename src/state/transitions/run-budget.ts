@@ -4,7 +4,7 @@
  * raises the budget (`raiseBudget`, the `budget` command) or cancels the run. Spend is what the
  * run's attempts recorded (run-spend.ts), so a block and a raise both read committed facts.
  */
-import { type Budget, describeSpend, overBudget } from "../../protocol/budget.ts";
+import type { Budget } from "../../protocol/budget.ts";
 import { type Claim, claimRunId, releaseLeaseInTx } from "../claims.ts";
 import {
   type ProtectedChange,
@@ -14,7 +14,9 @@ import {
 } from "../protected-write.ts";
 import { TransitionError } from "../errors.ts";
 import type { CommandReceiptInput } from "../host-commands.ts";
-import { readRunBudget, readRunSpend } from "../run-spend.ts";
+import { budgetOf, readRunBudget } from "../run-spend.ts";
+import { readBudgetStop, readPoolSpend } from "../budget-stop.ts";
+import { raisePool, unblockPoolChildren } from "./budget-pool.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
 import { expectState, isTerminalRunState, setQueueState } from "./common.ts";
@@ -36,9 +38,8 @@ export function blockOverBudget(
   const runId = claimRunId(claim);
   const { revision, result } = protectedWrite(store, claim, workerTarget(runId, opts), (tx) => {
     expectState(tx.run, "block over budget", isActive);
-    const spend = readRunSpend(store, runId);
-    const budget = readRunBudget(store, runId);
-    const blocked = overBudget(spend, budget);
+    const stop = readBudgetStop(store, runId);
+    const blocked = stop !== null;
     setQueueState(store, runId, "parked", tx.now);
     releaseLeaseInTx(store, claim.resource, tx.now);
     if (blocked) {
@@ -46,7 +47,7 @@ export function blockOverBudget(
         store,
         "UPDATE runs SET blocked_reason = 'budgetExceeded', blocked_detail = :detail " +
           "WHERE run_id = :runId",
-        { runId, detail: describeSpend(spend, budget) },
+        { runId, detail: stop },
       );
     }
     const change: ProtectedChange<boolean> = blocked
@@ -79,9 +80,10 @@ export interface RaiseBudgetOptions {
 
 /**
  * Raises the budget of a run that is not running now (blocked at its budget, waiting, paused,
- * queued): a running worker holds the run's facts, its budget among them. By the amounts given. A run blocked `budgetExceeded` whose spend is
- * now under the raised budget is unblocked in the same transaction, so the scheduler launches it
- * again; one still over stays blocked (the receipt shows its budget).
+ * queued): a running worker holds the run's facts, its budget among them. By the amounts given;
+ * a controller's child raises its controller's total over its children too (budget-pool.ts). A
+ * run blocked `budgetExceeded` that may now spend is unblocked in the same transaction, so the
+ * scheduler launches it again; one still over stays blocked (the receipt shows its budget).
  */
 export function raiseBudget(
   store: StateStore,
@@ -101,11 +103,15 @@ export function raiseBudget(
     (r) =>
       !isTerminalRunState(r.state) &&
       !(r.state === "running" && (r.queue_state === "running" || r.queue_state === "starting")),
-    (run) => {
+    (run, now) => {
       const before = readRunBudget(store, run.run_id);
+      // A controller's child: the raise lifts the controller's total over its children too.
+      const pool = readPoolSpend(store, run.run_id);
+      const has = (limit: keyof Budget) =>
+        before[limit] !== undefined || pool?.budget[limit] !== undefined;
       const missing = [
-        opts.raiseCostUsd !== undefined && before.maxCostUsd === undefined ? "a cost" : "",
-        opts.raiseTokens !== undefined && before.maxTokens === undefined ? "a token" : "",
+        opts.raiseCostUsd !== undefined && !has("maxCostUsd") ? "a cost" : "",
+        opts.raiseTokens !== undefined && !has("maxTokens") ? "a token" : "",
       ].filter(Boolean);
       if (missing.length > 0) {
         throw new TransitionError(
@@ -115,34 +121,34 @@ export function raiseBudget(
           `it has no ${missing.join(" or ")} limit to raise`,
         );
       }
-      budget = {
-        ...before,
-        ...(opts.raiseCostUsd !== undefined
-          ? { maxCostUsd: before.maxCostUsd! + opts.raiseCostUsd }
-          : {}),
-        ...(opts.raiseTokens !== undefined
-          ? { maxTokens: before.maxTokens! + opts.raiseTokens }
-          : {}),
-      };
-      const spend = readRunSpend(store, run.run_id);
-      unblocked = run.blocked_reason === "budgetExceeded" && !overBudget(spend, budget);
+      const raise = (limit: number | undefined, by: number | undefined) =>
+        limit === undefined || by === undefined ? limit : limit + by;
+      budget = budgetOf(
+        raise(before.maxCostUsd, opts.raiseCostUsd) ?? null,
+        raise(before.maxTokens, opts.raiseTokens) ?? null,
+      );
       execute(
         store,
-        "UPDATE runs SET budget_cost = :cost, budget_tokens = :tokens" +
-          (unblocked ? ", blocked_reason = NULL, blocked_detail = NULL" : "") +
-          (run.blocked_reason === "budgetExceeded" && !unblocked
-            ? ", blocked_detail = :detail"
-            : "") +
-          " WHERE run_id = :runId",
-        {
-          runId: run.run_id,
-          cost: budget.maxCostUsd ?? null,
-          tokens: budget.maxTokens ?? null,
-          ...(run.blocked_reason === "budgetExceeded" && !unblocked
-            ? { detail: describeSpend(spend, budget) }
-            : {}),
-        },
+        "UPDATE runs SET budget_cost = :cost, budget_tokens = :tokens WHERE run_id = :runId",
+        { runId: run.run_id, cost: budget.maxCostUsd ?? null, tokens: budget.maxTokens ?? null },
       );
+      if (pool !== null) {
+        raisePool(store, pool.controllerId, { cost: opts.raiseCostUsd, tokens: opts.raiseTokens });
+        unblockPoolChildren(store, pool.controllerId, run.run_id, now);
+      }
+      const stop = run.blocked_reason === "budgetExceeded"
+        ? readBudgetStop(store, run.run_id)
+        : null;
+      unblocked = run.blocked_reason === "budgetExceeded" && stop === null;
+      if (run.blocked_reason === "budgetExceeded") {
+        execute(
+          store,
+          unblocked
+            ? "UPDATE runs SET blocked_reason = NULL, blocked_detail = NULL WHERE run_id = :runId"
+            : "UPDATE runs SET blocked_detail = :detail WHERE run_id = :runId",
+          { runId: run.run_id, ...(unblocked ? {} : { detail: stop }) },
+        );
+      }
       return {
         type: "run.budgetRaised",
         payload: {

@@ -164,7 +164,10 @@ async function ensureChildWorkflow(
   const ref = await inNextCommit(store, () =>
     startChildRun(store, claim, {
       ...target,
-      run: resolvedRunFields(resolved, request.workflow, worker.projectPath, request.budget),
+      // The controller's budget is a total over its children (state/budget-stop.ts), not the
+      // child's own: the child keeps its workflow's.
+      run: resolvedRunFields(resolved, request.workflow, worker.projectPath),
+      ...(request.budget ? { poolBudget: request.budget } : {}),
       ...(resolved.needsInteractive && !interactive
         ? {
           blocked: {
