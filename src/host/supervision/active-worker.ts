@@ -6,22 +6,9 @@ import type { Claim } from "../../state/claims.ts";
 import type { ProcessIdentity } from "../../os/process-identity.ts";
 import type { SupervisedChild } from "./children/spawn-child.ts";
 import type { FactsStream } from "../worker-messages/facts-stream.ts";
+import type { WorkerLife } from "./worker-life.ts";
 
-/**
- * Why the host stops (or stopped) a worker. `null` while nobody asked it to stop; the exit is
- * then a completion (after a terminal or park message) or a crash.
- */
-export type StopReason =
-  | "paused"
-  | "cancelled"
-  | "timedOut"
-  | "startupTimedOut"
-  | "boundaryTimedOut"
-  | "outputExceeded"
-  | "memoryExceeded"
-  | "protocolRejected"
-  | "claimLost"
-  | "shutdown";
+export type { StopReason } from "./worker-life.ts";
 
 export interface OpenAttempt {
   attemptId: string;
@@ -39,24 +26,8 @@ export interface ActiveWorker {
   spawned: SupervisedChild;
   /** Read after the spawn (launch-worker.ts identifyWorker); null until then, or if it died. */
   identity: ProcessIdentity | null;
-  /** `worker.ready` was accepted. */
-  ready: boolean;
-  /**
-   * The epoch was recorded `live` with its launch claim (a prepared process launched right
-   * after it accepted a submission): `worker.ready` then commits nothing.
-   */
-  liveAtLaunch: boolean;
-  /** A terminal, park or block message committed: the exit that follows is normal. */
-  settled: boolean;
-  /**
-   * The epoch ended (parked on an interactive request) and the host kept the process as the
-   * run's prepared child: its exit handling records the epoch without waiting for, or stopping,
-   * the process.
-   */
-  kept: boolean;
-  /** The claim was released by the host (commit before stop) or found lost. */
-  claimReleased: boolean;
-  stopReason: StopReason | null;
+  /** Its phase and claim, changed only by worker-life.ts's transitions. */
+  life: WorkerLife;
   /** Diagnostic for the epoch record (bounded, no payloads). */
   diagnostic: string | null;
   openAttempt: OpenAttempt | null;

@@ -9,6 +9,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { recoverExpiredRuns } from "./recovery.ts";
 import { logError } from "../host-log.ts";
+import { holdsClaim, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 export function renewClaims(
   ctx: HostContext,
@@ -20,7 +21,7 @@ export function renewClaims(
   },
 ): void {
   for (const worker of active.values()) {
-    if (worker.claimReleased || worker.stopReason !== null) continue;
+    if (!holdsClaim(worker) || stopReasonOf(worker) !== null) continue;
     try {
       renewClaim(ctx.store, worker.claim);
     } catch (error) {
@@ -29,7 +30,7 @@ export function renewClaims(
         ctx.log("worker.renew_failed", { run: worker.runId, error: logError(error) });
         continue;
       }
-      worker.claimReleased = true;
+      releaseClaim(worker);
       deps.stop(worker, "claimLost", `claimLost: ${error.reason}`);
     }
   }

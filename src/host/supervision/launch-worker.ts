@@ -26,6 +26,7 @@ import { formatStartIdentity, type ProcessIdentity } from "../../os/process-iden
 import type { Claim } from "../../state/claims.ts";
 import type { LaunchSecrets } from "../run-credentials.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
+import { launchingLife } from "./worker-life.ts";
 
 export interface LaunchHooks {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
@@ -174,12 +175,7 @@ export function launchWorker(
       spawned,
       // A prepared process is known already; a fresh one once identifyWorker read it.
       identity: hooks.prepared ? spawned.identity : null,
-      ready: false,
-      liveAtLaunch: live,
-      settled: false,
-      claimReleased: false,
-      kept: false,
-      stopReason: null,
+      life: launchingLife(live),
       diagnostic: null,
       openAttempt: null,
       factsStream: null,

@@ -29,6 +29,7 @@ import { DEFAULT_SUPERVISION_OPTIONS } from "./options.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
 import type { SupervisedChild } from "./children/spawn-child.ts";
+import { isSettled, stopReasonOf } from "./worker-life.ts";
 
 export interface PreparedChild {
   runId: string;
@@ -104,10 +105,10 @@ export function createPreparedChildren(
 
   return {
     offer(worker) {
-      if (closing || max < 1 || worker.identity === null || worker.stopReason !== null) {
+      if (closing || max < 1 || worker.identity === null || stopReasonOf(worker) !== null) {
         return false;
       }
-      if (!worker.settled || children.has(worker.runId)) return false;
+      if (!isSettled(worker) || children.has(worker.runId)) return false;
       // Only a run waiting on its Pi session: a checkpoint or human decision may wait for days.
       if (readRunInteraction(ctx.store, worker.runId) === undefined) return false;
       if (!makeRoom(children, max, stop)) return false;

@@ -19,6 +19,7 @@ import { createWorkerStops } from "./worker-stops.ts";
 import { superviseWorker } from "./worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
 import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
+import { holdsClaim, isKept, isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 export interface RunWorkerDeps {
   registry: ProcessRegistry;
@@ -147,12 +148,12 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     },
     claimOf(runId) {
       const worker = active.get(runId);
-      return worker && !worker.claimReleased ? worker.claim : null;
+      return worker && holdsClaim(worker) ? worker.claim : null;
     },
     async stopRun(runId, reason) {
       const worker = active.get(runId);
       if (!worker) return;
-      worker.claimReleased = true;
+      releaseClaim(worker);
       stop(worker, reason, `${reason} by command`);
       await worker.done;
     },
@@ -165,7 +166,9 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     },
     epochEnding(runId) {
       const worker = active.get(runId);
-      if (!worker || !worker.settled || worker.kept || worker.stopReason !== null) return null;
+      if (!worker || !isSettled(worker) || isKept(worker) || stopReasonOf(worker) !== null) {
+        return null;
+      }
       const wait = prepared.offered(runId);
       return Promise.race([wait.kept, worker.done]).finally(() => wait.cancel());
     },

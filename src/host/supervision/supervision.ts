@@ -5,15 +5,8 @@
  * Everything here runs in the host event loop and does only short SQLite transactions, timers
  * and process bookkeeping; workflow code runs in workers.
  *
- * Worker states (in memory; `run_workers` holds the durable record):
- *   launching  claimRunForLaunch committed (running/starting), child spawned, envelope sent,
- *              its start identity read and recorded before its channel is read; the startup
- *              timer runs until `worker.ready`.
- *   live       `worker.ready` committed (running/running); each `node.started` arms the node's
- *              deadline timer (deadline + kill grace), each closed attempt disarms it.
- *   stopping   a stop reason is set and the group got SIGTERM (SIGKILL after the grace).
- *   gone       the child exited and its channel drained: worker-exit.ts records the epoch and
- *              settles the run; the scheduler then looks for more work.
+ * A worker's life in memory (launching, live, kept, stopping, gone, and the claim it holds) is
+ * one typed state changed only by worker-life.ts; `run_workers` holds the durable record.
  */
 import { listExpiredRuns } from "../../state/queries.ts";
 import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";

@@ -11,6 +11,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { logError } from "../host-log.ts";
+import { isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 type Timer = ReturnType<typeof setTimeout>;
 
@@ -60,7 +61,7 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
       if (bound === undefined) return; // lifted: the next close arms it again
       if (bound.at > performance.now()) return armBoundary(worker, bound.at);
       boundaries.delete(worker);
-      if (!worker.settled && worker.openAttempt === null) {
+      if (!isSettled(worker) && worker.openAttempt === null) {
         deps.stop(worker, bound.reason, `workerTimedOut: ${bound.what} ran past ${bound.ms} ms`);
       }
     });
@@ -107,7 +108,7 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
     onAttemptClosed(worker) {
       clearTimer(worker, attemptDeadlines);
       deps.crashes.reset(worker.runId);
-      if (!worker.settled) {
+      if (!isSettled(worker)) {
         awaitBoundary(
           worker,
           ctx.options.boundaryMs,
@@ -151,7 +152,7 @@ function enforceDeadline(
   worker: ActiveWorker,
   attemptId: string,
 ): void {
-  if (worker.openAttempt?.attemptId !== attemptId || worker.stopReason !== null) return;
+  if (worker.openAttempt?.attemptId !== attemptId || stopReasonOf(worker) !== null) return;
   let reason: StopReason = "timedOut";
   try {
     // Commit first, then stop: a late message from the worker now meets a released claim.
@@ -167,7 +168,7 @@ function enforceDeadline(
     }
     reason = "claimLost";
   }
-  worker.claimReleased = true;
+  releaseClaim(worker);
   ctx.log("worker.deadline", { run: worker.runId, generation: worker.generation });
   deps.stop(worker, reason, "workerTimedOut: node deadline passed");
 }

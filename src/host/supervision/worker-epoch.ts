@@ -17,6 +17,7 @@ import { type CrashCounter, handleWorkerExit } from "./worker-exit.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
 import { reapWorkerProcesses } from "./worker-teardown.ts";
+import { isKept, isLaunching, markGone } from "./worker-life.ts";
 
 /** The epoch record of a process kept as its run's prepared child: a normal end. */
 const KEPT_EXIT = { code: 0, signal: null };
@@ -39,7 +40,7 @@ export interface EpochDeps {
 export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): void {
   deps.active.set(worker.runId, worker);
   deps.deadlines.arm(worker, ctx.options.workerStartupMs, () => {
-    if (!worker.ready) {
+    if (isLaunching(worker)) {
       deps.stops.stop(
         worker,
         "startupTimedOut",
@@ -60,13 +61,13 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
 
 async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): Promise<void> {
   // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
-  const exit = worker.kept ? KEPT_EXIT : await worker.spawned.exited;
+  const exit = isKept(worker) ? KEPT_EXIT : await worker.spawned.exited;
   deps.deadlines.forget(worker);
   // The leader is gone (or kept); nothing of its group, nor a child group it registered,
   // outlives the epoch.
   await reapWorkerProcesses(ctx, deps.registry, worker);
   await deps.stops.finished(worker);
-  if (!worker.kept) await settleWorkerOutput(worker);
+  if (!isKept(worker)) await settleWorkerOutput(worker);
   deps.pruneLogs(worker);
   try {
     handleWorkerExit(ctx, worker, exit, deps.crashes, deps.maxCrashes);
@@ -74,7 +75,8 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
     // Never leave the worker counted as active; the expired-claim sweep settles the run.
     ctx.log("worker.exit_failed", { run: worker.runId, error: logError(error) });
   }
-  if (worker.kept) deps.prepared.adopt(worker);
+  if (isKept(worker)) deps.prepared.adopt(worker);
+  markGone(worker);
   deps.active.delete(worker.runId);
   deps.ended();
 }

@@ -25,6 +25,7 @@ import type { ActiveWorker } from "./active-worker.ts";
 import type { ChildExit } from "./children/spawn-child.ts";
 import type { Claim } from "../../state/claims.ts";
 import { logError } from "../host-log.ts";
+import { holdsClaim, isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 /** Crash-like exits in a row (no committed progress between) before the run fails. */
 export const DEFAULT_MAX_CRASHES = 3;
@@ -50,8 +51,8 @@ export function createCrashCounter(): CrashCounter {
 }
 
 export function epochStatusOf(worker: ActiveWorker): WorkerOutcome {
-  if (worker.settled) return "exited";
-  switch (worker.stopReason) {
+  if (isSettled(worker)) return "exited";
+  switch (stopReasonOf(worker)) {
     case "paused":
     case "cancelled":
     case "shutdown":
@@ -69,16 +70,17 @@ export function epochStatusOf(worker: ActiveWorker): WorkerOutcome {
 
 /** The worker stopped on its own or broke a rule: the run must be settled by the host. */
 function isCrashLike(worker: ActiveWorker): boolean {
-  if (worker.settled) return false;
-  return worker.stopReason === null || worker.stopReason === "startupTimedOut" ||
-    worker.stopReason === "boundaryTimedOut" || worker.stopReason === "outputExceeded" ||
-    worker.stopReason === "memoryExceeded" || worker.stopReason === "protocolRejected";
+  if (isSettled(worker)) return false;
+  const reason = stopReasonOf(worker);
+  return reason === null || reason === "startupTimedOut" || reason === "boundaryTimedOut" ||
+    reason === "outputExceeded" || reason === "memoryExceeded" || reason === "protocolRejected";
 }
 
 /** The failure class a crash-like exit is reported under. */
 function crashClass(worker: ActiveWorker): FailureClass {
-  if (worker.stopReason === "protocolRejected") return "protocolRejected";
-  if (worker.stopReason === "startupTimedOut" || worker.stopReason === "boundaryTimedOut") {
+  const reason = stopReasonOf(worker);
+  if (reason === "protocolRejected") return "protocolRejected";
+  if (reason === "startupTimedOut" || reason === "boundaryTimedOut") {
     return "workerTimedOut";
   }
   return "workerCrashed";
@@ -113,7 +115,7 @@ export function handleWorkerExit(
     code: exit.code,
     signal: exit.signal,
   });
-  if (!isCrashLike(worker) || worker.claimReleased) return;
+  if (!isCrashLike(worker) || !holdsClaim(worker)) return;
 
   const failureClass = crashClass(worker);
   if (
@@ -127,7 +129,7 @@ export function handleWorkerExit(
       (count) => `The run's worker stopped ${count} times without progress: ${diagnostic}`,
     )
   ) {
-    worker.claimReleased = true;
+    releaseClaim(worker);
   }
 }
 

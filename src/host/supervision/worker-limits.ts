@@ -13,6 +13,7 @@ import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
+import { holdsClaim, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 /** How often the resident memory of each live worker is read. */
 export const MEMORY_CHECK_MS = 250;
@@ -51,17 +52,17 @@ export function recordLimitFailure(
 ): { diagnostic: string; recorded: boolean } {
   const diagnostic = `${error.code}: ${error.message}`;
   const open = worker.openAttempt;
-  if (open === null || worker.settled || worker.claimReleased || worker.stopReason !== null) {
+  if (open === null || !holdsClaim(worker) || stopReasonOf(worker) !== null) {
     return { diagnostic, recorded: false };
   }
   try {
     failAttemptForLimit(ctx.store, worker.claim, { attemptId: open.attemptId, error });
     worker.openAttempt = null;
     // Released with the commit: a late message from the worker now meets `claimLost`.
-    worker.claimReleased = true;
+    releaseClaim(worker);
     return { diagnostic, recorded: true };
   } catch (failure) {
-    if (failure instanceof ClaimLostError) worker.claimReleased = true;
+    if (failure instanceof ClaimLostError) releaseClaim(worker);
     // The attempt closed in between, or the claim is gone: the stop alone is what is left.
     return { diagnostic, recorded: false };
   }
@@ -73,14 +74,16 @@ export async function workersOverMemory(
   workers: Iterable<ActiveWorker>,
 ): Promise<{ worker: ActiveWorker; bytes: number }[]> {
   const cap = ctx.options.maxWorkerMemoryMb * MIB;
-  const sampled = [...workers].filter((w) => w.identity !== null && w.stopReason === null);
+  const sampled = [...workers].filter((w) => w.identity !== null && stopReasonOf(w) === null);
   // One table read for every worker of the tick.
   const sizes = await readResidentBytes(sampled.map((w) => w.identity!));
   const over: { worker: ActiveWorker; bytes: number }[] = [];
   sampled.forEach((worker, i) => {
     const bytes = sizes[i];
     // Still running by the time the read answered: a stop meanwhile has its own reason.
-    if (bytes !== null && bytes > cap && worker.stopReason === null) over.push({ worker, bytes });
+    if (bytes !== null && bytes > cap && stopReasonOf(worker) === null) {
+      over.push({ worker, bytes });
+    }
   });
   return over;
 }
@@ -104,7 +107,7 @@ export function createLimitWatch(
 ): LimitWatch {
   let sampling = false;
   const exceeded = (worker: ActiveWorker, reason: LimitReason, error: FactError) => {
-    if (worker.stopReason !== null) return;
+    if (stopReasonOf(worker) !== null) return;
     const { diagnostic, recorded } = recordLimitFailure(ctx, worker, error);
     if (recorded) {
       deps.clearAttemptDeadline(worker);

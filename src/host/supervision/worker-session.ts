@@ -39,6 +39,16 @@ import type { Applied } from "../worker-messages/applied.ts";
 import { applyWorkerMessage } from "../worker-messages/message-handlers.ts";
 import { readRegistrationTable } from "../worker-messages/worker-progress.ts";
 import { startFacts } from "../worker-messages/facts-stream.ts";
+import {
+  holdsClaim,
+  isKept,
+  isReleasedUnsettled,
+  isSettled,
+  keep,
+  markSettled,
+  releaseClaim,
+  stopReasonOf,
+} from "./worker-life.ts";
 
 /** Replies a session keeps for retried message ids (durable receipts cover older ones). */
 const REMEMBERED_REPLIES = 16;
@@ -180,7 +190,7 @@ export async function serveWorkerChannel(
       // The epoch's last word: a kept process now belongs to the prepared children.
       if ((frame.value as { kind?: unknown } | null)?.kind === "worker.exiting") {
         await until(answered);
-        if (worker.kept) break;
+        if (isKept(worker)) break;
       }
     }
   } catch {
@@ -221,13 +231,13 @@ function answer(
   }
   const { messageId, kind } = header.value;
   const stale = checkWorkerFence(header.value, worker);
-  if (stale !== null || worker.claimReleased && !worker.settled || worker.stopReason !== null) {
-    hooks.stop(worker, worker.stopReason ?? "claimLost", `claimLost: ${stale ?? "released"}`);
+  if (stale !== null || isReleasedUnsettled(worker) || stopReasonOf(worker) !== null) {
+    hooks.stop(worker, stopReasonOf(worker) ?? "claimLost", `claimLost: ${stale ?? "released"}`);
     return lost(messageId, stale ?? "the run's claim was released");
   }
   const remembered = receipts.get(messageId);
   if (remembered) return remembered;
-  if (worker.settled && kind !== "worker.exiting" && kind !== "worker.progress") {
+  if (isSettled(worker) && kind !== "worker.exiting" && kind !== "worker.progress") {
     return rejected(messageId, "protocolRejected", "the run already reached a durable end");
   }
   const fastPayload = fastHeader &&
@@ -265,15 +275,15 @@ function answer(
     const retried = storedAnswer(ctx, worker, message, requestId, requestFingerprint);
     if (retried) return retried;
     if (error instanceof ClaimLostError) {
-      worker.claimReleased = true;
+      releaseClaim(worker);
       hooks.stop(worker, "claimLost", `claimLost: ${error.reason}`);
       return lost(messageId, `the run claim was lost: ${error.reason}`);
     }
     const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
     return rejected(messageId, code, error instanceof Error ? error.message : String(error));
   }
-  if (kind === "worker.exiting" && !worker.kept && hooks.keepPrepared(worker)) {
-    worker.kept = true;
+  if (kind === "worker.exiting" && !isKept(worker) && hooks.keepPrepared(worker)) {
+    keep(worker);
     applied = { ...applied, result: { prepared: true } };
   }
   const reply = workerReply({
@@ -325,7 +335,7 @@ function storedAnswer(
     messageId,
     outcome: "accepted",
     revision: stored.acceptedRevision,
-    ...(message.kind === "worker.ready" && !worker.settled
+    ...(message.kind === "worker.ready" && !isSettled(worker)
       ? { factsChunk: startFacts(ctx, worker) }
       : {}),
     ...(result !== undefined ? { result } : {}),
@@ -339,7 +349,7 @@ function storedAnswer(
  * crash-looping.
  */
 function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHooks): void {
-  if (!worker.claimReleased && !worker.settled) {
+  if (holdsClaim(worker)) {
     try {
       failRun(ctx.store, worker.claim, {
         error: {
@@ -348,11 +358,10 @@ function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHoo
             "message limit",
         },
       });
-      worker.settled = true;
-      worker.claimReleased = true;
+      markSettled(worker);
     } catch (error) {
       if (!(error instanceof ClaimLostError)) throw error;
-      worker.claimReleased = true;
+      releaseClaim(worker);
     }
   }
   hooks.stop(worker, "protocolRejected", "protocolRejected: reply too large");

@@ -10,6 +10,7 @@ import { parkRun } from "../../state/transitions/run-park.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
+import { holdsClaim, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 type Stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string) => void;
 
@@ -21,7 +22,7 @@ export function parkForShutdown(ctx: HostContext, worker: ActiveWorker): void {
     // Lost or already settled: recovery of the next host handles whatever is left.
     ctx.log("worker.park_failed", { run: worker.runId, error: logError(error) });
   }
-  worker.claimReleased = true;
+  releaseClaim(worker);
 }
 
 /** Waits, at most `stopWaitMs`, until no worker runs an external node. */
@@ -34,7 +35,7 @@ export async function waitForExternalBoundaries(
     [...active.values()].map((worker) =>
       waitUntil(
         () =>
-          worker.settled || worker.claimReleased || active.get(worker.runId) !== worker ||
+          !holdsClaim(worker) || active.get(worker.runId) !== worker ||
           worker.openAttempt?.effect !== "external",
         Math.max(0, waitUntilMs - Date.now()),
       )
@@ -49,7 +50,7 @@ export async function parkAndStopAll(
   stop: Stop,
 ): Promise<void> {
   for (const worker of active.values()) {
-    if (!worker.settled && !worker.claimReleased && worker.stopReason === null) {
+    if (holdsClaim(worker) && stopReasonOf(worker) === null) {
       parkForShutdown(ctx, worker);
     }
     stop(worker, "shutdown", "host shutdown");

@@ -6,6 +6,7 @@
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { stopChildGroup } from "./children/retire-child.ts";
+import { beginStop } from "./worker-life.ts";
 
 export interface WorkerStops {
   /** Stops the worker's group for `reason` (idempotent); the exit handler does the rest. */
@@ -18,10 +19,7 @@ export function createWorkerStops(ctx: HostContext): WorkerStops {
   const stopping = new Map<ActiveWorker, Promise<void>>();
   return {
     stop(worker, reason, diagnostic) {
-      if (worker.stopReason === null) {
-        worker.stopReason = reason;
-        worker.diagnostic ??= diagnostic;
-      }
+      if (beginStop(worker, reason)) worker.diagnostic ??= diagnostic;
       if (stopping.has(worker)) return;
       const done = stopChildGroup(worker.spawned, { graceMs: ctx.options.killGraceMs }).then(
         (result) => {

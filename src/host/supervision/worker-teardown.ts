@@ -9,6 +9,7 @@ import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
+import { isKept } from "./worker-life.ts";
 
 export async function reapWorkerProcesses(
   ctx: HostContext,
@@ -17,7 +18,7 @@ export async function reapWorkerProcesses(
 ): Promise<void> {
   const identity = worker.identity;
   if (identity) {
-    if (!worker.kept) await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+    if (!isKept(worker)) await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
     registry.unregister(identity);
   }
   await Promise.all(

@@ -8,6 +8,7 @@ import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { HostContext } from "../supervision/api.ts";
 import type { Applied } from "./applied.ts";
+import { markSettled } from "../supervision/worker-life.ts";
 
 export function parkOverBudget(
   ctx: HostContext,
@@ -16,7 +17,6 @@ export function parkOverBudget(
 ): Applied {
   const { revision, blocked } = blockOverBudget(ctx.store, worker.claim, write);
   if (blocked) ctx.log("run.blocked", { run: worker.runId, reason: "budgetExceeded" });
-  worker.settled = true;
-  worker.claimReleased = true;
+  markSettled(worker);
   return { revision, closedAttempt: true };
 }

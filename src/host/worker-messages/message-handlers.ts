@@ -37,6 +37,7 @@ import { startFacts } from "./facts-stream.ts";
 import { applyProgress } from "./worker-progress.ts";
 import { parkOverBudget } from "./budget-park.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
+import { launchedLive, markLive, markSettled, wasReady } from "../supervision/worker-life.ts";
 
 /** The worker's answer to `effect.reserve`: what to do with the effect. */
 function reservationAnswer(result: EffectReservation): JsonValue {
@@ -149,7 +150,7 @@ export function applyWorkerMessage(
         : p.state === "failed"
         ? failRun(store, claim, { ...write, error: p.error })
         : timeOutRun(store, claim, { ...write, error: p.error });
-      settle(worker);
+      markSettled(worker);
       return { revision, closedAttempt: true };
     }
     case "effect.reserve":
@@ -179,14 +180,14 @@ function markReady(
 ): Applied {
   const { store } = ctx;
   const claim = worker.claim;
-  if (worker.ready) throw refuse("worker.ready was already accepted for this epoch");
+  if (wasReady(worker)) throw refuse("worker.ready was already accepted for this epoch");
   const identity = worker.identity;
   if (identity === null || message.payload.pid !== identity.pid) {
     throw refuse("worker.ready names another process than the one the host started");
   }
   // Recorded live with its launch claim (accepted-launch.ts): nothing to commit, the run's
   // revision as it stands.
-  const { revision } = worker.liveAtLaunch
+  const { revision } = launchedLive(worker)
     ? { revision: readRunRow(store, worker.runId)!.revision }
     : markWorkerLive(store, claim, {
       ...write,
@@ -194,7 +195,7 @@ function markReady(
       pid: identity.pid,
       startIdentity: formatStartIdentity(identity),
     });
-  worker.ready = true;
+  markLive(worker);
   return { revision, factsChunk: startFacts(ctx, worker), closedAttempt: false };
 }
 
@@ -298,7 +299,7 @@ function requestStep(
     contract: p.contract,
     deadlineAt: p.deadlineAt,
   });
-  settle(worker);
+  markSettled(worker);
   worker.openAttempt = null;
   // The attempt's deadline is now enforced with no worker alive (once it is committed).
   afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
@@ -336,7 +337,7 @@ function park(
       answerSchema: p.answerSchema as JsonValue | undefined,
       timeoutDefault,
     });
-    settle(worker);
+    markSettled(worker);
     worker.openAttempt = null;
     // The waiting attempt's deadline and the decision's default now wait for the host timer.
     afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
@@ -350,16 +351,10 @@ function park(
       reason: p.reason,
       detail: p.detail ?? p.reason,
     });
-    settle(worker);
+    markSettled(worker);
     return { revision, closedAttempt: true };
   }
   throw refuse(`run.parked with reason ${p.reason} is not available yet`);
-}
-
-/** The run reached a durable end for this epoch; the state transition released the claim. */
-function settle(worker: ActiveWorker): void {
-  worker.settled = true;
-  worker.claimReleased = true;
 }
 
 function attemptOf(message: WorkerMessage): { attemptId: string } {

@@ -18,6 +18,7 @@ import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { HostContext } from "../supervision/api.ts";
 import { nextFactsChunk } from "./facts-stream.ts";
 import type { Applied } from "./applied.ts";
+import { isSettled } from "../supervision/worker-life.ts";
 
 /**
  * Heartbeats renew the claim. `process.register` attaches a direct child of this worker that
@@ -41,7 +42,9 @@ export function applyProgress(
     }
     return { closedAttempt: false };
   }
-  if (worker.settled) throw protocolRejected(`worker.progress ${p.op} after the run's durable end`);
+  if (isSettled(worker)) {
+    throw protocolRejected(`worker.progress ${p.op} after the run's durable end`);
+  }
   if (p.op === "heartbeat") {
     renewClaim(ctx.store, worker.claim);
     return { closedAttempt: false };

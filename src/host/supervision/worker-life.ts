@@ -1,0 +1,134 @@
+/**
+ * A run worker's life in the host's memory, in one typed state with its transitions (the durable
+ * record is the `run_workers` row). Two things change over an epoch, and only through the
+ * functions below:
+ *
+ *   phase  what the process is doing:
+ *            launching  spawned, envelope sent; no `worker.ready` yet (the startup deadline
+ *                       runs); `recordedLive` when its launch claim recorded it live already
+ *            live       `worker.ready` committed
+ *            kept       its epoch parked and the host keeps the process as the run's prepared
+ *                       child: the epoch ends without waiting for (or stopping) the process
+ *            stopping   the host stops it for `reason` (its group got SIGTERM, SIGKILL after the
+ *                       grace); `kept` when it was kept before
+ *            gone       the epoch is recorded and the run settled (worker-epoch.ts)
+ *   claim  the run claim the host took for it:
+ *            held       the host holds it for this worker
+ *            released   released by the host (a command, a deadline, a shutdown park) or lost
+ *            settled    a terminal, park or block message committed, which released it: the exit
+ *                       that follows is normal
+ */
+/**
+ * Why the host stops (or stopped) a worker. None while nobody asked it to stop; the exit is then
+ * a completion (after a terminal or park message) or a crash.
+ */
+export type StopReason =
+  | "paused"
+  | "cancelled"
+  | "timedOut"
+  | "startupTimedOut"
+  | "boundaryTimedOut"
+  | "outputExceeded"
+  | "memoryExceeded"
+  | "protocolRejected"
+  | "claimLost"
+  | "shutdown";
+
+export type WorkerPhase =
+  | { name: "launching"; recordedLive: boolean }
+  | { name: "live" }
+  | { name: "kept" }
+  | { name: "stopping"; reason: StopReason; kept: boolean }
+  | { name: "gone" };
+
+export type ClaimHold = "held" | "released" | "settled";
+
+export interface WorkerLife {
+  phase: WorkerPhase;
+  claim: ClaimHold;
+}
+
+type Worker = { life: WorkerLife };
+
+/**
+ * `recordedLive`: the epoch was recorded `live` with its launch claim (a prepared process
+ * launched right after it accepted a submission, accepted-launch.ts): its `worker.ready` then
+ * commits nothing.
+ */
+export function launchingLife(recordedLive: boolean): WorkerLife {
+  return { phase: { name: "launching", recordedLive }, claim: "held" };
+}
+
+/** Whether the epoch was recorded `live` with its launch claim (see launchingLife). */
+export function launchedLive(worker: Worker): boolean {
+  const { phase } = worker.life;
+  return phase.name === "launching" && phase.recordedLive;
+}
+
+/** `worker.ready` committed. */
+export function markLive(worker: Worker): void {
+  if (worker.life.phase.name === "launching") worker.life.phase = { name: "live" };
+}
+
+/** Whether `worker.ready` is still awaited (nothing stopped it meanwhile either). */
+export function isLaunching(worker: Worker): boolean {
+  return worker.life.phase.name === "launching";
+}
+
+/** Whether `worker.ready` was accepted (or the worker is past that point). */
+export function wasReady(worker: Worker): boolean {
+  return worker.life.phase.name !== "launching";
+}
+
+/** The host stops it: true when `reason` is the first (later reasons are ignored). */
+export function beginStop(worker: Worker, reason: StopReason): boolean {
+  const { phase } = worker.life;
+  if (phase.name === "stopping" || phase.name === "gone") return false;
+  worker.life.phase = { name: "stopping", reason, kept: phase.name === "kept" };
+  return true;
+}
+
+/** Why the host stops (or stopped) it; null while nobody asked it to stop. */
+export function stopReasonOf(worker: Worker): StopReason | null {
+  const { phase } = worker.life;
+  return phase.name === "stopping" ? phase.reason : null;
+}
+
+/** The epoch parked and the host keeps the process as the run's prepared child. */
+export function keep(worker: Worker): void {
+  const { phase } = worker.life;
+  if (phase.name === "launching" || phase.name === "live") worker.life.phase = { name: "kept" };
+}
+
+export function isKept(worker: Worker): boolean {
+  const { phase } = worker.life;
+  return phase.name === "kept" || phase.name === "stopping" && phase.kept;
+}
+
+/** The epoch is recorded and the run settled. */
+export function markGone(worker: Worker): void {
+  worker.life.phase = { name: "gone" };
+}
+
+/** The claim was released by the host or found lost (a settled run stays settled). */
+export function releaseClaim(worker: Worker): void {
+  if (worker.life.claim === "held") worker.life.claim = "released";
+}
+
+/** The run reached a durable end for this epoch; the state transition released the claim. */
+export function markSettled(worker: Worker): void {
+  worker.life.claim = "settled";
+}
+
+export function holdsClaim(worker: Worker): boolean {
+  return worker.life.claim === "held";
+}
+
+export function isSettled(worker: Worker): boolean {
+  return worker.life.claim === "settled";
+}
+
+/** Released without a durable end of the run (a command, a deadline, a loss). */
+export function isReleasedUnsettled(worker: Worker): boolean {
+  return worker.life.claim === "released";
+}
