@@ -5,7 +5,8 @@
  * nodes`: `cold_first_node_ms`). When the cache is not known warm for this program, `start`
  * spawns one `worker --warm` child (src/worker/warm-cache.ts): it loads the modules a worker and
  * the source resolver load, writes the cache and exits. It runs no workflow code and holds no
- * claim.
+ * claim. The child kit spawns and retires it like every other child (own group, bounded output
+ * files, removed when empty), at the lowest CPU priority; it is not in the process registry.
  *
  * It never delays anything: the host calls `start` after it reported ready, `start` only spawns,
  * and nothing waits for the child except shutdown. It is skipped when the host has work to launch
@@ -14,17 +15,15 @@
  * identity) at `warmupTimeoutMs` or at shutdown (killed from outside, Node writes no cache); a
  * host that dies leaves it to finish on its own, within about the time of a source resolver.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { setPriority } from "node:os";
 import { join } from "node:path";
-import { identifyChild, type ProcessIdentity } from "../../os/process-identity.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { detectRuntime, type SelfCommand, selfCommand } from "../../os/self-launch.ts";
-import { stopProcessGroup } from "../../os/stop-group.ts";
 import { logError } from "../host-log.ts";
 import type { HostContext } from "./api.ts";
 import { childEnvironment, compileCacheEnv } from "./children/child-environment.ts";
+import { retireChild, stopChildGroup } from "./children/retire-child.ts";
+import { spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 
 /** A warm-up from source takes ~0.5 s on the 2-core development machine; far more is stuck. */
 export const WARMUP_TIMEOUT_MS = 20_000;
@@ -62,26 +61,23 @@ export function createCompileCacheWarmup(
   // Settles once the child's end is handled (shutdown waits for that).
   let settle: () => void = () => {};
   const handled = new Promise<void>((resolve) => (settle = resolve));
-  // Its identity is read without blocking the host (a `ps` run on macOS), as for every child.
-  let running: { identified: Promise<ProcessIdentity | null>; ended: boolean } | null = null;
+  let running: { spawned: SupervisedChild; ended: boolean } | null = null;
   let ending: WarmupEnd | null = null;
-  const command = (options.workerCommand ?? selfCommand)(["worker", "--warm"]);
   // The environment a resolver gets: the host's allowlisted base, the cache, the extras.
   const base = baseRunEnvironment(process.env);
-  const env = childEnvironment(base, {
+  const cacheDir = childEnvironment(base, {
     ...compileCacheEnv(ctx.stateDir, base),
     ...extraEnv,
-  });
-  const cacheDir = env.NODE_COMPILE_CACHE;
-  const key = warmKey(command);
+  }).NODE_COMPILE_CACHE;
+  const key = warmKey((options.workerCommand ?? selfCommand)(["worker", "--warm"]));
 
   const kill = async (why: WarmupEnd) => {
-    if (!running || running.ended) return;
     const current = running;
-    const identity = await current.identified;
+    if (!current || current.ended) return;
+    const identity = await current.spawned.identified;
     if (identity === null || current.ended) return;
     ending ??= why;
-    await stopProcessGroup(identity, { graceMs: 0, immediate: true });
+    await stopChildGroup(current.spawned, { graceMs: 0, immediate: true });
   };
 
   return {
@@ -92,34 +88,31 @@ export function createCompileCacheWarmup(
         return;
       }
       const started = Date.now();
-      let child: ChildProcess;
+      let spawned: SupervisedChild;
       try {
-        child = spawn(command.command, command.args, {
-          cwd: ctx.stateDir,
-          env,
-          detached: true,
-          // Nothing it could print is needed; its exit code says whether it warmed the cache.
-          stdio: "ignore",
+        spawned = spawnChild(ctx, {
+          args: ["worker", "--warm"],
+          command: options.workerCommand,
+          runEnvironment: base,
+          extraEnv,
+          logStem: ctx.ids.next("warm"),
+          // Nothing it prints is needed (its exit code says whether it warmed the cache).
+          onOutputExceeded: () => void kill("failed"),
+          priority: LOWEST_PRIORITY,
         });
       } catch (error) {
         ctx.log("compile_cache.warmup_failed", { error: logError(error) });
         return;
       }
-      running = { identified: identifyChild(child).catch(() => null), ended: false };
-      const current = running;
-      try {
-        if (child.pid !== undefined) setPriority(child.pid, LOWEST_PRIORITY);
-      } catch {
-        // Not permitted here: the child still runs, at normal priority.
-      }
+      const current: { spawned: SupervisedChild; ended: boolean } = { spawned, ended: false };
+      running = current;
       const timer = setTimeout(
         () => void kill("timedOut"),
         options.warmupTimeoutMs ?? WARMUP_TIMEOUT_MS,
       );
       timer.unref();
-      ctx.log("compile_cache.warming", { pid: child.pid ?? null });
-      const finish = (code: number | null) => {
-        if (current.ended) return;
+      ctx.log("compile_cache.warming", { pid: spawned.child.pid ?? null });
+      void spawned.exited.then(async ({ code }) => {
         current.ended = true;
         clearTimeout(timer);
         const result: WarmupEnd = ending ?? (code === 0 ? "warmed" : "failed");
@@ -128,10 +121,9 @@ export function createCompileCacheWarmup(
           ms: Date.now() - started,
           ...(result === "failed" ? { code } : {}),
         });
+        await retireChild(spawned, 0);
         settle();
-      };
-      child.once("exit", (code) => finish(code));
-      child.once("error", () => finish(null));
+      });
     },
     async stop() {
       await kill("stopped");

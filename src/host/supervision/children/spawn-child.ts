@@ -1,6 +1,7 @@
 /**
  * The child kit's spawn: every supervised child (run worker, validation child, source resolver,
- * controller worker, controller resolver) starts here from a description of what it is. The kit
+ * controller worker, controller resolver, compile cache warm-up) starts here from a description
+ * of what it is. The kit
  * gives each the same process: `pi-workflows worker <mode>` in its own process group
  * (detached => setsid) and in the state directory, stdin closed, stdout/stderr piped into capped
  * files in the user-only `<stateDir>/workers`, fd 3 as the private NDJSON channel (a plain pipe,
@@ -15,6 +16,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { setPriority } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { identifyChild, type ProcessIdentity } from "../../../os/process-identity.ts";
@@ -41,6 +43,8 @@ export interface ChildDescription {
   logStem: string;
   /** Called once when a captured stream passes its bound (the caller stops the child). */
   onOutputExceeded(stream: "stdout" | "stderr", bytes: number): void;
+  /** Its CPU priority (nice value); the host's own when absent. */
+  priority?: number;
   /** Enter the process registry once identified (retireChild takes it out). */
   register?: { registry: ProcessRegistry; kind: RegisteredProcess["kind"]; runId: string | null };
 }
@@ -85,7 +89,8 @@ const readers = new WeakMap<SupervisedChild, FrameReader>();
 
 /**
  * The one frame reader of a child's channel (created on first use), shared by every owner the
- * child has over its life. A child read this way is never read with `readFrames` too.
+ * child has over its life: every kind reads its child's frames through it (backpressure: the
+ * channel pauses while decoded frames wait).
  */
 export function readerOf(spawned: SupervisedChild): FrameReader {
   let reader = readers.get(spawned);
@@ -124,6 +129,13 @@ export function spawnChild(
     throw new Error(`Worker not started: ${error instanceof Error ? error.message : error}`, {
       cause: error,
     });
+  }
+  if (description.priority !== undefined && child.pid !== undefined) {
+    try {
+      setPriority(child.pid, description.priority);
+    } catch {
+      // Not permitted here: the child still runs, at the host's priority.
+    }
   }
   const channel = child.stdio[3] as Duplex;
   // A child that dies before the host's first write (killed right after its start) fails that
