@@ -5,7 +5,7 @@
  * one request, waits for one answer within the startup deadline, and stops the child.
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
-import { readFrames, writeFrame } from "../../protocol/framing.ts";
+import { writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
@@ -13,7 +13,12 @@ import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";
-import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
+import {
+  type ChildCommand,
+  readerOf,
+  spawnChild,
+  type SupervisedChild,
+} from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 
 export interface ResolverOptions {
@@ -96,7 +101,7 @@ export async function resolveInChild(
       cwd: request.cwd,
     });
     let step: ResolveProgress | null = null;
-    const answer = await readAnswer(spawned.channel, deadline, (progress) => (step = progress));
+    const answer = await readAnswer(spawned, deadline, (progress) => (step = progress));
     if (overLimit) return failure("workerCrashed", "the resolver's output passed its limit");
     if (answer === undefined) {
       const doing = describeResolveStep(step, request.workflow);
@@ -124,14 +129,14 @@ export async function resolveInChild(
 
 /** The resolver's answer; its progress frames before it go to `onProgress`. */
 async function readAnswer(
-  channel: NodeJS.ReadableStream & { destroy(): void },
+  spawned: SupervisedChild,
   signal: AbortSignal,
   onProgress: (progress: ResolveProgress) => void,
 ): Promise<unknown> {
-  const onAbort = () => channel.destroy();
+  const onAbort = () => spawned.channel.destroy();
   signal.addEventListener("abort", onAbort, { once: true });
   try {
-    for await (const frame of readFrames(channel as never)) {
+    for await (const frame of readerOf(spawned).frames()) {
       if (!frame.ok) return undefined;
       if (!isResolveProgress(frame.value)) return frame.value;
       onProgress(frame.value);

@@ -7,16 +7,21 @@
  * reconcile's claim, then the reply with the same `messageId`.
  */
 import type { JsonValue } from "../../../protocol/canonical-json.ts";
-import { readFrames } from "../../../protocol/framing.ts";
 import {
   type ControllerMessage,
   parseControllerFrame,
   RECONCILE_KINDS,
 } from "../../../protocol/controller-worker.ts";
-import { type WorkerReply, workerReply } from "../../../protocol/worker-reply.ts";
+import {
+  claimLostReply,
+  rejectedReply,
+  type WorkerReply,
+  workerReply,
+} from "../../../protocol/worker-reply.ts";
 import { crashPoint } from "../../../base/crash-point.ts";
 import { ControllerRefusal } from "../../../state/controllers/errors.ts";
 import { ClaimLostError, TransitionError } from "../../../state/errors.ts";
+import { readerOf } from "../children/spawn-child.ts";
 import { type ActiveReconcile, type ControllerWorker, writeToWorker } from "./controller-worker.ts";
 
 const MAX_IN_FLIGHT = 64;
@@ -47,7 +52,7 @@ export async function serveControllerChannel(
   let release: (() => void) | null = null;
   const reply = (answer: WorkerReply) => writeToWorker(channel, answer).catch(() => {});
   try {
-    for await (const frame of readFrames(channel)) {
+    for await (const frame of readerOf(worker.spawned).frames()) {
       if (!frame.ok) {
         hooks.onViolation(worker, `protocolRejected: ${frame.error.code}`);
         break;
@@ -107,7 +112,10 @@ async function handle(
   const reconcile = worker.reconciles.get(message.reconcileId);
   if (!reconcile || reconcile.ended) {
     if (reconcile && message.kind === "reconcile.finished") hooks.onLateFinish(worker, reconcile);
-    return lost(id, "the reconcile's claim ended (deadline, or another reconcile took over)");
+    return claimLostReply(
+      id,
+      "the reconcile's claim ended (deadline, or another reconcile took over)",
+    );
   }
   crashPoint(`host.${message.kind}.beforeCommit`);
   try {
@@ -117,7 +125,7 @@ async function handle(
   } catch (error) {
     if (error instanceof ClaimLostError) {
       reconcile.ended = true;
-      return lost(id, `the reconcile's claim was lost: ${error.reason}`);
+      return claimLostReply(id, `the reconcile's claim was lost: ${error.reason}`);
     }
     if (error instanceof ControllerRefusal) return rejected(id, error.message, error.code);
     if (error instanceof TransitionError) return rejected(id, error.message, "invalidTransition");
@@ -135,13 +143,5 @@ function accepted(messageId: string, result?: JsonValue): WorkerReply {
 }
 
 function rejected(messageId: string, message: string, code = "protocolRejected"): WorkerReply {
-  return workerReply({ messageId, outcome: "rejected", error: { code, message } });
-}
-
-function lost(messageId: string, detail: string): WorkerReply {
-  return workerReply({
-    messageId,
-    outcome: "claimLost",
-    error: { code: "claimLost", message: `Claim lost: ${detail}` },
-  });
+  return rejectedReply(messageId, code, message);
 }

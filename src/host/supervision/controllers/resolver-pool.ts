@@ -6,7 +6,7 @@
  * controller whenever a file of its source changed. A request that is not answered within the
  * startup deadline stops the child.
  */
-import { readFrames, writeFrame } from "../../../protocol/framing.ts";
+import { writeFrame } from "../../../protocol/framing.ts";
 import {
   CONTROLLER_RESOLVE_REQUEST_SCHEMA,
   parseControllerResolveResult,
@@ -14,7 +14,12 @@ import {
 import type { HostContext } from "../api.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
-import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
+import {
+  type ChildCommand,
+  readerOf,
+  spawnChild,
+  type SupervisedChild,
+} from "../children/spawn-child.ts";
 import { retireChild } from "../children/retire-child.ts";
 import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
 
@@ -71,7 +76,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
     c.pending = pending;
     c.stopped = (async () => {
       try {
-        for await (const frame of readFrames(spawned.channel)) {
+        for await (const frame of readerOf(spawned).frames()) {
           if (!frame.ok) break;
           const parsed = parseControllerResolveResult(frame.value);
           if (!parsed.ok) break;
