@@ -67,3 +67,17 @@ export function parseWorkerReply(value: unknown): SchemaResult<WorkerReply> {
 export function workerReply(fields: Omit<WorkerReply, "schema">): WorkerReply {
   return { schema: WORKER_REPLY_SCHEMA, ...fields };
 }
+
+/** A refusal of one message: nothing of it was applied. */
+export function rejectedReply(messageId: string, code: string, message: string): WorkerReply {
+  return workerReply({ messageId, outcome: "rejected", error: { code, message } });
+}
+
+/** The sender's claim is gone (`Claim lost: <detail>`): it must exit at once. */
+export function claimLostReply(messageId: string, detail: string): WorkerReply {
+  return workerReply({
+    messageId,
+    outcome: "claimLost",
+    error: { code: "claimLost", message: `Claim lost: ${detail}` },
+  });
+}

@@ -18,8 +18,10 @@ import { type FailureClass } from "../../protocol/failures.ts";
 import { encodeFrameText, FrameError, MAX_FRAME_BYTES } from "../../protocol/framing.ts";
 import {
   checkWorkerFence,
+  claimLostReply,
   parseWorkerHeader,
   parseWorkerPayload,
+  rejectedReply,
   type WorkerMessage,
   type WorkerReply,
   workerReply,
@@ -227,18 +229,18 @@ function answer(
     if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 200) {
       return null;
     }
-    return rejected(messageId, "protocolRejected", header.error);
+    return rejectedReply(messageId, "protocolRejected", header.error);
   }
   const { messageId, kind } = header.value;
   const stale = checkWorkerFence(header.value, worker);
   if (stale !== null || isReleasedUnsettled(worker) || stopReasonOf(worker) !== null) {
     hooks.stop(worker, stopReasonOf(worker) ?? "claimLost", `claimLost: ${stale ?? "released"}`);
-    return lost(messageId, stale ?? "the run's claim was released");
+    return claimLostReply(messageId, stale ?? "the run's claim was released");
   }
   const remembered = receipts.get(messageId);
   if (remembered) return remembered;
   if (isSettled(worker) && kind !== "worker.exiting" && kind !== "worker.progress") {
-    return rejected(messageId, "protocolRejected", "the run already reached a durable end");
+    return rejectedReply(messageId, "protocolRejected", "the run already reached a durable end");
   }
   const fastPayload = fastHeader &&
     fastWorkerPayload(kind, (value as { payload?: unknown }).payload);
@@ -247,11 +249,14 @@ function answer(
     : parseWorkerPayload(header.value, value);
   if (!parsed.ok) {
     hooks.stop(worker, "protocolRejected", `protocolRejected: invalid ${kind} payload`);
-    return rejected(messageId, "protocolRejected", parsed.error);
+    return rejectedReply(messageId, "protocolRejected", parsed.error);
   }
   const message = parsed.value as WorkerMessage;
   if (kind === "node.started" && hooks.parkedAtBoundary(worker)) {
-    return lost(messageId, "the host is stopping: the run parked at its last durable boundary");
+    return claimLostReply(
+      messageId,
+      "the host is stopping: the run parked at its last durable boundary",
+    );
   }
   // Receipts of worker messages live in their events, keyed by the message id alone.
   const requestId = messageId;
@@ -277,10 +282,10 @@ function answer(
     if (error instanceof ClaimLostError) {
       releaseClaim(worker);
       hooks.stop(worker, "claimLost", `claimLost: ${error.reason}`);
-      return lost(messageId, `the run claim was lost: ${error.reason}`);
+      return claimLostReply(messageId, `the run claim was lost: ${error.reason}`);
     }
     const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
-    return rejected(messageId, code, error instanceof Error ? error.message : String(error));
+    return rejectedReply(messageId, code, error instanceof Error ? error.message : String(error));
   }
   if (kind === "worker.exiting" && !isKept(worker) && hooks.keepPrepared(worker)) {
     keep(worker);
@@ -327,7 +332,11 @@ function storedAnswer(
   if (!stored) return null;
   // Nothing was applied twice: the same answer, or a refusal when the id names another message.
   if (stored.requestFingerprint !== requestFingerprint) {
-    return rejected(messageId, "protocolRejected", "the message id was used for another message");
+    return rejectedReply(
+      messageId,
+      "protocolRejected",
+      "the message id was used for another message",
+    );
   }
   const body = stored.receipt as { result?: JsonValue } | null;
   const result = typeof body === "object" && body !== null ? body.result : undefined;
@@ -365,16 +374,4 @@ function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHoo
     }
   }
   hooks.stop(worker, "protocolRejected", "protocolRejected: reply too large");
-}
-
-function rejected(messageId: string, code: string, message: string): WorkerReply {
-  return workerReply({ messageId, outcome: "rejected", error: { code, message } });
-}
-
-function lost(messageId: string, detail: string): WorkerReply {
-  return workerReply({
-    messageId,
-    outcome: "claimLost",
-    error: { code: "claimLost", message: `Claim lost: ${detail}` },
-  });
 }
