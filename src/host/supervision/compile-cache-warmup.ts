@@ -23,6 +23,7 @@ import { logError } from "../host-log.ts";
 import type { HostContext } from "./api.ts";
 import { childEnvironment, compileCacheEnv } from "./children/child-environment.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
+import { armChildDeadline } from "./children/child-deadline.ts";
 import { spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 
 /** A warm-up from source takes ~0.5 s on the 2-core development machine; far more is stuck. */
@@ -106,15 +107,15 @@ export function createCompileCacheWarmup(
       }
       const current: { spawned: SupervisedChild; ended: boolean } = { spawned, ended: false };
       running = current;
-      const timer = setTimeout(
-        () => void kill("timedOut"),
+      const deadline = armChildDeadline(
+        spawned,
         options.warmupTimeoutMs ?? WARMUP_TIMEOUT_MS,
+        () => void kill("timedOut"),
       );
-      timer.unref();
       ctx.log("compile_cache.warming", { pid: spawned.child.pid ?? null });
       void spawned.exited.then(async ({ code }) => {
         current.ended = true;
-        clearTimeout(timer);
+        deadline.disarm();
         const result: WarmupEnd = ending ?? (code === 0 ? "warmed" : "failed");
         if (result === "warmed") writeMarker(cacheDir!, key);
         ctx.log(`compile_cache.${result === "warmed" ? "warmed" : `warmup_${result}`}`, {

@@ -20,6 +20,7 @@ import {
   type SupervisedChild,
 } from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
+import { armChildDeadline } from "./children/child-deadline.ts";
 
 export interface ResolverOptions {
   /** Extra environment on top of the run's (tests). */
@@ -92,7 +93,7 @@ export async function resolveInChild(
     ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
   });
   liveLogs?.add(spawned.logFiles.stdout).add(spawned.logFiles.stderr);
-  const deadline = AbortSignal.timeout(ctx.options.workerStartupMs);
+  const deadline = armChildDeadline(spawned, ctx.options.workerStartupMs);
   try {
     await writeFrame(spawned.channel, {
       schema: RESOLVE_REQUEST_SCHEMA,
@@ -101,11 +102,11 @@ export async function resolveInChild(
       cwd: request.cwd,
     });
     let step: ResolveProgress | null = null;
-    const answer = await readAnswer(spawned, deadline, (progress) => (step = progress));
+    const answer = await readAnswer(spawned, (progress) => (step = progress));
     if (overLimit) return failure("workerCrashed", "the resolver's output passed its limit");
     if (answer === undefined) {
       const doing = describeResolveStep(step, request.workflow);
-      if (deadline.aborted) {
+      if (deadline.expired) {
         return failure(
           "workerTimedOut",
           `${doing} did not finish within ${ctx.options.workerStartupMs} ms${stuckHint(step)}`,
@@ -121,6 +122,7 @@ export async function resolveInChild(
   } catch (error) {
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
+    deadline.disarm();
     await retireChild(spawned, ctx.options.killGraceMs);
     liveLogs?.delete(spawned.logFiles.stdout);
     liveLogs?.delete(spawned.logFiles.stderr);
@@ -130,11 +132,8 @@ export async function resolveInChild(
 /** The resolver's answer; its progress frames before it go to `onProgress`. */
 async function readAnswer(
   spawned: SupervisedChild,
-  signal: AbortSignal,
   onProgress: (progress: ResolveProgress) => void,
 ): Promise<unknown> {
-  const onAbort = () => spawned.channel.destroy();
-  signal.addEventListener("abort", onAbort, { once: true });
   try {
     for await (const frame of readerOf(spawned).frames()) {
       if (!frame.ok) return undefined;
@@ -144,8 +143,6 @@ async function readAnswer(
     return undefined;
   } catch {
     return undefined;
-  } finally {
-    signal.removeEventListener("abort", onAbort);
   }
 }
 

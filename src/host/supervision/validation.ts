@@ -42,6 +42,7 @@ import {
   type SupervisedChild,
 } from "./children/spawn-child.ts";
 import { retireChild } from "./children/retire-child.ts";
+import { armChildDeadline } from "./children/child-deadline.ts";
 import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { crashPoint } from "../../base/crash-point.ts";
@@ -161,10 +162,9 @@ async function runChild(
     spawned.channel.destroy();
   };
   const boundMs = (prepared ? 0 : ctx.options.workerStartupMs) + VALIDATE_BOUND_MS;
-  const deadline = setTimeout(() => {
+  const deadline = armChildDeadline(spawned, boundMs, () => {
     failure = `it gave no verdict within ${boundMs} ms`;
-    spawned.channel.destroy();
-  }, boundMs);
+  });
   try {
     const request = {
       schema: VALIDATE_REQUEST_SCHEMA,
@@ -215,7 +215,7 @@ async function runChild(
       decidedHook();
     }
   } finally {
-    clearTimeout(deadline);
+    deadline.disarm();
     if (prepared) {
       // Broken, stopped or late: it is not used again (released above when it answered).
       deps.prepared!.release(prepared, false);
