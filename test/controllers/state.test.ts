@@ -70,6 +70,17 @@ afterEach(() => {
   f.close();
 });
 
+/** The resolved run of a child request for workflow "copy". */
+const COPY_RUN = {
+  workflowName: "copy",
+  workflowRef: "/p/copy.workflow.ts",
+  projectPath: "/project",
+  workflowSource: { root: { kind: "builtin" as const, id: "x", revision: "1" }, mounted: [] },
+  definitionDigest: "sha256:d",
+  input: {},
+  inputHash: "sha256:i",
+};
+
 const PIN = {
   projectPath: "/project",
   name: "sync",
@@ -509,15 +520,7 @@ describe("a controller's budget", () => {
         uid: c.uid,
         requestId: decision.requestId,
         attempt: 1,
-        run: {
-          workflowName: "copy",
-          workflowRef: "/p/copy.workflow.ts",
-          projectPath: "/project",
-          workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
-          definitionDigest: "sha256:d",
-          input: {},
-          inputHash: "sha256:i",
-        },
+        run: COPY_RUN,
         poolBudget: { maxCostUsd: 1 },
       }).runId!;
     };
@@ -580,15 +583,7 @@ describe("child workflows", () => {
       uid: c.uid,
       requestId: decision.requestId,
       attempt: 1,
-      run: {
-        workflowName: "copy",
-        workflowRef: "/p/copy.workflow.ts",
-        projectPath: "/project",
-        workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
-        definitionDigest: "sha256:d",
-        input: {},
-        inputHash: "sha256:i",
-      },
+      run: COPY_RUN,
     });
     expect(ref).toMatchObject({ state: "pending", attempt: 1 });
     settle(c);
@@ -623,15 +618,7 @@ describe("child workflows", () => {
       uid: c.uid,
       requestId: second.requestId,
       attempt: 1,
-      run: {
-        workflowName: "copy",
-        workflowRef: "/p/copy.workflow.ts",
-        projectPath: "/project",
-        workflowSource: { root: { kind: "builtin", id: "x", revision: "1" }, mounted: [] },
-        definitionDigest: "sha256:d",
-        input: {},
-        inputHash: "sha256:i",
-      },
+      run: COPY_RUN,
       blocked: { reason: "unsupportedInput", detail: "needs an origin session" },
     });
     expect(secondRef).toMatchObject({ state: "waiting", blockedReason: "unsupportedInput" });
