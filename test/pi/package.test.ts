@@ -38,7 +38,7 @@ describe("the extension bundle", () => {
     // Beside our own client layers, only the runtime dependencies that validate input at the
     // boundary: valibot (schemas) and croner (a schedule's cron text, checked before it is sent).
     const outside = inputs.filter((path) =>
-      !/^src[\\/](extension|client|protocol|render|os)[\\/]/.test(path) &&
+      !/^src[\\/](extension|client|protocol|base|render|os)[\\/]/.test(path) &&
       !/node_modules[\\/](valibot|croner)[\\/]/.test(path)
     );
     expect(outside).toEqual([]);
