@@ -13,9 +13,9 @@
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
  * handoff overhead median under 0.5 of the bare round trip), also beyond Pi's own share and for
  * the host's own part (`host_handoff_ms`: submission committed -> next request committed) and the
- * commits on that path (`handoff_commits`: the host's commits from the submission's to the next
- * request's, both counted, from the host's PI_WORKFLOWS_COMMIT_TRACE; the bench runs one run, so
- * every commit in that window is the handoff's).
+ * commits on that path (`handoff_commits`: the host's commits that wrote rows, from the
+ * submission's to the next request's, both counted, from the host's PI_WORKFLOWS_COMMIT_TRACE; the
+ * bench runs one run, so every commit in that window is the handoff's).
  *
  *   npm run bench -- interaction [steps]
  */
