@@ -57,3 +57,9 @@ export function logError(error: unknown): string {
   const text = line ? `${name}: ${line}` : name;
   return text.length > 160 ? `${text.slice(0, 160)}…` : text;
 }
+
+/** An error's first line, without a trailing period (start failures, a refused renewal). */
+export function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split("\n")[0] ?? "").trim().replace(/\.$/, "") || "Unknown error";
+}

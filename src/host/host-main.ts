@@ -13,16 +13,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { type Clock, type IdSource, randomIds, systemClock } from "../base/clock.ts";
-import {
-  acquireHostClaim,
-  type HostClaim,
-  HostClaimHeldError,
-  type HostTakeover,
-  readHostEpoch,
-  releaseHostClaim,
-  renewHostClaim,
-} from "../state/host-claim.ts";
-import { ClaimLostError, isDiskFull } from "../state/errors.ts";
+import { releaseHostClaim } from "../state/host-claim.ts";
 import {
   closeStateStore,
   ensureStateDir,
@@ -44,11 +35,13 @@ import {
   hostBusyResponse,
   responseFailedResponse,
 } from "./command-dispatch.ts";
-import { hostProcessProof } from "./host-identity.ts";
-import { createHostLog, logError } from "./host-log.ts";
+import { createHostLog, logError, oneLine } from "./host-log.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
-import { createIdleTracker, idleCheckIntervalMs } from "./idle-tracker.ts";
+import { startIdleCheck } from "./idle-check.ts";
+import { startClaimRenewal } from "./claim-renewal.ts";
+import { handleStopSignals } from "./stop-signals.ts";
+import { takeHostClaim } from "./take-host-claim.ts";
 import { createRetentionRunner } from "./retention-runner.ts";
 import { openReadyChannel } from "./ready-handshake.ts";
 import {
@@ -150,42 +143,15 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   const ownerId = `host-${process.pid}-${randomUUID().slice(0, 8)}`;
   const sessions = createSessionWatch(store);
   store.afterCommit = () => sessions.poke();
-
-  // A host that answers on the socket is refused before the claim is touched: taking the next
-  // epoch and then giving up would fence a live host and leave none.
-  if ((await probeSocket(socketPath, 1000)) === "live") {
-    const held = readHostEpoch(store);
-    closeStateStore(store);
-    throw new HostStartError(
-      "alreadyRunning",
-      `Host already running: host epoch ${held?.epoch ?? "?"} holds the state database and ` +
-        "answers on the socket (see 'pi-workflows host status')",
-    );
-  }
-  let claim: HostClaim;
-  let takeover: HostTakeover;
-  try {
-    ({ takeover, ...claim } = acquireHostClaim(store, {
-      ownerId,
-      token: ids.token(),
-      ttlMs: hostOptions.hostClaimTtlMs,
-      ...(await hostProcessProof()),
-    }));
-  } catch (error) {
-    closeStateStore(store);
-    if (error instanceof HostClaimHeldError) {
-      throw new HostStartError(
-        "alreadyRunning",
-        `Host already running: host epoch ${error.epoch} holds the state database (see 'pi-workflows host status')`,
-      );
-    }
-    throw error;
-  }
-  log("host.claimed", {
-    epoch: claim.epoch,
-    pid: process.pid,
-    takeover,
+  const claim = await takeHostClaim({
+    store,
+    socketPath,
+    ownerId,
+    ids,
+    ttlMs: hostOptions.hostClaimTtlMs,
+    log,
   });
+  const { epoch } = claim;
 
   const retention = createRetentionRunner({
     store,
@@ -202,15 +168,17 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   let supervision: Supervision | null = null;
   let deadlines: DeadlineTimer | null = null;
   const timers: NodeJS.Timeout[] = [];
+  let removeSignalHandlers = () => {};
   let resolveStopped!: (reason: string) => void;
   const stopped = new Promise<string>((resolve) => (resolveStopped = resolve));
   let stopping: Promise<void> | null = null;
-  const signalHandlers: [NodeJS.Signals, () => void][] = [];
 
+  // The shutdown order: stop accepting, answer what is in flight, shut the supervision down,
+  // then give up the epoch and the socket.
   const stop = (reason: string, claimLost = false): Promise<void> => {
     stopping ??= (async () => {
       phase = "stopping";
-      log("host.stopping", { epoch: claim.epoch, reason });
+      log("host.stopping", { epoch, reason });
       for (const timer of timers) clearInterval(timer);
       deadlines?.stop();
       listening = false;
@@ -221,76 +189,43 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
         log("host.shutdownError", { error: logError(error) });
       });
       // The epoch is renewed until here: the shutdown may wait for external nodes.
-      clearInterval(renewTimer);
+      renewal.stop();
       // The socket goes while this host still holds the epoch, so no successor can have created
       // its own yet; after a claim loss a successor may exist, so the file is left alone.
       if (!claimLost) {
         if (socketIdentity) removeOwnSocket(socketIdentity);
         try {
-          releaseHostClaim(store, claim);
+          releaseHostClaim(store, renewal.claim);
         } catch {
           // Lost meanwhile: the next host takes over after expiry.
         }
       }
       closeStateStore(store);
-      for (const [signal, handler] of signalHandlers) process.off(signal, handler);
-      log("host.stopped", { epoch: claim.epoch, reason });
+      removeSignalHandlers();
+      log("host.stopped", { epoch, reason });
       resolveStopped(reason);
     })();
     return stopping;
   };
 
-  // Renewal starts before recovery so a long recovery cannot let the lease lapse. A refused
-  // renewal (another host took the epoch) or a lease that ran out means this host must stop
-  // accepting at once; a busy database is retried until the lease would run out.
-  // A full disk fails every write, a takeover's too: the host keeps its epoch and serves reads
-  // (writes answer diskFull); once space frees, its lapsed lease is renewed if no host took it.
-  let diskFull = false;
-  const renew = (): boolean => {
-    try {
-      claim = {
-        ...claim,
-        expiresAt: renewHostClaim(store, claim, hostOptions.hostClaimTtlMs, diskFull),
-      };
-      if (diskFull) log("host.diskSpaceBack", { epoch: claim.epoch });
-      diskFull = false;
-      return true;
-    } catch (error) {
-      if (isDiskFull(error)) {
-        if (!diskFull) log("host.diskFull", { epoch: claim.epoch });
-        diskFull = true;
-        return true;
-      }
-      const lost = error instanceof ClaimLostError || clock.now() >= claim.expiresAt;
-      log(lost ? "host.claimLost" : "host.renewFailed", {
-        epoch: claim.epoch,
-        reason: (error as { reason?: string }).reason ?? oneLine(error),
-      });
-      if (lost) void stop("claimLost", true);
-      return !lost;
-    }
-  };
-  const renewTimer = setInterval(renew, hostOptions.hostClaimRenewMs);
-  // Checked before every command: a host that was stopped (SIGSTOP, a suspended laptop) past its
-  // lease renews first and answers nothing if another host has taken the epoch meanwhile.
-  const holdsEpoch = (): boolean =>
-    phase === "running" &&
-    (clock.now() < claim.expiresAt - hostOptions.hostClaimRenewMs || renew());
-
+  // Renewal starts before recovery so a long recovery cannot let the lease lapse.
+  const renewal = startClaimRenewal({
+    store,
+    clock,
+    log,
+    claim,
+    ttlMs: hostOptions.hostClaimTtlMs,
+    renewMs: hostOptions.hostClaimRenewMs,
+    running: () => phase === "running",
+    onLost: () => void stop("claimLost", true),
+  });
   if (options.handleSignals) {
-    // First signal: graceful stop. A second one while stopping: exit now (like a crash, which
-    // the database and the next host's recovery already handle).
-    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
-      const handler = () => {
-        if (stopping) {
-          log("host.forcedExit", { epoch: claim.epoch, signal });
-          process.exit(1);
-        }
-        void stop(signal);
-      };
-      signalHandlers.push([signal, handler]);
-      process.on(signal, handler);
-    }
+    removeSignalHandlers = handleStopSignals({
+      log,
+      epoch,
+      stopping: () => stopping !== null,
+      stop: (signal) => void stop(signal),
+    });
   }
 
   try {
@@ -298,7 +233,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     // its lease lapsed) has been fenced and exits at its next renewal, so its socket path is
     // taken over rather than the start given up.
     if ((await probeSocket(socketPath, 1000)) === "live") {
-      log("host.socketTakenOver", { epoch: claim.epoch });
+      log("host.socketTakenOver", { epoch });
     }
     const schedules = createScheduleFirer({
       store,
@@ -310,7 +245,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       store,
       clock,
       ids,
-      epoch: claim.epoch,
+      epoch,
       ownerId,
       get supervision() {
         return supervision!;
@@ -324,7 +259,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       retention,
       version: VERSION,
       phase: () => phase,
-      holdsEpoch,
+      holdsEpoch: renewal.holdsEpoch,
       socketAvailable: () => listening,
       requestStop: (reason) => void stop(reason),
     };
@@ -333,7 +268,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       clock,
       ids,
       stateDir,
-      hostEpoch: claim.epoch,
+      hostEpoch: epoch,
       hostOwnerId: ownerId,
       log,
       options: supervisionOptions,
@@ -357,9 +292,9 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     schedules.start();
     socketServer = createSocketServer({
       handle: timedHandler(createCommandHandler(runtime), options.onServed),
-      frameRejected: (error) => frameRejectedResponse(claim.epoch, error),
-      busy: (limit) => hostBusyResponse(claim.epoch, limit),
-      responseFailed: (response, error) => responseFailedResponse(claim.epoch, response, error),
+      frameRejected: (error) => frameRejectedResponse(epoch, error),
+      busy: (limit) => hostBusyResponse(epoch, limit),
+      responseFailed: (response, error) => responseFailedResponse(epoch, response, error),
       log,
       partialFrameMs: hostOptions.partialFrameMs,
     });
@@ -371,20 +306,20 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   }
   if (phase !== "running") throw new HostStartError("startFailed", "Host stopped while starting");
 
-  const idle = createIdleTracker(clock, hostOptions.idleMs);
-  timers.push(setInterval(() => {
-    if (phase !== "running") return;
-    const busy = socketServer!.connectionCount() > 0 ||
-      supervision!.activeWorkerCount() > 0 || supervision!.hasPendingWork() ||
-      deadlines!.hasPending();
-    if (idle.check(busy)) void stop("idle");
-    // Retention runs only while idle and never counts as busy (retention-runner.ts).
-    else if (!busy) retention.idleTick();
-  }, idleCheckIntervalMs(hostOptions.idleMs)));
+  timers.push(startIdleCheck({
+    clock,
+    idleMs: hostOptions.idleMs,
+    running: () => phase === "running",
+    busy: () =>
+      socketServer!.connectionCount() > 0 || supervision!.activeWorkerCount() > 0 ||
+      supervision!.hasPendingWork() || deadlines!.hasPending(),
+    retention,
+    onIdle: () => void stop("idle"),
+  }));
 
-  log("host.ready", { epoch: claim.epoch, idleMs: hostOptions.idleMs });
+  log("host.ready", { epoch, idleMs: hostOptions.idleMs });
   return {
-    epoch: claim.epoch,
+    epoch,
     socketPath,
     deadlines: deadlines!,
     stopped,
@@ -408,9 +343,4 @@ function timedHandler(
     }
     return handled;
   };
-}
-
-export function oneLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return (message.split("\n")[0] ?? "").trim().replace(/\.$/, "") || "Unknown error";
 }
