@@ -19,6 +19,7 @@ const GLYPHS = {
   blocked: ["!", "!"],
   resumed: ["▷", ">"],
   update: ["·", "-"],
+  output: ["›", ">"],
   bullet: ["•", "*"],
   dash: ["—", "-"],
   ellipsis: ["…", "..."],

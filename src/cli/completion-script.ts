@@ -12,6 +12,7 @@ type FirstArg = "workflows" | "runs" | "active-runs" | readonly string[];
 const FIRST_ARG: Record<string, FirstArg> = {
   start: "workflows",
   status: "runs",
+  logs: "runs",
   view: "runs",
   pause: "active-runs",
   resume: "active-runs",

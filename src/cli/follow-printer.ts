@@ -35,6 +35,10 @@ interface OpenNode {
   /** Progress per update key, and the latest update of any other type. */
   progress: Map<string, ProgressTrack>;
   latest: string | null;
+  /** The last line the step printed; the one a plain line showed last, and when. */
+  output: string | null;
+  outputShown: string | null;
+  outputShownAt: number | null;
 }
 
 export interface FollowPrinter {
@@ -42,6 +46,8 @@ export interface FollowPrinter {
   definition(snapshot: DefinitionSnapshot | undefined): void;
   /** `attempts`: the run's latest attempts, for the error message of a node that failed. */
   events(events: readonly RunEvent[], attempts?: readonly AttemptSummary[]): void;
+  /** The last line the running step printed (`run.status` lastOutput), when it has one. */
+  output(last: { attemptId: string; line: string } | undefined): void;
   /** Redraws the live line (a TTY's elapsed time moves on between events). */
   tick(now: number): void;
   /** The summary once the run stopped moving. */
@@ -88,6 +94,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     const progress = [...o.progress.values()].at(-1);
     if (progress) parts.push(progress.text(style, { bar: true, now }));
     else if (o.latest) parts.push(o.latest);
+    else if (o.output) parts.push(style.paint("muted", `${style.glyph("output")} ${o.output}`));
     return style.text(parts.join("  "));
   };
 
@@ -118,6 +125,9 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
           startedAt: event.at,
           progress: new Map(),
           latest: null,
+          output: null,
+          outputShown: null,
+          outputShownAt: null,
         };
         if (!live) line(`${glyph("started", "bold")} ${node(id)}`);
         else redraw(event.at);
@@ -180,6 +190,15 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     }
   };
 
+  /** Piped: the running step's newest output line, at most one a second, like updates. */
+  const plainOutput = (now: number) => {
+    if (!open || open.output === null || open.output === open.outputShown) return;
+    if (open.outputShownAt !== null && now - open.outputShownAt < PLAIN_UPDATE_INTERVAL_MS) return;
+    open.outputShown = open.output;
+    open.outputShownAt = now;
+    line(`  ${style.glyph("output")} ${open.nodeId}: ${open.output}`);
+  };
+
   /** The open node ended: its line replaces the live one. */
   const closed = (text: string) => {
     open = null;
@@ -231,8 +250,15 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
       );
       for (const event of events) onEvent(event);
     },
+    output(last) {
+      if (!open || !last || last.attemptId !== open.attemptId || last.line === open.output) return;
+      open.output = last.line;
+      if (live) return redraw(clock());
+      plainOutput(clock());
+    },
     tick(now) {
       redraw(now);
+      if (!live) plainOutput(now);
     },
     finish(run, status) {
       if (live && shown !== "") io.write!("\r\x1b[2K");

@@ -61,6 +61,7 @@ export async function followRun(
       if (cursor === 0) printer?.definition(receipt.definition);
       const events = receipt.events ?? [];
       printer?.events(events, receipt.attempts);
+      printer?.output(receipt.lastOutput);
       cursor = receipt.lastEventSeq ?? events.at(-1)?.seq ?? cursor;
       // Drain every event before deciding, so the last lines are never skipped.
       if (events.length < EVENT_PAGE) {

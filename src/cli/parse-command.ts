@@ -22,6 +22,7 @@ import { type ControllerCommand, parseControllerCommand } from "./parse-controll
 import { type CompletionCommand, parseCompletion } from "./completion-command.ts";
 import { parseScheduleCommand, type ScheduleCommand } from "./parse-schedule.ts";
 import { parseRerun, type RerunCommand } from "./parse-rerun.ts";
+import { type LogsCommand, parseLogs } from "./parse-logs.ts";
 import { costAmount, parseStart, type StartCommand, tokenCount } from "./parse-start.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
@@ -89,7 +90,8 @@ export type CliCommand =
   | ControllerCommand
   | { kind: "worker"; args: string[] }
   | CompletionCommand
-  | ScheduleCommand;
+  | ScheduleCommand
+  | LogsCommand;
 
 const HOST_ACTIONS: readonly HostAction[] = ["run", "start", "status", "stop"];
 /** Attempts `status` shows without `--attempts`. */
@@ -129,6 +131,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     case "rerun":
     case "retry":
       return parseRerun(name, rest);
+    case "logs":
+      return parseLogs(rest);
     case "status": {
       const parsed = parse(
         "status",

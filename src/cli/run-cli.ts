@@ -60,6 +60,10 @@ export async function runCli(
         const { runSchemaCommand } = await import("./schema-command.ts");
         return runSchemaCommand(command, io);
       }
+      case "logs": {
+        const { runLogsCommand } = await import("./logs-command.ts");
+        return await runLogsCommand(command, io, env);
+      }
       case "rerun": {
         const { runRerunCommand } = await import("./rerun-command.ts");
         return await runRerunCommand(command, io, env);

@@ -9,6 +9,7 @@ Commands:
   workflows                    List what can be started (project, user, built-in)
   start <workflow> [text...]   Start a run (text becomes the input {"task": "..."})
   status <runId> [--wait]      Show one run, or follow it
+  logs <runId> [node] [-f]     What a run's steps printed (--follow: as they print it)
   list                         List active runs (--all: every run; --limit N)
   pause <runId>                Pause a run at its last durable boundary
   resume <runId>               Resume a paused or blocked run (it brings this shell's keys)
@@ -112,6 +113,22 @@ Examples:
   pi-workflows status 1a2b
   pi-workflows status run-1a2b3c4d --attempts all --json
   pi-workflows status 1a2b --wait              follow it until it ends or waits`,
+  logs: `Usage: pi-workflows logs <runId> [<node>] [--follow] [--attempts N] [--json]
+
+Prints what the run's steps printed, step by step (the last 20 attempts, or N with --attempts,
+up to 50), or only <node>'s: the stdout and stderr of a shell node's command and of an action's
+or compute's code, the conversation of an agent step in a headless Pi (its prompt, the model's
+replies and tool calls, what each tool returned), and each step's latest updates. Each stream
+shows its last 16 KiB; a step keeps the newest 512 KiB of each stream on disk. Tokens and keys
+the run was given are replaced by [redacted] before the output is written. A model step of an
+interactive run ran in your Pi session: its conversation is there.
+
+--follow (-f) keeps printing as the steps print, until the run ends (Ctrl-C to stop earlier).
+--json prints the host's answer (with --follow: one JSON line per new piece).
+
+Examples:
+  pi-workflows logs 1a2b                  what every step printed
+  pi-workflows logs 1a2b build --follow   stream the build step as it runs`,
   list: `Usage: pi-workflows list [--all] [--limit N] [--json]
 
 Lists active runs (queued, running, waiting, paused, blocked), newest first: the newest 50, or N

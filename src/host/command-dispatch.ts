@@ -25,6 +25,7 @@ import { cancelRunCommand, pauseRunCommand, resumeRunCommand } from "./run-contr
 import { listRunsQuery, runStatusQuery } from "./run-queries.ts";
 import { raiseBudgetCommand } from "./run-budget.ts";
 import { findRunsQuery } from "./run-find.ts";
+import { runLogsQuery } from "./run-logs.ts";
 import { startRunCommand } from "./run-start.ts";
 import { rerunRunCommand } from "./run-rerun.ts";
 import {
@@ -64,6 +65,7 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "run.status": runStatusQuery,
   "run.list": listRunsQuery,
   "run.find": findRunsQuery,
+  "run.logs": runLogsQuery,
   "checkpoint.answer": (rt, request) => withReceipt(rt, request, answerCheckpointCommand),
   "decision.answer": (rt, request) => withReceipt(rt, request, answerDecisionCommand),
   "notification.claim": claimNotificationsQuery,

@@ -30,6 +30,8 @@ import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 import { cachedStatus, rememberStatus } from "./status-cache.ts";
+import { lastStepLine } from "../state/step-output-files.ts";
+import { dirname, join } from "node:path";
 import { isPlainStatusPayload } from "../protocol/host-request-fast.ts";
 
 const DEFAULT_EVENT_LIMIT = 200;
@@ -132,6 +134,12 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     room -= events.bytes;
     receipt.events = events.items;
     receipt.lastEventSeq = (events.items.at(-1) as { seq: number } | undefined)?.seq ?? after;
+    // A follower shows what the running step printed last (read from its output file).
+    const open = status.attempts.at(-1);
+    if (open?.state === "running") {
+      const line = lastStepLine(join(dirname(rt.store.path), "workers"), open.attemptId);
+      if (line !== null) receipt.lastOutput = { attemptId: open.attemptId, line };
+    }
   }
   if (payload.includeUpdates) {
     const updates = prefixWithin(listNodeUpdates(rt.store, runId), Math.floor(room / 2));

@@ -1,5 +1,5 @@
 /**
- * The operations of the host socket (the spec's 21, plus `effect.resolve`, `run.find`, `run.rerun`, the
+ * The operations of the host socket (the spec's 21, plus `effect.resolve`, `run.find`, `run.logs`, `run.rerun`, the
  * interactive-step ones and `controller.bind`/`controller.unbind`): for each, whether the
  * envelope must name a run, whether it changes state (and so stores a receipt), its payload
  * schema and its receipt schema. The host serves `SERVED_OPERATIONS` now
@@ -65,6 +65,7 @@ import {
 } from "./controller-operations.ts";
 import { EffectResolvePayloadSchema, EffectResolveReceiptSchema } from "./effect-operations.ts";
 import { RunFindPayloadSchema, RunFindReceiptSchema } from "./run-find.ts";
+import { RunLogsPayloadSchema, RunLogsReceiptSchema } from "./log-operations.ts";
 import {
   ScheduleAddPayloadSchema,
   ScheduleApplyPayloadSchema,
@@ -90,6 +91,7 @@ export const HOST_OPERATIONS = [
   "run.status",
   "run.list",
   "run.find",
+  "run.logs",
   "checkpoint.answer",
   "decision.answer",
   "interaction.submit",
@@ -229,6 +231,12 @@ export const OPERATION_SPECS = {
     mutating: false,
     payload: RunFindPayloadSchema,
     receipt: RunFindReceiptSchema,
+  },
+  "run.logs": {
+    runId: "required",
+    mutating: false,
+    payload: RunLogsPayloadSchema,
+    receipt: RunLogsReceiptSchema,
   },
   "checkpoint.answer": {
     runId: "required",

@@ -330,6 +330,8 @@ export const RunStatusReceiptSchema = looseObject({
   events: v.optional(v.array(RunEventSchema)),
   /** The cursor to send as `eventsAfter` next time. */
   lastEventSeq: v.optional(CountSchema),
+  /** With `eventsAfter`, while a step runs: the last line it printed (control characters out). */
+  lastOutput: v.optional(looseObject({ attemptId: OpaqueIdSchema, line: v.string() })),
   /** Effects that may have applied without a receipt (resolve them with `effect.resolve`). */
   ambiguousEffects: v.optional(v.array(AmbiguousEffectSummarySchema)),
   /**

@@ -77,7 +77,32 @@ export function listAttemptsPage(
       page.after,
       page.limit,
     );
-  return rows.map((a) => ({
+  return rows.map(toSummary);
+}
+
+/**
+ * The last `limit` attempts of one node (`nodeId`) or of every node (null), in sequence order:
+ * the steps `run.logs` shows.
+ */
+export function listNodeAttempts(
+  store: StateStore,
+  runId: string,
+  nodeId: string | null,
+  limit: number,
+): AttemptSummary[] {
+  if (nodeId === null) return listAttemptsPage(store, runId, { limit });
+  return queryAllArgs<AttemptRow>(
+    store,
+    `SELECT * FROM (SELECT ${SUMMARY_COLUMNS} FROM node_attempts WHERE run_id = ?1 ` +
+      "AND node_id = ?2 ORDER BY sequence DESC LIMIT ?3) ORDER BY sequence",
+    runId,
+    nodeId,
+    limit,
+  ).map(toSummary);
+}
+
+function toSummary(a: AttemptRow): AttemptSummary {
+  return {
     attemptId: a.attempt_id,
     nodeId: a.node_id,
     sequence: a.sequence,
@@ -91,7 +116,7 @@ export function listAttemptsPage(
     adoptedFrom: a.adopted_from_attempt_id,
     ...(a.usage_json === null ? {} : { usage: JSON.parse(a.usage_json) as StepUsage }),
     ...(a.submitted === 0 ? {} : { submissions: submissionTally(a) }),
-  }));
+  };
 }
 
 /** The stored submission columns as a tally. */

@@ -57,6 +57,7 @@ export function compose(
     graph: watched.graph,
     progress: data.progress.get(watched.runId),
     output: watched.output,
+    lastOutput: watched.lastOutput,
     position: ui.position,
     detail: inspected ? attemptDetail(data, inspected) : undefined,
     width,

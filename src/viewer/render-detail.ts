@@ -32,6 +32,8 @@ export interface DetailView {
   graph: WorkflowGraph | null;
   progress: readonly ProgressRow[] | undefined;
   output: JsonValue | undefined;
+  /** The last line the running step printed. */
+  lastOutput?: { attemptId: string; line: string } | null;
   /** 1-based replay position, null = live. */
   position: number | null;
   /** Facts of the inspected step, when read. */
@@ -99,7 +101,10 @@ export function renderDetail(view: DetailView): DetailScreen {
 
   body.push([], line("steps", "heading"));
   if (steps === 0) body.push(line("  no steps yet", "muted"));
-  attempts.forEach((a, i) => body.push(stepLine(a, i + 1, at, width, now)));
+  attempts.forEach((a, i) => {
+    const printed = view.lastOutput?.attemptId === a.attemptId ? view.lastOutput.line : null;
+    body.push(stepLine(a, i + 1, at, width, now, printed));
+  });
 
   const inspected = at > 0 ? attempts[at - 1] : undefined;
   if (inspected) body.push([], ...inspector(inspected, at, view.detail, width));
@@ -124,7 +129,14 @@ function spendLine(run: RunRow): StyledLine[] {
   return [line(text, run.blockedReason === "budgetExceeded" ? "warn" : "muted")];
 }
 
-function stepLine(a: AttemptRow, n: number, at: number, width: number, now: number): StyledLine {
+function stepLine(
+  a: AttemptRow,
+  n: number,
+  at: number,
+  width: number,
+  now: number,
+  printed: string | null,
+): StyledLine {
   const state = a.state as NodeState;
   const future = n > at;
   const here = n === at;
@@ -144,7 +156,8 @@ function stepLine(a: AttemptRow, n: number, at: number, width: number, now: numb
   // What a model step used comes first: an error message may be long.
   const used = a.usage ? formatUsage(a.usage) : "";
   const adopted = a.adopted ? "adopted from the parent run" : "";
-  const preview = [adopted, used, outcome].filter((p) => p !== "").join(" · ");
+  const output = printed === null ? "" : `› ${printed}`;
+  const preview = [adopted, used, outcome, output].filter((p) => p !== "").join(" · ");
   const head = `${here ? "▶" : " "}${String(n).padStart(3)} `;
   const body = `${a.nodeId} (${kindGlyph(a.nodeKind)} ${a.nodeKind}, ${duration || "-"})`;
   const rest = Math.max(0, width - head.length - 2 - body.length - 2);

@@ -27,6 +27,8 @@ import {
   readRunOutput,
 } from "../state/viewer-step-queries.ts";
 import type { StateStore } from "../state/store.ts";
+import { lastStepLine } from "../state/step-output-files.ts";
+import { dirname, join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 
 /** Deltas read per tick before the viewer reloads instead of patching. */
@@ -45,6 +47,8 @@ export interface WatchedRun {
   graph: WorkflowGraph | null;
   /** The run's output once it completed (read once). */
   output: JsonValue | undefined;
+  /** The last line its running step printed (its output file, read every tick). */
+  lastOutput: { attemptId: string; line: string } | null;
 }
 
 export interface ViewerData {
@@ -78,8 +82,9 @@ export function createViewerData(store: StateStore, opts: { all?: boolean } = {}
 
 /** One refresh tick; true when anything the screen shows may have changed. */
 export function refreshViewerData(data: ViewerData): boolean {
+  const printed = refreshLastOutput(data);
   const head = latestViewerRevision(data.store);
-  if (data.loaded && head === data.head) return false;
+  if (data.loaded && head === data.head) return printed;
   if (!data.loaded) return reloadAll(data, head);
   const changes = changedRunsSince(data.store, data.head, DELTA_WINDOW);
   if (changes.truncated) return reloadAll(data, head);
@@ -136,7 +141,14 @@ export function setListFilter(data: ViewerData, all: boolean): void {
 /** Starts following one run: its attempts, row and graph are kept current by each tick. */
 export function watchRun(data: ViewerData, runId: string): void {
   if (data.watched?.runId === runId) return;
-  data.watched = { runId, row: null, attempts: [], graph: null, output: undefined };
+  data.watched = {
+    runId,
+    row: null,
+    attempts: [],
+    graph: null,
+    output: undefined,
+    lastOutput: null,
+  };
   if (data.loaded) refreshWatched(data);
 }
 
@@ -174,6 +186,22 @@ function refreshWatched(data: ViewerData): void {
     const progress = readProgress(data.store, [row.runId]).get(row.runId);
     if (progress) data.progress.set(row.runId, progress);
   }
+}
+
+/**
+ * The watched run's running step's last output line, from its file (no database read: a step
+ * prints without a commit). True when it changed.
+ */
+function refreshLastOutput(data: ViewerData): boolean {
+  const w = data.watched;
+  if (!w) return false;
+  const open = w.attempts.at(-1);
+  const before = w.lastOutput;
+  const text = open?.state === "running"
+    ? lastStepLine(join(dirname(data.store.path), "workers"), open.attemptId)
+    : null;
+  w.lastOutput = text === null ? null : { attemptId: open!.attemptId, line: text };
+  return before?.line !== w.lastOutput?.line || before?.attemptId !== w.lastOutput?.attemptId;
 }
 
 function graphFor(data: ViewerData, digest: string): WorkflowGraph | null {

@@ -16,7 +16,7 @@
 import { join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { PiContext, PiLaunch } from "../protocol/pi-launch.ts";
-import { isCredentialName } from "../base/credential-names.ts";
+import { secretsOf } from "./secret-values.ts";
 import type { AgentStepExecutor, AgentStepRequest } from "../workflows/agent-executor.ts";
 import { NodeFailure } from "../workflows/errors.ts";
 import type { ProcessGroupHooks } from "../workflows/shell-runner.ts";
@@ -224,15 +224,4 @@ function interruptedNote(options: HeadlessExecutorOptions, contract: StepContrac
 function interrupted(options: HeadlessExecutorOptions, error: unknown): unknown {
   if (error instanceof PiKilled) options.interrupt(error.message);
   return error;
-}
-
-/**
- * The run's credential values (what Pi got in its environment): a provider's error text may quote
- * the key it refused, and the failure is stored with the run and shown by `status`. Values under
- * 8 characters are no key and would only garble the message.
- */
-function secretsOf(env: NodeJS.ProcessEnv): string[] {
-  return Object.entries(env)
-    .filter(([name, value]) => value !== undefined && value.length >= 8 && isCredentialName(name))
-    .map(([, value]) => value!);
 }

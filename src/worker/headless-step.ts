@@ -31,6 +31,7 @@ import {
 } from "../workflows/step-contract.ts";
 import type { StepPi } from "./headless-pi.ts";
 import { BRIDGE_TOOL } from "./pi-bridge-tool.ts";
+import { redact } from "./secret-values.ts";
 import { type PiExit, problemLine, type RpcRecord } from "./pi-child.ts";
 import { createUsageMeter, type UsageMeter } from "./pi-usage.ts";
 
@@ -300,10 +301,4 @@ function publish(
     return { ok: false, text: `Update refused: ${(error as Error).message}` };
   }
   return { ok: true, text: "Update recorded." };
-}
-
-function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) out = out.split(secret).join("[redacted]");
-  return out;
 }

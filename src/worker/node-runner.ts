@@ -5,12 +5,15 @@
  * updates, then propose the outcome. Returns the attempt as the host committed it, or "parked".
  */
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
 import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
 import { ClaimLostStop, type Proposal, type Proposer } from "./proposer.ts";
 import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
+import { secretsOf } from "./secret-values.ts";
+import { createStepOutput, type StepOutput, teeProcessOutput } from "./step-output.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
 import { createSubmissionRecorder } from "./submission-recorder.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
@@ -146,6 +149,8 @@ export async function runNode(
 
   const usage = createUsageRecorder(proposer, attemptId, onClaimLost);
   const submissions = createSubmissionRecorder(proposer, attemptId, onClaimLost);
+  const output = stepOutputOf(attemptId);
+  const untee = output ? teeProcessOutput(output) : () => {};
   let result: Awaited<ReturnType<RunWorkflow["execute"]>>;
   try {
     result = await workflow.execute(step.nodeId, {
@@ -163,8 +168,11 @@ export async function runNode(
       },
       reportUsage: usage.report,
       reportSubmission: submissions.record,
+      ...(output ? { output: (stream, chunk) => output.write(stream, chunk) } : {}),
     });
   } finally {
+    untee();
+    output?.close();
     if (timer) clearTimeout(timer);
     clearInterval(heartbeat);
     abortActive = null;
@@ -246,6 +254,16 @@ export async function runNode(
     ...closing,
   }, attemptId);
   return { ...base, state: result.outcome, error: result.error, finishedAt: clock.now() };
+}
+
+/**
+ * Where the attempt's own output goes (`pi-workflows logs`): the state dir's workers directory,
+ * secrets the worker holds redacted. None outside a host (no state dir).
+ */
+function stepOutputOf(attemptId: string): StepOutput | null {
+  const stateDir = process.env.PI_WORKFLOWS_STATE_DIR;
+  if (!stateDir) return null;
+  return createStepOutput(join(stateDir, "workers"), attemptId, secretsOf(process.env));
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   executeNode,
   type NextStep,
   type NodeResult,
+  type OutputSink,
   type ProcessGroupHooks,
   resolveNodeTimeout,
   trackAppendOnlyFacts,
@@ -59,6 +60,8 @@ export interface ExecuteRequest {
   reportSubmission?(verdict: SubmissionVerdict): Promise<void>;
   /** Shell command process groups, registered with the host while they run. */
   processGroups: ProcessGroupHooks;
+  /** Receives a shell node's output as it comes (the step's output files). */
+  output?: OutputSink;
   /** The node's 1-based visit. */
   visit: number;
   /** The node's previous attempt, when it was interrupted (the step is presented again). */

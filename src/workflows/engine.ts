@@ -57,7 +57,7 @@ export { acceptAgentSubmission, executeNode, prepareAgentStep } from "./execute-
 export type { ExecuteContext } from "./execute-node.ts";
 export type { NodeResult } from "./node-result.ts";
 export type { EffectPort, EffectReservation } from "./managed-effect.ts";
-export type { ProcessGroupHooks } from "./shell-runner.ts";
+export type { OutputSink, ProcessGroupHooks } from "./shell-runner.ts";
 export { trackAppendOnlyFacts } from "./facts-view.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 

@@ -18,7 +18,7 @@ import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import type { NodeResult } from "./node-result.ts";
 import { toJson } from "./json-value.ts";
-import type { ProcessGroupHooks } from "./shell-runner.ts";
+import type { OutputSink, ProcessGroupHooks } from "./shell-runner.ts";
 import type { NodeContext } from "./types.ts";
 import { createUpdatePublisher } from "./updates.ts";
 
@@ -41,6 +41,8 @@ export interface ExecuteContext {
    * (the worker registers it with the host), before the command is awaited.
    */
   processGroups?: ProcessGroupHooks;
+  /** Receives a shell node's output as it comes (the worker writes the step's output files). */
+  output?: OutputSink;
   /** Drives the update rate limit; default the system clock. */
   clock?: Clock;
   /** Receives a model step's whole usage so far (see AgentStepRequest.reportUsage). */
@@ -75,6 +77,7 @@ export async function executeNode(
       accept: (raw) => acceptOutput(wf, node, ctx, raw),
       effects: exec.effects,
       processGroups: exec.processGroups,
+      ...(exec.output ? { output: exec.output } : {}),
       ...(exec.reportUsage ? { reportUsage: exec.reportUsage } : {}),
       ...(exec.reportSubmission ? { reportSubmission: exec.reportSubmission } : {}),
     });

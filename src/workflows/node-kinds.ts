@@ -9,7 +9,7 @@ import { NodeFailure } from "./errors.ts";
 import type { NodeResult } from "./node-result.ts";
 import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
-import { type ProcessGroupHooks, runShell } from "./shell-runner.ts";
+import { type OutputSink, type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import type {
   HumanDecisionRequest,
   NodeContext,
@@ -36,6 +36,8 @@ export interface KindServices {
   effects?: EffectPort;
   /** Present when a shell command's process group is to be attached to host supervision. */
   processGroups?: ProcessGroupHooks;
+  /** Receives a shell node's output as it comes (the step's output files). */
+  output?: OutputSink;
   /** Receives a model step's whole usage so far (an agent group's: every member's, summed). */
   reportUsage?(usage: StepUsage, durable: boolean): void;
   /** Counts each verdict on a model step's submission (AgentStepRequest.reportSubmission). */
@@ -243,6 +245,7 @@ async function runShellNode(
   const result = await runShell(cmd, {
     signal: ctx.signal,
     processGroups: svc.processGroups,
+    ...(svc.output ? { onOutput: svc.output } : {}),
     onLine: updates
       ? (line, stream) => {
         if (!streams.includes(stream)) return;

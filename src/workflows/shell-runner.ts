@@ -21,9 +21,13 @@ const MAX_LINE_CHARS = 64 * 1024;
 export interface RunShellOptions {
   signal: AbortSignal;
   onLine?: (line: string, stream: "stdout" | "stderr") => void;
+  /** Every chunk of output as it arrives (the step's output files), uncapped. */
+  onOutput?: OutputSink;
   killGraceMs?: number;
   processGroups?: ProcessGroupHooks;
 }
+
+export type OutputSink = (stream: "stdout" | "stderr", chunk: Uint8Array) => void;
 
 /**
  * Lets a supervisor outside this process reap the command's process group if this process dies
@@ -67,6 +71,7 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
   };
   const onData = (name: "stdout" | "stderr") => (chunk: Buffer) => {
     const s = streams[name];
+    options.onOutput?.(name, chunk);
     const text = chunk.toString("utf8");
     if (!s.cut) {
       const room = cap - s.text.length;

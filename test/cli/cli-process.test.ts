@@ -161,6 +161,55 @@ describe("pi-workflows CLI", () => {
     expectOneLineError(missing.stderr);
   });
 
+  it("shows what a step prints: live in --wait, with logs and logs --follow, secrets redacted", async () => {
+    const gate = join(home.root, "logs-gate");
+    const secret = "ghp_logsSecret0123456789";
+    const command = `echo "token=$GITHUB_TOKEN"; echo oops >&2; echo "waiting for the gate"; ` +
+      `while [ ! -f ${gate} ]; do sleep 0.05; done; echo "after the gate"`;
+    writeFileSync(
+      join(project, "chatty.workflow.ts"),
+      `import { defineWorkflow, shell } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "chatty", startAt: "build",
+  nodes: { build: shell({ exec: () => ({ shell: true, command: ${JSON.stringify(command)} }) }) },
+  edges: [],
+});
+`,
+    );
+    const env = { ...home.env, GITHUB_TOKEN: secret };
+    const args = [
+      "start",
+      "chatty.workflow.ts",
+      "--cwd",
+      project,
+      "--env",
+      "GITHUB_TOKEN",
+      "--wait",
+    ];
+    const wait = spawnCli(args, env);
+    await wait.waitForStdout("build: waiting for the gate", 30_000);
+    const runId = /run-[0-9a-f]{8}/.exec(wait.stdout())![0];
+    const follow = spawnCli(["logs", runId, "--follow"], home.env);
+    await follow.waitForStdout("waiting for the gate", 30_000);
+    const once = await cli(["logs", runId, "build"]);
+    expect(once.code, once.stderr).toBe(0);
+    expect(once.stdout).toContain("-- build (shell, step 1) running\n  | token=[redacted]\n");
+    expect(once.stdout).toContain("  ! oops\n");
+    writeFileSync(gate, "");
+    expect((await wait.exited).code).toBe(0);
+    expect((await follow.exited).code).toBe(0);
+    expect(follow.stdout()).toContain("  | waiting for the gate\n");
+    expect(follow.stdout()).toContain("  | after the gate\n-- build ok\n");
+    // (The run's output is the shell result the workflow returns: its data, printed as it is.)
+    const progress = wait.stdout().split("\n").filter((l) => !l.startsWith("{")).join("\n");
+    for (const text of [progress, follow.stdout(), once.stdout]) expect(text).not.toContain(secret);
+    const json = JSON.parse((await cli(["logs", runId, "--json"])).stdout);
+    expect(json.steps[0].streams.map((s: { stream: string }) => s.stream)).toEqual([
+      "stdout",
+      "stderr",
+    ]);
+  });
+
   it("shows, lists, pauses, resumes and cancels runs", async () => {
     const started = await cli([
       "start",

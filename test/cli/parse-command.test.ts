@@ -215,6 +215,29 @@ describe("parseCommand()", () => {
   });
 });
 
+describe("parseCommand() logs", () => {
+  it("reads a run, an optional node, --follow and --attempts", () => {
+    expect(parseCommand(["logs", "1a2b"])).toEqual({
+      kind: "logs",
+      runId: "1a2b",
+      nodeId: null,
+      follow: false,
+      attempts: 20,
+      json: false,
+    });
+    expect(parseCommand(["logs", "1a2b", "build", "-f", "--attempts", "3"])).toMatchObject({
+      nodeId: "build",
+      follow: true,
+      attempts: 3,
+    });
+    for (
+      const bad of [["logs"], ["logs", "1a2b", "a", "b"], ["logs", "1a2b", "--attempts", "99"]]
+    ) {
+      expect(() => parseCommand(bad), bad.join(" ")).toThrow(UsageError);
+    }
+  });
+});
+
 describe("parseCommand() answer", () => {
   const base = { kind: "answer", nodeId: null, choice: null, inputs: [], json: false };
   it("reads <runId> [<nodeId>] <answer> and --choice/--input", () => {

@@ -135,6 +135,8 @@ export default defineWorkflow({
     await ask("run.status", { runId: "no-such-run" }); // notFound
     await ask("run.list", { payload: { all: true, limit: 2 } });
     await ask("run.find", { payload: { prefix: helloRun.slice(4, 10) } });
+    const logs = await ask("run.logs", { runId: helloRun, payload: { attemptLimit: 5 } });
+    expect(logs.receipt).toMatchObject({ runId: helloRun, state: "completed", more: false });
 
     // A checkpoint: pause, a stale expectedRevision (conflict), resume, answer, answer again.
     const gateRun = await startRun("./gate.workflow.ts");

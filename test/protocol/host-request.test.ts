@@ -43,6 +43,11 @@ const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: strin
     bad: { prefix: "a b" },
     badPath: "payload.prefix",
   },
+  "run.logs": {
+    good: { nodeId: "build", after: { "attempt-1/stdout": "0:120" }, maxBytes: 4096 },
+    bad: { after: { "attempt-1/stdout": "../etc" } },
+    badPath: "payload.after.attempt-1/stdout",
+  },
   "checkpoint.answer": {
     good: { nodeId: "review", attemptId: "attempt-1", answer: "yes" },
     bad: { answer: "yes" },

@@ -20,6 +20,9 @@ import {
 } from "../../src/os/process-identity.ts";
 import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
 import { createOutputTail } from "../../src/worker/output-tail.ts";
+import { createStepOutput } from "../../src/worker/step-output.ts";
+import { lastStepLine, readStepOutput } from "../../src/state/step-output-files.ts";
+import { readTranscript } from "../../src/host/pi-transcript.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { headlessPiArgs, NO_AMBIENT_FLAGS } from "../../src/worker/headless-pi-args.ts";
 import { memberSessionArgs, runSessionArgs } from "../../src/worker/headless-session.ts";
@@ -71,6 +74,68 @@ describe("output tail", () => {
     const none = createOutputTail(dir, "none", ".out", 10);
     none.close();
     expect(readdirSync(dir)).toEqual(["big.err"]);
+  });
+});
+
+describe("a step's output files", () => {
+  it("keep the newest segments, redact split secrets, and let a reader follow and skip", () => {
+    const dir = join(tempDir(), "workers");
+    const secret = "ghp_0123456789abcdef";
+    const out = createStepOutput(dir, "att-1", [secret], 64);
+    out.write("stdout", "token=ghp_01234");
+    out.write("stdout", "56789abcdef\n");
+    const first = readStepOutput(dir, "att-1", "stdout", null, 1024);
+    expect(first.text).toBe("token=[redacted]\n");
+    for (let i = 0; i < 30; i++) out.write("stdout", `line ${String(i).padStart(2, "0")}\n`);
+    out.write("stderr", Buffer.from("é")); // a character split across writes stays whole
+    out.write("stderr", "\x1b[31mlast\x1b[0m words\n");
+    out.close();
+    const segments = readdirSync(dir).filter((f) => f.endsWith(".out"));
+    expect(segments.length).toBe(2);
+    expect(statSync(join(dir, segments[0])).mode & 0o777).toBe(0o600);
+    const next = readStepOutput(dir, "att-1", "stdout", first.next, 1 << 20);
+    expect(next.skipped).toBe(true);
+    expect(next.text).toContain("line 29\n");
+    expect(next.text).not.toContain(secret.slice(4));
+    const again = readStepOutput(dir, "att-1", "stdout", next.next, 1024);
+    expect(again).toMatchObject({ text: "", skipped: false });
+    expect(readStepOutput(dir, "att-1", "stderr", null, 1024).text).toBe(
+      "é\x1b[31mlast\x1b[0m words\n",
+    );
+    expect(lastStepLine(dir, "att-1")).toMatch(/^(éla|line 29)/);
+    expect(readStepOutput(dir, "none", "stdout", null, 10).text).toBe("");
+  });
+
+  it("reads a headless step's conversation from the run's session file", () => {
+    const file = join(tempDir(), "run.jsonl");
+    const at = (ms: number) => new Date(1_000_000 + ms).toISOString();
+    const entry = (ms: number, message: unknown) =>
+      JSON.stringify({ type: "message", id: String(ms), timestamp: at(ms), message });
+    writeFileSync(
+      file,
+      [
+        JSON.stringify({ type: "session", version: 3, id: "s", timestamp: at(0) }),
+        entry(0, { role: "user", content: "an earlier step" }),
+        entry(5_000, { role: "user", content: [{ type: "text", text: "Review the diff" }] }),
+        entry(6_000, {
+          role: "assistant",
+          content: [{ type: "toolCall", id: "c", name: "bash", arguments: { command: "ls" } }],
+        }),
+        entry(7_000, {
+          role: "toolResult",
+          toolName: "bash",
+          content: [{ type: "text", text: "a.ts" }],
+        }),
+      ].join("\n") + "\n",
+    );
+    const window = { startedAt: 1_000_000 + 4_000, finishedAt: null };
+    const tail = readTranscript(file, window, null, 4096);
+    expect(tail.text).toBe('› Review the diff\n  ⚙ bash {"command":"ls"}\n    ↳ bash: a.ts\n');
+    const more = entry(8_000, { role: "assistant", content: [{ type: "text", text: "Done." }] });
+    writeFileSync(file, readFileSync(file, "utf8") + more + "\n" + '{"type":"mess');
+    const follow = readTranscript(file, window, tail.next, 4096);
+    expect(follow.text).toBe("  Done.\n");
+    expect(readTranscript(file, window, follow.next, 4096).text).toBe("");
   });
 });
 
