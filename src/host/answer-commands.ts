@@ -11,7 +11,8 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import { HumanDecisionRequestSchema } from "../protocol/decision-request.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { parseWith } from "../protocol/schema-issues.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import { type HostResponse, receiptJson, receiptResponse } from "../protocol/host-response.ts";
 import { AnswerRefusedError } from "../state/errors.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { readRun } from "../state/queries.ts";
@@ -52,7 +53,7 @@ function answer(
   const named = waiting?.attemptId === attemptId && waiting.nodeId === nodeId &&
     waiting.kind === kind;
   const recorded = named ? checkWaitingAnswer(waiting, raw) : raw;
-  let body: { [key: string]: JsonValue } | null = null;
+  let body: OperationReceipt<"checkpoint.answer"> | null = null;
   const closed = answerDecision(rt.store, {
     runId,
     nodeId,
@@ -76,21 +77,16 @@ function answer(
             resolution: "answered",
             answer: recorded,
           },
-          run: runSummary(view) as unknown as JsonValue,
+          run: runSummary(view),
         };
-        return body;
+        return receiptJson(body);
       },
     },
   });
   rt.log("run.answered", { runId, revision: closed.revision, kind });
   rt.supervision.wake();
   rt.deadlines.changed();
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision: closed.revision,
-    receipt: body!,
-  });
+  return receiptResponse(request, rt.epoch, body!, { revision: closed.revision });
 }
 
 /**

@@ -12,7 +12,7 @@ import {
   failureResponse,
   HOST_ERROR_CODES,
   type HostResponse,
-  successResponse,
+  receiptResponse,
 } from "../protocol/host-response.ts";
 import { answerCheckpointCommand, answerDecisionCommand } from "./answer-commands.ts";
 import { errorResponse } from "./command-errors.ts";
@@ -90,16 +90,12 @@ const HANDLERS: Partial<Record<HostOperation, Handler>> = {
   "schedule.resume": (rt, request) => withReceipt(rt, request, schedules.resumeScheduleCommand),
   "schedule.remove": (rt, request) => withReceipt(rt, request, schedules.removeScheduleCommand),
   "host.status": (rt, request) =>
-    successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: hostStatus(rt) }),
+    receiptResponse({ ...request, operation: "host.status" }, rt.epoch, hostStatus(rt)),
   "host.prune": (rt, request) => withReceipt(rt, request, pruneCommand),
   "host.stop": (rt, request) => {
     // Not a durable change, so no receipt: a retry after the host stopped finds no host.
     rt.requestStop("host.stop");
-    return successResponse({
-      requestId: request.requestId,
-      hostEpoch: rt.epoch,
-      receipt: { stopping: true },
-    });
+    return receiptResponse({ ...request, operation: "host.stop" }, rt.epoch, { stopping: true });
   },
 };
 

@@ -10,7 +10,12 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
-import { failureResponse, HOST_ERROR_CODES, type HostResponse } from "../protocol/host-response.ts";
+import {
+  failureResponse,
+  HOST_ERROR_CODES,
+  type HostResponse,
+  successResponse,
+} from "../protocol/host-response.ts";
 import { RequestConflictError } from "../state/errors.ts";
 import {
   type CommandReceiptInput,
@@ -125,24 +130,25 @@ function storedResponse(
   adopted: boolean,
 ): HostResponse {
   const outcome = adopted ? "adopted" : stored.outcome;
-  const base = {
-    schema: "pi-workflows.host-response.v1" as const,
+  const fields = {
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     revision: stored.acceptedRevision ?? undefined,
   };
   if (outcome === "accepted" || outcome === "adopted") {
-    return { ...base, outcome, receipt: asRecord(stored.receipt) };
+    return successResponse({
+      ...fields,
+      adopted: outcome === "adopted",
+      receipt: asRecord(stored.receipt),
+    });
   }
   const error = asRecord(stored.receipt).error as { code?: string; message?: string } | undefined;
-  return {
-    ...base,
+  return failureResponse({
+    ...fields,
     outcome,
-    error: {
-      code: typeof error?.code === "string" ? error.code : outcome,
-      message: typeof error?.message === "string" ? error.message : `Stored outcome: ${outcome}`,
-    },
-  };
+    code: typeof error?.code === "string" ? error.code : outcome,
+    message: typeof error?.message === "string" ? error.message : `Stored outcome: ${outcome}`,
+  });
 }
 
 function requestIdConflict(rt: HostRuntime, request: HostRequest): HostResponse {

@@ -9,7 +9,8 @@
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
+import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { resolveControllerRef } from "../controllers/discovery.ts";
 import { controllerSourceDigest } from "../controllers/source-identity.ts";
 import {
@@ -52,13 +53,13 @@ function reject(rt: HostRuntime, request: HostRequest, code: string, message: st
   });
 }
 
-function answer(rt: HostRuntime, request: HostRequest, receipt: JsonValue, revision?: number) {
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    ...(revision !== undefined ? { revision } : {}),
-    receipt: receipt as Record<string, JsonValue>,
-  });
+function answer<Op extends HostOperation>(
+  rt: HostRuntime,
+  request: { operation: Op; requestId: string },
+  receipt: OperationReceipt<Op>,
+  revision?: number,
+): HostResponse {
+  return receiptResponse(request, rt.epoch, receipt, revision !== undefined ? { revision } : {});
 }
 
 /** The canonical project path, or null when the directory does not exist. */
@@ -82,7 +83,7 @@ export function controllerListQuery(rt: HostRuntime, request: HostRequest): Host
     projectPath,
     ...(payload.controller !== undefined ? { name: payload.controller } : {}),
   });
-  return answer(rt, request, { controllers, resources } as unknown as JsonValue);
+  return answer(rt, request, { controllers, resources });
 }
 
 export function controllerGetQuery(rt: HostRuntime, request: HostRequest): HostResponse {
@@ -99,7 +100,7 @@ export function controllerGetQuery(rt: HostRuntime, request: HostRequest): HostR
   return answer(
     rt,
     request,
-    detail as unknown as JsonValue,
+    detail,
     detail.resource.metadata.resourceVersion,
   );
 }
@@ -152,7 +153,12 @@ export async function applyControllerCommand(
     repinned: result.repinned,
   });
   if (result.changed || result.repinned) rt.supervision.controllers.wake();
-  return answer(rt, request, body(result), result.resource.metadata.resourceVersion);
+  return answer(
+    rt,
+    request,
+    body(result) as OperationReceipt<"controller.apply">,
+    result.resource.metadata.resourceVersion,
+  );
 }
 
 /**
@@ -209,7 +215,12 @@ function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }
       ...(payload.resolveEffect ? { resolveEffect: payload.resolveEffect } : {}),
     });
     rt.supervision.controllers.wake();
-    return answer(rt, request, body(result), result.resource.metadata.resourceVersion);
+    return answer(
+      rt,
+      request,
+      body(result) as OperationReceipt<"controller.reconcile" | "controller.delete">,
+      result.resource.metadata.resourceVersion,
+    );
   };
 }
 
@@ -248,7 +259,7 @@ function bindingCommand<R>(
       name: payload.controller,
       receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
     });
-    return answer(rt, request, result as unknown as JsonValue);
+    return answer(rt, request, result as OperationReceipt<"controller.bind" | "controller.unbind">);
   };
 }
 

@@ -3,9 +3,8 @@
  * receipt in one transaction (state/transitions/effect-resolve.ts), answers after the commit,
  * then wakes the scheduler so the resumed run moves on.
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { resolveAmbiguousEffect } from "../state/transitions/effect-resolve.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -37,10 +36,7 @@ export function resolveEffectCommand(
   });
   if (!result.ended) rt.supervision.wake();
   const { runId: _, revision: __, ...resolution } = result;
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
+  return receiptResponse(request, rt.epoch, { ...committed.body(), resolution }, {
     revision: result.revision,
-    receipt: { ...committed.body(), resolution: resolution as unknown as JsonValue },
   });
 }

@@ -14,7 +14,8 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { HOST_ERROR_CODES } from "../protocol/host-response.ts";
 import type { StepContract } from "../protocol/step-contract-schema.ts";
 import { type CommandReceiptInput, findHostCommand } from "../state/host-commands.ts";
@@ -52,20 +53,19 @@ function expect<Op extends HostRequest["operation"]>(request: HostRequest, op: O
 
 /** `interaction.claim`: the session's oldest pending request, or null. */
 export function claimInteractionQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const { payload } = expect(request, "interaction.claim");
-  const current = claimInteraction(rt.store, payload.sessionId);
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: {
-      interaction: current ? claimView(current) : null,
-      waiting: current?.waiting ?? 0,
-      activeRun: sessionReservation(rt.store, payload.sessionId) ?? null,
-    },
+  const claim = expect(request, "interaction.claim");
+  const current = claimInteraction(rt.store, claim.payload.sessionId);
+  return receiptResponse(claim, rt.epoch, {
+    interaction: current ? claimView(current) : null,
+    waiting: current?.waiting ?? 0,
+    activeRun: sessionReservation(rt.store, claim.payload.sessionId) ?? null,
   });
 }
 
-function claimView(current: SessionInteraction): JsonValue {
+/** One pending request as `interaction.claim` (and a submit's `next`) returns it. */
+type ClaimedInteraction = NonNullable<OperationReceipt<"interaction.claim">["interaction"]>;
+
+function claimView(current: SessionInteraction): ClaimedInteraction {
   const r = current.request;
   const s = current.submission;
   return {
@@ -73,7 +73,7 @@ function claimView(current: SessionInteraction): JsonValue {
     runId: r.run_id,
     expectedRevision: current.revision,
     kind: r.kind,
-    contract: decodeValue(r.contract_json) ?? null,
+    contract: storedContract(r.contract_json),
     presentation: {
       sessionEntryId: r.presentation_entry_id,
       claimedAt: r.claimed_at ?? r.created_at,
@@ -99,7 +99,8 @@ export function presentInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const { payload, runId } = expect(request, "interaction.present");
+    const presentRequest = expect(request, "interaction.present");
+    const { payload, runId } = presentRequest;
     const { revision, body } = presentInteraction(rt.store, {
       runId: runId!,
       interactionId: payload.interactionId,
@@ -109,7 +110,7 @@ export function presentInteractionCommand(
       expectedRevision: request.expectedRevision,
       receipt,
     });
-    return answer(rt, request, revision, body);
+    return answer(rt, presentRequest, revision, body);
   });
 }
 
@@ -119,7 +120,8 @@ export function updateInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const { payload, runId } = expect(request, "interaction.update");
+    const updateRequest = expect(request, "interaction.update");
+    const { payload, runId } = updateRequest;
     const update = payload.update;
     let checked: { type: string; key: string; data: JsonValue };
     try {
@@ -145,7 +147,7 @@ export function updateInteractionCommand(
       expectedRevision: request.expectedRevision,
       receipt,
     });
-    return answer(rt, request, revision, {
+    return answer(rt, updateRequest, revision, {
       interactionId: payload.interactionId,
       status: "updated",
     });
@@ -158,7 +160,8 @@ export function remindInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const { payload, runId } = expect(request, "interaction.remind");
+    const remindRequest = expect(request, "interaction.remind");
+    const { payload, runId } = remindRequest;
     const contract = contractOf(rt, payload.interactionId);
     const { revision, result, body } = remindInteraction(rt.store, {
       runId: runId!,
@@ -171,7 +174,7 @@ export function remindInteractionCommand(
       receipt,
     });
     if (result.action === "failed") rt.supervision.wake();
-    return answer(rt, request, revision, body);
+    return answer(rt, remindRequest, revision, body);
   });
 }
 
@@ -235,12 +238,13 @@ export async function submitInteractionCommand(
     await rt.sessions.until(rt.supervision.validateSubmission(submissionId), payload.waitMs);
     row = readSubmission(rt.store, submissionId) ?? row;
   }
-  const next: { next?: JsonValue } = row.outcome === "accepted" && payload.nextWaitMs > 0
-    ? { next: await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs) }
-    : {};
+  const next: { next?: ClaimedInteraction | null } =
+    row.outcome === "accepted" && payload.nextWaitMs > 0
+      ? { next: await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs) }
+      : {};
   const contract = contractOf(rt, payload.interactionId);
   const target = contract ?? { step: payload.nodeId, attempt: payload.attemptId };
-  const body: { [key: string]: JsonValue } = {
+  const body: OperationReceipt<"interaction.submit"> = {
     interactionId: payload.interactionId,
     submissionId,
     status: row.outcome,
@@ -252,11 +256,8 @@ export async function submitInteractionCommand(
       ? rejectedText(target, row.error_message ?? "Output rejected")
       : "The output is still being validated: call submit again with the same output to wait for its verdict",
   };
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
+  return receiptResponse(request, rt.epoch, body, {
     revision: readRunRow(rt.store, runId!)?.revision,
-    receipt: body,
     adopted: result.kind === "existing" && !stored,
   });
 }
@@ -273,7 +274,7 @@ async function nextSessionStep(
   sessionId: string,
   runId: string,
   waitMs: number,
-): Promise<JsonValue> {
+): Promise<ClaimedInteraction | null> {
   const deadline = performance.now() + waitMs;
   for (;;) {
     const cursor = sessionCursor(rt.store, sessionId);
@@ -308,34 +309,34 @@ export async function sessionWaitQuery(
     payload.cursor,
     payload.waitMs,
   );
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: {
-      cursor,
-      changed,
-      activeRun: sessionReservation(rt.store, payload.sessionId) ?? null,
-    },
+  return receiptResponse(request, rt.epoch, {
+    cursor,
+    changed,
+    activeRun: sessionReservation(rt.store, payload.sessionId) ?? null,
   });
 }
 
 function contractOf(rt: HostRuntime, interactionId: string): StepContract | undefined {
   const row = readInteraction(rt.store, interactionId);
-  return row ? decodeValue(row.contract_json) as unknown as StepContract : undefined;
+  return row ? storedContract(row.contract_json) : undefined;
 }
 
-function answer(
+/** A stored step contract: the host checked it against its schema before it stored it. */
+function storedContract(json: string): StepContract {
+  return decodeValue(json) as unknown as StepContract;
+}
+
+/**
+ * The answer of a command whose receipt the state transition built and stored with its change
+ * (present, remind: JSON in `host_commands`) or the host built (update).
+ */
+function answer<Op extends "interaction.present" | "interaction.update" | "interaction.remind">(
   rt: HostRuntime,
-  request: HostRequest,
+  request: Extract<HostRequest, { operation: Op }>,
   revision: number,
-  body: JsonValue,
+  body: JsonValue | OperationReceipt<Op>,
 ): HostResponse {
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision,
-    receipt: body as { [key: string]: JsonValue },
-  });
+  return receiptResponse(request, rt.epoch, body as OperationReceipt<Op>, { revision });
 }
 
 /** Per-request token buckets of tool updates (20/s, burst 100), like worker updates. */

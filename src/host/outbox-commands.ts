@@ -10,9 +10,9 @@
  * after a lost answer holds the same lease, while another Pi process on the same session (same
  * client id, other request) sees the items as `leased` and does not show them.
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { readTurnRunFacts } from "../state/outbox-queries.ts";
 import { decodeValue } from "../state/values.ts";
@@ -33,12 +33,13 @@ function leaseHolder(request: HostRequest): string {
   return `${request.clientId}\n${request.requestId}`;
 }
 
-function answer(rt: HostRuntime, request: HostRequest, receipt: JsonValue): HostResponse {
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: receipt as { [key: string]: JsonValue },
-  });
+function answer<Op extends HostOperation>(
+  rt: HostRuntime,
+  request: { operation: Op; requestId: string },
+  receipt: OperationReceipt<Op>,
+  outcome: "accepted" | "adopted" = "accepted",
+): HostResponse {
+  return receiptResponse(request, rt.epoch, receipt, { adopted: outcome === "adopted" });
 }
 
 export function claimNotificationsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
@@ -48,7 +49,7 @@ export function claimNotificationsQuery(rt: HostRuntime, request: HostRequest): 
     holder: leaseHolder(request),
     limit: payload.limit,
   });
-  return answer(rt, request, claim as unknown as JsonValue);
+  return answer(rt, request, claim);
 }
 
 export function deliverNotificationCommand(
@@ -56,9 +57,15 @@ export function deliverNotificationCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt: CommandReceiptInput) => {
-    const { payload } = as(request, "notification.deliver");
-    const result = deliverNotification(rt.store, { ...payload, receipt });
-    return { ...answer(rt, request, result.body), outcome: result.outcome };
+    const deliver = as(request, "notification.deliver");
+    const result = deliverNotification(rt.store, { ...deliver.payload, receipt });
+    // The transition built and stored the receipt (JSON in host_commands).
+    return answer(
+      rt,
+      deliver,
+      result.body as OperationReceipt<"notification.deliver">,
+      result.outcome,
+    );
   });
 }
 
@@ -75,7 +82,10 @@ export function claimTurnQuery(rt: HostRuntime, request: HostRequest): HostRespo
   });
 }
 
-function turnView(rt: HostRuntime, turn: ClaimedTurn): JsonValue {
+function turnView(
+  rt: HostRuntime,
+  turn: ClaimedTurn,
+): NonNullable<OperationReceipt<"turn.claim">["turn"]> {
   const run = readTurnRunFacts(rt.store, turn.runId)!;
   const facts = decodeValue(turn.factsJson) as { prompt?: string } | undefined;
   const text = turn.cause === "presentation"
@@ -92,8 +102,9 @@ function turnView(rt: HostRuntime, turn: ClaimedTurn): JsonValue {
 
 export function resolveTurnCommand(rt: HostRuntime, request: HostRequest): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt: CommandReceiptInput) => {
-    const { payload } = as(request, "turn.resolve");
-    const result = resolveTurn(rt.store, { ...payload, receipt });
-    return { ...answer(rt, request, result.body), outcome: result.outcome };
+    const resolve = as(request, "turn.resolve");
+    const result = resolveTurn(rt.store, { ...resolve.payload, receipt });
+    // The transition built and stored the receipt (JSON in host_commands).
+    return answer(rt, resolve, result.body as OperationReceipt<"turn.resolve">, result.outcome);
   });
 }

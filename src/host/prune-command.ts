@@ -3,9 +3,14 @@
  * receipt is recorded after the last one; a host that dies during it leaves no receipt, and the
  * client's retry runs a pass again, which finds what is left (every run whole or gone).
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import {
+  failureResponse,
+  type HostResponse,
+  receiptJson,
+  receiptResponse,
+} from "../protocol/host-response.ts";
 import { type CommandReceiptInput, recordHostCommand } from "../state/host-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { RetentionConfigError } from "./retention-runner.ts";
@@ -29,14 +34,14 @@ export async function pruneCommand(
       message: `${error.message}; fix it, or name the period with --keep-days`,
     });
   }
-  const body = {
+  const body: OperationReceipt<"host.prune"> = {
     ...report,
     longestLockMs: Math.round(report.longestLockMs * 1000) / 1000,
     longestLockMsByPhase: Object.fromEntries(
       Object.entries(report.longestLockMsByPhase).map(([k, v]) => [k, Math.round(v * 1000) / 1000]),
     ),
     finishedAt: rt.clock.now(),
-  } as unknown as { [key: string]: JsonValue };
-  recordHostCommand(rt.store, { ...receipt, receipt: body });
-  return successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt: body });
+  };
+  recordHostCommand(rt.store, { ...receipt, receipt: receiptJson(body) });
+  return receiptResponse(request, rt.epoch, body);
 }

@@ -5,7 +5,7 @@
  * scheduler is woken to launch them.
  */
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { raiseBudget } from "../state/transitions/run-budget.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -28,10 +28,7 @@ export function raiseBudgetCommand(
   rt.log("run.budget", { runId, revision: result.revision, unblocked: result.unblocked });
   // A controller's child may have freed its siblings too (state/transitions/budget-pool.ts).
   rt.supervision.wake();
-  return Promise.resolve(successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision: result.revision,
-    receipt: committed.body(),
-  }));
+  return Promise.resolve(
+    receiptResponse(request, rt.epoch, committed.body(), { revision: result.revision }),
+  );
 }

@@ -5,7 +5,7 @@
  * (pause, cancel) or schedule the run again (resume).
  */
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import type { StateStore } from "../state/store.ts";
 import {
@@ -62,12 +62,7 @@ async function controlRun(
   }
   // Resume: launchable again. Cancel: a controller whose child this was is due.
   if (action !== "pause") rt.supervision.wake();
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision: result.revision,
-    receipt: committed.body(),
-  });
+  return receiptResponse(request, rt.epoch, committed.body(), { revision: result.revision });
 }
 
 type Command = (

@@ -1,7 +1,6 @@
 /** `run.find`: the runs whose id starts with a prefix (a read, answered at once). */
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { findRunsByIdPrefix } from "../state/run-find-queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
@@ -15,9 +14,8 @@ export function findRunsQuery(rt: HostRuntime, request: HostRequest): HostRespon
     const { output: _, ...summary } = runSummary(view);
     return summary;
   });
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: { runs: runs as unknown as JsonValue, more: found.more },
+  return receiptResponse(request, rt.epoch, {
+    runs,
+    more: found.more,
   });
 }

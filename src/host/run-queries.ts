@@ -5,7 +5,8 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
 import { listAmbiguousEffects } from "../state/effect-queries.ts";
 import { isTerminalRunState } from "../state/transitions/common.ts";
@@ -72,9 +73,10 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     return attempt;
   });
   const summary = runSummary(view);
-  const receipt: { [key: string]: JsonValue } = {
-    run: summary as unknown as JsonValue,
+  const receipt: OperationReceipt<"run.status"> = {
+    run: summary,
     attemptCount: status.attemptCount,
+    attempts: [],
   };
   // The run's owner asks (the socket is user-only): where its Pi conversation is.
   if (view.piSessionFile !== null) {
@@ -103,11 +105,12 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     // Hashed, never loaded: which files differ from the ones the run started with.
     const source = readRunOrigin(rt.store, runId)?.workflowSource as WorkflowSource | undefined;
     const check = source ? verifySourceIdentity(source) : null;
-    if (check && !check.ok) receipt.sourceChanges = check.changed as unknown as JsonValue;
+    if (check && !check.ok) receipt.sourceChanges = check.changed;
   }
   if (payload.includeDefinition) {
     const definition = readDefinitionSnapshot(rt.store, view.definitionDigest);
-    if (definition !== undefined) receipt.definition = definition;
+    // Stored once per digest after the resolver's snapshot passed its schema.
+    if (definition !== undefined) receipt.definition = definition as StatusReceipt["definition"];
   }
   // The answer fits one message: the output (up to the node output limit) and the waiting
   // request first, then as many events, updates (in half the room left) and attempts as fit;
@@ -144,11 +147,11 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   if (payload.includeUpdates) {
     const updates = prefixWithin(listNodeUpdates(rt.store, runId), Math.floor(room / 2));
     room -= updates.bytes;
-    receipt.updates = updates.items as unknown as JsonValue;
+    receipt.updates = updates.items;
   }
   if (payload.includeNotifications) {
     const notifications = suffixWithin(
-      notificationsView(listRunNotifications(rt.store, runId)) as JsonValue[],
+      notificationsView(listRunNotifications(rt.store, runId)),
       Math.floor(room / 2),
     );
     room -= notifications.bytes;
@@ -157,13 +160,8 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
   receipt.attempts =
     (payload.attemptsAfter === undefined
       ? suffixWithin(attempts, room)
-      : prefixWithin(attempts, room)).items as unknown as JsonValue;
-  const response = successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision: view.revision,
-    receipt,
-  });
+      : prefixWithin(attempts, room)).items;
+  const response = receiptResponse(request, rt.epoch, receipt, { revision: view.revision });
   // Files change without a revision: a source-blocked run's answer is not kept.
   return plain && !receipt.sourceChanges ? rememberStatus(rt.store, runId, response) : response;
 }
@@ -196,14 +194,14 @@ export function listRunsQuery(rt: HostRuntime, request: HostRequest): HostRespon
     ANSWER_BUDGET_BYTES - 64,
   );
   const last = views[page.items.length - 1];
-  const receipt: { [key: string]: JsonValue } = {
-    runs: page.items as unknown as JsonValue,
+  const receipt: OperationReceipt<"run.list"> = {
+    runs: page.items,
     total: countRuns(rt.store, { all }),
   };
   if (views.length > page.items.length && last) {
     receipt.next = `${last.createdAt}:${last.runId}`;
   }
-  return successResponse({ requestId: request.requestId, hostEpoch: rt.epoch, receipt });
+  return receiptResponse(request, rt.epoch, receipt);
 }
 
 /** `<createdAt>:<runId>`, the `next` cursor `run.list` hands out. */
@@ -213,8 +211,13 @@ function parseRunCursor(text: string): RunCursor | null {
 }
 
 /** What a waiting run asks, as `run.status` shows it (protocol `WaitingSchema`). */
-export function waitingView(w: WaitingRecord): JsonValue {
-  const view: { [key: string]: JsonValue } = {
+type StatusReceipt = OperationReceipt<"run.status">;
+
+type WaitingView = NonNullable<StatusReceipt["waiting"]>;
+
+/** The request, its default and answer schema are stored values the host checked before. */
+export function waitingView(w: WaitingRecord): WaitingView {
+  const view: WaitingView = {
     kind: w.kind,
     operation: ANSWER_OPERATIONS[w.kind],
     decisionId: w.decisionId,
@@ -223,19 +226,29 @@ export function waitingView(w: WaitingRecord): JsonValue {
     since: w.since,
     deadlineAt: w.deadlineAt,
     default: w.defaultAt !== null && w.defaultAnswer !== undefined
-      ? { at: w.defaultAt, answer: w.defaultAnswer }
+      ? {
+        at: w.defaultAt,
+        answer: w.defaultAnswer as NonNullable<WaitingView["default"]>["answer"],
+      }
       : null,
   };
-  if (w.kind === "humanDecision") view.decision = w.request;
+  if (w.kind === "humanDecision") view.decision = w.request as WaitingView["decision"];
   else view.request = w.request;
-  if (w.answerSchema !== undefined) view.answerSchema = w.answerSchema;
+  if (w.answerSchema !== undefined) {
+    view.answerSchema = w.answerSchema as WaitingView["answerSchema"];
+  }
   return view;
 }
 
 /** A stored event as the protocol shows it: node and attempt ids lifted out of the payload. */
-function eventOf(seq: number, type: string, at: number, payload: JsonValue): JsonValue {
+function eventOf(
+  seq: number,
+  type: string,
+  at: number,
+  payload: JsonValue,
+): NonNullable<StatusReceipt["events"]>[number] {
   const { nodeId, attemptId, ...data } = isRecord(payload) ? payload : {};
-  const event: { [key: string]: JsonValue } = { seq, type, at };
+  const event: NonNullable<StatusReceipt["events"]>[number] = { seq, type, at };
   if (typeof nodeId === "string") event.nodeId = nodeId;
   if (typeof attemptId === "string") event.attemptId = attemptId;
   if (Object.keys(data).length > 0) event.data = data;
@@ -246,7 +259,7 @@ function isRecord(value: JsonValue): value is { [key: string]: JsonValue } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function notificationsView(rows: NotificationView[]): JsonValue {
+function notificationsView(rows: NotificationView[]): NonNullable<StatusReceipt["notifications"]> {
   return rows.map(({ deliveredAt, ...rest }) =>
     deliveredAt === null ? rest : { ...rest, deliveredAt }
   );

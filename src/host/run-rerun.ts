@@ -5,7 +5,13 @@
  * command receipt in one transaction (state/transitions/run-fork.ts), then wakes the scheduler.
  */
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import {
+  failureResponse,
+  type HostResponse,
+  receiptJson,
+  receiptResponse,
+} from "../protocol/host-response.ts";
 import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
 import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import type { RerunSource } from "../protocol/rerun-operations.ts";
@@ -81,7 +87,7 @@ export async function rerunRunCommand(
     );
   }
   const fields = resolvedRunFields(resolved, parent.workflowRef, parent.projectPath);
-  let body: { [key: string]: JsonValue } | null = null;
+  let body: OperationReceipt<"run.rerun"> | null = null;
   const result = forkRun(rt.store, {
     ...fields,
     // The parent's input exactly as recorded, unless a new one was given.
@@ -103,20 +109,17 @@ export async function rerunRunCommand(
     graph: resolved.definition as DefinitionSnapshot,
     receipt: {
       ...receipt,
-      receipt: (target) => (body = rerunReceipt(rt, target.result as ForkRunResult)),
+      receipt: (target) => receiptJson(body = rerunReceipt(rt, target.result as ForkRunResult)),
     },
   });
   runLaunched(rt, "run.forked", result, credentials);
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
+  return receiptResponse(request, rt.epoch, body ?? rerunReceipt(rt, result), {
     revision: result.revision,
-    receipt: body ?? rerunReceipt(rt, result),
   });
 }
 
 /** The receipt body: the fork as committed, where it reran from, what it adopted. */
-function rerunReceipt(rt: HostRuntime, fork: ForkRunResult): { [key: string]: JsonValue } {
+function rerunReceipt(rt: HostRuntime, fork: ForkRunResult): OperationReceipt<"run.rerun"> {
   const view = readRun(rt.store, fork.runId);
   if (!view) throw new Error("Command receipt failed: the fork is missing after its commit");
   return {

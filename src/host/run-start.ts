@@ -6,7 +6,7 @@
  */
 import { realpathSync } from "node:fs";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { tighterBudget } from "../protocol/budget.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
@@ -71,10 +71,5 @@ export async function startRunCommand(
     receipt: { ...receipt, receipt: committed.receipt },
   });
   runLaunched(rt, "run.queued", result, credentials);
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    revision: result.revision,
-    receipt: committed.body(),
-  });
+  return receiptResponse(request, rt.epoch, committed.body(), { revision: result.revision });
 }

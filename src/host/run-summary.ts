@@ -3,10 +3,15 @@
  * output or error. Never the project path, the workflow path, the input or the origin session.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { receiptJson } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { BlockedReason, RunSummary } from "../protocol/run-operations.ts";
 import { readRun, type RunView } from "../state/queries.ts";
 import type { ReceiptTarget } from "../state/host-commands.ts";
 import type { StateStore } from "../state/store.ts";
+
+/** What every run command answers (`RunCommandReceiptSchema`). */
+export type RunCommandReceipt = OperationReceipt<"run.start">;
 
 export function runSummary(view: RunView): RunSummary {
   const summary: RunSummary = {
@@ -38,9 +43,9 @@ export function runSummary(view: RunView): RunSummary {
   return summary;
 }
 
-/** A summary as a JSON receipt body. */
-export function runReceipt(summary: RunSummary): { [key: string]: JsonValue } {
-  return { run: summary as unknown as JsonValue };
+/** The receipt of a run command (`run.start`, `run.pause`, ...): the run as committed. */
+export function runReceipt(summary: RunSummary): RunCommandReceipt {
+  return { run: summary };
 }
 
 /**
@@ -49,15 +54,15 @@ export function runReceipt(summary: RunSummary): { [key: string]: JsonValue } {
  */
 export function committedRunReceipt(store: StateStore): {
   receipt: (target: ReceiptTarget) => JsonValue;
-  body(): { [key: string]: JsonValue };
+  body(): RunCommandReceipt;
 } {
-  let body: { [key: string]: JsonValue } | null = null;
+  let body: RunCommandReceipt | null = null;
   return {
     receipt: (target) => {
       const view = target.runId === null ? undefined : readRun(store, target.runId);
       if (!view) throw new Error("Command receipt failed: the run is missing after its change");
       body = runReceipt(runSummary(view));
-      return body;
+      return receiptJson(body);
     },
     body: () => {
       if (!body) throw new Error("Command receipt failed: the receipt was not produced");

@@ -9,7 +9,8 @@ import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { splitCredentials } from "../base/credential-names.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
-import { failureResponse, type HostResponse, successResponse } from "../protocol/host-response.ts";
+import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
+import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { baseRunEnvironment, type RunEnvironment } from "../protocol/run-environment.ts";
 import {
@@ -54,12 +55,12 @@ function reject(rt: HostRuntime, request: HostRequest, code: string, message: st
   });
 }
 
-function answer(rt: HostRuntime, request: HostRequest, receipt: unknown): HostResponse {
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: receipt as Record<string, JsonValue>,
-  });
+function answer<Op extends HostOperation>(
+  rt: HostRuntime,
+  request: { operation: Op; requestId: string },
+  receipt: OperationReceipt<Op>,
+): HostResponse {
+  return receiptResponse(request, rt.epoch, receipt);
 }
 
 interface ScheduleRequest {

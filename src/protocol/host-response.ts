@@ -126,6 +126,34 @@ export function successResponse(fields: {
   };
 }
 
+/**
+ * The success response to `request`, its receipt typed by the operation's receipt schema: how the
+ * host answers every operation it accepts (`successResponse` builds the envelope).
+ */
+export function receiptResponse<Op extends HostOperation>(
+  request: { operation: Op; requestId: string },
+  hostEpoch: number,
+  receipt: OperationReceipt<Op>,
+  options: { revision?: number; adopted?: boolean } = {},
+): HostResponse {
+  return successResponse({
+    requestId: request.requestId,
+    hostEpoch,
+    receipt: receiptJson(receipt),
+    ...options,
+  });
+}
+
+/**
+ * A typed receipt as the JSON the host stores and sends. A receipt schema's output is JSON by
+ * construction (every field is a JSON schema), so this only changes the static type.
+ */
+export function receiptJson<Op extends HostOperation>(
+  receipt: OperationReceipt<Op>,
+): { [key: string]: JsonValue } {
+  return receipt as { [key: string]: JsonValue };
+}
+
 /** A failure response with a stable code and a one-line message. */
 export function failureResponse(fields: {
   requestId: string | null;
