@@ -19,7 +19,7 @@ import { createWorkerStops } from "./worker-stops.ts";
 import { superviseWorker } from "./worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
 import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
-import { holdsClaim, isKept, isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
+import { awaitsGoodbye, holdsClaim, releaseClaim } from "./worker-life.ts";
 
 export interface RunWorkerDeps {
   registry: ProcessRegistry;
@@ -136,14 +136,9 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     schedule,
     start() {
       started = true;
-      const renewal = setInterval(
-        () => renewClaims(ctx, active, { stop, shuttingDown: () => shuttingDown, schedule }),
-        ctx.options.claimRenewMs,
-      );
-      const memory = setInterval(() => void limits.sampleMemory(), MEMORY_CHECK_MS);
-      memory.unref();
-      const sweep = setInterval(schedule, Math.max(250, ctx.options.claimRenewMs));
-      timers.add(renewal).add(memory).add(sweep);
+      const renew = () =>
+        renewClaims(ctx, active, { stop, shuttingDown: () => shuttingDown, schedule });
+      startTimers(ctx, timers, { renew, sampleMemory: limits.sampleMemory, schedule });
       schedule();
     },
     claimOf(runId) {
@@ -166,9 +161,7 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     },
     epochEnding(runId) {
       const worker = active.get(runId);
-      if (!worker || !isSettled(worker) || isKept(worker) || stopReasonOf(worker) !== null) {
-        return null;
-      }
+      if (!worker || !awaitsGoodbye(worker)) return null;
       const wait = prepared.offered(runId);
       return Promise.race([wait.kept, worker.done]).finally(() => wait.cancel());
     },
@@ -181,4 +174,17 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       await parkAndStopAll(ctx, active, stop);
     },
   };
+}
+
+/** The scheduler's timers: claim renewal, memory samples, the sweep for due runs. */
+function startTimers(
+  ctx: HostContext,
+  timers: Set<ReturnType<typeof setInterval>>,
+  tick: { renew(): void; sampleMemory(): Promise<void>; schedule(): void },
+): void {
+  const renewal = setInterval(tick.renew, ctx.options.claimRenewMs);
+  const memory = setInterval(() => void tick.sampleMemory(), MEMORY_CHECK_MS);
+  memory.unref();
+  const sweep = setInterval(tick.schedule, Math.max(250, ctx.options.claimRenewMs));
+  timers.add(renewal).add(memory).add(sweep);
 }

@@ -105,6 +105,11 @@ export function isKept(worker: Worker): boolean {
   return phase.name === "kept" || phase.name === "stopping" && phase.kept;
 }
 
+/** Its epoch settled the run and nothing stops it: its goodbye (`worker.exiting`) comes next. */
+export function awaitsGoodbye(worker: Worker): boolean {
+  return isSettled(worker) && !isKept(worker) && stopReasonOf(worker) === null;
+}
+
 /** The epoch is recorded and the run settled. */
 export function markGone(worker: Worker): void {
   worker.life.phase = { name: "gone" };
