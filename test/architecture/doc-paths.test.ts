@@ -44,4 +44,11 @@ describe("doc paths", () => {
     }
     expect(missing).toEqual([]);
   });
+
+  it("the README links every page of docs/", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const linked = new Set([...readme.matchAll(LINK)].map(([, path]) => normalize(path)));
+    const pages = docs.filter((doc) => doc.startsWith("docs/"));
+    expect(pages.filter((page) => !linked.has(normalize(page)))).toEqual([]);
+  });
 });
