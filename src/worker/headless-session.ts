@@ -32,6 +32,43 @@ function ensurePrivateFile(file: string): void {
   }
 }
 
+/**
+ * The directory of a run's sessions: beside the run's session file, or (a run without one, an
+ * interactive run whose agent groups run headless members) `<stateDir>/sessions/<runId>`.
+ */
+export function runSessionsRoot(
+  runFile: string | null,
+  stateDir: string | null,
+  runId: string,
+): string {
+  return runFile ? dirname(runFile) : join(stateDir ?? "", "sessions", runId);
+}
+
+/**
+ * The session file of every member of one visit of group `nodeId` that has one, by member id
+ * (a member's directory is `<node>.v<visit>.<member>`; member ids need no escaping).
+ */
+export function memberSessionFiles(
+  sessionsRoot: string,
+  nodeId: string,
+  visit: number,
+): Map<string, string> {
+  const prefix = memberDirName({ nodeId, visit, memberId: "" });
+  const files = new Map<string, string>();
+  let names: string[];
+  try {
+    names = readdirSync(join(sessionsRoot, "members")).sort();
+  } catch {
+    return files; // no member ever started
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || name.length === prefix.length) continue;
+    const file = ownSessionFile(join(sessionsRoot, "members", name));
+    if (file !== undefined) files.set(name.slice(prefix.length), file);
+  }
+  return files;
+}
+
 /** Pi's arguments to open the run's session; creates the file (0600, directory 0700). */
 export function runSessionArgs(file: string): string[] {
   ensurePrivateDir(dirname(file));
@@ -47,8 +84,11 @@ export interface MemberSessionKey {
 
 /** The directory of one agent group member's session, beside the run's session file. */
 export function memberSessionDir(sessionsRoot: string, key: MemberSessionKey): string {
-  const name = `${key.nodeId}.v${key.visit}.${key.memberId}`.replace(/[^A-Za-z0-9_.-]/g, "_");
-  return join(sessionsRoot, "members", name);
+  return join(sessionsRoot, "members", memberDirName(key));
+}
+
+function memberDirName(key: MemberSessionKey): string {
+  return `${key.nodeId}.v${key.visit}.${key.memberId}`.replace(/[^A-Za-z0-9_.-]/g, "_");
 }
 
 export interface MemberSession {
@@ -69,7 +109,7 @@ export function memberSessionArgs(
 ): MemberSession {
   const dir = memberSessionDir(sessionsRoot, key);
   ensurePrivateDir(dir);
-  const own = sessionFilesIn(dir).find((file) => statSync(file).size > 0);
+  const own = ownSessionFile(dir);
   if (own !== undefined) return { args: ["--session", own], origin: "continued", dir };
   if (runFile !== null && sizeOf(runFile) > 0) {
     return { args: ["--fork", runFile, "--session-dir", dir], origin: "forked", dir };
@@ -88,6 +128,11 @@ export function restrictSessionFiles(dir: string): void {
       // gone meanwhile
     }
   }
+}
+
+/** A member's own conversation in `dir`: its first session file that holds anything. */
+function ownSessionFile(dir: string): string | undefined {
+  return sessionFilesIn(dir).find((file) => sizeOf(file) > 0);
 }
 
 function sessionFilesIn(dir: string): string[] {

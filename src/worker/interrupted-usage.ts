@@ -11,36 +11,55 @@
  *
  * The attempt's messages are those after the first prompt that names it (`Attempt: <id>`, the
  * step contract's line; its reminders name it too) and before a prompt that names another one.
- * Agent group members run in sessions of their own and are not read back here.
+ *
+ * An agent group's members run in sessions of their own (headless-session.ts), headless Pi
+ * children in either execution mode, each prompted as attempt `<group attempt>.<member>`: each
+ * member's usage is the larger of what the attempt recorded for it and what its session holds,
+ * and the group's is their sum, so no member's is lowered or counted twice.
  */
 import { readFileSync } from "node:fs";
-import type { RunFacts } from "../protocol/run-facts.ts";
-import { addUsage, EMPTY_USAGE, type StepUsage, usageOfPiMessage } from "../protocol/step-usage.ts";
-import { usageTokens } from "../protocol/step-usage.ts";
+import type { AttemptFact, RunFacts } from "../protocol/run-facts.ts";
+import {
+  addUsage,
+  EMPTY_USAGE,
+  type MemberUsage,
+  type StepUsage,
+  sumMembers,
+  usageOfPiMessage,
+  usageTokens,
+} from "../protocol/step-usage.ts";
+import { memberSessionFiles } from "./headless-session.ts";
 import type { Proposer } from "./proposer.ts";
 
 /** Node kinds whose headless attempts are prompts of the run's session. */
 const SESSION_KINDS: ReadonlySet<string> = new Set(["agent", "decision"]);
 
+/** Where a run's Pi conversations are (headless-session.ts). */
+export interface RunSessions {
+  /** The run's session file: a headless run's agent and decision steps; null for none. */
+  runFile: string | null;
+  /** The directory of the run's sessions (agent group members' under `members/`). */
+  root: string;
+}
+
 /**
- * Records what the run's last attempt used when it was an interrupted model step of the run's
- * session and the session holds more than it recorded; `facts` takes the recorded usage.
+ * Records what the run's last attempt used when it was an interrupted model step (of the run's
+ * session, or an agent group) and its sessions hold more than it recorded; `facts` takes the
+ * recorded usage.
  */
 export async function recoverInterruptedUsage(
-  sessionFile: string,
+  sessions: RunSessions,
   facts: RunFacts,
   proposer: Proposer,
 ): Promise<void> {
   const index = facts.attempts.length - 1;
   const last = facts.attempts[index];
-  if (last?.state !== "interrupted" || !SESSION_KINDS.has(last.nodeKind)) return;
-  let text: string;
-  try {
-    text = readFileSync(sessionFile, "utf8");
-  } catch {
-    return; // no session: Pi never answered
-  }
-  const usage = attemptUsageInSession(text, last.attemptId);
+  if (last?.state !== "interrupted") return;
+  const usage = last.nodeKind === "agentGroup"
+    ? groupUsage(sessions.root, facts.attempts, last)
+    : SESSION_KINDS.has(last.nodeKind) && sessions.runFile !== null
+    ? fileUsage(sessions.runFile, last.attemptId)
+    : null;
   if (usage === null || usageTokens(usage) <= (last.usage ? usageTokens(last.usage) : 0)) return;
   await proposer.propose("worker.progress", {
     op: "usage.recovered",
@@ -48,6 +67,47 @@ export async function recoverInterruptedUsage(
     usage,
   });
   facts.attempts[index] = { ...last, usage };
+}
+
+/** Attempt `attemptId`'s usage in session file `file`, or null (none: Pi never answered). */
+function fileUsage(file: string, attemptId: string): StepUsage | null {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return null;
+  }
+  return attemptUsageInSession(text, attemptId);
+}
+
+/**
+ * The interrupted group attempt `last`'s usage: every member's, the larger of its recorded and
+ * its session's (recorded members first, in their order), and their sum; null when no member
+ * session holds any.
+ */
+function groupUsage(
+  root: string,
+  attempts: readonly AttemptFact[],
+  last: AttemptFact,
+): StepUsage | null {
+  // The visit the engine gave the attempt: one more than the node's settled attempts.
+  const visit = 1 +
+    attempts.filter((a) =>
+      a.nodeId === last.nodeId && a.state !== "interrupted" && a.state !== "running"
+    ).length;
+  const recorded = last.usage?.members ?? [];
+  const members = new Map<string, MemberUsage>(recorded.map((m) => [m.id, m]));
+  let found = false;
+  for (const [id, file] of memberSessionFiles(root, last.nodeId, visit)) {
+    const usage = fileUsage(file, `${last.attemptId}.${id}`);
+    if (usage === null) continue;
+    found = true;
+    const before = members.get(id);
+    if (before === undefined || usageTokens(usage) > usageTokens(before)) {
+      members.set(id, { id, ...usage });
+    }
+  }
+  return found ? sumMembers([...members.values()]) : null;
 }
 
 /** The usage of attempt `attemptId`'s assistant messages on the session's branch, or null. */

@@ -148,12 +148,19 @@ async function drive(
   const facts = await receiveRunFacts(proposer, ready);
   // A crash may have kept the interrupted attempt's last model call from SQLite: read it back
   // from the run's Pi session before anything decides on the spend (interrupted-usage.ts).
-  if (
-    facts.attempts.at(-1)?.state === "interrupted" && launch.executionMode === "headless" &&
-    launch.piSession
-  ) {
+  if (facts.attempts.at(-1)?.state === "interrupted") {
     const { recoverInterruptedUsage } = await import("./interrupted-usage.ts");
-    await recoverInterruptedUsage(launch.piSession, facts, proposer);
+    const { runSessionsRoot } = await import("./headless-session.ts");
+    const runFile = launch.piSession ?? null;
+    await recoverInterruptedUsage(
+      {
+        // An interactive run's steps are prompts of its origin session, which is not read here.
+        runFile: launch.executionMode === "headless" ? runFile : null,
+        root: runSessionsRoot(runFile, process.env.PI_WORKFLOWS_STATE_DIR ?? null, launch.runId),
+      },
+      facts,
+      proposer,
+    );
   }
   const reason = await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
   return { reason, loaded: { launch, workflow: workflow! } };

@@ -6,7 +6,6 @@
  * `prepareModelStep` renders its step contract, which the worker proposes as
  * `interaction.requested` before it exits.
  */
-import { dirname, join } from "node:path";
 import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
@@ -32,6 +31,7 @@ import {
 } from "../workflows/sources/identity.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import { createHeadlessExecutor } from "./headless-executor.ts";
+import { runSessionsRoot } from "./headless-session.ts";
 import { discoverPi } from "./pi-command.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";
@@ -166,9 +166,7 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
     createHeadlessExecutor({
       pi,
       sessionFile: launch.piSession ?? null,
-      sessionsRoot: launch.piSession
-        ? dirname(launch.piSession)
-        : join(stateDir ?? "", "sessions", launch.runId),
+      sessionsRoot: runSessionsRoot(launch.piSession ?? null, stateDir, launch.runId),
       projectPath: launch.projectPath,
       stateDir,
       logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),

@@ -6,7 +6,8 @@
  * when its worker is SIGKILLed between the step's committed outcome and that check), raised with
  * `budget`, and completes (also across a host SIGKILL and a pause while it waits), and a worker
  * SIGKILLed between a model call and the submission, or between the submitting call and the
- * outcome's commit, keeps what that call used, counted once.
+ * outcome's commit, keeps what that call used, counted once (an agent group's members too, each
+ * read back from its own session).
  */
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -405,6 +406,70 @@ export default defineWorkflow({ name: "lost", startAt: "work",
       expect(status.run.spend.cost).toBeCloseTo(total.cost, 12);
       // The accepted submission's tally rode on the outcome: the step added no commit for it.
       expect(second.submissions).toMatchObject({ submitted: 1, rejected: 0 });
+    },
+    240_000,
+  );
+
+  it(
+    "an agent group's worker SIGKILLed before the group's outcome loses no member's usage",
+    async () => {
+      // As above (the host's workers die once right before node.finished), for a group: each
+      // member's submitting call is in the member's own session, not in SQLite.
+      if (h.env.PI_WORKFLOWS_CRASH_AT !== "worker.node.finished.beforeSend") {
+        h.env.PI_WORKFLOWS_CRASH_AT = "worker.node.finished.beforeSend";
+        expect((await h.cli(["host", "stop"], 20_000)).code).toBe(0);
+      }
+      rmSync(crashOnce, { force: true });
+      const first: Record<string, FakeUsage> = { "team.a": PLAN_SUBMIT, "team.b": UPDATE_USAGE };
+      const seen = new Set<string>();
+      h.decide = (request, contract) => {
+        if (!contract || request.lastToolResult !== undefined) return undefined;
+        // Each member submits in its first call; after the crash each submits WRITE_SUBMIT.
+        const again = seen.has(contract.step);
+        seen.add(contract.step);
+        return {
+          ...submitCall(contract, { ok: true }),
+          usage: again ? WRITE_SUBMIT : first[contract.step],
+        };
+      };
+      const path = h.writeWorkflow(
+        "group.workflow.ts",
+        `import { agentGroup, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({ name: "group", startAt: "team",
+  nodes: { team: agentGroup({ agents: () => [
+    { id: "a", prompt: "Member a of the group." },
+    { id: "b", prompt: "Member b of the group." },
+  ] }) } });
+`,
+      );
+      const run = await h.cliJson(["start", path, "--wait", "--cwd", h.sandbox.project]);
+      expect(existsSync(crashOnce)).toBe(true); // the crash happened
+      expect(run.run.state).toBe("completed");
+      const status = await h.cliJson(["status", run.run.runId]);
+      const [lost, rerun] = status.attempts;
+      expect(lost.state).toBe("interrupted");
+      const a = expected(PLAN_SUBMIT);
+      const b = expected(UPDATE_USAGE);
+      const part = (u: ReturnType<typeof expected>) => ({
+        input: u.input,
+        output: u.output,
+        cacheRead: u.cacheRead,
+        cacheWrite: u.cacheWrite,
+      });
+      // Each member's on its own record, and their sum on the group.
+      expect(lost.usage).toMatchObject({
+        ...part(sum(a, b)),
+        members: [{ id: "a", ...part(a) }, { id: "b", ...part(b) }],
+      });
+      expect(rerun.state).toBe("ok");
+      const again = expected(WRITE_SUBMIT);
+      expect(rerun.usage).toMatchObject({
+        ...part(sum(again, again)),
+        members: [{ id: "a", ...part(again) }, { id: "b", ...part(again) }],
+      });
+      const total = sum(a, b, again, again);
+      expect(status.run.spend.tokens).toBe(tokens(total));
+      expect(status.run.spend.cost).toBeCloseTo(total.cost, 12);
     },
     240_000,
   );
