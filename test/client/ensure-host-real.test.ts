@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHostClient } from "../../src/client/host-client.ts";
 import { removeTempRoot } from "../support/temp-root.ts";
+import { waitUntil } from "../support/wait.ts";
 
 let dir: string | undefined;
 
@@ -26,15 +27,6 @@ function ownProcesses(stateDir: string): number[] {
     }
   }
   return pids;
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return condition();
 }
 
 afterEach(async () => {
@@ -62,5 +54,5 @@ test("starts the real host on demand, then talks to it", async () => {
   } finally {
     client.close();
   }
-  expect(await waitFor(() => ownProcesses(dir!).length === 0, 15_000)).toBe(true);
+  expect(await waitUntil(() => ownProcesses(dir!).length === 0, 15_000)).toBe(true);
 });

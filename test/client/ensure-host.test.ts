@@ -11,6 +11,7 @@ import { createHostClient } from "../../src/client/host-client.ts";
 import type { HostConnection } from "../../src/client/host-connection.ts";
 import { HostUnavailableError } from "../../src/protocol/failures.ts";
 import { FAKE_EPOCH, type FakeHost, startFakeHost } from "./fixtures/fake-host-server.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const fixture = fileURLToPath(new URL("./fixtures/fake-host-process.ts", import.meta.url));
 const clientFixture = fileURLToPath(new URL("./fixtures/ensure-host-client.ts", import.meta.url));
@@ -48,15 +49,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 /** Live processes running the fake host fixture in `mode` for this test's directory. */
@@ -187,7 +179,7 @@ describe("ensureHost()", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     // The starter is gone: found by its command line, since on a loaded machine it may have been
     // stopped before it wrote its pid file.
-    expect(await waitFor(() => starterPids("hang").length === 0, 5_000)).toBe(true);
+    expect(await waitUntil(() => starterPids("hang").length === 0, 5_000)).toBe(true);
   });
 
   test("a start command that cannot be executed", async () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSocketServer, type SocketServer } from "../../src/host/socket-server.ts";
 import { FrameDecoder, MAX_FRAME_BYTES } from "../../src/protocol/framing.ts";
+import { waitFor } from "../support/wait.ts";
 
 let dir: string;
 let socketPath: string;
@@ -57,7 +58,7 @@ async function connectPaused(): Promise<Peer> {
     socket.once("error", reject);
   });
   socket.pause();
-  await until(() => accepted.length > index);
+  await waitFor(() => accepted.length > index, "the server to accept the connection", 10_000, 5);
   const peer: Peer = {
     socket,
     server: accepted[index],
@@ -75,14 +76,6 @@ async function connectPaused(): Promise<Peer> {
 
 function write(socket: net.Socket, data: string): Promise<void> {
   return new Promise((resolve) => socket.write(data, () => resolve()));
-}
-
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("Timed out");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function flushed(socket: net.Socket): Promise<void> {

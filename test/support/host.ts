@@ -11,6 +11,11 @@ import { fileURLToPath } from "node:url";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { removeTempRoot } from "./temp-root.ts";
 
+import { waitFor } from "./wait.ts";
+
+// The bounded wait every test uses; it lives in wait.ts.
+export { waitFor };
+
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI = join(ROOT, "src/cli/main.ts");
 /**
@@ -170,20 +175,6 @@ export async function killAll(): Promise<void> {
 }
 
 /** Polls `condition` until it is truthy or the deadline passes. */
-export async function waitFor<T>(
-  condition: () => T | Promise<T>,
-  what: string,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
 
 let requestCounter = 0;
 

@@ -13,6 +13,7 @@ import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { removeTempRoot } from "./temp-root.ts";
+import { waitFor } from "./wait.ts";
 
 export interface TakeoverSample {
   /** From the SIGKILL to the answer of the client command that started the next host. */
@@ -55,16 +56,6 @@ export function markTimes(marks: string): number[] {
     return readFileSync(marks, "utf8").split("\n").filter((l) => l !== "").map(Number);
   } catch {
     return [];
-  }
-}
-
-async function waitFor<T>(what: string, ms: number, probe: () => T | null | false): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== null && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
@@ -118,7 +109,7 @@ export async function setUpTakeover(
       },
       timeoutMs: 60_000,
     });
-    await waitFor("the node to start", 60_000, () => markTimes(marks).length === 1);
+    await waitFor(() => markTimes(marks).length === 1, "the node to start", 60_000, 5);
     return { root, env, client, runId: run.runId, marks, cleanup };
   } catch (error) {
     await cleanup();
@@ -138,9 +129,10 @@ export async function killAndTime(setup: TakeoverSetup): Promise<TakeoverSample>
   const servingMs = Date.now() - killedAt;
   if (status.run.runId !== setup.runId) throw new Error("run.status answered another run");
   const times = await waitFor(
+    () => markTimes(setup.marks).length > before && markTimes(setup.marks),
     "the node to run again",
     60_000,
-    () => markTimes(setup.marks).length > before && markTimes(setup.marks),
+    5,
   );
   const newPid = hostPid(stateDir);
   if (newPid === pid || newPid === null) throw new Error("the killed host still holds the claim");

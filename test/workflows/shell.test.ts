@@ -4,6 +4,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { afterAll, describe, expect, it } from "vitest";
 import { runShell } from "../../src/workflows/index.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "piw-shell-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,15 +22,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function until(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return check();
 }
 
 describe("runShell()", () => {
@@ -145,7 +137,7 @@ describe("runShell()", () => {
     }, { signal: never(), killGraceMs: 200 })).rejects.toMatchObject({ code: "commandTimedOut" });
     expect(Date.now() - started).toBeLessThan(5000);
     const grandchild = Number(readFileSync(pidFile, "utf8"));
-    expect(await until(() => !alive(grandchild), 3000)).toBe(true);
+    expect(await waitUntil(() => !alive(grandchild), 3000)).toBe(true);
   });
 
   it("ends when its direct child exits, stopping what it left in the background", async () => {
@@ -159,7 +151,7 @@ describe("runShell()", () => {
     expect(r).toMatchObject({ stdout: "done\n", exitCode: 0 });
     expect(Date.now() - started).toBeLessThan(10_000);
     const background = Number(readFileSync(pidFile, "utf8"));
-    expect(await until(() => !alive(background), 3000)).toBe(true);
+    expect(await waitUntil(() => !alive(background), 3000)).toBe(true);
   });
 
   it("a leftover that ignores SIGTERM is SIGKILLed after the grace", async () => {
@@ -170,7 +162,7 @@ describe("runShell()", () => {
     }, { signal: never(), killGraceMs: 200 });
     expect(r).toMatchObject({ stdout: "started\n", exitCode: 0 });
     const stubborn = Number(readFileSync(pidFile, "utf8"));
-    expect(await until(() => !alive(stubborn), 3000)).toBe(true);
+    expect(await waitUntil(() => !alive(stubborn), 3000)).toBe(true);
   });
 
   it("stops the command when the signal aborts and rethrows the abort reason", async () => {
