@@ -20,7 +20,7 @@ import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { ScheduleCommand } from "./parse-schedule.ts";
 import { projectDir } from "./project-dir.ts";
-import { readStartInput, startEnvironment } from "./start-input.ts";
+import { namedSecretsLine, readStartInput, startEnvironment } from "./start-input.ts";
 import { withHost } from "./with-host.ts";
 
 export async function runScheduleCommand(
@@ -78,6 +78,8 @@ async function execute(
         }),
       );
       const verb = receipt.created ? "Added" : receipt.changed ? "Replaced" : "Unchanged";
+      const secrets = namedSecretsLine(command.env, receipt.schedule.name);
+      if (secrets) io.err(secrets);
       return print(receipt, formatScheduleChange(verb, receipt.schedule, now));
     }
     case "apply": {
@@ -95,6 +97,8 @@ async function execute(
         }),
       );
       const verb = receipt.created ? "Applied" : receipt.changed ? "Updated" : "Unchanged";
+      const secrets = namedSecretsLine(command.env, receipt.schedule.name);
+      if (secrets) io.err(secrets);
       return print(receipt, formatScheduleChange(verb, receipt.schedule, now));
     }
     case "list": {

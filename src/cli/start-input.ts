@@ -77,13 +77,23 @@ export function startEnvironment(
 }
 
 /**
- * One line for `start` saying where the secrets the user named with `--env` go; null when none
- * was named. (Other variables are recorded with the run; a secret never is.)
+ * One line for `start` (or `schedule add|apply`, naming the schedule) saying where the secrets
+ * the user named with `--env` go; null when none was named. (Other variables are recorded with
+ * the run or schedule; a secret never is.)
  */
-export function namedSecretsLine(options: readonly EnvOption[]): string | null {
+export function namedSecretsLine(
+  options: readonly EnvOption[],
+  schedule: string | null = null,
+): string | null {
   const names = [...new Set(options.map((o) => o.name).filter(isCredentialName))];
   if (names.length === 0) return null;
-  return `--env ${names.join(", ")}: kept in the host's memory only (never stored), for this ` +
-    "run's workers, its shell and action nodes and Pi; after a host restart, resume the run " +
-    "from a shell that has them";
+  const kept = `--env ${names.join(", ")}: kept in the host's memory only (never stored), for `;
+  if (schedule === null) {
+    return `${kept}this run's workers, its shell and action nodes and Pi; after a host restart, ` +
+      "resume the run from a shell that has them";
+  }
+  return `${kept}the workers, shell and action nodes and Pi of every run this schedule starts; ` +
+    "after a host restart its runs are blocked credentialsMissing (nothing runs without them) " +
+    `until 'pi-workflows schedule resume ${schedule}' from a shell that has them (and ` +
+    "'pi-workflows resume <run>' for a run already blocked)";
 }

@@ -197,6 +197,7 @@ async function upsertFromRequest(
     definitionDigest: fields.definitionDigest,
     env: split.env,
     credentialNames: Object.keys(credentials),
+    runSecretNames: Object.keys(split.credentials),
     pi: s.pi ?? null,
     origin: s.origin,
   }, {

@@ -872,6 +872,8 @@ CREATE TABLE schedules (
   definition_digest TEXT NOT NULL,
   env_json TEXT NOT NULL,
   credential_names_json TEXT NOT NULL DEFAULT '[]',
+  -- Of those, the secrets named with --env: its runs' workers and nodes get them too (names only).
+  run_secret_names_json TEXT NOT NULL DEFAULT '[]',
   pi_command TEXT,
   pi_args_json TEXT,
   -- `command` (schedule add) or `file` (schedule apply of a workflow file's declaration).

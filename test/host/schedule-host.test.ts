@@ -82,6 +82,43 @@ describe("schedules through the host", () => {
       );
       expect(JSON.parse(input!.input_json as string)).toEqual({ from: "file" });
 
+      // A secret named with --env reaches the schedule's runs' shell nodes, and is never stored.
+      const token = "tok_schedule_secret_42";
+      writeFileSync(
+        join(project, "tok.workflow.ts"),
+        `import { defineWorkflow, shell } from "pi-workflows";
+export default defineWorkflow({ name: "tok", startAt: "s",
+  nodes: { s: shell({ exec: () => ({ command: 'test "$API_TOKEN" = ${token} && echo same', shell: true }),
+    parse: (r) => r.stdout.trim() }) } });
+`,
+      );
+      const added = await runCliProcess(
+        ["schedule", "add", "tok", "./tok.workflow.ts", "--every", "2s", "--env", "API_TOKEN"],
+        { ...home.env, API_TOKEN: token },
+        120_000,
+        { cwd: project },
+      );
+      expect(added.code, added.stderr).toBe(0);
+      expect(added.stderr).toContain("--env API_TOKEN: kept in the host's memory only");
+      expect(added.stderr).toContain("'pi-workflows schedule resume tok'");
+      const tokRun = await waitFor(
+        () => {
+          const [row] = queryState(
+            home.stateDir,
+            "SELECT r.state, r.output_json FROM schedule_firings f JOIN schedules s ON " +
+              "s.schedule_id = f.schedule_id JOIN runs r ON r.run_id = f.run_id WHERE s.name = 'tok' ORDER BY f.slot_at LIMIT 1",
+          );
+          return row?.state === "completed" || row?.state === "failed" ? row : null;
+        },
+        "the tok schedule's run to end",
+        60_000,
+        100,
+      );
+      expect(tokRun).toMatchObject({ state: "completed", output_json: '"same"' });
+      const stored = queryState(home.stateDir, "SELECT env_json FROM schedules WHERE name = 'tok'");
+      expect(JSON.stringify(stored)).not.toContain(token);
+      expect((await cli("schedule", "remove", "tok")).code).toBe(0);
+
       // The file disappears: failed runs with the load error, then the schedule pauses.
       rmSync(file);
       const paused = await waitFor(

@@ -187,6 +187,7 @@ export function startFiring(
       binding: { executionMode: "headless", pi: piLaunchOf(row) },
       environment: (decodeValue(row.env_json) ?? {}) as RunEnvironment,
       credentialNames: JSON.parse(row.credential_names_json) as string[],
+      runSecretNames: JSON.parse(row.run_secret_names_json) as string[],
       ...(held ? { availableAt: HELD_AVAILABLE_AT } : {}),
     }, now);
     settle(store, row.schedule_id, opts.slotAt, "started", runId, null, now);

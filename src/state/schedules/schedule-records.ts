@@ -50,6 +50,7 @@ export interface ScheduleRow {
   definition_digest: string;
   env_json: string;
   credential_names_json: string;
+  run_secret_names_json: string;
   pi_command: string | null;
   pi_args_json: string | null;
   origin: "command" | "file";

@@ -46,6 +46,8 @@ export interface ScheduleInput {
   definitionDigest: string;
   env: RunEnvironment;
   credentialNames: readonly string[];
+  /** Of `credentialNames`, those named with `--env`: the runs' workers and nodes get them too. */
+  runSecretNames: readonly string[];
   pi: PiLaunch | null;
   origin: "command" | "file";
 }
@@ -108,6 +110,7 @@ export function upsertSchedule(
       digest: input.definitionDigest,
       env: encodeValue("environment", input.env),
       names: JSON.stringify([...input.credentialNames].sort()),
+      runNames: JSON.stringify([...input.runSecretNames].sort()),
       piCommand: input.pi?.command ?? null,
       piArgs: input.pi ? encodeValue("pi args", [...input.pi.args]) : null,
       origin: input.origin,
@@ -127,7 +130,7 @@ export function upsertSchedule(
           "every_ms = :everyMs, anchor_at = :anchorAt, overlap = :overlap, " +
           "catch_up = :catchUp, input_json = :input, workflow_source_json = :source, " +
           "definition_digest = :digest, env_json = :env, credential_names_json = :names, " +
-          "pi_command = :piCommand, pi_args_json = :piArgs, origin = :origin, " +
+          "run_secret_names_json = :runNames, pi_command = :piCommand, pi_args_json = :piArgs, origin = :origin, " +
           "next_fire_at = :next, revision = revision + :bump, updated_at = :now " +
           "WHERE schedule_id = :scheduleId",
         { ...withoutName(fields), scheduleId, bump: changed ? 1 : 0 },
@@ -140,11 +143,11 @@ export function upsertSchedule(
           "project_path, cron, time_zone, every_ms, anchor_at, overlap, catch_up, input_json, " +
           "input_hash, " +
           "workflow_source_json, definition_digest, env_json, credential_names_json, " +
-          "pi_command, pi_args_json, origin, paused, next_fire_at, revision, created_at, " +
+          "run_secret_names_json, pi_command, pi_args_json, origin, paused, next_fire_at, revision, created_at, " +
           "updated_at) VALUES (:scheduleId, :name, :workflow, :workflowName, :workflowRef, " +
           ":projectPath, :cron, :timeZone, :everyMs, :anchorAt, :overlap, :catchUp, :input, " +
           ":inputHash, :source, " +
-          ":digest, :env, :names, :piCommand, :piArgs, :origin, 0, :next, 1, :now, :now)",
+          ":digest, :env, :names, :runNames, :piCommand, :piArgs, :origin, 0, :next, 1, :now, :now)",
         { ...fields, scheduleId },
       );
     }
@@ -179,6 +182,7 @@ function describeFields(f: {
   input: string;
   env: string;
   names: string;
+  runNames: string;
   piCommand: string | null;
   piArgs: string | null;
   digest: string;
@@ -191,6 +195,7 @@ function describeFields(f: {
     f.input,
     f.env,
     f.names,
+    f.runNames,
     f.piCommand,
     f.piArgs,
     f.digest,
@@ -206,6 +211,7 @@ function describeInput(row: ScheduleRow): string {
     input: row.input_json,
     env: row.env_json,
     names: row.credential_names_json,
+    runNames: row.run_secret_names_json,
     piCommand: row.pi_command,
     piArgs: row.pi_args_json,
     digest: row.definition_digest,

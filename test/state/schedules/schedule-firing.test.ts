@@ -58,6 +58,7 @@ function add(extra: Partial<ScheduleInput> = {}): string {
     definitionDigest: "sha256:def",
     env: {},
     credentialNames: [],
+    runSecretNames: [],
     pi: null,
     origin: "command",
     ...extra,
