@@ -81,62 +81,6 @@ import {
 import { RunRerunPayloadSchema, RunRerunReceiptSchema } from "./rerun-operations.ts";
 import { HostPrunePayloadSchema, HostPruneReceiptSchema } from "./retention-operations.ts";
 
-export const HOST_OPERATIONS = [
-  "run.start",
-  "run.pause",
-  "run.resume",
-  "run.cancel",
-  "run.rerun",
-  "run.budget",
-  "run.status",
-  "run.list",
-  "run.find",
-  "run.logs",
-  "checkpoint.answer",
-  "decision.answer",
-  "interaction.submit",
-  "interaction.update",
-  "interaction.claim",
-  "interaction.present",
-  "interaction.remind",
-  "session.wait",
-  "notification.claim",
-  "notification.deliver",
-  "turn.claim",
-  "turn.resolve",
-  "controller.list",
-  "controller.get",
-  "controller.apply",
-  "controller.reconcile",
-  "controller.delete",
-  "controller.bind",
-  "controller.unbind",
-  "schedule.add",
-  "schedule.apply",
-  "schedule.list",
-  "schedule.show",
-  "schedule.pause",
-  "schedule.resume",
-  "schedule.remove",
-  "host.status",
-  "host.stop",
-  "host.prune",
-  "effect.resolve",
-] as const;
-export type HostOperation = (typeof HOST_OPERATIONS)[number];
-
-/**
- * Operations the host answers today: all of them. An operation listed before the host serves it
- * is left out here and answered `rejected` ("not available yet").
- */
-export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperation>(
-  HOST_OPERATIONS,
-);
-
-export function isHostOperation(value: unknown): value is HostOperation {
-  return typeof value === "string" && (HOST_OPERATIONS as readonly string[]).includes(value);
-}
-
 export const HostStatusPayloadSchema = v.optional(strictObject({}), {});
 export const HostStopPayloadSchema = v.optional(strictObject({}), {});
 
@@ -422,7 +366,23 @@ export const OPERATION_SPECS = {
     payload: EffectResolvePayloadSchema,
     receipt: EffectResolveReceiptSchema,
   },
-} as const satisfies Record<HostOperation, OperationSpec>;
+} as const satisfies Record<string, OperationSpec>;
+
+export type HostOperation = keyof typeof OPERATION_SPECS;
+/** Every operation, in the order of the table (the JSON Schema's enum keeps it). */
+export const HOST_OPERATIONS = Object.keys(OPERATION_SPECS) as readonly HostOperation[];
+
+/**
+ * Operations the host answers today: all of them. An operation listed before the host serves it
+ * is left out here and answered `rejected` ("not available yet").
+ */
+export const SERVED_OPERATIONS: ReadonlySet<HostOperation> = new Set<HostOperation>(
+  HOST_OPERATIONS,
+);
+
+export function isHostOperation(value: unknown): value is HostOperation {
+  return typeof value === "string" && (HOST_OPERATIONS as readonly string[]).includes(value);
+}
 
 type Specs = typeof OPERATION_SPECS;
 /** The validated payload of an operation (defaults applied). */
