@@ -24,6 +24,8 @@ export function compose(
   width: number,
   rows: number,
   now: number,
+  /** A printed snapshot (`--once`): no keys to press. */
+  snapshot = false,
 ): Composed {
   if (ui.screen === "list") {
     const listRows = Math.max(1, rows - 3);
@@ -35,6 +37,7 @@ export function compose(
       width,
       rows: listRows,
       now,
+      snapshot,
     });
     return { header: [...header, []], body, footer: line(LIST_KEYS, "muted"), focusRow: -1 };
   }

@@ -13,6 +13,8 @@ export interface ListView {
   /** Rows available for run lines (the list scrolls to keep the selection visible). */
   rows: number;
   now: number;
+  /** A printed snapshot (`view --once`): no keys to press, so the hint names the option. */
+  snapshot?: boolean;
 }
 
 export function renderList(view: ListView): { header: StyledLine[]; body: StyledLine[] } {
@@ -30,6 +32,8 @@ export function renderList(view: ListView): { header: StyledLine[]; body: Styled
       body: [[{
         text: view.all
           ? "No runs yet."
+          : view.snapshot
+          ? "No active runs. 'pi-workflows view --all' shows all runs."
           : "No active runs. Press a (or run view --all) to show all runs.",
         style: "muted",
       }]],

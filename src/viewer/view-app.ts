@@ -53,7 +53,7 @@ export async function runView(opts: ViewOptions, io: ViewIo): Promise<number> {
     const live = !opts.once && io.output.isTTY === true && io.input.isTTY === true;
     if (!live) {
       const width = io.output.isTTY ? io.output.columns || SNAPSHOT_WIDTH : SNAPSHOT_WIDTH;
-      io.output.write(snapshotText(compose(data, ui, width, 1_000_000, Date.now()), width));
+      io.output.write(snapshotText(compose(data, ui, width, 1_000_000, Date.now(), true), width));
       return 0;
     }
     return await liveView(data, ui, io, colorEnabled(opts.env, true));

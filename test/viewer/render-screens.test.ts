@@ -86,6 +86,13 @@ describe("renderList", () => {
     updatedAt: NOW,
   }]]]);
 
+  it("says how to show all runs: a key live, the option in a printed snapshot", () => {
+    const empty = { runs: [], progress, all: false, selected: 0, width: 100, rows: 10, now: NOW };
+    expect(plainLines(renderList(empty).body).join("")).toContain("Press a");
+    const printed = plainLines(renderList({ ...empty, snapshot: true }).body).join("");
+    expect(printed).toBe("No active runs. 'pi-workflows view --all' shows all runs.");
+  });
+
   it("shows state, workflow, title, mode, age, elapsed and a progress ETA", () => {
     const { header, body } = renderList({
       runs,
