@@ -8,7 +8,7 @@
  */
 import { Buffer } from "node:buffer";
 import { statSync } from "node:fs";
-import { readFileRange } from "../state/step-output-files.ts";
+import { readFileRange } from "../base/step-output-files.ts";
 
 /** Raw bytes read from the session file in one go: the newest ones for a tail. */
 const WINDOW_BYTES = 2 * 1024 * 1024;

@@ -1,6 +1,6 @@
 /**
  * `run.logs` (protocol/log-operations.ts): a read, answered at once. For each step the stdout
- * and stderr files the worker wrote (state/step-output-files.ts), a headless agent step's
+ * and stderr files the worker wrote (base/step-output-files.ts), a headless agent step's
  * conversation from the run's Pi session file (pi-transcript.ts), and the step's latest updates.
  * The whole answer stays within the answer budget: once it is spent the rest is left for the next
  * request (`more`), which continues from the cursors given.
@@ -14,7 +14,7 @@ import type { LogChunk, LogStream, StepLog } from "../protocol/log-operations.ts
 import { listNodeAttempts } from "../state/attempt-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listNodeUpdates, readRun } from "../state/queries.ts";
-import { formatStepCursor, parseStepCursor, readStepOutput } from "../state/step-output-files.ts";
+import { formatStepCursor, parseStepCursor, readStepOutput } from "../base/step-output-files.ts";
 import { ANSWER_BUDGET_BYTES } from "./answer-budget.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { readTranscript } from "./pi-transcript.ts";

@@ -31,7 +31,7 @@ import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 import { cachedStatus, rememberStatus } from "./status-cache.ts";
-import { lastStepLine } from "../state/step-output-files.ts";
+import { lastStepLine } from "../base/step-output-files.ts";
 import { dirname, join } from "node:path";
 import { isPlainStatusPayload } from "../protocol/host-request-fast.ts";
 

@@ -27,7 +27,7 @@ import {
   readRunOutput,
 } from "../state/viewer-step-queries.ts";
 import type { StateStore } from "../state/store.ts";
-import { lastStepLine } from "../state/step-output-files.ts";
+import { lastStepLine } from "../base/step-output-files.ts";
 import { dirname, join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 

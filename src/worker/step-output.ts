@@ -1,5 +1,5 @@
 /**
- * Writes what one attempt prints (state/step-output-files.ts names and reads the files): the
+ * Writes what one attempt prints (base/step-output-files.ts names and reads the files): the
  * chunks of a shell node's command, and what the worker's own stdout and stderr get while the
  * step runs (an action's or compute's code). Secrets the worker holds are redacted before a byte
  * reaches the disk. Files are opened on the first byte, so a step that prints nothing costs
@@ -8,11 +8,7 @@
 import { Buffer } from "node:buffer";
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
-import {
-  STEP_SEGMENT_BYTES,
-  stepSegmentPath,
-  type StepStream,
-} from "../state/step-output-files.ts";
+import { STEP_SEGMENT_BYTES, stepSegmentPath, type StepStream } from "../base/step-output-files.ts";
 import { createStreamRedactor } from "./secret-values.ts";
 
 export interface StepOutput {

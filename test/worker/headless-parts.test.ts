@@ -21,7 +21,7 @@ import {
 import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
 import { createOutputTail } from "../../src/worker/output-tail.ts";
 import { createStepOutput } from "../../src/worker/step-output.ts";
-import { lastStepLine, readStepOutput } from "../../src/state/step-output-files.ts";
+import { lastStepLine, readStepOutput } from "../../src/base/step-output-files.ts";
 import { readTranscript } from "../../src/host/pi-transcript.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
 import { headlessPiArgs, NO_AMBIENT_FLAGS } from "../../src/worker/headless-pi-args.ts";
