@@ -25,6 +25,7 @@ import {
 import type { StateStore } from "../state/store.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
+import { stepOutputStem } from "../base/step-output-files.ts";
 
 /**
  * The pause between two steps of a commanded pass (ms). The thread sleeps in it (a timer, not
@@ -57,7 +58,7 @@ export function createRetentionRunner(ctx: {
   let commanded: Promise<RetentionReport> | null = null;
 
   const finish = (pass: RetentionPass, source: string): void => {
-    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs);
+    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs, pass.prunedAttempts);
     removeSessionDirs(join(ctx.stateDir, "sessions"), pass.prunedRuns);
     const r = pass.report;
     if (r.dryRun) return;
@@ -140,10 +141,18 @@ export function configuredKeepDays(stateDir: string): number {
   return read.config.retention?.days ?? DEFAULT_KEEP_DAYS;
 }
 
-/** Removes the captured output of the given worker epochs (`<stem>.out`, `<stem>-pi<n>.err`). */
-function removeOutputFiles(dir: string, epochs: readonly string[]): void {
-  if (epochs.length === 0) return;
-  const stems = new Set(epochs.map((e) => e.replace(/[^A-Za-z0-9_.-]/g, "_")));
+/**
+ * Removes the captured output of the given worker epochs (`<stem>.out`, `<stem>-pi<n>.err`) and
+ * the step output of the given attempts (`step-<attempt>.<k>.out|err`).
+ */
+function removeOutputFiles(
+  dir: string,
+  epochs: readonly string[],
+  attempts: readonly string[],
+): void {
+  if (epochs.length === 0 && attempts.length === 0) return;
+  const epochStems = new Set(epochs.map((e) => e.replace(/[^A-Za-z0-9_.-]/g, "_")));
+  const stepStems = new Set(attempts.map(stepOutputStem));
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -151,8 +160,9 @@ function removeOutputFiles(dir: string, epochs: readonly string[]): void {
     return;
   }
   for (const name of names) {
+    const step = /^(step-.+)\.\d+\.(out|err)$/.exec(name);
     const stem = name.replace(/(-pi\d+)?\.(out|err)$/, "");
-    if (stem === name || !stems.has(stem)) continue;
+    if (step ? !stepStems.has(step[1]!) : stem === name || !epochStems.has(stem)) continue;
     try {
       rmSync(join(dir, name));
     } catch {

@@ -4,12 +4,13 @@
  * pruning by itself, and a host SIGKILLed in the middle of a prune (inside a run's deletion and
  * between transactions): afterwards every run is whole or gone and doctor is clean.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { DAY_MS } from "../../src/state/retention/retention-pass.ts";
+import { stepOutputStem } from "../../src/base/step-output-files.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { endedRun } from "../support/ended-runs.ts";
 import { withSeedHost } from "../state/seed-host.ts";
@@ -83,6 +84,38 @@ function runRows(stateDir: string, runIds: string[]): Map<string, string> {
   }
 }
 
+/**
+ * The run's output files a prune removes: its steps' output and its headless Pi sessions. (Its
+ * workers' captured output is bounded by the host's log budget: compaction drops the epochs.)
+ */
+function writeOutputFiles(stateDir: string, runId: string): string[] {
+  const store = openStateStore({
+    stateDir,
+    clock: new FakeClock(),
+    ids: sequentialIds(),
+    readOnly: true,
+  });
+  try {
+    const attempts = store.db.prepare("SELECT attempt_id FROM node_attempts WHERE run_id = ?")
+      .all(runId) as { attempt_id: string }[];
+    expect(attempts.length).toBeGreaterThan(0);
+    const workers = join(stateDir, "workers");
+    mkdirSync(workers, { recursive: true });
+    const files = [
+      ...attempts.flatMap((a) => [
+        join(workers, `${stepOutputStem(a.attempt_id)}.0.out`),
+        join(workers, `${stepOutputStem(a.attempt_id)}.1.err`),
+      ]),
+      join(stateDir, "sessions", runId, "run.jsonl"),
+    ];
+    mkdirSync(join(stateDir, "sessions", runId), { recursive: true });
+    for (const file of files) writeFileSync(file, "output\n");
+    return files;
+  } finally {
+    closeStateStore(store);
+  }
+}
+
 function doctorClean(stateDir: string): void {
   const store = openStateStore({
     stateDir,
@@ -104,6 +137,13 @@ describe("pi-workflows prune", () => {
     home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
     const runs = seed(home.stateDir, 6, 2);
     const before = runRows(home.stateDir, [...runs.old, ...runs.young]);
+    const outputFiles = writeOutputFiles(home.stateDir, runs.old[0]!);
+    const otherStep = join(
+      home.stateDir,
+      "workers",
+      `${stepOutputStem("not-a-pruned-attempt")}.0.out`,
+    );
+    writeFileSync(otherStep, "kept\n");
     // The idle host's own pass (at once, then every 6 hours) keeps 100 days: it takes nothing.
     writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: 100 } }));
     const host = await startHostProcess(home.env);
@@ -134,6 +174,8 @@ describe("pi-workflows prune", () => {
     // config.json's period (1 day): the young runs (2 days) go too.
     expect(pruned.stdout).toMatch(/^Removed 8 ended runs older than 1 day \(\d/);
     expect(pruned.stdout).toMatch(/state\.sqlite .* -> /);
+    expect(outputFiles.filter((file) => existsSync(file))).toEqual([]);
+    expect(existsSync(otherStep)).toBe(true);
     await stopProcess(host);
     for (const [, rows] of runRows(home.stateDir, [...runs.old, ...runs.young])) {
       expect(rows).toBe(GONE);

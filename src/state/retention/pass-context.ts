@@ -63,6 +63,8 @@ export interface PassContext {
   readonly report: RetentionReport;
   /** Worker epochs of the deleted runs (their captured output files can go). */
   readonly prunedEpochs: string[];
+  /** Attempts of the deleted runs (their step output files can go). */
+  readonly prunedAttempts: string[];
   /** The deleted runs (their headless Pi session directories can go). */
   readonly prunedRuns: string[];
   /** The pass's own WAL checkpoints, between its transactions. */
@@ -110,6 +112,7 @@ export function createPassContext(
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
     prunedEpochs: [],
+    prunedAttempts: [],
     prunedRuns: [],
     checkpoints,
     transaction: (phase, fn) =>

@@ -78,18 +78,19 @@ function deleteNextRun(ctx: PassContext, queue: Candidate[]): boolean {
     ctx.transaction("prune", () => {
       while (queue.length > 0) {
         const run = queue.shift()!;
-        const epochs = deleteRunInTx(
+        const deleted = deleteRunInTx(
           ctx.store,
           run.runId,
           ctx.cutoff,
           ctx.receiptFloor,
           report.rows,
         );
-        if (epochs === null) continue; // referenced meanwhile: kept
+        if (deleted === null) continue; // referenced meanwhile: kept
         report.runs++;
         // The pass's first deletion tells viewers at once (the end of the phase again).
         if (report.runs === 1) ctx.signalPruned();
-        ctx.prunedEpochs.push(...epochs);
+        ctx.prunedEpochs.push(...deleted.epochs);
+        ctx.prunedAttempts.push(...deleted.attempts);
         ctx.prunedRuns.push(run.runId);
         return true;
       }

@@ -36,6 +36,8 @@ export interface RetentionPass {
   readonly report: RetentionReport;
   /** Worker epochs of the deleted runs (their captured output files can go). */
   readonly prunedEpochs: string[];
+  /** Attempts of the deleted runs (their step output files can go). */
+  readonly prunedAttempts: string[];
   /** The deleted runs (their headless Pi session directories can go). */
   readonly prunedRuns: string[];
   /** Runs one short write transaction; false once the pass is complete. */
@@ -64,6 +66,7 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
   return {
     report: ctx.report,
     prunedEpochs: ctx.prunedEpochs,
+    prunedAttempts: ctx.prunedAttempts,
     prunedRuns: ctx.prunedRuns,
     step() {
       if (current >= phases.length) return false;

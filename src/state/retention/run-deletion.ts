@@ -149,8 +149,8 @@ export function receiptsSettledSql(floorParam: string): string {
 /**
  * Deletes the run and what it owns when it is still prunable (checked here, inside the
  * caller's write transaction: a reference made since it was listed keeps it). Adds the deleted
- * rows to `counts`; returns the run's worker epochs (their output files go after the commit),
- * or null when the run was kept.
+ * rows to `counts`; returns the run's worker epochs and attempt ids (their output files in the
+ * workers directory go after the commit), or null when the run was kept.
  */
 export function deleteRunInTx(
   store: StateStore,
@@ -158,7 +158,7 @@ export function deleteRunInTx(
   cutoff: number,
   receiptFloor: number,
   counts: TableCounts,
-): string[] | null {
+): { epochs: string[]; attempts: string[] } | null {
   const run = queryOneArgs<{ run_no: number }>(
     store,
     `SELECT r.run_no FROM runs r WHERE r.run_id = ?1 AND ${prunableSql("?2")} AND ` +
@@ -169,6 +169,11 @@ export function deleteRunInTx(
   );
   if (!run) return null;
   const epochs = queryAllEpochs(store, runId);
+  const attempts = queryAllArgs<{ attempt_id: string }>(
+    store,
+    "SELECT attempt_id FROM node_attempts WHERE run_id = ?1",
+    runId,
+  ).map((row) => row.attempt_id);
   executeArgs(store, "INSERT INTO run_prunes (run_id) VALUES (?1)", runId);
   for (const owned of RUN_OWNED) {
     const arg: SQLInputValue = owned.byRunNo ? run.run_no : runId;
@@ -178,7 +183,7 @@ export function deleteRunInTx(
     if (owned.table === "events") crashPoint("state.retention.runHalfDeleted");
   }
   executeArgs(store, "DELETE FROM run_prunes WHERE run_id = ?1", runId);
-  return epochs;
+  return { epochs, attempts };
 }
 
 /** Counts what deleting the run would remove and estimates its bytes (a dry run; reads only). */
