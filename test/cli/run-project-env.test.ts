@@ -166,13 +166,19 @@ describe("run project and environment", () => {
       expect(text).not.toContain(HOST_SECRET);
     }
     expect(queryState("SELECT env_json AS v FROM run_environments")).toEqual([]);
-    for (
-      const name of existsSync(join(home.stateDir, "workers"))
-        ? readdirSync(join(home.stateDir, "workers"))
-        : []
-    ) {
+    // The host's and workers' own output holds none of them. The steps' output files
+    // (`step-*`, what `pi-workflows logs` shows) hold what the commands printed, as the nodes'
+    // results do: these commands print PASSED on purpose.
+    const workerFiles = existsSync(join(home.stateDir, "workers"))
+      ? readdirSync(join(home.stateDir, "workers"))
+      : [];
+    for (const name of workerFiles.filter((n) => !n.startsWith("step-"))) {
       expect(readFileSync(join(home.stateDir, "workers", name), "utf8")).not.toContain(PASSED);
     }
+    const stepText = workerFiles.filter((n) => n.startsWith("step-"))
+      .map((n) => readFileSync(join(home.stateDir, "workers", n), "utf8")).join("\n");
+    expect(stepText).toContain(expected);
+    expect(stepText).not.toContain(HOST_SECRET);
   });
 
   it("reads the input from stdin with --input-json -", async () => {

@@ -341,7 +341,7 @@ describe("invariants of interactive records", () => {
       "INSERT INTO runs SELECT 'run-x', workflow_name, workflow_ref, title, 'queued', 0, NULL, " +
         "NULL, NULL, project_path, workflow_source_json, definition_digest, input_json, " +
         "input_hash, NULL, created_at, state_changed_at, NULL, NULL, NULL, NULL, " +
-        "(SELECT MAX(run_no) + 1 FROM runs), NULL, NULL, NULL, NULL, NULL FROM runs LIMIT 1",
+        "(SELECT MAX(run_no) + 1 FROM runs), NULL, NULL, NULL, NULL, NULL, NULL FROM runs LIMIT 1",
     );
     execute(
       fx.store,
