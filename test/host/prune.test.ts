@@ -11,7 +11,7 @@ import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { DAY_MS } from "../../src/state/retention/retention-pass.ts";
 import { stepOutputStem } from "../../src/base/step-output-files.ts";
-import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { endedRun } from "../support/ended-runs.ts";
 import { withSeedHost } from "../state/seed-host.ts";
 import {
@@ -48,8 +48,8 @@ function seed(stateDir: string, old: number, young: number): { old: string[]; yo
   }
 }
 
-/** Per run: its rows in the tables a prune deletes (0 everywhere once it is gone). */
-function runRows(stateDir: string, runIds: string[]): Map<string, string> {
+/** Runs `fn` on a read-only store of `stateDir`, closed after. */
+function readStore<T>(stateDir: string, fn: (store: StateStore) => T): T {
   const store = openStateStore({
     stateDir,
     clock: new FakeClock(),
@@ -57,6 +57,15 @@ function runRows(stateDir: string, runIds: string[]): Map<string, string> {
     readOnly: true,
   });
   try {
+    return fn(store);
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+/** Per run: its rows in the tables a prune deletes (0 everywhere once it is gone). */
+function runRows(stateDir: string, runIds: string[]): Map<string, string> {
+  return readStore(stateDir, (store) => {
     const tables = [
       "runs",
       "run_queue",
@@ -79,9 +88,7 @@ function runRows(stateDir: string, runIds: string[]): Map<string, string> {
         }).n
       ).join(","),
     ]));
-  } finally {
-    closeStateStore(store);
-  }
+  });
 }
 
 /**
@@ -89,13 +96,7 @@ function runRows(stateDir: string, runIds: string[]): Map<string, string> {
  * workers' captured output is bounded by the host's log budget: compaction drops the epochs.)
  */
 function writeOutputFiles(stateDir: string, runId: string): string[] {
-  const store = openStateStore({
-    stateDir,
-    clock: new FakeClock(),
-    ids: sequentialIds(),
-    readOnly: true,
-  });
-  try {
+  return readStore(stateDir, (store) => {
     const attempts = store.db.prepare("SELECT attempt_id FROM node_attempts WHERE run_id = ?")
       .all(runId) as { attempt_id: string }[];
     expect(attempts.length).toBeGreaterThan(0);
@@ -111,23 +112,13 @@ function writeOutputFiles(stateDir: string, runId: string): string[] {
     mkdirSync(join(stateDir, "sessions", runId), { recursive: true });
     for (const file of files) writeFileSync(file, "output\n");
     return files;
-  } finally {
-    closeStateStore(store);
-  }
+  });
 }
 
 function doctorClean(stateDir: string): void {
-  const store = openStateStore({
-    stateDir,
-    clock: new FakeClock(),
-    ids: sequentialIds(),
-    readOnly: true,
-  });
-  try {
+  return readStore(stateDir, (store) => {
     expect(checkInvariants(store)).toEqual([]);
-  } finally {
-    closeStateStore(store);
-  }
+  });
 }
 
 const GONE = "0,0,0,0,0,0,0,0,0,0,0,0";
