@@ -9,7 +9,9 @@ import { closeSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 
 import { join } from "node:path";
 import { createServer, type Socket } from "node:net";
 import { DatabaseSync } from "node:sqlite";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEFAULT_REQUEST_TIMEOUT_MS } from "../../src/client/host-connection.ts";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 import { seedRuns } from "../support/host-seed.ts";
 
@@ -19,9 +21,13 @@ afterEach(() => {
   home = undefined;
 });
 
+/**
+ * `host status` and `--json`, run in this process (the CLI's entry, runCli): a child process each
+ * cost seconds on a loaded machine. The last test runs the real executable's process.
+ */
 async function status(env: NodeJS.ProcessEnv) {
-  const text = await runCliProcess(["host", "status"], env, 30_000);
-  const json = await runCliProcess(["host", "status", "--json"], env, 30_000);
+  const text = await runCliInProcess(["host", "status"], env);
+  const json = await runCliInProcess(["host", "status", "--json"], env);
   expect(text.stderr).toBe("");
   expect([text.code, json.code]).toEqual([4, 4]);
   return { text: text.stdout, json: JSON.parse(json.stdout) };
@@ -51,7 +57,7 @@ describe("host status on state a host cannot use", () => {
     expect(json).toMatchObject({ state: "stopped", problem: expect.stringContaining("digest") });
     expect(json.runs).toBeUndefined();
     expect(statSync(file).mtimeMs).toBe(before);
-    const doctor = await runCliProcess(["doctor"], home.env, 30_000);
+    const doctor = await runCliInProcess(["doctor"], home.env);
     expect(doctor.code).toBe(5);
     expect(doctor.stdout).toContain(`mv ${file} ${file}.bak`);
   });
@@ -84,55 +90,74 @@ describe("host status on state a host cannot use", () => {
     writeFileSync(home.stateDir, "not a directory\n");
     const { text } = await status(home.env);
     expect(problemLine(text, home.root)).toContain("the state directory is a file");
-    const doctor = await runCliProcess(["doctor"], home.env, 30_000);
+    const doctor = await runCliInProcess(["doctor"], home.env);
     expect(doctor.code).toBe(5);
     expect(doctor.stdout).toContain(`the state directory ${home.stateDir} is a file`);
     expect(doctor.stdout).not.toContain("Mode:");
   });
 
-  it("no database yet is no problem", async () => {
+  it("no database yet is no problem (the CLI's own process)", async () => {
     home = tempHome();
     rmSync(join(home.stateDir, "state.sqlite"), { force: true });
-    const { text, json } = await status(home.env);
-    expect(text).toBe("host: stopped\nsocket: unavailable\n");
-    expect(json.problem).toBeUndefined();
+    const text = await runCliProcess(["host", "status"], home.env, 30_000);
+    const json = await runCliInProcess(["host", "status", "--json"], home.env);
+    expect(text.stderr).toBe("");
+    expect([text.code, json.code]).toEqual([4, 4]);
+    expect(text.stdout).toBe("host: stopped\nsocket: unavailable\n");
+    expect(JSON.parse(json.stdout).problem).toBeUndefined();
   });
 });
 
 describe("a host that accepts connections but never answers", () => {
-  it(
-    "host status says so instead of 'stopped'; host stop refuses instead of 'not running'",
-    async () => {
-      home = tempHome();
-      seedRuns(home.stateDir, [{ runId: "run-frozen" }]);
-      // Stands in for a frozen host: the socket accepts, nothing is ever answered.
-      const held: Socket[] = [];
-      const server = createServer((socket) => void held.push(socket));
-      await new Promise<void>((resolve) => server.listen(home!.socketPath, resolve));
-      try {
-        const [text, json, stop] = await Promise.all([
-          runCliProcess(["host", "status"], home.env, 90_000),
-          runCliProcess(["host", "status", "--json"], home.env, 90_000),
-          runCliProcess(["host", "stop"], home.env, 90_000),
-        ]);
-        expect([text.code, json.code, stop.code]).toEqual([4, 4, 4]);
-        expect(text.stdout.split("\n").slice(0, 2)).toEqual([
-          "host: not answering",
-          expect.stringMatching(/^socket: not answering \(.*frozen or overloaded/),
-        ]);
-        expect(JSON.parse(json.stdout)).toMatchObject({
-          state: "notAnswering",
-          socket: "not answering",
-          runs: { queued: 1 },
-        });
-        expect(stop.stdout).toBe("");
-        expect(stop.stderr.trim().split("\n")).toHaveLength(1);
-        expect(stop.stderr).toMatch(/^Host not answering: .*stop that process/);
-      } finally {
-        for (const socket of held) socket.destroy();
-        await new Promise((resolve) => server.close(resolve));
-      }
-    },
-    120_000,
-  );
+  it("host status says so instead of 'stopped'; host stop refuses instead of 'not running'", async () => {
+    home = tempHome();
+    seedRuns(home.stateDir, [{ runId: "run-frozen" }]);
+    // Stands in for a frozen host: the socket accepts, reads each request, answers nothing.
+    const held: Socket[] = [];
+    const requests = { seen: 0, all: () => {} };
+    const allSeen = new Promise<void>((resolve) => (requests.all = resolve));
+    const server = createServer((socket) => {
+      held.push(socket);
+      socket.once("data", () => ++requests.seen === 3 && requests.all());
+    });
+    await new Promise<void>((resolve) => server.listen(home!.socketPath, resolve));
+    // A real timer (set before the fake clock) bounds the wait for the three requests.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) =>
+      timer = setTimeout(() => reject(new Error("the requests did not reach the socket")), 20_000)
+    );
+    // The commands run in this process (the CLI's own entry, runCli) on a fake clock: the 30 s
+    // a client waits for an answer pass at once, once each request has reached the socket.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const run = (args: string[]) => runCliInProcess(args, home!.env);
+      const commands = Promise.all([
+        run(["host", "status"]),
+        run(["host", "status", "--json"]),
+        run(["host", "stop"]),
+      ]);
+      await Promise.race([allSeen, commands, deadline]);
+      expect(requests.seen).toBe(3);
+      await vi.advanceTimersByTimeAsync(DEFAULT_REQUEST_TIMEOUT_MS);
+      const [text, json, stop] = await commands;
+      expect([text.code, json.code, stop.code]).toEqual([4, 4, 4]);
+      expect(text.stdout.split("\n").slice(0, 2)).toEqual([
+        "host: not answering",
+        expect.stringMatching(/^socket: not answering \(.*frozen or overloaded/),
+      ]);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        state: "notAnswering",
+        socket: "not answering",
+        runs: { queued: 1 },
+      });
+      expect(stop.stdout).toBe("");
+      expect(stop.stderr.trim().split("\n")).toHaveLength(1);
+      expect(stop.stderr).toMatch(/^Host not answering: .*stop that process/);
+    } finally {
+      vi.useRealTimers();
+      clearTimeout(timer);
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });
