@@ -102,9 +102,7 @@ export function widgetLines(input: ProgressInput): string[] {
   const notes = notesOf(input.updates ?? []);
   const lines = [...latest.values()].map((attempt) => {
     const parts = [
-      `${STATE_GLYPHS[attempt.state] ?? "·"} ${
-        KIND_GLYPHS[attempt.nodeKind] ?? "·"
-      } ${attempt.nodeId}`,
+      `${stateGlyph(attempt, input.run)} ${KIND_GLYPHS[attempt.nodeKind] ?? "·"} ${attempt.nodeId}`,
     ];
     const count = visits.get(attempt.nodeId) ?? 1;
     if (count > 1) parts[0] += ` ×${count}`;
@@ -128,6 +126,25 @@ export function widgetLines(input: ProgressInput): string[] {
   });
   return lines.slice(-MAX_WIDGET_LINES);
 }
+
+/**
+ * A model step `waiting` on its interactive request is the model's turn in the origin session,
+ * so it shows as working; a pause sign is for what waits on a person (a checkpoint, a decision)
+ * or on a paused run.
+ */
+function stateGlyph(attempt: AttemptSummary, run: RunSummary): string {
+  if (attempt.state === "waiting" && MODEL_KINDS.has(attempt.nodeKind) && !run.paused) {
+    return STATE_GLYPHS.running;
+  }
+  return STATE_GLYPHS[attempt.state] ?? "·";
+}
+
+const MODEL_KINDS: ReadonlySet<string> = new Set([
+  "agent",
+  "agentGroup",
+  "decision",
+  "assistantMessage",
+]);
 
 /**
  * The footer status: `wf <workflow> <state>[ paused][ blocked <reason>] <active node>`. A blocked

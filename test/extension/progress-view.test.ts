@@ -115,6 +115,21 @@ describe("progress view", () => {
     expect(two).toEqual(["◐ ● loop ×2  1s"]);
   });
 
+  it("shows a model step waiting on its turn as working, a person's wait as a pause", () => {
+    const attempts = [
+      attempt(1, "ask", { nodeKind: "checkpoint", state: "waiting", finishedAt: undefined }),
+      attempt(2, "draft", { state: "waiting", finishedAt: undefined }),
+    ];
+    expect(widgetLines({ run: run(), attempts, now: T0 + 4000 })).toEqual([
+      "⏸ ◆ ask  3s",
+      "◐ ● draft  2s",
+    ]);
+    // A paused run's model step is not being worked on.
+    expect(widgetLines({ run: run({ paused: true }), attempts, now: T0 + 4000 })[1]).toBe(
+      "⏸ ● draft  2s",
+    );
+  });
+
   it("says the workflow, state and active node in the footer", () => {
     const attempts = [
       attempt(1, "a"),

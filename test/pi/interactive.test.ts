@@ -205,7 +205,7 @@ describe("interactive runs in the real Pi", () => {
     // The step's line: state, kind, node, elapsed, the model's note (what a step used is shown
     // once it ended, progress-view.ts; the optional tail tolerates an open step's usage).
     expect(lines).toContainEqual(
-      expect.stringMatching(/^⏸ ● draft {2}\S+ {2}drafting the plan( {2}\S+ tokens.*)?$/),
+      expect.stringMatching(/^◐ ● draft {2}\S+ {2}drafting the plan( {2}\S+ tokens.*)?$/),
     );
   });
 
