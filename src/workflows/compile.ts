@@ -3,7 +3,8 @@
  * workflows become nodes named `mount/child`, entry edges point at the child's start node and
  * `mount.exit` edges leave from the child's exit node. Every graph rule is checked here, before
  * a run starts: start node, known targets, at most one out-edge, reachability, include exits,
- * include cycles.
+ * include cycles. The wiring rules report every problem they find in one error, so an author
+ * fixes a graph in one pass; only an include that cannot be built stops the check at once.
  */
 import type { NodeEffect } from "../protocol/run-facts.ts";
 import { isWorkflowDefinition } from "./define-workflow.ts";
@@ -12,6 +13,7 @@ import { WorkflowDefinitionError } from "./errors.ts";
 import type { IncludeSpec, NodeKind, WorkflowDefinition, WorkflowNode } from "./types.ts";
 import { snapshotNode } from "./snapshot.ts";
 import { contractMismatch } from "./include.ts";
+import { closestName } from "./sources/closest-name.ts";
 
 /** One workflow instance in the flattened graph: the root or a mounted include. */
 export interface CompiledScope {
@@ -99,6 +101,39 @@ function fail(name: string, detail: string, code = "invalidGraph"): never {
   throw new WorkflowDefinitionError(code, `Invalid workflow graph "${name}": ${detail}`);
 }
 
+/** The wiring problems found so far, each one actionable sentence. */
+type Problems = string[];
+
+/** At most this many problems are spelled out; the rest are counted. */
+const MAX_PROBLEMS_SHOWN = 8;
+
+/** One error for every wiring problem found (the message of a single one is unchanged). */
+function failAll(name: string, problems: Problems): never {
+  if (problems.length === 1) fail(name, problems[0]);
+  const shown = problems.slice(0, MAX_PROBLEMS_SHOWN);
+  const more = problems.length - shown.length;
+  fail(
+    name,
+    `${problems.length} problems: ${shown.map((p, i) => `(${i + 1}) ${p}`).join("; ")}` +
+      (more > 0 ? `; and ${more} more` : ""),
+  );
+}
+
+/** A problem inside an included workflow names it and its mount. */
+function problemIn(scope: CompiledScope, detail: string): string {
+  if (!scope.parent) return detail;
+  return `in "${scope.definition.name}" (mount "${scope.prefix.slice(0, -1)}"): ${detail}`;
+}
+
+/** ` (did you mean "x"?)` when a known node or mount is one typo away. */
+function didYouMean(scope: CompiledScope, typed: string): string {
+  const near = closestName(typed, [
+    ...Object.keys(scope.definition.nodes),
+    ...scope.children.keys(),
+  ]);
+  return near ? `; did you mean "${near}"?` : "";
+}
+
 export function compileWorkflow(
   def: WorkflowDefinition,
   options: CompileOptions = {},
@@ -112,9 +147,11 @@ export function compileWorkflow(
   const nodes = new Map<string, CompiledNode>();
   const edges = new Map<string, CompiledEdge>();
   const root = buildScope(def, null, null, null, "", [def], options, nodes);
-  wireScope(root, nodes, edges);
-  const startAt = entryOf(root, root.definition.startAt, def.name);
-  checkReachable(def.name, startAt, nodes, edges);
+  const problems: Problems = [];
+  wireScope(root, nodes, edges, problems);
+  const startAt = entryOf(root, root.definition.startAt, problems, null);
+  if (startAt !== null) checkReachable(startAt, nodes, edges, problems);
+  if (problems.length > 0 || startAt === null) failAll(def.name, problems);
   const snapshot = {
     schema: "pi-workflows.definition-snapshot.v1",
     name: def.name,
@@ -221,33 +258,55 @@ function buildScope(
   return scope;
 }
 
-/** The flattened node a target name enters: a node, or the start of a mounted include. */
-function entryOf(scope: CompiledScope, target: string, name: string): string {
+/**
+ * The flattened node a target name enters: a node, or the start of a mounted include; null
+ * (and a problem) when it names neither. `from` is the edge's source, null for a start node.
+ */
+function entryOf(
+  scope: CompiledScope,
+  target: string,
+  problems: Problems,
+  from: string | null,
+): string | null {
   if (target in scope.definition.nodes) return scope.prefix + target;
   const child = scope.children.get(target);
-  if (child) return entryOf(child, child.definition.startAt, name);
-  return fail(
-    scope.definition.name,
-    `unknown target "${target}"${scope.prefix ? ` (inside "${name}")` : ""}`,
-  );
+  if (child) {
+    // A child's missing start node is reported when the child is wired.
+    return child.definition.startAt in child.definition.nodes ||
+        child.children.has(child.definition.startAt)
+      ? entryOf(child, child.definition.startAt, problems, null)
+      : null;
+  }
+  const detail = from === null
+    ? `start node "${target}" does not exist`
+    : `edge from "${from}" goes to unknown target "${target}"`;
+  problems.push(problemIn(scope, detail + didYouMean(scope, target)));
+  return null;
 }
 
-/** The flattened node an edge source names: a node, or `mount.exit`. */
-function sourceOf(scope: CompiledScope, from: string): string {
+/** The flattened node an edge source names: a node, or `mount.exit`; null and a problem if not. */
+function sourceOf(scope: CompiledScope, from: string, problems: Problems): string | null {
   if (from in scope.definition.nodes) return scope.prefix + from;
   const dot = from.indexOf(".");
-  const wf = scope.definition.name;
+  const problem = (detail: string) => {
+    problems.push(problemIn(scope, detail));
+    return null;
+  };
   if (dot < 0) {
     if (scope.children.has(from)) {
-      fail(wf, `edges leave include "${from}" through "${from}.<exit>", not "${from}"`);
+      return problem(`edges leave include "${from}" through "${from}.<exit>", not "${from}"`);
     }
-    fail(wf, `edge from unknown node "${from}"`);
+    return problem(`edge from unknown node "${from}"${didYouMean(scope, from)}`);
   }
-  const child = scope.children.get(from.slice(0, dot));
-  if (!child) fail(wf, `edge from unknown include "${from.slice(0, dot)}"`);
+  const mount = from.slice(0, dot);
+  const child = scope.children.get(mount);
+  if (!child) return problem(`edge from unknown include "${mount}"${didYouMean(scope, mount)}`);
   const exit = child.exits.get(from.slice(dot + 1));
   if (!exit) {
-    fail(wf, `include "${from.slice(0, dot)}" has no exit "${from.slice(dot + 1)}"`);
+    const known = [...child.exits.keys()].map((e) => `"${e}"`).join(", ");
+    return problem(
+      `include "${mount}" has no exit "${from.slice(dot + 1)}" (its exits: ${known || "none"})`,
+    );
   }
   return exit;
 }
@@ -256,32 +315,46 @@ function wireScope(
   scope: CompiledScope,
   nodes: Map<string, CompiledNode>,
   edges: Map<string, CompiledEdge>,
+  problems: Problems,
 ): void {
   const def = scope.definition;
-  if (!(def.startAt in def.nodes) && !scope.children.has(def.startAt)) {
-    fail(def.name, `start node "${def.startAt}" does not exist`);
+  if (scope.parent && !(def.startAt in def.nodes) && !scope.children.has(def.startAt)) {
+    entryOf(scope, def.startAt, problems, null); // The root's start is checked by the caller.
   }
   // Children first: a parent's `mount.exit` edge needs the child's exit map.
-  for (const child of scope.children.values()) wireScope(child, nodes, edges);
+  for (const child of scope.children.values()) wireScope(child, nodes, edges, problems);
   if (scope.parent) {
     for (const [exitName, exit] of Object.entries(def.exits ?? {})) {
-      const from = sourceOf(scope, exit.from);
+      const from = sourceOf(scope, exit.from, problems);
+      if (from === null) continue;
       const node = nodes.get(from)!;
       if (node.scope === scope) node.exitName = exitName;
       scope.exits.set(exitName, from);
     }
   }
+  // Sources with an edge, even one whose target was a problem (it is not a terminal node).
+  const outgoing = new Set<string>();
   for (const edge of def.edges ?? []) {
-    const from = sourceOf(scope, edge.from);
-    if (edges.has(from)) {
-      fail(def.name, `node "${edge.from}" has more than one outgoing edge`);
+    const from = sourceOf(scope, edge.from, problems);
+    if (from === null) continue;
+    if (outgoing.has(from)) {
+      problems.push(
+        problemIn(
+          scope,
+          `node "${edge.from}" has more than one outgoing edge (route with one switch edge)`,
+        ),
+      );
+      continue;
     }
+    outgoing.add(from);
     if ("to" in edge) {
-      edges.set(from, { kind: "plain", to: entryOf(scope, edge.to, def.name) });
+      const to = entryOf(scope, edge.to, problems, edge.from);
+      if (to !== null) edges.set(from, { kind: "plain", to });
     } else {
       const cases: Record<string, string> = {};
       for (const [value, target] of Object.entries(edge.switch.cases)) {
-        cases[value] = entryOf(scope, target, def.name);
+        const to = entryOf(scope, target, problems, edge.from);
+        if (to !== null) cases[value] = to;
       }
       edges.set(from, { kind: "switch", on: edge.switch.on, cases });
     }
@@ -289,27 +362,29 @@ function wireScope(
   if (scope.parent) {
     const exitNodes = new Set(scope.exits.values());
     for (const exitNode of exitNodes) {
-      if (edges.has(exitNode)) {
-        fail(def.name, `exit node "${exitNode.slice(scope.prefix.length)}" must be terminal`);
+      if (edges.has(exitNode) || outgoing.has(exitNode)) {
+        problems.push(
+          problemIn(scope, `exit node "${exitNode.slice(scope.prefix.length)}" must be terminal`),
+        );
       }
     }
     for (const localId of Object.keys(def.nodes)) {
       const id = scope.prefix + localId;
-      if (!edges.has(id) && !exitNodes.has(id)) {
-        fail(
-          def.name,
+      if (!outgoing.has(id) && !exitNodes.has(id)) {
+        problems.push(problemIn(
+          scope,
           `terminal node "${localId}" is not an exit; an included workflow ends only through exits`,
-        );
+        ));
       }
     }
   }
 }
 
 function checkReachable(
-  name: string,
   startAt: string,
   nodes: Map<string, CompiledNode>,
   edges: Map<string, CompiledEdge>,
+  problems: Problems,
 ): void {
   const seen = new Set([startAt]);
   const queue = [startAt];
@@ -326,7 +401,10 @@ function checkReachable(
   }
   const unreachable = [...nodes.keys()].filter((id) => !seen.has(id));
   if (unreachable.length > 0) {
-    fail(name, `unreachable node${unreachable.length > 1 ? "s" : ""} ${unreachable.join(", ")}`);
+    problems.push(
+      `unreachable node${unreachable.length > 1 ? "s" : ""} ${unreachable.join(", ")} ` +
+        "(no edge from the start node leads there)",
+    );
   }
 }
 

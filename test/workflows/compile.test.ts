@@ -61,6 +61,38 @@ describe("compileWorkflow() graph rules", () => {
     );
   });
 
+  it("reports every wiring problem at once, each with what to change", () => {
+    const strayTerminal = defineWorkflow({
+      name: "stray",
+      startAt: "x",
+      nodes: { x: c(), y: c() },
+      edges: [{ from: "x", to: "y" }],
+      exits: { done: { from: "x" } },
+    });
+    expect(graphError({
+      name: "w",
+      startAt: "a",
+      nodes: { a: c(), b: c(), review: c(), lost: c() },
+      includes: { s: includeWorkflow(strayTerminal) },
+      edges: [
+        { from: "a", to: "reviw" },
+        { from: "a", to: "b" },
+        { from: "b", switch: { on: "$.k", cases: { x: "s", y: "nowhere" } } },
+        { from: "s.end", to: "a" },
+      ],
+    })).toBe(
+      'invalidGraph: Invalid workflow graph "w": 7 problems: ' +
+        '(1) in "stray" (mount "s"): exit node "x" must be terminal; ' +
+        '(2) in "stray" (mount "s"): terminal node "y" is not an exit; an included workflow ' +
+        "ends only through exits; " +
+        '(3) edge from "a" goes to unknown target "reviw"; did you mean "review"?; ' +
+        '(4) node "a" has more than one outgoing edge (route with one switch edge); ' +
+        '(5) edge from "b" goes to unknown target "nowhere"; ' +
+        '(6) include "s" has no exit "end" (its exits: "done"); ' +
+        "(7) unreachable nodes b, review, lost, s/x, s/y (no edge from the start node leads there)",
+    );
+  });
+
   it("flattens includes into mount/child ids with entry and exit edges", () => {
     const wf = compileWorkflow(defineWorkflow({
       name: "parent",
