@@ -231,6 +231,20 @@ describe("loadWorkflow() errors", () => {
       "Built-in workflow not found: ecoh; did you mean builtin:echo?",
     );
     expect((await loadError("release", dir)).message).not.toContain("did you mean");
+    // A path: the workflow its file name names, else the closest file in its directory.
+    expect((await loadError("deploy.workflow.ts", dir)).message).toBe(
+      `Workflow file not found: ${
+        join(dir, "deploy.workflow.ts")
+      }; did you mean the workflow deploy?`,
+    );
+    expect((await loadError("./.pi/workflows/deplyo.workflow.ts", dir)).message).toBe(
+      `Workflow file not found: ${join(dir, ".pi/workflows/deplyo.workflow.ts")}; ` +
+        "did you mean the workflow deploy?",
+    );
+    expect((await loadError("./.pi/workflows/depoly.ts", dir)).message).toBe(
+      `Workflow file not found: ${join(dir, ".pi/workflows/depoly.ts")}; ` +
+        `did you mean ${join(dir, ".pi/workflows/deploy.workflow.ts")}?`,
+    );
   });
 
   it("syntax error, located at file and line", async () => {
@@ -334,6 +348,25 @@ export default defineWorkflow({
   it("an import of a missing module", async () => {
     const dir = project({ "m.workflow.ts": simple("m", "pi-workflows", `import "./gone.ts";`) });
     expect(await loadError("./m.workflow.ts", dir)).toMatchObject({ code: "moduleNotFound" });
+  });
+
+  it("an import of a sibling without its extension says which file it means", async () => {
+    const dir = project({
+      "lib/helpers.ts": "export const here = 1;\n",
+      "x.workflow.ts": simple("x", "pi-workflows", `import { here } from "./lib/helpers";`),
+    });
+    const error = await loadError("./x.workflow.ts", dir);
+    expect(error.code).toBe("moduleNotFound");
+    expect(error.message).toMatch(
+      /: import "\.\/lib\/helpers\.ts" with its extension \(workflow files are ES modules: Node adds none\)$/,
+    );
+    const folder = project({
+      "lib/index.ts": "export const here = 1;\n",
+      "y.workflow.ts": simple("y", "pi-workflows", `import { here } from "./lib";`),
+    });
+    expect((await loadError("./y.workflow.ts", folder)).message).toMatch(
+      /: import "\.\/lib\/index\.ts" with its extension/,
+    );
   });
 
   it("an import of a name its module does not export: not a syntax error", async () => {

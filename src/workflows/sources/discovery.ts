@@ -3,8 +3,8 @@
  * then the built-in catalog. A file's command name is its stem (`deploy.workflow.ts` is
  * `deploy`). A reference with a slash or a workflow suffix is a path; `builtin:<id>` is a built-in.
  */
-import { existsSync, realpathSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import {
   defaultAgentDir as agentDirOf,
   isFile,
@@ -62,6 +62,31 @@ export function discoverWorkflows(dirs: SourceDirs): DiscoveredWorkflow[] {
   return [...out.values()];
 }
 
+/**
+ * "Did you mean" for a workflow path that does not exist: the visible workflow its file name
+ * names (`deploy.workflow.ts` typed outside `.pi/workflows/`) or nearly names, else the closest
+ * file name in the directory it names.
+ */
+function nearPath(path: string, dirs: SourceDirs): string {
+  const stem = workflowStem(basename(path));
+  if (stem !== null) {
+    const names = discoverWorkflows(dirs).map((w) => w.name);
+    const name = names.includes(stem) ? stem : closestName(stem, names);
+    if (name !== null) return `; did you mean the workflow ${name}?`;
+  }
+  let siblings: string[];
+  try {
+    siblings = readdirSync(dirname(path));
+  } catch {
+    return "";
+  }
+  // Compared without extensions: `depoly.ts` is one swap from `deploy.workflow.ts`.
+  const bare = (file: string) => workflowStem(file) ?? file.replace(/\.(ts|mts|js|mjs)$/, "");
+  const near = closestName(bare(basename(path)), siblings.map(bare));
+  const file = near === null ? undefined : siblings.find((f) => bare(f) === near);
+  return file ? `; did you mean ${join(dirname(path), file)}?` : "";
+}
+
 /** Resolves a name, `builtin:<id>` or path to one source; throws a WorkflowLoadError. */
 export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
   if (typeof ref !== "string" || ref.trim().length === 0) {
@@ -83,7 +108,11 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
   if (looksLikePath) {
     const path = isAbsolute(ref) ? ref : resolve(dirs.cwd, ref);
     if (!existsSync(path)) {
-      throw new WorkflowLoadError("workflowNotFound", `Workflow file not found: ${path}`, path);
+      throw new WorkflowLoadError(
+        "workflowNotFound",
+        `Workflow file not found: ${path}${nearPath(path, dirs)}`,
+        path,
+      );
     }
     if (!isFile(path)) {
       throw new WorkflowLoadError("workflowNotFound", `Workflow path is not a file: ${path}`, path);
