@@ -7,20 +7,30 @@
  */
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import * as v from "valibot";
+
+/** `PI_WORKFLOWS_STATE_DIR` as the environment gives it: an absolute path, normalized. */
+export const StateDirEnvSchema = v.pipe(
+  v.string(),
+  v.check((dir) => !dir.startsWith("~"), "'~' is not expanded here; use $HOME/..."),
+  v.check(
+    isAbsolute,
+    "use an absolute path (a relative one names another state directory from every working " +
+      "directory)",
+  ),
+  v.transform((dir) => resolve(dir)),
+);
 
 export function stateDirFromEnv(env: Record<string, string | undefined> = process.env): string {
   const named = env.PI_WORKFLOWS_STATE_DIR;
   if (named) {
-    const refuse = (why: string) =>
-      new RangeError(`Invalid PI_WORKFLOWS_STATE_DIR '${named.slice(0, 200)}': ${why}`);
-    if (named.startsWith("~")) throw refuse("'~' is not expanded here; use $HOME/...");
-    if (!isAbsolute(named)) {
-      throw refuse(
-        "use an absolute path (a relative one names another state directory from every " +
-          "working directory)",
+    const parsed = v.safeParse(StateDirEnvSchema, named);
+    if (!parsed.success) {
+      throw new RangeError(
+        `Invalid PI_WORKFLOWS_STATE_DIR '${named.slice(0, 200)}': ${parsed.issues[0].message}`,
       );
     }
-    return resolve(named);
+    return parsed.output;
   }
   const agentDir = env.PI_CODING_AGENT_DIR || join(homedir(), ".pi", "agent");
   return resolve(agentDir, "workflows");
