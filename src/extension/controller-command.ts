@@ -19,6 +19,7 @@ import {
   resourceProgress,
 } from "../render/controller-text.ts";
 import { CommandArgsError } from "./command-args.ts";
+import { commandNotice, type NoticeLevel as Level } from "./command-notice.ts";
 import {
   CONTROLLER_USAGE,
   type ControllerCommand,
@@ -31,8 +32,6 @@ import type { WorkflowSession } from "./workflow-session.ts";
 /** How long a followed resource may stay busy before the follow gives up (the host goes on). */
 export const FOLLOW_MS = 120_000;
 const POLL_MS = 250;
-
-type Level = "info" | "warning" | "error";
 
 /** The `/controller` registration (`pi.registerCommand("controller", ...)`). */
 export function controllerCommand(session: () => WorkflowSession | null): PiCommand {
@@ -47,9 +46,7 @@ export async function runControllerCommand(
   args: string,
   ctx: PiContext,
 ): Promise<void> {
-  const say = (text: string, level: Level = "info") => {
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-  };
+  const say = commandNotice(ctx);
   try {
     const command = parseControllerArgs(args);
     if (!session) throw new Error("Controllers are not available: this Pi session has not started");

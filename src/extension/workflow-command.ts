@@ -5,6 +5,7 @@
  * step arrives in this session through the presenter.
  */
 import { CommandArgsError, parseWorkflowArgs } from "./command-args.ts";
+import { commandNotice } from "./command-notice.ts";
 import { errorLine } from "./error-line.ts";
 import type { PiContext } from "./pi-api.ts";
 import {
@@ -24,12 +25,7 @@ export async function runWorkflowCommand(
   args: string,
   ctx: PiContext,
 ): Promise<void> {
-  const say = (text: string, level: "info" | "warning" | "error" = "info") => {
-    // Print and JSON modes have no UI to notify: the one line goes to stderr (print mode keeps
-    // stdout for the answer), so `pi -p "/workflow …"` is not silent.
-    if (ctx.hasUI) ctx.ui.notify(text, level);
-    else process.stderr.write(`${text}\n`);
-  };
+  const say = commandNotice(ctx);
   try {
     const command = parseWorkflowArgs(args);
     if (command.kind === "list") return say(listPage(ctx.cwd));

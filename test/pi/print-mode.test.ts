@@ -4,7 +4,8 @@
  * must leave nothing open after `session_shutdown`; and a plain turn of a user who never ran a
  * workflow starts no host and creates no workflow state. A run cannot start there (its steps
  * would wait for a session that ends with the prompt): `/workflow <name>` and the tool's start
- * refuse with the headless command, and `/workflow` answers on stderr since there is no UI.
+ * refuse with the headless command, and `/workflow` answers on stderr since there is no UI;
+ * a refused or failed `/workflow` or `/controller` makes Pi exit 1, so scripts see it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
@@ -98,7 +99,7 @@ describe("pi -p with the package installed", () => {
         : 0;
     const before = runs();
     const command = await piPrint(sandbox, "/workflow echo some words");
-    expect(command).toMatchObject({ hung: false, code: 0 });
+    expect(command).toMatchObject({ hung: false, code: 1 });
     expect(command.stderr).toContain(
       "/workflow: a run started here runs its steps in this Pi session, which ends with this " +
         "prompt (print mode): run it headless instead: pi-workflows start echo --wait",
@@ -111,5 +112,9 @@ describe("pi -p with the package installed", () => {
     expect(runs()).toBe(before);
     const status = await piPrint(sandbox, "/workflow status run-nosuch");
     expect(status.stderr).toContain("/workflow: not found: Unknown run: run-nosuch");
+    expect(status.code).toBe(1);
+    const controller = await piPrint(sandbox, "/controller get nosuch some-key");
+    expect(controller).toMatchObject({ hung: false, code: 1 });
+    expect(controller.stderr).toMatch(/^\/controller: /m);
   });
 });
