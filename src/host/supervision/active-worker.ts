@@ -7,6 +7,7 @@ import type { ProcessIdentity } from "../../os/process-identity.ts";
 import type { SupervisedChild } from "./children/spawn-child.ts";
 import type { FactsStream } from "../worker-messages/facts-stream.ts";
 import type { WorkerLife } from "./worker-life.ts";
+import type { Timers } from "./children/timers.ts";
 
 export type { StopReason } from "./worker-life.ts";
 
@@ -39,7 +40,7 @@ export interface ActiveWorker {
    * durable copy is `worker_child_groups`.
    */
   children: Map<string, ProcessIdentity>;
-  timers: Set<ReturnType<typeof setTimeout>>;
+  timers: Timers;
   /** Resolves when exit handling (epoch record, run follow-up) is complete. */
   done: Promise<void>;
 }

@@ -39,14 +39,8 @@ export async function recoverAtStart(ctx: HostContext): Promise<void> {
 }
 
 /** Step 2. Returns how many stale groups were signalled. */
-export async function reapStaleWorkers(ctx: HostContext): Promise<number> {
-  let reaped = 0;
-  for (const epoch of listActiveWorkers(ctx.store)) {
-    const identity = parseStartIdentity(epoch.startIdentity);
-    if (identity !== null && (await isSameProcessAlive(identity))) {
-      await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
-      reaped++;
-    }
+export function reapStaleWorkers(ctx: HostContext): Promise<number> {
+  return reapOrphanedEpochs(ctx, listActiveWorkers(ctx.store), "recovery.reaped", (epoch) => {
     try {
       finishWorkerEpoch(ctx.store, {
         workerEpoch: epoch.workerEpoch,
@@ -58,29 +52,74 @@ export async function reapStaleWorkers(ctx: HostContext): Promise<number> {
     } catch (error) {
       if (!(error instanceof TransitionError)) throw error; // finished in between
     }
+  });
+}
+
+/**
+ * Step 2 for any kind of worker epoch (run or controller worker): each epoch an earlier host
+ * left active has its group stopped while its leader runs with the exact recorded identity (a
+ * reused PID is never signalled), then `finish` records it orphaned. Returns how many groups
+ * were signalled (logged as `event`).
+ */
+export async function reapOrphanedEpochs<E extends { startIdentity: string | null }>(
+  ctx: HostContext,
+  epochs: readonly E[],
+  event: string,
+  finish: (epoch: E) => void,
+): Promise<number> {
+  let reaped = 0;
+  for (const epoch of epochs) {
+    const identity = parseStartIdentity(epoch.startIdentity);
+    if (identity !== null && (await isSameProcessAlive(identity))) {
+      await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+      reaped++;
+    }
+    finish(epoch);
   }
-  if (reaped > 0) ctx.log("recovery.reaped", { count: reaped });
+  if (reaped > 0) ctx.log(event, { count: reaped });
   return reaped;
 }
 
 /** Steps 3-6 for every expired running run not in `skip`. Returns how many were recovered. */
 export function recoverExpiredRuns(ctx: HostContext, skip: ReadonlySet<string>): number {
+  return recoverExpiredClaims(ctx, listExpiredRuns(ctx.store, ctx.clock.now()), {
+    skip,
+    event: "recovery.runs",
+    recover: (runId, claim) => recoverExpiredRun(ctx.store, { runId, ...claim }),
+    // Another owner renewed or took it in between: not ours to recover.
+    handedOff: (error) => error instanceof ClaimLostError || error instanceof TransitionError,
+  });
+}
+
+/**
+ * Takes over every expired claim in `ids` (a run's, a reconcile's) not in `skip` with a fresh
+ * claim of this host, through the kind's `recover` transition; an error `handedOff` accepts
+ * means another owner was first. Returns how many were recovered (logged as `event`).
+ */
+export function recoverExpiredClaims(
+  ctx: HostContext,
+  ids: readonly string[],
+  kind: {
+    skip: ReadonlySet<string>;
+    event: string;
+    recover(id: string, claim: { ownerId: string; token: string; ttlMs: number }): void;
+    handedOff(error: unknown): boolean;
+  },
+): number {
   let recovered = 0;
-  for (const runId of listExpiredRuns(ctx.store, ctx.clock.now())) {
-    if (skip.has(runId)) continue;
+  for (const id of ids) {
+    if (kind.skip.has(id)) continue;
     try {
-      recoverExpiredRun(ctx.store, {
-        runId,
+      kind.recover(id, {
         ownerId: ctx.hostOwnerId,
         token: ctx.ids.token(),
         ttlMs: ctx.options.claimTtlMs,
       });
       recovered++;
     } catch (error) {
-      // Another owner renewed or took it in between: not ours to recover.
-      if (!(error instanceof ClaimLostError) && !(error instanceof TransitionError)) throw error;
+      if (!kind.handedOff(error)) throw error;
     }
   }
-  if (recovered > 0) ctx.log("recovery.runs", { count: recovered });
+  if (recovered > 0) ctx.log(kind.event, { count: recovered });
   return recovered;
 }

@@ -11,6 +11,7 @@ import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { logError } from "../host-log.ts";
+import { clearAll, later } from "./children/timers.ts";
 import { isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
 
 type Timer = ReturnType<typeof setTimeout>;
@@ -24,9 +25,6 @@ interface Boundary {
 }
 
 export interface WorkerDeadlines {
-  /** Arms a timer owned by the worker: `disarmAll` (and the epoch's end) clears it. */
-  arm(worker: ActiveWorker, ms: number, fire: () => void): Timer;
-  disarmAll(worker: ActiveWorker): void;
   /** The worker said ready: it loads its workflow next, bounded like the start. */
   onReady(worker: ActiveWorker): void;
   /** `node.started` committed: the attempt's deadline timer replaces the boundary bound. */
@@ -55,7 +53,7 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
   const boundaryTimers = new Map<ActiveWorker, { timer: Timer; due: number }>();
 
   const armBoundary = (worker: ActiveWorker, due: number) => {
-    const timer = arm(worker, due - performance.now(), () => {
+    const timer = later(worker.timers, due - performance.now(), () => {
       boundaryTimers.delete(worker);
       const bound = boundaries.get(worker);
       if (bound === undefined) return; // lifted: the next close arms it again
@@ -81,15 +79,12 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
   };
 
   const disarmAll = (worker: ActiveWorker) => {
-    for (const timer of worker.timers) clearTimeout(timer);
-    worker.timers.clear();
+    clearAll(worker.timers);
     boundaryTimers.delete(worker);
     boundaries.delete(worker);
   };
 
   return {
-    arm,
-    disarmAll,
     onReady(worker) {
       disarmAll(worker);
       // The worker loads its workflow after ready: the first boundary has the same deadline.
@@ -102,7 +97,7 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
       const delay = attempt.deadlineAt + ctx.options.killGraceMs - ctx.clock.now();
       attemptDeadlines.set(
         worker,
-        arm(worker, delay, () => enforceDeadline(ctx, deps, worker, attempt.attemptId)),
+        later(worker.timers, delay, () => enforceDeadline(ctx, deps, worker, attempt.attemptId)),
       );
     },
     onAttemptClosed(worker) {
@@ -125,16 +120,6 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
       attemptDeadlines.delete(worker);
     },
   };
-}
-
-/** A timer owned by the worker: `disarmAll` (and the epoch's end) clears it. */
-function arm(worker: ActiveWorker, ms: number, fire: () => void): Timer {
-  const timer = setTimeout(() => {
-    worker.timers.delete(timer);
-    fire();
-  }, Math.max(0, ms));
-  worker.timers.add(timer);
-  return timer;
 }
 
 function clearTimer(worker: ActiveWorker, timers: Map<ActiveWorker, Timer>): void {

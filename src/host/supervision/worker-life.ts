@@ -4,8 +4,9 @@
  * functions below:
  *
  *   phase  what the process is doing:
- *            launching  spawned, envelope sent; no `worker.ready` yet (the startup deadline
- *                       runs); `recordedLive` when its launch claim recorded it live already
+ *            launching  spawned, envelope sent; no `worker.ready` yet: it holds the start-up
+ *                       deadline (the kit's, disarmed when the phase ends); `recordedLive`
+ *                       when its launch claim recorded it live already
  *            live       `worker.ready` committed
  *            kept       its epoch parked and the host keeps the process as the run's prepared
  *                       child: the epoch ends without waiting for (or stopping) the process
@@ -18,6 +19,8 @@
  *            settled    a terminal, park or block message committed, which released it: the exit
  *                       that follows is normal
  */
+import type { ChildDeadline } from "./children/child-deadline.ts";
+
 /**
  * Why the host stops (or stopped) a worker. None while nobody asked it to stop; the exit is then
  * a completion (after a terminal or park message) or a crash.
@@ -35,7 +38,7 @@ export type StopReason =
   | "shutdown";
 
 export type WorkerPhase =
-  | { name: "launching"; recordedLive: boolean }
+  | { name: "launching"; recordedLive: boolean; startup: ChildDeadline | null }
   | { name: "live" }
   | { name: "kept" }
   | { name: "stopping"; reason: StopReason; kept: boolean }
@@ -56,7 +59,21 @@ type Worker = { life: WorkerLife };
  * commits nothing.
  */
 export function launchingLife(recordedLive: boolean): WorkerLife {
-  return { phase: { name: "launching", recordedLive }, claim: "held" };
+  return { phase: { name: "launching", recordedLive, startup: null }, claim: "held" };
+}
+
+/** The start-up deadline, held until `worker.ready` (or a stop) ends the launching phase. */
+export function holdStartupDeadline(worker: Worker, deadline: ChildDeadline): void {
+  const { phase } = worker.life;
+  if (phase.name === "launching") phase.startup = deadline;
+  else deadline.disarm();
+}
+
+/** Every phase change: leaving `launching` disarms its start-up deadline. */
+function enter(worker: Worker, phase: WorkerPhase): void {
+  const left = worker.life.phase;
+  if (left.name === "launching") left.startup?.disarm();
+  worker.life.phase = phase;
 }
 
 /** Whether the epoch was recorded `live` with its launch claim (see launchingLife). */
@@ -67,7 +84,7 @@ export function launchedLive(worker: Worker): boolean {
 
 /** `worker.ready` committed. */
 export function markLive(worker: Worker): void {
-  if (worker.life.phase.name === "launching") worker.life.phase = { name: "live" };
+  if (worker.life.phase.name === "launching") enter(worker, { name: "live" });
 }
 
 /** Whether `worker.ready` is still awaited (nothing stopped it meanwhile either). */
@@ -84,7 +101,7 @@ export function wasReady(worker: Worker): boolean {
 export function beginStop(worker: Worker, reason: StopReason): boolean {
   const { phase } = worker.life;
   if (phase.name === "stopping" || phase.name === "gone") return false;
-  worker.life.phase = { name: "stopping", reason, kept: phase.name === "kept" };
+  enter(worker, { name: "stopping", reason, kept: phase.name === "kept" });
   return true;
 }
 
@@ -97,7 +114,7 @@ export function stopReasonOf(worker: Worker): StopReason | null {
 /** The epoch parked and the host keeps the process as the run's prepared child. */
 export function keep(worker: Worker): void {
   const { phase } = worker.life;
-  if (phase.name === "launching" || phase.name === "live") worker.life.phase = { name: "kept" };
+  if (phase.name === "launching" || phase.name === "live") enter(worker, { name: "kept" });
 }
 
 export function isKept(worker: Worker): boolean {
@@ -112,7 +129,7 @@ export function awaitsGoodbye(worker: Worker): boolean {
 
 /** The epoch is recorded and the run settled. */
 export function markGone(worker: Worker): void {
-  worker.life.phase = { name: "gone" };
+  enter(worker, { name: "gone" });
 }
 
 /** The claim was released by the host or found lost (a settled run stays settled). */

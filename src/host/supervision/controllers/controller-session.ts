@@ -23,6 +23,7 @@ import { ControllerRefusal } from "../../../state/controllers/errors.ts";
 import { ClaimLostError, TransitionError } from "../../../state/errors.ts";
 import { readerOf } from "../children/spawn-child.ts";
 import { type ActiveReconcile, type ControllerWorker, writeToWorker } from "./controller-worker.ts";
+import { isControllerLive } from "./controller-life.ts";
 
 const MAX_IN_FLIGHT = 64;
 
@@ -96,7 +97,7 @@ async function handle(
 ): Promise<WorkerReply> {
   const id = message.messageId;
   if (message.kind === "controller.ready") {
-    if (worker.ready || !hooks.onReady(worker, message.payload.pid)) {
+    if (isControllerLive(worker) || !hooks.onReady(worker, message.payload.pid)) {
       hooks.onViolation(worker, "protocolRejected: controller.ready names another process");
       return rejected(id, "controller.ready names another process than the one the host started");
     }

@@ -26,7 +26,13 @@ import { type ChildCommand, spawnChild, type SupervisedChild } from "../children
 import { stopChildGroup } from "../children/retire-child.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { logError } from "../../host-log.ts";
-import type { Timers } from "./timers.ts";
+import type { Timers } from "../children/timers.ts";
+import {
+  beginControllerStop,
+  type ControllerLife,
+  type ControllerWorkerStop,
+  launchingControllerLife,
+} from "./controller-life.ts";
 
 /** One reconcile the host has assigned to a controller worker. */
 export interface ActiveReconcile {
@@ -42,7 +48,7 @@ export interface ActiveReconcile {
   timers: Timers;
 }
 
-export type ControllerWorkerStop = "idle" | "repinned" | "shutdown" | "stuck" | "startup";
+export type { ControllerWorkerStop } from "./controller-life.ts";
 
 export interface ControllerWorker {
   controllerId: string;
@@ -54,11 +60,8 @@ export interface ControllerWorker {
   spawned: SupervisedChild;
   /** Known once the spawn identified it (see nameControllerWorker). */
   identity: ProcessIdentity | null;
-  ready: boolean;
-  /** The worker reported its source changed or failed to load; it exits by itself. */
-  blocked: boolean;
-  /** Why the host stops it (null: it runs, or it exited on its own). */
-  stopReason: ControllerWorkerStop | null;
+  /** Its phase and whether it is blocked, changed only by controller-life.ts's transitions. */
+  life: ControllerLife;
   /** Reconciles assigned and not yet reported finished by the worker (ended ones included). */
   reconciles: Map<string, ActiveReconcile>;
   /** When it last had nothing to do (idle stop). */
@@ -112,9 +115,7 @@ export function launchControllerWorker(
       workerEpoch,
       spawned,
       identity: null,
-      ready: false,
-      blocked: false,
-      stopReason: null,
+      life: launchingControllerLife(),
       reconciles: new Map(),
       idleSince: ctx.clock.now(),
       timers: new Set(),
@@ -190,8 +191,7 @@ export function stopControllerWorker(
   worker: ControllerWorker,
   reason: ControllerWorkerStop,
 ): void {
-  if (worker.stopReason !== null) return;
-  worker.stopReason = reason;
+  if (!beginControllerStop(worker, reason)) return;
   ctx.log("controller.worker_stop", { controller: worker.controllerName, reason });
   void stopChildGroup(worker.spawned, {
     graceMs: ctx.options.killGraceMs,

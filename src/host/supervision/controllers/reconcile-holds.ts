@@ -19,7 +19,7 @@ import {
   stopControllerWorker,
 } from "./controller-worker.ts";
 import type { ControllerOptions } from "./options.ts";
-import { clearAll, later, TIMER_SLACK_MS } from "./timers.ts";
+import { clearAll, later, TIMER_SLACK_MS } from "../children/timers.ts";
 
 /** What the scheduler's parts share: the host context and the live controller workers. */
 export interface Fleet {

@@ -35,7 +35,8 @@ import {
 import { createReconcileHolds, type Fleet, type ReconcileHolds } from "./reconcile-holds.ts";
 import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
 import { createResolverPool } from "./resolver-pool.ts";
-import { later, TIMER_SLACK_MS } from "./timers.ts";
+import { later, TIMER_SLACK_MS } from "../children/timers.ts";
+import { controllerStopReason, isControllerLive, takesReconciles } from "./controller-life.ts";
 import { createWorkerSpawner, type WorkerFleetDeps } from "./worker-fleet.ts";
 import { inNextCommit } from "../commit-group.ts";
 
@@ -121,7 +122,7 @@ export function createControllerSupervision(
         if (claimFor.size >= capacity) break;
         if (claiming.has(due.uid)) continue;
         const worker = workers.get(due.controllerId) ?? spawn(due.controllerId);
-        if (!worker || !worker.ready || worker.stopReason !== null || worker.blocked) continue;
+        if (!worker || !takesReconciles(worker)) continue;
         // A reconcile past its deadline that has not let go may be blocking the worker: nothing
         // new goes there until it lets go or the worker is killed.
         if ([...worker.reconciles.values()].some((r) => r.ended)) continue;
@@ -223,7 +224,7 @@ function claimInNextCommit(
       for (const uid of uids) claiming.delete(uid);
       for (const claim of claimed) {
         const worker = claimFor.get(claim.uid)!;
-        if (workers.get(worker.controllerId) === worker && worker.stopReason === null) {
+        if (workers.get(worker.controllerId) === worker && controllerStopReason(worker) === null) {
           holds.assign(worker, claim);
           continue;
         }
@@ -255,7 +256,7 @@ function stopIdleWorkers(
   schedule: () => void,
 ): void {
   for (const worker of workers) {
-    if (!worker.ready || worker.stopReason !== null || worker.reconciles.size > 0) continue;
+    if (!isControllerLive(worker) || worker.reconciles.size > 0) continue;
     const left = idleMs - (now - worker.idleSince);
     if (left <= 0) stop(worker, "idle");
     // A timer may fire a little before the wall clock says the period is over.

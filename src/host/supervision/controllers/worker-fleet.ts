@@ -27,7 +27,14 @@ import {
 import { serveControllerChannel } from "./controller-session.ts";
 import { applyReconcileMessage } from "./reconcile-handlers.ts";
 import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
-import { clearAll, later } from "./timers.ts";
+import { clearAll } from "../children/timers.ts";
+import { armChildDeadline } from "../children/child-deadline.ts";
+import {
+  controllerStopReason,
+  holdControllerStartup,
+  markBlocked,
+  markControllerLive,
+} from "./controller-life.ts";
 
 export interface WorkerFleetDeps {
   command: ChildCommand;
@@ -52,15 +59,16 @@ export function createWorkerSpawner(
   const hooks = {
     onReady(worker: ControllerWorker, pid: number) {
       if (worker.identity === null || worker.identity.pid !== pid) return false;
+      // Stopped before it got ready: nothing to record.
+      if (worker.life.phase.name !== "launching") return true;
       markControllerWorkerLive(ctx.store, worker.workerEpoch);
-      worker.ready = true;
-      clearAll(worker.timers);
+      markControllerLive(worker);
       markIdle(fleet, worker);
       fleet.schedule();
       return true;
     },
     onBlocked(worker: ControllerWorker, reason: "sourceChanged" | "loadFailed", detail: string) {
-      worker.blocked = true;
+      markBlocked(worker);
       blockController(ctx.store, {
         controllerId: worker.controllerId,
         sourceDigest: worker.sourceDigest,
@@ -99,16 +107,17 @@ export function createWorkerSpawner(
     worker: ControllerWorker,
     exit: { code: number | null; signal: NodeJS.Signals | null },
   ) => {
-    const crashed = worker.stopReason === null && !worker.blocked;
+    const stopReason = controllerStopReason(worker);
+    const crashed = stopReason === null && !worker.life.blocked;
+    const stuck = stopReason === "stuck" || stopReason === "startup";
     holds.interruptHeld(worker, {
-      reason: crashed ? "workerCrashed" : `worker.${worker.stopReason ?? "exited"}`,
-      countsAsError: crashed || worker.stopReason === "stuck" || worker.stopReason === "startup",
+      reason: crashed ? "workerCrashed" : `worker.${stopReason ?? "exited"}`,
+      countsAsError: crashed || stuck,
       retry: true,
     });
     worker.reconciles.clear();
     holds.renewWhileHeld();
-    const stuck = worker.stopReason === "stuck" || worker.stopReason === "startup";
-    const ended = worker.stopReason !== null || worker.blocked || exit.code === 0;
+    const ended = stopReason !== null || worker.life.blocked || exit.code === 0;
     try {
       finishControllerWorker(ctx.store, {
         workerEpoch: worker.workerEpoch,
@@ -137,9 +146,10 @@ export function createWorkerSpawner(
       onOutputExceeded: stop,
     });
     fleet.workers.set(controllerId, worker);
-    later(worker.timers, ctx.options.workerStartupMs, () => {
-      if (!worker.ready) stopControllerWorker(ctx, worker, "startup");
+    const startup = armChildDeadline(worker.spawned, ctx.options.workerStartupMs, () => {
+      stopControllerWorker(ctx, worker, "startup");
     });
+    holdControllerStartup(worker, startup);
     const served = nameControllerWorker(ctx, worker).then(() =>
       serveControllerChannel(worker, hooks)
     );

@@ -1,0 +1,78 @@
+/**
+ * A controller worker's life in the host's memory, in one typed state with its transitions, like
+ * a run worker's (worker-life.ts); the durable record is the `controller_workers` row:
+ *
+ *   phase    launching  spawned, envelope sent; no `controller.ready` yet: it holds the
+ *                       start-up deadline (the kit's, disarmed when the phase ends)
+ *            live       `controller.ready` named the process the host started
+ *            stopping   the host stops it for `reason` (its group got SIGTERM, or SIGKILL at once
+ *                       when `stuck`)
+ *   blocked  the worker reported its source changed or failed to load; it exits by itself
+ */
+import type { ChildDeadline } from "../children/child-deadline.ts";
+
+/** Why the host stops a controller worker. */
+export type ControllerWorkerStop = "idle" | "repinned" | "shutdown" | "stuck" | "startup";
+
+export type ControllerPhase =
+  | { name: "launching"; startup: ChildDeadline | null }
+  | { name: "live" }
+  | { name: "stopping"; reason: ControllerWorkerStop };
+
+export interface ControllerLife {
+  phase: ControllerPhase;
+  blocked: boolean;
+}
+
+type Worker = { life: ControllerLife };
+
+export function launchingControllerLife(): ControllerLife {
+  return { phase: { name: "launching", startup: null }, blocked: false };
+}
+
+/** The start-up deadline, held until `controller.ready` (or a stop) ends the launching phase. */
+export function holdControllerStartup(worker: Worker, deadline: ChildDeadline): void {
+  const { phase } = worker.life;
+  if (phase.name === "launching") phase.startup = deadline;
+  else deadline.disarm();
+}
+
+function enter(worker: Worker, phase: ControllerPhase): void {
+  const left = worker.life.phase;
+  if (left.name === "launching") left.startup?.disarm();
+  worker.life.phase = phase;
+}
+
+/** `controller.ready` named the right process: true when it was awaited (launching). */
+export function markControllerLive(worker: Worker): boolean {
+  if (worker.life.phase.name !== "launching") return false;
+  enter(worker, { name: "live" });
+  return true;
+}
+
+/** The host stops it: true when `reason` is the first (later reasons are ignored). */
+export function beginControllerStop(worker: Worker, reason: ControllerWorkerStop): boolean {
+  if (worker.life.phase.name === "stopping") return false;
+  enter(worker, { name: "stopping", reason });
+  return true;
+}
+
+export function markBlocked(worker: Worker): void {
+  worker.life.blocked = true;
+}
+
+/** Why the host stops (or stopped) it; null while it runs, or when it exited on its own. */
+export function controllerStopReason(worker: Worker): ControllerWorkerStop | null {
+  const { phase } = worker.life;
+  return phase.name === "stopping" ? phase.reason : null;
+}
+
+/** Live and not stopping. */
+export function isControllerLive(worker: Worker): boolean {
+  return worker.life.phase.name === "live";
+}
+
+/** Live, not stopping and not blocked: new reconciles may go to it. */
+export function takesReconciles(worker: Worker): boolean {
+  return isControllerLive(worker) && !worker.life.blocked;
+}
