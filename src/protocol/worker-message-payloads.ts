@@ -214,6 +214,8 @@ export const WORKER_PAYLOAD_SCHEMAS = {
   "worker.exiting": strictObject({
     reason: v.picklist(WORKER_EXIT_REASONS),
     detail: v.optional(ShortTextSchema),
+    /** false: the process must not be kept as the run's prepared process (it retires). */
+    reusable: v.optional(v.literal(false)),
   }),
 } as const satisfies Record<WorkerMessageKind, v.GenericSchema<unknown, unknown>>;
 

@@ -3,11 +3,16 @@
  * prepared-children.ts). It holds no claim and proposes nothing on its own: it waits for the
  * host's next frame and
  *
- *   a validate request -> checks that submission with the workflow it has loaded (the saved
- *                         source is hashed again first: changed code is never used) and proposes
- *                         one verdict under the request's own launch header, then waits again;
+ *   a validate request -> checks that submission with a fresh instance of the run's workflow (the
+ *                         saved source is hashed again first: changed code is never used) and
+ *                         proposes one verdict under the request's own launch header, then waits
+ *                         again;
  *   a launch envelope  -> is returned: the process runs that epoch (a new claim generation,
- *                         fenced like any worker) with the workflow already loaded.
+ *                         fenced like any worker) in another fresh instance.
+ *
+ * Every generation and validation runs in a module instance of its own, loaded ahead while the
+ * process waits (fresh-instances.ts): module state in workflow code never crosses from one to the
+ * next, as between the separate processes the spec describes.
  *
  * Anything for another run or source is refused (the process exits; the host starts fresh
  * children). The host ends it by closing the channel or SIGTERM (main.ts), when it waited too
@@ -15,42 +20,60 @@
  */
 import { parseValidateRequest, VALIDATE_REQUEST_SCHEMA } from "../protocol/validate-messages.ts";
 import type { WorkerChannel } from "./channel.ts";
+import { createFreshInstances, type FreshInstances } from "./fresh-instances.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { answerValidation } from "./validate-submission.ts";
-import type { RunWorkflow } from "./workflow-port.ts";
+import type { LoadOutcome } from "./workflow-port.ts";
 
-/** The workflow a process loaded for its run, and the launch it was loaded under. */
-export interface LoadedRun {
+/** A kept run process: the launch its run's source was checked under, and its fresh instances. */
+export interface PreparedRun {
   launch: WorkerLaunch;
-  workflow: RunWorkflow;
+  instances: FreshInstances<LoadOutcome>;
+}
+
+export function prepareRun(launch: WorkerLaunch): PreparedRun {
+  return { launch, instances: createFreshInstances(() => loadInstance(launch)) };
 }
 
 /** Serves validations until the host sends the next epoch's launch envelope; returns it. */
 export async function servePrepared(
   channel: WorkerChannel,
   nextPush: () => Promise<unknown>,
-  loaded: LoadedRun,
+  prepared: PreparedRun,
 ): Promise<WorkerLaunch> {
+  prepared.instances.fill();
   for (;;) {
     const frame = await nextPush();
     if ((frame as { schema?: unknown } | null)?.schema !== VALIDATE_REQUEST_SCHEMA) {
       const launch = parseLaunch(frame);
-      refuseOther(loaded, launch);
+      refuseOther(prepared, launch);
       return launch;
     }
     const parsed = parseValidateRequest(frame);
     if (!parsed.ok) throw new Error(`Validation request rejected: ${parsed.error}`);
-    refuseOther(loaded, parsed.value.launch);
+    refuseOther(prepared, parsed.value.launch);
     const port = await import("./workflow-port.ts");
-    await answerValidation(channel, parsed.value, (request) => {
+    const answered = await answerValidation(channel, parsed.value, async (request) => {
       const problem = port.checkSourceBeforeLoad(request.launch);
-      return Promise.resolve(
-        problem === null
-          ? { ok: true, workflow: loaded.workflow.forLaunch(request.launch) }
-          : { ok: false, detail: problem.detail },
-      );
+      if (problem !== null) return { ok: false, detail: problem.detail };
+      const fresh = await takeFresh(prepared);
+      return fresh.ok
+        ? { ok: true, workflow: fresh.workflow.forLaunch(request.launch) }
+        : { ok: false, detail: fresh.problem.detail };
     });
+    // A rejected submission is followed by another one: load its instance meanwhile. After an
+    // accepted one the next epoch comes and takes the spare that is left.
+    if (!answered.accepted) prepared.instances.fill();
   }
+}
+
+/**
+ * A fresh instance for a generation or a validation whose source check just passed. A spare
+ * loaded while the source was changed (and restored since) is loaded again now.
+ */
+export async function takeFresh(prepared: PreparedRun): Promise<LoadOutcome> {
+  const spare = await prepared.instances.take();
+  return spare.ok ? spare : await prepared.instances.loadNow();
 }
 
 /** Whether `launch` names the run and the saved source this process loaded. */
@@ -61,8 +84,16 @@ export function sameRunSource(loaded: WorkerLaunch, launch: WorkerLaunch): boole
     JSON.stringify(loaded.workflowSource) === JSON.stringify(launch.workflowSource);
 }
 
-function refuseOther(loaded: LoadedRun, launch: WorkerLaunch): void {
-  if (!sameRunSource(loaded.launch, launch)) {
+/** The saved hashes first (changed code is never imported), then a new load session. */
+async function loadInstance(launch: WorkerLaunch): Promise<LoadOutcome> {
+  const port = await import("./workflow-port.ts");
+  const problem = port.checkSourceBeforeLoad(launch);
+  if (problem !== null) return { ok: false, problem };
+  return await port.loadRunWorkflow(launch);
+}
+
+function refuseOther(prepared: PreparedRun, launch: WorkerLaunch): void {
+  if (!sameRunSource(prepared.launch, launch)) {
     throw new Error("Prepared worker refused a job: it names another run or source");
   }
 }

@@ -12,7 +12,8 @@
  * It exits after a terminal or park verdict, after a claim-loss verdict (writing nothing), and
  * when the channel closes (the host is gone). After a park on an interactive request the host
  * may keep the process instead (the reply to `worker.exiting`): it then serves the run's
- * validations and its next epoch, with the workflow already loaded (prepared-child.ts).
+ * validations and its next epoch, each in a fresh instance of the workflow loaded ahead
+ * (prepared-child.ts).
  */
 import type { RunFacts } from "../protocol/run-facts.ts";
 import { budgetStop } from "./budget-check.ts";
@@ -26,22 +27,22 @@ import { crashPoint } from "../base/crash-point.ts";
 import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
 // Loaded when used (after worker.ready), like the workflow layer: the start-up path before
 // ready stays small.
-import type { LoadedRun } from "./prepared-child.ts";
+import type { PreparedRun } from "./prepared-child.ts";
 
 export async function runWorkerEpoch(
   channel: WorkerChannel,
   nextPush?: () => Promise<unknown>,
 ): Promise<number> {
   let launch = parseLaunch(await channel.firstFrame());
-  let loaded: LoadedRun | null = null;
+  let prepared: PreparedRun | null = null;
   for (;;) {
-    const epoch = await runEpoch(channel, launch, loaded);
+    const epoch = await runEpoch(channel, launch, prepared);
     // Kept by the host as the run's prepared process: validate its submissions, then run the
-    // next epoch here with the workflow already loaded (prepared-child.ts).
+    // next epoch here, each in a fresh instance of the workflow (prepared-child.ts).
     if (!epoch.kept || !nextPush || epoch.loaded === null) return epoch.code;
-    loaded = epoch.loaded;
-    const { servePrepared } = await import("./prepared-child.ts");
-    launch = await servePrepared(channel, nextPush, loaded);
+    const { prepareRun, servePrepared } = await import("./prepared-child.ts");
+    prepared ??= prepareRun(epoch.loaded);
+    launch = await servePrepared(channel, nextPush, prepared);
     crashPoint("worker.prepared.launched");
   }
 }
@@ -50,13 +51,14 @@ interface EpochEnd {
   code: number;
   /** The host keeps this process for the run's next submission and epoch. */
   kept: boolean;
-  loaded: LoadedRun | null;
+  /** The launch the epoch loaded its workflow under. */
+  loaded: WorkerLaunch | null;
 }
 
 async function runEpoch(
   channel: WorkerChannel,
   launch: WorkerLaunch,
-  before: LoadedRun | null,
+  prepared: PreparedRun | null,
 ): Promise<EpochEnd> {
   const proposer = createProposer(channel, {
     schema: launch.schema,
@@ -64,9 +66,9 @@ async function runEpoch(
     generation: launch.generation,
     workerEpoch: launch.workerEpoch,
   });
-  let ended: { reason: ExitReason; loaded: LoadedRun | null };
+  let ended: { reason: ExitReason; loaded: WorkerLaunch | null };
   try {
-    ended = await drive(launch, proposer, before);
+    ended = await drive(launch, proposer, prepared);
   } catch (error) {
     // Another owner holds the run: leave without another word.
     if (error instanceof ClaimLostStop) {
@@ -78,8 +80,13 @@ async function runEpoch(
   // Child groups (a headless Pi) are down and unregistered before the worker says goodbye.
   stopKeptChildren();
   await settleCleanups(CLEANUP_BOUND_MS);
-  // The durable end was already committed; the answer only says whether the host keeps us.
-  const bye = await proposer.propose("worker.exiting", { reason: ended.reason }).catch(() => null);
+  // The durable end was already committed; the answer only says whether the host keeps us. A
+  // process that loaded many instances of the workflow asks to go (fresh-instances.ts).
+  const spent = prepared?.instances.spent() === true;
+  const bye = await proposer.propose("worker.exiting", {
+    reason: ended.reason,
+    ...(spent ? { reusable: false } : {}),
+  }).catch(() => null);
   const kept = ended.reason === "parked" &&
     (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
   return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };
@@ -107,8 +114,8 @@ type ExitReason = "finished" | "parked" | "sourceChanged";
 async function drive(
   launch: WorkerLaunch,
   proposer: Proposer,
-  before: LoadedRun | null,
-): Promise<{ reason: ExitReason; loaded: LoadedRun | null }> {
+  prepared: PreparedRun | null,
+): Promise<{ reason: ExitReason; loaded: WorkerLaunch | null }> {
   // Ready first: the workflow layer is loaded only after, so the host sees a live worker within
   // a bare runtime start-up (it keeps a deadline on the first boundary that follows). It loads
   // while the host commits ready: from the next loop turn, once the ready frame was written (in
@@ -124,17 +131,16 @@ async function drive(
   // Nodes run in the run's project (shell commands, relative paths); a project directory that
   // is gone blocks the run like a changed source. Then, before any workflow module is
   // imported, the saved hashes are compared: changed code never executes. A prepared process
-  // compares them again before it uses what it loaded for an earlier epoch.
+  // compares them again before it takes the fresh instance it loaded ahead for this epoch.
   let sourceProblem = enterProject(launch.projectPath) ?? port.checkSourceBeforeLoad(launch);
   let workflow: RunWorkflow | null = null;
-  if (
-    sourceProblem === null && before !== null &&
-    (await import("./prepared-child.ts")).sameRunSource(before.launch, launch)
-  ) {
-    workflow = before.workflow.forLaunch(launch);
-  } else if (sourceProblem === null) {
-    const loaded = await port.loadRunWorkflow(launch);
-    if (loaded.ok) workflow = loaded.workflow;
+  if (sourceProblem === null) {
+    const child = prepared === null ? null : await import("./prepared-child.ts");
+    const loaded = child !== null && prepared !== null &&
+        child.sameRunSource(prepared.launch, launch)
+      ? await child.takeFresh(prepared)
+      : await port.loadRunWorkflow(launch);
+    if (loaded.ok) workflow = loaded.workflow.forLaunch(launch);
     else sourceProblem = loaded.problem;
   }
   if (sourceProblem !== null) {
@@ -163,7 +169,7 @@ async function drive(
     );
   }
   const reason = await walk(workflow!, { ...facts, projectPath: launch.projectPath }, proposer);
-  return { reason, loaded: { launch, workflow: workflow! } };
+  return { reason, loaded: launch };
 }
 
 function enterProject(projectPath: string): SourceProblem | null {

@@ -21,7 +21,7 @@ import type { RunWorkflow } from "./workflow-port.ts";
 export async function validateSubmission(channel: WorkerChannel): Promise<number> {
   const parsed = parseValidateRequest(await channel.firstFrame());
   if (!parsed.ok) throw new Error(`Validation request rejected: ${parsed.error}`);
-  return await answerValidation(channel, parsed.value, loadFresh);
+  return (await answerValidation(channel, parsed.value, loadFresh)).code;
 }
 
 /** The run's workflow for one validation, or why its source cannot be used. */
@@ -31,13 +31,14 @@ export type ValidationLoad = (
 
 /**
  * Checks one submission with the workflow `load` gives and proposes the verdict under the
- * request's launch header. Returns the exit code this check alone would end with.
+ * request's launch header. Returns the exit code this check alone would end with, and whether
+ * the submission was accepted.
  */
 export async function answerValidation(
   channel: WorkerChannel,
   request: ValidateRequest,
   load: ValidationLoad,
-): Promise<number> {
+): Promise<{ code: number; accepted: boolean }> {
   const { launch } = request;
   const proposer = createProposer(channel, {
     schema: launch.schema,
@@ -46,13 +47,13 @@ export async function answerValidation(
     workerEpoch: launch.workerEpoch,
   });
   try {
-    await propose(proposer, request, await verdict(proposer, request, load));
+    const accepted = await propose(proposer, request, await verdict(proposer, request, load));
+    return { code: WORKER_EXIT.done, accepted };
   } catch (error) {
     // The host refused the verdict as stale (a deadline closed the request meanwhile).
-    if (error instanceof ClaimLostStop) return WORKER_EXIT.claimLost;
+    if (error instanceof ClaimLostStop) return { code: WORKER_EXIT.claimLost, accepted: false };
     throw error;
   }
-  return WORKER_EXIT.done;
 }
 
 type Verdict = { ok: true; output: JsonValue } | {
@@ -107,7 +108,12 @@ function sourceChanged(detail: string): Verdict {
   };
 }
 
-async function propose(proposer: Proposer, request: ValidateRequest, result: Verdict) {
+/** Proposes the verdict; true when it was an acceptance. */
+async function propose(
+  proposer: Proposer,
+  request: ValidateRequest,
+  result: Verdict,
+): Promise<boolean> {
   const ids = { interactionId: request.interactionId, submissionId: request.submissionId };
   if (result.ok) {
     try {
@@ -116,7 +122,7 @@ async function propose(proposer: Proposer, request: ValidateRequest, result: Ver
         { ...ids, output: result.output },
         request.attemptId,
       );
-      return;
+      return true;
     } catch (error) {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
       result = {
@@ -134,4 +140,5 @@ async function propose(proposer: Proposer, request: ValidateRequest, result: Ver
     { ...ids, error: result.error },
     request.attemptId,
   );
+  return false;
 }

@@ -46,8 +46,13 @@ export async function open(home: Home, sessionId: string): Promise<SessionClient
   return client;
 }
 
-export async function startRun(session: SessionClient, project: string, input: unknown) {
-  const answer = await session.start("routed", project, input);
+export async function startRun(
+  session: SessionClient,
+  project: string,
+  input: unknown,
+  workflow = "routed",
+) {
+  const answer = await session.start(workflow, project, input);
   if (answer.outcome !== "accepted") throw new Error(JSON.stringify(answer));
   return (answer.receipt as { run: { runId: string } }).run.runId;
 }

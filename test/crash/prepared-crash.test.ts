@@ -52,6 +52,31 @@ describe("the run's prepared process", () => {
     expect(validationChild(host.pid)).toBeNull();
     await waitFor(() => !processExists(kept), "the process to exit after the run's end");
 
+    // 1b. Module state does not cross generations: each generation and each validation runs in
+    // a module instance of its own (the workflow counts its evaluations), all in the one process.
+    session = await open(home, "s-counted");
+    const counted = await startRun(session, project, {}, "counted");
+    const first = await session.nextStep();
+    const countedPid = await preparedOf(home.stateDir, counted);
+    const seen: Seen[] = [promptSaw(first)];
+    const again = await session.submit(first, { again: true });
+    expect(again.receipt).toMatchObject({ status: "rejected" });
+    const rejection = (again.receipt as { error: { message: string } }).error.message;
+    seen.push(JSON.parse(/again (\{.*?\})/.exec(rejection)![1]));
+    expect((await session.submit(first, { n: 1 })).receipt).toMatchObject({ status: "accepted" });
+    const second = await session.nextStep((s) => s.contract.step === "second");
+    const secondPrompt = promptSaw(second);
+    expect((await session.submit(second, { n: 2 })).receipt).toMatchObject({ status: "accepted" });
+    const countedRun = await finished(home.stateDir, counted);
+    expect(countedRun).toMatchObject({ state: "completed" });
+    const output = JSON.parse(countedRun.output_json!) as Record<string, Seen>;
+    // prompt 1, rejected and accepted validations, prompt 2, its validation, the last node
+    seen.push(output.first, secondPrompt, output.second, output.done);
+    expect(seen.map((s) => [s.calls, s.pid])).toEqual(seen.map(() => [1, countedPid]));
+    const evaluations = seen.map((s) => s.evaluation);
+    expect(evaluations).toEqual([...new Set(evaluations)].sort((a, b) => a - b));
+    expect(validationChild(host.pid)).toBeNull();
+
     // 2. SIGKILLed while it waits: the submission is validated in a fresh child.
     session = await open(home, "s-idle-kill");
     const idle = await startRun(session, project, {});
@@ -222,6 +247,17 @@ describe("the verdict and the next epoch in one commit", () => {
     });
   }
 });
+
+/** What a callback of the counted workflow saw in its module instance. */
+interface Seen {
+  calls: number;
+  evaluation: number;
+  pid: number;
+}
+
+function promptSaw(step: { contract: { message: string } }): Seen {
+  return JSON.parse(/^\w+ (\{.*?\})/.exec(step.contract.message)![1]);
+}
 
 /** The run's epochs once every one is recorded as ended. */
 async function settledEpochs(stateDir: string, runId: string) {

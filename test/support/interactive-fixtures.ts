@@ -105,6 +105,37 @@ export default defineWorkflow({
 });
 `;
 
+/**
+ * Counts its module evaluations in the process (`globalThis`) and the callbacks run in each
+ * module instance: `first` (agent; its validation rejects `{again: true}`), `second` (agent),
+ * `done` returns what each saw. A generation or validation that reused an instance sees
+ * `calls` above 1.
+ */
+export const COUNTED = `
+import { agent, compute, defineWorkflow } from "pi-workflows";
+let calls = 0;
+const evaluation = globalThis.countedEvaluations = (globalThis.countedEvaluations ?? 0) + 1;
+const seen = () => ({ calls: ++calls, evaluation, pid: process.pid });
+const step = (name) => agent({
+  prompt: () => name + " " + JSON.stringify(seen()),
+  validate: (output) => {
+    const now = seen();
+    if (output?.again) throw new Error("again " + JSON.stringify(now));
+    return now;
+  },
+});
+export default defineWorkflow({
+  name: "counted",
+  startAt: "first",
+  nodes: {
+    first: step("first"),
+    second: step("second"),
+    done: compute({ run: ({ outputs }) => ({ first: outputs.first, second: outputs.second, done: seen() }) }),
+  },
+  edges: [{ from: "first", to: "second" }, { from: "second", to: "done" }],
+});
+`;
+
 /** Writes the workflows into `<root>/project/.pi/workflows/` and returns the project dir. */
 export function writeProject(root: string): string {
   const project = join(root, "project");
@@ -114,6 +145,7 @@ export function writeProject(root: string): string {
   writeFileSync(join(dir, "lone.workflow.ts"), LONE);
   writeFileSync(join(dir, "talk.workflow.ts"), TALK);
   writeFileSync(join(dir, "heavy.workflow.ts"), HEAVY);
+  writeFileSync(join(dir, "counted.workflow.ts"), COUNTED);
   return project;
 }
 

@@ -287,7 +287,9 @@ function answer(
     const code = (error as { failureClass?: FailureClass }).failureClass ?? "protocolRejected";
     return rejectedReply(messageId, code, error instanceof Error ? error.message : String(error));
   }
-  if (kind === "worker.exiting" && !isKept(worker) && hooks.keepPrepared(worker)) {
+  if (
+    kind === "worker.exiting" && !isKept(worker) && reusable(message) && hooks.keepPrepared(worker)
+  ) {
     keep(worker);
     applied = { ...applied, result: { prepared: true } };
   }
@@ -374,4 +376,9 @@ function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHoo
     }
   }
   hooks.stop(worker, "protocolRejected", "protocolRejected: reply too large");
+}
+
+/** A worker that loaded many instances of its workflow asks not to be kept (fresh-instances.ts). */
+function reusable(message: WorkerMessage): boolean {
+  return (message.payload as { reusable?: boolean }).reusable !== false;
 }

@@ -1,0 +1,65 @@
+/**
+ * Fresh module instances of a run's workflow for its prepared process (prepared-child.ts). The
+ * spec runs each generation in a process of its own, and each validation in a child of its own,
+ * so module-level state in workflow code (a counter, a cache, a connection) never carries from
+ * one to the next. A kept process keeps that rule by giving every generation and every
+ * validation an instance nothing has run in yet: each is a new load session (module-hooks.ts:
+ * new module instances of every workflow file), loaded ahead while the process waits, so a
+ * handoff does not wait for a load.
+ *
+ * Two spares are kept ready: one for the submission's validation, one for the next epoch, which
+ * follows an accepted verdict at once. A rejected verdict means another submission comes (a model
+ * turn later): the pool fills again meanwhile. A take from an empty pool loads at once.
+ *
+ * Node keeps every module instance for the process's life, so the loads are counted: past
+ * `maxLoads` the process asks not to be kept again (`worker.exiting` `reusable: false`) and the
+ * host starts a fresh one for the run's next step.
+ */
+export const SPARES = 2;
+/** Loads one process may make before it retires (each leaves its module instances behind). */
+export const MAX_FRESH_LOADS = 64;
+
+export interface FreshInstances<T> {
+  /** An instance nothing has run in: a spare loaded ahead, or one loaded now. */
+  take(): Promise<T>;
+  /** An instance loaded now, past any spare (one loaded before a change may be stale). */
+  loadNow(): Promise<T>;
+  /** Loads spares (one after another, in the background) until `SPARES` are ready. */
+  fill(): void;
+  /** Whether this process loaded enough instances that it should not be kept again. */
+  spent(): boolean;
+}
+
+export function createFreshInstances<T>(
+  load: () => Promise<T>,
+  maxLoads = MAX_FRESH_LOADS,
+): FreshInstances<T> {
+  const spares: Promise<T>[] = [];
+  let loads = 0;
+  let filling: Promise<void> | null = null;
+  const loadOne = (): Promise<T> => {
+    loads++;
+    const loading = load();
+    // A spare's failure is seen by the take that uses it, not as an unhandled rejection.
+    loading.catch(() => {});
+    return loading;
+  };
+  const fillLoop = async () => {
+    while (spares.length < SPARES && loads < maxLoads) {
+      const loading = loadOne();
+      spares.push(loading);
+      // One load at a time: a handoff that comes meanwhile shares the CPU with one load at most.
+      await loading.catch(() => {});
+    }
+  };
+  return {
+    take() {
+      return spares.shift() ?? loadOne();
+    },
+    loadNow: () => loadOne(),
+    fill() {
+      filling ??= fillLoop().finally(() => (filling = null));
+    },
+    spent: () => loads >= maxLoads,
+  };
+}
