@@ -14,6 +14,7 @@ import { createEffectPort } from "./effect-port.ts";
 import { createProcessGroupPort } from "./process-group-port.ts";
 import { secretsOf } from "./secret-values.ts";
 import { createStepOutput, type StepOutput, teeProcessOutput } from "./step-output.ts";
+import { flushProcessOutput } from "./flush-process-output.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
 import { createSubmissionRecorder } from "./submission-recorder.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
@@ -177,6 +178,8 @@ export async function runNode(
     clearInterval(heartbeat);
     abortActive = null;
   }
+  // The outcome may not outrun the step's own output: past the cap the host fails the attempt.
+  await flushProcessOutput();
   if (lost) throw lost;
   // Nothing is proposed for the attempt: the worker stops and the host interrupts it.
   if (interrupted) throw interrupted;

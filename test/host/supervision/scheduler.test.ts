@@ -128,6 +128,27 @@ export default defineWorkflow({
     expect(h.invariants()).toEqual([]);
   });
 
+  it("fails a node that writes past the cap in one burst and returns at once", async () => {
+    // The default cap (4 MiB): the host takes longer to read up to it than the node to return.
+    h = await createHarness({}, { maxCrashes: 1 });
+    // 8 MiB handed to stdout at once, the node returning without waiting: the worker's
+    // stream holds what the pipe has not taken yet, so the result must not outrun the output.
+    const runId = await h.startRun(h.writeWorkflow(
+      "burst.workflow.ts",
+      `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "burst",
+  startAt: "a",
+  nodes: { a: compute({ run: () => { process.stdout.write("x".repeat(8 * 1024 * 1024)); return 1; } }) },
+  edges: [],
+});`,
+    ));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("failed");
+    expect(run.error?.code).toBe("outputLimitExceeded");
+    expect(h.invariants()).toEqual([]);
+  });
+
   it("fails a worker epoch that never says worker.ready before the startup deadline", async () => {
     h = await createHarness({}, {
       maxCrashes: 1,
