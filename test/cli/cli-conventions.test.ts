@@ -7,12 +7,23 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import { CLI, ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../support/host.ts";
 
 let home: TempHome;
 let project: string;
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   runCliProcess(args, { ...home.env, ...env }, 60_000);
+/**
+ * The same in this process (the CLI's entry, runCli), for what does not depend on the process's
+ * own terminal or locale: no Node start each. Only while the file's host runs (`hostRunning`):
+ * a host is started by the CLI's own process, never from the test's.
+ */
+const cliHere = (args: string[]) => runCliInProcess(args, home.env);
+async function hostRunning(): Promise<void> {
+  if ((await cliHere(["host", "status"])).code === 0) return;
+  expect((await cli(["host", "start"])).code).toBe(0);
+}
 
 const PROGRESS = `import { action, compute, defineWorkflow } from "@osolmaz/pi-workflows";
 export default defineWorkflow({
@@ -238,23 +249,24 @@ export default defineWorkflow({
 
 describe("run ids", () => {
   it("accepts any unique prefix and names the candidates of an ambiguous one", async () => {
-    const started = JSON.parse((await cli(["start", "echo", "--json"])).stdout).run.runId;
-    await cli(["start", "echo", "--json"]);
+    await hostRunning();
+    const started = JSON.parse((await cliHere(["start", "echo", "--json"])).stdout).run.runId;
+    await cliHere(["start", "echo", "--json"]);
     const hex = started.slice(4, 10);
     for (const typed of [hex, `run-${hex}`, started]) {
-      const status = await cli(["status", typed, "--json"]);
+      const status = await cliHere(["status", typed, "--json"]);
       expect(status.code, `${typed}: ${status.stderr}`).toBe(0);
       expect(JSON.parse(status.stdout).run.runId).toBe(started);
     }
-    const text = await cli(["status", hex]);
+    const text = await cliHere(["status", hex]);
     expect(text.stdout.split("\n")[0]).toBe(`run ${started}`);
-    const ambiguous = await cli(["status", "run-"]);
+    const ambiguous = await cliHere(["status", "run-"]);
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stderr).toMatch(
       // The newest candidate comes first; earlier tests in this file leave other workflows' runs.
       /^Run id 'run-' is ambiguous: (more than )?\d+ runs match \(run-[0-9a-f]{8,} \([\w-]+, \w+\), .*\): type more of it\n$/,
     );
-    const none = await cli(["cancel", "ffffffffffff"]);
+    const none = await cliHere(["cancel", "ffffffffffff"]);
     expect(none.code).toBe(3);
     expect(none.stderr).toContain("no run id starts with 'ffffffffffff'");
   });
@@ -262,13 +274,14 @@ describe("run ids", () => {
 
 describe("resolver errors", () => {
   it("name the file and the step that crashed or hung", async () => {
-    const crashed = await cli(["start", "exits.workflow.ts", "--cwd", project]);
+    await hostRunning();
+    const crashed = await cliHere(["start", "exits.workflow.ts", "--cwd", project]);
     expect(crashed.code).toBe(3);
     expect(crashed.stderr.trim()).toBe(
       `Host answered rejected: Workflow not resolved: the resolver exited with code 3 while ` +
         `loading ${join(home.root, "project", "exits.workflow.ts")} (its top-level code)`,
     );
-    const hung = await cli(["start", "hangs.workflow.ts", "--cwd", project]);
+    const hung = await cliHere(["start", "hangs.workflow.ts", "--cwd", project]);
     expect(hung.code).toBe(3);
     expect(hung.stderr).toContain(
       `running the input function of ${
@@ -280,7 +293,7 @@ describe("resolver errors", () => {
 
 describe("completion", () => {
   it("completes commands, options, workflow names and run ids in bash, never starting a host", async () => {
-    const script = (await cli(["completion", "bash"])).stdout;
+    const script = (await cliHere(["completion", "bash"])).stdout;
     const complete = (line: string) => {
       const words = line.split(" ");
       const program = `pi-workflows() { "${process.execPath}" "${CLI}" "$@"; }
@@ -312,7 +325,7 @@ _pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
   });
 
   it("prints a zsh script and refuses other shells", async () => {
-    const zsh = await cli(["completion", "zsh"]);
+    const zsh = await cliHere(["completion", "zsh"]);
     expect(zsh.stdout.split("\n")[0]).toBe("#compdef pi-workflows");
     if (existsSync("/usr/bin/zsh") || existsSync("/bin/zsh")) {
       // zsh's completion builtins stubbed to print what they are given.
@@ -337,7 +350,7 @@ words=(pi-workflows host s); CURRENT=3; _pi-workflows`;
       expect(workflows).toContain("progress:project workflow\n");
       expect(host).toBe("run\nstart\nstatus\nstop\n");
     }
-    const bad = await cli(["completion", "fish"]);
+    const bad = await cliHere(["completion", "fish"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe("Unknown shell 'fish' for 'completion': use bash or zsh\n");
   });

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import { ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
@@ -18,8 +19,9 @@ function expectOneLineError(stderr: string): string {
 }
 
 beforeAll(() => {
-  // A leaked host exits on its own soon; afterAll stops it explicitly.
-  home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "3000" });
+  // One host serves the whole file (a 3 s idle started a new one between slow CLI starts on a
+  // loaded machine); afterAll stops it, and a leaked one exits on its own within a minute.
+  home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
   project = join(home.root, "project");
   mkdirSync(project);
   writeFileSync(
@@ -71,7 +73,8 @@ describe("pi-workflows CLI", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
     const version = await cli(["--version"]);
     expect(version).toMatchObject({ code: 0, stdout: `${pkg.version} (from source)\n` });
-    const json = JSON.parse((await cli(["--version", "--json"])).stdout);
+    // The rest in this process (the CLI's entry, runCli): the same code, without a Node start each.
+    const json = JSON.parse((await runCliInProcess(["--version", "--json"], home.env)).stdout);
     expect(json).toEqual({
       build: "source",
       commit: null,
@@ -79,17 +82,18 @@ describe("pi-workflows CLI", () => {
       dirty: false,
       version: pkg.version,
     });
-    const help = await cli(["--help"]);
+    const help = await runCliInProcess(["--help"], home.env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage:");
     expect(help.stdout).toContain("Exit codes:");
-    const startHelp = await cli(["start", "--help"]);
+    const startHelp = await runCliInProcess(["start", "--help"], home.env);
     expect(startHelp.stdout).toContain("--input-json JSON");
   });
 
   it("exits 2 with one line for usage errors", async () => {
+    // The first through the CLI's own process, the others in this one (runCli).
     for (const args of [["bogus"], ["start"], ["status"], ["list", "--frob"], ["host", "jump"]]) {
-      const result = await cli(args);
+      const result = args[0] === "bogus" ? await cli(args) : await runCliInProcess(args, home.env);
       expect(result.code, args.join(" ")).toBe(2);
       expect(expectOneLineError(result.stderr)).toMatch(/^[A-Z].*[^.]$/);
     }
