@@ -187,6 +187,43 @@ describe("notifications", () => {
       .toHaveLength(1);
   });
 
+  it("keep their order after a claimant died: a later one waits behind a leased one", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    const first = notify(claim, "n1", "progress", "first").notificationId;
+    // Pi claimed the first, then died before showing or recording it; the run went on.
+    claimNotifications(f.store, { sessionId: SESSION, holder: "dead", limit: 10 });
+    const second = notify(claim, "n2", "progress", "second").notificationId;
+    const restarted = claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 });
+    expect(restarted).toEqual({ notifications: [], leased: [{ notificationId: first, runId }] });
+    // Once the dead lease lapses the new process gets both, oldest first.
+    f.clock.advance(OUTBOX_LEASE_MS + 1);
+    expect(
+      claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 }).notifications
+        .map((n) => n.notificationId),
+    ).toEqual([first, second]);
+  });
+
+  it("after an adopted one, the next is claimed in order", () => {
+    const runId = enqueue(f.store, interactive());
+    const claim = launch(f.store, runId);
+    const first = notify(claim, "n1", "progress", "first").notificationId;
+    claimNotifications(f.store, { sessionId: SESSION, holder: "dead", limit: 10 });
+    const second = notify(claim, "n2", "progress", "second").notificationId;
+    expect(claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 }).leased)
+      .toEqual([{ notificationId: first, runId }]);
+    // The dead process had shown it: the new one finds it on the branch and records it.
+    deliverNotification(f.store, {
+      notificationId: first,
+      sessionId: SESSION,
+      sessionEntryId: "entry-1",
+    });
+    expect(
+      claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 }).notifications
+        .map((n) => n.notificationId),
+    ).toEqual([second]);
+  });
+
   it("deliver records the entry once; the same entry is adopted, another refused", () => {
     const runId = enqueue(f.store, interactive());
     const claim = launch(f.store, runId);

@@ -73,7 +73,8 @@ interface NotificationRow {
 
 /**
  * Claims the undelivered notifications of `sessionId` (oldest first, at most `limit`) for the
- * lease `holder` (a request identity: a retry of the same request holds the same lease).
+ * lease `holder` (a request identity: a retry of the same request holds the same lease), up to
+ * the first one another live lease holds.
  */
 export function claimNotifications(
   store: StateStore,
@@ -94,11 +95,16 @@ export function claimNotifications(
     );
     const claim: NotificationClaim = { notifications: [], leased: [] };
     const expiresAt = now + (opts.leaseMs ?? OUTBOX_LEASE_MS);
+    // The session sees its notifications in order: behind one another lease holds (a Pi that
+    // died with it claimed), later ones wait until it is adopted or its lease lapses.
+    let behindLease = false;
     for (const row of rows) {
       if (heldByOther(row, holderHash, now)) {
         claim.leased.push({ notificationId: row.notification_id, runId: row.run_id });
+        behindLease = true;
         continue;
       }
+      if (behindLease) continue;
       execute(
         store,
         "UPDATE notifications SET state = 'claimed', claim_token_hash = :holderHash, " +
