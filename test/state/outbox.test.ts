@@ -207,7 +207,7 @@ describe("notifications", () => {
   it("after an adopted one, the next is claimed in order", () => {
     const runId = enqueue(f.store, interactive());
     const claim = launch(f.store, runId);
-    const first = notify(claim, "n1", "progress", "first").notificationId;
+    const first = notify(claim, "n1", "progress", "first").notificationId!;
     claimNotifications(f.store, { sessionId: SESSION, holder: "dead", limit: 10 });
     const second = notify(claim, "n2", "progress", "second").notificationId;
     expect(claimNotifications(f.store, { sessionId: SESSION, holder: "b", limit: 10 }).leased)
