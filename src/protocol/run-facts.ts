@@ -90,6 +90,13 @@ export const RunFactsSchema = v.object({
   approvedRetry: v.optional(v.object({ attemptId: v.string() })),
   /** The run's budget; a model step does not start while the attempts' spend reaches it. */
   budget: v.optional(BudgetSchema),
+  /**
+   * Set when the run is a child of a controller (fixed when the run is created): its model steps
+   * also count against the controller's budget over its children, which moves with the other
+   * children, so the worker asks the host before each one (`budget.check`). Without it there is
+   * nothing to ask.
+   */
+  budgetPool: v.optional(v.literal(true)),
 });
 export type RunFacts = v.InferOutput<typeof RunFactsSchema>;
 

@@ -40,10 +40,11 @@ export function* runFactsText(store: StateStore, runId: string): Generator<strin
     approved_retry_attempt_id: string | null;
     budget_cost: number | null;
     budget_tokens: number | null;
+    pooled: number;
   }>(
     store,
     "SELECT workflow_name, project_path, input_json, approved_retry_attempt_id, budget_cost, " +
-      "budget_tokens FROM runs WHERE run_id = ?1",
+      "budget_tokens, budget_pool_id IS NOT NULL AS pooled FROM runs WHERE run_id = ?1",
     runId,
   );
   if (!run) throw new NotFoundError("run", runId);
@@ -56,6 +57,7 @@ export function* runFactsText(store: StateStore, runId: string): Generator<strin
   if (run.budget_cost !== null || run.budget_tokens !== null) {
     head += `,"budget":${JSON.stringify(budgetOf(run.budget_cost, run.budget_tokens))}`;
   }
+  if (run.pooled) head += `,"budgetPool":true`;
   yield `${head},"attempts":[`;
   let after = 0;
   let separator = "";

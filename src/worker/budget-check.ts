@@ -3,8 +3,9 @@
  * run may spend: at or over its budget, or over the budget its controller gives all its child
  * runs together, the run stops there and waits for a person (`run.parked {reason:
  * "budgetExceeded"}`); the host checks the same in its commit. The run's own spend is in its
- * facts; the controller's total moves with its other children, so the host is asked
- * (`worker.progress {op: "budget.check"}`, answered from committed facts, no commit). A step
+ * facts; the controller's total moves with its other children, so for a controller's child run
+ * (`budgetPool` in its facts) the host is asked (`worker.progress {op: "budget.check"}`,
+ * answered from committed facts, no commit); any other run asks nothing. A step
  * that crosses a budget while it runs finishes: its work is paid for, and the next one stops.
  */
 import { describeSpend, overBudget, type RunSpend } from "../protocol/budget.ts";
@@ -37,6 +38,8 @@ export async function budgetStop(
     const spend = spendOf(facts);
     if (overBudget(spend, facts.budget)) return describeSpend(spend, facts.budget);
   }
+  // Not a controller's child: no budget but its own (a round trip saved on every handoff).
+  if (facts.budgetPool !== true) return null;
   const reply = await proposer.propose("worker.progress", { op: "budget.check" });
   const stop = (reply.result as { stop?: unknown } | undefined)?.stop;
   return typeof stop === "string" ? stop : null;

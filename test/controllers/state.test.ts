@@ -41,6 +41,7 @@ import {
   startChildRun,
 } from "../../src/state/controllers/child-workflows.ts";
 import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
+import { readRunFacts } from "../../src/state/queries.ts";
 import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import {
@@ -526,6 +527,8 @@ describe("a controller's budget", () => {
     };
     const [first, second, third] = [child("k1"), child("k2"), child("k3")];
     settle(c);
+    // The children's facts say so: their workers ask the host before each model step.
+    expect(readRunFacts(f.store, first).budgetPool).toBe(true);
     const spend = (runId: string, cost: number) => {
       const claim = launch(f.store, runId);
       const attemptId = f.store.ids.next("attempt");

@@ -101,6 +101,8 @@ describe("budgets", () => {
   it("blocks a run at its budget; resume is refused; a raise above the spend frees it", () => {
     const runId = enqueue(fx.store, { budget: { maxCostUsd: 1 } });
     expect(readRunFacts(fx.store, runId).budget).toEqual({ maxCostUsd: 1 });
+    // No controller's child: its worker asks the host nothing before a model step.
+    expect(readRunFacts(fx.store, runId).budgetPool).toBeUndefined();
     const claim = launch(fx.store, runId);
     const a = start(claim, "plan");
     recordNodeFinished(fx.store, claim, { attemptId: a, output: 1, usage: usage(10, 1, 1.5) });
