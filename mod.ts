@@ -29,7 +29,15 @@ export { includedResult, includeWorkflow } from "./src/workflows/include.ts";
 export type { IncludedResult } from "./src/workflows/include.ts";
 export { parseTolerantJson } from "./src/workflows/agent-output.ts";
 export { PROGRESS_SCHEMA } from "./src/workflows/updates.ts";
-export { COMMAND_BATCH_LIMITS, runCommandBatch } from "./src/workflows/command-batch.ts";
+export {
+  COMMAND_BATCH_LIMITS,
+  COMMAND_BATCH_RESULT_SCHEMA,
+  MAX_COMMAND_BATCH_CONCURRENCY,
+  MAX_COMMAND_BATCH_ITEMS,
+  MAX_COMMAND_BATCH_OUTPUT_CHARS,
+  MAX_COMMAND_BATCH_TIMEOUT_MS,
+  runCommandBatch,
+} from "./src/workflows/command-batch.ts";
 export type {
   CommandBatchItem,
   CommandBatchItemResult,

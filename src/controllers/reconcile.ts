@@ -21,6 +21,7 @@ export type { ReconcileOutcome };
 import { errorMessage, NodeFailure } from "../workflows/errors.ts";
 import { toJson } from "../workflows/json-value.ts";
 import { applyStatusPatch } from "./conditions.ts";
+import { requeue, requeueAfter, settled } from "./reconcile-results.ts";
 import type {
   ControllerDefinition,
   EffectRequest,
@@ -30,9 +31,6 @@ import type {
   Resource,
   StatusPatch,
 } from "./types.ts";
-
-/** The longest `requeueAfter` (a year); a controller that needs more should settle. */
-export const MAX_REQUEUE_AFTER_MS = 365 * 24 * 3600_000;
 
 export type EffectReservation =
   | { effectId: string; state: "reserved" }
@@ -134,16 +132,9 @@ function reconcileContext(
         });
       },
     },
-    settled: (patch) => ({ kind: "settled", ...(patch ? { patch } : {}) }),
-    requeue: (patch) => ({ kind: "requeue", ...(patch ? { patch } : {}) }),
-    requeueAfter: (ms, patch) => {
-      if (!Number.isSafeInteger(ms) || ms < 1 || ms > MAX_REQUEUE_AFTER_MS) {
-        throw new TypeError(
-          `requeueAfter: expected a whole number of milliseconds from 1 to ${MAX_REQUEUE_AFTER_MS}`,
-        );
-      }
-      return { kind: "requeue", afterMs: ms, ...(patch ? { patch } : {}) };
-    },
+    settled,
+    requeue,
+    requeueAfter,
   };
 }
 
@@ -231,7 +222,12 @@ function outcomeOf(result: unknown, resource: Resource, now: () => number): Reco
       "reconcile must return ctx.settled(), ctx.requeue() or ctx.requeueAfter(ms)",
     );
   }
-  const patch = (r.patch ?? {}) as StatusPatch;
+  // 0.12 named the patch `status` in a hand-built result; both names mean the same.
+  const legacy = (r as { status?: unknown }).status;
+  if (r.patch !== undefined && legacy !== undefined) {
+    throw new NodeFailure("invalidResult", "a reconcile result has patch or status, not both");
+  }
+  const patch = (r.patch ?? legacy ?? {}) as StatusPatch;
   if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
     throw new NodeFailure("invalidResult", "the status patch must be an object");
   }

@@ -25,7 +25,15 @@ import {
 import { includedResult, includeWorkflow } from "./include.ts";
 import { parseTolerantJson } from "./agent-output.ts";
 import { PROGRESS_SCHEMA } from "./updates.ts";
-import { runCommandBatch } from "./command-batch.ts";
+import {
+  COMMAND_BATCH_LIMITS,
+  COMMAND_BATCH_RESULT_SCHEMA,
+  MAX_COMMAND_BATCH_CONCURRENCY,
+  MAX_COMMAND_BATCH_ITEMS,
+  MAX_COMMAND_BATCH_OUTPUT_CHARS,
+  MAX_COMMAND_BATCH_TIMEOUT_MS,
+  runCommandBatch,
+} from "./command-batch.ts";
 
 export const API_GLOBAL_KEY: unique symbol = Symbol.for("pi-workflows.api") as never;
 
@@ -36,6 +44,8 @@ export const authoringApi = Object.freeze({
   assistantMessage,
   checkpoint,
   choice,
+  COMMAND_BATCH_LIMITS,
+  COMMAND_BATCH_RESULT_SCHEMA,
   compute,
   decision,
   decisionEdge,
@@ -47,6 +57,10 @@ export const authoringApi = Object.freeze({
   includedResult,
   includeWorkflow,
   isWorkflowDefinition,
+  MAX_COMMAND_BATCH_CONCURRENCY,
+  MAX_COMMAND_BATCH_ITEMS,
+  MAX_COMMAND_BATCH_OUTPUT_CHARS,
+  MAX_COMMAND_BATCH_TIMEOUT_MS,
   notify,
   parseTolerantJson,
   PROGRESS_SCHEMA,

@@ -14,6 +14,13 @@ export const COMMAND_BATCH_LIMITS = {
   maxOutputChars: 1_000_000,
 } as const;
 
+/** The limits and result schema under their 0.12 names (the same values). */
+export const MAX_COMMAND_BATCH_ITEMS = COMMAND_BATCH_LIMITS.items;
+export const MAX_COMMAND_BATCH_CONCURRENCY = COMMAND_BATCH_LIMITS.maxConcurrency;
+export const MAX_COMMAND_BATCH_TIMEOUT_MS = COMMAND_BATCH_LIMITS.timeoutMs;
+export const MAX_COMMAND_BATCH_OUTPUT_CHARS = COMMAND_BATCH_LIMITS.maxOutputChars;
+export const COMMAND_BATCH_RESULT_SCHEMA = "pi-workflows.command-batch-result.v1";
+
 export interface CommandBatchItem {
   id: string;
   command: string;

@@ -20,6 +20,18 @@ const fn = v.custom<(...args: never[]) => unknown>(
   "expected a function",
 );
 const text = v.union([v.string(), fn], "expected a string or a function");
+/**
+ * A callback the engine calls synchronously (0.12 awaited it): an `async` function is refused
+ * at load, saying what to return instead.
+ */
+export const syncFn = (instead: string) =>
+  v.pipe(
+    fn,
+    v.check(
+      (f) => f.constructor?.name !== "AsyncFunction",
+      `an async function is not supported: ${instead}`,
+    ),
+  );
 const timeout = v.optional(
   v.union([
     v.pipe(v.number(), v.integer(), v.minValue(0)),
@@ -173,8 +185,14 @@ export const WorkflowSpecSchema = v.object({
     ),
   ),
   title: v.optional(text),
-  input: v.optional(fn),
-  presentationPrompt: v.optional(text),
+  input: v.optional(syncFn("return the parsed input itself")),
+  // 0.12 awaited an async presentationPrompt; here it runs inside the engine's synchronous step.
+  presentationPrompt: v.optional(
+    v.union([
+      v.string(),
+      syncFn("return the text itself (from output and state)"),
+    ], "expected a string or a function"),
+  ),
   startAt: v.string(),
   nodes: v.record(
     v.pipe(

@@ -48,7 +48,8 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeEffect, RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage } from "./errors.ts";
-import { invocationStart, viewFacts } from "./facts-view.ts";
+import { type FactsView, invocationStart, viewFacts } from "./facts-view.ts";
+import { presentationContext } from "./presentation-context.ts";
 import { routeFrom } from "./routing.ts";
 
 export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
@@ -125,7 +126,7 @@ export function decideNext(wf: CompiledWorkflow, facts: RunFacts): NextStep {
   const route = routeFrom(wf, last.nodeId, record);
   if (route.kind === "error") return fail("failed", route.code, route.message);
   if (route.kind === "next") return start(wf, view, route.nodeId);
-  if (record.outcome === "ok") return complete(wf, facts, record.output ?? null);
+  if (record.outcome === "ok") return complete(wf, view, facts, record.output ?? null);
   const outcome = record.outcome === "timed_out"
     ? "timed_out"
     : record.outcome === "cancelled"
@@ -196,18 +197,30 @@ function scopeBudgetExceeded(
   return null;
 }
 
-function complete(wf: CompiledWorkflow, facts: RunFacts, output: JsonValue): NextStep {
+function complete(
+  wf: CompiledWorkflow,
+  view: FactsView,
+  facts: RunFacts,
+  output: JsonValue,
+): NextStep {
   const spec = wf.definition.presentationPrompt;
   let presentationPrompt: string | null = null;
   try {
     presentationPrompt = typeof spec === "function"
-      ? spec({ input: facts.input, output })
+      ? spec(presentationContext(wf, view, facts, output))
       : spec ?? null;
   } catch (error) {
     return fail(
       "failed",
       "presentationFailed",
       `presentationPrompt failed: ${errorMessage(error)}`,
+    );
+  }
+  if (typeof (presentationPrompt as { then?: unknown } | null)?.then === "function") {
+    return fail(
+      "failed",
+      "presentationFailed",
+      "presentationPrompt returned a promise: return the text itself (from output and state)",
     );
   }
   if (presentationPrompt !== null && typeof presentationPrompt !== "string") {

@@ -14,7 +14,8 @@ import type { AcceptResult, AgentStepExecutor } from "./agent-executor.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
 import type { EffectPort } from "./managed-effect.ts";
-import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
+import { scopeContext, viewFacts } from "./facts-view.ts";
+import { nodeRunState } from "./node-run-state.ts";
 import { agentStepText, runNodeKind } from "./node-kinds.ts";
 import type { NodeResult } from "./node-result.ts";
 import { toJson } from "./json-value.ts";
@@ -83,7 +84,7 @@ export async function executeNode(
     });
     const result = await Promise.race([work, aborted]);
     if (result.outcome !== "ok") return result;
-    return { ...result, output: applyExitValidation(node, result.output) };
+    return { ...result, output: await applyExitValidation(node, result.output) };
   } catch (error) {
     return classify(error, exec.signal);
   } finally {
@@ -149,16 +150,7 @@ function nodeContext(
   return {
     ...base,
     signal,
-    state: {
-      runId: facts.runId,
-      workflowName: wf.name,
-      projectPath: projectPathOf(facts),
-      nodeId: node.id,
-      attemptId,
-      visit: (view.visits.get(node.id) ?? 0) + 1,
-      stepsUsed: view.steps.length + 1,
-      maxSteps: wf.maxSteps,
-    },
+    state: nodeRunState(wf, view, facts, base, node.id, attemptId),
   };
 }
 
@@ -170,14 +162,14 @@ async function acceptOutput(
 ): Promise<AcceptResult> {
   try {
     const output = await acceptForKind(node, ctx, raw);
-    return { ok: true, output: applyExitValidation(node, output) };
+    return { ok: true, output: await applyExitValidation(node, output) };
   } catch (error) {
     return { ok: false, message: errorMessage(error) };
   }
 }
 
 /** Runs the `validate` of every include exit this node leaves through, innermost first. */
-function applyExitValidation(node: CompiledNode, output: JsonValue): JsonValue {
+async function applyExitValidation(node: CompiledNode, output: JsonValue): Promise<JsonValue> {
   let value = output;
   for (let scope = node.scope; scope.parent; scope = scope.parent) {
     for (const [name, exitNode] of scope.exits) {
@@ -186,7 +178,8 @@ function applyExitValidation(node: CompiledNode, output: JsonValue): JsonValue {
       if (!validate) continue;
       let replaced: unknown;
       try {
-        replaced = validate(value);
+        // May be async, as in 0.12.
+        replaced = await validate(value);
       } catch (error) {
         throw new NodeFailure(
           "exitValidationFailed",

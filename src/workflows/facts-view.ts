@@ -265,6 +265,12 @@ function scopeInput(
           visit: 0,
           stepsUsed: view.steps.length,
           maxSteps: wf.maxSteps,
+          status: "running",
+          input: parent.input,
+          outputs: parent.outputs,
+          results: parent.results,
+          currentNode: scope.prefix.slice(0, -1),
+          currentAttemptId: "",
         },
       })
       : spec;

@@ -44,6 +44,12 @@ export function includeWorkflow(
   ) {
     bad("workflow must be a definition from defineWorkflow or a reference string");
   }
+  // 0.12 awaited an async input function; here the parent's edge resolves it synchronously.
+  if (
+    typeof declared.input === "function" && declared.input.constructor?.name === "AsyncFunction"
+  ) {
+    bad("an async input function is not supported: return the child's input itself");
+  }
   if (declared.contract !== undefined && !isWorkflowDefinition(declared.contract)) {
     bad("contract must be a definition from defineWorkflow");
   }

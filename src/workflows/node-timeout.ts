@@ -2,7 +2,8 @@
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledWorkflow } from "./compile.ts";
 import { errorMessage, NodeFailure } from "./errors.ts";
-import { projectPathOf, scopeContext, viewFacts } from "./facts-view.ts";
+import { scopeContext, viewFacts } from "./facts-view.ts";
+import { nodeRunState } from "./node-run-state.ts";
 
 export const DEFAULT_NODE_TIMEOUT_MS = 15 * 60_000;
 /** A timeout callback must answer within this bound. */
@@ -34,29 +35,19 @@ export async function resolveNodeTimeout(
   if (typeof spec !== "function") return spec;
   const view = viewFacts(wf, ctx.facts);
   let timer: ReturnType<typeof setTimeout> | undefined;
+  // Aborted when the bound runs out, so a callback that waits on I/O can stop (0.12 gave one).
+  const bound = new AbortController();
   try {
     const base = scopeContext(wf, view, ctx.facts, node.scope);
+    const state = nodeRunState(wf, view, ctx.facts, base, nodeId, ctx.attemptId ?? "");
     const value = await Promise.race([
-      Promise.resolve().then(() =>
-        spec({
-          ...base,
-          state: {
-            runId: ctx.facts.runId,
-            workflowName: wf.name,
-            projectPath: projectPathOf(ctx.facts),
-            nodeId,
-            attemptId: ctx.attemptId ?? "",
-            visit: (view.visits.get(nodeId) ?? 0) + 1,
-            stepsUsed: view.steps.length + 1,
-            maxSteps: wf.maxSteps,
-          },
-        })
-      ),
+      Promise.resolve().then(() => spec({ ...base, state, signal: bound.signal })),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no answer within ${TIMEOUT_CALLBACK_BOUND_MS} ms`)),
-          TIMEOUT_CALLBACK_BOUND_MS,
-        );
+        timer = setTimeout(() => {
+          const error = new Error(`no answer within ${TIMEOUT_CALLBACK_BOUND_MS} ms`);
+          bound.abort(error);
+          reject(error);
+        }, TIMEOUT_CALLBACK_BOUND_MS);
       }),
     ]);
     if (value === null) return null;

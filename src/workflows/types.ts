@@ -35,6 +35,15 @@ export interface NodeRunState {
   /** Steps used so far, this one included. */
   stepsUsed: number;
   maxSteps: number;
+  /** 0.12's names for facts the context also has: always `running` while a node runs. */
+  status: "running";
+  /** The same as the context's `input`, `outputs` and `results`. */
+  input: unknown;
+  outputs: Readonly<Record<string, any>>;
+  results: Readonly<Record<string, NodeResultRecord>>;
+  /** The same as `nodeId` and `attemptId`. */
+  currentNode: string;
+  currentAttemptId: string;
 }
 
 /** The context every node callback receives. */
@@ -66,7 +75,7 @@ export interface ActionContext<I = any> extends NodeContext<I> {
 export type TimeoutSpec<I = any> =
   | number
   | null
-  | ((ctx: Omit<NodeContext<I>, "signal">) => number | null | Promise<number | null>);
+  | ((ctx: NodeContext<I>) => number | null | Promise<number | null>);
 
 export interface CommonNodeOptions<I = any> {
   /** Default 15 minutes. */
@@ -328,6 +337,24 @@ export interface IncludeSpec {
   contract?: WorkflowDefinition;
 }
 
+/** What a `presentationPrompt` callback receives (`finalOutput` and `state` as 0.12 named them). */
+export interface PresentationContext<I = any> {
+  input: I;
+  output: JsonValue;
+  /** The same as `output`. */
+  finalOutput: JsonValue;
+  state: {
+    runId: string;
+    workflowName: string;
+    status: "completed";
+    input: I;
+    outputs: Readonly<Record<string, any>>;
+    results: Readonly<Record<string, NodeResultRecord>>;
+    finalOutput: JsonValue;
+  };
+  signal: AbortSignal;
+}
+
 export interface WorkflowSpec<I = any> {
   name: string;
   /**
@@ -344,7 +371,7 @@ export interface WorkflowSpec<I = any> {
   /** Validates and normalizes raw input; its result must be JSON. Default: identity. */
   input?: (raw: unknown) => I;
   /** Instructions for one final Pi turn after the run completes. */
-  presentationPrompt?: string | ((ctx: { input: I; output: JsonValue }) => string);
+  presentationPrompt?: string | ((ctx: PresentationContext<I>) => string);
   startAt: string;
   nodes: Record<string, WorkflowNode<I>>;
   edges?: WorkflowEdge[];

@@ -350,23 +350,24 @@ export default defineWorkflow({
     expect(await loadError("./m.workflow.ts", dir)).toMatchObject({ code: "moduleNotFound" });
   });
 
-  it("an import of a sibling without its extension says which file it means", async () => {
+  it("an import of a sibling without its extension finds the file, as 0.12 did", async () => {
     const dir = project({
       "lib/helpers.ts": "export const here = 1;\n",
       "x.workflow.ts": simple("x", "pi-workflows", `import { here } from "./lib/helpers";`),
     });
-    const error = await loadError("./x.workflow.ts", dir);
-    expect(error.code).toBe("moduleNotFound");
-    expect(error.message).toMatch(
-      /: import "\.\/lib\/helpers\.ts" with its extension \(workflow files are ES modules: Node adds none\)$/,
-    );
+    const loaded = await loadWorkflow("./x.workflow.ts", { cwd: dir });
+    expect(loaded.identity.workflowSource.mounted).toEqual([
+      { kind: "file", path: join(dir, "lib/helpers.ts"), hash: sha(join(dir, "lib/helpers.ts")) },
+    ]);
     const folder = project({
       "lib/index.ts": "export const here = 1;\n",
       "y.workflow.ts": simple("y", "pi-workflows", `import { here } from "./lib";`),
     });
-    expect((await loadError("./y.workflow.ts", folder)).message).toMatch(
-      /: import "\.\/lib\/index\.ts" with its extension/,
-    );
+    await expect(loadWorkflow("./y.workflow.ts", { cwd: folder })).resolves.toBeDefined();
+    const none = project({
+      "z.workflow.ts": simple("z", "pi-workflows", `import { here } from "./lib/missing";`),
+    });
+    expect(await loadError("./z.workflow.ts", none)).toMatchObject({ code: "moduleNotFound" });
   });
 
   it("an import of a name its module does not export: not a syntax error", async () => {
@@ -377,7 +378,7 @@ export default defineWorkflow({
     const error = await loadError("./n.workflow.ts", dir);
     expect(error.code).toBe("moduleNotFound");
     expect(error.message).toMatch(
-      /^Missing export in .*n\.workflow\.ts:\d+: The requested module '\.\/lib\.ts' does not provide an export named 'gone'$/,
+      /^Missing export in .*n\.workflow\.ts:\d+: The requested module '\.\/lib\.ts' does not provide an export named 'gone' \(if gone is a type, import it with "import type"\)$/,
     );
   });
 });

@@ -19,6 +19,7 @@ import { resolveWorkflowRef, type SourceDirs, type WorkflowRef } from "./discove
 import { extensionHint } from "./extension-hint.ts";
 import { hashFile } from "./identity.ts";
 import { importModule } from "./import-module.ts";
+import { missingExportHint } from "./compat-0-12.ts";
 import {
   closeLoadSession,
   installWorkflowHooks,
@@ -241,7 +242,7 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
   // V8 reports a missing named export as a SyntaxError at link time: the file parsed, an import
   // names something its module lacks.
   if (e.name === "SyntaxError" && /does not provide an export named/.test(detail)) {
-    return new WorkflowLoadError("moduleNotFound", `Missing export in ${where}: ${detail}`, where);
+    return new WorkflowLoadError("moduleNotFound", missingExport(detail, where), where);
   }
   if (e.code === "ERR_INVALID_TYPESCRIPT_SYNTAX" || e.name === "SyntaxError") {
     return new WorkflowLoadError("syntaxError", `Syntax error in ${where}: ${detail}`, where);
@@ -262,6 +263,20 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
     `Workflow file failed to load: ${where}: ${detail}`,
     where,
   );
+}
+
+/**
+ * A missing named export: a 0.12 name this version dropped gets what to use instead; a name
+ * from the file's own modules may be a type imported without `type`.
+ */
+function missingExport(detail: string, where: string): string {
+  const m = /requested module '([^']+)' does not provide an export named '([^']+)'/.exec(detail);
+  const hint = m ? missingExportHint(m[1], m[2]) : null;
+  if (hint !== null) return `Missing export in ${where}: ${hint}`;
+  const typeHint = m && /^\.{0,2}\//.test(m[1])
+    ? ` (if ${m[2]} is a type, import it with "import type")`
+    : "";
+  return `Missing export in ${where}: ${detail}${typeHint}`;
 }
 
 /** `path:line` of the first frame in a workflow file (not in the engine itself). */

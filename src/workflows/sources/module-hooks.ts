@@ -19,11 +19,16 @@ import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { API_GLOBAL_KEY, authoringApi } from "../api.ts";
 import { BUILTINS_GLOBAL_KEY, builtinsApi } from "./builtins-api.ts";
+import { EXTENSION_ENTRY_MESSAGE, TYPE_NAMES_012 } from "./compat-0-12.ts";
+import { resolveLikeTypeScript } from "./resolve-like-typescript.ts";
 
 export const API_SPECIFIERS = ["pi-workflows", "@osolmaz/pi-workflows"];
 /** The built-in workflow definitions, as 0.12 files import them. */
 export const BUILTINS_SPECIFIERS = ["pi-workflows/builtins", "@osolmaz/pi-workflows/builtins"];
+/** The Pi extension entry of 0.12: a file importing it gets a load error saying why not. */
+export const EXTENSION_SPECIFIERS = ["pi-workflows/extension", "@osolmaz/pi-workflows/extension"];
 const VIRTUAL_API_URL = "file:///__pi_workflows__/authoring-api.mjs";
+const VIRTUAL_EXTENSION_URL = "file:///__pi_workflows__/extension.mjs";
 const VIRTUAL_BUILTINS_URL = "file:///__pi_workflows__/builtins.mjs";
 const TOKEN_PARAM = "piw-load";
 
@@ -41,7 +46,10 @@ let publishedApi: Readonly<Record<string, unknown>> = authoringApi;
 
 /** Modules published by layers above: specifier -> virtual URL, and URL -> its exports. */
 const extraSpecifiers = new Map<string, string>();
-const extraModules = new Map<string, { key: symbol; api: Readonly<Record<string, unknown>> }>();
+const extraModules = new Map<
+  string,
+  { key: symbol; api: Readonly<Record<string, unknown>>; typeNames: readonly string[] }
+>();
 
 /**
  * Serves `api` as the module that `specifiers` import, in files loaded through these hooks, as
@@ -51,11 +59,12 @@ export function publishVirtualModule(
   name: string,
   specifiers: readonly string[],
   api: Readonly<Record<string, unknown>>,
+  typeNames: readonly string[] = [],
 ): void {
   const key = Symbol.for(`pi-workflows.${name}`);
   const url = `file:///__pi_workflows__/${name}.mjs`;
   (globalThis as Record<symbol, unknown>)[key] = api;
-  extraModules.set(url, { key, api });
+  extraModules.set(url, { key, api, typeNames });
   for (const specifier of specifiers) extraSpecifiers.set(specifier, url);
 }
 
@@ -88,10 +97,17 @@ export function installWorkflowHooks(): void {
       if (BUILTINS_SPECIFIERS.includes(specifier)) {
         return { url: VIRTUAL_BUILTINS_URL, shortCircuit: true };
       }
+      if (EXTENSION_SPECIFIERS.includes(specifier)) {
+        return { url: VIRTUAL_EXTENSION_URL, shortCircuit: true };
+      }
       const extra = extraSpecifiers.get(specifier);
       if (extra !== undefined) return { url: extra, shortCircuit: true };
-      const result = next(specifier, context);
       const token = tokenOf(context.parentURL);
+      // A workflow file's own imports resolve as 0.12's loader resolved them: `./lib.js` finds
+      // lib.ts, and `./lib` finds lib.ts or lib/index.ts.
+      const result = token
+        ? resolveLikeTypeScript(specifier, context, next)
+        : next(specifier, context);
       if (token && result.url.startsWith("file:") && !result.url.includes("/node_modules/")) {
         return { ...result, url: withToken(result.url, token) };
       }
@@ -101,14 +117,24 @@ export function installWorkflowHooks(): void {
       if (url === VIRTUAL_API_URL) {
         return {
           format: "module",
-          source: virtualSource(API_GLOBAL_KEY, publishedApi),
+          source: virtualSource(API_GLOBAL_KEY, publishedApi, TYPE_NAMES_012["."]),
           shortCircuit: true,
         };
       }
       if (url === VIRTUAL_BUILTINS_URL) {
         return {
           format: "module",
-          source: virtualSource(BUILTINS_GLOBAL_KEY, builtinsApi()),
+          source: virtualSource(BUILTINS_GLOBAL_KEY, builtinsApi(), TYPE_NAMES_012["./builtins"]),
+          shortCircuit: true,
+        };
+      }
+      if (url === VIRTUAL_EXTENSION_URL) {
+        return {
+          format: "module",
+          // A default export to link against: the message comes when the module runs.
+          source: `throw new Error(${
+            JSON.stringify(EXTENSION_ENTRY_MESSAGE)
+          });\nexport default undefined;`,
           shortCircuit: true,
         };
       }
@@ -116,7 +142,7 @@ export function installWorkflowHooks(): void {
       if (extra !== undefined) {
         return {
           format: "module",
-          source: virtualSource(extra.key, extra.api),
+          source: virtualSource(extra.key, extra.api, extra.typeNames),
           shortCircuit: true,
         };
       }
@@ -154,10 +180,16 @@ export function sessionUrl(fileUrl: string, session: LoadSession): string {
   return withToken(fileUrl, session.token);
 }
 
-/** A module re-exporting every property of the object published at `key`. */
-function virtualSource(key: symbol, published: object): string {
+/**
+ * A module re-exporting every property of the object published at `key`, and each of
+ * `typeNames` it lacks as `undefined` (a type imported without `type` then links).
+ */
+function virtualSource(key: symbol, published: object, typeNames: readonly string[]): string {
   const lines = [`const api = globalThis[Symbol.for(${JSON.stringify(key.description)})];`];
   for (const name of Object.keys(published)) lines.push(`export const ${name} = api.${name};`);
+  for (const name of typeNames) {
+    if (!Object.hasOwn(published, name)) lines.push(`export const ${name} = undefined;`);
+  }
   lines.push("export default api;");
   return lines.join("\n");
 }

@@ -1,0 +1,372 @@
+/**
+ * The 0.12.1 public surface, name by name (docs/compat-0.12.md is the audit): files written
+ * the 0.12 way load through the real loader from temp projects. Every value a 0.12 entry point
+ * exported either loads (and is the same function) or fails the load with a message naming what
+ * to use instead; type names import without `type`; `@osolmaz/pi-workflows/controllers`
+ * resolves in controller files; `.js` and extensionless relative imports find `.ts` files.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { controllersApi, fullAuthoringApi } from "../../src/controllers/authoring-api.ts";
+import { loadController } from "../../src/controllers/load-controller.ts";
+import { runReconcile } from "../../src/controllers/reconcile.ts";
+import { loadWorkflow } from "../../src/workflows/index.ts";
+import { builtinsApi } from "../../src/workflows/sources/builtins-api.ts";
+import { TYPE_NAMES_012 } from "../../src/workflows/sources/compat-0-12.ts";
+import { ROOT } from "../support/host.ts";
+import { runWorkflow } from "../support/workflows.ts";
+import { loadError, tempProjects } from "../support/temp-project.ts";
+
+const { project } = tempProjects("piw-compat012-");
+
+/** Every value export of 0.12.1's three entry points (src/{workflows,controllers,builtins}/index.ts). */
+const VALUES_012 = {
+  "@osolmaz/pi-workflows":
+    `agent action checkpoint compute defineWorkflow defineWorkflowRegistry includeWorkflow includedResult isWorkflowDefinition notify shell decision decisionEdge MAX_PRESENTATION_BLOCKS MAX_PRESENTATION_CODE_UNITS MAX_PRESENTATION_ITEMS MAX_PRESENTATION_STRING_CODE_UNITS MAX_PRESENTATION_TRANSPORT_PARTS decisionDocumentSegments decisionPresentationDigest decisionPresentationFingerprint digestCanonical humanDecisionChannelRequest normalizeDecisionPresentation valueDecisionPresentation validateHumanDecisionRequestIntegrity HumanDecisionStore canonicalJson choice createHumanDecisionAttemptId createHumanDecisionRequest defineHumanChoices digest humanDecision humanDecisionEdge humanDecisionStateRoot textInput validateHumanDecisionResponse validateHumanDecisionSubmission compileWorkflowDefinition compositionMetadata isCompiledWorkflow WorkflowEngine appendStepContract CancelledError TimeoutError extractJsonValue parseJsonValue parseStrictJsonValue resolveNext resolveNextForOutcome validateWorkflowDefinition discoverWorkflows loadWorkflowFile resolveWorkflowRef resolveWorkflowSource workflowFileStem workflowSearchDirs renderShellCommand runShellAction COMMAND_BATCH_RESULT_SCHEMA MAX_COMMAND_BATCH_CONCURRENCY MAX_COMMAND_BATCH_ITEMS MAX_COMMAND_BATCH_OUTPUT_CHARS MAX_COMMAND_BATCH_TIMEOUT_MS runCommandBatch validateCommandBatchRequest estimateProgress formatProgressLine formatProgressReport formatRemaining prioritizeProgressEstimates progressRecordsFromTrace progressTracksFromRecords MAX_CURRENT_UPDATES MAX_UPDATE_DATA_BYTES UPDATE_RATE_BURST UPDATE_RATE_PER_SECOND updateProjection validateProgressData validateWorkflowUpdate sanitizeText stripAnsi ARTIFACT_THRESHOLD_BYTES ArtifactWriter decodeValueWith encodeValue isArtifactValue resolveArtifacts DEFINITION_SNAPSHOT_SCHEMA RUN_BUNDLE_SCHEMA RUN_STATE_SCHEMA SESSION_BINDING_SCHEMA TRACE_EVENT_SCHEMA WorkflowRunStore createDefinitionSnapshot createRunId listRunBundles readRunBundle workflowRunsBaseDir`,
+  "@osolmaz/pi-workflows/controllers":
+    `assertValidControllerDefinition defineController isControllerDefinition applyStatusPatch conditionFalse conditionTrue conditionUnknown mergeConditions EffectRequestConflictError ResourceConflictError ResourceNotFoundError WorkflowRequestConflictError ControllerEffectService canonicalJson jsonFingerprint ControllerManager createResultHelpers requeue requeueAfter settled SqliteControllerStore CONTROLLER_STORE_SCHEMA controllerProjectScope controllerStoreBaseDir controllerStorePath projectControllerStoreBaseDir projectControllerStorePath controllerFileStem controllerSearchDirs discoverControllers loadControllerFile loadDiscoveredControllers WorkflowEngineScheduler ControllerWorkflowCoordinator`,
+  "@osolmaz/pi-workflows/builtins":
+    `autoplanWorkflow autodocWorkflow autoimplementWorkflow monitorWorkflow planChangeWorkflow presentPlan sanityCheckWorkflow planApprovalWorkflow parsePlanApprovalPolicy`,
+} as const;
+
+const SERVED: Record<keyof typeof VALUES_012, Readonly<Record<string, unknown>>> = {
+  "@osolmaz/pi-workflows": fullAuthoringApi,
+  "@osolmaz/pi-workflows/controllers": controllersApi,
+  "@osolmaz/pi-workflows/builtins": builtinsApi(),
+};
+
+const cases = Object.entries(VALUES_012).flatMap(([specifier, names]) =>
+  names.split(" ").map((name) => ({ specifier: specifier as keyof typeof VALUES_012, name }))
+);
+
+/** A controller file that imports `name` from `specifier` and records what it got. */
+const controllerImporting = (specifier: string, names: string[]) =>
+  `import { defineController, ${names.join(", ")} } from "${specifier}";
+export const got = { ${names.join(", ")} };
+export default defineController({
+  name: "probe",
+  initialStatus: () => ({}),
+  reconcile: (ctx) => ctx.settled(),
+});
+`;
+
+async function loadImporting(specifier: string, names: string[]) {
+  const dir = project({
+    ".pi/controllers/probe.controller.ts": specifier.endsWith("/controllers")
+      ? controllerImporting(specifier, names.filter((n) => n !== "defineController"))
+      : controllerImporting("@osolmaz/pi-workflows", []).replace(
+        /^/,
+        `import { ${names.join(", ")} } from "${specifier}";\nexport const imported = [${
+          names.join(", ")
+        }];\n`,
+      ),
+  });
+  return await loadController("probe", { cwd: dir, agentDir: join(dir, "agent") });
+}
+
+describe("every 0.12.1 value export", () => {
+  it("is listed by the audit (docs/compat-0.12.md)", () => {
+    const doc = readFileSync(join(ROOT, "docs/compat-0.12.md"), "utf8");
+    const missing = cases.filter(({ name }) => !doc.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
+  });
+
+  it.each(cases)(
+    "$specifier: $name loads as the same value, or fails naming the replacement",
+    async ({ specifier, name }) => {
+      if (Object.hasOwn(SERVED[specifier], name)) {
+        await expect(loadImporting(specifier, [name])).resolves.toBeDefined();
+        return;
+      }
+      const error = await loadImporting(specifier, [name]).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(error?.message).toMatch(
+        new RegExp(
+          `${name} from ${specifier} \\(pi-workflows 0\\.12\\) is not part of this version: \\S`,
+        ),
+      );
+      expect(error?.message).not.toContain("\n");
+    },
+  );
+});
+
+describe("0.12.1 type names", () => {
+  it.each(Object.entries(TYPE_NAMES_012))(
+    "entry %s: imported without `type`, they link (0.12's loader dropped them)",
+    async (entry, names) => {
+      const specifier = `@osolmaz/pi-workflows${entry === "." ? "" : entry.slice(1)}`;
+      const dir = project({
+        "typed.workflow.ts": `import { ${names.join(", ")} } from "${specifier}";
+import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+const ctx: WorkflowNodeContext | undefined = undefined;
+export default defineWorkflow({
+  name: "typed",
+  startAt: "a",
+  nodes: { a: compute({ run: () => ({ ok: ctx === undefined }) }) },
+  edges: [],
+});
+`.replace(
+          /: WorkflowNodeContext \| undefined/,
+          entry === "." ? ": WorkflowNodeContext | undefined" : "",
+        ),
+      });
+      const loaded = await loadWorkflow("./typed.workflow.ts", { cwd: dir });
+      expect((await runWorkflow(loaded.workflow)).last).toMatchObject({ output: { ok: true } });
+    },
+  );
+
+  it("a type from the file's own module, imported without `type`, is named in the error", async () => {
+    const dir = project({
+      "lib.ts": "export type Plan = { steps: string[] };\nexport const x = 1;\n",
+      "own.workflow.ts":
+        `import { Plan, x } from "./lib.ts";\n${`import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "own", startAt: "a", nodes: { a: compute({ run: () => x }) } });`}\n`,
+    });
+    const error = await loadError("./own.workflow.ts", dir);
+    expect(error.message).toContain(
+      `does not provide an export named 'Plan' (if Plan is a type, import it with "import type")`,
+    );
+  });
+});
+
+describe("0.12.1 entry points", () => {
+  it("@osolmaz/pi-workflows/controllers: the 0.12 example controller's imports load", async () => {
+    const dir = project({
+      ".pi/controllers/pull-request.controller.ts": `import {
+  conditionFalse,
+  conditionTrue,
+  conditionUnknown,
+  defineController,
+  type ChildWorkflowRecord,
+} from "@osolmaz/pi-workflows/controllers";
+import { requeueAfter, settled } from "pi-workflows/controllers";
+export default defineController({
+  name: "pull-request",
+  initialStatus: () => ({ phase: "observing" }),
+  reconcile(ctx, resource) {
+    const ref: ChildWorkflowRecord | null = null;
+    if ((resource.spec as { merged?: boolean }).merged) {
+      return settled({ conditions: [conditionTrue("Ready", "Merged")], workflowRun: ref });
+    }
+    if (ctx.signal.aborted) return ctx.settled({ conditions: [conditionFalse("Ready", "Aborted")] });
+    return requeueAfter(5000, { conditions: [conditionUnknown("Ready", "Waiting")] });
+  },
+});
+`,
+    });
+    const loaded = await loadController("pull-request", { cwd: dir, agentDir: join(dir, "agent") });
+    expect(loaded.definition.name).toBe("pull-request");
+  });
+
+  it("@osolmaz/pi-workflows/extension fails the load saying Pi loads it", async () => {
+    const dir = project({
+      "ext.workflow.ts":
+        `import extension from "@osolmaz/pi-workflows/extension";\n${'import { compute, defineWorkflow } from "pi-workflows";\n'}export default defineWorkflow({ name: "ext", startAt: "a", nodes: { a: compute({ run: () => String(extension) }) } });\n`,
+    });
+    const error = await loadError("./ext.workflow.ts", dir);
+    expect(error.message).toContain(
+      "@osolmaz/pi-workflows/extension is the Pi extension: Pi loads it from the installed package",
+    );
+  });
+});
+
+describe("relative imports as 0.12's loader resolved them", () => {
+  it.each([
+    ["./lib.js names lib.ts", "./lib.js", { "lib.ts": "export const v = 'ts';\n" }],
+    ["./lib names lib.ts", "./lib", { "lib.ts": "export const v = 'ts';\n" }],
+    ["./lib names lib/index.ts", "./lib", { "lib/index.ts": "export const v = 'ts';\n" }],
+    ["./lib.js stays lib.js when it exists", "./lib.js", {
+      "lib.js": "export const v = 'js';\n",
+      "lib.ts": "export const v = 'ts';\n",
+    }],
+  ])("%s", async (_label, specifier, files) => {
+    const dir = project({
+      ...files,
+      "rel.workflow.ts": `import { v } from "${specifier}";
+import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "rel", startAt: "a", nodes: { a: compute({ run: () => v }) } });
+`,
+    });
+    const loaded = await loadWorkflow("./rel.workflow.ts", { cwd: dir });
+    const expected = Object.hasOwn(files, "lib.js") ? "js" : "ts";
+    expect((await runWorkflow(loaded.workflow)).last).toMatchObject({ output: expected });
+    // The file the import found is part of the run's pinned source.
+    expect(loaded.identity.workflowSource.mounted.length).toBe(1);
+  });
+});
+
+describe("0.12.1 controller results", () => {
+  const resource = {
+    metadata: {
+      uid: "u1",
+      controller: "c",
+      key: "k",
+      resourceVersion: 1,
+      generation: 1,
+      finalizers: [],
+    },
+    spec: {},
+    status: { observedGeneration: 0, conditions: [], controllerStatus: {} },
+  };
+  const ports = {} as never;
+
+  it("a hand-built result's `status` is its patch, as 0.12 named it", async () => {
+    const run = (result: unknown) =>
+      runReconcile(
+        {
+          name: "c",
+          initialStatus: () => ({}),
+          reconcile: () => result,
+        } as never,
+        resource as never,
+        ports,
+        new AbortController().signal,
+        () => 0,
+      );
+    const outcome = await run({ kind: "settled", status: { controllerStatus: { phase: "done" } } });
+    expect(outcome).toMatchObject({
+      kind: "settled",
+      status: { controllerStatus: { phase: "done" } },
+    });
+    expect(await run({ kind: "settled", status: {}, patch: {} })).toMatchObject({
+      kind: "error",
+      error: { message: expect.stringContaining("patch or status, not both") },
+    });
+  });
+});
+
+describe("0.12.1 callback arguments", () => {
+  it("presentationPrompt gets state and finalOutput as in 0.12 (the branch example's form)", async () => {
+    const dir = project({
+      "present.workflow.ts": `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "present",
+  presentationPrompt: ({ state, finalOutput, signal }) =>
+    state.status === "waiting" ? "ask" : \`done \${state.runId} \${state.workflowName} \${
+      JSON.stringify(finalOutput)} \${JSON.stringify(state.outputs.a)} \${state.results.a.outcome} \${signal.aborted}\`,
+  startAt: "a",
+  nodes: { a: compute({ run: ({ input }) => ({ got: input }) }) },
+  edges: [],
+});
+`,
+    });
+    const loaded = await loadWorkflow("./present.workflow.ts", { cwd: dir });
+    const run = await runWorkflow(loaded.workflow, { input: 7 });
+    expect(run.last).toMatchObject({
+      kind: "complete",
+      presentationPrompt: 'done run-1 present {"got":7} {"got":7} ok false',
+    });
+  });
+
+  it("an async presentationPrompt fails the load naming the way on", async () => {
+    const dir = project({
+      "async.workflow.ts": `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "async",
+  presentationPrompt: async ({ finalOutput }) => String(finalOutput),
+  startAt: "a",
+  nodes: { a: compute({ run: () => 1 }) },
+  edges: [],
+});
+`,
+    });
+    const error = await loadError("./async.workflow.ts", dir);
+    expect(error.message).toContain(
+      "presentationPrompt: an async function is not supported: return the text itself",
+    );
+  });
+});
+
+describe("0.12.1 options and context", () => {
+  const file = (body: string, imports = "compute, defineWorkflow") =>
+    `import { ${imports} } from "@osolmaz/pi-workflows";\n${body}\n`;
+
+  it("ctx.state has 0.12's names; a timeout callback gets a signal", async () => {
+    const dir = project({
+      "state.workflow.ts": file(`export default defineWorkflow({
+  name: "state",
+  startAt: "a",
+  nodes: {
+    a: compute({
+      timeoutMs: (ctx) => (ctx.signal.aborted ? 1 : 60_000),
+      run: ({ state }) => ({
+        status: state.status, input: state.input, node: state.currentNode,
+        same: state.currentAttemptId === state.attemptId,
+      }),
+    }),
+    b: compute({ run: ({ state }) => ({ a: state.outputs.a.node, outcome: state.results.a.outcome }) }),
+  },
+  edges: [{ from: "a", to: "b" }],
+});`),
+    });
+    const loaded = await loadWorkflow("./state.workflow.ts", { cwd: dir });
+    const { resolveNodeTimeout } = await import("../../src/workflows/index.ts");
+    const facts = {
+      runId: "r",
+      workflowName: "state",
+      input: { task: "t" },
+      attempts: [],
+    } as never;
+    expect(await resolveNodeTimeout(loaded.workflow, "a", { facts })).toBe(60_000);
+    const run = await runWorkflow(loaded.workflow, { input: { task: "t" } });
+    expect(run.results[0].result).toMatchObject({
+      output: { status: "running", input: { task: "t" }, node: "a", same: true },
+    });
+    expect(run.last).toMatchObject({ output: { a: "a", outcome: "ok" } });
+  });
+
+  it("an exit's validate may be async", async () => {
+    const dir = project({
+      "child.workflow.ts": file(`export default defineWorkflow({
+  name: "child",
+  startAt: "w",
+  exits: { done: { from: "w", validate: async (v) => ({ checked: v }) } },
+  nodes: { w: compute({ run: () => 1 }) },
+  edges: [],
+});`),
+      "parent.workflow.ts": file(
+        `import child from "./child.workflow.ts";
+export default defineWorkflow({
+  name: "parent",
+  startAt: "c",
+  includes: { c: includeWorkflow(child) },
+  nodes: { after: compute({ run: ({ outputs }) => outputs.c }) },
+  edges: [{ from: "c.done", to: "after" }],
+});`,
+        "compute, defineWorkflow, includeWorkflow",
+      ),
+    });
+    const loaded = await loadWorkflow("./parent.workflow.ts", { cwd: dir });
+    expect((await runWorkflow(loaded.workflow)).last).toMatchObject({
+      output: { exit: "done", output: { checked: 1 } },
+    });
+  });
+
+  it.each([
+    [
+      "an async input parser",
+      `export default defineWorkflow({ name: "w", input: async (v) => v, startAt: "a", nodes: { a: compute({ run: () => 1 }) }, edges: [] });`,
+      "input: an async function is not supported: return the parsed input itself",
+    ],
+    [
+      "an async include input",
+      `const child = defineWorkflow({ name: "c", startAt: "a", exits: { done: { from: "a" } }, nodes: { a: compute({ run: () => 1 }) }, edges: [] });
+export default defineWorkflow({ name: "w", startAt: "c", includes: { c: includeWorkflow(child, { input: async () => 1 }) }, nodes: { b: compute({ run: () => 1 }) }, edges: [{ from: "c.done", to: "b" }] });`,
+      "an async input function is not supported: return the child's input itself",
+    ],
+    [
+      "a node object written by hand (nodeType)",
+      `export default defineWorkflow({ name: "w", startAt: "a", nodes: { a: { nodeType: "compute", run: () => 1 } as never }, edges: [] });`,
+      "nodes.a.kind: expected a node built with agent(), compute()",
+    ],
+  ])("%s fails the load naming the way on", async (_label, body, message) => {
+    const dir = project({
+      "w.workflow.ts": file(body, "compute, defineWorkflow, includeWorkflow"),
+    });
+    const error = await loadError("./w.workflow.ts", dir);
+    expect(error.message).toContain(message);
+  });
+});
