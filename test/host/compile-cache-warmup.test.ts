@@ -22,7 +22,7 @@ afterEach(async () => {
 
 describe("host start", () => {
   it("warms a new compile cache after ready, once", async () => {
-    home = tempHome();
+    home = tempHome({}, { ownCompileCache: true });
     const first = await startHostProcess(home.env);
     await first.waitForStderr("compile_cache.warmed", 30_000);
     const log = first.stderr();
