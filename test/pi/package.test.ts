@@ -1,13 +1,13 @@
 /**
- * pi-workflows is a Pi package: `pi install <checkout>` (and the layout `pi install npm:` leaves)
- * loads the extension into the real Pi, which registers `/workflow` and the `workflow` tool, lists
+ * pi-workflows is a Pi package: `pi install <checkout>` (and the npm tarball installed as
+ * docs/pi.md says) loads the extension into the real Pi, which registers `/workflow` and the `workflow` tool, lists
  * workflows with their source, starts a run bound to the session (starting the host on demand),
  * shows its progress, and reports mistakes in one line. The extension is thin: its bundle holds
  * no engine, state, host or worker module, and the Pi process reads no workflow module.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -207,39 +207,37 @@ describe("installed from a checkout with `pi install <dir>`", () => {
   });
 });
 
-describe("installed the way `pi install npm:@osolmaz/pi-workflows` leaves it", () => {
+describe("installed from the npm tarball as docs/pi.md says (npm install --prefix, pi install <dir>)", () => {
   let model: FakeModel;
   let sandbox: PiSandbox;
 
   beforeAll(async () => {
     model = await startFakeModel({ script: stepResponder(), lifetimeMs: 180_000 });
-    sandbox = createPiSandbox({
-      modelBaseUrl: model.baseUrl,
-      settings: { packages: ["npm:@osolmaz/pi-workflows"] },
-    });
+    sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
     writeWorkflows(sandbox);
-    // What Pi's npm install produces under <agentDir>/npm, without the network: the packed
-    // tarball unpacked, its prepack bundle built, its runtime dependencies beside it.
-    const npmRoot = join(sandbox.agentDir, "npm", "node_modules");
-    const target = join(npmRoot, "@osolmaz", "pi-workflows");
-    mkdirSync(target, { recursive: true });
+    // docs/pi.md "From a tarball", without the network: npm installs the packed tarball and its
+    // runtime dependencies (from npm's cache, filled by npm ci) under a prefix, and `pi install`
+    // adds that directory. The prepack bundle is built here (the pack skips scripts).
     const tarball = execFileSync(
       "npm",
       ["pack", "--ignore-scripts", "--silent", "--pack-destination", sandbox.root],
       { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "silent" } },
     ).trim().split("\n").at(-1)!;
-    execFileSync("tar", [
-      "-xzf",
+    const prefix = join(sandbox.root, "pi-workflows");
+    execFileSync("npm", [
+      "install",
+      "--offline",
+      "--omit=peer",
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+      "--prefix",
+      prefix,
       join(sandbox.root, tarball),
-      "-C",
-      target,
-      "--strip-components=1",
-    ]);
+    ], { cwd: sandbox.root, env: { ...process.env, npm_config_loglevel: "silent" } });
+    const target = join(prefix, "node_modules", "@osolmaz", "pi-workflows");
     await bundleCli(join(target, "dist", "pi-workflows.mjs"));
-    const { dependencies } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-    for (const dep of Object.keys(dependencies)) {
-      symlinkSync(join(REPO_ROOT, "node_modules", dep), join(npmRoot, dep));
-    }
+    await sandbox.install(target);
   });
 
   afterAll(async () => {
@@ -255,7 +253,7 @@ describe("installed the way `pi install npm:@osolmaz/pi-workflows` leaves it", (
       (commands.data as { commands: { name: string; sourceInfo: { path: string } }[] })
         .commands.find((c) => c.name === "workflow");
     expect(workflow?.sourceInfo.path).toContain(
-      join("npm", "node_modules", "@osolmaz", "pi-workflows"),
+      join(sandbox.root, "pi-workflows", "node_modules", "@osolmaz", "pi-workflows"),
     );
 
     const from = pi.records.length;
