@@ -16,7 +16,6 @@ import { errorMessage, WorkflowDefinitionError, WorkflowLoadError } from "../err
 import type { WorkflowDefinition } from "../types.ts";
 import { builtinOfDefinition, type BuiltinWorkflow, findBuiltin } from "./builtin-catalog.ts";
 import { resolveWorkflowRef, type SourceDirs, type WorkflowRef } from "./discovery.ts";
-import { extensionHint } from "./extension-hint.ts";
 import { hashFile } from "./identity.ts";
 import { importModule } from "./import-module.ts";
 import { missingExportHint } from "./compat-0-12.ts";
@@ -254,7 +253,7 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
   if (e.code === "ERR_MODULE_NOT_FOUND" || e.code === "ERR_UNSUPPORTED_DIR_IMPORT") {
     return new WorkflowLoadError(
       "moduleNotFound",
-      `Cannot load a module of ${path}: ${detail}${extensionHint(errorMessage(error))}`,
+      `Cannot load a module of ${path}: ${detail}`,
       where,
     );
   }
