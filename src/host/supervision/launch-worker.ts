@@ -77,8 +77,17 @@ export function spawnFailure(runId: string, error: WorkerSpawnError) {
   return { runId, claim: error.claim, workerEpoch: error.workerEpoch, code };
 }
 
-/** The envelope minus its generation, which the claim decides; hashed into `run_workers`. */
-function envelopeBase(run: LaunchableRun, workerEpoch: string) {
+/**
+ * The envelope minus its generation, which the claim decides; hashed into `run_workers`. A
+ * validation child's launch header is the same (validation.ts).
+ */
+export function envelopeBase(
+  run:
+    & Pick<LaunchableRun, "runId" | "projectPath" | "definitionDigest" | "inputHash">
+    & Pick<LaunchableRun, "workflowSource" | "executionMode">
+    & Partial<Pick<LaunchableRun, "pi" | "piSession">>,
+  workerEpoch: string,
+) {
   return {
     schema: WORKER_LAUNCH_SCHEMA,
     runId: run.runId,

@@ -13,16 +13,11 @@
  * One child per submission at a time; asking again joins it. The promise resolves once the
  * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
  */
-import type { FactError } from "../../protocol/run-facts.ts";
 import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
+import type { WorkerLaunch } from "../../protocol/worker-launch.ts";
+import { envelopeBase } from "./launch-worker.ts";
 import {
-  WORKER_LAUNCH_SCHEMA,
-  WORKER_PROTOCOL_VERSION,
-  type WorkerLaunch,
-} from "../../protocol/worker-launch.ts";
-import {
-  checkWorkerFence,
   parseWorkerHeader,
   parseWorkerPayload,
   type WorkerMessage,
@@ -30,9 +25,10 @@ import {
 } from "../../protocol/worker-messages.ts";
 import { readValidationJob, type ValidationJob } from "../../state/interaction-queries.ts";
 import {
-  acceptSubmission,
-  rejectSubmission,
-} from "../../state/transitions/interaction-verdicts.ts";
+  acceptVerdict,
+  judgeVerdict,
+  rejectVerdict,
+} from "../worker-messages/interaction-verdicts.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import {
@@ -42,6 +38,7 @@ import {
   type SupervisedChild,
 } from "./children/spawn-child.ts";
 import { retireChild } from "./children/retire-child.ts";
+import { staleness } from "./children/epoch-fence.ts";
 import { armChildDeadline } from "./children/child-deadline.ts";
 import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
@@ -196,7 +193,7 @@ async function runChild(
       launched: (start) => (next.epoch = start),
     });
     if (!decided && !stopped) {
-      reject(
+      rejectVerdict(
         ctx,
         job,
         tooLarge
@@ -271,7 +268,7 @@ async function readVerdict(
         );
         continue;
       }
-      const answer = judge(job, message);
+      const answer = judgeVerdict(job, message);
       if (typeof answer === "string") {
         on.fail(answer);
         return false;
@@ -296,7 +293,8 @@ async function readVerdict(
         await replied;
         return true;
       }
-      commit(ctx, deps, job, answer);
+      if (answer.kind === "interaction.rejected") rejectVerdict(ctx, job, answer.payload.error);
+      else if (acceptVerdict(ctx, job, answer)) deps.accepted(job.runId);
       on.decided();
       const replied = reply();
       // Idle again before the scheduler (woken by an acceptance) looks for it: the next
@@ -314,18 +312,8 @@ async function readVerdict(
 
 /** The launch header of a validation child: the run, the generation it waits under, an epoch. */
 function validationLaunch(job: ValidationJob, workerEpoch: string): WorkerLaunch {
-  return {
-    schema: WORKER_LAUNCH_SCHEMA,
-    runId: job.runId,
-    generation: job.generation,
-    workerEpoch,
-    projectPath: job.projectPath,
-    workflowSource: job.workflowSource as WorkerLaunch["workflowSource"],
-    definitionDigest: job.definitionDigest,
-    inputHash: job.inputHash,
-    executionMode: "interactive",
-    protocolVersion: WORKER_PROTOCOL_VERSION,
-  };
+  const base = envelopeBase({ ...job, executionMode: "interactive" }, workerEpoch);
+  return { ...base, generation: job.generation };
 }
 
 /** A fresh `worker --validate` child with the run's recorded environment, as its workers get. */
@@ -347,66 +335,12 @@ function spawnChildFor(
   });
 }
 
-type Verdict =
-  | WorkerMessage & { kind: "interaction.accepted" }
-  | WorkerMessage & { kind: "interaction.rejected" };
-
 /** A message of the child, header and fence first; a string says why it is refused. */
 function readChildMessage(launch: WorkerLaunch, value: unknown): WorkerMessage | string {
   const header = parseWorkerHeader(value);
   if (!header.ok) return `it sent an invalid message (${header.error})`;
-  if (checkWorkerFence(header.value, launch) !== null) return "its message names another worker";
+  if (staleness(header.value, launch) !== null) return "its message names another worker";
   const parsed = parseWorkerPayload(header.value, value);
   if (!parsed.ok) return `it sent an invalid ${header.value.kind} (${parsed.error})`;
   return parsed.value;
-}
-
-/** The child's verdict, checked against the submission; a string says why it is refused. */
-function judge(job: ValidationJob, message: WorkerMessage): Verdict | string {
-  if (message.kind !== "interaction.accepted" && message.kind !== "interaction.rejected") {
-    return `it sent ${message.kind} instead of a verdict`;
-  }
-  if (
-    message.attemptId !== job.attemptId || message.payload.interactionId !== job.interactionId ||
-    message.payload.submissionId !== job.submissionId
-  ) {
-    return "its verdict names another submission";
-  }
-  return message;
-}
-
-function commit(ctx: HostContext, deps: ValidationDeps, job: ValidationJob, verdict: Verdict) {
-  if (verdict.kind === "interaction.accepted") {
-    if (acceptVerdict(ctx, job, verdict)) deps.accepted(job.runId);
-    return;
-  }
-  reject(ctx, job, verdict.payload.error);
-}
-
-/** Commits an acceptance; false when it was stale. */
-function acceptVerdict(
-  ctx: HostContext,
-  job: ValidationJob,
-  verdict: Verdict & { kind: "interaction.accepted" },
-): boolean {
-  const done = acceptSubmission(ctx.store, {
-    submissionId: job.submissionId,
-    generation: job.generation,
-    output: verdict.payload.output,
-  });
-  ctx.log("interaction.accepted", { run: job.runId, stale: done === null });
-  return done !== null;
-}
-
-function reject(ctx: HostContext, job: ValidationJob, error: FactError) {
-  const done = rejectSubmission(ctx.store, {
-    submissionId: job.submissionId,
-    generation: job.generation,
-    error,
-  });
-  ctx.log("interaction.rejected", {
-    run: job.runId,
-    code: error.code.slice(0, 64),
-    stale: done === null,
-  });
 }

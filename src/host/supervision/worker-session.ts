@@ -13,11 +13,10 @@
  *      the message receipt in the same transaction; then the reply. When the transition refuses,
  *      a durable receipt for the message id (a retry of a committed message) answers instead.
  */
-import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
+import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
 import { encodeFrameText, FrameError, MAX_FRAME_BYTES } from "../../protocol/framing.ts";
 import {
-  checkWorkerFence,
   claimLostReply,
   parseWorkerHeader,
   parseWorkerPayload,
@@ -29,7 +28,6 @@ import {
 import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-message-fast.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../protocol/fast-canonical-json.ts";
-import { findMessageReceipt } from "../../state/message-receipts.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
@@ -37,10 +35,11 @@ import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
 import { readerOf } from "./children/spawn-child.ts";
+import { staleness } from "./children/epoch-fence.ts";
 import type { Applied } from "../worker-messages/applied.ts";
 import { applyWorkerMessage } from "../worker-messages/message-handlers.ts";
 import { readRegistrationTable } from "../worker-messages/worker-progress.ts";
-import { startFacts } from "../worker-messages/facts-stream.ts";
+import { storedAnswer } from "../worker-messages/stored-answer.ts";
 import {
   holdsClaim,
   isKept,
@@ -232,7 +231,7 @@ function answer(
     return rejectedReply(messageId, "protocolRejected", header.error);
   }
   const { messageId, kind } = header.value;
-  const stale = checkWorkerFence(header.value, worker);
+  const stale = staleness(header.value, worker);
   if (stale !== null || isReleasedUnsettled(worker) || stopReasonOf(worker) !== null) {
     hooks.stop(worker, stopReasonOf(worker) ?? "claimLost", `claimLost: ${stale ?? "released"}`);
     return claimLostReply(messageId, stale ?? "the run's claim was released");
@@ -315,42 +314,6 @@ function answer(
     if (applied.closedAttempt) hooks.onAttemptClosed(worker);
   });
   return reply;
-}
-
-/**
- * The answer to a retry of a committed message (same id), or null when it is not one: the
- * first answer in full. The stored receipt quotes a kind's result (an effect reservation); a
- * replayed `worker.ready` gets the run's facts again from their first piece.
- */
-function storedAnswer(
-  ctx: HostContext,
-  worker: ActiveWorker,
-  message: WorkerMessage,
-  requestId: string,
-  requestFingerprint: string,
-): WorkerReply | null {
-  const { messageId } = message;
-  const stored = findMessageReceipt(ctx.store, requestId);
-  if (!stored) return null;
-  // Nothing was applied twice: the same answer, or a refusal when the id names another message.
-  if (stored.requestFingerprint !== requestFingerprint) {
-    return rejectedReply(
-      messageId,
-      "protocolRejected",
-      "the message id was used for another message",
-    );
-  }
-  const body = stored.receipt as { result?: JsonValue } | null;
-  const result = typeof body === "object" && body !== null ? body.result : undefined;
-  return workerReply({
-    messageId,
-    outcome: "accepted",
-    revision: stored.acceptedRevision,
-    ...(message.kind === "worker.ready" && !isSettled(worker)
-      ? { factsChunk: startFacts(ctx, worker) }
-      : {}),
-    ...(result !== undefined ? { result } : {}),
-  });
 }
 
 /**

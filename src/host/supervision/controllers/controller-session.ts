@@ -22,6 +22,7 @@ import { crashPoint } from "../../../base/crash-point.ts";
 import { ControllerRefusal } from "../../../state/controllers/errors.ts";
 import { ClaimLostError, TransitionError } from "../../../state/errors.ts";
 import { readerOf } from "../children/spawn-child.ts";
+import { staleness } from "../children/epoch-fence.ts";
 import { type ActiveReconcile, type ControllerWorker, writeToWorker } from "./controller-worker.ts";
 import { isControllerLive } from "./controller-life.ts";
 
@@ -60,7 +61,7 @@ export async function serveControllerChannel(
       }
       const parsed = parseControllerFrame(frame.value);
       const messageId = (frame.value as { messageId?: unknown } | null)?.messageId;
-      if (!parsed.ok || parsed.value.workerEpoch !== worker.workerEpoch) {
+      if (!parsed.ok || staleness(parsed.value, worker) !== null) {
         hooks.onViolation(worker, "protocolRejected: invalid controller message");
         if (typeof messageId === "string" && messageId.length <= 200 && messageId !== "") {
           void reply(

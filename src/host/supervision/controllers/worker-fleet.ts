@@ -25,7 +25,7 @@ import {
   stopControllerWorker,
 } from "./controller-worker.ts";
 import { serveControllerChannel } from "./controller-session.ts";
-import { applyReconcileMessage } from "./reconcile-handlers.ts";
+import { applyReconcileMessage } from "../../controller-messages/reconcile-handlers.ts";
 import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
 import { clearAll } from "../children/timers.ts";
 import { armChildDeadline } from "../children/child-deadline.ts";

@@ -5,27 +5,27 @@
  * next group commit (commit-group.ts) with the other workers' messages of the same event-loop
  * turn; its answer leaves only after that COMMIT.
  */
-import type { Budget } from "../../../protocol/budget.ts";
-import { fingerprint, type JsonValue } from "../../../protocol/canonical-json.ts";
-import type { ControllerMessage, ReconcileOutcome } from "../../../protocol/controller-worker.ts";
+import type { Budget } from "../../protocol/budget.ts";
+import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
+import type { ControllerMessage, ReconcileOutcome } from "../../protocol/controller-worker.ts";
 import {
   ensureChildRequest,
   failChildRequest,
   startChildRun,
-} from "../../../state/controllers/child-workflows.ts";
+} from "../../state/controllers/child-workflows.ts";
 import {
   reserveReconcileEffect,
   settleReconcileEffect,
-} from "../../../state/controllers/reconcile-effects.ts";
-import {
-  finishReconcile,
-  type ReconcileEndResult,
-} from "../../../state/controllers/reconcile-end.ts";
-import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
-import { resolvedRunFields } from "../../resolved-run.ts";
-import type { HostContext, ResolveRequest, ResolveResult } from "../api.ts";
-import { inNextCommit } from "../commit-group.ts";
-import type { ActiveReconcile, ControllerWorker } from "./controller-worker.ts";
+} from "../../state/controllers/reconcile-effects.ts";
+import { finishReconcile, type ReconcileEndResult } from "../../state/controllers/reconcile-end.ts";
+import { readPinnedController } from "../../state/controllers/controller-workers.ts";
+import { resolvedRunFields } from "../resolved-run.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "../supervision/api.ts";
+import { inNextCommit } from "../supervision/commit-group.ts";
+import type {
+  ActiveReconcile,
+  ControllerWorker,
+} from "../supervision/controllers/controller-worker.ts";
 
 export interface ReconcileHandlerDeps {
   /** The workflow source resolver (a supervised child), for child runs. */
