@@ -17,7 +17,7 @@ import {
   type ResourceDetail,
 } from "../../src/state/controllers/controller-queries.ts";
 import { applyResource, type ApplyResourceResult } from "../../src/state/controllers/resources.ts";
-import { createHarness, type Harness } from "./supervision.ts";
+import { createHarness, type Harness, type HarnessFixture } from "./supervision.ts";
 
 export const FAST_CONTROLLERS: ControllerOptions = {
   maxConcurrentReconciles: 4,
@@ -49,8 +49,14 @@ export async function createControllerHarness(
   options: Partial<SupervisionOptions> = {},
   extras: SupervisionExtras = {},
   controllerOptions: Partial<ControllerOptions> = {},
+  fixture: HarnessFixture = {},
 ): Promise<ControllerHarness> {
-  const h = await createHarness(options, extras, { ...FAST_CONTROLLERS, ...controllerOptions });
+  const h = await createHarness(
+    options,
+    extras,
+    { ...FAST_CONTROLLERS, ...controllerOptions },
+    fixture,
+  );
   const dir = join(h.projectDir, ".pi", "controllers");
   mkdirSync(dir, { recursive: true });
   const harness: ControllerHarness = Object.assign(h, {

@@ -3,14 +3,14 @@
  * a raw socket client, and bounded waits. Every process a test starts is stopped by PID.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, symlinkSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { removeTempRoot } from "./temp-root.ts";
+import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
 import { waitFor } from "./wait.ts";
 
@@ -34,18 +34,6 @@ export interface TempHome {
   cleanup(): Promise<void>;
 }
 
-/**
- * The compile cache the workers, resolvers and warm-ups of every test host of this checkout
- * share. A host keeps its children's cache in its state directory (`compile-cache`): a test's
- * fresh one started cold each time, and the host spent a `worker --warm` child (about a CPU
- * second) filling it. The test kit's hosts share one the same way (src/testing/kit-host.ts).
- * Node writes each entry through a temp file and a rename, so concurrent writers are safe.
- */
-export const SHARED_WORKER_CACHE = join(
-  tmpdir(),
-  `pi-workflows-test-worker-cache-${createHash("sha256").update(ROOT).digest("hex").slice(0, 12)}`,
-);
-
 export interface TempHomeOptions {
   /** A compile cache of the state directory's own (what a new user's host starts with). */
   ownCompileCache?: boolean;
@@ -53,7 +41,8 @@ export interface TempHomeOptions {
 
 /**
  * A short temp root (unix socket paths are limited) with state and agent dirs inside. The
- * state directory's `compile-cache` is a link to the shared one unless `ownCompileCache`.
+ * state directory's `compile-cache` is a link to the shared one (worker-compile-cache.ts)
+ * unless `ownCompileCache`.
  */
 export function tempHome(
   extraEnv: NodeJS.ProcessEnv = {},
@@ -61,11 +50,7 @@ export function tempHome(
 ): TempHome {
   const root = mkdtempSync(join(tmpdir(), "pwh-"));
   const stateDir = join(root, "s");
-  if (!options.ownCompileCache) {
-    mkdirSync(SHARED_WORKER_CACHE, { recursive: true, mode: 0o700 });
-    mkdirSync(stateDir, { mode: 0o700 });
-    symlinkSync(SHARED_WORKER_CACHE, join(stateDir, "compile-cache"));
-  }
+  if (!options.ownCompileCache) shareWorkerCompileCache(stateDir);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PI_WORKFLOWS_STATE_DIR: stateDir,

@@ -30,6 +30,7 @@ import { closeStateStore, openStateStore, type StateStore } from "../../src/stat
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { resolvedRunFields } from "../../src/host/resolved-run.ts";
 import { removeTempRoot } from "./temp-root.ts";
+import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const WORKER_ENTRY = join(here, "fixtures", "worker-entry.ts");
@@ -78,13 +79,21 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** How a harness's state directory starts. */
+export interface HarnessFixture {
+  /** A compile cache of the state directory's own, not the shared one (worker-compile-cache.ts). */
+  ownCompileCache?: boolean;
+}
+
 export function createHarness(
   options: Partial<SupervisionOptions> = {},
   extras: SupervisionExtras = {},
   controllerOptions?: ControllerOptions,
+  fixture: HarnessFixture = {},
 ): Promise<Harness> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-worker-")));
   const stateDir = join(root, "state");
+  if (!fixture.ownCompileCache) shareWorkerCompileCache(stateDir);
   const projectDir = join(root, "project");
   mkdirSync(projectDir, { recursive: true });
   const store = openStateStore({ stateDir, clock: systemClock, ids: randomIds });

@@ -35,6 +35,9 @@ const stuckWarmup: SupervisionExtras["workerCommand"] = (args) =>
     ? { command: process.execPath, args: ["-e", "setInterval(() => {}, 60_000)"] }
     : testWorkerCommand(args);
 
+/** Each test starts from a new state directory's empty cache, not the tests' shared one. */
+const OWN_CACHE = { ownCompileCache: true };
+
 let h: Harness | null = null;
 afterEach(async () => {
   await h?.close();
@@ -54,7 +57,7 @@ const alive = (pid: number) => readProcessIdentityNow(pid) !== null;
 
 describe("compile cache warm-up", () => {
   it("fills a new state directory's cache once", async () => {
-    h = await createHarness();
+    h = await createHarness({}, {}, undefined, OWN_CACHE);
     h.supervision.warmCompileCache();
     const cache = join(h.stateDir, "compile-cache");
     await logged(h, "compile_cache.warming");
@@ -74,7 +77,7 @@ describe("compile cache warm-up", () => {
   });
 
   it("is skipped when the host starts with a run to launch (its worker fills the cache)", async () => {
-    h = await createHarness({}, { workerCommand: stuckWarmup });
+    h = await createHarness({}, { workerCommand: stuckWarmup }, undefined, OWN_CACHE);
     h.supervision.warmCompileCache();
     await logged(h, "compile_cache.warming");
     const path = h.writeWorkflow("one.workflow.ts", ONE_NODE);
@@ -96,7 +99,12 @@ describe("compile cache warm-up", () => {
   });
 
   it("runs at the lowest priority, never holds up a run's worker, and stops at shutdown", async () => {
-    h = await createHarness({}, { workerCommand: stuckWarmup, warmupTimeoutMs: 300_000 });
+    h = await createHarness(
+      {},
+      { workerCommand: stuckWarmup, warmupTimeoutMs: 300_000 },
+      undefined,
+      OWN_CACHE,
+    );
     h.supervision.warmCompileCache();
     const { pid } = await logged(h, "compile_cache.warming");
     expect(alive(pid as number)).toBe(true);
@@ -112,7 +120,12 @@ describe("compile cache warm-up", () => {
   });
 
   it("is killed at its bound", async () => {
-    h = await createHarness({}, { workerCommand: stuckWarmup, warmupTimeoutMs: 300 });
+    h = await createHarness(
+      {},
+      { workerCommand: stuckWarmup, warmupTimeoutMs: 300 },
+      undefined,
+      OWN_CACHE,
+    );
     h.supervision.warmCompileCache();
     const { pid } = await logged(h, "compile_cache.warming");
     await logged(h, "compile_cache.warmup_timedOut", 10_000);
