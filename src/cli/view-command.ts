@@ -1,7 +1,12 @@
 /** `pi-workflows view [runId] [--once] [--all]`: the read-only terminal viewer (src/viewer). */
 import { randomIds, systemClock } from "../base/clock.ts";
 import { findRunsByIdPrefix } from "../state/run-find-queries.ts";
-import { closeStateStore, openStateStore, resolveStateDir } from "../state/store.ts";
+import {
+  closeStateStore,
+  damagedReadError,
+  openStateStore,
+  resolveStateDir,
+} from "../state/store.ts";
 import { runView } from "../viewer/view-app.ts";
 import { EXIT } from "./exit-codes.ts";
 import type { CliIo } from "./output.ts";
@@ -33,6 +38,8 @@ async function findRunId(stateDir: string, typed: string): Promise<string | null
       typed,
       (prefix) => findRunsByIdPrefix(store, prefix, MAX_CANDIDATES),
     );
+  } catch (error) {
+    throw damagedReadError(store.path, error) ?? error;
   } finally {
     closeStateStore(store);
   }

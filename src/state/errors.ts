@@ -9,8 +9,8 @@ export class StateOpenError extends Error {
   readonly file: string;
   /** What is wrong, without the path or a command (`host status` names it and points at doctor). */
   readonly summary: string;
-  constructor(file: string, detail: string, summary: string = detail) {
-    super(`Cannot open workflow state ${file}: ${detail}`);
+  constructor(file: string, detail: string, summary: string = detail, verb = "open") {
+    super(`Cannot ${verb} workflow state ${file}: ${detail}`);
     this.name = "StateOpenError";
     this.file = file;
     this.summary = summary;
@@ -33,13 +33,18 @@ export class StateSchemaMismatchError extends StateOpenError {
   }
 }
 
-/** The file fails SQLite's quick check (a damaged page); nothing was changed. */
+/**
+ * The file fails SQLite's quick check (a damaged page), or a read reached a damaged page
+ * (`verb` "read": a viewer, which opens without the whole-file check); nothing was changed.
+ */
 export class StateDamagedError extends StateOpenError {
-  constructor(file: string, problem: string) {
+  constructor(file: string, problem: string, verb = "open") {
     super(
       file,
       `the database is damaged (SQLite: ${problem}); ${resetInstruction(file)}`,
-      "the database is damaged",
+      "the database is damaged (back it up and reset it; `sqlite3 .recover` salvages what is " +
+        "still readable)",
+      verb,
     );
     this.name = "StateDamagedError";
   }

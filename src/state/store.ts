@@ -3,15 +3,7 @@
  * functions in this directory take it as their first argument. Opening checks the file's
  * identity, schema version and DDL digest on a read-only connection before anything can write.
  */
-import {
-  accessSync,
-  chmodSync,
-  closeSync,
-  constants,
-  mkdirSync,
-  openSync,
-  statSync,
-} from "node:fs";
+import { accessSync, chmodSync, constants, mkdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { stateDirFromEnv } from "../base/state-dir.ts";
@@ -24,6 +16,7 @@ import {
   StateSchemaMismatchError,
 } from "./errors.ts";
 import { integrityProblems } from "./integrity.ts";
+import { createStateFile } from "./state-file-create.ts";
 import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
 import { writeTransaction } from "./transactions.ts";
 
@@ -111,34 +104,48 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
   const timeout = opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
   const path = join(opts.stateDir, STATE_FILE_NAME);
   if (!readOnly) ensureStateDir(opts.stateDir);
-  const exists = fileSize(path) !== null;
+  if (!readOnly && fileSize(path) === null) {
+    createStateFile(path, timeout, (db, temp) => {
+      db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+      applyWritePragmas(db);
+      initialize(storeOf(db, temp, opts, false));
+    });
+  }
+  const size = fileSize(path);
+  const exists = size !== null;
   if (exists && !readOnly) ownFileModes(path);
   if (readOnly && !exists) {
     throw new StateMissingError(path, "no state database yet; the host creates it when it starts");
   }
-  if (exists) {
-    try {
-      accessSync(path, readOnly ? constants.R_OK : constants.R_OK | constants.W_OK);
-    } catch {
-      throw new StateOpenError(
-        path,
-        `the file is not ${readOnly ? "readable" : "readable and writable"} by this user; ` +
-          `fix it with \`chmod 600 ${path}\``,
-        `the database is not ${readOnly ? "readable" : "readable and writable"} by this user`,
-      );
-    }
+  if (size === 0) {
+    // The host never leaves an empty file (state-file-create.ts): this one was truncated or
+    // made by something else, so it is not taken as a new database.
+    throw new StateOpenError(
+      path,
+      "the database file is empty (0 bytes): it was truncated or made by something else, and " +
+        `nothing was changed. If no runs were kept here, remove it (\`rm ${path}\`) and the ` +
+        "host creates a new one; otherwise put back a backup of it",
+      "the database file is empty (0 bytes)",
+    );
+  }
+  try {
+    accessSync(path, readOnly ? constants.R_OK : constants.R_OK | constants.W_OK);
+  } catch {
+    throw new StateOpenError(
+      path,
+      `the file is not ${readOnly ? "readable" : "readable and writable"} by this user; ` +
+        `fix it with \`chmod 600 ${path}\``,
+      `the database is not ${readOnly ? "readable" : "readable and writable"} by this user`,
+    );
   }
   // Check identity before anything can write: even `journal_mode=WAL` rewrites the header.
-  const fresh = !exists || verifyIdentity(path, timeout) === "empty";
+  // "empty": a SQLite file with no tables yet (nothing to lose), initialized in place.
+  const fresh = verifyIdentity(path, timeout) === "empty";
   if (readOnly && fresh) {
     throw new StateMissingError(
       path,
       "the database is empty; the host initializes it when it starts",
     );
-  }
-  if (!exists) {
-    // Create it 0600 so SQLite (and its -wal/-shm files, which copy the mode) never widen it.
-    closeSync(openSync(path, "a", 0o600));
   }
   let db: DatabaseSync;
   try {
@@ -151,7 +158,25 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
   } catch (error) {
     throw sqliteOpenError(path, error);
   }
-  const store: StateStore = {
+  const store = storeOf(db, path, opts, readOnly);
+  if (fresh && !readOnly) initialize(store);
+  else if (opts.checkIntegrity) {
+    const problems = integrityProblems(db, "quick_check", 1);
+    if (problems.length > 0) {
+      closeStateStore(store);
+      throw new StateDamagedError(path, problems[0]);
+    }
+  }
+  return store;
+}
+
+function storeOf(
+  db: DatabaseSync,
+  path: string,
+  opts: OpenStateStoreOptions,
+  readOnly: boolean,
+): StateStore {
+  return {
     db,
     clock: opts.clock,
     ids: opts.ids,
@@ -162,15 +187,6 @@ export function openStateStore(opts: OpenStateStoreOptions): StateStore {
     readStats: null,
     afterCommit: null,
   };
-  if (fresh && !readOnly) initialize(store);
-  else if (opts.checkIntegrity) {
-    const problems = integrityProblems(db, "quick_check", 1);
-    if (problems.length > 0) {
-      closeStateStore(store);
-      throw new StateDamagedError(path, problems[0]);
-    }
-  }
-  return store;
 }
 
 /** Closes the database; the store must not be used afterwards. */
@@ -289,6 +305,16 @@ function fileSize(path: string): number | null {
 function codeOf(error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   return typeof code === "string" ? code : "error";
+}
+
+/**
+ * A read of an open store that failed on a damaged page (SQLite "database disk image is
+ * malformed"), as the same `StateDamagedError` an open gives; null for any other error.
+ */
+export function damagedReadError(path: string, error: unknown): StateDamagedError | null {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!/not a database|malformed|corrupt/i.test(message)) return null;
+  return new StateDamagedError(path, message.split("\n")[0].slice(0, 300), "read");
 }
 
 /** A damaged file gets the backup-and-reset instruction; other failures say what to fix. */

@@ -6,7 +6,7 @@
  * once a second for the running timers.
  */
 import { randomIds, systemClock } from "../base/clock.ts";
-import { closeStateStore, openStateStore } from "../state/store.ts";
+import { closeStateStore, damagedReadError, openStateStore } from "../state/store.ts";
 import { colorEnabled } from "./ansi.ts";
 import { compose, frameLines, snapshotText } from "./compose.ts";
 import { parseKeys } from "./keys.ts";
@@ -57,6 +57,10 @@ export async function runView(opts: ViewOptions, io: ViewIo): Promise<number> {
       return 0;
     }
     return await liveView(data, ui, io, colorEnabled(opts.env, true));
+  } catch (error) {
+    // The viewer opens without the host's whole-file check (it must start at once on a large
+    // file), so a damaged page shows when a read reaches it: say so as the host would.
+    throw damagedReadError(store.path, error) ?? error;
   } finally {
     closeStateStore(store);
   }
@@ -67,7 +71,7 @@ function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean):
   let ui = start;
   let lastPosition: number | null | undefined = undefined;
   let lastDraw = 0;
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const draw = () => {
       const now = Date.now();
       const composed = compose(data, ui, screen.width, screen.height, now);
@@ -80,10 +84,19 @@ function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean):
       lastDraw = now;
     };
     let pageRows = 10;
-    const finish = () => {
+    const finish = (error?: unknown) => {
       clearInterval(timer);
       screen.stop();
-      resolve(0);
+      if (error === undefined) resolve(0);
+      else reject(error);
+    };
+    // A read that fails (a damaged page) ends the view with its message, screen restored.
+    const guarded = (step: () => void) => () => {
+      try {
+        step();
+      } catch (error) {
+        finish(error);
+      }
     };
     const onKeys = (chunk: string) => {
       for (const key of parseKeys(chunk)) {
@@ -103,11 +116,14 @@ function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean):
       refreshViewerData(data);
       draw();
     };
-    const timer = setInterval(() => {
-      const changed = refreshViewerData(data);
-      if (changed || Date.now() - lastDraw >= TIMER_REDRAW_MS) draw();
-    }, REFRESH_MS);
-    screen.start(onKeys, draw);
-    draw();
+    const timer = setInterval(
+      guarded(() => {
+        const changed = refreshViewerData(data);
+        if (changed || Date.now() - lastDraw >= TIMER_REDRAW_MS) draw();
+      }),
+      REFRESH_MS,
+    );
+    screen.start((chunk) => guarded(() => onKeys(chunk))(), guarded(draw));
+    guarded(draw)();
   });
 }

@@ -5,7 +5,15 @@
  * (or with counts read from the damaged file), and a state "directory" that is a file made
  * doctor talk about its mode.
  */
-import { closeSync, openSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { createServer, type Socket } from "node:net";
 import { DatabaseSync } from "node:sqlite";
@@ -81,6 +89,7 @@ describe("host status on state a host cannot use", () => {
     closeSync(fd);
     const { text, json } = await status(home.env);
     expect(problemLine(text, home.root)).toContain("the database is damaged");
+    expect(problemLine(text, home.root)).toContain("`sqlite3 .recover` salvages");
     expect(json.runs).toBeUndefined();
   });
 
@@ -94,6 +103,20 @@ describe("host status on state a host cannot use", () => {
     expect(doctor.code).toBe(5);
     expect(doctor.stdout).toContain(`the state directory ${home.stateDir} is a file`);
     expect(doctor.stdout).not.toContain("Mode:");
+  });
+
+  it("an empty (0-byte) database file is a problem, not a new database", async () => {
+    home = tempHome();
+    const file = join(home.stateDir, "state.sqlite");
+    mkdirSync(home.stateDir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, "", { mode: 0o600 });
+    const { text, json } = await status(home.env);
+    expect(problemLine(text, home.root)).toContain("the database file is empty (0 bytes)");
+    expect(json.problem).toContain("empty");
+    const start = await runCliProcess(["host", "start"], home.env, 60_000);
+    expect(start.code).toBe(4);
+    expect(start.stderr).toContain(`remove it (\`rm ${file}\`)`);
+    expect(statSync(file).size).toBe(0);
   });
 
   it("no database yet is no problem (the CLI's own process)", async () => {

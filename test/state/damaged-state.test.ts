@@ -74,6 +74,16 @@ describe("a damaged state database", () => {
     expect(start.stderr).toContain(`mv ${file} ${file}.bak`);
     expect(start.stderr).toContain(`sqlite3 ${file}.bak .recover`);
     expect(start.stderr.trim().split("\n")).toHaveLength(1);
+
+    // The viewer opens without the whole-file check: a read that reaches the damaged page says
+    // what the host says, not SQLite's bare "database disk image is malformed".
+    const view = await runCliProcess(["view", "--once", "--all"], home.env, 30_000);
+    expect(view.code).toBe(1);
+    expect(view.stderr).toMatch(
+      /^Cannot read workflow state .*: the database is damaged \(SQLite:/,
+    );
+    expect(view.stderr).toContain(`sqlite3 ${file}.bak .recover`);
+    expect(view.stderr.trim().split("\n")).toHaveLength(1);
   });
 
   it("an intact database passes both checks", () => {

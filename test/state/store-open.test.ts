@@ -3,6 +3,7 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -72,9 +73,30 @@ describe("openStateStore()", () => {
         schema_version: "1",
         ddl_digest: ddlDigest(),
       });
+      // Made whole under a temporary name, then linked into place: nothing else is left.
+      expect(readdirSync(stateDir).filter((f) => f.startsWith(STATE_FILE_NAME)).sort())
+        .toEqual([STATE_FILE_NAME, `${STATE_FILE_NAME}-shm`, `${STATE_FILE_NAME}-wal`]);
     } finally {
       closeStateStore(store);
     }
+  });
+
+  it("refuses an empty (0-byte) database file, read-only or not, and leaves it as it is", () => {
+    const stateDir = newDir();
+    const file = join(stateDir, STATE_FILE_NAME);
+    writeFileSync(file, "", { mode: 0o600 });
+    // What a creation killed midway leaves (its process gone): removed by the next creation.
+    const leftover = `${file}.new-999999999`;
+    writeFileSync(leftover, "half made");
+    for (const readOnly of [true, false]) {
+      expect(() => open(stateDir, readOnly)).toThrow(
+        /the database file is empty \(0 bytes\): .*nothing was changed.*remove it \(`rm /,
+      );
+      expect(statSync(file).size).toBe(0);
+    }
+    rmSync(file);
+    closeStateStore(open(stateDir));
+    expect(existsSync(leftover)).toBe(false);
   });
 
   it("reopens an existing database and keeps its data, read-only too", () => {
