@@ -3,6 +3,7 @@
  * Unicode form and an ASCII fallback, a tone names a meaning (never a colour). Nothing depends
  * on colour alone: the words and glyphs carry the state, colour only helps the eye.
  */
+import { asciiText } from "../render/ascii-fallback.ts";
 import { PLAIN_TERMINAL, type Terminal } from "./terminal.ts";
 
 const GLYPHS = {
@@ -41,25 +42,12 @@ const SGR: Record<Tone, string> = {
   label: "36",
 };
 
-/** Unicode punctuation that messages and titles may carry, and what it becomes in ASCII. */
-const ASCII_TEXT: [RegExp, string][] = [
-  [/[—–]/g, "-"],
-  [/…/g, "..."],
-  [/•/g, "*"],
-  [/·/g, "-"],
-  [/[│┃]/g, "|"],
-  [/[‘’]/g, "'"],
-  [/[“”]/g, '"'],
-  [/→/g, "->"],
-  [/›/g, ">"],
-];
-
 export interface CliStyle {
   readonly terminal: Terminal;
   glyph(name: GlyphName): string;
   /** `text` in the tone's colour when colour is on; the text unchanged otherwise. */
   paint(tone: Tone, text: string): string;
-  /** `text` with Unicode punctuation replaced by ASCII when the locale is not UTF-8. */
+  /** `text` in ASCII (`render/ascii-fallback.ts`) when the locale is not UTF-8. */
   text(text: string): string;
 }
 
@@ -72,12 +60,6 @@ export function cliStyle(terminal: Terminal): CliStyle {
       terminal.color && text !== "" ? `\x1b[${SGR[tone]}m${text}\x1b[0m` : text,
     text: (text) => terminal.unicode ? text : asciiText(text),
   };
-}
-
-function asciiText(text: string): string {
-  let out = text;
-  for (const [pattern, replacement] of ASCII_TEXT) out = out.replace(pattern, replacement);
-  return out;
 }
 
 /** Not a TTY, no colour, UTF-8: what tests and JSON paths use. */

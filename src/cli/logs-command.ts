@@ -37,7 +37,7 @@ export function runLogsCommand(
           return EXIT.ok;
         }
         if (receipt.steps.some((s) => s.streams.some((c) => c.text !== ""))) {
-          io.out(JSON.stringify(receipt));
+          printJson(io, receipt);
         }
       } else {
         printer.print(receipt);

@@ -7,6 +7,7 @@ import { canonicalJson } from "../protocol/canonical-json.ts";
 import { type CliStyle, cliStyle } from "./cli-style.ts";
 import { detectTerminal } from "./terminal.ts";
 import { terminalSafe } from "../render/terminal-safe.ts";
+import { asciiText } from "../render/ascii-fallback.ts";
 
 export interface CliIo {
   out(text: string): void;
@@ -19,16 +20,25 @@ export interface CliIo {
 
 let stdoutStyle: CliStyle | undefined;
 
-/** Every line leaves through `terminalSafe`: workflow text must not drive the terminal. */
+/**
+ * Every line leaves through `terminalSafe`: workflow text must not drive the terminal; and, in a
+ * locale that is not UTF-8, through `asciiText`, so no glyph, punctuation or workflow text
+ * prints as mojibake (JSON is escaped instead, see `printJson`).
+ */
 export const processIo: CliIo = {
-  out: (text) => process.stdout.write(withNewline(terminalSafe(text, { colour: stdoutColour() }))),
-  err: (text) => process.stderr.write(withNewline(terminalSafe(text))),
+  out: (text) =>
+    process.stdout.write(withNewline(forLocale(terminalSafe(text, { colour: stdoutColour() })))),
+  err: (text) => process.stderr.write(withNewline(forLocale(terminalSafe(text)))),
   write: (text) =>
-    process.stdout.write(terminalSafe(text, { colour: stdoutColour(), redraw: true })),
+    process.stdout.write(forLocale(terminalSafe(text, { colour: stdoutColour(), redraw: true }))),
   get style() {
     return stdoutStyle ??= cliStyle(detectTerminal(process.stdout, process.env));
   },
 };
+
+function forLocale(text: string): string {
+  return processIo.style!.terminal.unicode ? text : asciiText(text);
+}
 
 function stdoutColour(): boolean {
   return processIo.style!.terminal.color;
@@ -55,9 +65,20 @@ export function exitQuietlyOnClosedPipe(): void {
   }
 }
 
-/** Stable, sorted JSON for scripts (one line). */
+/**
+ * Stable, sorted JSON for scripts (one line). In a locale that is not UTF-8 every non-ASCII
+ * character is a `\uXXXX` escape: the same JSON value, in ASCII.
+ */
 export function printJson(io: CliIo, value: unknown): void {
-  io.out(canonicalJson(value));
+  const json = canonicalJson(value);
+  io.out(io.style?.terminal.unicode === false ? escapeNonAscii(json) : json);
+}
+
+function escapeNonAscii(json: string): string {
+  return json.replace(
+    /[\u0080-\uffff]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }
 
 /** The first line of an error message, without a trailing period. */

@@ -23,6 +23,7 @@ import { type CompletionCommand, parseCompletion } from "./completion-command.ts
 import { parseScheduleCommand, type ScheduleCommand } from "./parse-schedule.ts";
 import { parseRerun, type RerunCommand } from "./parse-rerun.ts";
 import { type LogsCommand, parseLogs } from "./parse-logs.ts";
+import { parseView, type ViewCommand } from "./parse-view.ts";
 import { costAmount, parseStart, type StartCommand, tokenCount } from "./parse-start.ts";
 
 export type HostAction = "run" | "start" | "status" | "stop";
@@ -85,7 +86,7 @@ export type CliCommand =
   | { kind: "schema"; name: string | null; out: string | null }
   | { kind: "workflows"; cwd: string | null; json: boolean }
   | { kind: "test"; files: string[] }
-  | { kind: "view"; runId: string | null; once: boolean; all: boolean }
+  | ViewCommand
   | EffectResolveCommand
   | ControllerCommand
   | { kind: "worker"; args: string[] }
@@ -227,23 +228,8 @@ export function parseCommand(argv: readonly string[]): CliCommand {
     }
     case "answer":
       return parseAnswer(rest);
-    case "view": {
-      const parsed = parse(
-        "view",
-        rest,
-        { ...HELP, once: { type: "boolean" }, all: { type: "boolean" } },
-        0,
-        1,
-      );
-      if (parsed.help) return { kind: "help", topic: "view" };
-      const runId = parsed.positionals[0];
-      return {
-        kind: "view",
-        runId: runId === undefined ? null : runIdArg("view", runId),
-        once: flag(parsed, "once"),
-        all: flag(parsed, "all"),
-      };
-    }
+    case "view":
+      return parseView(rest);
     case "effect":
       return parseEffect(rest);
     case "prune": {

@@ -8,16 +8,12 @@ import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import { failureResponse } from "../protocol/host-response.ts";
 import { UsageError } from "./exit-codes.ts";
+import { shortRunId, UUID_RUN_ID } from "../base/run-id-text.ts";
 
-const UUID_RUN_ID = /^run-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Candidates an ambiguity error lists. */
 export const MAX_CANDIDATES = 5;
 
-/** `run-1a2b3c4d` for a generated id; any other id as it is. */
-export function shortRunId(runId: string): string {
-  const match = UUID_RUN_ID.exec(runId);
-  return match ? `run-${match[1]}` : runId;
-}
+export { shortRunId };
 
 /** Whether `typed` is a whole generated run id (no lookup needed). */
 export function isFullRunId(typed: string): boolean {

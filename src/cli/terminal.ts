@@ -7,6 +7,7 @@
  *            `LANG`); an unset or `C` locale gets the ASCII fallbacks
  *   tty      a TTY gets one redrawn progress line; a pipe gets plain lines
  */
+import { localeIsUtf8 } from "../render/ascii-fallback.ts";
 
 export interface Terminal {
   tty: boolean;
@@ -38,11 +39,7 @@ function colorWanted(tty: boolean, env: NodeJS.ProcessEnv): boolean {
   return tty && env.TERM !== "dumb";
 }
 
-/** The locale category that decides the character set, as the C library picks it. */
-export function localeIsUtf8(env: NodeJS.ProcessEnv): boolean {
-  const locale = env.LC_ALL || env.LC_CTYPE || env.LANG || "";
-  return /utf-?8/i.test(locale);
-}
+export { localeIsUtf8 };
 
 /** A terminal for tests and callers with no stream: not a TTY, no colour, UTF-8. */
 export const PLAIN_TERMINAL: Terminal = { tty: false, color: false, unicode: true, columns: 80 };

@@ -1,4 +1,5 @@
 /** Help texts of the CLI, one per command, printed by `--help` and `<command> --help`. */
+import { VIEW_HELP } from "./view-usage.ts";
 
 export const MAIN_HELP = `pi-workflows: durable workflows for the Pi coding agent
 
@@ -46,20 +47,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by the host, 4 host unavai
 141 output pipe closed (see docs/cli.md).`;
 
 export const COMMAND_HELP: Record<string, string> = {
-  view: `Usage: pi-workflows view [runId] [--once] [--all]
-
-Opens a live full-screen view of the runs (or of one run): the runs list, and for a run its
-graph, step timeline and the selected step's details. Reads the state database read-only, with
-or without a running host. Keys: ↑/↓ select or scroll, enter open, ←/→ replay steps (past the
-last step follows live), a active/all, q back or quit.
-
-Options:
-  --once   Print one plain-text snapshot and exit (also when stdout is not a terminal)
-  --all    List finished runs too
-
-Examples:
-  pi-workflows view                 the live runs list
-  pi-workflows view 1a2b --once     one snapshot of run run-1a2b... (any unique id prefix)`,
+  view: VIEW_HELP,
   start: `Usage: pi-workflows start <workflow> [text...] [options]
 
 Starts a run of <workflow> (a name, builtin:<id>, or a path to a .workflow.ts file).

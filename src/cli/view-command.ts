@@ -26,7 +26,7 @@ export async function runViewCommand(
     return EXIT.refused;
   }
   return await runView(
-    { stateDir, runId, all: command.all, once: command.once, env },
+    { stateDir, runId, all: command.all, once: command.once, filter: command.filter, env },
     { output: process.stdout, input: process.stdin },
   );
 }

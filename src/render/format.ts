@@ -14,6 +14,28 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(h / 24)}d${pad(h % 24)}h`;
 }
 
+/** A rounded span: `850ms`, `42s`, `3m`, `5h`, `2d`. */
+export function roughSpan(ms: number): string {
+  const v = Math.max(0, Math.round(ms));
+  if (v < 1000) return `${v}ms`;
+  const s = Math.round(v / 1000);
+  if (s < 120) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 120) return `${m}m`;
+  const h = Math.round(m / 60);
+  return h < 48 ? `${h}h` : `${Math.round(h / 24)}d`;
+}
+
+/**
+ * How far a time is from now, rounded: `3m ago`, `in 10m`. The one way an age or a coming time
+ * reads everywhere (run lists, the viewer, status, schedules); `formatDuration` is for how long
+ * something took.
+ */
+export function formatAge(at: number, now: number): string {
+  const delta = at - now;
+  return delta >= 0 ? `in ${roughSpan(delta)}` : `${roughSpan(-delta)} ago`;
+}
+
 function pad(n: number): string {
   return n < 10 ? `0${n}` : String(n);
 }

@@ -25,7 +25,14 @@ export {
   sceneAt,
   timerOf,
 } from "./replay.ts";
-export { formatDuration, kindGlyph, type NodeState, stateGlyph, stateWord } from "./format.ts";
+export {
+  formatAge,
+  formatDuration,
+  kindGlyph,
+  type NodeState,
+  stateGlyph,
+  stateWord,
+} from "./format.ts";
 export {
   clipLine,
   concat,

@@ -5,7 +5,7 @@
  */
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { ScheduleFiringView, ScheduleView } from "../protocol/schedule-operations.ts";
-import { formatDuration } from "./format.ts";
+import { formatAge } from "./format.ts";
 
 /** `2026-12-07 09:00 Europe/Berlin (in 3h04m)`. */
 export function formatSlot(at: number, zone: string, now: number): string {
@@ -22,9 +22,9 @@ export function formatSlot(at: number, zone: string, now: number): string {
     }).formatToParts(new Date(at)).map((p) => [p.type, p.value]),
   );
   const seconds = parts.second === "00" ? "" : `:${parts.second}`;
-  const delta = at - now;
-  const relative = delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds} ${zone} (${relative})`;
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds} ${zone} (${
+    formatAge(at, now)
+  })`;
 }
 
 function zoneOf(s: ScheduleView): string {

@@ -5,6 +5,7 @@
  */
 import { clipLine, plainText, type Style, type StyledLine } from "../render/mod.ts";
 import { terminalSafe } from "../render/terminal-safe.ts";
+import { asciiText } from "../render/ascii-fallback.ts";
 
 const SGR: Record<Style, string> = {
   "": "",
@@ -27,11 +28,21 @@ export function colorEnabled(env: NodeJS.ProcessEnv, isTty: boolean): boolean {
   return isTty && !("NO_COLOR" in env && env.NO_COLOR !== "");
 }
 
-/** One line for the terminal, cut to `width` columns. */
-export function toTerminal(styled: StyledLine, width: number, color: boolean): string {
+/**
+ * One line for the terminal, cut to `width` columns; `ascii` (a locale that is not UTF-8):
+ * glyphs and box lines as their one-column ASCII stand-ins.
+ */
+export function toTerminal(
+  styled: StyledLine,
+  width: number,
+  color: boolean,
+  ascii = false,
+): string {
   // Workflow text (titles, details, errors) must not act on the terminal; escape it first so
   // the cut counts what is shown.
-  const clipped = clipLine(styled.map((seg) => ({ ...seg, text: terminalSafe(seg.text) })), width);
+  const shown = (text: string) =>
+    ascii ? asciiText(terminalSafe(text), { keepWidth: true }) : terminalSafe(text);
+  const clipped = clipLine(styled.map((seg) => ({ ...seg, text: shown(seg.text) })), width);
   if (!color) return plainText(clipped);
   let out = "";
   for (const seg of clipped) {

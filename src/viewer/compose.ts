@@ -4,7 +4,8 @@
  */
 import { line, type StyledLine } from "../render/mod.ts";
 import { toTerminal } from "./ansi.ts";
-import { LIST_KEYS, renderList } from "./render-list.ts";
+import { FILTER_KEYS, LIST_KEYS, renderList } from "./render-list.ts";
+import { filterRuns } from "./run-filter.ts";
 import { renderDetail } from "./render-detail.ts";
 import type { UiState } from "./ui-state.ts";
 import { attemptDetail, type ViewerData } from "./viewer-data.ts";
@@ -30,7 +31,8 @@ export function compose(
   if (ui.screen === "list") {
     const listRows = Math.max(1, rows - 3);
     const { header, body } = renderList({
-      runs: data.runs,
+      runs: filterRuns(data.runs, ui.filter),
+      filter: { text: ui.filter, editing: ui.filtering },
       progress: data.progress,
       all: data.all,
       selected: ui.selected,
@@ -39,7 +41,8 @@ export function compose(
       now,
       snapshot,
     });
-    return { header: [...header, []], body, footer: line(LIST_KEYS, "muted"), focusRow: -1 };
+    const footer = line(ui.filtering ? FILTER_KEYS : LIST_KEYS, "muted");
+    return { header: [...header, []], body, footer, focusRow: -1 };
   }
   const watched = data.watched;
   const footer = line(ui.single ? DETAIL_KEYS.replace("q back", "q quit") : DETAIL_KEYS, "muted");
@@ -77,6 +80,7 @@ export function frameLines(
   height: number,
   color: boolean,
   followFocus: boolean,
+  ascii = false,
 ): { lines: string[]; scroll: number; pageRows: number } {
   const pageRows = Math.max(1, height - composed.header.length - 1);
   let scroll = ui.screen === "list" ? 0 : ui.scroll;
@@ -90,14 +94,14 @@ export function frameLines(
   while (visible.length < pageRows) visible.push([]);
   const lines = [...composed.header, ...visible, composed.footer]
     .slice(0, height)
-    .map((l) => toTerminal(l, width, color));
+    .map((l) => toTerminal(l, width, color, ascii));
   return { lines, scroll, pageRows };
 }
 
 /** The whole document as plain text (`--once`, non-TTY output). */
-export function snapshotText(composed: Composed, width: number): string {
+export function snapshotText(composed: Composed, width: number, ascii = false): string {
   return [...composed.header, ...composed.body]
-    .map((l) => toTerminal(l, width, false).trimEnd())
+    .map((l) => toTerminal(l, width, false, ascii).trimEnd())
     .join("\n")
     .replace(/\n+$/, "") + "\n";
 }

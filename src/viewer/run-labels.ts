@@ -1,5 +1,5 @@
 /** How a run's state, age and progress read in the list and the detail header. */
-import { formatDuration, type Style } from "../render/mod.ts";
+import { formatAge, formatDuration, type Style } from "../render/mod.ts";
 import type { RunRow } from "../state/viewer-queries.ts";
 import type { ProgressRow } from "../state/viewer-step-queries.ts";
 
@@ -24,10 +24,10 @@ export function runStateLabel(run: RunRow): { glyph: string; word: string; style
   }
 }
 
-/** Time since the run was created (`5m`), and how long it ran or has been running. */
+/** Time since the run was created (`5m ago`), and how long it ran or has been running. */
 export function runTimes(run: RunRow, now: number): { age: string; elapsed: string } {
   return {
-    age: formatDuration(now - run.createdAt),
+    age: formatAge(run.createdAt, now),
     elapsed: formatDuration((run.finishedAt ?? now) - run.createdAt),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * What the user is looking at, and how keys move it. Runs list: ↑/↓ select, enter opens,
- * `a` toggles active/all, q quits. Run detail: ←/→ replay one step (past the last step follows
+ * `a` toggles active/all, `/` types a filter (enter keeps it, Esc clears it), q quits. Run detail: ←/→ replay one step (past the last step follows
  * live again), Home/End first step/live, ↑/↓/PgUp/PgDn scroll, q/Esc back (or quit when the
  * viewer was opened on one run). Pure: the app applies the resulting effects to the data.
  */
@@ -9,8 +9,12 @@ import type { Key } from "./keys.ts";
 export interface UiState {
   screen: "list" | "detail";
   all: boolean;
-  /** Index into the runs list. */
+  /** Index into the runs list (as filtered). */
   selected: number;
+  /** The runs list's filter (`run-filter.ts`), "" for none. */
+  filter: string;
+  /** The filter is being typed: keys edit it. */
+  filtering: boolean;
   runId: string | null;
   /** Replay position (1-based step); null follows live. */
   position: number | null;
@@ -21,12 +25,16 @@ export interface UiState {
   quit: boolean;
 }
 
-export function initialUi(opts: { runId?: string | null; all?: boolean }): UiState {
+export function initialUi(
+  opts: { runId?: string | null; all?: boolean; filter?: string },
+): UiState {
   const runId = opts.runId ?? null;
   return {
     screen: runId ? "detail" : "list",
     all: opts.all ?? false,
     selected: 0,
+    filter: opts.filter ?? "",
+    filtering: false,
     runId,
     position: null,
     scroll: 0,
@@ -36,7 +44,7 @@ export function initialUi(opts: { runId?: string | null; all?: boolean }): UiSta
 }
 
 export interface KeyContext {
-  /** Run ids of the list, in order. */
+  /** Run ids of the list (as filtered), in order. */
   runIds: readonly string[];
   /** Steps (attempts) of the open run. */
   steps: number;
@@ -49,9 +57,22 @@ export function applyKey(ui: UiState, key: Key, ctx: KeyContext): UiState {
   return ui.screen === "list" ? listKey(ui, key, ctx) : detailKey(ui, key, ctx);
 }
 
+function filterKey(ui: UiState, key: Key): UiState {
+  if (key === "enter") return { ...ui, filtering: false };
+  if (key === "escape") return { ...ui, filtering: false, filter: "", selected: 0 };
+  if (key === "backspace") return { ...ui, filter: ui.filter.slice(0, -1), selected: 0 };
+  if (key.startsWith("char:")) {
+    return { ...ui, filter: (ui.filter + key.slice(5)).slice(0, 100), selected: 0 };
+  }
+  return ui;
+}
+
 function listKey(ui: UiState, key: Key, ctx: KeyContext): UiState {
+  if (ui.filtering) return filterKey(ui, key);
   const last = Math.max(0, ctx.runIds.length - 1);
   switch (key) {
+    case "char:/":
+      return { ...ui, filtering: true };
     case "up":
       return { ...ui, selected: Math.max(0, ui.selected - 1) };
     case "down":
@@ -72,8 +93,9 @@ function listKey(ui: UiState, key: Key, ctx: KeyContext): UiState {
     case "char:f":
     case "tab":
       return { ...ui, all: !ui.all, selected: 0 };
-    case "char:q":
     case "escape":
+      return ui.filter !== "" ? { ...ui, filter: "", selected: 0 } : { ...ui, quit: true };
+    case "char:q":
       return { ...ui, quit: true };
     default:
       return ui;

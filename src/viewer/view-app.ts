@@ -7,9 +7,11 @@
  */
 import { randomIds, systemClock } from "../base/clock.ts";
 import { closeStateStore, damagedReadError, openStateStore } from "../state/store.ts";
+import { localeIsUtf8 } from "../render/ascii-fallback.ts";
 import { colorEnabled } from "./ansi.ts";
 import { compose, frameLines, snapshotText } from "./compose.ts";
 import { parseKeys } from "./keys.ts";
+import { filterRuns } from "./run-filter.ts";
 import { Screen } from "./screen.ts";
 import { applyKey, initialUi, type UiState } from "./ui-state.ts";
 import {
@@ -30,6 +32,8 @@ export interface ViewOptions {
   runId: string | null;
   all: boolean;
   once: boolean;
+  /** The runs list's filter to start with (`--filter`). */
+  filter?: string;
   env: NodeJS.ProcessEnv;
 }
 
@@ -47,16 +51,18 @@ export async function runView(opts: ViewOptions, io: ViewIo): Promise<number> {
   });
   try {
     const data = createViewerData(store, { all: opts.all || opts.runId !== null });
-    const ui = initialUi({ runId: opts.runId, all: data.all });
+    const ui = initialUi({ runId: opts.runId, all: data.all, filter: opts.filter });
     if (ui.runId) watchRun(data, ui.runId);
     refreshViewerData(data);
+    const ascii = !localeIsUtf8(opts.env);
     const live = !opts.once && io.output.isTTY === true && io.input.isTTY === true;
     if (!live) {
       const width = io.output.isTTY ? io.output.columns || SNAPSHOT_WIDTH : SNAPSHOT_WIDTH;
-      io.output.write(snapshotText(compose(data, ui, width, 1_000_000, Date.now(), true), width));
+      const composed = compose(data, ui, width, 1_000_000, Date.now(), true);
+      io.output.write(snapshotText(composed, width, ascii));
       return 0;
     }
-    return await liveView(data, ui, io, colorEnabled(opts.env, true));
+    return await liveView(data, ui, io, colorEnabled(opts.env, true), ascii);
   } catch (error) {
     // The viewer opens without the host's whole-file check (it must start at once on a large
     // file), so a damaged page shows when a read reaches it: say so as the host would.
@@ -66,7 +72,13 @@ export async function runView(opts: ViewOptions, io: ViewIo): Promise<number> {
   }
 }
 
-function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean): Promise<number> {
+function liveView(
+  data: ViewerData,
+  start: UiState,
+  io: ViewIo,
+  color: boolean,
+  ascii: boolean,
+): Promise<number> {
   const screen = new Screen(io);
   let ui = start;
   let lastPosition: number | null | undefined = undefined;
@@ -77,7 +89,7 @@ function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean):
       const composed = compose(data, ui, screen.width, screen.height, now);
       const follow = ui.position !== lastPosition;
       lastPosition = ui.position;
-      const frame = frameLines(composed, ui, screen.width, screen.height, color, follow);
+      const frame = frameLines(composed, ui, screen.width, screen.height, color, follow, ascii);
       ui = { ...ui, scroll: frame.scroll };
       pageRows = frame.pageRows;
       screen.render(frame.lines);
@@ -102,7 +114,7 @@ function liveView(data: ViewerData, start: UiState, io: ViewIo, color: boolean):
       for (const key of parseKeys(chunk)) {
         const before = ui;
         ui = applyKey(ui, key, {
-          runIds: data.runs.map((r) => r.runId),
+          runIds: filterRuns(data.runs, ui.filter).map((r) => r.runId),
           steps: data.watched?.attempts.length ?? 0,
           pageRows,
         });

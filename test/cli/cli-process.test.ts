@@ -163,6 +163,33 @@ describe("pi-workflows CLI", () => {
     const missing = await cli(["start", "nope.workflow.ts", "--cwd", project]);
     expect(missing.code).toBe(3);
     expectOneLineError(missing.stderr);
+
+    // A locale that is not UTF-8 gets ASCII only: glyphs, punctuation, the viewer's drawing and
+    // workflow text (as `?`); JSON keeps every character as a \u escape.
+    const c = { ...home.env, LC_ALL: "C" };
+    const ascii = async (args: string[]) => {
+      const result = await runCliProcess(args, c, 60_000);
+      expect(result.stdout + result.stderr, args.join(" ")).not.toMatch(/[\u0080-\uffff]/);
+      return result;
+    };
+    const zoe = await ascii([
+      "start",
+      "examples/hello.workflow.ts",
+      "Zoë",
+      "--cwd",
+      ROOT,
+      "--wait",
+    ]);
+    expect(zoe.code, zoe.stderr).toBe(0);
+    expect(zoe.stdout).toMatch(/^\+ completed {2}run-[0-9a-f]{8} {2}hello - 3 nodes - \S+$/m);
+    const id = /run-[0-9a-f]{8}/.exec(zoe.stdout)![0];
+    expect((await ascii(["status", id])).stdout).toContain("Zo?");
+    const asJson = JSON.parse((await ascii(["status", id, "--json"])).stdout);
+    expect(JSON.stringify(asJson.run.output)).toContain("Zoë");
+    await ascii(["list", "--all"]);
+    await ascii(["view", "--once", "--all"]);
+    expect((await ascii(["view", "--once", id])).stdout).toMatch(/\+-{5,}/);
+    await ascii(["doctor"]);
   });
 
   it("shows what a step prints: live in --wait, with logs and logs --follow, secrets redacted", async () => {

@@ -91,8 +91,8 @@ describe("viewer refresh loop on a live host", () => {
     const once = await runCliProcess(["view", "--once", "--all"], home.env);
     expect(once.code).toBe(0);
     expect(once.stdout).toContain("pi-workflows runs · all (2)");
-    expect(once.stdout).toMatch(/⏸ waiting\s+human-decision/);
-    expect(once.stdout).toMatch(/✓ completed loop/);
+    expect(once.stdout).toMatch(/⏸ waiting\s+run-[0-9a-f]{8} human-decision/);
+    expect(once.stdout).toMatch(/✓ completed run-[0-9a-f]{8} loop/);
     expect(once.stdout).not.toContain(home.root);
     const one = await runCliProcess(["view", loop, "--once"], home.env);
     expect(one.stdout).toContain("loop");

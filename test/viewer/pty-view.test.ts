@@ -98,9 +98,16 @@ describe("pi-workflows view in a terminal", () => {
     await pty.waitFor("hello", at);
     // The newest run (review-loop) is selected; move down to hello and back up.
     pty.send("\x1b[B");
-    at = await pty.waitFor("▶✓ completed hello", at);
+    at = await pty.waitFor("▶✓ completed ", at);
     pty.send("\x1b[A");
     at = await pty.waitFor("▶◐ running", at);
+    // A filter typed after "/" narrows the list; Esc clears it.
+    pty.send("/hel");
+    at = await pty.waitFor("(1) · filter: hel_", at);
+    pty.send("\r");
+    at = await pty.waitFor('filter "hel"', at);
+    pty.send("\x1b");
+    at = await pty.waitFor("(2)", at);
     pty.send("\r");
     at = await pty.waitFor("Ship the parser", at);
     at = await pty.waitFor("· live", at);

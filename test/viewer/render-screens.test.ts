@@ -4,6 +4,10 @@ import { compileWorkflow } from "../../src/workflows/compile.ts";
 import { graphFromSnapshot, plainLines } from "../../src/render/mod.ts";
 import { parseDefinitionSnapshot } from "../../src/protocol/definition-snapshot.ts";
 import { renderList } from "../../src/viewer/render-list.ts";
+import { filterRuns } from "../../src/viewer/run-filter.ts";
+import { applyKey, initialUi } from "../../src/viewer/ui-state.ts";
+import type { Key } from "../../src/viewer/keys.ts";
+import { relative } from "../../src/cli/time-text.ts";
 import { renderDetail } from "../../src/viewer/render-detail.ts";
 import { colorEnabled, toTerminal } from "../../src/viewer/ansi.ts";
 import type { RunRow } from "../../src/state/viewer-queries.ts";
@@ -93,7 +97,7 @@ describe("renderList", () => {
     expect(printed).toBe("No active runs. 'pi-workflows view --all' shows all runs.");
   });
 
-  it("shows state, workflow, title, mode, age, elapsed and a progress ETA", () => {
+  it("shows state, run id, workflow, title, mode, age, elapsed and a progress ETA", () => {
     const { header, body } = renderList({
       runs,
       progress,
@@ -106,9 +110,9 @@ describe("renderList", () => {
     const text = [...plainLines(header), ...plainLines(body)].join("\n");
     expect(text, text).toContain("pi-workflows runs · all (3)");
     expect(plainLines(body)[0], text).toMatch(
-      /^▶◐ running {3}review-loop +Ship the parser +headless +2m05s +2m05s {2}2\/6 ETA 40s$/,
+      /^▶◐ running {3}run-1 +review-loop +Ship the parser +headless +2m ago +2m05s {2}2\/6 ETA 40s$/,
     );
-    expect(plainLines(body)[1], text).toMatch(/✓ completed hello/);
+    expect(plainLines(body)[1], text).toMatch(/✓ completed run-2 +hello/);
     expect(plainLines(body)[2], text).toMatch(/⏸ waiting/);
   });
 
@@ -145,7 +149,64 @@ describe("renderList", () => {
       now: NOW,
     });
     for (const l of plainLines(body)) expect([...l].length, l).toBeLessThanOrEqual(40);
-    expect(plainLines(body)[1]).toMatch(/^▶✓ hello/);
+    expect(plainLines(body)[1]).toMatch(/^▶✓ run-2 +hello/);
+  });
+
+  it("shows the short run id people type, and ages as the CLI's list does", () => {
+    const id = "run-1a2b3c4d-0000-4000-8000-000000000000";
+    const view = { progress, all: true, selected: 0, width: 100, rows: 10, now: NOW };
+    const shown = plainLines(renderList({ ...view, runs: [run({ runId: id })] }).body)[0];
+    expect(shown).toMatch(/^▶◐ running {3}run-1a2b3c4d review-loop/);
+    expect(shown).not.toContain(id);
+    // One age formatter: the viewer's age column reads as `list` and status do.
+    expect(shown).toContain(` ${relative(NOW - 125_000, NOW)} `);
+    expect(relative(NOW - 125_000, NOW)).toBe("2m ago");
+  });
+
+  it("filters by id, workflow, title or state: typed after /, kept by enter, cleared by Esc", () => {
+    const ctx = { steps: 0, pageRows: 10 };
+    let ui = initialUi({ all: true });
+    const type = (...keys: Key[]) => {
+      for (const key of keys) {
+        ui = applyKey(ui, key, { ...ctx, runIds: filterRuns(runs, ui.filter).map((r) => r.runId) });
+      }
+    };
+    type("char:/", "char:d", "char:e", "char:p");
+    expect(ui).toMatchObject({ filter: "dep", filtering: true, quit: false });
+    expect(filterRuns(runs, ui.filter).map((r) => r.runId)).toEqual(["run-3"]);
+    const list = renderList({
+      runs: filterRuns(runs, ui.filter),
+      filter: { text: ui.filter, editing: ui.filtering },
+      progress,
+      all: true,
+      selected: 0,
+      width: 100,
+      rows: 10,
+      now: NOW,
+    });
+    expect(plainLines(list.header)[0]).toBe("pi-workflows runs · all (1) · filter: dep_");
+    type("enter", "down");
+    expect(ui).toMatchObject({ filter: "dep", filtering: false, selected: 0 });
+    type("enter");
+    expect(ui).toMatchObject({ screen: "detail", runId: "run-3" });
+    ui = { ...ui, screen: "list", runId: null };
+    expect(filterRuns(runs, "COMPLETED").map((r) => r.runId)).toEqual(["run-2"]);
+    expect(filterRuns(runs, "parser").map((r) => r.runId)).toEqual(["run-1", "run-3"]);
+    type("escape");
+    expect(ui).toMatchObject({ filter: "", quit: false });
+    type("escape");
+    expect(ui.quit).toBe(true);
+    const none = renderList({
+      runs: [],
+      filter: { text: "zzz", editing: false },
+      progress,
+      all: false,
+      selected: 0,
+      width: 100,
+      rows: 10,
+      now: NOW,
+    });
+    expect(plainLines(none.body)).toEqual(['No active runs match "zzz". Esc clears the filter.']);
   });
 
   it("keeps the selection visible when the list is longer than the screen", () => {
