@@ -38,8 +38,8 @@ export function commitCount(store: StateStore): number {
 
 /**
  * Bench hook: `PI_WORKFLOWS_COMMIT_TRACE=<file>` appends each commit's time on the store's clock
- * (the clock of every committed `at`) to the file, so `npm run bench -- interaction` can count
- * the commits on a handoff's path. Only commits that changed rows are traced: a group commit of
+ * (the clock of every committed `at`) and the newest event sequence after it to the file, so
+ * `npm run bench -- interaction` can count the commits on a handoff's path. Only commits that changed rows are traced: a group commit of
  * messages that wrote nothing (a prepared process's `worker.ready`) writes no page and syncs
  * nothing. Unset in production: one env read per process.
  */
@@ -55,7 +55,12 @@ function committed(store: StateStore): void {
     );
     if (changes !== tracedChanges.get(store)) {
       tracedChanges.set(store, changes);
-      appendFileSync(commitTrace, `${store.clock.now()}\n`);
+      // With the newest event sequence it made durable: a bench finds the commit of an event
+      // exactly, not by its millisecond (two commits often share one).
+      const seq = (cachedStatement(store, "SELECT MAX(seq) AS seq FROM events").get() as {
+        seq: number | null;
+      }).seq ?? 0;
+      appendFileSync(commitTrace, `${store.clock.now()} ${seq}\n`);
     }
   }
   store.afterCommit?.();

@@ -239,8 +239,9 @@ function commitsBetweenSteps(runId: string): number {
     "SELECT at FROM events WHERE run_id = :runId AND type = 'node.finished' ORDER BY seq",
     { runId },
   ).map((r) => r.at);
+  // `<time> <newest event seq>` per commit (src/state/transactions.ts): the time here.
   const traced = readFileSync(commitTrace, "utf8").split("\n").filter((l) => l !== "")
-    .map(Number);
+    .map((line) => Number(line.split(" ")[0]));
   const commitOf = (at: number) => traced.findIndex((t) => t >= at);
   const commits = commitOf(finished[finished.length - 1]) - commitOf(finished[0]);
   return Math.round((commits / (finished.length - 1)) * 100) / 100;

@@ -13,9 +13,10 @@
  * with medians and p95s and the ratios of the handoff medians to the bare median (target: the
  * handoff overhead median under 0.5 of the bare round trip), also beyond Pi's own share and for
  * the host's own part (`host_handoff_ms`: submission committed -> next request committed) and the
- * commits on that path (`handoff_commits`: the host's commits that wrote rows, from the
- * submission's to the next request's, both counted, from the host's PI_WORKFLOWS_COMMIT_TRACE; the
- * bench runs one run, so every commit in that window is the handoff's).
+ * commits on that path (`handoff_commits`: the host's commits that wrote rows, from the one that
+ * made the submission's event durable to the one that made the next request's, both counted, from
+ * the host's PI_WORKFLOWS_COMMIT_TRACE, which names the newest event of each commit; the bench runs
+ * one run, so every commit in that window is the handoff's).
  *
  *   npm run bench -- interaction [steps]
  */
@@ -162,11 +163,14 @@ async function main(): Promise<void> {
     // Commit times of each step's events (host clock), in order.
     const events = queryState(
       sandbox.stateDir,
-      "SELECT type, at, payload_json FROM events WHERE run_id = ? ORDER BY seq",
+      "SELECT seq, type, at, payload_json FROM events WHERE run_id = ? ORDER BY seq",
       runId,
     );
     const started = new Map<string, number>();
     const waiting: number[] = [];
+    // Event sequences of each submission and each request, for the commits between them.
+    const submittedSeq: number[] = [];
+    const waitingSeq: number[] = [];
     const phases = {
       submitted: [] as number[],
       accepted: [] as number[],
@@ -176,8 +180,14 @@ async function main(): Promise<void> {
       const payload = JSON.parse(row.payload_json as string) as { nodeId?: string };
       const at = row.at as number;
       if (row.type === "node.started") started.set(payload.nodeId!, at);
-      if (row.type === "run.waiting") waiting.push(at);
-      if (row.type === "interaction.submitted") phases.submitted.push(at);
+      if (row.type === "run.waiting") {
+        waiting.push(at);
+        waitingSeq.push(row.seq as number);
+      }
+      if (row.type === "interaction.submitted") {
+        phases.submitted.push(at);
+        submittedSeq.push(row.seq as number);
+      }
       if (row.type === "interaction.accepted") phases.accepted.push(at);
       if (row.type === "run.launching") phases.launching.push(at);
     }
@@ -199,10 +209,14 @@ async function main(): Promise<void> {
     // The host's own share: the submission committed -> the next step's request committed.
     const hostHandoff: number[] = [];
     const handoffCommits: number[] = [];
-    const commitTimes = existsSync(commitTrace)
-      ? readFileSync(commitTrace, "utf8").split("\n").filter(Boolean).map(Number)
+    // One line per commit that wrote rows: its time and the newest event sequence after it.
+    const commitSeqs = existsSync(commitTrace)
+      ? readFileSync(commitTrace, "utf8").split("\n").filter(Boolean).map((line) =>
+        Number(line.split(" ")[1])
+      )
       : [];
-    const firstCommitFrom = (at: number) => commitTimes.findIndex((t) => t >= at);
+    /** The commit that made event `seq` durable. */
+    const commitOf = (seq: number) => commitSeqs.findIndex((s) => s >= seq);
     const breakdown = {
       submit_to_submitted: [] as number[],
       submitted_to_accepted: [] as number[],
@@ -238,8 +252,8 @@ async function main(): Promise<void> {
       breakdown.launching_to_started.push(started.get(`s${step + 1}`)! - phases.launching[step]);
       if (waiting.length === STEPS) {
         hostHandoff.push(waiting[step] - phases.submitted[i]);
-        const first = firstCommitFrom(phases.submitted[i]);
-        const last = firstCommitFrom(waiting[step]);
+        const first = commitOf(submittedSeq[i]);
+        const last = commitOf(waitingSeq[step]);
         if (first >= 0 && last >= first) handoffCommits.push(last - first + 1);
       }
     }
