@@ -43,8 +43,11 @@ interface Current {
   interaction: ClaimedInteraction;
   /** The entry id recorded with the host (or adopted), once known. */
   entryId: string | null;
-  /** The presentation this process sent and has not yet recorded. */
-  unrecorded: { presentationId: string; replaces: string | null } | null;
+  /**
+   * The presentation this process sent and has not yet recorded; `carried`: the entry a submit
+   * in flight carries to the host (no `interaction.present` of its own meanwhile).
+   */
+  unrecorded: { presentationId: string; replaces: string | null; carried?: string } | null;
   /** An agent run started since the last step/reminder message went out. */
   turnSinceSend: boolean;
   /** A submission of this request was accepted: nothing more to present or remind. */
@@ -146,6 +149,36 @@ export class Presenter {
 
   noteAccepted(interactionId: string): void {
     if (this.#current?.interaction.interactionId === interactionId) this.#current.accepted = true;
+  }
+
+  /**
+   * The session entry presenting `interactionId` when Pi has appended it but the host has not
+   * recorded it yet: a submit carries it (the host records it first, in the submission's commit)
+   * instead of waiting for its own `interaction.present`, which is not sent while the submit is
+   * in flight. Undefined when there is none to carry. Pair with `presentationCarried`.
+   */
+  carryPresentation(
+    interactionId: string,
+  ): { sessionEntryId: string; replaces: string | null } | undefined {
+    const current = this.#current;
+    const pending = current?.unrecorded;
+    if (!current || !pending || current.interaction.interactionId !== interactionId) return;
+    const entry = findStepEntry(this.#host.session(), interactionId, pending.presentationId);
+    if (!entry) return;
+    pending.carried = entry.id;
+    return { sessionEntryId: entry.id, replaces: pending.replaces };
+  }
+
+  /** The submit that carried the entry got the host's answer (`answered`) or failed. */
+  presentationCarried(interactionId: string, answered: boolean): void {
+    const current = this.#current;
+    const pending = current?.unrecorded;
+    if (!current || pending?.carried === undefined) return;
+    if (current.interaction.interactionId !== interactionId) return;
+    if (answered) {
+      current.entryId = pending.carried;
+      current.unrecorded = null;
+    } else delete pending.carried;
   }
 
   /** Pi's `message_end`: remembers whether the latest assistant message ended on an error. */
@@ -278,7 +311,7 @@ export class Presenter {
   async #recordSent(): Promise<void> {
     const current = this.#current;
     const pending = current?.unrecorded;
-    if (!current || !pending) return;
+    if (!current || !pending || pending.carried !== undefined) return;
     const entry = findStepEntry(
       this.#host.session(),
       current.interaction.interactionId,

@@ -13,6 +13,11 @@ import type { StepUsage } from "../protocol/step-usage.ts";
 export type ClaimedInteraction = NonNullable<ClaimReceipt["interaction"]>;
 export type ClaimReceipt = OperationReceipt<"interaction.claim">;
 export type SubmitReceipt = OperationReceipt<"interaction.submit">;
+/** The step's session entry, when a submit carries it to the host (not recorded yet). */
+export interface SubmitPresentation {
+  sessionEntryId: string;
+  replaces: string | null;
+}
 export type RemindReceipt = OperationReceipt<"interaction.remind">;
 export type WaitReceipt = OperationReceipt<"session.wait">;
 
@@ -56,6 +61,7 @@ export class SessionOps {
     waitMs: number,
     nextWaitMs = 0,
     usage?: StepUsage,
+    presentation?: SubmitPresentation,
   ): Promise<SubmitReceipt> {
     return this.client.call("interaction.submit", {
       runId: interaction.runId,
@@ -70,6 +76,7 @@ export class SessionOps {
         ...(usage ? { usage } : {}),
         waitMs,
         ...(nextWaitMs > 0 ? { nextWaitMs } : {}),
+        ...(presentation ? { presentation } : {}),
       },
     });
   }

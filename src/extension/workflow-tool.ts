@@ -17,7 +17,7 @@ import {
   resolveRunId,
   statusText,
 } from "./workflow-actions.ts";
-import type { ClaimedInteraction } from "./session-ops.ts";
+import type { ClaimedInteraction, SubmitPresentation } from "./session-ops.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
 
 /** How long one submit call waits for the validation verdict in all. */
@@ -145,13 +145,18 @@ async function submit(
   signal: AbortSignal | undefined,
 ): Promise<PiToolResult> {
   const current = await pending(session);
-  // The step's presentation is recorded before its submission: a submission accepted first
-  // would settle the request and leave the host without the entry that showed it.
-  await session.presenter.recordSent().catch(() => {});
+  // The step's presentation is recorded before its submission (a submission accepted first
+  // would settle the request and leave the host without the entry that showed it): one not
+  // recorded yet rides in the submission, which the host records first in the same commit.
+  const presentation = session.presenter.carryPresentation(current.interactionId);
   const done = session.presenter.noteSubmitting(current.interactionId);
+  let answered = false;
   try {
-    return await awaitVerdict(session, current, call, toolCallId, signal);
+    const result = await awaitVerdict(session, current, call, toolCallId, signal, presentation);
+    answered = true;
+    return result;
   } finally {
+    if (presentation) session.presenter.presentationCarried(current.interactionId, answered);
     done();
   }
 }
@@ -162,6 +167,7 @@ async function awaitVerdict(
   call: Extract<ToolCall, { action: "submit" }>,
   toolCallId: string,
   signal: AbortSignal | undefined,
+  presentation: SubmitPresentation | undefined,
 ): Promise<PiToolResult> {
   const deadline = Date.now() + SUBMIT_VERDICT_TIMEOUT_MS;
   for (;;) {
@@ -176,6 +182,7 @@ async function awaitVerdict(
       waitMs,
       NEXT_STEP_WAIT_MS,
       used,
+      presentation,
     );
     if (receipt.status === "accepted") {
       session.presenter.noteAccepted(current.interactionId);

@@ -5,9 +5,10 @@
  *
  *   interaction.claim    the session's current request (read; records the first claim time)
  *   interaction.present  compare-and-set of the presentation's session entry id (receipt)
- *   interaction.submit   provisional `validating` submission, then the validation child; the
- *                        answer waits (bounded) for the verdict. Idempotent by tool-call id per
- *                        request: the same id always gets that submission's receipt
+ *   interaction.submit   provisional `validating` submission (after the step's presentation,
+ *                        in the same commit, when it carries one), then the validation child;
+ *                        the answer waits (bounded) for the verdict. Idempotent by tool-call id
+ *                        per request: the same id always gets that submission's receipt
  *   interaction.update   a progress update, rate limited like worker updates (receipt)
  *   interaction.remind   the agent settled without submitting: a reminder or the failure (receipt)
  *   session.wait         a long poll on the session's cursor (the push to connected sessions)
@@ -31,10 +32,8 @@ import {
 import { readRunRow } from "../state/protected-write.ts";
 import { claimInteraction, claimInteractionLater } from "../state/transitions/interactions.ts";
 import { presentInteraction } from "../state/transitions/interaction-presentation.ts";
-import {
-  recordInteractionUpdate,
-  submitInteraction,
-} from "../state/transitions/interaction-tool-calls.ts";
+import { recordInteractionUpdate } from "../state/transitions/interaction-tool-calls.ts";
+import { submitPresentedInteraction } from "../state/transitions/presented-submission.ts";
 import { remindInteraction } from "../state/transitions/interaction-verdicts.ts";
 import { RefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";
@@ -213,7 +212,7 @@ export async function submitInteractionCommand(
     idempotencyKey,
     requestFingerprint: fingerprint,
   };
-  const result = submitInteraction(rt.store, {
+  const result = submitPresentedInteraction(rt.store, {
     runId: runId!,
     interactionId: payload.interactionId,
     sessionId: payload.sessionId,
@@ -225,7 +224,7 @@ export async function submitInteractionCommand(
     usage: payload.usage,
     expectedRevision: request.expectedRevision,
     receipt,
-  });
+  }, payload.presentation);
   const submissionId = result.kind === "new"
     ? result.submissionId
     : result.submission.submission_id;

@@ -109,6 +109,16 @@ export const InteractionSubmitPayloadSchema = strictObject({
   usage: v.optional(StepUsageSchema),
   waitMs: WaitMsSchema(10_000),
   nextWaitMs: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0), v.maxValue(5_000)), 0),
+  /**
+   * The session entry presenting the step, when the extension has not had it recorded yet: the
+   * host records it first, in the submission's commit, as `interaction.present` would (a refused
+   * presentation, e.g. another entry recorded meanwhile, does not refuse the submission). The
+   * model's submit then waits for no separate presentation round trip.
+   */
+  presentation: v.optional(strictObject({
+    sessionEntryId: OpaqueIdSchema,
+    replaces: v.optional(v.nullable(OpaqueIdSchema)),
+  })),
 });
 
 /** A tool `update` as the workflow tool takes it: `{type, key?, data}`. */

@@ -113,6 +113,61 @@ describe("interactive steps survive crashes", () => {
     expect(violations(home.stateDir)).toEqual([]);
   });
 
+  // A submit carrying its step's presentation: the entry and the submission are savepoints of one
+  // commit. The host killed inside it leaves neither (the resent tool call records both); killed
+  // after it, both are durable and the resent call gets the verdict. The entry is recorded once,
+  // before the submission, either way.
+  for (
+    const point of [
+      "host.presentedSubmission.beforeCommit",
+      "host.presentedSubmission.afterCommit",
+    ]
+  ) {
+    it(`the host SIGKILLed at ${point}: the entry and the submission commit together`, async () => {
+      const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point });
+      const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
+      const first = await startHostProcess(env);
+      let session = await open(home, "s-presented");
+      const runId = await startRun(session, project, {});
+      const step = await session.nextStep();
+      const presentation = { sessionEntryId: "entry-p" };
+      await session.submit(step, { n: 9 }, { toolCallId: "t-presented", presentation })
+        .catch(() => null);
+      await first.exited;
+      session.close();
+      const recorded = () =>
+        rows<{ entry: string | null; submissions: number }>(
+          home.stateDir,
+          "SELECT r.presentation_entry_id AS entry, (SELECT COUNT(*) FROM interactive_submissions " +
+            "s WHERE s.request_id = r.request_id) AS submissions FROM interactive_requests r " +
+            "WHERE r.run_id = :runId",
+          { runId },
+        );
+      expect(recorded()).toEqual(
+        point.endsWith("afterCommit")
+          ? [{ entry: "entry-p", submissions: 1 }]
+          : [{ entry: null, submissions: 0 }],
+      );
+
+      await restartHost(env);
+      session = await open(home, "s-presented");
+      const verdict = await session.submit(step, { n: 9 }, {
+        toolCallId: "t-presented",
+        presentation,
+      });
+      expect(verdict.receipt).toMatchObject({ status: "accepted" });
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      const events = rows<{ type: string }>(
+        home.stateDir,
+        "SELECT type FROM events WHERE run_id = :runId AND type IN ('interaction.presented', " +
+          "'interaction.submitted') ORDER BY seq",
+        { runId },
+      ).map((e) => e.type);
+      expect(events).toEqual(["interaction.presented", "interaction.submitted"]);
+      expect(violations(home.stateDir)).toEqual([]);
+    });
+  }
+
   it("the host SIGKILLed during a validation: the next host validates it again (step 9)", async () => {
     const { home, project } = crashHome(FRESH);
     const first = await startHostProcess(home.env);

@@ -284,6 +284,39 @@ describe("the transport contract of submissions", () => {
   });
 });
 
+describe("a submission carrying its step's presentation", () => {
+  it("records the entry first in the submission's commit; a refused entry leaves the submission to its own checks", async () => {
+    const session = await newSession();
+    const runId = await startRun(session, "routed");
+    const step = await session.nextStep();
+    // Rejected by validate, but the presentation is recorded, before the submission.
+    const first = await session.submit(step, { n: "x" }, {
+      presentation: { sessionEntryId: "p-1" },
+    });
+    expect(first.receipt).toMatchObject({ status: "rejected" });
+    expect((await session.claim()).interaction?.presentation.sessionEntryId).toBe("p-1");
+    const events = rows<{ type: string; seq: number }>(
+      home.stateDir,
+      "SELECT type, seq FROM events WHERE run_id = :runId AND type IN " +
+        "('interaction.presented', 'interaction.submitted') ORDER BY seq",
+      { runId },
+    ).map((e) => e.type);
+    expect(events).toEqual(["interaction.presented", "interaction.submitted"]);
+    // Another entry without `replaces` conflicts: the submission is still taken and accepted,
+    // and the stored entry stays.
+    const second = await session.submit(step, { n: 2 }, {
+      presentation: { sessionEntryId: "p-2" },
+    });
+    expect(second.receipt).toMatchObject({ status: "accepted" });
+    expect(rows(
+      home.stateDir,
+      "SELECT presentation_entry_id AS entry FROM interactive_requests WHERE run_id = :runId",
+      { runId },
+    )).toEqual([{ entry: "p-1" }]);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
 describe("reminders, updates and deadlines", () => {
   it("reminds twice, then fails the attempt so $result.outcome routes it", async () => {
     const session = await newSession();

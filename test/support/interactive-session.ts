@@ -131,6 +131,8 @@ export class SessionClient {
       attemptId?: string;
       waitMs?: number;
       nextWaitMs?: number;
+      /** The step's session entry, recorded with the submission (as the extension sends it). */
+      presentation?: { sessionEntryId: string; replaces?: string | null };
     } = {},
   ) {
     return this.request("interaction.submit", {
@@ -144,6 +146,7 @@ export class SessionClient {
         submission: output,
         ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
         ...(options.nextWaitMs !== undefined ? { nextWaitMs: options.nextWaitMs } : {}),
+        ...(options.presentation ? { presentation: options.presentation } : {}),
       },
     });
   }
