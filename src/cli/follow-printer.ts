@@ -159,7 +159,8 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         return line(`  ${style.glyph("update")} ${id} ${text}${last}`);
       }
       case "node.usage":
-        if (open) open.latest = spendText(data.usage);
+        // A recovered submission count alone carries no usage.
+        if (open && data.usage !== undefined) open.latest = spendText(data.usage);
         return redraw(event.at);
       case "interaction.failed":
       case "node.failed": {

@@ -191,13 +191,16 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     /** A running model step's whole usage so far (a long step: durable before its outcome). */
     v.strictObject({ op: v.literal("usage"), attemptId: OpaqueIdSchema, usage: StepUsageSchema }),
     /**
-     * What an interrupted attempt used, read back from its Pi session by the worker that runs
-     * its step again (the part a crash kept from reaching the outcome); never lowers it.
+     * What an interrupted attempt used and how many submissions its model made, read back from
+     * its Pi session by the worker that runs its step again (the part a crash kept from
+     * reaching the outcome: the submitting call's usage, an accepted submission's count);
+     * never lowers either.
      */
     v.strictObject({
       op: v.literal("usage.recovered"),
       attemptId: OpaqueIdSchema,
-      usage: StepUsageSchema,
+      usage: v.optional(StepUsageSchema),
+      submitted: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(1))),
     }),
     /** A headless model step's rejected submissions so far, after each (the whole tally). */
     v.strictObject({

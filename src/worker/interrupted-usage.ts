@@ -7,7 +7,10 @@
  * (and before its budget check), sums the interrupted attempt's messages there and records the
  * sum on that attempt (`worker.progress {op: "usage.recovered"}`) when it is more than the
  * attempt recorded: nothing is lost, and what was recorded (a part of the sum) is not counted
- * twice. A crash that kept nothing from SQLite adds no commit here.
+ * twice. A crash that kept nothing from SQLite adds no commit here. The same goes for the
+ * attempt's submissions: an accepted one is counted on the outcome, so the crash took its count
+ * too; the session holds the model's submitting calls (`workflow` with action `submit` naming
+ * the attempt), and their number raises the attempt's `submitted` (never lowers it).
  *
  * The attempt's messages are those after the first prompt that names it (`Attempt: <id>`, the
  * step contract's line; its reminders name it too) and before a prompt that names another one.
@@ -43,9 +46,9 @@ export interface RunSessions {
 }
 
 /**
- * Records what the run's last attempt used when it was an interrupted model step (of the run's
- * session, or an agent group) and its sessions hold more than it recorded; `facts` takes the
- * recorded usage.
+ * Records what the run's last attempt used and submitted when it was an interrupted model step
+ * (of the run's session, or an agent group) and its sessions hold more usage than it recorded,
+ * or any submission (the host keeps the larger count); `facts` takes the recorded usage.
  */
 export async function recoverInterruptedUsage(
   sessions: RunSessions,
@@ -55,41 +58,56 @@ export async function recoverInterruptedUsage(
   const index = facts.attempts.length - 1;
   const last = facts.attempts[index];
   if (last?.state !== "interrupted") return;
-  const usage = last.nodeKind === "agentGroup"
-    ? groupUsage(sessions.root, facts.attempts, last)
+  const found = last.nodeKind === "agentGroup"
+    ? groupRecord(sessions.root, facts.attempts, last)
     : SESSION_KINDS.has(last.nodeKind) && sessions.runFile !== null
-    ? fileUsage(sessions.runFile, last.attemptId)
+    ? fileRecord(sessions.runFile, last.attemptId)
     : null;
-  if (usage === null || usageTokens(usage) <= (last.usage ? usageTokens(last.usage) : 0)) return;
+  if (found === null) return;
+  const usage = found.usage !== null &&
+      usageTokens(found.usage) > (last.usage ? usageTokens(last.usage) : 0)
+    ? found.usage
+    : null;
+  if (usage === null && found.submitted === 0) return;
   await proposer.propose("worker.progress", {
     op: "usage.recovered",
     attemptId: last.attemptId,
-    usage,
+    ...(usage === null ? {} : { usage }),
+    ...(found.submitted === 0 ? {} : { submitted: found.submitted }),
   });
-  facts.attempts[index] = { ...last, usage };
+  if (usage !== null) facts.attempts[index] = { ...last, usage };
 }
 
-/** Attempt `attemptId`'s usage in session file `file`, or null (none: Pi never answered). */
-function fileUsage(file: string, attemptId: string): StepUsage | null {
+/** What an attempt's session shows: its model calls' usage and its submitting calls. */
+interface SessionRecord {
+  usage: StepUsage | null;
+  submitted: number;
+}
+
+/** Attempt `attemptId`'s record in session file `file`, or null (no such file). */
+function fileRecord(file: string, attemptId: string): SessionRecord | null {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch {
     return null;
   }
-  return attemptUsageInSession(text, attemptId);
+  return {
+    usage: attemptUsageInSession(text, attemptId),
+    submitted: attemptSubmissionsInSession(text, attemptId),
+  };
 }
 
 /**
  * The interrupted group attempt `last`'s usage: every member's, the larger of its recorded and
- * its session's (recorded members first, in their order), and their sum; null when no member
- * session holds any.
+ * its session's (recorded members first, in their order), and their sum (null when no member
+ * session holds any); and the members' submissions, summed.
  */
-function groupUsage(
+function groupRecord(
   root: string,
   attempts: readonly AttemptFact[],
   last: AttemptFact,
-): StepUsage | null {
+): SessionRecord | null {
   // The visit the engine gave the attempt: one more than the node's settled attempts.
   const visit = 1 +
     attempts.filter((a) =>
@@ -98,8 +116,11 @@ function groupUsage(
   const recorded = last.usage?.members ?? [];
   const members = new Map<string, MemberUsage>(recorded.map((m) => [m.id, m]));
   let found = false;
+  let submitted = 0;
   for (const [id, file] of memberSessionFiles(root, last.nodeId, visit)) {
-    const usage = fileUsage(file, `${last.attemptId}.${id}`);
+    const record = fileRecord(file, `${last.attemptId}.${id}`);
+    submitted += record?.submitted ?? 0;
+    const usage = record?.usage ?? null;
     if (usage === null) continue;
     found = true;
     const before = members.get(id);
@@ -107,25 +128,53 @@ function groupUsage(
       members.set(id, { id, ...usage });
     }
   }
-  return found ? sumMembers([...members.values()]) : null;
+  return { usage: found ? sumMembers([...members.values()]) : null, submitted };
 }
 
 /** The usage of attempt `attemptId`'s assistant messages on the session's branch, or null. */
 export function attemptUsageInSession(sessionText: string, attemptId: string): StepUsage | null {
   let total: StepUsage | null = null;
+  for (const message of attemptMessages(sessionText, attemptId)) {
+    const usage = usageOfPiMessage(message);
+    if (usage !== null) total = addUsage(total ?? EMPTY_USAGE, usage);
+  }
+  return total;
+}
+
+/**
+ * How many submissions the model made in attempt `attemptId`: its `workflow` tool calls with
+ * action `submit` naming that attempt (the worker counts those and no others).
+ */
+export function attemptSubmissionsInSession(sessionText: string, attemptId: string): number {
+  let count = 0;
+  for (const message of attemptMessages(sessionText, attemptId)) {
+    if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
+    for (const part of message.content) {
+      const args = part?.arguments as { action?: unknown; attempt?: unknown } | undefined;
+      if (
+        part?.type === "toolCall" && part.name === "workflow" && args?.action === "submit" &&
+        args.attempt === attemptId
+      ) count++;
+    }
+  }
+  return count;
+}
+
+/** Attempt `attemptId`'s messages (not its prompts) on the session's branch, oldest first. */
+function* attemptMessages(
+  sessionText: string,
+  attemptId: string,
+): Generator<{ role?: unknown; content?: unknown }> {
   let inside = false;
   for (const message of branchMessages(sessionText)) {
     if (message.role === "user") {
       const named = attemptNamed(message, attemptId);
       if (named === attemptId) inside = true;
-      else if (named !== null && inside) break;
+      else if (named !== null && inside) return;
       continue;
     }
-    if (!inside) continue;
-    const usage = usageOfPiMessage(message);
-    if (usage !== null) total = addUsage(total ?? EMPTY_USAGE, usage);
+    if (inside) yield message;
   }
-  return total;
 }
 
 interface SessionEntry {

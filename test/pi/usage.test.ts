@@ -392,6 +392,8 @@ export default defineWorkflow({ name: "lost", startAt: "work",
       const status = await h.cliJson(["status", run.run.runId]);
       const [first, second] = status.attempts;
       expect(first.state).toBe("interrupted");
+      // Its accepted submission was counted on the outcome the crash took: read back too.
+      expect(first.submissions).toMatchObject({ submitted: 1, rejected: 0 });
       const lost = expected(PLAN_SUBMIT);
       expect(first.usage).toMatchObject({
         input: lost.input,

@@ -29,7 +29,10 @@ import { memberSessionArgs, runSessionArgs } from "../../src/worker/headless-ses
 import { firstErrorLine, type PiChild, type RpcRecord } from "../../src/worker/pi-child.ts";
 import type { StepPi } from "../../src/worker/headless-pi.ts";
 import { driveStep } from "../../src/worker/headless-step.ts";
-import { attemptUsageInSession } from "../../src/worker/interrupted-usage.ts";
+import {
+  attemptSubmissionsInSession,
+  attemptUsageInSession,
+} from "../../src/worker/interrupted-usage.ts";
 import type { AgentStepRequest } from "../../src/workflows/agent-executor.ts";
 import { buildStepContract } from "../../src/workflows/step-contract.ts";
 import type { StepUsage } from "../../src/protocol/step-usage.ts";
@@ -227,11 +230,19 @@ describe("the run's session and the child's command line", () => {
         text: `${note}Step: work\nAttempt: ${attempt}\nExpected output: x`,
       }],
     });
-    const reply = (input: number, cost: number) => ({
+    const reply = (input: number, cost: number, submit?: string) => ({
       role: "assistant",
       provider: "fake",
       model: "m",
       usage: { input, output: 10, cacheRead: 0, cacheWrite: 0, cost: { total: cost } },
+      ...(submit === undefined ? {} : {
+        content: [{
+          type: "toolCall",
+          id: `call-${submit}`,
+          name: "workflow",
+          arguments: { action: "submit", step: "work", attempt: submit, output: {} },
+        }],
+      }),
     });
     let id = 0;
     const entry = (message: unknown, parentId: string | null = id === 0 ? null : `e${id}`) =>
@@ -244,7 +255,7 @@ describe("the run's session and the child's command line", () => {
       entry(reply(100, 0.1)),
       entry({ role: "toolResult", content: [] }),
       entry(prompt("att-1", "Reminder 1 of 2: ...\n")),
-      entry(reply(200, 0.2)), // the submitting call
+      entry(reply(200, 0.2, "att-1")), // the submitting call
       entry(prompt("att-2", 'Note: the previous attempt (attempt "att-1") was interrupted\n')),
       entry(reply(300, 0.3)),
       '{"type":"message","id":"torn', // a torn last write
@@ -258,6 +269,9 @@ describe("the run's session and the child's command line", () => {
     });
     expect(attemptUsageInSession(text, "att-2")).toMatchObject({ input: 300, cost: 0.3 });
     expect(attemptUsageInSession(text, "att-9")).toBeNull();
+    // The submitting call counts for its attempt (an accepted one's count rides on the outcome).
+    expect(attemptSubmissionsInSession(text, "att-1")).toBe(1);
+    expect(attemptSubmissionsInSession(text, "att-2")).toBe(0);
     // Only the branch counts: a message left on an abandoned branch is not read.
     const branched = [...lines.slice(0, 5), entry(reply(900, 0.9), "e2")].join("\n");
     expect(attemptUsageInSession(branched, "att-1")).toBeNull();

@@ -99,13 +99,14 @@ export function applyProgress(
 function recordRecovered(
   ctx: HostContext,
   worker: ActiveWorker,
-  p: { attemptId: string; usage: StepUsage },
+  p: { attemptId: string; usage?: StepUsage; submitted?: number },
   write: WorkerWriteOptions,
 ): Applied {
   const { revision } = recordRecoveredUsage(ctx.store, worker.claim, {
     ...write,
     attemptId: p.attemptId,
-    usage: p.usage,
+    ...(p.usage === undefined ? {} : { usage: p.usage }),
+    ...(p.submitted === undefined ? {} : { submitted: p.submitted }),
   });
   return { revision, closedAttempt: false };
 }
