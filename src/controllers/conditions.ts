@@ -7,15 +7,33 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Condition, ConditionStatus } from "../protocol/controller-resource.ts";
 import type { ConditionInput, ControllerStatus, StatusPatch } from "./types.ts";
 
-export function conditionTrue(type: string, reason: string, message?: string): ConditionInput {
+/**
+ * A condition's message: text, or an error such as a failed child's `error` (`{code, message}`),
+ * whose message is used (0.12 gave that error as a string and controllers pass it on).
+ */
+export type ConditionMessage = string | { message: string };
+
+export function conditionTrue(
+  type: string,
+  reason: string,
+  message?: ConditionMessage,
+): ConditionInput {
   return condition(type, true, reason, message);
 }
 
-export function conditionFalse(type: string, reason: string, message?: string): ConditionInput {
+export function conditionFalse(
+  type: string,
+  reason: string,
+  message?: ConditionMessage,
+): ConditionInput {
   return condition(type, false, reason, message);
 }
 
-export function conditionUnknown(type: string, reason: string, message?: string): ConditionInput {
+export function conditionUnknown(
+  type: string,
+  reason: string,
+  message?: ConditionMessage,
+): ConditionInput {
   return condition(type, "unknown", reason, message);
 }
 
@@ -36,8 +54,13 @@ function condition(
   type: string,
   status: ConditionStatus,
   reason: string,
-  message: string | undefined,
+  given: ConditionMessage | undefined,
 ): ConditionInput {
+  // Anything else is left for checkCondition to refuse with its message.
+  const message =
+    (typeof given === "object" && given !== null && typeof given.message === "string"
+      ? given.message
+      : given) as string | undefined;
   const value: ConditionInput = {
     type,
     status,

@@ -69,7 +69,7 @@ export interface CommandBatchOptions {
     result: CommandBatchItemResult,
     completed: number,
     total: number,
-  ) => void | Promise<void>;
+  ) => unknown;
 }
 
 export async function runCommandBatch(

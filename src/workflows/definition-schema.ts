@@ -128,7 +128,11 @@ const nodeSchema = v.variant("kind", [
   }),
   v.object({
     kind: v.literal("humanDecision"),
-    audience: v.pipe(v.string(), v.minLength(1)),
+    // A function decides the audience from the context when the node runs (0.12 allowed it).
+    audience: v.union(
+      [v.pipe(v.string(), v.minLength(1)), fn],
+      "expected an audience name or a function returning one",
+    ),
     choices: v.record(
       v.pipe(v.string(), v.regex(NODE_ID_PATTERN)),
       v.object({ label: v.string(), input: v.optional(textInput) }),

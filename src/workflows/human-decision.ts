@@ -49,7 +49,7 @@ export function textInput(options: {
 
 export function humanDecision<I = any>(
   options: CommonNodeOptions<I> & {
-    audience?: string;
+    audience?: HumanDecisionNode<I>["audience"];
     choices: HumanChoices;
     request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
     onTimeout?: HumanDecisionTimeout | ((ctx: NodeContext<I>) => HumanDecisionTimeout | null);
@@ -100,11 +100,23 @@ export function validateHumanResponse(
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, message: `expected {"choice": one of ${names.join(", ")}}` };
   }
-  const { choice: picked, text } = value as { choice?: unknown; text?: unknown };
+  const { choice: picked, input } = value as { choice?: unknown; input?: unknown };
+  let { text } = value as { text?: unknown };
   if (typeof picked !== "string" || !names.includes(picked)) {
     return { ok: false, message: `choice must be one of ${names.join(", ")}` };
   }
   const spec = choices[picked].input;
+  // 0.12 wrote the text as `input: {<textInput name>: text}`: the same answer.
+  if (input !== undefined && text === undefined) {
+    const entries = typeof input === "object" && input !== null && !Array.isArray(input)
+      ? Object.entries(input)
+      : null;
+    if (!spec) return { ok: false, message: `choice "${picked}" takes no text` };
+    if (entries?.length !== 1 || entries[0][0] !== spec.name) {
+      return { ok: false, message: `input must be {"${spec.name}": text} (or give text)` };
+    }
+    text = entries[0][1];
+  }
   if (!spec) {
     if (text !== undefined) {
       return { ok: false, message: `choice "${picked}" takes no text` };

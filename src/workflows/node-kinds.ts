@@ -11,11 +11,13 @@ import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-
 import { toJson } from "./json-value.ts";
 import { type OutputSink, type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import type {
+  HumanDecisionNode,
   HumanDecisionRequest,
   NodeContext,
   ShellCommand,
   ShellNode,
   TextSpec,
+  UpdateReceipt,
   WorkflowUpdate,
 } from "./types.ts";
 import { type EffectPort, runManagedEffect } from "./managed-effect.ts";
@@ -55,7 +57,7 @@ export async function runNodeKind(
       return ok(toJson(await n.run(ctx), "compute output"));
     case "action": {
       const apply = async () =>
-        toJson(await n.run({ ...ctx, publishUpdate: svc.publish }), "action output");
+        toJson(await n.run({ ...ctx, publishUpdate: withReceipt(svc.publish) }), "action output");
       if (!n.effect || !svc.effects) return ok(await apply());
       const request = { nodeId: node.id };
       return ok(await runManagedEffect(n.effect, "action", ctx, svc.effects, request, apply));
@@ -95,7 +97,7 @@ export async function runNodeKind(
       }
       const request = {
         schema: "pi-workflows.human-decision-request.v1",
-        audience: n.audience,
+        audience: await audienceOf(n, ctx),
         title: req.title,
         subject: toJson(req.subject, "decision subject"),
         presentation: req.presentation,
@@ -242,6 +244,15 @@ async function runShellNode(
 ): Promise<JsonValue> {
   const updates = n.updates;
   const streams = updates?.streams ?? ["stdout", "stderr"];
+  const lineArgument = updates && takesLineObject(updates.parseLine)
+    ? (text: string, stream: "stdout" | "stderr") => ({ stream, text })
+    : (text: string) => text;
+  const lineContext = { ...ctx, publishUpdate: svc.publish };
+  // An async parser's updates are published in line order, before the node's result.
+  let pending: Promise<void> = Promise.resolve();
+  const publishAll = (out: unknown) => {
+    for (const u of out == null ? [] : Array.isArray(out) ? out : [out]) svc.publish(u);
+  };
   const result = await runShell(cmd, {
     signal: ctx.signal,
     processGroups: svc.processGroups,
@@ -250,16 +261,58 @@ async function runShellNode(
       ? (line, stream) => {
         if (!streams.includes(stream)) return;
         try {
-          const out = updates.parseLine(line, { stream, input: ctx.input });
-          for (const u of out == null ? [] : Array.isArray(out) ? out : [out]) svc.publish(u);
+          const out = updates.parseLine(lineArgument(line, stream) as never, {
+            ...lineContext,
+            stream,
+          });
+          if (typeof (out as { then?: unknown } | null)?.then === "function") {
+            pending = pending.then(() => out).then(publishAll).catch(() => {});
+          } else publishAll(out);
         } catch {
           // A bad or rate-limited line update never fails the command.
         }
       }
       : undefined,
   });
+  await pending;
   const output = n.parse ? await n.parse(result, ctx) : result;
   return toJson(output, "shell output");
+}
+
+/** A human decision's audience: its name, or what its audience function returns. */
+async function audienceOf(n: HumanDecisionNode, ctx: NodeContext): Promise<string> {
+  if (typeof n.audience === "string") return n.audience;
+  const value = await n.audience(ctx);
+  if (typeof value !== "string" || value.length === 0 || value.length > 256) {
+    throw new NodeFailure(
+      "invalidRequest",
+      "Human decision audience function must return a name (1-256 characters)",
+    );
+  }
+  return value;
+}
+
+/**
+ * `publishUpdate` for a function action: it records the update (throwing when it is refused) and
+ * resolves to a receipt, as 0.12's did; the host numbers updates, so the receipt has no `seq`.
+ */
+function withReceipt(
+  publish: (update: WorkflowUpdate) => void,
+): (update: WorkflowUpdate) => Promise<UpdateReceipt> {
+  return (update) => {
+    publish(update);
+    return Promise.resolve({ type: update.type, key: update.key, at: new Date().toISOString() });
+  };
+}
+
+/**
+ * Whether a `parseLine` destructures its first parameter (`({ stream, text }, ctx) => ...`), the
+ * form 0.12 documented: it gets the line as `{stream, text}`; any other parser gets the text.
+ */
+function takesLineObject(parseLine: (...args: never[]) => unknown): boolean {
+  return /^(?:async\s*)?(?:function\b[^(]*)?\(\s*\{/.test(
+    Function.prototype.toString.call(parseLine),
+  );
 }
 
 function ok(output: JsonValue): NodeResult {

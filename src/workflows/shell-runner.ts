@@ -57,7 +57,7 @@ export async function runShell(cmd: ShellCommand, options: RunShellOptions): Pro
     child = spawn(cmd.command, args, {
       cwd,
       env: { ...process.env, ...(cmd.env ?? {}) },
-      shell: cmd.shell === true ? "/bin/sh" : false,
+      shell: cmd.shell === true ? "/bin/sh" : typeof cmd.shell === "string" ? cmd.shell : false,
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -280,6 +280,12 @@ function checkCommand(cmd: ShellCommand): void {
     bad("env values must be strings");
   }
   if (cmd.stdin !== undefined && typeof cmd.stdin !== "string") bad("stdin must be a string");
+  if (
+    cmd.shell !== undefined && typeof cmd.shell !== "boolean" &&
+    (typeof cmd.shell !== "string" || cmd.shell.length === 0)
+  ) {
+    bad("shell must be true, false or the path of a shell program");
+  }
   if (cmd.cwd !== undefined && typeof cmd.cwd !== "string") bad("cwd must be a string");
   for (const k of ["timeoutMs", "maxOutputChars"] as const) {
     const n = cmd[k];

@@ -37,7 +37,7 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
       out.updates = node.updates ? { streams: node.updates.streams ?? ["stdout", "stderr"] } : null;
       break;
     case "humanDecision":
-      out.audience = node.audience;
+      out.audience = typeof node.audience === "function" ? "callback" : node.audience;
       out.choices = JSON.parse(JSON.stringify(node.choices));
       out.onTimeout = typeof node.onTimeout === "function" ? "callback" : node.onTimeout ?? null;
       break;

@@ -67,8 +67,17 @@ export interface WorkflowUpdate {
   data: JsonValue;
 }
 
+/** What a function action's `publishUpdate` resolves to once the update is recorded. */
+export interface UpdateReceipt {
+  type: string;
+  key: string;
+  /** When the worker took the update (ISO 8601). */
+  at: string;
+}
+
 export interface ActionContext<I = any> extends NodeContext<I> {
-  publishUpdate(update: WorkflowUpdate): void;
+  /** Throws when the update is refused (shape, size, rate); resolves to a receipt. */
+  publishUpdate(update: WorkflowUpdate): Promise<UpdateReceipt>;
 }
 
 /** A number of milliseconds, `null` for no wall-clock limit, or a callback deciding either. */
@@ -157,8 +166,11 @@ export interface ShellCommand {
   /** Merged over the worker's environment. */
   env?: Record<string, string>;
   stdin?: string;
-  /** Run through `/bin/sh -c` instead of spawning `command` directly. Default false. */
-  shell?: boolean;
+  /**
+   * Run through `/bin/sh -c` (`true`) or through the named shell program (`"/bin/bash"`) instead
+   * of spawning `command` directly. Default false.
+   */
+  shell?: boolean | string;
   /** Accept a non-zero exit code as a normal result. Default false. */
   allowNonZeroExit?: boolean;
   /** The command's own time limit (the node deadline still applies). */
@@ -183,10 +195,23 @@ export interface ShellResult {
 export interface ShellUpdates<I = any> {
   /** Streams whose lines are offered to `parseLine`. Default both. */
   streams?: ("stdout" | "stderr")[];
+  /**
+   * Called for each complete line. `ctx` is the node context plus `stream` and `publishUpdate`.
+   * A parser that destructures its first parameter (`({ stream, text }, ctx) => ...`, the 0.12
+   * form) gets the line as `{stream, text}`. May be async.
+   */
   parseLine(
     line: string,
-    ctx: { stream: "stdout" | "stderr"; input: I },
-  ): WorkflowUpdate | WorkflowUpdate[] | null | undefined;
+    ctx: NodeContext<I> & {
+      stream: "stdout" | "stderr";
+      publishUpdate(update: WorkflowUpdate): void;
+    },
+  ):
+    | WorkflowUpdate
+    | WorkflowUpdate[]
+    | null
+    | undefined
+    | Promise<WorkflowUpdate | WorkflowUpdate[] | null | undefined>;
 }
 
 export interface ShellNode<I = any> extends CommonNodeOptions<I> {
@@ -251,11 +276,14 @@ export interface HumanDecisionTimeout {
 export interface HumanDecisionResponse {
   choice: string;
   text?: string;
+  /** 0.12's form of the text, `{<textInput name>: text}`: accepted, recorded as `text`. */
+  input?: Record<string, string>;
 }
 
 export interface HumanDecisionNode<I = any> extends CommonNodeOptions<I> {
   kind: "humanDecision";
-  audience: string;
+  /** Who answers: a name, or a function of the context returning one (as 0.12 allowed). */
+  audience: string | ((ctx: NodeContext<I>) => string | Promise<string>);
   choices: HumanChoices;
   request: (ctx: NodeContext<I>) => HumanDecisionRequest | Promise<HumanDecisionRequest>;
   /**

@@ -370,3 +370,86 @@ export default defineWorkflow({ name: "w", startAt: "c", includes: { c: includeW
     expect(error.message).toContain(message);
   });
 });
+
+describe("0.12.1 node options", () => {
+  const run012 = async (node: string, extraNodes = "") => {
+    const dir = project({
+      "w.workflow.ts":
+        `import { action, choice, compute, defineHumanChoices, defineWorkflow, humanDecision, shell, textInput } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "w",
+  startAt: "a",
+  nodes: { a: ${node}${extraNodes} },
+  edges: [],
+});
+`,
+    });
+    const loaded = await loadWorkflow("./w.workflow.ts", { cwd: dir });
+    return await runWorkflow(loaded.workflow, { input: { task: "t" } });
+  };
+
+  it("parseLine in 0.12's form ({stream, text}, ctx), async, gets the line object and context", async () => {
+    const run = await run012(`shell({
+    exec: () => ({ command: "sh", args: ["-c", "echo one; echo two"] }),
+    updates: {
+      parseLine: async ({ stream, text }, context) => ({
+        type: "note", key: text, data: { stream, text, task: context.input.task, can: typeof context.publishUpdate },
+      }),
+    },
+    parse: (r) => r.exitCode,
+  })`);
+    expect(run.last).toMatchObject({ kind: "complete", output: 0 });
+    expect(run.updates.map((u) => u.data)).toEqual([
+      { stream: "stdout", text: "one", task: "t", can: "function" },
+      { stream: "stdout", text: "two", task: "t", can: "function" },
+    ]);
+  });
+
+  it("exec's shell may name the shell program", async () => {
+    const run = await run012(`shell({
+    exec: () => ({ command: "echo $0", shell: "/bin/bash" }),
+    parse: (r) => r.stdout.trim(),
+  })`);
+    expect(run.last).toMatchObject({ kind: "complete", output: "/bin/bash" });
+  });
+
+  it("a function action's publishUpdate resolves to a receipt", async () => {
+    const run = await run012(`action({
+    run: async ({ publishUpdate }) => {
+      const receipt = await publishUpdate({ type: "note", key: "k", data: 1 });
+      return { type: receipt.type, key: receipt.key, at: typeof receipt.at };
+    },
+  })`);
+    expect(run.last).toMatchObject({ output: { type: "note", key: "k", at: "string" } });
+  });
+
+  it("a human decision's audience may be a function; onTimeout may give text as input", async () => {
+    const run = await run012(`humanDecision({
+    audience: ({ input }) => "team-" + input.task,
+    choices: defineHumanChoices({
+      replan: choice({ label: "Replan", input: textInput({ name: "instructions", prompt: "What?" }) }),
+    }),
+    onTimeout: { afterMs: 60000, response: { choice: "replan", input: { instructions: "smaller" } } },
+    request: () => ({
+      title: "T",
+      subject: 1,
+      presentation: { schema: "pi-workflows.decision-presentation.v1", summary: "s", blocks: [] },
+    }),
+  })`);
+    expect(run.last).toMatchObject({ kind: "wait" });
+    expect(run.results[0].result).toMatchObject({
+      outcome: "waiting",
+      request: {
+        audience: "team-t",
+        onTimeout: { afterMs: 60000, response: { choice: "replan", text: "smaller" } },
+      },
+    });
+  });
+
+  it("a condition's message may be a failed child's error object", async () => {
+    const { conditionFalse } =
+      controllersApi as typeof import("../../src/controllers/conditions.ts");
+    expect(conditionFalse("Ready", "RepairFailed", { code: "x", message: "it broke" } as never))
+      .toEqual({ type: "Ready", status: false, reason: "RepairFailed", message: "it broke" });
+  });
+});
