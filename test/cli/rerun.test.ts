@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;
@@ -259,11 +259,7 @@ export default defineWorkflow({
     const start = await cli(["start", join(project, "ship.workflow.ts"), "--json"]);
     expect(start.code, start.stderr).toBe(0);
     const runId = JSON.parse(start.stdout).run.runId as string;
-    const deadline = Date.now() + 60_000;
-    while (!existsSync(started) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(existsSync(started)).toBe(true);
+    await waitFor(() => existsSync(started), "the deploy to start", 60_000, 50);
     expect((await cli(["cancel", runId])).code).toBe(0);
     const refused = await cli(["rerun", runId]);
     expect(refused.code).toBe(3);

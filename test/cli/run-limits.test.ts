@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../src/cli/wait-for.ts";
+import { waitFor } from "../support/wait.ts";
 import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 import { seedAttempts, seedRuns } from "../support/host-seed.ts";
 
@@ -90,8 +90,9 @@ async function interruptAtGate(workflow: string, input: object): Promise<string>
   const runId = (JSON.parse(started.stdout) as { run: { runId: string } }).run.runId;
   await waitFor(
     () => runState(runId)[2] === "gate" || ["failed", "completed"].includes(runState(runId)[0]),
+    () => `${workflow} to reach its gate (now: ${runState(runId)})`,
     120_000,
-    `${workflow} never reached its gate: ${runState(runId)}`,
+    50,
   );
   expect(runState(runId)[2], String(runState(runId))).toBe("gate");
   expect((await cli(["pause", runId])).code).toBe(0);
@@ -99,15 +100,17 @@ async function interruptAtGate(workflow: string, input: object): Promise<string>
   // The relaunched worker received every committed fact, or it could not be at the gate again.
   await waitFor(
     () => runState(runId)[2] === "gate" || runState(runId)[0] === "failed",
+    () => `the relaunch to reach the gate (now: ${runState(runId)})`,
     60_000,
-    `no relaunch: ${runState(runId)}`,
+    50,
   );
   expect(runState(runId)[2], `not relaunched: ${runState(runId)}`).toBe("gate");
   writeFileSync(gate, "open");
   await waitFor(
     () => ["completed", "failed"].includes(runState(runId)[0]),
+    () => `${workflow} to end (now: ${runState(runId)})`,
     60_000,
-    `${workflow} did not end: ${runState(runId)}`,
+    50,
   );
   expect(runState(runId).slice(0, 2), String(runState(runId))).toEqual(["completed", "done"]);
   return runId;

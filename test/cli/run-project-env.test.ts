@@ -15,7 +15,7 @@ import {
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../src/cli/wait-for.ts";
+import { waitFor } from "../support/wait.ts";
 import { ROOT, runCliProcess, type TempHome, tempHome } from "../support/host.ts";
 
 let home: TempHome;
@@ -118,8 +118,9 @@ describe("run project and environment", () => {
           "SELECT state AS v FROM node_attempts WHERE run_id = ? AND node_id = 'gate'",
           runId,
         ).includes("running"),
+      "the run to reach its gate node",
       30_000,
-      "the run did not reach its gate node",
+      50,
     );
     expect((await cli(["host", "stop"])).code).toBe(0);
     const otherEnv = { ...home.env, HOST_SECRET: "other-host-secret" };
@@ -128,8 +129,9 @@ describe("run project and environment", () => {
 
     await waitFor(
       () => queryState("SELECT state AS v FROM runs WHERE run_id = ?", runId)[0] === "completed",
+      "the run to complete after the host restart",
       60_000,
-      "the run did not complete after the host restart",
+      50,
     );
     // The gate ran twice: interrupted by the stop, then again under the second host.
     expect(

@@ -191,12 +191,13 @@ export default defineController({
       const status = async () =>
         JSON.parse((await cli(["controller", "get", "once", "r", "--json"])).stdout);
       let detail: any;
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline) {
-        detail = await status();
-        if (detail.resource.status.controllerStatus?.effect === "ambiguous") break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      await waitFor(
+        async () =>
+          (detail = await status()).resource.status.controllerStatus?.effect === "ambiguous",
+        () => `the effect to be ambiguous: ${JSON.stringify(detail?.resource.status)}`,
+        60_000,
+        200,
+      );
       expect(detail.resource.status.controllerStatus).toEqual({ effect: "ambiguous" });
       const [effect] = detail.effects;
       expect(effect).toMatchObject({ kind: "mail.send", state: "ambiguous" });

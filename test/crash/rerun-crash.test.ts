@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCliProcess, type TempHome, tempHome } from "../support/host.ts";
+import { runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;
@@ -163,13 +163,17 @@ export default defineWorkflow({
     writeFileSync(gate, "");
     writeFileSync(file, parked(`compute({ run: () => ({ b: 2 }) })`));
     expect((await cli(["resume", runId])).code).toBe(0);
-    const deadline = Date.now() + 60_000;
     let blocked = "";
-    while (Date.now() < deadline) {
-      blocked = JSON.parse((await cli(["status", runId, "--json"])).stdout).run.blockedReason ?? "";
-      if (blocked === "workflowSourceChanged") break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await waitFor(
+      async () => {
+        const status = JSON.parse((await cli(["status", runId, "--json"])).stdout);
+        blocked = status.run.blockedReason ?? "";
+        return blocked === "workflowSourceChanged";
+      },
+      () => `the run to park workflowSourceChanged (blocked: '${blocked}')`,
+      60_000,
+      200,
+    );
     expect(blocked).toBe("workflowSourceChanged");
     // Status names the changed file, its digests then and now, and both ways on.
     const status = await cli(["status", runId]);

@@ -11,6 +11,7 @@ import {
 } from "../../src/host/deadline-timer.ts";
 import { systemClock } from "../../src/base/clock.ts";
 import type { StateStore } from "../../src/state/store.ts";
+import { waitFor } from "../support/wait.ts";
 
 interface FakeKind extends DeadlineKind {
   due: number[];
@@ -54,13 +55,7 @@ const rt: DeadlineRuntime = {
 let timer: DeadlineTimer | null = null;
 afterEach(() => timer?.stop());
 
-const until = async (ok: () => boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const until = (ok: () => boolean, what: string) => waitFor(ok, what, 5_000, 10);
 
 describe("createDeadlineTimer()", () => {
   it("applies what is already due at start, then arms for the earliest deadline only", async () => {
@@ -72,10 +67,10 @@ describe("createDeadlineTimer()", () => {
     expect(a.applied).toHaveLength(1); // the past one, before start() returned
     expect(timer.nextDueAt()).toBe(now + 150);
     expect(timer.hasPending()).toBe(true);
-    await until(() => b.applied.length === 1);
+    await until(() => b.applied.length === 1, "b's deadline applied");
     expect(b.applied[0].at).toBeGreaterThanOrEqual(now + 150);
     expect(timer.nextDueAt()).toBe(now + 300);
-    await until(() => a.applied.length === 2);
+    await until(() => a.applied.length === 2, "a's second deadline applied");
     expect(a.applied[1].at).toBeGreaterThanOrEqual(now + 300);
     expect(timer.hasPending()).toBe(false);
     // Idle with nothing pending: no more queries, no timer.
@@ -93,7 +88,7 @@ describe("createDeadlineTimer()", () => {
     k.due = Array.from({ length: 250 }, () => now + 50);
     timer.changed();
     expect(timer.nextDueAt()).toBe(now + 50);
-    await until(() => k.due.length === 0);
+    await until(() => k.due.length === 0, "every due deadline applied");
     expect(k.applied.map((a) => a.count)).toEqual([100, 100, 50]);
   });
 

@@ -20,6 +20,7 @@ import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { connectHost } from "../../src/client/host-connection.ts";
 import { stepResponder } from "../support/step-responder.ts";
+import { waitFor } from "../support/wait.ts";
 
 const OUTBOX_TYPE = "pi-workflows-outbox";
 const CLI = join(REPO_ROOT, "src/cli/main.ts");
@@ -164,15 +165,13 @@ async function waitForState<T>(
   done: (rows: T[]) => boolean,
   timeoutMs = 30_000,
 ): Promise<T[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rows = readState<T>(sandbox, sql, params);
-    if (done(rows)) return rows;
-    if (Date.now() > deadline) {
-      throw new Error(`State did not reach the expected rows: ${JSON.stringify(rows)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  let rows: T[] = [];
+  return await waitFor(
+    () => done(rows = readState<T>(sandbox, sql, params)) && rows,
+    () => `the expected rows (last: ${JSON.stringify(rows)})`,
+    timeoutMs,
+    100,
+  );
 }
 
 interface OutboxEntry {

@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { waitFor } from "./wait.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -24,24 +25,20 @@ export async function waitForState<T>(
   condition: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await condition();
-      if (value) return value;
-    } catch (error) {
-      lastError = error; // The database may not exist yet, or be mid-checkpoint.
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `Timed out after ${timeoutMs} ms waiting for ${what}${
-          lastError ? ` (last error: ${(lastError as Error).message})` : ""
-        }`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return await waitFor(
+    async () => {
+      try {
+        return await condition();
+      } catch (error) {
+        lastError = error; // The database may not exist yet, or be mid-checkpoint.
+        return null;
+      }
+    },
+    () => `${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ""}`,
+    timeoutMs,
+    50,
+  );
 }
 
 /** The run's state once it is one of `states`. */

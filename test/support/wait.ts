@@ -5,10 +5,13 @@
  */
 export { waitUntil } from "../../src/os/stop-group.ts";
 
-/** Polls `condition` until it gives a truthy value, which it returns; throws at the deadline. */
+/**
+ * Polls `condition` until it gives a truthy value, which it returns; throws at the deadline,
+ * naming `what` (a function: computed then, to say what was last seen).
+ */
 export async function waitFor<T>(
   condition: () => T | null | undefined | false | Promise<T | null | undefined | false>,
-  what: string,
+  what: string | (() => string),
   timeoutMs = 10_000,
   intervalMs = 25,
 ): Promise<T> {
@@ -16,7 +19,9 @@ export async function waitFor<T>(
   for (;;) {
     const value = await condition();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out waiting for ${typeof what === "function" ? what() : what}`);
+    }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

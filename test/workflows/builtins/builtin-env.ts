@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createHeadlessEnv, type HeadlessEnv } from "../../support/headless-env.ts";
+import { waitFor } from "../../support/wait.ts";
 
 export interface BuiltinEnv extends HeadlessEnv {
   git(...args: string[]): string;
@@ -59,14 +60,13 @@ export async function createBuiltinEnv(): Promise<BuiltinEnv> {
     }
   };
   env.waitForState = async (runId, state, timeoutMs = 90_000) => {
-    const deadline = Date.now() + timeoutMs;
     let last: any = null;
-    while (Date.now() < deadline) {
-      last = (await h.cliJson(["status", runId])).run;
-      if (last?.state === state) return last;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    throw new Error(`run ${runId} did not reach ${state} (last: ${last?.state})`);
+    return await waitFor(
+      async () => (last = (await h.cliJson(["status", runId])).run)?.state === state && last,
+      () => `run ${runId} to reach ${state} (last: ${last?.state})`,
+      timeoutMs,
+      250,
+    );
   };
   return env;
 }
