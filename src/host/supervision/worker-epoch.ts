@@ -8,7 +8,6 @@
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
-import { settleWorkerOutput } from "./captured-logs.ts";
 import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
@@ -16,7 +15,7 @@ import type { WorkerDeadlines } from "./worker-deadlines.ts";
 import { type CrashCounter, handleWorkerExit } from "./worker-exit.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
-import { reapWorkerProcesses } from "./worker-teardown.ts";
+import { retireWorker } from "./worker-teardown.ts";
 import { holdStartupDeadline, isKept, isLaunching, markGone } from "./worker-life.ts";
 import { armChildDeadline } from "./children/child-deadline.ts";
 
@@ -66,10 +65,9 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   const exit = isKept(worker) ? KEPT_EXIT : await worker.spawned.exited;
   deps.deadlines.forget(worker);
   // The leader is gone (or kept); nothing of its group, nor a child group it registered,
-  // outlives the epoch.
-  await reapWorkerProcesses(ctx, deps.registry, worker);
+  // outlives the epoch, and its output is settled.
+  await retireWorker(ctx, deps.registry, worker);
   await deps.stops.finished(worker);
-  if (!isKept(worker)) await settleWorkerOutput(worker);
   deps.pruneLogs(worker);
   try {
     handleWorkerExit(ctx, worker, exit, deps.crashes, deps.maxCrashes);

@@ -1,33 +1,40 @@
 /**
- * What a worker's epoch leaves behind once its channel ended: its process group (unless the
- * process is kept as the run's prepared child), the registry entry, and every child group it
- * registered (a headless Pi and its tools). Nothing of the epoch may outlive it.
+ * What a worker's epoch leaves behind once its channel ended, retired by the kit in its one
+ * order (retire-child.ts): its process group (unless the process is kept as the run's prepared
+ * child), the registry entry, every child group it registered (a headless Pi and its tools),
+ * then its output drained and empty files removed. Nothing of the epoch may outlive it.
  */
-import { stopProcessGroup, stopProcessTree } from "../../os/stop-group.ts";
+import { stopProcessTree } from "../../os/stop-group.ts";
+import type { ProcessIdentity } from "../../os/process-identity.ts";
 import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
+import { retireChild } from "./children/retire-child.ts";
 import { isKept } from "./worker-life.ts";
 
-export async function reapWorkerProcesses(
+export async function retireWorker(
   ctx: HostContext,
   registry: ProcessRegistry,
   worker: ActiveWorker,
 ): Promise<void> {
-  const identity = worker.identity;
-  if (identity) {
-    if (!isKept(worker)) await stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs });
+  const forget = async (identity: ProcessIdentity) => {
     registry.unregister(identity);
-  }
-  await Promise.all(
-    [...worker.children.values()].map((child) =>
-      stopProcessTree(child, { graceMs: ctx.options.killGraceMs })
-    ),
-  );
-  if (worker.children.size === 0) return;
-  worker.children.clear();
+    await reapChildGroups(ctx, worker);
+  };
+  if (!isKept(worker)) await retireChild(worker.spawned, ctx.options.killGraceMs, forget);
+  else if (worker.identity) await forget(worker.identity);
+  // A worker that was never identified has no group to stop, but may have registered some.
+  await reapChildGroups(ctx, worker);
+}
+
+async function reapChildGroups(ctx: HostContext, worker: ActiveWorker): Promise<void> {
+  const { children } = worker;
+  if (children.size === 0) return;
+  const graceMs = ctx.options.killGraceMs;
+  await Promise.all([...children.values()].map((child) => stopProcessTree(child, { graceMs })));
+  children.clear();
   try {
     clearChildGroups(ctx.store, worker.workerEpoch);
   } catch (error) {

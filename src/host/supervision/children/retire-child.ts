@@ -30,19 +30,20 @@ export async function stopChildGroup(
 
 /**
  * Ends a child the host is done with (see the file comment). `forget` runs once the group is
- * gone, for a registry entry the caller made itself (a run worker's, a prepared child's).
+ * gone, before the output is drained: a registry entry the caller made itself (a run worker's,
+ * a prepared child's), the groups a run worker registered.
  */
 export async function retireChild(
   spawned: SupervisedChild,
   graceMs: number,
-  forget?: (identity: ProcessIdentity) => void,
+  forget?: (identity: ProcessIdentity) => unknown,
 ): Promise<void> {
   spawned.channel.destroy();
   const identity = await spawned.identified;
   if (identity) {
     await stopProcessGroup(identity, { graceMs });
     spawned.registered?.unregister(identity);
-    forget?.(identity);
+    await forget?.(identity);
   }
   await spawned.exited;
   await closeAfterDrain(spawned, OUTPUT_DRAIN_MS);
