@@ -82,7 +82,12 @@ describe("provider credentials of headless runs", () => {
   let h: HeadlessEnv;
 
   beforeAll(async () => {
-    h = await createHeadlessEnv({ env: { OPENAI_API_KEY: PROVIDER_KEY }, modelsJson: envModels });
+    // A compile cache of its own: the test reads every file under the state directory.
+    h = await createHeadlessEnv({
+      env: { OPENAI_API_KEY: PROVIDER_KEY },
+      modelsJson: envModels,
+      ownCompileCache: true,
+    });
   });
   afterAll(async () => {
     await h?.close();

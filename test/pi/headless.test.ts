@@ -36,9 +36,11 @@ describe("headless runs with the real Pi", () => {
   const runIds: string[] = [];
 
   beforeAll(async () => {
+    // A compile cache of its own: the privacy test reads every file under the state directory.
     h = await createHeadlessEnv({
       env: { ANTHROPIC_API_KEY: SECRET_ENV, OPENAI_API_KEY: SECRET_ENV },
       modelsJson: plantedModels,
+      ownCompileCache: true,
     });
   });
   afterAll(async () => {

@@ -50,6 +50,8 @@ export interface HeadlessEnvOptions {
   env?: Record<string, string>;
   /** Replaces the agent dir's models.json (the fake model's base URL is passed in). */
   modelsJson?: (baseUrl: string) => unknown;
+  /** See PiSandboxOptions.ownCompileCache. */
+  ownCompileCache?: boolean;
 }
 
 export async function createHeadlessEnv(options: HeadlessEnvOptions = {}): Promise<HeadlessEnv> {
@@ -64,6 +66,7 @@ export async function createHeadlessEnv(options: HeadlessEnvOptions = {}): Promi
   });
   const sandbox = createPiSandbox({
     modelBaseUrl: model.baseUrl,
+    ownCompileCache: options.ownCompileCache,
     env: {
       PI_WORKFLOWS_PI: PI_CLI,
       PI_WORKFLOWS_HOST_IDLE_MS: "120000",

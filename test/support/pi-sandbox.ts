@@ -13,6 +13,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processesWithEnv, type ProcessInfo } from "../smoke/processes.ts";
 import { removeTempRoot } from "./temp-root.ts";
+import { waitUntil } from "./wait.ts";
+import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -56,6 +58,11 @@ export interface PiSandboxOptions {
   settings?: Record<string, unknown>;
   /** Extra environment variables. */
   env?: Record<string, string>;
+  /**
+   * A compile cache of the state directory's own, not the shared one (worker-compile-cache.ts):
+   * for a test that reads every file under the state directory.
+   */
+  ownCompileCache?: boolean;
 }
 
 /** Node that runs Pi: this process's, which must meet Pi's `engines` (>= 22.19). */
@@ -136,6 +143,7 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
   const stateDir = join(root, "state");
   const project = join(root, "project");
   for (const dir of [home, agentDir, project]) mkdirSync(dir, { recursive: true });
+  if (!options.ownCompileCache) shareWorkerCompileCache(stateDir);
 
   writeFakeAgentConfig(agentDir, options.modelBaseUrl, options.settings);
 
@@ -168,10 +176,7 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
       }
     }
     // SIGKILL is not instant: wait (bounded) until none of them is alive any more.
-    const deadline = Date.now() + 5_000;
-    while (pids.length > 0 && processesWithEnv(marker).length > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    if (pids.length > 0) await waitUntil(() => processesWithEnv(marker).length === 0, 5_000);
     return pids;
   };
 
