@@ -74,7 +74,9 @@ export type NodeState =
   | "failed"
   | "timed_out"
   | "cancelled"
-  | "interrupted";
+  | "interrupted"
+  /** Never attempted, and the run went another way (or ended) past every way into it. */
+  | "skipped";
 
 /** Glyph and word of an attempt state (`pending` = never attempted). */
 export function stateGlyph(state: NodeState): string {
@@ -92,6 +94,8 @@ export function stateGlyph(state: NodeState): string {
       return "⊘";
     case "interrupted":
       return "↯";
+    case "skipped":
+      return "–";
     default:
       return "·";
   }

@@ -12,6 +12,8 @@ export interface GraphNode {
   kind: string;
   /** The include mount path (`review/`), empty for root nodes. */
   scope: string;
+  /** What the author says the node does (`statusDetail`), shown on its card; null for none. */
+  detail: string | null;
 }
 
 export interface GraphEdge {
@@ -49,7 +51,9 @@ export function graphFromSnapshot(snapshot: DefinitionSnapshot): WorkflowGraph {
     for (const e of out.get(id) ?? []) queue.push(e.to);
   }
   for (const id of Object.keys(snapshot.nodes)) if (!seen.has(id)) order.push(id);
-  const nodes = order.map((id) => nodeOf(id, snapshot.nodes[id].kind));
+  const nodes = order.map((id) =>
+    nodeOf(id, snapshot.nodes[id].kind, snapshot.nodes[id].statusDetail)
+  );
   const known = new Set(order);
   return {
     startAt: snapshot.startAt,
@@ -69,10 +73,11 @@ function mergeCases(from: string, cases: Record<string, string>): GraphEdge[] {
   return [...byTarget].map(([to, values]) => ({ from, to, label: values.join("|") }));
 }
 
-function nodeOf(id: string, kind: string): GraphNode {
+function nodeOf(id: string, kind: string, statusDetail: string | undefined): GraphNode {
   const slash = id.lastIndexOf("/");
   const scope = slash < 0 ? "" : id.slice(0, slash + 1);
   const local = id.slice(slash + 1);
   const label = scope === "" ? local : `${scope.slice(0, -1).split("/").join(" › ")} › ${local}`;
-  return { id, label, kind, scope };
+  const detail = statusDetail?.replace(/\s+/g, " ").trim() || null;
+  return { id, label, kind, scope, detail };
 }

@@ -1,6 +1,7 @@
 /**
  * Draws a workflow graph at a replay position. `box` style: one bordered card per node
- * (title, kind badge, state, attempts `↻ n`, timer `◷`), layers top to bottom, switch cases as
+ * (title, kind badge, the author's `statusDetail` when a node of the graph has one, state,
+ * attempts `↻ n`, timer `◷`, whole: the state word gives way first), layers top to bottom, switch cases as
  * edge labels, loops routed up a right-hand gutter, the taken path styled `taken` and the active
  * card drawn heavy. `line` style: one line per node, for narrow screens. `auto` picks the box
  * style when it fits the width (shrinking titles first) and the line style otherwise.
@@ -21,6 +22,7 @@ export interface RenderGraphOptions {
   style?: GraphStyle;
 }
 
+/** Card rows: borders, title, rule, badge, status; one more for details when a node has one. */
 const CARD_H = 6;
 const GAP_X = 2;
 const MIN_INNER = 17;
@@ -87,6 +89,8 @@ interface Track {
 
 interface BoxPlan {
   inner: number;
+  /** Rows of every card (CARD_H, + 1 when some node has a detail line). */
+  cardH: number;
   width: number;
   height: number;
   placed: Map<string, Placed>;
@@ -96,11 +100,17 @@ interface BoxPlan {
 }
 
 function planBoxes(graph: WorkflowGraph, layout: GraphLayout, maxInner: number): BoxPlan {
+  const cardH = CARD_H + (graph.nodes.some((n) => n.detail !== null) ? 1 : 0);
   const nodeById = new Map(graph.nodes.map((n) => [n.id, n]));
   const inner = (n: GraphNode) =>
     Math.min(
       maxInner,
-      Math.max(Math.min(MIN_INNER, maxInner), textWidth(n.label), textWidth(badge(n))),
+      Math.max(
+        Math.min(MIN_INNER, maxInner),
+        textWidth(n.label),
+        textWidth(badge(n)),
+        textWidth(n.detail ?? ""),
+      ),
     );
   const widthOf = (id: string) => {
     const n = nodeById.get(id);
@@ -164,7 +174,7 @@ function planBoxes(graph: WorkflowGraph, layout: GraphLayout, maxInner: number):
       prevRight = x + w;
       left = x + w + GAP_X;
     }
-    y += CARD_H;
+    y += cardH;
   }
   const contentRight = Math.max(0, ...[...placed.values()].map((p) => p.x + p.w));
   // Order each gap's tracks once every cell has its column: loops out, forward, loops in.
@@ -183,7 +193,7 @@ function planBoxes(graph: WorkflowGraph, layout: GraphLayout, maxInner: number):
     gx += 2 + (label === null ? 0 : textWidth(label) + 1);
   }
   const width = layout.back.length > 0 ? gx - 1 : contentRight;
-  return { inner: maxInner, width, height: y, placed, gaps, gutters };
+  return { inner: maxInner, cardH, width, height: y, placed, gaps, gutters };
 }
 
 function drawBoxes(
@@ -197,7 +207,7 @@ function drawBoxes(
   const labels: { edge: GraphEdge; x: number; rows: number[]; style: Style }[] = [];
   const trackRow = (gap: number, kind: Track["kind"], cell: string) =>
     plan.gaps[gap].tracks.find((t) => t.kind === kind && t.cell === cell)!.row;
-  const bottom = (p: Placed) => p.top + CARD_H - 1;
+  const bottom = (p: Placed) => p.top + plan.cardH - 1;
   const isTaken = (e: GraphEdge) => scene.taken.has(edgeKey(e.from, e.to));
 
   // Edges: untaken first so the taken path wins the cells they share.
@@ -249,7 +259,8 @@ function drawBoxes(
   for (const node of graph.nodes) {
     const p = plan.placed.get(node.id);
     if (p) {
-      drawCard(canvas, node, p, scene.statuses.get(node.id) ?? PENDING, scene.active === node.id);
+      const status = scene.statuses.get(node.id) ?? PENDING;
+      drawCard(canvas, node, p, plan.cardH, status, scene.active === node.id);
     }
   }
   for (const a of arrows) canvas.text(a.x, a.y, "▼", a.style);
@@ -275,26 +286,43 @@ function drawCard(
   canvas: Canvas,
   node: GraphNode,
   p: Placed,
+  height: number,
   status: NodeStatus,
   active: boolean,
 ): void {
   const weight: Weight = active ? 2 : 1;
   const border: Style = active ? "active" : stateStyle(status.state);
-  canvas.box(p.x, p.top, p.w, CARD_H, weight, border);
+  canvas.box(p.x, p.top, p.w, height, weight, border);
   canvas.hline(p.x, p.x + p.w - 1, p.top + 2, weight, border);
   const inner = p.w - 4;
   const title = truncate(node.label, inner);
   const pad = Math.floor((inner - textWidth(title)) / 2);
   canvas.text(p.x + 2 + pad, p.top + 1, title, active ? "active" : "title");
   canvas.text(p.x + 2, p.top + 3, truncate(badge(node), inner), "muted");
-  canvas.text(p.x + 2, p.top + 4, truncate(statusText(status), inner), stateStyle(status.state));
+  if (height > CARD_H && node.detail !== null) {
+    canvas.text(p.x + 2, p.top + 4, truncate(node.detail, inner), "muted");
+  }
+  canvas.text(p.x + 2, p.top + height - 2, statusText(status, inner), stateStyle(status.state));
 }
 
-function statusText(status: NodeStatus): string {
-  const parts = [`${stateGlyph(status.state)} ${stateWord(status.state)}`];
-  if (status.attempts > 1) parts.push(`↻ ${status.attempts}`);
-  if (status.timer !== null) parts.push(`◷ ${status.timer}`);
-  return parts.join(" ");
+/**
+ * `◐ running ↻ 2 ◷ 1m05s/15m00s` in `width` columns. The timer is what changes, so it is never
+ * cut: the state word goes first (the glyph and the border say the state), then the deadline,
+ * then the attempt count.
+ */
+function statusText(status: NodeStatus, width: number): string {
+  const glyph = stateGlyph(status.state);
+  const word = stateWord(status.state);
+  const again = status.attempts > 1 ? `↻ ${status.attempts}` : "";
+  const timer = status.timer === null ? "" : `◷ ${status.timer}`;
+  const elapsed = status.timer === null ? "" : `◷ ${status.timer.split("/")[0]}`;
+  const forms = [
+    [`${glyph} ${word}`, again, timer],
+    [glyph, again, timer],
+    [glyph, again, elapsed],
+    [glyph, elapsed],
+  ].map((parts) => parts.filter((p) => p !== "").join(" "));
+  return forms.find((f) => textWidth(f) <= width) ?? truncate(forms[forms.length - 1], width);
 }
 
 function drawLines(graph: WorkflowGraph, layout: GraphLayout, scene: GraphScene): StyledLine[] {
@@ -311,6 +339,7 @@ function drawLines(graph: WorkflowGraph, layout: GraphLayout, scene: GraphScene)
     const extra = [
       status.attempts > 1 ? ` ↻ ${status.attempts}` : "",
       status.timer !== null ? ` ◷ ${status.timer}` : "",
+      node.detail !== null ? ` · ${node.detail}` : "",
     ].join("");
     lines.push(concat(
       { text: active ? "▶ " : "  ", style: active ? "active" : "" },

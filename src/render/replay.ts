@@ -4,6 +4,7 @@
  * `position` null means "live": every attempt so far. Pure: the caller passes `now` for timers.
  */
 import { formatDuration, type NodeState } from "./format.ts";
+import type { WorkflowGraph } from "./graph-model.ts";
 
 /** The attempt facts replay needs (structurally a subset of the state's attempt summary). */
 export interface ReplayAttempt {
@@ -36,10 +37,18 @@ export function edgeKey(from: string, to: string): string {
   return `${from}>${to}`;
 }
 
+export interface SceneOptions {
+  /** The run's graph: a node the run went past is `skipped` instead of `pending`. */
+  graph?: WorkflowGraph | null;
+  /** The run has ended and the position is its last step: every node not attempted was skipped. */
+  ended?: boolean;
+}
+
 export function sceneAt(
   attempts: readonly ReplayAttempt[],
   position: number | null,
   now: number,
+  options: SceneOptions = {},
 ): GraphScene {
   const end = position === null
     ? attempts.length
@@ -56,10 +65,52 @@ export function sceneAt(
     });
     if (i > 0) taken.add(edgeKey(attempts[i - 1].nodeId, a.nodeId));
   }
+  if (options.graph) markSkipped(options.graph, attempts.slice(0, end), statuses, taken, options);
   let active: string | null = null;
   if (position !== null && end > 0) active = attempts[end - 1].nodeId;
   else if (end > 0 && OPEN.has(attempts[end - 1].state)) active = attempts[end - 1].nodeId;
   return { statuses, active, taken };
+}
+
+/**
+ * Nodes never attempted that the run went past: every way into them comes from a node that ran,
+ * finished, was followed by some other step and did not take the edge (or from a node skipped
+ * itself); after the run ended, every node not attempted. Until then they stay `pending`: the
+ * newest step's successor is not known yet.
+ */
+function markSkipped(
+  graph: WorkflowGraph,
+  attempts: readonly ReplayAttempt[],
+  statuses: Map<string, NodeStatus>,
+  taken: ReadonlySet<string>,
+  options: SceneOptions,
+): void {
+  const skipped: NodeStatus = { state: "skipped", attempts: 0, timer: null };
+  if (options.ended) {
+    for (const node of graph.nodes) if (!statuses.has(node.id)) statuses.set(node.id, skipped);
+    return;
+  }
+  const last = new Map<string, number>();
+  attempts.forEach((a, i) => last.set(a.nodeId, i));
+  const into = new Map<string, string[]>();
+  for (const e of graph.edges) into.set(e.to, [...(into.get(e.to) ?? []), e.from]);
+  const wentPast = (from: string, to: string) => {
+    if (statuses.get(from)?.state === "skipped") return true;
+    const i = last.get(from);
+    return i !== undefined && i < attempts.length - 1 && !OPEN.has(attempts[i].state) &&
+      !taken.has(edgeKey(from, to));
+  };
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const node of graph.nodes) {
+      const froms = into.get(node.id) ?? [];
+      if (statuses.has(node.id) || node.id === graph.startAt || froms.length === 0) continue;
+      if (froms.every((from) => wentPast(from, node.id))) {
+        statuses.set(node.id, skipped);
+        changed = true;
+      }
+    }
+  }
 }
 
 export function timerOf(a: ReplayAttempt, now: number): string | null {

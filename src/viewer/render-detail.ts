@@ -49,6 +49,8 @@ export interface DetailScreen {
   focusRow: number;
 }
 
+const ENDED = new Set(["completed", "failed", "timed_out", "cancelled"]);
+
 /** MAX lines of one pretty-printed value in the inspector. */
 const MAX_VALUE_LINES = 200;
 
@@ -89,7 +91,9 @@ export function renderDetail(view: DetailView): DetailScreen {
 
   const body: StyledLine[] = [];
   let focusRow = -1;
-  const scene = sceneAt(attempts, view.position, now);
+  // Past the last step of an ended run, nodes never attempted were skipped, not pending.
+  const ended = ENDED.has(run.state) && (view.position === null || view.position >= steps);
+  const scene = sceneAt(attempts, view.position, now, { graph: view.graph, ended });
   if (view.graph) {
     const graph = renderGraph(view.graph, scene, { width });
     // Only the active card (or line) carries the `active` style.

@@ -47,7 +47,7 @@ function draw(
   position: number | null,
   width = 100,
 ) {
-  return plainLines(renderGraph(graph, sceneAt(attempts, position, 60_000), { width }));
+  return plainLines(renderGraph(graph, sceneAt(attempts, position, 60_000, { graph }), { width }));
 }
 
 function expectSound(lines: string[], width: number): void {
@@ -56,14 +56,19 @@ function expectSound(lines: string[], width: number): void {
   for (const l of lines) expect([...l].length, drawing).toBeLessThanOrEqual(width);
 }
 
-/** The rows of the card whose title is `title`, found by its title line. */
+/**
+ * The rows of the card whose title is `title`, found by its title line, down to its bottom
+ * border (the status is the row above it: `.at(-2)`).
+ */
 function cardOf(lines: string[], title: string): string[] {
   const y = lines.findIndex((l) => new RegExp(`[│┃]\\s+${title}\\s+[│┃]`).test(l));
   if (y < 0) throw new Error(`no card "${title}" in\n${lines.join("\n")}`);
   const x = lines[y].search(new RegExp(`[│┃]\\s+${title}`));
   let end = x + 1;
   while (end < lines[y].length && !"│┃".includes(lines[y][end])) end++;
-  return lines.slice(y - 1, y + 5).map((l) => [...l].slice(x, end + 1).join(""));
+  let bottom = y + 1;
+  while (bottom < lines.length && !"└┗".includes([...lines[bottom]][x] ?? "")) bottom++;
+  return lines.slice(y - 1, bottom + 1).map((l) => [...l].slice(x, end + 1).join(""));
 }
 
 describe("renderGraph (box style)", () => {
@@ -72,28 +77,31 @@ describe("renderGraph (box style)", () => {
     const lines = draw(graph, [], null);
     expectSound(lines, 100);
     expect(lines.join("\n")).toMatchInlineSnapshot(`
-      "┌───────────────────┐
-      │       greet       │
-      ├───────────────────┤
-      │ ƒ compute         │
-      │ · pending         │
-      └─────────┬─────────┘
-                │
-                ▼
-      ┌───────────────────┐
-      │       echo        │
-      ├───────────────────┤
-      │ $ shell           │
-      │ · pending         │
-      └─────────┬─────────┘
-                │
-                ▼
-      ┌───────────────────┐
-      │      finish       │
-      ├───────────────────┤
-      │ ƒ compute         │
-      │ · pending         │
-      └───────────────────┘"
+      " ┌──────────────────────┐
+       │        greet         │
+       ├──────────────────────┤
+       │ ƒ compute            │
+       │ compose the greeting │
+       │ · pending            │
+       └───────────┬──────────┘
+                   │
+                   ▼
+      ┌────────────────────────┐
+      │          echo          │
+      ├────────────────────────┤
+      │ $ shell                │
+      │ echo through a real p… │
+      │ · pending              │
+      └────────────┬───────────┘
+                   │
+                   ▼
+         ┌───────────────────┐
+         │      finish       │
+         ├───────────────────┤
+         │ ƒ compute         │
+         │                   │
+         │ · pending         │
+         └───────────────────┘"
     `);
   });
 
@@ -110,9 +118,37 @@ describe("renderGraph (box style)", () => {
       }
     }
     const first = draw(graph, run, 1);
-    expect(cardOf(first, "echo")[4], first.join("\n")).toContain("· pending");
+    expect(cardOf(first, "echo").at(-2), first.join("\n")).toContain("· pending");
     const live = draw(graph, run, null);
-    expect(cardOf(live, "finish")[4], live.join("\n")).toContain("◐ running ◷ 1m00s");
+    expect(cardOf(live, "finish").at(-2), live.join("\n")).toContain("◐ running ◷ 1m00s");
+
+    // The timer is never cut: with attempts and a deadline the state word gives way first, then
+    // (in a 17-column card) the deadline; the inspector still names it.
+    const again = [
+      ...run.slice(0, 2),
+      attempt("finish", "failed"),
+      { ...attempt("finish", "running", 0), deadlineAt: 15 * 60_000 },
+    ];
+    const timed = draw(graph, again, null);
+    const status = cardOf(timed, "finish").at(-2)!;
+    expect(status, timed.join("\n")).toMatch(/┃ ◐ ↻ 2 ◷ 1m00s +┃/);
+    expect(status).not.toContain("…");
+  });
+
+  it("shows each node's statusDetail on its card; an ended run's untaken nodes are skipped", async () => {
+    const graph = await example("branch.workflow.ts");
+    const run = [attempt("check"), attempt("classify"), attempt("odd")];
+    const ended = plainLines(
+      renderGraph(graph, sceneAt(run, null, 60_000, { graph, ended: true }), { width: 100 }),
+    );
+    expectSound(ended, 100);
+    expect(cardOf(ended, "even").at(-2), ended.join("\n")).toContain("– skipped");
+    // Before the run ended, the newest step's successor is not known: still pending.
+    const open = draw(graph, [attempt("check"), attempt("classify")], null);
+    expect(cardOf(open, "even").at(-2), open.join("\n")).toContain("· pending");
+    const hello = await example("hello.workflow.ts");
+    const lines = draw(hello, [], null);
+    expect(cardOf(lines, "greet")[4], lines.join("\n")).toMatch(/│ compose the greeting +│/);
   });
 
   it("branch: switch cases label the edges into both arms", async () => {
@@ -122,8 +158,9 @@ describe("renderGraph (box style)", () => {
     const text = lines.join("\n");
     expect(text).toContain(" even");
     expect(text).toContain(" odd");
-    expect(cardOf(lines, "odd")[4], text).toContain("· pending");
-    expect(cardOf(lines, "even")[4], text).toContain("✓ ok");
+    // The run went the even way: the odd arm is skipped, not pending.
+    expect(cardOf(lines, "odd").at(-2), text).toContain("– skipped");
+    expect(cardOf(lines, "even").at(-2), text).toContain("✓ ok");
   });
 
   it("loop: the back edge goes up the right gutter with its case label; attempts count", async () => {
@@ -137,8 +174,8 @@ describe("renderGraph (box style)", () => {
       expect(lines.some((l) => /┘\s*$|┐\s*$/.test(l)), text).toBe(true);
     }
     const at3 = draw(graph, run, 3);
-    expect(cardOf(at3, "tick")[4], at3.join("\n")).toContain("↻ 3");
-    expect(cardOf(at3, "finish")[4], at3.join("\n")).toContain("· pending");
+    expect(cardOf(at3, "tick").at(-2), at3.join("\n")).toContain("↻ 3");
+    expect(cardOf(at3, "finish").at(-2), at3.join("\n")).toContain("· pending");
   });
 
   it("include: mounted nodes show as mount › node and exits route on", async () => {
@@ -157,7 +194,7 @@ describe("renderGraph (box style)", () => {
     expectSound(lines, 100);
     const card = cardOf(lines, "approval");
     expect(card[0], lines.join("\n")).toMatch(/^┏/);
-    expect(card[4], lines.join("\n")).toContain("⏸ waiting");
+    expect(card.at(-2), lines.join("\n")).toContain("⏸ waiting");
   });
 
   it("review loop: branches, a loop and a long edge stay sound at every position", () => {
@@ -179,8 +216,8 @@ describe("renderGraph (box style)", () => {
     const lines = draw(graph, run, null);
     const text = lines.join("\n");
     for (const label of ["approve", "revise", "reject"]) expect(text).toContain(label);
-    expect(cardOf(lines, "plan")[4], text).toContain("↻ 2");
-    expect(cardOf(lines, "publish")[4], text).toContain("✗ failed");
+    expect(cardOf(lines, "plan").at(-2), text).toContain("↻ 2");
+    expect(cardOf(lines, "publish").at(-2), text).toContain("✗ failed");
   });
 });
 
