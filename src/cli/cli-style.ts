@@ -18,6 +18,7 @@ const GLYPHS = {
   waiting: ["⏸", "?"],
   paused: ["‖", "="],
   blocked: ["!", "!"],
+  answered: ["◆", "#"],
   resumed: ["▷", ">"],
   update: ["·", "-"],
   output: ["›", ">"],

@@ -4,6 +4,9 @@
  *   ▶ echo · echo through a real process      a node starts (with its statusDetail)
  *     · echo progress 3/10 files 30% · 2.1/s · ETA 3s      at most one line a second per key
  *   ✓ echo  38ms                              a node ends, with its elapsed time
+ *   ◆ approval answered (checkpoint)          between steps: answers, blocks, interruptions,
+ *   ↺ review runs again (visit 2): ...        resumes, and why a node runs again
+ *                                             (follow-history.ts)
  *
  * On a TTY the running node is one line redrawn in place (elapsed time, latest progress with a
  * bar) and only finished nodes stay on screen. The end is one summary line: state, short id,
@@ -22,6 +25,14 @@ import { ProgressTrack } from "./progress-text.ts";
 import { shortRunId } from "./run-ids.ts";
 import { describeRunState } from "./run-state.ts";
 import { duration } from "./time-text.ts";
+import {
+  againLine,
+  answeredLine,
+  blockedLine,
+  interruptionReason,
+  type LastOutcome,
+  resumedLine,
+} from "./follow-history.ts";
 
 /** A failed node's line shows this much of its error message (the summary shows it all). */
 const NODE_ERROR_CHARS = 160;
@@ -65,6 +76,13 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
   let tallies = new Map<string, SubmissionTally>();
   let open: OpenNode | null = null;
   const lastPlain = new Map<string, number>();
+  /** Per node: starts seen and how its latest attempt ended; which node each attempt is. */
+  const visits = new Map<string, { count: number; last?: LastOutcome }>();
+  const attemptNodes = new Map<string, string>();
+  const ended = (nodeId: string, last: LastOutcome) => {
+    const seen = visits.get(nodeId);
+    if (seen) seen.last = last;
+  };
   let shown = "";
 
   const glyph = (name: GlyphName, tone: Tone) => style.paint(tone, style.glyph(name));
@@ -118,7 +136,12 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     const id = event.nodeId ?? open?.nodeId ?? "";
     const data = (event.data ?? {}) as Record<string, unknown>;
     switch (event.type) {
-      case "node.started":
+      case "node.started": {
+        const seen = visits.get(id) ?? { count: 0 };
+        seen.count++;
+        visits.set(id, seen);
+        if (event.attemptId) attemptNodes.set(event.attemptId, id);
+        if (seen.count > 1) line(againLine(id, seen.count, seen.last, style));
         open = {
           nodeId: id,
           attemptId: event.attemptId,
@@ -132,10 +155,12 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         if (!live) line(`${glyph("started", "bold")} ${node(id)}`);
         else redraw(event.at);
         return;
+      }
       // An interactive step ends when its submission is accepted (or its reminders ran out):
       // its line shows what it used, as a headless step's does.
       case "interaction.accepted":
       case "node.finished": {
+        ended(id, "ok");
         closed(`${glyph("ok", "ok")} ${id}${elapsed(event.at)}${used(data)}${rejected(event)}`);
         // It succeeded in the end; what was rejected on the way still matters to its author.
         const last = tallies.get(String(event.attemptId))?.lastRejection;
@@ -167,6 +192,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         // The message says why, which matters most when the workflow routes on and the run's
         // own summary never shows it; the event carries the code only.
         const why = errors.get(String(event.attemptId ?? data.attemptId));
+        ended(id, data.outcome === "timed_out" ? "timed out" : "failed");
         const code = typeof data.code === "string"
           ? `: ${data.code}${why ? `: ${clip(why, NODE_ERROR_CHARS, style)}` : ""}`
           : "";
@@ -181,13 +207,22 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
         );
       }
       case "node.timed_out":
+        ended(id, "timed out");
         return closed(`${glyph("timedOut", "failed")} ${id} timed out${elapsed(event.at)}`);
       case "node.update":
         return onUpdate(event, id, data);
       case "run.resumed":
-        line(`${glyph("resumed", "bold")} resumed`);
-        return;
-        // Waiting, paused and blocked end the following: the summary says them.
+        return line(resumedLine(data, style));
+      case "run.answered":
+        return line(answeredLine(data, style));
+      case "run.blocked":
+        // A block ends the following (the summary says what moves it on); one that was lifted
+        // meanwhile (status --wait reads the run from its start) shows here.
+        return line(blockedLine(data.reason, style));
+      case "run.interrupted":
+      case "run.recovered":
+        return interrupted(event, data);
+        // Waiting and paused end the following: the summary says them.
     }
   };
 
@@ -198,6 +233,20 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
     open.outputShown = open.output;
     open.outputShownAt = now;
     line(`  ${style.glyph("output")} ${open.nodeId}: ${open.output}`);
+  };
+
+  /** The worker stopped under a step: it runs again from its start (or the run is blocked). */
+  const interrupted = (event: RunEvent, data: Record<string, unknown>) => {
+    const reason = interruptionReason(event.type, data);
+    const attemptId = typeof data.interruptedAttemptId === "string"
+      ? data.interruptedAttemptId
+      : null;
+    const nodeId = attemptId ? attemptNodes.get(attemptId) : undefined;
+    if (nodeId) ended(nodeId, { interrupted: reason });
+    const text = `${glyph("interrupted", "warn")} ${nodeId ?? "run"} interrupted: ${reason}`;
+    if (open && nodeId === open.nodeId) closed(text);
+    else line(text);
+    if (data.blocked === true) line(blockedLine("effectAmbiguous", style));
   };
 
   /** The open node ended: its line replaces the live one. */

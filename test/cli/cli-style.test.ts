@@ -374,10 +374,70 @@ describe("createFollowPrinter()", () => {
     expect(out).toEqual([
       "▶ try",
       "✗ try  12ms: nodeFailed: flaky failure on visit 1",
+      "↺ try runs again (visit 2): its last attempt failed and the workflow routes to it again",
       "▶ try",
       `⧗ try timed out  12ms: nodeTimedOut: ${"x".repeat(159)}…`,
+      "↺ try runs again (visit 3): its last attempt timed out and the workflow routes to it again",
       "▶ try",
       "✗ try  12ms: nodeFailed",
+    ]);
+  });
+
+  it("shows answers, blocks, interruptions, resumes and why a node runs again", () => {
+    const out: string[] = [];
+    const printer = createFollowPrinter({ out: (t) => out.push(t), err: () => {} }, () => NOW);
+    const started = (seq: number, nodeId: string, attemptId: string) => ({
+      seq,
+      type: "node.started",
+      at: NOW,
+      nodeId,
+      attemptId,
+    });
+    const finished = (seq: number, nodeId: string, attemptId: string) => ({
+      seq,
+      type: "node.finished",
+      at: NOW + 5,
+      nodeId,
+      attemptId,
+    });
+    printer.events([
+      started(1, "deploy", "a-1"),
+      {
+        seq: 2,
+        type: "run.interrupted",
+        at: NOW + 3,
+        data: { reason: "workerCrashed", interruptedAttemptId: "a-1", blocked: true },
+      },
+      { seq: 3, type: "run.resumed", at: NOW + 4, data: { wasBlocked: "effectAmbiguous" } },
+      started(4, "deploy", "a-2"),
+      finished(5, "deploy", "a-2"),
+      started(6, "approve", "a-3"),
+      { seq: 7, type: "run.waiting", at: NOW + 6, data: {} },
+      {
+        seq: 8,
+        type: "run.answered",
+        at: NOW + 7,
+        data: { nodeId: "approve", attemptId: "a-3", kind: "checkpoint", resolution: "answered" },
+      },
+      finished(9, "approve", "a-3"),
+      started(10, "deploy", "a-4"),
+      { seq: 11, type: "run.blocked", at: NOW + 8, data: { reason: "budgetExceeded" } },
+    ]);
+    expect(out).toEqual([
+      "▶ deploy",
+      "↺ deploy interrupted: workerCrashed",
+      "! blocked: effectAmbiguous",
+      "▷ resumed (was blocked: effectAmbiguous)",
+      "↺ deploy runs again (visit 2): its attempt was interrupted (workerCrashed) and runs from " +
+      "its start",
+      "▶ deploy",
+      "✓ deploy  5ms",
+      "▶ approve",
+      "◆ approve answered (checkpoint)",
+      "✓ approve  5ms",
+      "↺ deploy runs again (visit 3): the workflow routed back to it",
+      "▶ deploy",
+      "! blocked: budgetExceeded",
     ]);
   });
 
