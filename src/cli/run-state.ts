@@ -39,7 +39,7 @@ const PI_SESSION_KINDS = new Set(["agent", "decision", "assistantMessage"]);
 
 export function describeRunState(run: RunSummary, context: RunStateContext = {}): RunStateView {
   const id = shortRunId(run.runId);
-  if (run.blockedReason) return blocked(run.blockedReason, id, context);
+  if (run.blockedReason) return blocked(run, run.blockedReason, id, context);
   if (run.paused && !isFinished(run.state)) {
     return state("paused", "paused", "warn", null, `pi-workflows resume ${id}`);
   }
@@ -103,7 +103,12 @@ function waiting(run: RunSummary, id: string, context: RunStateContext): RunStat
   return state("waiting", "waiting", "waiting", null, `pi-workflows status ${id}`);
 }
 
-function blocked(reason: string, id: string, context: RunStateContext): RunStateView {
+function blocked(
+  run: RunSummary,
+  reason: string,
+  id: string,
+  context: RunStateContext,
+): RunStateView {
   switch (reason) {
     case "workflowSourceChanged":
       return state(
@@ -129,11 +134,14 @@ function blocked(reason: string, id: string, context: RunStateContext): RunState
       );
     }
     case "budgetExceeded":
+      // The stop names the budget: the run's own, or its controller's total over its children
+      // (which `budget --raise` on any child raises).
       return state(
         "over budget",
         "blocked",
         "warn",
-        "its spend reached its budget: a person raises the budget or cancels the run",
+        `${run.budgetStop ?? "its spend reached its budget"}: a person raises the budget or ` +
+          "cancels the run",
         `pi-workflows budget ${id} --raise <USD>`,
       );
     default:

@@ -27,6 +27,7 @@ export function runSummary(view: RunView): RunSummary {
     updatedAt: view.updatedAt,
   };
   if (view.blockedReason !== null) summary.blockedReason = view.blockedReason as BlockedReason;
+  if (view.budgetStop !== null) summary.budgetStop = view.budgetStop;
   if (view.forkedFrom !== null) summary.forkedFrom = view.forkedFrom;
   if (view.output !== undefined && view.state === "completed") summary.output = view.output;
   if (view.error) summary.error = view.error;

@@ -195,6 +195,12 @@ export const RunSummarySchema = looseObject({
    * cancel: its source changed, or an external effect may have applied without a receipt.
    */
   blockedReason: v.optional(v.nullable(v.picklist(BLOCKED_REASONS))),
+  /**
+   * Blocked `budgetExceeded`: the budget that stopped the run and its spend against it, e.g.
+   * `spent $1.10 of $1.00`, or `controller sync's child runs spent $1.10 of $1.00` when its
+   * controller's total over all its child runs stopped it.
+   */
+  budgetStop: v.optional(v.pipe(v.string(), v.maxLength(1024))),
   /** A fork (`run.rerun`): the run it was forked from and the node it reran from. */
   forkedFrom: v.optional(ForkedFromSchema),
   revision: RevisionSchema,

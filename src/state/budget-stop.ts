@@ -52,13 +52,14 @@ export function readPoolSpend(store: StateStore, runId: string): PoolSpend | nul
     runId,
   );
   if (!row || (row.budget_cost === null && row.budget_tokens === null)) return null;
-  // Every run the controller started counts, a cancelled child's and its rerun's alike (a run
-  // retention pruned no longer does).
+  // Every run the controller started counts, a cancelled child's and its rerun's alike, and a
+  // fork a person made of one (a run retention pruned no longer does); a fork's adopted copies
+  // of its parent's attempts do not: the parent counts them.
   const spent = queryOneArgs<{ tokens: number | null; cost: number | null }>(
     store,
     "SELECT SUM(n.usage_tokens) AS tokens, SUM(n.usage_cost) AS cost FROM runs r JOIN " +
       "node_attempts n ON n.run_id = r.run_id WHERE r.budget_pool_id = ?1 AND " +
-      "n.usage_tokens IS NOT NULL",
+      "n.usage_tokens IS NOT NULL AND n.adopted_from_attempt_id IS NULL",
     row.controller_id,
   );
   return {

@@ -208,12 +208,15 @@ export class AmbiguousEffectError extends TransitionError {
  * model step. A person raises the budget (`budget --raise`) or cancels the run.
  */
 export class BudgetExceededError extends TransitionError {
-  constructor(runId: string) {
+  /** `stop`: the budget that stopped the run and its spend (budget-stop.ts), when known. */
+  constructor(runId: string, stop: string | null = null) {
     super(
       runId,
       "resume",
       "blocked budgetExceeded",
-      `its spend reached its budget: raise the budget with \`pi-workflows budget ${runId} ` +
+      `${
+        stop ?? "its spend reached its budget"
+      }: raise the budget with \`pi-workflows budget ${runId} ` +
         "--raise <USD>` (or --raise-tokens <N>), or cancel the run",
     );
     this.name = "BudgetExceededError";

@@ -37,6 +37,7 @@ interface RunDbRow extends RunSpendRow {
   queue_state: string;
   paused: number;
   blocked_reason: string | null;
+  budget_stop: string | null;
   project_path: string;
   definition_digest: string;
   input_hash: string;
@@ -65,6 +66,11 @@ export interface RunView {
   queueState: string;
   paused: boolean;
   blockedReason: string | null;
+  /**
+   * A run blocked `budgetExceeded`: the budget that stopped it and the spend against it (its
+   * own, or its controller's total over all its child runs), as recorded when it blocked.
+   */
+  budgetStop: string | null;
   /** Private: never print in status output. */
   projectPath: string;
   definitionDigest: string;
@@ -93,7 +99,9 @@ export interface RunView {
 }
 
 const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r.state, " +
-  "q.state AS queue_state, r.paused, r.blocked_reason, r.project_path, r.definition_digest, " +
+  "q.state AS queue_state, r.paused, r.blocked_reason, CASE WHEN r.blocked_reason = " +
+  "'budgetExceeded' THEN r.blocked_detail END AS budget_stop, r.project_path, " +
+  "r.definition_digest, " +
   `r.input_hash, r.parent_run_id, r.forked_from_run_id, r.forked_from_node_id, ${runRevisionSql()} AS revision, r.created_at, ` +
   `${newestEventSql("at")} AS updated_at, r.finished_at, ` +
   "r.output_json, r.error_code, r.error_message, b.execution_mode, b.origin_session_id, " +
@@ -111,6 +119,7 @@ function toView(row: RunDbRow): RunView {
     queueState: row.queue_state,
     paused: row.paused === 1,
     blockedReason: row.blocked_reason,
+    budgetStop: row.budget_stop,
     projectPath: row.project_path,
     definitionDigest: row.definition_digest,
     inputHash: row.input_hash,

@@ -41,7 +41,7 @@ import {
   startChildRun,
 } from "../../src/state/controllers/child-workflows.ts";
 import { readResourceDetail } from "../../src/state/controllers/controller-queries.ts";
-import { readRunFacts } from "../../src/state/queries.ts";
+import { readRun, readRunFacts } from "../../src/state/queries.ts";
 import { ControllerRefusal } from "../../src/state/controllers/errors.ts";
 import { cancelRun } from "../../src/state/transitions/run-commands.ts";
 import {
@@ -55,6 +55,10 @@ import {
 import { acquireHostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 import { readBudgetStop, readPoolSpend } from "../../src/state/budget-stop.ts";
+import { forkRun } from "../../src/state/transitions/run-fork.ts";
+import { resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { runSummary } from "../../src/host/run-summary.ts";
+import { describeRunState } from "../../src/cli/run-state.ts";
 import { readRunBudget } from "../../src/state/run-spend.ts";
 import { blockOverBudget, raiseBudget } from "../../src/state/transitions/run-budget.ts";
 import {
@@ -529,26 +533,29 @@ describe("a controller's budget", () => {
     settle(c);
     // The children's facts say so: their workers ask the host before each model step.
     expect(readRunFacts(f.store, first).budgetPool).toBe(true);
-    const spend = (runId: string, cost: number) => {
+    /** Model steps `nodes` of the run, spending `cost` each. */
+    const spend = (runId: string, cost: number, nodes = ["plan"]) => {
       const claim = launch(f.store, runId);
-      const attemptId = f.store.ids.next("attempt");
-      recordNodeStarted(f.store, claim, {
-        attemptId,
-        nodeId: "plan",
-        nodeKind: "agent",
-        effect: "pure",
-        deadlineAt: null,
-      });
-      const usage = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0, cost };
-      recordNodeFinished(f.store, claim, {
-        attemptId,
-        output: 1,
-        usage: { ...usage, provider: "p", model: "m" },
-      });
+      for (const nodeId of nodes) {
+        const attemptId = f.store.ids.next("attempt");
+        recordNodeStarted(f.store, claim, {
+          attemptId,
+          nodeId,
+          nodeKind: "agent",
+          effect: "pure",
+          deadlineAt: null,
+        });
+        const usage = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0, cost };
+        recordNodeFinished(f.store, claim, {
+          attemptId,
+          output: 1,
+          usage: { ...usage, provider: "p", model: "m" },
+        });
+      }
       return claim;
     };
     // Each child alone is under $1 and has no budget of its own; together they reach it.
-    completeRun(f.store, spend(first, 0.6), { output: 1 });
+    completeRun(f.store, spend(first, 0.3, ["plan", "ship"]), { output: 1 });
     expect(readBudgetStop(f.store, second)).toBeNull();
     const secondClaim = spend(second, 0.5);
     expect(readRunBudget(f.store, second)).toEqual({});
@@ -556,6 +563,17 @@ describe("a controller's budget", () => {
       "controller sync's child runs spent $1.10 of $1.00",
     );
     expect(blockOverBudget(f.store, secondClaim, {}).blocked).toBe(true);
+    // Status names the controller's total, not the child's own (it has none), and so does a
+    // refused resume.
+    const stop = "controller sync's child runs spent $1.10 of $1.00";
+    const summary = runSummary(readRun(f.store, second)!);
+    expect(summary.budgetStop).toBe(stop);
+    expect(describeRunState(summary).reason).toBe(
+      `${stop}: a person raises the budget or cancels the run`,
+    );
+    expect(() => resumeRun(f.store, { runId: second })).toThrow(
+      `${stop}: raise the budget with`,
+    );
     const thirdClaim = launch(f.store, third);
     expect(blockOverBudget(f.store, thirdClaim, {}).blocked).toBe(true);
     // A raise from one child lifts the controller's total and frees every child under it.
@@ -567,6 +585,23 @@ describe("a controller's budget", () => {
       "SELECT run_id FROM runs WHERE blocked_reason IS NOT NULL",
     );
     expect(blocked).toEqual([]);
+    // A fork a person makes of a child spends from the same total: what it adopts is counted
+    // once (through its parent), what it spends itself counts.
+    const before = readPoolSpend(f.store, third)!.spend;
+    const fork = forkRun(f.store, {
+      ...COPY_RUN,
+      binding: { executionMode: "headless" },
+      parentRunId: first,
+      fromNodeId: "ship",
+      source: "recorded",
+    }).runId;
+    expect(readRunFacts(f.store, fork).budgetPool).toBe(true);
+    expect(readRun(f.store, fork)!.adoptedSpend?.cost).toBe(0.3); // its copy of first's plan
+    expect(readPoolSpend(f.store, third)!.spend).toEqual(before);
+    spend(fork, 0.5);
+    expect(readBudgetStop(f.store, fork)).toBe(
+      "controller sync's child runs spent $1.60 of $1.50",
+    );
   });
 });
 

@@ -4,6 +4,7 @@
  * crash before commit leaves no trace. The host then stops the fenced worker group.
  */
 import { blockingAttempt } from "../effect-queries.ts";
+import { readBudgetStop } from "../budget-stop.ts";
 import { AmbiguousEffectError, BudgetExceededError, RevisionConflictError } from "../errors.ts";
 import { type Claim, releaseLeaseInTx, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
@@ -89,7 +90,9 @@ export function resumeRun(
     (r.paused === 1 || r.blocked_reason !== null) && !isTerminalRunState(r.state);
   return command(store, { ...opts, claim: opts.claim ?? null }, "resume", allowed, (run) => {
     if (opts.acceptSource) return acceptSourceInTx(store, run, opts.acceptSource);
-    if (run.blocked_reason === "budgetExceeded") throw new BudgetExceededError(run.run_id);
+    if (run.blocked_reason === "budgetExceeded") {
+      throw new BudgetExceededError(run.run_id, readBudgetStop(store, run.run_id));
+    }
     if (run.blocked_reason === "effectAmbiguous") {
       const blocked = blockingAttempt(store, run.run_id);
       throw new AmbiguousEffectError(run.run_id, {

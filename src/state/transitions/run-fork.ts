@@ -164,6 +164,14 @@ export function forkRun(store: StateStore, opts: ForkRunOptions): ForkRunResult 
     // carry their usage), so the budget holds across the fork. `budget --raise` moves it on.
     const budget = readRunBudget(store, opts.parentRunId);
     const { runId } = enqueueRunInTx(store, { ...run, budget, forkedFrom }, now);
+    // A fork of a controller's child spends from the controller's total too (budget-stop.ts
+    // counts its own attempts there, not the adopted copies the parent already counts).
+    execute(
+      store,
+      "UPDATE runs SET budget_pool_id = (SELECT budget_pool_id FROM runs WHERE run_id = " +
+        ":parent) WHERE run_id = :runId",
+      { parent: opts.parentRunId, runId },
+    );
     adoptAttempts(store, runId, prefix);
     // Crash tests: the fork is written but not committed; a crash here must leave nothing.
     crashPoint("host.run.rerun.beforeCommit");
