@@ -21,6 +21,7 @@ export type { ReconcileOutcome };
 import { errorMessage, NodeFailure } from "../workflows/errors.ts";
 import { toJson } from "../workflows/json-value.ts";
 import { applyStatusPatch } from "./conditions.ts";
+import { externalRefOf, legacy012Result } from "./effect-results-012.ts";
 import { requeue, requeueAfter, settled } from "./reconcile-results.ts";
 import type {
   ControllerDefinition,
@@ -171,20 +172,38 @@ async function ensureEffect(
     requestFingerprint: fingerprint({ kind, key, request }),
     contract,
   });
-  const done = (state: EffectResult["state"], receipt: JsonValue | null, adopted: boolean) => ({
-    key,
-    kind,
-    effectId: reservation.effectId,
-    state,
-    receipt,
-    adopted,
-  });
+  const done = (
+    state: EffectResult["state"],
+    receipt: JsonValue | null,
+    adopted: boolean,
+    error?: string,
+  ): EffectResult => {
+    const externalRef = externalRefOf(receipt);
+    return {
+      key,
+      kind,
+      effectId: reservation.effectId,
+      state,
+      receipt,
+      adopted,
+      ...(externalRef !== undefined ? { externalRef } : {}),
+      ...(error !== undefined ? { error } : {}),
+    };
+  };
   if (reservation.state !== "reserved") {
     return done(reservation.state, "receipt" in reservation ? reservation.receipt : null, true);
   }
   if (effect.observe) {
     const observed = await effect.observe(signal);
-    if (observed !== null && observed !== undefined) {
+    const legacy = legacy012Result(observed);
+    if (legacy?.state === "indeterminate" || legacy?.state === "rejected") {
+      // Left reserved: the next reconcile observes again.
+      throw new NodeFailure(
+        "effectIndeterminate",
+        `effects.ensure: observe could not tell whether effect "${key}" applied; the reconcile is retried`,
+      );
+    }
+    if (observed !== null && observed !== undefined && legacy?.state !== "not_applied") {
       const receipt = toJson(observed, "observed effect receipt");
       await ports.settleEffect({ effectId: reservation.effectId, outcome: "applied", receipt });
       return done("applied", receipt, true);
@@ -203,6 +222,25 @@ async function ensureEffect(
       });
     }
     throw error;
+  }
+  const legacy = legacy012Result(output);
+  if (legacy?.state === "rejected") {
+    const message = legacy.error ?? "rejected";
+    await ports.settleEffect({
+      effectId: reservation.effectId,
+      outcome: "rejected",
+      error: { code: "effectRejected", message: message.slice(0, 2000) },
+    });
+    return done("rejected", null, false, message);
+  }
+  if (legacy?.state === "indeterminate" || legacy?.state === "not_applied") {
+    // Unknown whether it applied: left reserved, so the next reconcile observes first.
+    throw new NodeFailure(
+      "effectIndeterminate",
+      `effects.ensure: effect "${key}" may or may not have applied${
+        legacy.state === "indeterminate" && legacy.error ? `: ${legacy.error}` : ""
+      }; the reconcile is retried`,
+    );
   }
   const receipt = toJson(output ?? null, "effect receipt");
   await ports.settleEffect({

@@ -95,6 +95,10 @@ export interface EffectResult {
   receipt: JsonValue | null;
   /** The result was stored by an earlier reconcile; nothing ran now. */
   adopted: boolean;
+  /** The receipt's `externalRef` when it is a string (0.12's effect record had it). */
+  externalRef?: string;
+  /** Why a `{state: "rejected", error}` result (0.12's form) was rejected. */
+  error?: string;
 }
 
 export interface ChildWorkflowRequest {

@@ -9,6 +9,7 @@ import { NodeFailure } from "./errors.ts";
 import type { NodeResult } from "./node-result.ts";
 import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-decision.ts";
 import { toJson } from "./json-value.ts";
+import { takesLineObject, updateStreams } from "./shell-line-form.ts";
 import { type OutputSink, type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import type {
   HumanDecisionNode,
@@ -243,8 +244,9 @@ async function runShellNode(
   svc: KindServices,
 ): Promise<JsonValue> {
   const updates = n.updates;
-  const streams = updates?.streams ?? ["stdout", "stderr"];
-  const lineArgument = updates && takesLineObject(updates.parseLine)
+  const lineObject = updates !== undefined && takesLineObject(updates.parseLine);
+  const streams = updates ? updateStreams(updates) : [];
+  const lineArgument = lineObject
     ? (text: string, stream: "stdout" | "stderr") => ({ stream, text })
     : (text: string) => text;
   const lineContext = { ...ctx, publishUpdate: svc.publish };
@@ -303,16 +305,6 @@ function withReceipt(
     publish(update);
     return Promise.resolve({ type: update.type, key: update.key, at: new Date().toISOString() });
   };
-}
-
-/**
- * Whether a `parseLine` destructures its first parameter (`({ stream, text }, ctx) => ...`), the
- * form 0.12 documented: it gets the line as `{stream, text}`; any other parser gets the text.
- */
-function takesLineObject(parseLine: (...args: never[]) => unknown): boolean {
-  return /^(?:async\s*)?(?:function\b[^(]*)?\(\s*\{/.test(
-    Function.prototype.toString.call(parseLine),
-  );
 }
 
 function ok(output: JsonValue): NodeResult {

@@ -4,6 +4,7 @@
  * not (the source file hash covers that).
  */
 import type { WorkflowNode } from "./types.ts";
+import { updateStreams } from "./shell-line-form.ts";
 
 export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
   const out: Record<string, unknown> = { kind: node.kind };
@@ -34,7 +35,7 @@ export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
     case "shell":
       out.effect = effectSnapshot(node.kind, node.effect);
       out.parse = node.parse !== undefined;
-      out.updates = node.updates ? { streams: node.updates.streams ?? ["stdout", "stderr"] } : null;
+      out.updates = node.updates ? { streams: updateStreams(node.updates) } : null;
       break;
     case "humanDecision":
       out.audience = typeof node.audience === "function" ? "callback" : node.audience;

@@ -388,9 +388,9 @@ export default defineWorkflow({
     return await runWorkflow(loaded.workflow, { input: { task: "t" } });
   };
 
-  it("parseLine in 0.12's form ({stream, text}, ctx), async, gets the line object and context", async () => {
+  it("parseLine in 0.12's form ({stream, text}, ctx), async: the line object, the context, stdout only", async () => {
     const run = await run012(`shell({
-    exec: () => ({ command: "sh", args: ["-c", "echo one; echo two"] }),
+    exec: () => ({ command: "sh", args: ["-c", "echo one; echo err >&2; echo two"] }),
     updates: {
       parseLine: async ({ stream, text }, context) => ({
         type: "note", key: text, data: { stream, text, task: context.input.task, can: typeof context.publishUpdate },
@@ -451,5 +451,89 @@ export default defineWorkflow({
       controllersApi as typeof import("../../src/controllers/conditions.ts");
     expect(conditionFalse("Ready", "RepairFailed", { code: "x", message: "it broke" } as never))
       .toEqual({ type: "Ready", status: false, reason: "RepairFailed", message: "it broke" });
+  });
+});
+
+describe("0.12.1 effect results in ctx.effects.ensure", () => {
+  const resource = {
+    metadata: {
+      uid: "u1",
+      controller: "c",
+      key: "k",
+      resourceVersion: 1,
+      generation: 1,
+      finalizers: [],
+    },
+    spec: {},
+    status: { observedGeneration: 0, conditions: [], controllerStatus: {} },
+  };
+  const reconcileWith = async (observe: unknown, apply: unknown) => {
+    const settles: unknown[] = [];
+    const calls: string[] = [];
+    let seen: unknown;
+    const ports = {
+      reserveEffect: () => Promise.resolve({ effectId: "e1", state: "reserved" as const }),
+      settleEffect: (request: unknown) => {
+        settles.push(request);
+        return Promise.resolve();
+      },
+      ensureWorkflow: () => Promise.reject(new Error("unused")),
+    };
+    const outcome = await runReconcile(
+      {
+        name: "c",
+        initialStatus: () => ({}),
+        reconcile: async (ctx: any) => {
+          seen = await ctx.effects.ensure({
+            key: "merge",
+            kind: "github.merge",
+            request: { pr: 1 },
+            observe: () => {
+              calls.push("observe");
+              return observe;
+            },
+            apply: () => {
+              calls.push("apply");
+              return apply;
+            },
+          });
+          return ctx.settled();
+        },
+      } as never,
+      resource as never,
+      ports,
+      new AbortController().signal,
+      () => 0,
+    );
+    return { outcome, settles, calls, seen };
+  };
+
+  it.each([
+    [
+      "observe not_applied, then apply applied with externalRef",
+      { state: "not_applied" },
+      { state: "applied", externalRef: "sha-1" },
+      { state: "applied", externalRef: "sha-1", adopted: false },
+      ["observe", "apply"],
+    ],
+    [
+      "apply rejected with an error: a rejected result, not a receipt",
+      { state: "not_applied" },
+      { state: "rejected", error: "branch protected" },
+      { state: "rejected", error: "branch protected", receipt: null },
+      ["observe", "apply"],
+    ],
+  ])("%s", async (_label, observe, apply, expected, calls) => {
+    const run = await reconcileWith(observe, apply);
+    expect(run.outcome).toMatchObject({ kind: "settled" });
+    expect(run.calls).toEqual(calls);
+    expect(run.seen).toMatchObject(expected);
+  });
+
+  it("observe indeterminate: nothing applied, the reconcile fails and is retried", async () => {
+    const run = await reconcileWith({ state: "indeterminate" }, { state: "applied" });
+    expect(run.calls).toEqual(["observe"]);
+    expect(run.settles).toEqual([]);
+    expect(run.outcome).toMatchObject({ kind: "error", error: { code: "effectIndeterminate" } });
   });
 });
