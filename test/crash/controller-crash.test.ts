@@ -29,6 +29,7 @@ import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { killCrashHosts, runCrashHost } from "./crash-host.ts";
+import { shareWorkerCompileCache } from "../support/worker-compile-cache.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 
@@ -118,6 +119,7 @@ async function project(spec: (root: string) => JsonValue) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-ctlcrash-")));
   roots.push(root);
   const stateDir = join(root, "state");
+  shareWorkerCompileCache(stateDir);
   const projectDir = join(root, "project");
   mkdirSync(join(projectDir, ".pi", "controllers"), { recursive: true });
   writeFileSync(join(projectDir, ".pi", "controllers", "crashy.controller.ts"), CONTROLLER);

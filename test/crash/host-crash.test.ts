@@ -19,6 +19,7 @@ import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
 import { CRASH_WORKFLOW_SOURCE, executions, retryViolations } from "./crash-workflow.ts";
+import { shareWorkerCompileCache } from "../support/worker-compile-cache.ts";
 
 const OCCURRENCES: [string, number][] = [
   ["worker.ready", 1],
@@ -56,6 +57,7 @@ async function crashAndRecover(point: string) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-crash-")));
   roots.push(root);
   const stateDir = join(root, "state");
+  shareWorkerCompileCache(stateDir);
   const projectDir = join(root, "project");
   mkdirSync(projectDir, { recursive: true });
   const path = join(projectDir, "crashy.workflow.ts");

@@ -24,6 +24,7 @@ import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
+import { shareWorkerCompileCache } from "../support/worker-compile-cache.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-shell-")));
@@ -39,6 +40,7 @@ afterAll(async () => {
 describe("host death during a shell node", () => {
   it("the worker stops the command's process group and exits", async () => {
     const stateDir = join(root, "state");
+    shareWorkerCompileCache(stateDir);
     const project = join(root, "project");
     mkdirSync(project, { recursive: true });
     const pidFile = join(root, "sleeper.pid");

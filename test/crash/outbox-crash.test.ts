@@ -26,6 +26,7 @@ import {
 } from "../../src/state/transitions/notifications.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
+import { shareWorkerCompileCache } from "../support/worker-compile-cache.ts";
 
 const SESSION = "session-crash";
 
@@ -84,6 +85,7 @@ async function crashAndRecover(point: string) {
   const root = realpathSync(mkdtempSync(join(tmpdir(), "piw-outbox-")));
   roots.push(root);
   const stateDir = join(root, "state");
+  shareWorkerCompileCache(stateDir);
   const projectDir = join(root, "project");
   mkdirSync(projectDir, { recursive: true });
   const path = join(projectDir, "announce.workflow.ts");

@@ -34,6 +34,7 @@ import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { loadWorkflow } from "../../src/workflows/sources/load-workflow.ts";
 import { normalizeWorkflowInput } from "../../src/workflows/sources/workflow-input.ts";
 import { createHarness, type Harness } from "../support/supervision.ts";
+import { shareWorkerCompileCache } from "../support/worker-compile-cache.ts";
 
 const HOST_ENTRY = join(import.meta.dirname, "fixtures", "host-entry.ts");
 
@@ -60,7 +61,8 @@ async function registeredSleeper(pidFile: string, stateDir: string): Promise<num
     if (!existsSync(pidFile)) return false;
     pid = Number(readFileSync(pidFile, "utf8").trim());
     return recordedGroups(stateDir).some((line) => line.startsWith(`${pid}:`));
-  }, 15_000);
+    // A host process, its worker and the command all start first: seconds on a loaded machine.
+  }, 30_000);
   expect(registered, "the command's group was registered with the host").toBe(true);
   return pid;
 }
@@ -186,6 +188,7 @@ describe("a restarted host reaps a registered group when host and worker died to
 
   it("reaps exactly the recorded identity at recovery", async () => {
     const stateDir = join(root, "state");
+    shareWorkerCompileCache(stateDir);
     const project = join(root, "project");
     mkdirSync(project, { recursive: true });
     const pidFile = join(root, "sleeper.pid");

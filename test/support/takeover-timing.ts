@@ -14,6 +14,7 @@ import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { removeTempRoot } from "./temp-root.ts";
 import { waitFor } from "./wait.ts";
+import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
 export interface TakeoverSample {
   /** From the SIGKILL to the answer of the client command that started the next host. */
@@ -83,6 +84,7 @@ export async function setUpTakeover(
 ): Promise<TakeoverSetup> {
   const root = mkdtempSync(join(tmpdir(), "pwt-"));
   const stateDir = join(root, "s");
+  shareWorkerCompileCache(stateDir);
   const project = join(root, "p");
   mkdirSync(project);
   const marks = join(root, "marks");
