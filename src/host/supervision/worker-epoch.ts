@@ -16,8 +16,8 @@ import { type CrashCounter, handleWorkerExit } from "./worker-exit.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
 import { retireWorker } from "./worker-teardown.ts";
-import { holdStartupDeadline, isKept, isLaunching, markGone } from "./worker-life.ts";
-import { armChildDeadline } from "./children/child-deadline.ts";
+import { isKept, isLaunching, markGone } from "./worker-life.ts";
+import { armStartupDeadline } from "./children/child-deadline.ts";
 
 /** The epoch record of a process kept as its run's prepared child: a normal end. */
 const KEPT_EXIT = { code: 0, signal: null };
@@ -39,7 +39,7 @@ export interface EpochDeps {
 
 export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): void {
   deps.active.set(worker.runId, worker);
-  const startup = armChildDeadline(worker.spawned, ctx.options.workerStartupMs, () => {
+  armStartupDeadline(worker.spawned, worker.life, ctx.options.workerStartupMs, () => {
     if (isLaunching(worker)) {
       deps.stops.stop(
         worker,
@@ -48,7 +48,6 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
       );
     }
   });
-  holdStartupDeadline(worker, startup);
   const served = identifyWorker(ctx, worker).catch((error) => {
     // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
     ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });

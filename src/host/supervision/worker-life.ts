@@ -19,7 +19,7 @@
  *            settled    a terminal, park or block message committed, which released it: the exit
  *                       that follows is normal
  */
-import type { ChildDeadline } from "./children/child-deadline.ts";
+import { type ChildDeadline, enterPhase } from "./children/child-deadline.ts";
 
 /**
  * Why the host stops (or stopped) a worker. None while nobody asked it to stop; the exit is then
@@ -62,20 +62,6 @@ export function launchingLife(recordedLive: boolean): WorkerLife {
   return { phase: { name: "launching", recordedLive, startup: null }, claim: "held" };
 }
 
-/** The start-up deadline, held until `worker.ready` (or a stop) ends the launching phase. */
-export function holdStartupDeadline(worker: Worker, deadline: ChildDeadline): void {
-  const { phase } = worker.life;
-  if (phase.name === "launching") phase.startup = deadline;
-  else deadline.disarm();
-}
-
-/** Every phase change: leaving `launching` disarms its start-up deadline. */
-function enter(worker: Worker, phase: WorkerPhase): void {
-  const left = worker.life.phase;
-  if (left.name === "launching") left.startup?.disarm();
-  worker.life.phase = phase;
-}
-
 /** Whether the epoch was recorded `live` with its launch claim (see launchingLife). */
 export function launchedLive(worker: Worker): boolean {
   const { phase } = worker.life;
@@ -84,7 +70,7 @@ export function launchedLive(worker: Worker): boolean {
 
 /** `worker.ready` committed. */
 export function markLive(worker: Worker): void {
-  if (worker.life.phase.name === "launching") enter(worker, { name: "live" });
+  if (worker.life.phase.name === "launching") enterPhase(worker.life, { name: "live" });
 }
 
 /** Whether `worker.ready` is still awaited (nothing stopped it meanwhile either). */
@@ -101,7 +87,7 @@ export function wasReady(worker: Worker): boolean {
 export function beginStop(worker: Worker, reason: StopReason): boolean {
   const { phase } = worker.life;
   if (phase.name === "stopping" || phase.name === "gone") return false;
-  enter(worker, { name: "stopping", reason, kept: phase.name === "kept" });
+  enterPhase(worker.life, { name: "stopping", reason, kept: phase.name === "kept" });
   return true;
 }
 
@@ -114,7 +100,9 @@ export function stopReasonOf(worker: Worker): StopReason | null {
 /** The epoch parked and the host keeps the process as the run's prepared child. */
 export function keep(worker: Worker): void {
   const { phase } = worker.life;
-  if (phase.name === "launching" || phase.name === "live") enter(worker, { name: "kept" });
+  if (phase.name === "launching" || phase.name === "live") {
+    enterPhase(worker.life, { name: "kept" });
+  }
 }
 
 export function isKept(worker: Worker): boolean {
@@ -129,7 +117,7 @@ export function awaitsGoodbye(worker: Worker): boolean {
 
 /** The epoch is recorded and the run settled. */
 export function markGone(worker: Worker): void {
-  enter(worker, { name: "gone" });
+  enterPhase(worker.life, { name: "gone" });
 }
 
 /** The claim was released by the host or found lost (a settled run stays settled). */

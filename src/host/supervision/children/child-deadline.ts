@@ -37,3 +37,27 @@ export function armChildDeadline(
     disarm: () => clearTimeout(timer),
   };
 }
+
+/** A child's life whose `launching` phase holds its start-up deadline (a run or controller worker). */
+type Phase = { name: string; startup?: ChildDeadline | null };
+
+/**
+ * Arms a worker's start-up deadline and hands it to its life's launching phase, which disarms it
+ * when it ends (`enterPhase`); at once when that phase ended already.
+ */
+export function armStartupDeadline(
+  spawned: SupervisedChild,
+  life: { phase: Phase },
+  ms: number,
+  expire: () => void,
+): void {
+  const deadline = armChildDeadline(spawned, ms, expire);
+  if (life.phase.name === "launching") life.phase.startup = deadline;
+  else deadline.disarm();
+}
+
+/** Every phase change of such a life: leaving `launching` disarms its start-up deadline. */
+export function enterPhase<P extends Phase>(life: { phase: P }, phase: P): void {
+  if (life.phase.name === "launching") life.phase.startup?.disarm();
+  life.phase = phase;
+}

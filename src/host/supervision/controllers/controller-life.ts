@@ -9,7 +9,7 @@
  *                       when `stuck`)
  *   blocked  the worker reported its source changed or failed to load; it exits by itself
  */
-import type { ChildDeadline } from "../children/child-deadline.ts";
+import { type ChildDeadline, enterPhase } from "../children/child-deadline.ts";
 
 /** Why the host stops a controller worker. */
 export type ControllerWorkerStop = "idle" | "repinned" | "shutdown" | "stuck" | "startup";
@@ -30,30 +30,17 @@ export function launchingControllerLife(): ControllerLife {
   return { phase: { name: "launching", startup: null }, blocked: false };
 }
 
-/** The start-up deadline, held until `controller.ready` (or a stop) ends the launching phase. */
-export function holdControllerStartup(worker: Worker, deadline: ChildDeadline): void {
-  const { phase } = worker.life;
-  if (phase.name === "launching") phase.startup = deadline;
-  else deadline.disarm();
-}
-
-function enter(worker: Worker, phase: ControllerPhase): void {
-  const left = worker.life.phase;
-  if (left.name === "launching") left.startup?.disarm();
-  worker.life.phase = phase;
-}
-
 /** `controller.ready` named the right process: true when it was awaited (launching). */
 export function markControllerLive(worker: Worker): boolean {
   if (worker.life.phase.name !== "launching") return false;
-  enter(worker, { name: "live" });
+  enterPhase(worker.life, { name: "live" });
   return true;
 }
 
 /** The host stops it: true when `reason` is the first (later reasons are ignored). */
 export function beginControllerStop(worker: Worker, reason: ControllerWorkerStop): boolean {
   if (worker.life.phase.name === "stopping") return false;
-  enter(worker, { name: "stopping", reason });
+  enterPhase(worker.life, { name: "stopping", reason });
   return true;
 }
 

@@ -28,13 +28,8 @@ import { serveControllerChannel } from "./controller-session.ts";
 import { applyReconcileMessage } from "../../controller-messages/reconcile-handlers.ts";
 import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
 import { clearAll } from "../children/timers.ts";
-import { armChildDeadline } from "../children/child-deadline.ts";
-import {
-  controllerStopReason,
-  holdControllerStartup,
-  markBlocked,
-  markControllerLive,
-} from "./controller-life.ts";
+import { armStartupDeadline } from "../children/child-deadline.ts";
+import { controllerStopReason, markBlocked, markControllerLive } from "./controller-life.ts";
 
 export interface WorkerFleetDeps {
   command: ChildCommand;
@@ -146,10 +141,9 @@ export function createWorkerSpawner(
       onOutputExceeded: stop,
     });
     fleet.workers.set(controllerId, worker);
-    const startup = armChildDeadline(worker.spawned, ctx.options.workerStartupMs, () => {
+    armStartupDeadline(worker.spawned, worker.life, ctx.options.workerStartupMs, () => {
       stopControllerWorker(ctx, worker, "startup");
     });
-    holdControllerStartup(worker, startup);
     const served = nameControllerWorker(ctx, worker).then(() =>
       serveControllerChannel(worker, hooks)
     );
