@@ -11,7 +11,6 @@
  * again); after it, the run is running with a live epoch whose process the next host reaps by its
  * exact identity, and a new worker goes on from the accepted boundary: nothing runs twice.
  */
-import { stopProcessGroup } from "../../os/stop-group.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { groupTransaction } from "../../state/transactions.ts";
 import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
@@ -20,7 +19,7 @@ import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "./api.ts";
 import { launchWorker } from "./launch-worker.ts";
 import type { PreparedChild } from "./prepared-children.ts";
-import type { LaunchDeps } from "./run-launches.ts";
+import { type LaunchDeps, stopTaken } from "./run-launches.ts";
 
 /**
  * Commits `accept` (the verdict; false when stale) and, in the same COMMIT, the run's next epoch
@@ -80,12 +79,4 @@ export function launchAccepted(
   }
   const launched: ActiveWorker = worker;
   return () => deps.supervise(launched);
-}
-
-/** A process taken for an epoch whose claim did not commit: nothing runs in it. */
-function stopTaken(ctx: HostContext, deps: LaunchDeps, taken: PreparedChild): void {
-  const { identity } = taken;
-  void stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(() =>
-    deps.registry.unregister(identity)
-  );
 }

@@ -4,7 +4,6 @@
  * run whose prepared process waits is launched into it. A spawn that fails settles the run at
  * once (a crash-like exit); a claim that cannot be taken launches nothing.
  */
-import { stopProcessGroup } from "../../os/stop-group.ts";
 import { type LaunchableRun, nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
@@ -14,6 +13,7 @@ import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import type { RunCredentials } from "../run-credentials.ts";
 import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
+import { retireChild } from "./children/retire-child.ts";
 
 export interface LaunchDeps {
   active: ReadonlyMap<string, ActiveWorker>;
@@ -62,15 +62,18 @@ function launchRun(ctx: HostContext, deps: LaunchDeps, run: LaunchableRun): void
     );
   } catch (error) {
     // The claim was not taken: nothing runs in the taken process, which is stopped.
-    if (kept) {
-      const { identity } = kept;
-      void stopProcessGroup(identity, { graceMs: ctx.options.killGraceMs }).then(() =>
-        deps.registry.unregister(identity)
-      );
-    }
+    if (kept) stopTaken(ctx, deps, kept);
     if (error instanceof WorkerSpawnError) {
       handleSpawnFailure(ctx, spawnFailure(run.runId, error), deps.crashes, deps.maxCrashes);
       deps.schedule();
     } else ctx.log("worker.launch_failed", { run: run.runId, error: logError(error) });
   }
+}
+
+/** A prepared process taken for an epoch whose claim did not commit: nothing runs in it. */
+export function stopTaken(ctx: HostContext, deps: LaunchDeps, taken: PreparedChild): void {
+  const unregister = () => deps.registry.unregister(taken.identity);
+  void retireChild(taken.spawned, ctx.options.killGraceMs, unregister).catch((error) =>
+    ctx.log("prepared.stop_failed", { error: logError(error) })
+  );
 }
