@@ -19,7 +19,12 @@ import {
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
+import {
+  type ChildCommand,
+  nameChild,
+  spawnChild,
+  type SupervisedChild,
+} from "./children/spawn-child.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
 import { formatStartIdentity, type ProcessIdentity } from "../../os/process-identity.ts";
@@ -204,13 +209,8 @@ export function launchWorker(
  */
 export async function identifyWorker(ctx: HostContext, worker: ActiveWorker): Promise<void> {
   if (worker.identity !== null) return;
-  const identity = await worker.spawned.identified;
-  worker.identity = identity;
-  if (identity === null) return;
-  recordWorkerProcess(ctx.store, {
-    workerEpoch: worker.workerEpoch,
-    pid: identity.pid,
-    startIdentity: formatStartIdentity(identity),
+  await nameChild(worker, (process) => {
+    recordWorkerProcess(ctx.store, { workerEpoch: worker.workerEpoch, ...process });
   });
 }
 

@@ -19,7 +19,11 @@ import { mkdirSync } from "node:fs";
 import { setPriority } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { identifyChild, type ProcessIdentity } from "../../../os/process-identity.ts";
+import {
+  formatStartIdentity,
+  identifyChild,
+  type ProcessIdentity,
+} from "../../../os/process-identity.ts";
 import { selfCommand } from "../../../os/self-launch.ts";
 import type { RunEnvironment } from "../../../protocol/run-environment.ts";
 import type { HostContext } from "../api.ts";
@@ -173,6 +177,23 @@ export function spawnChild(
     onOutputExceeded: description.onOutputExceeded,
   };
   return spawned;
+}
+
+/**
+ * Waits for the child's start identity, sets it on `owner` and names it in the kind's durable
+ * epoch record (`record`: `run_workers`, `controller_workers`) before anything of its channel is
+ * read: its ready message is checked against the identity, and a restarted host reaps the child
+ * by that record. Throws when the record cannot be written (the identity is set by then).
+ */
+export async function nameChild(
+  owner: { spawned: SupervisedChild; identity: ProcessIdentity | null },
+  record: (process: { pid: number; startIdentity: string }) => void,
+): Promise<void> {
+  const identity = await owner.spawned.identified;
+  owner.identity = identity;
+  if (identity !== null) {
+    record({ pid: identity.pid, startIdentity: formatStartIdentity(identity) });
+  }
 }
 
 async function identify(

@@ -21,8 +21,13 @@ import {
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
 import type { HostContext } from "../api.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
-import { formatStartIdentity, type ProcessIdentity } from "../../../os/process-identity.ts";
-import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
+import type { ProcessIdentity } from "../../../os/process-identity.ts";
+import {
+  type ChildCommand,
+  nameChild,
+  spawnChild,
+  type SupervisedChild,
+} from "../children/spawn-child.ts";
 import { stopChildGroup } from "../children/retire-child.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { logError } from "../../host-log.ts";
@@ -139,21 +144,16 @@ export function launchControllerWorker(
 }
 
 /**
- * Waits for the worker's start identity and names it in the epoch record, before anything of
- * its channel is read (its `worker.ready` is checked against it).
+ * Names the worker's start identity in its epoch record before its channel is read (the kit's
+ * nameChild); a record that cannot be written is logged, the worker still runs.
  */
 export async function nameControllerWorker(
   ctx: HostContext,
   worker: ControllerWorker,
 ): Promise<void> {
-  const identity = await worker.spawned.identified;
-  worker.identity = identity;
-  if (identity === null) return;
   try {
-    recordControllerWorkerProcess(ctx.store, {
-      workerEpoch: worker.workerEpoch,
-      pid: identity.pid,
-      startIdentity: formatStartIdentity(identity),
+    await nameChild(worker, (process) => {
+      recordControllerWorkerProcess(ctx.store, { workerEpoch: worker.workerEpoch, ...process });
     });
   } catch (error) {
     // A busy database: the worker still runs and is stopped with the host; only a restarted
