@@ -1,8 +1,9 @@
 /**
- * Host-enforced deadlines of one worker epoch: the startup deadline until `worker.ready`, each
- * node attempt's committed deadline (plus the kill grace), and the bound on workflow code between
- * attempts (`boundaryMs`: loading, routing, timeout callbacks). The worker's own timers are only a
- * courtesy; these fire even when its event loop is stuck.
+ * Host-enforced deadlines of one worker epoch after its start (the start-up deadline until
+ * `worker.ready` is the kit's, children/child-deadline.ts): each node attempt's committed deadline
+ * (plus the kill grace), and the bound on workflow code between attempts (`boundaryMs`: loading,
+ * routing, timeout callbacks). The worker's own timers are only a courtesy; these fire even when
+ * its event loop is stuck.
  */
 import { ClaimLostError } from "../../state/errors.ts";
 import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";

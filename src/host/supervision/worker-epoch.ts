@@ -1,5 +1,5 @@
 /**
- * One worker epoch under supervision, from launch to its recorded end: the startup deadline, the
+ * One worker epoch under supervision, from launch to its recorded end: the start-up deadline, the
  * start identity recorded and registered before the channel is read, the session, then the end
  * in one order (deadlines forgotten, the group and every child group reaped, the stop awaited,
  * the output settled, the epoch recorded and the run settled, a kept process handed to the
