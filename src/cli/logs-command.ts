@@ -12,8 +12,13 @@ import { type CliIo, printJson } from "./output.ts";
 import type { LogsCommand } from "./parse-logs.ts";
 import { resolveRunId } from "./run-ids.ts";
 import { withHost } from "./with-host.ts";
+import { ensureHost } from "../client/ensure-host.ts";
+import { newClientId } from "../client/client-id.ts";
+import { HostUnavailableError } from "../protocol/failures.ts";
 
 const POLL_INTERVAL_MS = 300;
+/** Host restarts in a row `--follow` reconnects through before it gives up. */
+const MAX_RECONNECTS = 3;
 const ENDED = new Set(["completed", "failed", "timed_out", "cancelled"]);
 const LINE_MARK = { stdout: "  | ", stderr: "  ! ", transcript: "  " } as const;
 
@@ -22,33 +27,59 @@ export function runLogsCommand(
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  return withHost(env, io, async (connection) => {
-    const runId = await resolveRunId(connection, command.runId);
-    const printer = createLogPrinter(io);
-    const after: Record<string, string> = {};
-    for (;;) {
-      const receipt = await readLogs(connection, runId, command, after);
-      for (const step of receipt.steps) {
-        for (const chunk of step.streams) after[`${step.attemptId}/${chunk.stream}`] = chunk.cursor;
-      }
-      if (command.json) {
-        if (!command.follow) {
-          printJson(io, receipt);
-          return EXIT.ok;
+  // One client id for the invocation: a reconnect after a host restart keeps it.
+  const clientId = newClientId();
+  return withHost(env, io, async (first) => {
+    let connection = first;
+    try {
+      const runId = await resolveRunId(connection, command.runId);
+      const printer = createLogPrinter(io);
+      const after: Record<string, string> = {};
+      let reconnects = 0;
+      for (;;) {
+        let receipt: RunLogsReceipt;
+        try {
+          receipt = await readLogs(connection, runId, command, after);
+          reconnects = 0;
+        } catch (error) {
+          // --follow outlives a host restart: the cursors are offsets into the step output
+          // files, which the next host serves the same, so following goes on where it was.
+          if (!command.follow || !(error instanceof HostUnavailableError)) throw error;
+          if (++reconnects > MAX_RECONNECTS) throw error;
+          io.err(
+            `logs: the host went away; reconnecting to follow ${runId} on ` +
+              `(${reconnects} of ${MAX_RECONNECTS})`,
+          );
+          if (connection !== first) connection.close();
+          connection = await ensureHost({ env, clientId });
+          continue;
         }
-        if (receipt.steps.some((s) => s.streams.some((c) => c.text !== ""))) {
-          printJson(io, receipt);
+        for (const step of receipt.steps) {
+          for (const chunk of step.streams) {
+            after[`${step.attemptId}/${chunk.stream}`] = chunk.cursor;
+          }
         }
-      } else {
-        printer.print(receipt);
+        if (command.json) {
+          if (!command.follow) {
+            printJson(io, receipt);
+            return EXIT.ok;
+          }
+          if (receipt.steps.some((s) => s.streams.some((c) => c.text !== ""))) {
+            printJson(io, receipt);
+          }
+        } else {
+          printer.print(receipt);
+        }
+        if (receipt.more) continue;
+        if (!command.follow || ENDED.has(receipt.state)) break;
+        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
       }
-      if (receipt.more) continue;
-      if (!command.follow || ENDED.has(receipt.state)) break;
-      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+      if (!command.json) printer.end(command.follow);
+      return EXIT.ok;
+    } finally {
+      if (connection !== first) connection.close();
     }
-    if (!command.json) printer.end(command.follow);
-    return EXIT.ok;
-  });
+  }, clientId);
 }
 
 function readLogs(

@@ -48,10 +48,12 @@ export default defineWorkflow({
   startAt: "nap",
   nodes: {
     nap: compute({ run: async () => {
+      console.log("napping");
       const deadline = Date.now() + 60_000;
       while (!existsSync(${JSON.stringify(gate)}) && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 50));
       }
+      console.log("woke up");
       return { slept: true };
     } }),
   },
@@ -329,6 +331,9 @@ export default defineWorkflow({
         fresh.env,
       );
       await follower.waitForStdout("▶ nap", 60_000);
+      const runId = /run-[0-9a-f]{8}/.exec(follower.stdout())![0];
+      const logs = spawnCli(["logs", runId, "--follow"], fresh.env);
+      await logs.waitForStdout("  | napping", 60_000);
       // Stop the host under the follower (the pure node is parked at once, a planned stop
       // waits only for external nodes): the run parks, the follower starts the next host,
       // whose worker finds the gate open.
@@ -337,6 +342,14 @@ export default defineWorkflow({
       writeFileSync(gate, "open");
       const { code } = await follower.exited;
       expect(code, follower.stderr()).toBe(0);
+      // logs --follow reconnects too, says so once, and goes on where it was: the first
+      // attempt's line is not printed again, the second attempt's lines come.
+      expect((await logs.exited).code, logs.stderr()).toBe(0);
+      expect(logs.stderr()).toMatch(
+        /^logs: the host went away; reconnecting to follow run-\S+ on \(1 of 3\)$/m,
+      );
+      expect(logs.stdout()).toContain("  | woke up\n");
+      expect(logs.stdout().match(/ {2}\| napping\n/g)?.length, logs.stdout()).toBe(2);
       expect(follower.stdout()).toMatch(/^✓ completed {2}run-/m);
       expect(follower.stdout()).toContain('{"slept":true}');
       const status = await runCliProcess(["host", "status", "--json"], fresh.env);
