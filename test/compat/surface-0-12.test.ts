@@ -161,6 +161,14 @@ export default defineController({
     expect(loaded.definition.name).toBe("pull-request");
   });
 
+  it("the package's controllers entry exports the same objects the loader serves", async () => {
+    const entry = await import("../../controllers.ts");
+    expect(Object.keys(entry).sort()).toEqual(Object.keys(controllersApi).sort());
+    for (const [name, value] of Object.entries(entry)) {
+      expect((controllersApi as Record<string, unknown>)[name]).toBe(value);
+    }
+  });
+
   it("@osolmaz/pi-workflows/extension fails the load saying Pi loads it", async () => {
     const dir = project({
       "ext.workflow.ts":
