@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import { runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
 
@@ -94,8 +95,9 @@ async function startFailed(workflow: string, counter: string): Promise<string> {
   return run.runId as string;
 }
 
+/** `doctor` reads the state file only (it never starts a host): run in this process (runCli). */
 async function expectDoctorClean(): Promise<void> {
-  const doctor = await cli(["doctor", "--json"]);
+  const doctor = await runCliInProcess(["doctor", "--json"], home.env);
   expect(doctor.code, doctor.stdout + doctor.stderr).toBe(0);
 }
 
