@@ -1,26 +1,22 @@
 /**
- * The limits a worker can break while it runs: its captured output (the cap holds at the write,
- * see captured-output.ts) and its resident memory (sampled every `MEMORY_CHECK_MS`). Either way
- * the host first records why on the open attempt (`outputLimitExceeded` or `memoryLimitExceeded`,
+ * The limits a worker can break while it runs, both enforced by the child kit: its captured
+ * output (the cap holds at the write, children/captured-output.ts) and its resident memory
+ * (sampled, children/memory-limit.ts). This says what breaking one means for a run: the host first
+ * records why on the open attempt (`outputLimitExceeded` or `memoryLimitExceeded`,
  * a node failure the next worker routes from, like a host-enforced deadline) and parks the run,
  * then stops the worker's group. Without an open attempt the stop is a crash (the run is
  * relaunched, and fails after repeated crashes) whose diagnostic says the same.
  */
 import type { FactError } from "../../protocol/run-facts.ts";
-import { readResidentBytes } from "../../os/process-memory.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { holdsClaim, releaseClaim, stopReasonOf } from "./worker-life.ts";
-
-/** How often the resident memory of each live worker is read. */
-export const MEMORY_CHECK_MS = 250;
+import { MIB, watchMemory } from "./children/memory-limit.ts";
 
 export type LimitReason = Extract<StopReason, "outputExceeded" | "memoryExceeded">;
-
-const MIB = 1024 * 1024;
 
 export function outputLimitError(ctx: HostContext, stream: "stdout" | "stderr"): FactError {
   return {
@@ -68,26 +64,6 @@ export function recordLimitFailure(
   }
 }
 
-/** The live workers whose resident memory passes the cap, with what they use. */
-export async function workersOverMemory(
-  ctx: HostContext,
-  workers: Iterable<ActiveWorker>,
-): Promise<{ worker: ActiveWorker; bytes: number }[]> {
-  const cap = ctx.options.maxWorkerMemoryMb * MIB;
-  const sampled = [...workers].filter((w) => w.identity !== null && stopReasonOf(w) === null);
-  // One table read for every worker of the tick.
-  const sizes = await readResidentBytes(sampled.map((w) => w.identity!));
-  const over: { worker: ActiveWorker; bytes: number }[] = [];
-  sampled.forEach((worker, i) => {
-    const bytes = sizes[i];
-    // Still running by the time the read answered: a stop meanwhile has its own reason.
-    if (bytes !== null && bytes > cap && stopReasonOf(worker) === null) {
-      over.push({ worker, bytes });
-    }
-  });
-  return over;
-}
-
 export interface LimitWatch {
   /** Records why on the open attempt (a node failure to route from), then stops the worker. */
   exceeded(worker: ActiveWorker, reason: LimitReason, error: FactError): void;
@@ -105,7 +81,6 @@ export function createLimitWatch(
     crashes: CrashCounter;
   },
 ): LimitWatch {
-  let sampling = false;
   const exceeded = (worker: ActiveWorker, reason: LimitReason, error: FactError) => {
     if (stopReasonOf(worker) !== null) return;
     const { diagnostic, recorded } = recordLimitFailure(ctx, worker, error);
@@ -118,16 +93,11 @@ export function createLimitWatch(
   };
   return {
     exceeded,
-    async sampleMemory() {
-      if (sampling) return;
-      sampling = true;
-      try {
-        for (const { worker, bytes } of await workersOverMemory(ctx, deps.workers())) {
-          exceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes));
-        }
-      } finally {
-        sampling = false;
-      }
-    },
+    sampleMemory: watchMemory({
+      children: deps.workers,
+      running: (worker) => stopReasonOf(worker) === null,
+      capMb: ctx.options.maxWorkerMemoryMb,
+      over: (worker, bytes) => exceeded(worker, "memoryExceeded", memoryLimitError(ctx, bytes)),
+    }),
   };
 }
