@@ -253,30 +253,33 @@ export default defineWorkflow({
     ]);
     expect(started.code, started.stderr).toBe(0);
     const runId = JSON.parse(started.stdout).run.runId as string;
+    // The start above left the host running (it idles for a minute): the commands below run in
+    // this process (the CLI's entry, runCli), the same code without a Node start each.
+    const cliHere = (args: string[]) => runCliInProcess(args, home.env);
 
-    const status = await cli(["status", runId, "--json"]);
+    const status = await cliHere(["status", runId, "--json"]);
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout).run.runId).toBe(runId);
-    const text = await cli(["status", runId]);
+    const text = await cliHere(["status", runId]);
     expect(text.stdout).toContain(`run ${runId}`);
 
-    const list = await cli(["list", "--json"]);
+    const list = await cliHere(["list", "--json"]);
     expect(JSON.parse(list.stdout).runs.map((r: { runId: string }) => r.runId)).toContain(runId);
 
-    const pause = await cli(["pause", runId]);
+    const pause = await cliHere(["pause", runId]);
     expect(pause.code, pause.stderr).toBe(0);
     expect(pause.stdout).toMatch(/^Paused /);
-    const resume = await cli(["resume", runId, "--json"]);
+    const resume = await cliHere(["resume", runId, "--json"]);
     expect(resume.code, resume.stderr).toBe(0);
     expect(JSON.parse(resume.stdout).run.paused).toBe(false);
-    const cancel = await cli(["cancel", runId]);
+    const cancel = await cliHere(["cancel", runId]);
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).toMatch(/^Cancelled /);
 
-    const again = await cli(["cancel", runId]);
+    const again = await cliHere(["cancel", runId]);
     expect(again.code).toBe(3);
     expect(expectOneLineError(again.stderr)).toContain("Cannot cancel run");
-    const unknown = await cli(["status", "run-unknown"]);
+    const unknown = await cliHere(["status", "run-unknown"]);
     expect(unknown.code).toBe(3);
     expect(expectOneLineError(unknown.stderr)).toContain(
       "Unknown run: no run id starts with 'run-unknown'",
