@@ -6,6 +6,7 @@
 import { isAbsolute } from "node:path";
 import { errorMessage, NodeFailure } from "./errors.ts";
 import { runShell } from "./shell-runner.ts";
+import { labelledStepOutput } from "./step-output-scope.ts";
 
 export const COMMAND_BATCH_LIMITS = {
   items: 64,
@@ -134,6 +135,8 @@ async function runItem(
 ): Promise<CommandBatchItemResult> {
   const started = Date.now();
   if (signal?.aborted) return notStarted(item, "cancelled", "The batch was cancelled");
+  // Inside a step, the command's output also goes to the step's output files (logs).
+  const copy = labelledStepOutput(item.id);
   try {
     const r = await runShell({
       command: item.command,
@@ -143,7 +146,10 @@ async function runItem(
       timeoutMs: item.timeoutMs,
       maxOutputChars: item.maxOutputChars ?? 100_000,
       allowNonZeroExit: true,
-    }, { signal: signal ?? new AbortController().signal });
+    }, {
+      signal: signal ?? new AbortController().signal,
+      ...(copy ? { onOutput: copy.write } : {}),
+    });
     const ok = r.exitCode === 0;
     return {
       id: item.id,
@@ -170,6 +176,8 @@ async function runItem(
       errorMessage(error, 2000),
       Date.now() - started,
     );
+  } finally {
+    copy?.flush();
   }
 }
 

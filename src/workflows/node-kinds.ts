@@ -11,6 +11,7 @@ import { checkPresentation, checkTimeout, validateHumanResponse } from "./human-
 import { toJson } from "./json-value.ts";
 import { takesLineObject, updateStreams } from "./shell-line-form.ts";
 import { type OutputSink, type ProcessGroupHooks, runShell } from "./shell-runner.ts";
+import { withStepOutput } from "./step-output-scope.ts";
 import type {
   HumanDecisionNode,
   HumanDecisionRequest,
@@ -57,8 +58,15 @@ export async function runNodeKind(
     case "compute":
       return ok(toJson(await n.run(ctx), "compute output"));
     case "action": {
+      // Commands the action runs itself (runCommandBatch) print into the step's output files.
       const apply = async () =>
-        toJson(await n.run({ ...ctx, publishUpdate: withReceipt(svc.publish) }), "action output");
+        toJson(
+          await withStepOutput(
+            svc.output,
+            () => n.run({ ...ctx, publishUpdate: withReceipt(svc.publish) }),
+          ),
+          "action output",
+        );
       if (!n.effect || !svc.effects) return ok(await apply());
       const request = { nodeId: node.id };
       return ok(await runManagedEffect(n.effect, "action", ctx, svc.effects, request, apply));

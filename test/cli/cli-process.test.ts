@@ -241,6 +241,34 @@ export default defineWorkflow({
       "stdout",
       "stderr",
     ]);
+
+    // Commands an action runs itself with runCommandBatch print into the step's output too,
+    // each line labelled with its item id (concurrent commands never mix inside a line).
+    writeFileSync(
+      join(project, "batch.workflow.ts"),
+      `import { action, defineWorkflow, runCommandBatch } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "batch", startAt: "checks",
+  nodes: { checks: action({ run: async ({ signal }) => {
+    const sh = (id: string, script: string) =>
+      ({ id, command: "sh", args: ["-c", script], cwd: process.cwd(), timeoutMs: 10_000 });
+    const r = await runCommandBatch(
+      { items: [sh("lint", "echo lint ok; echo warned >&2"), sh("unit", "printf '3 passed'")] },
+      { signal },
+    );
+    return { outcomes: r.items.map((i) => i.outcome) };
+  } }) },
+  edges: [],
+});
+`,
+    );
+    const batch = await cli(["start", "batch.workflow.ts", "--cwd", project, "--wait"]);
+    expect(batch.code, batch.stderr + batch.stdout).toBe(0);
+    const batchId = /run-[0-9a-f]{8}/.exec(batch.stdout)![0];
+    const batchLogs = await cli(["logs", batchId]);
+    expect(batchLogs.stdout).toContain("  | [lint] lint ok\n");
+    expect(batchLogs.stdout).toContain("  ! [lint] warned\n");
+    expect(batchLogs.stdout).toContain("  | [unit] 3 passed\n");
   });
 
   it("shows, lists, pauses, resumes and cancels runs", async () => {
