@@ -454,7 +454,7 @@ export default defineWorkflow({
     });
   });
 
-  it("a condition's message may be a failed child's error object", async () => {
+  it("a condition's message may be a failed child's error object", () => {
     const { conditionFalse } =
       controllersApi as typeof import("../../src/controllers/conditions.ts");
     expect(conditionFalse("Ready", "RepairFailed", { code: "x", message: "it broke" } as never))
