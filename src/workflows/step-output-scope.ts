@@ -5,14 +5,20 @@
  * output goes there. The executor opens the scope around the action; outside a step there is
  * none and nothing is copied.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
+// The default import, read when a step first opens a scope: `AsyncLocalStorage` is an accessor
+// of the built-in, which the executable's bundle does not re-export by name
+// (compile/lazy-builtins.ts), and a worker that never opens a scope loads none of it.
+import asyncHooks from "node:async_hooks";
+import type { AsyncLocalStorage } from "node:async_hooks";
 import type { OutputSink } from "./shell-runner.ts";
 
-const scope = new AsyncLocalStorage<OutputSink>();
+let scope: AsyncLocalStorage<OutputSink> | undefined;
 
 /** Runs `fn` with `sink` as the step's output (none: runs it as it is). */
 export function withStepOutput<T>(sink: OutputSink | undefined, fn: () => T): T {
-  return sink ? scope.run(sink, fn) : fn();
+  if (!sink) return fn();
+  scope ??= new asyncHooks.AsyncLocalStorage<OutputSink>();
+  return scope.run(sink, fn);
 }
 
 /**
@@ -22,7 +28,7 @@ export function withStepOutput<T>(sink: OutputSink | undefined, fn: () => T): T 
 export function labelledStepOutput(
   label: string,
 ): { write: OutputSink; flush(): void } | null {
-  const sink = scope.getStore();
+  const sink = scope?.getStore();
   if (!sink) return null;
   const decoder = { stdout: new TextDecoder(), stderr: new TextDecoder() };
   const rest = { stdout: "", stderr: "" };
