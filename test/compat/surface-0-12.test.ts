@@ -206,8 +206,9 @@ export default defineWorkflow({ name: "rel", startAt: "a", nodes: { a: compute({
   });
 });
 
-describe("0.12.1 controller results", () => {
-  const resource = {
+/** A fresh controller resource at generation 1, for the reconcile cases below. */
+function controllerResource() {
+  return {
     metadata: {
       uid: "u1",
       controller: "c",
@@ -219,6 +220,10 @@ describe("0.12.1 controller results", () => {
     spec: {},
     status: { observedGeneration: 0, conditions: [], controllerStatus: {} },
   };
+}
+
+describe("0.12.1 controller results", () => {
+  const resource = controllerResource();
   const ports = {} as never;
 
   it("a hand-built result's `status` is its patch, as 0.12 named it", async () => {
@@ -463,18 +468,7 @@ export default defineWorkflow({
 });
 
 describe("0.12.1 effect results in ctx.effects.ensure", () => {
-  const resource = {
-    metadata: {
-      uid: "u1",
-      controller: "c",
-      key: "k",
-      resourceVersion: 1,
-      generation: 1,
-      finalizers: [],
-    },
-    spec: {},
-    status: { observedGeneration: 0, conditions: [], controllerStatus: {} },
-  };
+  const resource = controllerResource();
   const reconcileWith = async (observe: unknown, apply: unknown) => {
     const settles: unknown[] = [];
     const calls: string[] = [];
