@@ -20,7 +20,8 @@
  */
 import { parseValidateRequest, VALIDATE_REQUEST_SCHEMA } from "../protocol/validate-messages.ts";
 import type { WorkerChannel } from "./channel.ts";
-import { createFreshInstances, type FreshInstances } from "./fresh-instances.ts";
+import { readPositiveIntegerEnv } from "../os/env-integer.ts";
+import { createFreshInstances, type FreshInstances, MAX_FRESH_LOADS } from "./fresh-instances.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { answerValidation } from "./validate-submission.ts";
 import type { LoadOutcome } from "./workflow-port.ts";
@@ -32,7 +33,23 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
-  return { launch, instances: createFreshInstances(() => loadInstance(launch)) };
+  return { launch, instances: createFreshInstances(() => loadInstance(launch), maxLoads()) };
+}
+
+/**
+ * `PI_WORKFLOWS_WORKER_MAX_LOADS` (a run sets it with `start --env`; tests lower it to see the
+ * process retire): the loads one process makes before it asks not to be kept. A bad value keeps
+ * the default and says so in the worker's log.
+ */
+export const MAX_LOADS_ENV = "PI_WORKFLOWS_WORKER_MAX_LOADS";
+
+function maxLoads(): number {
+  try {
+    return readPositiveIntegerEnv(process.env, MAX_LOADS_ENV) ?? MAX_FRESH_LOADS;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}; using ${MAX_FRESH_LOADS}\n`);
+    return MAX_FRESH_LOADS;
+  }
 }
 
 /** Serves validations until the host sends the next epoch's launch envelope; returns it. */

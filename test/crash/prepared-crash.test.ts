@@ -8,6 +8,8 @@
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { runEnvironment } from "../../src/base/env-names.ts";
+import { MAX_LOADS_ENV } from "../../src/worker/prepared-child.ts";
 import { startHostProcess, waitFor } from "../support/host.ts";
 import { rows, violations } from "../support/interactive-fixtures.ts";
 import {
@@ -76,6 +78,42 @@ describe("the run's prepared process", () => {
     const evaluations = seen.map((s) => s.evaluation);
     expect(evaluations).toEqual([...new Set(evaluations)].sort((a, b) => a - b));
     expect(validationChild(host.pid)).toBeNull();
+
+    // 1c. Past its loads (the cap lowered to 2 for this run: the validation and the next epoch
+    // take both) the process asks not to be kept: the host retires it and the run goes on in
+    // fresh processes (a validation child, then a new worker).
+    session = await open(home, "s-retired");
+    const retiredStart = await session.request("run.start", {
+      payload: {
+        workflow: "counted",
+        cwd: project,
+        input: {},
+        executionMode: "interactive",
+        originSessionId: "s-retired",
+        env: runEnvironment(home.env, { [MAX_LOADS_ENV]: "2" }),
+      },
+    });
+    const retired = (retiredStart.receipt as { run: { runId: string } }).run.runId;
+    const retiredFirst = await session.nextStep();
+    const retiredPid = await preparedOf(home.stateDir, retired);
+    expect((await session.submit(retiredFirst, { n: 1 })).receipt).toMatchObject({
+      status: "accepted",
+    });
+    const retiredSecond = await session.nextStep((s) => s.contract.step === "second");
+    expect(promptSaw(retiredSecond).pid).toBe(retiredPid);
+    await waitFor(() => !processExists(retiredPid), "the spent process to exit");
+    expect(hostChildren(home.stateDir).filter((c) => c.run_id === retired)).toEqual([]);
+    expect((await session.submit(retiredSecond, { n: 2 })).receipt).toMatchObject({
+      status: "accepted",
+    });
+    const retiredRun = await finished(home.stateDir, retired);
+    expect(retiredRun).toMatchObject({ state: "completed" });
+    const retiredOut = JSON.parse(retiredRun.output_json!) as Record<string, Seen>;
+    expect(retiredOut.second.pid).not.toBe(retiredPid);
+    expect(retiredOut.done.pid).not.toBe(retiredPid);
+    const retiredEpochs = await settledEpochs(home.stateDir, retired);
+    expect(retiredEpochs.map((e) => e.pid === retiredPid)).toEqual([true, true, false]);
+    expect(retiredEpochs.map((e) => e.status)).toEqual(["exited", "exited", "exited"]);
 
     // 2. SIGKILLed while it waits: the submission is validated in a fresh child.
     session = await open(home, "s-idle-kill");
