@@ -17,6 +17,13 @@ import { randomUUID } from "node:crypto";
 import { crashPoint } from "../base/crash-point.ts";
 import { stepUsageOnBranch } from "./branch-usage.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
+import {
+  closedElsewhereNotice,
+  heldNotice,
+  modelFailedNotice,
+  noSubmissionNotice,
+  resumeText,
+} from "./presenter-text.ts";
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
 import {
   branchHasEntry,
@@ -257,10 +264,7 @@ export class Presenter {
     // died meanwhile): a step closed now was most likely closed by its acceptance, so it is not
     // announced as dropped; the run's own end is announced if it ended instead.
     if (current.interaction.submission?.status === "validating") return;
-    this.#host.notify(
-      `Workflow step ${current.interaction.contract.step} is no longer pending`,
-      "info",
-    );
+    this.#host.notify(closedElsewhereNotice(current.interaction.contract.step), "info");
     if (current.turnSinceSend && this.#agentRunning) {
       this.#stopping = true;
       this.#host.abort();
@@ -338,10 +342,7 @@ export class Presenter {
     }
     if (aborted) {
       current.held = true;
-      this.#host.notify(
-        `Workflow step ${current.interaction.contract.step} is on hold; /workflow resume continues it`,
-        "info",
-      );
+      this.#host.notify(heldNotice(current.interaction.contract.step), "info");
       return;
     }
     if (current.held || !current.turnSinceSend) return;
@@ -350,8 +351,7 @@ export class Presenter {
       // spend the step's reminders on an outage. Hold it as Escape does; the deadline still runs.
       current.held = true;
       this.#host.notify(
-        `Workflow step ${current.interaction.contract.step} is on hold: the model failed ` +
-          `(${modelError}); /workflow resume continues it`,
+        modelFailedNotice(current.interaction.contract.step, modelError),
         "warning",
       );
       return;
@@ -365,8 +365,7 @@ export class Presenter {
     current.interaction = { ...current.interaction, reminders: reminder };
     if (answer.action === "failed") {
       this.#host.notify(
-        answer.error?.message ??
-          `Workflow step ${current.interaction.contract.step} failed: no submission`,
+        noSubmissionNotice(current.interaction.contract.step, answer.error?.message),
         "warning",
       );
       this.#current = null;
@@ -406,13 +405,4 @@ export class Presenter {
       { triggerTurn: true, deliverAs: idle ? "followUp" : "steer" },
     );
   }
-}
-
-function resumeText(interaction: ClaimedInteraction): string {
-  const rejected = interaction.submission?.status === "rejected"
-    ? `\nThe last submission was rejected: ${interaction.submission.error?.message ?? "no reason"}`
-    : "";
-  return `Workflow step ${JSON.stringify(interaction.contract.step)} shown earlier is still ` +
-    `waiting for its submission. Continue it now.${rejected}\n\n---\n` +
-    contractBlockOf(interaction.contract.message);
 }
