@@ -19,7 +19,7 @@ import { readRun } from "../state/queries.ts";
 import { answerDecision, type WaitingKind } from "../state/transitions/decisions.ts";
 import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { validateHumanResponse } from "../workflows/human-decision.ts";
-import type { HumanChoices } from "../workflows/types.ts";
+import type { HumanChoices } from "../workflows/human-decision-types.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
 

@@ -5,19 +5,16 @@
 import { checkCases } from "./decision.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
 import type {
-  CommonNodeOptions,
   DecisionPresentation,
   HumanChoice,
   HumanChoices,
-  HumanDecisionNode,
   HumanDecisionRequest,
   HumanDecisionResponse,
   HumanDecisionTimeout,
-  NodeContext,
   PresentationBlock,
-  SwitchEdge,
   TextInputSpec,
-} from "./types.ts";
+} from "./human-decision-types.ts";
+import type { CommonNodeOptions, HumanDecisionNode, NodeContext, SwitchEdge } from "./types.ts";
 
 export const PRESENTATION_LIMITS = {
   blocks: 256,

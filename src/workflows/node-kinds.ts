@@ -12,9 +12,9 @@ import { toJson } from "./json-value.ts";
 import { takesLineObject, updateStreams } from "./shell-line-form.ts";
 import { type OutputSink, type ProcessGroupHooks, runShell } from "./shell-runner.ts";
 import { withStepOutput } from "./step-output-scope.ts";
+import type { HumanDecisionRequest } from "./human-decision-types.ts";
 import type {
   HumanDecisionNode,
-  HumanDecisionRequest,
   NodeContext,
   ShellCommand,
   ShellNode,

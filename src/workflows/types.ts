@@ -5,9 +5,15 @@
  */
 import type { AnswerSchema } from "../protocol/answer-schema.ts";
 import type { ScheduleDeclaration } from "../protocol/schedule-operations.ts";
-import type { PresentationBlock } from "../protocol/decision-request.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeOutcome } from "../protocol/run-facts.ts";
+import type {
+  HumanChoices,
+  HumanDecisionRequest,
+  HumanDecisionTimeout,
+} from "./human-decision-types.ts";
+
+export type * from "./human-decision-types.ts";
 
 /** The latest result record of a node, as node callbacks and `$result.*` switches see it. */
 export interface NodeResultRecord {
@@ -235,49 +241,6 @@ export interface NotifyNode<I = any> extends CommonNodeOptions<I> {
   kind: "notify";
   message: TextSpec<I>;
   notifyKind: "progress" | "final";
-}
-
-export interface TextInputSpec {
-  name: string;
-  prompt: string;
-  minLength: number;
-  maxLength: number;
-}
-
-export interface HumanChoice {
-  label: string;
-  input?: TextInputSpec;
-}
-
-export type HumanChoices = Readonly<Record<string, HumanChoice>>;
-
-export interface HumanDecisionRequest {
-  title: string;
-  /** What the decision is about: any JSON value (a string, the plan object, ...). */
-  subject: JsonValue;
-  presentation: DecisionPresentation;
-  revision?: number;
-}
-
-export interface DecisionPresentation {
-  schema: "pi-workflows.decision-presentation.v1";
-  summary: string;
-  blocks: PresentationBlock[];
-}
-
-/** The block kinds of a decision presentation (one definition, in the protocol). */
-export type { PresentationBlock };
-
-export interface HumanDecisionTimeout {
-  afterMs: number;
-  response: HumanDecisionResponse;
-}
-
-export interface HumanDecisionResponse {
-  choice: string;
-  text?: string;
-  /** 0.12's form of the text, `{<textInput name>: text}`: accepted, recorded as `text`. */
-  input?: Record<string, string>;
 }
 
 export interface HumanDecisionNode<I = any> extends CommonNodeOptions<I> {
