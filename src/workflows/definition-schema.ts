@@ -157,8 +157,8 @@ const edgeSchema = v.union([
       on: v.pipe(
         v.string(),
         v.regex(
-          /^(\$|\$output)(\.[A-Za-z0-9_-]+)*$|^\$result\.(outcome|error\.code|durationMs)$/,
-          "expected $.path, $output.path, $result.outcome, $result.error.code or $result.durationMs",
+          /^(\$|\$output|\$result\.output)(\.[A-Za-z0-9_-]+)*$|^\$result\.(outcome|error(\.code|\.message)?|durationMs)$/,
+          "expected $.path, $output.path, $result.outcome, $result.error.code, $result.error (its message) or $result.durationMs",
         ),
       ),
       cases: v.record(v.string(), v.string()),

@@ -12,7 +12,8 @@ import type { CompiledScope, CompiledWorkflow } from "./compile.ts";
 import { toJson } from "./json-value.ts";
 import { NodeFailure } from "./errors.ts";
 import { readonlyRecord } from "./readonly-record.ts";
-import type { NodeResultRecord } from "./types.ts";
+import { resultError } from "./result-error.ts";
+import type { NodeResultRecord, NodeType012 } from "./types.ts";
 
 /** The run's project path; a worker runs in it, so the current directory stands in for it. */
 export function projectPathOf(facts: RunFacts): string {
@@ -29,8 +30,8 @@ export interface FactsView {
   visits: Map<string, number>;
   /** The attempt with the highest sequence, whatever its state. */
   last: AttemptFact | undefined;
-  /** The result record of a counted attempt. */
-  record(attempt: AttemptFact): NodeResultRecord;
+  /** The result record of a counted attempt (`nodeId`: the id its scope knows it by). */
+  record(attempt: AttemptFact, nodeId?: string): NodeResultRecord;
 }
 
 /**
@@ -134,15 +135,36 @@ function isSorted(attempts: readonly AttemptFact[]): boolean {
   return true;
 }
 
-function recordOf(a: AttemptFact): NodeResultRecord {
+function recordOf(a: AttemptFact, nodeId = a.nodeId): NodeResultRecord {
   const record: NodeResultRecord = {
     outcome: a.state as NodeResultRecord["outcome"],
     durationMs: a.finishedAt !== undefined ? Math.max(0, a.finishedAt - a.startedAt) : null,
     attemptId: a.attemptId,
+    nodeId,
+    nodeType: nodeType012(a.nodeKind),
+    startedAt: new Date(a.startedAt).toISOString(),
   };
+  if (a.finishedAt !== undefined) record.finishedAt = new Date(a.finishedAt).toISOString();
   if (a.output !== undefined) record.output = a.output;
-  if (a.error !== undefined) record.error = a.error;
+  if (a.error !== undefined) record.error = resultError(a.error);
   return record;
+}
+
+/** 0.12's five node types; this version's kinds map onto the one they grew from. */
+function nodeType012(kind: string): NodeType012 {
+  switch (kind) {
+    case "compute":
+    case "notify":
+    case "checkpoint":
+    case "action":
+      return kind;
+    case "shell":
+      return "action";
+    case "humanDecision":
+      return "checkpoint";
+    default:
+      return "agent";
+  }
 }
 
 /**
@@ -232,10 +254,13 @@ export function scopeContext(
   const results = readonlyRecord<NodeResultRecord>("results", () => keys(false), (key) => {
     const id = local(key);
     const attempt = id !== undefined ? seen.latest.get(id) : undefined;
-    if (attempt) return view.record(attempt);
+    if (attempt) return view.record(attempt, key);
     const exited = mountExit(key);
     if (!exited) return undefined;
-    return { ...view.record(exited.attempt), output: { exit: exited.exit, output: exited.output } };
+    return {
+      ...view.record(exited.attempt, key),
+      output: { exit: exited.exit, output: exited.output },
+    };
   });
   return { input: scopeInput(wf, view, facts, scope), outputs, results };
 }

@@ -1,6 +1,7 @@
 /**
  * Routing from a finished node: plain edges, switches on the output (`$.a.b`, `$output.a.b`)
- * and on the result record (`$result.outcome`, `$result.error.code`, `$result.durationMs`).
+ * and on the result record (`$result.outcome`, `$result.error.code`, `$result.durationMs`, and as
+ * 0.12 read them `$result.error` (the message), `$result.error.message`, `$result.output.a.b`).
  * Failures route only through `$result.*` switches; `cancelled` never routes.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
@@ -26,7 +27,7 @@ export function routeFrom(
   const onResult = edge.on.startsWith("$result.");
   if (failed && !onResult) return { kind: "end" };
   const value = onResult
-    ? readPath(resultView(record), edge.on.slice("$result.".length).split("."))
+    ? readResult(record, edge.on.slice("$result.".length).split("."))
     : readPath(record.output ?? null, outputPath(edge.on));
   if (value === undefined || value === null || typeof value === "object") {
     if (failed) return { kind: "end" };
@@ -58,12 +59,16 @@ function outputPath(on: string): string[] {
   return rest.split(".").filter((p) => p.length > 0);
 }
 
-function resultView(record: NodeResultRecord): JsonValue {
-  return {
+function readResult(record: NodeResultRecord, path: string[]): JsonValue | undefined {
+  const { error } = record;
+  // 0.12's `error` was the message string.
+  if (path.length === 1 && path[0] === "error") return error?.message;
+  return readPath({
     outcome: record.outcome,
-    error: record.error ?? null,
+    error: error ? { code: error.code, message: error.message } : null,
     durationMs: record.durationMs,
-  };
+    output: record.output ?? null,
+  }, path);
 }
 
 /** Dot-path lookup; array indexes are plain digits. `undefined` when a segment is missing. */

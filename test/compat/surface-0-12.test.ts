@@ -539,3 +539,74 @@ describe("0.12.1 effect results in ctx.effects.ensure", () => {
     expect(run.outcome).toMatchObject({ kind: "error", error: { code: "effectIndeterminate" } });
   });
 });
+
+describe("0.12.1 result records (results.<id>, $result)", () => {
+  const failing = (edge: string, after: string) =>
+    project({
+      "r.workflow.ts": `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "r",
+  startAt: "a",
+  nodes: {
+    a: compute({ run: () => { throw new Error("boom"); } }),
+    b: compute({ run: ${after} }),
+    other: compute({ run: () => "other" }),
+  },
+  edges: [${edge}],
+});
+`,
+    });
+
+  it("results.<id> has 0.12's nodeId, nodeType, startedAt, finishedAt; error prints as 0.12's string", async () => {
+    const dir = failing(
+      `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
+      `({ results }) => {
+      const r = results.a;
+      return {
+        text: \`failed: \${r.error}\`, string: String(r.error), plus: "" + r.error, loose: r.error == "boom",
+        code: r.error.code, json: JSON.parse(JSON.stringify(r)).error,
+        nodeId: r.nodeId, nodeType: r.nodeType,
+        times: [r.startedAt, r.finishedAt].every((t) => new Date(t).toISOString() === t),
+      };
+    }`,
+    );
+    const loaded = await loadWorkflow("./r.workflow.ts", { cwd: dir });
+    expect((await runWorkflow(loaded.workflow)).last).toMatchObject({
+      kind: "complete",
+      output: {
+        text: "failed: boom",
+        string: "boom",
+        plus: "boom",
+        loose: true,
+        code: "nodeFailed",
+        json: { code: "nodeFailed", message: "boom" },
+        nodeId: "a",
+        nodeType: "compute",
+        times: true,
+      },
+    });
+  });
+
+  it.each(["$result.error", "$result.error.message"])(
+    "a switch on %s routes on the error's message, as 0.12's string did",
+    async (on) => {
+      const dir = failing(
+        `{ from: "a", switch: { on: "${on}", cases: { boom: "b", other: "other" } } }`,
+        `() => "routed"`,
+      );
+      const loaded = await loadWorkflow("./r.workflow.ts", { cwd: dir });
+      expect((await runWorkflow(loaded.workflow)).last).toMatchObject({ output: "routed" });
+    },
+  );
+
+  it("a switch on another 0.12 result field fails the load naming what to route on", async () => {
+    const dir = failing(
+      `{ from: "a", switch: { on: "$result.startedAt", cases: { x: "b" } } }`,
+      `() => 1`,
+    );
+    const error = await loadError("./r.workflow.ts", dir);
+    expect(error.message).toContain(
+      "expected $.path, $output.path, $result.outcome, $result.error.code, $result.error (its message) or $result.durationMs",
+    );
+  });
+});
