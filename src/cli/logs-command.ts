@@ -2,11 +2,17 @@
  * `logs`: prints what a run's steps printed (`run.logs`), and with `--follow` keeps asking for
  * what came since, from the cursors of the last answer, until the run ends. Text goes out
  * through the CLI's terminal-safe output; lines are printed whole (a line a step is still
- * writing waits for its end, or for the run's).
+ * writing waits for its end, or for the run's). An agent group's members' conversations are
+ * printed under a line naming the member, indented below it.
  */
 import { receiptOf } from "../client/command-receipt.ts";
 import type { HostConnection } from "../client/host-connection.ts";
-import type { RunLogsReceipt, StepLog } from "../protocol/log-operations.ts";
+import {
+  type LogChunk,
+  logCursorKey,
+  type RunLogsReceipt,
+  type StepLog,
+} from "../protocol/log-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { LogsCommand } from "./parse-logs.ts";
@@ -21,6 +27,12 @@ const POLL_INTERVAL_MS = 300;
 const MAX_RECONNECTS = 3;
 const ENDED = new Set(["completed", "failed", "timed_out", "cancelled"]);
 const LINE_MARK = { stdout: "  | ", stderr: "  ! ", transcript: "  " } as const;
+/** A member's conversation sits under its `agent <id>` line. */
+const MEMBER_MARK = "    ";
+
+function lineMark(chunk: LogChunk): string {
+  return chunk.member === undefined ? LINE_MARK[chunk.stream] : MEMBER_MARK;
+}
 
 export function runLogsCommand(
   command: LogsCommand,
@@ -56,7 +68,7 @@ export function runLogsCommand(
         }
         for (const step of receipt.steps) {
           for (const chunk of step.streams) {
-            after[`${step.attemptId}/${chunk.stream}`] = chunk.cursor;
+            after[logCursorKey(step.attemptId, chunk)] = chunk.cursor;
           }
         }
         if (command.json) {
@@ -102,9 +114,11 @@ function readLogs(
 export function createLogPrinter(io: CliIo) {
   /** The attempt whose header was printed last. */
   let current: string | null = null;
+  /** The agent group member whose conversation was printed last, under `current`. */
+  let member: string | null = null;
   const states = new Map<string, string>();
-  /** The unfinished last line of each stream, with the stream's mark. */
-  const partial = new Map<string, { mark: string; text: string }>();
+  /** The unfinished last line of each stream, with its step and chunk. */
+  const partial = new Map<string, { step: StepLog; chunk: LogChunk; text: string }>();
   const updates = new Map<string, string>();
   let printedAny = false;
   let earlierNoted = false;
@@ -112,16 +126,26 @@ export function createLogPrinter(io: CliIo) {
   const header = (step: StepLog) => {
     if (current === step.attemptId) return;
     current = step.attemptId;
+    member = null;
     const first = !states.has(step.attemptId);
     if (first) states.set(step.attemptId, step.state);
     io.out(
       `-- ${step.nodeId} (${step.nodeKind}, step ${step.sequence})${first ? ` ${step.state}` : ""}`,
     );
   };
-  const flushPartial = (key: string, stream: keyof typeof LINE_MARK) => {
+  /** A member's name before its conversation whenever the text switches to it. */
+  const memberLine = (id: string | undefined) => {
+    if ((id ?? null) === member) return;
+    member = id ?? null;
+    if (member !== null) io.out(`  agent ${member}:`);
+  };
+  const flushPartial = (key: string) => {
     const rest = partial.get(key);
-    if (rest?.text) io.out(LINE_MARK[stream] + rest.text);
     partial.delete(key);
+    if (!rest?.text) return;
+    header(rest.step);
+    memberLine(rest.chunk.member);
+    io.out(lineMark(rest.chunk) + rest.text);
   };
   return {
     print(receipt: RunLogsReceipt): void {
@@ -140,13 +164,13 @@ export function createLogPrinter(io: CliIo) {
         for (const chunk of step.streams) {
           if (chunk.text === "" && !chunk.skipped) continue;
           header(step);
-          const key = `${step.attemptId}/${chunk.stream}`;
-          if (chunk.skipped) {
-            io.out(`${LINE_MARK[chunk.stream]}... (earlier output no longer kept)`);
-          }
+          memberLine(chunk.member);
+          const key = logCursorKey(step.attemptId, chunk);
+          const mark = lineMark(chunk);
+          if (chunk.skipped) io.out(`${mark}... (earlier output no longer kept)`);
           const lines = ((partial.get(key)?.text ?? "") + chunk.text).split("\n");
-          partial.set(key, { mark: LINE_MARK[chunk.stream], text: lines.pop()! });
-          for (const line of lines) io.out(LINE_MARK[chunk.stream] + line.replace(/\r$/, ""));
+          partial.set(key, { step, chunk, text: lines.pop()! });
+          for (const line of lines) io.out(mark + line.replace(/\r$/, ""));
           printedAny = true;
         }
         for (const update of step.updates) {
@@ -155,15 +179,17 @@ export function createLogPrinter(io: CliIo) {
           if (updates.get(id) === seen) continue;
           updates.set(id, seen);
           header(step);
+          memberLine(undefined);
           io.out(`  ~ ${update.type} ${update.key}: ${compact(update.data)}`);
           printedAny = true;
         }
         // An ended step's unfinished last line is whole now.
         if (step.state !== "running" && step.state !== "waiting") {
-          for (const c of step.streams) flushPartial(`${step.attemptId}/${c.stream}`, c.stream);
+          for (const chunk of step.streams) flushPartial(logCursorKey(step.attemptId, chunk));
         }
         if (known !== undefined && known !== step.state) {
           current = step.attemptId;
+          member = null;
           states.set(step.attemptId, step.state);
           io.out(`-- ${step.nodeId} ${step.state}`);
         }
@@ -171,8 +197,7 @@ export function createLogPrinter(io: CliIo) {
     },
     /** Prints the lines still waiting for their end, and says when nothing was printed. */
     end(follow: boolean): void {
-      for (const rest of partial.values()) if (rest.text) io.out(rest.mark + rest.text);
-      partial.clear();
+      for (const key of [...partial.keys()]) flushPartial(key);
       if (!printedAny && !follow) {
         io.out("(no output: the steps printed nothing and sent no updates)");
       }

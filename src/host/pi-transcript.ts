@@ -2,7 +2,8 @@
  * The conversation of a headless agent step as text, from the run's Pi session file (one JSONL
  * file per run, append-only: worker/headless-session.ts): the messages whose time falls in the
  * step's attempt, the prompt, the model's replies and tool calls, and what each tool returned
- * (bounded per entry). The cursor is a byte offset in the file, always at a line's end, so a
+ * (bounded per entry). A session Pi forked from another (an agent group member's: Pi copies the
+ * whole conversation so far, with its timestamps) shows only what came after the fork. The cursor is a byte offset in the file, always at a line's end, so a
  * follower gets each message once, whole. Provider credentials never reach the session file (Pi
  * gets them in its environment); what a tool printed is the user's own output.
  */
@@ -14,6 +15,8 @@ import { readFileRange } from "../base/step-output-files.ts";
 const WINDOW_BYTES = 2 * 1024 * 1024;
 /** One tool result or reply shown at most this long. */
 const ENTRY_CHARS = 4000;
+/** A session's header line is read from at most this many first bytes. */
+const HEADER_BYTES = 16 * 1024;
 
 export interface TranscriptChunk {
   text: string;
@@ -42,13 +45,14 @@ export function readTranscript(
   let lineStart = 0;
   // A tail that starts mid-file starts at the next whole line.
   if (from === null && start > 0) lineStart = bytes.indexOf(0x0a) + 1;
+  const shown = { ...window, forkedAt: forkedAt(file) };
   const pieces: { text: string; endOffset: number }[] = [];
   while (lineStart < end) {
     const found = bytes.indexOf(0x0a, lineStart);
     const nl = found === -1 || found >= end ? end : found;
     const line = bytes.subarray(lineStart, nl).toString("utf8");
     lineStart = nl + 1;
-    const text = entryText(line, window);
+    const text = entryText(line, shown);
     if (text !== null) pieces.push({ text, endOffset: start + lineStart });
   }
   const next = start + end;
@@ -80,10 +84,28 @@ export function readTranscript(
   return { text: given.length > 0 ? `${given.join("\n")}\n` : "", next: cursor };
 }
 
+/**
+ * When Pi forked `file` from another session (its header names a `parentSession`): the entries
+ * before that time are the other session's. Null for a session of its own.
+ */
+function forkedAt(file: string): number | null {
+  const head = readFileRange(file, 0, HEADER_BYTES);
+  const end = head.indexOf(0x0a);
+  if (end === -1) return null;
+  try {
+    const header = JSON.parse(head.subarray(0, end).toString("utf8"));
+    if (header?.type !== "session" || typeof header.parentSession !== "string") return null;
+    const at = Date.parse(String(header.timestamp));
+    return Number.isFinite(at) ? at : null;
+  } catch {
+    return null;
+  }
+}
+
 /** One session line as transcript text; null for what is not a message of this attempt. */
 function entryText(
   line: string,
-  window: { startedAt: number; finishedAt: number | null },
+  window: { startedAt: number; finishedAt: number | null; forkedAt: number | null },
 ): string | null {
   let entry: Record<string, unknown>;
   try {
@@ -94,6 +116,7 @@ function entryText(
   if (entry === null || typeof entry !== "object" || entry.type !== "message") return null;
   const at = Date.parse(String(entry.timestamp));
   if (!Number.isFinite(at) || at < window.startedAt - 1000) return null;
+  if (window.forkedAt !== null && at < window.forkedAt) return null;
   if (window.finishedAt !== null && at > window.finishedAt + 1000) return null;
   const message = entry.message as Record<string, unknown> | undefined;
   if (!message || typeof message !== "object") return null;

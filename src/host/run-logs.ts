@@ -1,7 +1,9 @@
 /**
  * `run.logs` (protocol/log-operations.ts): a read, answered at once. For each step the stdout
  * and stderr files the worker wrote (base/step-output-files.ts), a headless agent step's
- * conversation from the run's Pi session file (pi-transcript.ts), and the step's latest updates.
+ * conversation from the run's Pi session file (pi-transcript.ts), an agent group's members'
+ * conversations from their own session files (base/pi-session-files.ts; members run headless in
+ * either execution mode), and the step's latest updates.
  * The whole answer stays within the answer budget: once it is spent the rest is left for the next
  * request (`more`), which continues from the cursors given.
  */
@@ -10,18 +12,24 @@ import { dirname, join } from "node:path";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { type HostResponse, successResponse } from "../protocol/host-response.ts";
-import type { LogChunk, LogStream, StepLog } from "../protocol/log-operations.ts";
-import { listNodeAttempts } from "../state/attempt-queries.ts";
+import { type LogChunk, logCursorKey, type StepLog } from "../protocol/log-operations.ts";
+import { type AttemptSummary, attemptVisit, listNodeAttempts } from "../state/attempt-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listNodeUpdates, readRun } from "../state/queries.ts";
 import { formatStepCursor, parseStepCursor, readStepOutput } from "../base/step-output-files.ts";
+import { memberSessionFiles, runSessionsRoot } from "../base/pi-session-files.ts";
 import { ANSWER_BUDGET_BYTES } from "./answer-budget.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { readTranscript } from "./pi-transcript.ts";
 
 const DEFAULT_STEPS = 20;
 const DEFAULT_STREAM_BYTES = 16 * 1024;
-const MODEL_KINDS = new Set(["agent", "decision", "assistantMessage", "agentGroup"]);
+const MODEL_KINDS = new Set(["agent", "decision", "assistantMessage"]);
+
+/** One stream of a step: its output file, or a conversation in a Pi session file. */
+type Source =
+  | { stream: "stdout" | "stderr" }
+  | { stream: "transcript"; file: string | null; member?: string };
 
 export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
   if (request.operation !== "run.logs") throw new TypeError("Expected run.logs");
@@ -33,7 +41,9 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
   const attempts = listNodeAttempts(rt.store, runId, payload.nodeId ?? null, limit + 1);
   const earlier = attempts.length > limit;
   const shown = earlier ? attempts.slice(1) : attempts;
-  const workers = join(dirname(rt.store.path), "workers");
+  const stateDir = dirname(rt.store.path);
+  const workers = join(stateDir, "workers");
+  const sessionsRoot = runSessionsRoot(run.piSessionFile, stateDir, runId);
   const after = payload.after ?? {};
   const maxBytes = payload.maxBytes ?? DEFAULT_STREAM_BYTES;
   const updates = listNodeUpdates(rt.store, runId, 200);
@@ -54,12 +64,16 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
     if (a.finishedAt !== null) step.finishedAt = a.finishedAt;
     const model = MODEL_KINDS.has(a.nodeKind);
     if (model && run.executionMode === "interactive") step.elsewhere = "interactive";
-    const names: LogStream[] = model && run.executionMode === "headless"
-      ? ["transcript", "stdout", "stderr"]
-      : ["stdout", "stderr"];
-    for (const stream of names) {
-      const key = `${a.attemptId}/${stream}`;
-      const cursor = after[key];
+    const sources: Source[] = [];
+    if (a.nodeKind === "agentGroup") {
+      const visit = attemptVisit(rt.store, runId, a.nodeId, a.sequence);
+      sources.push(...memberSources(a, memberSessionFiles(sessionsRoot, a.nodeId, visit)));
+    } else if (model && run.executionMode === "headless") {
+      sources.push({ stream: "transcript", file: run.piSessionFile });
+    }
+    sources.push({ stream: "stdout" }, { stream: "stderr" });
+    for (const source of sources) {
+      const cursor = after[logCursorKey(a.attemptId, source)];
       // JSON may make a byte six (a control character): read no more than that leaves room for.
       const room = Math.min(maxBytes, Math.floor(budget / 6));
       if (room < 256) {
@@ -67,9 +81,9 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
         more = true;
         continue;
       }
-      const chunk = stream === "transcript"
-        ? transcriptChunk(run.piSessionFile, a, cursor, room)
-        : outputChunk(workers, a.attemptId, stream, cursor, room);
+      const chunk = source.stream === "transcript"
+        ? transcriptChunk(source, a, cursor, room)
+        : outputChunk(workers, a.attemptId, source.stream, cursor, room);
       if (chunk === null) continue;
       budget -= Buffer.byteLength(JSON.stringify(chunk.text));
       step.streams.push(chunk);
@@ -104,14 +118,33 @@ function outputChunk(
   return { stream, text: read.text, cursor: formatStepCursor(read.next), skipped: read.skipped };
 }
 
+/**
+ * An agent group's members' conversations, in the group's member order as far as the attempt's
+ * usage records it (every member that reached the model), then by id. A member's session holds
+ * all its attempts' messages (a rerun continues its file): the attempt's time window picks its own.
+ */
+function memberSources(attempt: AttemptSummary, files: Map<string, string>): Source[] {
+  const order = (attempt.usage?.members ?? []).map((m) => m.id);
+  const rank = (id: string) => (order.includes(id) ? order.indexOf(id) : order.length);
+  return [...files.keys()]
+    .sort((x, y) => rank(x) - rank(y) || (x < y ? -1 : x > y ? 1 : 0))
+    .map((member) => ({ stream: "transcript", file: files.get(member)!, member }));
+}
+
 function transcriptChunk(
-  sessionFile: string | null,
+  source: { file: string | null; member?: string },
   attempt: { startedAt: number; finishedAt: number | null },
   cursor: string | undefined,
   maxBytes: number,
 ): LogChunk | null {
-  if (sessionFile === null) return null;
+  if (source.file === null) return null;
   const from = cursor === undefined ? null : Number(cursor.split(":")[0]);
-  const read = readTranscript(sessionFile, attempt, from, maxBytes);
-  return { stream: "transcript", text: read.text, cursor: String(read.next), skipped: false };
+  const read = readTranscript(source.file, attempt, from, maxBytes);
+  return {
+    stream: "transcript",
+    ...(source.member === undefined ? {} : { member: source.member }),
+    text: read.text,
+    cursor: String(read.next),
+    skipped: false,
+  };
 }

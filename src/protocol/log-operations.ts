@@ -2,7 +2,8 @@
  * `run.logs`: what a run's steps printed, for `pi-workflows logs` (a read: nothing changes, no
  * receipt is stored). Per step (the last `attemptLimit` attempts of the run, or of one node):
  * the stdout and stderr a shell node's command or an action's or compute's code printed, the
- * conversation of a headless agent step, and the step's latest updates. Without cursors each
+ * conversation of a headless agent step (of each member of an agent group, which always run
+ * headless), and the step's latest updates. Without cursors each
  * stream is a tail; with the cursors of the previous answer, only what came since, which is how
  * `logs --follow` streams a running step. Secrets the worker held are redacted where the output
  * is written; the socket is the user's own.
@@ -16,6 +17,21 @@ export type LogStream = (typeof LOG_STREAMS)[number];
 
 /** At most this many steps in one answer. */
 export const MAX_LOG_STEPS = 50;
+/** At most this many cursors in one request: every stream of every step, members' included. */
+export const MAX_LOG_CURSORS = 1000;
+
+/**
+ * The name of a stream's cursor in `after`: `<attemptId>/<stream>`, and for an agent group
+ * member's conversation `<attemptId>/transcript/<member>`.
+ */
+export function logCursorKey(
+  attemptId: string,
+  chunk: { stream: LogStream; member?: string },
+): string {
+  return chunk.member === undefined
+    ? `${attemptId}/${chunk.stream}`
+    : `${attemptId}/${chunk.stream}/${chunk.member}`;
+}
 
 export const RunLogsPayloadSchema = v.optional(
   strictObject({
@@ -25,16 +41,16 @@ export const RunLogsPayloadSchema = v.optional(
       v.pipe(v.number(), v.safeInteger(), v.minValue(1), v.maxValue(MAX_LOG_STEPS)),
     ),
     /**
-     * Where the previous answer left each stream: `<attemptId>/<stream>` to its `cursor`. A
+     * Where the previous answer left each stream: its `logCursorKey` to its `cursor`. A
      * stream named here continues from there; any other starts with its tail.
      */
     after: v.optional(
       v.pipe(
         v.record(
-          v.pipe(v.string(), v.maxLength(300)),
+          v.pipe(v.string(), v.maxLength(600)),
           v.pipe(v.string(), v.regex(/^[0-9]{1,12}(:[0-9]{1,12})?$/)),
         ),
-        v.check((cursors) => Object.keys(cursors).length <= MAX_LOG_STEPS * 3, "too many cursors"),
+        v.check((cursors) => Object.keys(cursors).length <= MAX_LOG_CURSORS, "too many cursors"),
       ),
     ),
     /** Bytes of one stream in one answer (default 16 KiB). */
@@ -46,6 +62,8 @@ export type RunLogsPayload = v.InferOutput<typeof RunLogsPayloadSchema>;
 
 export const LogChunkSchema = looseObject({
   stream: v.picklist(LOG_STREAMS),
+  /** An agent group member's conversation (a `transcript`): the member's id. */
+  member: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(500))),
   text: v.string(),
   /** Give it back in `after` to get what follows. */
   cursor: v.string(),

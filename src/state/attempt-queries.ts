@@ -3,7 +3,7 @@ import type { AttemptFact } from "../protocol/run-facts.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionTally } from "../protocol/submissions.ts";
 import { type StateStore } from "./store.ts";
-import { queryAllArgs } from "./statements.ts";
+import { queryAllArgs, queryOneArgs } from "./statements.ts";
 
 interface AttemptRow {
   attempt_id: string;
@@ -99,6 +99,27 @@ export function listNodeAttempts(
     nodeId,
     limit,
   ).map(toSummary);
+}
+
+/**
+ * The node visit an attempt ran as (1-based), the way the engine counts it: one more than the
+ * node's attempts before it that settled (an interrupted attempt's rerun is the same visit).
+ */
+export function attemptVisit(
+  store: StateStore,
+  runId: string,
+  nodeId: string,
+  sequence: number,
+): number {
+  const row = queryOneArgs<{ settled: number }>(
+    store,
+    "SELECT count(*) AS settled FROM node_attempts WHERE run_id = ?1 AND node_id = ?2 " +
+      "AND sequence < ?3 AND state NOT IN ('interrupted', 'running')",
+    runId,
+    nodeId,
+    sequence,
+  );
+  return 1 + (row?.settled ?? 0);
 }
 
 function toSummary(a: AttemptRow): AttemptSummary {

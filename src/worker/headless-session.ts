@@ -5,16 +5,24 @@
  * conversation across Pi restarts, worker generations and host restarts.
  *
  * Agent group members run in parallel, so each gets a session of its own in
- * `members/<node>.v<visit>.<member>/`: at its first start Pi forks it from the run's session
- * (`--fork`, the whole conversation so far) when that has one, else it starts fresh; a rerun of
- * the member (after a crash) continues its own file.
+ * `members/<node>.v<visit>.<member>/` (the layout and its lookups: base/pi-session-files.ts): at
+ * its first start Pi forks it from the run's session (`--fork`, the whole conversation so far)
+ * when that has one, else it starts fresh; a rerun of the member (after a crash) continues its
+ * own file.
  *
  * Directories are 0700 and files 0600: a conversation holds prompts, tool output and replies. Pi
  * keeps the mode of a file that exists (it writes the header into our empty file), and a file Pi
  * creates itself (a fork) is narrowed once Pi has started.
  */
-import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, join } from "node:path";
+import {
+  fileSize,
+  memberSessionDir,
+  type MemberSessionKey,
+  ownSessionFile,
+  sessionFilesIn,
+} from "../base/pi-session-files.ts";
 
 /** Creates `dir` (and its parents) and narrows it to 0700. */
 function ensurePrivateDir(dir: string): void {
@@ -32,63 +40,11 @@ function ensurePrivateFile(file: string): void {
   }
 }
 
-/**
- * The directory of a run's sessions: beside the run's session file, or (a run without one, an
- * interactive run whose agent groups run headless members) `<stateDir>/sessions/<runId>`.
- */
-export function runSessionsRoot(
-  runFile: string | null,
-  stateDir: string | null,
-  runId: string,
-): string {
-  return runFile ? dirname(runFile) : join(stateDir ?? "", "sessions", runId);
-}
-
-/**
- * The session file of every member of one visit of group `nodeId` that has one, by member id
- * (a member's directory is `<node>.v<visit>.<member>`; member ids need no escaping).
- */
-export function memberSessionFiles(
-  sessionsRoot: string,
-  nodeId: string,
-  visit: number,
-): Map<string, string> {
-  const prefix = memberDirName({ nodeId, visit, memberId: "" });
-  const files = new Map<string, string>();
-  let names: string[];
-  try {
-    names = readdirSync(join(sessionsRoot, "members")).sort();
-  } catch {
-    return files; // no member ever started
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix) || name.length === prefix.length) continue;
-    const file = ownSessionFile(join(sessionsRoot, "members", name));
-    if (file !== undefined) files.set(name.slice(prefix.length), file);
-  }
-  return files;
-}
-
 /** Pi's arguments to open the run's session; creates the file (0600, directory 0700). */
 export function runSessionArgs(file: string): string[] {
   ensurePrivateDir(dirname(file));
   ensurePrivateFile(file);
   return ["--session", file];
-}
-
-export interface MemberSessionKey {
-  nodeId: string;
-  visit: number;
-  memberId: string;
-}
-
-/** The directory of one agent group member's session, beside the run's session file. */
-export function memberSessionDir(sessionsRoot: string, key: MemberSessionKey): string {
-  return join(sessionsRoot, "members", memberDirName(key));
-}
-
-function memberDirName(key: MemberSessionKey): string {
-  return `${key.nodeId}.v${key.visit}.${key.memberId}`.replace(/[^A-Za-z0-9_.-]/g, "_");
 }
 
 export interface MemberSession {
@@ -111,7 +67,7 @@ export function memberSessionArgs(
   ensurePrivateDir(dir);
   const own = ownSessionFile(dir);
   if (own !== undefined) return { args: ["--session", own], origin: "continued", dir };
-  if (runFile !== null && sizeOf(runFile) > 0) {
+  if (runFile !== null && fileSize(runFile) > 0) {
     return { args: ["--fork", runFile, "--session-dir", dir], origin: "forked", dir };
   }
   const fresh = join(dir, "member.jsonl");
@@ -127,28 +83,5 @@ export function restrictSessionFiles(dir: string): void {
     } catch {
       // gone meanwhile
     }
-  }
-}
-
-/** A member's own conversation in `dir`: its first session file that holds anything. */
-function ownSessionFile(dir: string): string | undefined {
-  return sessionFilesIn(dir).find((file) => sizeOf(file) > 0);
-}
-
-function sessionFilesIn(dir: string): string[] {
-  try {
-    return readdirSync(dir).filter((name) => name.endsWith(".jsonl")).sort().map((name) =>
-      join(dir, name)
-    );
-  } catch {
-    return [];
-  }
-}
-
-function sizeOf(file: string): number {
-  try {
-    return statSync(file).size;
-  } catch {
-    return 0;
   }
 }

@@ -31,7 +31,7 @@ import {
   usageOfPiMessage,
   usageTokens,
 } from "../protocol/step-usage.ts";
-import { memberSessionFiles } from "./headless-session.ts";
+import { memberSessionFiles } from "../base/pi-session-files.ts";
 import type { Proposer } from "./proposer.ts";
 
 /** Node kinds whose headless attempts are prompts of the run's session. */

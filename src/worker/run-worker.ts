@@ -156,7 +156,7 @@ async function drive(
   // from the run's Pi session before anything decides on the spend (interrupted-usage.ts).
   if (facts.attempts.at(-1)?.state === "interrupted") {
     const { recoverInterruptedUsage } = await import("./interrupted-usage.ts");
-    const { runSessionsRoot } = await import("./headless-session.ts");
+    const { runSessionsRoot } = await import("../base/pi-session-files.ts");
     const runFile = launch.piSession ?? null;
     await recoverInterruptedUsage(
       {

@@ -31,7 +31,7 @@ import {
 } from "../workflows/sources/identity.ts";
 import { loadWorkflow } from "../workflows/sources/load-workflow.ts";
 import { createHeadlessExecutor } from "./headless-executor.ts";
-import { runSessionsRoot } from "./headless-session.ts";
+import { runSessionsRoot } from "../base/pi-session-files.ts";
 import { discoverPi } from "./pi-command.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { buildStepContract, type StepContract } from "../workflows/step-contract.ts";

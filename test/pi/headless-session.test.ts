@@ -6,7 +6,7 @@
  * was interrupted says so. The session file is 0600 in 0700 directories, `status` names it, it
  * outlives the run, and `pi --session <file>` opens it. Between the two steps one Pi serves the
  * run (in a generation without kills, the same Pi answers both steps). Agent group members fork
- * the run's conversation into sessions of their own.
+ * the run's conversation into sessions of their own, and `logs` shows each member's part of it.
  */
 import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -280,5 +280,26 @@ export default defineWorkflow({
       expect(files).toHaveLength(1);
       expect(statSync(join(dir, files[0])).mode & 0o777).toBe(0o600);
     }
+    // `logs` shows each member's own conversation of the group's step under its name, without
+    // the run's conversation its session was forked from.
+    const logs = await h.cli(["logs", runId, "team"]);
+    expect(logs.code, logs.stderr).toBe(0);
+    const [before, a, b] = logs.stdout.split(/^ {2}agent [ab]:$/m);
+    expect(before).toMatch(/^-- team \(agentGroup, step 2\) ok$/m);
+    expect(a).toMatch(/^ {4}› Member a of grouped: review\./m);
+    expect(b).toMatch(/^ {4}› Member b of grouped: review\./m);
+    for (const [id, text] of [["a", a], ["b", b]]) {
+      expect(text).toMatch(
+        new RegExp(`^ {8}↳ workflow: Output accepted for step "team.${id}"`, "m"),
+      );
+    }
+    expect(logs.stdout).not.toContain("Look first");
+    expect(a).not.toContain("Member b");
+    const json = JSON.parse((await h.cli(["logs", runId, "team", "--json"])).stdout);
+    expect(json.steps[0].elsewhere).toBeUndefined();
+    const transcripts = json.steps[0].streams.filter((c: { stream: string }) =>
+      c.stream === "transcript"
+    );
+    expect(transcripts.map((c: { member?: string }) => c.member)).toEqual(["a", "b"]);
   }, 180_000);
 });
