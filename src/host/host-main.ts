@@ -27,8 +27,7 @@ import { createScheduleFirer } from "./schedule-firer.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
 import { VERSION } from "../base/version.ts";
 import { readSupervisionOptions } from "./supervision/options.ts";
-import { readControllerOptions } from "./supervision/controllers/options.ts";
-import type { Supervision } from "./supervision/api.ts";
+import { readControllerOptions } from "./controllers/options.ts";
 import {
   createCommandHandler,
   frameRejectedResponse,
@@ -51,8 +50,7 @@ import {
   type SocketIdentity,
 } from "./socket-listener.ts";
 import { createSocketServer, type HandledFrame, type SocketServer } from "./socket-server.ts";
-import { createHostSupervision } from "./supervision-adapter.ts";
-import type { SupervisionExtras } from "./supervision/index.ts";
+import { createSupervision, type Supervision, type SupervisionExtras } from "./host-supervision.ts";
 import { processBackendUnsupported } from "../os/process-backend.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
@@ -263,7 +261,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       socketAvailable: () => listening,
       requestStop: (reason) => void stop(reason),
     };
-    supervision = createHostSupervision({
+    supervision = createSupervision({
       store,
       clock,
       ids,

@@ -9,7 +9,7 @@ import type { HostLog } from "./host-log.ts";
 import type { ScheduleFirer } from "./schedule-firer.ts";
 import type { RetentionRunner } from "./retention-runner.ts";
 import type { SessionWatch } from "./session-watch.ts";
-import type { Supervision } from "./supervision/api.ts";
+import type { Supervision } from "./host-supervision.ts";
 
 export type HostPhase = "running" | "stopping";
 

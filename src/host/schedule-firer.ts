@@ -28,7 +28,7 @@ import { cancelRun } from "../state/transitions/run-commands.ts";
 import { resolvedRunFields } from "./resolved-run.ts";
 import type { DeadlineKind } from "./deadline-timer.ts";
 import { type HostLog, logError } from "./host-log.ts";
-import type { Supervision } from "./supervision/api.ts";
+import type { Supervision } from "./host-supervision.ts";
 
 export interface ScheduleFirerOptions {
   store: StateStore;

@@ -22,12 +22,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
-import { createSupervision } from "../../src/host/supervision/index.ts";
+import { createSupervision, type SupervisionContext } from "../../src/host/host-supervision.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { applyResource } from "../../src/state/controllers/resources.ts";
-import { DEFAULT_CONTROLLER_OPTIONS } from "../../src/host/supervision/controllers/options.ts";
+import { DEFAULT_CONTROLLER_OPTIONS } from "../../src/host/controllers/options.ts";
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 import { benchArgs, bySize, RAW_COMMIT_MS } from "./_figures.ts";
@@ -59,7 +59,7 @@ export default defineController({
 `,
 );
 
-const ctx = benchHostContext(join(root, "state"), 30_000);
+const ctx: SupervisionContext = benchHostContext(join(root, "state"), 30_000);
 ctx.controllerOptions = {
   maxConcurrentReconciles: CONCURRENCY,
   workerIdleMs: 60_000,

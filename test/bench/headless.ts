@@ -26,7 +26,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createSupervision } from "../../src/host/supervision/index.ts";
+import { createSupervision } from "../../src/host/host-supervision.ts";
 import { readFrames, writeFrame } from "../../src/protocol/framing.ts";
 import {
   bridgeHello,

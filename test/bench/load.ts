@@ -23,7 +23,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { DatabaseSync } from "node:sqlite";
 import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { HOST_REQUEST_SCHEMA } from "../../src/protocol/host-request.ts";
-import { createSupervision } from "../../src/host/supervision/index.ts";
+import { createSupervision } from "../../src/host/host-supervision.ts";
 import { applyWritePragmas, closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";

@@ -28,7 +28,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createSupervision } from "../../src/host/supervision/index.ts";
+import { createSupervision } from "../../src/host/host-supervision.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
 import { closeStateStore } from "../../src/state/store.ts";

@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { bundleCli } from "../../compile/build.ts";
-import { createSupervision } from "../../src/host/supervision/index.ts";
+import { createSupervision } from "../../src/host/host-supervision.ts";
 import { workerEntry } from "../../src/os/self-launch.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { closeStateStore } from "../../src/state/store.ts";

@@ -16,12 +16,16 @@ import { fileURLToPath } from "node:url";
 import type {
   HostContext,
   ResolveResult,
-  Supervision,
   SupervisionOptions,
 } from "../../src/host/supervision/api.ts";
-import { createSupervision, type SupervisionExtras } from "../../src/host/supervision/index.ts";
+import {
+  createSupervision,
+  type Supervision,
+  type SupervisionContext,
+  type SupervisionExtras,
+} from "../../src/host/host-supervision.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
-import type { ControllerOptions } from "../../src/host/supervision/controllers/options.ts";
+import type { ControllerOptions } from "../../src/host/controllers/options.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
@@ -104,7 +108,7 @@ export function createHarness(
     ttlMs: 60_000,
   });
   const logs: string[] = [];
-  const ctx: HostContext = {
+  const ctx: SupervisionContext = {
     store,
     clock: systemClock,
     ids: randomIds,

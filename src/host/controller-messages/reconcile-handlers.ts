@@ -21,7 +21,7 @@ import { finishReconcile, type ReconcileEndResult } from "../../state/controller
 import { readPinnedController } from "../../state/controllers/controller-workers.ts";
 import { resolvedRunFields } from "../resolved-run.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../supervision/api.ts";
-import { inNextCommit } from "../supervision/commit-group.ts";
+import { inNextCommit } from "../commit-group.ts";
 import type {
   ActiveReconcile,
   ControllerWorker,

@@ -1,15 +1,12 @@
 /**
- * The seam between the host's front half (lifecycle, socket, commands: src/host/*.ts) and its
- * back half (scheduler, worker supervision, recovery: src/host/supervision/*). The host main
- * creates one `Supervision` after it holds the host epoch and before it accepts commands.
+ * The shapes the host's back half shares: the host context every part runs with, the
+ * supervision tunables, and what a source resolver is asked and answers. The process
+ * supervision (supervision.ts) and the controller scheduler (src/host/controllers/) are joined
+ * into the host's `Supervision` in src/host/host-supervision.ts.
  */
 import type { Clock, IdSource } from "../../base/clock.ts";
-import type { Claim } from "../../state/claims.ts";
 import type { StateStore } from "../../state/store.ts";
-import type { ResolveResult } from "../../protocol/resolve-messages.ts";
 import type { RunEnvironment } from "../../protocol/run-environment.ts";
-import type { ControllerSupervision } from "./controllers/api.ts";
-import type { ControllerOptions } from "./controllers/options.ts";
 
 export interface HostContext {
   store: StateStore;
@@ -30,8 +27,6 @@ export interface HostContext {
    * checkpoint, a human decision, an interactive request): the host deadline timer re-arms.
    */
   deadlinesChanged?(): void;
-  /** Controller tunables (controllers/options.ts); the defaults when absent. */
-  controllerOptions?: ControllerOptions;
 }
 
 export interface SupervisionOptions {
@@ -81,48 +76,3 @@ export interface ResolveRequest {
 }
 
 export type { ResolveResult } from "../../protocol/resolve-messages.ts";
-
-export interface Supervision {
-  /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */
-  recover(): Promise<void>;
-  /** Starts the scheduler and renewal timers. */
-  start(): void;
-  /**
-   * Once the host reported ready: warms a new compile cache in a background child that nothing
-   * waits for (compile-cache-warmup.ts).
-   */
-  warmCompileCache(): void;
-  /** Called after a command made a run claimable (start, resume): schedule promptly. */
-  wake(): void;
-  /**
-   * This host's own claim of `runId` (held for its live worker), or null: pause and cancel
-   * release exactly this claim (owner, token hash, generation, epoch), never a lookalike.
-   */
-  claimOf(runId: string): Claim | null;
-  /**
-   * Stops the fenced worker group of a run whose claim the caller has already released in the
-   * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.
-   */
-  stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
-  /**
-   * Starts (or joins) the supervised validation child of a `validating` interactive submission;
-   * resolves once its verdict is committed (or the host shuts down).
-   */
-  validateSubmission(submissionId: string): Promise<void>;
-  /**
-   * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
-   * resume supplies them; run-credentials.ts).
-   */
-  supplyCredentials(runId: string, credentials: RunEnvironment): void;
-  /** Validates a workflow reference and input in a supervised source-resolver child. */
-  resolve(request: ResolveRequest): Promise<ResolveResult>;
-  /** Controllers: resolver, scheduler and workers (controllers/scheduler.ts). */
-  readonly controllers: ControllerSupervision;
-  activeWorkerCount(): number;
-  /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
-  hasPendingWork(): boolean;
-  /** Stops scheduling, parks live runs at their last durable boundary, stops all groups. */
-  shutdown(): Promise<void>;
-}
-
-export type CreateSupervision = (ctx: HostContext) => Supervision;

@@ -1,7 +1,8 @@
 /**
- * The host's back half: the run workers (run-workers.ts: scheduler, epochs, deadlines, limits,
- * claim renewal), recovery, validations, prepared processes, controllers, the source resolver
- * and the compile cache warm-up, every child spawned and retired by the kit in children/.
+ * The process supervision: the run workers (run-workers.ts: scheduler, epochs, deadlines,
+ * limits, claim renewal), recovery, validations, prepared processes, the source resolvers, the
+ * controller worker and resolver processes the controller scheduler asks for, and the compile
+ * cache warm-up, every child spawned and retired by the kit in children/.
  * Everything here runs in the host event loop and does only short SQLite transactions, timers
  * and process bookkeeping; workflow code runs in workers.
  *
@@ -13,7 +14,9 @@ import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { listValidatingSubmissions } from "../../state/interaction-queries.ts";
 import { selfCommand } from "../../os/self-launch.ts";
 import { logError } from "../host-log.ts";
-import type { HostContext, Supervision } from "./api.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
+import type { Claim } from "../../state/claims.ts";
+import type { RunEnvironment } from "../../protocol/run-environment.ts";
 import { createProcessRegistry } from "./process-registry.ts";
 import { recoverAtStart } from "./recovery.ts";
 import { createResolvers } from "./resolver.ts";
@@ -21,7 +24,10 @@ import { createValidations } from "./validation.ts";
 import { createPreparedChildren } from "./prepared-children.ts";
 import { createCompileCacheWarmup } from "./compile-cache-warmup.ts";
 import { createLogPruner } from "./captured-logs.ts";
-import { createControllerSupervision } from "./controllers/scheduler.ts";
+import {
+  type ControllerChildren,
+  createControllerChildren,
+} from "./controllers/controller-children.ts";
 import { createRunWorkers } from "./run-workers.ts";
 
 export interface SupervisionExtras {
@@ -38,7 +44,62 @@ export interface SupervisionExtras {
   warmupTimeoutMs?: number;
 }
 
-export function createSupervision(ctx: HostContext, extras: SupervisionExtras = {}): Supervision {
+export interface ProcessSupervision {
+  /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */
+  recover(): Promise<void>;
+  /** Starts the run scheduler and renewal timers. */
+  start(): void;
+  /**
+   * Once the host reported ready: warms a new compile cache in a background child that nothing
+   * waits for (compile-cache-warmup.ts); `busy`: the host has work that fills the cache itself.
+   */
+  warmCompileCache(busy: boolean): void;
+  /** A run became claimable (start, resume, a controller's child run): schedule promptly. */
+  wake(): void;
+  /**
+   * This host's own claim of `runId` (held for its live worker), or null: pause and cancel
+   * release exactly this claim (owner, token hash, generation, epoch), never a lookalike.
+   */
+  claimOf(runId: string): Claim | null;
+  /**
+   * Stops the fenced worker group of a run whose claim the caller has already released in the
+   * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.
+   */
+  stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /**
+   * Starts (or joins) the supervised validation child of a `validating` interactive submission;
+   * resolves once its verdict is committed (or the host shuts down).
+   */
+  validateSubmission(submissionId: string): Promise<void>;
+  /**
+   * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
+   * resume supplies them; run-credentials.ts).
+   */
+  supplyCredentials(runId: string, credentials: RunEnvironment): void;
+  /** Validates a workflow reference and input in a supervised source-resolver child. */
+  resolve(request: ResolveRequest): Promise<ResolveResult>;
+  /** Controller worker and resolver processes, for the controller scheduler. */
+  readonly controllerChildren: ControllerChildren;
+  /** Run workers alive. */
+  activeWorkerCount(): number;
+  /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
+  hasPendingWork(): boolean;
+  /**
+   * Stops scheduling, parks live runs at their last durable boundary, stops the validation
+   * children and prepared processes, then runs `beforeLastChildren` (the controller scheduler's
+   * shutdown), then stops the warm-up and every child still registered.
+   */
+  shutdown(beforeLastChildren?: () => Promise<void>): Promise<void>;
+}
+
+export function createProcessSupervision(
+  ctx: HostContext,
+  extras: SupervisionExtras,
+  links: {
+    /** A run's epoch ended (a controller child run may have ended with it). */
+    runEnded(): void;
+  },
+): ProcessSupervision {
   const registry = createProcessRegistry({
     store: ctx.store,
     onWriteFailed: (error) => ctx.log("registry.write_failed", { error: logError(error) }),
@@ -64,8 +125,7 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     command,
     ...(extras.maxCrashes !== undefined ? { maxCrashes: extras.maxCrashes } : {}),
     pruneLogs: (worker) => pruneLogs(worker),
-    // A controller child run may have ended: its parent resource is due.
-    ended: () => controllers.wake(),
+    ended: links.runEnded,
   });
   const { active } = workers;
   const pruneLogs = createLogPruner(ctx, {
@@ -84,41 +144,30 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     // kept, so a submission that fast waits for that (bounded by the worker's own exit).
     epochEnding: (runId) => workers.epochEnding(runId),
   });
-  const controllers = createControllerSupervision(ctx, {
-    command: command ?? selfCommand,
-    env: envFor(null),
-    registry,
-    resolveWorkflow: (request) => supervision.resolve(request),
-    wakeRuns: () => workers.schedule(),
-    ...(ctx.controllerOptions ? { options: ctx.controllerOptions } : {}),
-  });
-
-  const supervision: Supervision = {
-    controllers,
+  return {
+    controllerChildren: createControllerChildren(ctx, {
+      command: command ?? selfCommand,
+      env: envFor(null),
+      registry,
+    }),
     async recover() {
       pruneLogs();
       await recoverAtStart(ctx);
-      await controllers.recover();
     },
     start() {
       if (started) return;
       started = true;
-      controllers.start();
       workers.start();
       // Recovery step 9: submissions a previous host left validating get a new child.
       for (const submissionId of listValidatingSubmissions(ctx.store)) {
         void validations.validate(submissionId);
       }
     },
-    warmCompileCache() {
-      // Runs to launch now: their workers fill the cache themselves.
-      if (started && !shuttingDown) warmup.start(supervision.hasPendingWork());
+    warmCompileCache(busy) {
+      if (started && !shuttingDown) warmup.start(busy);
     },
     validateSubmission: (submissionId) => validations.validate(submissionId),
-    wake() {
-      workers.schedule();
-      controllers.wake();
-    },
+    wake: () => workers.schedule(),
     claimOf: (runId) => workers.claimOf(runId),
     async stopRun(runId, reason) {
       // A cancelled run's submission was rejected with it; its validation child and prepared
@@ -131,26 +180,22 @@ export function createSupervision(ctx: HostContext, extras: SupervisionExtras = 
     },
     supplyCredentials: (runId, supplied) => workers.credentials.supply(runId, supplied),
     resolve: (request) => resolvers.resolve(request),
-    activeWorkerCount: () => active.size + controllers.activeWorkerCount(),
+    activeWorkerCount: () => active.size,
     hasPendingWork() {
-      if (
-        active.size > 0 || resolvers.pending() > 0 || validations.count() > 0 ||
-        controllers.hasPendingWork()
-      ) return true;
+      if (active.size > 0 || resolvers.pending() > 0 || validations.count() > 0) return true;
       if (shuttingDown) return false;
       if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
       // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
       return listExpiredRuns(ctx.store, Number.MAX_SAFE_INTEGER).length > 0;
     },
-    async shutdown() {
+    async shutdown(beforeLastChildren) {
       shuttingDown = true;
       await workers.shutdown();
       await validations.shutdown();
       await prepared.shutdown();
-      await controllers.shutdown();
+      await beforeLastChildren?.();
       await warmup.stop();
       await registry.stopAll(ctx.options.killGraceMs);
     },
   };
-  return supervision;
 }

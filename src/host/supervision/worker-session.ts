@@ -33,7 +33,7 @@ import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import { settleAfterNextCommit, type Settled } from "./commit-group.ts";
+import { settleAfterNextCommit, type Settled } from "../commit-group.ts";
 import { readerOf } from "./children/spawn-child.ts";
 import { staleness } from "./children/epoch-fence.ts";
 import type { Applied } from "../worker-messages/applied.ts";

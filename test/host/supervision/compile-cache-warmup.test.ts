@@ -7,10 +7,10 @@ import { existsSync, readdirSync } from "node:fs";
 import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSupervision } from "../../../src/host/supervision/index.ts";
+import { createSupervision } from "../../../src/host/host-supervision.ts";
 import { readProcessIdentityNow } from "../../../src/os/process-identity.ts";
 import { waitUntil } from "../../../src/os/stop-group.ts";
-import type { SupervisionExtras } from "../../../src/host/supervision/index.ts";
+import type { SupervisionExtras } from "../../../src/host/host-supervision.ts";
 import { enqueueRun } from "../../../src/state/transitions/run-enqueue.ts";
 import { resolvedRunFields } from "../../../src/host/resolved-run.ts";
 import {

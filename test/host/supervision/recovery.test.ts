@@ -3,7 +3,7 @@ import { mkdtempSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSupervision } from "../../../src/host/supervision/index.ts";
+import { createSupervision } from "../../../src/host/host-supervision.ts";
 import {
   formatStartIdentity,
   isSameProcessAliveNow,

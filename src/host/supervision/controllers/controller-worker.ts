@@ -76,10 +76,14 @@ export interface ControllerWorker {
   done: Promise<void>;
 }
 
-export interface LaunchControllerOptions {
+/** How controller workers are started: the same for every controller of one host. */
+export interface ControllerWorkerCommand {
   command: ChildCommand;
   env: NodeJS.ProcessEnv;
   registry: ProcessRegistry;
+}
+
+export interface LaunchControllerOptions extends ControllerWorkerCommand {
   onOutputExceeded(worker: ControllerWorker): void;
 }
 

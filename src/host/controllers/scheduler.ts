@@ -11,22 +11,25 @@
  *             started on demand); the held reconciles, their renewal and deadlines are
  *             reconcile-holds.ts.
  */
-import { readPinnedController } from "../../../state/controllers/controller-workers.ts";
+import { readPinnedController } from "../../state/controllers/controller-workers.ts";
 import {
   hasChildRunsInFlight,
   hasPendingReconciles,
-} from "../../../state/controllers/controller-queries.ts";
+} from "../../state/controllers/controller-queries.ts";
 import {
   claimReconciles,
   listDueReconciles,
   nextForeignClaimExpiry,
   nextReconcileDue,
-} from "../../../state/controllers/reconcile-claims.ts";
-import { interruptReconcile } from "../../../state/controllers/reconcile-end.ts";
-import type { HostContext } from "../api.ts";
-import { logError } from "../../host-log.ts";
+} from "../../state/controllers/reconcile-claims.ts";
+import { interruptReconcile } from "../../state/controllers/reconcile-end.ts";
+import type { HostContext } from "../supervision/api.ts";
+import { logError } from "../host-log.ts";
 import type { ControllerSupervision } from "./api.ts";
-import { type ControllerWorker, stopControllerWorker } from "./controller-worker.ts";
+import {
+  type ControllerWorker,
+  stopControllerWorker,
+} from "../supervision/controllers/controller-worker.ts";
 import {
   type ControllerOptions,
   DEFAULT_CONTROLLER_OPTIONS,
@@ -34,9 +37,12 @@ import {
 } from "./options.ts";
 import { createReconcileHolds, type Fleet, type ReconcileHolds } from "./reconcile-holds.ts";
 import { recoverControllers, recoverExpiredReconciles } from "./recovery.ts";
-import { createResolverPool } from "./resolver-pool.ts";
-import { later, TIMER_SLACK_MS } from "../children/timers.ts";
-import { controllerStopReason, isControllerLive, takesReconciles } from "./controller-life.ts";
+import { later, TIMER_SLACK_MS } from "../supervision/children/timers.ts";
+import {
+  controllerStopReason,
+  isControllerLive,
+  takesReconciles,
+} from "../supervision/controllers/controller-life.ts";
 import { createWorkerSpawner, type WorkerFleetDeps } from "./worker-fleet.ts";
 import { inNextCommit } from "../commit-group.ts";
 
@@ -68,12 +74,7 @@ export function createControllerSupervision(
   const options = deps.options ?? DEFAULT_CONTROLLER_OPTIONS;
   const random = deps.random ?? Math.random;
   const workers = new Map<string, ControllerWorker>();
-  const resolvers = createResolverPool(ctx, {
-    command: deps.command,
-    env: deps.env,
-    registry: deps.registry,
-    idleMs: options.resolverIdleMs,
-  });
+  const resolvers = deps.children.resolverPool(options.resolverIdleMs);
   // No timer runs while nothing is due or in flight: an idle host costs nothing here.
   let dueTimer: ReturnType<typeof setTimeout> | null = null;
   let started = false;

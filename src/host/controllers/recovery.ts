@@ -8,14 +8,14 @@
 import {
   finishControllerWorker,
   listActiveControllerWorkers,
-} from "../../../state/controllers/controller-workers.ts";
+} from "../../state/controllers/controller-workers.ts";
 import {
   listExpiredReconciles,
   recoverExpiredReconcile,
-} from "../../../state/controllers/reconcile-claims.ts";
-import { ClaimLostError } from "../../../state/errors.ts";
-import type { HostContext } from "../api.ts";
-import { reapOrphanedEpochs, recoverExpiredClaims } from "../recovery.ts";
+} from "../../state/controllers/reconcile-claims.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import type { HostContext } from "../supervision/api.ts";
+import { reapOrphanedEpochs, recoverExpiredClaims } from "../supervision/recovery.ts";
 
 export async function recoverControllers(ctx: HostContext): Promise<void> {
   const epochs = listActiveControllerWorkers(ctx.store);

@@ -8,8 +8,8 @@
  * in-memory effects registered with `afterGroupCommit` run right after the COMMIT, before any
  * reply. When the COMMIT fails, every task of the group is rejected with its error.
  */
-import { type StateStore } from "../../state/store.ts";
-import { groupTransaction } from "../../state/transactions.ts";
+import { type StateStore } from "../state/store.ts";
+import { groupTransaction } from "../state/transactions.ts";
 
 /** A task's outcome, handed back after the shared COMMIT. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };

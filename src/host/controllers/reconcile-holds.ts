@@ -5,21 +5,21 @@
  * reconcile; if the worker does not let go within the kill grace (code that ignores its signal or
  * blocks its event loop), the worker's group is killed.
  */
-import { renewClaim } from "../../../state/claims.ts";
-import type { ReconcileClaim } from "../../../state/controllers/reconcile-claims.ts";
-import { interruptReconcile, timeOutReconcile } from "../../../state/controllers/reconcile-end.ts";
-import { ClaimLostError } from "../../../state/errors.ts";
-import { reconcileIdOf } from "../../../protocol/controller-worker.ts";
-import { logError } from "../../host-log.ts";
-import type { HostContext } from "../api.ts";
+import { renewClaim } from "../../state/claims.ts";
+import type { ReconcileClaim } from "../../state/controllers/reconcile-claims.ts";
+import { interruptReconcile, timeOutReconcile } from "../../state/controllers/reconcile-end.ts";
+import { ClaimLostError } from "../../state/errors.ts";
+import { reconcileIdOf } from "../../protocol/controller-worker.ts";
+import { logError } from "../host-log.ts";
+import type { HostContext } from "../supervision/api.ts";
 import {
   type ActiveReconcile,
   type ControllerWorker,
   pushToWorker,
   stopControllerWorker,
-} from "./controller-worker.ts";
+} from "../supervision/controllers/controller-worker.ts";
 import type { ControllerOptions } from "./options.ts";
-import { clearAll, later, TIMER_SLACK_MS } from "../children/timers.ts";
+import { clearAll, later, TIMER_SLACK_MS } from "../supervision/children/timers.ts";
 
 /** What the scheduler's parts share: the host context and the live controller workers. */
 export interface Fleet {

@@ -2,7 +2,7 @@
  * Controller scheduling tunables, each with a documented default (docs/controllers.md). The host
  * main reads them with `readControllerOptions(process.env)`; tests pass short values directly.
  */
-import { readPositiveIntegerEnv } from "../../host-options.ts";
+import { readPositiveIntegerEnv } from "../host-options.ts";
 
 export interface ControllerOptions {
   /**

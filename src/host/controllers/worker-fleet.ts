@@ -1,40 +1,38 @@
 /**
- * Controller worker processes, one per controller at its pinned digest, started on demand: the
- * spawn (epoch, process group, registry), the channel hooks (ready, blocked, the reconciles'
- * proposals, violations), and the exit: reconciles the worker still held are interrupted
- * (applying effects back to pending; a crash counts as an error, so a crashing controller backs
- * off) and the epoch's outcome is recorded.
+ * The scheduler's side of its controller workers, one per controller at its pinned digest,
+ * started on demand through the process supervision (its controller children): what the
+ * channel's messages mean here (ready, blocked, the reconciles' proposals, violations), and the
+ * exit: reconciles the worker still held are interrupted (applying effects back to pending; a
+ * crash counts as an error, so a crashing controller backs off) and the epoch's outcome is
+ * recorded.
  */
 import {
   blockController,
   finishControllerWorker,
   markControllerWorkerLive,
   readPinnedController,
-} from "../../../state/controllers/controller-workers.ts";
-import type { ControllerMessage } from "../../../protocol/controller-worker.ts";
-import type { ResolveRequest, ResolveResult } from "../api.ts";
-import type { ProcessRegistry } from "../process-registry.ts";
-import { retireChild } from "../children/retire-child.ts";
-import type { ChildCommand } from "../children/spawn-child.ts";
-import { logError } from "../../host-log.ts";
+} from "../../state/controllers/controller-workers.ts";
+import type { ControllerMessage } from "../../protocol/controller-worker.ts";
+import type { ResolveRequest, ResolveResult } from "../supervision/api.ts";
+import type { ControllerChildren } from "../supervision/controllers/controller-children.ts";
 import {
   type ActiveReconcile,
   type ControllerWorker,
-  launchControllerWorker,
-  nameControllerWorker,
   stopControllerWorker,
-} from "./controller-worker.ts";
-import { serveControllerChannel } from "./controller-session.ts";
-import { applyReconcileMessage } from "../../controller-messages/reconcile-handlers.ts";
+} from "../supervision/controllers/controller-worker.ts";
+import type { ChildExit } from "../supervision/children/spawn-child.ts";
+import {
+  controllerStopReason,
+  markBlocked,
+  markControllerLive,
+} from "../supervision/controllers/controller-life.ts";
+import { logError } from "../host-log.ts";
+import { applyReconcileMessage } from "../controller-messages/reconcile-handlers.ts";
 import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
-import { clearAll } from "../children/timers.ts";
-import { armStartupDeadline } from "../children/child-deadline.ts";
-import { controllerStopReason, markBlocked, markControllerLive } from "./controller-life.ts";
 
 export interface WorkerFleetDeps {
-  command: ChildCommand;
-  env: NodeJS.ProcessEnv;
-  registry: ProcessRegistry;
+  /** Starts and stops controller worker and resolver processes. */
+  children: ControllerChildren;
   resolveWorkflow(request: ResolveRequest): Promise<ResolveResult>;
   /** The run scheduler: a child run was enqueued. */
   wakeRuns(): void;
@@ -100,7 +98,7 @@ export function createWorkerSpawner(
   /** Interrupts what the worker still held and records the epoch's outcome. */
   const settleExit = (
     worker: ControllerWorker,
-    exit: { code: number | null; signal: NodeJS.Signals | null },
+    exit: ChildExit,
   ) => {
     const stopReason = controllerStopReason(worker);
     const crashed = stopReason === null && !worker.life.blocked;
@@ -134,26 +132,15 @@ export function createWorkerSpawner(
   return (controllerId) => {
     const pin = readPinnedController(ctx.store, controllerId);
     if (!pin || pin.blockedReason !== null) return null;
-    const worker = launchControllerWorker(ctx, pin, {
-      command: deps.command,
-      env: deps.env,
-      registry: deps.registry,
-      onOutputExceeded: stop,
+    const worker = deps.children.startWorker(pin, {
+      ...hooks,
+      onExit(worker, exit) {
+        settleExit(worker, exit);
+        if (fleet.workers.get(controllerId) === worker) fleet.workers.delete(controllerId);
+        fleet.schedule();
+      },
     });
     fleet.workers.set(controllerId, worker);
-    armStartupDeadline(worker.spawned, worker.life, ctx.options.workerStartupMs, () => {
-      stopControllerWorker(ctx, worker, "startup");
-    });
-    const served = nameControllerWorker(ctx, worker).then(() =>
-      serveControllerChannel(worker, hooks)
-    );
-    worker.done = Promise.all([worker.spawned.exited, served]).then(async ([exit]) => {
-      clearAll(worker.timers);
-      await retireChild(worker.spawned, ctx.options.killGraceMs);
-      settleExit(worker, exit);
-      if (fleet.workers.get(controllerId) === worker) fleet.workers.delete(controllerId);
-      fleet.schedule();
-    });
     ctx.log("controller.worker_start", { controller: pin.name });
     return worker;
   };
