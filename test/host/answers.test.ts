@@ -7,13 +7,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import {
   type CliProcess,
   hostRequest,
   killAll,
   requestOnce,
   ROOT,
-  runCliProcess,
   startHostProcess,
   stopProcess,
   type TempHome,
@@ -115,7 +115,10 @@ afterAll(async () => {
   await home?.cleanup();
 });
 
-const cli = (args: string[]) => runCliProcess(args, home.env, 60_000);
+// The CLI's entry (runCli) in this process, against the file's one host: the same parsing,
+// commands and output as a CLI process, without a Node start per answer (its exit as a process is
+// test/cli/cli-process's).
+const cli = (args: string[]) => runCliInProcess(args, home.env);
 const request = (operation: string, fields: Record<string, unknown> = {}) =>
   requestOnce(home.socketPath, hostRequest(operation, fields));
 

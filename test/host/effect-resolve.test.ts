@@ -1,16 +1,17 @@
 /**
- * An ambiguous effect is never retried by a plain resume (issue 13, item 1), through the real
- * CLI and host: pausing inside an unmanaged action blocks the run; `resume` is refused with the
- * exact recovery command; `status` names the effect and the command; `effect resolve` records the
- * verdict and resumes, either adopting the operator's output or running the action again.
+ * An ambiguous effect is never retried by a plain resume (issue 13, item 1), through the CLI's
+ * entry and a real host process: pausing inside an unmanaged action blocks the run; `resume` is
+ * refused with the exact recovery command; `status` names the effect and the command; `effect
+ * resolve` records the verdict and resumes, either adopting the operator's output or running the
+ * action again.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHostClient, type HostClient } from "../../src/client/host-client.ts";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import {
   killAll,
-  runCliProcess,
   startHostProcess,
   stopProcess,
   type TempHome,
@@ -55,8 +56,12 @@ function lines(path: string): number {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
 }
 
+/**
+ * The CLI's entry (runCli) in this process, against the host each case started: the same parsing,
+ * commands and output as a CLI process, without a Node start per command.
+ */
 async function cli(args: string[]) {
-  return await runCliProcess(args, home!.env, 30_000);
+  return await runCliInProcess(args, home!.env);
 }
 
 let client: HostClient | undefined;

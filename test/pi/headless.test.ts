@@ -101,7 +101,7 @@ describe("headless runs with the real Pi", () => {
       expect(run.stdout).toMatch(/✓ draft .*· 1 of 2 submissions rejected\n {4}last rejection: /);
       // Text output names the run by its short id; status takes it and says the full one.
       const shortId = /^✓ completed {2}(run-[0-9a-f]{8}) /m.exec(run.stdout)![1];
-      const runId = (await h.cliJson(["status", shortId])).run.runId as string;
+      const runId = (await h.cliHereJson(["status", shortId])).run.runId as string;
       runIds.push(runId);
       const output = JSON.parse(run.stdout.trim().split("\n").at(-1)!);
       expect(output).toEqual({
@@ -116,7 +116,7 @@ describe("headless runs with the real Pi", () => {
       expect(rejection?.lastToolResult).toContain('send {"steps": ["step one", "step two"]}');
       expect(rejection?.lastToolResult).toContain("submit again with step");
 
-      const status = await h.cli(["status", runId]);
+      const status = await h.cliHere(["status", runId]);
       expect(status.stdout).toContain("mode: headless");
       expect(status.stdout).toMatch(
         /✓ draft .*\n {6}1 of 2 submissions rejected, the last: Output rejected: send \{"steps"/,
@@ -124,7 +124,7 @@ describe("headless runs with the real Pi", () => {
       expect(status.stdout).toMatch(
         /updates \(latest first\):\n {2}review status note: .*reading the plan/,
       );
-      const json = await h.cliJson(["status", runId]);
+      const json = await h.cliHereJson(["status", runId]);
       expect(json.attempts.find((a: any) => a.nodeId === "draft").submissions).toEqual({
         submitted: 2,
         rejected: 1,
@@ -133,7 +133,7 @@ describe("headless runs with the real Pi", () => {
       expect(json.updates).toEqual([
         expect.objectContaining({ nodeId: "review", type: "status", key: "note", count: 1 }),
       ]);
-      const list = await h.cliJson(["list", "--all"]);
+      const list = await h.cliHereJson(["list", "--all"]);
       expect(list.runs.find((r: any) => r.runId === runId)?.executionMode).toBe("headless");
 
       // Recorded with the run: the Pi that was found and the model arguments.

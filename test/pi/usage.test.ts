@@ -140,7 +140,7 @@ describe("usage and budgets of headless runs", () => {
     expect(run.stdout).toMatch(/✓ completed .*· 5\.1k tokens, \$0\.0188/);
 
     const runId = /(run-[0-9a-f]{8})/.exec(run.stdout)![1];
-    const status = await h.cliJson(["status", runId]);
+    const status = await h.cliHereJson(["status", runId]);
     const byNode = Object.fromEntries(
       status.attempts.map((a: { nodeId: string }) => [a.nodeId, a]),
     );
@@ -160,12 +160,12 @@ describe("usage and budgets of headless runs", () => {
     expect(status.run.spend.tokens).toBe(tokens(total));
     expect(status.run.spend.cost).toBeCloseTo(total.cost, 12);
 
-    const text = (await h.cli(["status", runId])).stdout;
+    const text = (await h.cliHere(["status", runId])).stdout;
     expect(text).toMatch(/spend: 5\.1k tokens, \$0\.0188/);
     expect(text).toMatch(
       /plan +agent, ok, .*2\.8k tokens, \$0\.008295 \(in 1000, out 300, cache read 1400, write 100\), fake\/fake-model/,
     );
-    const list = (await h.cli(["list", "--all"])).stdout;
+    const list = (await h.cliHere(["list", "--all"])).stdout;
     expect(list).toMatch(new RegExp(`${runId.slice(0, 12)} .* \\$0\\.0188 +spend`));
 
     // Recording usage added no event of its own for steps that submit in their call, and
@@ -197,11 +197,11 @@ describe("usage and budgets of headless runs", () => {
       "free-model",
     ]);
     expect(run.run.state).toBe("completed");
-    const status = await h.cliJson(["status", run.run.runId]);
+    const status = await h.cliHereJson(["status", run.run.runId]);
     expect(status.run.spend).toEqual({ tokens: 5100, cost: null });
     expect(status.attempts.find((a: { nodeId: string }) => a.nodeId === "write").usage)
       .toMatchObject({ cost: null, model: "free-model" });
-    const text = (await h.cli(["status", run.run.runId])).stdout;
+    const text = (await h.cliHere(["status", run.run.runId])).stdout;
     expect(text).toContain("spend: 5.1k tokens\n");
     expect(text).not.toMatch(/spend: .*\$/);
   }, 120_000);
@@ -231,12 +231,12 @@ describe("usage and budgets of headless runs", () => {
       expect(started.stdout).toMatch(/over budget/);
       expect(started.stdout).toMatch(/next: pi-workflows budget run-[0-9a-f]{8} --raise <USD>/);
       const runId = /(run-[0-9a-f]{8})/.exec(started.stdout)![1];
-      const blocked = await h.cliJson(["status", runId]);
+      const blocked = await h.cliHereJson(["status", runId]);
       expect(blocked.run.blockedReason).toBe("budgetExceeded");
       expect(blocked.run.budget).toEqual({ maxCostUsd: 0.005 });
       expect(blocked.attempts.map((a: { nodeId: string }) => a.nodeId)).toEqual(["plan"]);
       expect(blocked.attempts[0].state).toBe("ok");
-      const text = (await h.cli(["status", runId])).stdout;
+      const text = (await h.cliHere(["status", runId])).stdout;
       expect(text).toContain("spend: 2.8k tokens, $0.008295 of budget $0.005");
 
       // The host SIGKILLed while the run waits: the next host finds it parked as it was.
@@ -244,7 +244,7 @@ describe("usage and budgets of headless runs", () => {
       process.kill(host!.pid, "SIGKILL");
       expect(await waitUntil(() => readProcessIdentityNow(host!.pid) === null, 10_000)).toBe(true);
       expect((await h.cli(["host", "start"], 60_000)).code).toBe(0);
-      const after = await h.cliJson(["status", runId]);
+      const after = await h.cliHereJson(["status", runId]);
       expect(after.run).toMatchObject({
         state: "running",
         blockedReason: "budgetExceeded",
@@ -256,25 +256,25 @@ describe("usage and budgets of headless runs", () => {
       // Paused while it waits: resume is refused until the budget is raised (a raise below the
       // spend keeps it blocked); a raise above frees it but a paused run stays paused until
       // resumed.
-      expect((await h.cli(["pause", runId])).code).toBe(0);
-      const resume = await h.cli(["resume", runId]);
+      expect((await h.cliHere(["pause", runId])).code).toBe(0);
+      const resume = await h.cliHere(["resume", runId]);
       expect(resume.code).toBe(3);
       expect(resume.stderr).toContain(`pi-workflows budget ${blocked.run.runId} --raise`);
-      const small = await h.cliJson(["budget", runId, "--raise", "0.001"]);
+      const small = await h.cliHereJson(["budget", runId, "--raise", "0.001"]);
       expect(small.run.blockedReason).toBe("budgetExceeded");
       expect(small.run.budget.maxCostUsd).toBeCloseTo(0.006, 12);
-      const raised = await h.cli(["budget", runId, "--raise", "$0.004"]);
+      const raised = await h.cliHere(["budget", runId, "--raise", "$0.004"]);
       expect(raised.code).toBe(0);
       expect(raised.stdout).toMatch(/spend: 2\.8k tokens, \$0\.008295 of budget \$0\.0100/);
-      const paused = await h.cliJson(["status", runId]);
+      const paused = await h.cliHereJson(["status", runId]);
       expect(paused.run.paused).toBe(true);
       expect(paused.run.blockedReason ?? null).toBeNull();
       expect(paused.attempts.length).toBe(1);
-      expect((await h.cli(["resume", runId])).code).toBe(0);
+      expect((await h.cliHere(["resume", runId])).code).toBe(0);
       const done = await h.cli(["status", runId, "--wait"]);
       expect(done.code).toBe(0);
       // write started under the budget and crossed it: it finished, its work is paid for.
-      const status = await h.cliJson(["status", runId]);
+      const status = await h.cliHereJson(["status", runId]);
       expect(status.run.state).toBe("completed");
       expect(status.run.spend.cost).toBeCloseTo(0.018795, 12);
     },
@@ -282,13 +282,13 @@ describe("usage and budgets of headless runs", () => {
   );
 
   it("refuses bad budget input with a clear message", async () => {
-    const noAmount = await h.cli(["budget", "run-x"]);
+    const noAmount = await h.cliHere(["budget", "run-x"]);
     expect(noAmount.code).toBe(2);
     expect(noAmount.stderr).toContain("needs --raise USD or --raise-tokens N");
-    const bad = await h.cli(["start", "x.workflow.ts", "--max-cost", "lots"]);
+    const bad = await h.cliHere(["start", "x.workflow.ts", "--max-cost", "lots"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("Invalid --max-cost 'lots'");
-    const badTokens = await h.cli(["start", "x.workflow.ts", "--max-tokens", "-5"]);
+    const badTokens = await h.cliHere(["start", "x.workflow.ts", "--max-tokens", "-5"]);
     expect(badTokens.code).toBe(2);
   });
 
@@ -345,11 +345,11 @@ export default defineWorkflow({ name: "crash", startAt: "work",
       const pi = h.piProcesses().find((p) => p.pid === sleep.ppid) ?? h.piProcesses()[0];
       process.kill(pi.ppid, "SIGKILL"); // the worker
       await waitFor("the run to complete", 90_000, async () => {
-        const run = (await h.cliJson(["status", runId])).run;
+        const run = (await h.cliHereJson(["status", runId])).run;
         return run.state === "completed" ? run : undefined;
       }, 500);
       expect(gateOpen.open).toBe(true);
-      const status = await h.cliJson(["status", runId]);
+      const status = await h.cliHereJson(["status", runId]);
       const [first, second] = status.attempts;
       expect(first.state).toBe("interrupted");
       expect(first.usage).toMatchObject({ input: 600, output: 200, cacheRead: 400 });
@@ -389,7 +389,7 @@ export default defineWorkflow({ name: "lost", startAt: "work",
       const run = await h.cliJson(["start", path, "--wait", "--cwd", h.sandbox.project]);
       expect(existsSync(crashOnce)).toBe(true); // the crash happened
       expect(run.run.state).toBe("completed");
-      const status = await h.cliJson(["status", run.run.runId]);
+      const status = await h.cliHereJson(["status", run.run.runId]);
       const [first, second] = status.attempts;
       expect(first.state).toBe("interrupted");
       // Its accepted submission was counted on the outcome the crash took: read back too.
@@ -447,7 +447,7 @@ export default defineWorkflow({ name: "group", startAt: "team",
       const run = await h.cliJson(["start", path, "--wait", "--cwd", h.sandbox.project]);
       expect(existsSync(crashOnce)).toBe(true); // the crash happened
       expect(run.run.state).toBe("completed");
-      const status = await h.cliJson(["status", run.run.runId]);
+      const status = await h.cliHereJson(["status", run.run.runId]);
       const [lost, rerun] = status.attempts;
       expect(lost.state).toBe("interrupted");
       const a = expected(PLAN_SUBMIT);
