@@ -218,8 +218,9 @@ export interface ShellUpdates<I = any> {
   streams?: ("stdout" | "stderr")[];
   /**
    * Called for each complete line. `ctx` is the node context plus `stream` and `publishUpdate`.
-   * A parser that destructures its first parameter (`({ stream, text }, ctx) => ...`, the 0.12
-   * form) gets the line as `{stream, text}`. May be async.
+   * A parser in the 0.12 form gets the line as `{stream, text}`: one that destructures its first
+   * parameter (`({ stream, text }, ctx) => ...`) or reads it as `line.text` / `line.stream`
+   * (shell-line-form.ts). May be async.
    */
   parseLine(
     line: string,

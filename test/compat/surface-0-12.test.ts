@@ -418,6 +418,19 @@ export default defineWorkflow({
     ]);
   });
 
+  it("parseLine written (line) => line.text, as a method too, gets the line object", async () => {
+    const run = await run012(`shell({
+    exec: () => ({ command: "sh", args: ["-c", "echo one; echo err >&2"] }),
+    updates: {
+      parseLine(line) {
+        return { type: "note", key: line.text, data: [line.stream, line.text] };
+      },
+    },
+    parse: (r) => r.exitCode,
+  })`);
+    expect(run.updates.map((u) => u.data)).toEqual([["stdout", "one"]]);
+  });
+
   it("exec's shell may name the shell program", async () => {
     const run = await run012(`shell({
     exec: () => ({ command: "echo $0", shell: "/bin/bash" }),
