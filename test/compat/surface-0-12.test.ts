@@ -252,13 +252,13 @@ describe("0.12.1 controller results", () => {
 });
 
 describe("0.12.1 callback arguments", () => {
-  it("presentationPrompt gets state and finalOutput as in 0.12 (the branch example's form)", async () => {
+  it("presentationPrompt gets state and finalOutput as in 0.12", async () => {
     const dir = project({
       "present.workflow.ts": `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
 export default defineWorkflow({
   name: "present",
   presentationPrompt: ({ state, finalOutput, signal }) =>
-    state.status === "waiting" ? "ask" : \`done \${state.runId} \${state.workflowName} \${
+    state.status !== "completed" ? "ask" : \`done \${state.runId} \${state.workflowName} \${
       JSON.stringify(finalOutput)} \${JSON.stringify(state.outputs.a)} \${state.results.a.outcome} \${signal.aborted}\`,
   startAt: "a",
   nodes: { a: compute({ run: ({ input }) => ({ got: input }) }) },
@@ -272,6 +272,27 @@ export default defineWorkflow({
       kind: "complete",
       presentationPrompt: 'done run-1 present {"got":7} {"got":7} ok false',
     });
+  });
+
+  it("a presentationPrompt with a waiting branch (the 0.12 branch example) fails the load saying what shows a waiting run", async () => {
+    const dir = project({
+      "branch.workflow.ts": `import { checkpoint, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "branch",
+  presentationPrompt: ({ state }) =>
+    state.status === "waiting" ? "Ask one clarification question." : "Say how to proceed.",
+  startAt: "a",
+  nodes: { a: checkpoint({ summary: "needs clarification" }) },
+  edges: [],
+});
+`,
+    });
+    const error = await loadError("./branch.workflow.ts", dir);
+    expect(error.message).toContain(
+      'presentationPrompt: a function comparing with "waiting" is 0.12 code: a run that waits at a checkpoint is not over here',
+    );
+    expect(error.message).toContain("put what it asked for in the checkpoint's summary");
+    expect(error.message).not.toContain("\n");
   });
 
   it("an async presentationPrompt fails the load naming the way on", async () => {
