@@ -14,6 +14,12 @@ let home: TempHome;
 let project: string;
 
 const cli = (args: string[], timeoutMs = 90_000) => runCliProcess(args, home.env, timeoutMs);
+/**
+ * Reads and operator commands to the host a CLI process just used (status, list, cancel, effect
+ * resolve) through the CLI's entry in this process: the same code without a Node start; starts,
+ * reruns and retries stay processes.
+ */
+const cliHere = (args: string[]) => runCliInProcess(args, home.env);
 
 /** The pipeline: prepare, a deploy with a managed effect, a check that is too strict. */
 function pipeline(check: string, deployKind: "action" | "compute" = "action"): string {
@@ -157,17 +163,17 @@ describe("rerun after fixing the workflow file", () => {
       });
       // Prepare and the deploy ran once in total: adopted, not run again.
       expect(lines(counter)).toEqual(["prepare", "deploy"]);
-      const status = JSON.parse((await cli(["status", fork.runId, "--json"])).stdout);
+      const status = JSON.parse((await cliHere(["status", fork.runId, "--json"])).stdout);
       expect(status.attempts.map((a: { nodeId: string; adoptedFrom?: string }) => [
         a.nodeId,
         a.adoptedFrom !== undefined,
       ])).toEqual([["prepare", true], ["deploy", true], ["check", false]]);
-      const text = (await cli(["status", fork.runId])).stdout;
+      const text = (await cliHere(["status", fork.runId])).stdout;
       expect(text).toContain(`forked from ${parent} at check`);
-      const list = (await cli(["list", "--all"])).stdout;
+      const list = (await cliHere(["list", "--all"])).stdout;
       expect(list).toMatch(new RegExp(`\\(fork of ${parent.slice(0, 8)}\\S* at check\\)`));
       // The parent stays failed: history is never rewritten.
-      const parentStatus = JSON.parse((await cli(["status", parent, "--json"])).stdout);
+      const parentStatus = JSON.parse((await cliHere(["status", parent, "--json"])).stdout);
       expect(parentStatus.run.state).toBe("failed");
       const effects = queryState(
         home.stateDir,
@@ -262,13 +268,13 @@ export default defineWorkflow({
     expect(start.code, start.stderr).toBe(0);
     const runId = JSON.parse(start.stdout).run.runId as string;
     await waitFor(() => existsSync(started), "the deploy to start", 60_000, 50);
-    expect((await cli(["cancel", runId])).code).toBe(0);
+    expect((await cliHere(["cancel", runId])).code).toBe(0);
     const refused = await cli(["rerun", runId]);
     expect(refused.code).toBe(3);
     const effectId = /may have applied effect (\S+) without a receipt/.exec(refused.stderr)?.[1];
     expect(effectId, refused.stderr).toBeDefined();
     expect(refused.stderr).toContain(`effect resolve ${runId} ${effectId}`);
-    const resolved = await cli(["effect", "resolve", runId, effectId!, "--not-applied"]);
+    const resolved = await cliHere(["effect", "resolve", runId, effectId!, "--not-applied"]);
     expect(resolved.code, resolved.stderr).toBe(0);
     writeFileSync(gate, "");
     const rerun = await cli(["rerun", runId, "--wait", "--json"]);

@@ -11,6 +11,7 @@
 import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 
 const FIXTURES = join(ROOT, "test/compat/fixtures");
@@ -20,15 +21,25 @@ let project: string;
 
 const cli = (args: string[], timeoutMs = 60_000) =>
   runCliProcess(args, home.env, timeoutMs, { cwd: project });
+/**
+ * A status read through the CLI's entry (runCli) in this process: the same command and output
+ * without a Node start (the decision's answer goes that way too). Seven cases run at once here;
+ * a Node start per read and per poll made the decision case pass 60 s on a loaded machine. The
+ * starts stay CLI processes: they find the 0.12 files by name from the project directory.
+ */
+const statusHere = (args: string[]) => runCliInProcess(["status", ...args], home.env);
 
-async function json(args: string[]): Promise<any> {
-  const run = await cli([...args, "--json"]);
+type Ran = { code: number | null; stdout: string; stderr: string };
+
+async function json(args: string[], run?: (args: string[]) => Promise<Ran>): Promise<any> {
+  const ran = await (run ?? cli)([...args, "--json"]);
   try {
-    return JSON.parse(run.stdout);
+    return JSON.parse(ran.stdout);
   } catch {
-    throw new Error(`pi-workflows ${args.join(" ")}: exit ${run.code}: ${run.stderr}`);
+    throw new Error(`pi-workflows ${args.join(" ")}: exit ${ran.code}: ${ran.stderr}`);
   }
 }
+const statusJson = (runId: string) => json([runId], statusHere);
 
 beforeAll(async () => {
   home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "120000" });
@@ -56,23 +67,23 @@ describe.concurrent("0.12 workflow files from the CLI", () => {
     const run = started.run;
     expect(run.state).toBe("waiting");
     expect(run.title).toBe("review rename settings");
-    const status = await cli(["status", run.runId]);
+    const status = await statusHere([run.runId]);
     expect(status.stdout).toContain("Approve the proposal");
     expect(status.stdout).toContain('subject: {"changes":["Move settings.ts to config.ts"');
-    const waiting = (await json(["status", run.runId])).waiting;
+    const waiting = (await statusJson(run.runId)).waiting;
     expect(waiting.decision.subject).toEqual({
       summary: "Rename the settings module.",
       changes: ["Move settings.ts to config.ts", "Update the imports"],
       source: { task: "rename settings" },
     });
-    const answer = await cli([
+    const answer = await runCliInProcess([
       "answer",
       run.runId,
       "--choice",
       "replan",
       "--input",
       "instructions=smaller steps",
-    ]);
+    ], home.env);
     expect(answer.stderr).toBe("");
     expect(answer.code).toBe(0);
     const ended = await waitForEnd(run.runId);
@@ -101,7 +112,7 @@ describe.concurrent("0.12 workflow files from the CLI", () => {
       failsSays: "broken",
       failsExit: 3,
     });
-    const status = await json(["status", run.runId]);
+    const status = await statusJson(run.runId);
     expect(status.updates).toEqual([
       expect.objectContaining({
         nodeId: "checks",
@@ -126,7 +137,7 @@ describe.concurrent("0.12 workflow files from the CLI", () => {
       // prepare, three invocations of two child attempts each (the child's maxSteps is 3), done
       stepsUsed: 8,
     });
-    const status = await json(["status", run.runId]);
+    const status = await statusJson(run.runId);
     expect(status.attempts.map((a: { nodeId: string }) => a.nodeId)).toEqual([
       "prepare",
       "review/inspect",
@@ -163,11 +174,11 @@ describe.concurrent("0.12 workflow files from the CLI", () => {
   });
 });
 
-/** The run once it ended (the CLI answers status from the host; each poll is a real CLI call). */
+/** The run once it ended (the CLI answers status from the host; each poll is one in-process). */
 function waitForEnd(runId: string): Promise<any> {
   return waitFor(
     async () => {
-      const { run } = await json(["status", runId]);
+      const { run } = await statusJson(runId);
       return ["completed", "failed", "timed_out", "cancelled"].includes(run.state) ? run : null;
     },
     `run ${runId} to end`,
