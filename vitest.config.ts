@@ -30,7 +30,8 @@ export const PS_PASS_FILES = [
   "test/crash/{takeover-time,host-death-shell,worker-crash,shell-groups}.test.ts",
   "test/crash/{prepared-crash,interaction-crash,controller-crash}.test.ts",
   "test/worker/headless-parts.test.ts",
-  "test/host/supervision/{child-groups,process-identity,recovery,worker-limits}.test.ts",
+  "test/host/supervision/{child-groups,process-identity,recovery}.test.ts",
+  "test/host/runs/worker-limits.test.ts",
   "test/client/{client-identity,start-lock}.test.ts",
   "test/pi/headless-crash.test.ts",
 ];

@@ -1,33 +1,59 @@
 /**
- * The host's back half, joined: the process supervision (supervision/: run workers, recovery,
- * validations, prepared processes, resolvers, the compile cache warm-up, every child spawned and
- * retired by its kit) and the controller scheduler (controllers/: when each resource
- * reconciles), which starts its controller workers through the supervision's controller
- * children. The host main creates one `Supervision` after it holds the host epoch and before it
- * accepts commands; the front half (lifecycle, socket, commands) sees only this seam.
+ * The host's back half, joined: the process supervision (supervision/: every child spawned,
+ * fenced and retired by its kit: run workers, validation children, prepared processes, source
+ * resolvers, controller workers and resolvers, the compile cache warm-up; start-up recovery),
+ * the run scheduling (runs/: when a run's worker launches, and what its deadlines, limits, claim
+ * and end mean for the run) and the controller scheduling (controllers/: when a resource
+ * reconciles). The host main creates one `Supervision` after it holds the host epoch and before
+ * it accepts commands; the front half (lifecycle, socket, commands) sees only this seam.
+ *
+ * Everything here runs in the host event loop and does only short SQLite transactions, timers
+ * and process bookkeeping; workflow and controller code runs in children.
  */
-import type { HostContext } from "./supervision/api.ts";
-import {
-  createProcessSupervision,
-  type ProcessSupervision,
-  type SupervisionExtras,
-} from "./supervision/supervision.ts";
+import type { Claim } from "../state/claims.ts";
+import { listExpiredRuns } from "../state/queries.ts";
+import { nextLaunchableRuns } from "../state/transitions/run-launch.ts";
+import { listValidatingSubmissions } from "../state/interaction-queries.ts";
+import type { RunEnvironment } from "../protocol/run-environment.ts";
+import { selfCommand } from "../os/self-launch.ts";
+import { logError } from "./host-log.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "./supervision/api.ts";
+import { createProcessRegistry } from "./supervision/process-registry.ts";
+import { recoverAtStart } from "./supervision/recovery.ts";
+import { createResolvers } from "./supervision/resolver.ts";
+import { createValidations } from "./supervision/validation.ts";
+import { createPreparedChildren } from "./supervision/prepared-children.ts";
+import { createCompileCacheWarmup } from "./supervision/compile-cache-warmup.ts";
+import { createLogPruner } from "./supervision/captured-logs.ts";
+import { createControllerChildren } from "./supervision/controllers/controller-children.ts";
+import { createRunWorkers } from "./runs/run-workers.ts";
 import type { ControllerSupervision } from "./controllers/api.ts";
 import type { ControllerOptions } from "./controllers/options.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
-
-export type { SupervisionExtras };
 
 export interface SupervisionContext extends HostContext {
   /** Controller tunables (controllers/options.ts); the defaults when absent. */
   controllerOptions?: ControllerOptions;
 }
 
-export interface Supervision
-  extends Omit<ProcessSupervision, "controllerChildren" | "warmCompileCache" | "shutdown"> {
+export interface SupervisionExtras {
+  /**
+   * Extra environment for workers (per run when a function) and resolvers (tests: crash
+   * points). Never secrets.
+   */
+  childEnv?: NodeJS.ProcessEnv | ((runId: string | null) => NodeJS.ProcessEnv);
+  /** Crash-like exits in a row before the run fails (default 3). */
+  maxCrashes?: number;
+  /** The command for `worker [args]` children; default `selfCommand` (this same program). */
+  workerCommand?: (args: string[]) => { command: string; args: string[] };
+  /** Bound of the compile cache warm-up (compile-cache-warmup.ts); tests shorten it. */
+  warmupTimeoutMs?: number;
+}
+
+export interface Supervision {
   /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */
   recover(): Promise<void>;
-  /** Starts the run and controller schedulers and their timers. */
+  /** Starts the run and controller schedulers and the renewal timers. */
   start(): void;
   /**
    * Once the host reported ready: warms a new compile cache in a background child that nothing
@@ -36,10 +62,33 @@ export interface Supervision
   warmCompileCache(): void;
   /** Called after a command made a run or a resource due (start, resume, apply): schedule. */
   wake(): void;
+  /**
+   * This host's own claim of `runId` (held for its live worker), or null: pause and cancel
+   * release exactly this claim (owner, token hash, generation, epoch), never a lookalike.
+   */
+  claimOf(runId: string): Claim | null;
+  /**
+   * Stops the fenced worker group of a run whose claim the caller has already released in the
+   * same transaction as its command receipt (pause, cancel). Resolves once the group is gone.
+   */
+  stopRun(runId: string, reason: "paused" | "cancelled"): Promise<void>;
+  /**
+   * Starts (or joins) the supervised validation child of a `validating` interactive submission;
+   * resolves once its verdict is committed (or the host shuts down).
+   */
+  validateSubmission(submissionId: string): Promise<void>;
+  /**
+   * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
+   * resume supplies them; run-credentials.ts).
+   */
+  supplyCredentials(runId: string, credentials: RunEnvironment): void;
+  /** Validates a workflow reference and input in a supervised source-resolver child. */
+  resolve(request: ResolveRequest): Promise<ResolveResult>;
   /** Controllers: resolver, scheduler and workers (controllers/scheduler.ts). */
   readonly controllers: ControllerSupervision;
-  /** Run and controller workers alive. */
   activeWorkerCount(): number;
+  /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
+  hasPendingWork(): boolean;
   /** Stops scheduling, parks live runs at their last durable boundary, stops all groups. */
   shutdown(): Promise<void>;
 }
@@ -48,37 +97,120 @@ export function createSupervision(
   ctx: SupervisionContext,
   extras: SupervisionExtras = {},
 ): Supervision {
-  const processes = createProcessSupervision(ctx, extras, {
+  const registry = createProcessRegistry({
+    store: ctx.store,
+    onWriteFailed: (error) => ctx.log("registry.write_failed", { error: logError(error) }),
+  });
+  let started = false;
+  let shuttingDown = false;
+
+  const envFor = (runId: string | null): NodeJS.ProcessEnv =>
+    typeof extras.childEnv === "function" ? extras.childEnv(runId) : extras.childEnv ?? {};
+  const command = extras.workerCommand;
+  const resolvers = createResolvers(ctx, {
+    env: envFor(null),
+    command,
+    registry,
+    stopping: () => shuttingDown,
+  });
+  const prepared = createPreparedChildren(ctx, { registry });
+  const warmup = createCompileCacheWarmup(ctx, extras, envFor(null));
+  const workers = createRunWorkers(ctx, {
+    registry,
+    prepared,
+    env: envFor,
+    command,
+    ...(extras.maxCrashes !== undefined ? { maxCrashes: extras.maxCrashes } : {}),
+    pruneLogs: (worker) => pruneLogs(worker),
     // A controller child run may have ended: its parent resource is due.
-    runEnded: () => controllers.wake(),
+    ended: () => controllers.wake(),
+  });
+  const { active } = workers;
+  const pruneLogs = createLogPruner(ctx, {
+    workers: active,
+    resolvers: resolvers.liveLogs,
+    prepared: () => prepared.logFiles(),
+  });
+  const validations = createValidations(ctx, {
+    registry,
+    env: envFor,
+    command,
+    accepted: () => workers.schedule(),
+    launchAccepted: (runId, child, accept) => workers.launchAccepted(runId, child, accept),
+    prepared,
+    // The run's worker committed the request and is about to say goodbye: its process may be
+    // kept, so a submission that fast waits for that (bounded by the worker's own exit).
+    epochEnding: (runId) => workers.epochEnding(runId),
   });
   const controllers = createControllerSupervision(ctx, {
-    children: processes.controllerChildren,
-    resolveWorkflow: (request) => processes.resolve(request),
-    wakeRuns: () => processes.wake(),
+    children: createControllerChildren(ctx, {
+      command: command ?? selfCommand,
+      env: envFor(null),
+      registry,
+    }),
+    resolveWorkflow: (request) => supervision.resolve(request),
+    wakeRuns: () => workers.schedule(),
     ...(ctx.controllerOptions ? { options: ctx.controllerOptions } : {}),
   });
-  const { controllerChildren: _children, ...runs } = processes;
+
   const supervision: Supervision = {
-    ...runs,
     controllers,
     async recover() {
-      await processes.recover();
+      pruneLogs();
+      await recoverAtStart(ctx);
       await controllers.recover();
     },
     start() {
+      if (started) return;
+      started = true;
       controllers.start();
-      processes.start();
+      workers.start();
+      // Recovery step 9: submissions a previous host left validating get a new child.
+      for (const submissionId of listValidatingSubmissions(ctx.store)) {
+        void validations.validate(submissionId);
+      }
     },
-    // Runs to launch now: their workers fill the cache themselves.
-    warmCompileCache: () => processes.warmCompileCache(supervision.hasPendingWork()),
+    warmCompileCache() {
+      // Runs to launch now: their workers fill the cache themselves.
+      if (started && !shuttingDown) warmup.start(supervision.hasPendingWork());
+    },
+    validateSubmission: (submissionId) => validations.validate(submissionId),
     wake() {
-      processes.wake();
+      workers.schedule();
       controllers.wake();
     },
-    activeWorkerCount: () => processes.activeWorkerCount() + controllers.activeWorkerCount(),
-    hasPendingWork: () => processes.hasPendingWork() || controllers.hasPendingWork(),
-    shutdown: () => processes.shutdown(() => controllers.shutdown()),
+    claimOf: (runId) => workers.claimOf(runId),
+    async stopRun(runId, reason) {
+      // A cancelled run's submission was rejected with it; its validation child and prepared
+      // process have no use.
+      if (reason === "cancelled") {
+        await validations.stopRun(runId);
+        await prepared.stopRun(runId);
+      }
+      await workers.stopRun(runId, reason);
+    },
+    supplyCredentials: (runId, supplied) => workers.credentials.supply(runId, supplied),
+    resolve: (request) => resolvers.resolve(request),
+    activeWorkerCount: () => active.size + controllers.activeWorkerCount(),
+    hasPendingWork() {
+      if (
+        active.size > 0 || resolvers.pending() > 0 || validations.count() > 0 ||
+        controllers.hasPendingWork()
+      ) return true;
+      if (shuttingDown) return false;
+      if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
+      // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
+      return listExpiredRuns(ctx.store, Number.MAX_SAFE_INTEGER).length > 0;
+    },
+    async shutdown() {
+      shuttingDown = true;
+      await workers.shutdown();
+      await validations.shutdown();
+      await prepared.shutdown();
+      await controllers.shutdown();
+      await warmup.stop();
+      await registry.stopAll(ctx.options.killGraceMs);
+    },
   };
   return supervision;
 }

@@ -1,8 +1,8 @@
 /**
  * The shapes the host's back half shares: the host context every part runs with, the
  * supervision tunables, and what a source resolver is asked and answers. The process
- * supervision (supervision.ts) and the controller scheduler (src/host/controllers/) are joined
- * into the host's `Supervision` in src/host/host-supervision.ts.
+ * supervision (this folder), the run scheduling (src/host/runs/) and the controller scheduling
+ * (src/host/controllers/) are joined into the host's `Supervision` in src/host/host-supervision.ts.
  */
 import type { Clock, IdSource } from "../../base/clock.ts";
 import type { StateStore } from "../../state/store.ts";

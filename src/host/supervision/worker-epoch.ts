@@ -11,8 +11,7 @@ import type { HostContext } from "./api.ts";
 import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import type { WorkerDeadlines } from "./worker-deadlines.ts";
-import { type CrashCounter, handleWorkerExit } from "./worker-exit.ts";
+import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
 import { retireWorker } from "./worker-teardown.ts";
@@ -25,12 +24,13 @@ const KEPT_EXIT = { code: 0, signal: null };
 export interface EpochDeps {
   active: Map<string, ActiveWorker>;
   registry: ProcessRegistry;
-  deadlines: WorkerDeadlines;
   stops: WorkerStops;
   hooks: SessionHooks;
   prepared: PreparedChildren;
-  crashes: CrashCounter;
-  maxCrashes: number;
+  /** The epoch's run deadlines are off (src/host/runs/worker-deadlines.ts). */
+  forgetDeadlines(worker: ActiveWorker): void;
+  /** Records the epoch's outcome and settles its run (src/host/runs/worker-exit.ts). */
+  settleExit(worker: ActiveWorker, exit: ChildExit): void;
   /** The epoch's output files are settled: log pruning may count them. */
   pruneLogs(worker: ActiveWorker): void;
   /** The epoch is recorded and the worker no longer active. */
@@ -62,14 +62,14 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
 async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): Promise<void> {
   // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
   const exit = isKept(worker) ? KEPT_EXIT : await worker.spawned.exited;
-  deps.deadlines.forget(worker);
+  deps.forgetDeadlines(worker);
   // The leader is gone (or kept); nothing of its group, nor a child group it registered,
   // outlives the epoch, and its output is settled.
   await retireWorker(ctx, deps.registry, worker);
   await deps.stops.finished(worker);
   deps.pruneLogs(worker);
   try {
-    handleWorkerExit(ctx, worker, exit, deps.crashes, deps.maxCrashes);
+    deps.settleExit(worker, exit);
   } catch (error) {
     // Never leave the worker counted as active; the expired-claim sweep settles the run.
     ctx.log("worker.exit_failed", { run: worker.runId, error: logError(error) });

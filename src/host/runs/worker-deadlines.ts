@@ -8,12 +8,12 @@
 import { ClaimLostError } from "../../state/errors.ts";
 import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import type { HostContext } from "./api.ts";
-import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
+import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { logError } from "../host-log.ts";
-import { clearAll, later } from "./children/timers.ts";
-import { isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
+import { clearAll, later } from "../supervision/children/timers.ts";
+import { isSettled, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
 
 type Timer = ReturnType<typeof setTimeout>;
 

@@ -10,11 +10,11 @@
 import type { FactError } from "../../protocol/run-facts.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
-import type { HostContext } from "./api.ts";
-import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
+import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
-import { holdsClaim, releaseClaim, stopReasonOf } from "./worker-life.ts";
-import { MIB, watchMemory } from "./children/memory-limit.ts";
+import { holdsClaim, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
+import { MIB, watchMemory } from "../supervision/children/memory-limit.ts";
 
 export type LimitReason = Extract<StopReason, "outputExceeded" | "memoryExceeded">;
 

@@ -1,26 +1,27 @@
 /**
  * The run workers of one supervision: the scheduler that launches due runs, each epoch's
- * supervision (worker-epoch.ts), stops, host-enforced deadlines and limits, claim renewal, and
- * the workers' part of a shutdown. supervision.ts joins this with the other children.
+ * supervision (the process side: supervision/worker-epoch.ts, worker-stops.ts), the
+ * host-enforced deadlines and limits, claim renewal, what a worker's end means for its run, and
+ * the workers' part of a shutdown. host-supervision.ts joins this with the other children.
  */
 import type { Claim } from "../../state/claims.ts";
-import type { HostContext } from "./api.ts";
-import type { ActiveWorker } from "./active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
+import type { ActiveWorker } from "../supervision/active-worker.ts";
 import { renewClaims } from "./claim-renewal.ts";
 import { createWorkerDeadlines } from "./worker-deadlines.ts";
 import { createLimitWatch, outputLimitError } from "./worker-limits.ts";
-import { MEMORY_CHECK_MS } from "./children/memory-limit.ts";
-import { createCrashCounter, DEFAULT_MAX_CRASHES } from "./worker-exit.ts";
-import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
+import { MEMORY_CHECK_MS } from "../supervision/children/memory-limit.ts";
+import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
+import type { PreparedChild, PreparedChildren } from "../supervision/prepared-children.ts";
 import { launchAccepted } from "./accepted-launch.ts";
-import type { ProcessRegistry } from "./process-registry.ts";
-import type { ChildCommand } from "./children/spawn-child.ts";
+import type { ProcessRegistry } from "../supervision/process-registry.ts";
+import type { ChildCommand, ChildExit } from "../supervision/children/spawn-child.ts";
 import { createRunCredentials, type RunCredentials } from "../run-credentials.ts";
-import { createWorkerStops } from "./worker-stops.ts";
-import { superviseWorker } from "./worker-epoch.ts";
+import { createWorkerStops } from "../supervision/worker-stops.ts";
+import { superviseWorker } from "../supervision/worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
 import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
-import { awaitsGoodbye, holdsClaim, releaseClaim } from "./worker-life.ts";
+import { awaitsGoodbye, holdsClaim, releaseClaim } from "../supervision/worker-life.ts";
 
 export interface RunWorkerDeps {
   registry: ProcessRegistry;
@@ -80,11 +81,11 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
   const epochs = {
     active,
     registry,
-    deadlines,
     stops,
     prepared,
-    crashes,
-    maxCrashes,
+    forgetDeadlines: deadlines.forget,
+    settleExit: (worker: ActiveWorker, exit: ChildExit) =>
+      handleWorkerExit(ctx, worker, exit, crashes, maxCrashes),
     pruneLogs: deps.pruneLogs,
     hooks: {
       stop,

@@ -6,14 +6,19 @@
  */
 import { type LaunchableRun, nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { logError } from "../host-log.ts";
-import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
-import { type LaunchHooks, launchWorker, spawnFailure, WorkerSpawnError } from "./launch-worker.ts";
-import type { PreparedChild, PreparedChildren } from "./prepared-children.ts";
-import type { ProcessRegistry } from "./process-registry.ts";
+import type { ActiveWorker } from "../supervision/active-worker.ts";
+import type { HostContext } from "../supervision/api.ts";
+import {
+  type LaunchHooks,
+  launchWorker,
+  spawnFailure,
+  WorkerSpawnError,
+} from "../supervision/launch-worker.ts";
+import type { PreparedChild, PreparedChildren } from "../supervision/prepared-children.ts";
+import type { ProcessRegistry } from "../supervision/process-registry.ts";
 import type { RunCredentials } from "../run-credentials.ts";
 import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
-import { retireChild } from "./children/retire-child.ts";
+import { retireChild } from "../supervision/children/retire-child.ts";
 
 export interface LaunchDeps {
   active: ReadonlyMap<string, ActiveWorker>;

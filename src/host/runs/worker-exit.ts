@@ -19,13 +19,13 @@ import { failRun } from "../../state/transitions/run-end.ts";
 import { interruptRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
 import { fingerprint } from "../../protocol/canonical-json.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../supervision/api.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import type { ActiveWorker } from "./active-worker.ts";
-import type { ChildExit } from "./children/spawn-child.ts";
+import type { ActiveWorker } from "../supervision/active-worker.ts";
+import type { ChildExit } from "../supervision/children/spawn-child.ts";
 import type { Claim } from "../../state/claims.ts";
 import { logError } from "../host-log.ts";
-import { holdsClaim, isSettled, releaseClaim, stopReasonOf } from "./worker-life.ts";
+import { holdsClaim, isSettled, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
 
 /** Crash-like exits in a row (no committed progress between) before the run fails. */
 export const DEFAULT_MAX_CRASHES = 3;
