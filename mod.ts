@@ -56,6 +56,7 @@ export {
   mergeConditions,
 } from "./src/controllers/conditions.ts";
 export type {
+  ChildWorkflowRecord,
   ChildWorkflowRef,
   ChildWorkflowRequest,
   ChildWorkflowState,

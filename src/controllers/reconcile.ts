@@ -20,6 +20,7 @@ import type { ReconcileOutcome } from "../protocol/controller-worker.ts";
 export type { ReconcileOutcome };
 import { errorMessage, NodeFailure } from "../workflows/errors.ts";
 import { toJson } from "../workflows/json-value.ts";
+import { childWorkflowRecord, workflowRunRef } from "./child-workflow-record.ts";
 import { applyStatusPatch } from "./conditions.ts";
 import { externalRefOf, legacy012Result } from "./effect-results-012.ts";
 import { requeue, requeueAfter, settled } from "./reconcile-results.ts";
@@ -77,7 +78,7 @@ export async function runReconcile(
   let result: unknown;
   try {
     result = await definition.reconcile(
-      reconcileContext(ports, signal, definition.budget),
+      reconcileContext(ports, signal, definition.budget, resource.metadata.uid),
       resource,
     );
   } catch (error) {
@@ -104,6 +105,7 @@ function reconcileContext(
   ports: ReconcilePorts,
   signal: AbortSignal,
   budget: Budget | undefined,
+  resourceUid: string,
 ): ReconcileContext {
   return {
     signal,
@@ -124,12 +126,19 @@ function reconcileContext(
             "workflows.ensure: interactive must be true or false",
           );
         }
-        return await ports.ensureWorkflow({
+        const input = toJson(request.input ?? null, "workflow input");
+        const ref = await ports.ensureWorkflow({
           requestKey: key.value,
           workflow: request.workflow,
-          input: toJson(request.input ?? null, "workflow input"),
+          input,
           ...(request.interactive ? { interactive: true } : {}),
           ...(budget ? { budget: { ...budget } } : {}),
+        });
+        return childWorkflowRecord(ref, {
+          resourceUid,
+          requestKey: key.value,
+          workflow: request.workflow,
+          input,
         });
       },
     },
@@ -273,6 +282,7 @@ function outcomeOf(result: unknown, resource: Resource, now: () => number): Reco
     resource.status,
     {
       ...patch,
+      ...(patch.workflowRun ? { workflowRun: workflowRunRef(patch.workflowRun) as never } : {}),
       ...(Object.hasOwn(patch, "controllerStatus")
         ? { controllerStatus: toJson(patch.controllerStatus, "controllerStatus") }
         : {}),

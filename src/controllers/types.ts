@@ -12,6 +12,7 @@ import type {
   ConditionStatus,
   ResourceMetadata,
 } from "../protocol/controller-resource.ts";
+import type { ResultError } from "../workflows/result-error.ts";
 
 export type { ChildWorkflowRef, ChildWorkflowState, Condition, ConditionStatus, ResourceMetadata };
 
@@ -48,8 +49,8 @@ export interface StatusPatch<TStatus = JsonValue> {
   controllerStatus?: TStatus;
   /** Merged by type: a condition of a new status gets a new transition time. */
   conditions?: ConditionInput[];
-  /** `null` removes it. */
-  workflowRun?: ChildWorkflowRef | null;
+  /** `null` removes it. A record from `ctx.workflows.ensure` is kept as its reference. */
+  workflowRun?: ChildWorkflowRef | ChildWorkflowRecord | null;
   /** Replaces the finalizers. A resource being deleted is removed once they are empty. */
   finalizers?: string[];
 }
@@ -116,11 +117,26 @@ export interface ChildWorkflowRequest {
   interactive?: boolean;
 }
 
+/**
+ * What `ctx.workflows.ensure` resolves to: the child's reference plus the request it answers
+ * (0.12's names). `error` is `{code, message}` and becomes the message in a string.
+ */
+export interface ChildWorkflowRecord extends Omit<ChildWorkflowRef, "error"> {
+  error?: ResultError;
+  /** The resource's `metadata.uid`. */
+  resourceUid: string;
+  requestKey: string;
+  /** The hex sha256 of the input's canonical JSON. */
+  inputFingerprint: string;
+  /** The workflow as the request named it. */
+  workflow: string;
+}
+
 export interface ReconcileContext<TStatus = JsonValue> {
   /** Fires at the reconcile deadline, on host shutdown, and when the claim is lost. */
   signal: AbortSignal;
   effects: { ensure<R extends JsonValue>(effect: EffectRequest<R>): Promise<EffectResult> };
-  workflows: { ensure(request: ChildWorkflowRequest): Promise<ChildWorkflowRef> };
+  workflows: { ensure(request: ChildWorkflowRequest): Promise<ChildWorkflowRecord> };
   settled(patch?: StatusPatch<TStatus>): ReconcileResult<TStatus>;
   requeue(patch?: StatusPatch<TStatus>): ReconcileResult<TStatus>;
   requeueAfter(ms: number, patch?: StatusPatch<TStatus>): ReconcileResult<TStatus>;

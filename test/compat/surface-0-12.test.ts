@@ -5,6 +5,7 @@
  * to use instead; type names import without `type`; `@osolmaz/pi-workflows/controllers`
  * resolves in controller files; `.js` and extensionless relative imports find `.ts` files.
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -498,6 +499,58 @@ export default defineWorkflow({
       controllersApi as typeof import("../../src/controllers/conditions.ts");
     expect(conditionFalse("Ready", "RepairFailed", { code: "x", message: "it broke" } as never))
       .toEqual({ type: "Ready", status: false, reason: "RepairFailed", message: "it broke" });
+  });
+});
+
+describe("0.12.1 child workflow records (ctx.workflows.ensure)", () => {
+  it("the record has 0.12's request fields and a printable error; kept as workflowRun it is the reference", async () => {
+    const ref = {
+      requestId: "req-1",
+      runId: "run-1",
+      state: "failed" as const,
+      attempt: 1,
+      error: { code: "nodeFailed", message: "tests failed" },
+    };
+    let seen: Record<string, unknown> = {};
+    const outcome = await runReconcile(
+      {
+        name: "c",
+        initialStatus: () => ({}),
+        reconcile: async (ctx: any) => {
+          const record = await ctx.workflows.ensure({
+            requestKey: "repair-1",
+            workflow: "repair",
+            input: { b: 2, a: 1 },
+          });
+          seen = {
+            uid: record.resourceUid,
+            key: record.requestKey,
+            workflow: record.workflow,
+            fingerprint: record.inputFingerprint,
+            error: `${record.error}`,
+          };
+          return ctx.settled({ workflowRun: record });
+        },
+      } as never,
+      controllerResource() as never,
+      {
+        reserveEffect: () => Promise.reject(new Error("unused")),
+        settleEffect: () => Promise.resolve(),
+        ensureWorkflow: () => Promise.resolve(ref),
+      },
+      new AbortController().signal,
+      () => 0,
+    );
+    expect(seen).toEqual({
+      uid: "u1",
+      key: "repair-1",
+      workflow: "repair",
+      // 0.12's jsonFingerprint: hex sha256 of the canonical (key-sorted) JSON
+      fingerprint: createHash("sha256").update('{"a":1,"b":2}').digest("hex"),
+      error: "tests failed",
+    });
+    expect(outcome).toMatchObject({ kind: "settled" });
+    expect((outcome as { status: { workflowRun: unknown } }).status.workflowRun).toEqual(ref);
   });
 });
 
