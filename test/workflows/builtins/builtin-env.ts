@@ -19,7 +19,7 @@ export interface BuiltinEnv extends HeadlessEnv {
     input: unknown,
     timeoutMs?: number,
   ): Promise<{ code: number | null; run: any }>;
-  /** Polls `status --json` until the run is in `state` (bounded). */
+  /** Polls `status --json` (in this process: cliHereJson) until the run is in `state`, bounded. */
   waitForState(runId: string, state: string, timeoutMs?: number): Promise<any>;
 }
 
@@ -62,7 +62,7 @@ export async function createBuiltinEnv(): Promise<BuiltinEnv> {
   env.waitForState = async (runId, state, timeoutMs = 90_000) => {
     let last: any = null;
     return await waitFor(
-      async () => (last = (await h.cliJson(["status", runId])).run)?.state === state && last,
+      async () => (last = (await h.cliHereJson(["status", runId])).run)?.state === state && last,
       () => `run ${runId} to reach ${state} (last: ${last?.state})`,
       timeoutMs,
       250,

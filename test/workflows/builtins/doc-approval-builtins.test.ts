@@ -35,10 +35,10 @@ describe("plan-approval, autodoc and the catalog with the real Pi", () => {
     const { code, run } = await h.start("plan-approval", { plan: PLAN, policy: "required" });
     expect(code).toBe(7);
     expect(run.state).toBe("waiting");
-    const shown = await h.cli(["status", run.runId]);
+    const shown = await h.cliHere(["status", run.runId]);
     expect(shown.stdout).toContain("Approve: Add a subtract helper");
     expect(shown.stdout).toContain("Add sub()");
-    const answered = await h.cli([
+    const answered = await h.cliHere([
       "answer",
       run.runId,
       "--choice",

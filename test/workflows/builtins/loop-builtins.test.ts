@@ -86,13 +86,13 @@ describe("loop built-ins with the real Pi", () => {
       ),
     )
       .toBe(true);
-    const status = await h.cli(["status", run.runId]);
+    const status = await h.cliHere(["status", run.runId]);
     expect(status.stdout).toContain("Monitor: next check in 30 min");
-    const now = await h.cli(["answer", run.runId, "--choice", "check"]);
+    const now = await h.cliHere(["answer", run.runId, "--choice", "check"]);
     expect(now.code).toBe(0);
     const done = await h.waitForState(run.runId, "completed");
     expect(done.output).toMatchObject({ status: "gaveUp", checks: 2 });
-    const full = await h.cliJson(["status", run.runId]);
+    const full = await h.cliHereJson(["status", run.runId]);
     const messages = full.notifications.map((n: any) => `${n.kind}: ${n.message}`);
     expect(messages).toEqual(expect.arrayContaining([
       "progress: Monitor check 1/2: CI still red (1)",
@@ -155,7 +155,7 @@ describe("loop built-ins with the real Pi", () => {
       "export const sub =",
     );
     expect(h.git("rev-parse", "HEAD")).toBe(head);
-    const status = await h.cliJson(["status", run.runId]);
+    const status = await h.cliHereJson(["status", run.runId]);
     const steps = status.attempts.map((a: any) => a.nodeId);
     expect(steps).toEqual([
       "start",
@@ -224,7 +224,7 @@ describe("loop built-ins with the real Pi", () => {
       fixRounds: 1,
       failing: [{ id: "has-sub", outcome: "failed", exitCode: 1 }],
     });
-    const status = await h.cliJson(["status", run.runId]);
+    const status = await h.cliHereJson(["status", run.runId]);
     const nodes = status.attempts.map((a: any) => a.nodeId);
     expect(nodes.slice(0, 5)).toEqual([
       "start",

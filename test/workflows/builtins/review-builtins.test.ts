@@ -89,7 +89,7 @@ describe("review built-ins with the real Pi", () => {
     expect(first).toContain("the sum helper");
     expect(first).toContain("Evidence lint");
 
-    const status = await h.cliJson(["status", run.runId]);
+    const status = await h.cliHereJson(["status", run.runId]);
     const notes = status.notifications.filter((n: any) => n.kind === "final");
     expect(notes).toHaveLength(1);
     expect(notes[0].message).toMatch(/^Sanity check: simplify\n/);
@@ -143,7 +143,7 @@ describe("review built-ins with the real Pi", () => {
     const pids = registered().sort();
     const live = h.piProcesses().map((p) => p.pid);
     expect(pids.every((pid) => live.includes(pid))).toBe(true);
-    const cancelled = await h.cli(["cancel", runId]);
+    const cancelled = await h.cliHere(["cancel", runId]);
     expect(cancelled.code).toBe(0);
     expect(await waitUntil(() => h.piProcesses().length === 0, 20_000)).toBe(true);
     hold.open();
