@@ -21,7 +21,9 @@ const env: Record<string, string> = utf8 ? {} : { LC_ALL: "C.UTF-8" };
  * real Pi (test/pi/interactive, restarts): the host never reads an interactive Pi's process, and
  * the processes it does read there (the host's claim, run workers, validation children, the
  * start lock) are the ones takeover-time, worker-crash, interaction-crash and start-lock cover
- * under `ps`; a second pass of those two files cost ~110 s of CI. Every host, worker and Pi child
+ * under `ps`; a second pass of those two files cost ~110 s of CI. Within a file here, crash points
+ * that vary only what was committed, with the kill and recovery of another case of the file, run
+ * under the platform's backend only (test/support/ps-pass.ts). Every host, worker and Pi child
  * a file starts inherits the variable. A plain `vitest run <file>` runs the platform's backend only.
  * test/os/ and the child kit's test are not here: they name the backend they exercise
  * (pid-reuse runs each case under both).

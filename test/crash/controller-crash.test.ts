@@ -18,6 +18,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { inPsPass } from "../support/ps-pass.ts";
 import { removeTempRoot } from "../support/temp-root.ts";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import { loadController } from "../../src/controllers/load-controller.ts";
@@ -223,7 +224,11 @@ describe("a read-back effect's settle folded into the reconcile's end", () => {
   }, 150_000);
 });
 
-describe(`controller worker and host SIGKILL at ${CASES.length} points`, () => {
+// In the ps pass this sweep adds no process-table read: its points vary what was committed, while
+// its kills and recoveries (the controller worker named at its start, a killed host's claim taken
+// over and its orphaned controller worker reaped by start identity, a killed worker's exit) are
+// the first case's, which kills the worker and the host mid-reconcile under `ps` too.
+describe.skipIf(inPsPass)(`controller worker and host SIGKILL at ${CASES.length} points`, () => {
   const batches: (typeof CASES)[] = [];
   for (let i = 0; i < CASES.length; i += 4) batches.push(CASES.slice(i, i + 4));
   for (const batch of batches) {
