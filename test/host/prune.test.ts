@@ -92,17 +92,24 @@ function runRows(stateDir: string, runIds: string[]): Map<string, string> {
 }
 
 /**
- * The run's output files a prune removes: its steps' output and its headless Pi sessions. (Its
- * workers' captured output is bounded by the host's log budget: compaction drops the epochs.)
+ * The run's output files a prune removes: its workers' captured output (named by the epochs,
+ * which compaction keeps for it), its steps' output and its headless Pi sessions.
  */
 function writeOutputFiles(stateDir: string, runId: string): string[] {
   return readStore(stateDir, (store) => {
     const attempts = store.db.prepare("SELECT attempt_id FROM node_attempts WHERE run_id = ?")
       .all(runId) as { attempt_id: string }[];
     expect(attempts.length).toBeGreaterThan(0);
+    const epochs = store.db.prepare("SELECT worker_epoch FROM run_workers WHERE run_id = ?")
+      .all(runId) as { worker_epoch: string }[];
+    expect(epochs.length).toBeGreaterThan(0);
     const workers = join(stateDir, "workers");
     mkdirSync(workers, { recursive: true });
     const files = [
+      ...epochs.flatMap((e) => [
+        join(workers, `${e.worker_epoch.replace(/[^A-Za-z0-9_.-]/g, "_")}.out`),
+        join(workers, `${e.worker_epoch.replace(/[^A-Za-z0-9_.-]/g, "_")}-pi1.err`),
+      ]),
       ...attempts.flatMap((a) => [
         join(workers, `${stepOutputStem(a.attempt_id)}.0.out`),
         join(workers, `${stepOutputStem(a.attempt_id)}.1.err`),

@@ -96,9 +96,9 @@ describe("retention", () => {
     expect(tableCount(fx, "run_prunes")).toBe(0);
     expect(pass.prunedEpochs.length).toBe(2);
     expect(rowsOf(fx, active)).toEqual(before.active);
-    // The young ended run is whole except for what compaction drops: worker epochs.
-    const { run_workers: _, ...youngKept } = before.young;
-    expect(rowsOf(fx, young)).toEqual(youngKept);
+    // The young ended run is whole (compaction drops only columns and child groups: its worker
+    // epochs stay, they name its output files).
+    expect(rowsOf(fx, young)).toEqual(before.young);
     expect(readRunStatus(fx.store, young)?.run.state).toBe("completed");
     expect(checkInvariants(fx.store)).toEqual([]);
     expect(pass.report.longestLockMs).toBeGreaterThan(0);
@@ -329,7 +329,8 @@ describe("retention", () => {
     expect(report.compactedRuns).toBe(1);
     expect(findMessageReceipt(fx.store, firstMessage.request_id)).toBeUndefined();
     expect(tableCount(fx, "events")).toBe(events);
-    expect(rowsOf(fx, runId).run_workers).toBeUndefined();
+    // The epochs stay until the prune (they name the run's output files); their child groups go.
+    expect(rowsOf(fx, runId).run_workers).toBe(2);
     expect(tableCount(fx, "worker_child_groups")).toBe(0);
     expect(readRunStatus(fx.store, runId)?.attempts.length).toBe(3);
     // Events of an ended run stay immutable apart from their receipts.
@@ -344,6 +345,13 @@ describe("retention", () => {
       /retention prune/,
     );
     expect(checkInvariants(fx.store)).toEqual([]);
+    // Past the period, the prune knows the compacted run's epochs: its output files go with it.
+    const epochs = fx.store.db.prepare("SELECT worker_epoch FROM run_workers WHERE run_id = ?")
+      .all(runId).map((row) => (row as { worker_epoch: string }).worker_epoch);
+    fx.clock.advance(40 * DAY_MS);
+    const prune = runRetentionPass(fx.store, { keepDays: 30 });
+    expect(prune.report.runs).toBe(1);
+    expect(prune.prunedEpochs.sort()).toEqual(epochs.sort());
   });
 
   it("trims the viewer feed from its front; a viewer behind the trim reloads", () => {
@@ -447,10 +455,7 @@ describe("retention", () => {
     expect(forkedFrom.length).toBeGreaterThan(1);
     for (const id of old) {
       const now = rowsOf(fx, id);
-      if (forkedFrom.includes(id)) {
-        const { run_workers: _, ...whole } = before.get(id)!;
-        expect({ ...now, run_workers: undefined }).toEqual({ ...whole, run_workers: undefined });
-      } else expect(now).toEqual({});
+      expect(now).toEqual(forkedFrom.includes(id) ? before.get(id) : {});
     }
     expect(checkInvariants(fx.store)).toEqual([]);
   });

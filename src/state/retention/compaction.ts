@@ -1,11 +1,13 @@
 /**
  * What only a live run needs, dropped once the run has ended and no retry can come: the
- * per-message worker receipts in its events (request id, fingerprint, answer), its worker
- * epochs and their registered child groups. Runs are compacted in the order they ended, from a
+ * per-message worker receipts in its events (request id, fingerprint, answer) and the child
+ * groups its worker epochs registered. Runs are compacted in the order they ended, from a
  * watermark kept in `meta`; events themselves (type, payload, time), attempts, updates,
  * decisions, effects, notifications, turns and client receipts stay for status, the viewer and
- * command replays until the prune. Also here, by age: the oldest viewer deltas (a change feed; a
- * viewer behind the oldest reloads) and client receipts that name no run.
+ * command replays until the prune, and so do the worker epochs (`run_workers`): they name the
+ * run's captured output files (`workers/<epoch>.out`, ...), which the prune removes with the
+ * run. Also here, by age: the oldest viewer deltas (a change feed; a viewer behind the oldest
+ * reloads) and client receipts that name no run.
  */
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
@@ -62,11 +64,6 @@ export function compactRunInTx(store: StateStore, run: EndedRun): number {
     store,
     "DELETE FROM worker_child_groups WHERE worker_epoch IN (SELECT worker_epoch FROM " +
       "run_workers WHERE run_id = ?1 AND status NOT IN ('starting', 'live'))",
-    run.runId,
-  );
-  rows += executeArgs(
-    store,
-    "DELETE FROM run_workers WHERE run_id = ?1 AND status NOT IN ('starting', 'live')",
     run.runId,
   );
   executeArgs(
