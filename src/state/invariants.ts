@@ -268,7 +268,7 @@ const CHECKS: Check[] = [
     detail: (r) => `${r.n} host claim rows`,
   },
   {
-    // SQLite enforces the foreign keys on every write but a prune's (prune-transaction.ts turns
+    // SQLite enforces the foreign keys on every write but a prune's (pass-transaction.ts turns
     // the checks off for its deleting transactions): whatever wrote it, none may dangle.
     code: "danglingReference",
     sql: 'SELECT NULL AS run_id, "table" AS child, parent, rowid AS row FROM ' +

@@ -263,7 +263,11 @@ try {
     cpuMs?: number;
     runQueueMs?: number;
     blockedMs?: number;
+    /** The first transaction after one of the pass's checkpoints: it restarts the WAL, whose
+     * header SQLite syncs (at any `synchronous` but OFF) under the write lock. */
+    restartsWal: boolean;
   }[] = [];
+  let checkpointedSinceTx = false;
   const checkpointMs: number[] = [];
   const writeOver20 = { n: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0 };
   let checkpointFramesMax = 0;
@@ -277,10 +281,18 @@ try {
       commitMs.push(commit);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
-      lastTx = { phase, ms: round(ms), commitMs: round(commit), walBytes };
+      lastTx = {
+        phase,
+        ms: round(ms),
+        commitMs: round(commit),
+        walBytes,
+        restartsWal: checkpointedSinceTx,
+      };
+      checkpointedSinceTx = false;
       if (ms >= 20) slowest.push(lastTx);
     },
     onCheckpoint: (ms, frames) => {
+      checkpointedSinceTx = true;
       checkpointMs.push(ms);
       checkpointFramesMax = Math.max(checkpointFramesMax, frames);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
@@ -319,6 +331,7 @@ try {
       data: { completed: served, total: 1e9 },
     });
     const wrote = performance.now() - started;
+    checkpointedSinceTx = false; // this write restarted the WAL, if it was due
     writeMs.push(wrote);
     if (wrote >= 20) {
       const after = schedstat();

@@ -8,7 +8,7 @@
  * and waits for no reader), so the host serves between it and the transactions. The WAL stays
  * bounded (the host's own commits keep their automatic checkpoints, and the pass's come long
  * before the WAL reaches that threshold), and every checkpoint syncs the WAL first, which also
- * makes the pass's unsynced commits durable (prune-transaction.ts).
+ * makes the pass's unsynced commits durable (pass-transaction.ts).
  */
 import type { StateStore } from "../store.ts";
 import { queryOneArgs } from "../statements.ts";

@@ -7,6 +7,7 @@ import { writeTransaction } from "../transactions.ts";
 import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
 import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
+import { asPassTransaction } from "./pass-transaction.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
 export interface RetentionReport {
@@ -69,8 +70,11 @@ export interface PassContext {
   readonly prunedRuns: string[];
   /** The pass's own WAL checkpoints, between its transactions. */
   readonly checkpoints: PassCheckpoints;
-  /** Runs `fn` as one write transaction of `phase`, into the report's lock figures. */
-  transaction<T>(phase: string, fn: () => T): T;
+  /**
+   * Runs `fn` as one write transaction of `phase` (its commit not synced: pass-transaction.ts),
+   * into the report's lock figures. `checkForeignKeys: false` for a prune's deletions.
+   */
+  transaction<T>(phase: string, fn: () => T, options?: { checkForeignKeys: boolean }): T;
   /** Tells viewers (one delta of no run) that runs were deleted; inside a transaction. */
   signalPruned(): void;
   /** Runs deleted that viewers have not been told of yet. */
@@ -115,8 +119,14 @@ export function createPassContext(
     prunedAttempts: [],
     prunedRuns: [],
     checkpoints,
-    transaction: (phase, fn) =>
-      checkpoints.around(() => timedTransaction(store, report, phase, fn, settings.onTransaction)),
+    transaction: (phase, fn, options = { checkForeignKeys: true }) =>
+      checkpoints.around(() =>
+        asPassTransaction(
+          store,
+          options,
+          () => timedTransaction(store, report, phase, fn, settings.onTransaction),
+        )
+      ),
     signalPruned() {
       appendFeedDelta(store, RUNS_PRUNED_DELTA, now);
       signalledRuns = report.runs;

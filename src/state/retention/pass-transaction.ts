@@ -1,9 +1,22 @@
-/** The settings a prune transaction runs under (foreign-key enforcement, commit sync). */
+/** The settings a retention pass's write transactions run under (commit sync, foreign keys). */
+import { closeSync, fsyncSync, openSync } from "node:fs";
 import type { StateStore } from "../store.ts";
 import { pragmaNumber } from "./database-pages.ts";
 
 /**
- * Runs a prune transaction with SQLite's foreign-key enforcement off and its commit not synced.
+ * Runs one write transaction of the pass with its commit not synced (`synchronous=NORMAL`) and,
+ * for a prune's deletions (`checkForeignKeys: false`), SQLite's foreign-key enforcement off. The
+ * host's settings are back when it returns.
+ *
+ * Sync: the commit's fsync was most of a pass transaction's lock hold on a loaded disk (a vacuum
+ * step's too). Every transaction of a pass is work on ended data that the next pass would redo:
+ * deleting runs, clearing receipts of ended runs, trimming the feed, moving free pages. In WAL mode
+ * `synchronous=NORMAL` keeps the database consistent at a power loss and only the newest commits
+ * can be lost, which leaves those runs whole (or their pages free) for the next pass; a crash of
+ * the process loses nothing. The host's own writes (run state, receipts) keep `synchronous=FULL`:
+ * the pragma is the connection's, set only around the pass's transaction, and the host's next
+ * synced commit (or the pass's checkpoints, or `syncPassCommits` at its end, before the host
+ * removes the pruned runs' files) makes the pass's commits durable with it.
  *
  * Foreign keys: deleting a run (or an attempt) makes SQLite look for rows still pointing at it
  * in every referencing table, and the ones without an index on the referencing column
@@ -14,24 +27,41 @@ import { pragmaNumber } from "./database-pages.ts";
  * (run-references.ts, checked in the same transaction) and every row the run owns with it,
  * children first (RUN_OWNED); doctor's `danglingReference` checks `foreign_key_check`.
  *
- * Sync: the commit's fsync was most of a prune transaction's lock hold on a loaded disk. At
- * `synchronous=NORMAL` a WAL commit survives a crash of the process, and the next synced commit
- * (any host write between two steps, at the latest the pass's next phase, before the host
- * removes the pruned runs' files) syncs it with its own: only a power loss before then can take
- * the newest deletions back, which leaves those runs whole for the next pass.
- *
  * Both pragmas only take effect outside a transaction, so inside one (a caller's) the host's
  * settings simply stay.
  */
-export function asPruneTransaction<T>(store: StateStore, fn: () => T): T {
+export function asPassTransaction<T>(
+  store: StateStore,
+  options: { checkForeignKeys: boolean },
+  fn: () => T,
+): T {
   if (store.db.isTransaction) return fn();
   const sync = pragmaNumber(store, "synchronous");
-  store.db.exec("PRAGMA foreign_keys = OFF");
+  if (!options.checkForeignKeys) store.db.exec("PRAGMA foreign_keys = OFF");
   store.db.exec("PRAGMA synchronous = NORMAL");
   try {
     return fn();
   } finally {
     store.db.exec(`PRAGMA synchronous = ${sync}`);
-    store.db.exec("PRAGMA foreign_keys = ON");
+    if (!options.checkForeignKeys) store.db.exec("PRAGMA foreign_keys = ON");
+  }
+}
+
+/**
+ * Makes every commit of the pass durable: an fsync of the WAL, outside any transaction (a
+ * passive checkpoint syncs it only when it has frames to copy, and a reader can hold those back).
+ * The host removes the pruned runs' files after this.
+ */
+export function syncPassCommits(store: StateStore): void {
+  let fd: number;
+  try {
+    fd = openSync(`${store.path}-wal`, "r");
+  } catch {
+    return; // no WAL: every commit is in the database file, which the checkpoint synced
+  }
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
