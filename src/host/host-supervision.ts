@@ -27,6 +27,7 @@ import { createCompileCacheWarmup } from "./supervision/compile-cache-warmup.ts"
 import { createLogPruner } from "./supervision/captured-logs.ts";
 import { createControllerChildren } from "./supervision/controllers/controller-children.ts";
 import { createRunWorkers } from "./runs/run-workers.ts";
+import { recoverExpiredRuns } from "./runs/run-recovery.ts";
 import type { ControllerSupervision } from "./controllers/api.ts";
 import type { ControllerOptions } from "./controllers/options.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
@@ -51,7 +52,14 @@ export interface SupervisionExtras {
 }
 
 export interface Supervision {
-  /** Runs the spec's recovery steps 2-10, in order, before commands are accepted. */
+  /**
+   * Runs the spec's recovery steps 2-10, in order, before commands are accepted: step 2 reaps
+   * (supervision/recovery.ts), steps 3-6 recover runs (runs/run-recovery.ts), step 7's
+   * controller work recovers in controllers/recovery.ts; pending interactive requests need
+   * nothing (rows; no worker waits with them), the host main applies due deadlines before
+   * commands arrive (step 8), `start()` re-runs leftover `validating` submissions (step 9), and
+   * no model turn starts until a session asks (step 10).
+   */
   recover(): Promise<void>;
   /** Starts the run and controller schedulers and the renewal timers. */
   start(): void;
@@ -158,6 +166,7 @@ export function createSupervision(
     async recover() {
       pruneLogs();
       await recoverAtStart(ctx);
+      recoverExpiredRuns(ctx, new Set());
       await controllers.recover();
     },
     start() {

@@ -15,7 +15,8 @@ import {
 } from "../../state/controllers/reconcile-claims.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import type { HostContext } from "../supervision/api.ts";
-import { reapOrphanedEpochs, recoverExpiredClaims } from "../supervision/recovery.ts";
+import { reapOrphanedEpochs } from "../supervision/recovery.ts";
+import { recoverExpiredClaims } from "../expired-claims.ts";
 
 export async function recoverControllers(ctx: HostContext): Promise<void> {
   const epochs = listActiveControllerWorkers(ctx.store);
