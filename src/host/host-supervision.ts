@@ -144,7 +144,8 @@ export function createSupervision(
     env: envFor,
     command,
     accepted: () => workers.schedule(),
-    launchAccepted: (runId, child, accept) => workers.launchAccepted(runId, child, accept),
+    launchAccepted: (runId, child, accept, ahead) =>
+      workers.launchAccepted(runId, child, accept, ahead),
     prepared,
     // The run's worker committed the request and is about to say goodbye: its process may be
     // kept, so a submission that fast waits for that (bounded by the worker's own exit).

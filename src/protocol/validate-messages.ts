@@ -10,7 +10,7 @@
  * as workers ask after `worker.ready`: the facts of a long run pass no single message.
  */
 import * as v from "valibot";
-import { OpaqueIdSchema, strictObject } from "./fields.ts";
+import { OpaqueIdSchema, PositiveIntegerSchema, strictObject } from "./fields.ts";
 import { FactsChunkSchema, JsonValueSchema } from "./run-facts.ts";
 import { parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkerLaunchSchema } from "./worker-launch.ts";
@@ -32,6 +32,16 @@ export const ValidateRequestSchema = strictObject({
    * rest, or for all of them without it, with `facts.next`).
    */
   facts: v.optional(FactsChunkSchema),
+  /**
+   * To a run's prepared process only: the header of the epoch an acceptance launches in it (the
+   * next claim generation and a worker epoch the host chose). The process may decide and render
+   * that epoch's first step from the facts the acceptance makes and send its messages inside the
+   * verdict (`interaction.accepted` `next`); nothing of them counts unless the host commits them
+   * with the acceptance under exactly this header.
+   */
+  next: v.optional(
+    strictObject({ generation: PositiveIntegerSchema, workerEpoch: OpaqueIdSchema }),
+  ),
 });
 export type ValidateRequest = v.InferOutput<typeof ValidateRequestSchema>;
 

@@ -139,6 +139,14 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     interactionId: OpaqueIdSchema,
     submissionId: OpaqueIdSchema,
     output: JsonValueSchema,
+    /**
+     * From a prepared process whose validate request named the epoch an acceptance launches
+     * (`next`): that epoch's first messages (the next model step's `node.started` and
+     * `interaction.requested`, under its header), decided and rendered ahead from the facts the
+     * acceptance makes. The host commits them with the acceptance and the launch, or drops them
+     * (speculative-start.ts); each is checked like any message of that epoch.
+     */
+    next: v.optional(v.pipe(v.array(v.unknown()), v.minLength(1), v.maxLength(2))),
   }),
   "interaction.rejected": strictObject({
     interactionId: OpaqueIdSchema,

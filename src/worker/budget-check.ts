@@ -27,19 +27,23 @@ export function spendOf(facts: RunFacts): RunSpend {
   return { tokens: usageTokens(total), cost: total.cost };
 }
 
+/** Why `nodeKind` may not start now by the run's own budget (its facts alone), or null. */
+export function ownBudgetStop(nodeKind: string, facts: RunFacts): string | null {
+  if (!SPENDING_KINDS.has(nodeKind) || !facts.budget) return null;
+  const spend = spendOf(facts);
+  return overBudget(spend, facts.budget) ? describeSpend(spend, facts.budget) : null;
+}
+
 /** Why `nodeKind` may not start now (the spend against a budget), or null when it may. */
 export async function budgetStop(
   nodeKind: string,
   facts: RunFacts,
   proposer: Proposer,
 ): Promise<string | null> {
-  if (!SPENDING_KINDS.has(nodeKind)) return null;
-  if (facts.budget) {
-    const spend = spendOf(facts);
-    if (overBudget(spend, facts.budget)) return describeSpend(spend, facts.budget);
-  }
+  const own = ownBudgetStop(nodeKind, facts);
+  if (own !== null) return own;
   // Not a controller's child: no budget but its own (a round trip saved on every handoff).
-  if (facts.budgetPool !== true) return null;
+  if (!SPENDING_KINDS.has(nodeKind) || facts.budgetPool !== true) return null;
   const reply = await proposer.propose("worker.progress", { op: "budget.check" });
   const stop = (reply.result as { stop?: unknown } | undefined)?.stop;
   return typeof stop === "string" ? stop : null;

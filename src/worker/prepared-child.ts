@@ -18,22 +18,36 @@
  * children). The host ends it by closing the channel or SIGTERM (main.ts), when it waited too
  * long, its run ended, or the host stops.
  */
-import { parseValidateRequest, VALIDATE_REQUEST_SCHEMA } from "../protocol/validate-messages.ts";
+import type { JsonValue } from "../protocol/canonical-json.ts";
+import type { RunFacts } from "../protocol/run-facts.ts";
+import {
+  parseValidateRequest,
+  VALIDATE_REQUEST_SCHEMA,
+  type ValidateRequest,
+} from "../protocol/validate-messages.ts";
 import type { WorkerChannel } from "./channel.ts";
 import { readPositiveIntegerEnv } from "../os/env-integer.ts";
 import { createFreshInstances, type FreshInstances, MAX_FRESH_LOADS } from "./fresh-instances.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { answerValidation } from "./validate-submission.ts";
 import type { LoadOutcome } from "./workflow-port.ts";
+// Types only: the module loads when a request names an epoch to propose ahead.
+import type { AheadEpoch } from "./speculative-step.ts";
 
 /** A kept run process: the launch its run's source was checked under, and its fresh instances. */
 export interface PreparedRun {
   launch: WorkerLaunch;
   instances: FreshInstances<LoadOutcome>;
+  /** What the last acceptance proposed ahead for the epoch it launches (speculative-step.ts). */
+  ahead: AheadEpoch | null;
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
-  return { launch, instances: createFreshInstances(() => loadInstance(launch), maxLoads()) };
+  return {
+    launch,
+    instances: createFreshInstances(() => loadInstance(launch), maxLoads()),
+    ahead: null,
+  };
 }
 
 /**
@@ -70,18 +84,74 @@ export async function servePrepared(
     if (!parsed.ok) throw new Error(`Validation request rejected: ${parsed.error}`);
     refuseOther(prepared, parsed.value.launch);
     const port = await import("./workflow-port.ts");
-    const answered = await answerValidation(channel, parsed.value, async (request) => {
-      const problem = port.checkSourceBeforeLoad(request.launch);
-      if (problem !== null) return { ok: false, detail: problem.detail };
-      const fresh = await takeFresh(prepared);
-      return fresh.ok
-        ? { ok: true, workflow: fresh.workflow.forLaunch(request.launch) }
-        : { ok: false, detail: fresh.problem.detail };
-    });
+    const request = parsed.value;
+    prepared.ahead = null;
+    const answered = await answerValidation(
+      channel,
+      request,
+      async (request) => {
+        const problem = port.checkSourceBeforeLoad(request.launch);
+        if (problem !== null) return { ok: false, detail: problem.detail };
+        const fresh = await takeFresh(prepared);
+        return fresh.ok
+          ? { ok: true, workflow: fresh.workflow.forLaunch(request.launch) }
+          : { ok: false, detail: fresh.problem.detail };
+      },
+      request.next ? (facts, output) => proposeAhead(prepared, request, facts, output) : undefined,
+    );
+    // Set while the verdict was decided (proposeAhead).
+    const ahead = prepared.ahead as AheadEpoch | null;
+    if (ahead) ahead.committed = answered.aheadCommitted;
     // A rejected submission is followed by another one: load its instance meanwhile. After an
     // accepted one the next epoch comes and takes the spare that is left.
     if (!answered.accepted) prepared.instances.fill();
   }
+}
+
+/**
+ * The epoch the request names, decided ahead in a fresh instance of its own (the saved source
+ * compared again first, as the epoch would): its first messages, or null.
+ */
+async function proposeAhead(
+  prepared: PreparedRun,
+  request: ValidateRequest,
+  facts: RunFacts,
+  output: JsonValue,
+): Promise<JsonValue[] | null> {
+  const { aheadLaunch, firstStepAhead } = await import("./speculative-step.ts");
+  const launch = aheadLaunch(request as Parameters<typeof aheadLaunch>[0]);
+  const port = await import("./workflow-port.ts");
+  if (port.checkSourceBeforeLoad(launch) !== null) return null;
+  const instance = takeFresh(prepared);
+  const ahead: AheadEpoch = {
+    generation: launch.generation,
+    workerEpoch: launch.workerEpoch,
+    instance,
+    sent: 0,
+    committed: false,
+  };
+  prepared.ahead = ahead;
+  const loaded = await instance;
+  if (!loaded.ok) return null;
+  const messages = await firstStepAhead(loaded.workflow.forLaunch(launch), launch, facts, {
+    attemptId: request.attemptId,
+    output,
+  });
+  ahead.sent = messages?.length ?? 0;
+  return messages;
+}
+
+/**
+ * What was proposed ahead for `launch`'s generation, taken once (the epoch starts now); null when
+ * nothing was, or for another generation.
+ */
+export function takeAhead(prepared: PreparedRun | null, launch: WorkerLaunch): AheadEpoch | null {
+  const ahead = prepared?.ahead ?? null;
+  if (prepared) prepared.ahead = null;
+  if (ahead === null || ahead.generation !== launch.generation) return null;
+  // Committed only under exactly this epoch (the host named it in the request).
+  if (ahead.workerEpoch !== launch.workerEpoch) return { ...ahead, sent: 0, committed: false };
+  return ahead;
 }
 
 /**

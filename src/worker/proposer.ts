@@ -94,13 +94,25 @@ export interface Proposal {
   attemptId?: string;
 }
 
-export function createProposer(channel: WorkerChannel, header: LaunchHeader): Proposer {
-  let sequence = 0;
+/** The id of an epoch's `sequence`-th message (zero-padded: its receipt keys append in order). */
+export function messageIdOf(workerEpoch: string, sequence: number): string {
+  return `${workerEpoch}.${String(sequence).padStart(9, "0")}`;
+}
+
+/**
+ * `sent`: how many messages of this epoch went out already (inside a verdict, proposed ahead:
+ * speculative-step.ts), so this proposer's ids follow theirs.
+ */
+export function createProposer(
+  channel: WorkerChannel,
+  header: LaunchHeader,
+  sent = 0,
+): Proposer {
+  let sequence = sent;
   let revision: number | undefined;
   let chain: Promise<unknown> = Promise.resolve();
 
-  // Zero-padded, so the host's receipt keys of one epoch append in key order.
-  const nextId = () => `${header.workerEpoch}.${String(++sequence).padStart(9, "0")}`;
+  const nextId = () => messageIdOf(header.workerEpoch, ++sequence);
   const build = (
     { kind, fields, attemptId }: Proposal,
     expectedRevision: number | undefined,

@@ -24,7 +24,7 @@ import { WORKER_EXIT } from "./exit-codes.ts";
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { ClaimLostStop, createProposer, type Proposer } from "./proposer.ts";
 import { crashPoint } from "../base/crash-point.ts";
-import type { RunWorkflow, SourceProblem } from "./workflow-port.ts";
+import type { LoadOutcome, RunWorkflow, SourceProblem } from "./workflow-port.ts";
 // Loaded when used (after worker.ready), like the workflow layer: the start-up path before
 // ready stays small.
 import type { PreparedRun } from "./prepared-child.ts";
@@ -60,15 +60,26 @@ async function runEpoch(
   launch: WorkerLaunch,
   prepared: PreparedRun | null,
 ): Promise<EpochEnd> {
+  // What the acceptance that launched this epoch proposed ahead for it (prepared-child.ts).
+  const ahead = prepared === null
+    ? null
+    : (await import("./prepared-child.ts")).takeAhead(prepared, launch);
   const proposer = createProposer(channel, {
     schema: launch.schema,
     runId: launch.runId,
     generation: launch.generation,
     workerEpoch: launch.workerEpoch,
-  });
+  }, ahead?.committed ? ahead.sent : 0);
   let ended: { reason: ExitReason; loaded: WorkerLaunch | null };
   try {
-    ended = await drive(launch, proposer, prepared);
+    // Its first step committed with the acceptance: the run already waits on that request,
+    // and the epoch only says goodbye.
+    ended = ahead?.committed ? { reason: "parked", loaded: launch } : await drive(
+      launch,
+      proposer,
+      prepared,
+      ahead?.instance ?? null,
+    );
   } catch (error) {
     // Another owner holds the run: leave without another word.
     if (error instanceof ClaimLostStop) {
@@ -115,6 +126,8 @@ async function drive(
   launch: WorkerLaunch,
   proposer: Proposer,
   prepared: PreparedRun | null,
+  /** The instance loaded for this generation while its first step was decided ahead. */
+  aheadInstance: Promise<LoadOutcome> | null,
 ): Promise<{ reason: ExitReason; loaded: WorkerLaunch | null }> {
   // Ready first: the workflow layer is loaded only after, so the host sees a live worker within
   // a bare runtime start-up (it keeps a deadline on the first boundary that follows). It loads
@@ -136,9 +149,10 @@ async function drive(
   let workflow: RunWorkflow | null = null;
   if (sourceProblem === null) {
     const child = prepared === null ? null : await import("./prepared-child.ts");
+    const own = aheadInstance === null ? null : await aheadInstance;
     const loaded = child !== null && prepared !== null &&
         child.sameRunSource(prepared.launch, launch)
-      ? await child.takeFresh(prepared)
+      ? own?.ok ? own : await child.takeFresh(prepared)
       : await port.loadRunWorkflow(launch);
     if (loaded.ok) workflow = loaded.workflow.forLaunch(launch);
     else sourceProblem = loaded.problem;

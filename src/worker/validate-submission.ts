@@ -10,7 +10,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { FrameError, MAX_FRAME_BYTES } from "../protocol/framing.ts";
-import type { FactError } from "../protocol/run-facts.ts";
+import type { FactError, RunFacts } from "../protocol/run-facts.ts";
 import { parseValidateRequest, type ValidateRequest } from "../protocol/validate-messages.ts";
 import type { WorkerChannel } from "./channel.ts";
 import { WORKER_EXIT } from "./exit-codes.ts";
@@ -30,15 +30,23 @@ export type ValidationLoad = (
 ) => Promise<{ ok: true; workflow: RunWorkflow } | { ok: false; detail: string }>;
 
 /**
+ * The next epoch's first messages, proposed ahead inside an acceptance (a prepared process whose
+ * request names that epoch: speculative-step.ts), from the facts the acceptance makes; null for
+ * none.
+ */
+export type AheadProposal = (facts: RunFacts, output: JsonValue) => Promise<JsonValue[] | null>;
+
+/**
  * Checks one submission with the workflow `load` gives and proposes the verdict under the
- * request's launch header. Returns the exit code this check alone would end with, and whether
- * the submission was accepted.
+ * request's launch header. Returns the exit code this check alone would end with, whether the
+ * submission was accepted, and whether the host committed the messages proposed ahead with it.
  */
 export async function answerValidation(
   channel: WorkerChannel,
   request: ValidateRequest,
   load: ValidationLoad,
-): Promise<{ code: number; accepted: boolean }> {
+  ahead?: AheadProposal,
+): Promise<{ code: number; accepted: boolean; aheadCommitted: boolean }> {
   const { launch } = request;
   const proposer = createProposer(channel, {
     schema: launch.schema,
@@ -47,16 +55,18 @@ export async function answerValidation(
     workerEpoch: launch.workerEpoch,
   });
   try {
-    const accepted = await propose(proposer, request, await verdict(proposer, request, load));
-    return { code: WORKER_EXIT.done, accepted };
+    const answer = await propose(proposer, request, await verdict(proposer, request, load, ahead));
+    return { code: WORKER_EXIT.done, ...answer };
   } catch (error) {
     // The host refused the verdict as stale (a deadline closed the request meanwhile).
-    if (error instanceof ClaimLostStop) return { code: WORKER_EXIT.claimLost, accepted: false };
+    if (error instanceof ClaimLostStop) {
+      return { code: WORKER_EXIT.claimLost, accepted: false, aheadCommitted: false };
+    }
     throw error;
   }
 }
 
-type Verdict = { ok: true; output: JsonValue } | {
+type Verdict = { ok: true; output: JsonValue; next: JsonValue[] | null } | {
   ok: false;
   error: FactError;
 };
@@ -79,6 +89,7 @@ async function verdict(
   proposer: Proposer,
   request: ValidateRequest,
   load: ValidationLoad,
+  ahead: AheadProposal | undefined,
 ): Promise<Verdict> {
   const loaded = await load(request);
   if (!loaded.ok) return sourceChanged(loaded.detail);
@@ -89,7 +100,10 @@ async function verdict(
     request.attemptId,
     request.submission,
   );
-  if (accepted.ok) return { ok: true, output: accepted.output };
+  if (accepted.ok) {
+    const next = ahead ? await ahead(facts, accepted.output) : null;
+    return { ok: true, output: accepted.output, next };
+  }
   return {
     ok: false,
     error: { code: "outputRejected", message: accepted.message.slice(0, 8000) },
@@ -108,21 +122,26 @@ function sourceChanged(detail: string): Verdict {
   };
 }
 
-/** Proposes the verdict; true when it was an acceptance. */
+/** Proposes the verdict: whether it was an acceptance, and whether what came ahead committed. */
 async function propose(
   proposer: Proposer,
   request: ValidateRequest,
   result: Verdict,
-): Promise<boolean> {
+): Promise<{ accepted: boolean; aheadCommitted: boolean }> {
   const ids = { interactionId: request.interactionId, submissionId: request.submissionId };
   if (result.ok) {
+    const fields = { ...ids, output: result.output };
+    // What comes ahead is dropped rather than make the verdict too large to send.
+    const withNext = result.next === null ? fields : { ...fields, next: result.next };
+    const kind = "interaction.accepted";
     try {
-      await proposer.propose(
-        "interaction.accepted",
-        { ...ids, output: result.output },
+      const reply = await proposer.propose(
+        kind,
+        proposer.fits({ kind, fields: withNext, attemptId: request.attemptId }) ? withNext : fields,
         request.attemptId,
       );
-      return true;
+      const next = (reply.result as { next?: unknown } | undefined)?.next;
+      return { accepted: true, aheadCommitted: next === "committed" };
     } catch (error) {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
       result = {
@@ -140,5 +159,5 @@ async function propose(
     { ...ids, error: result.error },
     request.attemptId,
   );
-  return false;
+  return { accepted: false, aheadCommitted: false };
 }

@@ -239,15 +239,24 @@ describe("the verdict and the next epoch in one commit", () => {
   // The host SIGKILLed inside the shared commit of the acceptance, the next epoch's claim and its
   // `worker.live` (nothing of it is durable: the next host validates the submission again) or
   // right after it (the run is running with a live epoch in the dead host's prepared process:
-  // the next host reaps it and a new worker goes on from the accepted step). Either way the step
-  // is accepted once and the next node runs once.
-  for (const point of ["host.acceptedLaunch.beforeCommit", "host.acceptedLaunch.afterCommit"]) {
-    it(`the host SIGKILLed at ${point}: the run completes, nothing runs twice`, async () => {
+  // the next host reaps it and a new worker goes on from the accepted step). When the next node
+  // is a model step ("counted": first, second, done), the prepared process proposed that
+  // epoch's start and request ahead and they join the same commit (speculative-start.ts): killed
+  // inside it (`host.aheadStart.applied`, the last write before the COMMIT) nothing is durable;
+  // right after it the run waits on the second step's request, which the next host presents
+  // once. Either way the step is accepted once and every node runs once.
+  const cases = [
+    { point: "host.aheadStart.applied", workflow: "counted" },
+    { point: "host.acceptedLaunch.afterCommit", workflow: "routed" },
+    { point: "host.acceptedLaunch.afterCommit", workflow: "counted" },
+  ];
+  for (const { point, workflow } of cases) {
+    it(`the host SIGKILLed at ${point} (${workflow}): the run completes, nothing runs twice`, async () => {
       const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point });
       const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
       const first = await startHostProcess(env);
       let session = await open(home, "s-accepted-launch");
-      const runId = await startRun(session, project, {});
+      const runId = await startRun(session, project, {}, workflow);
       const step = await session.nextStep();
       const kept = await preparedOf(home.stateDir, runId);
       // The answer is lost with the host.
@@ -261,26 +270,42 @@ describe("the verdict and the next epoch in one commit", () => {
       // The extension sends the same tool call again: the stored or the new verdict answers.
       const verdict = await session.submit(step, { n: 6 }, { toolCallId: "t-launch" });
       expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+      if (workflow === "counted") {
+        const second = await session.nextStep((s) => s.contract.step === "second");
+        expect((await session.submit(second, { n: 7 })).receipt).toMatchObject({
+          status: "accepted",
+        });
+      }
       expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
       const attempts = rows<{ node_id: string; state: string }>(
         home.stateDir,
         "SELECT node_id, state FROM node_attempts WHERE run_id = :runId ORDER BY sequence",
         { runId },
       ).map((a) => `${a.node_id}:${a.state}`);
-      expect(attempts).toEqual(["ask:ok", "done:ok"]);
+      expect(attempts).toEqual(
+        workflow === "counted" ? ["first:ok", "second:ok", "done:ok"] : ["ask:ok", "done:ok"],
+      );
+      const requests = rows<{ node_id: string }>(
+        home.stateDir,
+        "SELECT node_id FROM interactive_requests WHERE run_id = :runId ORDER BY created_at",
+        { runId },
+      ).map((r) => r.node_id);
+      expect(requests).toEqual(workflow === "counted" ? ["first", "second"] : ["ask"]);
       const accepted = rows(
         home.stateDir,
         "SELECT seq FROM events WHERE run_id = :runId AND type = 'interaction.accepted'",
         { runId },
       );
-      expect(accepted).toHaveLength(1);
+      expect(accepted).toHaveLength(workflow === "counted" ? 2 : 1);
       const epochs = await settledEpochs(home.stateDir, runId);
-      // After the commit the dead host's epoch of generation 2 was live in the kept process; the
-      // next host recovered the run (a generation of its own) and ran the rest in a new worker.
+      // After the commit the dead host's epoch of generation 2 was live in the kept process
+      // (its first step committed with it for "counted"); the next host reaped it and ran the
+      // rest in a new worker. Before it, the next host validated again and launched anew.
+      const after = point.endsWith("afterCommit");
       expect(epochs.map((e) => e.pid === kept)).toEqual(
-        point.endsWith("afterCommit") ? [true, true, false] : [true, false],
+        after ? [true, true, false] : [true, false, false].slice(0, epochs.length),
       );
-      if (point.endsWith("afterCommit")) expect(epochs[1].generation).toBe(2);
+      if (after) expect(epochs[1].generation).toBe(2);
       expect(violations(home.stateDir)).toEqual([]);
     });
   }

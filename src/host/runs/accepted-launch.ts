@@ -10,6 +10,11 @@
  * A crash before the COMMIT leaves the submission `validating` (the next host validates it
  * again); after it, the run is running with a live epoch whose process the next host reaps by its
  * exact identity, and a new worker goes on from the accepted boundary: nothing runs twice.
+ *
+ * When the process also proposed that epoch's first step ahead (`ahead`: the next model step's
+ * start and request, speculative-start.ts), they join the same COMMIT when their facts are still
+ * current: the run is then waiting on the next request once it commits (after a crash there the
+ * next host reaps the process and the request waits for its session, presented once).
  */
 import { crashPoint } from "../../base/crash-point.ts";
 import { groupTransaction } from "../../state/transactions.ts";
@@ -20,6 +25,11 @@ import type { HostContext } from "../supervision/api.ts";
 import { launchWorker } from "../supervision/launch-worker.ts";
 import type { PreparedChild } from "../supervision/prepared-children.ts";
 import { type LaunchDeps, stopTaken } from "./run-launches.ts";
+import {
+  type AheadStart,
+  applyAheadStart,
+  factsStillCurrent,
+} from "../worker-messages/speculative-start.ts";
 
 /**
  * Commits `accept` (the verdict; false when stale) and, in the same COMMIT, the run's next epoch
@@ -33,12 +43,14 @@ export function launchAccepted(
   runId: string,
   child: PreparedChild,
   accept: () => boolean,
+  ahead?: AheadStart,
 ): (() => void) | null {
   let worker: ActiveWorker | null = null;
   let taken: PreparedChild | null = null;
   let launchError: unknown = null;
   try {
     groupTransaction(ctx.store, () => {
+      const current = ahead !== undefined && factsStillCurrent(ctx, runId, ahead);
       if (!accept()) return;
       const capacity = ctx.options.maxConcurrentWorkers - deps.active.size;
       if (capacity <= 0 || deps.active.has(runId)) return;
@@ -56,10 +68,15 @@ export function launchAccepted(
           credentials: deps.credentials.forLaunch(runId),
           prepared: taken.spawned,
           live: true,
+          ...(ahead ? { workerEpoch: ahead.workerEpoch } : {}),
         });
       } catch (error) {
         // The claim's savepoint rolled back; the verdict still commits.
         launchError = error;
+      }
+      if (worker !== null && ahead) {
+        if (current) applyAheadStart(ctx, worker, ahead);
+        else ctx.log("speculation.stale", { run: runId });
       }
       crashPoint("host.acceptedLaunch.beforeCommit");
     });

@@ -14,6 +14,7 @@ import { MEMORY_CHECK_MS } from "../supervision/children/memory-limit.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
 import type { PreparedChild, PreparedChildren } from "../supervision/prepared-children.ts";
 import { launchAccepted } from "./accepted-launch.ts";
+import type { AheadStart } from "../worker-messages/speculative-start.ts";
 import type { ProcessRegistry } from "../supervision/process-registry.ts";
 import type { ChildCommand, ChildExit } from "../supervision/children/spawn-child.ts";
 import { createRunCredentials, type RunCredentials } from "../run-credentials.ts";
@@ -51,7 +52,12 @@ export interface RunWorkers {
    * scheduler would launch the run now, the next epoch in `child`, in one commit
    * (accepted-launch.ts). Returns the epoch's supervision start, or null.
    */
-  launchAccepted(runId: string, child: PreparedChild, accept: () => boolean): (() => void) | null;
+  launchAccepted(
+    runId: string,
+    child: PreparedChild,
+    accept: () => boolean,
+    ahead?: AheadStart,
+  ): (() => void) | null;
   /** The run's worker parked and is about to say goodbye: resolves once kept or gone. */
   epochEnding(runId: string): Promise<unknown> | null;
   /** Parks every live run at its last durable boundary and stops every worker. */
@@ -154,8 +160,10 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       stop(worker, reason, `${reason} by command`);
       await worker.done;
     },
-    launchAccepted(runId, child, accept) {
-      if (started && !shuttingDown) return launchAccepted(ctx, launches, runId, child, accept);
+    launchAccepted(runId, child, accept, ahead) {
+      if (started && !shuttingDown) {
+        return launchAccepted(ctx, launches, runId, child, accept, ahead);
+      }
       accept();
       prepared.release(child, true);
       schedule();

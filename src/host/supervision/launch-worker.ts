@@ -56,6 +56,8 @@ export interface LaunchHooks {
    * the claim's own group commit, so its `worker.ready` commits nothing.
    */
   live?: boolean;
+  /** The epoch's id when the host chose it before the launch (named in a validate request). */
+  workerEpoch?: string;
 }
 
 /** The run is claimed for a launch, but its worker could not be spawned. */
@@ -118,7 +120,7 @@ export function launchWorker(
   run: LaunchableRun,
   hooks: LaunchHooks,
 ): ActiveWorker {
-  const workerEpoch = ctx.ids.next("wep");
+  const workerEpoch = hooks.workerEpoch ?? ctx.ids.next("wep");
   const base = envelopeBase(run, workerEpoch);
   const { claim, generation } = claimRunForLaunch(ctx.store, {
     runId: run.runId,

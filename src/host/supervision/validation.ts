@@ -47,6 +47,8 @@ import { afterGroupCommit } from "../../state/transactions.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
 import { createFactsStream, type FactsStream } from "../worker-messages/facts-stream.ts";
 import { logError } from "../host-log.ts";
+import { readRunRow } from "../../state/protected-write.ts";
+import type { AheadStart } from "../worker-messages/speculative-start.ts";
 
 /** How long the node's rules may take once the child is up (beyond the start-up deadline). */
 export const VALIDATE_BOUND_MS = 60_000;
@@ -62,7 +64,12 @@ export interface ValidationDeps {
    * stale) and the run's next epoch in that process commit together (accepted-launch.ts). The
    * child is the callee's from then on; returns the epoch's supervision start, or null.
    */
-  launchAccepted?(runId: string, child: PreparedChild, accept: () => boolean): (() => void) | null;
+  launchAccepted?(
+    runId: string,
+    child: PreparedChild,
+    accept: () => boolean,
+    ahead?: AheadStart,
+  ): (() => void) | null;
   /** Prepared run processes: a run's own waits there, its workflow already loaded. */
   prepared?: PreparedChildren;
   /**
@@ -162,6 +169,9 @@ async function runChild(
   const deadline = armChildDeadline(spawned, boundMs, () => {
     failure = `it gave no verdict within ${boundMs} ms`;
   });
+  // A prepared process may propose the epoch an acceptance launches in it ahead, under this
+  // header (speculative-start.ts).
+  const ahead = prepared && deps.launchAccepted ? aheadHeader(ctx, job) : null;
   try {
     const request = {
       schema: VALIDATE_REQUEST_SCHEMA,
@@ -171,15 +181,20 @@ async function runChild(
       nodeId: job.nodeId,
       attemptId: job.attemptId,
       submission: job.submission,
+      ...(ahead ? { next: { generation: ahead.generation, workerEpoch: ahead.workerEpoch } } : {}),
     };
     // The facts' first piece rides in the request (no `facts.next` round trip for a run whose
     // facts fit one piece); a request too large with it goes without it.
     let facts: FactsStream | "sent" | null = createFactsStream(runFactsText(ctx.store, job.runId));
+    // The revision those facts are at (no commit can come between the two reads).
+    if (ahead) ahead.factsRevision = readRunRow(ctx.store, job.runId)?.revision ?? null;
     const first = facts.next();
     if (first.done) facts = "sent";
     await writeFrame(spawned.channel, { ...request, facts: first }).catch((error) => {
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
       facts = null;
+      // Read again later: what is proposed ahead from them cannot be known to be current.
+      if (ahead) ahead.factsRevision = null;
       return writeFrame(spawned.channel, request);
     }).catch((error) => {
       // Nothing reached the child: it would wait for its request until the deadline.
@@ -187,7 +202,7 @@ async function runChild(
       if (error instanceof FrameError && error.code === "frameTooLarge") tooLarge = true;
       else failure ??= "it stopped before it read the submission";
     });
-    const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, facts, {
+    const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, facts, ahead, {
       fail: (why) => (failure ??= why),
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
@@ -239,6 +254,8 @@ async function readVerdict(
   prepared: PreparedChild | null,
   /** The facts still to send: the stream, "sent" (all in the request) or null (none yet). */
   factsLeft: FactsStream | "sent" | null,
+  /** The epoch the request named for messages proposed ahead, or null. */
+  ahead: AheadStart | null,
   on: { fail(why: string): void; decided(): void; launched(start: () => void): void },
 ): Promise<boolean> {
   let facts = factsLeft;
@@ -274,20 +291,27 @@ async function readVerdict(
         return false;
       }
       crashPoint("host.validation.beforeCommit");
+      // Runs after the verdict's COMMIT: whether the messages proposed ahead joined it is known.
       const reply = () =>
         writeFrame(
           spawned.channel,
-          workerReply({ messageId: answer.messageId, outcome: "accepted" }),
+          workerReply({
+            messageId: answer.messageId,
+            outcome: "accepted",
+            ...(ahead?.committed ? { result: { next: "committed" } } : {}),
+          }),
         ).catch(() => {});
       if (prepared && answer.kind === "interaction.accepted" && deps.launchAccepted) {
-        // The verdict and the next epoch in one commit; the reply leaves right after it, before
-        // the envelope. The process is no longer this exchange's to release.
+        // The verdict and the next epoch in one commit (with the epoch's first step when the
+        // process proposed it ahead); the reply leaves right after it, before the envelope. The
+        // process is no longer this exchange's to release.
         let replied: Promise<void> = Promise.resolve();
+        if (ahead && answer.payload.next) ahead.messages = answer.payload.next;
         const start = deps.launchAccepted(job.runId, prepared, () => {
           const accepted = acceptVerdict(ctx, job, answer);
           afterGroupCommit(ctx.store, () => (replied = reply()));
           return accepted;
-        });
+        }, ahead?.messages.length ? ahead : undefined);
         on.decided();
         if (start) on.launched(start);
         await replied;
@@ -308,6 +332,20 @@ async function readVerdict(
     on.fail("its channel closed");
   }
   return false;
+}
+
+/**
+ * The epoch an acceptance would launch in the run's prepared process: the next claim generation
+ * (an acceptance commits only under the request's own) and an epoch id chosen now.
+ */
+function aheadHeader(ctx: HostContext, job: ValidationJob): AheadStart {
+  return {
+    generation: job.generation + 1,
+    workerEpoch: ctx.ids.next("wep"),
+    factsRevision: null,
+    messages: [],
+    committed: false,
+  };
 }
 
 /** The launch header of a validation child: the run, the generation it waits under, an epoch. */
