@@ -102,7 +102,10 @@ describe("the run's prepared process", () => {
     const retiredSecond = await session.nextStep((s) => s.contract.step === "second");
     expect(promptSaw(retiredSecond).pid).toBe(retiredPid);
     await waitFor(() => !processExists(retiredPid), "the spent process to exit");
-    expect(hostChildren(home.stateDir).filter((c) => c.run_id === retired)).toEqual([]);
+    await waitFor(
+      () => hostChildren(home.stateDir).every((c) => c.run_id !== retired),
+      "the spent process forgotten",
+    );
     expect((await session.submit(retiredSecond, { n: 2 })).receipt).toMatchObject({
       status: "accepted",
     });
