@@ -107,7 +107,7 @@ function readLogs(
       attemptLimit: command.attempts,
       ...(Object.keys(after).length > 0 ? { after } : {}),
     },
-  }).then((response) => receiptOf("run.logs", response) as RunLogsReceipt);
+  }).then((response) => receiptOf("run.logs", response));
 }
 
 /** Prints steps and their new text; remembers what it showed so a follower prints each piece once. */

@@ -57,7 +57,7 @@ export async function runRerunCommand(
           ...(pi ? { pi } : {}),
         },
       }),
-    ) as RunRerunReceipt;
+    );
     if (command.json && !command.wait) printJson(io, receipt);
     else if (!command.json) io.out(rerunText(receipt, command.retry, io));
     if (command.wait) {

@@ -8,7 +8,7 @@
  */
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostRequest, requestFor } from "../protocol/host-request.ts";
 import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { resolveControllerRef } from "../controllers/discovery.ts";
@@ -28,9 +28,7 @@ import {
   type ResourceCommandOptions,
 } from "../state/controllers/resources.ts";
 import {
-  type ApproveBindingResult,
   approveSessionBinding,
-  type RevokeBindingResult,
   revokeSessionBinding,
   type SessionBindingTarget,
 } from "../state/controllers/session-bindings.ts";
@@ -110,7 +108,8 @@ export async function applyControllerCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
-  const payload = request.payload as Payload<"controller.apply">;
+  const apply = requestFor(request, "controller.apply");
+  const payload = apply.payload;
   const projectPath = projectOf(payload.cwd);
   if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
   const spec = (payload.spec ?? null) as JsonValue;
@@ -122,14 +121,13 @@ export async function applyControllerCommand(
   if (!resolved.ok) return reject(rt, request, resolved.code, resolved.message);
   const problem = sourceProblem(resolved, payload.controller, projectPath, payload.sourceDigest);
   if (problem !== null) return reject(rt, request, "sourceChanged", problem);
-  const body = (r: ApplyResourceResult) =>
-    ({
-      resource: r.resource,
-      created: r.created,
-      changed: r.changed,
-      repinned: r.repinned,
-      sourceDigest: resolved.sourceDigest,
-    }) as unknown as JsonValue;
+  const body = (r: ApplyResourceResult): OperationReceipt<"controller.apply"> => ({
+    resource: r.resource,
+    created: r.created,
+    changed: r.changed,
+    repinned: r.repinned,
+    sourceDigest: resolved.sourceDigest,
+  });
   const result = applyResource(rt.store, {
     controller: {
       projectPath,
@@ -153,12 +151,7 @@ export async function applyControllerCommand(
     repinned: result.repinned,
   });
   if (result.changed || result.repinned) rt.supervision.controllers.wake();
-  return answer(
-    rt,
-    request,
-    body(result) as OperationReceipt<"controller.apply">,
-    result.resource.metadata.resourceVersion,
-  );
+  return answer(rt, apply, body(result), result.resource.metadata.resourceVersion);
 }
 
 /**
@@ -198,9 +191,13 @@ function sourceProblem(
 }
 
 /** `controller.reconcile` and `controller.delete`: one resource transition with its receipt. */
-function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }>(
+function resourceCommand<
+  R extends { resource: ApplyResourceResult["resource"] },
+  Op extends "controller.reconcile" | "controller.delete",
+>(
+  operation: Op,
   transition: (store: HostRuntime["store"], opts: ResourceCommandOptions<R>) => R,
-  body: (result: R) => JsonValue,
+  body: (result: R) => OperationReceipt<Op>,
 ) {
   return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
     const payload = request.payload as Payload<"controller.reconcile">;
@@ -217,25 +214,26 @@ function resourceCommand<R extends { resource: ApplyResourceResult["resource"] }
     rt.supervision.controllers.wake();
     return answer(
       rt,
-      request,
-      body(result) as OperationReceipt<"controller.reconcile" | "controller.delete">,
+      { operation, requestId: request.requestId },
+      body(result),
       result.resource.metadata.resourceVersion,
     );
   };
 }
 
 export const reconcileControllerCommand = resourceCommand(
+  "controller.reconcile",
   requestReconcile,
-  (r) =>
-    ({
-      resource: r.resource,
-      ...(r.resolvedEffect ? { resolvedEffect: r.resolvedEffect } : {}),
-    }) as unknown as JsonValue,
+  (r) => ({
+    resource: r.resource,
+    ...(r.resolvedEffect ? { resolvedEffect: r.resolvedEffect } : {}),
+  }),
 );
 
 export const deleteControllerCommand = resourceCommand(
+  "controller.delete",
   requestDeletion,
-  (r) => ({ resource: r.resource, removed: r.removed }) as unknown as JsonValue,
+  (r) => ({ resource: r.resource, removed: r.removed }),
 );
 
 /**
@@ -243,35 +241,36 @@ export const deleteControllerCommand = resourceCommand(
  * interactive child runs) and `controller.unbind`, each one transition with its receipt. The
  * session id goes to the state only; the log names the controller.
  */
-function bindingCommand<R>(
+function bindingCommand<Op extends "controller.bind" | "controller.unbind">(
+  operation: Op,
   run: (
     rt: HostRuntime,
-    payload: Payload<"controller.bind" | "controller.unbind">,
-    target: SessionBindingTarget & { receipt: ControllerReceipt<R> },
-  ) => R,
+    payload: Payload<Op>,
+    target: SessionBindingTarget & { receipt: ControllerReceipt<OperationReceipt<Op>> },
+  ) => OperationReceipt<Op>,
 ) {
   return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
-    const payload = request.payload as Payload<"controller.bind" | "controller.unbind">;
+    // Dispatch routed `operation` here: its payload.
+    const payload = request.payload as Payload<Op>;
     const projectPath = projectOf(payload.cwd);
     if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
     const result = run(rt, payload, {
       projectPath,
       name: payload.controller,
-      receipt: { input: receipt, body: (r) => r as unknown as JsonValue },
+      receipt: { input: receipt, body: (r) => r },
     });
-    return answer(rt, request, result as OperationReceipt<"controller.bind" | "controller.unbind">);
+    return answer(rt, { operation, requestId: request.requestId }, result);
   };
 }
 
-export const bindControllerCommand = bindingCommand<ApproveBindingResult>((rt, payload, target) => {
-  const sessionId = (payload as Payload<"controller.bind">).sessionId;
-  const result = approveSessionBinding(rt.store, { ...target, sessionId });
+export const bindControllerCommand = bindingCommand("controller.bind", (rt, payload, target) => {
+  const result = approveSessionBinding(rt.store, { ...target, sessionId: payload.sessionId });
   rt.log("controller.sessionBound", { controller: result.controller, replaced: result.replaced });
   if (!result.unchanged) rt.supervision.controllers.wake();
   return result;
 });
 
-export const unbindControllerCommand = bindingCommand<RevokeBindingResult>((rt, _, target) => {
+export const unbindControllerCommand = bindingCommand("controller.unbind", (rt, _, target) => {
   const result = revokeSessionBinding(rt.store, target);
   rt.log("controller.sessionUnbound", { controller: result.controller });
   return result;

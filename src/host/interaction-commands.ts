@@ -14,7 +14,12 @@
  *   session.wait         a long poll on the session's cursor (the push to connected sessions)
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { type HostRequest, requestFingerprint } from "../protocol/host-request.ts";
+import {
+  type HostRequest,
+  type OperationRequest,
+  requestFingerprint,
+  requestFor,
+} from "../protocol/host-request.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { HOST_ERROR_CODES } from "../protocol/host-response.ts";
@@ -43,16 +48,9 @@ import { withReceipt } from "./command-receipts.ts";
 import { logError } from "./host-log.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
-type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>;
-
-function expect<Op extends HostRequest["operation"]>(request: HostRequest, op: Op): Payload<Op> {
-  if (request.operation !== op) throw new TypeError(`Expected ${op}`);
-  return request as Payload<Op>;
-}
-
 /** `interaction.claim`: the session's oldest pending request, or null. */
 export function claimInteractionQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const claim = expect(request, "interaction.claim");
+  const claim = requestFor(request, "interaction.claim");
   const current = claimInteraction(rt.store, claim.payload.sessionId);
   return receiptResponse(claim, rt.epoch, {
     interaction: current ? claimView(current) : null,
@@ -98,9 +96,9 @@ export function presentInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const presentRequest = expect(request, "interaction.present");
+    const presentRequest = requestFor(request, "interaction.present");
     const { payload, runId } = presentRequest;
-    const { revision, body } = presentInteraction(rt.store, {
+    const { revision, result } = presentInteraction(rt.store, {
       runId: runId!,
       interactionId: payload.interactionId,
       sessionId: payload.sessionId,
@@ -109,7 +107,7 @@ export function presentInteractionCommand(
       expectedRevision: request.expectedRevision,
       receipt,
     });
-    return answer(rt, presentRequest, revision, body);
+    return answer(rt, presentRequest, revision, result);
   });
 }
 
@@ -119,7 +117,7 @@ export function updateInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const updateRequest = expect(request, "interaction.update");
+    const updateRequest = requestFor(request, "interaction.update");
     const { payload, runId } = updateRequest;
     const update = payload.update;
     let checked: { type: string; key: string; data: JsonValue };
@@ -159,7 +157,7 @@ export function remindInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt) => {
-    const remindRequest = expect(request, "interaction.remind");
+    const remindRequest = requestFor(request, "interaction.remind");
     const { payload, runId } = remindRequest;
     const contract = contractOf(rt, payload.interactionId);
     const { revision, result, body } = remindInteraction(rt.store, {
@@ -186,7 +184,7 @@ export async function submitInteractionCommand(
   rt: HostRuntime,
   request: HostRequest,
 ): Promise<HostResponse> {
-  const { payload, runId, idempotencyKey } = expect(request, "interaction.submit");
+  const { payload, runId, idempotencyKey } = requestFor(request, "interaction.submit");
   const fail = (outcome: "rejected" | "conflict", code: string, message: string) =>
     failureResponse({ requestId: request.requestId, hostEpoch: rt.epoch, outcome, code, message });
   if (idempotencyKey === undefined) {
@@ -302,7 +300,7 @@ export async function sessionWaitQuery(
   rt: HostRuntime,
   request: HostRequest,
 ): Promise<HostResponse> {
-  const { payload } = expect(request, "session.wait");
+  const { payload } = requestFor(request, "session.wait");
   const { cursor, changed } = await rt.sessions.wait(
     payload.sessionId,
     payload.cursor,
@@ -331,11 +329,11 @@ function storedContract(json: string): StepContract {
  */
 function answer<Op extends "interaction.present" | "interaction.update" | "interaction.remind">(
   rt: HostRuntime,
-  request: Extract<HostRequest, { operation: Op }>,
+  request: OperationRequest<Op>,
   revision: number,
-  body: JsonValue | OperationReceipt<Op>,
+  body: OperationReceipt<Op>,
 ): HostResponse {
-  return receiptResponse(request, rt.epoch, body as OperationReceipt<Op>, { revision });
+  return receiptResponse(request, rt.epoch, body, { revision });
 }
 
 /** Per-request token buckets of tool updates (20/s, burst 100), like worker updates. */

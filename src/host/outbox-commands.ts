@@ -10,7 +10,7 @@
  * after a lost answer holds the same lease, while another Pi process on the same session (same
  * client id, other request) sees the items as `leased` and does not show them.
  */
-import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostRequest, requestFor } from "../protocol/host-request.ts";
 import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
 import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
@@ -21,13 +21,6 @@ import { type ClaimedTurn, claimTurn, resolveTurn } from "../state/transitions/t
 import { withReceipt } from "./command-receipts.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { fallbackText, presentationText } from "./turn-text.ts";
-
-type Request<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>;
-
-function as<Op extends HostRequest["operation"]>(request: HostRequest, op: Op): Request<Op> {
-  if (request.operation !== op) throw new TypeError(`Expected ${op}`);
-  return request as Request<Op>;
-}
 
 function leaseHolder(request: HostRequest): string {
   return `${request.clientId}\n${request.requestId}`;
@@ -43,7 +36,7 @@ function answer<Op extends HostOperation>(
 }
 
 export function claimNotificationsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const { payload } = as(request, "notification.claim");
+  const { payload } = requestFor(request, "notification.claim");
   const claim = claimNotifications(rt.store, {
     sessionId: payload.sessionId,
     holder: leaseHolder(request),
@@ -57,20 +50,15 @@ export function deliverNotificationCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt: CommandReceiptInput) => {
-    const deliver = as(request, "notification.deliver");
+    const deliver = requestFor(request, "notification.deliver");
     const result = deliverNotification(rt.store, { ...deliver.payload, receipt });
     // The transition built and stored the receipt (JSON in host_commands).
-    return answer(
-      rt,
-      deliver,
-      result.body as OperationReceipt<"notification.deliver">,
-      result.outcome,
-    );
+    return answer(rt, deliver, result.body, result.outcome);
   });
 }
 
 export function claimTurnQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const { payload } = as(request, "turn.claim");
+  const { payload } = requestFor(request, "turn.claim");
   const claim = claimTurn(rt.store, {
     sessionId: payload.sessionId,
     holder: leaseHolder(request),
@@ -102,9 +90,9 @@ function turnView(
 
 export function resolveTurnCommand(rt: HostRuntime, request: HostRequest): Promise<HostResponse> {
   return withReceipt(rt, request, (rt, request, receipt: CommandReceiptInput) => {
-    const resolve = as(request, "turn.resolve");
+    const resolve = requestFor(request, "turn.resolve");
     const result = resolveTurn(rt.store, { ...resolve.payload, receipt });
     // The transition built and stored the receipt (JSON in host_commands).
-    return answer(rt, resolve, result.body as OperationReceipt<"turn.resolve">, result.outcome);
+    return answer(rt, resolve, result.body, result.outcome);
   });
 }

@@ -9,9 +9,8 @@
  */
 import { Buffer } from "node:buffer";
 import { dirname, join } from "node:path";
-import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { HostRequest } from "../protocol/host-request.ts";
-import { type HostResponse, successResponse } from "../protocol/host-response.ts";
+import { type HostRequest, requestFor } from "../protocol/host-request.ts";
+import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { type LogChunk, logCursorKey, type StepLog } from "../protocol/log-operations.ts";
 import { type AttemptSummary, attemptVisit, listNodeAttempts } from "../state/attempt-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
@@ -32,9 +31,9 @@ type Source =
   | { stream: "transcript"; file: string | null; member?: string };
 
 export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  if (request.operation !== "run.logs") throw new TypeError("Expected run.logs");
-  const runId = request.runId!;
-  const payload = request.payload;
+  const logs = requestFor(request, "run.logs");
+  const runId = logs.runId!;
+  const payload = logs.payload;
   const run = readRun(rt.store, runId);
   if (!run) throw new NotFoundError("run", runId);
   const limit = payload.attemptLimit ?? DEFAULT_STEPS;
@@ -90,17 +89,13 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
     }
     return step;
   });
-  return successResponse({
-    requestId: request.requestId,
-    hostEpoch: rt.epoch,
-    receipt: {
-      runId,
-      state: run.state,
-      paused: run.paused,
-      steps: steps as unknown as JsonValue,
-      earlier,
-      more,
-    },
+  return receiptResponse(logs, rt.epoch, {
+    runId,
+    state: run.state,
+    paused: run.paused,
+    steps,
+    earlier,
+    more,
   });
 }
 

@@ -66,6 +66,18 @@ export type HostRequest = {
   [Op in HostOperation]: HostRequestFields & { operation: Op; payload: OperationPayload<Op> };
 }[HostOperation];
 
+/** A validated request of one operation. */
+export type OperationRequest<Op extends HostOperation> = Extract<HostRequest, { operation: Op }>;
+
+/** `request` as a request of `op`, as dispatch routed it; another operation is a host bug. */
+export function requestFor<Op extends HostOperation>(
+  request: HostRequest,
+  op: Op,
+): OperationRequest<Op> {
+  if (request.operation !== op) throw new TypeError(`Expected ${op}`);
+  return request as OperationRequest<Op>;
+}
+
 /** What a client writes: the payload as the operation accepts it, before defaults. */
 export type HostRequestInput<Op extends HostOperation = HostOperation> = HostRequestFields & {
   operation: Op;

@@ -6,6 +6,8 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import type { ControllerResource } from "../../protocol/controller-resource.ts";
+import type { HostOperation, OperationReceipt } from "../../protocol/host-operations.ts";
+import { receiptJson } from "../../protocol/host-response.ts";
 import { initialResourceStatus } from "../../protocol/controller-resource.ts";
 import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
@@ -48,10 +50,13 @@ export interface ControllerPinInput {
   pi?: PiLaunch;
 }
 
-/** A receipt committed with the change; its body is built from the committed result. */
+/**
+ * A receipt committed with the change; its body, the operation's receipt, is built from the
+ * committed result.
+ */
 export interface ControllerReceipt<R> {
   input: CommandReceiptInput;
-  body: (result: R) => JsonValue;
+  body: (result: R) => OperationReceipt<HostOperation>;
 }
 
 export interface ApplyResourceOptions {
@@ -356,7 +361,7 @@ export function recordReceipt<R>(
   now: number,
 ): void {
   if (!receipt) return;
-  recordHostCommandInTx(store, { ...receipt.input, receipt: receipt.body(result) }, {
+  recordHostCommandInTx(store, { ...receipt.input, receipt: receiptJson(receipt.body(result)) }, {
     runId: null,
     revision,
     now,

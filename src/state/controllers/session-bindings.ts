@@ -5,6 +5,7 @@
  * revoke. Each change is one transaction with its receipt. The session id stays in this table and
  * in the child runs' bindings: views and receipts carry the binding id and times only.
  */
+import type { OperationReceipt } from "../../protocol/host-operations.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
@@ -48,13 +49,8 @@ export interface SessionBindingTarget {
   name: string;
 }
 
-export interface ApproveBindingResult extends SessionBindingView {
-  controller: string;
-  /** A binding to another session was live and is revoked now. */
-  replaced: boolean;
-  /** This session was already the approved one; nothing changed. */
-  unchanged: boolean;
-}
+/** `controller.bind`'s receipt: whether a binding to another session was replaced, or nothing changed. */
+export type ApproveBindingResult = OperationReceipt<"controller.bind">;
 
 /**
  * `controller.bind`: approves `sessionId` for the controller's interactive child runs (revoking
@@ -103,13 +99,8 @@ export function approveSessionBinding(
   });
 }
 
-export interface RevokeBindingResult {
-  controller: string;
-  bindingId: string;
-  revokedAt: number;
-  /** Child runs started under the binding that have not ended: they keep their origin session. */
-  activeChildRuns: number;
-}
+/** `controller.unbind`'s receipt: child runs started under the binding keep their session. */
+export type RevokeBindingResult = OperationReceipt<"controller.unbind">;
 
 /** `controller.unbind`: revokes the controller's live binding; refused when it has none. */
 export function revokeSessionBinding(

@@ -2,7 +2,7 @@
  * `presentInteraction`: the Pi session records which public session entry presents its current
  * step (compare-and-set, so a restarted session adopts the entry instead of presenting twice).
  */
-import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { OperationReceipt } from "../../protocol/host-operations.ts";
 import { RefusedError } from "../errors.ts";
 import { currentSessionInteraction } from "../interaction-queries.ts";
 import { type StateStore } from "../store.ts";
@@ -13,6 +13,9 @@ import {
   requireWaitingRun,
   waitingRunWrite,
 } from "./waiting-run-write.ts";
+
+/** The receipt of `interaction.present`, which is also what the transition returns. */
+type PresentReceipt = OperationReceipt<"interaction.present">;
 
 export interface PresentInteractionOptions extends InteractionTarget {
   sessionEntryId: string;
@@ -28,12 +31,8 @@ export interface PresentInteractionOptions extends InteractionTarget {
 export function presentInteraction(
   store: StateStore,
   opts: PresentInteractionOptions,
-): {
-  revision: number;
-  result: { interactionId: string; sessionEntryId: string; presentedAt: number };
-  body: JsonValue;
-} {
-  return waitingRunWrite(store, opts, (request, run) => {
+): { revision: number; result: PresentReceipt } {
+  return waitingRunWrite<PresentReceipt, PresentReceipt>(store, opts, (request, run) => {
     requirePending(request);
     requireWaitingRun(run, "present a step of");
     const current = currentSessionInteraction(store, opts.sessionId);
@@ -48,7 +47,7 @@ export function presentInteraction(
     }
   }, ({ now, request }) => {
     const stored = request.presentation_entry_id;
-    const body = (entryId: string, at: number) => ({
+    const body = (entryId: string, at: number): PresentReceipt => ({
       interactionId: request.request_id,
       sessionEntryId: entryId,
       presentedAt: at,

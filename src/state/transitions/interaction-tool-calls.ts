@@ -6,6 +6,7 @@
  *   recordInteractionUpdate  an update of the waiting attempt (`node.update`)
  */
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
+import type { OperationReceipt } from "../../protocol/host-operations.ts";
 import { checkSubmitTarget } from "../../protocol/step-contract-schema.ts";
 import { RefusedError } from "../errors.ts";
 import { findSubmissionByKey, readSubmission, type SubmissionRow } from "../interaction-queries.ts";
@@ -63,7 +64,10 @@ export function submitInteraction(
   });
   let earlier: SubmissionRow | undefined;
   let attached: SubmissionRow | undefined;
-  const { revision, result } = waitingRunWrite(store, opts, (request) => {
+  const { revision, result } = waitingRunWrite<
+    string,
+    OperationReceipt<"interaction.submit"> | null
+  >(store, opts, (request) => {
     earlier = findSubmissionByKey(store, request.request_id, opts.idempotencyKey) ??
       attachedSubmission(store, request.request_id, opts);
     if (earlier) {
@@ -84,7 +88,9 @@ export function submitInteraction(
     if (mismatch) throw new RefusedError("rejected", mismatch.code, mismatch.message);
   }, ({ now, request, run }) => {
     // The answer is read from the submission row; no second receipt for the same tool call.
-    if (earlier) return { entry: null, result: earlier.submission_id, receipt: false };
+    if (earlier) {
+      return { entry: null, result: earlier.submission_id, receipt: false, body: null };
+    }
     requireWaitingRun(run, "submit a step of");
     setWaitingAttemptUsage(store, request.attempt_id, opts.usage);
     const validating = queryOne<{ submission_id: string; payload_hash: string }>(
@@ -190,7 +196,10 @@ export function recordInteractionUpdate(
   opts: InteractionUpdateOptions,
 ): { revision: number } {
   const data = encodeValue("node update", opts.data);
-  const { revision } = waitingRunWrite(store, opts, (request, run) => {
+  const { revision } = waitingRunWrite<
+    undefined,
+    OperationReceipt<"interaction.update">
+  >(store, opts, (request, run) => {
     requirePending(request);
     const mismatch = checkSubmitTarget(
       { step: request.node_id, attempt: request.attempt_id },

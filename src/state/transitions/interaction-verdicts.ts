@@ -13,6 +13,7 @@
  *                        launchable (the next worker routes on `$result.outcome` or ends the run)
  */
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
+import type { OperationReceipt } from "../../protocol/host-operations.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 import { MAX_STEP_REMINDERS, noSubmissionError } from "../../protocol/step-contract-schema.ts";
 import { boundedRejection } from "../../protocol/submissions.ts";
@@ -172,6 +173,8 @@ export interface RemindOptions extends InteractionTarget {
   usage?: StepUsage;
 }
 
+type RemindReceipt = OperationReceipt<"interaction.remind">;
+
 export type RemindResult =
   | { action: "remind"; reminder: number }
   | { action: "failed"; error: FactError }
@@ -186,7 +189,7 @@ export type RemindResult =
 export function remindInteraction(
   store: StateStore,
   opts: RemindOptions,
-): { revision: number; result: RemindResult; body: JsonValue } {
+): { revision: number; result: RemindResult; body: RemindReceipt } {
   const validating = (requestId: string) =>
     queryOne<{ n: number }>(
       store,
@@ -195,7 +198,7 @@ export function remindInteraction(
       { requestId },
     )!.n > 0;
   let waiting = false;
-  return waitingRunWrite<RemindResult>(
+  return waitingRunWrite<RemindResult, RemindReceipt>(
     store,
     opts,
     (request) => {
@@ -211,7 +214,7 @@ export function remindInteraction(
         );
       }
     },
-    ({ now, request }): WaitingChange<RemindResult> => {
+    ({ now, request }): WaitingChange<RemindResult, RemindReceipt> => {
       // Nothing is counted and no receipt sticks to the key: the extension asks again later.
       if (waiting) {
         return {

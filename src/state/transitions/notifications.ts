@@ -144,9 +144,7 @@ export function heldByOther(
     (row.claim_expires_at ?? 0) > now;
 }
 
-export type DeliveryResult = EntryRecorded<
-  { notificationId: string; sessionEntryId: string; deliveredAt: number }
->;
+export type DeliveryResult = EntryRecorded<"notification.deliver">;
 
 /**
  * Records the public session entry that shows a notification. Any claimant may record it (a Pi

@@ -4,7 +4,8 @@
  * this session; the caller's `record` adopts the same entry recorded before, refuses another
  * (`conflict`), or records it; the command receipt commits with it.
  */
-import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { HostOperation, OperationReceipt } from "../../protocol/host-operations.ts";
+import { receiptJson } from "../../protocol/host-response.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { RefusedError } from "../errors.ts";
 import { type StateStore } from "../store.ts";
@@ -22,13 +23,14 @@ export interface SessionEntryTarget {
   receipt?: CommandReceiptInput;
 }
 
-export interface EntryRecorded<B> {
+/** The recorded entry: the outcome and the operation's receipt. */
+export interface EntryRecorded<Op extends HostOperation> {
   /** `adopted` when the same entry was recorded before. */
   outcome: "accepted" | "adopted";
-  body: B;
+  body: OperationReceipt<Op>;
 }
 
-export function recordOutboxEntry<R extends OutboxItemRow, B extends JsonValue>(
+export function recordOutboxEntry<R extends OutboxItemRow, Op extends HostOperation>(
   store: StateStore,
   target: SessionEntryTarget,
   opts: {
@@ -37,9 +39,9 @@ export function recordOutboxEntry<R extends OutboxItemRow, B extends JsonValue>(
     /** What a missing item and another session's item are refused with. */
     notFound: { code: string; message: string };
     wrongSession: string;
-    record: (row: R, now: number) => EntryRecorded<B>;
+    record: (row: R, now: number) => EntryRecorded<Op>;
   },
-): EntryRecorded<B> {
+): EntryRecorded<Op> {
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const row = opts.read();
@@ -51,7 +53,7 @@ export function recordOutboxEntry<R extends OutboxItemRow, B extends JsonValue>(
     if (target.receipt) {
       recordHostCommandInTx(
         store,
-        { ...target.receipt, outcome: result.outcome, receipt: result.body },
+        { ...target.receipt, outcome: result.outcome, receipt: receiptJson(result.body) },
         { runId: row.run_id, revision: null, now },
       );
     }

@@ -107,9 +107,7 @@ export function claimTurn(
   });
 }
 
-export type TurnResolveResult = EntryRecorded<
-  { turnIntentId: string; resolution: TurnResolution; sessionEntryId: string }
->;
+export type TurnResolveResult = EntryRecorded<"turn.resolve">;
 
 /**
  * Records the public session entry of the turn the session started for an eligible intent. Like

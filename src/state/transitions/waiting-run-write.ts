@@ -3,7 +3,8 @@
  * reminders): the request's transport checks, proof that no live claim exists, the change, its
  * revision and event, and the command receipt, in one transaction.
  */
-import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { HostOperation, OperationReceipt } from "../../protocol/host-operations.ts";
+import { receiptJson } from "../../protocol/host-response.ts";
 import { releaseLeaseInTx, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
 import { RefusedError, RevisionConflictError } from "../errors.ts";
@@ -24,14 +25,17 @@ export interface InteractionTarget {
   receipt?: CommandReceiptInput;
 }
 
+/** A command's receipt, typed by its operation's receipt schema. */
+type Receipt = OperationReceipt<HostOperation>;
+
 /** What a `waitingRunWrite` change commits (a null entry: no run change). */
-export interface WaitingChange<T> {
+export interface WaitingChange<T, B extends Receipt | null> {
   entry: JournalEntry | null;
   result: T;
   /** Store the command receipt (default true): false for an answer that must not stick. */
   receipt?: boolean;
-  /** The receipt body stored with the command (unless the caller gave one). */
-  body?: JsonValue;
+  /** The receipt stored with the command (unless the caller gave one); null: none to store. */
+  body: B;
 }
 
 /**
@@ -40,12 +44,12 @@ export interface WaitingChange<T> {
  * the change, its revision, event and viewer delta, and the command receipt. Returns the
  * change's result; a change with a null `entry` commits nothing but the receipt.
  */
-export function waitingRunWrite<T>(
+export function waitingRunWrite<T, B extends Receipt | null>(
   store: StateStore,
   t: InteractionTarget,
   check: (request: InteractionRow, run: RunRow) => void,
-  change: (ctx: { now: number; request: InteractionRow; run: RunRow }) => WaitingChange<T>,
-): { revision: number; result: T; body: JsonValue } {
+  change: (ctx: { now: number; request: InteractionRow; run: RunRow }) => WaitingChange<T, B>,
+): { revision: number; result: T; body: B } {
   return writeTransaction(store, () => {
     const now = store.clock.now();
     const request = requireRequest(store, t);
@@ -65,11 +69,14 @@ export function waitingRunWrite<T>(
     if (t.receipt && applied.receipt !== false) {
       recordHostCommandInTx(
         store,
-        { ...t.receipt, receipt: t.receipt.receipt ?? applied.body ?? {} },
+        {
+          ...t.receipt,
+          receipt: t.receipt.receipt ?? (applied.body === null ? {} : receiptJson(applied.body)),
+        },
         { runId: t.runId, revision, now },
       );
     }
-    return { revision, result: applied.result, body: applied.body ?? null };
+    return { revision, result: applied.result, body: applied.body };
   });
 }
 
