@@ -12,6 +12,7 @@ import type { CompiledScope, CompiledWorkflow } from "./compile.ts";
 import { toJson } from "./json-value.ts";
 import { NodeFailure } from "./errors.ts";
 import { readonlyRecord } from "./readonly-record.ts";
+import { answerAsRead } from "./human-decision.ts";
 import { resultError } from "./result-error.ts";
 import type { NodeResultRecord, NodeType012 } from "./types.ts";
 
@@ -93,7 +94,7 @@ function buildView(wf: CompiledWorkflow, facts: RunFacts): BuiltView {
     outputs: new Map(),
     visits: new Map(),
     last: undefined,
-    record: recordOf,
+    record: (attempt, nodeId) => recordOf(attempt, nodeId, outputOf(wf, attempt)),
   };
   const built: BuiltView = {
     wf,
@@ -121,8 +122,9 @@ function takeIn(
     view.latest.set(attempt.nodeId, attempt);
     view.visits.set(attempt.nodeId, (view.visits.get(attempt.nodeId) ?? 0) + 1);
     // A later failure hides the node's earlier output, so callbacks never read stale data.
-    if (attempt.state === "ok") view.outputs.set(attempt.nodeId, attempt.output ?? null);
-    else view.outputs.delete(attempt.nodeId);
+    if (attempt.state === "ok") {
+      view.outputs.set(attempt.nodeId, outputOf(built.wf, attempt) ?? null);
+    } else view.outputs.delete(attempt.nodeId);
   }
   built.count = attempts.length;
   built.tail = attempts.at(-1);
@@ -135,7 +137,18 @@ function isSorted(attempts: readonly AttemptFact[]): boolean {
   return true;
 }
 
-function recordOf(a: AttemptFact, nodeId = a.nodeId): NodeResultRecord {
+/** An attempt's output as callbacks read it (a human decision's answer with 0.12's `input`). */
+function outputOf(wf: CompiledWorkflow, a: AttemptFact): JsonValue | undefined {
+  if (a.nodeKind !== "humanDecision" || a.output === undefined) return a.output;
+  const node = wf.nodes.get(a.nodeId)?.node;
+  return node?.kind === "humanDecision" ? answerAsRead(node.choices, a.output) : a.output;
+}
+
+function recordOf(
+  a: AttemptFact,
+  nodeId = a.nodeId,
+  output = a.output,
+): NodeResultRecord {
   const record: NodeResultRecord = {
     outcome: a.state as NodeResultRecord["outcome"],
     durationMs: a.finishedAt !== undefined ? Math.max(0, a.finishedAt - a.startedAt) : null,
@@ -145,7 +158,7 @@ function recordOf(a: AttemptFact, nodeId = a.nodeId): NodeResultRecord {
     startedAt: new Date(a.startedAt).toISOString(),
   };
   if (a.finishedAt !== undefined) record.finishedAt = new Date(a.finishedAt).toISOString();
-  if (a.output !== undefined) record.output = a.output;
+  if (output !== undefined) record.output = output;
   if (a.error !== undefined) record.error = resultError(a.error);
   return record;
 }
@@ -188,6 +201,7 @@ export function invocationStart(view: FactsView, scope: CompiledScope): number {
 
 /** The latest attempt and ok output per node, over one scope invocation's attempts. */
 function invocationMaps(
+  wf: CompiledWorkflow,
   view: FactsView,
   scope: CompiledScope,
 ): { latest: Map<string, AttemptFact>; outputs: Map<string, JsonValue> } {
@@ -197,7 +211,7 @@ function invocationMaps(
   for (let i = invocationStart(view, scope); i < view.steps.length; i++) {
     const attempt = view.steps[i];
     latest.set(attempt.nodeId, attempt);
-    if (attempt.state === "ok") outputs.set(attempt.nodeId, attempt.output ?? null);
+    if (attempt.state === "ok") outputs.set(attempt.nodeId, outputOf(wf, attempt) ?? null);
     else outputs.delete(attempt.nodeId);
   }
   return { latest, outputs };
@@ -217,7 +231,7 @@ export function scopeContext(
   scope: CompiledScope,
 ): ScopeContext {
   // Inside an include only the current invocation is visible.
-  const seen = invocationMaps(view, scope);
+  const seen = invocationMaps(wf, view, scope);
   const mountExit = (mount: string) => {
     const child = scope.children.get(mount);
     if (!child) return undefined;

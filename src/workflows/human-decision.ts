@@ -2,6 +2,7 @@
  * Protected human decisions: a checkpoint only a person answers (never the model tool), with
  * typed choices, optional free text, a structured presentation and an optional timeout default.
  */
+import type { JsonValue } from "../protocol/canonical-json.ts";
 import { checkCases } from "./decision.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
 import type {
@@ -131,6 +132,21 @@ export function validateHumanResponse(
     };
   }
   return { ok: true, response: { choice: picked, text: trimmed } };
+}
+
+/**
+ * A recorded answer as callbacks read it: `{choice, text}`, plus 0.12's form of the text,
+ * `input: {<textInput name>: text}`, when the choice takes text. The record keeps `{choice, text}`
+ * (the protocol's response shape); 0.12 code reading `outputs.<id>.input.<name>` gets the text.
+ */
+export function answerAsRead(choices: HumanChoices, answer: JsonValue): JsonValue {
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) return answer;
+  const { choice: picked, text } = answer;
+  if (typeof picked !== "string" || typeof text !== "string" || answer.input !== undefined) {
+    return answer;
+  }
+  const spec = Object.hasOwn(choices, picked) ? choices[picked].input : undefined;
+  return spec ? { ...answer, input: { [spec.name]: text } } : answer;
 }
 
 /** Checks a request's presentation against the size limits; throws a clear error. */

@@ -12,11 +12,11 @@ import { describe, expect, it } from "vitest";
 import { controllersApi, fullAuthoringApi } from "../../src/controllers/authoring-api.ts";
 import { loadController } from "../../src/controllers/load-controller.ts";
 import { runReconcile } from "../../src/controllers/reconcile.ts";
-import { loadWorkflow } from "../../src/workflows/index.ts";
+import { loadWorkflow, validateHumanResponse } from "../../src/workflows/index.ts";
 import { builtinsApi } from "../../src/workflows/sources/builtins-api.ts";
 import { TYPE_NAMES_012 } from "../../src/workflows/sources/compat-0-12.ts";
 import { ROOT } from "../support/host.ts";
-import { runWorkflow } from "../support/workflows.ts";
+import { answerWaiting, runWorkflow } from "../support/workflows.ts";
 import { loadError, tempProjects } from "../support/temp-project.ts";
 
 const { project } = tempProjects("piw-compat012-");
@@ -491,6 +491,55 @@ export default defineWorkflow({
         audience: "team-t",
         onTimeout: { afterMs: 60000, response: { choice: "replan", text: "smaller" } },
       },
+    });
+  });
+
+  it("a decision answer with text reads as 0.12's {choice, input: {<name>: text}} too", async () => {
+    const dir = project({
+      "w.workflow.ts":
+        `import { choice, compute, defineHumanChoices, defineWorkflow, humanDecision } from "@osolmaz/pi-workflows";
+const choices = defineHumanChoices({
+  go: choice({ label: "Go" }),
+  replan: choice({ label: "Replan", input: textInput({ name: "instructions", prompt: "What?" }) }),
+});
+export default defineWorkflow({
+  name: "w",
+  startAt: "gate",
+  nodes: {
+    gate: humanDecision({
+      audience: "operator",
+      choices,
+      request: () => ({ title: "T", subject: 1, presentation: { schema: "pi-workflows.decision-presentation.v1", summary: "s", blocks: [] } }),
+    }),
+    after: compute({ run: ({ outputs, results }) => [outputs.gate, results.gate.output.input.instructions] }),
+  },
+  edges: [{ from: "gate", to: "after" }],
+});
+`.replace("choice, compute", "choice, compute, textInput"),
+    });
+    const loaded = await loadWorkflow("./w.workflow.ts", { cwd: dir });
+    const waiting = await runWorkflow(loaded.workflow);
+    // What the host records for 0.12's form of the answer (checkWaitingAnswer).
+    const checked = validateHumanResponse(
+      {
+        go: { label: "Go" },
+        replan: {
+          label: "Replan",
+          input: { name: "instructions", prompt: "What?", minLength: 1, maxLength: 4000 },
+        },
+      },
+      { choice: "replan", input: { instructions: "smaller" } },
+    );
+    expect(checked).toEqual({ ok: true, response: { choice: "replan", text: "smaller" } });
+    const done = await runWorkflow(loaded.workflow, {
+      facts: answerWaiting(waiting.facts, checked.ok ? { ...checked.response } : null),
+    });
+    expect(done.last).toMatchObject({
+      kind: "complete",
+      output: [
+        { choice: "replan", text: "smaller", input: { instructions: "smaller" } },
+        "smaller",
+      ],
     });
   });
 
