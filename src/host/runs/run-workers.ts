@@ -21,6 +21,7 @@ import { createRunCredentials, type RunCredentials } from "../run-credentials.ts
 import { createWorkerStops } from "../supervision/worker-stops.ts";
 import { superviseWorker } from "../supervision/worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
+import { failForReplyTooLarge } from "./reply-too-large.ts";
 import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
 import { awaitsGoodbye, holdsClaim, releaseClaim } from "../supervision/worker-life.ts";
 
@@ -99,6 +100,7 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       onAttemptStarted: deadlines.onAttemptStarted,
       onAttemptClosed: deadlines.onAttemptClosed,
       keepPrepared: (worker: ActiveWorker) => prepared.offer(worker),
+      replyTooLarge: (worker: ActiveWorker) => failForReplyTooLarge(ctx, worker, stop),
       parkedAtBoundary(worker: ActiveWorker) {
         if (!shuttingDown) return false;
         parkForShutdown(ctx, worker);

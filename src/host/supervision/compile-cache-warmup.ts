@@ -15,10 +15,9 @@
  * identity) at `warmupTimeoutMs` or at shutdown (killed from outside, Node writes no cache); a
  * host that dies leaves it to finish on its own, within about the time of a source resolver.
  */
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
-import { detectRuntime, type SelfCommand, selfCommand } from "../../os/self-launch.ts";
+import { type SelfCommand, selfCommand } from "../../os/self-launch.ts";
+import { warmKey, warmupSkipReason, writeWarmMarker } from "../../os/compile-cache-marker.ts";
 import { logError } from "../host-log.ts";
 import type { HostContext } from "./api.ts";
 import { childEnvironment, compileCacheEnv } from "./children/child-environment.ts";
@@ -28,8 +27,6 @@ import { spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 
 /** A warm-up from source takes ~0.5 s on the 2-core development machine; far more is stuck. */
 export const WARMUP_TIMEOUT_MS = 20_000;
-/** Names the program whose modules the cache holds (see `warmKey`). */
-const MARKER = "warmed.json";
 /** The lowest priority (nice 19): the child gets only CPU time nothing else wants. */
 const LOWEST_PRIORITY = 19;
 
@@ -83,7 +80,7 @@ export function createCompileCacheWarmup(
 
   return {
     start(busy) {
-      const skip = busy ? "hostBusy" : skipReason(cacheDir, key);
+      const skip = busy ? "hostBusy" : warmupSkipReason(cacheDir, key);
       if (skip !== null) {
         ctx.log("compile_cache.warmup_skipped", { reason: skip });
         return;
@@ -117,7 +114,7 @@ export function createCompileCacheWarmup(
         current.ended = true;
         deadline.disarm();
         const result: WarmupEnd = ending ?? (code === 0 ? "warmed" : "failed");
-        if (result === "warmed") writeMarker(cacheDir!, key);
+        if (result === "warmed") writeWarmMarker(cacheDir!, key);
         ctx.log(`compile_cache.${result === "warmed" ? "warmed" : `warmup_${result}`}`, {
           ms: Date.now() - started,
           ...(result === "failed" ? { code } : {}),
@@ -131,45 +128,4 @@ export function createCompileCacheWarmup(
       if (running && !running.ended) await handled;
     },
   };
-}
-
-/** Why a warm-up would be useless (a log code), or null when it is worth running. */
-function skipReason(cacheDir: string | undefined, key: string): string | null {
-  // The executable carries its own V8 code cache; Deno has no Node compile cache.
-  if (detectRuntime() !== "node") return "noCompileCache";
-  // A run environment's own NODE_COMPILE_CACHE, or none: not the state directory's.
-  if (cacheDir === undefined) return "noCompileCache";
-  try {
-    if (readFileSync(join(cacheDir, MARKER), "utf8") === key) return "alreadyWarm";
-  } catch {
-    // No marker: a new cache (or one from before warm-ups).
-  }
-  return null;
-}
-
-/**
- * What the marker names: the Node version (the cache's own key) and the worker program, with
- * the size and time of its entry file, so an upgraded package or Node warms again. Edited
- * sources of a checkout are caught by the cache itself (it checks each file's bytes).
- */
-function warmKey(command: SelfCommand): string {
-  const files = command.args.filter((arg) => /\.(m?js|ts)$/.test(arg));
-  const stamps = files.map((file) => {
-    try {
-      const stat = statSync(file);
-      return `${file}:${stat.size}:${stat.mtimeMs}`;
-    } catch {
-      return file;
-    }
-  });
-  return JSON.stringify({ node: process.version, command: command.command, files: stamps });
-}
-
-function writeMarker(cacheDir: string, key: string): void {
-  try {
-    mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-    writeFileSync(join(cacheDir, MARKER), key, { mode: 0o600 });
-  } catch {
-    // Unwritable: the next host start warms again, which costs only that child.
-  }
 }

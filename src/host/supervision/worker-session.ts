@@ -15,7 +15,7 @@
  */
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
-import { encodeFrameText, FrameError, MAX_FRAME_BYTES } from "../../protocol/framing.ts";
+import { encodeFrameText, FrameError } from "../../protocol/framing.ts";
 import {
   claimLostReply,
   parseWorkerHeader,
@@ -29,7 +29,6 @@ import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-messa
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../protocol/fast-canonical-json.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
-import { failRun } from "../../state/transitions/run-end.ts";
 import type { HostContext } from "./api.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
@@ -74,6 +73,11 @@ export interface SessionHooks {
    * stops reading its channel.
    */
   keepPrepared(worker: ActiveWorker): boolean;
+  /**
+   * A reply cannot cross the channel (past the frame limit): the run fails and the worker is
+   * stopped (runs/reply-too-large.ts).
+   */
+  replyTooLarge(worker: ActiveWorker): void;
 }
 
 /**
@@ -137,7 +141,7 @@ export async function serveWorkerChannel(
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) return;
       writeBatch(); // the replies before it still leave
       open = false;
-      replyTooLarge(ctx, worker, hooks);
+      hooks.replyTooLarge(worker);
       return;
     }
     if (batch.length === 0) process.nextTick(writeBatch);
@@ -314,31 +318,6 @@ function answer(
     if (applied.closedAttempt) hooks.onAttemptClosed(worker);
   });
   return reply;
-}
-
-/**
- * A reply that cannot cross the channel. Replies are bounded by construction (facts travel in
- * pieces, stored values are at most the node output limit), so this is a safety net: the run
- * could never make progress through this channel, so it fails now with a clear reason instead of
- * crash-looping.
- */
-function replyTooLarge(ctx: HostContext, worker: ActiveWorker, hooks: SessionHooks): void {
-  if (holdsClaim(worker)) {
-    try {
-      failRun(ctx.store, worker.claim, {
-        error: {
-          code: "protocolRejected",
-          message: `A reply to the run's worker passed the ${MAX_FRAME_BYTES} byte channel ` +
-            "message limit",
-        },
-      });
-      markSettled(worker);
-    } catch (error) {
-      if (!(error instanceof ClaimLostError)) throw error;
-      releaseClaim(worker);
-    }
-  }
-  hooks.stop(worker, "protocolRejected", "protocolRejected: reply too large");
 }
 
 /** A worker that loaded many instances of its workflow asks not to be kept (fresh-instances.ts). */
