@@ -63,7 +63,7 @@ describe("headless Pi children under cancellation and crashes", () => {
       return sleep && pis.length === 1 ? { pi: pis[0], sleep } : undefined;
     });
 
-  const status = (runId: string) => h.cliJson(["status", runId]);
+  const status = (runId: string) => h.cliHereJson(["status", runId]);
   const settled = (runId: string, what: string, done: (s: any) => boolean) =>
     waitFor(what, 60_000, async () => {
       const s = await status(runId);

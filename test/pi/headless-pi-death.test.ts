@@ -25,7 +25,7 @@ describe("a headless Pi that dies", () => {
     await h?.close();
   });
 
-  const status = (runId: string) => h.cliJson(["status", runId, "--attempts", "all"]);
+  const status = (runId: string) => h.cliHereJson(["status", runId, "--attempts", "all"]);
   const gone = (p: ProcessInfo) => readProcessIdentityNow(p.pid) === null;
   const start = async (name: string, env: Record<string, string> = {}) => {
     const path = h.writeWorkflow(`${name}.workflow.ts`, oneAgentStep(name));

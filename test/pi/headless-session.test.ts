@@ -83,7 +83,7 @@ describe("a headless run is one durable Pi conversation", () => {
     await h?.close();
   });
 
-  const status = (runId: string) => h.cliJson(["status", runId, "--attempts", "all"]);
+  const status = (runId: string) => h.cliHereJson(["status", runId, "--attempts", "all"]);
   const hostProcess = () =>
     h.processes().find((p) => p.argv.at(-2) === "host" && p.argv.at(-1) === "run");
   const gone = (p: ProcessInfo) => readProcessIdentityNow(p.pid) === null;
