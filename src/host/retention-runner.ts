@@ -3,7 +3,9 @@
  * transaction at a time with the event loop free in between, so commands interleave with a
  * prune and no transaction of it holds the write lock for more than a few milliseconds.
  *
- * After a pass, the deleted runs' files go too: captured worker output and headless Pi sessions.
+ * After a pass, the deleted runs' files go too: captured worker output, step output and headless
+ * Pi sessions, and the session directories of runs an earlier pass deleted but could not finish
+ * (an idle exit or a crash cut it short; the captured output is bounded by the log budget anyway).
  *
  * - `prune(options)`: the `host.prune` command, to completion (an idle pass in progress is
  *   dropped first: the command's pass does all of its work).
@@ -23,6 +25,7 @@ import {
   type RetentionReport,
 } from "../state/retention/retention-pass.ts";
 import type { StateStore } from "../state/store.ts";
+import { runsNotStored } from "../state/retention/missing-runs.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
 import { stepOutputStem } from "../base/step-output-files.ts";
@@ -58,10 +61,12 @@ export function createRetentionRunner(ctx: {
   let commanded: Promise<RetentionReport> | null = null;
 
   const finish = (pass: RetentionPass, source: string): void => {
-    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs, pass.prunedAttempts);
-    removeSessionDirs(join(ctx.stateDir, "sessions"), pass.prunedRuns);
     const r = pass.report;
     if (r.dryRun) return;
+    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs, pass.prunedAttempts);
+    const sessions = join(ctx.stateDir, "sessions");
+    // With those of runs an earlier pass deleted but could not finish (an idle exit, a crash).
+    removeSessionDirs(sessions, [...pass.prunedRuns, ...orphanSessionDirs(ctx.store, sessions)]);
     ctx.log("retention.pass", {
       source,
       runs: r.runs,
@@ -171,11 +176,24 @@ function removeOutputFiles(
   }
 }
 
+/** Run ids are the host's own; a name that could leave the directory is never one. */
+const RUN_DIR_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+/** The session directories (`sessions/<runId>/`) of runs the database no longer has. */
+function orphanSessionDirs(store: StateStore, dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => RUN_DIR_NAME.test(name));
+  } catch {
+    return [];
+  }
+  return runsNotStored(store, names);
+}
+
 /** Removes the headless Pi conversations of the deleted runs (`sessions/<runId>/`). */
 function removeSessionDirs(dir: string, runIds: readonly string[]): void {
   for (const runId of runIds) {
-    // Run ids are the host's own; anything that could leave the directory is skipped.
-    if (!/^[A-Za-z0-9_.-]+$/.test(runId) || runId.startsWith(".")) continue;
+    if (!RUN_DIR_NAME.test(runId)) continue;
     try {
       rmSync(join(dir, runId), { recursive: true, force: true });
     } catch {

@@ -207,6 +207,8 @@ describe("pi-workflows prune", () => {
       const runs = seed(home.stateDir, 40, 2);
       const all = [...runs.old, ...runs.young];
       const before = runRows(home.stateDir, all);
+      const sessionDir = (id: string) => join(home!.stateDir, "sessions", id);
+      for (const id of all) mkdirSync(sessionDir(id), { recursive: true });
       const crashing = await startHostProcess({ ...home.env, PI_WORKFLOWS_CRASH_AT: point });
       const answer = await runCliProcess(["prune", "--json"], home.env, 60_000);
       await crashing.exited;
@@ -216,6 +218,9 @@ describe("pi-workflows prune", () => {
       const after = runRows(home.stateDir, all);
       for (const id of runs.young) expect(after.get(id)).toBe(before.get(id));
       for (const id of runs.old) expect(after.get(id)).toBe(GONE);
+      // The runs the killed host deleted lose their files too (the next pass finds them).
+      expect(runs.old.filter((id) => existsSync(sessionDir(id)))).toEqual([]);
+      expect(runs.young.filter((id) => existsSync(sessionDir(id)))).toEqual(runs.young);
       await runCliProcess(["host", "stop"], home.env, 30_000);
       await waitFor(
         async () => (await runCliProcess(["doctor"], home!.env, 30_000)).code === 0,
