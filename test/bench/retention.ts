@@ -428,6 +428,13 @@ try {
         blockedMs: round(slowest.reduce((t, x) => t + (x.blockedMs ?? 0), 0)),
       },
       slowest: slowest.sort((a, b) => b.ms - a.ms).slice(0, 8),
+      // Per phase: how many were over 20 ms, and the slowest with its split.
+      over20msByPhase: Object.fromEntries(
+        [...new Set(slowest.map((x) => x.phase))].map((phase) => {
+          const own = slowest.filter((x) => x.phase === phase);
+          return [phase, { n: own.length, slowest: own[0] }];
+        }),
+      ),
       // The host's own one-run writes between the pass's transactions, same file, same time.
       baselineWriteMs: {
         p50: round(percentile(writeMs, 50)),

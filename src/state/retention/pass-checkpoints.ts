@@ -14,8 +14,14 @@ import type { StateStore } from "../store.ts";
 import { queryOneArgs } from "../statements.ts";
 import { pragmaNumber } from "./database-pages.ts";
 
-/** WAL frames (pages) the pass writes between two of its checkpoints (~4 MiB). */
-export const CHECKPOINT_FRAMES = 1_000;
+/**
+ * WAL frames (pages) the pass writes between two of its checkpoints (~8 MiB). The first commit
+ * after a complete checkpoint starts the WAL over and syncs its new header under the write lock
+ * (even at `synchronous=NORMAL`): one fsync under the lock per checkpoint, so not too often; and
+ * well below the host's own `WAL_AUTOCHECKPOINT_FRAMES` (4,000), which would checkpoint inside a
+ * host commit.
+ */
+export const CHECKPOINT_FRAMES = 2_000;
 
 export interface PassCheckpoints {
   /** Runs `fn`, one write transaction of the pass, with automatic checkpoints off. */

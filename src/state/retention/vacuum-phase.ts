@@ -19,7 +19,7 @@ import { syncPassCommits } from "./pass-transaction.ts";
 /** Pages one transaction returns at most (1 MiB of 4 KiB pages). */
 const VACUUM_PAGES = 256;
 /** Pages one `incremental_vacuum` call returns at most. */
-const MAX_CHUNK = 32;
+const MAX_CHUNK = 8;
 
 export function createVacuumPhase(ctx: PassContext): PassPhase {
   // ms one page took, from the steps so far (the first chunk is one page).
