@@ -1,22 +1,68 @@
 /**
  * A failure's `{code, message}` as callbacks read it in `results.<id>.error` (and a controller in
  * a child workflow's `error`). pi-workflows 0.12 gave the message there as a plain string; this
- * object becomes that string wherever a string is made of it (a template literal, `String(error)`,
- * `+`, `==`), so 0.12 code that formats or prints the error runs unchanged. JSON and a spread see
- * only `{code, message}`. String methods (`error.includes`) are not there: read `error.message`.
+ * object reads as that string too: it becomes the message wherever a string is made of it (a
+ * template literal, `String(error)`, `+`, `==`), and has the string's `length` and its reading
+ * methods (`includes`, `startsWith`, `slice`, `split`, ...), each applied to the message. So 0.12
+ * code that formats or inspects the error runs unchanged. JSON, a spread and deep equality see
+ * only `{code, message}`. Not a string: `typeof` is "object" and `===` compares identity.
  */
-export interface ResultError {
+
+/** The string members a `ResultError` answers as its message would. */
+const STRING_METHODS = [
+  "at",
+  "charAt",
+  "endsWith",
+  "includes",
+  "indexOf",
+  "lastIndexOf",
+  "match",
+  "padEnd",
+  "padStart",
+  "replace",
+  "replaceAll",
+  "search",
+  "slice",
+  "split",
+  "startsWith",
+  "substring",
+  "toLowerCase",
+  "toUpperCase",
+  "trim",
+  "trimEnd",
+  "trimStart",
+] as const;
+
+export interface ResultError extends Pick<String, (typeof STRING_METHODS)[number] | "length"> {
   code: string;
   message: string;
   /** The message: what 0.12's `error` string held. */
   toString(): string;
 }
 
+/** Not enumerable: JSON, spreads and deep equality see a plain `{code, message}`. */
+const STRING_LIKE: PropertyDescriptorMap = {
+  toString: { value: messageOf },
+  length: {
+    get(this: { message: string }) {
+      return this.message.length;
+    },
+  },
+};
+for (const name of STRING_METHODS) {
+  const method = String.prototype[name] as (...args: unknown[]) => unknown;
+  STRING_LIKE[name] = {
+    value: function (this: { message: string }, ...args: unknown[]) {
+      return method.apply(this.message, args);
+    },
+  };
+}
+
 export function resultError(error: { code: string; message: string }): ResultError {
-  const value = { code: error.code, message: error.message };
-  // Not enumerable: JSON, spreads and deep equality see a plain `{code, message}`.
-  Object.defineProperty(value, "toString", { value: messageOf });
-  return value;
+  return Object.defineProperties(
+    { code: error.code, message: error.message },
+    STRING_LIKE,
+  ) as ResultError;
 }
 
 function messageOf(this: { message: string }): string {

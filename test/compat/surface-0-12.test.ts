@@ -693,13 +693,14 @@ export default defineWorkflow({
 `,
     });
 
-  it("results.<id> has 0.12's nodeId, nodeType, startedAt, finishedAt; error prints as 0.12's string", async () => {
+  it("results.<id> has 0.12's nodeId, nodeType, startedAt, finishedAt; error reads as 0.12's string", async () => {
     const dir = failing(
       `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
       `({ results }) => {
       const r = results.a;
       return {
         text: \`failed: \${r.error}\`, string: String(r.error), plus: "" + r.error, loose: r.error == "boom",
+        methods: [r.error.includes("oo"), r.error.startsWith("bo"), r.error.slice(1, 3), r.error.length, r.error.toUpperCase(), r.error.split("o")],
         code: r.error.code, json: JSON.parse(JSON.stringify(r)).error,
         nodeId: r.nodeId, nodeType: r.nodeType,
         times: [r.startedAt, r.finishedAt].every((t) => new Date(t).toISOString() === t),
@@ -714,6 +715,7 @@ export default defineWorkflow({
         string: "boom",
         plus: "boom",
         loose: true,
+        methods: [true, true, "oo", 4, "BOOM", ["b", "", "m"]],
         code: "nodeFailed",
         json: { code: "nodeFailed", message: "boom" },
         nodeId: "a",
