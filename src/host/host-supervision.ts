@@ -207,10 +207,7 @@ export function createSupervision(
         active.size > 0 || resolvers.pending() > 0 || validations.count() > 0 ||
         controllers.hasPendingWork()
       ) return true;
-      if (shuttingDown) return false;
-      if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
-      // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
-      return listExpiredRuns(ctx.store, Number.MAX_SAFE_INTEGER).length > 0;
+      return !shuttingDown && hasRunsToLaunch(ctx);
     },
     async shutdown() {
       shuttingDown = true;
@@ -223,4 +220,11 @@ export function createSupervision(
     },
   };
   return supervision;
+}
+
+/** Runs to launch now, or whose claim will expire so that recovery relaunches them. */
+function hasRunsToLaunch(ctx: HostContext): boolean {
+  if (nextLaunchableRuns(ctx.store, 1).length > 0) return true;
+  // Running rows no worker of ours holds: their claims expire and recovery relaunches them.
+  return listExpiredRuns(ctx.store, Number.MAX_SAFE_INTEGER).length > 0;
 }

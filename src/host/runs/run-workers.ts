@@ -22,7 +22,7 @@ import { createWorkerStops } from "../supervision/worker-stops.ts";
 import { superviseWorker } from "../supervision/worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
 import { failForReplyTooLarge } from "./reply-too-large.ts";
-import { parkAndStopAll, parkForShutdown, waitForExternalBoundaries } from "./worker-shutdown.ts";
+import { parkAndStopAll, parkAtBoundary, waitForExternalBoundaries } from "./worker-shutdown.ts";
 import { awaitsGoodbye, holdsClaim, releaseClaim } from "../supervision/worker-life.ts";
 
 export interface RunWorkerDeps {
@@ -101,12 +101,7 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       onAttemptClosed: deadlines.onAttemptClosed,
       keepPrepared: (worker: ActiveWorker) => prepared.offer(worker),
       replyTooLarge: (worker: ActiveWorker) => failForReplyTooLarge(ctx, worker, stop),
-      parkedAtBoundary(worker: ActiveWorker) {
-        if (!shuttingDown) return false;
-        parkForShutdown(ctx, worker);
-        stop(worker, "shutdown", "host shutdown at a boundary");
-        return true;
-      },
+      parkedAtBoundary: (worker: ActiveWorker) => shuttingDown && parkAtBoundary(ctx, worker, stop),
     },
     ended() {
       credentials.prune();

@@ -15,7 +15,7 @@ import { holdsClaim, releaseClaim, stopReasonOf } from "../supervision/worker-li
 type Stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string) => void;
 
 /** Parks the worker's run for the shutdown; its claim is released with the commit. */
-export function parkForShutdown(ctx: HostContext, worker: ActiveWorker): void {
+function parkForShutdown(ctx: HostContext, worker: ActiveWorker): void {
   try {
     parkRun(ctx.store, worker.claim, { reason: "hostShutdown" });
   } catch (error) {
@@ -23,6 +23,13 @@ export function parkForShutdown(ctx: HostContext, worker: ActiveWorker): void {
     ctx.log("worker.park_failed", { run: worker.runId, error: logError(error) });
   }
   releaseClaim(worker);
+}
+
+/** The worker proposes a node start while the host stops: its run parks there (true). */
+export function parkAtBoundary(ctx: HostContext, worker: ActiveWorker, stop: Stop): true {
+  parkForShutdown(ctx, worker);
+  stop(worker, "shutdown", "host shutdown at a boundary");
+  return true;
 }
 
 /** Waits, at most `stopWaitMs`, until no worker runs an external node. */
