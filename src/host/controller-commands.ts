@@ -72,7 +72,8 @@ function projectOf(cwd: string): string | null {
 const NO_PROJECT = "The project directory (cwd) does not exist";
 
 export function controllerListQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const payload = request.payload as Payload<"controller.list">;
+  const listRequest = requestFor(request, "controller.list");
+  const payload = listRequest.payload;
   const projectPath = projectOf(payload.cwd);
   if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
   const controllers = listControllers(rt.store, projectPath)
@@ -81,11 +82,12 @@ export function controllerListQuery(rt: HostRuntime, request: HostRequest): Host
     projectPath,
     ...(payload.controller !== undefined ? { name: payload.controller } : {}),
   });
-  return answer(rt, request, { controllers, resources });
+  return answer(rt, listRequest, { controllers, resources });
 }
 
 export function controllerGetQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const payload = request.payload as Payload<"controller.get">;
+  const getRequest = requestFor(request, "controller.get");
+  const payload = getRequest.payload;
   const projectPath = projectOf(payload.cwd);
   if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
   const detail = readResourceDetail(rt.store, {
@@ -97,7 +99,7 @@ export function controllerGetQuery(rt: HostRuntime, request: HostRequest): HostR
   if (!detail) throw resourceNotFound(payload.controller, payload.key);
   return answer(
     rt,
-    request,
+    getRequest,
     detail,
     detail.resource.metadata.resourceVersion,
   );

@@ -36,13 +36,14 @@ function answer<Op extends HostOperation>(
 }
 
 export function claimNotificationsQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const { payload } = requestFor(request, "notification.claim");
+  const claimRequest = requestFor(request, "notification.claim");
+  const { payload } = claimRequest;
   const claim = claimNotifications(rt.store, {
     sessionId: payload.sessionId,
     holder: leaseHolder(request),
     limit: payload.limit,
   });
-  return answer(rt, request, claim);
+  return answer(rt, claimRequest, claim);
 }
 
 export function deliverNotificationCommand(
@@ -58,13 +59,14 @@ export function deliverNotificationCommand(
 }
 
 export function claimTurnQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const { payload } = requestFor(request, "turn.claim");
+  const claimRequest = requestFor(request, "turn.claim");
+  const { payload } = claimRequest;
   const claim = claimTurn(rt.store, {
     sessionId: payload.sessionId,
     holder: leaseHolder(request),
     userTurnAt: payload.userTurnAt,
   });
-  return answer(rt, request, {
+  return answer(rt, claimRequest, {
     turn: claim.turn ? turnView(rt, claim.turn) : null,
     leased: claim.leased,
   });

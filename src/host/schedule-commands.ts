@@ -8,7 +8,7 @@
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { splitCredentials } from "../base/credential-names.ts";
-import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostRequest, type OperationRequest, requestFor } from "../protocol/host-request.ts";
 import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
@@ -38,10 +38,6 @@ import { upsertSchedule } from "../state/schedules/schedule-upsert.ts";
 import { resolvedRunFields } from "./resolved-run.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import * as v from "valibot";
-
-type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>[
-  "payload"
-];
 
 const DEFAULT_FIRINGS = 10;
 
@@ -83,8 +79,9 @@ export function addScheduleCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
-  const p = request.payload as Payload<"schedule.add">;
-  return upsertFromRequest(rt, request, receipt, {
+  const typed = requestFor(request, "schedule.add");
+  const p = typed.payload;
+  return upsertFromRequest(rt, typed, receipt, {
     name: p.name,
     workflow: p.workflow,
     cwd: p.cwd,
@@ -104,8 +101,9 @@ export function applyScheduleCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): Promise<HostResponse> {
-  const p = request.payload as Payload<"schedule.apply">;
-  return upsertFromRequest(rt, request, receipt, {
+  const typed = requestFor(request, "schedule.apply");
+  const p = typed.payload;
+  return upsertFromRequest(rt, typed, receipt, {
     name: null,
     workflow: p.workflow,
     cwd: p.cwd,
@@ -122,7 +120,7 @@ export function applyScheduleCommand(
 
 async function upsertFromRequest(
   rt: HostRuntime,
-  request: HostRequest,
+  request: OperationRequest<"schedule.add" | "schedule.apply">,
   receipt: CommandReceiptInput,
   s: ScheduleRequest,
 ): Promise<HostResponse> {
@@ -251,14 +249,17 @@ async function readDeclaration(
 }
 
 export function scheduleListQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  return answer(rt, request, { schedules: listScheduleRows(rt.store).map(scheduleView) });
+  return answer(rt, requestFor(request, "schedule.list"), {
+    schedules: listScheduleRows(rt.store).map(scheduleView),
+  });
 }
 
 export function scheduleShowQuery(rt: HostRuntime, request: HostRequest): HostResponse {
-  const p = request.payload as Payload<"schedule.show">;
+  const typed = requestFor(request, "schedule.show");
+  const p = typed.payload;
   const row = findSchedule(rt.store, p.name);
   if (!row) throw scheduleNotFound(p.name);
-  return answer(rt, request, {
+  return answer(rt, typed, {
     schedule: scheduleView(row),
     firings: latestFirings(rt.store, row.schedule_id, p.firings ?? DEFAULT_FIRINGS),
   });
@@ -269,11 +270,12 @@ export function pauseScheduleCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): HostResponse {
-  const p = request.payload as Payload<"schedule.pause">;
+  const typed = requestFor(request, "schedule.pause");
+  const p = typed.payload;
   const schedule = pauseSchedule(rt.store, p.name, receipt);
   rt.deadlines.changed();
   rt.log("schedule.paused", { schedule: p.name, reason: "command" });
-  return answer(rt, request, { schedule });
+  return answer(rt, typed, { schedule });
 }
 
 export function resumeScheduleCommand(
@@ -281,7 +283,8 @@ export function resumeScheduleCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): HostResponse {
-  const p = request.payload as Payload<"schedule.resume">;
+  const typed = requestFor(request, "schedule.resume");
+  const p = typed.payload;
   const schedule = resumeSchedule(rt.store, p.name, receipt);
   const row = findSchedule(rt.store, p.name);
   // Keys held from the add stay unless this resume brings some (a host restart forgot them).
@@ -290,7 +293,7 @@ export function resumeScheduleCommand(
   }
   rt.deadlines.changed();
   rt.log("schedule.resumed", { schedule: p.name });
-  return answer(rt, request, { schedule });
+  return answer(rt, typed, { schedule });
 }
 
 export function removeScheduleCommand(
@@ -298,7 +301,8 @@ export function removeScheduleCommand(
   request: HostRequest,
   receipt: CommandReceiptInput,
 ): HostResponse {
-  const p = request.payload as Payload<"schedule.remove">;
+  const typed = requestFor(request, "schedule.remove");
+  const p = typed.payload;
   const row = findSchedule(rt.store, p.name);
   removeSchedule(rt.store, p.name, receipt);
   if (row) rt.schedules.supplyCredentials(row.schedule_id, {});
@@ -306,5 +310,5 @@ export function removeScheduleCommand(
   // A held run it released may start now.
   rt.supervision.wake();
   rt.log("schedule.removed", { schedule: p.name });
-  return answer(rt, request, { name: p.name, removed: true });
+  return answer(rt, typed, { name: p.name, removed: true });
 }
