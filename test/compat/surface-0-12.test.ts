@@ -748,3 +748,32 @@ export default defineWorkflow({
     );
   });
 });
+
+describe("0.12.1 differences that stay (docs/compat-0.12.md says why)", () => {
+  it("a plain checkpoint's answer is its output; the input stays the run's (0.12: the answer was the input)", async () => {
+    const dir = project({
+      "cp.workflow.ts":
+        `import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "cp",
+  startAt: "approval",
+  nodes: {
+    approval: checkpoint({ summary: "approve the change" }),
+    apply: compute({ run: ({ input, outputs }) => ({ input, answer: outputs.approval }) }),
+  },
+  edges: [{ from: "approval", to: "apply" }],
+});
+`,
+    });
+    const loaded = await loadWorkflow("./cp.workflow.ts", { cwd: dir });
+    const waiting = await runWorkflow(loaded.workflow, { input: { change: "big" } });
+    expect(waiting.last).toMatchObject({ kind: "wait", nodeId: "approval" });
+    const done = await runWorkflow(loaded.workflow, {
+      facts: answerWaiting(waiting.facts, { approved: true }),
+    });
+    expect(done.last).toMatchObject({
+      kind: "complete",
+      output: { input: { change: "big" }, answer: { approved: true } },
+    });
+  });
+});
