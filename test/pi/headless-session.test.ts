@@ -295,11 +295,5 @@ export default defineWorkflow({
     }
     expect(logs.stdout).not.toContain("Look first");
     expect(a).not.toContain("Member b");
-    const json = JSON.parse((await h.cli(["logs", runId, "team", "--json"])).stdout);
-    expect(json.steps[0].elsewhere).toBeUndefined();
-    const transcripts = json.steps[0].streams.filter((c: { stream: string }) =>
-      c.stream === "transcript"
-    );
-    expect(transcripts.map((c: { member?: string }) => c.member)).toEqual(["a", "b"]);
   }, 180_000);
 });
