@@ -43,6 +43,8 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
+  // Loaded now, off the first verdict's path (an acceptance decides the next step with it).
+  import("./speculative-step.ts").catch(() => {});
   return {
     launch,
     instances: createFreshInstances(() => loadInstance(launch), maxLoads()),
@@ -103,7 +105,9 @@ export async function servePrepared(
     const ahead = prepared.ahead as AheadEpoch | null;
     if (ahead) ahead.committed = answered.aheadCommitted;
     // A rejected submission is followed by another one: load its instance meanwhile. After an
-    // accepted one the next epoch comes and takes the spare that is left.
+    // accepted one the next epoch comes (it says goodbye at once when its first step committed
+    // ahead, and the pool fills again when it is kept: loading earlier would hold that goodbye,
+    // which a submission that follows at once waits for).
     if (!answered.accepted) prepared.instances.fill();
   }
 }
