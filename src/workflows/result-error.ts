@@ -33,7 +33,7 @@ const STRING_METHODS = [
   "trimStart",
 ] as const;
 
-export interface ResultError extends Pick<String, (typeof STRING_METHODS)[number] | "length"> {
+export interface ResultError extends Pick<string, (typeof STRING_METHODS)[number] | "length"> {
   code: string;
   message: string;
   /** The message: what 0.12's `error` string held. */

@@ -40,12 +40,10 @@ import { applyWorkerMessage } from "../worker-messages/message-handlers.ts";
 import { readRegistrationTable } from "../worker-messages/worker-progress.ts";
 import { storedAnswer } from "../worker-messages/stored-answer.ts";
 import {
-  holdsClaim,
   isKept,
   isReleasedUnsettled,
   isSettled,
   keep,
-  markSettled,
   releaseClaim,
   stopReasonOf,
 } from "./worker-life.ts";
