@@ -3,7 +3,7 @@
  * each expired claim not held by this host gets a fresh claim of this host through its kind's
  * recover transition. Claim loss is a handoff: nothing here writes a failure.
  */
-import type { HostContext } from "./supervision/api.ts";
+import type { HostContext } from "./host-context.ts";
 
 /**
  * Takes over every expired claim in `ids` not in `skip` with a fresh claim of this host, through

@@ -26,7 +26,7 @@ import { createSessionWatch } from "./session-watch.ts";
 import { createScheduleFirer } from "./schedule-firer.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
 import { VERSION } from "../base/version.ts";
-import { readSupervisionOptions } from "./supervision/options.ts";
+import { readSupervisionOptions } from "./supervision-options.ts";
 import { readControllerOptions } from "./controllers/options.ts";
 import {
   createCommandHandler,

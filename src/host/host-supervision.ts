@@ -17,7 +17,7 @@ import { listValidatingSubmissions } from "../state/interaction-queries.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { selfCommand } from "../os/self-launch.ts";
 import { logError } from "./host-log.ts";
-import type { HostContext, ResolveRequest, ResolveResult } from "./supervision/api.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "./host-context.ts";
 import { createProcessRegistry } from "./supervision/process-registry.ts";
 import { recoverAtStart } from "./supervision/recovery.ts";
 import { createResolvers } from "./supervision/resolver.ts";

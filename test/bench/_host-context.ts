@@ -3,7 +3,7 @@
  * `stateDir`, the host claim, and the `HostContext` the host main would build. Files starting
  * with `_` are helpers, not benchmarks (main.ts skips them).
  */
-import type { HostContext } from "../../src/host/supervision/api.ts";
+import type { HostContext } from "../../src/host/host-context.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim, type HostClaim, releaseHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore, type StateStore } from "../../src/state/store.ts";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 import type { PiLaunch } from "../../src/protocol/pi-launch.ts";
 import type { ControllerOptions } from "../../src/host/controllers/options.ts";
-import type { SupervisionOptions } from "../../src/host/supervision/api.ts";
+import type { SupervisionOptions } from "../../src/host/host-context.ts";
 import type { SupervisionExtras } from "../../src/host/host-supervision.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import {

@@ -17,7 +17,7 @@ import type {
   HostContext,
   ResolveResult,
   SupervisionOptions,
-} from "../../src/host/supervision/api.ts";
+} from "../../src/host/host-context.ts";
 import {
   createSupervision,
   type Supervision,

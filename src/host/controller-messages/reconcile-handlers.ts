@@ -20,7 +20,7 @@ import {
 import { finishReconcile, type ReconcileEndResult } from "../../state/controllers/reconcile-end.ts";
 import { readPinnedController } from "../../state/controllers/controller-workers.ts";
 import { resolvedRunFields } from "../resolved-run.ts";
-import type { HostContext, ResolveRequest, ResolveResult } from "../supervision/api.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "../host-context.ts";
 import { inNextCommit } from "../commit-group.ts";
 import type {
   ActiveReconcile,

@@ -11,7 +11,7 @@ import { interruptReconcile, timeOutReconcile } from "../../state/controllers/re
 import { ClaimLostError } from "../../state/errors.ts";
 import { reconcileIdOf } from "../../protocol/controller-worker.ts";
 import { logError } from "../host-log.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import {
   type ActiveReconcile,
   type ControllerWorker,

@@ -14,7 +14,7 @@ import {
   recoverExpiredReconcile,
 } from "../../state/controllers/reconcile-claims.ts";
 import { ClaimLostError } from "../../state/errors.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { reapOrphanedEpochs } from "../supervision/recovery.ts";
 import { recoverExpiredClaims } from "../expired-claims.ts";
 

@@ -23,7 +23,7 @@ import {
   nextReconcileDue,
 } from "../../state/controllers/reconcile-claims.ts";
 import { interruptReconcile } from "../../state/controllers/reconcile-end.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { logError } from "../host-log.ts";
 import type { ControllerSupervision } from "./api.ts";
 import {

@@ -13,7 +13,7 @@ import {
   readPinnedController,
 } from "../../state/controllers/controller-workers.ts";
 import type { ControllerMessage } from "../../protocol/controller-worker.ts";
-import type { ResolveRequest, ResolveResult } from "../supervision/api.ts";
+import type { ResolveRequest, ResolveResult } from "../host-context.ts";
 import type { ControllerChildren } from "../supervision/controllers/controller-children.ts";
 import {
   type ActiveReconcile,

@@ -21,7 +21,7 @@ import { groupTransaction } from "../../state/transactions.ts";
 import { nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { launchWorker } from "../supervision/launch-worker.ts";
 import type { PreparedChild } from "../supervision/prepared-children.ts";
 import { type LaunchDeps, stopTaken } from "./run-launches.ts";

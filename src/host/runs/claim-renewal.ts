@@ -5,7 +5,7 @@
  */
 import { renewClaim } from "../../state/claims.ts";
 import { ClaimLostError } from "../../state/errors.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import { recoverExpiredRuns } from "./run-recovery.ts";
 import { logError } from "../host-log.ts";

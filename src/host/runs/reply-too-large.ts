@@ -7,7 +7,7 @@
 import { MAX_FRAME_BYTES } from "../../protocol/framing.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { failRun } from "../../state/transitions/run-end.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import { holdsClaim, markSettled, releaseClaim } from "../supervision/worker-life.ts";
 

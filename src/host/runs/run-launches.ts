@@ -7,7 +7,7 @@
 import { type LaunchableRun, nextLaunchableRuns } from "../../state/transitions/run-launch.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import {
   type LaunchHooks,
   launchWorker,

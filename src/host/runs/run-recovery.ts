@@ -14,7 +14,7 @@
 import { ClaimLostError, TransitionError } from "../../state/errors.ts";
 import { listExpiredRuns } from "../../state/queries.ts";
 import { recoverExpiredRun } from "../../state/transitions/run-recovery.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { recoverExpiredClaims } from "../expired-claims.ts";
 
 /** Steps 3-6 for every expired running run not in `skip`. Returns how many were recovered. */

@@ -5,7 +5,7 @@
  * the workers' part of a shutdown. host-supervision.ts joins this with the other children.
  */
 import type { Claim } from "../../state/claims.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import { renewClaims } from "./claim-renewal.ts";
 import { createWorkerDeadlines } from "./worker-deadlines.ts";

@@ -8,7 +8,7 @@
 import { ClaimLostError } from "../../state/errors.ts";
 import { timeOutAttempt } from "../../state/transitions/node-attempts.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { logError } from "../host-log.ts";

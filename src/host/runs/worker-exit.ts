@@ -19,7 +19,7 @@ import { failRun } from "../../state/transitions/run-end.ts";
 import { interruptRun } from "../../state/transitions/run-recovery.ts";
 import { finishWorkerEpoch, type WorkerOutcome } from "../../state/transitions/workers.ts";
 import { fingerprint } from "../../protocol/canonical-json.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { ChildExit } from "../supervision/children/spawn-child.ts";

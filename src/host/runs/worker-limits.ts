@@ -10,7 +10,7 @@
 import type { FactError } from "../../protocol/run-facts.ts";
 import { ClaimLostError } from "../../state/errors.ts";
 import { failAttemptForLimit } from "../../state/transitions/node-attempts.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { holdsClaim, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";

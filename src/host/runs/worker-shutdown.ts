@@ -9,7 +9,7 @@ import { waitUntil } from "../../os/stop-group.ts";
 import { parkRun } from "../../state/transitions/run-park.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { holdsClaim, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
 
 type Stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string) => void;

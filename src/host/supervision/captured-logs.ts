@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import { pruneWorkerLogs } from "./children/captured-output.ts";
 
 /** Captured output files kept across host restarts (newest first). */

@@ -19,7 +19,7 @@ import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import { type SelfCommand, selfCommand } from "../../os/self-launch.ts";
 import { warmKey, warmupSkipReason, writeWarmMarker } from "../../os/compile-cache-marker.ts";
 import { logError } from "../host-log.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import { childEnvironment, compileCacheEnv } from "./children/child-environment.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 import { armChildDeadline } from "./children/child-deadline.ts";

@@ -16,7 +16,7 @@ import {
   type LaunchableRun,
   markWorkerLive,
 } from "../../state/transitions/run-launch.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import {

@@ -13,7 +13,7 @@
 import { TransitionError } from "../../state/errors.ts";
 import { listActiveWorkers } from "../../state/queries.ts";
 import { finishWorkerEpoch } from "../../state/transitions/workers.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import { reapRecordedChildGroups, reapRecordedHostChildren } from "./child-groups.ts";
 import { isSameProcessAlive, parseStartIdentity } from "../../os/process-identity.ts";
 import { stopProcessGroup } from "../../os/stop-group.ts";

@@ -9,7 +9,7 @@ import { writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
 import { baseRunEnvironment } from "../../protocol/run-environment.ts";
-import type { HostContext, ResolveRequest, ResolveResult } from "./api.ts";
+import type { HostContext, ResolveRequest, ResolveResult } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";

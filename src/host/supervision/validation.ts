@@ -29,7 +29,7 @@ import {
   judgeVerdict,
   rejectVerdict,
 } from "../worker-messages/interaction-verdicts.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import {
   type ChildCommand,

@@ -7,7 +7,7 @@
  */
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";

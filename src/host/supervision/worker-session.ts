@@ -29,7 +29,7 @@ import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-messa
 import { ClaimLostError } from "../../state/errors.ts";
 import { fastCanonicalJson } from "../../protocol/fast-canonical-json.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import { settleAfterNextCommit, type Settled } from "../commit-group.ts";

@@ -3,7 +3,7 @@
  * SIGKILL after the kill grace; a worker not identified yet is stopped once it is), and the
  * epoch's end waits for that stop to finish.
  */
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { stopChildGroup } from "./children/retire-child.ts";
 import { beginStop } from "./worker-life.ts";

@@ -9,7 +9,7 @@ import type { ProcessIdentity } from "../../os/process-identity.ts";
 import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
-import type { HostContext } from "./api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
 import { isKept } from "./worker-life.ts";

@@ -6,7 +6,7 @@
 import { blockOverBudget } from "../../state/transitions/run-budget.ts";
 import type { WorkerWriteOptions } from "../../state/protected-write.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { Applied } from "./applied.ts";
 import { markSettled } from "../supervision/worker-life.ts";
 

@@ -6,7 +6,7 @@
  */
 import { FACTS_CHUNK_CHARS, type FactsChunk } from "../../protocol/run-facts.ts";
 import { runFactsText } from "../../state/run-facts-text.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 
 export interface FactsStream {
   /** The next chunk; `done` on the last one. */

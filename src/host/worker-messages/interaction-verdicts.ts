@@ -11,7 +11,7 @@ import {
   acceptSubmission,
   rejectSubmission,
 } from "../../state/transitions/interaction-verdicts.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 
 export type Verdict =
   | WorkerMessage & { kind: "interaction.accepted" }

@@ -31,7 +31,7 @@ import { requestInteraction } from "../../state/transitions/interactions.ts";
 import { StepContractSchema } from "../../protocol/step-contract-schema.ts";
 import { describeIssues } from "../../protocol/schema-issues.ts";
 import * as v from "valibot";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import { startFacts } from "./facts-stream.ts";
 import { applyProgress } from "./worker-progress.ts";

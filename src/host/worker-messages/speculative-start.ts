@@ -28,7 +28,7 @@ import { readRunRow } from "../../state/protected-write.ts";
 import { writeTransaction } from "../../state/transactions.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { staleness } from "../supervision/children/epoch-fence.ts";
 import { markLive } from "../supervision/worker-life.ts";
 import { applyWorkerMessage } from "./message-handlers.ts";

@@ -13,7 +13,7 @@ import {
 } from "../../protocol/worker-messages.ts";
 import { findMessageReceipt } from "../../state/message-receipts.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { isSettled } from "../supervision/worker-life.ts";
 import { startFacts } from "./facts-stream.ts";
 

@@ -15,7 +15,7 @@ import { readBudgetStop } from "../../state/budget-stop.ts";
 import type { StepUsage } from "../../protocol/step-usage.ts";
 import { registerChildGroup, unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
-import type { HostContext } from "../supervision/api.ts";
+import type { HostContext } from "../host-context.ts";
 import { nextFactsChunk } from "./facts-stream.ts";
 import type { Applied } from "./applied.ts";
 import { isSettled } from "../supervision/worker-life.ts";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_SUPERVISION_OPTIONS,
   readSupervisionOptions,
-} from "../../../src/host/supervision/options.ts";
+} from "../../../src/host/supervision-options.ts";
 
 describe("readSupervisionOptions()", () => {
   it("keeps the documented defaults when nothing is set", () => {

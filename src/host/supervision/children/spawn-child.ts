@@ -26,7 +26,7 @@ import {
 } from "../../../os/process-identity.ts";
 import { selfCommand } from "../../../os/self-launch.ts";
 import type { RunEnvironment } from "../../../protocol/run-environment.ts";
-import type { HostContext } from "../api.ts";
+import type { HostContext } from "../../host-context.ts";
 import type { ProcessRegistry, RegisteredProcess } from "../process-registry.ts";
 import { captureStream } from "./captured-output.ts";
 import { childEnvironment, compileCacheEnv } from "./child-environment.ts";

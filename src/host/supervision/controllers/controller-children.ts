@@ -5,7 +5,7 @@
  * stopControllerWorker). The scheduler decides when; these spawn, fence and retire.
  */
 import type { PinnedController } from "../../../state/controllers/controller-workers.ts";
-import type { HostContext } from "../api.ts";
+import type { HostContext } from "../../host-context.ts";
 import type { ControllerWorker, ControllerWorkerCommand } from "./controller-worker.ts";
 import { type ControllerWorkerHooks, startControllerWorker } from "./start-controller-worker.ts";
 import { createResolverPool, type ResolverPool } from "./resolver-pool.ts";

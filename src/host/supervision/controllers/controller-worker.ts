@@ -19,7 +19,7 @@ import {
   type ControllerLaunch,
 } from "../../../protocol/controller-worker.ts";
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
-import type { HostContext } from "../api.ts";
+import type { HostContext } from "../../host-context.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessIdentity } from "../../../os/process-identity.ts";
 import {

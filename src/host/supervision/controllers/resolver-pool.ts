@@ -11,7 +11,7 @@ import {
   CONTROLLER_RESOLVE_REQUEST_SCHEMA,
   parseControllerResolveResult,
 } from "../../../protocol/controller-resolve.ts";
-import type { HostContext } from "../api.ts";
+import type { HostContext } from "../../host-context.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import {

@@ -5,7 +5,7 @@
  * registry record removed) before the scheduler settles what it held.
  */
 import type { PinnedController } from "../../../state/controllers/controller-workers.ts";
-import type { HostContext } from "../api.ts";
+import type { HostContext } from "../../host-context.ts";
 import type { ChildExit } from "../children/spawn-child.ts";
 import { retireChild } from "../children/retire-child.ts";
 import { clearAll } from "../children/timers.ts";

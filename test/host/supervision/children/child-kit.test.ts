@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { psBackend, useProcessBackend } from "../../../../src/os/process-backend.ts";
 import { createPsTableSource, runPs } from "../../../../src/os/ps-table.ts";
 import { baseRunEnvironment } from "../../../../src/protocol/run-environment.ts";
-import { DEFAULT_SUPERVISION_OPTIONS } from "../../../../src/host/supervision/options.ts";
+import { DEFAULT_SUPERVISION_OPTIONS } from "../../../../src/host/supervision-options.ts";
 import { createProcessRegistry } from "../../../../src/host/supervision/process-registry.ts";
 import {
   readerOf,

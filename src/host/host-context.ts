@@ -1,12 +1,14 @@
 /**
- * The shapes the host's back half shares: the host context every part runs with, the
- * supervision tunables, and what a source resolver is asked and answers. The process
- * supervision (this folder), the run scheduling (src/host/runs/) and the controller scheduling
- * (src/host/controllers/) are joined into the host's `Supervision` in src/host/host-supervision.ts.
+ * What every room of the host's back half shares: the host context each part runs with (the
+ * store, clock, ids, epoch, log, tunables), the supervision tunables (defaults and env names in
+ * supervision-options.ts), and what a source resolver is asked and answers. The process
+ * supervision (supervision/), the run scheduling (runs/), the controller scheduling
+ * (controllers/) and the message handlers (worker-messages/, controller-messages/) all take it;
+ * host-supervision.ts joins the first three into the host's `Supervision`.
  */
-import type { Clock, IdSource } from "../../base/clock.ts";
-import type { StateStore } from "../../state/store.ts";
-import type { RunEnvironment } from "../../protocol/run-environment.ts";
+import type { Clock, IdSource } from "../base/clock.ts";
+import type { StateStore } from "../state/store.ts";
+import type { RunEnvironment } from "../protocol/run-environment.ts";
 
 export interface HostContext {
   store: StateStore;
@@ -20,7 +22,7 @@ export interface HostContext {
   hostOwnerId: string;
   /** Bounded, privacy-safe log line (no tokens, payloads, prompts or paths). */
   log(event: string, fields?: Record<string, string | number | boolean | null>): void;
-  /** Tunables; every field has a documented default in supervision/options.ts. */
+  /** Tunables; every field has a documented default in supervision-options.ts. */
   options: SupervisionOptions;
   /**
    * Call after committing a new or moved deadline of a run that waits without a worker (a
@@ -75,4 +77,4 @@ export interface ResolveRequest {
   env?: RunEnvironment;
 }
 
-export type { ResolveResult } from "../../protocol/resolve-messages.ts";
+export type { ResolveResult } from "../protocol/resolve-messages.ts";

@@ -2,8 +2,8 @@
  * Supervision tunables, each with a documented default (docs/workers.md). The host main reads
  * them with `readSupervisionOptions(process.env)`; tests pass short values directly.
  */
-import { readPositiveIntegerEnv } from "../host-options.ts";
-import type { SupervisionOptions } from "./api.ts";
+import { readPositiveIntegerEnv } from "./host-options.ts";
+import type { SupervisionOptions } from "./host-context.ts";
 
 export const DEFAULT_SUPERVISION_OPTIONS: Required<SupervisionOptions> = {
   /** Two cores are common; more workers than that mostly queue for CPU. */
