@@ -6,7 +6,7 @@
  * resolves in controller files; `.js` and extensionless relative imports find `.ts` files.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { controllersApi, fullAuthoringApi } from "../../src/controllers/authoring-api.ts";
@@ -736,6 +736,22 @@ export default defineWorkflow({
       expect((await runWorkflow(loaded.workflow)).last).toMatchObject({ output: "routed" });
     },
   );
+
+  it("a switch on $result.output.<path> routes on the output, as 0.12 read it", async () => {
+    const dir = failing(
+      `{ from: "a", switch: { on: "$result.output.route", cases: { b: "b", o: "other" } } }`,
+      `() => "routed"`,
+    );
+    writeFileSync(
+      join(dir, "r.workflow.ts"),
+      readFileSync(join(dir, "r.workflow.ts"), "utf8").replace(
+        'run: () => { throw new Error("boom"); }',
+        'run: () => ({ route: "b" })',
+      ),
+    );
+    const loaded = await loadWorkflow("./r.workflow.ts", { cwd: dir });
+    expect((await runWorkflow(loaded.workflow)).last).toMatchObject({ output: "routed" });
+  });
 
   it("a switch on another 0.12 result field fails the load naming what to route on", async () => {
     const dir = failing(
