@@ -314,6 +314,50 @@ describe("the verdict and the next epoch in one commit", () => {
   }
 });
 
+describe("the prepared process SIGKILLed right after its verdict with the next step ahead", () => {
+  // The host commits what it reads from the dead process's pipe (the acceptance with the next
+  // epoch's start and request) or, when the channel fails first, rejects the submission for a
+  // retry. Either way the second step is requested and presented once, its submission goes to
+  // fresh processes, and every node runs once.
+  it("the run completes, each step requested once", async () => {
+    const { home, project } = crashHome({
+      PI_WORKFLOWS_CRASH_AT: "worker.interaction.accepted.afterSend",
+    });
+    const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
+    await startHostProcess(env);
+    const session = await open(home, "s-ahead-kill");
+    const runId = await startRun(session, project, {}, "counted");
+    const first = await session.nextStep();
+    const kept = await preparedOf(home.stateDir, runId);
+    let verdict = await session.submit(first, { n: 1 });
+    if ((verdict.receipt as { status: string }).status === "rejected") {
+      verdict = await session.submit(first, { n: 1 });
+    }
+    expect(verdict.receipt).toMatchObject({ status: "accepted" });
+    await waitFor(() => !processExists(kept), "the killed process to be gone");
+    const second = await session.nextStep((s) => s.contract.step === "second");
+    expect((await session.submit(second, { n: 2 })).receipt).toMatchObject({
+      status: "accepted",
+    });
+    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+    const requests = rows<{ node_id: string }>(
+      home.stateDir,
+      "SELECT node_id FROM interactive_requests WHERE run_id = :runId ORDER BY created_at",
+      { runId },
+    ).map((r) => r.node_id);
+    expect(requests).toEqual(["first", "second"]);
+    const attempts = rows<{ node_id: string; state: string }>(
+      home.stateDir,
+      "SELECT node_id, state FROM node_attempts WHERE run_id = :runId ORDER BY sequence",
+      { runId },
+    ).map((a) => `${a.node_id}:${a.state}`);
+    expect(attempts).toEqual(["first:ok", "second:ok", "done:ok"]);
+    const epochs = await settledEpochs(home.stateDir, runId);
+    expect(epochs.every((e) => e.pid !== kept || e.generation <= 2)).toBe(true);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
 /** What a callback of the counted workflow saw in its module instance. */
 interface Seen {
   calls: number;
