@@ -22,17 +22,10 @@ import {
   heldNotice,
   modelFailedNotice,
   noSubmissionNotice,
-  resumeText,
 } from "./presenter-text.ts";
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
-import {
-  branchHasEntry,
-  contractBlockOf,
-  findStepEntry,
-  MESSAGE_DETAILS_SCHEMA,
-  MESSAGE_TYPE,
-  type MessageDetails,
-} from "./session-messages.ts";
+import { branchHasEntry, contractBlockOf, findStepEntry } from "./session-messages.ts";
+import { type Outgoing, stepMessage } from "./step-message.ts";
 
 export interface PresenterHost {
   pi: PiExtensionApi;
@@ -65,11 +58,6 @@ interface Current {
   closingHere: boolean;
   /** A message held back until the run this presenter stopped has settled. */
   deferred: Outgoing | null;
-}
-
-interface Outgoing {
-  kind: "step" | "reminder" | "resume";
-  options: { display: boolean; presentationId?: string; text?: string; reminder?: number };
 }
 
 export class Presenter {
@@ -383,26 +371,13 @@ export class Presenter {
       current.deferred = { kind, options };
       return;
     }
-    const { interaction } = current;
-    const details: MessageDetails = {
-      schema: MESSAGE_DETAILS_SCHEMA,
-      kind,
-      runId: interaction.runId,
-      interactionId: interaction.interactionId,
-      step: interaction.contract.step,
-      attempt: interaction.contract.attempt,
-      ...(options.presentationId ? { presentationId: options.presentationId } : {}),
-      ...(options.reminder ? { reminder: options.reminder } : {}),
-    };
-    const content = options.text ??
-      (kind === "step" ? interaction.contract.message : resumeText(interaction));
     // Sent while Pi streams (steer), the message is handled by the run in progress; sent while
     // idle, it starts a run, whose agent_start marks it.
     const idle = this.#host.isIdle();
     current.turnSinceSend = !idle;
-    this.#host.pi.sendMessage(
-      { customType: MESSAGE_TYPE, content, display: options.display, details },
-      { triggerTurn: true, deliverAs: idle ? "followUp" : "steer" },
-    );
+    this.#host.pi.sendMessage(stepMessage(current.interaction, { kind, options }), {
+      triggerTurn: true,
+      deliverAs: idle ? "followUp" : "steer",
+    });
   }
 }
