@@ -3,15 +3,12 @@
  * a host deadline: a worker stuck there is stopped, and after the crash limit the run fails with
  * `workerTimedOut` instead of holding a slot forever.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { queryAll } from "../../../src/state/statements.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const spinning = (where: "presentation" | "timeout") => `
 import { compute, defineWorkflow } from "pi-workflows";
@@ -60,7 +57,7 @@ export default defineWorkflow({
 
 describe("the deadline between attempts", () => {
   it("outlives many short attempts and still stops a worker that spins after them", async () => {
-    h = await createHarness({ boundaryMs: 400, killGraceMs: 200 }, { maxCrashes: 1 });
+    const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, { maxCrashes: 1 });
     const runId = await h.startRun(h.writeWorkflow("spin-late.workflow.ts", spinningAfterChain));
     const run = await h.waitForRun(runId, isTerminal, 40_000);
     expect([run.state, run.error?.code]).toEqual(["failed", "workerTimedOut"]);
@@ -78,7 +75,7 @@ describe("the deadline between attempts", () => {
     it(`stops a worker spinning in ${where} code and fails the run at the crash limit`, async () => {
       // One crash-like exit is the limit here: the deadline that fires is the one between
       // attempts (a relaunched worker would meet the start-up deadline first).
-      h = await createHarness({ boundaryMs: 400, killGraceMs: 200 }, { maxCrashes: 1 });
+      const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, { maxCrashes: 1 });
       const runId = await h.startRun(h.writeWorkflow("spin.workflow.ts", spinning(where)));
       const run = await h.waitForRun(runId, isTerminal, 40_000);
       expect(run.state).toBe("failed");

@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { queryAll } from "../../../src/state/statements.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { type Harness, isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 // A compute that spins synchronously and ignores SIGTERM: only the host can stop it.
 const spin = (withRoute: boolean) => `
@@ -30,11 +31,7 @@ export default defineWorkflow({
 });
 `;
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 function attempts(h: Harness, runId: string) {
   return queryAll<{ node_id: string; state: string; error_code: string | null }>(
@@ -54,7 +51,7 @@ function epochs(h: Harness, runId: string) {
 
 describe("host-enforced node deadlines", () => {
   it("kills a worker spinning past its deadline and follows the $result.outcome edge", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow("spin.workflow.ts", spin(true)));
     const started = Date.now();
     const run = await h.waitForRun(runId, isTerminal, 20_000);
@@ -72,7 +69,7 @@ describe("host-enforced node deadlines", () => {
   });
 
   it("times the run out when no edge handles the timeout", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow("spin.workflow.ts", spin(false)));
     const run = await h.waitForRun(runId, isTerminal, 20_000);
     expect(run.state).toBe("timed_out");

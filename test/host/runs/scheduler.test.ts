@@ -1,21 +1,13 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { queryAll, queryOne } from "../../../src/state/statements.ts";
 import { cancelRun } from "../../../src/state/transitions/run-commands.ts";
-import {
-  createHarness,
-  type Harness,
-  isTerminal,
-  testWorkerCommand,
-} from "../../support/supervision.ts";
+import { isTerminal, testWorkerCommand } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const quick = `
 import { compute, defineWorkflow } from "pi-workflows";
@@ -29,7 +21,7 @@ export default defineWorkflow({
 
 describe("scheduler", () => {
   it("respects the concurrency limit and launches in creation order", async () => {
-    h = await createHarness({ maxConcurrentWorkers: 1 });
+    const h = await newHarness({ maxConcurrentWorkers: 1 });
     const path = h.writeWorkflow("quick.workflow.ts", quick);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await h.startRun(path, { i }));
@@ -45,7 +37,7 @@ describe("scheduler", () => {
   });
 
   it("keeps renewing the claim of a worker that spins on the CPU", async () => {
-    h = await createHarness({ claimTtlMs: 1_200, claimRenewMs: 250 });
+    const h = await newHarness({ claimTtlMs: 1_200, claimRenewMs: 250 });
     const marker = join(h.root, "spinning");
     const runId = await h.startRun(h.writeWorkflow(
       "cpu.workflow.ts",
@@ -85,7 +77,7 @@ export default defineWorkflow({
   });
 
   it("cuts a fast writer's output at the cap and fails its attempt saying so", async () => {
-    h = await createHarness({ maxCapturedOutputBytes: 64 * 1024 }, { maxCrashes: 1 });
+    const h = await newHarness({ maxCapturedOutputBytes: 64 * 1024 }, { maxCrashes: 1 });
     // 32 MiB as fast as one synchronous loop writes it, then a long wait: only the cap may land.
     const runId = await h.startRun(h.writeWorkflow(
       "loud.workflow.ts",
@@ -130,7 +122,7 @@ export default defineWorkflow({
 
   it("fails a node that writes past the cap in one burst and returns at once", async () => {
     // The default cap (4 MiB): the host takes longer to read up to it than the node to return.
-    h = await createHarness({}, { maxCrashes: 1 });
+    const h = await newHarness({}, { maxCrashes: 1 });
     // 8 MiB handed to stdout at once, the node returning without waiting: the worker's
     // stream holds what the pipe has not taken yet, so the result must not outrun the output.
     const runId = await h.startRun(h.writeWorkflow(
@@ -150,7 +142,7 @@ export default defineWorkflow({
   });
 
   it("fails a worker epoch that never says worker.ready before the startup deadline", async () => {
-    h = await createHarness({}, {
+    const h = await newHarness({}, {
       maxCrashes: 1,
       workerCommand: (args) =>
         args.includes("--resolve") ? testWorkerCommand(args) : { command: "sleep", args: ["300"] },

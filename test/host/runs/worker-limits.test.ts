@@ -5,16 +5,13 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { queryAll } from "../../../src/state/statements.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { type Harness, isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 function attempts(h: Harness, runId: string) {
   return queryAll<{ state: string; error_code: string | null }>(
@@ -43,7 +40,7 @@ function resolverChildren(): number {
 
 describe("worker limits", () => {
   it("stops a worker past its memory cap and fails the attempt saying so", async () => {
-    h = await createHarness({ maxWorkerMemoryMb: 120 });
+    const h = await newHarness({ maxWorkerMemoryMb: 120 });
     const runId = await h.startRun(h.writeWorkflow(
       "hungry.workflow.ts",
       `import { compute, defineWorkflow } from "pi-workflows";
@@ -74,7 +71,7 @@ export default defineWorkflow({
   });
 
   it("keeps the captured logs of all epochs within their byte budget", async () => {
-    h = await createHarness({ maxCapturedOutputBytes: 256 * 1024, maxWorkerLogsMb: 1 });
+    const h = await newHarness({ maxCapturedOutputBytes: 256 * 1024, maxWorkerLogsMb: 1 });
     const path = h.writeWorkflow(
       "chatty.workflow.ts",
       `import { writeSync } from "node:fs";
@@ -105,7 +102,7 @@ export default defineWorkflow({
   });
 
   it("runs at most maxConcurrentResolvers resolvers; the other starts wait", async () => {
-    h = await createHarness({ maxConcurrentResolvers: 2 });
+    const h = await newHarness({ maxConcurrentResolvers: 2 });
     const path = h.writeWorkflow(
       "slowload.workflow.ts",
       `import { compute, defineWorkflow } from "pi-workflows";

@@ -6,19 +6,15 @@
 import { existsSync, readdirSync } from "node:fs";
 import { getPriority } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSupervision } from "../../../src/host/host-supervision.ts";
 import { readProcessIdentityNow } from "../../../src/os/process-identity.ts";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import type { SupervisionExtras } from "../../../src/host/host-supervision.ts";
 import { enqueueRun } from "../../../src/state/transitions/run-enqueue.ts";
 import { resolvedRunFields } from "../../../src/host/resolved-run.ts";
-import {
-  createHarness,
-  type Harness,
-  isTerminal,
-  testWorkerCommand,
-} from "../../support/supervision.ts";
+import { type Harness, isTerminal, testWorkerCommand } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 const ONE_NODE = `import { compute, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({
@@ -38,11 +34,7 @@ const stuckWarmup: SupervisionExtras["workerCommand"] = (args) =>
 /** Each test starts from a new state directory's empty cache, not the tests' shared one. */
 const OWN_CACHE = { ownCompileCache: true };
 
-let h: Harness | null = null;
-afterEach(async () => {
-  await h?.close();
-  h = null;
-});
+const newHarness = harnessPerTest();
 
 /** The fields of the first log line of `event`, waiting for it (deadline `ms`). */
 async function logged(harness: Harness, event: string, ms = 30_000) {
@@ -57,7 +49,7 @@ const alive = (pid: number) => readProcessIdentityNow(pid) !== null;
 
 describe("compile cache warm-up", () => {
   it("fills a new state directory's cache once", async () => {
-    h = await createHarness({}, {}, undefined, OWN_CACHE);
+    const h = await newHarness({}, {}, undefined, OWN_CACHE);
     h.supervision.warmCompileCache();
     const cache = join(h.stateDir, "compile-cache");
     await logged(h, "compile_cache.warming");
@@ -77,7 +69,7 @@ describe("compile cache warm-up", () => {
   });
 
   it("is skipped when the host starts with a run to launch (its worker fills the cache)", async () => {
-    h = await createHarness({}, { workerCommand: stuckWarmup }, undefined, OWN_CACHE);
+    const h = await newHarness({}, { workerCommand: stuckWarmup }, undefined, OWN_CACHE);
     h.supervision.warmCompileCache();
     await logged(h, "compile_cache.warming");
     const path = h.writeWorkflow("one.workflow.ts", ONE_NODE);
@@ -99,7 +91,7 @@ describe("compile cache warm-up", () => {
   });
 
   it("runs at the lowest priority, never holds up a run's worker, and stops at shutdown", async () => {
-    h = await createHarness(
+    const h = await newHarness(
       {},
       { workerCommand: stuckWarmup, warmupTimeoutMs: 300_000 },
       undefined,
@@ -120,7 +112,7 @@ describe("compile cache warm-up", () => {
   });
 
   it("is killed at its bound", async () => {
-    h = await createHarness(
+    const h = await newHarness(
       {},
       { workerCommand: stuckWarmup, warmupTimeoutMs: 300 },
       undefined,

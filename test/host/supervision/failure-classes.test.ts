@@ -4,25 +4,17 @@
  * in its worker epoch outcomes are exactly the expected ones. `hostUnavailable` belongs to the client (test/client/*).
  */
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FAILURE_CLASSES } from "../../../src/protocol/failures.ts";
 import { existsSync, writeFileSync } from "node:fs";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { pauseRun } from "../../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts";
 import { queryAll } from "../../../src/state/statements.ts";
-import {
-  createHarness,
-  type Harness,
-  isTerminal,
-  WORKER_ENTRY,
-} from "../../support/supervision.ts";
+import { type Harness, isTerminal, WORKER_ENTRY } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const ROGUE = join(import.meta.dirname, "fixtures", "rogue-worker.ts");
 
@@ -80,7 +72,7 @@ export default defineWorkflow({
 
 describe("failure classification", () => {
   it("workerCrashed: a worker that dies without a terminal message, bounded retries", async () => {
-    h = await createHarness({}, { maxCrashes: 2 });
+    const h = await newHarness({}, { maxCrashes: 2 });
     const runId = await h.startRun(
       h.writeWorkflow(
         "crash.workflow.ts",
@@ -97,7 +89,7 @@ describe("failure classification", () => {
   });
 
   it("nodeFailed: workflow code throws", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(
       h.writeWorkflow("fail.workflow.ts", workflow("fail", `() => { throw new Error("no") }`)),
     );
@@ -109,7 +101,7 @@ describe("failure classification", () => {
   });
 
   it("effectAmbiguous: a worker dies inside an external action", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow(
       "act.workflow.ts",
       workflow("act", `() => process.kill(process.pid, "SIGKILL")`, "action"),
@@ -128,7 +120,7 @@ describe("failure classification", () => {
   });
 
   it("sourceChanged: the file changed after the run was recorded; new code never runs", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "ran.txt");
     const path = h.writeWorkflow("src.workflow.ts", workflow("src", `() => ({ v: 1 })`));
     const resolved = await h.supervision.resolve({ workflow: path, input: {}, cwd: h.projectDir });
@@ -154,7 +146,7 @@ import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts
   });
 
   it("protocolRejected: a worker that sends a malformed payload is refused and stopped", async () => {
-    h = await createHarness({}, {
+    const h = await newHarness({}, {
       maxCrashes: 1,
       workerCommand: (args) =>
         args.includes("--resolve")
@@ -175,7 +167,7 @@ import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts
   });
 
   it("workerTimedOut: a node that spins past its declared deadline", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow(
       "spin.workflow.ts",
       `import { compute, defineWorkflow } from "pi-workflows";
@@ -194,7 +186,7 @@ export default defineWorkflow({
   });
 
   it("claimLost: a worker whose claim was released is a handoff, never a run failure", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "started");
     const runId = await h.startRun(h.writeWorkflow(
       "slow.workflow.ts",
@@ -222,7 +214,7 @@ export default defineWorkflow({
   });
 
   it("workerCrashed, then resumed: committed facts past one message reach the next worker", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "crashed-once");
     const runId = await h.startRun(h.writeWorkflow(
       "big.workflow.ts",

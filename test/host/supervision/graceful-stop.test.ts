@@ -5,16 +5,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { queryAll } from "../../../src/state/statements.ts";
-import { createHarness, type Harness } from "../../support/supervision.ts";
+import type { Harness } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const workflow = (marker: string, waitMs: number) => `
 import { appendFileSync } from "node:fs";
@@ -49,7 +46,7 @@ function attempts(h: Harness, runId: string): string[] {
 
 describe("graceful stop", () => {
   it("waits for an in-flight external node, then parks at the boundary after it", async () => {
-    h = await createHarness({ stopWaitMs: 15_000 });
+    const h = await newHarness({ stopWaitMs: 15_000 });
     const marker = join(h.root, "deploys.log");
     const runId = await h.startRun(h.writeWorkflow("deploy.workflow.ts", workflow(marker, 1_500)));
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);
@@ -62,7 +59,7 @@ describe("graceful stop", () => {
   });
 
   it("parks as ambiguous once the wait runs out", async () => {
-    h = await createHarness({ stopWaitMs: 300 });
+    const h = await newHarness({ stopWaitMs: 300 });
     const marker = join(h.root, "deploys.log");
     const runId = await h.startRun(h.writeWorkflow("deploy.workflow.ts", workflow(marker, 60_000)));
     expect(await waitUntil(() => lines(marker) === 1, 15_000)).toBe(true);

@@ -7,7 +7,7 @@
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { encodeResponseFrame } from "../../../src/host/response-frame.ts";
 import { runStatusQuery } from "../../../src/host/run-queries.ts";
@@ -16,15 +16,12 @@ import { parseHostRequest } from "../../../src/protocol/host-request.ts";
 import { MAX_FRAME_BYTES } from "../../../src/protocol/framing.ts";
 import { pauseRun, resumeRun } from "../../../src/state/transitions/run-commands.ts";
 import { listAttemptsPage } from "../../../src/state/attempt-queries.ts";
-import { createHarness, type Harness } from "../../support/supervision.ts";
+import type { Harness } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 const STEPS = 10_000;
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const longWorkflow = (gate: string) => `
 import { existsSync } from "node:fs";
@@ -69,7 +66,7 @@ function statusAnswer(h: Harness, runId: string, payload: Record<string, unknown
 
 describe("a 10,000-step run", () => {
   it("is paused near its end, resumed with all its facts, finished and inspected", async () => {
-    h = await createHarness({ workerStartupMs: 60_000 });
+    const h = await newHarness({ workerStartupMs: 60_000 });
     h.store.db.exec("PRAGMA synchronous = OFF");
     const gate = join(h.root, "gate");
     const runId = await h.startRun(h.writeWorkflow("long.workflow.ts", longWorkflow(gate)));

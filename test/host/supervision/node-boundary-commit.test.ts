@@ -4,9 +4,10 @@
  * external node's start is never paired (it waits for its own durable start and every earlier
  * acknowledgement).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { queryAll, queryOneArgs } from "../../../src/state/statements.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 const CHAIN = 12;
 const WORKFLOW = `
@@ -35,15 +36,11 @@ ${
 });
 `;
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 describe("node boundaries", () => {
   it("a pure close and the next pure start share one commit; an external start does not", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const store = h.store;
     const path = h.writeWorkflow("boundaries.workflow.ts", WORKFLOW);
     // After every COMMIT: the highest event sequence of each run, i.e. where commits cut.

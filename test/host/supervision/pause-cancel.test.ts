@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { ClaimLostError } from "../../../src/state/errors.ts";
 import { queryAll } from "../../../src/state/statements.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../../src/state/transitions/run-commands.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { type Harness, isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 /**
  * `slow` appends a line to a side-channel file each time it starts, then waits `waitMs` (or
@@ -33,11 +34,7 @@ export default defineWorkflow({
 });
 `;
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 function lines(path: string): number {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
@@ -70,7 +67,7 @@ function attemptStates(h: Harness, runId: string): string[] {
 
 describe("pause, resume and cancel against a live worker", () => {
   it("pause commits first, stops the group; resume runs the uncommitted pure node again", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(
       h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
@@ -97,7 +94,7 @@ describe("pause, resume and cancel against a live worker", () => {
   });
 
   it("cancel against a live worker ends the run cancelled and stops its group", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(
       h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 60_000)),
@@ -113,7 +110,7 @@ describe("pause, resume and cancel against a live worker", () => {
   });
 
   it("a worker whose claim was released gets claimLost, writes nothing and exits", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 700)));
     expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);
@@ -135,7 +132,7 @@ describe("pause, resume and cancel against a live worker", () => {
   });
 
   it("a live claim cannot be force-cancelled by another owner through the stale path", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const marker = join(h.root, "slow.log");
     const runId = await h.startRun(h.writeWorkflow("slow.workflow.ts", slowWorkflow(marker, 800)));
     expect(await waitUntil(() => started(h!, runId, marker), 15_000)).toBe(true);

@@ -7,24 +7,16 @@
 import { readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { isSameProcessAliveNow, parseStartIdentity } from "../../../src/os/process-identity.ts";
 import { queryAll } from "../../../src/state/statements.ts";
 import { reapStaleWorkers } from "../../../src/host/supervision/recovery.ts";
 import { cancelRun } from "../../../src/state/transitions/run-commands.ts";
-import {
-  createHarness,
-  type Harness,
-  isTerminal,
-  testWorkerCommand,
-} from "../../support/supervision.ts";
+import { type Harness, isTerminal, testWorkerCommand } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 const WORKFLOW = `
 import { compute, defineWorkflow } from "pi-workflows";
@@ -51,7 +43,7 @@ function epochs(h: Harness, runId: string) {
 
 describe("worker spawn", () => {
   it("records the worker's pid and start identity before it is ready", async () => {
-    h = await createHarness({ workerStartupMs: 60_000 }, {
+    const h = await newHarness({ workerStartupMs: 60_000 }, {
       workerCommand: (args) =>
         args.includes("--resolve") ? testWorkerCommand(args) : {
           command: process.execPath,
@@ -74,7 +66,7 @@ describe("worker spawn", () => {
   });
 
   it("a spawn that fails after the launch claim fails the run at once, counted like crashes", async () => {
-    h = await createHarness({ claimTtlMs: 60_000 }, {
+    const h = await newHarness({ claimTtlMs: 60_000 }, {
       maxCrashes: 3,
       // A NUL byte in an argument: spawn() throws synchronously, after the claim was taken.
       workerCommand: (args) =>
@@ -102,7 +94,7 @@ describe("worker spawn", () => {
 describe("durable replays of worker messages", () => {
   it("answer with the full first answer: facts for worker.ready, the reservation for effect.reserve", async () => {
     const out = join(tmpdir(), `piw-replay-${process.pid}-${Date.now()}.jsonl`);
-    h = await createHarness({}, {
+    const h = await newHarness({}, {
       maxCrashes: 1,
       childEnv: { REPLAY_OUT: out },
       workerCommand: (args) =>
@@ -165,7 +157,7 @@ export default defineWorkflow({
 `;
 
   it("node.update has a receipt in its event; the end of the run keeps them with the events", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(false)));
     expect(
       await waitUntil(() => workerReceipts(h!, runId, "node.update").length === 3, 20_000),
@@ -185,7 +177,7 @@ export default defineWorkflow({
   });
 
   it("every accepted worker message of a completed run has its receipt in its event", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const runId = await h.startRun(h.writeWorkflow("u.workflow.ts", UPDATES(true)));
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state, JSON.stringify(run.error)).toBe("completed");

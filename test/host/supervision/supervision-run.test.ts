@@ -1,8 +1,9 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { queryAll } from "../../../src/state/statements.ts";
 import { answerDecision } from "../../../src/state/transitions/decisions.ts";
-import { createHarness, type Harness, isTerminal } from "../../support/supervision.ts";
+import { isTerminal } from "../../support/supervision.ts";
+import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 const THREE_STEPS = `
 import { compute, defineWorkflow, shell } from "pi-workflows";
@@ -23,15 +24,11 @@ export default defineWorkflow({
 });
 `;
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 describe("createSupervision()", () => {
   it("runs a three-node workflow to completion in a real worker process", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const path = h.writeWorkflow("three.workflow.ts", THREE_STEPS);
     const runId = await h.startRun(path, { n: 21 });
     const run = await h.waitForRun(runId, isTerminal);
@@ -51,7 +48,7 @@ describe("createSupervision()", () => {
   it("runs the same workflow with workers started under Deno", async () => {
     const deno = join(import.meta.dirname, "..", "..", "..", "node_modules", ".bin", "deno");
     const main = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
-    h = await createHarness({}, {
+    const h = await newHarness({}, {
       workerCommand: (args) => ({ command: deno, args: ["run", "-A", main, ...args] }),
       childEnv: { DENO_NO_UPDATE_CHECK: "1" },
     });
@@ -69,7 +66,7 @@ describe("createSupervision()", () => {
   });
 
   it("parks at a human decision: waiting/parked, a pending decision, no worker left", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const example = join(
       import.meta.dirname,
       "..",
