@@ -7,12 +7,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { AHEAD_WINDOW } from "../../src/worker/node-runner.ts";
-import { createHarness, type Harness, isTerminal } from "../support/supervision.ts";
+import { type Harness, isTerminal } from "../support/supervision.ts";
+import { harnessPerTest } from "../support/harness-per-test.ts";
 
 const chainWorkflow = (count: number, tail: boolean) => `
 import { appendFileSync } from "node:fs";
@@ -105,15 +106,11 @@ function oneOutcomeEach(h: Harness, runId: string, nodes: string[]): void {
   }
 }
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const newHarness = harnessPerTest();
 
 describe("pipelined pure nodes", () => {
   it("compute nodes run ahead within the window; an external start waits for all before it", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const side = join(h.root, "side.log");
     const count = 80;
     const path = h.writeWorkflow("chain.workflow.ts", chainWorkflow(count, true));
@@ -153,7 +150,7 @@ describe("pipelined pure nodes", () => {
   });
 
   it("a pause drops the uncommitted pure work; resume repeats it and each node commits once", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const side = join(h.root, "side.log");
     const count = 400;
     const path = h.writeWorkflow("chain.workflow.ts", chainWorkflow(count, false));
@@ -198,7 +195,7 @@ describe("pipelined pure nodes", () => {
           PI_WORKFLOWS_CRASH_ONCE: join(h!.root, "crashed"),
         }
         : {};
-    h = await createHarness({}, { childEnv: crash });
+    const h = await newHarness({}, { childEnv: crash });
     const marker = join(h.root, "crashed");
     const side = join(h.root, "side.log");
     const count = 60;
@@ -216,7 +213,7 @@ describe("pipelined pure nodes", () => {
   });
 
   it("a window of large messages waits for the slow reader without piling up listeners", async () => {
-    h = await createHarness();
+    const h = await newHarness();
     const count = 40;
     // ~100 KB per close: the window is far more than the pipe buffer while commits are slow.
     const source = `
