@@ -90,7 +90,8 @@ describe.concurrent("0.12 workflow files from the CLI", () => {
     expect(ended.state).toBe("completed");
     expect(ended.output).toEqual({
       status: "replan",
-      answer: { choice: "replan", text: "smaller steps" },
+      // 0.12 callbacks read text answers as .input.<name>; callbacks see both forms (ba6b79c).
+      answer: { choice: "replan", text: "smaller steps", input: { instructions: "smaller steps" } },
     });
   });
 
