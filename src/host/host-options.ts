@@ -2,7 +2,7 @@
  * Host tunables read from the environment, each with a documented default (docs/host.md).
  * Tests shorten them (a 300 ms idle period, a 1 s host lease) instead of sleeping.
  */
-import { readPositiveIntegerEnv } from "../os/env-integer.ts";
+import { readPositiveIntegerEnv, readPositiveIntegerOptions } from "../os/env-integer.ts";
 
 export { readPositiveIntegerEnv };
 
@@ -41,10 +41,7 @@ const ENV_NAMES = {
 
 /** Reads host options from `env`; an invalid value is a one-line error naming the variable. */
 export function readHostOptions(env: NodeJS.ProcessEnv = process.env): HostOptions {
-  const options = { ...DEFAULT_HOST_OPTIONS };
-  for (const key of Object.keys(ENV_NAMES) as (keyof HostOptions)[]) {
-    options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
-  }
+  const options: HostOptions = readPositiveIntegerOptions(env, ENV_NAMES, DEFAULT_HOST_OPTIONS);
   // A renewal interval at or above the lease would let the lease lapse between renewals.
   if (env[ENV_NAMES.hostClaimRenewMs] === undefined || env[ENV_NAMES.hostClaimRenewMs] === "") {
     options.hostClaimRenewMs = Math.max(1, Math.floor(options.hostClaimTtlMs / 3));

@@ -33,3 +33,19 @@ export function readPositiveIntegerEnv(
   }
   return parsed.output;
 }
+
+/**
+ * `defaults` with each key whose environment variable (`names[key]`) is set replaced by its value,
+ * read as `readPositiveIntegerEnv` does.
+ */
+export function readPositiveIntegerOptions<K extends string>(
+  env: Record<string, string | undefined>,
+  names: Readonly<Record<K, string>>,
+  defaults: Readonly<Record<K, number>>,
+): Record<K, number> {
+  const options = { ...defaults } as Record<K, number>;
+  for (const key of Object.keys(names) as K[]) {
+    options[key] = readPositiveIntegerEnv(env, names[key]) ?? options[key];
+  }
+  return options;
+}

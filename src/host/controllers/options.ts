@@ -2,7 +2,7 @@
  * Controller scheduling tunables, each with a documented default (docs/controllers.md). The host
  * main reads them with `readControllerOptions(process.env)`; tests pass short values directly.
  */
-import { readPositiveIntegerEnv } from "../host-options.ts";
+import { readPositiveIntegerOptions } from "../../os/env-integer.ts";
 
 export interface ControllerOptions {
   /**
@@ -38,10 +38,11 @@ const ENV_NAMES = {
 } as const satisfies Record<keyof ControllerOptions, string>;
 
 export function readControllerOptions(env: NodeJS.ProcessEnv = process.env): ControllerOptions {
-  const options = { ...DEFAULT_CONTROLLER_OPTIONS };
-  for (const key of Object.keys(ENV_NAMES) as (keyof ControllerOptions)[]) {
-    options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
-  }
+  const options: ControllerOptions = readPositiveIntegerOptions(
+    env,
+    ENV_NAMES,
+    DEFAULT_CONTROLLER_OPTIONS,
+  );
   if (options.backoffMaxMs < options.backoffBaseMs) {
     throw new RangeError(
       `Invalid PI_WORKFLOWS_RECONCILE_BACKOFF_MAX_MS: it must be at least the base backoff (${options.backoffBaseMs})`,
