@@ -17,7 +17,8 @@
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { readUserConfig } from "../protocol/user-config.ts";
+import { parseUserConfig } from "../protocol/user-config.ts";
+import { readUserConfigText } from "../os/user-config-file.ts";
 import {
   createRetentionPass,
   DEFAULT_KEEP_DAYS,
@@ -141,7 +142,7 @@ export function createRetentionRunner(ctx: {
 
 /** `retention.days` of config.json, else the default. Throws `RetentionConfigError`. */
 export function configuredKeepDays(stateDir: string): number {
-  const read = readUserConfig(stateDir);
+  const read = parseUserConfig(readUserConfigText(stateDir));
   if (!read.ok) throw new RetentionConfigError(read.message);
   return read.config.retention?.days ?? DEFAULT_KEEP_DAYS;
 }

@@ -2,10 +2,8 @@
  * `config.json` in the state directory: the user's own settings for pi-workflows, read by the
  * CLI and the host: `pi`, the Pi command headless runs use when PI_WORKFLOWS_PI is not set (a
  * command name on PATH or a path), and `retention.days`, the retention period of ended runs.
- * Unknown keys are refused so a typo is an error.
+ * Unknown keys are refused so a typo is an error. The file is read by os/user-config-file.ts.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import * as v from "valibot";
 import { strictObject } from "./fields.ts";
 import { KeepDaysSchema } from "./retention-operations.ts";
@@ -18,16 +16,11 @@ export const UserConfigSchema = strictObject({
 });
 export type UserConfig = v.InferOutput<typeof UserConfigSchema>;
 
-/** `config.json` in `stateDir`, validated; absent is an empty config. */
-export function readUserConfig(
-  stateDir: string,
+/** The text of `config.json` (undefined: no file), validated; absent is an empty config. */
+export function parseUserConfig(
+  text: string | undefined,
 ): { ok: true; config: UserConfig } | { ok: false; message: string } {
-  let text: string;
-  try {
-    text = readFileSync(join(stateDir, "config.json"), "utf8");
-  } catch {
-    return { ok: true, config: {} };
-  }
+  if (text === undefined) return { ok: true, config: {} };
   const invalid = (detail: string) => ({
     ok: false as const,
     message: `Invalid config.json in the state directory: ${detail}`,

@@ -14,7 +14,8 @@
 import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { MIN_PI_VERSION } from "../protocol/pi-launch.ts";
-import { readUserConfig } from "../protocol/user-config.ts";
+import { parseUserConfig } from "../protocol/user-config.ts";
+import { readUserConfigText } from "../os/user-config-file.ts";
 import { checkedPiVersion, type VersionResult } from "./pi-version-check.ts";
 
 export interface FoundPi {
@@ -98,7 +99,7 @@ function tooOld(version: string, command: string): PiDiscovery {
 function readPiConfig(
   stateDir: string,
 ): { ok: true; pi?: string } | Extract<PiDiscovery, { ok: false }> {
-  const read = readUserConfig(stateDir);
+  const read = parseUserConfig(readUserConfigText(stateDir));
   if (!read.ok) return { ok: false, code: "invalidConfig", message: read.message };
   return { ok: true, pi: read.config.pi };
 }

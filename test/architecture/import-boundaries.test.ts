@@ -62,6 +62,7 @@ describe("import boundaries", () => {
       { path: "protocol/x.ts", text: `import { w } from "./w.ts";` },
       { path: "protocol/y.ts", text: `import { o } from "../os/o.ts";` },
       { path: "host/db.ts", text: `import { DatabaseSync } from "node:sqlite";` },
+      { path: "protocol/z.ts", text: `import { readFileSync } from "node:fs";` },
       { path: "mystery/x.ts", text: `` },
       { path: "os/x.ts", text: `import { m } from "../../mod.ts";` },
     ]);
@@ -72,6 +73,7 @@ describe("import boundaries", () => {
       "workflows/c.ts: the engine decides from facts it is given: workflows and controllers never import state: src/workflows may not import src/state (allowed: base, protocol)",
       "protocol/y.ts: protocol holds message shapes and framing only: it stands on base alone: src/protocol may not import src/os (allowed: base)",
       "host/db.ts: one database layer: only src/state imports node:sqlite: src/host may not open the database",
+      "protocol/z.ts: protocol does no I/O: it imports no file, socket or process module: src/protocol may not import node:fs",
       "mystery/x.ts: every folder of src/ has a row in the layer table: src/mystery is not in the layer table of test/architecture/import-layers.ts",
       "os/x.ts: src/ imports files of src/ only: imports a file outside src/",
     ]);

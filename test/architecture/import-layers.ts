@@ -112,7 +112,18 @@ export const FILE_RULES = {
   inTable: "every folder of src/ has a row in the layer table",
   insideSrc: "src/ imports files of src/ only",
   oneDatabaseLayer: "one database layer: only src/state imports node:sqlite",
+  protocolDoesNoIo: "protocol does no I/O: it imports no file, socket or process module",
 } as const;
+
+/** Node modules that touch files, sockets or processes: protocol/ may import none of them. */
+const IO_MODULES = new Set([
+  "node:fs",
+  "node:fs/promises",
+  "node:net",
+  "node:child_process",
+  "node:os",
+  "node:sqlite",
+]);
 
 /** Every rule's name, each once: the test checks the tree rule by rule. */
 export function ruleNames(layers: Record<string, Layer> = LAYERS): string[] {
@@ -170,6 +181,14 @@ export function checkImports(
             specifier,
             rule: FILE_RULES.oneDatabaseLayer,
             message: `src/${from} may not open the database`,
+          });
+        }
+        if (from === "protocol" && IO_MODULES.has(specifier)) {
+          violations.push({
+            file: file.path,
+            specifier,
+            rule: FILE_RULES.protocolDoesNoIo,
+            message: `src/protocol may not import ${specifier}`,
           });
         }
         continue;
