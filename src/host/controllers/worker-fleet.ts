@@ -23,6 +23,8 @@ import {
 import type { ChildExit } from "../supervision/children/spawn-child.ts";
 import {
   controllerStopReason,
+  isBlocked,
+  isControllerLaunching,
   markBlocked,
   markControllerLive,
 } from "../supervision/controllers/controller-life.ts";
@@ -53,7 +55,7 @@ export function createWorkerSpawner(
     onReady(worker: ControllerWorker, pid: number) {
       if (worker.identity === null || worker.identity.pid !== pid) return false;
       // Stopped before it got ready: nothing to record.
-      if (worker.life.phase.name !== "launching") return true;
+      if (!isControllerLaunching(worker)) return true;
       markControllerWorkerLive(ctx.store, worker.workerEpoch);
       markControllerLive(worker);
       markIdle(fleet, worker);
@@ -101,7 +103,7 @@ export function createWorkerSpawner(
     exit: ChildExit,
   ) => {
     const stopReason = controllerStopReason(worker);
-    const crashed = stopReason === null && !worker.life.blocked;
+    const crashed = stopReason === null && !isBlocked(worker);
     const stuck = stopReason === "stuck" || stopReason === "startup";
     holds.interruptHeld(worker, {
       reason: crashed ? "workerCrashed" : `worker.${stopReason ?? "exited"}`,
@@ -110,7 +112,7 @@ export function createWorkerSpawner(
     });
     worker.reconciles.clear();
     holds.renewWhileHeld();
-    const ended = stopReason !== null || worker.life.blocked || exit.code === 0;
+    const ended = stopReason !== null || isBlocked(worker) || exit.code === 0;
     try {
       finishControllerWorker(ctx.store, {
         workerEpoch: worker.workerEpoch,

@@ -130,6 +130,14 @@ export function markSettled(worker: Worker): void {
   worker.life.claim = "settled";
 }
 
+/**
+ * Back to `hold`, the claim state read before a transaction that rolled back (messages proposed
+ * ahead, speculative-start.ts): the memory follows the database.
+ */
+export function restoreClaim(worker: Worker, hold: ClaimHold): void {
+  worker.life.claim = hold;
+}
+
 export function holdsClaim(worker: Worker): boolean {
   return worker.life.claim === "held";
 }

@@ -30,7 +30,7 @@ import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { HostContext } from "../host-context.ts";
 import { staleness } from "../supervision/children/epoch-fence.ts";
-import { markLive } from "../supervision/worker-life.ts";
+import { markLive, restoreClaim } from "../supervision/worker-life.ts";
 import { applyWorkerMessage } from "./message-handlers.ts";
 
 /** The messages a prepared process proposed ahead, and what the host knows of their facts. */
@@ -93,7 +93,7 @@ export function applyAheadStart(
   } catch (error) {
     // Rolled back to its savepoint: the epoch's memory goes back with it.
     worker.openAttempt = before.openAttempt;
-    worker.life.claim = before.claim;
+    restoreClaim(worker, before.claim);
     ctx.log("speculation.dropped", { run: worker.runId, error: logError(error) });
     return false;
   }

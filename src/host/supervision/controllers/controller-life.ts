@@ -54,6 +54,16 @@ export function controllerStopReason(worker: Worker): ControllerWorkerStop | nul
   return phase.name === "stopping" ? phase.reason : null;
 }
 
+/** Spawned, `controller.ready` not yet accepted, and not stopping. */
+export function isControllerLaunching(worker: Worker): boolean {
+  return worker.life.phase.name === "launching";
+}
+
+/** It reported its source changed or failed to load (it exits by itself). */
+export function isBlocked(worker: Worker): boolean {
+  return worker.life.blocked;
+}
+
 /** Live and not stopping. */
 export function isControllerLive(worker: Worker): boolean {
   return worker.life.phase.name === "live";
@@ -61,5 +71,5 @@ export function isControllerLive(worker: Worker): boolean {
 
 /** Live, not stopping and not blocked: new reconciles may go to it. */
 export function takesReconciles(worker: Worker): boolean {
-  return isControllerLive(worker) && !worker.life.blocked;
+  return isControllerLive(worker) && !isBlocked(worker);
 }
