@@ -13,14 +13,9 @@ import type { HostContext, ResolveRequest, ResolveResult } from "../host-context
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";
-import {
-  type ChildCommand,
-  readerOf,
-  spawnChild,
-  type SupervisedChild,
-} from "./children/spawn-child.ts";
+import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
-import { armChildDeadline } from "./children/child-deadline.ts";
+import { type Heard, serveChildRequests } from "./children/child-requests.ts";
 
 export interface ResolverOptions {
   /** Extra environment on top of the run's (tests). */
@@ -93,7 +88,10 @@ export async function resolveInChild(
     ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
   });
   liveLogs?.add(spawned.logFiles.stdout).add(spawned.logFiles.stderr);
-  const deadline = armChildDeadline(spawned, ctx.options.workerStartupMs);
+  let step: ResolveProgress | null = null;
+  // Its one request, answered within the start-up deadline (which covers the start).
+  const asked = serveChildRequests(spawned, readFrame)
+    .expect("resolve", ctx.options.workerStartupMs, (progress) => (step = progress));
   try {
     await writeFrame(spawned.channel, {
       schema: RESOLVE_REQUEST_SCHEMA,
@@ -101,12 +99,11 @@ export async function resolveInChild(
       input: (request.input ?? null) as JsonValue,
       cwd: request.cwd,
     });
-    let step: ResolveProgress | null = null;
-    const answer = await readAnswer(spawned, (progress) => (step = progress));
+    const answer = await asked;
     if (overLimit) return failure("workerCrashed", "the resolver's output passed its limit");
-    if (answer === undefined) {
+    if (!answer.ok) {
       const doing = describeResolveStep(step, request.workflow);
-      if (deadline.expired) {
+      if (answer.why === "timedOut") {
         return failure(
           "workerTimedOut",
           `${doing} did not finish within ${ctx.options.workerStartupMs} ms${stuckHint(step)}`,
@@ -115,35 +112,22 @@ export async function resolveInChild(
       const exit = await Promise.race([spawned.exited, delay(1000)]);
       return failure("workerCrashed", `the resolver ${exitWords(exit)} while ${doing}`);
     }
-    const parsed = parseResolveResult(answer);
+    const parsed = parseResolveResult(answer.answer);
     if (!parsed.ok) return failure("protocolRejected", `malformed answer: ${parsed.error}`);
     const { schema: _schema, ...result } = parsed.value;
     return result as ResolveResult;
   } catch (error) {
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
-    deadline.disarm();
     await retireChild(spawned, ctx.options.killGraceMs);
     liveLogs?.delete(spawned.logFiles.stdout);
     liveLogs?.delete(spawned.logFiles.stderr);
   }
 }
 
-/** The resolver's answer; its progress frames before it go to `onProgress`. */
-async function readAnswer(
-  spawned: SupervisedChild,
-  onProgress: (progress: ResolveProgress) => void,
-): Promise<unknown> {
-  try {
-    for await (const frame of readerOf(spawned).frames()) {
-      if (!frame.ok) return undefined;
-      if (!isResolveProgress(frame.value)) return frame.value;
-      onProgress(frame.value);
-    }
-    return undefined;
-  } catch {
-    return undefined;
-  }
+/** The codec: progress frames, then the answer (parsed by the caller). */
+function readFrame(value: unknown): Heard<unknown, ResolveProgress> {
+  return isResolveProgress(value) ? { progress: value } : { answer: value };
 }
 
 function delay(ms: number): Promise<null> {

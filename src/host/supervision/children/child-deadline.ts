@@ -1,11 +1,11 @@
 /**
  * The child kit's bound on one job of a child, the same for every kind: a run or controller
  * worker's start-up (until its ready message; the bound is held by its life's `launching` phase,
- * worker-life.ts and controllers/controller-life.ts, and disarmed when it leaves it), a source
- * resolver's start and answer, a validation exchange, the compile cache warm-up. When `ms` pass
- * before `disarm`, the kind's `expire` says what that means for its protocol (a worker's records
- * its stop reason and stops its group), then the kit cuts the channel, so the kind's reading
- * ends at once and its usual end follows.
+ * worker-life.ts and controllers/controller-life.ts, and disarmed when it leaves it), each request
+ * to a source resolver (child-requests.ts), a validation exchange, the compile cache warm-up.
+ * When `ms` pass before `disarm`, the kind's `expire` says what that means for its protocol (a
+ * worker's records its stop reason and stops its group), then the kit cuts the channel, so the
+ * kind's reading ends at once and its usual end follows.
  */
 import type { SupervisedChild } from "./spawn-child.ts";
 

@@ -14,13 +14,9 @@ import {
 import type { HostContext } from "../../host-context.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
-import {
-  type ChildCommand,
-  readerOf,
-  spawnChild,
-  type SupervisedChild,
-} from "../children/spawn-child.ts";
+import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
 import { retireChild } from "../children/retire-child.ts";
+import { type ChildRequests, type Heard, serveChildRequests } from "../children/child-requests.ts";
 import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
 
 export interface ResolverPoolDeps {
@@ -39,7 +35,7 @@ export interface ResolverPool {
 
 interface Child {
   spawned: SupervisedChild;
-  pending: Map<string, (answer: ControllerResolution) => void>;
+  requests: ChildRequests<ControllerResolution, never>;
   gone: boolean;
   stopped: Promise<void>;
 }
@@ -59,7 +55,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
 
   const startChild = (): Child => {
     const c = { gone: false } as Child;
-    const spawned = spawnChild(ctx, {
+    c.spawned = spawnChild(ctx, {
       args: ["worker", "--resolve-controller"],
       command: deps.command,
       // The host's allowlisted base environment (like a run without a recorded one), never all
@@ -71,30 +67,11 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
       onOutputExceeded: () => void stop(c),
       register: { registry: deps.registry, kind: "resolver", runId: null },
     });
-    const pending = new Map<string, (answer: ControllerResolution) => void>();
-    c.spawned = spawned;
-    c.pending = pending;
-    c.stopped = (async () => {
-      try {
-        for await (const frame of readerOf(spawned).frames()) {
-          if (!frame.ok) break;
-          const parsed = parseControllerResolveResult(frame.value);
-          if (!parsed.ok) break;
-          const { schema: _schema, requestId, ...answer } = parsed.value;
-          pending.get(requestId)?.(answer as ControllerResolution);
-          pending.delete(requestId);
-        }
-      } catch {
-        // the channel failed: the child is stopped below
-      }
+    c.requests = serveChildRequests(c.spawned, readAnswer, () => {
       c.gone = true;
       if (child === c) child = null;
-      for (const answer of pending.values()) {
-        answer(failure("workerCrashed", "the resolver stopped without an answer"));
-      }
-      pending.clear();
-      await retireChild(spawned, ctx.options.killGraceMs);
-    })();
+    });
+    c.stopped = c.requests.ended.then(() => retireChild(c.spawned, ctx.options.killGraceMs));
     return c;
   };
 
@@ -102,7 +79,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
     if (idleTimer) clearTimeout(idleTimer);
     idleTimer = setTimeout(() => {
       idleTimer = null;
-      if (child && child.pending.size === 0) void stop(child);
+      if (child && child.requests.open() === 0) void stop(child);
     }, deps.idleMs);
     idleTimer.unref();
   };
@@ -111,16 +88,7 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
     async resolve(input) {
       const c = child && !child.gone ? child : (child = startChild());
       const requestId = ctx.ids.next("cres");
-      const answer = new Promise<ControllerResolution>((resolve) => {
-        c.pending.set(requestId, resolve);
-      });
-      const deadline = setTimeout(() => {
-        const waiting = c.pending.get(requestId);
-        if (!waiting) return;
-        c.pending.delete(requestId);
-        waiting(failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`));
-        void stop(c);
-      }, ctx.options.workerStartupMs);
+      const asked = c.requests.expect(requestId, ctx.options.workerStartupMs);
       try {
         await writeFrame(c.spawned.channel, {
           schema: CONTROLLER_RESOLVE_REQUEST_SCHEMA,
@@ -130,14 +98,16 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
           spec: input.spec,
         });
       } catch {
-        // The child is gone: its reader answers every pending request.
+        // The child is gone: its reading ends and answers every open request.
       }
-      try {
-        return await answer;
-      } finally {
-        clearTimeout(deadline);
-        armIdle();
+      const answer = await asked;
+      armIdle();
+      if (answer.ok) return answer.answer;
+      if (answer.why === "ended") {
+        return failure("workerCrashed", "the resolver stopped without an answer");
       }
+      void stop(c);
+      return failure("workerTimedOut", `no answer within ${ctx.options.workerStartupMs} ms`);
     },
     count: () => (child && !child.gone ? 1 : 0),
     async shutdown() {
@@ -145,6 +115,14 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
       if (child) await stop(child);
     },
   };
+}
+
+/** The codec: an answer names its request; anything else breaks the channel. */
+function readAnswer(value: unknown): Heard<ControllerResolution, never> {
+  const parsed = parseControllerResolveResult(value);
+  if (!parsed.ok) return null;
+  const { schema: _schema, requestId, ...answer } = parsed.value;
+  return { requestId, answer: answer as ControllerResolution };
 }
 
 function failure(code: string, detail: string): ControllerResolution {

@@ -1,11 +1,13 @@
 /**
  * The child kit (src/host/supervision/children/): a spawn that reads the start identity without
- * blocking the host (under the `ps` backend, macOS's), registers the child once identified, and
- * one retirement order (TERM, bounded wait, KILL of the group, registry cleanup, empty logs).
+ * blocking the host (under the `ps` backend, macOS's), registers the child once identified,
+ * one retirement order (TERM, bounded wait, KILL of the group, registry cleanup, empty logs), and
+ * requests answered over a child's channel within their deadline.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { psBackend, useProcessBackend } from "../../../../src/os/process-backend.ts";
 import { createPsTableSource, runPs } from "../../../../src/os/ps-table.ts";
@@ -21,6 +23,10 @@ import {
   retireChild,
   stopChildGroup,
 } from "../../../../src/host/supervision/children/retire-child.ts";
+import {
+  type Heard,
+  serveChildRequests,
+} from "../../../../src/host/supervision/children/child-requests.ts";
 
 const stateDir = mkdtempSync(join(tmpdir(), "piw-kit-"));
 afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -133,5 +139,50 @@ describe("child kit", () => {
     expect(await stopped).toBe("terminated");
     expect(await child.exited).toEqual({ code: null, signal: "SIGTERM" });
     await retireChild(child, 0);
+  });
+});
+
+describe("child requests", () => {
+  /** A channel the test writes the child's frames into; the host's writes go nowhere. */
+  function fakeChild() {
+    const channel = new PassThrough();
+    const child = { channel, exited: new Promise(() => {}) } as unknown as SupervisedChild;
+    const say = (value: unknown) => channel.write(`${JSON.stringify(value)}\n`);
+    return { child, channel, say };
+  }
+  const codec = (value: unknown): Heard<string, number> => {
+    const frame = value as { id?: string; answer?: string; step?: number };
+    if (frame.step !== undefined) return { progress: frame.step };
+    if (frame.answer === undefined) return null;
+    return { answer: frame.answer, ...(frame.id ? { requestId: frame.id } : {}) };
+  };
+
+  it("answers by id, gives progress to the oldest request, and ends the open ones", async () => {
+    const { child, say } = fakeChild();
+    let ended = 0;
+    const requests = serveChildRequests(child, codec, () => ended++);
+    const steps: number[] = [];
+    const first = requests.expect("a", 60_000, (step) => steps.push(step));
+    const second = requests.expect("b", 60_000);
+    const third = requests.expect("c", 60_000);
+    say({ step: 1 });
+    say({ id: "b", answer: "B" });
+    say({ answer: "A" }); // no id: the oldest open request's
+    expect(await second).toEqual({ ok: true, answer: "B" });
+    expect(await first).toEqual({ ok: true, answer: "A" });
+    expect(steps).toEqual([1]);
+    expect(requests.open()).toBe(1);
+    say({ broken: true }); // the codec refuses it: the reading ends
+    expect(await third).toEqual({ ok: false, why: "ended" });
+    await requests.ended;
+    expect(ended).toBe(1);
+  });
+
+  it("cuts the channel of a request not answered in time", async () => {
+    const { child, channel } = fakeChild();
+    const requests = serveChildRequests(child, codec);
+    expect(await requests.expect("a", 10)).toEqual({ ok: false, why: "timedOut" });
+    expect(channel.destroyed).toBe(true);
+    await requests.ended;
   });
 });
