@@ -86,6 +86,14 @@ export interface Supervision {
    */
   validateSubmission(submissionId: string): Promise<void>;
   /**
+   * Called inside the transaction that records a new `validating` submission, before its COMMIT:
+   * when the run's prepared process is idle (no epoch of the run is saying goodbye), its validate
+   * request is written now, so the COMMIT's fsync overlaps the validation; true then. The verdict
+   * is read in a later turn, after that COMMIT. Otherwise nothing happens (false) and the caller
+   * starts the validation after its commit.
+   */
+  validateBeforeCommit(runId: string, submissionId: string): boolean;
+  /**
    * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
    * resume supplies them; run-credentials.ts).
    */
@@ -185,6 +193,14 @@ export function createSupervision(
       if (started && !shuttingDown) warmup.start(supervision.hasPendingWork());
     },
     validateSubmission: (submissionId) => validations.validate(submissionId),
+    validateBeforeCommit(runId, submissionId) {
+      if (shuttingDown || !prepared.idle(runId) || workers.epochEnding(runId) !== null) {
+        return false;
+      }
+      // Nothing awaits on the way to the request's write (validation.ts's runChild).
+      void validations.validate(submissionId);
+      return true;
+    },
     wake() {
       workers.schedule();
       controllers.wake();

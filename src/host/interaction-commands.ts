@@ -6,7 +6,8 @@
  *   interaction.claim    the session's current request (read; records the first claim time)
  *   interaction.present  compare-and-set of the presentation's session entry id (receipt)
  *   interaction.submit   provisional `validating` submission (after the step's presentation,
- *                        in the same commit, when it carries one), then the validation child;
+ *                        in the same commit, when it carries one), then the validation child
+ *                        (a prepared process gets its request before that COMMIT);
  *                        the answer waits (bounded) for the verdict. Idempotent by tool-call id
  *                        per request: the same id always gets that submission's receipt
  *   interaction.update   a progress update, rate limited like worker updates (receipt)
@@ -44,6 +45,7 @@ import { RefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";
 import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
 import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
+import { crashPoint } from "../base/crash-point.ts";
 import { withReceipt } from "./command-receipts.ts";
 import { logError } from "./host-log.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -210,19 +212,31 @@ export async function submitInteractionCommand(
     idempotencyKey,
     requestFingerprint: fingerprint,
   };
-  const result = submitPresentedInteraction(rt.store, {
-    runId: runId!,
-    interactionId: payload.interactionId,
-    sessionId: payload.sessionId,
-    nodeId: payload.nodeId,
-    attemptId: payload.attemptId,
-    idempotencyKey,
-    clientId: request.clientId,
-    submission: payload.submission,
-    usage: payload.usage,
-    expectedRevision: request.expectedRevision,
-    receipt,
-  }, payload.presentation);
+  const result = submitPresentedInteraction(
+    rt.store,
+    {
+      runId: runId!,
+      interactionId: payload.interactionId,
+      sessionId: payload.sessionId,
+      nodeId: payload.nodeId,
+      attemptId: payload.attemptId,
+      idempotencyKey,
+      clientId: request.clientId,
+      submission: payload.submission,
+      usage: payload.usage,
+      expectedRevision: request.expectedRevision,
+      receipt,
+    },
+    payload.presentation,
+    (written) => {
+      // The validate request leaves before the COMMIT, so its fsync overlaps the validation; the
+      // verdict is read in a later turn, after the COMMIT (a failed COMMIT leaves it stale).
+      if (written.kind !== "new") return;
+      if (rt.supervision.validateBeforeCommit(runId!, written.submissionId)) {
+        crashPoint("host.submission.validationSent");
+      }
+    },
+  );
   const submissionId = result.kind === "new"
     ? result.submissionId
     : result.submission.submission_id;

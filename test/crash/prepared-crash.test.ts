@@ -250,8 +250,11 @@ describe("the verdict and the next epoch in one commit", () => {
   // epoch's start and request ahead and they join the same commit (speculative-start.ts): killed
   // inside it (`host.aheadStart.applied`, the last write before the COMMIT) nothing is durable;
   // right after it the run waits on the second step's request, which the next host presents
-  // once. Either way the step is accepted once and every node runs once.
+  // once. Either way the step is accepted once and every node runs once. Earlier still, the
+  // validate request leaves before the submission's own COMMIT (`host.submission.validationSent`):
+  // killed there, nothing of the submission is durable and the resent tool call is a new one.
   const cases = [
+    { point: "host.submission.validationSent", workflow: "routed" },
     { point: "host.aheadStart.applied", workflow: "counted" },
     { point: "host.acceptedLaunch.afterCommit", workflow: "routed" },
     { point: "host.acceptedLaunch.afterCommit", workflow: "counted" },
@@ -272,12 +275,19 @@ describe("the verdict and the next epoch in one commit", () => {
       await first.exited;
       session.close();
       await waitFor(() => !processExists(kept), "the prepared process to leave with its host");
+      const sentOnly = point === "host.submission.validationSent";
+      if (sentOnly) {
+        expect(rows(home.stateDir, "SELECT 1 FROM interactive_submissions")).toEqual([]);
+      }
 
       await restartHost(env);
       session = await open(home, "s-accepted-launch");
       // The extension sends the same tool call again: the stored or the new verdict answers.
       const verdict = await session.submit(step, { n: 6 }, { toolCallId: "t-launch" });
-      expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+      expect(verdict).toMatchObject({
+        outcome: sentOnly ? "accepted" : "adopted",
+        receipt: { status: "accepted" },
+      });
       if (workflow === "counted") {
         const second = await session.nextStep((s) => s.contract.step === "second");
         expect((await session.submit(second, { n: 7 })).receipt).toMatchObject({

@@ -52,6 +52,8 @@ export interface PreparedChildren {
   adopt(worker: ActiveWorker): void;
   /** The run's idle child for one validation exchange (busy until released), or null. */
   borrow(runId: string): PreparedChild | null;
+  /** Whether the run has a child a validation could borrow now (nothing changes). */
+  idle(runId: string): boolean;
   /** After an exchange: idle again, or stopped when the exchange broke. Idempotent. */
   release(child: PreparedChild, usable: boolean): void;
   /** The run's idle child for its next epoch (it leaves the pool), or null. */
@@ -152,6 +154,7 @@ export function createPreparedChildren(
       child.state = "busy";
       return child;
     },
+    idle: (runId) => children.get(runId)?.state === "idle",
     release(child, usable) {
       if (child.state !== "busy") return;
       if (!usable || closing) {
