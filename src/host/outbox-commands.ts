@@ -20,7 +20,7 @@ import { claimNotifications, deliverNotification } from "../state/transitions/no
 import { type ClaimedTurn, claimTurn, resolveTurn } from "../state/transitions/turn-delivery.ts";
 import { withReceipt } from "./command-receipts.ts";
 import type { HostRuntime } from "./host-runtime.ts";
-import { fallbackText, presentationText } from "./turn-text.ts";
+import { fallbackText, presentationText, waitingPresentationText } from "./turn-text.ts";
 
 function leaseHolder(request: HostRequest): string {
   return `${request.clientId}\n${request.requestId}`;
@@ -77,10 +77,14 @@ function turnView(
   turn: ClaimedTurn,
 ): NonNullable<OperationReceipt<"turn.claim">["turn"]> {
   const run = readTurnRunFacts(rt.store, turn.runId)!;
-  const facts = decodeValue(turn.factsJson) as { prompt?: string } | undefined;
-  const text = turn.cause === "presentation"
-    ? presentationText(run, facts?.prompt ?? "")
-    : fallbackText(run);
+  const facts = decodeValue(turn.factsJson) as
+    | { prompt?: string; problem?: string; waitingOn?: string }
+    | undefined;
+  const text = turn.cause !== "presentation"
+    ? fallbackText(run)
+    : facts?.waitingOn !== undefined
+    ? waitingPresentationText(run, facts)
+    : presentationText(run, facts?.prompt ?? "");
   return {
     turnIntentId: turn.turnIntentId,
     runId: turn.runId,

@@ -122,6 +122,15 @@ export const WORKER_PAYLOAD_SCHEMAS = {
     /** A checkpoint's declared answer shape, checked by the host before an answer is recorded. */
     answerSchema: v.optional(AnswerSchemaSchema),
     detail: v.optional(ShortTextSchema),
+    /**
+     * An interactive run waiting at a checkpoint whose root declares a `presentationPrompt`: the
+     * rendered prompt, or why it could not be rendered. The host owes the origin session one
+     * presentation turn for this wait.
+     */
+    presentation: v.optional(v.union([
+      strictObject({ prompt: v.pipe(v.string(), v.maxLength(65_536)) }),
+      strictObject({ problem: ShortTextSchema }),
+    ])),
   }),
   "run.finished": nonArray(v.variant("state", [
     v.strictObject({ state: v.literal("completed"), output: JsonValueSchema }),

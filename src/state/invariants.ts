@@ -181,8 +181,18 @@ const CHECKS: Check[] = [
     // No completion turn may start before the completed state is durable.
     code: "presentationBeforeCompletion",
     sql: "SELECT t.run_id, r.state FROM turn_intents t JOIN runs r ON r.run_id = t.run_id " +
-      "WHERE t.cause = 'presentation' AND t.eligible_at IS NOT NULL AND r.state <> 'completed'",
+      "WHERE t.cause = 'presentation' AND t.eligible_at IS NOT NULL AND " +
+      "t.source_attempt_id IS NULL AND r.state <> 'completed'",
     detail: (r) => `a completion presentation is eligible while the run is ${r.state}`,
+  },
+  {
+    // A checkpoint's presentation (its waiting attempt named) is due only once the wait is.
+    code: "presentationBeforeWait",
+    sql: "SELECT t.run_id FROM turn_intents t WHERE t.cause = 'presentation' AND " +
+      "t.eligible_at IS NOT NULL AND t.source_attempt_id IS NOT NULL AND NOT EXISTS (SELECT 1 " +
+      "FROM human_decisions d WHERE d.attempt_id = t.source_attempt_id AND " +
+      "d.kind = 'checkpoint' AND d.created_at <= t.eligible_at)",
+    detail: () => "a checkpoint's presentation is eligible before its run waits there",
   },
   {
     code: "turnIntentUnowed",

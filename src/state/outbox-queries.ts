@@ -58,8 +58,11 @@ export interface TurnRunFacts {
   state: string;
   output: JsonValue | undefined;
   error: { code: string; message: string } | null;
-  /** What a waiting run waits for (a checkpoint or a person's decision) and at which node. */
-  waiting: { kind: "checkpoint" | "humanDecision"; nodeId: string } | null;
+  /**
+   * What a waiting run waits for (a checkpoint or a person's decision), at which node, and its
+   * request (a checkpoint's `{summary}` or `run()` output; a decision's request).
+   */
+  waiting: { kind: "checkpoint" | "humanDecision"; nodeId: string; request: JsonValue } | null;
 }
 
 export function readTurnRunFacts(store: StateStore, runId: string): TurnRunFacts | undefined {
@@ -72,10 +75,12 @@ export function readTurnRunFacts(store: StateStore, runId: string): TurnRunFacts
     error_message: string | null;
     waiting_kind: "checkpoint" | "humanDecision" | null;
     waiting_node: string | null;
+    waiting_request: string | null;
   }>(
     store,
     "SELECT r.workflow_name, r.title, r.state, r.output_json, r.error_code, r.error_message, " +
-      "d.kind AS waiting_kind, d.node_id AS waiting_node FROM runs r LEFT JOIN human_decisions d " +
+      "d.kind AS waiting_kind, d.node_id AS waiting_node, d.request_json AS waiting_request " +
+      "FROM runs r LEFT JOIN human_decisions d " +
       "ON d.run_id = r.run_id AND d.state = 'pending' WHERE r.run_id = :runId",
     { runId },
   );
@@ -89,8 +94,10 @@ export function readTurnRunFacts(store: StateStore, runId: string): TurnRunFacts
     error: row.error_code === null
       ? null
       : { code: row.error_code, message: row.error_message ?? "" },
-    waiting: row.waiting_kind === null
-      ? null
-      : { kind: row.waiting_kind, nodeId: row.waiting_node! },
+    waiting: row.waiting_kind === null ? null : {
+      kind: row.waiting_kind,
+      nodeId: row.waiting_node!,
+      request: decodeValue(row.waiting_request) ?? null,
+    },
   };
 }

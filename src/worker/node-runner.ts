@@ -18,6 +18,7 @@ import { flushProcessOutput } from "./flush-process-output.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
 import { createSubmissionRecorder } from "./submission-recorder.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
+import type { RenderedPresentation } from "../workflows/engine.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 import { workerClock } from "./worker-clock.ts";
 
@@ -201,12 +202,18 @@ export async function runNode(
     ...withUsage,
   };
   if (result.outcome === "waiting") {
+    // As in 0.12 the model presents a waiting checkpoint; a person's decision starts no turn
+    // (the spec), and a headless run has no session to present in.
+    const presentation = result.kind === "checkpoint" && workflow.executionMode === "interactive"
+      ? workflow.waitingPresentation(step.nodeId, facts, result.request)
+      : null;
     await proposer.propose(
       "run.parked",
       {
         reason: result.kind,
         request: result.request,
         ...(result.answerSchema !== undefined ? { answerSchema: result.answerSchema } : {}),
+        ...(presentation === null ? {} : { presentation: parkedPresentation(presentation) }),
       },
       attemptId,
     );
@@ -371,4 +378,12 @@ function nextSequence(facts: RunFacts): number {
   }
   seen.count = facts.attempts.length;
   return seen.max + 1;
+}
+
+/** Nothing to present is a prompt of null: the host then owes no turn. */
+function parkedPresentation(
+  rendered: RenderedPresentation,
+): { prompt: string } | { problem: string } | undefined {
+  if ("problem" in rendered) return { problem: rendered.problem.slice(0, 1000) };
+  return rendered.prompt === null ? undefined : { prompt: rendered.prompt };
 }

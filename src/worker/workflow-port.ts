@@ -21,9 +21,12 @@ import {
   type NodeResult,
   type OutputSink,
   type ProcessGroupHooks,
+  type RenderedPresentation,
   resolveNodeTimeout,
   trackAppendOnlyFacts,
+  waitingPresentation,
 } from "../workflows/engine.ts";
+
 import {
   compareSourceIdentity,
   describeSourceChanges,
@@ -104,6 +107,15 @@ export interface RunWorkflow {
    * process): what depends on the launch (the epoch, credentials) comes from `launch`.
    */
   forLaunch(launch: WorkerLaunch): RunWorkflow;
+  /**
+   * What presents a checkpoint the run now waits at: the root's `presentationPrompt` (see
+   * `waitingPresentation`), or null when it declares none.
+   */
+  waitingPresentation(
+    nodeId: string,
+    facts: RunFacts,
+    request: JsonValue,
+  ): RenderedPresentation | null;
   /** Tolerant JSON parsing and the node's rules for one submission (the validation child). */
   acceptSubmission(
     nodeId: string,
@@ -214,6 +226,10 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       });
     },
     forLaunch: (next) => wrap(wf, next),
+    waitingPresentation: (nodeId, facts, request) =>
+      wf.definition.presentationPrompt === undefined
+        ? null
+        : waitingPresentation(wf, facts, nodeId, request),
     acceptSubmission: (nodeId, facts, attemptId, raw) =>
       acceptAgentSubmission(wf, nodeId, { facts, attemptId }, raw),
   };

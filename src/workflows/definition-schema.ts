@@ -32,16 +32,6 @@ export const syncFn = (instead: string) =>
       `an async function is not supported: ${instead}`,
     ),
   );
-/**
- * 0.12 also resolved `presentationPrompt` when a run stopped at a checkpoint
- * (`state.status === "waiting" ? ask : summarize`). Here a waiting run is not over: Pi shows the
- * checkpoint or decision itself, with no model turn, and the prompt runs once, at completion,
- * where `state.status` is always "completed" (typed so). A prompt function that names "waiting"
- * is therefore 0.12 code whose waiting branch would silently never run: refused at load.
- */
-const WAITING_LITERAL = /(["'`])waiting\1/;
-const WAITING_012 =
-  'a function comparing with "waiting" is 0.12 code: a run that waits at a checkpoint is not over here, so this prompt runs only when the run completes (state.status is "completed"); Pi shows a waiting checkpoint\'s summary or run() output, or a human decision\'s presentation, itself: drop the "waiting" branch and put what it asked for in the checkpoint\'s summary';
 const timeout = v.optional(
   v.union([
     v.pipe(v.number(), v.integer(), v.minValue(0)),
@@ -204,10 +194,7 @@ export const WorkflowSpecSchema = v.object({
   presentationPrompt: v.optional(
     v.union([
       v.string(),
-      v.pipe(
-        syncFn("return the text itself (from output and state)"),
-        v.check((f) => !WAITING_LITERAL.test(Function.prototype.toString.call(f)), WAITING_012),
-      ),
+      syncFn("return the text itself (from output and state)"),
     ], "expected a string or a function"),
   ),
   startAt: v.string(),

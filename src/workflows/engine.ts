@@ -47,9 +47,12 @@
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeEffect, RunFacts } from "../protocol/run-facts.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
-import { errorMessage } from "./errors.ts";
 import { type FactsView, invocationStart, viewFacts } from "./facts-view.ts";
-import { presentationContext } from "./presentation-context.ts";
+import {
+  presentationContext,
+  type RenderedPresentation,
+  renderPresentation,
+} from "./presentation-context.ts";
 import { routeFrom } from "./routing.ts";
 
 export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
@@ -59,6 +62,7 @@ export type { ExecuteContext } from "./execute-node.ts";
 export type { NodeResult } from "./node-result.ts";
 export type { EffectPort, EffectReservation } from "./managed-effect.ts";
 export type { OutputSink, ProcessGroupHooks } from "./shell-runner.ts";
+export type { RenderedPresentation } from "./presentation-context.ts";
 export { trackAppendOnlyFacts } from "./facts-view.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 
@@ -203,31 +207,22 @@ function complete(
   facts: RunFacts,
   output: JsonValue,
 ): NextStep {
-  const spec = wf.definition.presentationPrompt;
-  let presentationPrompt: string | null = null;
-  try {
-    presentationPrompt = typeof spec === "function"
-      ? spec(presentationContext(wf, view, facts, output))
-      : spec ?? null;
-  } catch (error) {
-    return fail(
-      "failed",
-      "presentationFailed",
-      `presentationPrompt failed: ${errorMessage(error)}`,
-    );
-  }
-  if (typeof (presentationPrompt as { then?: unknown } | null)?.then === "function") {
-    return fail(
-      "failed",
-      "presentationFailed",
-      "presentationPrompt returned a promise: return the text itself (from output and state)",
-    );
-  }
-  if (presentationPrompt !== null && typeof presentationPrompt !== "string") {
-    return fail("failed", "presentationFailed", "presentationPrompt must return a string");
-  }
-  if (presentationPrompt !== null && presentationPrompt.length > 65_536) {
-    return fail("failed", "presentationFailed", "presentationPrompt is over 65536 characters");
-  }
-  return { kind: "complete", output, presentationPrompt };
+  const rendered = renderPresentation(wf, () => presentationContext(wf, view, facts, output));
+  if ("problem" in rendered) return fail("failed", "presentationFailed", rendered.problem);
+  return { kind: "complete", output, presentationPrompt: rendered.prompt };
+}
+
+/**
+ * The presentation of an interactive run that now waits at checkpoint `nodeId` with `request`
+ * (0.12 presented a waiting run too): the root's `presentationPrompt` with `state.status`
+ * `"waiting"`. A problem does not fail the run: it waits anyway, and the turn says what failed.
+ */
+export function waitingPresentation(
+  wf: CompiledWorkflow,
+  facts: RunFacts,
+  nodeId: string,
+  request: JsonValue,
+): RenderedPresentation {
+  const view = viewFacts(wf, facts);
+  return renderPresentation(wf, () => presentationContext(wf, view, facts, request, nodeId));
 }

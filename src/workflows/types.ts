@@ -321,7 +321,11 @@ export interface IncludeSpec {
   contract?: WorkflowDefinition;
 }
 
-/** What a `presentationPrompt` callback receives (`finalOutput` and `state` as 0.12 named them). */
+/**
+ * What a `presentationPrompt` callback receives (`finalOutput` and `state` as 0.12 named them):
+ * at completion `output` is the run's output; while an interactive run waits at a checkpoint
+ * (`state.status` `"waiting"`, `state.waitingOn` its node id) it is the checkpoint's request.
+ */
 export interface PresentationContext<I = any> {
   input: I;
   output: JsonValue;
@@ -330,7 +334,9 @@ export interface PresentationContext<I = any> {
   state: {
     runId: string;
     workflowName: string;
-    status: "completed";
+    status: "completed" | "waiting";
+    /** The checkpoint the run waits at (only while `status` is `"waiting"`). */
+    waitingOn?: string;
     input: I;
     outputs: Readonly<Record<string, any>>;
     results: Readonly<Record<string, NodeResultRecord>>;
@@ -354,8 +360,12 @@ export interface WorkflowSpec<I = any> {
     ) => string | undefined | Promise<string | undefined>);
   /** Validates and normalizes raw input; its result must be JSON. Default: identity. */
   input?: (raw: unknown) => I;
-  /** Instructions for one final Pi turn after the run completes. */
-  presentationPrompt?: string | ((ctx: PresentationContext<I>) => string);
+  /**
+   * Instructions for the Pi turn that presents the run: once when it completes, and once each
+   * time an interactive run waits at a checkpoint. Returning `undefined` (or blank) presents
+   * nothing.
+   */
+  presentationPrompt?: string | ((ctx: PresentationContext<I>) => string | undefined);
   startAt: string;
   nodes: Record<string, WorkflowNode<I>>;
   edges?: WorkflowEdge[];

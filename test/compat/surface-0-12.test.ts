@@ -13,6 +13,7 @@ import { controllersApi, fullAuthoringApi } from "../../src/controllers/authorin
 import { loadController } from "../../src/controllers/load-controller.ts";
 import { runReconcile } from "../../src/controllers/reconcile.ts";
 import { loadWorkflow, validateHumanResponse } from "../../src/workflows/index.ts";
+import { waitingPresentation } from "../../src/workflows/engine.ts";
 import { builtinsApi } from "../../src/workflows/sources/builtins-api.ts";
 import { TYPE_NAMES_012 } from "../../src/workflows/sources/compat-0-12.ts";
 import { ROOT } from "../support/host.ts";
@@ -275,25 +276,64 @@ export default defineWorkflow({
     });
   });
 
-  it("a presentationPrompt with a waiting branch (the 0.12 branch example) fails the load saying what shows a waiting run", async () => {
+  it("a presentationPrompt with a waiting branch (the 0.12 branch example) presents a waiting checkpoint with 0.12's arguments", async () => {
     const dir = project({
-      "branch.workflow.ts": `import { checkpoint, defineWorkflow } from "@osolmaz/pi-workflows";
+      "branch.workflow.ts":
+        `import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
 export default defineWorkflow({
   name: "branch",
-  presentationPrompt: ({ state }) =>
-    state.status === "waiting" ? "Ask one clarification question." : "Say how to proceed.",
-  startAt: "a",
-  nodes: { a: checkpoint({ summary: "needs clarification" }) },
+  presentationPrompt: ({ state, finalOutput }) =>
+    state.status === "waiting"
+      ? \`Ask: \${finalOutput.summary} (at \${state.waitingOn}, \${JSON.stringify(state.outputs.plan)})\`
+      : "Say how to proceed.",
+  startAt: "plan",
+  nodes: {
+    plan: compute({ run: ({ input }) => ({ steps: input.steps }) }),
+    ask: checkpoint({ summary: "needs clarification" }),
+    quiet: checkpoint({ summary: "no branch" }),
+  },
+  edges: [{ from: "plan", to: "ask" }, { from: "ask", to: "quiet" }],
+});
+`,
+    });
+    const loaded = await loadWorkflow("./branch.workflow.ts", { cwd: dir });
+    const wf = loaded.workflow;
+    const run = await runWorkflow(wf, { input: { steps: 2 } });
+    expect(run.last).toMatchObject({ kind: "wait", nodeId: "ask" });
+    // What the worker renders as the run parks: the facts before the waiting attempt.
+    const before = { ...run.facts, attempts: run.facts.attempts.slice(0, -1) };
+    expect(waitingPresentation(wf, before, "ask", { summary: "needs clarification" })).toEqual({
+      prompt: 'Ask: needs clarification (at ask, {"steps":2})',
+    });
+    // Answered, the run completes through the other branch.
+    const done = await runWorkflow(wf, { facts: answerWaiting(run.facts, "go") });
+    expect(done.last).toMatchObject({ kind: "wait", nodeId: "quiet" });
+    const ended = await runWorkflow(wf, { facts: answerWaiting(done.facts, "ok") });
+    expect(ended.last).toMatchObject({
+      kind: "complete",
+      presentationPrompt: "Say how to proceed.",
+    });
+  });
+
+  it("a presentationPrompt that returns undefined presents nothing, as in 0.12 (a throw at a checkpoint is reported, not fatal)", async () => {
+    const dir = project({
+      "quiet.workflow.ts": `import { checkpoint, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "quiet",
+  presentationPrompt: ({ state, finalOutput }) =>
+    state.status === "waiting" ? finalOutput.missing.field : undefined,
+  startAt: "ask",
+  nodes: { ask: checkpoint({ summary: "s" }) },
   edges: [],
 });
 `,
     });
-    const error = await loadError("./branch.workflow.ts", dir);
-    expect(error.message).toContain(
-      'presentationPrompt: a function comparing with "waiting" is 0.12 code: a run that waits at a checkpoint is not over here',
-    );
-    expect(error.message).toContain("put what it asked for in the checkpoint's summary");
-    expect(error.message).not.toContain("\n");
+    const wf = (await loadWorkflow("./quiet.workflow.ts", { cwd: dir })).workflow;
+    const run = await runWorkflow(wf);
+    expect(waitingPresentation(wf, { ...run.facts, attempts: [] }, "ask", { summary: "s" }))
+      .toEqual({ problem: expect.stringMatching(/^presentationPrompt failed: .*field/) });
+    const ended = await runWorkflow(wf, { facts: answerWaiting(run.facts, 1) });
+    expect(ended.last).toMatchObject({ kind: "complete", presentationPrompt: null });
   });
 
   it("an async presentationPrompt fails the load naming the way on", async () => {

@@ -2,7 +2,8 @@
  * The outbox in the real Pi: notify nodes' messages appear once, in order, as displayed custom
  * messages that start no turn; a completion with a `presentationPrompt` then starts exactly one
  * turn whose hidden message the model reads; a failing run gives exactly one short factual
- * fallback turn. Crashes: Pi SIGKILLed between showing a notification and recording it shows
+ * fallback turn; a run waiting at a checkpoint whose `presentationPrompt` has 0.12's waiting
+ * branch gets one presentation turn for the wait, then one for its completion. Crashes: Pi SIGKILLed between showing a notification and recording it shows
  * nothing twice after a restart; the host SIGKILLed right after the terminal commit still
  * delivers the completion turn once; a second Pi process on the same session never shows what
  * the first one showed.
@@ -80,6 +81,27 @@ export default defineWorkflow({
 });
 `;
 
+/**
+ * A 0.12 file: its presentationPrompt has a waiting branch, so the model presents the waiting
+ * checkpoint (and, once answered, the completed run).
+ */
+const APPROVE = `
+import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+export default defineWorkflow({
+  name: "approve",
+  presentationPrompt: ({ state, finalOutput }) =>
+    state.status === "waiting"
+      ? "Ask the user: " + finalOutput.summary + " (step " + state.waitingOn + ")"
+      : "Tell the user it shipped: " + JSON.stringify(finalOutput),
+  startAt: "ask",
+  nodes: {
+    ask: checkpoint({ summary: "Ship version 2?" }),
+    ship: compute({ run: ({ outputs }) => ({ shipped: outputs.ask }) }),
+  },
+  edges: [{ from: "ask", to: "ship" }],
+});
+`;
+
 function writeWorkflows(sandbox: PiSandbox): void {
   const dir = join(sandbox.project, ".pi", "workflows");
   mkdirSync(dir, { recursive: true });
@@ -87,6 +109,7 @@ function writeWorkflows(sandbox: PiSandbox): void {
   writeFileSync(join(dir, "breaks.workflow.ts"), BREAKS);
   writeFileSync(join(dir, "slowstep.workflow.ts"), SLOW_STEP);
   writeFileSync(join(dir, "retrystep.workflow.ts"), RETRY_STEP);
+  writeFileSync(join(dir, "approve.workflow.ts"), APPROVE);
 }
 
 /** Resolves once the newest attempt of a `count` step has timed out (set with the sandbox). */
@@ -95,9 +118,19 @@ let slowStepTimedOut: () => Promise<unknown> = () => Promise.reject(new Error("n
 /** Released by the supersede test: until then the model "thinks" about the user's turn. */
 let thinking: Promise<void> = Promise.resolve();
 
+/** The run the user answers with "yes, ship it" (the model answers its checkpoint). */
+let approveRun = "";
+
 /** The fake model answers every turn with a line naming what it read. */
 async function replyScript(request: FakeModelRequest) {
   const text = request.lastUserText;
+  if (text === "yes, ship it") {
+    return request.lastRole === "tool" ? { kind: "text" as const, text: "answered" } : {
+      kind: "tool" as const,
+      name: "workflow",
+      args: { action: "answer", runId: approveRun, input: { approved: true } },
+    };
+  }
   if (text === "think it over") {
     await thinking;
     return { kind: "text" as const, text: "thought it over" };
@@ -464,6 +497,58 @@ describe("the outbox in the real Pi", () => {
       { runId },
       (rows) => rows.filter((r) => r.what === "n" && r.state === "delivered").length === 2,
     );
+  });
+
+  it("a run waiting at a checkpoint gets one presentation turn (0.12's waiting branch); answered, one completion turn", async () => {
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("/workflow approve", 60_000);
+    approveRun = runIdOf(await noticeMatching(pi, from, /^Started workflow approve/));
+    const presented = await model.waitForRequest(
+      (r) => r.lastUserText.includes("Presentation instructions"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(presented.lastUserText).toContain(
+      `The workflow "approve" (run ${approveRun}) is waiting at checkpoint "ask" for an answer.`,
+    );
+    expect(presented.lastUserText).toContain("Ask the user: Ship version 2? (step ask)");
+    expect(presented.lastUserText).toContain('"summary": "Ship version 2?"');
+    const waitingTurn = await waitForState<{ source: string | null; resolution: string | null }>(
+      sandbox,
+      "SELECT source_attempt_id AS source, resolution FROM turn_intents WHERE run_id = :runId",
+      { runId: approveRun },
+      (rows) => rows.length === 1 && rows[0].resolution !== null,
+    );
+    expect(waitingTurn).toEqual([{ source: expect.any(String), resolution: "presentation" }]);
+    await pi.waitForSettled(pi.records.findIndex((r, i) => i >= from && r.type === "agent_start"));
+
+    // The user answers through the model; the run completes and is presented once more.
+    const answered = pi.records.length;
+    await pi.prompt("yes, ship it");
+    const completion = await model.waitForRequest(
+      (r) => r.lastUserText.includes("Tell the user it shipped"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(completion.lastUserText).toContain('{"shipped":{"approved":true}}');
+    const intents = await waitForState<{ source: string | null; resolution: string | null }>(
+      sandbox,
+      "SELECT source_attempt_id AS source, resolution FROM turn_intents WHERE run_id = :runId " +
+        "ORDER BY rowid",
+      { runId: approveRun },
+      (rows) => rows.length === 2 && rows.every((r) => r.resolution !== null),
+    );
+    expect(intents).toEqual([
+      { source: waitingTurn[0].source, resolution: "presentation" },
+      { source: null, resolution: "presentation" },
+    ]);
+    await pi.waitForSettled(pi.records.findLastIndex((r) => r.type === "agent_start"));
+    // One turn per wait and one per completion, nothing else from the workflow.
+    expect(presentations(requestsBefore)).toHaveLength(2);
+    expect(outboxMessages(pi, from).map((m) => [m.details.turnKind, m.display])).toEqual([
+      ["presentation", false],
+      ["presentation", false],
+    ]);
+    expect(answered).toBeGreaterThan(from);
   });
 
   it("Pi SIGKILLed between showing a notification and recording it shows nothing twice", async () => {

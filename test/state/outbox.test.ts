@@ -1,6 +1,7 @@
 /**
  * The Pi outbox in the state layer: notifications committed with their notify attempt's finish
  * and claimed under a lease; completion presentations ineligible until the terminal commit;
+ * a checkpoint's presentation eligible in the commit that parks the run, once per wait;
  * successor turns with deterministic ids, at most one eligible per run; supersession.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -29,6 +30,7 @@ import {
   requestPresentation,
   turnIntentId,
 } from "../../src/state/transitions/turn-intents.ts";
+import type { WaitingPresentation } from "../../src/state/transitions/turn-intents.ts";
 import { claimTurn, resolveTurn } from "../../src/state/transitions/turn-delivery.ts";
 import { writeTransaction } from "../../src/state/transactions.ts";
 import type { Claim } from "../../src/state/claims.ts";
@@ -362,6 +364,91 @@ function resolution(intentId: string): string | null {
   }).resolution;
 }
 
+describe("checkpoint presentation", () => {
+  /** The run's next attempt waits at checkpoint `ask`, presented with `presentation`. */
+  function waitAt(claim: Claim, attemptId: string, presentation?: WaitingPresentation) {
+    recordNodeStarted(f.store, claim, {
+      attemptId,
+      nodeId: "ask",
+      nodeKind: "checkpoint",
+      effect: "pure",
+      deadlineAt: null,
+    });
+    waitRun(f.store, claim, {
+      attemptId,
+      nodeId: "ask",
+      kind: "checkpoint",
+      request: { summary: "Ship it?" },
+      ...(presentation ? { presentation } : {}),
+    });
+  }
+  const answer = (runId: string, attemptId: string) =>
+    answerDecision(f.store, {
+      runId,
+      nodeId: "ask",
+      attemptId,
+      kind: "checkpoint",
+      answer: { ok: true },
+      ownerId: HOST,
+    });
+  const intents = (runId: string) =>
+    f.store.db.prepare(
+      "SELECT intent_id, source_attempt_id AS attempt, eligible_at IS NOT NULL AS eligible, " +
+        "resolution, facts_json AS facts FROM turn_intents WHERE run_id = ? ORDER BY rowid",
+    ).all(runId);
+
+  it("is eligible in the commit that parks the run, once per wait; an answer closes an unshown one", () => {
+    const runId = enqueue(f.store, interactive());
+    // A turn already due (a stranded step's fallback) is covered by the presentation.
+    writeTransaction(
+      f.store,
+      () => recordStrandedTurnInTx(f.store, runId, "timedOut", "att-0", f.clock.now()),
+    );
+    waitAt(launch(f.store, runId), "a1", { prompt: "Ask whether to ship" });
+    const first = turnIntentId(runId, "presentation", "a1");
+    expect(intents(runId)).toEqual([
+      expect.objectContaining({ attempt: "att-0", resolution: "superseded" }),
+      {
+        intent_id: first,
+        attempt: "a1",
+        eligible: 1,
+        resolution: null,
+        facts: '{"prompt":"Ask whether to ship","waitingOn":"ask"}',
+      },
+    ]);
+    const turn = claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn!;
+    expect(turn).toMatchObject({ turnIntentId: first, cause: "presentation" });
+    expect(readTurnRunFacts(f.store, runId)?.waiting).toEqual({
+      kind: "checkpoint",
+      nodeId: "ask",
+      request: { summary: "Ship it?" },
+    });
+    resolveTurn(f.store, { turnIntentId: first, sessionId: SESSION, sessionEntryId: "e1" });
+    // Answered, the run waits there again (a loop): a new attempt, its own presentation, which
+    // the next answer closes before any session took it.
+    answer(runId, "a1");
+    endLiveEpoch();
+    waitAt(launch(f.store, runId), "a2", { problem: "presentationPrompt failed: boom" });
+    const second = turnIntentId(runId, "presentation", "a2");
+    expect(intents(runId).slice(1).map((i) => (i as { resolution: string | null }).resolution))
+      .toEqual(["presentation", null]);
+    answer(runId, "a2");
+    expect(resolution(second)).toBe("superseded");
+    // The run then fails: its own fallback, not a stale presentation.
+    endLiveEpoch();
+    failRun(f.store, launch(f.store, runId), { error: { code: "boom", message: "m" } });
+    expect(claimTurn(f.store, { sessionId: SESSION, holder: "a" }).turn?.cause).toBe("failed");
+  });
+
+  it("is not recorded for a headless run, nor without a presentation", () => {
+    const headless = enqueue(f.store);
+    waitAt(launch(f.store, headless), "h1", { prompt: "p" });
+    const plain = enqueue(f.store, interactive());
+    waitAt(launch(f.store, plain), "p1");
+    expect(f.store.db.prepare("SELECT COUNT(*) AS n FROM turn_intents").get()).toEqual({ n: 0 });
+  });
+});
+
 describe("successor turns", () => {
   it("a failed run gets one eligible fallback; a run that failed before any attempt a launchFailed one", () => {
     const runId = enqueue(f.store, interactive());
@@ -492,6 +579,7 @@ describe("successor turns", () => {
     expect(readTurnRunFacts(f.store, runId)?.waiting).toEqual({
       kind: "checkpoint",
       nodeId: "ask",
+      request: null,
     });
     expect(
       resolveTurn(f.store, {
@@ -616,6 +704,20 @@ describe("polling", () => {
 });
 
 describe("invariants", () => {
+  it("detect a checkpoint's presentation made eligible before its run waits there", () => {
+    const runId = enqueue(f.store, interactive());
+    launch(f.store, runId);
+    writeTransaction(f.store, () => {
+      f.store.db.prepare(
+        "INSERT INTO turn_intents (intent_id, run_id, target_session_id, cause, " +
+          "source_attempt_id, facts_json, eligible_at, state, created_at) VALUES " +
+          "('t1', ?, ?, 'presentation', 'a9', '{}', 1, 'pending', 1)",
+      ).run(runId, SESSION);
+    });
+    expect(checkInvariants(f.store).map((v) => v.code)).toContain("presentationBeforeWait");
+    f.store.db.prepare("DELETE FROM turn_intents").run();
+  });
+
   it("detect a presentation made eligible before its run completed", () => {
     const runId = enqueue(f.store, interactive());
     const claim = launch(f.store, runId);

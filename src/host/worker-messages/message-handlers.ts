@@ -328,6 +328,10 @@ function park(
     } else if (p.answerSchema !== undefined && p.reason !== "checkpoint") {
       throw refuse("run.parked: only a checkpoint declares an answer schema");
     }
+    // A person's decision starts no model turn (the spec): only a checkpoint is presented.
+    if (p.presentation !== undefined && p.reason !== "checkpoint") {
+      throw refuse("run.parked: only a checkpoint has a presentation");
+    }
     const { revision } = waitRun(ctx.store, worker.claim, {
       ...write,
       attemptId,
@@ -336,6 +340,7 @@ function park(
       request: p.request ?? null,
       answerSchema: p.answerSchema as JsonValue | undefined,
       timeoutDefault,
+      ...(p.presentation ? { presentation: p.presentation } : {}),
     });
     markSettled(worker);
     worker.openAttempt = null;

@@ -23,6 +23,7 @@ import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { closeAttempt, expectState, requireRun, setRunState } from "./common.ts";
+import { supersedeWaitingPresentationInTx } from "./turn-intents.ts";
 
 export type WaitingKind = "checkpoint" | "humanDecision";
 
@@ -176,6 +177,7 @@ function closeInTx(
   }, now);
   const revision = nextRevision(store, runId);
   const timedOut = closing.resolution === "timedOut";
+  supersedeWaitingPresentationInTx(store, row.attempt_id, now);
   execute(
     store,
     "UPDATE human_decisions SET state = :state, closed_at = :now WHERE decision_id = :id",

@@ -28,7 +28,11 @@ import {
   setRunState,
   stopAtBoundary,
 } from "./common.ts";
-import { releaseTurnIntentsInTx } from "./turn-intents.ts";
+import {
+  presentWaitingInTx,
+  releaseTurnIntentsInTx,
+  type WaitingPresentation,
+} from "./turn-intents.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
   r.state === "running" && (r.queue_state === "running" || r.queue_state === "starting");
@@ -44,6 +48,8 @@ export interface WaitRunOptions extends WorkerWriteOptions {
   answerSchema?: JsonValue;
   /** A human decision's saved default: recorded `afterMs` after this commit unless answered. */
   timeoutDefault?: { afterMs: number; response: JsonValue } | null;
+  /** A checkpoint's presentation (the root's `presentationPrompt`): one turn for this wait. */
+  presentation?: WaitingPresentation;
 }
 
 /**
@@ -112,6 +118,14 @@ export function waitRun(
     releaseLeaseInTx(store, claim.resource, tx.now);
     // A model turn stranded earlier gets its successor now: the run waits for an answer.
     releaseTurnIntentsInTx(store, runId, null, tx.now);
+    if (opts.presentation) {
+      presentWaitingInTx(
+        store,
+        { runId, attemptId: opts.attemptId, nodeId: opts.nodeId },
+        opts.presentation,
+        tx.now,
+      );
+    }
     return {
       type: "run.waiting",
       payload: { decisionId, nodeId: opts.nodeId, kind: opts.kind },

@@ -6,6 +6,9 @@
  *   ineligible under the run claim, before the terminal commit; `completeRun` makes it eligible
  *   in the terminal transaction, so no completion turn can start before the run is durably
  *   completed.
+ * - A wait at a checkpoint with a root `presentationPrompt` (`presentWaitingInTx`): eligible in
+ *   the transaction that commits the wait, one per waiting attempt; closing the wait supersedes
+ *   it if it was not given yet.
  * - A stranded model turn: an interactive step that timed out records an ineligible intent; if
  *   the run goes on to present its next step, that step prompt is the successor (resolved
  *   `workflowPrompt` in the transaction that records the request); if the run ends or waits for
@@ -90,6 +93,61 @@ export function requestPresentationInTx(
   const facts = encodeValue("presentation prompt", { prompt });
   insertIntent(store, { runId, session, cause: "presentation", facts, eligibleAt: null }, now);
   return true;
+}
+
+/** What presents a waiting checkpoint: the rendered prompt, or why it could not be rendered. */
+export type WaitingPresentation = { prompt: string } | { problem: string };
+
+/**
+ * An interactive run now waits at a checkpoint and its root declares a `presentationPrompt` (as
+ * in 0.12, the model presents what waits): the session is owed one turn for this wait, eligible
+ * in the transaction that commits the wait, so no presentation can start before the run is
+ * durably waiting. Its id is derived from the waiting attempt: a retried proposal records it
+ * once, and each wait (a new attempt) once. A turn already due for the run (a stranded step's
+ * fallback not shown yet) is covered by it. Nothing for a run without an origin session.
+ */
+export function presentWaitingInTx(
+  store: StateStore,
+  wait: { runId: string; attemptId: string; nodeId: string },
+  presentation: WaitingPresentation,
+  now: number,
+): void {
+  const session = originSession(store, wait.runId);
+  if (session === null) return;
+  const due = queryAll<{ intent_id: string }>(
+    store,
+    "SELECT intent_id FROM turn_intents WHERE run_id = :runId AND state != 'resolved' AND " +
+      "eligible_at IS NOT NULL",
+    { runId: wait.runId },
+  ).map((r) => r.intent_id);
+  resolveIntents(store, due, "superseded", null, now);
+  const facts = encodeValue("presentation prompt", { ...presentation, waitingOn: wait.nodeId });
+  insertIntent(store, {
+    runId: wait.runId,
+    session,
+    cause: "presentation",
+    attemptId: wait.attemptId,
+    facts,
+    eligibleAt: now,
+  }, now);
+}
+
+/**
+ * The checkpoint or decision of `attemptId` closed (answered, defaulted, timed out): a
+ * presentation of that wait not given yet is stale.
+ */
+export function supersedeWaitingPresentationInTx(
+  store: StateStore,
+  attemptId: string,
+  now: number,
+): void {
+  const ids = queryAll<{ intent_id: string }>(
+    store,
+    "SELECT intent_id FROM turn_intents WHERE source_attempt_id = :attemptId AND " +
+      "cause = 'presentation' AND state != 'resolved'",
+    { attemptId },
+  ).map((r) => r.intent_id);
+  resolveIntents(store, ids, "superseded", null, now);
 }
 
 /** An interactive step of the run was closed under the model (its deadline passed). */
