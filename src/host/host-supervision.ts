@@ -17,6 +17,7 @@ import { listValidatingSubmissions } from "../state/interaction-queries.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import { selfCommand } from "../os/self-launch.ts";
 import { logError } from "./host-log.ts";
+import { reusingResolutions } from "./resolution-cache.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "./host-context.ts";
 import { createProcessRegistry } from "./supervision/process-registry.ts";
 import { recoverAtStart } from "./supervision/recovery.ts";
@@ -49,6 +50,11 @@ export interface SupervisionExtras {
   workerCommand?: (args: string[]) => { command: string; args: string[] };
   /** Bound of the compile cache warm-up (compile-cache-warmup.ts); tests shorten it. */
   warmupTimeoutMs?: number;
+  /**
+   * Reuse a start's resolution for the same start while its source is unchanged
+   * (resolution-cache.ts): the test kit, whose crash runs repeat one start. Off by default.
+   */
+  reuseResolutions?: boolean;
 }
 
 export interface Supervision {
@@ -129,6 +135,12 @@ export function createSupervision(
     registry,
     stopping: () => shuttingDown,
   });
+  const reusing = extras.reuseResolutions
+    ? reusingResolutions((request) => resolvers.resolve(request))
+    : null;
+  // A stopping host refuses starts (the resolvers' answer), kept answers included.
+  const resolve = (request: ResolveRequest) =>
+    reusing && !shuttingDown ? reusing(request) : resolvers.resolve(request);
   const prepared = createPreparedChildren(ctx, { registry });
   const warmup = createCompileCacheWarmup(ctx, extras, envFor(null));
   const workers = createRunWorkers(ctx, {
@@ -216,7 +228,7 @@ export function createSupervision(
       await workers.stopRun(runId, reason);
     },
     supplyCredentials: (runId, supplied) => workers.credentials.supply(runId, supplied),
-    resolve: (request) => resolvers.resolve(request),
+    resolve,
     activeWorkerCount: () => active.size + controllers.activeWorkerCount(),
     hasPendingWork() {
       if (

@@ -24,7 +24,9 @@ import {
 } from "node:fs";
 import { join, relative } from "node:path";
 import { isDeepStrictEqual } from "node:util";
+import { receiptOf } from "../client/command-receipt.ts";
 import { isTimeOut } from "./answers.ts";
+import { FINAL_STATES } from "./drive-run.ts";
 import type { BoundaryOutcome, CrashReport, WorkflowTestResult } from "./run-result.ts";
 import { emptyDir, type KitRun, runScenario } from "./run-scenario.ts";
 
@@ -70,25 +72,41 @@ export async function crashEveryBoundary(
   const started = performance.now();
   const outcomes: BoundaryOutcome[] = new Array(boundaries.length);
   let next = 0;
-  const lane = async () => {
+  await endRun(kit, normal);
+  // Each lane works in one directory, emptied and copied afresh before each of its runs (the
+  // first lane's is the normal run's, once its files are read): the same project path run after
+  // run, so the host resolves the workflow once per lane, not once per run (kit-host.ts).
+  const lane = async (name: string) => {
     for (let i = next++; i < boundaries.length; i = next++) {
       const boundary = boundaries[i];
-      const dir = copy(`crash-${i}`);
+      rmSync(join(work, name), { recursive: true, force: true });
+      const dir = copy(name);
       const marker = join(work, `crashed-${i}`);
       const run = await runScenario(kit, dir, {
         PI_WORKFLOWS_CRASH_AT: boundary,
         PI_WORKFLOWS_CRASH_ONCE: marker,
       });
       outcomes[i] = judge(boundary, existsSync(marker), normal, run, baseFiles, snapshot(dir));
-      rmSync(dir, { recursive: true, force: true });
+      await endRun(kit, run);
     }
   };
   // A jump of virtual time would expire the claims of the other runs' live workers.
   const lanes = mayMoveClock(kit.scenario) ? 1 : Math.min(CRASH_LANES, boundaries.length);
-  await Promise.all(Array.from({ length: lanes }, lane));
+  await Promise.all(
+    Array.from({ length: lanes }, (_, k) => lane(k === 0 ? "normal" : `lane-${k}`)),
+  );
   const report: CrashReport = { boundaries: outcomes, ms: Math.round(performance.now() - started) };
   if (outcomes.some((o) => o.outcome === "differs")) throw new CrashBoundaryError(report);
   return { ...normal, crash: report };
+}
+
+/**
+ * Cancels a run the scenario left waiting or blocked, so that nothing of it (a deadline, a kept
+ * process) can act in its project directory once the next run of the lane works there.
+ */
+async function endRun(kit: KitRun, run: WorkflowTestResult): Promise<void> {
+  if (FINAL_STATES.has(run.state)) return;
+  receiptOf("run.cancel", await kit.host.connection.request("run.cancel", { runId: run.runId }));
 }
 
 function mayMoveClock(scenario: KitRun["scenario"]): boolean {

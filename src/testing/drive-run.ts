@@ -30,7 +30,13 @@ interface StepMemory {
   timedOut: Set<string>;
 }
 
-const FINAL_STATES = new Set(["completed", "failed", "timed_out", "cancelled"]);
+/** The run states a run does not leave. */
+export const FINAL_STATES: ReadonlySet<string> = new Set([
+  "completed",
+  "failed",
+  "timed_out",
+  "cancelled",
+]);
 
 export interface DriveOptions {
   sessionId: string;

@@ -94,6 +94,9 @@ export async function startKitHost(options: { virtualClock: boolean }): Promise<
     supervision: {
       workerCommand: (args) => selfCommand(args, { entry: kitCliEntry() }),
       childEnv,
+      // The crash runs repeat the normal run's start (crash-boundaries.ts): one resolver child
+      // per project directory and source, not one per run.
+      reuseResolutions: true,
     },
     onReady: (host) => ready({ socketPath: host.socketPath, deadlines: host.deadlines }),
   });
