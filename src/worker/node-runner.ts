@@ -273,7 +273,9 @@ export async function runNode(
 function stepOutputOf(attemptId: string): StepOutput | null {
   const stateDir = process.env.PI_WORKFLOWS_STATE_DIR;
   if (!stateDir) return null;
-  return createStepOutput(join(stateDir, "workers"), attemptId, secretsOf(process.env));
+  // The secrets are read if the step prints: reading the whole environment costs more than
+  // most compute nodes do.
+  return createStepOutput(join(stateDir, "workers"), attemptId, () => secretsOf(process.env));
 }
 
 /**

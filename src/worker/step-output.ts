@@ -20,30 +20,51 @@ export interface StepOutput {
 export function createStepOutput(
   dir: string,
   attemptId: string,
-  secrets: readonly string[],
+  secrets: readonly string[] | (() => readonly string[]),
   segmentBytes = STEP_SEGMENT_BYTES,
 ): StepOutput {
-  const streams = {
-    stdout: segmentWriter(dir, attemptId, "stdout", segmentBytes),
-    stderr: segmentWriter(dir, attemptId, "stderr", segmentBytes),
-  };
-  const text = {
-    stdout: { decoder: new StringDecoder("utf8"), redactor: createStreamRedactor(secrets) },
-    stderr: { decoder: new StringDecoder("utf8"), redactor: createStreamRedactor(secrets) },
-  };
+  // A stream's file, decoder and redactor are made on its first byte, and the secrets read then:
+  // most steps print nothing, and a worker may run thousands of them back to back.
+  let held: readonly string[] | null = null;
+  const secretsNow = () => held ??= typeof secrets === "function" ? secrets() : secrets;
+  const sinks: Partial<Record<StepStream, StreamSink>> = {};
   return {
     write(stream, chunk) {
-      const t = text[stream];
-      const piece = typeof chunk === "string" ? chunk : t.decoder.write(Buffer.from(chunk));
-      const out = t.redactor.push(piece);
-      if (out !== "") streams[stream].write(Buffer.from(out, "utf8"));
+      if (chunk.length === 0) return;
+      const sink = sinks[stream] ??= streamSink(
+        segmentWriter(dir, attemptId, stream, segmentBytes),
+        secretsNow(),
+      );
+      sink.write(chunk);
     },
     close() {
-      for (const stream of ["stdout", "stderr"] as const) {
-        const out = text[stream].redactor.end();
-        if (out !== "") streams[stream].write(Buffer.from(out, "utf8"));
-        streams[stream].close();
-      }
+      for (const stream of ["stdout", "stderr"] as const) sinks[stream]?.close();
+    },
+  };
+}
+
+interface StreamSink {
+  write(chunk: Uint8Array | string): void;
+  close(): void;
+}
+
+/** One stream's text on its way to its segments: decoded whole characters, secrets redacted. */
+function streamSink(
+  segments: ReturnType<typeof segmentWriter>,
+  secrets: readonly string[],
+): StreamSink {
+  const decoder = new StringDecoder("utf8");
+  const redactor = createStreamRedactor(secrets);
+  return {
+    write(chunk) {
+      const piece = typeof chunk === "string" ? chunk : decoder.write(Buffer.from(chunk));
+      const out = redactor.push(piece);
+      if (out !== "") segments.write(Buffer.from(out, "utf8"));
+    },
+    close() {
+      const out = redactor.end();
+      if (out !== "") segments.write(Buffer.from(out, "utf8"));
+      segments.close();
     },
   };
 }
@@ -90,28 +111,38 @@ function segmentWriter(dir: string, attemptId: string, stream: StepStream, segme
   };
 }
 
+/** Where the process's stdout and stderr are copied to now: the running step's output, if any. */
+let teeTarget: StepOutput | null = null;
+let teeInstalled = false;
+
 /**
  * Copies what this process writes to its stdout and stderr into `output` until the returned
- * function is called (the writes still go where they went).
+ * function is called (the writes still go where they went). The copying writes are installed
+ * once per process and a step only points them at its output: steps run one at a time.
  */
 export function teeProcessOutput(output: StepOutput): () => void {
-  const undo: (() => void)[] = [];
+  if (!teeInstalled) installTee();
+  teeTarget = output;
+  return () => {
+    if (teeTarget === output) teeTarget = null;
+  };
+}
+
+function installTee(): void {
+  teeInstalled = true;
   for (const name of ["stdout", "stderr"] as const) {
     const stream = process[name];
     const original = stream.write;
     stream.write = function (this: typeof stream, chunk: unknown, ...rest: unknown[]) {
-      if (typeof chunk === "string" || chunk instanceof Uint8Array) {
+      const target = teeTarget;
+      if (target !== null && (typeof chunk === "string" || chunk instanceof Uint8Array)) {
         try {
-          output.write(name, chunk);
+          target.write(name, chunk);
         } catch {
           // the copy never fails the write
         }
       }
       return (original as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
     } as typeof stream.write;
-    undo.push(() => stream.write = original);
   }
-  return () => {
-    for (const restore of undo) restore();
-  };
 }

@@ -8,7 +8,15 @@
  */
 import { spawn } from "node:child_process";
 import { PassThrough } from "node:stream";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,7 +28,7 @@ import {
 } from "../../src/os/process-identity.ts";
 import { stopProcessTree, waitUntil } from "../../src/os/stop-group.ts";
 import { createOutputTail } from "../../src/worker/output-tail.ts";
-import { createStepOutput } from "../../src/worker/step-output.ts";
+import { createStepOutput, teeProcessOutput } from "../../src/worker/step-output.ts";
 import { lastStepLine, readStepOutput } from "../../src/base/step-output-files.ts";
 import { readTranscript } from "../../src/host/pi-transcript.ts";
 import { bridgeSource, ensureBridgeFile } from "../../src/worker/pi-bridge-file.ts";
@@ -107,6 +115,46 @@ describe("a step's output files", () => {
     );
     expect(lastStepLine(dir, "att-1")).toMatch(/^(éla|line 29)/);
     expect(readStepOutput(dir, "none", "stdout", null, 10).text).toBe("");
+  });
+
+  it("cost a step that prints nothing nothing, and take the process's writes only while theirs", () => {
+    const dir = join(tempDir(), "workers");
+    let secretReads = 0;
+    const secrets = () => (secretReads++, ["ghp_0123456789abcdef"]);
+    const silent = createStepOutput(dir, "att-quiet", secrets);
+    silent.write("stdout", "");
+    silent.close();
+    expect(secretReads).toBe(0);
+    expect(existsSync(dir)).toBe(false);
+    // The process's own writes (an action's or compute's console output) go on to the stream
+    // and are copied into the running step's files; between steps nothing is copied.
+    const passed: string[] = [];
+    const real = process.stdout.write;
+    process.stdout.write = ((chunk: string) => passed.push(chunk) > 0) as typeof real;
+    try {
+      for (const attempt of ["att-a", "att-b"]) {
+        const out = createStepOutput(dir, attempt, secrets);
+        const untee = teeProcessOutput(out);
+        process.stdout.write(`${attempt} says ghp_0123456789abcdef\n`);
+        untee();
+        out.close();
+        process.stdout.write("between steps\n");
+      }
+    } finally {
+      process.stdout.write = real;
+    }
+    expect(passed).toEqual([
+      "att-a says ghp_0123456789abcdef\n",
+      "between steps\n",
+      "att-b says ghp_0123456789abcdef\n",
+      "between steps\n",
+    ]);
+    expect(secretReads).toBe(2);
+    for (const attempt of ["att-a", "att-b"]) {
+      expect(readStepOutput(dir, attempt, "stdout", null, 1024).text).toBe(
+        `${attempt} says [redacted]\n`,
+      );
+    }
   });
 
   it("reads a headless step's conversation from the run's session file", () => {
