@@ -28,7 +28,8 @@ import type { HostContext } from "../host-context.ts";
 import { DEFAULT_SUPERVISION_OPTIONS } from "../supervision-options.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
-import type { SupervisedChild } from "./children/spawn-child.ts";
+import { enlist, type SupervisedChild } from "./children/spawn-child.ts";
+import { armChildDeadline, type ChildDeadline } from "./children/child-deadline.ts";
 import { isSettled, stopReasonOf } from "./worker-life.ts";
 
 export interface PreparedChild {
@@ -42,7 +43,8 @@ export interface PreparedChild {
    * arrive first) it can validate but not be taken, and waits with no idle deadline.
    */
   adopted: boolean;
-  idle: ReturnType<typeof setTimeout> | null;
+  /** The kit's bound on its idle wait (child-deadline.ts), while it is idle and adopted. */
+  idle: ChildDeadline | null;
 }
 
 export interface PreparedChildren {
@@ -73,51 +75,17 @@ export function createPreparedChildren(
   ctx: HostContext,
   deps: { registry: ProcessRegistry },
 ): PreparedChildren {
-  const max = ctx.options.maxPreparedChildren ?? DEFAULT_SUPERVISION_OPTIONS.maxPreparedChildren;
-  const idleMs = ctx.options.preparedIdleMs ?? DEFAULT_SUPERVISION_OPTIONS.preparedIdleMs;
-  // By run, oldest first (a child used again moves to the end).
-  const children = new Map<string, PreparedChild>();
-  const stopping = new Set<Promise<void>>();
+  const pool = newPool(ctx, deps.registry);
+  const { children } = pool;
   /** Validations waiting for a run's worker to be kept (see `offered`). */
   const waiting = createKeptWaits();
-  /** Processes named in host_children (once, at their first adoption). */
-  const named = new WeakSet<SupervisedChild>();
-  let closing = false;
-
-  const stop = (child: PreparedChild, why: string): Promise<void> => {
-    if (child.state === "gone" || child.state === "taken") return Promise.resolve();
-    child.state = "gone";
-    clearIdle(child);
-    if (children.get(child.runId) === child) children.delete(child.runId);
-    ctx.log("prepared.stopped", { run: child.runId, why });
-    const done = retireChild(child.spawned, ctx.options.killGraceMs, () => {
-      if (child.adopted) deps.registry.unregister(child.identity);
-    }).catch((error) => ctx.log("prepared.stop_failed", { error: logError(error) }));
-    stopping.add(done);
-    void done.finally(() => stopping.delete(done));
-    return done;
-  };
-  const waitIdle = (child: PreparedChild) => {
-    clearIdle(child);
-    child.state = "idle";
-    if (!child.adopted) return;
-    child.idle = setTimeout(() => void stop(child, "idle"), idleMs);
-    child.idle.unref();
-  };
-
   return {
     offer(worker) {
-      if (closing || max < 1 || worker.identity === null || stopReasonOf(worker) !== null) {
-        return false;
-      }
-      if (!isSettled(worker) || children.has(worker.runId)) return false;
-      // Only a run waiting on its Pi session: a checkpoint or human decision may wait for days.
-      if (readRunInteraction(ctx.store, worker.runId) === undefined) return false;
-      if (!makeRoom(children, max, stop)) return false;
+      if (!keeps(pool, worker)) return false;
       children.set(worker.runId, {
         runId: worker.runId,
         spawned: worker.spawned,
-        identity: worker.identity,
+        identity: worker.identity!,
         state: "idle",
         adopted: false,
         idle: null,
@@ -126,27 +94,7 @@ export function createPreparedChildren(
       return true;
     },
     offered: (runId) => waiting.wait(runId),
-    adopt(worker) {
-      const child = children.get(worker.runId);
-      if (!child || child.adopted || child.spawned !== worker.spawned) return;
-      if (child.state === "gone") return;
-      child.adopted = true;
-      deps.registry.register({ identity: child.identity, kind: "validator", runId: child.runId });
-      if (!named.has(child.spawned)) {
-        named.add(child.spawned);
-        forgetWhenGone(ctx, child);
-      }
-      child.spawned.onOutputExceeded = () => void stop(child, "outputExceeded");
-      void child.spawned.exited.then(() => {
-        if (child.state === "idle") void stop(child, "exited");
-      });
-      if (closing) {
-        void stop(child, "shutdown");
-        return;
-      }
-      // A validation that began before this keeps it busy; its release arms the idle deadline.
-      if (child.state === "idle") waitIdle(child);
-    },
+    adopt: (worker) => adopt(pool, worker),
     borrow(runId) {
       const child = children.get(runId);
       if (child?.state !== "idle") return null;
@@ -157,13 +105,13 @@ export function createPreparedChildren(
     idle: (runId) => children.get(runId)?.state === "idle",
     release(child, usable) {
       if (child.state !== "busy") return;
-      if (!usable || closing) {
-        void stop(child, "validationBroken");
+      if (!usable || pool.closing) {
+        void stop(pool, child, "validationBroken");
         return;
       }
       children.delete(child.runId);
       children.set(child.runId, child);
-      waitIdle(child);
+      waitIdle(pool, child);
     },
     take(runId) {
       const child = children.get(runId);
@@ -178,17 +126,94 @@ export function createPreparedChildren(
     },
     async stopRun(runId) {
       const child = children.get(runId);
-      if (child) await stop(child, "runStopped");
+      if (child) await stop(pool, child, "runStopped");
     },
     async shutdown() {
-      closing = true;
-      await Promise.all([...children.values()].map((child) => stop(child, "shutdown")));
-      await Promise.all([...stopping]);
+      pool.closing = true;
+      await Promise.all([...children.values()].map((child) => stop(pool, child, "shutdown")));
+      await Promise.all([...pool.stopping]);
     },
     count: () => children.size,
     logFiles: () =>
       [...children.values()].flatMap((c) => [c.spawned.logFiles.stdout, c.spawned.logFiles.stderr]),
   };
+}
+
+/** The pool's state, shared by the steps below. */
+function newPool(ctx: HostContext, registry: ProcessRegistry) {
+  return {
+    ctx,
+    registry,
+    max: ctx.options.maxPreparedChildren ?? DEFAULT_SUPERVISION_OPTIONS.maxPreparedChildren,
+    idleMs: ctx.options.preparedIdleMs ?? DEFAULT_SUPERVISION_OPTIONS.preparedIdleMs,
+    /** By run, oldest first (a child used again moves to the end). */
+    children: new Map<string, PreparedChild>(),
+    /** Retirements under way (shutdown waits for them). */
+    stopping: new Set<Promise<void>>(),
+    /** Processes named in host_children (once, at their first adoption). */
+    named: new WeakSet<SupervisedChild>(),
+    closing: false,
+  };
+}
+type Pool = ReturnType<typeof newPool>;
+
+/**
+ * Whether the pool keeps the worker's process: an identified one the host does not stop, whose
+ * run settled waiting on its Pi session, while the host runs and there is room.
+ */
+function keeps(pool: Pool, worker: ActiveWorker): boolean {
+  if (pool.closing || pool.max < 1 || worker.identity === null) return false;
+  if (stopReasonOf(worker) !== null || !isSettled(worker) || pool.children.has(worker.runId)) {
+    return false;
+  }
+  // Only a run waiting on its Pi session: a checkpoint or human decision may wait for days.
+  if (readRunInteraction(pool.ctx.store, worker.runId) === undefined) return false;
+  return makeRoom(pool);
+}
+
+/** The kept worker's epoch is recorded: enlisted as the run's prepared child, it waits. */
+function adopt(pool: Pool, worker: ActiveWorker): void {
+  const child = pool.children.get(worker.runId);
+  if (!child || child.adopted || child.spawned !== worker.spawned) return;
+  if (child.state === "gone") return;
+  child.adopted = true;
+  enlist(child.spawned, pool.registry, { kind: "validator", runId: child.runId });
+  if (!pool.named.has(child.spawned)) {
+    pool.named.add(child.spawned);
+    forgetWhenGone(pool.ctx, child);
+  }
+  child.spawned.onOutputExceeded = () => void stop(pool, child, "outputExceeded");
+  void child.spawned.exited.then(() => {
+    if (child.state === "idle") void stop(pool, child, "exited");
+  });
+  if (pool.closing) {
+    void stop(pool, child, "shutdown");
+    return;
+  }
+  // A validation that began before this keeps it busy; its release arms the idle deadline.
+  if (child.state === "idle") waitIdle(pool, child);
+}
+
+/** Retires the child in the kit's one order (its registry entry goes with it); idempotent. */
+function stop(pool: Pool, child: PreparedChild, why: string): Promise<void> {
+  if (child.state === "gone" || child.state === "taken") return Promise.resolve();
+  child.state = "gone";
+  clearIdle(child);
+  if (pool.children.get(child.runId) === child) pool.children.delete(child.runId);
+  pool.ctx.log("prepared.stopped", { run: child.runId, why });
+  const done = retireChild(child.spawned, pool.ctx.options.killGraceMs)
+    .catch((error) => pool.ctx.log("prepared.stop_failed", { error: logError(error) }));
+  pool.stopping.add(done);
+  void done.finally(() => pool.stopping.delete(done));
+  return done;
+}
+
+/** Idle again: an adopted child waits at most `idleMs` for its run's next job. */
+function waitIdle(pool: Pool, child: PreparedChild): void {
+  clearIdle(child);
+  child.state = "idle";
+  if (!child.adopted) return;
+  child.idle = armChildDeadline(child.spawned, pool.idleMs, () => void stop(pool, child, "idle"));
 }
 
 /** Its `host_children` row goes with the process, whoever owns it by then (off the step's path). */
@@ -229,15 +254,11 @@ function createKeptWaits() {
 }
 
 /** Room for one more: the oldest idle child goes when the pool (at most `max`) is full. */
-function makeRoom(
-  children: ReadonlyMap<string, PreparedChild>,
-  max: number,
-  stop: (child: PreparedChild, why: string) => Promise<void>,
-): boolean {
-  if (children.size < max) return true;
-  for (const child of children.values()) {
+function makeRoom(pool: Pool): boolean {
+  if (pool.children.size < pool.max) return true;
+  for (const child of pool.children.values()) {
     if (child.state === "idle") {
-      void stop(child, "room");
+      void stop(pool, child, "room");
       return true;
     }
   }
@@ -245,6 +266,6 @@ function makeRoom(
 }
 
 function clearIdle(child: PreparedChild): void {
-  if (child.idle !== null) clearTimeout(child.idle);
+  child.idle?.disarm();
   child.idle = null;
 }

@@ -11,7 +11,7 @@ import type { HostContext } from "../host-context.ts";
 import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
-import type { ChildExit } from "./children/spawn-child.ts";
+import { type ChildExit, enlist } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
 import { retireWorker } from "./worker-teardown.ts";
@@ -52,8 +52,7 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
     // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
     ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
   }).then(() => {
-    const identity = worker.identity;
-    if (identity) deps.registry.register({ identity, kind: "worker", runId: worker.runId });
+    enlist(worker.spawned, deps.registry, { kind: "worker", runId: worker.runId });
     return serveWorkerChannel(ctx, worker, deps.hooks);
   });
   worker.done = served.then(() => endEpoch(ctx, deps, worker));

@@ -5,7 +5,6 @@
  * then its output drained and empty files removed. Nothing of the epoch may outlive it.
  */
 import { stopProcessTree } from "../../os/stop-group.ts";
-import type { ProcessIdentity } from "../../os/process-identity.ts";
 import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
@@ -19,12 +18,10 @@ export async function retireWorker(
   registry: ProcessRegistry,
   worker: ActiveWorker,
 ): Promise<void> {
-  const forget = async (identity: ProcessIdentity) => {
-    registry.unregister(identity);
-    await reapChildGroups(ctx, worker);
-  };
-  if (!isKept(worker)) await retireChild(worker.spawned, ctx.options.killGraceMs, forget);
-  else if (worker.identity) await forget(worker.identity);
+  const reap = () => reapChildGroups(ctx, worker);
+  if (!isKept(worker)) await retireChild(worker.spawned, ctx.options.killGraceMs, reap);
+  // Kept, it is not retired: only its worker entry goes (the prepared pool enlists it again).
+  else if (worker.identity) registry.unregister(worker.identity);
   // A worker that was never identified has no group to stop, but may have registered some.
   await reapChildGroups(ctx, worker);
 }

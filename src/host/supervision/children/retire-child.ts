@@ -30,8 +30,7 @@ export async function stopChildGroup(
 
 /**
  * Ends a child the host is done with (see the file comment). `forget` runs once the group is
- * gone, before the output is drained: a registry entry the caller made itself (a run worker's,
- * a prepared child's), the groups a run worker registered.
+ * gone, before the output is drained: the groups a run worker registered.
  */
 export async function retireChild(
   spawned: SupervisedChild,

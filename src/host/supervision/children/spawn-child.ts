@@ -196,6 +196,21 @@ export async function nameChild(
   }
 }
 
+/**
+ * Enters a child spawned without `register` in the process registry once its epoch record names
+ * it (a run worker), or again under another kind (a kept process as its run's prepared child):
+ * retireChild takes it out like any other. Nothing for a child never identified.
+ */
+export function enlist(
+  spawned: SupervisedChild,
+  registry: ProcessRegistry,
+  entry: Omit<RegisteredProcess, "identity">,
+): void {
+  if (spawned.identity === null) return;
+  registry.register({ identity: spawned.identity, ...entry });
+  spawned.registered = registry;
+}
+
 async function identify(
   child: ChildProcess,
   register: ChildDescription["register"],
