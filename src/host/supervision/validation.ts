@@ -28,6 +28,7 @@ import {
   acceptVerdict,
   judgeVerdict,
   rejectVerdict,
+  type Verdict,
 } from "../worker-messages/interaction-verdicts.ts";
 import type { HostContext } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
@@ -135,6 +136,13 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
   };
 }
 
+/** Why an exchange ended without a verdict; `stopped` when the host stopped it (no rejection). */
+interface Broken {
+  failure: string | null;
+  tooLarge: boolean;
+  stopped: boolean;
+}
+
 async function runChild(
   ctx: HostContext,
   deps: ValidationDeps,
@@ -150,80 +158,35 @@ async function runChild(
     // Cancelled or timed out meanwhile: nothing to validate any more.
     if (!readValidationJob(ctx.store, job.submissionId)) return;
   }
-  let failure: string | null = null;
-  let tooLarge = false;
+  const broken: Broken = { failure: null, tooLarge: false, stopped: false };
   const next: { epoch: (() => void) | null } = { epoch: null };
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
   // child. The exchange below is the same for both.
   const prepared = deps.prepared?.borrow(job.runId) ?? null;
   const spawned = prepared?.spawned ?? spawnChildFor(ctx, deps, job, workerEpoch, () => {
-    failure = "its output passed the capture limit";
+    broken.failure = "its output passed the capture limit";
     spawned.channel.destroy();
   });
-  let stopped = false;
   stopper.stop = () => {
-    stopped = true;
+    broken.stopped = true;
     spawned.channel.destroy();
   };
   const boundMs = (prepared ? 0 : ctx.options.workerStartupMs) + VALIDATE_BOUND_MS;
   const deadline = armChildDeadline(spawned, boundMs, () => {
-    failure = `it gave no verdict within ${boundMs} ms`;
+    broken.failure = `it gave no verdict within ${boundMs} ms`;
   });
   // A prepared process may propose the epoch an acceptance launches in it ahead, under this
   // header (speculative-start.ts).
   const ahead = prepared && deps.launchAccepted ? aheadHeader(ctx, job) : null;
   try {
-    const request = {
-      schema: VALIDATE_REQUEST_SCHEMA,
-      launch,
-      interactionId: job.interactionId,
-      submissionId: job.submissionId,
-      nodeId: job.nodeId,
-      attemptId: job.attemptId,
-      submission: job.submission,
-      ...(ahead ? { next: { generation: ahead.generation, workerEpoch: ahead.workerEpoch } } : {}),
-    };
-    // The facts' first piece rides in the request (no `facts.next` round trip for a run whose
-    // facts fit one piece); a request too large with it goes without it.
-    let facts: FactsStream | "sent" | null = createFactsStream(runFactsText(ctx.store, job.runId));
-    // The revision those facts are at (no commit can come between the two reads).
-    if (ahead) ahead.factsRevision = readRunRow(ctx.store, job.runId)?.revision ?? null;
-    const first = facts.next();
-    if (first.done) facts = "sent";
-    await writeFrame(spawned.channel, { ...request, facts: first }).catch((error) => {
-      if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
-      facts = null;
-      // Read again later: what is proposed ahead from them cannot be known to be current.
-      if (ahead) ahead.factsRevision = null;
-      return writeFrame(spawned.channel, request);
-    }).catch((error) => {
-      // Nothing reached the child: it would wait for its request until the deadline.
-      spawned.channel.destroy();
-      if (error instanceof FrameError && error.code === "frameTooLarge") tooLarge = true;
-      else failure ??= "it stopped before it read the submission";
-    });
+    const facts = await sendRequest(ctx, job, launch, spawned, ahead, broken);
     const decided = await readVerdict(ctx, deps, job, launch, spawned, prepared, facts, ahead, {
-      fail: (why) => (failure ??= why),
+      fail: (why) => (broken.failure ??= why),
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
     });
-    if (!decided && !stopped) {
-      rejectVerdict(
-        ctx,
-        job,
-        tooLarge
-          ? {
-            code: "outputTooLarge",
-            message:
-              `Output rejected: with the run's source identity it passes the ${MAX_FRAME_BYTES} byte message limit; send a smaller output`,
-          }
-          : {
-            code: "validationFailed",
-            message: `Output not validated: the validation process stopped (${
-              failure ?? "it exited without a verdict"
-            }); submit it again`,
-          },
-      );
+    if (!decided && !broken.stopped) {
+      rejectVerdict(ctx, job, brokenError(broken));
       decidedHook();
     }
   } finally {
@@ -238,6 +201,66 @@ async function runChild(
   // The run's next epoch in the same process, read by its session only now that this exchange
   // stopped reading the channel.
   next.epoch?.();
+}
+
+/**
+ * Writes the validate request. The facts' first piece rides in it (no `facts.next` round trip
+ * for a run whose facts fit one piece); a request too large with it goes without it. Returns the
+ * facts still to send: the stream, "sent" (all in the request) or null (none yet). A request
+ * that cannot be written cuts the channel (the child would wait for it until the deadline).
+ */
+async function sendRequest(
+  ctx: HostContext,
+  job: ValidationJob,
+  launch: WorkerLaunch,
+  spawned: SupervisedChild,
+  ahead: AheadStart | null,
+  broken: Broken,
+): Promise<FactsStream | "sent" | null> {
+  const request = {
+    schema: VALIDATE_REQUEST_SCHEMA,
+    launch,
+    interactionId: job.interactionId,
+    submissionId: job.submissionId,
+    nodeId: job.nodeId,
+    attemptId: job.attemptId,
+    submission: job.submission,
+    ...(ahead ? { next: { generation: ahead.generation, workerEpoch: ahead.workerEpoch } } : {}),
+  };
+  let facts: FactsStream | "sent" | null = createFactsStream(runFactsText(ctx.store, job.runId));
+  // The revision those facts are at (no commit can come between the two reads).
+  if (ahead) ahead.factsRevision = readRunRow(ctx.store, job.runId)?.revision ?? null;
+  const first = facts.next();
+  if (first.done) facts = "sent";
+  await writeFrame(spawned.channel, { ...request, facts: first }).catch((error) => {
+    if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
+    facts = null;
+    // Read again later: what is proposed ahead from them cannot be known to be current.
+    if (ahead) ahead.factsRevision = null;
+    return writeFrame(spawned.channel, request);
+  }).catch((error) => {
+    spawned.channel.destroy();
+    if (error instanceof FrameError && error.code === "frameTooLarge") broken.tooLarge = true;
+    else broken.failure ??= "it stopped before it read the submission";
+  });
+  return facts;
+}
+
+/** The rejection of a submission whose exchange broke: the request stays ready for a retry. */
+function brokenError(broken: Broken): { code: string; message: string } {
+  if (broken.tooLarge) {
+    return {
+      code: "outputTooLarge",
+      message:
+        `Output rejected: with the run's source identity it passes the ${MAX_FRAME_BYTES} byte message limit; send a smaller output`,
+    };
+  }
+  return {
+    code: "validationFailed",
+    message: `Output not validated: the validation process stopped (${
+      broken.failure ?? "it exited without a verdict"
+    }); submit it again`,
+  };
 }
 
 /**
@@ -290,41 +313,7 @@ async function readVerdict(
         on.fail(answer);
         return false;
       }
-      crashPoint("host.validation.beforeCommit");
-      // Runs after the verdict's COMMIT: whether the messages proposed ahead joined it is known.
-      const reply = () =>
-        writeFrame(
-          spawned.channel,
-          workerReply({
-            messageId: answer.messageId,
-            outcome: "accepted",
-            ...(ahead?.committed ? { result: { next: "committed" } } : {}),
-          }),
-        ).catch(() => {});
-      if (prepared && answer.kind === "interaction.accepted" && deps.launchAccepted) {
-        // The verdict and the next epoch in one commit (with the epoch's first step when the
-        // process proposed it ahead); the reply leaves right after it, before the envelope. The
-        // process is no longer this exchange's to release.
-        let replied: Promise<void> = Promise.resolve();
-        if (ahead && answer.payload.next) ahead.messages = answer.payload.next;
-        const start = deps.launchAccepted(job.runId, prepared, () => {
-          const accepted = acceptVerdict(ctx, job, answer);
-          afterGroupCommit(ctx.store, () => (replied = reply()));
-          return accepted;
-        }, ahead?.messages.length ? ahead : undefined);
-        on.decided();
-        if (start) on.launched(start);
-        await replied;
-        return true;
-      }
-      if (answer.kind === "interaction.rejected") rejectVerdict(ctx, job, answer.payload.error);
-      else if (acceptVerdict(ctx, job, answer)) deps.accepted(job.runId);
-      on.decided();
-      const replied = reply();
-      // Idle again before the scheduler (woken by an acceptance) looks for it: the next
-      // epoch's envelope is written after this reply on the same channel.
-      if (prepared) deps.prepared!.release(prepared, true);
-      await replied;
+      await commitVerdict(ctx, deps, job, answer, spawned, prepared, ahead, on);
       return true;
     }
   } catch {
@@ -332,6 +321,57 @@ async function readVerdict(
     on.fail("its channel closed");
   }
   return false;
+}
+
+/**
+ * Commits the verdict and replies; an acceptance in the run's prepared process commits with the
+ * run's next epoch in that process (accepted-launch.ts).
+ */
+async function commitVerdict(
+  ctx: HostContext,
+  deps: ValidationDeps,
+  job: ValidationJob,
+  answer: Verdict,
+  spawned: SupervisedChild,
+  prepared: PreparedChild | null,
+  ahead: AheadStart | null,
+  on: { decided(): void; launched(start: () => void): void },
+): Promise<void> {
+  crashPoint("host.validation.beforeCommit");
+  // Runs after the verdict's COMMIT: whether the messages proposed ahead joined it is known.
+  const reply = () =>
+    writeFrame(
+      spawned.channel,
+      workerReply({
+        messageId: answer.messageId,
+        outcome: "accepted",
+        ...(ahead?.committed ? { result: { next: "committed" } } : {}),
+      }),
+    ).catch(() => {});
+  if (prepared && answer.kind === "interaction.accepted" && deps.launchAccepted) {
+    // The verdict and the next epoch in one commit (with the epoch's first step when the
+    // process proposed it ahead); the reply leaves right after it, before the envelope. The
+    // process is no longer this exchange's to release.
+    let replied: Promise<void> = Promise.resolve();
+    if (ahead && answer.payload.next) ahead.messages = answer.payload.next;
+    const start = deps.launchAccepted(job.runId, prepared, () => {
+      const accepted = acceptVerdict(ctx, job, answer);
+      afterGroupCommit(ctx.store, () => (replied = reply()));
+      return accepted;
+    }, ahead?.messages.length ? ahead : undefined);
+    on.decided();
+    if (start) on.launched(start);
+    await replied;
+    return;
+  }
+  if (answer.kind === "interaction.rejected") rejectVerdict(ctx, job, answer.payload.error);
+  else if (acceptVerdict(ctx, job, answer)) deps.accepted(job.runId);
+  on.decided();
+  const replied = reply();
+  // Idle again before the scheduler (woken by an acceptance) looks for it: the next
+  // epoch's envelope is written after this reply on the same channel.
+  if (prepared) deps.prepared!.release(prepared, true);
+  await replied;
 }
 
 /**
