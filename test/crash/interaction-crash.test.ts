@@ -29,38 +29,44 @@ import {
 const FRESH = { PI_WORKFLOWS_MAX_PREPARED: "0" };
 
 describe("interactive steps survive crashes", () => {
-  it("a validation child SIGKILLed mid-validation rejects the provisional submission", async () => {
-    const { home, project } = crashHome(FRESH);
-    const host = await startHostProcess(home.env);
-    const session = await open(home, "s-kill-child");
-    const gate = join(home.root, "gate");
-    const runId = await startRun(session, project, { gate });
-    const step = await session.nextStep();
-    const pending = session.submit(step, { slow: true, n: 1 }, {
-      toolCallId: "t1",
-      waitMs: 25_000,
-    });
-    const child = (await waitFor(() => validationChild(host.pid), "the validation child"))!;
-    process.kill(child, "SIGKILL");
-    const answer = await pending;
-    expect(answer.receipt).toMatchObject({
-      status: "rejected",
-      error: { code: "validationFailed" },
-    });
-    expect((answer.receipt as { message: string }).message).toContain("submit it again");
-    // The request is ready for a corrected retry, and the same tool call keeps its receipt.
-    expect((await session.claim()).interaction).toMatchObject({
-      interactionId: step.interactionId,
-      submission: { status: "rejected", error: { code: "validationFailed" } },
-    });
-    expect(await session.submit(step, { slow: true, n: 1 }, { toolCallId: "t1" })).toMatchObject({
-      outcome: "adopted",
-      receipt: { status: "rejected" },
-    });
-    expect((await session.submit(step, { n: 2 })).receipt).toMatchObject({ status: "accepted" });
-    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
-    expect(violations(home.stateDir)).toEqual([]);
-  });
+  // Not in the ps pass: the host learns of the child's death from its exit, and retires the
+  // group of a child it reaped without a process-table read, as after every verdict; the cancel
+  // case below stops a live child's group under `ps`.
+  it.skipIf(inPsPass)(
+    "a validation child SIGKILLed mid-validation rejects the provisional submission",
+    async () => {
+      const { home, project } = crashHome(FRESH);
+      const host = await startHostProcess(home.env);
+      const session = await open(home, "s-kill-child");
+      const gate = join(home.root, "gate");
+      const runId = await startRun(session, project, { gate });
+      const step = await session.nextStep();
+      const pending = session.submit(step, { slow: true, n: 1 }, {
+        toolCallId: "t1",
+        waitMs: 25_000,
+      });
+      const child = (await waitFor(() => validationChild(host.pid), "the validation child"))!;
+      process.kill(child, "SIGKILL");
+      const answer = await pending;
+      expect(answer.receipt).toMatchObject({
+        status: "rejected",
+        error: { code: "validationFailed" },
+      });
+      expect((answer.receipt as { message: string }).message).toContain("submit it again");
+      // The request is ready for a corrected retry, and the same tool call keeps its receipt.
+      expect((await session.claim()).interaction).toMatchObject({
+        interactionId: step.interactionId,
+        submission: { status: "rejected", error: { code: "validationFailed" } },
+      });
+      expect(await session.submit(step, { slow: true, n: 1 }, { toolCallId: "t1" })).toMatchObject({
+        outcome: "adopted",
+        receipt: { status: "rejected" },
+      });
+      expect((await session.submit(step, { n: 2 })).receipt).toMatchObject({ status: "accepted" });
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      expect(violations(home.stateDir)).toEqual([]);
+    },
+  );
 
   it("a cancel during a validation stops the validation child", async () => {
     const { home, project } = crashHome(FRESH);
@@ -171,31 +177,37 @@ describe("interactive steps survive crashes", () => {
     });
   }
 
-  it("the host SIGKILLed during a validation: the next host validates it again (step 9)", async () => {
-    const { home, project } = crashHome(FRESH);
-    const first = await startHostProcess(home.env);
-    let session = await open(home, "s-kill-validating");
-    const gate = join(home.root, "gate");
-    const runId = await startRun(session, project, { gate });
-    const step = await session.nextStep();
-    const answer = await session.submit(step, { slow: true, n: 3 }, {
-      toolCallId: "t-slow",
-      waitMs: 200,
-    });
-    expect(answer.receipt).toMatchObject({ status: "validating" });
-    await kill(first);
-    session.close();
-    writeFileSync(gate, "open");
+  // Not in the ps pass: the host's kill, the next host's takeover and step 9's new child are those
+  // of the stuck fresh validation child below; here the child ends on its own, a host_children row
+  // recovery finds gone, which recovery.test.ts reads under `ps` (a dead PID).
+  it.skipIf(inPsPass)(
+    "the host SIGKILLed during a validation: the next host validates it again (step 9)",
+    async () => {
+      const { home, project } = crashHome(FRESH);
+      const first = await startHostProcess(home.env);
+      let session = await open(home, "s-kill-validating");
+      const gate = join(home.root, "gate");
+      const runId = await startRun(session, project, { gate });
+      const step = await session.nextStep();
+      const answer = await session.submit(step, { slow: true, n: 3 }, {
+        toolCallId: "t-slow",
+        waitMs: 200,
+      });
+      expect(answer.receipt).toMatchObject({ status: "validating" });
+      await kill(first);
+      session.close();
+      writeFileSync(gate, "open");
 
-    await restartHost(home.env);
-    session = await open(home, "s-kill-validating");
-    // The extension sends the same tool call again: it waits for the new child's verdict.
-    const verdict = await session.submit(step, { slow: true, n: 3 }, { toolCallId: "t-slow" });
-    expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
-    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
-    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({ got: { n: 3 } });
-    expect(violations(home.stateDir)).toEqual([]);
-  });
+      await restartHost(home.env);
+      session = await open(home, "s-kill-validating");
+      // The extension sends the same tool call again: it waits for the new child's verdict.
+      const verdict = await session.submit(step, { slow: true, n: 3 }, { toolCallId: "t-slow" });
+      expect(verdict).toMatchObject({ outcome: "adopted", receipt: { status: "accepted" } });
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({ got: { n: 3 } });
+      expect(violations(home.stateDir)).toEqual([]);
+    },
+  );
 
   it.each([
     ["a fresh validation child", FRESH],
@@ -240,22 +252,28 @@ describe("interactive steps survive crashes", () => {
     expect(violations(home.stateDir)).toEqual([]);
   });
 
-  it("a deadline that passed while no host ran is applied first at start-up (step 8)", async () => {
-    const { home, project } = crashHome(FRESH);
-    const first = await startHostProcess(home.env);
-    const session = await open(home, "s-deadline");
-    const runId = await startRun(session, project, { timeoutMs: 2_500 });
-    const step = await session.nextStep();
-    await kill(first);
-    session.close();
-    await waitFor(() => Date.now() > step.contract.deadlineAt! + 200, "the deadline", 10_000);
+  // Not in the ps pass: the host's kill and the next host's takeover are those of "the host
+  // SIGKILLed while a request is pending"; the case varies only what was committed (a deadline
+  // that passed), no process-table read.
+  it.skipIf(inPsPass)(
+    "a deadline that passed while no host ran is applied first at start-up (step 8)",
+    async () => {
+      const { home, project } = crashHome(FRESH);
+      const first = await startHostProcess(home.env);
+      const session = await open(home, "s-deadline");
+      const runId = await startRun(session, project, { timeoutMs: 2_500 });
+      const step = await session.nextStep();
+      await kill(first);
+      session.close();
+      await waitFor(() => Date.now() > step.contract.deadlineAt! + 200, "the deadline", 10_000);
 
-    await restartHost(home.env);
-    expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
-    expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
-      outcome: "timed_out",
-      code: "nodeTimedOut",
-    });
-    expect(violations(home.stateDir)).toEqual([]);
-  });
+      await restartHost(home.env);
+      expect(await finished(home.stateDir, runId)).toMatchObject({ state: "completed" });
+      expect(JSON.parse(runRow(home.stateDir, runId).output_json!)).toEqual({
+        outcome: "timed_out",
+        code: "nodeTimedOut",
+      });
+      expect(violations(home.stateDir)).toEqual([]);
+    },
+  );
 });
