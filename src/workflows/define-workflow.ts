@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import * as v from "valibot";
 import { firstIssue, WorkflowSpecSchema } from "./definition-schema.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
+import { ERROR_STRING_COMPARISON, findErrorStringComparison } from "./error-compare-012.ts";
 import { DEFINITION_BRAND, type WorkflowDefinition, type WorkflowSpec } from "./types.ts";
 
 export function defineWorkflow<I = unknown>(spec: WorkflowSpec<I>): WorkflowDefinition<I> {
@@ -70,6 +71,13 @@ function define<I>(
     throw new WorkflowDefinitionError(
       "invalidDefinition",
       `Invalid workflow definition${label}: ${firstIssue(parsed.issues)}`,
+    );
+  }
+  const compared = checkShape ? findErrorStringComparison(spec) : null;
+  if (compared !== null) {
+    throw new WorkflowDefinitionError(
+      "invalidDefinition",
+      `Invalid workflow definition${label}: ${compared} ${ERROR_STRING_COMPARISON}`,
     );
   }
   const clash = Object.keys(spec.includes ?? {}).find((m) => m in spec.nodes);
