@@ -17,6 +17,7 @@ import { waitUntil } from "../../src/os/stop-group.ts";
 import { type ProcessInfo, waitFor } from "../smoke/processes.ts";
 import { submitCall } from "../support/step-responder.ts";
 import { createHeadlessEnv, type HeadlessEnv, oneAgentStep } from "../support/headless-env.ts";
+import { inPsPass } from "../support/ps-pass.ts";
 
 const SLEEP_SECONDS = "301";
 
@@ -100,17 +101,22 @@ describe("headless Pi children under cancellation and crashes", () => {
     expect(work).toEqual(["interrupted", "ok"]);
   });
 
-  it("a node that must not run twice blocks the run effectAmbiguous after a worker crash", async () => {
-    sleepThenSubmit("careful");
-    const runId = await start("careful", ", rerunAfterCrash: false");
-    const { pi, sleep } = await busyPi();
-    process.kill(pi.ppid, "SIGKILL");
-    expect(await waitUntil(() => gone(pi) && gone(sleep), 15_000)).toBe(true);
-    const blocked = await settled(runId, "the run to block", (s) => s.run.blockedReason !== null);
-    expect(blocked.run.blockedReason).toBe("effectAmbiguous");
-    expect(blocked.attempts.map((a: any) => a.state)).toEqual(["interrupted"]);
-    expect((await h.cli(["cancel", runId])).code).toBe(0);
-  });
+  // Not in the ps pass: the worker's kill and Pi's reaping are the case above's; this one varies
+  // only what was committed (a node that must not run twice), no process-table read.
+  it.skipIf(inPsPass)(
+    "a node that must not run twice blocks the run effectAmbiguous after a worker crash",
+    async () => {
+      sleepThenSubmit("careful");
+      const runId = await start("careful", ", rerunAfterCrash: false");
+      const { pi, sleep } = await busyPi();
+      process.kill(pi.ppid, "SIGKILL");
+      expect(await waitUntil(() => gone(pi) && gone(sleep), 15_000)).toBe(true);
+      const blocked = await settled(runId, "the run to block", (s) => s.run.blockedReason !== null);
+      expect(blocked.run.blockedReason).toBe("effectAmbiguous");
+      expect(blocked.attempts.map((a: any) => a.state)).toEqual(["interrupted"]);
+      expect((await h.cli(["cancel", runId])).code).toBe(0);
+    },
+  );
 
   it("a SIGKILLed host: after a restart no Pi of the old epoch survives, and the run completes", async () => {
     sleepThenSubmit("hostdeath");
