@@ -61,13 +61,19 @@ export function createRetentionRunner(ctx: {
   let nextIdleAt = 0;
   let commanded: Promise<RetentionReport> | null = null;
 
+  const sessions = join(ctx.stateDir, "sessions");
+  /** Removes the files of the runs whose deletion the pass made durable since the last call. */
+  const removePruned = (pass: RetentionPass, orphans: readonly string[] = []): void => {
+    const files = pass.takePruned();
+    removeOutputFiles(join(ctx.stateDir, "workers"), files.epochs, files.attempts);
+    removeSessionDirs(sessions, [...files.runs, ...orphans]);
+  };
+
   const finish = (pass: RetentionPass, source: string): void => {
     const r = pass.report;
     if (r.dryRun) return;
-    removeOutputFiles(join(ctx.stateDir, "workers"), pass.prunedEpochs, pass.prunedAttempts);
-    const sessions = join(ctx.stateDir, "sessions");
     // With those of runs an earlier pass deleted but could not finish (an idle exit, a crash).
-    removeSessionDirs(sessions, [...pass.prunedRuns, ...orphanSessionDirs(ctx.store, sessions)]);
+    removePruned(pass, orphanSessionDirs(ctx.store, sessions));
     ctx.log("retention.pass", {
       source,
       runs: r.runs,
@@ -83,6 +89,7 @@ export function createRetentionRunner(ctx: {
 
   const step = (pass: RetentionPass): boolean => {
     const more = pass.step();
+    if (more) removePruned(pass);
     // Crash tests: the host dies between two of the pass's transactions.
     crashPoint("host.retention.step");
     return more;

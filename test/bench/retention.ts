@@ -46,6 +46,7 @@ import { endedRun, startRun } from "../support/ended-runs.ts";
 import { percentile, round } from "./_figures.ts";
 import { STEP_GAP_MS } from "../../src/host/retention-runner.ts";
 import { replicateRuns } from "./_replicate-runs.ts";
+import { constants as perfConstants, PerformanceObserver } from "node:perf_hooks";
 
 const args = process.argv.slice(2);
 const SMOKE = args.includes("--smoke");
@@ -221,6 +222,94 @@ function schedstat(): { cpuMs: number; waitMs: number } {
   }
 }
 
+const GC_KINDS: Record<number, string> = {
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR]: "minor",
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: "major",
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental",
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: "weakcb",
+};
+
+/**
+ * Samples recorded as the pass goes, kept in a typed array's buffer (outside the collector's
+ * heap): plain arrays of 100,000 numbers would grow the old generation as the pass goes, and a
+ * collection of it pauses the thread inside whichever transaction it lands in: the benchmark's
+ * own, not the host's.
+ */
+class Samples {
+  #buffer = new Float64Array(4096);
+  n = 0;
+  push(value: number): void {
+    if (this.n === this.#buffer.length) {
+      const next = new Float64Array(this.n * 2);
+      next.set(this.#buffer);
+      this.#buffer = next;
+    }
+    this.#buffer[this.n++] = value;
+  }
+  values(): number[] {
+    return Array.from(this.#buffer.subarray(0, this.n));
+  }
+}
+
+/** p50, p99 and max of the samples. */
+function spread(samples: Samples): { p50: number; p99: number; max: number } {
+  const values = samples.values();
+  return {
+    p50: round(percentile(values, 50)),
+    p99: round(percentile(values, 99)),
+    max: round(values.reduce((a, b) => Math.max(a, b), 0)),
+  };
+}
+
+/** The collector's time inside [start, end] (ms). */
+function gcOverlap(start: number, end: number, gcs: readonly { start: number; end: number }[]) {
+  let ms = 0;
+  for (const gc of gcs) ms += Math.max(0, Math.min(end, gc.end) - Math.max(start, gc.start));
+  return ms;
+}
+
+/**
+ * The collector's pauses inside the pass's transactions (`spans`: start, end pairs in order):
+ * their sum, the longest inside one transaction, and the transactions with 5 ms or more of them.
+ */
+function gcInside(
+  spans: readonly number[],
+  gcs: readonly { start: number; end: number; kind: number }[],
+) {
+  const sorted = [...gcs].sort((a, b) => a.start - b.start);
+  let totalMs = 0;
+  let maxMs = 0;
+  let over5ms = 0;
+  let g = 0;
+  for (let i = 0; i < spans.length; i += 2) {
+    const [start, end] = [spans[i], spans[i + 1]];
+    while (g < sorted.length && sorted[g].end < start) g++;
+    let ms = 0;
+    for (let k = g; k < sorted.length && sorted[k].start <= end; k++) {
+      ms += Math.max(0, Math.min(end, sorted[k].end) - Math.max(start, sorted[k].start));
+    }
+    totalMs += ms;
+    maxMs = Math.max(maxMs, ms);
+    if (ms >= 5) over5ms++;
+  }
+  return {
+    collections: gcs.length,
+    totalMs: round(totalMs),
+    maxMs: round(maxMs),
+    over5ms,
+    longestPauseMs: round(Math.max(0, ...gcs.map((gc) => gc.end - gc.start))),
+    // Per kind (minor: a scavenge of the young generation; major: mark-compact; incremental:
+    // a step of incremental marking; weakcb: weak callbacks): how many and the longest.
+    byKind: Object.fromEntries([...new Set(gcs.map((gc) => gc.kind))].map((kind) => {
+      const own = gcs.filter((gc) => gc.kind === kind);
+      return [GC_KINDS[kind] ?? String(kind), {
+        n: own.length,
+        maxMs: round(Math.max(...own.map((gc) => gc.end - gc.start))),
+      }];
+    })),
+  };
+}
+
 const size = (db: Db) => statSync(join(db.dir, "state.sqlite")).size;
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 
@@ -247,16 +336,28 @@ try {
   // Between two transactions of the pass, the host serves: here one node update of an active
   // run in every tenth gap (a one-run write transaction at the host's durability), the
   // baseline the pass's lock holds are compared with.
-  const lockMs: number[] = [];
-  const commitMs: number[] = [];
-  const stepMs: number[] = [];
-  const writeMs: number[] = [];
+  const lockMs = new Samples();
+  const commitMs = new Samples();
+  const stepMs = new Samples();
+  const writeMs = new Samples();
   const walPath = join(big.dir, "state.sqlite-wal");
   let walMaxBytes = 0;
   // Each step's wall time split by the main thread's scheduler figures: on a CPU, waiting for
   // one (runnable, another process running), and the rest, off any run queue (blocked: disk).
+  const txSpans = new Samples();
+  const rowsNow = () => {
+    let n = 0;
+    for (const v of Object.values(pass.report.rows)) n += v;
+    return n;
+  };
+  let rowsBefore = 0;
   const slowest: {
     phase: string;
+    start: number;
+    /** Rows the transaction deleted (the prune phase's). */
+    rows: number;
+    /** The collector's pauses inside the transaction (ms). */
+    gcMs?: number;
     ms: number;
     commitMs: number;
     walBytes: number;
@@ -270,7 +371,7 @@ try {
   // The pass opens with a checkpoint of its own (the file size it reports), so its first
   // transaction restarts the WAL too.
   let checkpointedSinceTx = true;
-  const checkpointMs: number[] = [];
+  const checkpointMs = new Samples();
   const writeOver20 = { n: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0 };
   let checkpointFramesMax = 0;
   let lastTx: (typeof slowest)[number] | null = null;
@@ -283,8 +384,13 @@ try {
       commitMs.push(commit);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
+      const end = performance.now();
+      txSpans.push(end - ms);
+      txSpans.push(end);
       lastTx = {
         phase,
+        start: end - ms,
+        rows: rowsNow() - rowsBefore,
         ms: round(ms),
         commitMs: round(commit),
         walBytes,
@@ -301,6 +407,19 @@ try {
       walMaxBytes = Math.max(walMaxBytes, walBytes);
     },
   });
+  // V8's garbage collections during the pass (start, end on performance.now()'s clock), to
+  // attribute a slow transaction's time to a pause of the collector inside it.
+  const gcs: { start: number; end: number; kind: number }[] = [];
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcs.push({
+        start: e.startTime,
+        end: e.startTime + e.duration,
+        kind: (e as { detail?: { kind?: number } }).detail?.kind ?? 0,
+      });
+    }
+  });
+  gcObserver.observe({ entryTypes: ["gc"] });
   const pruneStarted = performance.now();
   let served = 0;
   let steps = 0;
@@ -308,6 +427,7 @@ try {
   for (;;) {
     if (GAP_SLEEP_MS > 0) Atomics.wait(sleeper, 0, 0, GAP_SLEEP_MS);
     lastTx = null;
+    rowsBefore = rowsNow();
     const sched = schedstat();
     const stepStarted = performance.now();
     const more = pass.step();
@@ -346,6 +466,11 @@ try {
     }
   }
   const pruneMs = performance.now() - pruneStarted;
+  // The collector's entries arrive on the event loop, which the pass above never gave back.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  gcObserver.disconnect();
+  const gcInTx = gcInside(txSpans.values(), gcs);
+  for (const tx of slowest) tx.gcMs = round(gcOverlap(tx.start, tx.start + tx.ms, gcs));
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
   // The small database gets the same writes, so after the prune both hold the same history of
@@ -398,30 +523,24 @@ try {
       longestLockMs: round(pass.report.longestLockMs),
       longestCommitMs: round(pass.report.longestCommitMs),
       lockMs: {
-        p50: round(percentile(lockMs, 50)),
-        p99: round(percentile(lockMs, 99)),
-        max: round(Math.max(...lockMs)),
+        ...spread(lockMs),
       },
       commitMs: {
-        p50: round(percentile(commitMs, 50)),
-        p99: round(percentile(commitMs, 99)),
-        max: round(Math.max(...commitMs)),
+        ...spread(commitMs),
       },
       // A whole step (its transaction and what it does outside one): the host's event loop waits.
       stepMs: {
-        p50: round(percentile(stepMs, 50)),
-        p99: round(percentile(stepMs, 99)),
-        max: round(Math.max(...stepMs)),
+        ...spread(stepMs),
       },
       walMaxBytes,
-      checkpoints: checkpointMs.length === 0 ? null : {
-        n: checkpointMs.length,
-        p50: round(percentile(checkpointMs, 50)),
-        p99: round(percentile(checkpointMs, 99)),
-        max: round(Math.max(...checkpointMs)),
+      checkpoints: checkpointMs.n === 0 ? null : {
+        n: checkpointMs.n,
+        ...spread(checkpointMs),
         framesMax: checkpointFramesMax,
       },
       over20ms: slowest.length,
+      // The garbage collector's pauses inside the pass's transactions.
+      gcInTransactions: gcInTx,
       // Of the transactions over 20 ms: the time their step spent on a CPU, waiting for one, and
       // blocked (disk), summed.
       over20msSplit: {
@@ -439,9 +558,7 @@ try {
       ),
       // The host's own one-run writes between the pass's transactions, same file, same time.
       baselineWriteMs: {
-        p50: round(percentile(writeMs, 50)),
-        p99: round(percentile(writeMs, 99)),
-        max: round(Math.max(...writeMs)),
+        ...spread(writeMs),
       },
       baselineWritesOver20ms: Object.fromEntries(
         Object.entries(writeOver20).map(([k, v]) => [k, round(v)]),

@@ -94,7 +94,7 @@ describe("retention", () => {
     expect(tableCount(fx, "effect_attempts")).toBe(1);
     expect(tableCount(fx, "human_decision_resolutions")).toBe(1);
     expect(tableCount(fx, "run_prunes")).toBe(0);
-    expect(pass.prunedEpochs.length).toBe(2);
+    expect(pass.takePruned().epochs.length).toBe(2);
     expect(rowsOf(fx, active)).toEqual(before.active);
     // The young ended run is whole (compaction drops only columns and child groups: its worker
     // epochs stay, they name its output files).
@@ -351,7 +351,7 @@ describe("retention", () => {
     fx.clock.advance(40 * DAY_MS);
     const prune = runRetentionPass(fx.store, { keepDays: 30 });
     expect(prune.report.runs).toBe(1);
-    expect(prune.prunedEpochs.sort()).toEqual(epochs.sort());
+    expect([...prune.takePruned().epochs].sort()).toEqual(epochs.sort());
   });
 
   it("trims the viewer feed from its front; a viewer behind the trim reloads", () => {
@@ -419,11 +419,26 @@ describe("retention", () => {
       onTransaction: () => inTransaction.push(pragma("wal_autocheckpoint")),
       onCheckpoint: (_ms, frames) => checkpoints.push(frames),
     });
+    // The deleted runs' files are handed over at each checkpoint (their deletion durable), not
+    // only at the pass's end: each run once, gone from the database when it is.
+    const handedOver: string[] = [];
+    let beforeEnd = 0;
+    const take = () => {
+      const files = pass.takePruned();
+      for (const runId of files.runs) expect(rowsOf(fx, runId)).toEqual({});
+      handedOver.push(...files.runs);
+      return files.runs.length;
+    };
     while (pass.step()) {
       expect(settings()).toEqual(hostSettings);
       walMax = Math.max(walMax, statSync(walPath).size);
+      beforeEnd += take();
     }
+    take();
     expect(pass.report.runs).toBe(10);
+    expect(beforeEnd).toBeGreaterThan(0);
+    expect(new Set(handedOver).size).toBe(10);
+    expect(handedOver.length).toBe(10);
     expect(new Set(inTransaction)).toEqual(new Set([0]));
     expect(checkpoints.length).toBeGreaterThan(2);
     // Bounded by the pass's own checkpoints (a run's deletion writes ~60 frames), far below the

@@ -7,7 +7,7 @@ import { writeTransaction } from "../transactions.ts";
 import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
 import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
-import { asPassTransaction } from "./pass-transaction.ts";
+import { asPassTransaction, syncPassCommits } from "./pass-transaction.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
 export interface RetentionReport {
@@ -34,6 +34,29 @@ export interface RetentionReport {
   /** The same per phase (prune, receipts, compact, feed, vacuum). */
   longestLockMsByPhase: Record<string, number>;
 }
+
+/**
+ * What deleted runs leave outside the database: the host removes these files once the deletion
+ * is durable (a power loss could otherwise bring back a run whose files are gone).
+ */
+export interface PrunedFiles {
+  /** Worker epochs (their captured output files). */
+  readonly epochs: readonly string[];
+  /** Attempts (their step output files). */
+  readonly attempts: readonly string[];
+  /** Runs (their headless Pi session directories). */
+  readonly runs: readonly string[];
+}
+
+/** The lists a pass fills. */
+interface PrunedLists {
+  epochs: string[];
+  attempts: string[];
+  runs: string[];
+}
+
+const noFiles = (): PrunedLists => ({ epochs: [], attempts: [], runs: [] });
+const NO_FILES: PrunedFiles = { epochs: [], attempts: [], runs: [] };
 
 export interface PassSettings {
   keepDays: number;
@@ -62,12 +85,15 @@ export interface PassContext {
   /** A run with a client receipt completed at or after this is kept (a retry may come). */
   readonly receiptFloor: number;
   readonly report: RetentionReport;
-  /** Worker epochs of the deleted runs (their captured output files can go). */
-  readonly prunedEpochs: string[];
-  /** Attempts of the deleted runs (their step output files can go). */
-  readonly prunedAttempts: string[];
-  /** The deleted runs (their headless Pi session directories can go). */
-  readonly prunedRuns: string[];
+  /** What the runs deleted since the pass last made its commits durable leave on disk. */
+  readonly pruned: PrunedLists;
+  /**
+   * Makes the pass's commits so far durable (an fsync of the WAL) when runs were deleted since
+   * the last time, and hands their files over to `takePruned`.
+   */
+  makeDurable(): void;
+  /** The files of the deleted runs whose deletion is durable, since the last take. */
+  takePruned(): PrunedFiles;
   /** The pass's own WAL checkpoints, between its transactions. */
   readonly checkpoints: PassCheckpoints;
   /**
@@ -107,6 +133,12 @@ export function createPassContext(
   };
   let signalledRuns = 0;
   const checkpoints = createPassCheckpoints(store, settings);
+  // The lists are handed over at each checkpoint, not kept for the whole pass: held to its end,
+  // 100,000 runs' ids (~700,000 strings) grew the collector's old generation, and a collection
+  // of it pauses the thread wherever it lands, most often inside a transaction (where the pass
+  // allocates most).
+  const pruned = noFiles();
+  let durable = noFiles();
   return {
     store,
     now,
@@ -115,9 +147,20 @@ export function createPassContext(
     cutoff,
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
-    prunedEpochs: [],
-    prunedAttempts: [],
-    prunedRuns: [],
+    pruned,
+    makeDurable() {
+      if (pruned.runs.length === 0) return;
+      syncPassCommits(store);
+      moveAll(pruned.epochs, durable.epochs);
+      moveAll(pruned.attempts, durable.attempts);
+      moveAll(pruned.runs, durable.runs);
+    },
+    takePruned() {
+      if (durable.runs.length === 0) return NO_FILES;
+      const taken = durable;
+      durable = noFiles();
+      return taken;
+    },
     checkpoints,
     transaction: (phase, fn, options = { checkForeignKeys: true }) =>
       checkpoints.around(() =>
@@ -133,6 +176,11 @@ export function createPassContext(
     },
     unsignalledRuns: () => report.runs - signalledRuns,
   };
+}
+
+function moveAll(from: string[], to: string[]): void {
+  for (const item of from) to.push(item);
+  from.length = 0;
 }
 
 function timedTransaction<T>(

@@ -89,9 +89,9 @@ function deleteNextRun(ctx: PassContext, queue: Candidate[]): boolean {
         report.runs++;
         // The pass's first deletion tells viewers at once (the end of the phase again).
         if (report.runs === 1) ctx.signalPruned();
-        ctx.prunedEpochs.push(...deleted.epochs);
-        ctx.prunedAttempts.push(...deleted.attempts);
-        ctx.prunedRuns.push(run.runId);
+        ctx.pruned.epochs.push(...deleted.epochs);
+        ctx.pruned.attempts.push(...deleted.attempts);
+        ctx.pruned.runs.push(run.runId);
         return true;
       }
       return false;

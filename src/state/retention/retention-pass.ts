@@ -12,6 +12,7 @@ import {
   createPassContext,
   type PassPhase,
   type PassSettings,
+  type PrunedFiles,
   type RetentionReport,
 } from "./pass-context.ts";
 import { createPrunePhase } from "./prune-phase.ts";
@@ -20,7 +21,7 @@ import { createCompactPhase, createFeedPhase } from "./compact-phase.ts";
 import { createVacuumPhase } from "./vacuum-phase.ts";
 import { fileBytes, pageSize, usedPages } from "./database-pages.ts";
 
-export type { RetentionReport } from "./pass-context.ts";
+export type { PrunedFiles, RetentionReport } from "./pass-context.ts";
 export {
   DAY_MS,
   DEFAULT_KEEP_DAYS,
@@ -34,12 +35,11 @@ export type RetentionOptions = PassSettings;
 
 export interface RetentionPass {
   readonly report: RetentionReport;
-  /** Worker epochs of the deleted runs (their captured output files can go). */
-  readonly prunedEpochs: string[];
-  /** Attempts of the deleted runs (their step output files can go). */
-  readonly prunedAttempts: string[];
-  /** The deleted runs (their headless Pi session directories can go). */
-  readonly prunedRuns: string[];
+  /**
+   * The files of the runs deleted so far whose deletion is durable, not taken before: the host
+   * removes them as the pass goes (after each of its checkpoints, and all at its end).
+   */
+  takePruned(): PrunedFiles;
   /** Runs one short write transaction; false once the pass is complete. */
   step(): boolean;
 }
@@ -65,15 +65,17 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
   let current = 0;
   return {
     report: ctx.report,
-    prunedEpochs: ctx.prunedEpochs,
-    prunedAttempts: ctx.prunedAttempts,
-    prunedRuns: ctx.prunedRuns,
+    takePruned: ctx.takePruned,
     step() {
       if (current >= phases.length) return false;
       // A checkpoint due is a step of its own: the host serves between it and a transaction.
-      if (ctx.checkpoints.due()) ctx.checkpoints.run();
-      else if (phases[current].step()) current++;
-      return current < phases.length;
+      if (ctx.checkpoints.due()) {
+        ctx.checkpoints.run();
+        ctx.makeDurable();
+      } else if (phases[current].step()) current++;
+      if (current < phases.length) return true;
+      ctx.makeDurable();
+      return false;
     },
   };
 }

@@ -159,31 +159,53 @@ export function deleteRunInTx(
   receiptFloor: number,
   counts: TableCounts,
 ): { epochs: string[]; attempts: string[] } | null {
-  const run = queryOneArgs<{ run_no: number }>(
-    store,
-    `SELECT r.run_no FROM runs r WHERE r.run_id = ?1 AND ${prunableSql("?2")} AND ` +
-      receiptsSettledSql("?3"),
-    runId,
-    cutoff,
-    receiptFloor,
-  );
+  const sql = deletionSql();
+  const run = queryOneArgs<{ run_no: number }>(store, sql.prunable, runId, cutoff, receiptFloor);
   if (!run) return null;
-  const epochs = queryAllEpochs(store, runId);
-  const attempts = queryAllArgs<{ attempt_id: string }>(
-    store,
-    "SELECT attempt_id FROM node_attempts WHERE run_id = ?1",
-    runId,
-  ).map((row) => row.attempt_id);
-  executeArgs(store, "INSERT INTO run_prunes (run_id) VALUES (?1)", runId);
-  for (const owned of RUN_OWNED) {
+  const epochs = queryAllArgs<{ worker_epoch: string }>(store, sql.epochs, runId)
+    .map((row) => row.worker_epoch);
+  const attempts = queryAllArgs<{ attempt_id: string }>(store, sql.attempts, runId)
+    .map((row) => row.attempt_id);
+  executeArgs(store, sql.mark, runId);
+  for (const owned of sql.deletes) {
     const arg: SQLInputValue = owned.byRunNo ? run.run_no : runId;
-    const n = executeArgs(store, `DELETE FROM ${owned.rows}`, arg);
+    const n = executeArgs(store, owned.sql, arg);
     if (n > 0) counts[owned.table] = (counts[owned.table] ?? 0) + n;
     // Crash tests: the process dies with the run half deleted inside the open transaction.
     if (owned.table === "events") crashPoint("state.retention.runHalfDeleted");
   }
-  executeArgs(store, "DELETE FROM run_prunes WHERE run_id = ?1", runId);
+  executeArgs(store, sql.unmark, runId);
   return { epochs, attempts };
+}
+
+/**
+ * The deletion's statements, built once: a transaction of the pass allocates no SQL text (every
+ * string it builds is garbage the collector may stop the thread for while the lock is held).
+ */
+let statements: {
+  prunable: string;
+  epochs: string;
+  attempts: string;
+  mark: string;
+  unmark: string;
+  deletes: readonly { table: string; sql: string; byRunNo: boolean }[];
+} | null = null;
+
+function deletionSql(): NonNullable<typeof statements> {
+  statements ??= {
+    prunable: `SELECT r.run_no FROM runs r WHERE r.run_id = ?1 AND ${prunableSql("?2")} AND ` +
+      receiptsSettledSql("?3"),
+    epochs: "SELECT worker_epoch FROM run_workers WHERE run_id = ?1",
+    attempts: "SELECT attempt_id FROM node_attempts WHERE run_id = ?1",
+    mark: "INSERT INTO run_prunes (run_id) VALUES (?1)",
+    unmark: "DELETE FROM run_prunes WHERE run_id = ?1",
+    deletes: RUN_OWNED.map((owned) => ({
+      table: owned.table,
+      sql: `DELETE FROM ${owned.rows}`,
+      byRunNo: owned.byRunNo === true,
+    })),
+  };
+  return statements;
 }
 
 /** Counts what deleting the run would remove and estimates its bytes (a dry run; reads only). */
@@ -205,12 +227,4 @@ export function countRunRows(
     }
   }
   return bytes;
-}
-
-function queryAllEpochs(store: StateStore, runId: string): string[] {
-  return queryAllArgs<{ worker_epoch: string }>(
-    store,
-    "SELECT worker_epoch FROM run_workers WHERE run_id = ?1",
-    runId,
-  ).map((row) => row.worker_epoch);
 }
