@@ -114,13 +114,7 @@ export function presentWaitingInTx(
 ): void {
   const session = originSession(store, wait.runId);
   if (session === null) return;
-  const due = queryAll<{ intent_id: string }>(
-    store,
-    "SELECT intent_id FROM turn_intents WHERE run_id = :runId AND state != 'resolved' AND " +
-      "eligible_at IS NOT NULL",
-    { runId: wait.runId },
-  ).map((r) => r.intent_id);
-  resolveIntents(store, due, "superseded", null, now);
+  supersedeWhere(store, "run_id = :runId AND eligible_at IS NOT NULL", { runId: wait.runId }, now);
   const facts = encodeValue("presentation prompt", { ...presentation, waitingOn: wait.nodeId });
   insertIntent(store, {
     runId: wait.runId,
@@ -141,11 +135,25 @@ export function supersedeWaitingPresentationInTx(
   attemptId: string,
   now: number,
 ): void {
+  supersedeWhere(
+    store,
+    "source_attempt_id = :attemptId AND cause = 'presentation'",
+    { attemptId },
+    now,
+  );
+}
+
+/** Supersedes the unresolved intents `where` (a condition on `turn_intents`) selects. */
+function supersedeWhere(
+  store: StateStore,
+  where: string,
+  params: Record<string, string>,
+  now: number,
+): void {
   const ids = queryAll<{ intent_id: string }>(
     store,
-    "SELECT intent_id FROM turn_intents WHERE source_attempt_id = :attemptId AND " +
-      "cause = 'presentation' AND state != 'resolved'",
-    { attemptId },
+    `SELECT intent_id FROM turn_intents WHERE state != 'resolved' AND ${where}`,
+    params,
   ).map((r) => r.intent_id);
   resolveIntents(store, ids, "superseded", null, now);
 }
@@ -264,13 +272,7 @@ export function supersedeSessionIntentsInTx(
   sessionId: string,
   now: number,
 ): void {
-  const ids = queryAll<{ intent_id: string }>(
-    store,
-    "SELECT intent_id FROM turn_intents WHERE target_session_id = :sessionId AND " +
-      "state != 'resolved'",
-    { sessionId },
-  ).map((r) => r.intent_id);
-  resolveIntents(store, ids, "superseded", null, now);
+  supersedeWhere(store, "target_session_id = :sessionId", { sessionId }, now);
 }
 
 /**
