@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
 import { queryState } from "../support/state-db.ts";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 
 let home: TempHome;
 let project: string;
@@ -166,7 +167,10 @@ export default defineWorkflow({
     let blocked = "";
     await waitFor(
       async () => {
-        const status = JSON.parse((await cli(["status", runId, "--json"])).stdout);
+        // A poll: the CLI's entry in this process, no Node start each.
+        const status = JSON.parse(
+          (await runCliInProcess(["status", runId, "--json"], home.env)).stdout,
+        );
         blocked = status.run.blockedReason ?? "";
         return blocked === "workflowSourceChanged";
       },

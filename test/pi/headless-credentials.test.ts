@@ -134,8 +134,10 @@ describe("provider credentials of headless runs", () => {
           "a shell that has them",
       );
       const runId: string = JSON.parse(started.stdout).run.runId;
+      // Polls run the CLI's entry here (no Node start each); every output checked for the keys
+      // comes from a CLI process of the sandbox's environment.
       await waitFor("the run to wait at its checkpoint", 60_000, async () => {
-        const status = await h.cliJson(["status", runId]);
+        const status = await h.cliHereJson(["status", runId]);
         return status.run.state === "waiting" ? status : undefined;
       });
       expectKeysSent(start, "Do the first part.");
@@ -148,7 +150,7 @@ describe("provider credentials of headless runs", () => {
       const answered = await runCliProcess(["answer", runId, "yes"], bare, 60_000);
       expect(answered.stderr).toBe("");
       const blocked = await waitFor("the run to block", 60_000, async () => {
-        const status = await h.cliJson(["status", runId]);
+        const status = await h.cliHereJson(["status", runId]);
         return status.run.blockedReason ? status : undefined;
       });
       expect(blocked.run.blockedReason).toBe("credentialsMissing");
@@ -166,7 +168,7 @@ describe("provider credentials of headless runs", () => {
       );
       expect(resumed.code).toBe(0);
       const done = await waitFor("the run to complete", 90_000, async () => {
-        const status = await h.cliJson(["status", runId]);
+        const status = await h.cliHereJson(["status", runId]);
         return status.run.state === "completed" || status.run.state === "failed"
           ? status
           : undefined;
