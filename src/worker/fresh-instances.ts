@@ -9,7 +9,10 @@
  *
  * Two spares are kept ready: one for the submission's validation, one for the next epoch, which
  * follows an accepted verdict at once. A rejected verdict means another submission comes (a model
- * turn later): the pool fills again meanwhile. A take from an empty pool loads at once.
+ * turn later): the pool fills again meanwhile. A take from an empty pool loads at once. A fill
+ * loads only what was missing when it began (a take meanwhile counts), one load at a time, each
+ * after a turn of the event loop: a validation request that arrives while spares load is read
+ * between two loads, and no load it does not need lands on its verdict's path.
  *
  * Node keeps every module instance for the process's life, so the loads are counted: past
  * `maxLoads` the process asks not to be kept again (`worker.exiting` `reusable: false`) and the
@@ -45,7 +48,15 @@ export function createFreshInstances<T>(
     return loading;
   };
   const fillLoop = async () => {
-    while (spares.length < SPARES && loads < maxLoads) {
+    // At most the loads missing now: a take meanwhile (a validation that came before its spare
+    // was ready) counts as one, so no further load lands on that exchange's path.
+    const first = loads;
+    const missing = SPARES - spares.length;
+    while (spares.length < SPARES && loads - first < missing && loads < maxLoads) {
+      // A turn of the event loop first: a request that came during the last load is read (and
+      // takes its instance) before the next load holds the loop.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (spares.length >= SPARES || loads - first >= missing) break;
       const loading = loadOne();
       spares.push(loading);
       // One load at a time: a handoff that comes meanwhile shares the CPU with one load at most.
@@ -58,6 +69,7 @@ export function createFreshInstances<T>(
     },
     loadNow: () => loadOne(),
     fill() {
+      // A fill under way is not restarted: what an exchange took meanwhile waits for the next.
       filling ??= fillLoop().finally(() => (filling = null));
     },
     spent: () => loads >= maxLoads,

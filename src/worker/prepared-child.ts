@@ -106,8 +106,8 @@ export async function servePrepared(
     if (ahead) ahead.committed = answered.aheadCommitted;
     // A rejected submission is followed by another one: load its instance meanwhile. After an
     // accepted one the next epoch comes (it says goodbye at once when its first step committed
-    // ahead, and the pool fills again when it is kept: loading earlier would hold that goodbye,
-    // which a submission that follows at once waits for).
+    // ahead, and the pool fills again as that goodbye leaves, run-worker.ts: loading before it
+    // would hold the goodbye, which a submission that follows at once waits for).
     if (!answered.accepted) prepared.instances.fill();
   }
 }

@@ -94,10 +94,19 @@ async function runEpoch(
   // The durable end was already committed; the answer only says whether the host keeps us. A
   // process that loaded many instances of the workflow asks to go (fresh-instances.ts).
   const spent = prepared?.instances.spent() === true;
-  const bye = await proposer.propose("worker.exiting", {
+  const goodbye = proposer.propose("worker.exiting", {
     reason: ended.reason,
     ...(spent ? { reusable: false } : {}),
-  }).catch(() => null);
+  });
+  // A kept process parked again: its spares for the next validation and epoch load while the
+  // host answers (after the goodbye is written: the fill waits a turn first), not after.
+  if (ended.reason === "parked" && prepared !== null && !spent) prepared.instances.fill();
+  // A first epoch that may be kept: what serves it is imported meanwhile too (from source that
+  // is hundreds of milliseconds under load, which a submission that comes at once waited for).
+  if (ended.reason === "parked" && prepared === null) {
+    void import("./prepared-child.ts").catch(() => {});
+  }
+  const bye = await goodbye.catch(() => null);
   const kept = ended.reason === "parked" &&
     (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
   return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };

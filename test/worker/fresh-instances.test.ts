@@ -1,7 +1,8 @@
 /**
  * A prepared process's fresh workflow instances (src/worker/fresh-instances.ts): two spares
- * loaded ahead one at a time, taken oldest first, a load at once when none is ready, and a bound
- * on the loads after which the process asks not to be kept.
+ * loaded ahead one at a time, each after a turn of the event loop, taken oldest first, a load at
+ * once when none is ready, no load beyond what was missing when the fill began, and a bound on
+ * the loads after which the process asks not to be kept.
  */
 import { describe, expect, it } from "vitest";
 import { createFreshInstances, SPARES } from "../../src/worker/fresh-instances.ts";
@@ -18,11 +19,15 @@ function controlledLoader() {
     started: () => started,
     finishNext: async () => {
       pending.shift()!();
-      // Let the pool's fill loop start its next load.
+      // Let the pool's fill loop start its next load (after its turn of the event loop).
       for (let i = 0; i < 5; i++) await Promise.resolve();
+      await turn();
     },
   };
 }
+
+/** One turn of the event loop (the fill loop waits one before each load). */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("fresh workflow instances", () => {
   it("keeps two spares, loaded one after another, and hands each out once", async () => {
@@ -30,6 +35,8 @@ describe("fresh workflow instances", () => {
     const pool = createFreshInstances(loader.load);
     pool.fill();
     pool.fill(); // a second fill while loading starts nothing more
+    expect(loader.started()).toBe(0);
+    await turn();
     expect(loader.started()).toBe(1);
     await loader.finishNext();
     expect(loader.started()).toBe(SPARES);
@@ -46,15 +53,33 @@ describe("fresh workflow instances", () => {
     expect(await now).toBe(4);
   });
 
+  it("a take while filling counts as a load: none lands on that exchange's path", async () => {
+    const loader = controlledLoader();
+    const pool = createFreshInstances(loader.load);
+    pool.fill();
+    // A validation request read before the first spare's load began: it loads its own.
+    const own = pool.take();
+    await turn();
+    expect(loader.started()).toBe(2);
+    await loader.finishNext();
+    await loader.finishNext();
+    expect(await own).toBe(1);
+    // The epoch's spare is the fill's one load; no third one starts.
+    expect(loader.started()).toBe(2);
+    expect(await pool.take()).toBe(2);
+  });
+
   it("stops loading at its bound and then says the process is spent", async () => {
     const loader = controlledLoader();
     const pool = createFreshInstances(loader.load, 3);
     pool.fill();
+    await turn();
     await loader.finishNext();
     await loader.finishNext();
     expect(pool.spent()).toBe(false);
     await pool.take();
     pool.fill();
+    await turn();
     await loader.finishNext();
     expect(loader.started()).toBe(3);
     expect(pool.spent()).toBe(true);
