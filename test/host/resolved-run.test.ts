@@ -1,4 +1,5 @@
 import { describe, expect, test } from "vitest";
+import { DEFINITION_SNAPSHOT_SCHEMA } from "../../src/protocol/definition-snapshot.ts";
 import { resolvedRunFields, type ResolvedSource } from "../../src/host/resolved-run.ts";
 
 const resolved = (root: unknown): ResolvedSource => ({
@@ -31,6 +32,26 @@ describe("resolvedRunFields()", () => {
       input: { n: 1 },
       inputHash: "sha256:i",
     });
+  });
+
+  test("the run's budget is its workflow's own, read from the definition snapshot", () => {
+    const withBudget = (budget: unknown) => ({
+      ...resolved({ kind: "builtin", id: "autodoc" }),
+      definition: {
+        schema: DEFINITION_SNAPSHOT_SCHEMA,
+        name: "a",
+        startAt: "s",
+        nodes: { s: { kind: "compute" } },
+        edges: {},
+        budget,
+      },
+    });
+    expect(resolvedRunFields(withBudget({ maxCostUsd: 2, maxTokens: 900 }), "a", "/p").budget)
+      .toEqual({ maxCostUsd: 2, maxTokens: 900 });
+    expect(resolvedRunFields(withBudget(undefined), "a", "/p")).not.toHaveProperty("budget");
+    expect(resolvedRunFields(withBudget({ maxCostUsd: -1 }), "a", "/p")).not.toHaveProperty(
+      "budget",
+    );
   });
 
   test("a builtin is builtin:<id>; a source without a root keeps the requested name", () => {
