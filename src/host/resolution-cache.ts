@@ -28,7 +28,8 @@ type Resolve = (request: ResolveRequest) => Promise<ResolveResult>;
 export function reusingResolutions(resolve: Resolve, maxEntries = MAX_ENTRIES): Resolve {
   const kept = new Map<string, Extract<ResolveResult, { ok: true }>>();
   return async (request) => {
-    const key = canonicalJson({ ...request, env: request.env ?? null });
+    const key = keyOf(request);
+    if (key === null) return await resolve(request);
     const hit = kept.get(key);
     if (hit && verifySourceIdentity(hit.workflowSource as WorkflowSource).ok) {
       // Most recently used last: the eviction below takes the first.
@@ -44,6 +45,15 @@ export function reusingResolutions(resolve: Resolve, maxEntries = MAX_ENTRIES): 
     }
     return result;
   };
+}
+
+/** The start as a canonical string; null when it is not JSON (then it is resolved, not kept). */
+function keyOf(request: ResolveRequest): string | null {
+  try {
+    return canonicalJson({ ...request, env: request.env ?? null });
+  } catch {
+    return null;
+  }
 }
 
 /**
