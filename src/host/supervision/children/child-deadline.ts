@@ -21,7 +21,9 @@ export function armChildDeadline(
   expire: () => void = () => {},
 ): ChildDeadline {
   let expired = false;
+  const bounds = boundsOf(spawned);
   const timer = setTimeout(() => {
+    bounds.armed.delete(timer);
     expired = true;
     expire();
     spawned.channel.destroy();
@@ -29,13 +31,38 @@ export function armChildDeadline(
   // The bound never keeps the host alive by itself (the child's pipes do while it runs).
   timer.unref();
   // A child that exited needs no bound (its reader has ended).
-  void spawned.exited.then(() => clearTimeout(timer));
+  if (bounds.exited) clearTimeout(timer);
+  else bounds.armed.add(timer);
   return {
     get expired() {
       return expired;
     },
-    disarm: () => clearTimeout(timer),
+    disarm() {
+      clearTimeout(timer);
+      bounds.armed.delete(timer);
+    },
   };
+}
+
+type Bounds = { armed: Set<ReturnType<typeof setTimeout>>; exited: boolean };
+const childBounds = new WeakMap<SupervisedChild, Bounds>();
+
+/**
+ * The child's bounds armed now, all cleared when it exits: one exit hook per child, however many
+ * bounds a long-lived one (a prepared process, step after step) is given.
+ */
+function boundsOf(spawned: SupervisedChild): Bounds {
+  let bounds = childBounds.get(spawned);
+  if (!bounds) {
+    const created: Bounds = { armed: new Set(), exited: false };
+    childBounds.set(spawned, bounds = created);
+    void spawned.exited.then(() => {
+      created.exited = true;
+      for (const timer of created.armed) clearTimeout(timer);
+      created.armed.clear();
+    });
+  }
+  return bounds;
 }
 
 /** A child's life whose `launching` phase holds its start-up deadline (a run or controller worker). */
