@@ -9,7 +9,7 @@
 import { type AnswerSchema, checkAnswer } from "../protocol/answer-schema.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { HumanDecisionRequestSchema } from "../protocol/decision-request.ts";
-import type { HostRequest } from "../protocol/host-request.ts";
+import { type HostRequest, requestFor } from "../protocol/host-request.ts";
 import { parseWith } from "../protocol/schema-issues.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import { type HostResponse, receiptJson, receiptResponse } from "../protocol/host-response.ts";
@@ -42,11 +42,8 @@ function answer(
   kind: WaitingKind,
 ): HostResponse {
   const runId = request.runId!;
-  const { nodeId, attemptId, answer: raw } = request.payload as {
-    nodeId: string;
-    attemptId: string;
-    answer: JsonValue;
-  };
+  const operation = kind === "checkpoint" ? "checkpoint.answer" : "decision.answer";
+  const { nodeId, attemptId, answer: raw } = requestFor(request, operation).payload;
   // Checked against the pending request when the answer names it; anything else (another
   // attempt, a closed decision, the other kind) is refused precisely inside the transaction.
   const waiting = readWaiting(rt.store, runId);

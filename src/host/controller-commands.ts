@@ -9,7 +9,11 @@
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { type HostRequest, requestFor } from "../protocol/host-request.ts";
-import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
+import type {
+  HostOperation,
+  OperationPayload,
+  OperationReceipt,
+} from "../protocol/host-operations.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { resolveControllerRef } from "../controllers/discovery.ts";
 import { controllerSourceDigest } from "../controllers/source-identity.ts";
@@ -36,10 +40,6 @@ import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { describeSourceChanges, verifySourceIdentity } from "../workflows/sources/identity.ts";
 import type { ControllerResolution } from "./supervision/controllers/api.ts";
 import type { HostRuntime } from "./host-runtime.ts";
-
-type Payload<Op extends HostRequest["operation"]> = Extract<HostRequest, { operation: Op }>[
-  "payload"
-];
 
 function reject(rt: HostRuntime, request: HostRequest, code: string, message: string) {
   return failureResponse({
@@ -202,7 +202,7 @@ function resourceCommand<
   body: (result: R) => OperationReceipt<Op>,
 ) {
   return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
-    const payload = request.payload as Payload<"controller.reconcile">;
+    const payload = requestFor(request, operation).payload;
     const projectPath = projectOf(payload.cwd);
     if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
     const result = transition(rt.store, {
@@ -211,7 +211,9 @@ function resourceCommand<
       key: payload.key,
       expectedResourceVersion: request.expectedRevision,
       receipt: { input: receipt, body },
-      ...(payload.resolveEffect ? { resolveEffect: payload.resolveEffect } : {}),
+      ...("resolveEffect" in payload && payload.resolveEffect
+        ? { resolveEffect: payload.resolveEffect }
+        : {}),
     });
     rt.supervision.controllers.wake();
     return answer(
@@ -247,13 +249,12 @@ function bindingCommand<Op extends "controller.bind" | "controller.unbind">(
   operation: Op,
   run: (
     rt: HostRuntime,
-    payload: Payload<Op>,
+    payload: OperationPayload<Op>,
     target: SessionBindingTarget & { receipt: ControllerReceipt<OperationReceipt<Op>> },
   ) => OperationReceipt<Op>,
 ) {
   return (rt: HostRuntime, request: HostRequest, receipt: CommandReceiptInput): HostResponse => {
-    // Dispatch routed `operation` here: its payload.
-    const payload = request.payload as Payload<Op>;
+    const payload = requestFor(request, operation).payload;
     const projectPath = projectOf(payload.cwd);
     if (projectPath === null) return reject(rt, request, "invalidCwd", NO_PROJECT);
     const result = run(rt, payload, {

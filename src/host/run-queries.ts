@@ -8,6 +8,7 @@ import type { HostRequest } from "../protocol/host-request.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import type { AttemptSummary } from "../protocol/run-operations.ts";
+import { parseDefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import { listAmbiguousEffects } from "../state/effect-queries.ts";
 import { isTerminalRunState } from "../state/transitions/common.ts";
 import { NotFoundError } from "../state/errors.ts";
@@ -108,9 +109,11 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     if (check && !check.ok) receipt.sourceChanges = check.changed;
   }
   if (payload.includeDefinition) {
-    const definition = readDefinitionSnapshot(rt.store, view.definitionDigest);
-    // Stored once per digest after the resolver's snapshot passed its schema.
-    if (definition !== undefined) receipt.definition = definition as StatusReceipt["definition"];
+    // Stored once per digest after the resolver's snapshot passed its schema: it parses again.
+    const definition = parseDefinitionSnapshot(
+      readDefinitionSnapshot(rt.store, view.definitionDigest),
+    );
+    if (definition !== undefined) receipt.definition = definition;
   }
   // The answer fits one message: the output (up to the node output limit) and the waiting
   // request first, then as many events, updates (in half the room left) and attempts as fit;

@@ -61,13 +61,20 @@ interface HostRequestFields {
   notAfter?: number;
 }
 
-/** A validated request; `payload` has the operation's defaults applied. */
-export type HostRequest = {
+/**
+ * The validated request of each operation. Indexed by a generic operation name it stays
+ * `OperationPayload<Op>`, so a handler shared by several operations reads their common fields
+ * without a cast.
+ */
+type RequestOf = {
   [Op in HostOperation]: HostRequestFields & { operation: Op; payload: OperationPayload<Op> };
-}[HostOperation];
+};
+
+/** A validated request; `payload` has the operation's defaults applied. */
+export type HostRequest = RequestOf[HostOperation];
 
 /** A validated request of one operation. */
-export type OperationRequest<Op extends HostOperation> = Extract<HostRequest, { operation: Op }>;
+export type OperationRequest<Op extends HostOperation> = RequestOf[Op];
 
 /** `request` as a request of `op`, as dispatch routed it; another operation is a host bug. */
 export function requestFor<Op extends HostOperation>(
