@@ -238,6 +238,9 @@ function checkRecorded(): Recorded {
     const incoming = frames(join(recordDir, `${pid}.in`)) as Record<string, any>[];
     const outgoing = frames(join(recordDir, `${pid}.out`)) as Record<string, any>[];
     const [first, ...rest] = incoming;
+    // A child just spawned: the tap has created its file but not yet written its first frame
+    // whole (appendFileSync opens, then writes; a loaded machine runs this check between).
+    if (first === undefined) continue;
     seen.firsts.add(first.schema);
     switch (first.schema) {
       case "pi-workflows.resolve-request.v1":
