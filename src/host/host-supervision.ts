@@ -156,7 +156,7 @@ export function createSupervision(
   const { active } = workers;
   const pruneLogs = createLogPruner(ctx, {
     workers: active,
-    resolvers: resolvers.liveLogs,
+    resolvers: () => resolvers.logFiles(),
     prepared: () => prepared.logFiles(),
   });
   const validations = createValidations(ctx, {

@@ -14,7 +14,7 @@ const KEPT_WORKER_LOGS = 200;
 /** The output files children still write: never pruned. */
 export interface LiveLogs {
   workers: ReadonlyMap<string, ActiveWorker>;
-  resolvers: ReadonlySet<string>;
+  resolvers(): Iterable<string>;
   prepared(): Iterable<string>;
 }
 
@@ -24,7 +24,7 @@ export interface LiveLogs {
  */
 export function createLogPruner(ctx: HostContext, live: LiveLogs) {
   return (exited?: ActiveWorker): void => {
-    const inUse = new Set([...live.resolvers, ...live.prepared()]);
+    const inUse = new Set([...live.resolvers(), ...live.prepared()]);
     for (const worker of live.workers.values()) {
       if (worker === exited) continue;
       inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);

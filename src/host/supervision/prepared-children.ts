@@ -30,9 +30,10 @@ import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
 import { enlist, type SupervisedChild } from "./children/spawn-child.ts";
 import { armChildDeadline, type ChildDeadline } from "./children/child-deadline.ts";
+import { createLiveChildren, type LiveChild } from "./children/live-children.ts";
 import { isSettled, stopReasonOf } from "./worker-life.ts";
 
-export interface PreparedChild {
+export interface PreparedChild extends LiveChild {
   runId: string;
   spawned: SupervisedChild;
   identity: ProcessIdentity;
@@ -45,6 +46,8 @@ export interface PreparedChild {
   adopted: boolean;
   /** The kit's bound on its idle wait (child-deadline.ts), while it is idle and adopted. */
   idle: ChildDeadline | null;
+  /** Its retirement, once stopped (gone). */
+  retired: Promise<void> | null;
 }
 
 export interface PreparedChildren {
@@ -82,14 +85,18 @@ export function createPreparedChildren(
   return {
     offer(worker) {
       if (!keeps(pool, worker)) return false;
-      children.set(worker.runId, {
+      const child: PreparedChild = {
         runId: worker.runId,
         spawned: worker.spawned,
         identity: worker.identity!,
         state: "idle",
         adopted: false,
         idle: null,
-      });
+        retired: null,
+        stop: (why) => stop(pool, child, why),
+      };
+      children.set(worker.runId, child);
+      pool.live.add(child);
       waiting.wake(worker.runId);
       return true;
     },
@@ -119,23 +126,19 @@ export function createPreparedChildren(
       clearIdle(child);
       child.state = "taken";
       children.delete(runId);
+      pool.live.remove(child);
       // From here it is a worker (named in run_workers by the launch; supervision registers it
       // as one). Its host_children row stays until the process is gone: no write on the way to
       // the next epoch.
       return child;
     },
-    async stopRun(runId) {
-      const child = children.get(runId);
-      if (child) await stop(pool, child, "runStopped");
-    },
-    async shutdown() {
+    stopRun: pool.live.stopRun,
+    shutdown() {
       pool.closing = true;
-      await Promise.all([...children.values()].map((child) => stop(pool, child, "shutdown")));
-      await Promise.all([...pool.stopping]);
+      return pool.live.stopAll();
     },
     count: () => children.size,
-    logFiles: () =>
-      [...children.values()].flatMap((c) => [c.spawned.logFiles.stdout, c.spawned.logFiles.stderr]),
+    logFiles: pool.live.logFiles,
   };
 }
 
@@ -148,8 +151,8 @@ function newPool(ctx: HostContext, registry: ProcessRegistry) {
     idleMs: ctx.options.preparedIdleMs ?? DEFAULT_SUPERVISION_OPTIONS.preparedIdleMs,
     /** By run, oldest first (a child used again moves to the end). */
     children: new Map<string, PreparedChild>(),
-    /** Retirements under way (shutdown waits for them). */
-    stopping: new Set<Promise<void>>(),
+    /** Kept processes until retired or taken, retirements under way included. */
+    live: createLiveChildren(),
     /** Processes named in host_children (once, at their first adoption). */
     named: new WeakSet<SupervisedChild>(),
     closing: false,
@@ -196,16 +199,15 @@ function adopt(pool: Pool, worker: ActiveWorker): void {
 
 /** Retires the child in the kit's one order (its registry entry goes with it); idempotent. */
 function stop(pool: Pool, child: PreparedChild, why: string): Promise<void> {
-  if (child.state === "gone" || child.state === "taken") return Promise.resolve();
+  if (child.retired) return child.retired;
+  if (child.state === "taken") return Promise.resolve();
   child.state = "gone";
   clearIdle(child);
   if (pool.children.get(child.runId) === child) pool.children.delete(child.runId);
   pool.ctx.log("prepared.stopped", { run: child.runId, why });
-  const done = retireChild(child.spawned, pool.ctx.options.killGraceMs)
-    .catch((error) => pool.ctx.log("prepared.stop_failed", { error: logError(error) }));
-  pool.stopping.add(done);
-  void done.finally(() => pool.stopping.delete(done));
-  return done;
+  return child.retired = retireChild(child.spawned, pool.ctx.options.killGraceMs)
+    .catch((error) => pool.ctx.log("prepared.stop_failed", { error: logError(error) }))
+    .finally(() => pool.live.remove(child));
 }
 
 /** Idle again: an adopted child waits at most `idleMs` for its run's next job. */

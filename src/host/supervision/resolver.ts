@@ -16,6 +16,7 @@ import { createSlots } from "./slots.ts";
 import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 import { type Heard, serveChildRequests } from "./children/child-requests.ts";
+import { createLiveChildren, type LiveChild, type LiveChildren } from "./children/live-children.ts";
 
 export interface ResolverOptions {
   /** Extra environment on top of the run's (tests). */
@@ -23,8 +24,8 @@ export interface ResolverOptions {
   /** The command for `worker --resolve`; default `selfCommand`. */
   command?: ChildCommand;
   registry?: ProcessRegistry;
-  /** Captured output files of live children, which log pruning must keep. */
-  liveLogs?: Set<string>;
+  /** The live resolvers, whose output files log pruning must keep. */
+  live?: LiveChildren;
 }
 
 export interface Resolvers {
@@ -33,20 +34,20 @@ export interface Resolvers {
   /** Resolutions running or queued for a slot: a waiting start keeps the host busy. */
   pending(): number;
   /** Captured output files of live resolvers (log pruning keeps them). */
-  readonly liveLogs: ReadonlySet<string>;
+  logFiles(): string[];
 }
 
 export function createResolvers(
   ctx: HostContext,
-  options: Omit<ResolverOptions, "liveLogs"> & { stopping(): boolean },
+  options: Omit<ResolverOptions, "live"> & { stopping(): boolean },
 ): Resolvers {
   let pending = 0;
-  const liveLogs = new Set<string>();
+  const live = createLiveChildren();
   // Each resolver is a whole runtime: a burst of starts queues for a few slots.
   const slots = createSlots(ctx.options.maxConcurrentResolvers);
   const { stopping, ...childOptions } = options;
   return {
-    liveLogs,
+    logFiles: live.logFiles,
     pending: () => pending,
     async resolve(request) {
       pending++;
@@ -59,7 +60,7 @@ export function createResolvers(
               message: "Workflow not resolved: the host is stopping; start the run again",
             });
           }
-          return resolveInChild(ctx, request, { ...childOptions, liveLogs });
+          return resolveInChild(ctx, request, { ...childOptions, live });
         });
       } finally {
         pending--;
@@ -73,7 +74,7 @@ export async function resolveInChild(
   request: ResolveRequest,
   options: ResolverOptions = {},
 ): Promise<ResolveResult> {
-  const { env = {}, registry, liveLogs } = options;
+  const { env = {}, registry, live } = options;
   let overLimit = false;
   const spawned = spawnChild(ctx, {
     args: ["worker", "--resolve"],
@@ -87,7 +88,9 @@ export async function resolveInChild(
     },
     ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
   });
-  liveLogs?.add(spawned.logFiles.stdout).add(spawned.logFiles.stderr);
+  // A stopping host lets a running resolution finish: stopping one only waits for its exit.
+  const child: LiveChild = { runId: null, spawned, stop: () => spawned.exited.then(() => {}) };
+  live?.add(child);
   let step: ResolveProgress | null = null;
   // Its one request, answered within the start-up deadline (which covers the start).
   const asked = serveChildRequests(spawned, readFrame)
@@ -120,8 +123,7 @@ export async function resolveInChild(
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
     await retireChild(spawned, ctx.options.killGraceMs);
-    liveLogs?.delete(spawned.logFiles.stdout);
-    liveLogs?.delete(spawned.logFiles.stderr);
+    live?.remove(child);
   }
 }
 

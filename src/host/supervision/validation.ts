@@ -20,6 +20,7 @@ import type { HostContext } from "../host-context.ts";
 import { spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { retireChild } from "./children/retire-child.ts";
 import { armChildDeadline } from "./children/child-deadline.ts";
+import { createLiveChildren, type LiveChild } from "./children/live-children.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { logError } from "../host-log.ts";
 import type { AheadStart } from "../worker-messages/speculative-start.ts";
@@ -46,46 +47,48 @@ export interface Validations {
 }
 
 export function createValidations(ctx: HostContext, deps: ValidationDeps): Validations {
-  /** Per submission: `decided` once the verdict committed, `done` once the child is gone. */
-  const running = new Map<
-    string,
-    { runId: string; decided: Promise<void>; done: Promise<void>; stop(): void }
-  >();
+  /** Per submission: resolves once its verdict committed (asking again joins it). */
+  const decisions = new Map<string, Promise<void>>();
+  const live = createLiveChildren();
   let closing = false;
 
   const validate = (submissionId: string): Promise<void> => {
-    const existing = running.get(submissionId);
-    if (existing) return existing.decided;
+    const existing = decisions.get(submissionId);
+    if (existing) return existing;
     if (closing) return Promise.resolve();
     const job = readValidationJob(ctx.store, submissionId);
     if (!job) return Promise.resolve();
     const stopper = { stop: () => {} };
     let markDecided = () => {};
     const decided = new Promise<void>((resolve) => (markDecided = resolve));
+    const child: LiveChild = {
+      runId: job.runId,
+      spawned: null,
+      stop: () => {
+        stopper.stop();
+        return done;
+      },
+    };
     // The caller hears the verdict at once; stopping the child's group happens after.
     const done = runChild(ctx, deps, job, stopper, markDecided).catch((error) => {
       ctx.log("validation.failed", { run: job.runId, error: logError(error) });
     }).finally(() => {
       markDecided();
-      running.delete(submissionId);
+      decisions.delete(submissionId);
+      live.remove(child);
     });
-    running.set(submissionId, { runId: job.runId, decided, done, stop: () => stopper.stop() });
+    decisions.set(submissionId, decided);
+    live.add(child);
     return decided;
   };
 
   return {
     validate,
-    count: () => running.size,
-    async stopRun(runId) {
-      const children = [...running.values()].filter((child) => child.runId === runId);
-      for (const child of children) child.stop();
-      await Promise.all(children.map((child) => child.done));
-    },
-    async shutdown() {
+    count: live.count,
+    stopRun: live.stopRun,
+    shutdown() {
       closing = true;
-      const all = [...running.values()];
-      for (const child of all) child.stop();
-      await Promise.all(all.map((child) => child.done));
+      return live.stopAll();
     },
   };
 }

@@ -1,0 +1,44 @@
+/**
+ * A kind's live children, kept the same way for every kind: added when spawned (or kept), removed
+ * once retired (or handed on), and from here stopped one run's at a time (the run was cancelled)
+ * or all (host shutdown); their captured output files are the ones log pruning must keep.
+ */
+import type { SupervisedChild } from "./spawn-child.ts";
+
+export interface LiveChild {
+  /** The run it serves; null for a resolver. */
+  runId: string | null;
+  /** Its process, whose output files are kept while it lives; null when not yet spawned. */
+  spawned: SupervisedChild | null;
+  /** Stops it (idempotent); resolves once it is retired. */
+  stop(why: "runStopped" | "shutdown"): Promise<void>;
+}
+
+export interface LiveChildren {
+  add(child: LiveChild): void;
+  remove(child: LiveChild): void;
+  count(): number;
+  logFiles(): string[];
+  /** Stops the run's children and waits for them. */
+  stopRun(runId: string): Promise<void>;
+  /** Stops every child and waits for them (host shutdown). */
+  stopAll(): Promise<void>;
+}
+
+export function createLiveChildren(): LiveChildren {
+  const live = new Set<LiveChild>();
+  const stop = async (children: LiveChild[], why: "runStopped" | "shutdown") => {
+    await Promise.all(children.map((child) => child.stop(why)));
+  };
+  return {
+    add: (child) => void live.add(child),
+    remove: (child) => void live.delete(child),
+    count: () => live.size,
+    logFiles: () =>
+      [...live].flatMap(({ spawned }) =>
+        spawned ? [spawned.logFiles.stdout, spawned.logFiles.stderr] : []
+      ),
+    stopRun: (runId) => stop([...live].filter((child) => child.runId === runId), "runStopped"),
+    stopAll: () => stop([...live], "shutdown"),
+  };
+}
