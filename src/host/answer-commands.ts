@@ -105,7 +105,9 @@ export function checkWaitingAnswer(waiting: WaitingRecord, raw: JsonValue): Json
     if (!request.ok) throw new Error(`Stored decision request is unreadable: ${request.error}`);
     const checked = validateHumanResponse(request.value.choices as HumanChoices, raw);
     if (!checked.ok) throw refuse(checked.message);
-    return checked.response as unknown as JsonValue;
+    // The normalized response is a choice and, when given, its trimmed text (never 0.12's input).
+    const { choice, text } = checked.response;
+    return text === undefined ? { choice } : { choice, text };
   }
   if (waiting.answerSchema !== undefined) {
     const problem = checkAnswer(waiting.answerSchema as AnswerSchema, raw);

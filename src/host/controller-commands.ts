@@ -135,7 +135,7 @@ export async function applyControllerCommand(
       projectPath,
       name: resolved.name,
       sourceRef: resolved.sourceRef,
-      source: resolved.source as unknown as JsonValue,
+      source: resolved.source,
       sourceDigest: resolved.sourceDigest,
       timeoutMs: resolved.timeoutMs,
       ...(payload.pi ? { pi: payload.pi } : {}),

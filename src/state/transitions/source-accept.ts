@@ -48,6 +48,8 @@ export function acceptSourceInTx(
   );
   requireFit(
     run.run_id,
+    // The resolver's result passed DefinitionSnapshotSchema when the host parsed it, but its type
+    // (protocol ResolveResult, from the workflow layer's untyped `snapshot`) still says unknown.
     accepted.definition as unknown as DefinitionSnapshot,
     path,
     null,
