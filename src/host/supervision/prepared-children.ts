@@ -37,18 +37,21 @@ export interface PreparedChild extends LiveChild {
   runId: string;
   spawned: SupervisedChild;
   identity: ProcessIdentity;
-  /** busy: in a validation exchange; taken: running an epoch again. */
-  state: "idle" | "busy" | "taken" | "gone";
-  /**
-   * Its last epoch is recorded and it is named in `host_children`. Until then (a submission may
-   * arrive first) it can validate but not be taken, and waits with no idle deadline.
-   */
-  adopted: boolean;
-  /** The kit's bound on its idle wait (child-deadline.ts), while it is idle and adopted. */
-  idle: ChildDeadline | null;
-  /** Its retirement, once stopped (gone). */
-  retired: Promise<void> | null;
+  state: PreparedState;
 }
+
+/**
+ * Where a kept process is. Until its last epoch is recorded and it is named in `host_children`
+ * (a submission may arrive first) it is `kept`: it can validate but not be taken, and waits with
+ * no idle bound. Adopted, it is `idle` under the kit's bound on its wait (child-deadline.ts),
+ * `busy` in a validation exchange, or `taken` to run an epoch again.
+ */
+type PreparedState =
+  | { name: "kept"; busy: boolean }
+  | { name: "idle"; bound: ChildDeadline }
+  | { name: "busy" }
+  | { name: "taken" }
+  | { name: "gone"; retired: Promise<void> };
 
 export interface PreparedChildren {
   /** Whether the host keeps `worker`'s process now that its epoch parked (`worker.exiting`). */
@@ -89,10 +92,7 @@ export function createPreparedChildren(
         runId: worker.runId,
         spawned: worker.spawned,
         identity: worker.identity!,
-        state: "idle",
-        adopted: false,
-        idle: null,
-        retired: null,
+        state: { name: "kept", busy: false },
         stop: (why) => stop(pool, child, why),
       };
       children.set(worker.runId, child);
@@ -104,27 +104,27 @@ export function createPreparedChildren(
     adopt: (worker) => adopt(pool, worker),
     borrow(runId) {
       const child = children.get(runId);
-      if (child?.state !== "idle") return null;
-      clearIdle(child);
-      child.state = "busy";
+      if (!child || !isIdle(child.state)) return null;
+      leave(child, child.state.name === "kept" ? { name: "kept", busy: true } : { name: "busy" });
       return child;
     },
-    idle: (runId) => children.get(runId)?.state === "idle",
+    idle: (runId) => isIdle(children.get(runId)?.state),
     release(child, usable) {
-      if (child.state !== "busy") return;
+      const { state } = child;
+      if (state.name !== "busy" && !(state.name === "kept" && state.busy)) return;
       if (!usable || pool.closing) {
         void stop(pool, child, "validationBroken");
         return;
       }
       children.delete(child.runId);
       children.set(child.runId, child);
-      waitIdle(pool, child);
+      if (state.name === "kept") child.state = { name: "kept", busy: false };
+      else waitIdle(pool, child);
     },
     take(runId) {
       const child = children.get(runId);
-      if (child?.state !== "idle" || !child.adopted) return null;
-      clearIdle(child);
-      child.state = "taken";
+      if (child?.state.name !== "idle") return null;
+      leave(child, { name: "taken" });
       children.delete(runId);
       pool.live.remove(child);
       // From here it is a worker (named in run_workers by the launch; supervision registers it
@@ -177,9 +177,8 @@ function keeps(pool: Pool, worker: ActiveWorker): boolean {
 /** The kept worker's epoch is recorded: enlisted as the run's prepared child, it waits. */
 function adopt(pool: Pool, worker: ActiveWorker): void {
   const child = pool.children.get(worker.runId);
-  if (!child || child.adopted || child.spawned !== worker.spawned) return;
-  if (child.state === "gone") return;
-  child.adopted = true;
+  if (child?.state.name !== "kept" || child.spawned !== worker.spawned) return;
+  const { busy } = child.state;
   enlist(child.spawned, pool.registry, { kind: "validator", runId: child.runId });
   if (!pool.named.has(child.spawned)) {
     pool.named.add(child.spawned);
@@ -187,35 +186,34 @@ function adopt(pool: Pool, worker: ActiveWorker): void {
   }
   child.spawned.onOutputExceeded = () => void stop(pool, child, "outputExceeded");
   void child.spawned.exited.then(() => {
-    if (child.state === "idle") void stop(pool, child, "exited");
+    if (child.state.name === "idle") void stop(pool, child, "exited");
   });
   if (pool.closing) {
     void stop(pool, child, "shutdown");
     return;
   }
   // A validation that began before this keeps it busy; its release arms the idle deadline.
-  if (child.state === "idle") waitIdle(pool, child);
+  if (busy) child.state = { name: "busy" };
+  else waitIdle(pool, child);
 }
 
 /** Retires the child in the kit's one order (its registry entry goes with it); idempotent. */
 function stop(pool: Pool, child: PreparedChild, why: string): Promise<void> {
-  if (child.retired) return child.retired;
-  if (child.state === "taken") return Promise.resolve();
-  child.state = "gone";
-  clearIdle(child);
+  if (child.state.name === "gone") return child.state.retired;
+  if (child.state.name === "taken") return Promise.resolve();
   if (pool.children.get(child.runId) === child) pool.children.delete(child.runId);
   pool.ctx.log("prepared.stopped", { run: child.runId, why });
-  return child.retired = retireChild(child.spawned, pool.ctx.options.killGraceMs)
+  const retired = retireChild(child.spawned, pool.ctx.options.killGraceMs)
     .catch((error) => pool.ctx.log("prepared.stop_failed", { error: logError(error) }))
     .finally(() => pool.live.remove(child));
+  leave(child, { name: "gone", retired });
+  return retired;
 }
 
 /** Idle again: an adopted child waits at most `idleMs` for its run's next job. */
 function waitIdle(pool: Pool, child: PreparedChild): void {
-  clearIdle(child);
-  child.state = "idle";
-  if (!child.adopted) return;
-  child.idle = armChildDeadline(child.spawned, pool.idleMs, () => void stop(pool, child, "idle"));
+  const bound = armChildDeadline(child.spawned, pool.idleMs, () => void stop(pool, child, "idle"));
+  leave(child, { name: "idle", bound });
 }
 
 /** Its `host_children` row goes with the process, whoever owns it by then (off the step's path). */
@@ -259,7 +257,7 @@ function createKeptWaits() {
 function makeRoom(pool: Pool): boolean {
   if (pool.children.size < pool.max) return true;
   for (const child of pool.children.values()) {
-    if (child.state === "idle") {
+    if (isIdle(child.state)) {
       void stop(pool, child, "room");
       return true;
     }
@@ -267,7 +265,13 @@ function makeRoom(pool: Pool): boolean {
   return false;
 }
 
-function clearIdle(child: PreparedChild): void {
-  child.idle?.disarm();
-  child.idle = null;
+/** Whether a validation could borrow it now (idle, adopted or not). */
+function isIdle(state: PreparedState | undefined): boolean {
+  return state?.name === "idle" || state?.name === "kept" && !state.busy;
+}
+
+/** Moves it to `next`, disarming the idle bound it leaves. */
+function leave(child: PreparedChild, next: PreparedState): void {
+  if (child.state.name === "idle") child.state.bound.disarm();
+  child.state = next;
 }
