@@ -72,7 +72,6 @@ export interface PreparedChildren {
   shutdown(): Promise<void>;
   /** Resolves when `offer` keeps the run's process; `cancel` forgets the wait. */
   offered(runId: string): { kept: Promise<void>; cancel(): void };
-  count(): number;
   /** Captured output files of kept processes (log pruning keeps them). */
   logFiles(): string[];
 }
@@ -137,7 +136,6 @@ export function createPreparedChildren(
       pool.closing = true;
       return pool.live.stopAll();
     },
-    count: () => children.size,
     logFiles: pool.live.logFiles,
   };
 }
