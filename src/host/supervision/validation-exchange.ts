@@ -137,31 +137,32 @@ export function brokenError(broken: Broken): { code: string; message: string } {
 /**
  * Reads the child's messages until its verdict: answers its `facts.next` asks with the run's
  * facts in bounded pieces, fences every message, commits the verdict and replies. True once a
- * verdict committed; otherwise `fail` heard why not.
+ * verdict committed; otherwise `x.broken.failure` says why not (the first reason kept).
  */
 export async function readVerdict(
   x: Exchange,
   /** The facts still to send: the stream, "sent" (all in the request) or null (none yet). */
   factsLeft: FactsStream | "sent" | null,
-  on: { fail(why: string): void; decided(): void; launched(start: () => void): void },
+  on: { decided(): void; launched(start: () => void): void },
 ): Promise<boolean> {
   const { ctx, job, spawned } = x;
+  const fail = (why: string) => (x.broken.failure ??= why);
   let facts = factsLeft;
   try {
     for await (const frame of readerOf(spawned).frames()) {
       if (!frame.ok) {
-        on.fail(`it broke the protocol (${frame.error.code})`);
+        fail(`it broke the protocol (${frame.error.code})`);
         return false;
       }
       const message = readChildMessage(x.launch, frame.value);
       if (typeof message === "string") {
-        on.fail(message);
+        fail(message);
         return false;
       }
       if (message.kind === "worker.progress" && message.payload.op === "facts.next") {
         // The run's facts in bounded pieces, read from SQLite as the child asks for them.
         if (facts === "sent") {
-          on.fail("it asked for more run facts than there are");
+          fail("it asked for more run facts than there are");
           return false;
         }
         facts ??= createFactsStream(runFactsText(ctx.store, job.runId));
@@ -175,7 +176,7 @@ export async function readVerdict(
       }
       const answer = judgeVerdict(job, message);
       if (typeof answer === "string") {
-        on.fail(answer);
+        fail(answer);
         return false;
       }
       await commitVerdict(x, answer, on);
@@ -183,7 +184,7 @@ export async function readVerdict(
     }
   } catch {
     // A child killed mid-read resets the pipe: it stopped without a verdict.
-    on.fail("its channel closed");
+    fail("its channel closed");
   }
   return false;
 }

@@ -132,7 +132,6 @@ async function runChild(
     const exchange = { ctx, deps, job, launch, spawned, prepared, ahead, broken };
     const facts = await sendRequest(exchange);
     const decided = await readVerdict(exchange, facts, {
-      fail: (why) => (broken.failure ??= why),
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
     });

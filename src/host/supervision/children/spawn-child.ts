@@ -225,9 +225,6 @@ async function identify(
   }
   const record = spawned();
   record.identity = identity;
-  if (identity && register) {
-    register.registry.register({ identity, kind: register.kind, runId: register.runId });
-    record.registered = register.registry;
-  }
+  if (register) enlist(record, register.registry, { kind: register.kind, runId: register.runId });
   return identity;
 }
