@@ -52,11 +52,12 @@ export function createFreshInstances<T>(
     // was ready) counts as one, so no further load lands on that exchange's path.
     const first = loads;
     const missing = SPARES - spares.length;
-    while (spares.length < SPARES && loads - first < missing && loads < maxLoads) {
+    const more = () => spares.length < SPARES && loads - first < missing && loads < maxLoads;
+    while (more()) {
       // A turn of the event loop first: a request that came during the last load is read (and
-      // takes its instance) before the next load holds the loop.
+      // takes its instance) before the next load holds the loop; it may leave nothing to load.
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (spares.length >= SPARES || loads - first >= missing) break;
+      if (!more()) break;
       const loading = loadOne();
       spares.push(loading);
       // One load at a time: a handoff that comes meanwhile shares the CPU with one load at most.
