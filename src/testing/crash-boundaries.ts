@@ -25,8 +25,8 @@ import {
 import { join, relative } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { receiptOf } from "../client/command-receipt.ts";
+import { isTerminalRunState } from "../state/journal.ts";
 import { isTimeOut } from "./answers.ts";
-import { FINAL_STATES } from "./drive-run.ts";
 import type { BoundaryOutcome, CrashReport, WorkflowTestResult } from "./run-result.ts";
 import { emptyDir, type KitRun, runScenario } from "./run-scenario.ts";
 
@@ -105,7 +105,7 @@ export async function crashEveryBoundary(
  * process) can act in its project directory once the next run of the lane works there.
  */
 async function endRun(kit: KitRun, run: WorkflowTestResult): Promise<void> {
-  if (FINAL_STATES.has(run.state)) return;
+  if (isTerminalRunState(run.state)) return;
   receiptOf("run.cancel", await kit.host.connection.request("run.cancel", { runId: run.runId }));
 }
 

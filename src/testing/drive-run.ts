@@ -7,6 +7,7 @@
  * long-polls the session for the next commit, so it never sleeps.
  */
 import { receiptOf } from "../client/command-receipt.ts";
+import { isTerminalRunState } from "../state/journal.ts";
 import type { HostConnection } from "../client/host-connection.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
@@ -29,14 +30,6 @@ interface StepMemory {
   /** Interactions the test let run into their deadline. */
   timedOut: Set<string>;
 }
-
-/** The run states a run does not leave. */
-export const FINAL_STATES: ReadonlySet<string> = new Set([
-  "completed",
-  "failed",
-  "timed_out",
-  "cancelled",
-]);
 
 export interface DriveOptions {
   sessionId: string;
@@ -61,7 +54,7 @@ export async function driveRun(
   for (;;) {
     const status = receiptOf("run.status", await connection.request("run.status", { runId }));
     const run = status.run;
-    if (FINAL_STATES.has(run.state) || run.blockedReason || run.paused) return status;
+    if (isTerminalRunState(run.state) || run.blockedReason || run.paused) return status;
     let acted = false;
     if (status.interaction && !status.interaction.validating) {
       acted = await answerStep(host, runId, options, steps);
