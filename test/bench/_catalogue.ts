@@ -115,6 +115,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "cost_ratio",
       "commits_per_node_10k",
       "host_cpu_us_per_node_10k",
+      "worker_cpu_us_per_node_10k",
     ],
   },
   "protected-write": {

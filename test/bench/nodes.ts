@@ -18,6 +18,8 @@
  * `host_cpu_us_per_node_10k` is this process's CPU (user + system: the host runs in-process, the
  * worker is a child) per node of the long run: the host's cost without the disk's wait, so it
  * compares builds across disk regimes better than the ratios do.
+ * `worker_cpu_us_per_node_10k` is the worker's CPU per node of the long run, from `/proc` (null
+ * off Linux), sampled from its first committed node to its last poll before the run completed.
  * `warmup` is how the compile cache warm-up the supervision starts ended (`warmed`, `skipped`,
  * `timedOut`...; null: still running at the end) and `warmup_ms` when the supervision handled
  * that end, in ms after the start (the raw commit measurement holds this process's loop for 2 s,
@@ -32,11 +34,12 @@ import { createSupervision } from "../../src/host/host-supervision.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
 import { closeStateStore } from "../../src/state/store.ts";
-import { queryAllArgs } from "../../src/state/statements.ts";
+import { queryAllArgs, queryOneArgs } from "../../src/state/statements.ts";
 import { commitCount } from "../../src/state/transactions.ts";
 import { benchHostContext, enqueueResolved } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 import { benchArgs, bySize, RAW_COMMIT_MS } from "./_figures.ts";
+import { cpuSamples } from "./_child-cpu.ts";
 
 const NODES = Number(benchArgs[0] ?? bySize(1000, 50));
 const LONG = Number(benchArgs[1] ?? bySize(10_000, 200));
@@ -98,6 +101,8 @@ interface NodesRun {
   commitsPerNode: number;
   /** CPU of this process (the host: the worker is a child) per node, µs, enqueue to the end. */
   hostCpuUsPerNode: number;
+  /** The worker's CPU per node (µs) from its first committed node to the last sample; null off Linux. */
+  workerCpuUsPerNode: number | null;
   /** When the run was enqueued (its worker launched), ms after the supervision started. */
   workerAtMs: number;
 }
@@ -123,10 +128,18 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   supervision.wake();
   await waitUntil(() => listAttempts(store, runId).length > 0, 60_000);
   const firstNode = performance.now();
-  const finished = await waitUntil(
-    () => readRun(store, runId)?.state === "completed",
-    1_800_000,
+  const worker = cpuSamples(
+    queryOneArgs<{ pid: number | null }>(
+      store,
+      "SELECT pid FROM run_workers WHERE run_id = ?1 AND status IN ('starting', 'live')",
+      runId,
+    )?.pid ?? null,
   );
+  worker.sample();
+  const finished = await waitUntil(() => {
+    worker.sample();
+    return readRun(store, runId)?.state === "completed";
+  }, 1_800_000);
   if (!finished) throw new Error(`Run ended ${readRun(store, runId)?.state}`);
   const ended = performance.now();
   const cpu = process.cpuUsage(cpuBefore);
@@ -147,6 +160,7 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
     starts,
     commitsPerNode: commits / count,
     hostCpuUsPerNode: (cpu.user + cpu.system) / count,
+    workerCpuUsPerNode: worker.perEvent(starts),
     workerAtMs,
   };
 }
@@ -195,6 +209,9 @@ try {
         cost_ratio: r3(costAt(long.starts, long.nodes) / costAt(long.starts, 100)),
         commits_per_node_10k: r3(long.commitsPerNode),
         host_cpu_us_per_node_10k: Math.round(long.hostCpuUsPerNode),
+        worker_cpu_us_per_node_10k: long.workerCpuUsPerNode === null
+          ? null
+          : Math.round(long.workerCpuUsPerNode),
       }
       : {}),
   }));
