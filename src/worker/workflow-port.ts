@@ -189,9 +189,11 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       interruptedAttempt: request.interruptedAttempt,
       interrupt: request.interrupt,
     });
+  // Built on a model step's first call only: a compute node never pays for the executor (nor
+  // for the environment copy a run with provider credentials makes).
   const agentFor = (request: ExecuteRequest): AgentStepExecutor =>
     launch.executionMode === "headless"
-      ? headless(request, launch.pi ?? null)
+      ? lazyExecutor(() => headless(request, launch.pi ?? null))
       : interactiveUnavailable;
   // An interactive run's agent group still runs headless Pi children: the Pi found now.
   const groupAgentFor = (request: ExecuteRequest): AgentStepExecutor | undefined =>
@@ -235,25 +237,25 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
   };
 }
 
+/** The executor `make` builds, built on the first step that needs it. */
+function lazyExecutor(make: () => AgentStepExecutor): AgentStepExecutor {
+  let executor: AgentStepExecutor | null = null;
+  return { runStep: (request) => (executor ??= make()).runStep(request) };
+}
+
 /** Finds Pi on the first member's step (not for runs without groups); a miss fails the member. */
 function lazyGroupExecutor(
   execute: ExecuteRequest,
   headless: (request: ExecuteRequest, pi: PiLaunch | null) => AgentStepExecutor,
 ): AgentStepExecutor {
-  let executor: AgentStepExecutor | null = null;
-  return {
-    runStep(request) {
-      if (executor === null) {
-        const found = discoverPi({
-          env: process.env,
-          stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? "",
-          cwd: process.cwd(),
-        });
-        executor = found.ok
-          ? headless(execute, { command: found.pi.command, args: [] })
-          : unavailableAgentExecutor(`an agent group needs a headless Pi: ${found.message}`);
-      }
-      return executor.runStep(request);
-    },
-  };
+  return lazyExecutor(() => {
+    const found = discoverPi({
+      env: process.env,
+      stateDir: process.env.PI_WORKFLOWS_STATE_DIR ?? "",
+      cwd: process.cwd(),
+    });
+    return found.ok
+      ? headless(execute, { command: found.pi.command, args: [] })
+      : unavailableAgentExecutor(`an agent group needs a headless Pi: ${found.message}`);
+  });
 }
