@@ -1,8 +1,10 @@
 /**
  * Host-enforced deadlines of one worker epoch after its start (the start-up deadline until
  * `worker.ready` is the kit's, children/child-deadline.ts): each node attempt's committed deadline
- * (plus the kill grace), and the bound on workflow code between attempts (`boundaryMs`: loading,
- * routing, timeout callbacks). The worker's own timers are only a courtesy; these fire even when
+ * (plus the kill grace), the bound on workflow code between attempts (`boundaryMs`: loading,
+ * routing, timeout callbacks), and the same bound from the run's settlement to the process's end
+ * (its goodbye, `worker.exiting`, and exit: a loop stuck after the run settled would otherwise
+ * hold the process forever). The worker's own timers are only a courtesy; these fire even when
  * its event loop is stuck.
  */
 import { ClaimLostError } from "../../state/errors.ts";
@@ -13,7 +15,12 @@ import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import type { CrashCounter } from "./worker-exit.ts";
 import { logError } from "../host-log.ts";
 import { clearAll, later } from "../supervision/children/timers.ts";
-import { isSettled, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
+import {
+  awaitsGoodbye,
+  isSettled,
+  releaseClaim,
+  stopReasonOf,
+} from "../supervision/worker-life.ts";
 
 type Timer = ReturnType<typeof setTimeout>;
 
@@ -30,7 +37,10 @@ export interface WorkerDeadlines {
   onReady(worker: ActiveWorker): void;
   /** `node.started` committed: the attempt's deadline timer replaces the boundary bound. */
   onAttemptStarted(worker: ActiveWorker): void;
-  /** The attempt closed: its deadline is off, workflow code until the next boundary is bounded. */
+  /**
+   * The attempt closed: its deadline is off, workflow code until the next boundary is bounded;
+   * when the close settled the run, the process's leaving is bounded instead.
+   */
   onAttemptClosed(worker: ActiveWorker): void;
   /** The open attempt's deadline is off (its failure was recorded otherwise). */
   clearAttemptDeadline(worker: ActiveWorker): void;
@@ -104,14 +114,13 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
     onAttemptClosed(worker) {
       clearTimer(worker, attemptDeadlines);
       deps.crashes.reset(worker.runId);
-      if (!isSettled(worker)) {
-        awaitBoundary(
-          worker,
-          ctx.options.boundaryMs,
-          "boundaryTimedOut",
-          "workflow code between attempts",
-        );
-      }
+      if (isSettled(worker)) return awaitLeaving(ctx, deps, worker);
+      awaitBoundary(
+        worker,
+        ctx.options.boundaryMs,
+        "boundaryTimedOut",
+        "workflow code between attempts",
+      );
     },
     clearAttemptDeadline(worker) {
       clearTimer(worker, attemptDeadlines);
@@ -129,6 +138,24 @@ function clearTimer(worker: ActiveWorker, timers: Map<ActiveWorker, Timer>): voi
   clearTimeout(timer);
   worker.timers.delete(timer);
   timers.delete(worker);
+}
+
+/**
+ * The run settled: its worker cleans up (its child groups: bounded well below `boundaryMs`), says
+ * goodbye and exits, or is kept as a prepared process. One still there after `boundaryMs` is
+ * stopped like any other (TERM, KILL of its group after the grace); the epoch stays `exited`.
+ */
+function awaitLeaving(ctx: HostContext, deps: DeadlineDeps, worker: ActiveWorker): void {
+  const ms = ctx.options.boundaryMs;
+  later(worker.timers, ms, () => {
+    if (!awaitsGoodbye(worker)) return; // kept, gone, or already stopping
+    ctx.log("worker.leave_deadline", { run: worker.runId, generation: worker.generation });
+    deps.stop(
+      worker,
+      "boundaryTimedOut",
+      `workerTimedOut: did not exit ${ms} ms after its run settled`,
+    );
+  });
 }
 
 /** The attempt's deadline (plus the kill grace) passed: commit its time-out, then stop. */

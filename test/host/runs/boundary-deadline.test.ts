@@ -1,11 +1,15 @@
 /**
  * Workflow code between attempts (routing, `timeoutMs` callbacks, `presentationPrompt`) runs under
  * a host deadline: a worker stuck there is stopped, and after the crash limit the run fails with
- * `workerTimedOut` instead of holding a slot forever.
+ * `workerTimedOut` instead of holding a slot forever. The same bound runs from the run's
+ * settlement to the worker's exit.
  */
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { readProcStat } from "../../../src/os/proc-table.ts";
+import { waitUntil } from "../../../src/os/stop-group.ts";
 import { queryAll } from "../../../src/state/statements.ts";
-import { isTerminal } from "../../support/supervision.ts";
+import { isTerminal, WORKER_ENTRY } from "../../support/supervision.ts";
 import { harnessPerTest } from "../../support/harness-per-test.ts";
 
 const newHarness = harnessPerTest();
@@ -90,4 +94,39 @@ describe("the deadline between attempts", () => {
       expect(h.invariants()).toEqual([]);
     });
   }
+
+  it("stops a worker still there after its run settled (it never says goodbye)", async () => {
+    const lingering = join(import.meta.dirname, "fixtures", "lingering-worker.ts");
+    const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, {
+      workerCommand: ([, ...rest]) => ({
+        command: process.execPath,
+        args: [rest.length === 0 ? lingering : WORKER_ENTRY, ...rest],
+      }),
+    });
+    const runId = await h.startRun(h.writeWorkflow(
+      "done.workflow.ts",
+      `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "done",
+  startAt: "only",
+  nodes: { only: compute({ run: () => ({ done: true }) }) },
+  edges: [],
+});
+`,
+    ));
+    const run = await h.waitForRun(runId, isTerminal);
+    expect(run.state).toBe("completed");
+    const epoch = () =>
+      queryAll<{ pid: number; status: string; signal: string | null }>(
+        h.store,
+        "SELECT pid, status, signal FROM run_workers WHERE run_id = :runId",
+        { runId },
+      );
+    // Its event loop spins: SIGTERM is never handled, so the group's SIGKILL ends it.
+    expect(await waitUntil(() => epoch()[0].status !== "live", 15_000)).toBe(true);
+    expect(epoch()).toEqual([{ pid: epoch()[0].pid, status: "exited", signal: "SIGKILL" }]);
+    expect(readProcStat(epoch()[0].pid)).toBeNull();
+    expect(h.logs.some((line) => line.startsWith("worker.leave_deadline"))).toBe(true);
+    expect(h.invariants()).toEqual([]);
+  });
 });
