@@ -144,16 +144,22 @@ BEGIN
   SELECT RAISE(ABORT, 'terminal run rows are immutable');
 END;
 -- Runs are deleted only by a retention prune, which names each run it deletes in `run_prunes`
--- inside its transaction (and removes the row before it commits).
+-- first.
 CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs
 WHEN NOT EXISTS (SELECT 1 FROM run_prunes WHERE run_id = OLD.run_id)
 BEGIN
   SELECT RAISE(ABORT, 'run rows are deleted only by a retention prune');
 END;
 
--- The runs one retention transaction is deleting; always empty outside such a transaction.
+-- The runs a retention prune is deleting (state/retention/run-marks.ts): the transaction that
+-- writes the mark deletes the run's row (so every reader finds the run gone from that commit on)
+-- and what points into the run from outside; the run's other rows go in bounded transactions
+-- after it, children first, and the mark with the last of them. A mark outlives a crash: the
+-- next pass finishes the run. `run_no` keeps the run's event keys from being reused meanwhile
+-- (a new run's number is past every run's and every mark's).
 CREATE TABLE run_prunes (
-  run_id TEXT PRIMARY KEY
+  run_id TEXT PRIMARY KEY,
+  run_no INTEGER NOT NULL UNIQUE
 ) WITHOUT ROWID;
 
 -- The scheduler projection of a run; its state must match the run state (spec run/queue table).

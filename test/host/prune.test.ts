@@ -9,13 +9,16 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
+import { listRuns, readRunStatus } from "../../src/state/queries.ts";
 import { DAY_MS } from "../../src/state/retention/retention-pass.ts";
 import { stepOutputStem } from "../../src/base/step-output-files.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { endedRun } from "../support/ended-runs.ts";
 import { withSeedHost } from "../state/seed-host.ts";
 import {
+  hostRequest,
   killAll,
+  requestOnce,
   runCliProcess,
   startHostProcess,
   stopProcess,
@@ -31,14 +34,25 @@ afterEach(async () => {
   home = undefined;
 });
 
-/** `old` runs that ended 40 days ago and `young` ones that ended 2 days ago. */
-function seed(stateDir: string, old: number, young: number): { old: string[]; young: string[] } {
+/**
+ * `old` runs that ended 40 days ago and `young` ones that ended 2 days ago; the first old one
+ * with `attempts` attempts (default 2).
+ */
+function seed(
+  stateDir: string,
+  old: number,
+  young: number,
+  attempts = 2,
+): { old: string[]; young: string[] } {
   const clock = new FakeClock(Date.now() - 40 * DAY_MS);
   const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
   store.db.exec("PRAGMA synchronous = OFF");
   try {
     return withSeedHost(store, (hostEpoch) => {
-      const oldRuns = Array.from({ length: old }, () => endedRun(store, { hostEpoch }));
+      const oldRuns = Array.from(
+        { length: old },
+        (_, i) => endedRun(store, { hostEpoch, attempts: i === 0 ? attempts : 2 }),
+      );
       clock.advance(38 * DAY_MS);
       const youngRuns = Array.from({ length: young }, () => endedRun(store, { hostEpoch }));
       return { old: oldRuns, young: youngRuns };
@@ -201,23 +215,51 @@ describe("pi-workflows prune", () => {
     doctorClean(home.stateDir);
   });
 
+  // Inside a run's deletion (rolled back: the run stays whole), and between two transactions
+  // of a run of 1,500 attempts (~9,000 rows, several transactions): marked and half deleted.
   for (const point of ["state.retention.runHalfDeleted#3", "host.retention.step#2"]) {
     it(`leaves every run whole or gone when the host is SIGKILLed (${point})`, async () => {
       home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
-      const runs = seed(home.stateDir, 40, 2);
+      const large = point.startsWith("host.");
+      const runs = seed(home.stateDir, 40, 2, large ? 1500 : 2);
       const all = [...runs.old, ...runs.young];
       const before = runRows(home.stateDir, all);
       const sessionDir = (id: string) => join(home!.stateDir, "sessions", id);
       for (const id of all) mkdirSync(sessionDir(id), { recursive: true });
       const crashing = await startHostProcess({ ...home.env, PI_WORKFLOWS_CRASH_AT: point });
+      if (large) {
+        // No retry (a raw request): what the killed host left is what the next one finds.
+        await requestOnce(home.socketPath, hostRequest("host.prune", { payload: {} }))
+          .catch(() => undefined);
+        await crashing.exited;
+        expect(crashing.child.signalCode).toBe("SIGKILL");
+        const cut = readStore(home.stateDir, (store) => ({
+          marks: store.db.prepare("SELECT run_id FROM run_prunes").all().map((r) => r.run_id),
+          status: readRunStatus(store, runs.old[0]!),
+          listed: listRuns(store, { all: true }).map((r) => r.runId),
+          violations: checkInvariants(store),
+        }));
+        // The large run is marked and half deleted: gone to every reader, doctor clean.
+        expect(cut.marks).toEqual([runs.old[0]]);
+        expect(runRows(home.stateDir, [runs.old[0]!]).get(runs.old[0]!)).not.toBe(GONE);
+        expect(cut.status).toBeUndefined();
+        expect(cut.listed).not.toContain(runs.old[0]);
+        expect(cut.violations).toEqual([]);
+      }
       const answer = await runCliProcess(["prune", "--json"], home.env, 60_000);
-      await crashing.exited;
-      expect(crashing.child.signalCode).toBe("SIGKILL");
+      if (!large) {
+        await crashing.exited;
+        expect(crashing.child.signalCode).toBe("SIGKILL");
+      }
       // The client's retry started a new host, which ran the pass to its end.
       expect(answer.code).toBe(0);
       const after = runRows(home.stateDir, all);
       for (const id of runs.young) expect(after.get(id)).toBe(before.get(id));
       for (const id of runs.old) expect(after.get(id)).toBe(GONE);
+      expect(
+        readStore(home.stateDir, (store) => store.db.prepare("SELECT * FROM run_prunes").all()),
+      )
+        .toEqual([]);
       // The runs the killed host deleted lose their files too (the next pass finds them).
       expect(runs.old.filter((id) => existsSync(sessionDir(id)))).toEqual([]);
       expect(runs.young.filter((id) => existsSync(sessionDir(id)))).toEqual(runs.young);

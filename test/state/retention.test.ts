@@ -8,7 +8,7 @@ import { dirname } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRetentionRunner } from "../../src/host/retention-runner.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { readRunStatus } from "../../src/state/queries.ts";
+import { listEvents, listRuns, readRunStatus } from "../../src/state/queries.ts";
 import { findHostCommand } from "../../src/state/host-commands.ts";
 import { findMessageReceipt } from "../../src/state/message-receipts.ts";
 import {
@@ -16,10 +16,18 @@ import {
   DAY_MS,
   runRetentionPass,
 } from "../../src/state/retention/retention-pass.ts";
-import { changedRunsSince, latestViewerRevision } from "../../src/state/viewer-queries.ts";
+import {
+  changedRunsSince,
+  latestViewerRevision,
+  readRunRows,
+} from "../../src/state/viewer-queries.ts";
 import { readDefinitionSnapshot } from "../../src/state/viewer-step-queries.ts";
-import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { cancelRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { answerDecision } from "../../src/state/transitions/decisions.ts";
+import { forkRun } from "../../src/state/transitions/run-fork.ts";
 import { RUN_OWNED } from "../../src/state/retention/run-deletion.ts";
+import { markRunInTx } from "../../src/state/retention/run-marks.ts";
+import { MARKED_RUN_TABLES } from "../../src/state/dangling-references.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
 
@@ -166,8 +174,15 @@ describe("retention", () => {
     fx = openFixture();
     const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     fx.store.db.exec("PRAGMA foreign_keys = OFF");
-    fx.store.db.prepare("INSERT INTO run_prunes (run_id) VALUES (?)").run(runId);
-    fx.store.db.prepare("DELETE FROM runs WHERE run_id = ?").run(runId);
+    // The first transaction of the run's deletion: the mark, the run's row and what points into
+    // the run from outside go; its other rows stay for the next ones.
+    const later = fx.clock.now() + 1;
+    expect(markRunInTx(fx.store, runId, later, later, {})).not.toBeNull();
+    expect(rowsOf(fx, runId).runs).toBeUndefined();
+    expect(rowsOf(fx, runId).events).toBeGreaterThan(0);
+    // Marked, the run's remaining rows are a prune in progress; unmarked, they dangle.
+    expect(checkInvariants(fx.store)).toEqual([]);
+    fx.store.db.prepare("DELETE FROM run_prunes WHERE run_id = ?").run(runId);
     fx.store.db.exec("PRAGMA foreign_keys = ON");
     const codes = new Set(checkInvariants(fx.store).map((v) => v.code));
     expect(codes.has("danglingReference")).toBe(true);
@@ -202,11 +217,14 @@ describe("retention", () => {
         }
       }
     }
-    // Not deleted with a run: the feed is trimmed by age (compaction.ts); run_prunes is the
-    // deleting transaction's own marker, empty outside one.
+    // Not deleted with a run: the feed is trimmed by age (compaction.ts); run_prunes holds the
+    // marks of the runs a prune is deleting (run-marks.ts).
     const notByRun = new Set(["viewer_deltas", "run_prunes"]);
     const rules = RUN_OWNED.map((o) => o.table);
     expect(new Set(rules)).toEqual(new Set([...owned].filter((t) => !notByRun.has(t))));
+    // Doctor knows which tables' rows a marked run may have left, pointing at its deleted row.
+    const left = RUN_OWNED.filter((o) => o.withMark !== "" && namesRun(o.table));
+    expect(new Set(MARKED_RUN_TABLES)).toEqual(new Set(left.map((o) => o.table)));
     // Children before the rows they point at, except a fork's link to its source run's attempt
     // (runs.forked_from_attempt_id: another run's row, which the fork keeps: RUN_REFERENCES).
     const otherRuns = new Set(["runs -> node_attempts"]);
@@ -447,12 +465,83 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("deletes a large run in bounded transactions under a mark: gone to every reader from the first, finished after a cut", () => {
+    fx = openFixture();
+    // A run with 150 attempts (~1,700 rows); the smallest budget deletes one batch of rows a
+    // transaction, so it takes many.
+    const big = endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 150 });
+    const small = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const decision = fx.store.db.prepare(
+      "SELECT attempt_id FROM node_attempts WHERE run_id = ? AND node_id = 'approve'",
+    ).get(big) as { attempt_id: string };
+    const marks = () => tableCount(fx, "run_prunes");
+    const cut = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
+    let steps = 0;
+    while (marks() === 0) expect(cut.step()).toBe(true);
+    // Marked in its first transaction: the run's row went with it, most of its rows are left.
+    for (let i = 0; i < 5; i++, steps++) expect(cut.step()).toBe(true);
+    expect(marks()).toBe(1);
+    expect(rowsOf(fx, big).runs).toBeUndefined();
+    expect(rowsOf(fx, big).events).toBeGreaterThan(100);
+    // Every reader finds it gone, as a pruned run; nothing can answer, resume or fork it.
+    expect(readRunStatus(fx.store, big)).toBeUndefined();
+    expect(listRuns(fx.store, { all: true }).map((r) => r.runId)).toEqual([small]);
+    expect(readRunRows(fx.store, [big])).toEqual([]);
+    expect(listEvents(fx.store, big)).toEqual([]);
+    const notFound = /Unknown run/;
+    expect(() =>
+      answerDecision(fx.store, {
+        runId: big,
+        nodeId: "approve",
+        attemptId: decision.attempt_id,
+        kind: "humanDecision",
+        answer: { approved: true },
+        ownerId: "host-test",
+      })
+    ).toThrow(notFound);
+    expect(() => resumeRun(fx.store, { runId: big })).toThrow(notFound);
+    expect(() =>
+      forkRun(fx.store, {
+        workflowName: "w",
+        workflowRef: "w",
+        projectPath: "/p",
+        workflowSource: { root: { kind: "builtin", id: "w" }, mounted: [] },
+        definitionDigest: "sha256:def",
+        input: {},
+        inputHash: "sha256:in",
+        binding: { executionMode: "headless" },
+        parentRunId: big,
+        fromNodeId: "node-1",
+        source: "recorded",
+      })
+    ).toThrow(notFound);
+    // Doctor takes the rest for a prune in progress.
+    expect(checkInvariants(fx.store)).toEqual([]);
+    // A new run's number is past the marked run's (its events keep their keys).
+    const fresh = startRun(fx.store, { hostEpoch: HOST_EPOCH }).runId;
+    expect(checkInvariants(fx.store)).toEqual([]);
+
+    // The pass is cut short (an exit, a crash): the next one finishes the marked run first.
+    const next = runRetentionPass(fx.store, { keepDays: 30 });
+    expect(marks()).toBe(0);
+    expect(rowsOf(fx, big)).toEqual({});
+    expect(rowsOf(fx, small)).toEqual({});
+    expect(next.report.runs).toBe(2);
+    const files = next.takePruned();
+    expect(files.runs).toEqual(expect.arrayContaining([big, small]));
+    expect(files.attempts.length).toBeGreaterThan(150);
+    expect(readRunStatus(fx.store, fresh)?.run.state).toBe("running");
+    expect(checkInvariants(fx.store)).toEqual([]);
+    expect(steps).toBe(5);
+  });
+
   it("races with nothing: forks and commands between its transactions keep runs whole", () => {
     fx = openFixture();
     const old = Array.from({ length: 24 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));
     fx.clock.advance(40 * DAY_MS);
     const before = new Map(old.map((id) => [id, rowsOf(fx, id)]));
-    // A tiny budget: one run per transaction, so the operations land between its deletions.
+    // A tiny budget: one batch of rows per transaction, so the operations land between them.
     const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
     const forkedFrom: string[] = [];
     let steps = 0;

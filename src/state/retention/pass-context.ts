@@ -149,14 +149,14 @@ export function createPassContext(
     report,
     pruned,
     makeDurable() {
-      if (pruned.runs.length === 0) return;
+      if (isEmpty(pruned)) return;
       syncPassCommits(store);
       moveAll(pruned.epochs, durable.epochs);
       moveAll(pruned.attempts, durable.attempts);
       moveAll(pruned.runs, durable.runs);
     },
     takePruned() {
-      if (durable.runs.length === 0) return NO_FILES;
+      if (isEmpty(durable)) return NO_FILES;
       const taken = durable;
       durable = noFiles();
       return taken;
@@ -176,6 +176,10 @@ export function createPassContext(
     },
     unsignalledRuns: () => report.runs - signalledRuns,
   };
+}
+
+function isEmpty(lists: PrunedLists): boolean {
+  return lists.runs.length === 0 && lists.epochs.length === 0 && lists.attempts.length === 0;
 }
 
 function moveAll(from: string[], to: string[]): void {

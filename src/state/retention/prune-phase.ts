@@ -1,9 +1,11 @@
 /**
  * The pass's first phase: deleting the ended, unreferenced runs past the retention period with
- * everything they own, one run per write transaction (a dry run counts them instead).
+ * everything they own, one run at a time in bounded write transactions (run-marks.ts; a dry run
+ * counts them instead). The runs an earlier pass marked and could not finish go first.
  */
 import { queryAllArgs, queryOneArgs } from "../statements.ts";
-import { countRunRows, deleteRunInTx, prunableSql, receiptsSettledSql } from "./run-deletion.ts";
+import { countRunRows, prunableSql, receiptsSettledSql } from "./run-deletion.ts";
+import { deleteMarkedRows, type MarkedRun, markedRuns, markRunInTx } from "./run-marks.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
 
 /** Candidates listed per read. */
@@ -42,9 +44,14 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
     return true;
   };
 
+  // The runs an earlier pass marked but did not finish (a crash, an idle exit): gone to every
+  // reader already, their rows go first.
+  const leftover: MarkedRun[] = ctx.dryRun ? [] : markedRuns(ctx.store);
+  let current: MarkedRun | null = null;
+
   return {
     step() {
-      if (queue.length === 0 && !nextCandidates()) {
+      if (current === null && leftover.length === 0 && queue.length === 0 && !nextCandidates()) {
         // A run a deleted run pointed at (its parent) is listed only by the next walk.
         if (!ctx.dryRun && walkDeleted > 0 && ++walks < MAX_WALKS) {
           cursor = { at: -1, rowid: 0 };
@@ -57,44 +64,51 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
         countQueue(ctx, queue.splice(0));
         return false;
       }
-      if (deleteNextRun(ctx, queue)) walkDeleted++;
+      const taken = ctx.report.runs;
+      current = deleteNext(ctx, current, leftover, queue);
+      if (ctx.report.runs > taken) walkDeleted++;
       return false;
     },
   };
 }
 
 /**
- * One transaction: deletes the first run of `queue` that is still prunable (the others stay
- * queued); true when one went.
+ * One transaction: goes on with the run being deleted (a leftover one first), else marks the
+ * first run of `queue` that is still prunable (the others stay queued), and deletes its rows
+ * within the budget. Returns the run still being deleted, or null once it is gone (or none was).
  *
- * One run per transaction: a commit costs its pages (written to the WAL), and a
- * run's rows lie in ~50 B-trees. Under load (18 on 2 cores, 3,000 runs) one run a commit held
- * the lock 6.9 ms at the median (a one-run host write: 4.6), ten runs 23.8 ms.
+ * A commit costs its pages (written to the WAL), and a run's rows lie in ~50 B-trees: under load
+ * (18 on 2 cores, 3,000 runs) one run a commit held the lock 6.9 ms at the median (a one-run
+ * host write: 4.6), ten runs 23.8 ms. So one run per transaction at most, and a large one's rows
+ * in as many transactions as the budget takes.
  */
-function deleteNextRun(ctx: PassContext, queue: Candidate[]): boolean {
+function deleteNext(
+  ctx: PassContext,
+  current: MarkedRun | null,
+  leftover: MarkedRun[],
+  queue: Candidate[],
+): MarkedRun | null {
   const { report } = ctx;
   return ctx.transaction(
     "prune",
     () => {
-      while (queue.length > 0) {
-        const run = queue.shift()!;
-        const deleted = deleteRunInTx(
-          ctx.store,
-          run.runId,
-          ctx.cutoff,
-          ctx.receiptFloor,
-          report.rows,
-        );
-        if (deleted === null) continue; // referenced meanwhile: kept
-        report.runs++;
-        // The pass's first deletion tells viewers at once (the end of the phase again).
-        if (report.runs === 1) ctx.signalPruned();
-        ctx.pruned.epochs.push(...deleted.epochs);
-        ctx.pruned.attempts.push(...deleted.attempts);
-        ctx.pruned.runs.push(run.runId);
-        return true;
+      const deadline = performance.now() + ctx.budgetMs;
+      let run = current ?? leftover.shift() ?? null;
+      if (run === null) {
+        while (run === null && queue.length > 0) {
+          const next = queue.shift()!;
+          run = markRunInTx(ctx.store, next.runId, ctx.cutoff, ctx.receiptFloor, report.rows);
+        }
+        if (run === null) return null; // each referenced meanwhile: kept
       }
-      return false;
+      if (run !== current) {
+        report.runs++;
+        // The pass's first run tells viewers at once (the end of the phase again).
+        if (report.runs === 1) ctx.signalPruned();
+      }
+      if (!deleteMarkedRows(ctx.store, run, deadline, report.rows, ctx.pruned)) return run;
+      ctx.pruned.runs.push(run.runId);
+      return null;
     },
     { checkForeignKeys: false },
   );

@@ -105,7 +105,8 @@ export function enqueueRunInTx(
       "created_at, state_changed_at, run_no, budget_cost, budget_tokens) VALUES (:runId, " +
       ":workflowName, :workflowRef, :title, 'queued', 0, :projectPath, :workflowSource, " +
       ":definitionDigest, :input, :inputHash, :parentRunId, :forkRunId, :forkNodeId, " +
-      ":forkAttemptId, :now, :now, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs), " +
+      ":forkAttemptId, :now, :now, (SELECT MAX(COALESCE((SELECT MAX(run_no) FROM runs), 0), " +
+      "COALESCE((SELECT MAX(run_no) FROM run_prunes), 0)) + 1), " +
       ":budgetCost, :budgetTokens)",
     {
       runId,

@@ -1,0 +1,152 @@
+/**
+ * Deleting an ended run in bounded transactions. The first one checks the run is still prunable,
+ * marks it (`run_prunes`, durable) and deletes its `runs` row with the rows found from outside
+ * the run (RUN_OWNED's `withMark`): from that commit on the run is gone to every reader (they all
+ * find a run through its row), so nothing can resume, answer, fork or reference it, and none of
+ * its rows can change again. The rest goes in batches of rows, children first, within the pass's
+ * time budget, as many transactions as it takes; the mark goes with the last row. A small run
+ * goes whole in its first transaction; a run with thousands of attempts or events takes several.
+ * A crash leaves the mark: the next pass finishes the run first (`markedRuns`), and doctor takes
+ * a marked run's remaining rows for what they are (invariants.ts).
+ */
+import type { SQLInputValue } from "node:sqlite";
+import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
+import type { StateStore } from "../store.ts";
+import { prunableSql, receiptsSettledSql, RUN_OWNED, type TableCounts } from "./run-deletion.ts";
+import { crashPoint } from "../../base/crash-point.ts";
+
+/** Rows one batch statement deletes at most (the budget is checked between batches). */
+export const BATCH_ROWS = 64;
+/** Rows one transaction deletes at most, however fast the batches go. */
+export const TRANSACTION_ROWS = 2_048;
+
+/** A run being deleted: its mark, and the first table of RUN_OWNED that may still hold rows. */
+export interface MarkedRun {
+  readonly runId: string;
+  readonly runNo: number;
+  table: number;
+}
+
+/** The files named by the rows a deletion removed (their owner removes them once durable). */
+export interface DeletedNames {
+  epochs: string[];
+  attempts: string[];
+}
+
+/** The runs marked by an earlier pass that a crash or an exit cut short. */
+export function markedRuns(store: StateStore): MarkedRun[] {
+  return queryAllArgs<{ run_id: string; run_no: number }>(
+    store,
+    "SELECT run_id, run_no FROM run_prunes ORDER BY run_no",
+  ).map((row) => ({ runId: row.run_id, runNo: row.run_no, table: 0 }));
+}
+
+/**
+ * Marks the run and deletes its row and the rows found from outside it, when it is still
+ * prunable (checked here, inside the caller's write transaction: a reference made since it was
+ * listed keeps it). Null when it was kept.
+ */
+export function markRunInTx(
+  store: StateStore,
+  runId: string,
+  cutoff: number,
+  receiptFloor: number,
+  counts: TableCounts,
+): MarkedRun | null {
+  const sql = markSql();
+  const run = queryOneArgs<{ run_no: number }>(store, sql.prunable, runId, cutoff, receiptFloor);
+  if (!run) return null;
+  executeArgs(store, sql.mark, runId, run.run_no);
+  for (const owned of sql.withMark) {
+    const n = executeArgs(store, owned.sql, runId);
+    if (n > 0) counts[owned.table] = (counts[owned.table] ?? 0) + n;
+  }
+  return { runId, runNo: run.run_no, table: 0 };
+}
+
+/**
+ * Deletes the marked run's next rows in batches, children first, until `deadline`
+ * (`performance.now()`) or TRANSACTION_ROWS (one transaction: the caller's); the mark goes with
+ * the last of them. True once the run is gone whole.
+ */
+export function deleteMarkedRows(
+  store: StateStore,
+  run: MarkedRun,
+  deadline: number,
+  counts: TableCounts,
+  names: DeletedNames,
+): boolean {
+  const batches = batchSql();
+  let rows = 0;
+  while (run.table < batches.length) {
+    const batch = batches[run.table];
+    const arg: SQLInputValue = batch.byRunNo ? run.runNo : run.runId;
+    let n: number;
+    if (batch.names) {
+      const deleted = queryAllArgs<{ name: string }>(store, batch.sql, arg, BATCH_ROWS);
+      for (const row of deleted) names[batch.names].push(row.name);
+      n = deleted.length;
+    } else {
+      n = executeArgs(store, batch.sql, arg, BATCH_ROWS);
+    }
+    if (n > 0) counts[batch.table] = (counts[batch.table] ?? 0) + n;
+    if (n < BATCH_ROWS) run.table++;
+    rows += n;
+    // Crash tests: the process dies inside a transaction that deleted some of the run's events.
+    if (batch.table === "events" && n > 0) crashPoint("state.retention.runHalfDeleted");
+    if (rows >= TRANSACTION_ROWS || performance.now() >= deadline) break;
+  }
+  if (run.table < batches.length) return false;
+  executeArgs(store, markSql().unmark, run.runId);
+  return true;
+}
+
+/**
+ * The statements, built once: a transaction of the pass allocates no SQL text (every string it
+ * builds is garbage the collector may stop the thread for while the lock is held).
+ */
+let marking: {
+  prunable: string;
+  mark: string;
+  unmark: string;
+  withMark: readonly { table: string; sql: string }[];
+} | null = null;
+
+function markSql(): NonNullable<typeof marking> {
+  marking ??= {
+    prunable: `SELECT r.run_no FROM runs r WHERE r.run_id = ?1 AND ${prunableSql("?2")} AND ` +
+      receiptsSettledSql("?3"),
+    mark: "INSERT INTO run_prunes (run_id, run_no) VALUES (?1, ?2)",
+    unmark: "DELETE FROM run_prunes WHERE run_id = ?1",
+    withMark: RUN_OWNED.filter((owned) => owned.withMark !== undefined).map((owned) => ({
+      table: owned.table,
+      sql: `DELETE FROM ${owned.rows}${owned.withMark ? ` AND ${owned.withMark}` : ""}`,
+    })),
+  };
+  return marking;
+}
+
+let batching:
+  | readonly { table: string; sql: string; byRunNo: boolean; names?: keyof DeletedNames }[]
+  | null = null;
+
+/** One statement per table: deletes the first `?2` of the run's rows there. */
+function batchSql(): NonNullable<typeof batching> {
+  batching ??= RUN_OWNED.filter((owned) => owned.withMark !== "").map((owned) => {
+    const key = owned.key ?? "rowid";
+    const returning = owned.names === "epochs"
+      ? " RETURNING worker_epoch AS name"
+      : owned.names === "attempts"
+      ? " RETURNING attempt_id AS name"
+      : "";
+    return {
+      table: owned.table,
+      sql: `DELETE FROM ${owned.table} WHERE ${key} IN (SELECT ${key.replace(/[()]/g, "")} ` +
+        `FROM ${owned.rows} ` +
+        `LIMIT ?2)${returning}`,
+      byRunNo: owned.byRunNo === true,
+      ...(owned.names ? { names: owned.names } : {}),
+    };
+  });
+  return batching;
+}
