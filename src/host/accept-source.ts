@@ -11,7 +11,6 @@ import { readRunOrigin } from "../state/fork-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { readRunEnvironment } from "../state/run-environments.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 /** The resolved current source of a parked run, or the response that refuses it. */
@@ -45,9 +44,9 @@ export async function currentSourceOf(
   return {
     ok: true,
     accepted: {
-      workflowSource: resolved.workflowSource as JsonValue,
+      workflowSource: resolved.workflowSource,
       definitionDigest: resolved.definitionDigest,
-      definition: resolved.definition as JsonValue,
+      definition: resolved.definition,
       operator: request.payload.operator ?? "unknown",
       clientId: request.clientId,
     },

@@ -31,7 +31,7 @@ export function reusingResolutions(resolve: Resolve, maxEntries = MAX_ENTRIES): 
     const key = keyOf(request);
     if (key === null) return await resolve(request);
     const hit = kept.get(key);
-    if (hit && verifySourceIdentity(hit.workflowSource as WorkflowSource).ok) {
+    if (hit && verifySourceIdentity(hit.workflowSource).ok) {
       // Most recently used last: the eviction below takes the first.
       kept.delete(key);
       kept.set(key, hit);
@@ -39,7 +39,7 @@ export function reusingResolutions(resolve: Resolve, maxEntries = MAX_ENTRIES): 
     }
     kept.delete(key);
     const result = await resolve(request);
-    if (result.ok && namesItsSource(request, result.workflowSource as WorkflowSource)) {
+    if (result.ok && namesItsSource(request, result.workflowSource)) {
       kept.set(key, structuredClone(result));
       if (kept.size > maxEntries) kept.delete(kept.keys().next().value!);
     }

@@ -12,8 +12,7 @@ import {
   receiptJson,
   receiptResponse,
 } from "../protocol/host-response.ts";
-import { canonicalJson, type JsonValue } from "../protocol/canonical-json.ts";
-import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
+import { canonicalJson } from "../protocol/canonical-json.ts";
 import type { RerunSource } from "../protocol/rerun-operations.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { readRunOrigin, type RunOrigin } from "../state/fork-queries.ts";
@@ -86,13 +85,13 @@ export async function rerunRunCommand(
       `Cannot rerun ${parentRunId} on its recorded source: the workflow file changed since it started. Rerun on the file as it is now (--source current) or restore the file`,
     );
   }
-  const fields = resolvedRunFields(resolved, parent.workflowRef, parent.projectPath);
+  const fields = resolvedRunFields(resolved, parent.projectPath);
   let body: OperationReceipt<"run.rerun"> | null = null;
   const result = forkRun(rt.store, {
     ...fields,
     // The parent's input exactly as recorded, unless a new one was given.
     ...(payload.input === undefined ? { input: parent.input, inputHash: parent.inputHash } : {}),
-    definition: resolved.definition as JsonValue,
+    definition: resolved.definition,
     binding: {
       executionMode: parent.executionMode,
       // A headless fork has no origin session, even when a Pi session asked for it.
@@ -106,7 +105,7 @@ export async function rerunRunCommand(
     fromNodeId: from,
     ...(payload.visit !== undefined ? { visit: payload.visit } : {}),
     source,
-    graph: resolved.definition as DefinitionSnapshot,
+    graph: resolved.definition,
     receipt: {
       ...receipt,
       receipt: (target) => receiptJson(body = rerunReceipt(rt, target.result as ForkRunResult)),

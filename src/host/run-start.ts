@@ -7,7 +7,6 @@
 import { realpathSync } from "node:fs";
 import type { HostRequest } from "../protocol/host-request.ts";
 import { failureResponse, type HostResponse, receiptResponse } from "../protocol/host-response.ts";
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import { tighterBudget } from "../protocol/budget.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { enqueueRun } from "../state/transitions/run-enqueue.ts";
@@ -54,12 +53,12 @@ export async function startRunCommand(
   if (!prepared.ok) return reject(prepared.code, prepared.message);
   const { resolved, environment, credentials, runSecretNames } = prepared;
   const committed = committedRunReceipt(rt.store);
-  const fields = resolvedRunFields(resolved, payload.workflow, projectPath);
+  const fields = resolvedRunFields(resolved, projectPath);
   const result = enqueueRun(rt.store, {
     ...fields,
     // The start's own limits win when smaller than the workflow's.
     budget: tighterBudget(fields.budget, payload.budget),
-    definition: resolved.definition as JsonValue,
+    definition: resolved.definition,
     binding: {
       executionMode: payload.executionMode,
       originSessionId: payload.originSessionId ?? null,

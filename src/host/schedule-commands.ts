@@ -173,7 +173,7 @@ async function upsertFromRequest(
     );
   }
   const everyMs = timing!.every !== undefined ? parseEvery(timing!.every) : null;
-  const fields = resolvedRunFields(resolved, s.workflow, projectPath);
+  const fields = resolvedRunFields(resolved, projectPath);
   const result = upsertSchedule(rt.store, {
     name: name!,
     workflow: s.workflow,

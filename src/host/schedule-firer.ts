@@ -9,7 +9,6 @@
  * At start every firing a previous host left pending is settled the same way: its run id is
  * derived from schedule and slot, so one that was already enqueued is found settled.
  */
-import type { JsonValue } from "../protocol/canonical-json.ts";
 import { crashPoint } from "../base/crash-point.ts";
 import type { RunEnvironment } from "../protocol/run-environment.ts";
 import type { StateStore } from "../state/store.ts";
@@ -140,8 +139,8 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       scheduleId,
       slotAt,
       run: {
-        ...resolvedRunFields(resolved, row.workflow, row.project_path),
-        definition: resolved.definition as JsonValue,
+        ...resolvedRunFields(resolved, row.project_path),
+        definition: resolved.definition,
       },
     });
     if (outcome.outcome === "started" || outcome.outcome === "held") {

@@ -62,22 +62,6 @@ export function parseResolveResult(value: unknown): SchemaResult<ResolveResultMe
 }
 
 /** What the host gets from a resolver child: the result message minus its schema tag. */
-export type ResolveResult =
-  | {
-    ok: true;
-    workflowName: string;
-    title: string | null;
-    /** Source identity exactly as the worker launch envelope carries it. */
-    workflowSource: unknown;
-    definitionDigest: string;
-    /** The definition snapshot that digest fingerprints (stored for viewers). */
-    definition: unknown;
-    /** Normalized input and its hash. */
-    input: unknown;
-    inputHash: string;
-    /** Whether the definition has steps that need an origin Pi session. */
-    needsInteractive: boolean;
-    /** Whether any step talks to a model (a headless run then needs Pi). */
-    needsAgent: boolean;
-  }
-  | { ok: false; code: string; message: string };
+export type ResolveResult = ResolveResultMessage extends infer M
+  ? M extends ResolveResultMessage ? Omit<M, "schema"> : never
+  : never;

@@ -8,6 +8,10 @@
  * check at once.
  */
 import type { NodeEffect } from "../protocol/run-facts.ts";
+import {
+  DEFINITION_SNAPSHOT_SCHEMA,
+  type DefinitionSnapshot,
+} from "../protocol/definition-snapshot.ts";
 import type {
   CompiledEdge,
   CompiledNode,
@@ -85,8 +89,8 @@ export function compileWorkflow(
   const startAt = entryOf(root, root.definition.startAt, problems, null);
   if (startAt !== null) checkReachable(startAt, nodes, edges, problems);
   if (problems.length > 0 || startAt === null) failAll(def.name, problems);
-  const snapshot = {
-    schema: "pi-workflows.definition-snapshot.v1",
+  const snapshot: DefinitionSnapshot = {
+    schema: DEFINITION_SNAPSHOT_SCHEMA,
     name: def.name,
     ...(def.contractId !== undefined ? { contractId: def.contractId } : {}),
     startAt,

@@ -3,6 +3,7 @@
  * them, the engine walks them): scopes, flattened nodes and edges.
  */
 import type { NodeEffect } from "../protocol/run-facts.ts";
+import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import type { IncludeSpec, NodeKind, WorkflowDefinition, WorkflowNode } from "./types.ts";
 
 /** One workflow instance in the flattened graph: the root or a mounted include. */
@@ -50,7 +51,7 @@ export interface CompiledWorkflow {
   startAt: string;
   maxSteps: number;
   /** Canonical JSON-ready snapshot of the flattened graph without functions. */
-  snapshot: Record<string, unknown>;
+  snapshot: DefinitionSnapshot;
 }
 
 export interface CompileOptions {

@@ -3,11 +3,12 @@
  * node's kind, fixed timeout, label or choices changes the digest; editing a callback body does
  * not (the source file hash covers that).
  */
+import type { SnapshotNode } from "../protocol/definition-snapshot.ts";
 import type { WorkflowNode } from "./types.ts";
 import { updateStreams } from "./shell-line-form.ts";
 
-export function snapshotNode(node: WorkflowNode): Record<string, unknown> {
-  const out: Record<string, unknown> = { kind: node.kind };
+export function snapshotNode(node: WorkflowNode): SnapshotNode {
+  const out: SnapshotNode = { kind: node.kind };
   const t = node.timeoutMs;
   out.timeoutMs = typeof t === "function" ? "callback" : t === undefined ? "default" : t;
   if (node.statusDetail !== undefined) out.statusDetail = node.statusDetail;

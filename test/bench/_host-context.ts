@@ -59,11 +59,11 @@ export function releaseBenchHost(ctx: HostContext): void {
 export function enqueueResolved(
   store: StateStore,
   resolved: ResolveResult,
-  where: { workflowRef: string; projectPath: string; binding?: RunBindingInput },
+  where: { projectPath: string; binding?: RunBindingInput },
 ): TransitionResult {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   return enqueueRun(store, {
-    ...resolvedRunFields(resolved, where.workflowRef, where.projectPath),
+    ...resolvedRunFields(resolved, where.projectPath),
     binding: where.binding ?? { executionMode: "headless" },
   });
 }

@@ -63,7 +63,7 @@ export function generateViewerDb(stateDir: string, opts: ViewerDbOptions): Viewe
   store.db.exec("PRAGMA synchronous = OFF");
   // Runs are launched under a seed host, released at the end: a real host later fences them.
   const host = acquireHostClaim(store, { ownerId: "bench", token: "seed", ttlMs: 2 ** 40 });
-  const definition = compileWorkflow(reviewLoop).snapshot as JsonValue;
+  const definition = compileWorkflow(reviewLoop).snapshot;
   const digest = fingerprint(definition);
   let attempts = 0;
   let updates = 0;

@@ -3,7 +3,7 @@
  * and updates every `intervalMs`, as a busy worker would, until it is killed. It sends its run
  * id to the parent over IPC (never printed).
  */
-import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
+import { fingerprint } from "../../src/protocol/canonical-json.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import { openStateStore } from "../../src/state/store.ts";
@@ -28,7 +28,7 @@ acquireHostClaim(store, {
   ttlMs: 24 * 3600_000,
   holderGone: () => true,
 });
-const definition = compileWorkflow(reviewLoop).snapshot as JsonValue;
+const definition = compileWorkflow(reviewLoop).snapshot;
 const runId = enqueueRun(store, {
   workflowName: "review-loop",
   workflowRef: "builtin:review-loop",

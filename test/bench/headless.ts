@@ -109,7 +109,6 @@ async function headlessOnce(
 ): Promise<{ start: number; finish: number }> {
   const from = model.requests.length;
   const { runId } = enqueueResolved(store, resolved, {
-    workflowRef: workflowPath,
     projectPath: sandbox.project,
     binding: { executionMode: "headless", pi: { command: PI_CLI, args: [] } },
   });
@@ -191,7 +190,6 @@ async function measureSteps() {
     startMs.push(bare.startMs);
     warmMs.push(...bare.warmMs);
     const { runId } = enqueueResolved(store, resolved, {
-      workflowRef: path,
       projectPath: sandbox.project,
       binding: { executionMode: "headless", pi: { command: PI_CLI, args: [] } },
     });

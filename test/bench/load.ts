@@ -167,7 +167,7 @@ async function main(): Promise<void> {
     const runIds: string[] = [];
     for (let i = 0; i < RUNS; i++) {
       runIds.push(
-        enqueueResolved(ctx.store, resolved, { workflowRef: workflowPath, projectPath: project })
+        enqueueResolved(ctx.store, resolved, { projectPath: project })
           .runId,
       );
     }

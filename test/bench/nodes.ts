@@ -122,7 +122,6 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   const cpuBefore = process.cpuUsage();
   const commitsBefore = commitCount(store);
   const { runId } = enqueueResolved(store, resolved, {
-    workflowRef: workflowPath,
     projectPath: project,
   });
   supervision.wake();

@@ -88,7 +88,6 @@ try {
     supervision: typeof source,
   ): Promise<{ ready: number; claim: number }> => {
     const { runId } = enqueueResolved(store, resolved, {
-      workflowRef: workflowPath,
       projectPath: project,
     });
     const enqueuedAt = Date.now();

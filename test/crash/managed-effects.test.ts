@@ -59,7 +59,7 @@ beforeAll(async () => {
   if (!base.ok) throw new Error(base.message);
   for (const [i, [point, expected]] of CASES.entries()) {
     const input = { applies: join(h.root, `applies-${i}.log`) };
-    const runId = h.enqueueResolved(path, { ...base, input, inputHash: fingerprint(input) });
+    const runId = h.enqueueResolved({ ...base, input, inputHash: fingerprint(input) });
     const marker = join(h.root, `crashed-${i}`);
     env.set(runId, { PI_WORKFLOWS_CRASH_AT: point, PI_WORKFLOWS_CRASH_ONCE: marker });
     runs.push({ runId, point, applies: input.applies, marker, expected });

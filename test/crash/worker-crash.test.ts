@@ -75,7 +75,7 @@ beforeAll(async () => {
     const side = join(h.root, `side-${i}.log`);
     const marker = join(h.root, `crashed-${i}`);
     const input = { side };
-    const runId = h.enqueueResolved(path, { ...base, input, inputHash: fingerprint(input) });
+    const runId = h.enqueueResolved({ ...base, input, inputHash: fingerprint(input) });
     env.set(runId, { PI_WORKFLOWS_CRASH_AT: point, PI_WORKFLOWS_CRASH_ONCE: marker });
     runs.set(runId, { point, side, marker });
   }

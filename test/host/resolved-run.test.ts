@@ -1,63 +1,73 @@
 import { describe, expect, test } from "vitest";
-import { DEFINITION_SNAPSHOT_SCHEMA } from "../../src/protocol/definition-snapshot.ts";
+import {
+  DEFINITION_SNAPSHOT_SCHEMA,
+  type DefinitionSnapshot,
+} from "../../src/protocol/definition-snapshot.ts";
+import { parseResolveResult, RESOLVE_RESULT_SCHEMA } from "../../src/protocol/resolve-messages.ts";
+import type { Budget } from "../../src/protocol/budget.ts";
+import type { SourceRoot } from "../../src/protocol/worker-launch.ts";
 import { resolvedRunFields, type ResolvedSource } from "../../src/host/resolved-run.ts";
 
-const resolved = (root: unknown): ResolvedSource => ({
+const definition = (budget?: Budget): DefinitionSnapshot => ({
+  schema: DEFINITION_SNAPSHOT_SCHEMA,
+  name: "review",
+  startAt: "s",
+  nodes: { s: { kind: "compute" } },
+  edges: {},
+  ...(budget ? { budget } : {}),
+});
+
+const resolved = (root: SourceRoot, budget?: Budget): ResolvedSource => ({
   ok: true,
   workflowName: "review",
   title: "Review",
   workflowSource: { root, mounted: [] },
-  definitionDigest: "sha256:d",
-  definition: { nodes: [] },
+  definitionDigest: `sha256:${"d".repeat(64)}`,
+  definition: definition(budget),
   input: { n: 1 },
-  inputHash: "sha256:i",
+  inputHash: `sha256:${"b".repeat(64)}`,
   needsInteractive: false,
   needsAgent: true,
 });
 
+const file: SourceRoot = {
+  kind: "file",
+  path: "/p/review.workflow.ts",
+  hash: `sha256:${"f".repeat(64)}`,
+};
+
 describe("resolvedRunFields()", () => {
   test("maps a resolved file source to the run's fields, referenced by its root path", () => {
-    const fields = resolvedRunFields(
-      resolved({ kind: "file", path: "/p/review.workflow.ts" }),
-      "./review.workflow.ts",
-      "/p",
-    );
-    expect(fields).toEqual({
+    expect(resolvedRunFields(resolved(file), "/p")).toEqual({
       workflowName: "review",
       workflowRef: "/p/review.workflow.ts",
       title: "Review",
       projectPath: "/p",
-      workflowSource: { root: { kind: "file", path: "/p/review.workflow.ts" }, mounted: [] },
-      definitionDigest: "sha256:d",
+      workflowSource: { root: file, mounted: [] },
+      definitionDigest: `sha256:${"d".repeat(64)}`,
       input: { n: 1 },
-      inputHash: "sha256:i",
+      inputHash: `sha256:${"b".repeat(64)}`,
+    });
+  });
+
+  test("a builtin is builtin:<id>", () => {
+    const builtin: SourceRoot = { kind: "builtin", id: "autodoc", revision: "r1" };
+    expect(resolvedRunFields(resolved(builtin), "/p")).toMatchObject({
+      workflowRef: "builtin:autodoc",
     });
   });
 
   test("the run's budget is its workflow's own, read from the definition snapshot", () => {
-    const withBudget = (budget: unknown) => ({
-      ...resolved({ kind: "builtin", id: "autodoc" }),
-      definition: {
-        schema: DEFINITION_SNAPSHOT_SCHEMA,
-        name: "a",
-        startAt: "s",
-        nodes: { s: { kind: "compute" } },
-        edges: {},
-        budget,
-      },
-    });
-    expect(resolvedRunFields(withBudget({ maxCostUsd: 2, maxTokens: 900 }), "a", "/p").budget)
+    expect(resolvedRunFields(resolved(file, { maxCostUsd: 2, maxTokens: 900 }), "/p").budget)
       .toEqual({ maxCostUsd: 2, maxTokens: 900 });
-    expect(resolvedRunFields(withBudget(undefined), "a", "/p")).not.toHaveProperty("budget");
-    expect(resolvedRunFields(withBudget({ maxCostUsd: -1 }), "a", "/p")).not.toHaveProperty(
-      "budget",
-    );
+    expect(resolvedRunFields(resolved(file), "/p")).not.toHaveProperty("budget");
   });
 
-  test("a builtin is builtin:<id>; a source without a root keeps the requested name", () => {
-    expect(resolvedRunFields(resolved({ kind: "builtin", id: "autodoc" }), "autodoc", "/p"))
-      .toMatchObject({ workflowRef: "builtin:autodoc" });
-    expect(resolvedRunFields(resolved(undefined), "review", "/p"))
-      .toMatchObject({ workflowRef: "review" });
+  test("a resolver answer whose snapshot carries a bad budget is refused when it arrives", () => {
+    const { definition: good, ...rest } = resolved(file);
+    const answer = (d: unknown) => ({ schema: RESOLVE_RESULT_SCHEMA, ...rest, definition: d });
+    expect(parseResolveResult(answer(good)).ok).toBe(true);
+    const bad = parseResolveResult(answer({ ...good, budget: { maxCostUsd: -1 } }));
+    expect(bad.ok).toBe(false);
   });
 });

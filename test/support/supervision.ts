@@ -73,7 +73,7 @@ export interface Harness {
   /** Resolves (real resolver child), enqueues and wakes; returns the run id. */
   startRun(workflow: string, input?: unknown): Promise<string>;
   /** Enqueues an already resolved workflow and wakes the scheduler. */
-  enqueueResolved(workflow: string, resolved: ResolveResult): string;
+  enqueueResolved(resolved: ResolveResult): string;
   run(runId: string): RunView;
   /** Waits until the run satisfies `done` (deadline), then returns it. */
   waitForRun(runId: string, done: (run: RunView) => boolean, ms?: number): Promise<RunView>;
@@ -142,16 +142,16 @@ export function createHarness(
     },
     async startRun(workflow, input = {}) {
       const resolved = await supervision.resolve({ workflow, input, cwd: projectDir });
-      return harness.enqueueResolved(workflow, resolved);
+      return harness.enqueueResolved(resolved);
     },
-    enqueueResolved(workflow, resolved) {
+    enqueueResolved(resolved) {
       if (!resolved.ok) {
         throw new Error(
           `Resolve failed: ${resolved.code}: ${resolved.message}\n${harness.workerLogs()}`,
         );
       }
       const { runId } = enqueueRun(store, {
-        ...resolvedRunFields(resolved, workflow, projectDir),
+        ...resolvedRunFields(resolved, projectDir),
         binding: { executionMode: "headless" },
       });
       supervision.wake();

@@ -25,7 +25,6 @@ import { enqueue, type Fixture, HOST_EPOCH, launch, openFixture } from "../suppo
 import { endedRun } from "../support/ended-runs.ts";
 import { DAY_MS, runRetentionPass } from "../../src/state/retention/retention-pass.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";
-import type { JsonValue } from "../../src/protocol/canonical-json.ts";
 
 let fx: Fixture | undefined;
 let ro: StateStore | undefined;
@@ -55,7 +54,7 @@ function counted(store: StateStore): ReadStats {
 describe("viewer refresh reads", () => {
   it("reads nothing but the head on idle ticks, and only changed rows on a change", () => {
     fx = openFixture();
-    const snapshot = compileWorkflow(reviewLoop).snapshot as JsonValue;
+    const snapshot = compileWorkflow(reviewLoop).snapshot;
     const definition = { definition: snapshot, definitionDigest: fingerprint(snapshot) };
     const ids = [1, 2, 3].map(() => enqueue(fx!.store, definition));
     const claim = launch(fx.store, ids[0]);

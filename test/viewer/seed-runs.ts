@@ -13,15 +13,16 @@ import {
 import { completeRun } from "../../src/state/transitions/run-end.ts";
 import { enqueueRun } from "../../src/state/transitions/run-enqueue.ts";
 import { compileWorkflow } from "../../src/workflows/compile.ts";
-import { fingerprint, type JsonValue } from "../../src/protocol/canonical-json.ts";
+import { fingerprint } from "../../src/protocol/canonical-json.ts";
+import type { DefinitionSnapshot } from "../../src/protocol/definition-snapshot.ts";
 import { reviewLoop } from "../render/fixtures/review-loop.ts";
 
 export function seedViewerRuns(stateDir: string): { review: string; hello: string } {
   const clock = new FakeClock(Date.now() - 120_000);
   const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
   const host = acquireHostClaim(store, { ownerId: "seed", token: "seed", ttlMs: 3_600_000 });
-  const snapshot = compileWorkflow(reviewLoop).snapshot as JsonValue;
-  const enqueue = (name: string, title: string, definition?: JsonValue) =>
+  const snapshot = compileWorkflow(reviewLoop).snapshot;
+  const enqueue = (name: string, title: string, definition?: DefinitionSnapshot) =>
     enqueueRun(store, {
       workflowName: name,
       workflowRef: `builtin:${name}`,

@@ -166,7 +166,7 @@ async function ensureChildWorkflow(
       ...target,
       // The controller's budget is a total over its children (state/budget-stop.ts), not the
       // child's own: the child keeps its workflow's.
-      run: resolvedRunFields(resolved, request.workflow, worker.projectPath),
+      run: resolvedRunFields(resolved, worker.projectPath),
       ...(request.budget ? { poolBudget: request.budget } : {}),
       ...(resolved.needsInteractive && !interactive
         ? {

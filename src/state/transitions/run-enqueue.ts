@@ -1,6 +1,7 @@
 /** `queued/queued`: a new run enters the global queue (run.start). */
 import type { Budget } from "../../protocol/budget.ts";
 import type { JsonValue } from "../../protocol/canonical-json.ts";
+import type { DefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory } from "../journal.ts";
 import { RefusedError } from "../errors.ts";
@@ -38,7 +39,7 @@ export interface EnqueueRunOptions {
   workflowSource: JsonValue;
   definitionDigest: string;
   /** The definition snapshot of that digest, kept once per digest for viewers. */
-  definition?: JsonValue;
+  definition?: DefinitionSnapshot;
   input: JsonValue;
   inputHash: string;
   binding: RunBindingInput;

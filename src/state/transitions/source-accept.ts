@@ -5,8 +5,9 @@
  * of the run (event `run.sourceAccepted`: the old and new definition and source digests and who accepted;
  * the event's time says when), committed with the command receipt.
  */
-import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
+import { sha256Hex } from "../../protocol/canonical-json.ts";
 import type { DefinitionSnapshot } from "../../protocol/definition-snapshot.ts";
+import type { WorkflowSource } from "../../protocol/worker-launch.ts";
 import { RefusedError } from "../errors.ts";
 import type { JournalEntry } from "../journal.ts";
 import { type RunRow } from "../protected-write.ts";
@@ -17,10 +18,10 @@ import { parentAttempts, requireFit } from "./run-fork.ts";
 
 export interface AcceptedSource {
   /** The resolved source identity, as the worker launch envelope carries it. */
-  workflowSource: JsonValue;
+  workflowSource: WorkflowSource;
   definitionDigest: string;
   /** The definition snapshot of that digest (stored for viewers and checked against). */
-  definition: JsonValue;
+  definition: DefinitionSnapshot;
   /** Who accepted it (a login name) and from which client. */
   operator: string;
   clientId: string;
@@ -48,9 +49,7 @@ export function acceptSourceInTx(
   );
   requireFit(
     run.run_id,
-    // The resolver's result passed DefinitionSnapshotSchema when the host parsed it, but its type
-    // (protocol ResolveResult, from the workflow layer's untyped `snapshot`) still says unknown.
-    accepted.definition as unknown as DefinitionSnapshot,
+    accepted.definition,
     path,
     null,
     (from) =>

@@ -103,10 +103,7 @@ export function describeSourceChanges(changes: readonly SourceChange[]): string 
   }`;
 }
 
-/** `builtin:<id>` or the absolute root path of a resolved source; `requested` otherwise. */
-export function canonicalWorkflowRef(source: unknown, requested: string): string {
-  const root = (source as { root?: { kind?: unknown; path?: unknown; id?: unknown } })?.root;
-  if (root?.kind === "file" && typeof root.path === "string") return root.path;
-  if (root?.kind === "builtin" && typeof root.id === "string") return `builtin:${root.id}`;
-  return requested;
+/** A run's workflow reference: `builtin:<id>`, or the absolute root path of a resolved file. */
+export function canonicalWorkflowRef(source: WorkflowSource): string {
+  return source.root.kind === "file" ? source.root.path : `builtin:${source.root.id}`;
 }

@@ -150,7 +150,7 @@ export default defineWorkflow({
     const path = h.writeWorkflow("quick.workflow.ts", quick);
     const resolved = await h.supervision.resolve({ workflow: path, input: {}, cwd: h.projectDir });
     h.ctx.options.workerStartupMs = 500; // the resolver had the normal deadline; workers get 500 ms
-    const runId = h.enqueueResolved(path, resolved);
+    const runId = h.enqueueResolved(resolved);
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("failed");
     expect(run.error?.code).toBe("workerTimedOut");

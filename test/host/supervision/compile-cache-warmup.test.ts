@@ -77,7 +77,7 @@ describe("compile cache warm-up", () => {
     if (!resolved.ok) throw new Error(resolved.message);
     // Queued without waking anyone: the next start finds it waiting.
     enqueueRun(h.store, {
-      ...resolvedRunFields(resolved, path, h.projectDir),
+      ...resolvedRunFields(resolved, h.projectDir),
       binding: { executionMode: "headless" },
     });
     const second = createSupervision(h.ctx, { workerCommand: stuckWarmup });

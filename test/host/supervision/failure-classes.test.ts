@@ -133,7 +133,7 @@ import { pauseRun } from "../../../src/state/transitions/run-commands.ts";
 import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts";\n` +
         workflow("src", `() => { writeFileSync(${JSON.stringify(marker)}, "x"); return {}; }`),
     );
-    const runId = h.enqueueResolved(path, resolved);
+    const runId = h.enqueueResolved(resolved);
     const run = await h.waitForRun(runId, (r) => r.blockedReason !== null);
     expect(run.blockedReason).toBe("workflowSourceChanged");
     expect(runClasses(h, runId)).toEqual(["sourceChanged"]);
