@@ -150,12 +150,24 @@ function supersedeWhere(
   params: Record<string, string>,
   now: number,
 ): void {
-  const ids = queryAll<{ intent_id: string }>(
+  resolveWhere(store, where, params, "superseded", now);
+}
+
+/** Resolves the unresolved intents `where` selects, in one statement. */
+function resolveWhere(
+  store: StateStore,
+  where: string,
+  params: Record<string, string>,
+  resolution: TurnResolution,
+  now: number,
+): void {
+  execute(
     store,
-    `SELECT intent_id FROM turn_intents WHERE state != 'resolved' AND ${where}`,
-    params,
-  ).map((r) => r.intent_id);
-  resolveIntents(store, ids, "superseded", null, now);
+    "UPDATE turn_intents SET state = 'resolved', resolution = :resolution, " +
+      "session_entry_id = NULL, resolved_at = :now, claim_token_hash = NULL, " +
+      `claim_expires_at = NULL WHERE state != 'resolved' AND ${where}`,
+    { ...params, resolution, now },
+  );
 }
 
 /** An interactive step of the run was closed under the model (its deadline passed). */
@@ -250,20 +262,12 @@ export function resolveIntents(
  * the run still owes (a step that timed out under the model), so they resolve `workflowPrompt`.
  */
 export function resolvePromptedIntentsInTx(store: StateStore, runId: string, now: number): void {
-  resolveIntents(store, unresolvedOf(store, runId), "workflowPrompt", null, now);
-}
-
-function unresolvedOf(store: StateStore, runId: string): string[] {
-  return queryAll<{ intent_id: string }>(
-    store,
-    "SELECT intent_id FROM turn_intents WHERE run_id = :runId AND state != 'resolved'",
-    { runId },
-  ).map((r) => r.intent_id);
+  resolveWhere(store, "run_id = :runId", { runId }, "workflowPrompt", now);
 }
 
 /** A user's cancel ends the run quietly: its unresolved intents are superseded. */
 export function supersedeRunIntentsInTx(store: StateStore, runId: string, now: number): void {
-  resolveIntents(store, unresolvedOf(store, runId), "superseded", null, now);
+  supersedeWhere(store, "run_id = :runId", { runId }, now);
 }
 
 /** A newer run of the session supersedes the session's stale intents. */
