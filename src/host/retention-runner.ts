@@ -29,7 +29,7 @@ import type { StateStore } from "../state/store.ts";
 import { runsNotStored } from "../state/retention/missing-runs.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
-import { stepOutputStem } from "../base/step-output-files.ts";
+import { type OutputFileIndex, outputFileIndex } from "./output-file-index.ts";
 
 /**
  * The pause between two steps of a commanded pass (ms). The thread sleeps in it (a timer, not
@@ -62,10 +62,14 @@ export function createRetentionRunner(ctx: {
   let commanded: Promise<RetentionReport> | null = null;
 
   const sessions = join(ctx.stateDir, "sessions");
+  /** Each pass's listing of the workers directory (one per pass, not one per hand-over). */
+  const outputs = new WeakMap<RetentionPass, OutputFileIndex>();
   /** Removes the files of the runs whose deletion the pass made durable since the last call. */
   const removePruned = (pass: RetentionPass, orphans: readonly string[] = []): void => {
     const files = pass.takePruned();
-    removeOutputFiles(join(ctx.stateDir, "workers"), files.epochs, files.attempts);
+    let index = outputs.get(pass);
+    if (!index) outputs.set(pass, index = outputFileIndex(join(ctx.stateDir, "workers")));
+    index.remove(files.epochs, files.attempts);
     removeSessionDirs(sessions, [...files.runs, ...orphans]);
   };
 
@@ -152,36 +156,6 @@ export function configuredKeepDays(stateDir: string): number {
   const read = parseUserConfig(readUserConfigText(stateDir));
   if (!read.ok) throw new RetentionConfigError(read.message);
   return read.config.retention?.days ?? DEFAULT_KEEP_DAYS;
-}
-
-/**
- * Removes the captured output of the given worker epochs (`<stem>.out`, `<stem>-pi<n>.err`) and
- * the step output of the given attempts (`step-<attempt>.<k>.out|err`).
- */
-function removeOutputFiles(
-  dir: string,
-  epochs: readonly string[],
-  attempts: readonly string[],
-): void {
-  if (epochs.length === 0 && attempts.length === 0) return;
-  const epochStems = new Set(epochs.map((e) => e.replace(/[^A-Za-z0-9_.-]/g, "_")));
-  const stepStems = new Set(attempts.map(stepOutputStem));
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const step = /^(step-.+)\.\d+\.(out|err)$/.exec(name);
-    const stem = name.replace(/(-pi\d+)?\.(out|err)$/, "");
-    if (step ? !stepStems.has(step[1]!) : stem === name || !epochStems.has(stem)) continue;
-    try {
-      rmSync(join(dir, name));
-    } catch {
-      // already gone
-    }
-  }
 }
 
 /** Run ids are the host's own; a name that could leave the directory is never one. */
