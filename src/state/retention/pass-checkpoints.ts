@@ -28,8 +28,11 @@ export interface PassCheckpoints {
   around<T>(fn: () => T): T;
   /** True when the pass's transactions since the last checkpoint wrote enough frames. */
   due(): boolean;
-  /** A passive checkpoint (outside any transaction). */
-  run(): void;
+  /**
+   * A passive checkpoint (outside any transaction). True when it copied every frame of the WAL
+   * into the database file, which it synced: every commit so far is durable.
+   */
+  run(): boolean;
 }
 
 export function createPassCheckpoints(
@@ -73,6 +76,7 @@ export function createPassCheckpoints(
       every = Math.max(1, Math.min(10_000, Math.round((since * target) / written)));
       since = 0;
       options.onCheckpoint?.(performance.now() - started, log);
+      return row !== undefined && row.busy === 0 && log >= 0 && row.checkpointed === log;
     },
   };
 }

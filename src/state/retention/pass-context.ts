@@ -8,6 +8,7 @@ import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
 import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
 import { asPassTransaction, syncPassCommits } from "./pass-transaction.ts";
+import { TRANSACTION_ROWS } from "./run-marks.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
 export interface RetentionReport {
@@ -64,6 +65,11 @@ export interface PassSettings {
   /** Time budget of one write transaction (ms). */
   stepBudgetMs?: number;
   /**
+   * Rows one prune transaction deletes at most (default `TRANSACTION_ROWS`, run-marks.ts; the
+   * benchmark lifts it with the budget to delete a run in one transaction, as before batches).
+   */
+  transactionRows?: number;
+  /**
    * Told each write transaction's phase, its length (BEGIN to the end of COMMIT) and its COMMIT's
    * alone (the benchmark).
    */
@@ -80,6 +86,8 @@ export interface PassContext {
   readonly now: number;
   readonly dryRun: boolean;
   readonly budgetMs: number;
+  /** Rows one prune transaction deletes at most. */
+  readonly transactionRows: number;
   /** Runs that ended before this are due. */
   readonly cutoff: number;
   /** A run with a client receipt completed at or after this is kept (a retry may come). */
@@ -88,10 +96,11 @@ export interface PassContext {
   /** What the runs deleted since the pass last made its commits durable leave on disk. */
   readonly pruned: PrunedLists;
   /**
-   * Makes the pass's commits so far durable (an fsync of the WAL) when runs were deleted since
-   * the last time, and hands their files over to `takePruned`.
+   * Makes the pass's commits so far durable (an fsync of the WAL, unless `synced`: a complete
+   * checkpoint just synced them) when runs were deleted since the last time, and hands their
+   * files over to `takePruned`.
    */
-  makeDurable(): void;
+  makeDurable(synced?: boolean): void;
   /** The files of the deleted runs whose deletion is durable, since the last take. */
   takePruned(): PrunedFiles;
   /** The pass's own WAL checkpoints, between its transactions. */
@@ -144,13 +153,14 @@ export function createPassContext(
     now,
     dryRun,
     budgetMs: settings.stepBudgetMs ?? STEP_BUDGET_MS,
+    transactionRows: settings.transactionRows ?? TRANSACTION_ROWS,
     cutoff,
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
     pruned,
-    makeDurable() {
+    makeDurable(synced = false) {
       if (isEmpty(pruned)) return;
-      syncPassCommits(store);
+      if (!synced) syncPassCommits(store);
       moveAll(pruned.epochs, durable.epochs);
       moveAll(pruned.attempts, durable.attempts);
       moveAll(pruned.runs, durable.runs);

@@ -70,8 +70,8 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       if (current >= phases.length) return false;
       // A checkpoint due is a step of its own: the host serves between it and a transaction.
       if (ctx.checkpoints.due()) {
-        ctx.checkpoints.run();
-        ctx.makeDurable();
+        // A complete checkpoint synced the file with every commit in it: no fsync of the WAL.
+        ctx.makeDurable(ctx.checkpoints.run());
       } else if (phases[current].step()) current++;
       if (current < phases.length) return true;
       ctx.makeDurable();
