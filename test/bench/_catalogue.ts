@@ -140,6 +140,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "bytesPerNodeAttempt",
       "prune",
       "doctor",
+      "largeRuns",
       "ms",
       "ratioToSmall",
     ],

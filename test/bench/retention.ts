@@ -46,6 +46,7 @@ import { endedRun, startRun } from "../support/ended-runs.ts";
 import { percentile, round } from "./_figures.ts";
 import { STEP_GAP_MS } from "../../src/host/retention-runner.ts";
 import { replicateRuns } from "./_replicate-runs.ts";
+import { largeRuns } from "./_large-runs.ts";
 import { constants as perfConstants, PerformanceObserver } from "node:perf_hooks";
 
 const args = process.argv.slice(2);
@@ -569,6 +570,13 @@ try {
       bytes: pass.report.bytes,
     },
     doctor: { before: doctorBefore, after: doctorAfter },
+    // One run with many attempts, one with many events: the prune's longest hold deleting each
+    // in one transaction (as before batches) and as the pass does, on copies, in turns.
+    largeRuns: largeRuns(
+      root,
+      SMOKE ? { attempts: 300, events: 600 } : { attempts: 5_000, events: 10_000 },
+      SMOKE ? 1 : 3,
+    ),
     // Each read beside the small database's, taken in turns with it (before, then after).
     ms: { smallBefore, before, smallAfter, after },
     ratioToSmall: { before: rel(before, smallBefore), after: rel(after, smallAfter) },

@@ -28,6 +28,8 @@ export interface EndedRunOptions {
   hostEpoch: number;
   /** Attempts before the decision (default 2). */
   attempts?: number;
+  /** Progress updates of the first attempt (an event each; default 1). */
+  updates?: number;
   parentRunId?: string;
   /** The run's definition digest (default `sha256:def`) and its stored snapshot, if any. */
   definitionDigest?: string;
@@ -106,13 +108,15 @@ export function endedRun(store: StateStore, opts: EndedRunOptions): string {
       deadlineAt: null,
       ...message(epoch, ++n),
     });
-    recordNodeUpdate(store, claim, {
-      attemptId,
-      type: "progress",
-      key: "p",
-      data: { completed: i, total: 3 },
-      ...message(epoch, ++n),
-    });
+    for (let u = 0; u < (i === 0 ? opts.updates ?? 1 : 1); u++) {
+      recordNodeUpdate(store, claim, {
+        attemptId,
+        type: "progress",
+        key: "p",
+        data: { completed: i, total: 3 + u },
+        ...message(epoch, ++n),
+      });
+    }
     if (i === 0) {
       const { result } = reserveEffect(store, claim, {
         attemptId,

@@ -92,7 +92,7 @@ function deleteNext(
   return ctx.transaction(
     "prune",
     () => {
-      const deadline = performance.now() + ctx.budgetMs;
+      const limits = { deadline: performance.now() + ctx.budgetMs, rows: ctx.transactionRows };
       let run = current ?? leftover.shift() ?? null;
       if (run === null) {
         while (run === null && queue.length > 0) {
@@ -106,7 +106,7 @@ function deleteNext(
         // The pass's first run tells viewers at once (the end of the phase again).
         if (report.runs === 1) ctx.signalPruned();
       }
-      if (!deleteMarkedRows(ctx.store, run, deadline, report.rows, ctx.pruned)) return run;
+      if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) return run;
       ctx.pruned.runs.push(run.runId);
       return null;
     },

@@ -65,14 +65,14 @@ export function markRunInTx(
 }
 
 /**
- * Deletes the marked run's next rows in batches, children first, until `deadline`
- * (`performance.now()`) or TRANSACTION_ROWS (one transaction: the caller's); the mark goes with
- * the last of them. True once the run is gone whole.
+ * Deletes the marked run's next rows in batches, children first, until `limits.deadline`
+ * (`performance.now()`) or `limits.rows` (one transaction: the caller's); the mark goes with the
+ * last of them. True once the run is gone whole.
  */
 export function deleteMarkedRows(
   store: StateStore,
   run: MarkedRun,
-  deadline: number,
+  limits: { deadline: number; rows: number },
   counts: TableCounts,
   names: DeletedNames,
 ): boolean {
@@ -94,7 +94,7 @@ export function deleteMarkedRows(
     rows += n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
     if (batch.table === "events" && n > 0) crashPoint("state.retention.runHalfDeleted");
-    if (rows >= TRANSACTION_ROWS || performance.now() >= deadline) break;
+    if (rows >= limits.rows || performance.now() >= limits.deadline) break;
   }
   if (run.table < batches.length) return false;
   executeArgs(store, markSql().unmark, run.runId);
