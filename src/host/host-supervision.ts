@@ -31,6 +31,7 @@ import { createRunWorkers } from "./runs/run-workers.ts";
 import { recoverExpiredRuns } from "./runs/run-recovery.ts";
 import type { ControllerSupervision } from "./controllers/api.ts";
 import type { ControllerOptions } from "./controllers/options.ts";
+import type { HeldSubmission } from "./held-submission.ts";
 import { createControllerSupervision } from "./controllers/scheduler.ts";
 
 export interface SupervisionContext extends HostContext {
@@ -92,13 +93,12 @@ export interface Supervision {
    */
   validateSubmission(submissionId: string): Promise<void>;
   /**
-   * Called inside the transaction that records a new `validating` submission, before its COMMIT:
-   * when the run's prepared process is idle (no epoch of the run is saying goodbye), its validate
-   * request is written now, so the COMMIT's fsync overlaps the validation; true then. The verdict
-   * is read in a later turn, after that COMMIT. Otherwise nothing happens (false) and the caller
-   * starts the validation after its commit.
+   * Validates the submission in the run's idle prepared process now, or declines (null): the one
+   * rule is validation.ts's `validateNow`. Called inside the transaction that writes the
+   * submission (the request leaves before anything else happens); `held` when that transaction
+   * is rolled back and the submission recorded with its verdict (held-submission.ts).
    */
-  validateBeforeCommit(runId: string, submissionId: string): boolean;
+  validateNow(submissionId: string, held?: HeldSubmission): Promise<void> | null;
   /**
    * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
    * resume supplies them; run-credentials.ts).
@@ -170,6 +170,7 @@ export function createSupervision(
     // The run's worker committed the request and is about to say goodbye: its process may be
     // kept, so a submission that fast waits for that (bounded by the worker's own exit).
     epochEnding: (runId) => workers.epochEnding(runId),
+    stopping: () => shuttingDown,
   });
   const controllers = createControllerSupervision(ctx, {
     children: createControllerChildren(ctx, {
@@ -205,14 +206,7 @@ export function createSupervision(
       if (started && !shuttingDown) warmup.start(supervision.hasPendingWork());
     },
     validateSubmission: (submissionId) => validations.validate(submissionId),
-    validateBeforeCommit(runId, submissionId) {
-      if (shuttingDown || !prepared.idle(runId) || workers.epochEnding(runId) !== null) {
-        return false;
-      }
-      // Nothing awaits on the way to the request's write (validation.ts's runChild).
-      void validations.validate(submissionId);
-      return true;
-    },
+    validateNow: (submissionId, held) => validations.validateNow(submissionId, held),
     wake() {
       workers.schedule();
       controllers.wake();

@@ -38,14 +38,21 @@ import {
 import { readRunRow } from "../state/protected-write.ts";
 import { claimInteraction, claimInteractionLater } from "../state/transitions/interactions.ts";
 import { presentInteraction } from "../state/transitions/interaction-presentation.ts";
-import { recordInteractionUpdate } from "../state/transitions/interaction-tool-calls.ts";
-import { submitPresentedInteraction } from "../state/transitions/presented-submission.ts";
+import {
+  recordInteractionUpdate,
+  type SubmitInteractionOptions,
+} from "../state/transitions/interaction-tool-calls.ts";
 import { remindInteraction } from "../state/transitions/interaction-verdicts.ts";
 import { RefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";
 import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
 import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
-import { crashPoint } from "../base/crash-point.ts";
+import {
+  HELD_SUBMISSION_MS,
+  heldSubmissionOf,
+  recordHeldAlone,
+  submitOrHold,
+} from "./held-submission.ts";
 import { withReceipt } from "./command-receipts.ts";
 import { logError } from "./host-log.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -158,6 +165,12 @@ export function remindInteractionCommand(
   rt: HostRuntime,
   request: HostRequest,
 ): Promise<HostResponse> {
+  // A submission held while it validates is recorded first: the reminder then waits for it.
+  const held = heldSubmissionOf(
+    rt.store,
+    requestFor(request, "interaction.remind").payload.interactionId,
+  );
+  if (held) recordHeldAlone(rt.store, held);
   return withReceipt(rt, request, (rt, request, receipt) => {
     const remindRequest = requestFor(request, "interaction.remind");
     const { payload, runId } = remindRequest;
@@ -196,6 +209,13 @@ export async function submitInteractionCommand(
       "interaction.submit needs the tool-call id as its idempotencyKey",
     );
   }
+  const waitUntil = performance.now() + payload.waitMs;
+  const waitLeft = () => Math.max(0, Math.floor(waitUntil - performance.now()));
+  // A submission of this step held while it validates (held-submission.ts) is recorded now, so
+  // this call (the same tool call again, or another) is answered from the rows as before: it
+  // joins that validation, never starts a second one.
+  const heldBefore = heldSubmissionOf(rt.store, payload.interactionId);
+  if (heldBefore) recordHeldAlone(rt.store, heldBefore);
   const fingerprint = requestFingerprint(request);
   const stored = findHostCommand(rt.store, request.requestId);
   if (stored && stored.requestFingerprint !== fingerprint) {
@@ -212,41 +232,49 @@ export async function submitInteractionCommand(
     idempotencyKey,
     requestFingerprint: fingerprint,
   };
-  const result = submitPresentedInteraction(
+  const opts: SubmitInteractionOptions = {
+    runId: runId!,
+    interactionId: payload.interactionId,
+    sessionId: payload.sessionId,
+    nodeId: payload.nodeId,
+    attemptId: payload.attemptId,
+    idempotencyKey,
+    clientId: request.clientId,
+    submission: payload.submission,
+    usage: payload.usage,
+    expectedRevision: request.expectedRevision,
+    receipt,
+  };
+  const holding = submitOrHold(
     rt.store,
-    {
-      runId: runId!,
-      interactionId: payload.interactionId,
-      sessionId: payload.sessionId,
-      nodeId: payload.nodeId,
-      attemptId: payload.attemptId,
-      idempotencyKey,
-      clientId: request.clientId,
-      submission: payload.submission,
-      usage: payload.usage,
-      expectedRevision: request.expectedRevision,
-      receipt,
-    },
+    (submissionId, held) => rt.supervision.validateNow(submissionId, held),
+    opts,
     payload.presentation,
-    (written) => {
-      // The validate request leaves before the COMMIT, so its fsync overlaps the validation; the
-      // verdict is read in a later turn, after the COMMIT (a failed COMMIT leaves it stale).
-      if (written.kind !== "new") return;
-      if (rt.supervision.validateBeforeCommit(runId!, written.submissionId)) {
-        crashPoint("host.submission.validationSent");
-      }
-    },
   );
-  const submissionId = result.kind === "new"
-    ? result.submissionId
-    : result.submission.submission_id;
-  let row = result.kind === "existing"
-    ? result.submission
-    : readSubmission(rt.store, submissionId)!;
+  let submissionId: string;
+  let isNew = true;
+  let adopted = false;
+  if ("held" in holding) {
+    const { held, decided } = holding;
+    submissionId = held.submissionId;
+    await rt.sessions.until(
+      Promise.race([decided, held.settled]),
+      Math.min(HELD_SUBMISSION_MS, waitLeft()),
+    );
+    // Late, or its exchange ended without a verdict: recorded `validating` like any other.
+    recordHeldAlone(rt.store, held);
+    if (held.refused) throw held.refused;
+  } else {
+    const { result } = holding;
+    submissionId = result.kind === "new" ? result.submissionId : result.submission.submission_id;
+    isNew = result.kind === "new";
+    adopted = result.kind === "existing" && !stored;
+  }
+  let row = readSubmission(rt.store, submissionId)!;
   if (row.outcome === "validating") {
-    rt.log("interaction.submitted", { runId: runId!, again: result.kind !== "new" });
+    rt.log("interaction.submitted", { runId: runId!, again: !isNew });
     // Joins the child when one runs (a repeated tool call polls), starts one otherwise.
-    await rt.sessions.until(rt.supervision.validateSubmission(submissionId), payload.waitMs);
+    await rt.sessions.until(rt.supervision.validateSubmission(submissionId), waitLeft());
     row = readSubmission(rt.store, submissionId) ?? row;
   }
   const next: { next?: ClaimedInteraction | null } =
@@ -269,7 +297,7 @@ export async function submitInteractionCommand(
   };
   return receiptResponse(request, rt.epoch, body, {
     revision: readRunRow(rt.store, runId!)?.revision,
-    adopted: result.kind === "existing" && !stored,
+    adopted,
   });
 }
 

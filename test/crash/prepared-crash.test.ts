@@ -242,20 +242,25 @@ describe("a model step's start and request, sent back to back", () => {
 });
 
 describe("the verdict and the next epoch in one commit", () => {
-  // The host SIGKILLed inside the shared commit of the acceptance, the next epoch's claim and its
-  // `worker.live` (nothing of it is durable: the next host validates the submission again) or
-  // right after it (the run is running with a live epoch in the dead host's prepared process:
-  // the next host reaps it and a new worker goes on from the accepted step). When the next node
-  // is a model step ("counted": first, second, done), the prepared process proposed that
-  // epoch's start and request ahead and they join the same commit (speculative-start.ts): killed
-  // inside it (`host.aheadStart.applied`, the last write before the COMMIT) nothing is durable;
-  // right after it the run waits on the second step's request, which the next host presents
-  // once. Either way the step is accepted once and every node runs once. Earlier still, the
-  // validate request leaves before the submission's own COMMIT (`host.submission.validationSent`):
-  // killed there, nothing of the submission is durable and the resent tool call is a new one.
+  // The run's prepared process validates a submission before it is recorded (held-submission.ts):
+  // the submission, the acceptance, the next epoch's claim and its `worker.live` share one commit.
+  // The host SIGKILLed as the validate request left (`host.submission.validationSent`), inside
+  // that commit (`host.heldSubmission.written`, the submission written; for "counted" also
+  // `host.aheadStart.applied`, the next model step's start and request proposed ahead by the
+  // prepared process, speculative-start.ts): nothing of the submission is durable, and the
+  // extension's resent tool call is a new submission, accepted once. Right after the commit
+  // (`host.acceptedLaunch.afterCommit`) the run is running with a live epoch in the dead host's
+  // prepared process (for "counted" waiting on the second step's request): the next host reaps it
+  // and a new worker goes on from the accepted step; the resent call adopts the verdict. A
+  // submission whose verdict is late is recorded `validating` on its own
+  // (`host.heldSubmission.recorded`, a gated validation): the next host validates it again
+  // (recovery step 9) and the resent call adopts that verdict. Either way the step is accepted
+  // once and every node runs once.
   const cases = [
     { point: "host.submission.validationSent", workflow: "routed" },
+    { point: "host.heldSubmission.written", workflow: "routed" },
     { point: "host.aheadStart.applied", workflow: "counted" },
+    { point: "host.heldSubmission.recorded", workflow: "routed" },
     { point: "host.acceptedLaunch.afterCommit", workflow: "routed" },
     { point: "host.acceptedLaunch.afterCommit", workflow: "counted" },
   ];
@@ -267,25 +272,34 @@ describe("the verdict and the next epoch in one commit", () => {
       const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
       const first = await startHostProcess(env);
       let session = await open(home, "s-accepted-launch");
-      const runId = await startRun(session, project, {}, workflow);
+      const late = point === "host.heldSubmission.recorded";
+      const gate = join(home.root, "gate-late");
+      if (late) gates.push(gate);
+      const runId = await startRun(session, project, late ? { gate } : {}, workflow);
       const step = await session.nextStep();
       const kept = await preparedOf(home.stateDir, runId);
+      const output = late ? { slow: true, n: 6 } : { n: 6 };
       // The answer is lost with the host.
-      await session.submit(step, { n: 6 }, { toolCallId: "t-launch" }).catch(() => null);
+      await session.submit(step, output, { toolCallId: "t-launch" }).catch(() => null);
       await first.exited;
       session.close();
       await waitFor(() => !processExists(kept), "the prepared process to leave with its host");
-      const sentOnly = point === "host.submission.validationSent";
-      if (sentOnly) {
-        expect(rows(home.stateDir, "SELECT 1 FROM interactive_submissions")).toEqual([]);
-      }
+      const submissions = rows<{ outcome: string }>(
+        home.stateDir,
+        "SELECT outcome FROM interactive_submissions",
+      );
+      const durable = late || point.endsWith("afterCommit");
+      expect(submissions).toEqual(
+        durable ? [{ outcome: late ? "validating" : "accepted" }] : [],
+      );
+      if (late) writeFileSync(gate, "open");
 
       await restartHost(env);
       session = await open(home, "s-accepted-launch");
       // The extension sends the same tool call again: the stored or the new verdict answers.
-      const verdict = await session.submit(step, { n: 6 }, { toolCallId: "t-launch" });
+      const verdict = await session.submit(step, output, { toolCallId: "t-launch" });
       expect(verdict).toMatchObject({
-        outcome: sentOnly ? "accepted" : "adopted",
+        outcome: durable ? "adopted" : "accepted",
         receipt: { status: "accepted" },
       });
       if (workflow === "counted") {
@@ -318,7 +332,7 @@ describe("the verdict and the next epoch in one commit", () => {
       const epochs = await settledEpochs(home.stateDir, runId);
       // After the commit the dead host's epoch of generation 2 was live in the kept process
       // (its first step committed with it for "counted"); the next host reaped it and ran the
-      // rest in a new worker. Before it, the next host validated again and launched anew.
+      // rest in a new worker. Before it, the next host validated (again) and launched anew.
       const after = point.endsWith("afterCommit");
       expect(epochs.map((e) => e.pid === kept)).toEqual(
         after ? [true, true, false] : [true, false, false].slice(0, epochs.length),

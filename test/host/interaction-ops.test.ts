@@ -252,16 +252,52 @@ describe("the transport contract of submissions", () => {
     expect((await verdict).receipt).toMatchObject({ status: "accepted", submissionId });
     expect(await finished(runId)).toMatchObject({ state: "completed" });
     // One submission, validated once; the attached tool call keeps its answer.
-    expect(rows(
-      home.stateDir,
-      "SELECT s.outcome FROM interactive_submissions s JOIN interactive_requests i " +
-        "ON i.request_id = s.request_id WHERE i.run_id = :runId",
-      { runId },
-    )).toEqual([{ outcome: "accepted" }]);
+    expect(submissionOutcomes(runId)).toEqual([{ outcome: "accepted" }]);
     expect((await session.submit(step, output, { toolCallId: "v-2" })).receipt).toMatchObject({
       status: "accepted",
       submissionId,
     });
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+
+  it("records a submission held for its verdict when the same step's tool calls come again", async () => {
+    // The run's prepared process validates before the submission is recorded (held-submission.ts);
+    // the same tool call sent again and another with the same output, both while it is held,
+    // record it and join its one validation: one submission, validated and accepted once.
+    const session = await newSession();
+    const gate = join(home.root, "gate-held");
+    const runId = await startRun(session, "routed", { gate });
+    const step = await session.nextStep();
+    const output = { slow: true, n: 4 };
+    const calls = [
+      session.submit(step, output, { toolCallId: "h-1", waitMs: 25_000 }),
+      session.submit(step, output, { toolCallId: "h-1", waitMs: 25_000 }),
+      session.submit(step, output, { toolCallId: "h-2", waitMs: 25_000 }),
+    ];
+    // The last call attached (its receipt names the submission): all three were read.
+    await waitFor(
+      () =>
+        rows(
+          home.stateDir,
+          "SELECT 1 FROM host_commands WHERE operation = 'interaction.submit' AND " +
+            "idempotency_key = 'h-2'",
+        ).length === 1,
+      "the third call to attach",
+    );
+    writeFileSync(gate, "");
+    const answers = await Promise.all(calls);
+    const ids = answers.map((a) => (a.receipt as { submissionId: string }).submissionId);
+    expect(answers.map((a) => (a.receipt as { status: string }).status)).toEqual(
+      ["accepted", "accepted", "accepted"],
+    );
+    expect(new Set(ids).size).toBe(1);
+    expect(await finished(runId)).toMatchObject({ state: "completed" });
+    expect(submissionOutcomes(runId)).toEqual([{ outcome: "accepted" }]);
+    expect(rows(
+      home.stateDir,
+      "SELECT 1 FROM events WHERE run_id = :runId AND type = 'interaction.accepted'",
+      { runId },
+    )).toHaveLength(1);
     expect(violations(home.stateDir)).toEqual([]);
   });
 
@@ -575,3 +611,13 @@ describe("privacy", () => {
     expect(host.stderr()).toContain("interaction.accepted");
   });
 });
+
+/** The outcomes of a run's submissions. */
+function submissionOutcomes(runId: string) {
+  return rows(
+    home.stateDir,
+    "SELECT s.outcome FROM interactive_submissions s JOIN interactive_requests i " +
+      "ON i.request_id = s.request_id WHERE i.run_id = :runId",
+    { runId },
+  );
+}

@@ -60,8 +60,6 @@ export interface PreparedChildren {
   adopt(worker: ActiveWorker): void;
   /** The run's idle child for one validation exchange (busy until released), or null. */
   borrow(runId: string): PreparedChild | null;
-  /** Whether the run has a child a validation could borrow now (nothing changes). */
-  idle(runId: string): boolean;
   /** After an exchange: idle again, or stopped when the exchange broke. Idempotent. */
   release(child: PreparedChild, usable: boolean): void;
   /** The run's idle child for its next epoch (it leaves the pool), or null. */
@@ -107,7 +105,6 @@ export function createPreparedChildren(
       leave(child, child.state.name === "kept" ? { name: "kept", busy: true } : { name: "busy" });
       return child;
     },
-    idle: (runId) => isIdle(children.get(runId)?.state),
     release(child, usable) {
       const { state } = child;
       if (state.name !== "busy" && !(state.name === "kept" && state.busy)) return;

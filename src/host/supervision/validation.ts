@@ -11,11 +11,15 @@
  *
  * One child per submission at a time; asking again joins it. The promise resolves once the
  * submission is decided (or the host shuts down, leaving it `validating` for recovery step 9).
+ * `validateNow` is the one rule of when a submission is validated at once in the run's prepared
+ * process (borrowed) and when it waits or gets a fresh child (declined).
  */
 import type { WorkerLaunch } from "../../protocol/worker-launch.ts";
 import { envelopeBase } from "./launch-worker.ts";
 import { readValidationJob, type ValidationJob } from "../../state/interaction-queries.ts";
-import { rejectVerdict } from "../worker-messages/interaction-verdicts.ts";
+import { rejectVerdict, type VerdictJob } from "../worker-messages/interaction-verdicts.ts";
+import type { HeldSubmission } from "../held-submission.ts";
+import type { PreparedChild } from "./prepared-children.ts";
 import type { HostContext } from "../host-context.ts";
 import { spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { retireChild } from "./children/retire-child.ts";
@@ -38,6 +42,14 @@ export const VALIDATE_BOUND_MS = 60_000;
 export interface Validations {
   /** Starts (or joins) the child of a validating submission; resolves once it is decided. */
   validate(submissionId: string): Promise<void>;
+  /**
+   * Borrows the run's prepared process and writes the validate request now, synchronously, or
+   * declines (null): the host is stopping, the submission already validates, no process of the
+   * run is idle, or the run's epoch is still saying goodbye (its process may be kept: `validate`
+   * waits for that). `held`: the submission is not recorded yet (held-submission.ts), it is read
+   * from the caller's open transaction and recorded with its verdict.
+   */
+  validateNow(submissionId: string, held?: HeldSubmission): Promise<void> | null;
   /** Children running now. */
   count(): number;
   /** Stops the run's children (the run was cancelled: their verdicts could change nothing). */
@@ -46,7 +58,10 @@ export interface Validations {
   shutdown(): Promise<void>;
 }
 
-export function createValidations(ctx: HostContext, deps: ValidationDeps): Validations {
+export function createValidations(
+  ctx: HostContext,
+  deps: ValidationDeps & { stopping(): boolean },
+): Validations {
   /** Per submission: resolves once its verdict committed (asking again joins it). */
   const decisions = new Map<string, Promise<void>>();
   const live = createLiveChildren();
@@ -58,6 +73,21 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
     if (closing) return Promise.resolve();
     const job = readValidationJob(ctx.store, submissionId);
     if (!job) return Promise.resolve();
+    return start(job, null);
+  };
+
+  const validateNow = (submissionId: string, held?: HeldSubmission): Promise<void> | null => {
+    if (closing || deps.stopping() || decisions.has(submissionId)) return null;
+    const job = readValidationJob(ctx.store, submissionId);
+    if (!job || deps.epochEnding?.(job.runId)) return null;
+    const prepared = deps.prepared?.borrow(job.runId) ?? null;
+    if (prepared === null) return null;
+    return start(held ? { ...job, held } : job, prepared);
+  };
+
+  /** Runs the job's exchange, in `prepared` when given (borrowed), else as runChild decides. */
+  const start = (job: VerdictJob, prepared: PreparedChild | null): Promise<void> => {
+    const { submissionId } = job;
     const stopper = { stop: () => {} };
     let markDecided = () => {};
     const decided = new Promise<void>((resolve) => (markDecided = resolve));
@@ -70,7 +100,7 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
       },
     };
     // The caller hears the verdict at once; stopping the child's group happens after.
-    const done = runChild(ctx, deps, job, stopper, markDecided).catch((error) => {
+    const done = runChild(ctx, deps, job, stopper, markDecided, prepared).catch((error) => {
       ctx.log("validation.failed", { run: job.runId, error: logError(error) });
     }).finally(() => {
       markDecided();
@@ -84,6 +114,7 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
 
   return {
     validate,
+    validateNow,
     count: live.count,
     stopRun: live.stopRun,
     shutdown() {
@@ -96,13 +127,15 @@ export function createValidations(ctx: HostContext, deps: ValidationDeps): Valid
 async function runChild(
   ctx: HostContext,
   deps: ValidationDeps,
-  job: ValidationJob,
+  job: VerdictJob,
   stopper: { stop(): void },
   decidedHook: () => void,
+  /** The run's prepared process, already borrowed (validateNow); else decided here. */
+  borrowed: PreparedChild | null,
 ): Promise<void> {
   const workerEpoch = ctx.ids.next("vep");
   const launch = validationLaunch(job, workerEpoch);
-  const ending = deps.epochEnding?.(job.runId);
+  const ending = borrowed ? null : deps.epochEnding?.(job.runId);
   if (ending) {
     await ending;
     // Cancelled or timed out meanwhile: nothing to validate any more.
@@ -112,7 +145,7 @@ async function runChild(
   const next: { epoch: (() => void) | null } = { epoch: null };
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
   // child. The exchange below is the same for both.
-  const prepared = deps.prepared?.borrow(job.runId) ?? null;
+  const prepared = borrowed ?? deps.prepared?.borrow(job.runId) ?? null;
   const spawned = prepared?.spawned ?? spawnChildFor(ctx, deps, job, workerEpoch, () => {
     broken.failure = "its output passed the capture limit";
     spawned.channel.destroy();
@@ -131,6 +164,13 @@ async function runChild(
   try {
     const exchange = { ctx, deps, job, launch, spawned, prepared, ahead, broken };
     const facts = await sendRequest(exchange);
+    // A held submission's writes were read with the facts and rolled back: its facts are
+    // current at the revision before them (they come again first in the verdict's commit, or
+    // in its own, which moves this on: held-submission.ts).
+    if (job.held && ahead) {
+      if (ahead.factsRevision !== null) ahead.factsRevision = job.held.revisionBefore;
+      job.held.ahead = ahead;
+    }
     const decided = await readVerdict(exchange, facts, {
       decided: decidedHook,
       launched: (start) => (next.epoch = start),

@@ -2,7 +2,8 @@
  * What a validation child's verdict commits (validation.ts runs the child): the verdict is
  * checked against the submission it names, then an acceptance commits the output and makes the
  * run launchable again, a rejection keeps the request ready for a corrected retry. A stale
- * verdict (the submission moved on) commits nothing.
+ * verdict (the submission moved on) commits nothing. A submission validated before it was
+ * recorded (held-submission.ts) is recorded first, in the verdict's commit.
  */
 import type { FactError } from "../../protocol/run-facts.ts";
 import type { WorkerMessage } from "../../protocol/worker-messages.ts";
@@ -12,6 +13,10 @@ import {
   rejectSubmission,
 } from "../../state/transitions/interaction-verdicts.ts";
 import type { HostContext } from "../host-context.ts";
+import { type HeldSubmission, withHeldRecorded } from "../held-submission.ts";
+
+/** A validation's submission; `held` when it is recorded only with its verdict. */
+export type VerdictJob = ValidationJob & { held?: HeldSubmission };
 
 export type Verdict =
   | WorkerMessage & { kind: "interaction.accepted" }
@@ -34,24 +39,26 @@ export function judgeVerdict(job: ValidationJob, message: WorkerMessage): Verdic
 /** Commits an acceptance; false when it was stale. */
 export function acceptVerdict(
   ctx: HostContext,
-  job: ValidationJob,
+  job: VerdictJob,
   verdict: Verdict & { kind: "interaction.accepted" },
 ): boolean {
-  const done = acceptSubmission(ctx.store, {
-    submissionId: job.submissionId,
-    generation: job.generation,
-    output: verdict.payload.output,
-  });
+  const done = withHeldRecorded(ctx.store, job.held, () =>
+    acceptSubmission(ctx.store, {
+      submissionId: job.submissionId,
+      generation: job.generation,
+      output: verdict.payload.output,
+    }));
   ctx.log("interaction.accepted", { run: job.runId, stale: done === null });
   return done !== null;
 }
 
-export function rejectVerdict(ctx: HostContext, job: ValidationJob, error: FactError) {
-  const done = rejectSubmission(ctx.store, {
-    submissionId: job.submissionId,
-    generation: job.generation,
-    error,
-  });
+export function rejectVerdict(ctx: HostContext, job: VerdictJob, error: FactError) {
+  const done = withHeldRecorded(ctx.store, job.held, () =>
+    rejectSubmission(ctx.store, {
+      submissionId: job.submissionId,
+      generation: job.generation,
+      error,
+    }));
   ctx.log("interaction.rejected", {
     run: job.runId,
     code: error.code.slice(0, 64),

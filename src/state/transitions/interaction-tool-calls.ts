@@ -35,6 +35,11 @@ export interface SubmitInteractionOptions extends InteractionTarget {
   submission: JsonValue;
   /** What the step used so far (interaction-usage.ts). */
   usage?: StepUsage;
+  /**
+   * The id of a new submission, when the host chose it already (one validated before it was
+   * recorded: its verdict names it); a new id otherwise.
+   */
+  submissionId?: string;
 }
 
 export type SubmitResult =
@@ -122,7 +127,7 @@ export function submitInteraction(
           "verdict; a different output can be submitted once that verdict is in",
       );
     }
-    const submissionId = store.ids.next("sub");
+    const submissionId = opts.submissionId ?? store.ids.next("sub");
     execute(
       store,
       "INSERT INTO interactive_submissions (submission_id, request_id, idempotency_key, " +
