@@ -33,8 +33,15 @@ export const AbsolutePathSchema = v.pipe(
   v.check((path) => !path.includes("\0"), "Invalid path: contains a NUL character"),
 );
 
+/** The longest short text (names, reasons, one-line problems). */
+export const MAX_SHORT_TEXT_CHARS = 1000;
+
 /** A bounded single-line text such as a name or reason. */
-export const ShortTextSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
+export const ShortTextSchema = v.pipe(
+  v.string(),
+  v.minLength(1),
+  v.maxLength(MAX_SHORT_TEXT_CHARS),
+);
 
 /** A stable machine code plus a bounded one-line message. */
 export const ErrorInfoSchema = v.strictObject({

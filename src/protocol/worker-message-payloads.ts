@@ -8,6 +8,10 @@ import { FactErrorSchema, JsonValueSchema, NODE_EFFECTS } from "./run-facts.ts";
 import { StepUsageSchema } from "./step-usage.ts";
 import { SubmissionTallySchema } from "./submissions.ts";
 import {
+  MAX_PRESENTATION_PROMPT_CHARS,
+  WaitingPresentationSchema,
+} from "./waiting-presentation.ts";
+import {
   DigestSchema,
   nonArray,
   OpaqueIdSchema,
@@ -127,10 +131,7 @@ export const WORKER_PAYLOAD_SCHEMAS = {
      * rendered prompt, or why it could not be rendered. The host owes the origin session one
      * presentation turn for this wait.
      */
-    presentation: v.optional(v.union([
-      strictObject({ prompt: v.pipe(v.string(), v.maxLength(65_536)) }),
-      strictObject({ problem: ShortTextSchema }),
-    ])),
+    presentation: v.optional(WaitingPresentationSchema),
   }),
   "run.finished": nonArray(v.variant("state", [
     v.strictObject({ state: v.literal("completed"), output: JsonValueSchema }),
@@ -172,7 +173,7 @@ export const WORKER_PAYLOAD_SCHEMAS = {
   }),
   /** Right before `run.finished(completed)`: the root's rendered `presentationPrompt`. */
   "presentation.requested": strictObject({
-    prompt: v.pipe(v.string(), v.maxLength(65_536)),
+    prompt: v.pipe(v.string(), v.maxLength(MAX_PRESENTATION_PROMPT_CHARS)),
   }),
   "effect.reserve": strictObject({
     /** Source resource, effect type and author key together form the effect key. */

@@ -18,7 +18,6 @@ import { flushProcessOutput } from "./flush-process-output.ts";
 import { StepInterrupted } from "./step-interrupted.ts";
 import { createSubmissionRecorder } from "./submission-recorder.ts";
 import { createUsageRecorder } from "./usage-recorder.ts";
-import type { RenderedPresentation } from "../workflows/engine.ts";
 import { MODEL_STEP_KINDS, type NodeStep, type RunWorkflow } from "./workflow-port.ts";
 import { workerClock } from "./worker-clock.ts";
 
@@ -213,7 +212,7 @@ export async function runNode(
         reason: result.kind,
         request: result.request,
         ...(result.answerSchema !== undefined ? { answerSchema: result.answerSchema } : {}),
-        ...(presentation === null ? {} : { presentation: parkedPresentation(presentation) }),
+        ...(presentation === null ? {} : { presentation }),
       },
       attemptId,
     );
@@ -380,12 +379,4 @@ function nextSequence(facts: RunFacts): number {
   }
   seen.count = facts.attempts.length;
   return seen.max + 1;
-}
-
-/** Nothing to present is a prompt of null: the host then owes no turn. */
-function parkedPresentation(
-  rendered: RenderedPresentation,
-): { prompt: string } | { problem: string } | undefined {
-  if ("problem" in rendered) return { problem: rendered.problem.slice(0, 1000) };
-  return rendered.prompt === null ? undefined : { prompt: rendered.prompt };
 }

@@ -11,6 +11,7 @@ import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
 import type { WorkerLaunch } from "../protocol/worker-launch.ts";
+import type { WaitingPresentation } from "../protocol/waiting-presentation.ts";
 import { type AgentStepExecutor, unavailableAgentExecutor } from "../workflows/agent-executor.ts";
 import {
   type CompiledWorkflow,
@@ -21,7 +22,6 @@ import {
   type NodeResult,
   type OutputSink,
   type ProcessGroupHooks,
-  type RenderedPresentation,
   resolveNodeTimeout,
   trackAppendOnlyFacts,
   waitingPresentation,
@@ -115,7 +115,7 @@ export interface RunWorkflow {
     nodeId: string,
     facts: RunFacts,
     request: JsonValue,
-  ): RenderedPresentation | null;
+  ): WaitingPresentation | null;
   /** Tolerant JSON parsing and the node's rules for one submission (the validation child). */
   acceptSubmission(
     nodeId: string,

@@ -46,13 +46,10 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { NodeEffect, RunFacts } from "../protocol/run-facts.ts";
+import { presentationProblem, type WaitingPresentation } from "../protocol/waiting-presentation.ts";
 import type { CompiledNode, CompiledWorkflow } from "./compile.ts";
 import { type FactsView, invocationStart, viewFacts } from "./facts-view.ts";
-import {
-  presentationContext,
-  type RenderedPresentation,
-  renderPresentation,
-} from "./presentation-context.ts";
+import { presentationContext, renderPresentation } from "./presentation-context.ts";
 import { routeFrom } from "./routing.ts";
 
 export type { CompiledNode, CompiledWorkflow } from "./compile.ts";
@@ -62,7 +59,6 @@ export type { ExecuteContext } from "./execute-node.ts";
 export type { NodeResult } from "./node-result.ts";
 export type { EffectPort, EffectReservation } from "./managed-effect.ts";
 export type { OutputSink, ProcessGroupHooks } from "./shell-runner.ts";
-export type { RenderedPresentation } from "./presentation-context.ts";
 export { trackAppendOnlyFacts } from "./facts-view.ts";
 export { DEFAULT_NODE_TIMEOUT_MS, resolveNodeTimeout } from "./node-timeout.ts";
 
@@ -222,7 +218,11 @@ export function waitingPresentation(
   facts: RunFacts,
   nodeId: string,
   request: JsonValue,
-): RenderedPresentation {
-  const view = viewFacts(wf, facts);
-  return renderPresentation(wf, () => presentationContext(wf, view, facts, request, nodeId));
+): WaitingPresentation | null {
+  const rendered = renderPresentation(
+    wf,
+    () => presentationContext(wf, viewFacts(wf, facts), facts, request, nodeId),
+  );
+  if ("problem" in rendered) return presentationProblem(rendered.problem);
+  return rendered.prompt === null ? null : { prompt: rendered.prompt };
 }

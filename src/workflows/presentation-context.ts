@@ -12,6 +12,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunFacts } from "../protocol/run-facts.ts";
+import { MAX_PRESENTATION_PROMPT_CHARS } from "../protocol/waiting-presentation.ts";
 import type { CompiledWorkflow } from "./compile.ts";
 import { errorMessage } from "./errors.ts";
 import { type FactsView, scopeContext } from "./facts-view.ts";
@@ -19,9 +20,6 @@ import type { PresentationContext } from "./types.ts";
 
 /** The callback runs synchronously inside the worker's bound: nothing ever aborts it. */
 const NEVER_ABORTED = new AbortController().signal;
-
-/** The longest presentation prompt (the turn's text is bounded again when it is written). */
-export const MAX_PRESENTATION_PROMPT_CHARS = 65_536;
 
 export function presentationContext(
   wf: CompiledWorkflow,

@@ -30,7 +30,7 @@ import {
   requestPresentation,
   turnIntentId,
 } from "../../src/state/transitions/turn-intents.ts";
-import type { WaitingPresentation } from "../../src/state/transitions/turn-intents.ts";
+import type { WaitingPresentation } from "../../src/protocol/waiting-presentation.ts";
 import { claimTurn, resolveTurn } from "../../src/state/transitions/turn-delivery.ts";
 import { writeTransaction } from "../../src/state/transactions.ts";
 import type { Claim } from "../../src/state/claims.ts";

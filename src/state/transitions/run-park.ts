@@ -28,11 +28,8 @@ import {
   setRunState,
   stopAtBoundary,
 } from "./common.ts";
-import {
-  presentWaitingInTx,
-  releaseTurnIntentsInTx,
-  type WaitingPresentation,
-} from "./turn-intents.ts";
+import { presentWaitingInTx, releaseTurnIntentsInTx } from "./turn-intents.ts";
+import type { WaitingPresentation } from "../../protocol/waiting-presentation.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
   r.state === "running" && (r.queue_state === "running" || r.queue_state === "starting");

@@ -21,6 +21,7 @@
  */
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import type { TURN_CAUSES } from "../../protocol/outbox-operations.ts";
+import type { WaitingPresentation } from "../../protocol/waiting-presentation.ts";
 import { type Claim, claimRunId } from "../claims.ts";
 import { protectedWrite, workerTarget, type WorkerWriteOptions } from "../protected-write.ts";
 import { type StateStore } from "../store.ts";
@@ -96,7 +97,6 @@ export function requestPresentationInTx(
 }
 
 /** What presents a waiting checkpoint: the rendered prompt, or why it could not be rendered. */
-export type WaitingPresentation = { prompt: string } | { problem: string };
 
 /**
  * An interactive run now waits at a checkpoint and its root declares a `presentationPrompt` (as
