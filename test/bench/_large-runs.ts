@@ -14,8 +14,8 @@ import { DAY_MS, runRetentionPass } from "../../src/state/retention/retention-pa
 import { createRetentionPass } from "../../src/state/retention/retention-pass.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
-import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
-import { endedRun, startRun } from "../support/ended-runs.ts";
+import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
+import { activeRun, endedRun } from "../support/ended-runs.ts";
 import { round } from "./_figures.ts";
 
 interface Shape {
@@ -69,7 +69,7 @@ export function largeRuns(
 interface Built {
   dir: string;
   now: number;
-  active: { attemptId: string; claim: ReturnType<typeof startRun>["claim"] };
+  active: ReturnType<typeof activeRun>;
 }
 
 function build(dir: string, shape: Shape): Built {
@@ -81,18 +81,10 @@ function build(dir: string, shape: Shape): Built {
   clock.set(Date.now());
   // Compacted as a running host would have (nothing is past a 100-year period).
   runRetentionPass(store, { keepDays: 36_500 });
-  const { claim } = startRun(store, { hostEpoch: host.epoch });
-  const attemptId = store.ids.next("attempt");
-  recordNodeStarted(store, claim, {
-    attemptId,
-    nodeId: "work",
-    nodeKind: "agent",
-    effect: "pure",
-    deadlineAt: null,
-  });
+  const active = activeRun(store, { hostEpoch: host.epoch });
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
-  return { dir, now: clock.now(), active: { attemptId, claim } };
+  return { dir, now: clock.now(), active };
 }
 
 function prune(dir: string, built: Built, way: (typeof WAYS)[number]): LargeRunFigures {

@@ -37,12 +37,12 @@ import {
 } from "../../src/state/retention/retention-pass.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { groupTransaction } from "../../src/state/transactions.ts";
-import { recordNodeStarted, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
+import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { createViewerData, refreshViewerData } from "../../src/viewer/viewer-data.ts";
 import { runDoctor } from "../../src/state/doctor.ts";
 import { acquireHostClaim } from "../../src/state/host-claim.ts";
 import type { Claim } from "../../src/state/claims.ts";
-import { endedRun, startRun } from "../support/ended-runs.ts";
+import { activeRun, endedRun } from "../support/ended-runs.ts";
 import { percentile, round } from "./_figures.ts";
 import { STEP_GAP_MS } from "../../src/host/retention-runner.ts";
 import { replicateRuns } from "./_replicate-runs.ts";
@@ -104,19 +104,7 @@ function build(name: string, ended: number): Db {
   // are made from the compacted templates, without viewer deltas (trimmed long ago).
   runRetentionPass(store, { keepDays: 36_500 });
   replicateRuns(store, { templates, total: ended, spacingMs: SPACING_MS, feed: false });
-  const active = [];
-  for (let i = 0; i < ACTIVE; i++) {
-    const { runId, claim } = startRun(store, { hostEpoch: host.epoch });
-    const attemptId = store.ids.next("attempt");
-    recordNodeStarted(store, claim, {
-      attemptId,
-      nodeId: "work",
-      nodeKind: "agent",
-      effect: "pure",
-      deadlineAt: null,
-    });
-    active.push({ runId, claim, attemptId });
-  }
+  const active = Array.from({ length: ACTIVE }, () => activeRun(store, { hostEpoch: host.epoch }));
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
   return { dir, clock, active, wholeBytes };

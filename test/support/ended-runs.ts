@@ -94,6 +94,23 @@ export function startRun(
   return { runId, ...launch(store, runId, opts.hostEpoch) };
 }
 
+/** A running run with one open agent step: the host's writes in the benchmarks update it. */
+export function activeRun(
+  store: StateStore,
+  opts: EndedRunOptions,
+): { runId: string; claim: Claim; attemptId: string } {
+  const { runId, claim } = startRun(store, opts);
+  const attemptId = store.ids.next("attempt");
+  recordNodeStarted(store, claim, {
+    attemptId,
+    nodeId: "work",
+    nodeKind: "agent",
+    effect: "pure",
+    deadlineAt: null,
+  });
+  return { runId, claim, attemptId };
+}
+
 /** One complete ended run (completed); returns its id. */
 export function endedRun(store: StateStore, opts: EndedRunOptions): string {
   const { runId, claim, epoch } = startRun(store, opts);
