@@ -59,11 +59,17 @@ export function releaseBenchHost(ctx: HostContext): void {
 export function enqueueResolved(
   store: StateStore,
   resolved: ResolveResult,
-  where: { projectPath: string; binding?: RunBindingInput },
+  where: {
+    projectPath: string;
+    binding?: RunBindingInput;
+    /** Provider credentials the run is started with (names; the host is given the values). */
+    credentialNames?: string[];
+  },
 ): TransitionResult {
   if (!resolved.ok) throw new Error(`Resolve failed: ${resolved.message}`);
   return enqueueRun(store, {
     ...resolvedRunFields(resolved, where.projectPath),
     binding: where.binding ?? { executionMode: "headless" },
+    ...(where.credentialNames ? { environment: {}, credentialNames: where.credentialNames } : {}),
   });
 }

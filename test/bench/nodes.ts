@@ -25,7 +25,11 @@
  * that end, in ms after the start (the raw commit measurement holds this process's loop for 2 s,
  * so it can read late), beside `cold_worker_ms`, when the cold run was enqueued.
  *
- *   npm run bench -- nodes [nodes=1000] [long=10000]   (long=0 skips the long run)
+ * With `credentials`, the long run is started with a provider credential, as a headless run
+ * started from a shell with a provider key is (its workers get it for their Pi children); it prints
+ * `credentials: true`.
+ *
+ *   npm run bench -- nodes [nodes=1000] [long=10000] [credentials]   (long=0 skips the long run)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,6 +47,7 @@ import { cpuSamples } from "./_child-cpu.ts";
 
 const NODES = Number(benchArgs[0] ?? bySize(1000, 50));
 const LONG = Number(benchArgs[1] ?? bySize(10_000, 200));
+const CREDENTIALS = benchArgs[2] === "credentials";
 const root = mkdtempSync(join(tmpdir(), "piw-bench-nodes-"));
 
 function workflowSource(count: number, variant = 0): string {
@@ -107,7 +112,7 @@ interface NodesRun {
   workerAtMs: number;
 }
 
-async function runNodes(count: number, variant = 0): Promise<NodesRun> {
+async function runNodes(count: number, variant = 0, credentials = false): Promise<NodesRun> {
   const workflowPath = join(project, `many-${count}-${variant}.workflow.ts`);
   writeFileSync(workflowPath, workflowSource(count, variant));
   const resolved = await supervision.resolve({
@@ -123,7 +128,9 @@ async function runNodes(count: number, variant = 0): Promise<NodesRun> {
   const commitsBefore = commitCount(store);
   const { runId } = enqueueResolved(store, resolved, {
     projectPath: project,
+    ...(credentials ? { credentialNames: ["ANTHROPIC_API_KEY"] } : {}),
   });
+  if (credentials) supervision.supplyCredentials(runId, { ANTHROPIC_API_KEY: "bench-not-a-key" });
   supervision.wake();
   await waitUntil(() => listAttempts(store, runId).length > 0, 60_000);
   const firstNode = performance.now();
@@ -179,7 +186,7 @@ try {
   supervision.warmCompileCache();
   const cold = await runNodes(NODES, 1);
   const short = await runNodes(NODES, 2);
-  const long = LONG > 0 ? await runNodes(LONG) : null;
+  const long = LONG > 0 ? await runNodes(LONG, 0, CREDENTIALS) : null;
   console.log(JSON.stringify({
     bench: "nodes",
     nodes: short.nodes,
@@ -199,6 +206,7 @@ try {
     ...(long
       ? {
         nodes_10k: long.nodes,
+        ...(CREDENTIALS ? { credentials: true } : {}),
         seconds_10k: Math.round(long.seconds * 100) / 100,
         nodes_per_s_10k: Math.round(long.nodesPerS),
         raw_tx_per_s_10k: Math.round(long.raw),
