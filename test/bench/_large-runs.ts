@@ -1,7 +1,7 @@
 /**
  * The retention benchmark's large runs: one ended run with `attempts` extra attempts and one with
- * `events` extra events (progress updates of one attempt), each built through the real
- * transitions, then pruned on copies of the same file two ways, in turns: in one transaction per
+ * `events` extra events (progress updates of one attempt; smoke: 100 and 200), each built through
+ * the real transitions, then pruned on copies of the same file two ways, in turns: in one transaction per
  * run (the budget and the row bound lifted: how a run went before batches) and as the pass does
  * it (a mark, then batches within the step budget). Between two transactions the host writes one
  * update of an active run (the baseline, as in the main case). Reports per shape and way the

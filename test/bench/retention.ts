@@ -562,7 +562,7 @@ try {
     // in one transaction (as before batches) and as the pass does, on copies, in turns.
     largeRuns: largeRuns(
       root,
-      SMOKE ? { attempts: 300, events: 600 } : { attempts: 5_000, events: 10_000 },
+      SMOKE ? { attempts: 100, events: 200 } : { attempts: 5_000, events: 10_000 },
       SMOKE ? 1 : 3,
     ),
     // Each read beside the small database's, taken in turns with it (before, then after).
