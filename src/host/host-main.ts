@@ -35,6 +35,7 @@ import {
   responseFailedResponse,
 } from "./command-dispatch.ts";
 import { createHostLog, logError, oneLine } from "./host-log.ts";
+import { createCheckpointRunner } from "../state/checkpoint-runner.ts";
 import { readHostOptions } from "./host-options.ts";
 import type { HostPhase, HostRuntime } from "./host-runtime.ts";
 import { startIdleCheck } from "./idle-check.ts";
@@ -151,12 +152,16 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   });
   const { epoch } = claim;
 
+  const checkpointRunner = createCheckpointRunner(store, {
+    onProblem: (message) => log("checkpoint.threadFailed", { error: message }),
+  });
   const retention = createRetentionRunner({
     store,
     stateDir,
     log,
     intervalMs: hostOptions.retentionIntervalMs,
     now: () => clock.now(),
+    checkpointRunner,
   });
 
   let phase: HostPhase = "running";
@@ -198,6 +203,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
           // Lost meanwhile: the next host takes over after expiry.
         }
       }
+      await checkpointRunner.close();
       closeStateStore(store);
       removeSignalHandlers();
       log("host.stopped", { epoch, reason });

@@ -26,6 +26,7 @@ import {
   type RetentionReport,
 } from "../state/retention/retention-pass.ts";
 import type { StateStore } from "../state/store.ts";
+import type { CheckpointRunner } from "../state/checkpoint-runner.ts";
 import { runsNotStored } from "../state/retention/missing-runs.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
@@ -56,7 +57,10 @@ export function createRetentionRunner(ctx: {
   log: HostLog;
   intervalMs: number;
   now(): number;
+  /** Runs the passes' checkpoints off the event loop (none: in line). */
+  checkpointRunner?: CheckpointRunner;
 }): RetentionRunner {
+  const settings = ctx.checkpointRunner ? { checkpointRunner: ctx.checkpointRunner } : {};
   let idlePass: RetentionPass | null = null;
   let nextIdleAt = 0;
   let commanded: Promise<RetentionReport> | null = null;
@@ -88,6 +92,9 @@ export function createRetentionRunner(ctx: {
       fileBytesAfter: r.fileBytesAfter,
       transactions: r.transactions,
       longestLockMs: Math.round(r.longestLockMs * 100) / 100,
+      // Where its checkpoints ran at its end: on their thread, or the event loop's (a runtime
+      // without worker threads, or a thread that failed: checkpoint.threadFailed says why).
+      checkpoints: ctx.checkpointRunner?.offThread ? "thread" : "inline",
     });
   };
 
@@ -104,8 +111,14 @@ export function createRetentionRunner(ctx: {
       const run = async () => {
         idlePass = null;
         const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
-        const pass = createRetentionPass(ctx.store, { keepDays, dryRun: options.dryRun });
-        while (step(pass)) await new Promise((resolve) => setTimeout(resolve, STEP_GAP_MS));
+        const pass = createRetentionPass(ctx.store, {
+          keepDays,
+          dryRun: options.dryRun,
+          ...settings,
+        });
+        while (step(pass)) {
+          await (pass.waiting() ?? new Promise((resolve) => setTimeout(resolve, STEP_GAP_MS)));
+        }
         finish(pass, "command");
         return pass.report;
       };
@@ -133,9 +146,10 @@ export function createRetentionRunner(ctx: {
       try {
         // Opening a pass writes (a checkpoint), so it is inside the guard like every step: an
         // error thrown from this timer (a full disk) would end the host.
-        if (keepDays !== null) idlePass = createRetentionPass(ctx.store, { keepDays });
+        if (keepDays !== null) idlePass = createRetentionPass(ctx.store, { keepDays, ...settings });
         if (!idlePass) return;
-        while (performance.now() - started < IDLE_SLICE_MS) {
+        // A checkpoint on the runner's thread ends the slice; a later tick goes on after it.
+        while (performance.now() - started < IDLE_SLICE_MS && !idlePass.waiting()) {
           if (!step(idlePass)) {
             finish(idlePass, "idle");
             idlePass = null;

@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- retention [--runs N] [--budget-ms N] [--smoke]` (smoke: 200 runs): a state
+ * `npm run bench -- retention [--runs N] [--budget-ms N] [--checkpoints thread|inline] [--smoke]`
+ * (smoke: 200 runs): a state
  * database with N (default 100,000) ended runs of a realistic shape plus 50 active runs, against
  * one with only the 50 active runs. Thirty runs are built through the real transitions
  * (test/support/ended-runs.ts: attempts with outputs and updates, a managed effect, a
@@ -30,6 +31,7 @@ import {
   readRunStatus,
 } from "../../src/state/queries.ts";
 import { hostStatusCounts } from "../../src/state/status-counts.ts";
+import { createCheckpointRunner } from "../../src/state/checkpoint-runner.ts";
 import {
   createRetentionPass,
   DAY_MS,
@@ -65,6 +67,16 @@ const CHECKPOINT_FRAMES = args.includes("--checkpoint-frames")
 const GAP_SLEEP_MS = args.includes("--gap-sleep-ms")
   ? Number(args[args.indexOf("--gap-sleep-ms") + 1])
   : STEP_GAP_MS;
+/**
+ * `--checkpoints thread|inline`: the pass's checkpoints on the checkpoint runner's thread, as the
+ * host runs them (default), or on the event loop (the baseline from before the runner).
+ */
+const CHECKPOINTS = args.includes("--checkpoints")
+  ? args[args.indexOf("--checkpoints") + 1]
+  : "thread";
+if (CHECKPOINTS !== "thread" && CHECKPOINTS !== "inline") {
+  throw new Error(`--checkpoints must be thread or inline, not ${CHECKPOINTS}`);
+}
 const BUDGET_MS = args.includes("--budget-ms")
   ? Number(args[args.indexOf("--budget-ms") + 1])
   : undefined;
@@ -361,6 +373,12 @@ try {
   // transaction restarts the WAL too.
   let checkpointedSinceTx = true;
   const checkpointMs = new Samples();
+  // What each checkpoint cost the event loop: all of it in line, the hand-over with the runner.
+  const checkpointLoopMs = new Samples();
+  const checkpointProblems: string[] = [];
+  const checkpointRunner = CHECKPOINTS === "thread"
+    ? createCheckpointRunner(store, { onProblem: (m) => checkpointProblems.push(m) })
+    : undefined;
   const writeOver20 = { n: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0 };
   let checkpointFramesMax = 0;
   let lastTx: (typeof slowest)[number] | null = null;
@@ -368,6 +386,7 @@ try {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
     ...(CHECKPOINT_FRAMES === undefined ? {} : { checkpointFrames: CHECKPOINT_FRAMES }),
+    ...(checkpointRunner ? { checkpointRunner } : {}),
     onTransaction: (phase, ms, commit) => {
       lockMs.push(ms);
       commitMs.push(commit);
@@ -388,9 +407,10 @@ try {
       checkpointedSinceTx = false;
       if (ms >= 20) slowest.push(lastTx);
     },
-    onCheckpoint: (ms, frames) => {
+    onCheckpoint: (ms, frames, loopMs) => {
       checkpointedSinceTx = true;
       checkpointMs.push(ms);
+      checkpointLoopMs.push(loopMs);
       checkpointFramesMax = Math.max(checkpointFramesMax, frames);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
@@ -422,6 +442,9 @@ try {
     const more = pass.step();
     const ms = performance.now() - stepStarted;
     stepMs.push(ms);
+    // A checkpoint on the runner's thread: the event loop is free until it answers.
+    const waiting = pass.waiting();
+    if (waiting) await waiting;
     const tx = lastTx as (typeof slowest)[number] | null;
     if (tx && tx.ms >= 20) {
       const after = schedstat();
@@ -460,6 +483,7 @@ try {
   gcObserver.disconnect();
   const gcInTx = gcInside(txSpans.values(), gcs);
   for (const tx of slowest) tx.gcMs = round(gcOverlap(tx.start, tx.start + tx.ms, gcs));
+  await checkpointRunner?.close();
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
   // The small database gets the same writes, so after the prune both hold the same history of
@@ -522,10 +546,14 @@ try {
         ...spread(stepMs),
       },
       walMaxBytes,
+      // Each checkpoint's length where it ran (`on`), and what it cost the event loop.
       checkpoints: checkpointMs.n === 0 ? null : {
+        on: CHECKPOINTS,
         n: checkpointMs.n,
         ...spread(checkpointMs),
+        loopMs: spread(checkpointLoopMs),
         framesMax: checkpointFramesMax,
+        problems: checkpointProblems,
       },
       over20ms: slowest.length,
       // The garbage collector's pauses inside the pass's transactions.

@@ -172,6 +172,21 @@ async function pauseResumeCancel(ctx: SmokeContext): Promise<void> {
   step(ctx, "pause, resume and cancel a run; list --all");
 }
 
+/**
+ * A prune: its checkpoints run on a thread of their own in this runtime (the executable starts
+ * that thread from source text it carries: checkpoint-thread.ts), and none fell back to the
+ * host's event loop.
+ */
+async function pruneOffThread(ctx: SmokeContext): Promise<void> {
+  expectExit(await ctx.cli(["prune"]), 0, ["prune"]);
+  const log = readFileSync(join(ctx.dir.stateDir, "host.log"), "utf8");
+  const pass = log.split("\n").find((line) => / retention\.pass source=command /.test(line));
+  check(pass?.includes(" checkpoints=thread") === true, `prune's log line: ${pass}`);
+  const failed = log.split("\n").filter((line) => / checkpoint\.threadFailed /.test(line));
+  check(failed.length === 0, `checkpoint thread failed: ${failed.join(" | ")}`);
+  step(ctx, "prune: checkpoints on their own thread");
+}
+
 async function stopHost(ctx: SmokeContext): Promise<void> {
   const idle = await waitFor("the host to be idle", 20_000, async () => {
     const status = await cliJson(ctx, ["host", "status", "--json"]);
@@ -238,6 +253,7 @@ export const SCENARIO_PHASES: readonly Phase[] = [
   reconcileController,
   crashWorkerAndRecover,
   pauseResumeCancel,
+  pruneOffThread,
   stopHost,
   checkNoWarnings,
 ];

@@ -12,7 +12,8 @@
  * 4. `start two-turn-agent.workflow.ts --wait` runs two agent steps headless with the real Pi
  *    (`pi` found on PATH: a wrapper starting the devDependency) against the fake model;
  * 5. another run is paused (its worker stops), resumed and cancelled; `list --all` shows all;
- * 6. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
+ * 6. `prune` runs its checkpoints on their own thread (its host log line says so);
+ * 7. `host stop`; no process of the smoke is left; `doctor` is clean; no runtime warnings.
  *
  * Processes of this smoke are recognised by its private HOME in their environment;
  * the `finally` SIGKILLs any that are left, by PID.

@@ -7,11 +7,17 @@
  * transactions have written about `checkpointFrames` WAL frames: passive (it takes no write lock
  * and waits for no reader), so the host serves between it and the transactions. The WAL stays
  * bounded (the host's own commits keep their automatic checkpoints, and the pass's come long
- * before the WAL reaches that threshold), and every checkpoint syncs the WAL first, which also
- * makes the pass's unsynced commits durable (pass-transaction.ts).
+ * before the WAL reaches that threshold), and every checkpoint ends with an fsync of the WAL, which
+ * makes the pass's unsynced commits durable (pass-transaction.ts). The host gives the pass a
+ * checkpoint runner, so the checkpoints run on a thread of their own and its event loop serves
+ * meanwhile (checkpoint-runner.ts); the pass waits for each before its next transaction.
  */
 import type { StateStore } from "../store.ts";
-import { queryOneArgs } from "../statements.ts";
+import {
+  checkpointHere,
+  type CheckpointResult,
+  type CheckpointRunner,
+} from "../checkpoint-runner.ts";
 import { pragmaNumber } from "./database-pages.ts";
 
 /**
@@ -29,18 +35,24 @@ export interface PassCheckpoints {
   /** True when the pass's transactions since the last checkpoint wrote enough frames. */
   due(): boolean;
   /**
-   * A passive checkpoint (outside any transaction). True when it copied every frame of the WAL
-   * into the database file, which it synced: every commit so far is durable.
+   * A passive checkpoint and an fsync of the WAL (outside any transaction): on the checkpoint
+   * runner's thread when the pass has a runner (the promise settles once it ended), else here
+   * (null: it has ended). Either way every commit of the pass before it is then durable.
    */
-  run(): boolean;
+  run(): Promise<void> | null;
 }
 
 export function createPassCheckpoints(
   store: StateStore,
   options: {
     checkpointFrames?: number;
-    /** Told each checkpoint's length and the WAL frames it found (the benchmark). */
-    onCheckpoint?: (ms: number, frames: number) => void;
+    /**
+     * Told each checkpoint's length (where it ran), the WAL frames it found, and the time the
+     * host's thread spent on it: all of it here, only the hand-over with a runner (the benchmark).
+     */
+    onCheckpoint?: (ms: number, frames: number, threadMs: number) => void;
+    /** Runs the checkpoints off the host's thread (checkpoint-runner.ts); else they run here. */
+    checkpointRunner?: CheckpointRunner;
   },
 ): PassCheckpoints {
   const target = options.checkpointFrames ?? CHECKPOINT_FRAMES;
@@ -52,6 +64,15 @@ export function createPassCheckpoints(
   // The WAL's frames at the last checkpoint, when a reader kept it from copying them all (the
   // WAL then grows on instead of starting over).
   let leftFrames = 0;
+  const settle = (result: CheckpointResult): void => {
+    // The pass's opening checkpoint (no transaction yet) tells nothing of its transactions.
+    if (since === 0) return;
+    const log = result.log;
+    const written = Math.max(1, log >= leftFrames ? log - leftFrames : log);
+    leftFrames = result.checkpointed < log ? log : 0;
+    every = Math.max(1, Math.min(10_000, Math.round((since * target) / written)));
+    since = 0;
+  };
   return {
     around(fn) {
       since++;
@@ -65,18 +86,25 @@ export function createPassCheckpoints(
     },
     due: () => since >= every,
     run() {
-      const started = performance.now();
-      const row = queryOneArgs<{ busy: number; log: number; checkpointed: number }>(
-        store,
-        "PRAGMA wal_checkpoint(PASSIVE)",
-      );
-      const log = row?.log ?? 0;
-      const written = Math.max(1, log >= leftFrames ? log - leftFrames : log);
-      leftFrames = row && row.checkpointed < log ? log : 0;
-      every = Math.max(1, Math.min(10_000, Math.round((since * target) / written)));
-      since = 0;
-      options.onCheckpoint?.(performance.now() - started, log);
-      return row !== undefined && row.busy === 0 && log >= 0 && row.checkpointed === log;
+      const runner = options.checkpointRunner;
+      if (!runner) {
+        const result = checkpointHere(store);
+        settle(result);
+        options.onCheckpoint?.(result.ms, result.log, result.ms);
+        return null;
+      }
+      const handOver = performance.now();
+      const started = runner.checkpoint();
+      const handOverMs = performance.now() - handOver;
+      return started.then((result) => {
+        const settled = performance.now();
+        settle(result);
+        // The host's thread spent the hand-over and this, and the checkpoint itself when the
+        // thread failed and it ran here.
+        const threadMs = handOverMs + (performance.now() - settled) +
+          (result.on === "host" ? result.ms : 0);
+        options.onCheckpoint?.(result.ms, result.log, threadMs);
+      });
     },
   };
 }

@@ -7,8 +7,9 @@ import { writeTransaction } from "../transactions.ts";
 import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
 import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
-import { asPassTransaction, syncPassCommits } from "./pass-transaction.ts";
+import { asPassTransaction } from "./pass-transaction.ts";
 import { TRANSACTION_ROWS } from "./run-marks.ts";
+import type { CheckpointRunner } from "../checkpoint-runner.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
 export interface RetentionReport {
@@ -76,8 +77,13 @@ export interface PassSettings {
   onTransaction?: (phase: string, ms: number, commitMs: number) => void;
   /** WAL frames between two of the pass's checkpoints (pass-checkpoints.ts). */
   checkpointFrames?: number;
-  /** Told each of the pass's checkpoints' length and WAL frames (the benchmark). */
-  onCheckpoint?: (ms: number, frames: number) => void;
+  /**
+   * Told each of the pass's checkpoints' length, WAL frames and the host thread's part of it
+   * (the benchmark).
+   */
+  onCheckpoint?: (ms: number, frames: number, threadMs: number) => void;
+  /** Runs the pass's checkpoints off the host's thread (the host's); else they run in line. */
+  checkpointRunner?: CheckpointRunner;
 }
 
 export interface PassContext {
@@ -96,9 +102,9 @@ export interface PassContext {
   /** What the runs deleted since the pass last made its commits durable leave on disk. */
   readonly pruned: PrunedLists;
   /**
-   * Makes the pass's commits so far durable (an fsync of the WAL, unless `synced`: a complete
-   * checkpoint just synced them) when runs were deleted since the last time, and hands their
-   * files over to `takePruned`.
+   * Hands the files of the runs deleted since the last time over to `takePruned`: call it once
+   * their deletion is durable (after one of the pass's checkpoints, which end with an fsync of
+   * the WAL).
    */
   makeDurable(synced?: boolean): void;
   /** The files of the deleted runs whose deletion is durable, since the last take. */
@@ -158,9 +164,8 @@ export function createPassContext(
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
     pruned,
-    makeDurable(synced = false) {
+    makeDurable() {
       if (isEmpty(pruned)) return;
-      if (!synced) syncPassCommits(store);
       moveAll(pruned.epochs, durable.epochs);
       moveAll(pruned.attempts, durable.attempts);
       moveAll(pruned.runs, durable.runs);

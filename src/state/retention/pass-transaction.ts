@@ -1,5 +1,4 @@
 /** The settings a retention pass's write transactions run under (commit sync, foreign keys). */
-import { closeSync, fsyncSync, openSync } from "node:fs";
 import type { StateStore } from "../store.ts";
 import { pragmaNumber } from "./database-pages.ts";
 
@@ -15,8 +14,8 @@ import { pragmaNumber } from "./database-pages.ts";
  * can be lost, which leaves those runs whole (or their pages free) for the next pass; a crash of
  * the process loses nothing. The host's own writes (run state, receipts) keep `synchronous=FULL`:
  * the pragma is the connection's, set only around the pass's transaction, and the host's next
- * synced commit (or the pass's checkpoints, or `syncPassCommits` at its end, before the host
- * removes the pruned runs' files) makes the pass's commits durable with it.
+ * synced commit (or the pass's checkpoints, which end with an fsync of the WAL, at the latest
+ * the one that ends the pass, before the host removes the pruned runs' files) makes the pass's commits durable with it.
  *
  * Foreign keys: deleting a run (or an attempt) makes SQLite look for rows still pointing at it
  * in every referencing table, and the ones without an index on the referencing column
@@ -44,24 +43,5 @@ export function asPassTransaction<T>(
   } finally {
     store.db.exec(`PRAGMA synchronous = ${sync}`);
     if (!options.checkForeignKeys) store.db.exec("PRAGMA foreign_keys = ON");
-  }
-}
-
-/**
- * Makes every commit of the pass durable: an fsync of the WAL, outside any transaction (a
- * passive checkpoint syncs it only when it has frames to copy, and a reader can hold those back).
- * The host removes the pruned runs' files after this.
- */
-export function syncPassCommits(store: StateStore): void {
-  let fd: number;
-  try {
-    fd = openSync(`${store.path}-wal`, "r");
-  } catch {
-    return; // no WAL: every commit is in the database file, which the checkpoint synced
-  }
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
   }
 }

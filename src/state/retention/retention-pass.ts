@@ -40,17 +40,27 @@ export interface RetentionPass {
    * removes them as the pass goes (after each of its checkpoints, and all at its end).
    */
   takePruned(): PrunedFiles;
-  /** Runs one short write transaction; false once the pass is complete. */
+  /**
+   * Runs one short write transaction, or starts one of the pass's checkpoints; false once the
+   * pass is complete. Throws what a transaction or a checkpoint threw: the pass is over then
+   * (each transaction left every run whole or gone; the next pass finishes the work).
+   */
   step(): boolean;
+  /**
+   * While a checkpoint of the pass runs on the checkpoint runner's thread: settles (never
+   * rejects) once it ended, and the caller waits for it before the next step (a step meanwhile
+   * does nothing). Null otherwise, always without a runner.
+   */
+  waiting(): Promise<void> | null;
 }
 
-/** Starts a pass at the store clock's now. */
+/**
+ * Starts a pass at the store clock's now. Its first step is a checkpoint: the file's size counts
+ * once the WAL is copied back into it.
+ */
 export function createRetentionPass(store: StateStore, options: RetentionOptions): RetentionPass {
-  // The file's size counts once the WAL is copied back into it (a passive checkpoint: it waits
-  // for no reader and holds no write lock).
-  if (!options.dryRun) store.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
-  const usedBefore = usedPages(store);
-  const ctx = createPassContext(store, options, fileBytes(store));
+  const ctx = createPassContext(store, options, 0);
+  let usedBefore = 0;
   const phases: PassPhase[] = [
     createPrunePhase(ctx),
     createDefinitionsPhase(ctx),
@@ -62,26 +72,60 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
     }),
     createVacuumPhase(ctx),
   ];
+  let opened = false;
   let current = 0;
+  let done = false;
+  let waiting: Promise<void> | null = null;
+  let failure: unknown = null;
+  /** A checkpoint, then `then` (here, or once the runner's thread answered). */
+  const checkpoint = (then: () => void): void => {
+    if (ctx.dryRun) return then();
+    const started = ctx.checkpoints.run();
+    if (!started) return then();
+    const settled: Promise<void> = started.then(then).catch((error) => {
+      failure = error;
+    }).finally(() => {
+      if (waiting === settled) waiting = null;
+    });
+    waiting = settled;
+  };
   return {
     report: ctx.report,
     takePruned: ctx.takePruned,
+    waiting: () => waiting,
     step() {
-      if (current >= phases.length) return false;
-      // A checkpoint due is a step of its own: the host serves between it and a transaction.
-      if (ctx.checkpoints.due()) {
-        // A complete checkpoint synced the file with every commit in it: no fsync of the WAL.
-        ctx.makeDurable(ctx.checkpoints.run());
-      } else if (phases[current].step()) current++;
-      if (current < phases.length) return true;
-      ctx.makeDurable();
-      return false;
+      if (failure !== null) throw failure;
+      if (waiting) return true;
+      if (done) return false;
+      if (!opened) {
+        opened = true;
+        checkpoint(() => {
+          ctx.report.fileBytesBefore = fileBytes(store);
+          usedBefore = usedPages(store);
+        });
+        return true;
+      }
+      if (current < phases.length) {
+        // A checkpoint due is a step of its own: the host serves between it and a transaction.
+        if (ctx.checkpoints.due()) checkpoint(ctx.makeDurable);
+        else if (phases[current]!.step()) current++;
+        if (current < phases.length || waiting) return true;
+      }
+      // The last: so the file's size shows the vacuum, and every commit of the pass is durable
+      // before the host removes the deleted runs' files.
+      checkpoint(() => {
+        ctx.report.fileBytesAfter = fileBytes(store);
+        ctx.makeDurable();
+        done = true;
+      });
+      return !done;
     },
   };
 }
 
-/** Runs a whole pass at once (tests, the benchmark); the host steps it between commands. */
+/** Runs a whole pass at once, without a checkpoint runner (tests, the benchmark's baseline). */
 export function runRetentionPass(store: StateStore, options: RetentionOptions): RetentionPass {
+  if (options.checkpointRunner) throw new Error("runRetentionPass checkpoints in line");
   const pass = createRetentionPass(store, options);
   while (pass.step()) { /* next step */ }
   return pass;

@@ -1,8 +1,7 @@
 /**
  * The pass's last phase: the freed pages go back to the file (`auto_vacuum=INCREMENTAL`) in write
- * transactions bounded by the step budget, then a passive checkpoint so the file's size shows it
- * and an fsync of the WAL, so every commit of the pass is durable before the host removes the
- * pruned runs' files.
+ * transactions bounded by the step budget (the pass then checkpoints, so the file's size shows it
+ * and every commit of the pass is durable before the host removes the pruned runs' files).
  *
  * What one page costs: SQLite takes the file's last page off the free list by walking the list's
  * trunk pages from its head until it finds the page (each trunk scanned whole, ~1,000 entries),
@@ -12,9 +11,8 @@
  * step, at 20,000 runs 5x less. A step therefore runs `incremental_vacuum` in chunks sized from
  * the cost per page seen so far, and stops when the budget is spent (at most `VACUUM_PAGES`).
  */
-import { fileBytes, freePages } from "./database-pages.ts";
+import { freePages } from "./database-pages.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
-import { syncPassCommits } from "./pass-transaction.ts";
 
 /** Pages one transaction returns at most (1 MiB of 4 KiB pages). */
 const VACUUM_PAGES = 256;
@@ -26,14 +24,7 @@ export function createVacuumPhase(ctx: PassContext): PassPhase {
   let msPerPage = ctx.budgetMs;
   return {
     step() {
-      if (ctx.dryRun || freePages(ctx.store) === 0) {
-        if (!ctx.dryRun) {
-          ctx.store.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
-          syncPassCommits(ctx.store);
-        }
-        ctx.report.fileBytesAfter = fileBytes(ctx.store);
-        return true;
-      }
+      if (ctx.dryRun || freePages(ctx.store) === 0) return true;
       ctx.transaction("vacuum", () => {
         const started = performance.now();
         let done = 0;
