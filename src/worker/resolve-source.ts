@@ -6,10 +6,12 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { ResolveResult } from "../protocol/resolve-messages.ts";
+import type { WorkflowSource } from "../protocol/worker-launch.ts";
 import { parseResolveRequest, RESOLVE_RESULT_SCHEMA } from "../protocol/resolve-messages.ts";
 import { RESOLVE_PROGRESS_SCHEMA, type ResolveStep } from "../protocol/resolve-progress.ts";
 import { errorMessage } from "../workflows/errors.ts";
 import { type LoadStepReporter, loadWorkflow } from "../workflows/sources/load-workflow.ts";
+import { saveStripped } from "../workflows/sources/stripped-sources.ts";
 import { publishFullAuthoringApi } from "../controllers/authoring-api.ts";
 import {
   normalizeWorkflowInput,
@@ -31,6 +33,9 @@ export async function resolveSource(channel: WorkerChannel): Promise<number> {
     result = await resolve(request.value, report);
   }
   await channel.send({ schema: RESOLVE_RESULT_SCHEMA, ...result });
+  // After the answer: the run's TypeScript files stripped once, for the fresh instances a kept
+  // run process loads of them (stripped-sources.ts).
+  if (result.ok) saveStripped(result.workflowSource as WorkflowSource);
   return result.ok ? 0 : 1;
 }
 

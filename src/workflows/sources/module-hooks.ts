@@ -10,6 +10,9 @@
  *   served from the module cache), and the load hook records the exact bytes of every file the
  *   session loaded: that is the source identity's `mounted` map.
  * - A `.ts` file under a `"type": "commonjs"` package is loaded as module TypeScript.
+ * - A session's TypeScript file whose stripped text was saved for exactly its bytes
+ *   (stripped-sources.ts) is served that text as a plain ES module: a kept run process's fresh
+ *   instances never start Node's stripper.
  * - A layer above may publish a module of its own the same way (`publishVirtualModule`): the test
  *   kit's `@osolmaz/pi-workflows/testing` for `pi-workflows test`.
  */
@@ -21,6 +24,7 @@ import { API_GLOBAL_KEY, authoringApi } from "../api.ts";
 import { BUILTINS_GLOBAL_KEY, builtinsApi } from "./builtins-api.ts";
 import { EXTENSION_ENTRY_MESSAGE, TYPE_NAMES_012 } from "./compat-0-12.ts";
 import { resolveLikeTypeScript } from "./resolve-like-typescript.ts";
+import { strippedModule } from "./stripped-sources.ts";
 
 export const API_SPECIFIERS = ["pi-workflows", "@osolmaz/pi-workflows"];
 /** The built-in workflow definitions, as 0.12 files import them. */
@@ -147,10 +151,16 @@ export function installWorkflowHooks(): void {
         };
       }
       const token = tokenOf(url);
-      const result = next(url, context);
       const session = token ? sessions.get(token) : undefined;
-      if (!session) return result;
+      if (!session) return next(url, context);
       const path = fileURLToPath(stripQuery(url));
+      // These very bytes' stripped text, saved once (a prepared process's fresh instances).
+      const saved = strippedModule(path, url);
+      if (saved !== null) {
+        session.files.set(path, saved.hash);
+        return { format: "module", source: saved.js, shortCircuit: true };
+      }
+      const result = next(url, context);
       // Node hands the hook the file's own bytes; Deno hands it transpiled JavaScript (format
       // undefined), whose hash would never match the file, so there the file is read again.
       const source = typeof result.format === "string" && !("Deno" in globalThis) &&
