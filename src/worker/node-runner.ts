@@ -2,7 +2,9 @@
  * Executes one node as one attempt: resolve its deadline, commit `node.started` (with the
  * resolved wall-clock deadline, which the host enforces from then on even if this process
  * spins), run the callback with an abort signal that fires at the deadline or on SIGTERM, stream
- * updates, then propose the outcome. Returns the attempt as the host committed it, or "parked".
+ * updates, then propose the outcome. Returns the attempt as the host committed it, "parked", or
+ * "requested" (an interactive model step's request: the only park a run's process may be kept
+ * after).
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
@@ -70,7 +72,7 @@ export async function runNode(
   step: NodeStep,
   facts: RunFacts,
   proposer: Proposer,
-): Promise<AttemptFact | "parked"> {
+): Promise<AttemptFact | "parked" | "requested"> {
   const attemptId = randomUUID();
   let timeoutMs: number | null = null;
   let timeoutFailure: { code: string; message: string } | null = null;
@@ -331,7 +333,7 @@ async function requestInteraction(
   proposer: Proposer,
   started: Proposal,
   times: { startedAt: number; deadlineAt: number | null },
-): Promise<AttemptFact | "parked"> {
+): Promise<AttemptFact | "requested"> {
   const attemptId = started.attemptId!;
   let contract;
   try {
@@ -360,7 +362,7 @@ async function requestInteraction(
     attemptId,
   });
   await proposer.settled();
-  return "parked";
+  return "requested";
 }
 
 // The highest attempt sequence seen per facts object and how many attempts it covered. The

@@ -31,7 +31,7 @@ import { createFreshInstances, type FreshInstances, MAX_FRESH_LOADS } from "./fr
 import { parseLaunch, type WorkerLaunch } from "./launch.ts";
 import { answerValidation } from "./validate-submission.ts";
 import type { LoadOutcome } from "./workflow-port.ts";
-// Types only: the module loads when a request names an epoch to propose ahead.
+// Types only: the module loads with this one, as the epoch that may be kept says goodbye.
 import type { AheadEpoch } from "./speculative-step.ts";
 
 /** A kept run process: the launch its run's source was checked under, and its fresh instances. */
@@ -43,8 +43,6 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
-  // Loaded now, off the first verdict's path (an acceptance decides the next step with it).
-  import("./speculative-step.ts").catch(() => {});
   return {
     launch,
     instances: createFreshInstances(() => loadInstance(launch), maxLoads()),

@@ -74,7 +74,7 @@ async function runEpoch(
   try {
     // Its first step committed with the acceptance: the run already waits on that request,
     // and the epoch only says goodbye.
-    ended = ahead?.committed ? { reason: "parked", loaded: launch } : await drive(
+    ended = ahead?.committed ? { reason: "requested", loaded: launch } : await drive(
       launch,
       proposer,
       prepared,
@@ -94,20 +94,25 @@ async function runEpoch(
   // The durable end was already committed; the answer only says whether the host keeps us. A
   // process that loaded many instances of the workflow asks to go (fresh-instances.ts).
   const spent = prepared?.instances.spent() === true;
+  const requested = ended.reason === "requested";
   const goodbye = proposer.propose("worker.exiting", {
-    reason: ended.reason,
+    reason: requested ? "parked" : ended.reason,
     ...(spent ? { reusable: false } : {}),
   });
-  // A kept process parked again: its spares for the next validation and epoch load while the
-  // host answers (after the goodbye is written: the fill waits a turn first), not after.
-  if (ended.reason === "parked" && prepared !== null && !spent) prepared.instances.fill();
-  // A first epoch that may be kept: what serves it is imported meanwhile too (from source that
-  // is hundreds of milliseconds under load, which a submission that comes at once waited for).
-  if (ended.reason === "parked" && prepared === null) {
+  // Only a park on a model step's request may be kept (a checkpoint, a decision or a headless
+  // run's park never is). A kept process parked again: its spares for the next validation and
+  // epoch load while the host answers (after the goodbye is written: the fill waits a turn
+  // first), not after.
+  if (requested && prepared !== null && !spent) prepared.instances.fill();
+  // A first epoch that may be kept: what serves it (validations, the next step proposed ahead)
+  // is imported meanwhile too (from source that is hundreds of milliseconds under load, which a
+  // submission that comes at once waited for).
+  if (requested && prepared === null) {
     void import("./prepared-child.ts").catch(() => {});
+    void import("./speculative-step.ts").catch(() => {});
   }
   const bye = await goodbye.catch(() => null);
-  const kept = ended.reason === "parked" &&
+  const kept = (requested || ended.reason === "parked") &&
     (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
   return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };
 }
@@ -129,7 +134,8 @@ async function leaveInterrupted(proposer: Proposer, stop: StepInterrupted): Prom
 /** Longest wait for a stopping child group at the end of an epoch (SIGTERM + SIGKILL + slack). */
 const CLEANUP_BOUND_MS = 8_000;
 
-type ExitReason = "finished" | "parked" | "sourceChanged";
+/** `requested`: parked on a model step's interactive request (said `parked` to the host). */
+type ExitReason = "finished" | "parked" | "requested" | "sourceChanged";
 
 async function drive(
   launch: WorkerLaunch,
@@ -259,7 +265,7 @@ async function walk(
       return "parked";
     }
     const result = await runNode(workflow, step, facts, proposer);
-    if (result === "parked") return "parked";
+    if (result === "parked" || result === "requested") return result;
     facts.attempts.push(result);
   }
 }

@@ -15,6 +15,7 @@ export async function warmCompileCache(): Promise<number> {
     import("./receive-facts.ts"),
     import("./node-runner.ts"),
     import("./prepared-child.ts"),
+    import("./speculative-step.ts"),
     import("./workflow-port.ts"),
     import("./resolve-source.ts"),
   ]);
