@@ -1,6 +1,8 @@
 /** Figures several benchmarks share: nearest-rank percentiles and a bare `node` start. */
 import { spawn } from "node:child_process";
 import process from "node:process";
+import v8 from "node:v8";
+import vm from "node:vm";
 
 /** The nearest-rank `p`th percentile (`p` from 0 to 100) of `values`. */
 export function percentile(values: number[], p: number): number {
@@ -41,3 +43,13 @@ export const bySize = <T>(full: T, short: T): T => smoke ? short : full;
 
 /** How long a raw-commit baseline measures (ms): 2 s, a tenth of it under `--smoke`. */
 export const RAW_COMMIT_MS = bySize(2_000, 200);
+
+/**
+ * A full garbage collection now, so a measured phase pays only for its own garbage: what an
+ * earlier phase left (a faster earlier phase leaves more of it uncollected) would otherwise be
+ * collected, and billed, inside the window that happens to follow it.
+ */
+export function collectGarbage(): void {
+  v8.setFlagsFromString("--expose-gc");
+  (vm.runInNewContext("gc") as () => void)();
+}
