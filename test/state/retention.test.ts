@@ -467,9 +467,10 @@ describe("retention", () => {
 
   it("deletes a large run in bounded transactions under a mark: gone to every reader from the first, finished after a cut", () => {
     fx = openFixture();
-    // A run with 150 attempts (~1,700 rows); the smallest budget deletes one batch of rows a
+    // A run with 300 attempts (~3,400 rows; its decision past the first window of attempts that
+    // a batch of effects or decisions looks at); the smallest budget deletes one batch of rows a
     // transaction, so it takes many.
-    const big = endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 150 });
+    const big = endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 300 });
     const small = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     fx.clock.advance(40 * DAY_MS);
     const decision = fx.store.db.prepare(
@@ -530,7 +531,7 @@ describe("retention", () => {
     expect(next.report.runs).toBe(2);
     const files = next.takePruned();
     expect(files.runs).toEqual(expect.arrayContaining([big, small]));
-    expect(files.attempts.length).toBeGreaterThan(150);
+    expect(files.attempts.length).toBeGreaterThan(300);
     expect(readRunStatus(fx.store, fresh)?.run.state).toBe("running");
     expect(checkInvariants(fx.store)).toEqual([]);
     expect(steps).toBe(5);

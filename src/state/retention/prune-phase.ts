@@ -90,11 +90,11 @@ function deleteNext(
 ): MarkedRun | null {
   const { report } = ctx;
   // Where the run's deletion stood: a transaction that fails rolls back the tables it finished.
-  const at = current?.table ?? 0;
+  const at = current ? { table: current.table, attemptsAfter: current.attemptsAfter } : null;
   try {
     return transaction();
   } catch (error) {
-    if (current) current.table = at;
+    if (current && at) Object.assign(current, at);
     throw error;
   }
 

@@ -8,7 +8,8 @@ import type { StateStore } from "../store.ts";
 import { TERMINAL_RUN_STATES } from "../journal.ts";
 import { unreferencedSql } from "./run-references.ts";
 
-const ATTEMPTS = "(SELECT attempt_id FROM node_attempts WHERE run_id = ?1)";
+/** The run's attempts, in the rows of the tables that name an attempt rather than the run. */
+export const ATTEMPTS = "(SELECT attempt_id FROM node_attempts WHERE run_id = ?1)";
 
 /** One table's rows of a run. */
 export interface RunOwnedRows {

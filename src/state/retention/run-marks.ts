@@ -12,19 +12,35 @@
 import type { SQLInputValue } from "node:sqlite";
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
-import { prunableSql, receiptsSettledSql, RUN_OWNED, type TableCounts } from "./run-deletion.ts";
+import {
+  ATTEMPTS,
+  prunableSql,
+  receiptsSettledSql,
+  RUN_OWNED,
+  type TableCounts,
+} from "./run-deletion.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 
 /** Rows one batch statement deletes at most (the budget is checked between batches). */
 export const BATCH_ROWS = 64;
 /** Rows one transaction deletes at most, however fast the batches go. */
 export const TRANSACTION_ROWS = 2_048;
+/**
+ * Attempts a batch of a table that names attempts (effects, decisions, interactive requests and
+ * their children) looks at: finding those rows through all of a run's attempts costs ~1 ms per
+ * 1,000 attempts a statement, so they go a window of the run's attempts at a time.
+ */
+export const ATTEMPT_WINDOW = 256;
 
-/** A run being deleted: its mark, and the first table of RUN_OWNED that may still hold rows. */
+/**
+ * A run being deleted: its mark, the first table of RUN_OWNED that may still hold rows, and in a
+ * table that names attempts, the sequence number of the last attempt whose rows there went.
+ */
 export interface MarkedRun {
   readonly runId: string;
   readonly runNo: number;
   table: number;
+  attemptsAfter: number;
 }
 
 /** The files named by the rows a deletion removed (their owner removes them once durable). */
@@ -38,7 +54,7 @@ export function markedRuns(store: StateStore): MarkedRun[] {
   return queryAllArgs<{ run_id: string; run_no: number }>(
     store,
     "SELECT run_id, run_no FROM run_prunes ORDER BY run_no",
-  ).map((row) => ({ runId: row.run_id, runNo: row.run_no, table: 0 }));
+  ).map((row) => ({ runId: row.run_id, runNo: row.run_no, table: 0, attemptsAfter: 0 }));
 }
 
 /**
@@ -61,7 +77,7 @@ export function markRunInTx(
     const n = executeArgs(store, owned.sql, runId);
     if (n > 0) counts[owned.table] = (counts[owned.table] ?? 0) + n;
   }
-  return { runId, runNo: run.run_no, table: 0 };
+  return { runId, runNo: run.run_no, table: 0, attemptsAfter: 0 };
 }
 
 /**
@@ -86,11 +102,13 @@ export function deleteMarkedRows(
       const deleted = queryAllArgs<{ name: string }>(store, batch.sql, arg, BATCH_ROWS);
       for (const row of deleted) names[batch.names].push(row.name);
       n = deleted.length;
+    } else if (batch.windowed) {
+      n = executeArgs(store, batch.sql, arg, BATCH_ROWS, run.attemptsAfter);
     } else {
       n = executeArgs(store, batch.sql, arg, BATCH_ROWS);
     }
     if (n > 0) counts[batch.table] = (counts[batch.table] ?? 0) + n;
-    if (n < BATCH_ROWS) run.table++;
+    if (n < BATCH_ROWS) nextBatch(store, run, batch.windowed);
     rows += n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
     if (batch.table === "events" && n > 0) crashPoint("state.retention.runHalfDeleted");
@@ -100,6 +118,30 @@ export function deleteMarkedRows(
   executeArgs(store, markSql().unmark, run.runId);
   return true;
 }
+
+/** The table's rows are gone (of the run, or of its window of attempts: then the next window). */
+function nextBatch(store: StateStore, run: MarkedRun, windowed: boolean): void {
+  if (windowed) {
+    const last = queryOneArgs<{ sequence: number | null }>(
+      store,
+      WINDOW_END,
+      run.runId,
+      run.attemptsAfter,
+    );
+    if (last?.sequence != null) {
+      run.attemptsAfter = last.sequence;
+      return;
+    }
+    run.attemptsAfter = 0;
+  }
+  run.table++;
+}
+
+/** The run's attempts in a window after `?3` (sequence), and the window's last sequence. */
+const WINDOW = "(SELECT attempt_id FROM node_attempts WHERE run_id = ?1 AND sequence > ?3 " +
+  `ORDER BY sequence LIMIT ${ATTEMPT_WINDOW})`;
+const WINDOW_END = "SELECT MAX(sequence) AS sequence FROM (SELECT sequence FROM node_attempts " +
+  `WHERE run_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ${ATTEMPT_WINDOW})`;
 
 /**
  * The statements, built once: a transaction of the pass allocates no SQL text (every string it
@@ -127,7 +169,13 @@ function markSql(): NonNullable<typeof marking> {
 }
 
 let batching:
-  | readonly { table: string; sql: string; byRunNo: boolean; names?: keyof DeletedNames }[]
+  | readonly {
+    table: string;
+    sql: string;
+    byRunNo: boolean;
+    windowed: boolean;
+    names?: keyof DeletedNames;
+  }[]
   | null = null;
 
 /** One statement per table: deletes the first `?2` of the run's rows there. */
@@ -139,10 +187,12 @@ function batchSql(): NonNullable<typeof batching> {
       : owned.names === "attempts"
       ? " RETURNING attempt_id AS name"
       : "";
+    const windowed = owned.rows.includes(ATTEMPTS);
     return {
       table: owned.table,
+      windowed,
       sql: `DELETE FROM ${owned.table} WHERE ${key} IN (SELECT ${key.replace(/[()]/g, "")} ` +
-        `FROM ${owned.rows} ` +
+        `FROM ${windowed ? owned.rows.split(ATTEMPTS).join(WINDOW) : owned.rows} ` +
         `LIMIT ?2)${returning}`,
       byRunNo: owned.byRunNo === true,
       ...(owned.names ? { names: owned.names } : {}),
