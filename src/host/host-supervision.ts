@@ -141,7 +141,7 @@ export function createSupervision(
   // A stopping host refuses starts (the resolvers' answer), kept answers included.
   const resolve = (request: ResolveRequest) =>
     reusing && !shuttingDown ? reusing(request) : resolvers.resolve(request);
-  const prepared = createPreparedChildren(ctx, { registry });
+  const prepared = createPreparedChildren(ctx);
   const warmup = createCompileCacheWarmup(ctx, extras, envFor(null));
   const workers = createRunWorkers(ctx, {
     registry,

@@ -82,13 +82,13 @@ export function launchAccepted(
     });
   } catch (error) {
     // The COMMIT failed: neither the verdict nor the claim is durable.
-    if (taken) stopTaken(ctx, deps, taken);
+    if (taken) stopTaken(ctx, taken);
     throw error;
   }
   crashPoint("host.acceptedLaunch.afterCommit");
   if (worker === null) {
     if (taken) {
-      stopTaken(ctx, deps, taken);
+      stopTaken(ctx, taken);
       ctx.log("worker.launch_failed", { run: runId, error: logError(launchError) });
     } else deps.prepared.release(child, true);
     deps.schedule();

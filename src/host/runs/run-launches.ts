@@ -15,7 +15,6 @@ import {
   WorkerSpawnError,
 } from "../supervision/launch-worker.ts";
 import type { PreparedChild, PreparedChildren } from "../supervision/prepared-children.ts";
-import type { ProcessRegistry } from "../supervision/process-registry.ts";
 import type { RunCredentials } from "../run-credentials.ts";
 import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
 import { retireChild } from "../supervision/children/retire-child.ts";
@@ -24,7 +23,6 @@ export interface LaunchDeps {
   active: ReadonlyMap<string, ActiveWorker>;
   credentials: RunCredentials;
   prepared: PreparedChildren;
-  registry: ProcessRegistry;
   crashes: CrashCounter;
   maxCrashes: number;
   /** The launch hooks of `run` (prepared process and credentials are added here). */
@@ -67,7 +65,7 @@ function launchRun(ctx: HostContext, deps: LaunchDeps, run: LaunchableRun): void
     );
   } catch (error) {
     // The claim was not taken: nothing runs in the taken process, which is stopped.
-    if (kept) stopTaken(ctx, deps, kept);
+    if (kept) stopTaken(ctx, kept);
     if (error instanceof WorkerSpawnError) {
       handleSpawnFailure(ctx, spawnFailure(run.runId, error), deps.crashes, deps.maxCrashes);
       deps.schedule();
@@ -76,9 +74,8 @@ function launchRun(ctx: HostContext, deps: LaunchDeps, run: LaunchableRun): void
 }
 
 /** A prepared process taken for an epoch whose claim did not commit: nothing runs in it. */
-export function stopTaken(ctx: HostContext, deps: LaunchDeps, taken: PreparedChild): void {
-  const unregister = () => deps.registry.unregister(taken.identity);
-  void retireChild(taken.spawned, ctx.options.killGraceMs, unregister).catch((error) =>
+export function stopTaken(ctx: HostContext, taken: PreparedChild): void {
+  void retireChild(taken.spawned, ctx.options.killGraceMs).catch((error) =>
     ctx.log("prepared.stop_failed", { error: logError(error) })
   );
 }

@@ -113,7 +113,6 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     active,
     credentials,
     prepared,
-    registry,
     crashes,
     maxCrashes,
     hooks: (run: { runId: string }) => ({

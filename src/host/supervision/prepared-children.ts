@@ -6,9 +6,10 @@
  *   offer    the worker says `worker.exiting` after the park; the host keeps it when the run
  *            waits on a pending interactive request, the host is not stopping and there is room
  *            (at most `maxPreparedChildren`; the oldest idle one makes room);
- *   adopt    its epoch is recorded `exited` like any other; the process is named in
- *            `host_children` (kind validator) and waits, at most `preparedIdleMs` (a submission
- *            that arrives before this is already validated in it);
+ *   adopt    its epoch is recorded `exited` like any other; the process waits, at most
+ *            `preparedIdleMs` (a submission that arrives before this is already validated in
+ *            it). At its first adoption it is named in `host_children` (kind validator) until
+ *            it exits, whoever owns it by then: one write each way however many steps it serves;
  *   borrow   a submission of the run is validated in it (validation.ts): same validate request,
  *            same fenced verdict, same commit as in a fresh validation child;
  *   take     after acceptance (or a deadline) the scheduler launches the next epoch into it:
@@ -19,16 +20,14 @@
  * output cap, idles out, or whose run is cancelled is stopped (its group, by exact identity) and
  * forgotten; the next submission or epoch then starts a fresh child as before.
  */
-import type { ProcessIdentity } from "../../os/process-identity.ts";
 import { readRunInteraction } from "../../state/interaction-queries.ts";
-import { forgetHostChild } from "../../state/transitions/host-children.ts";
+import { forgetHostChild, recordHostChild } from "../../state/transitions/host-children.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
 import { DEFAULT_SUPERVISION_OPTIONS } from "../supervision-options.ts";
-import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
-import { enlist, type SupervisedChild } from "./children/spawn-child.ts";
+import type { SupervisedChild } from "./children/spawn-child.ts";
 import { armChildDeadline, type ChildDeadline } from "./children/child-deadline.ts";
 import { createLiveChildren, type LiveChild } from "./children/live-children.ts";
 import { isSettled, stopReasonOf } from "./worker-life.ts";
@@ -36,7 +35,6 @@ import { isSettled, stopReasonOf } from "./worker-life.ts";
 export interface PreparedChild extends LiveChild {
   runId: string;
   spawned: SupervisedChild;
-  identity: ProcessIdentity;
   state: PreparedState;
 }
 
@@ -74,11 +72,8 @@ export interface PreparedChildren {
   logFiles(): string[];
 }
 
-export function createPreparedChildren(
-  ctx: HostContext,
-  deps: { registry: ProcessRegistry },
-): PreparedChildren {
-  const pool = newPool(ctx, deps.registry);
+export function createPreparedChildren(ctx: HostContext): PreparedChildren {
+  const pool = newPool(ctx);
   const { children } = pool;
   /** Validations waiting for a run's worker to be kept (see `offered`). */
   const waiting = createKeptWaits();
@@ -88,7 +83,6 @@ export function createPreparedChildren(
       const child: PreparedChild = {
         runId: worker.runId,
         spawned: worker.spawned,
-        identity: worker.identity!,
         state: { name: "kept", busy: false },
         stop: (why) => stop(pool, child, why),
       };
@@ -123,9 +117,9 @@ export function createPreparedChildren(
       leave(child, { name: "taken" });
       children.delete(runId);
       pool.live.remove(child);
-      // From here it is a worker (named in run_workers by the launch; supervision registers it
-      // as one). Its host_children row stays until the process is gone: no write on the way to
-      // the next epoch.
+      // From here it is a worker (named in run_workers by the launch). Its process registry
+      // entry stayed the worker's and its host_children row stays until the process is gone:
+      // no write on the way to the next epoch.
       return child;
     },
     stopRun: pool.live.stopRun,
@@ -138,10 +132,9 @@ export function createPreparedChildren(
 }
 
 /** The pool's state, shared by the steps below. */
-function newPool(ctx: HostContext, registry: ProcessRegistry) {
+function newPool(ctx: HostContext) {
   return {
     ctx,
-    registry,
     max: ctx.options.maxPreparedChildren ?? DEFAULT_SUPERVISION_OPTIONS.maxPreparedChildren,
     idleMs: ctx.options.preparedIdleMs ?? DEFAULT_SUPERVISION_OPTIONS.preparedIdleMs,
     /** By run, oldest first (a child used again moves to the end). */
@@ -169,20 +162,13 @@ function keeps(pool: Pool, worker: ActiveWorker): boolean {
   return makeRoom(pool);
 }
 
-/** The kept worker's epoch is recorded: enlisted as the run's prepared child, it waits. */
+/** The kept worker's epoch is recorded: as the run's prepared child, it waits. */
 function adopt(pool: Pool, worker: ActiveWorker): void {
   const child = pool.children.get(worker.runId);
   if (child?.state.name !== "kept" || child.spawned !== worker.spawned) return;
   const { busy } = child.state;
-  enlist(child.spawned, pool.registry, { kind: "validator", runId: child.runId });
-  if (!pool.named.has(child.spawned)) {
-    pool.named.add(child.spawned);
-    forgetWhenGone(pool.ctx, child);
-  }
+  if (!pool.named.has(child.spawned)) name(pool, child);
   child.spawned.onOutputExceeded = () => void stop(pool, child, "outputExceeded");
-  void child.spawned.exited.then(() => {
-    if (child.state.name === "idle") void stop(pool, child, "exited");
-  });
   if (pool.closing) {
     void stop(pool, child, "shutdown");
     return;
@@ -192,7 +178,7 @@ function adopt(pool: Pool, worker: ActiveWorker): void {
   else waitIdle(pool, child);
 }
 
-/** Retires the child in the kit's one order (its registry entry goes with it); idempotent. */
+/** Retires the child in the kit's one order (its worker registry entry goes with it); idempotent. */
 function stop(pool: Pool, child: PreparedChild, why: string): Promise<void> {
   if (child.state.name === "gone") return child.state.retired;
   if (child.state.name === "taken") return Promise.resolve();
@@ -211,14 +197,27 @@ function waitIdle(pool: Pool, child: PreparedChild): void {
   leave(child, { name: "idle", bound });
 }
 
-/** Its `host_children` row goes with the process, whoever owns it by then (off the step's path). */
-function forgetWhenGone(ctx: HostContext, child: PreparedChild): void {
-  void child.spawned.exited.then(() => {
+/**
+ * At its first adoption: the process is named in `host_children` (a restarted host reaps it by
+ * that row) until it exits, whoever owns it by then; one that exits while it waits idle is
+ * stopped (and leaves the pool).
+ */
+function name(pool: Pool, { spawned, runId }: PreparedChild): void {
+  const { ctx } = pool;
+  const identity = spawned.identity!;
+  const write = (fn: () => void) => {
     try {
-      forgetHostChild(ctx.store, child.identity);
+      fn();
     } catch (error) {
-      ctx.log("prepared.forget_failed", { error: logError(error) });
+      ctx.log("registry.write_failed", { error: logError(error) });
     }
+  };
+  pool.named.add(spawned);
+  write(() => recordHostChild(ctx.store, { ...identity, kind: "validator", runId }));
+  void spawned.exited.then(() => {
+    const child = pool.children.get(runId);
+    if (child?.spawned === spawned && child.state.name === "idle") void stop(pool, child, "exited");
+    write(() => forgetHostChild(ctx.store, identity));
   });
 }
 

@@ -64,7 +64,7 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   deps.forgetDeadlines(worker);
   // The leader is gone (or kept); nothing of its group, nor a child group it registered,
   // outlives the epoch, and its output is settled.
-  await retireWorker(ctx, deps.registry, worker);
+  await retireWorker(ctx, worker);
   await deps.stops.finished(worker);
   deps.pruneLogs(worker);
   try {

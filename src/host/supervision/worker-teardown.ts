@@ -1,7 +1,7 @@
 /**
  * What a worker's epoch leaves behind once its channel ended, retired by the kit in its one
- * order (retire-child.ts): its process group (unless the process is kept as the run's prepared
- * child), the registry entry, every child group it registered (a headless Pi and its tools),
+ * order (retire-child.ts): its process group and registry entry (unless the process is kept as
+ * the run's prepared child), every child group it registered (a headless Pi and its tools),
  * then its output drained and empty files removed. Nothing of the epoch may outlive it.
  */
 import { stopProcessTree } from "../../os/stop-group.ts";
@@ -9,19 +9,13 @@ import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
-import type { ProcessRegistry } from "./process-registry.ts";
 import { retireChild } from "./children/retire-child.ts";
 import { isKept } from "./worker-life.ts";
 
-export async function retireWorker(
-  ctx: HostContext,
-  registry: ProcessRegistry,
-  worker: ActiveWorker,
-): Promise<void> {
+export async function retireWorker(ctx: HostContext, worker: ActiveWorker): Promise<void> {
   const reap = () => reapChildGroups(ctx, worker);
+  // Kept, it is not retired: the prepared pool owns it, registry entry and all.
   if (!isKept(worker)) await retireChild(worker.spawned, ctx.options.killGraceMs, reap);
-  // Kept, it is not retired: only its worker entry goes (the prepared pool enlists it again).
-  else if (worker.identity) registry.unregister(worker.identity);
   // A worker that was never identified has no group to stop, but may have registered some.
   await reapChildGroups(ctx, worker);
 }

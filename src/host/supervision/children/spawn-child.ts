@@ -198,8 +198,8 @@ export async function nameChild(
 
 /**
  * Enters a child spawned without `register` in the process registry once its epoch record names
- * it (a run worker), or again under another kind (a kept process as its run's prepared child):
- * retireChild takes it out like any other. Nothing for a child never identified.
+ * it (a run worker): retireChild takes it out like any other. Nothing for a child never
+ * identified.
  */
 export function enlist(
   spawned: SupervisedChild,
