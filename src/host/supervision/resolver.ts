@@ -13,10 +13,9 @@ import type { HostContext, ResolveRequest, ResolveResult } from "../host-context
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";
-import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
+import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 import { type Heard, serveChildRequests } from "./children/child-requests.ts";
-import { createLiveChildren, type LiveChild, type LiveChildren } from "./children/live-children.ts";
 
 export interface ResolverOptions {
   /** Extra environment on top of the run's (tests). */
@@ -24,8 +23,6 @@ export interface ResolverOptions {
   /** The command for `worker --resolve`; default `selfCommand`. */
   command?: ChildCommand;
   registry?: ProcessRegistry;
-  /** The live resolvers, whose output files log pruning must keep. */
-  live?: LiveChildren;
 }
 
 export interface Resolvers {
@@ -39,15 +36,17 @@ export interface Resolvers {
 
 export function createResolvers(
   ctx: HostContext,
-  options: Omit<ResolverOptions, "live"> & { stopping(): boolean },
+  options: ResolverOptions & { stopping(): boolean },
 ): Resolvers {
   let pending = 0;
-  const live = createLiveChildren();
+  // The live resolvers, whose output files log pruning must keep. A stopping host lets a
+  // running resolution finish: nothing stops them.
+  const live = new Set<SupervisedChild>();
   // Each resolver is a whole runtime: a burst of starts queues for a few slots.
   const slots = createSlots(ctx.options.maxConcurrentResolvers);
   const { stopping, ...childOptions } = options;
   return {
-    logFiles: live.logFiles,
+    logFiles: () => [...live].flatMap(({ logFiles }) => [logFiles.stdout, logFiles.stderr]),
     pending: () => pending,
     async resolve(request) {
       pending++;
@@ -60,7 +59,7 @@ export function createResolvers(
               message: "Workflow not resolved: the host is stopping; start the run again",
             });
           }
-          return resolveInChild(ctx, request, { ...childOptions, live });
+          return resolveInChild(ctx, request, childOptions, live);
         });
       } finally {
         pending--;
@@ -69,12 +68,13 @@ export function createResolvers(
   };
 }
 
-export async function resolveInChild(
+async function resolveInChild(
   ctx: HostContext,
   request: ResolveRequest,
-  options: ResolverOptions = {},
+  options: ResolverOptions,
+  live: Set<SupervisedChild>,
 ): Promise<ResolveResult> {
-  const { env = {}, registry, live } = options;
+  const { env = {}, registry } = options;
   let overLimit = false;
   const spawned = spawnChild(ctx, {
     args: ["worker", "--resolve"],
@@ -88,9 +88,7 @@ export async function resolveInChild(
     },
     ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
   });
-  // A stopping host lets a running resolution finish: stopping one only waits for its exit.
-  const child: LiveChild = { runId: null, spawned, stop: () => spawned.exited.then(() => {}) };
-  live?.add(child);
+  live.add(spawned);
   let step: ResolveProgress | null = null;
   // Its one request, answered within the start-up deadline (which covers the start).
   const asked = serveChildRequests(spawned, readFrame)
@@ -123,7 +121,7 @@ export async function resolveInChild(
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
     await retireChild(spawned, ctx.options.killGraceMs);
-    live?.remove(child);
+    live.delete(spawned);
   }
 }
 

@@ -59,11 +59,10 @@ export interface ValidationDeps {
   epochEnding?(runId: string): Promise<unknown> | null;
 }
 
-/** Why an exchange ended without a verdict; `stopped` when the host stopped it (no rejection). */
+/** Why an exchange ended without a verdict. */
 export interface Broken {
   failure: string | null;
   tooLarge: boolean;
-  stopped: boolean;
 }
 
 /** One exchange: the submission's job, the child it runs in and the header its request names. */

@@ -88,19 +88,20 @@ export function createValidations(
   /** Runs the job's exchange, in `prepared` when given (borrowed), else as runChild decides. */
   const start = (job: VerdictJob, prepared: PreparedChild | null): Promise<void> => {
     const { submissionId } = job;
-    const stopper = { stop: () => {} };
     let markDecided = () => {};
     const decided = new Promise<void>((resolve) => (markDecided = resolve));
-    const child: LiveChild = {
+    const child: ValidationChild = {
       runId: job.runId,
       spawned: null,
+      stopped: false,
       stop: () => {
-        stopper.stop();
+        child.stopped = true;
+        child.spawned?.channel.destroy();
         return done;
       },
     };
     // The caller hears the verdict at once; stopping the child's group happens after.
-    const done = runChild(ctx, deps, job, stopper, markDecided, prepared).catch((error) => {
+    const done = runChild(ctx, deps, job, child, markDecided, prepared).catch((error) => {
       ctx.log("validation.failed", { run: job.runId, error: logError(error) });
     }).finally(() => {
       markDecided();
@@ -124,11 +125,14 @@ export function createValidations(
   };
 }
 
+/** A submission's child; `stopped` once the host stopped it (its verdict is not needed). */
+type ValidationChild = LiveChild & { stopped: boolean };
+
 async function runChild(
   ctx: HostContext,
   deps: ValidationDeps,
   job: VerdictJob,
-  stopper: { stop(): void },
+  child: ValidationChild,
   decidedHook: () => void,
   /** The run's prepared process, already borrowed (validateNow); else decided here. */
   borrowed: PreparedChild | null,
@@ -138,10 +142,10 @@ async function runChild(
   const ending = borrowed ? null : deps.epochEnding?.(job.runId);
   if (ending) {
     await ending;
-    // Cancelled or timed out meanwhile: nothing to validate any more.
-    if (!readValidationJob(ctx.store, job.submissionId)) return;
+    // Cancelled, timed out or stopped meanwhile: nothing to validate any more.
+    if (child.stopped || !readValidationJob(ctx.store, job.submissionId)) return;
   }
-  const broken: Broken = { failure: null, tooLarge: false, stopped: false };
+  const broken: Broken = { failure: null, tooLarge: false };
   const next: { epoch: (() => void) | null } = { epoch: null };
   // The run's prepared process (its last worker, workflow loaded) when one waits; else a fresh
   // child. The exchange below is the same for both.
@@ -150,10 +154,7 @@ async function runChild(
     broken.failure = "its output passed the capture limit";
     spawned.channel.destroy();
   });
-  stopper.stop = () => {
-    broken.stopped = true;
-    spawned.channel.destroy();
-  };
+  child.spawned = spawned;
   const boundMs = (prepared ? 0 : ctx.options.workerStartupMs) + VALIDATE_BOUND_MS;
   const deadline = armChildDeadline(spawned, boundMs, () => {
     broken.failure = `it gave no verdict within ${boundMs} ms`;
@@ -175,7 +176,7 @@ async function runChild(
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
     });
-    if (!decided && !broken.stopped) {
+    if (!decided && !child.stopped) {
       rejectVerdict(ctx, job, brokenError(broken));
       decidedHook();
     }
