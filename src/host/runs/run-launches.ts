@@ -8,12 +8,7 @@ import { type LaunchableRun, nextLaunchableRuns } from "../../state/transitions/
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { HostContext } from "../host-context.ts";
-import {
-  type LaunchHooks,
-  launchWorker,
-  spawnFailure,
-  WorkerSpawnError,
-} from "../supervision/launch-worker.ts";
+import { type LaunchHooks, launchWorker, WorkerSpawnError } from "../supervision/launch-worker.ts";
 import type { PreparedChild, PreparedChildren } from "../supervision/prepared-children.ts";
 import type { RunCredentials } from "../run-credentials.ts";
 import { type CrashCounter, handleSpawnFailure } from "./worker-exit.ts";
@@ -67,7 +62,7 @@ function launchRun(ctx: HostContext, deps: LaunchDeps, run: LaunchableRun): void
     // The claim was not taken: nothing runs in the taken process, which is stopped.
     if (kept) stopTaken(ctx, kept);
     if (error instanceof WorkerSpawnError) {
-      handleSpawnFailure(ctx, spawnFailure(run.runId, error), deps.crashes, deps.maxCrashes);
+      handleSpawnFailure(ctx, error, deps.crashes, deps.maxCrashes);
       deps.schedule();
     } else ctx.log("worker.launch_failed", { run: run.runId, error: logError(error) });
   }

@@ -87,7 +87,6 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
   });
   const epochs = {
     active,
-    registry,
     stops,
     prepared,
     forgetDeadlines: deadlines.forget,
@@ -121,6 +120,7 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
         limits.exceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
       env: deps.env(run.runId),
       command: deps.command,
+      registry,
     }),
     supervise: (worker: ActiveWorker) => superviseWorker(ctx, epochs, worker),
     schedule: () => schedule(),

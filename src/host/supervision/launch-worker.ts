@@ -27,7 +27,8 @@ import {
 } from "./children/spawn-child.ts";
 import { recordWorkerProcess } from "../../state/transitions/workers.ts";
 import { afterGroupCommit } from "../../state/transactions.ts";
-import { formatStartIdentity, type ProcessIdentity } from "../../os/process-identity.ts";
+import { formatStartIdentity } from "../../os/process-identity.ts";
+import type { ProcessRegistry } from "./process-registry.ts";
 import type { Claim } from "../../state/claims.ts";
 import type { LaunchSecrets } from "../run-credentials.ts";
 import { recordedRunEnvironment } from "./children/child-environment.ts";
@@ -46,6 +47,8 @@ export interface LaunchHooks {
   credentials?: LaunchSecrets;
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: ChildCommand;
+  /** A fresh worker enters it once identified (a prepared process is in it already). */
+  registry: ProcessRegistry;
   /**
    * The run's prepared process (prepared-children.ts): the epoch runs there instead of in a new
    * process. Everything else (claim, epoch record, envelope, fencing) is the same.
@@ -60,28 +63,27 @@ export interface LaunchHooks {
   workerEpoch?: string;
 }
 
-/** The run is claimed for a launch, but its worker could not be spawned. */
+/**
+ * The run is claimed for a launch, but its worker could not be spawned: what the exit path needs
+ * to settle it, with the cause's code (an errno, else its name), never its text.
+ */
 export class WorkerSpawnError extends Error {
+  readonly runId: string;
   readonly claim: Claim;
   readonly workerEpoch: string;
-  constructor(claim: Claim, workerEpoch: string, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    super(detail.split("\n")[0].replace(/^Worker not started: /, ""), { cause });
+  readonly code: string = "Error";
+  constructor(runId: string, claim: Claim, workerEpoch: string, cause: unknown) {
+    super("Worker not started", { cause });
     this.name = "WorkerSpawnError";
+    this.runId = runId;
     this.claim = claim;
     this.workerEpoch = workerEpoch;
+    for (let c = cause; c instanceof Error; c = c.cause) {
+      const errno = (c as NodeJS.ErrnoException).code;
+      this.code = typeof errno === "string" ? errno : c.name;
+      if (typeof errno === "string") break;
+    }
   }
-}
-
-/** What the exit path needs to settle a failed spawn; only the error's code, never its text. */
-export function spawnFailure(runId: string, error: WorkerSpawnError) {
-  let code = "Error";
-  for (let cause = error.cause; cause instanceof Error; cause = cause.cause) {
-    const errno = (cause as NodeJS.ErrnoException).code;
-    code = typeof errno === "string" ? errno : cause.name;
-    if (typeof errno === "string") break;
-  }
-  return { runId, claim: error.claim, workerEpoch: error.workerEpoch, code };
 }
 
 /**
@@ -122,6 +124,10 @@ export function launchWorker(
 ): ActiveWorker {
   const workerEpoch = hooks.workerEpoch ?? ctx.ids.next("wep");
   const base = envelopeBase(run, workerEpoch);
+  const prepared = hooks.prepared?.identity;
+  const named = prepared
+    ? { pid: prepared.pid, startIdentity: formatStartIdentity(prepared) }
+    : null;
   const { claim, generation } = claimRunForLaunch(ctx.store, {
     runId: run.runId,
     ownerId: ctx.hostOwnerId,
@@ -131,17 +137,10 @@ export function launchWorker(
     workerEpoch,
     launchEnvelopeHash: fingerprint(base as unknown as JsonValue),
     // A prepared process is named in the claim's own transaction.
-    ...(hooks.prepared?.identity
-      ? {
-        process: {
-          pid: hooks.prepared.identity.pid,
-          startIdentity: formatStartIdentity(hooks.prepared.identity),
-        },
-      }
-      : {}),
+    ...(named ? { process: named } : {}),
   });
-  const live = hooks.live === true && hooks.prepared?.identity != null;
-  if (live) markPreparedLive(ctx, claim, workerEpoch, hooks.prepared!.identity!);
+  const live = hooks.live === true && named !== null;
+  if (live) markWorkerLive(ctx.store, claim, { workerEpoch, ...named });
   crashPoint("host.launch.afterClaim");
   const envelope: WorkerLaunch = {
     ...base,
@@ -166,11 +165,12 @@ export function launchWorker(
         extraEnv: { ...hooks.env, PI_WORKFLOWS_STATE_DIR: ctx.stateDir },
         logStem: workerEpoch,
         onOutputExceeded: (stream) => hooks.outputExceeded(worker, stream),
+        register: { registry: hooks.registry, kind: "worker", runId: run.runId },
       });
     } catch (error) {
       // The claim is ours but no process exists: the caller settles the run now instead of
       // leaving it starting until the claim expires.
-      throw new WorkerSpawnError(claim, workerEpoch, error);
+      throw new WorkerSpawnError(run.runId, claim, workerEpoch, error);
     }
   }
   // The envelope first: the worker waits for it while the host reads its start identity and
@@ -213,19 +213,5 @@ export async function identifyWorker(ctx: HostContext, worker: ActiveWorker): Pr
   if (worker.identity !== null) return;
   await nameChild(worker, (process) => {
     recordWorkerProcess(ctx.store, { workerEpoch: worker.workerEpoch, ...process });
-  });
-}
-
-/** The prepared process's new epoch is live at once: it exists, is identified and answered. */
-function markPreparedLive(
-  ctx: HostContext,
-  claim: Claim,
-  workerEpoch: string,
-  identity: ProcessIdentity,
-): void {
-  markWorkerLive(ctx.store, claim, {
-    workerEpoch,
-    pid: identity.pid,
-    startIdentity: formatStartIdentity(identity),
   });
 }

@@ -6,8 +6,6 @@
 export interface Slots {
   /** Runs `work` once a slot is free; the slot is freed when it settles. */
   run<T>(work: () => Promise<T>): Promise<T>;
-  /** Callers waiting for a slot. */
-  readonly waiting: number;
 }
 
 export function createSlots(limit: number): Slots {
@@ -25,9 +23,6 @@ export function createSlots(limit: number): Slots {
         if (next) next();
         else busy--;
       }
-    },
-    get waiting() {
-      return queue.length;
     },
   };
 }

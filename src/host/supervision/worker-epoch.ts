@@ -10,8 +10,7 @@ import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
 import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
-import type { ProcessRegistry } from "./process-registry.ts";
-import { type ChildExit, enlist } from "./children/spawn-child.ts";
+import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import type { WorkerStops } from "./worker-stops.ts";
 import { retireWorker } from "./worker-teardown.ts";
@@ -23,7 +22,6 @@ const KEPT_EXIT = { code: 0, signal: null };
 
 export interface EpochDeps {
   active: Map<string, ActiveWorker>;
-  registry: ProcessRegistry;
   stops: WorkerStops;
   hooks: SessionHooks;
   prepared: PreparedChildren;
@@ -51,10 +49,7 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
   const served = identifyWorker(ctx, worker).catch((error) => {
     // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
     ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
-  }).then(() => {
-    enlist(worker.spawned, deps.registry, { kind: "worker", runId: worker.runId });
-    return serveWorkerChannel(ctx, worker, deps.hooks);
-  });
+  }).then(() => serveWorkerChannel(ctx, worker, deps.hooks));
   worker.done = served.then(() => endEpoch(ctx, deps, worker));
 }
 

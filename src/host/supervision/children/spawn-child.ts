@@ -196,21 +196,6 @@ export async function nameChild(
   }
 }
 
-/**
- * Enters a child spawned without `register` in the process registry once its epoch record names
- * it (a run worker): retireChild takes it out like any other. Nothing for a child never
- * identified.
- */
-export function enlist(
-  spawned: SupervisedChild,
-  registry: ProcessRegistry,
-  entry: Omit<RegisteredProcess, "identity">,
-): void {
-  if (spawned.identity === null) return;
-  registry.register({ identity: spawned.identity, ...entry });
-  spawned.registered = registry;
-}
-
 async function identify(
   child: ChildProcess,
   register: ChildDescription["register"],
@@ -225,6 +210,9 @@ async function identify(
   }
   const record = spawned();
   record.identity = identity;
-  if (register) enlist(record, register.registry, { kind: register.kind, runId: register.runId });
+  if (register && identity !== null) {
+    register.registry.register({ identity, kind: register.kind, runId: register.runId });
+    record.registered = register.registry;
+  }
   return identity;
 }
