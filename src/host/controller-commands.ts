@@ -38,7 +38,7 @@ import {
 } from "../state/controllers/session-bindings.ts";
 import type { CommandReceiptInput } from "../state/host-commands.ts";
 import { describeSourceChanges, verifySourceIdentity } from "../workflows/sources/identity.ts";
-import type { ControllerResolution } from "./supervision/controllers/api.ts";
+import type { ControllerResolution } from "./supervision/controllers/resolver-pool.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
 function reject(rt: HostRuntime, request: HostRequest, code: string, message: string) {

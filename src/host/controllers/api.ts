@@ -6,7 +6,7 @@
 import type {
   ControllerResolution,
   ControllerResolveInput,
-} from "../supervision/controllers/api.ts";
+} from "../supervision/controllers/resolver-pool.ts";
 
 export type { ControllerResolution, ControllerResolveInput };
 

@@ -56,10 +56,8 @@ export function createCompileCacheWarmup(
   options: WarmupOptions,
   extraEnv: NodeJS.ProcessEnv,
 ): CompileCacheWarmup {
-  // Settles once the child's end is handled (shutdown waits for that).
-  let settle: () => void = () => {};
-  const handled = new Promise<void>((resolve) => (settle = resolve));
-  let running: { spawned: SupervisedChild; ended: boolean } | null = null;
+  // `handled` settles once the child's end is handled (shutdown waits for that).
+  let running: { spawned: SupervisedChild; ended: boolean; handled?: Promise<void> } | null = null;
   let ending: WarmupEnd | null = null;
   // The environment a resolver gets: the host's allowlisted base, the cache, the extras.
   const base = baseRunEnvironment(process.env);
@@ -102,7 +100,7 @@ export function createCompileCacheWarmup(
         ctx.log("compile_cache.warmup_failed", { error: logError(error) });
         return;
       }
-      const current: { spawned: SupervisedChild; ended: boolean } = { spawned, ended: false };
+      const current: NonNullable<typeof running> = { spawned, ended: false };
       running = current;
       const deadline = armChildDeadline(
         spawned,
@@ -110,7 +108,7 @@ export function createCompileCacheWarmup(
         () => void kill("timedOut"),
       );
       ctx.log("compile_cache.warming", { pid: spawned.child.pid ?? null });
-      void spawned.exited.then(async ({ code }) => {
+      current.handled = spawned.exited.then(async ({ code }) => {
         current.ended = true;
         deadline.disarm();
         const result: WarmupEnd = ending ?? (code === 0 ? "warmed" : "failed");
@@ -120,12 +118,11 @@ export function createCompileCacheWarmup(
           ...(result === "failed" ? { code } : {}),
         });
         await retireChild(spawned, 0);
-        settle();
       });
     },
     async stop() {
       await kill("stopped");
-      if (running && !running.ended) await handled;
+      await running?.handled;
     },
   };
 }

@@ -64,6 +64,7 @@ export async function closeAfterDrain(spawned: SupervisedChild, ms: number): Pro
     }),
   ]);
   clearTimeout(timer);
-  spawned.closeOutput();
+  spawned.child.stdout?.destroy();
+  spawned.child.stderr?.destroy();
   await spawned.captured;
 }

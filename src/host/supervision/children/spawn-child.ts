@@ -75,11 +75,6 @@ export interface SupervisedChild {
   exited: Promise<ChildExit>;
   /** Resolves once both captured output files are closed. */
   captured: Promise<void>;
-  /**
-   * Closes the output pipes: after the child exited, a descendant that inherited them must not
-   * keep them (and the host's reading) alive.
-   */
-  closeOutput(): void;
   /** Paths of the captured output files (for maintainers; never logged). */
   logFiles: { stdout: string; stderr: string };
   /**
@@ -169,10 +164,6 @@ export function spawnChild(
     channel,
     exited,
     captured: Promise.all(captures.map((c) => c.done)).then(() => {}),
-    closeOutput() {
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-    },
     logFiles,
     onOutputExceeded: description.onOutputExceeded,
   };

@@ -9,6 +9,8 @@
 import { writeFrame } from "../../../protocol/framing.ts";
 import {
   CONTROLLER_RESOLVE_REQUEST_SCHEMA,
+  type ControllerResolveRequest,
+  type ControllerResolveResult,
   parseControllerResolveResult,
 } from "../../../protocol/controller-resolve.ts";
 import type { HostContext } from "../../host-context.ts";
@@ -17,7 +19,13 @@ import type { ProcessRegistry } from "../process-registry.ts";
 import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
 import { retireChild } from "../children/retire-child.ts";
 import { type ChildRequests, type Heard, serveChildRequests } from "../children/child-requests.ts";
-import type { ControllerResolution, ControllerResolveInput } from "./api.ts";
+
+/** What `controller.apply` asks: a controller (a name or a path), the project, the spec. */
+export type ControllerResolveInput = Pick<ControllerResolveRequest, "controller" | "cwd" | "spec">;
+
+export type ControllerResolution =
+  | Omit<Extract<ControllerResolveResult, { ok: true }>, "schema" | "requestId">
+  | { ok: false; code: string; message: string };
 
 export interface ResolverPoolDeps {
   command: ChildCommand;
