@@ -115,7 +115,6 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     crashes,
     maxCrashes,
     hooks: (run: { runId: string }) => ({
-      stop,
       outputExceeded: (worker: ActiveWorker, stream: "stdout" | "stderr") =>
         limits.exceeded(worker, "outputExceeded", outputLimitError(ctx, stream)),
       env: deps.env(run.runId),

@@ -17,7 +17,7 @@ import {
   markWorkerLive,
 } from "../../state/transitions/run-launch.ts";
 import type { HostContext } from "../host-context.ts";
-import type { ActiveWorker, StopReason } from "./active-worker.ts";
+import type { ActiveWorker } from "./active-worker.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 import {
   type ChildCommand,
@@ -35,7 +35,6 @@ import { recordedRunEnvironment } from "./children/child-environment.ts";
 import { launchingLife } from "./worker-life.ts";
 
 export interface LaunchHooks {
-  stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
   /** A captured stream passed its cap: the rest never reached the file. */
   outputExceeded(worker: ActiveWorker, stream: "stdout" | "stderr"): void;
   /** Extra environment for the worker on top of the run's (tests); never secrets. */
