@@ -25,7 +25,7 @@ import { createResolvers } from "./supervision/resolver.ts";
 import { createValidations } from "./supervision/validation.ts";
 import { createPreparedChildren } from "./supervision/prepared-children.ts";
 import { createCompileCacheWarmup } from "./supervision/compile-cache-warmup.ts";
-import { createLogPruner } from "./supervision/captured-logs.ts";
+import { createLogPruner } from "./worker-log-budget.ts";
 import { createControllerChildren } from "./supervision/controllers/controller-children.ts";
 import { createRunWorkers } from "./runs/run-workers.ts";
 import { recoverExpiredRuns } from "./runs/run-recovery.ts";

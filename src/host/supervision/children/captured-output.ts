@@ -3,10 +3,10 @@
  * pipe, copied by the host into a user-only file with the cap enforced at the write. Past the
  * cap nothing more reaches the file (a last line says where it was cut) and `onCut` fires once,
  * so the caller stops the child; the host keeps draining the pipe meanwhile, so the child never
- * blocks on a full pipe while it is stopped. The files of all epochs share one byte budget.
+ * blocks on a full pipe while it is stopped. The files of all epochs share one byte budget
+ * (src/host/worker-log-budget.ts).
  */
-import { createWriteStream, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { createWriteStream, rmSync, statSync } from "node:fs";
 import type { Readable } from "node:stream";
 
 export interface CapturedStream {
@@ -70,53 +70,4 @@ export function removeEmptyLogs(logFiles: { stdout: string; stderr: string }): v
       // already gone
     }
   }
-}
-
-/**
- * Keeps the captured output in `logDir` within `keep` files and `maxBytes` in all, removing the
- * oldest first and never a file in `inUse` (a live child's). Returns how many files it removed.
- */
-export function pruneWorkerLogs(
-  logDir: string,
-  limits: { keep: number; maxBytes: number; inUse?: ReadonlySet<string> },
-): number {
-  let files: { path: string; mtime: number; size: number }[];
-  try {
-    files = readdirSync(logDir)
-      .filter((name) => name.endsWith(".out") || name.endsWith(".err"))
-      .flatMap((name) => {
-        const path = join(logDir, name);
-        try {
-          const stat = statSync(path);
-          return [{ path, mtime: stat.mtimeMs, size: stat.size }];
-        } catch {
-          return [];
-        }
-      });
-  } catch {
-    return 0;
-  }
-  files.sort((a, b) => b.mtime - a.mtime);
-  let kept = 0;
-  let bytes = 0;
-  let removed = 0;
-  for (const file of files) {
-    if (limits.inUse?.has(file.path)) {
-      bytes += file.size;
-      kept++;
-      continue;
-    }
-    if (kept < limits.keep && bytes + file.size <= limits.maxBytes) {
-      bytes += file.size;
-      kept++;
-      continue;
-    }
-    try {
-      rmSync(file.path);
-      removed++;
-    } catch {
-      // raced with another removal
-    }
-  }
-  return removed;
 }
