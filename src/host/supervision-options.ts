@@ -2,7 +2,7 @@
  * Supervision tunables, each with a documented default (docs/workers.md). The host main reads
  * them with `readSupervisionOptions(process.env)`; tests pass short values directly.
  */
-import { readPositiveIntegerEnv } from "./host-options.ts";
+import { readPositiveIntegerOptions } from "../os/env-integer.ts";
 import type { SupervisionOptions } from "./host-context.ts";
 
 export const DEFAULT_SUPERVISION_OPTIONS: Required<SupervisionOptions> = {
@@ -49,15 +49,15 @@ const ENV_NAMES = {
 export function readSupervisionOptions(
   env: NodeJS.ProcessEnv = process.env,
 ): SupervisionOptions {
-  const options = { ...DEFAULT_SUPERVISION_OPTIONS };
-  for (const key of Object.keys(ENV_NAMES) as (keyof SupervisionOptions)[]) {
-    // `PI_WORKFLOWS_MAX_PREPARED=0` keeps no process after an epoch (every step starts fresh).
-    if (key === "maxPreparedChildren" && env[ENV_NAMES[key]]?.trim() === "0") {
-      options[key] = 0;
-      continue;
-    }
-    options[key] = readPositiveIntegerEnv(env, ENV_NAMES[key]) ?? options[key];
-  }
+  // `PI_WORKFLOWS_MAX_PREPARED=0` keeps no process after an epoch (every step starts fresh).
+  const { [ENV_NAMES.maxPreparedChildren]: maxPrepared, ...rest } = env;
+  const none = maxPrepared?.trim() === "0";
+  const options = readPositiveIntegerOptions(
+    none ? rest : env,
+    ENV_NAMES,
+    DEFAULT_SUPERVISION_OPTIONS,
+  );
+  if (none) options.maxPreparedChildren = 0;
   if (options.claimRenewMs >= options.claimTtlMs) {
     // Name the variables: the person set one of them, maybe not the other.
     const unset = (key: keyof SupervisionOptions) => (env[ENV_NAMES[key]] ?? "") === "";

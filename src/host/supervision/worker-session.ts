@@ -259,8 +259,6 @@ function answer(
       "the host is stopping: the run parked at its last durable boundary",
     );
   }
-  // Receipts of worker messages live in their events, keyed by the message id alone.
-  const requestId = messageId;
   // Over the bytes as received: the worker sends canonical JSON, so this is `fingerprint(message)`
   // without encoding the message again (a retry resends the same bytes).
   const requestFingerprint = `sha256:${sha256Hex(frame.line ?? fastCanonicalJson(message))}`;
@@ -272,13 +270,14 @@ function answer(
   try {
     applied = applyWorkerMessage(ctx, worker, message, {
       expectedRevision: message.expectedRevision,
-      receipt: { requestId, requestFingerprint },
+      // Receipts of worker messages live in their events, keyed by the message id alone.
+      receipt: { requestId: messageId, requestFingerprint },
     });
   } catch (error) {
     // A message id is stored with its receipt in the transition's own transaction, which
     // therefore refuses a retry of a committed message (duplicate id, or an older revision):
     // only then is the stored receipt read, so the common case costs no extra query.
-    const retried = storedAnswer(ctx, worker, message, requestId, requestFingerprint);
+    const retried = storedAnswer(ctx, worker, message, messageId, requestFingerprint);
     if (retried) return retried;
     if (error instanceof ClaimLostError) {
       releaseClaim(worker);
