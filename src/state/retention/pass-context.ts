@@ -106,7 +106,7 @@ export interface PassContext {
    * their deletion is durable (after one of the pass's checkpoints, which end with an fsync of
    * the WAL).
    */
-  makeDurable(synced?: boolean): void;
+  makeDurable(): void;
   /** The files of the deleted runs whose deletion is durable, since the last take. */
   takePruned(): PrunedFiles;
   /** The pass's own WAL checkpoints, between its transactions. */
