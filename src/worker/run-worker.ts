@@ -41,7 +41,7 @@ export async function runWorkerEpoch(
     // next epoch here, each in a fresh instance of the workflow (prepared-child.ts).
     if (!epoch.kept || !nextPush || epoch.loaded === null) return epoch.code;
     const { prepareRun, servePrepared } = await import("./prepared-child.ts");
-    prepared ??= prepareRun(epoch.loaded);
+    prepared ??= epoch.prepared ?? prepareRun(epoch.loaded);
     launch = await servePrepared(channel, nextPush, prepared);
     crashPoint("worker.prepared.launched");
   }
@@ -53,6 +53,8 @@ interface EpochEnd {
   kept: boolean;
   /** The launch the epoch loaded its workflow under. */
   loaded: WorkerLaunch | null;
+  /** A first epoch's kept process, its spares loading since the goodbye. */
+  prepared?: PreparedRun | null;
 }
 
 async function runEpoch(
@@ -106,15 +108,29 @@ async function runEpoch(
   if (requested && prepared !== null && !spent) prepared.instances.fill();
   // A first epoch that may be kept: what serves it (validations, the next step proposed ahead)
   // is imported meanwhile too (from source that is hundreds of milliseconds under load, which a
-  // submission that comes at once waited for).
-  if (requested && prepared === null) {
-    void import("./prepared-child.ts").catch(() => {});
-    void import("./speculative-step.ts").catch(() => {});
-  }
+  // submission that comes at once waited for), and its spares load as in a kept process.
+  const warming = requested && prepared === null && ended.loaded !== null
+    ? warmPrepared(ended.loaded)
+    : null;
   const bye = await goodbye.catch(() => null);
   const kept = (requested || ended.reason === "parked") &&
     (bye?.result as { prepared?: unknown } | undefined)?.prepared === true;
-  return { code: WORKER_EXIT.done, kept, loaded: ended.loaded };
+  return {
+    code: WORKER_EXIT.done,
+    kept,
+    loaded: ended.loaded,
+    prepared: kept ? await warming : null,
+  };
+}
+
+/** The process a first epoch's goodbye may be answered with keeping: its spares start loading. */
+function warmPrepared(loaded: WorkerLaunch): Promise<PreparedRun | null> {
+  void import("./speculative-step.ts").catch(() => {});
+  return import("./prepared-child.ts").then((child) => {
+    const run = child.prepareRun(loaded);
+    run.instances.fill();
+    return run;
+  }, () => null);
 }
 
 /**
