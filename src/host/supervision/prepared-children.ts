@@ -39,9 +39,8 @@ export interface PreparedChild extends LiveChild {
 }
 
 /**
- * Where a kept process is. Until its last epoch is recorded and it is named in `host_children`
- * (a submission may arrive first) it is `kept`: it can validate but not be taken, and waits with
- * no idle bound. Adopted, it is `idle` under the kit's bound on its wait (child-deadline.ts),
+ * Where a kept process is. Until its last epoch is recorded (a submission may arrive first) it is
+ * `kept`: it can validate but not be taken, and waits with no idle bound. Adopted, it is `idle` under the kit's bound on its wait (child-deadline.ts),
  * `busy` in a validation exchange, or `taken` to run an epoch again.
  */
 type PreparedState =

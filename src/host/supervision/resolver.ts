@@ -22,7 +22,7 @@ export interface ResolverOptions {
   env?: NodeJS.ProcessEnv;
   /** The command for `worker --resolve`; default `selfCommand`. */
   command?: ChildCommand;
-  registry?: ProcessRegistry;
+  registry: ProcessRegistry;
 }
 
 export interface Resolvers {
@@ -86,7 +86,7 @@ async function resolveInChild(
       overLimit = true;
       void stopChildGroup(spawned, { graceMs: 0, immediate: true });
     },
-    ...(registry ? { register: { registry, kind: "resolver", runId: null } } : {}),
+    register: { registry, kind: "resolver", runId: null },
   });
   live.add(spawned);
   let step: ResolveProgress | null = null;

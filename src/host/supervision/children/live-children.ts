@@ -6,8 +6,8 @@
 import type { SupervisedChild } from "./spawn-child.ts";
 
 export interface LiveChild {
-  /** The run it serves; null for a resolver. */
-  runId: string | null;
+  /** The run it serves. */
+  runId: string;
   /** Its process, whose output files are kept while it lives; null when not yet spawned. */
   spawned: SupervisedChild | null;
   /** Stops it (idempotent); resolves once it is retired. */
