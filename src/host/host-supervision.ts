@@ -26,7 +26,6 @@ import { createValidations } from "./supervision/validation.ts";
 import { createPreparedChildren } from "./supervision/prepared-children.ts";
 import { createCompileCacheWarmup } from "./supervision/compile-cache-warmup.ts";
 import { createLogPruner } from "./worker-log-budget.ts";
-import { createControllerChildren } from "./supervision/controllers/controller-children.ts";
 import { createRunWorkers } from "./runs/run-workers.ts";
 import { recoverExpiredRuns } from "./runs/run-recovery.ts";
 import type { ControllerSupervision } from "./controllers/api.ts";
@@ -173,11 +172,7 @@ export function createSupervision(
     stopping: () => shuttingDown,
   });
   const controllers = createControllerSupervision(ctx, {
-    children: createControllerChildren(ctx, {
-      command: command ?? selfCommand,
-      env: envFor(null),
-      registry,
-    }),
+    children: { command: command ?? selfCommand, env: envFor(null), registry },
     resolveWorkflow: (request) => supervision.resolve(request),
     wakeRuns: () => workers.schedule(),
     ...(ctx.controllerOptions ? { options: ctx.controllerOptions } : {}),

@@ -44,6 +44,7 @@ import {
   takesReconciles,
 } from "../supervision/controllers/controller-life.ts";
 import { createWorkerSpawner, type WorkerFleetDeps } from "./worker-fleet.ts";
+import { createResolverPool } from "../supervision/controllers/resolver-pool.ts";
 import { inNextCommit } from "../commit-group.ts";
 
 /** The due timer is re-armed at least this often, so a wall-clock jump is noticed. */
@@ -74,7 +75,7 @@ export function createControllerSupervision(
   const options = deps.options ?? DEFAULT_CONTROLLER_OPTIONS;
   const random = deps.random ?? Math.random;
   const workers = new Map<string, ControllerWorker>();
-  const resolvers = deps.children.resolverPool(options.resolverIdleMs);
+  const resolvers = createResolverPool(ctx, { ...deps.children, idleMs: options.resolverIdleMs });
   // No timer runs while nothing is due or in flight: an idle host costs nothing here.
   let dueTimer: ReturnType<typeof setTimeout> | null = null;
   let started = false;

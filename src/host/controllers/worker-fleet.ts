@@ -14,7 +14,8 @@ import {
 } from "../../state/controllers/controller-workers.ts";
 import type { ControllerMessage } from "../../protocol/controller-worker.ts";
 import type { ResolveRequest, ResolveResult } from "../host-context.ts";
-import type { ControllerChildren } from "../supervision/controllers/controller-children.ts";
+import type { ControllerWorkerCommand } from "../supervision/controllers/controller-worker.ts";
+import { startControllerWorker } from "../supervision/controllers/start-controller-worker.ts";
 import {
   type ActiveReconcile,
   type ControllerWorker,
@@ -33,8 +34,8 @@ import { applyReconcileMessage } from "../controller-messages/reconcile-handlers
 import { type Fleet, markIdle, type ReconcileHolds } from "./reconcile-holds.ts";
 
 export interface WorkerFleetDeps {
-  /** Starts and stops controller worker and resolver processes. */
-  children: ControllerChildren;
+  /** How its controller worker and resolver processes are started (the process supervision). */
+  children: ControllerWorkerCommand;
   resolveWorkflow(request: ResolveRequest): Promise<ResolveResult>;
   /** The run scheduler: a child run was enqueued. */
   wakeRuns(): void;
@@ -134,7 +135,7 @@ export function createWorkerSpawner(
   return (controllerId) => {
     const pin = readPinnedController(ctx.store, controllerId);
     if (!pin || pin.blockedReason !== null) return null;
-    const worker = deps.children.startWorker(pin, {
+    const worker = startControllerWorker(ctx, pin, deps.children, {
       ...hooks,
       onExit(worker, exit) {
         settleExit(worker, exit);
