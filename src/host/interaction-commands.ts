@@ -54,6 +54,7 @@ import {
   submitOrHold,
 } from "./held-submission.ts";
 import { withReceipt } from "./command-receipts.ts";
+import { traceMark } from "../state/transactions.ts";
 import { logError } from "./host-log.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
@@ -200,6 +201,7 @@ export async function submitInteractionCommand(
   request: HostRequest,
 ): Promise<HostResponse> {
   const { payload, runId, idempotencyKey } = requestFor(request, "interaction.submit");
+  traceMark(rt.store, "submit");
   const fail = (outcome: "rejected" | "conflict", code: string, message: string) =>
     failureResponse({ requestId: request.requestId, hostEpoch: rt.epoch, outcome, code, message });
   if (idempotencyKey === undefined) {

@@ -66,6 +66,15 @@ function committed(store: StateStore): void {
   store.afterCommit?.();
 }
 
+/**
+ * Bench hook: with `PI_WORKFLOWS_COMMIT_TRACE` set, a `<time> <label>` line in the same file
+ * marks a moment that is not a commit (the host's read of a submit: `submit`), on the same clock.
+ */
+export function traceMark(store: StateStore, label: string): void {
+  commitTrace ??= process.env.PI_WORKFLOWS_COMMIT_TRACE ?? "";
+  if (commitTrace !== "") appendFileSync(commitTrace, `${store.clock.now()} ${label}\n`);
+}
+
 interface CommitGroup {
   /** In-memory effects of the group's writes, run in order once the shared COMMIT is durable. */
   readonly afterCommit: Array<() => void>;

@@ -81,6 +81,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "ratio_submit_to_next_beyond_pi",
       "host_handoff_ms",
       "handoff_commits",
+      "host_submit_to_request_ms",
       "ratio_host_handoff",
     ],
   },

@@ -16,7 +16,11 @@
  * commits on that path (`handoff_commits`: the host's commits that wrote rows, from the one that
  * made the submission's event durable to the one that made the next request's, both counted, from
  * the host's PI_WORKFLOWS_COMMIT_TRACE, which names the newest event of each commit; the bench runs
- * one run, so every commit in that window is the handoff's).
+ * one run, so every commit in that window is the handoff's). A submission the run's prepared process
+ * validates before it is recorded commits with its verdict (host held-submission.ts), so
+ * `host_handoff_ms` is then the time inside that one commit; `host_submit_to_request_ms` counts
+ * from the host's read of the submit (a `submit` mark in the same trace) to the next request
+ * committed, split at the acceptance's start (`verdict` mark) in `host_breakdown_median_ms`.
  *
  *   npm run bench -- interaction [steps]
  */
@@ -208,13 +212,25 @@ async function main(): Promise<void> {
     const submitToNext: number[] = [];
     // The host's own share: the submission committed -> the next step's request committed.
     const hostHandoff: number[] = [];
+    // The submit read by the host -> the next step's request committed.
+    const hostSubmitToRequest: number[] = [];
     const handoffCommits: number[] = [];
     // One line per commit that wrote rows: its time and the newest event sequence after it.
-    const commitSeqs = existsSync(commitTrace)
-      ? readFileSync(commitTrace, "utf8").split("\n").filter(Boolean).map((line) =>
-        Number(line.split(" ")[1])
-      )
+    const traced = existsSync(commitTrace)
+      ? readFileSync(commitTrace, "utf8").split("\n").filter(Boolean).map((line) => line.split(" "))
       : [];
+    // Commit lines name an event sequence; mark lines a label (transactions.ts traceMark).
+    const commitSeqs = traced.filter(([, what]) => /^\d+$/.test(what)).map(([, seq]) =>
+      Number(seq)
+    );
+    // Each submit's read by the host (its handler's start), on the commits' clock.
+    const submitReads = traced.filter(([, what]) => what === "submit").map(([at]) => Number(at));
+    // Each acceptance's start (its verdict read, its commit begun).
+    const verdictReads = traced.filter(([, what]) => what === "verdict").map(([at]) => Number(at));
+    const hostBreakdown = {
+      submit_read_to_verdict: [] as number[],
+      verdict_to_request: [] as number[],
+    };
     /** The commit that made event `seq` durable. */
     const commitOf = (seq: number) => commitSeqs.findIndex((s) => s >= seq);
     const breakdown = {
@@ -252,6 +268,15 @@ async function main(): Promise<void> {
       breakdown.launching_to_started.push(started.get(`s${step + 1}`)! - phases.launching[step]);
       if (waiting.length === STEPS) {
         hostHandoff.push(waiting[step] - phases.submitted[i]);
+        const read = submitReads.find((at) => at >= waiting[step - 1]);
+        if (read !== undefined) {
+          hostSubmitToRequest.push(waiting[step] - read);
+          const verdict = verdictReads.find((at) => at >= read);
+          if (verdict !== undefined && verdict <= waiting[step]) {
+            hostBreakdown.submit_read_to_verdict.push(verdict - read);
+            hostBreakdown.verdict_to_request.push(waiting[step] - verdict);
+          }
+        }
         const first = commitOf(submittedSeq[i]);
         const last = commitOf(waitingSeq[step]);
         if (first >= 0 && last >= first) handoffCommits.push(last - first + 1);
@@ -289,11 +314,18 @@ async function main(): Promise<void> {
       ) / 100,
       host_handoff_ms: hostHandoff.length > 0 ? stats(hostHandoff) : null,
       handoff_commits: handoffCommits.length > 0 ? stats(handoffCommits) : null,
+      host_submit_to_request_ms: hostSubmitToRequest.length > 0 ? stats(hostSubmitToRequest) : null,
       ratio_host_handoff: hostHandoff.length > 0
         ? Math.round((stats(hostHandoff).median / bareStats.median) * 100) / 100
         : null,
       start_breakdown_median_ms: Object.fromEntries(
         Object.entries(startBreakdown).map(([name, values]) => [name, stats(values).median]),
+      ),
+      host_breakdown_median_ms: Object.fromEntries(
+        Object.entries(hostBreakdown).map(([name, values]) => [
+          name,
+          values.length > 0 ? stats(values).median : null,
+        ]),
       ),
       submit_breakdown_median_ms: Object.fromEntries(
         Object.entries(breakdown).map(([name, values]) => [name, stats(values).median]),

@@ -13,6 +13,7 @@ import {
   rejectSubmission,
 } from "../../state/transitions/interaction-verdicts.ts";
 import type { HostContext } from "../host-context.ts";
+import { traceMark } from "../../state/transactions.ts";
 import { type HeldSubmission, withHeldRecorded } from "../held-submission.ts";
 
 /** A validation's submission; `held` when it is recorded only with its verdict. */
@@ -42,6 +43,7 @@ export function acceptVerdict(
   job: VerdictJob,
   verdict: Verdict & { kind: "interaction.accepted" },
 ): boolean {
+  traceMark(ctx.store, "verdict");
   const done = withHeldRecorded(ctx.store, job.held, () =>
     acceptSubmission(ctx.store, {
       submissionId: job.submissionId,
