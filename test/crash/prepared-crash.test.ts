@@ -6,7 +6,8 @@
  * waits. A prepared process that dies never commits anything; fresh children take over.
  */
 import { join } from "node:path";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { sha256Hex } from "../../src/protocol/canonical-json.ts";
 import { describe, expect, it } from "vitest";
 import { inPsPass } from "../support/ps-pass.ts";
 import { runEnvironment } from "../../src/base/env-names.ts";
@@ -25,6 +26,18 @@ import {
   validationChild,
   workerEpochs,
 } from "./interaction-crash-helpers.ts";
+
+/** The stripped texts saved in the state directory's compile cache (stripped-sources.ts). */
+function savedStripped(stateDir: string): string[] {
+  const cache = join(stateDir, "compile-cache");
+  return readdirSync(cache).flatMap((version) => {
+    try {
+      return readdirSync(join(cache, version, "piw-stripped"));
+    } catch {
+      return [];
+    }
+  });
+}
 
 /** The prepared process of `runId` once its row is there (its last worker's pid). */
 async function preparedOf(stateDir: string, runId: string): Promise<number> {
@@ -78,6 +91,10 @@ describe("the run's prepared process", () => {
     expect(seen.map((s) => [s.calls, s.pid])).toEqual(seen.map(() => [1, countedPid]));
     const evaluations = seen.map((s) => s.evaluation);
     expect(evaluations).toEqual([...new Set(evaluations)].sort((a, b) => a - b));
+    // Each instance served the stripped text the resolver saved (stripped-sources.ts), so the
+    // process never stripped the file again.
+    const file = join(project, ".pi", "workflows", "counted.workflow.ts");
+    expect(savedStripped(home.stateDir)).toContain(`${sha256Hex(readFileSync(file))}.js`);
     expect(validationChild(host.pid)).toBeNull();
 
     // 1c. Past its loads (the cap lowered to 2 for this run: the validation and the next epoch

@@ -11,7 +11,7 @@
  * process's first validation it was the whole of the handoff bench's verdict tail, and each later
  * load still paid a strip and Node's module-format detection (~60% of a load's CPU). The source
  * resolver, which loaded these files for the run's start (Node's stripper already running there
- * when they were new), saves each one's stripped text after its answer (`saveStripped`); the
+ * when they were new), saves each one's stripped text before its answer (`saveStripped`); the
  * load hook serves a session's load of exactly those bytes (same sha256) from it as a plain ES
  * module. Node's strip-only mode only blanks types, so positions and errors stay the same, and
  * the `sourceURL` Node appends is appended here too. Bytes never saved, or a file Node cannot
