@@ -126,6 +126,8 @@ describe("interactive steps survive crashes", () => {
   // before the submission, either way. Not in the ps pass: the host's kill and the next host's
   // takeover are those of "the host SIGKILLed while a request is pending" (the prepared process it
   // kept leaves with its host), and the point varies only the commit, not a process-table read.
+  // With fresh validation children: a submission the run's prepared process validates at once is
+  // recorded with its verdict, entry included (prepared-crash.test.ts's held cases carry one).
   for (
     const point of inPsPass ? [] : [
       "host.presentedSubmission.beforeCommit",
@@ -133,7 +135,7 @@ describe("interactive steps survive crashes", () => {
     ]
   ) {
     it(`the host SIGKILLed at ${point}: the entry and the submission commit together`, async () => {
-      const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point });
+      const { home, project } = crashHome({ PI_WORKFLOWS_CRASH_AT: point, ...FRESH });
       const env = { ...home.env, PI_WORKFLOWS_CRASH_ONCE: join(home.root, "crashed-once") };
       const first = await startHostProcess(env);
       let session = await open(home, "s-presented");

@@ -296,8 +296,11 @@ describe("the verdict and the next epoch in one commit", () => {
       const step = await session.nextStep();
       const kept = await preparedOf(home.stateDir, runId);
       const output = late ? { slow: true, n: 6 } : { n: 6 };
+      // The submit carries its step's entry: recorded with the submission, never without it.
+      const presentation = { sessionEntryId: "entry-launch" };
       // The answer is lost with the host.
-      await session.submit(step, output, { toolCallId: "t-launch" }).catch(() => null);
+      await session.submit(step, output, { toolCallId: "t-launch", presentation })
+        .catch(() => null);
       await first.exited;
       session.close();
       await waitFor(() => !processExists(kept), "the prepared process to leave with its host");
@@ -309,12 +312,22 @@ describe("the verdict and the next epoch in one commit", () => {
       expect(submissions).toEqual(
         durable ? [{ outcome: late ? "validating" : "accepted" }] : [],
       );
+      const entries = rows(
+        home.stateDir,
+        "SELECT presentation_entry_id AS entry FROM interactive_requests WHERE run_id = :runId " +
+          "AND presentation_entry_id IS NOT NULL",
+        { runId },
+      );
+      expect(entries).toEqual(durable ? [{ entry: "entry-launch" }] : []);
       if (late) writeFileSync(gate, "open");
 
       await restartHost(env);
       session = await open(home, "s-accepted-launch");
       // The extension sends the same tool call again: the stored or the new verdict answers.
-      const verdict = await session.submit(step, output, { toolCallId: "t-launch" });
+      const verdict = await session.submit(step, output, {
+        toolCallId: "t-launch",
+        presentation,
+      });
       expect(verdict).toMatchObject({
         outcome: durable ? "adopted" : "accepted",
         receipt: { status: "accepted" },
