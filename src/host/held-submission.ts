@@ -13,10 +13,11 @@
  * a host that dies with it loses nothing (the extension sends the same tool call again: a new
  * submission, validated once; its prepared process leaves with the host). A held submission is
  * recorded `validating` on its own, as without a prepared process, when its verdict has not come
- * within HELD_SUBMISSION_MS or the call's wait, when its exchange ends without a verdict, or when
- * its verdict is stale, or when another call for the same step comes meanwhile (the same tool
- * call sent again, another one): that call is then answered from the rows as before, joining
- * the one validation (one at a time per submission, never two).
+ * within HELD_SUBMISSION_MS or the call's wait, when its exchange is stopped (a cancel, a
+ * shutdown), when its verdict is stale, or when another call for the same step comes meanwhile
+ * (the same tool call sent again, another one): that call is then answered from the rows as
+ * before, joining the one validation (one at a time per submission, never two). A process that
+ * dies without a verdict rejects it: submission and rejection in one commit.
  */
 import { NotFoundError, RefusedError } from "../state/errors.ts";
 import type { StateStore } from "../state/store.ts";

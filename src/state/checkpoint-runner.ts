@@ -38,6 +38,9 @@ export const CHECKPOINT_DEADLINE_MS = 15_000;
 /** Thread failures in a row after which checkpoints stay on the host's thread. */
 export const MAX_THREAD_FAILURES = 3;
 
+/** How long closing waits for a busy thread to end before the host goes on stopping. */
+const CLOSE_WAIT_MS = 1_000;
+
 export interface CheckpointResult extends CheckpointCounts {
   /** The checkpoint and fsync (ms), where they ran. */
   ms: number;
@@ -201,7 +204,14 @@ export function createCheckpointRunner(
       const waiting = [...waiters.values()];
       waiters.clear();
       for (const w of waiting) w.reject(new Error("the runner closed"));
-      if (current) await current.terminate().catch(() => {});
+      // A checkpoint or fsync in native code cannot be interrupted: a stalled disk must not
+      // hold the host's stop (the thread's own connection harms nothing once the host closes).
+      if (current) {
+        await Promise.race([
+          current.terminate().catch(() => {}),
+          new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref()),
+        ]);
+      }
     },
   };
 }

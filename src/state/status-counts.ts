@@ -75,6 +75,10 @@ export function hostStatusCounts(store: StateStore, now = store.clock.now()): Ho
       "SELECT (SELECT COUNT(*) FROM interactive_requests WHERE status = 'pending') + " +
         "(SELECT COUNT(*) FROM human_decisions WHERE state = 'pending') AS n",
     ),
-    ambiguousEffects: count("SELECT COUNT(*) AS n FROM effects WHERE state = 'ambiguous'"),
+    // A run being pruned is gone (run-marks.ts), though its rows go in batches.
+    ambiguousEffects: count(
+      "SELECT COUNT(*) AS n FROM effects WHERE state = 'ambiguous' AND run_id NOT IN " +
+        "(SELECT run_id FROM run_prunes)",
+    ),
   };
 }

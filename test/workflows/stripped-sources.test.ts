@@ -11,7 +11,11 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { executeNode, loadWorkflow, unavailableAgentExecutor } from "../../src/workflows/index.ts";
-import { saveStripped, strippedModule } from "../../src/workflows/sources/stripped-sources.ts";
+import {
+  saveStripped,
+  sealedText,
+  strippedModule,
+} from "../../src/workflows/sources/stripped-sources.ts";
 import { loadError, sha, tempProjects } from "../support/temp-project.ts";
 
 const { project, root: temp } = tempProjects("piw-stripped-");
@@ -61,9 +65,14 @@ describe("workflow files stripped once and saved", () => {
       [root, lib].map((path) => `${sha(path).slice("sha256:".length)}.js`).sort(),
     );
 
-    // A load is served from what was saved (altered here to tell), for these bytes only.
+    // A text altered without its check line is not served (a torn write, a hand edit).
     const savedLib = join(savedDir, `${sha(lib).slice("sha256:".length)}.js`);
-    writeFileSync(savedLib, readFileSync(savedLib, "utf8").replace('"one"', '"saved"'));
+    const text = readFileSync(savedLib, "utf8");
+    const js = text.slice(text.indexOf("\n") + 1);
+    writeFileSync(savedLib, text.replace('"one"', '"torn"'));
+    expect(strippedModule(lib, "file:///x")).toBeNull();
+    // A load is served from what was saved (altered here to tell), for these bytes only.
+    writeFileSync(savedLib, sealedText(js.replace('"one"', '"saved"')));
     const url = `${pathToFileURL(root).href}?piw-load=99`;
     const served = strippedModule(root, url)!;
     expect(served.hash).toBe(sha(root));

@@ -8,7 +8,8 @@
  * only the verdict commits and the scheduler launches the run as before.
  *
  * A crash before the COMMIT leaves the submission `validating` (the next host validates it
- * again); after it, the run is running with a live epoch whose process the next host reaps by its
+ * again), or, when it was held (held-submission.ts), leaves nothing of it (the resent call
+ * validates it again); after it, the run is running with a live epoch whose process the next host reaps by its
  * exact identity, and a new worker goes on from the accepted boundary: nothing runs twice.
  *
  * When the process also proposed that epoch's first step ahead (`ahead`: the next model step's

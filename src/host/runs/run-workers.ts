@@ -121,7 +121,10 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
       command: deps.command,
       registry,
     }),
-    supervise: (worker: ActiveWorker) => superviseWorker(ctx, epochs, worker),
+    supervise: (worker: ActiveWorker) => {
+      superviseWorker(ctx, epochs, worker);
+      deadlines.onSupervised(worker);
+    },
     schedule: () => schedule(),
   };
   const schedule = () => {

@@ -42,6 +42,11 @@ export interface WorkerDeadlines {
    * when the close settled the run, the process's leaving is bounded instead.
    */
   onAttemptClosed(worker: ActiveWorker): void;
+  /**
+   * Supervision starts: an epoch whose first step was committed ahead (in the acceptance that
+   * launched it) is settled before it says anything, so its leaving is bounded from here.
+   */
+  onSupervised(worker: ActiveWorker): void;
   /** The open attempt's deadline is off (its failure was recorded otherwise). */
   clearAttemptDeadline(worker: ActiveWorker): void;
   /** The epoch ended: forget its timers. */
@@ -121,6 +126,9 @@ export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): Wor
         "boundaryTimedOut",
         "workflow code between attempts",
       );
+    },
+    onSupervised(worker) {
+      if (isSettled(worker)) awaitLeaving(ctx, deps, worker);
     },
     clearAttemptDeadline(worker) {
       clearTimer(worker, attemptDeadlines);

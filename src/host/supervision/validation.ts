@@ -88,8 +88,13 @@ export function createValidations(
   /** Runs the job's exchange, in `prepared` when given (borrowed), else as runChild decides. */
   const start = (job: VerdictJob, prepared: PreparedChild | null): Promise<void> => {
     const { submissionId } = job;
-    let markDecided = () => {};
-    const decided = new Promise<void>((resolve) => (markDecided = resolve));
+    let resolveDecided = () => {};
+    const decided = new Promise<void>((resolve) => (resolveDecided = resolve));
+    // Asking again after the verdict starts anew: a stale verdict leaves the row validating.
+    const markDecided = () => {
+      resolveDecided();
+      if (decisions.get(submissionId) === decided) decisions.delete(submissionId);
+    };
     const child: ValidationChild = {
       runId: job.runId,
       spawned: null,
@@ -105,7 +110,6 @@ export function createValidations(
       ctx.log("validation.failed", { run: job.runId, error: logError(error) });
     }).finally(() => {
       markDecided();
-      decisions.delete(submissionId);
       live.remove(child);
     });
     decisions.set(submissionId, decided);
@@ -167,9 +171,12 @@ async function runChild(
     const facts = await sendRequest(exchange);
     // A held submission's writes were read with the facts and rolled back: its facts are
     // current at the revision before them (they come again first in the verdict's commit, or
-    // in its own, which moves this on: held-submission.ts).
+    // in its own, which moves this on: held-submission.ts). Only when they all went in the
+    // first frame: later pages are read after the rollback, without those writes.
     if (job.held && ahead) {
-      if (ahead.factsRevision !== null) ahead.factsRevision = job.held.revisionBefore;
+      if (ahead.factsRevision !== null) {
+        ahead.factsRevision = facts === "sent" ? job.held.revisionBefore : null;
+      }
       job.held.ahead = ahead;
     }
     const decided = await readVerdict(exchange, facts, {

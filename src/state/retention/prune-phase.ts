@@ -89,40 +89,30 @@ function deleteNext(
   queue: Candidate[],
 ): MarkedRun | null {
   const { report } = ctx;
-  // Where the run's deletion stood: a transaction that fails rolls back the tables it finished.
-  const at = current ? { table: current.table, attemptsAfter: current.attemptsAfter } : null;
-  try {
-    return transaction();
-  } catch (error) {
-    if (current && at) Object.assign(current, at);
-    throw error;
-  }
-
-  function transaction(): MarkedRun | null {
-    return ctx.transaction(
-      "prune",
-      () => {
-        const limits = { deadline: performance.now() + ctx.budgetMs, rows: ctx.transactionRows };
-        let run = current ?? leftover.shift() ?? null;
-        if (run === null) {
-          while (run === null && queue.length > 0) {
-            const next = queue.shift()!;
-            run = markRunInTx(ctx.store, next.runId, ctx.cutoff, ctx.receiptFloor, report.rows);
-          }
-          if (run === null) return null; // each referenced meanwhile: kept
+  // A transaction that fails ends the pass (retention-pass.ts): nothing here goes on from it.
+  return ctx.transaction(
+    "prune",
+    () => {
+      const limits = { deadline: performance.now() + ctx.budgetMs, rows: ctx.transactionRows };
+      let run = current ?? leftover.shift() ?? null;
+      if (run === null) {
+        while (run === null && queue.length > 0) {
+          const next = queue.shift()!;
+          run = markRunInTx(ctx.store, next.runId, ctx.cutoff, ctx.receiptFloor, report.rows);
         }
-        if (run !== current) {
-          report.runs++;
-          // The pass's first run tells viewers at once (the end of the phase again).
-          if (report.runs === 1) ctx.signalPruned();
-        }
-        if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) return run;
-        ctx.pruned.runs.push(run.runId);
-        return null;
-      },
-      { checkForeignKeys: false },
-    );
-  }
+        if (run === null) return null; // each referenced meanwhile: kept
+      }
+      if (run !== current) {
+        report.runs++;
+        // The pass's first run tells viewers at once (the end of the phase again).
+        if (report.runs === 1) ctx.signalPruned();
+      }
+      if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) return run;
+      ctx.pruned.runs.push(run.runId);
+      return null;
+    },
+    { checkForeignKeys: false },
+  );
 }
 
 /** A dry run: counts what deleting the queued runs would remove. */

@@ -89,6 +89,18 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
     });
     waiting = settled;
   };
+  /**
+   * A phase whose transaction failed ends the pass: the names it gathered for the host (the
+   * deleted runs' epochs and attempts) include rows the rollback restored.
+   */
+  const stepPhase = (phase: { step(): boolean }): boolean => {
+    try {
+      return phase.step();
+    } catch (error) {
+      failure = error;
+      throw error;
+    }
+  };
   return {
     report: ctx.report,
     takePruned: ctx.takePruned,
@@ -108,7 +120,7 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
       if (current < phases.length) {
         // A checkpoint due is a step of its own: the host serves between it and a transaction.
         if (ctx.checkpoints.due()) checkpoint(ctx.makeDurable);
-        else if (phases[current]!.step()) current++;
+        else if (stepPhase(phases[current]!)) current++;
         if (current < phases.length || waiting) return true;
       }
       // The last: so the file's size shows the vacuum, and every commit of the pass is durable

@@ -18,8 +18,8 @@
  * strip (its own load then gives its error), load through Node as before.
  */
 import module from "node:module";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync } from "node:fs";
-import { rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import type { WorkflowSource } from "../../protocol/worker-launch.ts";
@@ -49,10 +49,12 @@ export function strippedModule(path: string, url: string): { hash: string; js: s
   let js = known.get(hex);
   if (js === undefined) {
     try {
-      js = readFileSync(join(dir, `${hex}.js`), "utf8");
+      js = checkedText(readFileSync(join(dir, `${hex}.js`), "utf8")) ?? undefined;
     } catch {
       return null;
     }
+    // A torn or altered text (a crash before the disk had it, a hand edit): Node loads the file.
+    if (js === undefined) return null;
     known.set(hex, js);
   }
   // What Node's loader appends to a module it stripped (the URL names the instance).
@@ -74,12 +76,23 @@ export function saveStripped(source: WorkflowSource): void {
       const bytes = readFileSync(entry.path);
       const hex = sha256Hex(bytes);
       const file = join(dir, `${hex}.js`);
-      if (existsSync(file)) continue;
+      if (existsSync(file)) {
+        // Used again: the last to be pruned (pruneSaved goes by age).
+        const now = new Date();
+        utimesSync(file, now, now);
+        continue;
+      }
       const js = strip(bytes.toString("utf8"));
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // Whole or absent for a process reading it meanwhile.
+      // Whole or absent for a process reading it meanwhile, and on the disk before its name.
       const partial = `${file}.${process.pid}.tmp`;
-      writeFileSync(partial, js, { mode: 0o600 });
+      const fd = openSync(partial, "w", 0o600);
+      try {
+        writeSync(fd, sealedText(js));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
       renameSync(partial, file);
       added = true;
     } catch {
@@ -111,9 +124,32 @@ function strip(code: string): string {
   }
 }
 
+/** A saved text's first line: the sha256 of the rest, checked before it is served. */
+const CHECK_PREFIX = "// piw-stripped sha256:";
+
+/** The file text that keeps `js`: its check line, then `js` (checkedText reverses it). */
+export function sealedText(js: string): string {
+  return `${CHECK_PREFIX}${sha256Hex(js)}\n${js}`;
+}
+
+function checkedText(saved: string): string | null {
+  const newline = saved.indexOf("\n");
+  if (newline < 0 || !saved.startsWith(CHECK_PREFIX)) return null;
+  const js = saved.slice(newline + 1);
+  return saved.slice(CHECK_PREFIX.length, newline) === sha256Hex(js) ? js : null;
+}
+
+/** A temporary file older than this was left by a process killed while writing it. */
+const STALE_PARTIAL_MS = 60_000;
+
 function pruneSaved(dir: string): void {
   try {
-    const names = readdirSync(dir).filter((name) => name.endsWith(".js"));
+    const all = readdirSync(dir);
+    for (const name of all.filter((n) => n.endsWith(".tmp"))) {
+      const path = join(dir, name);
+      if (Date.now() - statSync(path).mtimeMs > STALE_PARTIAL_MS) rmSync(path, { force: true });
+    }
+    const names = all.filter((name) => name.endsWith(".js"));
     if (names.length <= MAX_SAVED) return;
     const byAge = names
       .map((name) => ({ name, time: statSync(join(dir, name)).mtimeMs }))
