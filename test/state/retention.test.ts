@@ -537,6 +537,36 @@ describe("retention", () => {
     expect(steps).toBe(5);
   });
 
+  it("deletes a run's many client receipts in batches before its mark, so the mark's transaction stays small", () => {
+    fx = openFixture();
+    const run = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const insert = fx.store.db.prepare(
+      "INSERT INTO host_commands (request_id, client_id, operation, request_fingerprint, run_id, " +
+        "outcome, receipt_json, receipt_hash, created_at, completed_at) " +
+        "VALUES (?, 'c', 'interaction.present', 'sha256:f', ?, 'accepted', '{}', 'sha256:r', ?, ?)",
+    );
+    const at = fx.clock.now();
+    for (let i = 0; i < 300; i++) insert.run(`present-${i}`, run, at, at);
+    fx.clock.advance(40 * DAY_MS);
+    const receipts = () => rowsOf(fx, run).host_commands ?? 0;
+    const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
+    const drops: number[] = [];
+    while (receipts() > 0) {
+      // Not marked while its receipts go: the run is whole to every reader until then.
+      expect(tableCount(fx, "run_prunes")).toBe(0);
+      expect(readRunStatus(fx.store, run)).toBeDefined();
+      const before = receipts();
+      expect(pass.step()).toBe(true);
+      if (receipts() < before) drops.push(before - receipts());
+    }
+    // One batch a transaction at this budget, the last with the mark (and the run's row).
+    expect(drops.length).toBeGreaterThanOrEqual(4);
+    expect(Math.max(...drops)).toBeLessThanOrEqual(64);
+    while (pass.step());
+    expect(rowsOf(fx, run)).toEqual({});
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("races with nothing: forks and commands between its transactions keep runs whole", () => {
     fx = openFixture();
     const old = Array.from({ length: 24 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));

@@ -5,7 +5,13 @@
  */
 import { queryAllArgs, queryOneArgs } from "../statements.ts";
 import { countRunRows, prunableSql, receiptsSettledSql } from "./run-deletion.ts";
-import { deleteMarkedRows, type MarkedRun, markedRuns, markRunInTx } from "./run-marks.ts";
+import {
+  deleteMarkedRows,
+  deleteReceiptsBeforeMark,
+  type MarkedRun,
+  markedRuns,
+  markRunInTx,
+} from "./run-marks.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
 
 /** Candidates listed per read. */
@@ -97,8 +103,13 @@ function deleteNext(
       let run = current ?? leftover.shift() ?? null;
       if (run === null) {
         while (run === null && queue.length > 0) {
-          const next = queue.shift()!;
-          run = markRunInTx(ctx.store, next.runId, ctx.cutoff, ctx.receiptFloor, report.rows);
+          const { runId } = queue[0]!;
+          const { store, cutoff, receiptFloor } = ctx;
+          if (!deleteReceiptsBeforeMark(store, runId, cutoff, receiptFloor, limits, report.rows)) {
+            return null; // its receipts go on in the next transaction
+          }
+          queue.shift();
+          run = markRunInTx(store, runId, cutoff, receiptFloor, report.rows);
         }
         if (run === null) return null; // each referenced meanwhile: kept
       }

@@ -81,6 +81,33 @@ export function markRunInTx(
 }
 
 /**
+ * Before a run is marked: its client receipts (a few per interactive step: thousands for a long
+ * run) go in batches within `limits`, so the mark's transaction stays bounded. Only while the run
+ * is still prunable: its receipts are then all past the retry window (`receiptFloor`), so a
+ * client can no longer retry them, with the run there or gone. True when none is left (or the
+ * run is kept: its mark then refuses it); false when the limits ended the batches first.
+ */
+export function deleteReceiptsBeforeMark(
+  store: StateStore,
+  runId: string,
+  cutoff: number,
+  receiptFloor: number,
+  limits: { deadline: number; rows: number },
+  counts: TableCounts,
+): boolean {
+  const sql = markSql();
+  if (!queryOneArgs(store, sql.prunable, runId, cutoff, receiptFloor)) return true;
+  let rows = 0;
+  for (;;) {
+    const n = executeArgs(store, sql.receipts, runId, BATCH_ROWS);
+    if (n > 0) counts.host_commands = (counts.host_commands ?? 0) + n;
+    if (n < BATCH_ROWS) return true;
+    rows += n;
+    if (rows >= limits.rows || performance.now() >= limits.deadline) return false;
+  }
+}
+
+/**
  * Deletes the marked run's next rows in batches, children first, until `limits.deadline`
  * (`performance.now()`) or `limits.rows` (one transaction: the caller's); the mark goes with the
  * last of them. True once the run is gone whole.
@@ -151,6 +178,7 @@ let marking: {
   prunable: string;
   mark: string;
   unmark: string;
+  receipts: string;
   withMark: readonly { table: string; sql: string }[];
 } | null = null;
 
@@ -160,6 +188,8 @@ function markSql(): NonNullable<typeof marking> {
       receiptsSettledSql("?3"),
     mark: "INSERT INTO run_prunes (run_id, run_no) VALUES (?1, ?2)",
     unmark: "DELETE FROM run_prunes WHERE run_id = ?1",
+    receipts: "DELETE FROM host_commands WHERE request_id IN (SELECT request_id FROM " +
+      "host_commands WHERE run_id = ?1 LIMIT ?2)",
     withMark: RUN_OWNED.filter((owned) => owned.withMark !== undefined).map((owned) => ({
       table: owned.table,
       sql: `DELETE FROM ${owned.rows}${owned.withMark ? ` AND ${owned.withMark}` : ""}`,
