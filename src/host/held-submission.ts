@@ -72,6 +72,8 @@ interface Held extends HeldSubmission {
   /** Writes the submission in the caller's transaction; false (and `refused`) when refused. */
   write(): boolean;
   recorded(): void;
+  /** Its write failed otherwise (a full disk): no longer the request's held submission. */
+  abandoned(): void;
 }
 
 /** Per store: the held submission of each interactive request (at most one). */
@@ -132,6 +134,7 @@ export function holdSubmission(
       held.durable = true;
       done();
     },
+    abandoned: () => done(),
   };
   const decided = validate(held);
   if (decided === null) return null;
@@ -181,7 +184,12 @@ export function recordHeldAlone(store: StateStore, submission: HeldSubmission): 
   const held = submission as Held;
   if (held.durable || held.refused) return;
   const before = readRunRow(store, held.runId)?.revision;
-  if (!held.write()) return;
+  try {
+    if (!held.write()) return;
+  } catch (error) {
+    held.abandoned();
+    throw error;
+  }
   // The same writes as when its facts were read: they stay current past them, unless something
   // else changed the run meanwhile.
   const { ahead } = held;

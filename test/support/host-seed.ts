@@ -47,7 +47,9 @@ export function seedRuns(stateDir: string, runs: SeedRun[]): void {
         binding: run.originSessionId
           ? { executionMode: "interactive", originSessionId: run.originSessionId }
           : { executionMode: "headless" },
-        availableAt: run.claimedByOtherHost ? undefined : FAR_FUTURE,
+        // Also a run claimed elsewhere: recovery parks it, and a launch from here (its file does
+        // not exist) would fail it a few seconds in, under a test that expects it running.
+        availableAt: FAR_FUTURE,
       });
       if (run.claimedByOtherHost) {
         withSeedHost(store, (hostEpoch) =>
