@@ -142,27 +142,50 @@ export function createRetentionRunner(ctx: {
           return;
         }
       }
-      const started = performance.now();
       try {
         // Opening a pass writes (a checkpoint), so it is inside the guard like every step: an
         // error thrown from this timer (a full disk) would end the host.
         if (keepDays !== null) idlePass = createRetentionPass(ctx.store, { keepDays, ...settings });
-        if (!idlePass) return;
-        // A checkpoint on the runner's thread ends the slice; a later tick goes on after it.
-        while (performance.now() - started < IDLE_SLICE_MS && !idlePass.waiting()) {
-          if (!step(idlePass)) {
-            finish(idlePass, "idle");
-            idlePass = null;
-            return;
-          }
-        }
       } catch (error) {
-        // A busy or failing database: try again at the next interval.
-        ctx.log("retention.failed", { error: (error as Error).message.split("\n")[0] });
-        idlePass = null;
+        failed(error);
       }
+      // A pass whose checkpoint is running goes on when it is done (idleSlice).
+      if (idlePass && !idlePass.waiting()) idleSlice(idlePass);
     },
   };
+
+  /** A busy or failing database: try again at the next interval. */
+  function failed(error: unknown): void {
+    ctx.log("retention.failed", { error: (error as Error).message.split("\n")[0] });
+    idlePass = null;
+  }
+
+  /**
+   * A few milliseconds of the idle pass. A checkpoint on the runner's thread ends the slice, and
+   * the next one starts when it is done, not a whole idle tick later: a pass has a checkpoint at
+   * each end at least, and one per tick made even a small pass outlast a short idle exit.
+   */
+  function idleSlice(pass: RetentionPass): void {
+    const started = performance.now();
+    try {
+      while (performance.now() - started < IDLE_SLICE_MS) {
+        const waiting = pass.waiting();
+        if (waiting) {
+          void waiting.then(() => {
+            if (idlePass === pass && !commanded) idleSlice(pass);
+          });
+          return;
+        }
+        if (!step(pass)) {
+          finish(pass, "idle");
+          idlePass = null;
+          return;
+        }
+      }
+    } catch (error) {
+      failed(error);
+    }
+  }
 }
 
 /** `retention.days` of config.json, else the default. Throws `RetentionConfigError`. */

@@ -159,6 +159,8 @@ describe("pi-workflows prune", () => {
     // The idle host's own pass (at once, then every 6 hours) keeps 100 days: it takes nothing.
     writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: 100 } }));
     const host = await startHostProcess(home.env);
+    // Its pass before any command, so none of this test's periods reaches an idle pass.
+    await host.waitForStderr("retention.pass source=idle runs=0 ", 20_000);
 
     const dry = await runCliProcess(
       ["prune", "--keep-days", "30", "--dry-run", "--json"],
