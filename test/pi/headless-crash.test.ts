@@ -111,7 +111,11 @@ describe("headless Pi children under cancellation and crashes", () => {
       const { pi, sleep } = await busyPi();
       process.kill(pi.ppid, "SIGKILL");
       expect(await waitUntil(() => gone(pi) && gone(sleep), 15_000)).toBe(true);
-      const blocked = await settled(runId, "the run to block", (s) => typeof s.run.blockedReason === "string");
+      const blocked = await settled(
+        runId,
+        "the run to block",
+        (s) => typeof s.run.blockedReason === "string",
+      );
       expect(blocked.run.blockedReason).toBe("effectAmbiguous");
       expect(blocked.attempts.map((a: any) => a.state)).toEqual(["interrupted"]);
       expect((await h.cli(["cancel", runId])).code).toBe(0);
