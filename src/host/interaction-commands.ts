@@ -46,6 +46,7 @@ import { remindInteraction } from "../state/transitions/interaction-verdicts.ts"
 import { RefusedError } from "../state/errors.ts";
 import { decodeValue } from "../state/values.ts";
 import { checkUpdate, UPDATE_LIMITS } from "../workflows/updates.ts";
+import { takeToken } from "./update-rate-limit.ts";
 import { acceptedText, rejectedText, reminderMessage } from "../workflows/step-contract.ts";
 import {
   HELD_SUBMISSION_MS,
@@ -378,26 +379,4 @@ function answer<Op extends "interaction.present" | "interaction.update" | "inter
   body: OperationReceipt<Op>,
 ): HostResponse {
   return receiptResponse(request, rt.epoch, body, { revision });
-}
-
-/** Per-request token buckets of tool updates (20/s, burst 100), like worker updates. */
-const buckets = new WeakMap<HostRuntime, Map<string, { tokens: number; at: number }>>();
-
-function takeToken(rt: HostRuntime, interactionId: string): boolean {
-  let perHost = buckets.get(rt);
-  if (!perHost) buckets.set(rt, perHost = new Map());
-  const now = rt.clock.now();
-  const bucket = perHost.get(interactionId) ?? { tokens: UPDATE_LIMITS.burst, at: now };
-  bucket.tokens = Math.min(
-    UPDATE_LIMITS.burst,
-    bucket.tokens + ((now - bucket.at) / 1000) * UPDATE_LIMITS.ratePerSecond,
-  );
-  bucket.at = now;
-  if (bucket.tokens < 1) return false;
-  bucket.tokens -= 1;
-  perHost.delete(interactionId);
-  perHost.set(interactionId, bucket);
-  // Bounded: the oldest buckets (insertion order) go first.
-  if (perHost.size > 1000) perHost.delete(perHost.keys().next().value!);
-  return true;
 }
