@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
-import { queryState } from "../support/state-db.ts";
+import { queryState, waitForState } from "../support/state-db.ts";
 import { runCliInProcess } from "../support/cli-in-process.ts";
 
 let home: TempHome;
@@ -158,7 +158,19 @@ export default defineWorkflow({
     const start = await cli(["start", file, "--json"]);
     expect(start.code, start.stderr).toBe(0);
     const runId = JSON.parse(start.stdout).run.runId;
-    // Pause it at its first node, edit the file: the next launch parks it workflowSourceChanged.
+    // Pause it in its first node (once its attempt is written: a pause that lands before the
+    // worker begins leaves no history, and any edit would fit), edit the file: the next launch
+    // parks it workflowSourceChanged.
+    await waitForState(
+      "the first node's attempt",
+      () =>
+        queryState(
+          home.stateDir,
+          "SELECT 1 FROM node_attempts WHERE run_id = ? AND node_id = 'first'",
+          runId,
+        ).length > 0,
+      60_000,
+    );
     const paused = await cli(["pause", runId]);
     expect(paused.code, paused.stderr).toBe(0);
     writeFileSync(gate, "");
