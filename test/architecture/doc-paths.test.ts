@@ -8,12 +8,11 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join, normalize } from "node:path";
+import { dirname, join, normalize, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../support/host.ts";
 
-const tracked = execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8" })
-  .trim().split("\n");
+const tracked = repositoryFiles();
 const folders = new Set(tracked.flatMap((p) => p.split("/").slice(0, -1)));
 const docs = [
   "README.md",
@@ -23,6 +22,23 @@ const docs = [
 
 const CODE_PATH = /`([A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)+\.(?:ts|mjs|js|md|json|sql|sh))`/g;
 const LINK = /\]\(((?![a-z]+:)[^)#\s]+)(?:#[^)]*)?\)/g;
+
+/**
+ * The repository's files: git's list, or, in a copy without git (an unpacked snapshot), every
+ * file but the ignored folders (.gitignore's).
+ */
+function repositoryFiles(): string[] {
+  try {
+    return execFileSync("git", ["ls-files"], { cwd: ROOT, encoding: "utf8", stdio: "pipe" })
+      .trim().split("\n");
+  } catch {
+    const ignored = /^(node_modules|dist|release|\.deno|\.cache|\.git)(\/|$)/;
+    return readdirSync(ROOT, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)))
+      .filter((path) => !ignored.test(path));
+  }
+}
 
 function exists(doc: string, path: string): boolean {
   return existsSync(join(ROOT, path)) || existsSync(join(ROOT, dirname(doc), path)) ||
