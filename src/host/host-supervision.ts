@@ -46,6 +46,8 @@ export interface SupervisionExtras {
   childEnv?: NodeJS.ProcessEnv | ((runId: string | null) => NodeJS.ProcessEnv);
   /** Crash-like exits in a row before the run fails (default 3). */
   maxCrashes?: number;
+  /** How long a settled run's worker may take to leave (default 30 s, worker-deadlines.ts). */
+  leaveMs?: number;
   /** The command for `worker [args]` children; default `selfCommand` (this same program). */
   workerCommand?: (args: string[]) => { command: string; args: string[] };
   /** Bound of the compile cache warm-up (compile-cache-warmup.ts); tests shorten it. */
@@ -148,6 +150,7 @@ export function createSupervision(
     env: envFor,
     command,
     ...(extras.maxCrashes !== undefined ? { maxCrashes: extras.maxCrashes } : {}),
+    ...(extras.leaveMs !== undefined ? { leaveMs: extras.leaveMs } : {}),
     pruneLogs: (worker) => pruneLogs(worker),
     // A controller child run may have ended: its parent resource is due.
     ended: () => controllers.wake(),

@@ -8,7 +8,7 @@ import type { Claim } from "../../state/claims.ts";
 import type { HostContext } from "../host-context.ts";
 import type { ActiveWorker } from "../supervision/active-worker.ts";
 import { renewClaims } from "./claim-renewal.ts";
-import { createWorkerDeadlines } from "./worker-deadlines.ts";
+import { createWorkerDeadlines, LEAVE_MS } from "./worker-deadlines.ts";
 import { createLimitWatch, outputLimitError } from "./worker-limits.ts";
 import { MEMORY_CHECK_MS } from "../supervision/children/memory-limit.ts";
 import { createCrashCounter, DEFAULT_MAX_CRASHES, handleWorkerExit } from "./worker-exit.ts";
@@ -32,6 +32,8 @@ export interface RunWorkerDeps {
   env(runId: string): NodeJS.ProcessEnv;
   command?: ChildCommand;
   maxCrashes?: number;
+  /** The leave deadline of a settled run's worker (worker-deadlines.ts LEAVE_MS; tests). */
+  leaveMs?: number;
   /** An epoch's output files are settled: log pruning may count them. */
   pruneLogs(worker: ActiveWorker): void;
   /** An epoch ended (a controller child run may have ended with it). */
@@ -78,7 +80,11 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
 
   const stops = createWorkerStops(ctx);
   const { stop } = stops;
-  const deadlines = createWorkerDeadlines(ctx, { stop, crashes });
+  const deadlines = createWorkerDeadlines(ctx, {
+    stop,
+    crashes,
+    leaveMs: deps.leaveMs ?? LEAVE_MS,
+  });
   const limits = createLimitWatch(ctx, {
     workers: () => active.values(),
     stop,

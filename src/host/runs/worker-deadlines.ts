@@ -2,8 +2,8 @@
  * Host-enforced deadlines of one worker epoch after its start (the start-up deadline until
  * `worker.ready` is the kit's, children/child-deadline.ts): each node attempt's committed deadline
  * (plus the kill grace), the bound on workflow code between attempts (`boundaryMs`: loading,
- * routing, timeout callbacks), and the same bound from the run's settlement to the process's end
- * (its goodbye, `worker.exiting`, and exit: a loop stuck after the run settled would otherwise
+ * routing, timeout callbacks), and the leave deadline from the run's settlement to the process's
+ * end (its goodbye, `worker.exiting`, and exit: a loop stuck after the run settled would otherwise
  * hold the process forever). The worker's own timers are only a courtesy; these fire even when
  * its event loop is stuck.
  */
@@ -53,9 +53,18 @@ export interface WorkerDeadlines {
   forget(worker: ActiveWorker): void;
 }
 
+/**
+ * How long a worker may take to leave once its run settled: it first stops its child groups
+ * (bounded at 8 s in the worker, run-worker.ts), then says goodbye and exits. A deadline of its
+ * own: `boundaryMs` bounds workflow code and may be set far below that cleanup.
+ */
+export const LEAVE_MS = 30_000;
+
 interface DeadlineDeps {
   stop(worker: ActiveWorker, reason: StopReason, diagnostic: string): void;
   crashes: CrashCounter;
+  /** The leave deadline: LEAVE_MS unless a test shortens it. */
+  leaveMs: number;
 }
 
 export function createWorkerDeadlines(ctx: HostContext, deps: DeadlineDeps): WorkerDeadlines {
@@ -149,12 +158,12 @@ function clearTimer(worker: ActiveWorker, timers: Map<ActiveWorker, Timer>): voi
 }
 
 /**
- * The run settled: its worker cleans up (its child groups: bounded well below `boundaryMs`), says
- * goodbye and exits, or is kept as a prepared process. One still there after `boundaryMs` is
- * stopped like any other (TERM, KILL of its group after the grace); the epoch stays `exited`.
+ * The run settled: its worker cleans up, says goodbye and exits, or is kept as a prepared
+ * process. One still there after the leave deadline (LEAVE_MS) is stopped like any other (TERM,
+ * KILL of its group after the grace); the epoch stays `exited`.
  */
 function awaitLeaving(ctx: HostContext, deps: DeadlineDeps, worker: ActiveWorker): void {
-  const ms = ctx.options.boundaryMs;
+  const ms = deps.leaveMs;
   later(worker.timers, ms, () => {
     if (!awaitsGoodbye(worker)) return; // kept, gone, or already stopping
     ctx.log("worker.leave_deadline", { run: worker.runId, generation: worker.generation });

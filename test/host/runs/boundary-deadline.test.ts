@@ -1,8 +1,8 @@
 /**
  * Workflow code between attempts (routing, `timeoutMs` callbacks, `presentationPrompt`) runs under
  * a host deadline: a worker stuck there is stopped, and after the crash limit the run fails with
- * `workerTimedOut` instead of holding a slot forever. The same bound runs from the run's
- * settlement to the worker's exit.
+ * `workerTimedOut` instead of holding a slot forever. A deadline of its own runs from the run's
+ * settlement to the worker's exit, however short the bound between attempts.
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -59,6 +59,39 @@ export default defineWorkflow({
 });
 `;
 
+/** A worker whose goodbye is held (lingering-worker.ts), under a bound of 400 ms. */
+async function lingeringHarness(extras: { leaveMs?: number; lingerMs?: number }) {
+  const lingering = join(import.meta.dirname, "fixtures", "lingering-worker.ts");
+  const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, {
+    ...(extras.leaveMs !== undefined ? { leaveMs: extras.leaveMs } : {}),
+    ...(extras.lingerMs !== undefined
+      ? { childEnv: { PIW_TEST_LINGER_MS: String(extras.lingerMs) } }
+      : {}),
+    workerCommand: ([, ...rest]) => ({
+      command: process.execPath,
+      args: [rest.length === 0 ? lingering : WORKER_ENTRY, ...rest],
+    }),
+  });
+  const runId = await h.startRun(h.writeWorkflow(
+    "done.workflow.ts",
+    `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({
+  name: "done",
+  startAt: "only",
+  nodes: { only: compute({ run: () => ({ done: true }) }) },
+  edges: [],
+});
+`,
+  ));
+  const epoch = () =>
+    queryAll<{ pid: number; status: string; signal: string | null }>(
+      h.store,
+      "SELECT pid, status, signal FROM run_workers WHERE run_id = :runId",
+      { runId },
+    );
+  return { h, runId, epoch };
+}
+
 describe("the deadline between attempts", () => {
   it("outlives many short attempts and still stops a worker that spins after them", async () => {
     const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, { maxCrashes: 1 });
@@ -96,37 +129,26 @@ describe("the deadline between attempts", () => {
   }
 
   it("stops a worker still there after its run settled (it never says goodbye)", async () => {
-    const lingering = join(import.meta.dirname, "fixtures", "lingering-worker.ts");
-    const h = await newHarness({ boundaryMs: 400, killGraceMs: 200 }, {
-      workerCommand: ([, ...rest]) => ({
-        command: process.execPath,
-        args: [rest.length === 0 ? lingering : WORKER_ENTRY, ...rest],
-      }),
-    });
-    const runId = await h.startRun(h.writeWorkflow(
-      "done.workflow.ts",
-      `import { compute, defineWorkflow } from "pi-workflows";
-export default defineWorkflow({
-  name: "done",
-  startAt: "only",
-  nodes: { only: compute({ run: () => ({ done: true }) }) },
-  edges: [],
-});
-`,
-    ));
+    const { h, runId, epoch } = await lingeringHarness({ leaveMs: 400 });
     const run = await h.waitForRun(runId, isTerminal);
     expect(run.state).toBe("completed");
-    const epoch = () =>
-      queryAll<{ pid: number; status: string; signal: string | null }>(
-        h.store,
-        "SELECT pid, status, signal FROM run_workers WHERE run_id = :runId",
-        { runId },
-      );
     // Its event loop spins: SIGTERM is never handled, so the group's SIGKILL ends it.
     expect(await waitUntil(() => epoch()[0].status !== "live", 15_000)).toBe(true);
     expect(epoch()).toEqual([{ pid: epoch()[0].pid, status: "exited", signal: "SIGKILL" }]);
     expect(readProcStat(epoch()[0].pid)).toBeNull();
     expect(h.logs.some((line) => line.startsWith("worker.leave_deadline"))).toBe(true);
+    expect(h.invariants()).toEqual([]);
+  });
+
+  it("gives a settled worker's slow cleanup its own leave deadline, not the short bound", async () => {
+    // Its goodbye comes 1.5 s after the settlement, past boundaryMs (400) but within the leave
+    // deadline (its default): it exits on its own.
+    const { h, runId, epoch } = await lingeringHarness({ lingerMs: 1_500 });
+    expect((await h.waitForRun(runId, isTerminal)).state).toBe("completed");
+    expect(await waitUntil(() => epoch()[0].status !== "live", 15_000)).toBe(true);
+    expect(epoch()).toEqual([{ pid: epoch()[0].pid, status: "exited", signal: null }]);
+    expect(readProcStat(epoch()[0].pid)).toBeNull();
+    expect(h.logs.some((line) => line.startsWith("worker.leave_deadline"))).toBe(false);
     expect(h.invariants()).toEqual([]);
   });
 });
