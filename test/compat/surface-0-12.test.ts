@@ -641,6 +641,26 @@ describe("0.12.1 child workflow records (ctx.workflows.ensure)", () => {
     expect(outcome).toMatchObject({ kind: "settled" });
     expect((outcome as { status: { workflowRun: unknown } }).status.workflowRun).toEqual(ref);
   });
+
+  it("a controller that compares a child record's error as a string fails the load naming the line", async () => {
+    const dir = project({
+      ".pi/controllers/probe.controller.ts":
+        `import { defineController } from "@osolmaz/pi-workflows/controllers";
+export default defineController({
+  name: "probe",
+  initialStatus: () => ({}),
+  reconcile: async (ctx) => {
+    const record = await ctx.workflows.ensure({ requestKey: "k", workflow: "repair", input: {} });
+    return record.error === "tests failed" ? ctx.requeue() : ctx.settled();
+  },
+});
+`,
+    });
+    await expect(loadController("probe", { cwd: dir, agentDir: join(dir, "agent") })).rejects
+      .toThrow(
+        'probe.controller.ts: line 7 (`record.error === "tests failed"`) compares a result\'s error as a string',
+      );
+  });
 });
 
 describe("0.12.1 effect results in ctx.effects.ensure", () => {
@@ -775,25 +795,56 @@ export default defineWorkflow({
       const dir = failing(`{ from: "a", to: "b" }`, after);
       const error = await loadError("./r.workflow.ts", dir);
       expect(error.message).toContain(
-        "nodes.b.run compares a result's error as a string with typeof or ===/!== (0.12's error was a string",
+        "nodes.b.run compares a result's error as a string with typeof, ===/!==, switch or an identity lookup (0.12's error was a string",
       );
       expect(error.message).toContain("compare results.<id>.error.message");
     },
   );
 
-  it("a result's error compared as an object, by message or through a variable loads", async () => {
+  it.each([
+    `({ results }) => { const r = results.a; return r.error === "boom"; }`,
+    `({ results }) => { const { error: e } = results.a; return typeof e === "string"; }`,
+    `({ results }) => { switch (results.a.error) { case "boom": return 1; default: return 2; } }`,
+    `({ results }) => ["boom", "bang"].includes(results.a.error)`,
+  ])(
+    "the same comparison through a variable, a switch or a lookup fails the load too: %s",
+    async (after) => {
+      const error = await loadError("./r.workflow.ts", failing(`{ from: "a", to: "b" }`, after));
+      expect(error.message).toContain("nodes.b.run compares a result's error as a string");
+    },
+  );
+
+  it("a module-level helper that compares an error as a string fails the load naming its line", async () => {
+    const dir = failing(
+      `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
+      `({ results }) => failedWith(results.a, "boom")`,
+    );
+    const path = join(dir, "r.workflow.ts");
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8").replace(
+        "export default",
+        "const failedWith = (r, text) => r.error === text;\nexport default",
+      ),
+    );
+    const error = await loadError("./r.workflow.ts", dir);
+    expect(error.message).toContain(
+      "r.workflow.ts: line 2 (`r.error === text`) compares a result's error as a string",
+    );
+  });
+
+  it("a result's error compared as an object, by message, by code or for presence loads", async () => {
     const dir = failing(
       `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
       `({ results }) => {
       const r = results.a;
-      return [typeof results.a.error === "object", results.a.error.message === "boom", r.error === "boom"];
+      return [r.error.message === "boom", r.error.code === "nodeFailed", r.error !== undefined, String(r.error) === "boom", typeof r.error === "undefined"];
     }`,
     );
     const loaded = await loadWorkflow("./r.workflow.ts", { cwd: dir });
-    // The last comparison is not visible at load: it is false here (documented).
     expect((await runWorkflow(loaded.workflow)).last).toMatchObject({
       kind: "complete",
-      output: [true, true, false],
+      output: [true, true, true, true, false],
     });
   });
 
