@@ -25,7 +25,7 @@ import { createResolvers } from "./supervision/resolver.ts";
 import { createValidations } from "./supervision/validation.ts";
 import { createPreparedChildren } from "./supervision/prepared-children.ts";
 import { createCompileCacheWarmup } from "./supervision/compile-cache-warmup.ts";
-import { createLogPruner } from "./worker-log-budget.ts";
+import { pruneLogs } from "./worker-log-budget.ts";
 import { createRunWorkers } from "./runs/run-workers.ts";
 import { recoverExpiredRuns } from "./runs/run-recovery.ts";
 import type { ControllerSupervision } from "./controllers/api.ts";
@@ -151,16 +151,10 @@ export function createSupervision(
     command,
     ...(extras.maxCrashes !== undefined ? { maxCrashes: extras.maxCrashes } : {}),
     ...(extras.leaveMs !== undefined ? { leaveMs: extras.leaveMs } : {}),
-    pruneLogs: (worker) => pruneLogs(worker),
     // A controller child run may have ended: its parent resource is due.
     ended: () => controllers.wake(),
   });
   const { active } = workers;
-  const pruneLogs = createLogPruner(ctx, {
-    workers: active,
-    resolvers: () => resolvers.logFiles(),
-    prepared: () => prepared.logFiles(),
-  });
   const validations = createValidations(ctx, {
     registry,
     env: envFor,
@@ -184,7 +178,7 @@ export function createSupervision(
   const supervision: Supervision = {
     controllers,
     async recover() {
-      pruneLogs();
+      pruneLogs(ctx);
       await recoverAtStart(ctx);
       recoverExpiredRuns(ctx, new Set());
       await controllers.recover();

@@ -6,36 +6,22 @@
  */
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { ActiveWorker } from "./supervision/active-worker.ts";
 import type { HostContext } from "./host-context.ts";
+import { capturedNow } from "./supervision/children/captured-output.ts";
 
 /** Captured output files kept across host restarts (newest first). */
 const KEPT_WORKER_LOGS = 200;
 
-/** The output files children still write: never pruned. */
-export interface LiveLogs {
-  workers: ReadonlyMap<string, ActiveWorker>;
-  resolvers(): Iterable<string>;
-  prepared(): Iterable<string>;
-}
-
 /**
- * Returns `prune(exited?)`, which keeps the captured output within its file count and byte
- * budget; `exited`'s files no longer count as live.
+ * Keeps the captured output within its file count and byte budget. The files a child of any
+ * kind still writes (captured-output.ts) are never pruned.
  */
-export function createLogPruner(ctx: HostContext, live: LiveLogs) {
-  return (exited?: ActiveWorker): void => {
-    const inUse = new Set([...live.resolvers(), ...live.prepared()]);
-    for (const worker of live.workers.values()) {
-      if (worker === exited) continue;
-      inUse.add(worker.spawned.logFiles.stdout).add(worker.spawned.logFiles.stderr);
-    }
-    pruneWorkerLogs(join(ctx.stateDir, "workers"), {
-      keep: KEPT_WORKER_LOGS,
-      maxBytes: ctx.options.maxWorkerLogsMb * 1024 * 1024,
-      inUse,
-    });
-  };
+export function pruneLogs(ctx: Pick<HostContext, "stateDir" | "options">): void {
+  pruneWorkerLogs(join(ctx.stateDir, "workers"), {
+    keep: KEPT_WORKER_LOGS,
+    maxBytes: ctx.options.maxWorkerLogsMb * 1024 * 1024,
+    inUse: capturedNow(),
+  });
 }
 
 /**
@@ -44,7 +30,7 @@ export function createLogPruner(ctx: HostContext, live: LiveLogs) {
  */
 function pruneWorkerLogs(
   logDir: string,
-  limits: { keep: number; maxBytes: number; inUse?: ReadonlySet<string> },
+  limits: { keep: number; maxBytes: number; inUse: ReadonlySet<string> },
 ): number {
   let files: { path: string; mtime: number; size: number }[];
   try {
@@ -67,7 +53,7 @@ function pruneWorkerLogs(
   let bytes = 0;
   let removed = 0;
   for (const file of files) {
-    if (limits.inUse?.has(file.path)) {
+    if (limits.inUse.has(file.path)) {
       bytes += file.size;
       kept++;
       continue;

@@ -34,8 +34,6 @@ export interface RunWorkerDeps {
   maxCrashes?: number;
   /** The leave deadline of a settled run's worker (worker-deadlines.ts LEAVE_MS; tests). */
   leaveMs?: number;
-  /** An epoch's output files are settled: log pruning may count them. */
-  pruneLogs(worker: ActiveWorker): void;
   /** An epoch ended (a controller child run may have ended with it). */
   ended(): void;
 }
@@ -98,7 +96,6 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
     forgetDeadlines: deadlines.forget,
     settleExit: (worker: ActiveWorker, exit: ChildExit) =>
       handleWorkerExit(ctx, worker, exit, crashes, maxCrashes),
-    pruneLogs: deps.pruneLogs,
     hooks: {
       stop,
       onReady: deadlines.onReady,

@@ -67,8 +67,6 @@ export interface PreparedChildren {
   shutdown(): Promise<void>;
   /** Resolves when `offer` keeps the run's process; `cancel` forgets the wait. */
   offered(runId: string): { kept: Promise<void>; cancel(): void };
-  /** Captured output files of kept processes (log pruning keeps them). */
-  logFiles(): string[];
 }
 
 export function createPreparedChildren(ctx: HostContext): PreparedChildren {
@@ -126,7 +124,6 @@ export function createPreparedChildren(ctx: HostContext): PreparedChildren {
       pool.closing = true;
       return pool.live.stopAll();
     },
-    logFiles: pool.live.logFiles,
   };
 }
 

@@ -13,7 +13,7 @@ import type { HostContext, ResolveRequest, ResolveResult } from "../host-context
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
 import { createSlots } from "./slots.ts";
-import { type ChildCommand, spawnChild, type SupervisedChild } from "./children/spawn-child.ts";
+import { type ChildCommand, spawnChild } from "./children/spawn-child.ts";
 import { retireChild, stopChildGroup } from "./children/retire-child.ts";
 import { type Heard, serveChildRequests } from "./children/child-requests.ts";
 
@@ -30,8 +30,6 @@ export interface Resolvers {
   resolve(request: ResolveRequest): Promise<ResolveResult>;
   /** Resolutions running or queued for a slot: a waiting start keeps the host busy. */
   pending(): number;
-  /** Captured output files of live resolvers (log pruning keeps them). */
-  logFiles(): string[];
 }
 
 export function createResolvers(
@@ -39,14 +37,10 @@ export function createResolvers(
   options: ResolverOptions & { stopping(): boolean },
 ): Resolvers {
   let pending = 0;
-  // The live resolvers, whose output files log pruning must keep. A stopping host lets a
-  // running resolution finish: nothing stops them.
-  const live = new Set<SupervisedChild>();
   // Each resolver is a whole runtime: a burst of starts queues for a few slots.
   const slots = createSlots(ctx.options.maxConcurrentResolvers);
   const { stopping, ...childOptions } = options;
   return {
-    logFiles: () => [...live].flatMap(({ logFiles }) => [logFiles.stdout, logFiles.stderr]),
     pending: () => pending,
     async resolve(request) {
       pending++;
@@ -59,7 +53,7 @@ export function createResolvers(
               message: "Workflow not resolved: the host is stopping; start the run again",
             });
           }
-          return resolveInChild(ctx, request, childOptions, live);
+          return resolveInChild(ctx, request, childOptions);
         });
       } finally {
         pending--;
@@ -72,7 +66,6 @@ async function resolveInChild(
   ctx: HostContext,
   request: ResolveRequest,
   options: ResolverOptions,
-  live: Set<SupervisedChild>,
 ): Promise<ResolveResult> {
   const { env = {}, registry } = options;
   let overLimit = false;
@@ -88,7 +81,6 @@ async function resolveInChild(
     },
     register: { registry, kind: "resolver", runId: null },
   });
-  live.add(spawned);
   let step: ResolveProgress | null = null;
   // Its one request, answered within the start-up deadline (which covers the start).
   const asked = serveChildRequests(spawned, readFrame)
@@ -121,7 +113,6 @@ async function resolveInChild(
     return failure("workerCrashed", error instanceof Error ? error.message : String(error));
   } finally {
     await retireChild(spawned, ctx.options.killGraceMs);
-    live.delete(spawned);
   }
 }
 

@@ -6,6 +6,7 @@
  * prepared pool).
  */
 import { logError } from "../host-log.ts";
+import { pruneLogs } from "../worker-log-budget.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
 import { identifyWorker } from "./launch-worker.ts";
@@ -29,8 +30,6 @@ export interface EpochDeps {
   forgetDeadlines(worker: ActiveWorker): void;
   /** Records the epoch's outcome and settles its run (src/host/runs/worker-exit.ts). */
   settleExit(worker: ActiveWorker, exit: ChildExit): void;
-  /** The epoch's output files are settled: log pruning may count them. */
-  pruneLogs(worker: ActiveWorker): void;
   /** The epoch is recorded and the worker no longer active. */
   ended(): void;
 }
@@ -61,7 +60,7 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   // outlives the epoch, and its output is settled.
   await retireWorker(ctx, worker);
   await deps.stops.finished(worker);
-  deps.pruneLogs(worker);
+  pruneLogs(ctx); // its output is settled: the budget may count it
   try {
     deps.settleExit(worker, exit);
   } catch (error) {

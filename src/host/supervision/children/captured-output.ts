@@ -1,10 +1,10 @@
 /**
- * Captured output of a child the host supervises (a worker or a resolver): its stdout or stderr
- * pipe, copied by the host into a user-only file with the cap enforced at the write. Past the
- * cap nothing more reaches the file (a last line says where it was cut) and `onCut` fires once,
- * so the caller stops the child; the host keeps draining the pipe meanwhile, so the child never
- * blocks on a full pipe while it is stopped. The files of all epochs share one byte budget
- * (src/host/worker-log-budget.ts).
+ * Captured output of a child the host supervises (every kind): its stdout or stderr pipe, copied
+ * by the host into a user-only file with the cap enforced at the write. Past the cap nothing
+ * more reaches the file (a last line says where it was cut) and `onCut` fires once, so the
+ * caller stops the child; the host keeps draining the pipe meanwhile, so the child never blocks
+ * on a full pipe while it is stopped. The files of all epochs share one byte budget
+ * (src/host/worker-log-budget.ts), which never removes a file still being captured.
  */
 import { createWriteStream, rmSync, statSync } from "node:fs";
 import type { Readable } from "node:stream";
@@ -14,6 +14,13 @@ export interface CapturedStream {
   done: Promise<void>;
 }
 
+/** The files being captured now, by every child of every kind (the log budget keeps them). */
+const capturing = new Set<string>();
+
+export function capturedNow(): ReadonlySet<string> {
+  return capturing;
+}
+
 export function captureStream(
   source: Readable,
   path: string,
@@ -21,10 +28,12 @@ export function captureStream(
   onCut: (bytes: number) => void,
 ): CapturedStream {
   const file = createWriteStream(path, { flags: "a", mode: 0o600 });
+  capturing.add(path);
   let written = 0;
   let cut = false;
   let failed = false;
-  const done = new Promise<void>((resolve) => file.once("close", resolve));
+  const done = new Promise<void>((resolve) => file.once("close", resolve))
+    .then(() => void capturing.delete(path));
   // A file that cannot be written (disk full) loses the output, never the host.
   file.on("error", () => {
     failed = true;

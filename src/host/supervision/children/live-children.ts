@@ -1,14 +1,14 @@
 /**
  * A kind's live children, kept the same way for every kind: added when spawned (or kept), removed
  * once retired (or handed on), and from here stopped one run's at a time (the run was cancelled)
- * or all (host shutdown); their captured output files are the ones log pruning must keep.
+ * or all (host shutdown).
  */
 import type { SupervisedChild } from "./spawn-child.ts";
 
 export interface LiveChild {
   /** The run it serves. */
   runId: string;
-  /** Its process, whose output files are kept while it lives; null when not yet spawned. */
+  /** Its process; null when not yet spawned. */
   spawned: SupervisedChild | null;
   /** Stops it (idempotent); resolves once it is retired. */
   stop(why: "runStopped" | "shutdown"): Promise<void>;
@@ -18,7 +18,6 @@ export interface LiveChildren {
   add(child: LiveChild): void;
   remove(child: LiveChild): void;
   count(): number;
-  logFiles(): string[];
   /** Stops the run's children and waits for them. */
   stopRun(runId: string): Promise<void>;
   /** Stops every child and waits for them (host shutdown). */
@@ -34,10 +33,6 @@ export function createLiveChildren(): LiveChildren {
     add: (child) => void live.add(child),
     remove: (child) => void live.delete(child),
     count: () => live.size,
-    logFiles: () =>
-      [...live].flatMap(({ spawned }) =>
-        spawned ? [spawned.logFiles.stdout, spawned.logFiles.stderr] : []
-      ),
     stopRun: (runId) => stop([...live].filter((child) => child.runId === runId), "runStopped"),
     stopAll: () => stop([...live], "shutdown"),
   };

@@ -1,10 +1,11 @@
 /**
  * The child kit (src/host/supervision/children/): a spawn that reads the start identity without
  * blocking the host (under the `ps` backend, macOS's), registers the child once identified,
- * one retirement order (TERM, bounded wait, KILL of the group, registry cleanup, empty logs), and
- * requests answered over a child's channel within their deadline.
+ * one retirement order (TERM, bounded wait, KILL of the group, registry cleanup, empty logs), a
+ * live child's output kept by the log budget whatever its kind, and requests answered over a
+ * child's channel within their deadline.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -13,6 +14,8 @@ import { psBackend, useProcessBackend } from "../../../../src/os/process-backend
 import { createPsTableSource, runPs } from "../../../../src/os/ps-table.ts";
 import { baseRunEnvironment } from "../../../../src/protocol/run-environment.ts";
 import { DEFAULT_SUPERVISION_OPTIONS } from "../../../../src/host/supervision-options.ts";
+import { pruneLogs } from "../../../../src/host/worker-log-budget.ts";
+import { waitUntil } from "../../../../src/os/stop-group.ts";
 import { createProcessRegistry } from "../../../../src/host/supervision/process-registry.ts";
 import {
   readerOf,
@@ -138,6 +141,32 @@ describe("child kit", () => {
     ps.open();
     expect(await stopped).toBe("terminated");
     expect(await child.exited).toEqual({ code: null, signal: "SIGTERM" });
+    await retireChild(child, 0);
+  });
+});
+
+describe("the log budget", () => {
+  it("never prunes the output of a live child, whatever its kind (a fresh validation child)", async () => {
+    const budget = { stateDir: join(stateDir, "budget"), options: DEFAULT_SUPERVISION_OPTIONS };
+    const child = spawnChild(budget, {
+      args: ["worker", "--validate"],
+      command: waiting(false),
+      runEnvironment: baseRunEnvironment(process.env),
+      logStem: "vep-live",
+      onOutputExceeded() {},
+      register: { registry: createProcessRegistry(), kind: "validator", runId: "run-1" },
+    });
+    spawned.push(child);
+    const { stdout, stderr } = child.logFiles;
+    expect(await waitUntil(() => existsSync(stdout) && existsSync(stderr), 5_000)).toBe(true);
+    // Older than the 201 files written after it: past the count kept (200), it would go first.
+    const old = new Date(Date.now() - 60_000);
+    for (const path of [stdout, stderr]) utimesSync(path, old, old);
+    const logDir = join(budget.stateDir, "workers");
+    for (let i = 0; i < 201; i++) writeFileSync(join(logDir, `ended-${i}.out`), "x");
+    pruneLogs(budget);
+    expect([existsSync(stdout), existsSync(stderr)]).toEqual([true, true]);
+    expect(readdirSync(logDir)).toHaveLength(202);
     await retireChild(child, 0);
   });
 });
