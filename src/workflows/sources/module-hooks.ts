@@ -158,7 +158,10 @@ export function installWorkflowHooks(): void {
       const saved = strippedModule(path, url);
       if (saved !== null) {
         session.files.set(path, saved.hash);
-        return { format: "module", source: saved.js, shortCircuit: true };
+        // Not saved: Node strips the bytes read there (module TypeScript, as below).
+        return "js" in saved
+          ? { format: "module", source: saved.js, shortCircuit: true }
+          : { format: "module-typescript", source: saved.bytes, shortCircuit: true };
       }
       const result = next(url, context);
       // Node hands the hook the file's own bytes; Deno hands it transpiled JavaScript (format

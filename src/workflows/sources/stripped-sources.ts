@@ -15,7 +15,8 @@
  * load hook serves a session's load of exactly those bytes (same sha256) from it as a plain ES
  * module. Node's strip-only mode only blanks types, so positions and errors stay the same, and
  * the `sourceURL` Node appends is appended here too. Bytes never saved, or a file Node cannot
- * strip (its own load then gives its error), load through Node as before.
+ * strip (its own load then gives its error), are stripped by Node as before, from the bytes read
+ * here (one read of the file).
  */
 import module from "node:module";
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync } from "node:fs";
@@ -33,10 +34,15 @@ const TYPESCRIPT_FILE = /\.[cm]?ts$/;
 const known = new Map<string, string>();
 
 /**
- * The module text of the file at `path` as Node would run it from `url`, when the stripped text
- * of its bytes now was saved; else null. `hash` is the bytes' (`sha256:<hex>`).
+ * The module text of the file at `path` as Node would run it from `url` when the stripped text of
+ * its bytes now was saved (`js`); else, once its bytes were read, those bytes (`bytes`: Node strips
+ * them, no second read). `hash` is the bytes' (`sha256:<hex>`). Null when the file was not read
+ * (no saved texts here, not TypeScript, unreadable): Node loads it.
  */
-export function strippedModule(path: string, url: string): { hash: string; js: string } | null {
+export function strippedModule(
+  path: string,
+  url: string,
+): { hash: string; js: string } | { hash: string; bytes: Buffer } | null {
   const dir = savedDir();
   if (dir === null || !TYPESCRIPT_FILE.test(path)) return null;
   let bytes: Buffer;
@@ -46,19 +52,20 @@ export function strippedModule(path: string, url: string): { hash: string; js: s
     return null;
   }
   const hex = sha256Hex(bytes);
+  const hash = `sha256:${hex}`;
   let js = known.get(hex);
   if (js === undefined) {
     try {
       js = checkedText(readFileSync(join(dir, `${hex}.js`), "utf8")) ?? undefined;
     } catch {
-      return null;
+      // Never saved.
     }
-    // A torn or altered text (a crash before the disk had it, a hand edit): Node loads the file.
-    if (js === undefined) return null;
+    // Never saved, or a torn or altered text (a crash before the disk had it, a hand edit).
+    if (js === undefined) return { hash, bytes };
     known.set(hex, js);
   }
   // What Node's loader appends to a module it stripped (the URL names the instance).
-  return { hash: `sha256:${hex}`, js: `${js}\n\n//# sourceURL=${url}` };
+  return { hash, js: `${js}\n\n//# sourceURL=${url}` };
 }
 
 /**
