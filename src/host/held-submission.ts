@@ -54,7 +54,7 @@ export interface HeldSubmission {
    */
   readonly revisionBefore: number | null;
   /**
-   * The next epoch's step its prepared process may propose ahead (validation.ts sets it): when
+   * The next epoch's step its prepared process may propose ahead (aheadOfHeld names it): when
    * the submission is recorded alone, the revision its facts are current at moves past that write.
    */
   ahead?: AheadStart;
@@ -175,6 +175,18 @@ export function withHeldRecorded<T>(
 }
 
 const staleVerdict = new Error("stale verdict");
+
+/**
+ * Names what the held submission's prepared process may propose ahead, as its validate request
+ * is written (before that write may wait, so a hold that ends meanwhile moves it on:
+ * recordHeldAlone). The submission's writes were read with the facts and rolled back: the facts
+ * are current at the revision before them (they come again first in the verdict's commit, or in
+ * their own). Only when they all went in the request: later pages are read after the rollback.
+ */
+export function aheadOfHeld(held: HeldSubmission, ahead: AheadStart, allFactsSent: boolean): void {
+  if (ahead.factsRevision !== null) ahead.factsRevision = allFactsSent ? held.revisionBefore : null;
+  (held as Held).ahead = ahead;
+}
 
 /**
  * Records the held submission `validating` on its own commit (its verdict is late, its exchange

@@ -274,8 +274,11 @@ export async function submitInteractionCommand(
     adopted = result.kind === "existing" && !stored;
   }
   let row = readSubmission(rt.store, submissionId)!;
-  if (row.outcome === "validating") {
+  // Said once for every submission, also one held and decided at once.
+  if (row.outcome === "validating" || "held" in holding) {
     rt.log("interaction.submitted", { runId: runId!, again: !isNew });
+  }
+  if (row.outcome === "validating") {
     // Joins the child when one runs (a repeated tool call polls), starts one otherwise.
     await rt.sessions.until(rt.supervision.validateSubmission(submissionId), waitLeft());
     row = readSubmission(rt.store, submissionId) ?? row;

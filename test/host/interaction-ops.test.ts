@@ -609,6 +609,11 @@ describe("privacy", () => {
       }
     }
     expect(host.stderr()).toContain("interaction.accepted");
+    // Each submission said once, also one held for its verdict and decided at once.
+    const submitted = host.stderr().split("\n").filter((line) =>
+      line.includes(" interaction.submitted ") && line.includes(`runId=${runId}`)
+    );
+    expect(submitted).toHaveLength(2);
   });
 });
 

@@ -14,13 +14,14 @@ import {
   type WorkerMessage,
   workerReply,
 } from "../../protocol/worker-messages.ts";
-import type { ValidationJob } from "../../state/interaction-queries.ts";
 import {
   acceptVerdict,
   judgeVerdict,
   rejectVerdict,
   type Verdict,
+  type VerdictJob,
 } from "../worker-messages/interaction-verdicts.ts";
+import { aheadOfHeld } from "../held-submission.ts";
 import type { HostContext } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { type ChildCommand, readerOf, type SupervisedChild } from "./children/spawn-child.ts";
@@ -69,7 +70,7 @@ export interface Broken {
 export interface Exchange {
   ctx: HostContext;
   deps: ValidationDeps;
-  job: ValidationJob;
+  job: VerdictJob;
   launch: WorkerLaunch;
   spawned: SupervisedChild;
   /** The run's prepared process it runs in, or null (a fresh child). */
@@ -102,6 +103,8 @@ export async function sendRequest(x: Exchange): Promise<FactsStream | "sent" | n
   if (ahead) ahead.factsRevision = readRunRow(ctx.store, job.runId)?.revision ?? null;
   const first = facts.next();
   if (first.done) facts = "sent";
+  // Named before the write can wait: the hold may end meanwhile (held-submission.ts).
+  if (ahead && job.held) aheadOfHeld(job.held, ahead, first.done === true);
   await writeFrame(spawned.channel, { ...request, facts: first }).catch((error) => {
     if (!(error instanceof FrameError && error.code === "frameTooLarge")) throw error;
     facts = null;

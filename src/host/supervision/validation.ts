@@ -169,16 +169,6 @@ async function runChild(
   try {
     const exchange = { ctx, deps, job, launch, spawned, prepared, ahead, broken };
     const facts = await sendRequest(exchange);
-    // A held submission's writes were read with the facts and rolled back: its facts are
-    // current at the revision before them (they come again first in the verdict's commit, or
-    // in its own, which moves this on: held-submission.ts). Only when they all went in the
-    // first frame: later pages are read after the rollback, without those writes.
-    if (job.held && ahead) {
-      if (ahead.factsRevision !== null) {
-        ahead.factsRevision = facts === "sent" ? job.held.revisionBefore : null;
-      }
-      job.held.ahead = ahead;
-    }
     const decided = await readVerdict(exchange, facts, {
       decided: decidedHook,
       launched: (start) => (next.epoch = start),
