@@ -11,6 +11,7 @@ import { WorkflowSession } from "./workflow-session.ts";
 import { workflowTool } from "./workflow-tool.ts";
 import { USAGE } from "./command-args.ts";
 import { controllerCommand } from "./controller-command.ts";
+import { callsWorkflowSubmit, isAssistantMessage } from "./message-events.ts";
 
 export default function piWorkflows(pi: PiExtensionApi): void {
   let session: WorkflowSession | null = null;
@@ -35,11 +36,16 @@ export default function piWorkflows(pi: PiExtensionApi): void {
     session?.presenter.noteAgentStart();
   });
   // Pi appends a sent message to the session after its message_end: the next message's start
-  // (or the turn's end) is the first moment its entry id can be read and recorded.
+  // (or the turn's end) is the first moment its entry id can be read and recorded. The model's
+  // reply is waited for: when it submits, the submit carries the entry (one host call, one
+  // commit), and a separate record would race it to the host.
   const record = () => void session?.presenter.recordSent().catch(() => {});
-  pi.on("message_start", record);
+  pi.on("message_start", (event) => {
+    if (!isAssistantMessage(event)) record();
+  });
   pi.on("message_end", (event) => {
     session?.presenter.noteMessageEnd(event);
+    if (isAssistantMessage(event) && !callsWorkflowSubmit(event)) record();
   });
   pi.on("turn_end", () => {
     record();

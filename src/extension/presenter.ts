@@ -26,6 +26,7 @@ import {
 import type { ClaimedInteraction, ClaimReceipt, SessionOps } from "./session-ops.ts";
 import { branchHasEntry, contractBlockOf, findStepEntry } from "./session-messages.ts";
 import { type Outgoing, stepMessage } from "./step-message.ts";
+import { SubmitWindow } from "./submit-window.ts";
 
 export interface PresenterHost {
   pi: PiExtensionApi;
@@ -66,8 +67,7 @@ export class Presenter {
   #lastClaim: ClaimReceipt | null = null;
   /** Between agent_start and agent_settled. */
   #agentRunning = false;
-  /** Submit tool calls in flight, by interaction id. */
-  #submitting = new Map<string, number>();
+  readonly #submits = new SubmitWindow();
   /** This presenter aborted the agent's run and that run has not settled yet. */
   #stopping = false;
   /** Pi's error when the agent run's latest assistant message failed (after Pi's retries). */
@@ -100,6 +100,17 @@ export class Presenter {
     return next;
   }
 
+  /**
+   * The host's push (`cursor`: the session's cursor it reported) or the tick (none): claims and
+   * presents, unless the push brings nothing newer than the step a submit's answer named. While
+   * a submit is in flight the claim waits for it: its answer names the next step, and a claim
+   * ahead of it in the chain would hold that step's presentation up by a round trip.
+   */
+  wake(cursor?: number): Promise<void> {
+    if (this.#submits.known(cursor) || this.#submits.hold(cursor)) return Promise.resolve();
+    return this.refresh();
+  }
+
   /** Records the entry id of a sent presentation once Pi has appended it. */
   recordSent(): Promise<void> {
     if (!this.#current?.unrecorded) return Promise.resolve();
@@ -120,11 +131,9 @@ export class Presenter {
    * and that is not a step closed elsewhere.
    */
   noteSubmitting(interactionId: string): () => void {
-    this.#submitting.set(interactionId, (this.#submitting.get(interactionId) ?? 0) + 1);
+    const leave = this.#submits.enter(interactionId);
     return () => {
-      const left = (this.#submitting.get(interactionId) ?? 1) - 1;
-      if (left > 0) this.#submitting.set(interactionId, left);
-      else this.#submitting.delete(interactionId);
+      if (leave()) void this.refresh().catch(() => {});
     };
   }
 
@@ -207,11 +216,13 @@ export class Presenter {
   }
 
   /**
-   * A submit's answer named the session's next step (claimed by the host): present it now,
-   * serialized like `refresh`. Sent while the submit tool call still runs, it is steered into
-   * the same agent run, so the model does the next step without ending a turn first.
+   * A submit's answer named the session's next step (claimed by the host when the session's
+   * cursor was `cursor`): present it now, serialized like `refresh`. Sent while the submit tool
+   * call still runs, it is steered into the same agent run, so the model does the next step
+   * without ending a turn first.
    */
-  presentClaimed(interaction: ClaimedInteraction): Promise<void> {
+  presentClaimed(interaction: ClaimedInteraction, cursor?: number): Promise<void> {
+    if (cursor !== undefined) this.#submits.learn(cursor);
     const next = this.#chain.then(() => this.#show(interaction));
     this.#chain = next.catch(() => {});
     return next;
@@ -247,7 +258,7 @@ export class Presenter {
   #closedElsewhere(current: Current): void {
     this.#current = null;
     if (current.accepted || current.closingHere) return;
-    if (this.#submitting.has(current.interaction.interactionId)) return;
+    if (this.#submits.has(current.interaction.interactionId)) return;
     // A submission was validating when this process last saw the step (one sent by a Pi that
     // died meanwhile): a step closed now was most likely closed by its acceptance, so it is not
     // announced as dropped; the run's own end is announced if it ended instead.

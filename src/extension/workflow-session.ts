@@ -140,15 +140,16 @@ export class WorkflowSession {
   }
 
   /**
-   * Presents the current step and redraws the run's progress. Quiet on failure (loops retry).
-   * An unlinked session has nothing to show and asks nothing: a plain Pi turn must not start a
-   * host or create workflow state for a user who never ran a workflow.
+   * Presents the current step and redraws the run's progress (`cursor`: the session's cursor
+   * the host's push reported). Quiet on failure (loops retry). An unlinked session has nothing
+   * to show and asks nothing: a plain Pi turn must not start a host or create workflow state for
+   * a user who never ran a workflow.
    */
-  async sync(): Promise<void> {
+  async sync(cursor?: number): Promise<void> {
     if (this.#closed || !this.#linked) return;
     // Each part on its own: the host may be starting or restarting, and the next tick or wake
     // tries again; a failed claim must not stop the progress display, nor the other way round.
-    await this.presenter.refresh().catch(() => {});
+    await this.presenter.wake(cursor).catch(() => {});
     await this.outbox.sync().catch(() => {});
     const active = this.presenter.lastClaim?.activeRun?.runId ?? this.presenter.current?.runId;
     if (active) this.runs.follow(active);
@@ -166,7 +167,7 @@ export class WorkflowSession {
         const first = this.#cursor === undefined;
         this.#cursor = answer.cursor;
         if (answer.activeRun?.runId) this.runs.follow(answer.activeRun.runId);
-        if (answer.changed || first) await this.sync();
+        if (answer.changed || first) await this.sync(answer.cursor);
       } catch {
         if (this.#closed) return;
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref?.());

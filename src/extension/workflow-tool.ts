@@ -7,6 +7,7 @@
  */
 import { HostCommandError } from "../client/command-receipt.ts";
 import { errorLine } from "./error-line.ts";
+import { WORKFLOW_TOOL_NAME } from "./message-events.ts";
 import type { PiContext, PiTool, PiToolResult } from "./pi-api.ts";
 import { parseToolCall, TOOL_PARAMETERS, type ToolCall } from "./tool-input.ts";
 import {
@@ -38,7 +39,7 @@ const DESCRIPTION = "Run and drive pi-workflows workflows. When a workflow step 
 
 export function workflowTool(session: () => WorkflowSession | null): PiTool {
   return {
-    name: "workflow",
+    name: WORKFLOW_TOOL_NAME,
     label: "Workflow",
     description: DESCRIPTION,
     promptSnippet: "workflow: submit workflow step results and run pi-workflows workflows",
@@ -188,11 +189,9 @@ async function awaitVerdict(
       session.presenter.noteAccepted(current.interactionId);
       // The next step goes out before this call returns: Pi delivers it right after the tool
       // result, in the same agent run (no turn ending "accepted" first).
+      // The progress display follows the host's push of the same commits (session.wait).
       if (receipt.next) {
-        await session.presenter.presentClaimed(receipt.next).catch(() => {});
-        // Only the progress display: a claim now would hold up the presenter, which records
-        // the next step's entry as soon as Pi has appended it.
-        void session.runs.refresh().catch(() => {});
+        await session.presenter.presentClaimed(receipt.next, receipt.cursor).catch(() => {});
       } else void session.sync();
       return success(
         receipt.message ??

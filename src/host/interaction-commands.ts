@@ -283,10 +283,9 @@ export async function submitInteractionCommand(
     await rt.sessions.until(rt.supervision.validateSubmission(submissionId), waitLeft());
     row = readSubmission(rt.store, submissionId) ?? row;
   }
-  const next: { next?: ClaimedInteraction | null } =
-    row.outcome === "accepted" && payload.nextWaitMs > 0
-      ? { next: await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs) }
-      : {};
+  const next = row.outcome === "accepted" && payload.nextWaitMs > 0
+    ? await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs)
+    : {};
   const contract = contractOf(rt, payload.interactionId);
   const target = contract ?? { step: payload.nodeId, attempt: payload.attemptId };
   const body: OperationReceipt<"interaction.submit"> = {
@@ -296,7 +295,7 @@ export async function submitInteractionCommand(
     ...errorOf(row),
     ...next,
     message: row.outcome === "accepted"
-      ? acceptedText(target, next.next !== undefined && next.next !== null)
+      ? acceptedText(target, "next" in next && next.next !== null)
       : row.outcome === "rejected"
       ? rejectedText(target, row.error_message ?? "Output rejected")
       : "The output is still being validated: call submit again with the same output to wait for its verdict",
@@ -309,17 +308,17 @@ export async function submitInteractionCommand(
 
 /**
  * After an accepted submission: the session's next pending request (claimed), once the run
- * commits it within `waitMs`; null as soon as the run goes elsewhere (ends, waits on something
- * else, is paused or blocked, runs another kind of node), when the time is up, or when the host
- * stops. The cursor is read before each check, so a commit between the check and the wait wakes
- * it at once.
+ * commits it within `waitMs`, with the session's cursor read before that claim; null as soon as
+ * the run goes elsewhere (ends, waits on something else, is paused or blocked, runs another kind
+ * of node), when the time is up, or when the host stops. The cursor is read before each check,
+ * so a commit between the check and the wait wakes it at once.
  */
 async function nextSessionStep(
   rt: HostRuntime,
   sessionId: string,
   runId: string,
   waitMs: number,
-): Promise<ClaimedInteraction | null> {
+): Promise<{ next: ClaimedInteraction; cursor: number } | { next: null }> {
   const deadline = performance.now() + waitMs;
   for (;;) {
     const cursor = sessionCursor(rt.store, sessionId);
@@ -334,12 +333,12 @@ async function nextSessionStep(
           rt.log("interaction.claim_record_failed", { error: logError(error) });
         }
       });
-      return claimView(claimed.current);
+      return { next: claimView(claimed.current), cursor };
     }
     const left = Math.floor(deadline - performance.now());
-    if (left <= 0 || !runHeadsForStep(rt.store, runId)) return null;
+    if (left <= 0 || !runHeadsForStep(rt.store, runId)) return { next: null };
     const { changed } = await rt.sessions.wait(sessionId, cursor, left);
-    if (!changed) return null;
+    if (!changed) return { next: null };
   }
 }
 

@@ -154,6 +154,11 @@ export const InteractionReceiptSchema = looseObject({
    * (claimed, as `interaction.claim` returns it), or null when the run went elsewhere.
    */
   next: v.optional(v.nullable(ClaimedInteractionSchema)),
+  /**
+   * With a `next` step: the session's cursor (as `session.wait` reports it) read before that
+   * claim, so a push at or below it brings nothing newer than `next` and needs no claim.
+   */
+  cursor: v.optional(v.pipe(v.number(), v.safeInteger(), v.minValue(0))),
 });
 
 /**

@@ -118,11 +118,21 @@ describe("the next step in the submit's answer", () => {
     const runId = (started.receipt as { run: { runId: string } }).run.runId;
     const draft = await session.nextStep();
     const accepted = await session.submit(draft, { steps: ["a"] }, { nextWaitMs: 5_000 });
-    const receipt = accepted.receipt as { message: string; next: PendingStep | null };
+    const receipt = accepted.receipt as {
+      message: string;
+      next: PendingStep | null;
+      cursor?: number;
+    };
     expect(receipt).toMatchObject({ status: "accepted" });
     // Claimed for the session, as interaction.claim would return it.
     expect(receipt.next).toMatchObject({ runId, kind: "agent", submission: null });
     expect(receipt.next!.contract.step).toBe("review");
+    // With the session's cursor of that claim: a push at it is no news (the session's runs have
+    // not moved since).
+    const now = await session.request("session.wait", {
+      payload: { sessionId: session.sessionId, cursor: receipt.cursor, waitMs: 0 },
+    });
+    expect(now.receipt).toMatchObject({ cursor: receipt.cursor, changed: false });
     expect(receipt.next!.interactionId).toBe((await session.claim()).interaction!.interactionId);
     expect(receipt.message).toBe(
       'Output accepted for step "draft". The next workflow step follows: do it now.',
