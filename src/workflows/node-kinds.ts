@@ -86,7 +86,10 @@ export async function runNodeKind(
         outcome: "waiting",
         kind: "checkpoint",
         request: toJson(request, "checkpoint request"),
-        ...(n.answerSchema ? { answerSchema: n.answerSchema as unknown as JsonValue } : {}),
+        // `{}` accepts any answer: nothing to check or show (it marks this version's meaning).
+        ...(n.answerSchema && Object.keys(n.answerSchema).length > 0
+          ? { answerSchema: n.answerSchema as unknown as JsonValue }
+          : {}),
       };
     }
     case "humanDecision": {

@@ -888,22 +888,64 @@ export default defineWorkflow({
   });
 });
 
-describe("0.12.1 differences that stay (docs/compat-0.12.md says why)", () => {
-  it("a plain checkpoint's answer is its output; the input stays the run's (0.12: the answer was the input)", async () => {
-    const dir = project({
+describe("a plain checkpoint's answer (0.12: the next run's input; here: the checkpoint's output)", () => {
+  const cp = (
+    checkpointOptions: string,
+    after: string,
+    edge = `{ from: "approval", to: "apply" }`,
+  ) =>
+    project({
       "cp.workflow.ts":
         `import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
+const helper = (ctx) => ctx.input;
 export default defineWorkflow({
   name: "cp",
-  startAt: "approval",
+  startAt: "plan",
   nodes: {
-    approval: checkpoint({ summary: "approve the change" }),
-    apply: compute({ run: ({ input, outputs }) => ({ input, answer: outputs.approval }) }),
+    plan: compute({ run: ({ input }) => ({ steps: [input.change] }) }),
+    approval: checkpoint(${checkpointOptions}),
+    apply: compute({ run: ${after} }),
   },
-  edges: [{ from: "approval", to: "apply" }],
+  edges: [{ from: "plan", to: "approval" }, ${edge}],
 });
 `,
     });
+
+  it.each([
+    [`({ input }) => input`, "nodes.apply.run reads input"],
+    [`({ outputs }) => outputs.approval`, "nodes.apply.run reads outputs.approval"],
+    [`({ results }) => results["approval"].output`, "nodes.apply.run reads outputs.approval"],
+    [`(ctx) => helper(ctx)`, "nodes.apply.run hands its whole context (ctx) on"],
+  ])(
+    "read after it without answerSchema, the load fails naming the way on: %s",
+    async (after, read) => {
+      const error = await loadError("./cp.workflow.ts", cp(`{ summary: "approve?" }`, after));
+      expect(error.message).toContain(
+        `checkpoint "approval" has no answerSchema and ${read} after it`,
+      );
+      expect(error.message).toContain(
+        'Read the answer as outputs.approval, and give "approval" an answerSchema (`answerSchema: {}` accepts any answer)',
+      );
+    },
+  );
+
+  it("a switch on its output without answerSchema fails the load (0.12 routed on the checkpoint's own output)", async () => {
+    const edge =
+      `{ from: "approval", switch: { on: "$.approved", cases: { true: "apply", false: "plan" } } }`;
+    const error = await loadError(
+      "./cp.workflow.ts",
+      cp(`{ summary: "approve?" }`, `() => 1`, edge),
+    );
+    expect(error.message).toContain(
+      `checkpoint "approval" has no answerSchema and a switch from it reads its output ($.approved) after it`,
+    );
+  });
+
+  it("with answerSchema it runs this version's way: the answer is its output, input the run's", async () => {
+    const dir = cp(
+      `{ summary: "approve?", answerSchema: {} }`,
+      `({ input, outputs }) => ({ input, answer: outputs.approval })`,
+    );
     const loaded = await loadWorkflow("./cp.workflow.ts", { cwd: dir });
     const waiting = await runWorkflow(loaded.workflow, { input: { change: "big" } });
     expect(waiting.last).toMatchObject({ kind: "wait", nodeId: "approval" });
@@ -914,5 +956,18 @@ export default defineWorkflow({
       kind: "complete",
       output: { input: { change: "big" }, answer: { approved: true } },
     });
+  });
+
+  it("a gate whose answer nothing after it reads loads and runs as in 0.12", async () => {
+    const dir = cp(
+      `{ summary: "approve?" }`,
+      `({ outputs, results }) => ({ steps: outputs.plan.steps, asked: results.approval.outcome })`,
+    );
+    const loaded = await loadWorkflow("./cp.workflow.ts", { cwd: dir });
+    const waiting = await runWorkflow(loaded.workflow, { input: { change: "big" } });
+    const done = await runWorkflow(loaded.workflow, {
+      facts: answerWaiting(waiting.facts, { change: "small" }),
+    });
+    expect(done.last).toMatchObject({ kind: "complete", output: { steps: ["big"], asked: "ok" } });
   });
 });

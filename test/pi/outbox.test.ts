@@ -82,8 +82,9 @@ export default defineWorkflow({
 `;
 
 /**
- * A 0.12 file: its presentationPrompt has a waiting branch, so the model presents the waiting
- * checkpoint (and, once answered, the completed run).
+ * 0.12's presentationPrompt with a waiting branch, so the model presents the waiting checkpoint
+ * (and, once answered, the completed run). `answerSchema` because `ship` reads the answer as
+ * this version gives it (0.12 gave it as the input: docs/compat-0.12.md).
  */
 const APPROVE = `
 import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
@@ -95,10 +96,48 @@ export default defineWorkflow({
       : "Tell the user it shipped: " + JSON.stringify(finalOutput),
   startAt: "ask",
   nodes: {
-    ask: checkpoint({ summary: "Ship version 2?" }),
+    ask: checkpoint({ summary: "Ship version 2?", answerSchema: {} }),
     ship: compute({ run: ({ outputs }) => ({ shipped: outputs.ask }) }),
   },
   edges: [{ from: "ask", to: "ship" }],
+});
+`;
+
+/**
+ * A 0.12 file whose presentationPrompt has a waiting branch, waiting at a human decision: 0.12
+ * started a model turn to present it; the spec forbids that (a decision starts no model turn), so
+ * Pi shows the decision to the person, and the run ends as in 0.12 once answered.
+ */
+const DECIDE = `
+import {
+  choice, compute, defineHumanChoices, defineWorkflow, humanDecision, humanDecisionEdge,
+} from "@osolmaz/pi-workflows";
+const choices = defineHumanChoices({ ship: choice({ label: "Ship it" }), hold: choice({ label: "Hold" }) });
+export default defineWorkflow({
+  name: "decide",
+  presentationPrompt: ({ state, finalOutput }) =>
+    state.status === "waiting"
+      ? "Ask the person: " + state.waitingOn
+      : "Tell the user the decision: " + JSON.stringify(finalOutput),
+  startAt: "choose",
+  nodes: {
+    choose: humanDecision({
+      audience: "owner",
+      choices,
+      request: () => ({
+        title: "Ship version 3?",
+        subject: "v3",
+        presentation: {
+          schema: "pi-workflows.decision-presentation.v1",
+          summary: "Ship version 3",
+          blocks: [{ kind: "bullets", items: ["faster start"] }],
+        },
+      }),
+    }),
+    ship: compute({ run: ({ outputs }) => ({ shipped: outputs.choose.choice }) }),
+    hold: compute({ run: () => ({ shipped: false }) }),
+  },
+  edges: [humanDecisionEdge({ from: "choose", choices, cases: { ship: "ship", hold: "hold" } })],
 });
 `;
 
@@ -110,6 +149,7 @@ function writeWorkflows(sandbox: PiSandbox): void {
   writeFileSync(join(dir, "slowstep.workflow.ts"), SLOW_STEP);
   writeFileSync(join(dir, "retrystep.workflow.ts"), RETRY_STEP);
   writeFileSync(join(dir, "approve.workflow.ts"), APPROVE);
+  writeFileSync(join(dir, "decide.workflow.ts"), DECIDE);
 }
 
 /** Resolves once the newest attempt of a `count` step has timed out (set with the sandbox). */
@@ -549,6 +589,50 @@ describe("the outbox in the real Pi", () => {
       ["presentation", false],
     ]);
     expect(answered).toBeGreaterThan(from);
+  });
+
+  it("a 0.12 presentationPrompt at a human decision: shown without a model turn; answered, the run ends as in 0.12 with one completion turn", async () => {
+    const from = pi.records.length;
+    const requestsBefore = model.requests.length;
+    await pi.prompt("/workflow decide", 60_000);
+    const runId = runIdOf(await noticeMatching(pi, from, /^Started workflow decide/));
+    await waitForState<{ state: string }>(
+      sandbox,
+      "SELECT state FROM runs WHERE run_id = :runId",
+      { runId },
+      (rows) => rows[0]?.state === "waiting",
+    );
+    await waitFor(
+      async () => {
+        const response = await pi.command({ type: "get_entries" });
+        const entries = (response.data as { entries: { details?: { kind?: string } }[] }).entries;
+        return entries.some((e) => e.details?.kind === "decision");
+      },
+      () => "the decision shown in Pi",
+      30_000,
+      100,
+    );
+    // No turn for the wait: none is due in the commit that parked the run, and none was asked.
+    expect(readState(sandbox, "SELECT 1 FROM turn_intents WHERE run_id = :runId", { runId }))
+      .toEqual([]);
+    expect(presentations(requestsBefore)).toHaveLength(0);
+
+    const answerFrom = pi.records.length;
+    await pi.prompt("/workflow answer ship");
+    await noticeMatching(pi, answerFrom, /^Answered decision choose/);
+    const completion = await model.waitForRequest(
+      (r) => r.lastUserText.includes("Tell the user the decision"),
+      { from: requestsBefore, timeoutMs: 60_000 },
+    );
+    expect(completion.lastUserText).toContain('{"shipped":"ship"}');
+    await waitForState<{ resolution: string | null }>(
+      sandbox,
+      "SELECT resolution FROM turn_intents WHERE run_id = :runId",
+      { runId },
+      (rows) => rows.length === 1 && rows[0].resolution === "presentation",
+    );
+    await pi.waitForSettled(pi.records.findLastIndex((r) => r.type === "agent_start"));
+    expect(presentations(requestsBefore)).toHaveLength(1);
   });
 
   it("Pi SIGKILLed between showing a notification and recording it shows nothing twice", async () => {

@@ -23,7 +23,8 @@ describe("engine harness: checkpoints and human decisions", () => {
       name: "cp",
       startAt: "ask",
       nodes: {
-        ask: checkpoint({ summary: ({ input }) => `Approve ${input}?` }),
+        // answerSchema: this version's meaning (0.12 gave the answer as the input: compat-0.12.md).
+        ask: checkpoint({ summary: ({ input }) => `Approve ${input}?`, answerSchema: {} }),
         after: compute({ run: ({ outputs, input }) => ({ answer: outputs.ask, input }) }),
       },
       edges: [{ from: "ask", to: "after" }],

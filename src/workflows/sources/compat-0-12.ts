@@ -19,7 +19,13 @@ const HOST_RUNS =
 const DECISION_RECORDS =
   "decisions are records in the host's database: answer with `pi-workflows answer <runId>`, read them with `pi-workflows status <runId> --json`";
 const PRESENTATION =
-  "the host checks a decision's presentation when the node runs (limits in docs/authoring.md)";
+  "return the presentation from a humanDecision's request(ctx): the host checks it when the node runs (limits in docs/authoring.md)";
+const PRESENTATION_LIMIT =
+  "write the limit as a number: a presentation has at most 256 blocks, 256 items a block, 16,000 characters a string and 64,000 in all (docs/authoring.md); the host checks it when the node runs";
+const PRESENTATION_DIGEST =
+  "createHash from node:crypto over JSON.stringify(presentation); the host keys a decision by its own digest";
+const TRANSPORT_PARTS =
+  "nothing: Pi and `pi-workflows status` show a decision whole (no transport parts); drop the limit";
 const RUN_RECORDS =
   "runs are rows in the host's database, not bundle files: `pi-workflows status <runId> --json`, `pi-workflows logs <runId>`";
 const LOADER =
@@ -32,27 +38,28 @@ const SIGNAL =
 const PROGRESS =
   "status, view and Pi show a run's progress from its progress updates (publishUpdate with data {schema: PROGRESS_SCHEMA, ...})";
 const UPDATES = "publishUpdate checks each update (limits in docs/authoring.md)";
-const ARTIFACTS = "values are stored whole in the host's database; there are no artifact files";
+const ARTIFACTS =
+  "return the value itself from the node: it is stored whole in the host's database (up to 960 KiB), with no artifact files";
 const CONTROLLER_HOST =
   "the host runs controllers: `pi-workflows controller apply|reconcile|get` (docs/controllers.md)";
 const CONTROLLER_STORE =
   "controller resources live in the host's database: `pi-workflows controller get <controller> <key>`";
 const CONTROLLER_LOADER =
-  "the host finds *.controller.ts files in .pi/controllers/ and ~/.pi/agent/controllers/";
+  "put the file in .pi/controllers/ (or ~/.pi/agent/controllers/) and run `pi-workflows controller apply <controller> <key>`: the host finds and loads it";
 const CONFLICTS =
   "a conflicting request makes ctx.effects.ensure or ctx.workflows.ensure throw a clear error; the host records a failed reconcile and retries it";
 
 /** 0.12.1 value exports this version does not have, each with what to use instead. */
 export const REMOVED_012: Readonly<Record<CompatEntry, Readonly<Record<string, string>>>> = {
   ".": {
-    MAX_PRESENTATION_BLOCKS: PRESENTATION,
-    MAX_PRESENTATION_CODE_UNITS: PRESENTATION,
-    MAX_PRESENTATION_ITEMS: PRESENTATION,
-    MAX_PRESENTATION_STRING_CODE_UNITS: PRESENTATION,
-    MAX_PRESENTATION_TRANSPORT_PARTS: PRESENTATION,
+    MAX_PRESENTATION_BLOCKS: PRESENTATION_LIMIT,
+    MAX_PRESENTATION_CODE_UNITS: PRESENTATION_LIMIT,
+    MAX_PRESENTATION_ITEMS: PRESENTATION_LIMIT,
+    MAX_PRESENTATION_STRING_CODE_UNITS: PRESENTATION_LIMIT,
+    MAX_PRESENTATION_TRANSPORT_PARTS: TRANSPORT_PARTS,
     decisionDocumentSegments: PRESENTATION,
-    decisionPresentationDigest: PRESENTATION,
-    decisionPresentationFingerprint: PRESENTATION,
+    decisionPresentationDigest: PRESENTATION_DIGEST,
+    decisionPresentationFingerprint: PRESENTATION_DIGEST,
     digestCanonical: CANONICAL,
     humanDecisionChannelRequest: DECISION_RECORDS,
     normalizeDecisionPresentation: PRESENTATION,
@@ -70,7 +77,8 @@ export const REMOVED_012: Readonly<Record<CompatEntry, Readonly<Record<string, s
     compositionMetadata: GRAPH,
     isCompiledWorkflow: GRAPH,
     WorkflowEngine: HOST_RUNS,
-    appendStepContract: "the host adds the step contract to every agent prompt",
+    appendStepContract:
+      "write agent({prompt}) with the prompt alone: the host adds the step contract to every agent prompt",
     CancelledError: SIGNAL,
     TimeoutError: SIGNAL,
     extractJsonValue:
