@@ -54,7 +54,7 @@ export function createWorkerSpawner(
 
   const hooks = {
     onReady(worker: ControllerWorker, pid: number) {
-      if (worker.identity === null || worker.identity.pid !== pid) return false;
+      if (worker.spawned.identity?.pid !== pid) return false;
       // Stopped before it got ready: nothing to record.
       if (!isControllerLaunching(worker)) return true;
       markControllerWorkerLive(ctx.store, worker.workerEpoch);

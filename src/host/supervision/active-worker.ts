@@ -25,8 +25,11 @@ export interface ActiveWorker {
   /** The run claim the host holds for this worker. */
   claim: Claim;
   spawned: SupervisedChild;
-  /** Read after the spawn (launch-worker.ts identifyWorker); null until then, or if it died. */
-  identity: ProcessIdentity | null;
+  /**
+   * Settles once its start identity is named in its epoch record (a prepared process was named
+   * with the claim): its channel is read only then. Rejects when the record cannot be written.
+   */
+  named: Promise<void>;
   /** Its phase and claim, changed only by worker-life.ts's transitions. */
   life: WorkerLife;
   /** Diagnostic for the epoch record (bounded, no payloads). */

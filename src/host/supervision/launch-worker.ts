@@ -173,7 +173,7 @@ export function launchWorker(
     }
   }
   // The envelope first: the worker waits for it while the host reads its start identity and
-  // records it (identifyWorker). Inside a group commit (accepted-launch.ts) only once that
+  // records it (`named`). Inside a group commit (accepted-launch.ts) only once that
   // COMMIT is durable.
   afterGroupCommit(ctx.store, () => {
     writeFrame(spawned.channel, envelope).catch(() => {
@@ -188,8 +188,9 @@ export function launchWorker(
       generation,
       claim,
       spawned,
-      // A prepared process is known already; a fresh one once identifyWorker read it.
-      identity: hooks.prepared ? spawned.identity : null,
+      named: hooks.prepared ? Promise.resolve() : nameChild(spawned, (process) => {
+        recordWorkerProcess(ctx.store, { workerEpoch, ...process });
+      }),
       life: launchingLife(live),
       diagnostic: null,
       openAttempt: null,
@@ -200,17 +201,4 @@ export function launchWorker(
     } satisfies ActiveWorker,
   );
   return worker;
-}
-
-/**
- * Waits for a fresh worker's start identity and names it in its epoch record (a prepared
- * process was named with the claim). The caller reads the worker's channel only after this:
- * `worker.ready` is checked against the identity, and a restarted host can reap a worker that
- * never got ready by its record. A record that cannot be written throws, the identity is set.
- */
-export async function identifyWorker(ctx: HostContext, worker: ActiveWorker): Promise<void> {
-  if (worker.identity !== null) return;
-  await nameChild(worker, (process) => {
-    recordWorkerProcess(ctx.store, { workerEpoch: worker.workerEpoch, ...process });
-  });
 }

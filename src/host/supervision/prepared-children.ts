@@ -149,7 +149,7 @@ type Pool = ReturnType<typeof newPool>;
  * run settled waiting on its Pi session, while the host runs and there is room.
  */
 function keeps(pool: Pool, worker: ActiveWorker): boolean {
-  if (pool.closing || pool.max < 1 || worker.identity === null) return false;
+  if (pool.closing || pool.max < 1 || worker.spawned.identity === null) return false;
   if (stopReasonOf(worker) !== null || !isSettled(worker) || pool.children.has(worker.runId)) {
     return false;
   }

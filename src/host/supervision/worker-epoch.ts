@@ -9,7 +9,6 @@ import { logError } from "../host-log.ts";
 import { pruneLogs } from "../worker-log-budget.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
-import { identifyWorker } from "./launch-worker.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
@@ -45,7 +44,7 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
       );
     }
   });
-  const served = identifyWorker(ctx, worker).catch((error) => {
+  const served = worker.named.catch((error) => {
     // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
     ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
   }).then(() => serveWorkerChannel(ctx, worker, deps.hooks));

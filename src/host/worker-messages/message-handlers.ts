@@ -181,7 +181,7 @@ function markReady(
   const { store } = ctx;
   const claim = worker.claim;
   if (wasReady(worker)) throw refuse("worker.ready was already accepted for this epoch");
-  const identity = worker.identity;
+  const identity = worker.spawned.identity;
   if (identity === null || message.payload.pid !== identity.pid) {
     throw refuse("worker.ready names another process than the one the host started");
   }

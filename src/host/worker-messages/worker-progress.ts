@@ -77,7 +77,7 @@ export function applyProgress(
     return { factsChunk: nextFactsChunk(worker), closedAttempt: false };
   }
   const stat = takeRegistrationTable(worker, message.messageId)?.stat(p.pid) ?? null;
-  const leader = worker.identity;
+  const leader = worker.spawned.identity;
   if (
     leader === null || stat === null || stat.startTime !== p.startTime ||
     stat.ppid !== leader.pid || stat.pgrp !== p.pid || p.processGroup !== p.pid

@@ -17,7 +17,7 @@ export const MIB = 1024 * 1024;
  * Returns one sample: each of `children()` that is `running` (nobody stops it) and identified
  * has its resident memory read; one still running past `capMb` goes to `over`.
  */
-export function watchMemory<C extends { identity: ProcessIdentity | null }>(watch: {
+export function watchMemory<C extends { spawned: { identity: ProcessIdentity | null } }>(watch: {
   children(): Iterable<C>;
   running(child: C): boolean;
   capMb: number;
@@ -28,8 +28,10 @@ export function watchMemory<C extends { identity: ProcessIdentity | null }>(watc
     if (sampling) return;
     sampling = true;
     try {
-      const sampled = [...watch.children()].filter((c) => c.identity !== null && watch.running(c));
-      const sizes = await readResidentBytes(sampled.map((c) => c.identity!));
+      const sampled = [...watch.children()].filter((c) =>
+        c.spawned.identity !== null && watch.running(c)
+      );
+      const sizes = await readResidentBytes(sampled.map((c) => c.spawned.identity!));
       sampled.forEach((child, i) => {
         const bytes = sizes[i];
         // Still running by the time the read answered: a stop meanwhile has its own reason.

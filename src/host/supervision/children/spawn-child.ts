@@ -171,17 +171,16 @@ export function spawnChild(
 }
 
 /**
- * Waits for the child's start identity, sets it on `owner` and names it in the kind's durable
- * epoch record (`record`: `run_workers`, `controller_workers`) before anything of its channel is
- * read: its ready message is checked against the identity, and a restarted host reaps the child
- * by that record. Throws when the record cannot be written (the identity is set by then).
+ * Waits for the child's start identity and names it in the kind's durable epoch record
+ * (`record`: `run_workers`, `controller_workers`); the kind reads the channel only after: its
+ * ready message is checked against the identity, and a restarted host reaps the child by that
+ * record. Throws when the record cannot be written (`spawned.identity` is set by then).
  */
 export async function nameChild(
-  owner: { spawned: SupervisedChild; identity: ProcessIdentity | null },
+  spawned: SupervisedChild,
   record: (process: { pid: number; startIdentity: string }) => void,
 ): Promise<void> {
-  const identity = await owner.spawned.identified;
-  owner.identity = identity;
+  const identity = await spawned.identified;
   if (identity !== null) {
     record({ pid: identity.pid, startIdentity: formatStartIdentity(identity) });
   }

@@ -21,7 +21,6 @@ import {
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
 import type { HostContext } from "../../host-context.ts";
 import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
-import type { ProcessIdentity } from "../../../os/process-identity.ts";
 import {
   type ChildCommand,
   nameChild,
@@ -63,8 +62,6 @@ export interface ControllerWorker {
   timeoutMs: number;
   workerEpoch: string;
   spawned: SupervisedChild;
-  /** Known once the spawn identified it (see nameControllerWorker). */
-  identity: ProcessIdentity | null;
   /** Its phase and whether it is blocked, changed only by controller-life.ts's transitions. */
   life: ControllerLife;
   /** Reconciles assigned and not yet reported finished by the worker (ended ones included). */
@@ -123,7 +120,6 @@ export function launchControllerWorker(
       timeoutMs: controller.timeoutMs,
       workerEpoch,
       spawned,
-      identity: null,
       life: launchingControllerLife(),
       reconciles: new Map(),
       idleSince: ctx.clock.now(),
@@ -156,7 +152,7 @@ export async function nameControllerWorker(
   worker: ControllerWorker,
 ): Promise<void> {
   try {
-    await nameChild(worker, (process) => {
+    await nameChild(worker.spawned, (process) => {
       recordControllerWorkerProcess(ctx.store, { workerEpoch: worker.workerEpoch, ...process });
     });
   } catch (error) {
