@@ -6,7 +6,7 @@
  */
 import type { Claim } from "../../state/claims.ts";
 import type { HostContext } from "../host-context.ts";
-import type { ActiveWorker } from "../supervision/active-worker.ts";
+import type { ActiveWorker, StopReason } from "../supervision/active-worker.ts";
 import { renewClaims } from "./claim-renewal.ts";
 import { createWorkerDeadlines, LEAVE_MS } from "./worker-deadlines.ts";
 import { createLimitWatch, outputLimitError } from "./worker-limits.ts";
@@ -18,7 +18,7 @@ import type { AheadStart } from "../worker-messages/speculative-start.ts";
 import type { ProcessRegistry } from "../supervision/process-registry.ts";
 import type { ChildCommand, ChildExit } from "../supervision/children/spawn-child.ts";
 import { createRunCredentials, type RunCredentials } from "../run-credentials.ts";
-import { createWorkerStops } from "../supervision/worker-stops.ts";
+import { stopWorker } from "../supervision/worker-stops.ts";
 import { superviseWorker } from "../supervision/worker-epoch.ts";
 import { launchDueRuns } from "./run-launches.ts";
 import { failForReplyTooLarge } from "./reply-too-large.ts";
@@ -76,8 +76,8 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
   let shuttingDown = false;
   let tickQueued = false;
 
-  const stops = createWorkerStops(ctx);
-  const { stop } = stops;
+  const stop = (worker: ActiveWorker, reason: StopReason, diagnostic: string) =>
+    stopWorker(ctx, worker, reason, diagnostic);
   const deadlines = createWorkerDeadlines(ctx, {
     stop,
     crashes,
@@ -91,7 +91,6 @@ export function createRunWorkers(ctx: HostContext, deps: RunWorkerDeps): RunWork
   });
   const epochs = {
     active,
-    stops,
     prepared,
     forgetDeadlines: deadlines.forget,
     settleExit: (worker: ActiveWorker, exit: ChildExit) =>

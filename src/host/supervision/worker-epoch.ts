@@ -12,9 +12,8 @@ import type { HostContext } from "../host-context.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
-import type { WorkerStops } from "./worker-stops.ts";
 import { retireWorker } from "./worker-teardown.ts";
-import { isKept, isLaunching, markGone } from "./worker-life.ts";
+import { groupStopped, isKept, isLaunching, markGone } from "./worker-life.ts";
 import { armStartupDeadline } from "./children/child-deadline.ts";
 
 /** The epoch record of a process kept as its run's prepared child: a normal end. */
@@ -22,7 +21,6 @@ const KEPT_EXIT = { code: 0, signal: null };
 
 export interface EpochDeps {
   active: Map<string, ActiveWorker>;
-  stops: WorkerStops;
   hooks: SessionHooks;
   prepared: PreparedChildren;
   /** The epoch's run deadlines are off (src/host/runs/worker-deadlines.ts). */
@@ -36,13 +34,8 @@ export interface EpochDeps {
 export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker): void {
   deps.active.set(worker.runId, worker);
   armStartupDeadline(worker.spawned, worker.life, ctx.options.workerStartupMs, () => {
-    if (isLaunching(worker)) {
-      deps.stops.stop(
-        worker,
-        "startupTimedOut",
-        "workerTimedOut: no worker.ready before the deadline",
-      );
-    }
+    const why = "workerTimedOut: no worker.ready before the deadline";
+    if (isLaunching(worker)) deps.hooks.stop(worker, "startupTimedOut", why);
   });
   const served = worker.named.catch((error) => {
     // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
@@ -58,7 +51,7 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   // The leader is gone (or kept); nothing of its group, nor a child group it registered,
   // outlives the epoch, and its output is settled.
   await retireWorker(ctx, worker);
-  await deps.stops.finished(worker);
+  await groupStopped(worker);
   pruneLogs(ctx); // its output is settled: the budget may count it
   try {
     deps.settleExit(worker, exit);

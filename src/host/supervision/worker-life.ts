@@ -11,7 +11,7 @@
  *            kept       its epoch parked and the host keeps the process as the run's prepared
  *                       child: the epoch ends without waiting for (or stopping) the process
  *            stopping   the host stops it for `reason` (its group got SIGTERM, SIGKILL after the
- *                       grace); `kept` when it was kept before
+ *                       grace, `stopped` once done); `kept` when it was kept before
  *            gone       the epoch is recorded and the run settled (worker-epoch.ts)
  *   claim  the run claim the host took for it:
  *            held       the host holds it for this worker
@@ -41,7 +41,7 @@ export type WorkerPhase =
   | { name: "launching"; recordedLive: boolean; startup: ChildDeadline | null }
   | { name: "live" }
   | { name: "kept" }
-  | { name: "stopping"; reason: StopReason; kept: boolean }
+  | { name: "stopping"; reason: StopReason; kept: boolean; stopped: Promise<void> }
   | { name: "gone" };
 
 export type ClaimHold = "held" | "released" | "settled";
@@ -78,17 +78,26 @@ export function isLaunching(worker: Worker): boolean {
   return worker.life.phase.name === "launching";
 }
 
-/** Whether `worker.ready` was accepted (or the worker is past that point). */
-export function wasReady(worker: Worker): boolean {
-  return worker.life.phase.name !== "launching";
-}
-
-/** The host stops it: true when `reason` is the first (later reasons are ignored). */
-export function beginStop(worker: Worker, reason: StopReason): boolean {
+/**
+ * The host stops it: true when `reason` is the first (later reasons are ignored); only then
+ * `stopGroup` runs (worker-stops.ts).
+ */
+export function beginStop(
+  worker: Worker,
+  reason: StopReason,
+  stopGroup: () => Promise<void>,
+): boolean {
   const { phase } = worker.life;
   if (phase.name === "stopping" || phase.name === "gone") return false;
-  enterPhase(worker.life, { name: "stopping", reason, kept: phase.name === "kept" });
+  const kept = phase.name === "kept";
+  enterPhase(worker.life, { name: "stopping", reason, kept, stopped: stopGroup() });
   return true;
+}
+
+/** Resolves once the group stop the host began (if it began one) is done. */
+export function groupStopped(worker: Worker): Promise<void> {
+  const { phase } = worker.life;
+  return phase.name === "stopping" ? phase.stopped : Promise.resolve();
 }
 
 /** Why the host stops (or stopped) it; null while nobody asked it to stop. */

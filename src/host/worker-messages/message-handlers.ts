@@ -37,7 +37,7 @@ import { startFacts } from "./facts-stream.ts";
 import { applyProgress } from "./worker-progress.ts";
 import { parkOverBudget } from "./budget-park.ts";
 import { formatStartIdentity } from "../../os/process-identity.ts";
-import { launchedLive, markLive, markSettled, wasReady } from "../supervision/worker-life.ts";
+import { isLaunching, launchedLive, markLive, markSettled } from "../supervision/worker-life.ts";
 
 /** The worker's answer to `effect.reserve`: what to do with the effect. */
 function reservationAnswer(result: EffectReservation): JsonValue {
@@ -180,7 +180,7 @@ function markReady(
 ): Applied {
   const { store } = ctx;
   const claim = worker.claim;
-  if (wasReady(worker)) throw refuse("worker.ready was already accepted for this epoch");
+  if (!isLaunching(worker)) throw refuse("worker.ready was already accepted for this epoch");
   const identity = worker.spawned.identity;
   if (identity === null || message.payload.pid !== identity.pid) {
     throw refuse("worker.ready names another process than the one the host started");
