@@ -23,10 +23,21 @@ const CHAIN = String.raw`(?<![\w$.])(?:${ID}(?:\s*\??\.?\s*\[[^\]\n]{1,200}\])*\
 /** Not followed by a member access or a call: `error.code`, `error.includes(...)` are fine. */
 const END = String.raw`(?![\w$])(?!\s*(?:\?\.|\.|\[|\())`;
 
+/** Whether `source` reads result records (`results`, a controller's `ensure(...)` records). */
+export function readsResultsIn(source: string): boolean {
+  return READS_RESULTS.test(source);
+}
+
+/** `aliases` holds names (`e`) and helpers that return an error (`errorOf()`). */
 function errorExpression(aliases: ReadonlySet<string>): string {
-  const names = [...aliases].map((n) => n.replace(/\$/g, "\\$")).join("|");
-  // `<chain>.error`, or a bare alias (`e`, a destructured `error`).
-  return String.raw`(?:${CHAIN}error|(?<![\w$.])(?:${names || "(?!)"}))${END}`;
+  const escape = (n: string) => n.replace(/[$()]/g, "\\$&");
+  const names = [...aliases].filter((n) => !n.endsWith("()")).map(escape).join("|");
+  const helpers = [...aliases].filter((n) => n.endsWith("()")).map((n) => escape(n.slice(0, -2)))
+    .join("|");
+  // `<chain>.error`, a bare alias (`e`, a destructured `error`), or `errorOf(...)`.
+  return String.raw`(?:${CHAIN}error|(?<![\w$.])(?:${names || "(?!)"})|(?<![\w$.])(?:${
+    helpers || "(?!)"
+  })\s*\([^()]*\))${END}`;
 }
 
 /** Names in `source` that hold an error: declared from one, destructured, or a helper's param. */
@@ -54,6 +65,18 @@ function errorAliases(source: string): Set<string> {
       )
     ) {
       aliases.add(m[1]);
+    }
+    // A helper that returns an error: what a call of it gives is one.
+    for (
+      const m of source.matchAll(
+        new RegExp(
+          String
+            .raw`(?:(?<![\w$.])(${ID})\s*=\s*(?:async\s*)?(?:\([^()]*\)|${ID})\s*=>\s*|function\s+(${ID})\s*\([^()]*\)\s*\{\s*return\s+)${expr}`,
+          "g",
+        ),
+      )
+    ) {
+      aliases.add(`${m[1] ?? m[2]}()`);
     }
     // A helper defined in the same text and called with an error: its parameter holds one.
     const argument = new RegExp(String.raw`^\s*${expr}\s*$`);
@@ -84,10 +107,11 @@ function helperParameter(source: string, name: string, index: number): string | 
 
 /**
  * The first comparison in `source` that treats a result's error as a string (a short excerpt with
- * its line number), else null. `source` is a callback's or a file's text.
+ * its line number), else null. `source` is a callback's or a file's text; `readsResults` says
+ * whether the code around it reads result records (by default: whether `source` does).
  */
-export function findErrorComparisonInText(source: string): string | null {
-  if (!source.includes("error") || !READS_RESULTS.test(source)) return null;
+export function findErrorComparisonInText(source: string, readsResults?: boolean): string | null {
+  if (!source.includes("error") || !(readsResults ?? readsResultsIn(source))) return null;
   const e = errorExpression(errorAliases(source));
   const notAbsent = String.raw`(?!\s*(?:undefined|null|void)\b)`;
   const patterns = [

@@ -806,6 +806,7 @@ export default defineWorkflow({
     `({ results }) => { const { error: e } = results.a; return typeof e === "string"; }`,
     `({ results }) => { switch (results.a.error) { case "boom": return 1; default: return 2; } }`,
     `({ results }) => ["boom", "bang"].includes(results.a.error)`,
+    `({ results }) => { const errorOf = (r) => r.error; return errorOf(results.a) === "boom"; }`,
   ])(
     "the same comparison through a variable, a switch or a lookup fails the load too: %s",
     async (after) => {
@@ -830,6 +831,29 @@ export default defineWorkflow({
     const error = await loadError("./r.workflow.ts", dir);
     expect(error.message).toContain(
       "r.workflow.ts: line 2 (`r.error === text`) compares a result's error as a string",
+    );
+  });
+
+  it("a helper in an imported local file that compares an error as a string fails the load", async () => {
+    const dir = failing(
+      `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
+      `({ results }) => failedWith(results.a, "boom")`,
+    );
+    const path = join(dir, "r.workflow.ts");
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8").replace(
+        "export default",
+        'import { failedWith } from "./lib.ts";\nexport default',
+      ),
+    );
+    writeFileSync(
+      join(dir, "lib.ts"),
+      "export function failedWith(record, text) {\n  return typeof record.error === 'string' && record.error === text;\n}\n",
+    );
+    const error = await loadError("./r.workflow.ts", dir);
+    expect(error.message).toContain(
+      "lib.ts: line 2 (`typeof record.error === 'string' && record.error === text`) compares a result's error as a string",
     );
   });
 

@@ -5,19 +5,30 @@
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { ERROR_STRING_COMPARISON, findErrorComparisonInText } from "../error-compare-012.ts";
+import {
+  ERROR_STRING_COMPARISON,
+  findErrorComparisonInText,
+  readsResultsIn,
+} from "../error-compare-012.ts";
 import { WorkflowLoadError } from "../errors.ts";
 
-/** Throws `invalidDefinition` naming the first file and line that compares an error as a string. */
+/**
+ * Throws `invalidDefinition` naming the first file and line that compares an error as a string.
+ * When any file of the load reads result records, every file is checked: a helper in an imported
+ * local file (`lib.ts`) may be handed one without naming `results` itself.
+ */
 export function refuseErrorStringComparisons(paths: Iterable<string>): void {
+  const texts: [string, string][] = [];
   for (const path of [...paths].sort()) {
-    let text: string;
     try {
-      text = readFileSync(path, "utf8");
+      texts.push([path, readFileSync(path, "utf8")]);
     } catch {
-      continue; // Gone since it loaded: its identity check reports that.
+      // Gone since it loaded: its identity check reports that.
     }
-    const found = findErrorComparisonInText(text);
+  }
+  const readsResults = texts.some(([, text]) => readsResultsIn(text));
+  for (const [path, text] of texts) {
+    const found = findErrorComparisonInText(text, readsResults);
     if (found !== null) {
       throw new WorkflowLoadError(
         "invalidDefinition",
