@@ -51,7 +51,8 @@ function answerRead(id: string, spec: SpecLike, edges: EdgeLike[]): string | nul
     const read = firstRead(target, where, id);
     if (read !== null) return read;
   }
-  return firstRead(spec.presentationPrompt, "presentationPrompt", id, false);
+  // Called once the run ends, with `state.input` (0.12: the answer) and `state.outputs`.
+  return firstRead(spec.presentationPrompt, "presentationPrompt", id);
 }
 
 /**
@@ -84,11 +85,11 @@ function reachableFrom(start: string, edges: EdgeLike[]): string[] {
   return [...seen];
 }
 
-function firstRead(value: unknown, path: string, id: string, input = true): string | null {
+function firstRead(value: unknown, path: string, id: string): string | null {
   const seen = new Set<object>();
   const walk = (v: unknown, at: string, depth: number): string | null => {
     if (typeof v === "function") {
-      const read = readsAnswer(Function.prototype.toString.call(v), id, input);
+      const read = readsAnswer(Function.prototype.toString.call(v), id);
       return read === null ? null : `${at} ${read}`;
     }
     if (
@@ -110,8 +111,8 @@ function firstRead(value: unknown, path: string, id: string, input = true): stri
 const WORD = (name: string) => new RegExp(String.raw`(?<![\w$])${name}(?![\w$])`);
 
 /** How a callback's text may read what 0.12 gave differently after the checkpoint, or null. */
-function readsAnswer(source: string, id: string, input: boolean): string | null {
-  if (input && WORD("input").test(source)) return "reads input";
+function readsAnswer(source: string, id: string): string | null {
+  if (WORD("input").test(source)) return "reads input";
   const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   // `outputs.<id>`, or `results.<id>.output` (its outcome, error and times are the same in 0.12).
   const record = new RegExp(
@@ -136,7 +137,7 @@ function readsAnswer(source: string, id: string, input: boolean): string | null 
       .exec(source) ?? /^\s*(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>/.exec(source);
   const param = head?.[1];
   if (
-    input && head !== null && param !== undefined &&
+    head !== null && param !== undefined &&
     new RegExp(String.raw`(?<![\w$.])${param.replace(/\$/g, "\\$")}(?![\w$])(?!\s*\??\.)`)
       .test(source.slice(head.index + head[0].length))
   ) {

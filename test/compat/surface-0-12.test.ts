@@ -965,6 +965,22 @@ export default defineWorkflow({
     );
   });
 
+  it("a presentationPrompt reading the ended run's input fails the load (0.12: the answer)", async () => {
+    const dir = cp(`{ summary: "approve?" }`, `() => 1`);
+    const path = join(dir, "cp.workflow.ts");
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8").replace(
+        'name: "cp",',
+        'name: "cp",\n  presentationPrompt: ({ state }) => "Say what ran for " + JSON.stringify(state.input),',
+      ),
+    );
+    const error = await loadError("./cp.workflow.ts", dir);
+    expect(error.message).toContain(
+      `checkpoint "approval" has no answerSchema and presentationPrompt reads input after it`,
+    );
+  });
+
   it("with answerSchema it runs this version's way: the answer is its output, input the run's", async () => {
     const dir = cp(
       `{ summary: "approve?", answerSchema: {} }`,
