@@ -55,21 +55,26 @@ export const HOST_ERROR_CODES = {
   internal: "internal",
 } as const;
 
-const HostResponseFieldsSchema = strictObject({
-  schema: v.literal(HOST_RESPONSE_SCHEMA),
-  /** Null only when the offending frame had no usable request id (the connection then closes). */
-  requestId: v.nullable(OpaqueIdSchema),
-  outcome: v.picklist(HOST_OUTCOMES),
-  /** The resource revision after the command, or the current one on `conflict`. */
-  revision: v.optional(RevisionSchema),
-  receipt: v.optional(nonArray(v.record(v.string(), JsonValueSchema))),
-  error: v.optional(ErrorInfoSchema),
-  hostEpoch: PositiveIntegerSchema,
-});
+/** The envelope's fields, with `receiptValue` for each value of a receipt. */
+function responseFields<T extends v.GenericSchema>(receiptValue: T) {
+  return strictObject({
+    schema: v.literal(HOST_RESPONSE_SCHEMA),
+    /** Null only when the offending frame had no usable request id (the connection then closes). */
+    requestId: v.nullable(OpaqueIdSchema),
+    outcome: v.picklist(HOST_OUTCOMES),
+    /** The resource revision after the command, or the current one on `conflict`. */
+    revision: v.optional(RevisionSchema),
+    receipt: v.optional(nonArray(v.record(v.string(), receiptValue))),
+    error: v.optional(ErrorInfoSchema),
+    hostEpoch: PositiveIntegerSchema,
+  });
+}
 
-export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe(
-  HostResponseFieldsSchema,
-  checkWithJsonSchema<v.InferOutput<typeof HostResponseFieldsSchema>>(
+/** Success outcomes carry a receipt and no error, the others an error. */
+function outcomeCarriesItsBody<
+  T extends { outcome: HostOutcome; receipt?: unknown; error?: unknown },
+>() {
+  return checkWithJsonSchema<T>(
     (r) =>
       SUCCESS_OUTCOMES.has(r.outcome)
         ? r.receipt !== undefined && r.error === undefined
@@ -80,8 +85,27 @@ export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe
       then: { required: ["receipt"], not: { required: ["error"] } },
       else: { required: ["error"] },
     },
-  ),
+  );
+}
+
+const HostResponseFieldsSchema = responseFields(JsonValueSchema);
+
+export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe(
+  HostResponseFieldsSchema,
+  outcomeCarriesItsBody<v.InferOutput<typeof HostResponseFieldsSchema>>(),
 );
+
+const DecodedFieldsSchema = responseFields(v.unknown());
+
+/**
+ * The same envelope as a client checks a decoded frame: every value of a JSON.parse result is
+ * JSON already, so the receipt's values are not walked here (on a run's status, most of a
+ * response's cost in Pi's process); its operation's receipt schema checks them (`parseReceipt`).
+ */
+const DecodedHostResponseSchema = v.pipe(
+  DecodedFieldsSchema,
+  outcomeCarriesItsBody<v.InferOutput<typeof DecodedFieldsSchema>>(),
+) as v.GenericSchema<unknown, HostResponse>;
 
 export interface HostResponse {
   schema: typeof HOST_RESPONSE_SCHEMA;
@@ -93,9 +117,9 @@ export interface HostResponse {
   hostEpoch: number;
 }
 
-/** Validates an untrusted decoded frame as a host response. */
+/** Validates an untrusted decoded frame (a JSON.parse result) as a host response. */
 export function parseHostResponse(value: unknown): SchemaResult<HostResponse> {
-  return parseWith(HostResponseSchema, value);
+  return parseWith(DecodedHostResponseSchema, value);
 }
 
 /** Validates the receipt of a successful response against its operation's receipt schema. */
