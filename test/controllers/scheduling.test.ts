@@ -2,7 +2,8 @@
  * Scheduling of reconciles in real controller workers: requeueAfter waits, errors back off
  * exponentially with jitter, a deadline requeues a reconcile that ignores its signal (a hung
  * promise, and a busy loop that blocks the worker, which the host kills), a spec change during a
- * reconcile makes its status write conflict and run again, and deletion waits for finalizers.
+ * reconcile makes its status write conflict and run again, deletion waits for finalizers, and a
+ * re-pinned controller's old worker takes nothing new and goes.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -236,6 +237,43 @@ export default defineController({
     h.supervision.controllers.wake();
     expect(await waitUntil(() => h.resource("owner", "o") === undefined, 20_000)).toBe(true);
     expect(existsSync(file)).toBe(false);
+    expect(h.invariants()).toEqual([]);
+  });
+});
+
+describe("re-pinning", () => {
+  it("a re-pinned controller's old worker takes nothing new and goes; the new source reconciles", async () => {
+    const source = (version: number) =>
+      `import { defineController } from "pi-workflows";
+export default defineController({
+  name: "pinned",
+  initialStatus: () => ({}),
+  reconcile: (ctx) => ctx.settled({ controllerStatus: { version: ${version}, pid: process.pid } }),
+});`;
+    const status = (detail: { resource: { status: { controllerStatus?: unknown } } }) =>
+      detail.resource.status.controllerStatus as { version: number; pid: number } | undefined;
+    h.writeController("pinned", source(1));
+    await h.apply("pinned", "p", { n: 1 });
+    const first = await h.waitForResource("pinned", "p", isSettled);
+    expect(status(first)?.version).toBe(1);
+    h.writeController("pinned", source(2));
+    // The same spec: only the re-pin makes the resource due again.
+    expect((await h.apply("pinned", "p", { n: 1 })).repinned).toBe(true);
+    const second = await h.waitForResource(
+      "pinned",
+      "p",
+      (d) => isSettled(d) && status(d)?.version === 2,
+    );
+    expect(status(second)?.pid).not.toBe(status(first)?.pid);
+    const epochs = () =>
+      queryAll<{ status: string }>(
+        h.store,
+        "SELECT w.status FROM controller_workers w JOIN controllers c ON c.controller_id = " +
+          "w.controller_id WHERE c.name = 'pinned' ORDER BY w.started_at",
+      ).map((e) => e.status);
+    expect(await waitUntil(() => epochs()[0] !== "live", 20_000)).toBe(true);
+    expect(epochs()).toHaveLength(2);
+    expect(epochs()[1]).toBe("live");
     expect(h.invariants()).toEqual([]);
   });
 });

@@ -119,22 +119,21 @@ export function createControllerSupervision(
     recoverExpiredReconciles(ctx, holds.held());
     const capacity = options.maxConcurrentReconciles - holds.inFlight() - claiming.size;
     const claimFor = new Map<string, ControllerWorker>();
+    // Whether a worker takes new reconciles is decided once a tick, not once per due resource:
+    // nothing in this loop changes its reconciles or its controller's pin.
+    const takes = new Map<ControllerWorker, boolean>();
     if (capacity > 0) {
       for (const due of listDueReconciles(ctx.store, now, capacity + claiming.size + 64)) {
         if (claimFor.size >= capacity) break;
         if (claiming.has(due.uid)) continue;
         const worker = workers.get(due.controllerId) ?? spawn(due.controllerId);
-        if (!worker || !takesReconciles(worker)) continue;
-        // A reconcile past its deadline that has not let go may be blocking the worker: nothing
-        // new goes there until it lets go or the worker is killed.
-        if ([...worker.reconciles.values()].some((r) => r.ended)) continue;
-        const pin = readPinnedController(ctx.store, due.controllerId);
-        if (!pin || pin.sourceDigest !== worker.sourceDigest) {
-          // Re-pinned: the old worker takes nothing new and goes once it is idle.
-          if (worker.reconciles.size === 0) stopWorker(worker, "repinned");
-          continue;
+        if (!worker) continue;
+        let open = takes.get(worker);
+        if (open === undefined) {
+          open = takesNewReconciles(ctx, worker, stopWorker);
+          takes.set(worker, open);
         }
-        claimFor.set(due.uid, worker);
+        if (open) claimFor.set(due.uid, worker);
       }
     }
     if (claimFor.size > 0) claimInNextCommit(ctx, { holds, workers, claiming, schedule }, claimFor);
@@ -248,6 +247,25 @@ function claimInNextCommit(
       ctx.log("controller.claim_failed", { error: logError(error) });
       schedule();
     });
+}
+
+/**
+ * Whether `worker` may be given new reconciles now: it is live, none of its reconciles passed its
+ * deadline without letting go (it may be blocking the worker: nothing new goes there until it lets
+ * go or the worker is killed), and it runs the controller's pinned source. A re-pinned worker
+ * takes nothing new and is stopped once it is idle.
+ */
+function takesNewReconciles(
+  ctx: HostContext,
+  worker: ControllerWorker,
+  stop: (worker: ControllerWorker, reason: "repinned") => void,
+): boolean {
+  if (!takesReconciles(worker)) return false;
+  for (const reconcile of worker.reconciles.values()) if (reconcile.ended) return false;
+  const pin = readPinnedController(ctx.store, worker.controllerId);
+  if (pin && pin.sourceDigest === worker.sourceDigest) return true;
+  if (worker.reconciles.size === 0) stop(worker, "repinned");
+  return false;
 }
 
 /** Stops the workers idle for `idleMs` by `now`; an idle one not yet due gets a timer. */
