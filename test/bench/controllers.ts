@@ -10,9 +10,16 @@
  *                      each reconcile is a claim (batched), `effect.reserve` and
  *                      `reconcile.finished` carrying the effect's settle (docs/controllers.md)
  *   commits_per_reconcile  write transactions the host committed during that phase, per reconcile
+ *   statements_per_reconcile  SQL statements the host ran inside its write transactions in that
+ *                      phase (COMMITs included), per reconcile: does not depend on the load
  *   host_cpu_ms_per_reconcile  the host's CPU time (user + system) in that phase, per reconcile:
  *                      less at the mercy of the machine's load than the rates. The phase starts
  *                      after a full garbage collection: the applies' garbage is not billed to it
+ *   allocated_kb_per_reconcile  the host's JS heap allocation in that phase, per reconcile (null
+ *                      on a runtime that does not count it): does not depend on the load
+ *   young_generation_mb, scavenges, mark_compacts, gc_ms_per_reconcile  V8's young generation
+ *                      when the phase began and the collections in it (_heap-window.ts): the
+ *                      CPU figure is only comparable between runs that began at the same size
  *   raw_tx_per_s       the raw rate before the reconciles; `raw_after_tx_per_s` right after them
  *   ratio              reconciles_per_s / the mean of both raw rates (target: at least 0.1)
  *   first_reconcile_ms the fixed part: spawning the controller worker and loading the controller
@@ -32,6 +39,7 @@ import { DEFAULT_CONTROLLER_OPTIONS } from "../../src/host/controllers/options.t
 import { benchHostContext } from "./_host-context.ts";
 import { rawCommitRate } from "./_raw-commits.ts";
 import { benchArgs, bySize, collectGarbage, RAW_COMMIT_MS } from "./_figures.ts";
+import { heapWindow } from "./_heap-window.ts";
 
 const RESOURCES = Number(benchArgs[0] ?? bySize(1000, 20));
 const CONCURRENCY = Number(
@@ -106,11 +114,14 @@ try {
   }
   const applySeconds = (performance.now() - applyStart) / 1000;
   let commits = 0;
+  let statements = 0;
   store.beforeStatement = (sql) => {
+    statements++;
     if (sql === "COMMIT") commits++;
   };
   // The applies' garbage is theirs: collected before the reconciles' CPU is counted.
   collectGarbage();
+  const heap = heapWindow();
   const started = performance.now();
   const cpuStart = process.cpuUsage();
   supervision.start();
@@ -120,8 +131,10 @@ try {
   if (!done) throw new Error(`Only ${settledCount()} of ${RESOURCES} settled`);
   const ended = performance.now();
   const cpu = process.cpuUsage(cpuStart);
+  const gc = heap.end();
   store.beforeStatement = null;
   const reconcileCommits = commits;
+  const reconcileStatements = statements;
   // The disk is shared: a second baseline right after the run, so one burst of someone else's
   // writes does not decide the ratio alone.
   const rawAfter = rawCommitRate(root, RAW_COMMIT_MS);
@@ -136,8 +149,16 @@ try {
     seconds: Math.round(seconds * 100) / 100,
     reconciles_per_s: Math.round(rate),
     commits_per_reconcile: Math.round((reconcileCommits / RESOURCES) * 100) / 100,
+    statements_per_reconcile: Math.round((reconcileStatements / RESOURCES) * 100) / 100,
     host_cpu_ms_per_reconcile: Math.round(((cpu.user + cpu.system) / 1000 / RESOURCES) * 1000) /
       1000,
+    allocated_kb_per_reconcile: gc.allocatedBytes === null
+      ? null
+      : Math.round(gc.allocatedBytes / 1024 / RESOURCES * 10) / 10,
+    young_generation_mb: gc.youngGenerationMb,
+    scavenges: gc.scavenges,
+    mark_compacts: gc.markCompacts,
+    gc_ms_per_reconcile: Math.round((gc.gcPauseMs / RESOURCES) * 1000) / 1000,
     raw_tx_per_s: Math.round(raw),
     raw_after_tx_per_s: Math.round(rawAfter),
     ratio: Math.round((rate / baseline) * 1000) / 1000,
