@@ -277,6 +277,7 @@ describe("loadWorkflow() errors", () => {
     expect(error.code).toBe("unsupportedTypeScript");
     expect(error.message).toMatch(/enum/);
     expect(error.message).toMatch(/must be strip-only TypeScript/);
+    expect(error.message).toContain("write an enum as a const object");
     expect(error.location).toBe(`${join(dir, "e.workflow.ts")}:4`);
   });
 

@@ -236,7 +236,7 @@ export function translateImportError(error: unknown, path: string): WorkflowLoad
   if (e.code === "ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX") {
     return new WorkflowLoadError(
       "unsupportedTypeScript",
-      `Unsupported TypeScript in ${where}: ${detail}: workflow files must be strip-only TypeScript (no enum, namespace or parameter properties; write type imports as "import type")`,
+      `Unsupported TypeScript in ${where}: ${detail}: workflow files must be strip-only TypeScript: write an enum as a const object (const Color = { Red: "red" } as const), a namespace as a module or plain object, a parameter property as a field assigned in the constructor, and type imports as "import type"`,
       where,
     );
   }
