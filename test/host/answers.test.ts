@@ -75,6 +75,10 @@ export default defineWorkflow({
 });
 `;
 
+// The same with a deadline far off: its waiting status is seen for sure (a 1.5 s one can pass
+// its deadline before a loaded machine's first poll).
+const TIMED_LONG = TIMED_BARE.replace('"timed-bare"', '"timed-long"').replace("1500", "600_000");
+
 const DEFAULTED = `import {
   choice, compute, defineHumanChoices, defineWorkflow, humanDecision, humanDecisionEdge,
 } from "pi-workflows";
@@ -103,7 +107,7 @@ beforeAll(async () => {
   home = tempHome();
   project = join(home.root, "project");
   mkdirSync(project, { recursive: true });
-  for (const [name, text] of Object.entries({ REVIEW, NOTE, TIMED, TIMED_BARE, DEFAULTED })) {
+  for (const [name, text] of Object.entries({ REVIEW, NOTE, TIMED, TIMED_BARE, TIMED_LONG, DEFAULTED })) {
     writeFileSync(join(project, `${name.toLowerCase().replace("_", "-")}.workflow.ts`), text);
   }
   host = await startHostProcess(home.env);
@@ -379,8 +383,11 @@ describe("deadlines while nobody runs", () => {
   it("ends a checkpoint timed_out at its timeoutMs: it follows $result.outcome, else ends the run", async () => {
     const routed = await start("timed.workflow.ts");
     const bare = await start("timed-bare.workflow.ts");
-    const waiting = (await waitingAt(routed)).waiting;
-    expect(waiting.deadlineAt).toBeGreaterThan(waiting.since);
+    const long = await start("timed-long.workflow.ts");
+    // Status shows the durable deadline while the checkpoint waits.
+    const waiting = (await waitingAt(long)).waiting;
+    expect(waiting.deadlineAt).toBeGreaterThan(waiting.since + 590_000);
+    expect((await request("run.cancel", { runId: long, payload: {} })).receipt).toBeTruthy();
     const done = await ended(routed);
     expect(done.run).toMatchObject({ state: "completed", output: { outcome: "timed_out" } });
     expect(done.attempts[0]).toMatchObject({ state: "timed_out", error: { code: "nodeTimedOut" } });
