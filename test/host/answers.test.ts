@@ -107,7 +107,9 @@ beforeAll(async () => {
   home = tempHome();
   project = join(home.root, "project");
   mkdirSync(project, { recursive: true });
-  for (const [name, text] of Object.entries({ REVIEW, NOTE, TIMED, TIMED_BARE, TIMED_LONG, DEFAULTED })) {
+  for (
+    const [name, text] of Object.entries({ REVIEW, NOTE, TIMED, TIMED_BARE, TIMED_LONG, DEFAULTED })
+  ) {
     writeFileSync(join(project, `${name.toLowerCase().replace("_", "-")}.workflow.ts`), text);
   }
   host = await startHostProcess(home.env);
