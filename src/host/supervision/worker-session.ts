@@ -100,28 +100,11 @@ export async function serveWorkerChannel(
   // False once a reply can no longer be trusted or sent (failed COMMIT, reply too large).
   let open = true;
   let needDrain = false;
-  // Replies of one group commit, written together after it (one syscall, one wake-up of the
-  // worker): every settle of a group runs synchronously in the flush, this write in the tick
-  // after it.
-  let batch: string[] = [];
   let wake: (() => void) | null = null;
   const wakeReader = () => {
     const resolve = wake;
     wake = null;
     resolve?.();
-  };
-  const writeBatch = () => {
-    const text = batch.join("");
-    batch = [];
-    // A worker that is gone is handled by the exit handler.
-    if (text !== "" && !channel.destroyed && !channel.writableEnded && !channel.write(text)) {
-      if (!needDrain) {
-        needDrain = true;
-        channel.once("drain", drained);
-        channel.once("close", drained);
-      }
-    }
-    wakeReader();
   };
   // The channel took what waited (or is gone): the reader may go on.
   const drained = () => {
@@ -137,13 +120,23 @@ export async function serveWorkerChannel(
     } catch (error) {
       // Replies are built here from committed values, so only their size can fail them.
       if (!(error instanceof FrameError && error.code === "frameTooLarge")) return;
-      writeBatch(); // the replies before it still leave
       open = false;
       hooks.replyTooLarge(worker);
       return;
     }
-    if (batch.length === 0) process.nextTick(writeBatch);
-    batch.push(text);
+    // A worker that is gone is handled by the exit handler.
+    if (channel.destroyed || channel.writableEnded) return;
+    // The replies of one group commit leave together (one syscall, one wake-up of the worker):
+    // every settle of a group runs synchronously in its flush, the uncork in the tick after.
+    if (channel.writableCorked === 0) {
+      channel.cork();
+      process.nextTick(() => channel.uncork());
+    }
+    if (!channel.write(text) && !needDrain) {
+      needDrain = true;
+      channel.once("drain", drained);
+      channel.once("close", drained);
+    }
   };
   const settle = (outcome: Settled<WorkerReply | null>) => {
     unanswered--;
@@ -164,7 +157,7 @@ export async function serveWorkerChannel(
     }
     send(reply);
   };
-  // Resolves once `ready()` holds: woken by every settle and write and by the drain. The
+  // Resolves once `ready()` holds: woken by every settle and by the drain. The
   // reader waits here instead of reading ahead (backpressure).
   const until = async (ready: () => boolean): Promise<void> => {
     while (!ready()) await new Promise<void>((resolve) => wake = resolve);
@@ -172,7 +165,7 @@ export async function serveWorkerChannel(
   const room = () => !open || channel.destroyed || unanswered < MAX_UNANSWERED && !needDrain;
   // Every frame read so far settled and its reply handed to the channel (tasks always settle:
   // their group commits within LINGER_MS at most).
-  const answered = () => unanswered === 0 && batch.length === 0;
+  const answered = () => unanswered === 0;
   try {
     for await (const frame of readerOf(worker.spawned).frames()) {
       if (!frame.ok) {
