@@ -100,6 +100,8 @@ export interface Supervision {
    * is rolled back and the submission recorded with its verdict (held-submission.ts).
    */
   validateNow(submissionId: string, held?: HeldSubmission): Promise<void> | null;
+  /** Resolves once the run's epoch said goodbye, when it has yet to (validation.ts). */
+  goodbyeOf(runId: string): Promise<unknown> | null;
   /**
    * Holds provider credentials for a headless run's Pi children, in memory only (a start or a
    * resume supplies them; run-credentials.ts).
@@ -199,6 +201,7 @@ export function createSupervision(
     },
     validateSubmission: (submissionId) => validations.validate(submissionId),
     validateNow: (submissionId, held) => validations.validateNow(submissionId, held),
+    goodbyeOf: (runId) => validations.goodbyeOf(runId),
     wake() {
       workers.schedule();
       controllers.wake();

@@ -50,6 +50,12 @@ export interface Validations {
    * from the caller's open transaction and recorded with its verdict.
    */
   validateNow(submissionId: string, held?: HeldSubmission): Promise<void> | null;
+  /**
+   * While the run's epoch is still saying goodbye (its request committed, `worker.exiting` not
+   * read yet), the only reason `validateNow` would decline a submission of it: resolves once its
+   * process is kept (borrowable) or gone. Null otherwise.
+   */
+  goodbyeOf(runId: string): Promise<unknown> | null;
   /** Children running now. */
   count(): number;
   /** Stops the run's children (the run was cancelled: their verdicts could change nothing). */
@@ -120,6 +126,7 @@ export function createValidations(
   return {
     validate,
     validateNow,
+    goodbyeOf: (runId) => closing || deps.stopping() ? null : deps.epochEnding?.(runId) ?? null,
     count: live.count,
     stopRun: live.stopRun,
     shutdown() {
