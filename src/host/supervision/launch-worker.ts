@@ -141,11 +141,7 @@ export function launchWorker(
   const live = hooks.live === true && named !== null;
   if (live) markWorkerLive(ctx.store, claim, { workerEpoch, ...named });
   crashPoint("host.launch.afterClaim");
-  const envelope: WorkerLaunch = {
-    ...base,
-    generation,
-    ...hooks.credentials,
-  };
+  const envelope: WorkerLaunch = { ...base, generation, ...hooks.credentials };
   const worker = {} as ActiveWorker;
   let spawned: SupervisedChild;
   if (hooks.prepared) {

@@ -8,7 +8,6 @@ import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { writeFrame } from "../../protocol/framing.ts";
 import { parseResolveResult, RESOLVE_REQUEST_SCHEMA } from "../../protocol/resolve-messages.ts";
 import { isResolveProgress, type ResolveProgress } from "../../protocol/resolve-progress.ts";
-import { baseRunEnvironment } from "../../protocol/run-environment.ts";
 import type { HostContext, ResolveRequest, ResolveResult } from "../host-context.ts";
 import type { ProcessRegistry } from "./process-registry.ts";
 import { describeResolveStep, exitWords, stuckHint } from "./resolver-steps.ts";
@@ -72,7 +71,7 @@ async function resolveInChild(
   const spawned = spawnChild(ctx, {
     args: ["worker", "--resolve"],
     command: options.command,
-    runEnvironment: request.env ?? baseRunEnvironment(process.env),
+    runEnvironment: request.env,
     extraEnv: env,
     logStem: ctx.ids.next("resolve"),
     onOutputExceeded: () => {

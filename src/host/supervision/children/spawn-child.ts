@@ -25,7 +25,7 @@ import {
   type ProcessIdentity,
 } from "../../../os/process-identity.ts";
 import { selfCommand } from "../../../os/self-launch.ts";
-import type { RunEnvironment } from "../../../protocol/run-environment.ts";
+import { baseRunEnvironment, type RunEnvironment } from "../../../protocol/run-environment.ts";
 import type { HostContext } from "../../host-context.ts";
 import type { ProcessRegistry, RegisteredProcess } from "../process-registry.ts";
 import { captureStream } from "./captured-output.ts";
@@ -39,8 +39,12 @@ export interface ChildDescription {
   args: string[];
   /** Overrides `selfCommand` (tests, benchmarks of a bundled entry). */
   command?: ChildCommand;
-  /** The environment it runs with: the run's recorded one, or the host's allowlisted base. */
-  runEnvironment: RunEnvironment;
+  /**
+   * The run environment it runs with (the run's recorded one). Without it, the host's
+   * allowlisted base, never all of the host's environment: the host may have been started from
+   * any terminal.
+   */
+  runEnvironment?: RunEnvironment | undefined;
   /** Added on top (tests' crash points, the state directory); never secrets. */
   extraEnv?: NodeJS.ProcessEnv;
   /** Names its captured output files (`<stem>.out`, `.err`); an epoch or request id. */
@@ -110,7 +114,7 @@ export function spawnChild(
   const stem = description.logStem.replace(/[^A-Za-z0-9_.-]/g, "_");
   const logFiles = { stdout: join(logDir, `${stem}.out`), stderr: join(logDir, `${stem}.err`) };
   const command = (description.command ?? selfCommand)(description.args);
-  const { runEnvironment } = description;
+  const runEnvironment = description.runEnvironment ?? baseRunEnvironment(process.env);
   let child: ChildProcess;
   try {
     child = spawn(command.command, command.args, {
@@ -159,7 +163,7 @@ export function spawnChild(
   const spawned: SupervisedChild = {
     child,
     identity: null,
-    identified: identify(child, description.register, () => spawned),
+    identified: Promise.resolve(null),
     registered: null,
     channel,
     exited,
@@ -167,6 +171,7 @@ export function spawnChild(
     logFiles,
     onOutputExceeded: description.onOutputExceeded,
   };
+  spawned.identified = identify(spawned, description.register);
   return spawned;
 }
 
@@ -187,22 +192,20 @@ export async function nameChild(
 }
 
 async function identify(
-  child: ChildProcess,
+  spawned: SupervisedChild,
   register: ChildDescription["register"],
-  spawned: () => SupervisedChild,
 ): Promise<ProcessIdentity | null> {
   let identity: ProcessIdentity | null = null;
   try {
-    identity = await identifyChild(child);
+    identity = await identifyChild(spawned.child);
   } catch {
     // Like an unreadable table (identifyChild answers null then): the child cannot be told
     // apart, so it is never signalled by PID, as one that died at once.
   }
-  const record = spawned();
-  record.identity = identity;
+  spawned.identity = identity;
   if (register && identity !== null) {
     register.registry.register({ identity, kind: register.kind, runId: register.runId });
-    record.registered = register.registry;
+    spawned.registered = register.registry;
   }
   return identity;
 }

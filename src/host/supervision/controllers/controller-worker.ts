@@ -20,7 +20,6 @@ import {
 } from "../../../protocol/controller-worker.ts";
 import type { WorkflowSource } from "../../../protocol/worker-launch.ts";
 import type { HostContext } from "../../host-context.ts";
-import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import {
   type ChildCommand,
   nameChild,
@@ -100,11 +99,9 @@ export function launchControllerWorker(
   const spawned = spawnChild(ctx, {
     args: ["worker", "--controller"],
     command: opts.command,
-    // The host's allowlisted base environment (like a run without a recorded one), never all
-    // of the host's: the host may have been started from any terminal. Like a run worker it
-    // starts in the state directory with the compile cache there (the CLI's modules and the
-    // controller's are then parsed once, not at every start) and enters the project itself.
-    runEnvironment: baseRunEnvironment(process.env),
+    // The host's base environment. Like a run worker it starts in the state directory with the
+    // compile cache there (the CLI's modules and the controller's are then parsed once, not at
+    // every start) and enters the project itself.
     extraEnv: opts.env,
     logStem: workerEpoch,
     onOutputExceeded: () => opts.onOutputExceeded(worker),

@@ -14,7 +14,6 @@ import {
   parseControllerResolveResult,
 } from "../../../protocol/controller-resolve.ts";
 import type { HostContext } from "../../host-context.ts";
-import { baseRunEnvironment } from "../../../protocol/run-environment.ts";
 import type { ProcessRegistry } from "../process-registry.ts";
 import { type ChildCommand, spawnChild, type SupervisedChild } from "../children/spawn-child.ts";
 import { retireChild } from "../children/retire-child.ts";
@@ -66,10 +65,6 @@ export function createResolverPool(ctx: HostContext, deps: ResolverPoolDeps): Re
     c.spawned = spawnChild(ctx, {
       args: ["worker", "--resolve-controller"],
       command: deps.command,
-      // The host's allowlisted base environment (like a run without a recorded one), never all
-      // of the host's: the host may have been started from any terminal. The compile cache in
-      // the state directory spares the next resolver and the controller workers the parsing.
-      runEnvironment: baseRunEnvironment(process.env),
       extraEnv: deps.env,
       logStem: ctx.ids.next("cresolve"),
       onOutputExceeded: () => void stop(c),
