@@ -9,7 +9,8 @@
  *   adopt    its epoch is recorded `exited` like any other; the process waits, at most
  *            `preparedIdleMs` (a submission that arrives before this is already validated in
  *            it). At its first adoption it is named in `host_children` (kind validator) until
- *            it exits, whoever owns it by then: one write each way however many steps it serves;
+ *            it is retired, whoever owns it by then: one write each way however many steps it
+ *            serves;
  *   borrow   a submission of the run is validated in it (validation.ts): same validate request,
  *            same fenced verdict, same commit as in a fresh validation child;
  *   take     after acceptance (or a deadline) the scheduler launches the next epoch into it:
@@ -21,7 +22,6 @@
  * forgotten; the next submission or epoch then starts a fresh child as before.
  */
 import { readRunInteraction } from "../../state/interaction-queries.ts";
-import { forgetHostChild, recordHostChild } from "../../state/transitions/host-children.ts";
 import { logError } from "../host-log.ts";
 import type { ActiveWorker } from "./active-worker.ts";
 import type { HostContext } from "../host-context.ts";
@@ -114,9 +114,8 @@ export function createPreparedChildren(ctx: HostContext): PreparedChildren {
       leave(child, { name: "taken" });
       children.delete(runId);
       pool.live.remove(child);
-      // From here it is a worker (named in run_workers by the launch). Its process registry
-      // entry stayed the worker's and its host_children row stays until the process is gone:
-      // no write on the way to the next epoch.
+      // From here it is a worker (named in run_workers by the launch). Its registry entry and
+      // host_children row stay until the process is retired: no write on the way.
       return child;
     },
     stopRun: pool.live.stopRun,
@@ -194,26 +193,16 @@ function waitIdle(pool: Pool, child: PreparedChild): void {
 }
 
 /**
- * At its first adoption: the process is named in `host_children` (a restarted host reaps it by
- * that row) until it exits, whoever owns it by then; one that exits while it waits idle is
- * stopped (and leaves the pool).
+ * At its first adoption: its registry entry becomes a validator's, named in `host_children` (a
+ * restarted host reaps it by that row) until it is retired, whoever owns it by then; one that
+ * exits while it waits idle is stopped (and leaves the pool).
  */
 function name(pool: Pool, { spawned, runId }: PreparedChild): void {
-  const { ctx } = pool;
-  const identity = spawned.identity!;
-  const write = (fn: () => void) => {
-    try {
-      fn();
-    } catch (error) {
-      ctx.log("registry.write_failed", { error: logError(error) });
-    }
-  };
   pool.named.add(spawned);
-  write(() => recordHostChild(ctx.store, { ...identity, kind: "validator", runId }));
+  spawned.registered?.register({ identity: spawned.identity!, kind: "validator", runId });
   void spawned.exited.then(() => {
     const child = pool.children.get(runId);
     if (child?.spawned === spawned && child.state.name === "idle") void stop(pool, child, "exited");
-    write(() => forgetHostChild(ctx.store, identity));
   });
 }
 
