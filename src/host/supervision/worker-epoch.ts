@@ -1,9 +1,11 @@
 /**
  * One worker epoch under supervision, from launch to its recorded end: the start-up deadline, the
  * start identity recorded and registered before the channel is read, the session, then the end
- * in one order (deadlines forgotten, the group and every child group reaped, the stop awaited,
- * the output settled, the epoch recorded and the run settled, a kept process handed to the
- * prepared pool).
+ * in one order: deadlines forgotten; the process retired in the kit's one order (retire-child.ts:
+ * its group and registry entry, unless it is kept as the run's prepared child), with every child
+ * group it registered (a headless Pi and its tools) and its output settled; the stop awaited;
+ * the epoch recorded and the run settled; a kept process handed to the prepared pool. Nothing of
+ * the epoch outlives it.
  */
 import { logError } from "../host-log.ts";
 import { pruneLogs } from "../worker-log-budget.ts";
@@ -12,7 +14,9 @@ import type { HostContext } from "../host-context.ts";
 import type { PreparedChildren } from "./prepared-children.ts";
 import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
-import { retireWorker } from "./worker-teardown.ts";
+import { retireChild } from "./children/retire-child.ts";
+import { stopProcessTree } from "../../os/stop-group.ts";
+import { clearChildGroups } from "../../state/transitions/child-groups.ts";
 import { groupStopped, isKept, isLaunching, markGone } from "./worker-life.ts";
 import { armStartupDeadline } from "./children/child-deadline.ts";
 
@@ -48,9 +52,11 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   // A kept process ended its epoch without exiting: the epoch is recorded as a normal exit.
   const exit = isKept(worker) ? KEPT_EXIT : await worker.spawned.exited;
   deps.forgetDeadlines(worker);
-  // The leader is gone (or kept); nothing of its group, nor a child group it registered,
-  // outlives the epoch, and its output is settled.
-  await retireWorker(ctx, worker);
+  // Kept, it is not retired: the prepared pool owns it, registry entry and all.
+  const reap = () => reapChildGroups(ctx, worker);
+  if (!isKept(worker)) await retireChild(worker.spawned, ctx.options.killGraceMs, reap);
+  // A worker that was never identified has no group to stop, but may have registered some.
+  await reap();
   await groupStopped(worker);
   pruneLogs(ctx); // its output is settled: the budget may count it
   try {
@@ -63,4 +69,18 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   markGone(worker);
   deps.active.delete(worker.runId);
   deps.ended();
+}
+
+async function reapChildGroups(ctx: HostContext, worker: ActiveWorker): Promise<void> {
+  const { children } = worker;
+  if (children.size === 0) return;
+  const graceMs = ctx.options.killGraceMs;
+  await Promise.all([...children.values()].map((child) => stopProcessTree(child, { graceMs })));
+  children.clear();
+  try {
+    clearChildGroups(ctx.store, worker.workerEpoch);
+  } catch (error) {
+    // A busy database: the records stay for the next host's recovery (exact identities).
+    ctx.log("worker.children_clear_failed", { run: worker.runId, error: logError(error) });
+  }
 }
