@@ -222,8 +222,11 @@ export class Presenter {
    * without ending a turn first.
    */
   presentClaimed(interaction: ClaimedInteraction, cursor?: number): Promise<void> {
-    if (cursor !== undefined) this.#submits.learn(cursor);
-    const next = this.#chain.then(() => this.#show(interaction));
+    const next = this.#chain.then(async () => {
+      await this.#show(interaction);
+      // Only once shown: after a failure the next push claims again.
+      if (cursor !== undefined) this.#submits.learn(cursor);
+    });
     this.#chain = next.catch(() => {});
     return next;
   }
