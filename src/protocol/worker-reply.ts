@@ -73,6 +73,12 @@ export function rejectedReply(messageId: string, code: string, message: string):
   return workerReply({ messageId, outcome: "rejected", error: { code, message } });
 }
 
+/** The message id of a frame that failed its checks, when a refusal can name it; else null. */
+export function replyableId(value: unknown): string | null {
+  const id = (value as { messageId?: unknown } | null)?.messageId;
+  return typeof id === "string" && id.length > 0 && id.length <= 200 ? id : null;
+}
+
 /** The sender's claim is gone (`Claim lost: <detail>`): it must exit at once. */
 export function claimLostReply(messageId: string, detail: string): WorkerReply {
   return workerReply({

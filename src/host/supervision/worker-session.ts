@@ -21,6 +21,7 @@ import {
   parseWorkerHeader,
   parseWorkerPayload,
   rejectedReply,
+  replyableId,
   type WorkerMessage,
   type WorkerReply,
   workerReply,
@@ -218,12 +219,9 @@ function answer(
   const fastHeader = fastWorkerHeader(value);
   const header = fastHeader ? { ok: true as const, value: fastHeader } : parseWorkerHeader(value);
   if (!header.ok) {
-    const messageId = (value as { messageId?: unknown } | null)?.messageId;
+    const messageId = replyableId(value);
     hooks.stop(worker, "protocolRejected", "protocolRejected: invalid message header");
-    if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 200) {
-      return null;
-    }
-    return rejectedReply(messageId, "protocolRejected", header.error);
+    return messageId === null ? null : rejectedReply(messageId, "protocolRejected", header.error);
   }
   const { messageId, kind } = header.value;
   const stale = staleness(header.value, worker);

@@ -15,6 +15,7 @@ import {
 import {
   claimLostReply,
   rejectedReply,
+  replyableId,
   type WorkerReply,
   workerReply,
 } from "../../../protocol/worker-reply.ts";
@@ -60,14 +61,11 @@ export async function serveControllerChannel(
         break;
       }
       const parsed = parseControllerFrame(frame.value);
-      const messageId = (frame.value as { messageId?: unknown } | null)?.messageId;
       if (!parsed.ok || staleness(parsed.value, worker) !== null) {
         hooks.onViolation(worker, "protocolRejected: invalid controller message");
-        if (typeof messageId === "string" && messageId.length <= 200 && messageId !== "") {
-          void reply(
-            rejected(messageId, parsed.ok ? "the worker epoch is not this one" : parsed.error),
-          );
-        }
+        const messageId = replyableId(frame.value);
+        const why = parsed.ok ? "the worker epoch is not this one" : parsed.error;
+        if (messageId !== null) void reply(rejected(messageId, why));
         continue;
       }
       const message = parsed.value;
