@@ -40,8 +40,9 @@ export interface PreparedChild extends LiveChild {
 
 /**
  * Where a kept process is. Until its last epoch is recorded (a submission may arrive first) it is
- * `kept`: it can validate but not be taken, and waits with no idle bound. Adopted, it is `idle` under the kit's bound on its wait (child-deadline.ts),
- * `busy` in a validation exchange, or `taken` to run an epoch again.
+ * `kept`: it can validate but not be taken, and waits with no idle bound. Adopted, it is `idle`
+ * under the kit's bound on its wait (child-deadline.ts), `busy` in a validation exchange, or
+ * `taken` to run an epoch again.
  */
 type PreparedState =
   | { name: "kept"; busy: boolean }
@@ -173,7 +174,7 @@ function adopt(pool: Pool, worker: ActiveWorker): void {
   else waitIdle(pool, child);
 }
 
-/** Retires the child in the kit's one order (its worker registry entry goes with it); idempotent. */
+/** Retires the child in the kit's one order (its registry entry goes with it); idempotent. */
 function stop(pool: Pool, child: PreparedChild, why: string): Promise<void> {
   if (child.state.name === "gone") return child.state.retired;
   if (child.state.name === "taken") return Promise.resolve();

@@ -65,7 +65,7 @@ function boundsOf(spawned: SupervisedChild): Bounds {
   return bounds;
 }
 
-/** A child's life whose `launching` phase holds its start-up deadline (a run or controller worker). */
+/** The life of a run or controller worker, whose `launching` phase holds its start-up deadline. */
 type Phase = { name: string; startup?: ChildDeadline | null };
 
 /**

@@ -1,11 +1,12 @@
 /**
- * The child kit's request and reply: requests a kind writes to its child's channel, each
- * answered by one frame, each with its deadline. A source resolver asks one question and hears
- * its progress before the answer (resolver.ts); the controller resolver asks a series, answered
- * by request id (controllers/resolver-pool.ts). The kind's `read` is its codec: what a frame
- * is (an answer, a progress report, or a broken protocol). A request not answered in time cuts
- * the channel (the kit's bound, child-deadline.ts): a child that hangs on one question is not asked another. When the reading ends
- * (the child stopped, was cut or broke the protocol) every request still open hears `ended`.
+ * The child kit's request and reply: requests a kind writes to its child's channel, each answered
+ * by one frame within its deadline. A source resolver asks one question and hears its progress
+ * before the answer (resolver.ts); the controller resolver asks a series, answered by request id
+ * (controllers/resolver-pool.ts). The kind's `read` is its codec: what a frame is (an answer, a
+ * progress report, or a broken protocol). A request not answered in time cuts the channel (the
+ * kit's bound, child-deadline.ts): a child that hangs on one question is not asked another. When
+ * the reading ends (the child stopped, was cut or broke the protocol) every open request hears
+ * `ended`.
  */
 import { armChildDeadline } from "./child-deadline.ts";
 import { readerOf, type SupervisedChild } from "./spawn-child.ts";
