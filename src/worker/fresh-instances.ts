@@ -14,9 +14,12 @@
  * after a turn of the event loop: a validation request that arrives while spares load is read
  * between two loads, and no load it does not need lands on its verdict's path.
  *
- * Node keeps every module instance for the process's life, so the loads are counted: past
- * `maxLoads` the process asks not to be kept again (`worker.exiting` `reusable: false`) and the
- * host starts a fresh one for the run's next step.
+ * Node keeps every module instance for the process's life, with whatever its top level built (a
+ * table read from a file, a cache), so the loads are counted and the process's memory watched:
+ * past `maxLoads`, or once its resident memory grew by `MAX_KEPT_GROWTH_BYTES` since its first
+ * load, the process asks not to be kept again (`worker.exiting` `reusable: false`) and the host
+ * starts a fresh one for the run's next step. A workflow whose modules hold megabytes thus never
+ * reaches the worker's memory cap by being kept.
  */
 export const SPARES = 2;
 /**
@@ -26,6 +29,11 @@ export const SPARES = 2;
  * costs no more at the 512th than at the first.
  */
 export const MAX_FRESH_LOADS = 256;
+/**
+ * Growth of resident memory after which a kept process retires whatever its loads: a quarter of
+ * the default worker memory cap (`PI_WORKFLOWS_WORKER_MEMORY_MB`, 1,024 MiB).
+ */
+export const MAX_KEPT_GROWTH_BYTES = 256 * 1024 * 1024;
 
 export interface FreshInstances<T> {
   /** An instance nothing has run in: a spare loaded ahead, or one loaded now. */
@@ -34,14 +42,16 @@ export interface FreshInstances<T> {
   loadNow(): Promise<T>;
   /** Loads spares (one after another, in the background) until `SPARES` are ready. */
   fill(): void;
-  /** Whether this process loaded enough instances that it should not be kept again. */
+  /** Whether this process loaded (or grew) enough that it should not be kept again. */
   spent(): boolean;
 }
 
 export function createFreshInstances<T>(
   load: () => Promise<T>,
   maxLoads = MAX_FRESH_LOADS,
+  residentBytes: () => number = () => process.memoryUsage.rss(),
 ): FreshInstances<T> {
+  const firstResident = residentBytes();
   const spares: Promise<T>[] = [];
   let loads = 0;
   let filling: Promise<void> | null = null;
@@ -78,6 +88,6 @@ export function createFreshInstances<T>(
       // A fill under way is not restarted: what an exchange took meanwhile waits for the next.
       filling ??= fillLoop().finally(() => (filling = null));
     },
-    spent: () => loads >= maxLoads,
+    spent: () => loads >= maxLoads || residentBytes() - firstResident >= MAX_KEPT_GROWTH_BYTES,
   };
 }

@@ -1,11 +1,15 @@
 /**
  * A prepared process's fresh workflow instances (src/worker/fresh-instances.ts): two spares
  * loaded ahead one at a time, each after a turn of the event loop, taken oldest first, a load at
- * once when none is ready, no load beyond what was missing when the fill began, and a bound on
- * the loads after which the process asks not to be kept.
+ * once when none is ready, no load beyond what was missing when the fill began, and bounds on
+ * the loads and on memory growth after which the process asks not to be kept.
  */
 import { describe, expect, it } from "vitest";
-import { createFreshInstances, SPARES } from "../../src/worker/fresh-instances.ts";
+import {
+  createFreshInstances,
+  MAX_KEPT_GROWTH_BYTES,
+  SPARES,
+} from "../../src/worker/fresh-instances.ts";
 
 /** A loader whose loads finish when the test says so, numbered from 1. */
 function controlledLoader() {
@@ -87,6 +91,16 @@ describe("fresh workflow instances", () => {
     await pool.take();
     pool.fill();
     expect(loader.started()).toBe(3);
+  });
+
+  it("says the process is spent once its memory grew by the bound, whatever its loads", async () => {
+    const loader = controlledLoader();
+    let resident = 100 * 1024 * 1024;
+    const pool = createFreshInstances(loader.load, 256, () => resident);
+    resident += MAX_KEPT_GROWTH_BYTES - 1;
+    expect(pool.spent()).toBe(false);
+    resident += 1;
+    expect(pool.spent()).toBe(true);
   });
 
   it("a failed load is seen by its take, not as an unhandled rejection", async () => {
