@@ -11,6 +11,8 @@ export class SubmitWindow {
   readonly #submitting = new Map<string, number>();
   /** The session's cursor as of the newest step a submit's answer named. */
   #knownCursor: number | null = null;
+  /** The last push's cursor. */
+  #lastPush: number | null = null;
   /** A push held back while a submit was in flight: its highest cursor, null for a tick. */
   #held: { cursor: number | null } | null = null;
 
@@ -42,8 +44,12 @@ export class SubmitWindow {
 
   /** A push at `cursor` brings nothing newer than the step a submit's answer named. */
   known(cursor: number | null | undefined): boolean {
-    return cursor !== undefined && cursor !== null && this.#knownCursor !== null &&
-      cursor <= this.#knownCursor;
+    if (cursor === undefined || cursor === null) return false;
+    // The cursor sums the session's runs' revisions: a prune (or a state reset) lowers it, and
+    // the cursor a submit's answer named then says nothing about the pushes after it.
+    if (this.#lastPush !== null && cursor < this.#lastPush) this.#knownCursor = null;
+    this.#lastPush = cursor;
+    return this.#knownCursor !== null && cursor <= this.#knownCursor;
   }
 
   /** Holds a push (`cursor`, none for a tick) while a submit is in flight; false when none is. */

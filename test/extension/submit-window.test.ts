@@ -38,6 +38,16 @@ describe("the submit window (pushes while a submit is in flight)", () => {
     const quiet = window.enter("i-3");
     expect(quiet()).toBe(false); // nothing held
   });
+
+  it("forgets the step it knew once the session's cursor goes back (a prune removed a run)", () => {
+    const window = new SubmitWindow();
+    const leave = window.enter("i-1");
+    window.learn(5000);
+    leave();
+    expect(window.known(5000)).toBe(true);
+    expect(window.known(2000)).toBe(false); // lower than the last push: news again
+    expect(window.known(2001)).toBe(false);
+  });
 });
 
 describe("Pi's message events", () => {
