@@ -216,9 +216,12 @@ export async function submitInteractionCommand(
   const waitLeft = () => Math.max(0, Math.floor(waitUntil - performance.now()));
   // A submission that came before the run's epoch said goodbye (its step was committed with the
   // last acceptance): wait for that, bounded, before anything is written, so that its process,
-  // once kept, validates it held (one commit) rather than after a commit of its own.
+  // once kept, validates it held (one commit) rather than after a commit of its own. A resend
+  // answered from its stored receipt waits for nothing.
   const goodbye = rt.supervision.goodbyeOf(runId!);
-  if (goodbye) await rt.sessions.until(goodbye, Math.min(HELD_SUBMISSION_MS, waitLeft()));
+  if (goodbye && !findHostCommand(rt.store, request.requestId)) {
+    await rt.sessions.until(goodbye, Math.min(HELD_SUBMISSION_MS, waitLeft()));
+  }
   // A submission of this step held while it validates (held-submission.ts) is recorded now, so
   // this call (the same tool call again, or another) is answered from the rows as before: it
   // joins that validation, never starts a second one.
