@@ -33,7 +33,7 @@ import {
   strictObject,
   TimestampSchema,
 } from "./fields.ts";
-import { JsonValueSchema } from "./run-facts.ts";
+import { DecodedJsonSchema, JsonValueSchema } from "./run-facts.ts";
 import { BudgetSchema } from "./budget.ts";
 import { describeIssues, parseWith, type SchemaResult } from "./schema-issues.ts";
 import { WorkflowSourceSchema } from "./worker-launch.ts";
@@ -208,17 +208,7 @@ export function parseControllerMessage(
   return { ok: true, value: { ...header.output, payload: payload.output } as ControllerMessage };
 }
 
-/**
- * A JSON-typed field of a frame straight from JSON.parse (a status's `controllerStatus`, receipts,
- * a child's input) is a JSON value already. The reference JsonValueSchema walks it again with a
- * union tried per node (~30 µs for a two-key object: most of a reconcile's parse in the host);
- * this only requires it to be there.
- */
-const FrameJsonSchema = v.custom<JsonValue>(
-  (value) => value !== undefined,
-  "Invalid JSON value: expected a value",
-);
-const FRAME_PAYLOAD_SCHEMAS = controllerPayloadSchemas(FrameJsonSchema);
+const FRAME_PAYLOAD_SCHEMAS = controllerPayloadSchemas(DecodedJsonSchema);
 
 /**
  * `parseControllerMessage` for a frame the host read (JSON.parse output): the same schemas but

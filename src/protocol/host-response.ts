@@ -4,7 +4,7 @@
  * receipt; every other outcome carries an error with a stable code and a one-line message.
  */
 import * as v from "valibot";
-import { JsonValueSchema } from "./run-facts.ts";
+import { DecodedJsonSchema, JsonValueSchema } from "./run-facts.ts";
 import type { JsonValue } from "./canonical-json.ts";
 import {
   checkWithJsonSchema,
@@ -95,7 +95,7 @@ export const HostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe
   outcomeCarriesItsBody<v.InferOutput<typeof HostResponseFieldsSchema>>(),
 );
 
-const DecodedFieldsSchema = responseFields(v.unknown());
+const DecodedFieldsSchema = responseFields(DecodedJsonSchema);
 
 /**
  * The same envelope as a client checks a decoded frame: every value of a JSON.parse result is

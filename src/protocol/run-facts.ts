@@ -20,6 +20,17 @@ export const JsonValueSchema: v.GenericSchema<JsonValue> = v.lazy(() =>
 );
 
 /**
+ * A JSON-typed field of a frame straight from JSON.parse (a receipt, a status's
+ * `controllerStatus`, a child's input) is a JSON value already: JsonValueSchema would walk it
+ * again with a union tried per node (~30 us for a two-key object). This only requires it to be
+ * there. For decoded frames only; anything built in memory goes through JsonValueSchema.
+ */
+export const DecodedJsonSchema = v.custom<JsonValue>(
+  (value) => value !== undefined,
+  "Invalid JSON value: expected a value",
+);
+
+/**
  * Attempt states. `running` has no outcome yet. `interrupted` means the worker stopped before
  * the outcome was committed (crash, pause, claim loss): it does not route and the node runs again
  * as a new attempt when that is safe.

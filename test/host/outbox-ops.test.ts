@@ -8,7 +8,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseHostResponse, parseReceipt } from "../../src/protocol/host-response.ts";
+import { HostResponseSchema, parseReceipt } from "../../src/protocol/host-response.ts";
+import { parseWith } from "../../src/protocol/schema-issues.ts";
 import {
   type CliProcess,
   hostRequest,
@@ -69,7 +70,7 @@ afterAll(async () => {
 async function ask(operation: string, fields: Record<string, unknown> = {}): Promise<any> {
   const request = hostRequest(operation, fields);
   const response = await requestOnce(home.socketPath, request);
-  expect(parseHostResponse(response).ok, JSON.stringify(response)).toBe(true);
+  expect(parseWith(HostResponseSchema, response).ok, JSON.stringify(response)).toBe(true);
   if (response.outcome === "accepted" || response.outcome === "adopted") {
     const receipt = parseReceipt(operation as never, response.receipt);
     expect(receipt.ok, JSON.stringify(receipt)).toBe(true);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseHostResponse } from "../../src/protocol/host-response.ts";
+import { HostResponseSchema } from "../../src/protocol/host-response.ts";
+import { parseWith } from "../../src/protocol/schema-issues.ts";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
@@ -55,7 +56,7 @@ describe("socket fuzz", () => {
         for (;;) {
           const response = await client.next(10_000);
           if (response === null) break;
-          const parsed = parseHostResponse(response);
+          const parsed = parseWith(HostResponseSchema, response);
           expect(parsed.ok, `${frame.kind}: ${JSON.stringify(response).slice(0, 300)}`).toBe(true);
           outcomes.set(response.outcome, (outcomes.get(response.outcome) ?? 0) + 1);
         }

@@ -3,11 +3,13 @@ import {
   failureResponse,
   HOST_OUTCOMES,
   HOST_RESPONSE_SCHEMA,
+  HostResponseSchema,
   parseHostResponse,
   parseReceipt,
   successResponse,
 } from "../../src/protocol/host-response.ts";
 import { HOST_OPERATIONS } from "../../src/protocol/host-operations.ts";
+import { parseWith } from "../../src/protocol/schema-issues.ts";
 
 const runSummary = {
   runId: "run-1",
@@ -54,9 +56,12 @@ describe("parseHostResponse()", () => {
           revision: outcome === "conflict" ? 7 : undefined,
         });
       expect(response.outcome).toBe(outcome);
-      const parsed = parseHostResponse(JSON.parse(JSON.stringify(response)));
+      const decoded = JSON.parse(JSON.stringify(response));
+      const parsed = parseHostResponse(decoded);
       if (!parsed.ok) throw new Error(parsed.error);
-      expect(parsed.value).toEqual(JSON.parse(JSON.stringify(response)));
+      expect(parsed.value).toEqual(decoded);
+      // A client's check of a decoded frame agrees with the full schema (which walks every value).
+      expect(parseWith(HostResponseSchema, decoded)).toEqual(parsed);
     });
 
     test(`${outcome}: the wrong body is refused`, () => {
