@@ -233,6 +233,18 @@ export function encodeFrame(value: unknown, options: FramingOptions = {}): Buffe
 }
 
 /**
+ * Corks `stream` until the next tick, unless it is corked already: the frames written meanwhile
+ * (the replies one group commit released, whose settles all run in its flush) leave in one write,
+ * one system call and one wake-up of the reader, each still after the commit it reports.
+ */
+export function corkForTick(stream: Writable): void {
+  if (stream.writableCorked === 0 && !stream.destroyed) {
+    stream.cork();
+    process.nextTick(() => stream.uncork());
+  }
+}
+
+/**
  * Writes one frame and resolves when the stream can take more: when the write buffer is full it
  * waits until the buffer drains or this frame is flushed, so a slow reader slows the writer
  * instead of growing memory. Rejects when the stream fails or closes before the frame left.

@@ -27,7 +27,8 @@ export interface ActiveWorker {
   spawned: SupervisedChild;
   /**
    * Settles once its start identity is named in its epoch record (a prepared process was named
-   * with the claim): its channel is read only then. Rejects when the record cannot be written.
+   * with the claim): its channel is read only then. Never rejects: a record that cannot be
+   * written is logged (`worker.record_failed`) and the worker runs unrecorded.
    */
   named: Promise<void>;
   /** Its phase and claim, changed only by worker-life.ts's transitions. */

@@ -4,6 +4,7 @@
  * launch envelope as the first frame. The envelope carries no claim secret (the host keeps the
  * claim); a headless run's provider credentials ride in it, outside the hashed part.
  */
+import { logError } from "../host-log.ts";
 import { fingerprint, type JsonValue } from "../../protocol/canonical-json.ts";
 import { writeFrame } from "../../protocol/framing.ts";
 import {
@@ -186,6 +187,9 @@ export function launchWorker(
       spawned,
       named: hooks.prepared ? Promise.resolve() : nameChild(spawned, (process) => {
         recordWorkerProcess(ctx.store, { workerEpoch, ...process });
+      }).catch((error) => {
+        // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
+        ctx.log("worker.record_failed", { run: run.runId, error: logError(error) });
       }),
       life: launchingLife(live),
       diagnostic: null,

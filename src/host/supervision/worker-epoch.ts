@@ -41,10 +41,7 @@ export function superviseWorker(ctx: HostContext, deps: EpochDeps, worker: Activ
     const why = "workerTimedOut: no worker.ready before the deadline";
     if (isLaunching(worker)) deps.hooks.stop(worker, "startupTimedOut", why);
   });
-  const served = worker.named.catch((error) => {
-    // The worker runs unrecorded: only a restarted host's reaping of it by its record is lost.
-    ctx.log("worker.record_failed", { run: worker.runId, error: logError(error) });
-  }).then(() => serveWorkerChannel(ctx, worker, deps.hooks));
+  const served = worker.named.then(() => serveWorkerChannel(ctx, worker, deps.hooks));
   worker.done = served.then(() => endEpoch(ctx, deps, worker));
 }
 

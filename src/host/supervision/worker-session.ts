@@ -15,7 +15,7 @@
  */
 import { sha256Hex } from "../../protocol/canonical-json.ts";
 import { type FailureClass } from "../../protocol/failures.ts";
-import { encodeFrameText, FrameError } from "../../protocol/framing.ts";
+import { corkForTick, encodeFrameText, FrameError } from "../../protocol/framing.ts";
 import {
   claimLostReply,
   parseWorkerHeader,
@@ -127,12 +127,7 @@ export async function serveWorkerChannel(
     }
     // A worker that is gone is handled by the exit handler.
     if (channel.destroyed || channel.writableEnded) return;
-    // The replies of one group commit leave together (one syscall, one wake-up of the worker):
-    // every settle of a group runs synchronously in its flush, the uncork in the tick after.
-    if (channel.writableCorked === 0) {
-      channel.cork();
-      process.nextTick(() => channel.uncork());
-    }
+    corkForTick(channel); // the replies of one group commit leave together
     if (!channel.write(text) && !needDrain) {
       needDrain = true;
       channel.once("drain", drained);

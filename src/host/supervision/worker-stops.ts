@@ -4,6 +4,7 @@
  * held by its life's `stopping` phase, and the epoch's end waits for it (groupStopped).
  */
 import type { HostContext } from "../host-context.ts";
+import { logError } from "../host-log.ts";
 import type { ActiveWorker, StopReason } from "./active-worker.ts";
 import { stopChildGroup } from "./children/retire-child.ts";
 import { beginStop } from "./worker-life.ts";
@@ -16,8 +17,13 @@ export function stopWorker(
   diagnostic: string,
 ): void {
   const first = beginStop(worker, reason, async () => {
-    const result = await stopChildGroup(worker.spawned, { graceMs: ctx.options.killGraceMs });
-    if (result === "stuck") ctx.log("worker.stop_stuck", { run: worker.runId });
+    try {
+      const result = await stopChildGroup(worker.spawned, { graceMs: ctx.options.killGraceMs });
+      if (result === "stuck") ctx.log("worker.stop_stuck", { run: worker.runId });
+    } catch (error) {
+      // The epoch's end waits for this stop: a failed one must not hold the worker's slot.
+      ctx.log("worker.stop_failed", { run: worker.runId, error: logError(error) });
+    }
   });
   if (first) worker.diagnostic ??= diagnostic;
 }

@@ -11,7 +11,7 @@ import {
   recordControllerWorkerProcess,
   startControllerWorker,
 } from "../../../state/controllers/controller-workers.ts";
-import { writeFrame } from "../../../protocol/framing.ts";
+import { corkForTick, writeFrame } from "../../../protocol/framing.ts";
 import {
   CONTROLLER_LAUNCH_SCHEMA,
   CONTROLLER_PROTOCOL_VERSION,
@@ -168,17 +168,13 @@ export function pushToWorker(worker: ControllerWorker, frame: Record<string, unk
 
 /**
  * Writes one frame to a controller worker's channel. The frames of one tick (the replies and
- * assignments one group commit released) leave in one write: the channel is corked at the first
- * and uncorked once this tick's callbacks and promise reactions have run, so the reconciles one
- * commit answered cost one system call and one wake-up of the worker, not one each. Every frame
- * still follows the commit it reports; a host that dies before the uncork loses them like frames
- * it never wrote (the worker sees the channel close and the claims are recovered).
+ * assignments one group commit released) leave in one write (`corkForTick`), so the reconciles one
+ * commit answered cost one system call and one wake-up of the worker, not one each. A host that
+ * dies before the uncork loses them like frames it never wrote (the worker sees the channel close
+ * and the claims are recovered).
  */
 export function writeToWorker(channel: Writable, value: unknown): Promise<void> {
-  if (channel.writableCorked === 0 && !channel.destroyed) {
-    channel.cork();
-    process.nextTick(() => channel.uncork());
-  }
+  corkForTick(channel);
   return writeFrame(channel, value);
 }
 
