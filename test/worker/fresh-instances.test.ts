@@ -93,7 +93,7 @@ describe("fresh workflow instances", () => {
     expect(loader.started()).toBe(3);
   });
 
-  it("says the process is spent once its memory grew by the bound, whatever its loads", async () => {
+  it("says the process is spent once its memory grew by the bound, whatever its loads", () => {
     const loader = controlledLoader();
     let resident = 100 * 1024 * 1024;
     const pool = createFreshInstances(loader.load, 256, () => resident);
