@@ -10,7 +10,6 @@ import { WorkflowLoadError } from "../workflows/errors.ts";
 import type { SourceDirs } from "../workflows/sources/discovery.ts";
 import { hashFile } from "../workflows/sources/identity.ts";
 import { importModule } from "../workflows/sources/import-module.ts";
-import { refuseErrorStringComparisons } from "../workflows/sources/error-compare-files.ts";
 import { translateImportError } from "../workflows/sources/load-workflow.ts";
 import {
   closeLoadSession,
@@ -65,7 +64,6 @@ export async function loadControllerFile(path: string): Promise<LoadedController
         path,
       );
     }
-    refuseErrorStringComparisons(session.files.keys());
     const rootHash = session.files.get(path) ?? hashFile(path);
     if (rootHash === null) {
       throw new WorkflowLoadError("controllerNotFound", `Controller file not found: ${path}`, path);

@@ -5,7 +5,6 @@ import * as v from "valibot";
 import { firstIssue, WorkflowSpecSchema } from "./definition-schema.ts";
 import { WorkflowDefinitionError } from "./errors.ts";
 import { ERROR_STRING_COMPARISON, findErrorStringComparison } from "./error-compare-012.ts";
-import { findCheckpointAnswerRead } from "./checkpoint-answer-012.ts";
 import { DEFINITION_BRAND, type WorkflowDefinition, type WorkflowSpec } from "./types.ts";
 
 export function defineWorkflow<I = unknown>(spec: WorkflowSpec<I>): WorkflowDefinition<I> {
@@ -79,13 +78,6 @@ function define<I>(
     throw new WorkflowDefinitionError(
       "invalidDefinition",
       `Invalid workflow definition${label}: ${compared} ${ERROR_STRING_COMPARISON}`,
-    );
-  }
-  const answerRead = checkShape ? findCheckpointAnswerRead(spec) : null;
-  if (answerRead !== null) {
-    throw new WorkflowDefinitionError(
-      "invalidDefinition",
-      `Invalid workflow definition${label}: ${answerRead}`,
     );
   }
   const clash = Object.keys(spec.includes ?? {}).find((m) => m in spec.nodes);

@@ -641,26 +641,6 @@ describe("0.12.1 child workflow records (ctx.workflows.ensure)", () => {
     expect(outcome).toMatchObject({ kind: "settled" });
     expect((outcome as { status: { workflowRun: unknown } }).status.workflowRun).toEqual(ref);
   });
-
-  it("a controller that compares a child record's error as a string fails the load naming the line", async () => {
-    const dir = project({
-      ".pi/controllers/probe.controller.ts":
-        `import { defineController } from "@osolmaz/pi-workflows/controllers";
-export default defineController({
-  name: "probe",
-  initialStatus: () => ({}),
-  reconcile: async (ctx) => {
-    const record = await ctx.workflows.ensure({ requestKey: "k", workflow: "repair", input: {} });
-    return record.error === "tests failed" ? ctx.requeue() : ctx.settled();
-  },
-});
-`,
-    });
-    await expect(loadController("probe", { cwd: dir, agentDir: join(dir, "agent") })).rejects
-      .toThrow(
-        'probe.controller.ts: line 7 (`record.error === "tests failed"`) compares a result\'s error as a string',
-      );
-  });
 });
 
 describe("0.12.1 effect results in ctx.effects.ensure", () => {
@@ -795,80 +775,25 @@ export default defineWorkflow({
       const dir = failing(`{ from: "a", to: "b" }`, after);
       const error = await loadError("./r.workflow.ts", dir);
       expect(error.message).toContain(
-        "nodes.b.run compares a result's error as a string with typeof, ===/!==, switch or an identity lookup (0.12's error was a string",
+        "nodes.b.run compares a result's error as a string with typeof or ===/!== (0.12's error was a string",
       );
       expect(error.message).toContain("compare results.<id>.error.message");
     },
   );
 
-  it.each([
-    `({ results }) => { const r = results.a; return r.error === "boom"; }`,
-    `({ results }) => { const { error: e } = results.a; return typeof e === "string"; }`,
-    `({ results }) => { switch (results.a.error) { case "boom": return 1; default: return 2; } }`,
-    `({ results }) => ["boom", "bang"].includes(results.a.error)`,
-    `({ results }) => { const errorOf = (r) => r.error; return errorOf(results.a) === "boom"; }`,
-  ])(
-    "the same comparison through a variable, a switch or a lookup fails the load too: %s",
-    async (after) => {
-      const error = await loadError("./r.workflow.ts", failing(`{ from: "a", to: "b" }`, after));
-      expect(error.message).toContain("nodes.b.run compares a result's error as a string");
-    },
-  );
-
-  it("a module-level helper that compares an error as a string fails the load naming its line", async () => {
-    const dir = failing(
-      `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
-      `({ results }) => failedWith(results.a, "boom")`,
-    );
-    const path = join(dir, "r.workflow.ts");
-    writeFileSync(
-      path,
-      readFileSync(path, "utf8").replace(
-        "export default",
-        "const failedWith = (r, text) => r.error === text;\nexport default",
-      ),
-    );
-    const error = await loadError("./r.workflow.ts", dir);
-    expect(error.message).toContain(
-      "r.workflow.ts: line 2 (`r.error === text`) compares a result's error as a string",
-    );
-  });
-
-  it("a helper in an imported local file that compares an error as a string fails the load", async () => {
-    const dir = failing(
-      `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
-      `({ results }) => failedWith(results.a, "boom")`,
-    );
-    const path = join(dir, "r.workflow.ts");
-    writeFileSync(
-      path,
-      readFileSync(path, "utf8").replace(
-        "export default",
-        'import { failedWith } from "./lib.ts";\nexport default',
-      ),
-    );
-    writeFileSync(
-      join(dir, "lib.ts"),
-      "export function failedWith(record, text) {\n  return typeof record.error === 'string' && record.error === text;\n}\n",
-    );
-    const error = await loadError("./r.workflow.ts", dir);
-    expect(error.message).toContain(
-      "lib.ts: line 2 (`typeof record.error === 'string' && record.error === text`) compares a result's error as a string",
-    );
-  });
-
-  it("a result's error compared as an object, by message, by code or for presence loads", async () => {
+  it("a result's error compared as an object, by message or through a variable loads", async () => {
     const dir = failing(
       `{ from: "a", switch: { on: "$result.outcome", cases: { failed: "b", ok: "other" } } }`,
       `({ results }) => {
       const r = results.a;
-      return [r.error.message === "boom", r.error.code === "nodeFailed", r.error !== undefined, String(r.error) === "boom", typeof r.error === "undefined"];
+      return [typeof results.a.error === "object", results.a.error.message === "boom", r.error === "boom"];
     }`,
     );
     const loaded = await loadWorkflow("./r.workflow.ts", { cwd: dir });
+    // The last comparison is not visible at load: it is false here (documented).
     expect((await runWorkflow(loaded.workflow)).last).toMatchObject({
       kind: "complete",
-      output: [true, true, true, true, false],
+      output: [true, true, false],
     });
   });
 
@@ -912,80 +837,22 @@ export default defineWorkflow({
   });
 });
 
-describe("a plain checkpoint's answer (0.12: the next run's input; here: the checkpoint's output)", () => {
-  const cp = (
-    checkpointOptions: string,
-    after: string,
-    edge = `{ from: "approval", to: "apply" }`,
-  ) =>
-    project({
+describe("0.12.1 differences that stay (docs/compat-0.12.md says why)", () => {
+  it("a plain checkpoint's answer is its output; the input stays the run's (0.12: the answer was the input)", async () => {
+    const dir = project({
       "cp.workflow.ts":
         `import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
-const helper = (ctx) => ctx.input;
 export default defineWorkflow({
   name: "cp",
-  startAt: "plan",
+  startAt: "approval",
   nodes: {
-    plan: compute({ run: ({ input }) => ({ steps: [input.change] }) }),
-    approval: checkpoint(${checkpointOptions}),
-    apply: compute({ run: ${after} }),
+    approval: checkpoint({ summary: "approve the change" }),
+    apply: compute({ run: ({ input, outputs }) => ({ input, answer: outputs.approval }) }),
   },
-  edges: [{ from: "plan", to: "approval" }, ${edge}],
+  edges: [{ from: "approval", to: "apply" }],
 });
 `,
     });
-
-  it.each([
-    [`({ input }) => input`, "nodes.apply.run reads input"],
-    [`({ outputs }) => outputs.approval`, "nodes.apply.run reads outputs.approval"],
-    [`({ results }) => results["approval"].output`, "nodes.apply.run reads outputs.approval"],
-    [`(ctx) => helper(ctx)`, "nodes.apply.run hands its whole context (ctx) on"],
-  ])(
-    "read after it without answerSchema, the load fails naming the way on: %s",
-    async (after, read) => {
-      const error = await loadError("./cp.workflow.ts", cp(`{ summary: "approve?" }`, after));
-      expect(error.message).toContain(
-        `checkpoint "approval" has no answerSchema and ${read} after it`,
-      );
-      expect(error.message).toContain(
-        'Read the answer as outputs.approval, and give "approval" an answerSchema (`answerSchema: {}` accepts any answer)',
-      );
-    },
-  );
-
-  it("a switch on its output without answerSchema fails the load (0.12 routed on the checkpoint's own output)", async () => {
-    const edge =
-      `{ from: "approval", switch: { on: "$.approved", cases: { true: "apply", false: "plan" } } }`;
-    const error = await loadError(
-      "./cp.workflow.ts",
-      cp(`{ summary: "approve?" }`, `() => 1`, edge),
-    );
-    expect(error.message).toContain(
-      `checkpoint "approval" has no answerSchema and a switch from it reads its output ($.approved) after it`,
-    );
-  });
-
-  it("a presentationPrompt reading the ended run's input fails the load (0.12: the answer)", async () => {
-    const dir = cp(`{ summary: "approve?" }`, `() => 1`);
-    const path = join(dir, "cp.workflow.ts");
-    writeFileSync(
-      path,
-      readFileSync(path, "utf8").replace(
-        'name: "cp",',
-        'name: "cp",\n  presentationPrompt: ({ state }) => "Say what ran for " + JSON.stringify(state.input),',
-      ),
-    );
-    const error = await loadError("./cp.workflow.ts", dir);
-    expect(error.message).toContain(
-      `checkpoint "approval" has no answerSchema and presentationPrompt reads input after it`,
-    );
-  });
-
-  it("with answerSchema it runs this version's way: the answer is its output, input the run's", async () => {
-    const dir = cp(
-      `{ summary: "approve?", answerSchema: {} }`,
-      `({ input, outputs }) => ({ input, answer: outputs.approval })`,
-    );
     const loaded = await loadWorkflow("./cp.workflow.ts", { cwd: dir });
     const waiting = await runWorkflow(loaded.workflow, { input: { change: "big" } });
     expect(waiting.last).toMatchObject({ kind: "wait", nodeId: "approval" });
@@ -996,18 +863,5 @@ export default defineWorkflow({
       kind: "complete",
       output: { input: { change: "big" }, answer: { approved: true } },
     });
-  });
-
-  it("a gate whose answer nothing after it reads loads and runs as in 0.12", async () => {
-    const dir = cp(
-      `{ summary: "approve?" }`,
-      `({ outputs, results }) => ({ steps: outputs.plan.steps, asked: results.approval.outcome })`,
-    );
-    const loaded = await loadWorkflow("./cp.workflow.ts", { cwd: dir });
-    const waiting = await runWorkflow(loaded.workflow, { input: { change: "big" } });
-    const done = await runWorkflow(loaded.workflow, {
-      facts: answerWaiting(waiting.facts, { change: "small" }),
-    });
-    expect(done.last).toMatchObject({ kind: "complete", output: { steps: ["big"], asked: "ok" } });
   });
 });

@@ -82,9 +82,8 @@ export default defineWorkflow({
 `;
 
 /**
- * 0.12's presentationPrompt with a waiting branch, so the model presents the waiting checkpoint
- * (and, once answered, the completed run). `answerSchema` because `ship` reads the answer as
- * this version gives it (0.12 gave it as the input: docs/compat-0.12.md).
+ * A 0.12 file: its presentationPrompt has a waiting branch, so the model presents the waiting
+ * checkpoint (and, once answered, the completed run).
  */
 const APPROVE = `
 import { checkpoint, compute, defineWorkflow } from "@osolmaz/pi-workflows";
@@ -96,7 +95,7 @@ export default defineWorkflow({
       : "Tell the user it shipped: " + JSON.stringify(finalOutput),
   startAt: "ask",
   nodes: {
-    ask: checkpoint({ summary: "Ship version 2?", answerSchema: {} }),
+    ask: checkpoint({ summary: "Ship version 2?" }),
     ship: compute({ run: ({ outputs }) => ({ shipped: outputs.ask }) }),
   },
   edges: [{ from: "ask", to: "ship" }],

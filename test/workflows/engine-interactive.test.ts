@@ -23,8 +23,7 @@ describe("engine harness: checkpoints and human decisions", () => {
       name: "cp",
       startAt: "ask",
       nodes: {
-        // answerSchema: this version's meaning (0.12 gave the answer as the input: compat-0.12.md).
-        ask: checkpoint({ summary: ({ input }) => `Approve ${input}?`, answerSchema: {} }),
+        ask: checkpoint({ summary: ({ input }) => `Approve ${input}?` }),
         after: compute({ run: ({ outputs, input }) => ({ answer: outputs.ask, input }) }),
       },
       edges: [{ from: "ask", to: "after" }],

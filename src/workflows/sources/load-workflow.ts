@@ -19,7 +19,6 @@ import { resolveWorkflowRef, type SourceDirs, type WorkflowRef } from "./discove
 import { hashFile } from "./identity.ts";
 import { importModule } from "./import-module.ts";
 import { missingExportHint } from "./compat-0-12.ts";
-import { refuseErrorStringComparisons } from "./error-compare-files.ts";
 import {
   closeLoadSession,
   installWorkflowHooks,
@@ -79,7 +78,6 @@ export async function loadWorkflow(
     await preloadIncludes(def, root, [root], session, dirs, includes, builtins, onStep);
     await onStep("compile", root);
     const workflow = compileOrThrow(def, includes, root);
-    refuseErrorStringComparisons(session.files.keys());
     // A built-in definition the file imported (re-exported, or included by object) pins its
     // revision like an included file pins its hash.
     for (const b of builtinsIn(workflow.root)) {
