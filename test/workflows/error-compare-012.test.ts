@@ -8,7 +8,9 @@ import { findErrorStringComparison } from "../../src/workflows/error-compare-012
 
 describe("a result's error compared as a string", () => {
   it("is found in a callback, and not where typeof checks for an object", () => {
-    expect(findErrorStringComparison({ run: (c: any) => c.results.a.error === "boom" })).toBe("run");
+    expect(findErrorStringComparison({ run: (c: any) => c.results.a.error === "boom" })).toBe(
+      "run",
+    );
     expect(findErrorStringComparison({ run: (c: any) => typeof c.results.a.error === "object" }))
       .toBeNull();
   });
