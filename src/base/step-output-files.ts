@@ -32,6 +32,14 @@ export interface StepChunk {
 
 const EXT: Record<StepStream, string> = { stdout: "out", stderr: "err" };
 
+/**
+ * The file name stem of a run worker epoch's own output; its headless Pi's output tails are
+ * `<stem>-pi<n>.out|err` beside it.
+ */
+export function epochLogStem(workerEpoch: string): string {
+  return workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_");
+}
+
 /** The file name stem of an attempt's output (attempt ids are UUIDs; anything else is escaped). */
 export function stepOutputStem(attemptId: string): string {
   return `step-${attemptId.replace(/[^A-Za-z0-9_-]/g, "_")}`;

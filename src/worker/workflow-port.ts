@@ -6,6 +6,7 @@
  * `prepareModelStep` renders its step contract, which the worker proposes as
  * `interaction.requested` before it exits.
  */
+import { epochLogStem } from "../base/step-output-files.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
 import type { SubmissionVerdict } from "../protocol/submissions.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
@@ -181,7 +182,7 @@ function wrap(wf: CompiledWorkflow, launch: WorkerLaunch): RunWorkflow {
       sessionsRoot: runSessionsRoot(launch.piSession ?? null, stateDir, launch.runId),
       projectPath: launch.projectPath,
       stateDir,
-      logStem: launch.workerEpoch.replace(/[^A-Za-z0-9_.-]/g, "_"),
+      logStem: epochLogStem(launch.workerEpoch),
       // Provider credentials reach the Pi child alone, never this process's environment.
       env: launch.credentials ? { ...process.env, ...launch.credentials } : process.env,
       processGroups: request.processGroups,

@@ -55,7 +55,7 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   // A worker that was never identified has no group to stop, but may have registered some.
   await reap();
   await groupStopped(worker);
-  pruneLogs(ctx); // its output is settled: the budget may count it
+  pruneLogs(ctx, deps.active.values()); // its output is settled: the budget may count it
   try {
     deps.settleExit(worker, exit);
   } catch (error) {

@@ -5,7 +5,15 @@
  * live child's output kept by the log budget whatever its kind, and requests answered over a
  * child's channel within their deadline.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
@@ -168,6 +176,22 @@ describe("the log budget", () => {
     expect([existsSync(stdout), existsSync(stderr)]).toEqual([true, true]);
     expect(readdirSync(logDir)).toHaveLength(202);
     await retireChild(child, 0);
+  });
+
+  it("never prunes what a live run worker writes itself: its Pi's tails, its open step's output", () => {
+    const budget = { stateDir: join(stateDir, "budget-run"), options: DEFAULT_SUPERVISION_OPTIONS };
+    const logDir = join(budget.stateDir, "workers");
+    mkdirSync(logDir, { recursive: true });
+    const old = new Date(Date.now() - 60_000);
+    const files = ["wep_1-pi1.out", "step-att-1.1.out", "wep_2-pi1.out", "step-att-2.1.err"];
+    for (const name of files) {
+      writeFileSync(join(logDir, name), "x");
+      utimesSync(join(logDir, name), old, old);
+    }
+    for (let i = 0; i < 200; i++) writeFileSync(join(logDir, `ended-${i}.out`), "x");
+    pruneLogs(budget, [{ workerEpoch: "wep:1", openAttempt: { attemptId: "att-1" } }]);
+    // The live worker's two are kept; the ended epoch's and attempt's are past the count.
+    expect(files.map((name) => existsSync(join(logDir, name)))).toEqual([true, true, false, false]);
   });
 });
 
