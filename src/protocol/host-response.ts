@@ -102,10 +102,10 @@ const DecodedFieldsSchema = responseFields(DecodedJsonSchema);
  * JSON already, so the receipt's values are not walked here (on a run's status, most of a
  * response's cost in Pi's process); its operation's receipt schema checks them (`parseReceipt`).
  */
-const DecodedHostResponseSchema = v.pipe(
+const DecodedHostResponseSchema: v.GenericSchema<unknown, HostResponse> = v.pipe(
   DecodedFieldsSchema,
   outcomeCarriesItsBody<v.InferOutput<typeof DecodedFieldsSchema>>(),
-) as v.GenericSchema<unknown, HostResponse>;
+);
 
 export interface HostResponse {
   schema: typeof HOST_RESPONSE_SCHEMA;

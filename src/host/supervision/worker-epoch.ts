@@ -55,7 +55,8 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
   // A worker that was never identified has no group to stop, but may have registered some.
   await reap();
   await groupStopped(worker);
-  pruneLogs(ctx, deps.active.values()); // its output is settled: the budget may count it
+  // Its output is settled: the budget may count it (the other live workers' files it keeps).
+  pruneLogs(ctx, [...deps.active.values()].filter((other) => other !== worker));
   try {
     deps.settleExit(worker, exit);
   } catch (error) {
