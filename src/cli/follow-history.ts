@@ -8,9 +8,16 @@ import type { CliStyle } from "./cli-style.ts";
 /** How a node's latest attempt ended, as far as the follower has seen. */
 export type LastOutcome = "ok" | "failed" | "timed out" | { interrupted: string };
 
-/** `◆ approval answered`, or taken by its default at the deadline. */
-export function answeredLine(data: Record<string, unknown>, style: CliStyle): string {
-  const node = String(data.nodeId ?? "?");
+/**
+ * `◆ approval answered`, or taken by its default at the deadline. The node is the event's own
+ * `nodeId` (the host lifts it out of the payload, as for every event), not a field of `data`.
+ */
+export function answeredLine(
+  nodeId: string | undefined,
+  data: Record<string, unknown>,
+  style: CliStyle,
+): string {
+  const node = nodeId ?? "?";
   const what = data.kind === "checkpoint" ? "checkpoint" : "decision";
   const text = data.resolution === "timeoutDefault"
     ? `${node} took its default answer at its deadline (${what})`

@@ -214,7 +214,7 @@ export function createFollowPrinter(io: CliIo, clock: () => number = Date.now): 
       case "run.resumed":
         return line(resumedLine(data, style));
       case "run.answered":
-        return line(answeredLine(data, style));
+        return line(answeredLine(event.nodeId, data, style));
       case "run.blocked":
         // A block ends the following (the summary says what moves it on); one that was lifted
         // meanwhile (status --wait reads the run from its start) shows here.

@@ -417,7 +417,10 @@ describe("createFollowPrinter()", () => {
         seq: 8,
         type: "run.answered",
         at: NOW + 7,
-        data: { nodeId: "approve", attemptId: "a-3", kind: "checkpoint", resolution: "answered" },
+        // As the host sends it (run-queries.ts eventOf): the node and attempt lifted out of data.
+        nodeId: "approve",
+        attemptId: "a-3",
+        data: { kind: "checkpoint", resolution: "answered" },
       },
       finished(9, "approve", "a-3"),
       started(10, "deploy", "a-4"),
