@@ -86,10 +86,7 @@ export async function runNodeKind(
         outcome: "waiting",
         kind: "checkpoint",
         request: toJson(request, "checkpoint request"),
-        // `{}` accepts any answer: nothing to check or show.
-        ...(n.answerSchema && Object.keys(n.answerSchema).length > 0
-          ? { answerSchema: n.answerSchema as unknown as JsonValue }
-          : {}),
+        ...(n.answerSchema ? { answerSchema: n.answerSchema as unknown as JsonValue } : {}),
       };
     }
     case "humanDecision": {

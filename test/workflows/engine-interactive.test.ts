@@ -44,6 +44,22 @@ describe("engine harness: checkpoints and human decisions", () => {
     });
   });
 
+  it("parks with the answer schema as declared, an empty one (any answer) included", async () => {
+    const wf = compileWorkflow(defineWorkflow({
+      name: "cp-any",
+      startAt: "ask",
+      nodes: { ask: checkpoint({ summary: "Anything?", answerSchema: {} }) },
+      edges: [],
+    }));
+    const first = await runWorkflow(wf);
+    expect(first.results[0].result).toEqual({
+      outcome: "waiting",
+      kind: "checkpoint",
+      request: { summary: "Anything?" },
+      answerSchema: {},
+    });
+  });
+
   const choices = defineHumanChoices({
     ship: choice({ label: "Ship" }),
     stop: choice({
