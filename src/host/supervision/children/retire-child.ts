@@ -1,8 +1,8 @@
 /**
  * The child kit's end, in one order for every kind: close the channel, stop the group (SIGTERM,
  * a bounded wait, SIGKILL of the group, by exact identity), take the child out of the process
- * registry, wait for the exit, let the last output drain from the pipes, close them and remove
- * empty log files.
+ * registry once the group is gone, wait for the exit, let the last output drain from the pipes,
+ * close them and remove empty log files.
  */
 import type { ProcessIdentity } from "../../../os/process-identity.ts";
 import {
@@ -40,8 +40,9 @@ export async function retireChild(
   spawned.channel.destroy();
   const identity = await spawned.identified;
   if (identity) {
-    await stopProcessGroup(identity, { graceMs });
-    spawned.registered?.unregister(identity);
+    // Alive after SIGKILL: its entry (and host_children row) stays for shutdown or the next host.
+    const stopped = await stopProcessGroup(identity, { graceMs });
+    if (stopped !== "stuck") spawned.registered?.unregister(identity);
     await forget?.(identity);
   }
   await spawned.exited;

@@ -18,7 +18,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { psBackend, useProcessBackend } from "../../../../src/os/process-backend.ts";
+import {
+  processBackend,
+  psBackend,
+  useProcessBackend,
+} from "../../../../src/os/process-backend.ts";
+import { ProcessTableUnavailable } from "../../../../src/os/process-table.ts";
+import { FakeClock, sequentialIds } from "../../../../src/base/clock.ts";
+import { closeStateStore, openStateStore } from "../../../../src/state/store.ts";
+import { listHostChildren } from "../../../../src/state/transitions/host-children.ts";
 import { createPsTableSource, runPs } from "../../../../src/os/ps-table.ts";
 import { baseRunEnvironment } from "../../../../src/protocol/run-environment.ts";
 import { DEFAULT_SUPERVISION_OPTIONS } from "../../../../src/host/supervision-options.ts";
@@ -150,6 +158,54 @@ describe("child kit", () => {
     expect(await stopped).toBe("terminated");
     expect(await child.exited).toEqual({ code: null, signal: "SIGTERM" });
     await retireChild(child, 0);
+  });
+
+  it("keeps a child whose stop did not finish registered and named in host_children", async () => {
+    const store = openStateStore({
+      stateDir: join(stateDir, "stuck"),
+      clock: new FakeClock(),
+      ids: sequentialIds(),
+    });
+    const registry = createProcessRegistry({
+      store,
+      onWriteFailed: (error) => {
+        throw error;
+      },
+    });
+    const child = spawnChild(ctx, {
+      args: ["worker"],
+      command: waiting(false),
+      runEnvironment: baseRunEnvironment(process.env),
+      logStem: "kit-stuck",
+      onOutputExceeded() {},
+      register: { registry, kind: "validator", runId: "run-1" },
+    });
+    spawned.push(child);
+    const identity = (await child.identified)!;
+    const row = {
+      pid: identity.pid,
+      startTime: identity.startTime,
+      kind: "validator",
+      runId: "run-1",
+    };
+    expect(listHostChildren(store)).toEqual([row]);
+    // Up (its one write done): cutting the channel does not end it.
+    expect(await readerOf(child).next()).toMatchObject({ ok: true, value: { up: true } });
+    // No process table from here (a failing `ps`): the group cannot be signalled, nor seen gone.
+    const real = processBackend();
+    restoreBackend = useProcessBackend({
+      ...real,
+      table: () => Promise.reject(new ProcessTableUnavailable("no table")),
+    });
+    let kept: boolean | null = null;
+    // `forget` runs once the stop gave up; the child is then ended from here.
+    await retireChild(child, 0, () => {
+      kept = registry.has(identity);
+      child.child.kill("SIGKILL");
+    });
+    expect(kept).toBe(true);
+    expect(listHostChildren(store)).toEqual([row]);
+    closeStateStore(store);
   });
 });
 
