@@ -124,8 +124,8 @@ export function brokenError(broken: Broken): { code: string; message: string } {
   if (broken.tooLarge) {
     return {
       code: "outputTooLarge",
-      message:
-        `Output rejected: with the run's source identity it passes the ${MAX_FRAME_BYTES} byte message limit; send a smaller output`,
+      message: "Output rejected: with the run's source identity it passes the " +
+        `${MAX_FRAME_BYTES} byte message limit; send a smaller output`,
     };
   }
   return {

@@ -136,8 +136,8 @@ export function createValidations(
   };
 }
 
-/** A submission's child; `stopped` once the host stopped it (its verdict is not needed). */
-type ValidationChild = LiveChild & { stopped: boolean };
+/** A submission's child (`spawned` once started); `stopped`: the host needs no verdict. */
+type ValidationChild = LiveChild & { spawned: SupervisedChild | null; stopped: boolean };
 
 async function runChild(
   ctx: HostContext,

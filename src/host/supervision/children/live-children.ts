@@ -3,13 +3,9 @@
  * once retired (or handed on), and from here stopped one run's at a time (the run was cancelled)
  * or all (host shutdown).
  */
-import type { SupervisedChild } from "./spawn-child.ts";
-
 export interface LiveChild {
   /** The run it serves. */
   runId: string;
-  /** Its process; null when not yet spawned. */
-  spawned: SupervisedChild | null;
   /** Stops it (idempotent); resolves once it is retired. */
   stop(why: "runStopped" | "shutdown"): Promise<void>;
 }
