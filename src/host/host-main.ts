@@ -310,13 +310,13 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   }
   if (phase !== "running") throw new HostStartError("startFailed", "Host stopped while starting");
 
+  const working = () => socketServer!.connectionCount() > 0 || supervision!.activeWorkerCount() > 0;
   timers.push(startIdleCheck({
     clock,
     idleMs: hostOptions.idleMs,
     running: () => phase === "running",
-    busy: () =>
-      socketServer!.connectionCount() > 0 || supervision!.activeWorkerCount() > 0 ||
-      supervision!.hasPendingWork() || deadlines!.hasPending(),
+    busy: () => working() || supervision!.hasPendingWork() || deadlines!.hasPending(),
+    working,
     retention,
     onIdle: () => void stop("idle"),
   }));

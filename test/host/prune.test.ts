@@ -13,7 +13,10 @@ import { listRuns, readRunStatus } from "../../src/state/queries.ts";
 import { DAY_MS } from "../../src/state/retention/retention-pass.ts";
 import { stepOutputStem } from "../../src/base/step-output-files.ts";
 import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
-import { endedRun } from "../support/ended-runs.ts";
+import { endedRun, startRun } from "../support/ended-runs.ts";
+import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
+import { waitRun } from "../../src/state/transitions/run-park.ts";
+import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { withSeedHost } from "../state/seed-host.ts";
 import {
   hostRequest,
@@ -56,6 +59,50 @@ function seed(
       clock.advance(38 * DAY_MS);
       const youngRuns = Array.from({ length: young }, () => endedRun(store, { hostEpoch }));
       return { old: oldRuns, young: youngRuns };
+    });
+  } finally {
+    closeStateStore(store);
+  }
+}
+
+/**
+ * A run started 40 days ago and waiting since at a checkpoint that times out in an hour: a
+ * pending deadline, which keeps the host up (it is never idle enough to exit) until then.
+ */
+function seedWaitingRun(stateDir: string): string {
+  const clock = new FakeClock(Date.now() - 40 * DAY_MS);
+  const ids = sequentialIds();
+  // Ids of their own: the seeded ended runs took the sequence's first ones.
+  const store = openStateStore({
+    stateDir,
+    clock,
+    ids: { next: (prefix) => `waiting-${ids.next(prefix)}`, token: ids.token },
+  });
+  try {
+    return withSeedHost(store, (hostEpoch) => {
+      const { runId, claim, epoch } = startRun(store, { hostEpoch });
+      const attemptId = store.ids.next("attempt");
+      recordNodeStarted(store, claim, {
+        attemptId,
+        nodeId: "review",
+        nodeKind: "checkpoint",
+        effect: "pure",
+        deadlineAt: Date.now() + 3600_000,
+      });
+      waitRun(store, claim, {
+        attemptId,
+        nodeId: "review",
+        kind: "checkpoint",
+        request: { title: "Go on?", subject: "s" },
+      });
+      finishWorkerEpoch(store, {
+        workerEpoch: epoch,
+        status: "exited",
+        exitCode: 0,
+        signal: null,
+        diagnosticHash: null,
+      });
+      return runId;
     });
   } finally {
     closeStateStore(store);
@@ -214,6 +261,30 @@ describe("pi-workflows prune", () => {
     const rows = runRows(home.stateDir, [...runs.old, ...runs.young]);
     for (const id of runs.old) expect(rows.get(id)).toBe(GONE);
     expect(rows.get(runs.young[0])).not.toBe(GONE);
+    doctorClean(home.stateDir);
+  });
+
+  it("prunes by itself while a pending deadline keeps it up, and leaves the waiting run whole", async () => {
+    // The waiting run's deadline (an hour away) keeps the host from exiting idle; no client and
+    // no worker: the host has nothing to do until then, so its idle pass runs.
+    home = tempHome({
+      PI_WORKFLOWS_HOST_IDLE_MS: "1000",
+      PI_WORKFLOWS_RETENTION_INTERVAL_MS: "60000",
+    });
+    const runs = seed(home.stateDir, 3, 1);
+    const waiting = seedWaitingRun(home.stateDir);
+    const before = runRows(home.stateDir, [waiting]);
+    const host = await startHostProcess(home.env);
+    await host.waitForStderr("retention.pass source=idle runs=3 ", 20_000);
+    expect(host.stderr()).not.toMatch(/host\.stopping/);
+    await stopProcess(host);
+    const rows = runRows(home.stateDir, [...runs.old, ...runs.young, waiting]);
+    for (const id of runs.old) expect(rows.get(id)).toBe(GONE);
+    expect(rows.get(runs.young[0])).not.toBe(GONE);
+    expect(rows.get(waiting)).toBe(before.get(waiting));
+    expect(readStore(home.stateDir, (store) => readRunStatus(store, waiting)?.run.state)).toBe(
+      "waiting",
+    );
     doctorClean(home.stateDir);
   });
 
