@@ -307,6 +307,34 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("counts in a dry run what the prune removes: runs freed when the runs holding them go, marked runs", () => {
+    fx = openFixture();
+    // A chain: the child holds its parent, which holds its own; the prune takes them a walk each.
+    const grandParent = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const parent = endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: grandParent });
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: parent });
+    // Held by a run that stays (young): kept by both.
+    const heldOld = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    // A run an earlier pass marked and did not finish.
+    const cut = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: heldOld });
+    fx.clock.advance(2 * 3600_000);
+    const at = fx.clock.now();
+    fx.store.db.exec("PRAGMA foreign_keys = OFF"); // as the prune deletes
+    expect(markRunInTx(fx.store, cut, at, at, {})).not.toBeNull();
+    fx.store.db.exec("PRAGMA foreign_keys = ON");
+    const dry = runRetentionPass(fx.store, { keepDays: 30, dryRun: true }).report;
+    const pass = runRetentionPass(fx.store, { keepDays: 30 }).report;
+    expect(pass.runs).toBe(4);
+    expect(dry.runs).toBe(pass.runs);
+    for (const table of ["runs", "events", "node_attempts", "run_workers"]) {
+      expect(dry.rows[table], table).toBe(pass.rows[table]);
+    }
+    expect(rowsOf(fx, heldOld).runs).toBe(1);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("keeps a run whose client receipt a client could still retry", () => {
     fx = openFixture();
     const run = startRun(fx.store, { hostEpoch: HOST_EPOCH });

@@ -13,6 +13,7 @@ import {
   markRunInTx,
 } from "./run-marks.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
+import { heldOnlyByRunsSql, RUN_REFERENCES } from "./run-references.ts";
 
 /** Candidates listed per read. */
 const PAGE = 256;
@@ -26,6 +27,14 @@ export const PRUNE_CANDIDATES_SQL =
   "SELECT r.run_id, r.run_no, r.finished_at, r.rowid AS rid FROM runs r INDEXED BY " +
   "runs_by_finished WHERE r.finished_at IS NOT NULL AND (r.finished_at, r.rowid) > (?1, ?2) AND " +
   `${prunableSql("?3")} ORDER BY r.finished_at, r.rowid LIMIT ?4`;
+/**
+ * A dry run's later walks: the runs past the period that only other runs hold (a child, a fork);
+ * those the dry run counted already would be gone by then.
+ */
+const HELD_BY_RUNS_SQL =
+  "SELECT r.run_id, r.run_no, r.finished_at, r.rowid AS rid FROM runs r INDEXED BY " +
+  "runs_by_finished WHERE r.finished_at IS NOT NULL AND (r.finished_at, r.rowid) > (?1, ?2) AND " +
+  `${prunableSql("?3", heldOnlyByRunsSql())} ORDER BY r.finished_at, r.rowid LIMIT ?4`;
 /** Walks over the candidates at most (a walk frees the parents of the runs it deleted). */
 const MAX_WALKS = 10;
 
@@ -41,11 +50,13 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   let queue: Candidate[] = [];
   let walkDeleted = 0;
   let walks = 0;
+  /** A dry run's runs counted so far: the references they hold would be gone. */
+  const counted = new Set<string>();
 
   const nextCandidates = (): boolean => {
     const rows = queryAllArgs<{ run_id: string; run_no: number; finished_at: number; rid: number }>(
       ctx.store,
-      PRUNE_CANDIDATES_SQL,
+      ctx.dryRun && walks > 0 ? HELD_BY_RUNS_SQL : PRUNE_CANDIDATES_SQL,
       cursor.at,
       cursor.rowid,
       ctx.cutoff,
@@ -60,14 +71,15 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
 
   // The runs an earlier pass marked but did not finish (a crash, an idle exit): gone to every
   // reader already, their rows go first.
-  const leftover: MarkedRun[] = ctx.dryRun ? [] : markedRuns(ctx.store);
+  const leftover: MarkedRun[] = markedRuns(ctx.store);
   let current: MarkedRun | null = null;
+  if (ctx.dryRun) countQueue(ctx, leftover.splice(0), counted, false, false);
 
   return {
     step() {
       if (current === null && leftover.length === 0 && queue.length === 0 && !nextCandidates()) {
         // A run a deleted run pointed at (its parent) is listed only by the next walk.
-        if (!ctx.dryRun && walkDeleted > 0 && ++walks < MAX_WALKS) {
+        if (walkDeleted > 0 && ++walks < MAX_WALKS) {
           cursor = { at: -1, rowid: 0 };
           walkDeleted = 0;
           return false;
@@ -75,7 +87,9 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
         return true;
       }
       if (ctx.dryRun) {
-        countQueue(ctx, queue.splice(0));
+        const taken = ctx.report.runs;
+        countQueue(ctx, queue.splice(0), counted, walks > 0);
+        walkDeleted += ctx.report.runs - taken;
         return false;
       }
       const taken = ctx.report.runs;
@@ -134,18 +148,40 @@ function deleteNext(
   );
 }
 
-/** A dry run: counts what deleting the queued runs would remove. */
-function countQueue(ctx: PassContext, runs: Candidate[]): void {
+/**
+ * A dry run: counts what deleting the runs would remove, as the prune would: once each (a later
+ * walk lists a run again), and a run other runs hold (`held`) only once each of them is counted.
+ * `settledOnly` false: runs an earlier pass marked (gone to readers; the prune finishes them).
+ */
+function countQueue(
+  ctx: PassContext,
+  runs: Candidate[],
+  counted: Set<string>,
+  held: boolean,
+  settledOnly = true,
+): void {
   for (const run of runs) {
+    if (counted.has(run.runId)) continue;
     // A run whose receipts are still young would be kept by the real prune.
-    const settled = queryOneArgs<{ ok: number }>(
+    const settled = !settledOnly || queryOneArgs<{ ok: number }>(
       ctx.store,
       `SELECT 1 AS ok FROM runs r WHERE r.run_id = ?1 AND ${receiptsSettledSql("?2")}`,
       run.runId,
       ctx.receiptFloor,
     );
-    if (!settled) continue;
+    if (!settled || (held && !referrersCounted(ctx, run.runId, counted))) continue;
+    counted.add(run.runId);
     ctx.report.runs++;
     ctx.report.bytes += countRunRows(ctx.store, run, ctx.report.rows);
   }
+}
+
+/** Whether every run that holds a reference to `runId` is counted (would be pruned first). */
+function referrersCounted(ctx: PassContext, runId: string, counted: Set<string>): boolean {
+  for (const ref of RUN_REFERENCES) {
+    if (ref.referrers === undefined) continue;
+    const ids = queryAllArgs<{ run_id: string }>(ctx.store, ref.referrers, runId);
+    if (ids.some((row) => !counted.has(row.run_id))) return false;
+  }
+  return true;
 }

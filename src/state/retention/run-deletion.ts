@@ -168,10 +168,13 @@ export const RUN_OWNED: readonly RunOwnedRows[] = [
 /** Rows deleted per table (zero counts left out). */
 export type TableCounts = Record<string, number>;
 
-/** SQL: the ended, unreferenced run aliased `r` finished before `?<cutoffParam>`. */
-export function prunableSql(cutoffParam: string): string {
+/**
+ * SQL: the ended run aliased `r` finished before `?<cutoffParam>`, and `references` holds
+ * (default: nothing references it).
+ */
+export function prunableSql(cutoffParam: string, references = unreferencedSql()): string {
   return `r.state IN (${TERMINAL_RUN_STATES.map((s) => `'${s}'`).join(", ")}) AND ` +
-    `r.finished_at < ${cutoffParam} AND ${unreferencedSql()}`;
+    `r.finished_at < ${cutoffParam} AND ${references}`;
 }
 
 /** SQL: no receipt of the run aliased `r` completed at or after `?<floorParam>`. */

@@ -9,6 +9,11 @@ export interface RunReference {
   name: string;
   /** True while the run aliased `r` is referenced. */
   sql: string;
+  /**
+   * A reference another run holds: the ids of the runs holding it (`?1`: this run's id). It
+   * goes once they are pruned: a dry run, which deletes nothing, counts ahead with it.
+   */
+  referrers?: string;
 }
 
 export const RUN_REFERENCES: readonly RunReference[] = [
@@ -17,12 +22,14 @@ export const RUN_REFERENCES: readonly RunReference[] = [
     // at it. The parent goes once its children are gone.
     name: "childRun",
     sql: "EXISTS (SELECT 1 FROM runs c WHERE c.parent_run_id = r.run_id)",
+    referrers: "SELECT run_id FROM runs WHERE parent_run_id = ?1",
   },
   {
     // A fork of this run (`run.rerun`) that still exists: it names the run, the parent's attempt
     // it reruns, and its adopted attempts copy the parent's (`adopted_from_attempt_id`).
     name: "fork",
     sql: "EXISTS (SELECT 1 FROM runs f WHERE f.forked_from_run_id = r.run_id)",
+    referrers: "SELECT run_id FROM runs WHERE forked_from_run_id = ?1",
   },
   {
     // The current run of a controller's child workflow request: the controller reads it on every
@@ -36,4 +43,17 @@ export const RUN_REFERENCES: readonly RunReference[] = [
 /** SQL: true when no reference holds the run aliased `r`. */
 export function unreferencedSql(): string {
   return RUN_REFERENCES.map((ref) => `NOT ${ref.sql}`).join(" AND ");
+}
+
+/**
+ * SQL: the run aliased `r` is held only by references other runs hold (at least one holds, and
+ * none held by anything else): it goes once those runs are gone (a dry run's later walks).
+ */
+export function heldOnlyByRunsSql(): string {
+  const byRuns = RUN_REFERENCES.filter((ref) => ref.referrers !== undefined);
+  const others = RUN_REFERENCES.filter((ref) => ref.referrers === undefined);
+  return [
+    ...others.map((ref) => `NOT ${ref.sql}`),
+    `(${byRuns.map((ref) => ref.sql).join(" OR ")})`,
+  ].join(" AND ");
 }
