@@ -62,53 +62,68 @@ export const FactErrorSchema = v.object({
 });
 export type FactError = v.InferOutput<typeof FactErrorSchema>;
 
-export const AttemptFactSchema = v.object({
-  attemptId: v.string(),
-  /** Flattened node id (`mount/child` inside includes). */
-  nodeId: v.string(),
-  /** 1-based order of the attempt within the run. */
-  sequence: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  nodeKind: v.string(),
-  effect: v.picklist(NODE_EFFECTS),
-  state: v.picklist(ATTEMPT_STATES),
-  output: v.optional(JsonValueSchema),
-  error: v.optional(FactErrorSchema),
-  startedAt: v.number(),
-  finishedAt: v.optional(v.number()),
-  /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
-  deadlineAt: v.nullable(v.number()),
-  /** A model step's usage (its whole usage so far while it runs). */
-  usage: v.optional(StepUsageSchema),
-});
-export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
+/** The facts' schemas, with `json` for their JSON-typed fields (input, outputs). */
+function factsSchemas(json: v.GenericSchema<JsonValue>) {
+  const attempt = v.object({
+    attemptId: v.string(),
+    /** Flattened node id (`mount/child` inside includes). */
+    nodeId: v.string(),
+    /** 1-based order of the attempt within the run. */
+    sequence: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    nodeKind: v.string(),
+    effect: v.picklist(NODE_EFFECTS),
+    state: v.picklist(ATTEMPT_STATES),
+    output: v.optional(json),
+    error: v.optional(FactErrorSchema),
+    startedAt: v.number(),
+    finishedAt: v.optional(v.number()),
+    /** Resolved wall-clock deadline (epoch ms), or null when the node has no timeout. */
+    deadlineAt: v.nullable(v.number()),
+    /** A model step's usage (its whole usage so far while it runs). */
+    usage: v.optional(StepUsageSchema),
+  });
+  const run = v.object({
+    runId: v.string(),
+    workflowName: v.string(),
+    /** The run's canonical project path (node contexts expose it as `state.projectPath`). */
+    projectPath: v.optional(v.string()),
+    input: json,
+    /**
+     * The run's attempts in sequence order. An answered checkpoint or human decision is an `ok`
+     * attempt whose output is the recorded answer (the run resumes in place).
+     */
+    attempts: v.array(attempt),
+    /**
+     * Set when an operator resumed a run blocked with `effectAmbiguous`: the interrupted
+     * `external` attempt they reviewed, which the engine may now run again. Without it an
+     * interrupted external attempt keeps the run blocked.
+     */
+    approvedRetry: v.optional(v.object({ attemptId: v.string() })),
+    /** The run's budget; a model step does not start while the attempts' spend reaches it. */
+    budget: v.optional(BudgetSchema),
+    /**
+     * Set when the run is a child of a controller (fixed when the run is created): its model
+     * steps also count against the controller's budget over its children, which moves with the
+     * other children, so the worker asks the host before each one (`budget.check`). Without it
+     * there is nothing to ask.
+     */
+    budgetPool: v.optional(v.literal(true)),
+  });
+  return { attempt, run };
+}
 
-export const RunFactsSchema = v.object({
-  runId: v.string(),
-  workflowName: v.string(),
-  /** The run's canonical project path (node contexts expose it as `state.projectPath`). */
-  projectPath: v.optional(v.string()),
-  input: JsonValueSchema,
-  /**
-   * The run's attempts in sequence order. An answered checkpoint or human decision is an `ok`
-   * attempt whose output is the recorded answer (the run resumes in place).
-   */
-  attempts: v.array(AttemptFactSchema),
-  /**
-   * Set when an operator resumed a run blocked with `effectAmbiguous`: the interrupted
-   * `external` attempt they reviewed, which the engine may now run again. Without it an
-   * interrupted external attempt keeps the run blocked.
-   */
-  approvedRetry: v.optional(v.object({ attemptId: v.string() })),
-  /** The run's budget; a model step does not start while the attempts' spend reaches it. */
-  budget: v.optional(BudgetSchema),
-  /**
-   * Set when the run is a child of a controller (fixed when the run is created): its model steps
-   * also count against the controller's budget over its children, which moves with the other
-   * children, so the worker asks the host before each one (`budget.check`). Without it there is
-   * nothing to ask.
-   */
-  budgetPool: v.optional(v.literal(true)),
-});
+const reference = factsSchemas(JsonValueSchema);
+export const AttemptFactSchema = reference.attempt;
+export type AttemptFact = v.InferOutput<typeof AttemptFactSchema>;
+export const RunFactsSchema = reference.run;
+
+/**
+ * `RunFactsSchema` for facts a worker decoded (JSON.parse of the text the host sent): the same
+ * checks, but input and outputs are not walked again as JSON (on a validation in a run's
+ * prepared process, ~10 us an attempt of a 24-step run's facts: most of their parse).
+ * test/protocol/run-facts-decoded.test.ts holds both to the same verdicts and outputs.
+ */
+export const DecodedRunFactsSchema = factsSchemas(DecodedJsonSchema).run;
 export type RunFacts = v.InferOutput<typeof RunFactsSchema>;
 
 /**

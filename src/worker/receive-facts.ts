@@ -5,7 +5,7 @@
  * validates it. Any worker mode that needs the facts calls this after `worker.ready`.
  */
 import * as v from "valibot";
-import { type FactsChunk, type RunFacts, RunFactsSchema } from "../protocol/run-facts.ts";
+import { DecodedRunFactsSchema, type FactsChunk, type RunFacts } from "../protocol/run-facts.ts";
 import { describeIssues } from "../protocol/schema-issues.ts";
 import type { HostVerdict, Proposer } from "./proposer.ts";
 
@@ -49,7 +49,7 @@ async function collectFacts(proposer: Proposer, first: FactsChunk): Promise<RunF
       `Worker channel failed: the run facts are not JSON: ${(error as Error).message}`,
     );
   }
-  const parsed = v.safeParse(RunFactsSchema, value);
+  const parsed = v.safeParse(DecodedRunFactsSchema, value);
   if (!parsed.success) {
     throw new Error(`Worker channel failed: ${describeIssues(parsed.issues, "facts")}`);
   }
