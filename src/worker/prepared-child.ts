@@ -34,6 +34,14 @@ import type { LoadOutcome } from "./workflow-port.ts";
 // Types only: the module loads with this one, as the epoch that may be kept says goodbye.
 import type { AheadEpoch } from "./speculative-step.ts";
 
+/**
+ * Modules imported when first used (not on a first epoch's start-up path), then kept: a cached
+ * `import()` still costs ~20 us, three times on a validation's path.
+ */
+let portModule: typeof import("./workflow-port.ts") | undefined;
+let speculativeStep: typeof import("./speculative-step.ts") | undefined;
+const workflowPort = async () => portModule ??= await import("./workflow-port.ts");
+
 /** A kept run process: the launch its run's source was checked under, and its fresh instances. */
 export interface PreparedRun {
   launch: WorkerLaunch;
@@ -83,7 +91,7 @@ export async function servePrepared(
     const parsed = parseValidateRequest(frame);
     if (!parsed.ok) throw new Error(`Validation request rejected: ${parsed.error}`);
     refuseOther(prepared, parsed.value.launch);
-    const port = await import("./workflow-port.ts");
+    const port = await workflowPort();
     const request = parsed.value;
     prepared.ahead = null;
     const answered = await answerValidation(
@@ -120,9 +128,9 @@ async function proposeAhead(
   facts: RunFacts,
   output: JsonValue,
 ): Promise<JsonValue[] | null> {
-  const { aheadLaunch, firstStepAhead } = await import("./speculative-step.ts");
+  const { aheadLaunch, firstStepAhead } = speculativeStep ??= await import("./speculative-step.ts");
   const launch = aheadLaunch(request as Parameters<typeof aheadLaunch>[0]);
-  const port = await import("./workflow-port.ts");
+  const port = await workflowPort();
   if (port.checkSourceBeforeLoad(launch) !== null) return null;
   const instance = takeFresh(prepared);
   const ahead: AheadEpoch = {
@@ -175,7 +183,7 @@ export function sameRunSource(loaded: WorkerLaunch, launch: WorkerLaunch): boole
 
 /** The saved hashes first (changed code is never imported), then a new load session. */
 async function loadInstance(launch: WorkerLaunch): Promise<LoadOutcome> {
-  const port = await import("./workflow-port.ts");
+  const port = await workflowPort();
   const problem = port.checkSourceBeforeLoad(launch);
   if (problem !== null) return { ok: false, problem };
   return await port.loadRunWorkflow(launch);
