@@ -301,8 +301,10 @@ function requestStep(
   });
   markSettled(worker);
   worker.openAttempt = null;
-  // The attempt's deadline is now enforced with no worker alive (once it is committed).
-  afterGroupCommit(ctx.store, () => ctx.deadlinesChanged?.());
+  // The attempt's deadline is now enforced with no worker alive (once it is committed). The
+  // timer reads its due times again at the next turn: a submit's answer that names this step,
+  // committed in the same group, leaves first.
+  afterGroupCommit(ctx.store, () => setImmediate(() => ctx.deadlinesChanged?.()));
   return { revision, closedAttempt: true };
 }
 

@@ -24,6 +24,7 @@ import {
   parseWorkerPayload,
   type WorkerMessage,
 } from "../../protocol/worker-messages.ts";
+import { fastWorkerHeader, fastWorkerPayload } from "../../protocol/worker-message-fast.ts";
 import { readRunRow } from "../../state/protected-write.ts";
 import { writeTransaction } from "../../state/transactions.ts";
 import { logError } from "../host-log.ts";
@@ -102,17 +103,24 @@ export function applyAheadStart(
   return true;
 }
 
+type Payload = { payload?: unknown };
+
 /** The messages, each header fenced against `worker` before its payload is read. */
 function readAhead(worker: ActiveWorker, raw: readonly unknown[]): WorkerMessage[] | string {
   if (raw.length !== AHEAD_KINDS.length) return "not a start and a request";
   const messages: WorkerMessage[] = [];
   for (const [i, value] of raw.entries()) {
-    const header = parseWorkerHeader(value);
+    // The hand-written checks first, as the worker session does (the start is a hot kind).
+    const fast = fastWorkerHeader(value);
+    const header = fast ? { ok: true as const, value: fast } : parseWorkerHeader(value);
     if (!header.ok) return `invalid header (${header.error})`;
     if (header.value.kind !== AHEAD_KINDS[i]) return "not a start and a request";
     const stale = staleness(header.value, worker);
     if (stale !== null) return stale;
-    const parsed = parseWorkerPayload(header.value, value);
+    const payload = fast && fastWorkerPayload(header.value.kind, (value as Payload).payload);
+    const parsed = payload
+      ? { ok: true as const, value: { ...header.value, payload } }
+      : parseWorkerPayload(header.value, value);
     if (!parsed.ok) return `invalid ${header.value.kind} (${parsed.error})`;
     messages.push(parsed.value as WorkerMessage);
   }
