@@ -5,6 +5,7 @@
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
+import type { DefinitionSnapshot } from "../protocol/definition-snapshot.ts";
 import type { StepContract } from "../protocol/step-contract-schema.ts";
 
 const TIME_OUT_BRAND = Symbol.for("pi-workflows.testing.timeOut");
@@ -77,4 +78,49 @@ export function scriptedResults(
     out[node] = answer as JsonValue;
   }
   return out;
+}
+
+/** Kinds `human` answers, and kinds `answers` scripts (model steps, and nodes that act). */
+const HUMAN_KINDS: ReadonlySet<string> = new Set(["checkpoint", "humanDecision"]);
+const SCRIPTED_KINDS: ReadonlySet<string> = new Set([
+  "agent",
+  "decision",
+  "assistantMessage",
+  "action",
+  "shell",
+]);
+
+/**
+ * Refuses an `answers` or `human` key the run could never use: one naming no node of the
+ * workflow (a typo), or a node of a kind it does not script. Such a key is otherwise silently
+ * ignored, and the test ends waiting or runs the real node with nothing saying why.
+ */
+export function checkScriptedNodes(
+  definition: DefinitionSnapshot,
+  answers: Readonly<Record<string, unknown>>,
+  human: Readonly<Record<string, unknown>>,
+): void {
+  const check = (option: string, keys: string[], kinds: ReadonlySet<string>, what: string) => {
+    const fitting = Object.keys(definition.nodes).filter((id) =>
+      kinds.has(definition.nodes[id]!.kind)
+    );
+    for (const key of keys) {
+      const kind = definition.nodes[key]?.kind;
+      if (kind !== undefined && kinds.has(kind)) continue;
+      const found = kind === undefined
+        ? `which is not a node of workflow "${definition.name}"`
+        : `${/^[aeiou]/i.test(kind) ? "an" : "a"} ${kind} node of workflow "${definition.name}"`;
+      throw new TypeError(
+        `testWorkflow: ${option} has "${key}", ${found}; ${option} ${what}: ` +
+          (fitting.length > 0 ? fitting.join(", ") : "it has none"),
+      );
+    }
+  };
+  check("human", Object.keys(human), HUMAN_KINDS, "answers its checkpoints and human decisions");
+  check(
+    "answers",
+    Object.keys(answers),
+    SCRIPTED_KINDS,
+    "scripts its model steps (agent, decision, assistantMessage), actions and shell nodes",
+  );
 }

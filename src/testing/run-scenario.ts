@@ -5,7 +5,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { receiptOf } from "../client/command-receipt.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import type { HumanAnswer, StepAnswer } from "./answers.ts";
+import { checkScriptedNodes, type HumanAnswer, type StepAnswer } from "./answers.ts";
 import { driveRun } from "./drive-run.ts";
 import type { KitHost } from "./kit-host.ts";
 import { readRunRecord, type WorkflowTestResult } from "./run-result.ts";
@@ -57,6 +57,14 @@ export async function runScenario(
     }),
   );
   const runId = started.run.runId;
+  const { definition } = receiptOf(
+    "run.status",
+    await host.connection.request("run.status", {
+      runId,
+      payload: { includeDefinition: true, attemptLimit: 1 },
+    }),
+  );
+  if (definition) checkScriptedNodes(definition, scenario.answers, scenario.human);
   const status = await driveRun(host, runId, {
     sessionId,
     answers: scenario.answers,

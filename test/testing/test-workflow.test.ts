@@ -92,6 +92,30 @@ describe("testWorkflow", () => {
     expect(result.waiting).toMatchObject({ kind: "checkpoint", nodeId: "ask" });
   });
 
+  it("refuses an answers or human key naming no node, or a node of a kind it does not script", async () => {
+    // Without the check each of these was ignored: the test ended waiting, or ran the real node.
+    await expect(testWorkflow(fixture("week-wait.workflow.ts"), { human: { aks: timeOut } }))
+      .rejects.toThrow(
+        'testWorkflow: human has "aks", which is not a node of workflow "week-wait"; human ' +
+          "answers its checkpoints and human decisions: ask",
+      );
+    await expect(testWorkflow(fixture("deploy.workflow.ts"), { human: { deploy: "ok" } }))
+      .rejects.toThrow(
+        'testWorkflow: human has "deploy", an action node of workflow "deploy"; human answers ' +
+          "its checkpoints and human decisions: it has none",
+      );
+    await expect(
+      testWorkflow(fixture("week-wait.workflow.ts"), {
+        answers: { expired: { shipped: true } },
+        human: { ask: timeOut },
+      }),
+    ).rejects.toThrow(
+      'testWorkflow: answers has "expired", a compute node of workflow "week-wait"; answers ' +
+        "scripts its model steps (agent, decision, assistantMessage), actions and shell nodes: " +
+        "it has none",
+    );
+  });
+
   it("takes a definition imported from its file, and refuses one made inline", async () => {
     const result = await testWorkflow(weekWait);
     expect(result.state).toBe("waiting");
