@@ -22,7 +22,10 @@ import {
   readRunRows,
 } from "../../src/state/viewer-queries.ts";
 import { readDefinitionSnapshot } from "../../src/state/viewer-step-queries.ts";
-import { cancelRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
+import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
+import { waitRun } from "../../src/state/transitions/run-park.ts";
+import { finishWorkerEpoch } from "../../src/state/transitions/workers.ts";
 import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import { forkRun } from "../../src/state/transitions/run-fork.ts";
 import { RUN_OWNED } from "../../src/state/retention/run-deletion.ts";
@@ -57,6 +60,46 @@ function prunedDeltas(fx: Fixture): { run_id: string | null; kind: string }[] {
   return fx.store.db.prepare(
     "SELECT run_id, kind FROM viewer_deltas WHERE kind = 'runs.pruned' ORDER BY revision",
   ).all().map((r) => ({ ...r })) as { run_id: string | null; kind: string }[];
+}
+
+/** A fork's options but its source run and node (`forkRun`, as `pi-workflows rerun` gives them). */
+const FORK = {
+  workflowName: "w",
+  workflowRef: "w",
+  projectPath: "/p",
+  workflowSource: { root: { kind: "builtin" as const, id: "w" }, mounted: [] },
+  definitionDigest: "sha256:def",
+  input: {},
+  inputHash: "sha256:in",
+  binding: { executionMode: "headless" as const },
+  source: "recorded" as const,
+};
+
+/** A run waiting at a checkpoint (its worker gone, as a host leaves it). */
+function waitingRun(fx: Fixture): { runId: string; attemptId: string } {
+  const { runId, claim, epoch } = startRun(fx.store, { hostEpoch: HOST_EPOCH });
+  const attemptId = fx.store.ids.next("attempt");
+  recordNodeStarted(fx.store, claim, {
+    attemptId,
+    nodeId: "review",
+    nodeKind: "checkpoint",
+    effect: "pure",
+    deadlineAt: null,
+  });
+  waitRun(fx.store, claim, {
+    attemptId,
+    nodeId: "review",
+    kind: "checkpoint",
+    request: { title: "Go on?", subject: "s" },
+  });
+  finishWorkerEpoch(fx.store, {
+    workerEpoch: epoch,
+    status: "exited",
+    exitCode: 0,
+    signal: null,
+    diagnosticHash: null,
+  });
+  return { runId, attemptId };
 }
 
 function tableCount(fx: Fixture, table: string): number {
@@ -595,31 +638,55 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
-  it("races with nothing: forks and commands between its transactions keep runs whole", () => {
+  it("races with nothing: forks, answers, resumes and commands between its transactions keep runs whole", () => {
     fx = openFixture();
     const old = Array.from({ length: 24 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));
+    // Runs as old that have not ended: one waiting for an answer, one paused.
+    const waiting = waitingRun(fx);
+    const paused = waitingRun(fx);
+    pauseRun(fx.store, { runId: paused.runId, claim: null });
     fx.clock.advance(40 * DAY_MS);
     const before = new Map(old.map((id) => [id, rowsOf(fx, id)]));
     // A tiny budget: one batch of rows per transaction, so the operations land between them.
     const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
-    const forkedFrom: string[] = [];
+    const heldBy = new Map<string, "child" | "fork">();
     let steps = 0;
     while (pass.step()) {
       steps++;
+      if (steps === 3) {
+        answerDecision(fx.store, {
+          runId: waiting.runId,
+          nodeId: "review",
+          attemptId: waiting.attemptId,
+          kind: "checkpoint",
+          answer: { approved: true },
+          ownerId: "host-test",
+        });
+      }
+      if (steps === 4) resumeRun(fx.store, { runId: paused.runId });
       if (steps % 5 !== 1) continue;
-      // Fork the newest run still there: the pass listed it already, and must now keep it.
-      const target = [...old].reverse().find((id) => rowsOf(fx, id).runs === 1);
+      // The newest run still there: the pass listed it already, and must now keep it.
+      const target = [...old].reverse().find((id) => !heldBy.has(id) && rowsOf(fx, id).runs === 1);
       if (target === undefined) continue;
-      const child = startRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: target });
-      forkedFrom.push(target);
-      // A command on the live child, and a decision answered elsewhere, in between.
-      cancelRun(fx.store, { runId: child.runId, claim: child.claim });
+      if (heldBy.size % 2 === 0) {
+        const child = startRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: target });
+        heldBy.set(target, "child");
+        // A command on the live child in between.
+        cancelRun(fx.store, { runId: child.runId, claim: child.claim });
+      } else {
+        // A rerun (a fork) of it from its second step.
+        forkRun(fx.store, { ...FORK, parentRunId: target, fromNodeId: "node-1" });
+        heldBy.set(target, "fork");
+      }
     }
-    expect(forkedFrom.length).toBeGreaterThan(1);
+    expect([...heldBy.values()]).toEqual(expect.arrayContaining(["child", "fork"]));
     for (const id of old) {
       const now = rowsOf(fx, id);
-      expect(now).toEqual(forkedFrom.includes(id) ? before.get(id) : {});
+      expect(now).toEqual(heldBy.has(id) ? before.get(id) : {});
     }
+    // The runs that had not ended went on, whole: answered, resumed.
+    expect(readRunStatus(fx.store, waiting.runId)?.run.state).toBe("running");
+    expect(readRunStatus(fx.store, paused.runId)?.run.paused).toBe(false);
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 });
