@@ -1,9 +1,9 @@
 /**
  * The durable registry of child groups (`worker_child_groups`): registration needs the live run
  * claim and renews it; unregistering needs none; recovery signals a recorded group only while
- * its leader runs with the exact recorded start time (a reused PID is never signalled), and
- * removes every record afterwards. The same for the host's validation and resolver children
- * (`host_children`).
+ * its leader is there with the exact recorded start time (a zombie leader included; a reused PID
+ * is never signalled), and removes every record afterwards but those whose stop gave up. The
+ * same for the host's validation and resolver children (`host_children`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,7 +13,13 @@ import {
 } from "../../../src/host/supervision/child-groups.ts";
 import { createProcessRegistry } from "../../../src/host/supervision/process-registry.ts";
 import { listHostChildren, recordHostChild } from "../../../src/state/transitions/host-children.ts";
-import { readProcessIdentityNow } from "../../../src/os/process-identity.ts";
+import {
+  type ProcessIdentity,
+  readProcessIdentityNow,
+  readProcessStatNow,
+} from "../../../src/os/process-identity.ts";
+import { processBackend, useProcessBackend } from "../../../src/os/process-backend.ts";
+import { ProcessTableUnavailable } from "../../../src/os/process-table.ts";
 import { waitUntil } from "../../../src/os/stop-group.ts";
 import { renewedExpiry } from "../../../src/state/claims.ts";
 import { ClaimLostError } from "../../../src/state/errors.ts";
@@ -29,7 +35,17 @@ import { enqueue, type Fixture, launch, openFixture, TTL } from "../../support/s
 
 const fixtures: Fixture[] = [];
 const children: ChildProcess[] = [];
+/** Processes the tests started but not as direct children (stopped by exact identity). */
+const strays: ProcessIdentity[] = [];
+let restoreBackend: (() => void) | null = null;
 afterEach(() => {
+  restoreBackend?.();
+  restoreBackend = null;
+  for (const stray of strays.splice(0)) {
+    if (readProcessIdentityNow(stray.pid)?.startTime === stray.startTime) {
+      process.kill(stray.pid, "SIGKILL");
+    }
+  }
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
   for (const fixture of fixtures.splice(0)) fixture.close();
 });
@@ -40,6 +56,39 @@ function liveGroupLeader() {
   const identity = readProcessIdentityNow(child.pid!);
   if (!identity) throw new Error("sleep did not start");
   return identity;
+}
+
+/**
+ * A group whose leader is a zombie and whose other member (`sleep`) lives: the leader starts its
+ * own session and exits, and its parent, exec'd into another `sleep`, never reaps it.
+ */
+async function zombieLedGroup(): Promise<{ leader: ProcessIdentity; member: ProcessIdentity }> {
+  const parent = spawn("sh", ["-c", 'setsid sh -c "sleep 30 & echo \\$!" & exec sleep 30'], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  children.push(parent);
+  let out = "";
+  parent.stdout.on("data", (chunk) => (out += chunk));
+  expect(await waitUntil(() => /^\d+\n/.test(out), 5_000)).toBe(true);
+  const member = readProcessStatNow(Number(out.trim()))!;
+  strays.push({ pid: member.pid, startTime: member.startTime });
+  const leader = readProcessStatNow(member.pgrp);
+  expect(await waitUntil(() => readProcessStatNow(member.pgrp)?.state === "Z", 5_000)).toBe(true);
+  return {
+    leader: { pid: leader!.pid, startTime: leader!.startTime },
+    member: { pid: member.pid, startTime: member.startTime },
+  };
+}
+
+/** The process table reads once (recovery's own read); every later read fails. */
+function tableOnlyOnce(): void {
+  const real = processBackend();
+  let reads = 0;
+  restoreBackend = useProcessBackend({
+    ...real,
+    table: (options) =>
+      reads++ === 0 ? real.table(options) : Promise.reject(new ProcessTableUnavailable("no table")),
+  });
 }
 
 function launched() {
@@ -145,6 +194,33 @@ describe("recorded host children (validation children, resolvers)", () => {
     expect(await reapRecordedHostChildren(f.store, 200)).toBe(1);
     expect(await waitUntil(() => readProcessIdentityNow(ours.pid) === null, 5_000)).toBe(true);
     expect(readProcessIdentityNow(unrelated.pid)).toEqual(unrelated);
+    expect(listHostChildren(f.store)).toEqual([]);
+  });
+
+  it("stops the group of a zombie leader with the exact identity", async () => {
+    const f = openFixture();
+    fixtures.push(f);
+    const { leader, member } = await zombieLedGroup();
+    recordHostChild(f.store, { ...leader, kind: "validator", runId: "run-1" });
+    expect(await reapRecordedHostChildren(f.store, 200)).toBe(1);
+    expect(await waitUntil(() => readProcessIdentityNow(member.pid) === null, 5_000)).toBe(true);
+    expect(listHostChildren(f.store)).toEqual([]);
+  });
+
+  it("keeps the record of a group whose stop gave up, for the next start", async () => {
+    const f = openFixture();
+    fixtures.push(f);
+    const ours = liveGroupLeader();
+    const row = { ...ours, kind: "resolver" as const, runId: null };
+    recordHostChild(f.store, row);
+    tableOnlyOnce();
+    expect(await reapRecordedHostChildren(f.store, 0)).toBe(1);
+    expect(readProcessIdentityNow(ours.pid)).toEqual(ours);
+    expect(listHostChildren(f.store)).toEqual([row]);
+    restoreBackend!();
+    restoreBackend = null;
+    expect(await reapRecordedHostChildren(f.store, 200)).toBe(1);
+    expect(await waitUntil(() => readProcessIdentityNow(ours.pid) === null, 5_000)).toBe(true);
     expect(listHostChildren(f.store)).toEqual([]);
   });
 });
