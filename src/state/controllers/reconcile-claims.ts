@@ -83,7 +83,6 @@ export interface ClaimReconcilesOptions {
 export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions): ReconcileClaim[] {
   return writeTransaction(store, () => {
     const now = store.clock.now();
-    const epoch = currentHostEpochInTx(store);
     const claims: ReconcileClaim[] = [];
     for (const uid of opts.uids) {
       const queue = queryOne<{ version: number; consecutive_errors: number }>(
@@ -94,16 +93,8 @@ export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions)
       );
       const row = queue && readResourceRow(store, uid);
       if (!queue || !row || row.removed_at !== null) continue;
-      const lease = readLease(store, reconcileLease(uid));
-      if (leaseHolds(lease, now, epoch)) continue;
-      const claim = acquireClaimInTx(store, {
-        resource: reconcileLease(uid),
-        ownerType: "host",
-        ownerId: opts.ownerId,
-        hostEpoch: opts.hostEpoch,
-        token: opts.token(),
-        ttlMs: opts.ttlMs,
-      }, now);
+      const claim = acquireOrSkip(store, uid, opts, now);
+      if (!claim) continue;
       execute(
         store,
         "UPDATE controller_queue SET pending = 0, claim_version = version, updated_at = :now " +
@@ -123,6 +114,31 @@ export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions)
     }
     return claims;
   });
+}
+
+/**
+ * The reconcile claim of `uid`, or null while another live claim holds it: `acquireClaimInTx`
+ * reads the lease and refuses before it writes anything, so its refusal is the one check.
+ */
+function acquireOrSkip(
+  store: StateStore,
+  uid: string,
+  opts: ClaimReconcilesOptions,
+  now: number,
+): Claim | null {
+  try {
+    return acquireClaimInTx(store, {
+      resource: reconcileLease(uid),
+      ownerType: "host",
+      ownerId: opts.ownerId,
+      hostEpoch: opts.hostEpoch,
+      token: opts.token(),
+      ttlMs: opts.ttlMs,
+    }, now);
+  } catch (error) {
+    if (error instanceof ClaimLostError && error.reason === "ownerChanged") return null;
+    throw error;
+  }
 }
 
 export interface ReconcileTx {
@@ -164,7 +180,9 @@ export interface QueueAfter {
 /**
  * Ends the claim of a reconcile inside its transaction: the queue row takes `next` (a request
  * that arrived during the reconcile makes it due at once), the lease is released, and a resource
- * being deleted whose finalizers are empty is removed. Returns whether it was removed.
+ * being deleted whose finalizers are empty is removed. `row` is the resource as this transaction
+ * read it (undefined: none): a deletion is requested only in a transaction of its own, so a row
+ * without one needs no second look. Returns whether it was removed.
  */
 export function endClaimInTx(
   store: StateStore,
@@ -172,19 +190,15 @@ export function endClaimInTx(
   now: number,
   next: QueueAfter,
   errors: { count: "reset" | "keep" | "increase"; code?: string; message?: string },
+  row: ResourceRow | undefined,
 ): boolean {
-  const queue = queryOne<{ version: number; claim_version: number | null }>(
-    store,
-    "SELECT version, claim_version FROM controller_queue WHERE uid = :uid",
-    { uid },
-  );
-  const requestedMeanwhile = queue !== undefined && queue.claim_version !== null &&
-    queue.version > queue.claim_version;
-  const pending = next.pending || requestedMeanwhile;
-  const availableAt = requestedMeanwhile ? now : next.availableAt;
+  // SET expressions read the row as it was: `version > claim_version` is a request that came
+  // during the reconcile.
   execute(
     store,
-    "UPDATE controller_queue SET pending = :pending, available_at = :availableAt, " +
+    "UPDATE controller_queue SET pending = CASE WHEN :pending = 1 OR version > claim_version " +
+      "THEN 1 ELSE 0 END, available_at = CASE WHEN version > claim_version THEN :now " +
+      "ELSE :availableAt END, " +
       "claim_version = NULL, consecutive_errors = CASE :count WHEN 'reset' THEN 0 " +
       "WHEN 'increase' THEN consecutive_errors + 1 ELSE consecutive_errors END, " +
       "last_error_code = CASE :count WHEN 'reset' THEN NULL WHEN 'increase' THEN :code " +
@@ -193,8 +207,8 @@ export function endClaimInTx(
       "WHERE uid = :uid",
     {
       uid,
-      pending: pending ? 1 : 0,
-      availableAt,
+      pending: next.pending ? 1 : 0,
+      availableAt: next.availableAt,
       count: errors.count,
       code: errors.code ?? null,
       message: errors.message?.slice(0, 8192) ?? null,
@@ -202,6 +216,7 @@ export function endClaimInTx(
     },
   );
   releaseLeaseInTx(store, reconcileLease(uid), now);
+  if (row === undefined || row.deletion_requested_at === null) return false;
   return removeIfDeletableInTx(store, uid, now);
 }
 
@@ -271,7 +286,7 @@ export function recoverExpiredReconcile(
         ambiguousEffects: released.ambiguous,
       }, now);
     }
-    endClaimInTx(store, opts.uid, now, { pending: true, availableAt: now }, { count: "keep" });
+    endClaimInTx(store, opts.uid, now, { pending: true, availableAt: now }, { count: "keep" }, row);
     return true;
   });
 }

@@ -80,6 +80,7 @@ export function finishReconcile(
         now,
         { pending: true, availableAt: now + opts.retryDelayMs },
         { count: "increase", code: outcome.error.code, message: outcome.error.message },
+        row,
       );
       return { resourceVersion: version, conflict: false, removed, ambiguousEffects };
     }
@@ -90,7 +91,7 @@ export function finishReconcile(
       }, now);
       const removed = endClaimInTx(store, opts.uid, now, { pending: true, availableAt: now }, {
         count: "keep",
-      });
+      }, row);
       return { resourceVersion: version, conflict: true, removed, ambiguousEffects };
     }
     // The version bump every write makes, with the status write in the same statement.
@@ -116,6 +117,7 @@ export function finishReconcile(
       now,
       { pending: outcome.kind === "requeue", availableAt: now + afterMs },
       { count: "reset" },
+      row,
     );
     return { resourceVersion: version, conflict: false, removed, ambiguousEffects };
   });
@@ -147,6 +149,7 @@ export function timeOutReconcile(
         code: "reconcileTimedOut",
         message: `The reconcile did not finish within ${opts.timeoutMs} ms`,
       },
+      row,
     );
     return { resourceVersion: row.resource_version, conflict: false, removed, ambiguousEffects };
   });
@@ -185,6 +188,7 @@ export function interruptReconcile(
           message: "The controller worker stopped during the reconcile",
         }
         : { count: "keep" },
+      row,
     );
     return {
       resourceVersion: row.resource_version,
