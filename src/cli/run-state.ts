@@ -142,11 +142,32 @@ function blocked(
         "warn",
         `${run.budgetStop ?? "its spend reached its budget"}: a person raises the budget or ` +
           "cancels the run",
-        `pi-workflows budget ${id} --raise <USD>`,
+        `pi-workflows budget ${id} ${raiseFlags(run)}`,
       );
     default:
       return state("blocked", "blocked", "warn", reason, `pi-workflows status ${id}`);
   }
+}
+
+/**
+ * The flags that raise the limit the run reached: `--raise` for a cost limit, `--raise-tokens`
+ * for a token limit (a limit the run does not have cannot be raised). A controller's total over
+ * its children stops a run its own budget does not: then the limits the run has name the flag.
+ */
+function raiseFlags(run: RunSummary): string {
+  const budget = run.budget ?? {};
+  const spend = run.spend;
+  const cost = budget.maxCostUsd !== undefined && spend?.cost != null &&
+    spend.cost >= budget.maxCostUsd;
+  const tokens = budget.maxTokens !== undefined && spend !== undefined &&
+    spend.tokens >= budget.maxTokens;
+  if (cost || tokens) {
+    return [cost ? "--raise <USD>" : "", tokens ? "--raise-tokens <N>" : ""].filter(Boolean)
+      .join(" ");
+  }
+  return budget.maxTokens !== undefined && budget.maxCostUsd === undefined
+    ? "--raise-tokens <N>"
+    : "--raise <USD>";
 }
 
 function state(

@@ -145,6 +145,48 @@ describe("describeRunState()", () => {
       ],
       [{ state: "completed", queueState: "done" }, undefined, "completed", null],
       [{ state: "timed_out", queueState: "failed" }, undefined, "timed out", null],
+      // Over budget: the flag raises the limit it reached (a limit it lacks cannot be raised).
+      [
+        {
+          blockedReason: "budgetExceeded",
+          budget: { maxTokens: 2000 },
+          spend: { tokens: 2600, cost: 0.015 },
+        },
+        undefined,
+        "over budget",
+        "pi-workflows budget run-1a2b3c4d --raise-tokens <N>",
+      ],
+      [
+        {
+          blockedReason: "budgetExceeded",
+          budget: { maxCostUsd: 0.01, maxTokens: 9000 },
+          spend: { tokens: 2600, cost: 0.015 },
+        },
+        undefined,
+        "over budget",
+        "pi-workflows budget run-1a2b3c4d --raise <USD>",
+      ],
+      [
+        {
+          blockedReason: "budgetExceeded",
+          budget: { maxCostUsd: 0.01, maxTokens: 2000 },
+          spend: { tokens: 2600, cost: 0.015 },
+        },
+        undefined,
+        "over budget",
+        "pi-workflows budget run-1a2b3c4d --raise <USD> --raise-tokens <N>",
+      ],
+      // Stopped by its controller's total, not its own limits: the limits it has say which.
+      [
+        {
+          blockedReason: "budgetExceeded",
+          budget: { maxTokens: 9000 },
+          spend: { tokens: 10, cost: null },
+        },
+        undefined,
+        "over budget",
+        "pi-workflows budget run-1a2b3c4d --raise-tokens <N>",
+      ],
     ];
     for (const [fields, waiting, word, next] of cases) {
       const state = describeRunState(run(fields), { waiting });

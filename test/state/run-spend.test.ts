@@ -115,7 +115,10 @@ describe("budgets", () => {
     ]);
     expect(() => resumeRun(fx.store, { runId })).toThrow(BudgetExceededError);
     // A token limit it does not have cannot be raised; a raise still under the spend keeps it.
-    expect(() => raiseBudget(fx.store, { runId, raiseTokens: 10 })).toThrow(/no a token limit/);
+    // The refusal names the flag that works.
+    expect(() => raiseBudget(fx.store, { runId, raiseTokens: 10 })).toThrow(
+      /\(blocked budgetExceeded\): it has no token limit to raise: it has a cost limit, raised with --raise <USD>$/,
+    );
     expect(raiseBudget(fx.store, { runId, raiseCostUsd: 0.25 }).unblocked).toBe(false);
     expect(readRun(fx.store, runId)!.blockedReason).toBe("budgetExceeded");
     const raised = raiseBudget(fx.store, { runId, raiseCostUsd: 1 });

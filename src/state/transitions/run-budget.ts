@@ -19,7 +19,7 @@ import { readBudgetStop, readPoolSpend } from "../budget-stop.ts";
 import { raisePool, unblockPoolChildren } from "./budget-pool.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
-import { expectState, isTerminalRunState, setQueueState } from "./common.ts";
+import { describeState, expectState, isTerminalRunState, setQueueState } from "./common.ts";
 import { command, type CommandResult } from "./run-commands.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
@@ -110,15 +110,21 @@ export function raiseBudget(
       const has = (limit: keyof Budget) =>
         before[limit] !== undefined || pool?.budget[limit] !== undefined;
       const missing = [
-        opts.raiseCostUsd !== undefined && !has("maxCostUsd") ? "a cost" : "",
-        opts.raiseTokens !== undefined && !has("maxTokens") ? "a token" : "",
+        opts.raiseCostUsd !== undefined && !has("maxCostUsd") ? "cost" : "",
+        opts.raiseTokens !== undefined && !has("maxTokens") ? "token" : "",
       ].filter(Boolean);
       if (missing.length > 0) {
+        // Name the limit it has, so the refusal says which flag works.
+        const other = has("maxTokens") && !has("maxCostUsd")
+          ? ": it has a token limit, raised with --raise-tokens <N>"
+          : has("maxCostUsd") && !has("maxTokens")
+          ? ": it has a cost limit, raised with --raise <USD>"
+          : "";
         throw new TransitionError(
           run.run_id,
           "raise the budget of",
-          "running",
-          `it has no ${missing.join(" or ")} limit to raise`,
+          describeState(run),
+          `it has no ${missing.join(" or ")} limit to raise${other}`,
         );
       }
       const raise = (limit: number | undefined, by: number | undefined) =>
