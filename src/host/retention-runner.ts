@@ -28,6 +28,7 @@ import {
 import type { StateStore } from "../state/store.ts";
 import type { CheckpointRunner } from "../state/checkpoint-runner.ts";
 import { runsNotStored } from "../state/retention/missing-runs.ts";
+import { readLastPassAt, recordPassEnd } from "../state/retention/pass-record.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
 import { type OutputFileIndex, outputFileIndex } from "./output-file-index.ts";
@@ -62,7 +63,8 @@ export function createRetentionRunner(ctx: {
 }): RetentionRunner {
   const settings = ctx.checkpointRunner ? { checkpointRunner: ctx.checkpointRunner } : {};
   let idlePass: RetentionPass | null = null;
-  let nextIdleAt = 0;
+  /** Null until the first idle tick reads when the last pass (of any host) ended. */
+  let nextIdleAt: number | null = null;
   let commanded: Promise<RetentionReport> | null = null;
 
   const sessions = join(ctx.stateDir, "sessions");
@@ -82,6 +84,13 @@ export function createRetentionRunner(ctx: {
     if (r.dryRun) return;
     // With those of runs an earlier pass deleted but could not finish (an idle exit, a crash).
     removePruned(pass, orphanSessionDirs(ctx.store, sessions));
+    // The next host's idle pass waits the interval from here (a failure: it runs sooner).
+    try {
+      recordPassEnd(ctx.store, ctx.now());
+      nextIdleAt = ctx.now() + ctx.intervalMs;
+    } catch (error) {
+      ctx.log("retention.failed", { error: (error as Error).message.split("\n")[0] });
+    }
     ctx.log("retention.pass", {
       source,
       runs: r.runs,
@@ -133,6 +142,17 @@ export function createRetentionRunner(ctx: {
       if (commanded) return;
       let keepDays: number | null = null;
       if (!idlePass) {
+        if (nextIdleAt === null) {
+          try {
+            // A time past now (the clock was set back) counts as now.
+            const last = readLastPassAt(ctx.store);
+            nextIdleAt = last === null ? 0 : Math.min(last, ctx.now()) + ctx.intervalMs;
+          } catch (error) {
+            nextIdleAt = ctx.now() + ctx.intervalMs;
+            failed(error);
+            return;
+          }
+        }
         if (ctx.now() < nextIdleAt) return;
         nextIdleAt = ctx.now() + ctx.intervalMs;
         try {

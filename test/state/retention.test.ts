@@ -692,6 +692,37 @@ describe("retention", () => {
 });
 
 describe("the host's idle retention tick", () => {
+  it("starts a pass at most once per interval, across the host's restarts too", () => {
+    fx = openFixture();
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const host = () => {
+      const lines: string[] = [];
+      const runner = createRetentionRunner({
+        store: fx.store,
+        stateDir: dirname(fx.store.path),
+        log: (event) => lines.push(event),
+        intervalMs: 3600_000,
+        now: () => fx.clock.now(),
+      });
+      return { lines, runner };
+    };
+    const first = host();
+    // Its checkpoints run in line: a slice ends the small pass.
+    for (let i = 0; i < 20 && !first.lines.includes("retention.pass"); i++) first.runner.idleTick();
+    expect(first.lines).toEqual(["retention.pass"]);
+    // The next host (the first exited idle, a client started another) waits the interval.
+    fx.clock.advance(10 * 60_000);
+    const second = host();
+    for (let i = 0; i < 5; i++) second.runner.idleTick();
+    expect(second.lines).toEqual([]);
+    fx.clock.advance(3600_000);
+    for (let i = 0; i < 20 && !second.lines.includes("retention.pass"); i++) {
+      second.runner.idleTick();
+    }
+    expect(second.lines).toEqual(["retention.pass"]);
+  });
+
   it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {
     fx = openFixture();
     const lines: string[] = [];
