@@ -15,6 +15,7 @@ import { type LogChunk, logCursorKey, type StepLog } from "../protocol/log-opera
 import { type AttemptSummary, attemptVisit, listNodeAttempts } from "../state/attempt-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { listNodeUpdates, readRun } from "../state/queries.ts";
+import { readDefinitionSnapshot } from "../state/viewer-step-queries.ts";
 import { formatStepCursor, parseStepCursor, readStepOutput } from "../base/step-output-files.ts";
 import { memberSessionFiles, runSessionsRoot } from "../base/pi-session-files.ts";
 import { ANSWER_BUDGET_BYTES } from "./answer-budget.ts";
@@ -38,6 +39,9 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
   if (!run) throw new NotFoundError("run", runId);
   const limit = payload.attemptLimit ?? DEFAULT_STEPS;
   const attempts = listNodeAttempts(rt.store, runId, payload.nodeId ?? null, limit + 1);
+  if (payload.nodeId !== undefined && attempts.length === 0) {
+    refuseUnknownNode(rt, runId, run.definitionDigest, payload.nodeId);
+  }
   const earlier = attempts.length > limit;
   const shown = earlier ? attempts.slice(1) : attempts;
   const stateDir = dirname(rt.store.path);
@@ -142,4 +146,21 @@ function transcriptChunk(
     cursor: String(read.next),
     skipped: false,
   };
+}
+
+/**
+ * A node the run's workflow does not have (a typo) is refused with the nodes it has: an empty
+ * answer would read as "the step printed nothing". A node of the workflow that has not run yet
+ * answers empty (`--follow` waits for it).
+ */
+function refuseUnknownNode(rt: HostRuntime, runId: string, digest: string, nodeId: string) {
+  const definition = readDefinitionSnapshot(rt.store, digest) as
+    | { nodes?: Record<string, unknown> }
+    | undefined;
+  const nodes = definition?.nodes ? Object.keys(definition.nodes) : null;
+  if (nodes === null || nodes.includes(nodeId)) return;
+  throw new NotFoundError(
+    "node",
+    `run ${runId}'s workflow has no node "${nodeId}"; its nodes: ${nodes.join(", ")}`,
+  );
 }

@@ -269,6 +269,11 @@ export default defineWorkflow({
     expect(batchLogs.stdout).toContain("  | [lint] lint ok\n");
     expect(batchLogs.stdout).toContain("  ! [lint] warned\n");
     expect(batchLogs.stdout).toContain("  | [unit] 3 passed\n");
+    // A node the workflow does not have is refused with the ones it has: an empty answer read as
+    // "(no output: the steps printed nothing ...)".
+    const typo = await cli(["logs", batchId, "chekcs"]);
+    expect([typo.code, typo.stdout]).toEqual([3, ""]);
+    expect(typo.stderr).toContain(`workflow has no node "chekcs"; its nodes: checks`);
   });
 
   it("shows, lists, pauses, resumes and cancels runs", async () => {
