@@ -35,21 +35,23 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   pi.on("agent_start", () => {
     session?.presenter.noteAgentStart();
   });
-  // Pi appends a sent message to the session after its message_end: the next message's start
-  // (or the turn's end) is the first moment its entry id can be read and recorded. The model's
-  // reply is waited for: when it submits, the submit carries the entry (one host call, one
-  // commit), and a separate record would race it to the host.
+  // Pi appends a sent message to the session after its message_end: the next message's start is
+  // the first moment its entry id can be read and recorded. The model's reply is waited for: when
+  // it submits, the submit carries the entry (one host call, one commit), and a separate record
+  // would race it to the host; when it does not, its end records the entry (or the settle does).
+  // No turn_end handler: while any extension handles turn_end, Pi builds the whole session context
+  // twice at every turn's end (its turn_end boundary), on the path of every tool result to the
+  // next request, and nothing here needs that moment.
   const record = () => void session?.presenter.recordSent().catch(() => {});
   pi.on("message_start", (event) => {
     if (!isAssistantMessage(event)) record();
   });
   pi.on("message_end", (event) => {
     session?.presenter.noteMessageEnd(event);
-    if (isAssistantMessage(event) && !callsWorkflowSubmit(event)) record();
-  });
-  pi.on("turn_end", () => {
-    record();
-    void session?.syncOutbox().catch(() => {});
+    if (!isAssistantMessage(event)) return;
+    if (!callsWorkflowSubmit(event)) record();
+    // A turn the outbox started is on the branch by the model's first reply: recorded now.
+    if (session?.outbox.hasUnrecorded) void session.syncOutbox().catch(() => {});
   });
   pi.on("agent_settled", (event, ctx) => {
     if (!session) return;

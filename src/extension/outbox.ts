@@ -53,6 +53,11 @@ export class Outbox {
     this.#host = host;
   }
 
+  /** This process sent an item whose entry the host has not recorded yet. */
+  get hasUnrecorded(): boolean {
+    return this.#unrecorded.size > 0;
+  }
+
   /** Claims, shows and records what the session is owed; serialized. */
   sync(): Promise<void> {
     const next = this.#chain.then(() => this.#sync());

@@ -89,7 +89,6 @@ export interface PiEvents {
   message_start: unknown;
   /** `{message}`: an assistant message carries `stopReason` (`error` with `errorMessage`). */
   message_end: unknown;
-  turn_end: unknown;
 }
 
 export interface PiExtensionApi {
