@@ -44,7 +44,9 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   // next request, and nothing here needs that moment.
   const record = () => void session?.presenter.recordSent().catch(() => {});
   pi.on("message_start", (event) => {
-    if (!isAssistantMessage(event)) record();
+    // An assistant message starts once the provider answered Pi's request: a handoff's is out.
+    if (isAssistantMessage(event)) session?.handoff.noteAssistantStart();
+    else record();
   });
   pi.on("message_end", (event) => {
     session?.presenter.noteMessageEnd(event);
@@ -56,6 +58,7 @@ export default function piWorkflows(pi: PiExtensionApi): void {
   pi.on("agent_settled", (event, ctx) => {
     if (!session) return;
     session.touch(ctx);
+    session.handoff.noteSettled();
     void session.settled(event.aborted);
   });
 }

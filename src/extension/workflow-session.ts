@@ -15,6 +15,7 @@ import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
 import { stepUsageOnBranch } from "./branch-usage.ts";
+import { HandoffQuiet } from "./handoff-quiet.ts";
 import { hostStartCommand } from "./host-launch.ts";
 import type { PiContext, PiExtensionApi } from "./pi-api.ts";
 import { Presenter } from "./presenter.ts";
@@ -41,6 +42,8 @@ export class WorkflowSession {
   readonly presenter: Presenter;
   readonly runs: RunWatch;
   readonly outbox: Outbox;
+  /** The quiet of a step handoff: pushes meanwhile wait (handoff-quiet.ts). */
+  readonly handoff = new HandoffQuiet();
   #ctx: PiContext;
   #closed = false;
   #linked = false;
@@ -164,6 +167,9 @@ export class WorkflowSession {
           this.#cursor === undefined ? 0 : LONG_POLL_MS,
         );
         if (this.#closed) return;
+        // A push during a step handoff waits until the next step's request went out.
+        await this.handoff.ended();
+        if (this.#closed) return;
         const first = this.#cursor === undefined;
         this.#cursor = answer.cursor;
         if (answer.activeRun?.runId) this.runs.follow(answer.activeRun.runId);
@@ -246,6 +252,7 @@ export class WorkflowSession {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.handoff.close();
     if (this.#tick) clearInterval(this.#tick);
     this.#tick = null;
     this.client.close();

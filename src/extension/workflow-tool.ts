@@ -151,6 +151,7 @@ async function submit(
   // recorded yet rides in the submission, which the host records first in the same commit.
   const presentation = session.presenter.carryPresentation(current.interactionId);
   const done = session.presenter.noteSubmitting(current.interactionId);
+  const quiet = session.handoff.enter();
   let answered = false;
   try {
     const result = await awaitVerdict(session, current, call, toolCallId, signal, presentation);
@@ -158,6 +159,7 @@ async function submit(
     return result;
   } finally {
     if (presentation) session.presenter.presentationCarried(current.interactionId, answered);
+    quiet();
     done();
   }
 }

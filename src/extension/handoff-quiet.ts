@@ -1,0 +1,101 @@
+/**
+ * The quiet of a step handoff: when the session's background work may run. The host's push for
+ * a handoff's commits comes while Pi turns the submit's tool result into the next step's request,
+ * and what the session does with it (a `run.status` for the progress display, the long poll's
+ * re-arm: two host calls, their answers decoded and drawn) would share Pi's event loop, and the
+ * host, with that path. So a push that comes from a submit's start on waits (`ended`) until Pi
+ * waits itself: for the host, once the next submit's request went out (a model that answers at
+ * once submits the next step within milliseconds), or for the model, `QUIET_LINGER_MS` after its
+ * next reply started (Pi's request went out); at the latest when the agent settles or
+ * `QUIET_MAX_MS` after the last submit started. The submit's own answer names the next step and
+ * the session's cursor (submit-window.ts): nothing a push brings is needed sooner.
+ */
+
+/** After the model's next reply started, how long the parked work still waits for a submit. */
+export const QUIET_LINGER_MS = 200;
+/** The longest a push waits (the once-a-second tick runs regardless). */
+export const QUIET_MAX_MS = 1_000;
+
+interface Waiter {
+  /** The quiet it waits for. */
+  quiet: number;
+  resolve(): void;
+}
+
+export class HandoffQuiet {
+  /** Submit tool calls in flight. */
+  #submits = 0;
+  /** The current quiet's number (a new one per submit); valid while `#timer` is set. */
+  #quiet = 0;
+  /** Every submit ended: the model's next reply ends the quiet (after the linger). */
+  #afterSubmit = false;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #waiters: Waiter[] = [];
+
+  /** True from a submit's start until its quiet ends. */
+  get active(): boolean {
+    return this.#timer !== null;
+  }
+
+  /**
+   * A submit tool call starts (call it right before sending the submit); the returned function
+   * ends the call (once). Work parked in an earlier quiet runs after this turn of the event loop,
+   * when the submit's request has gone out and Pi waits for the host's answer.
+   */
+  enter(): () => void {
+    const earlier = this.active ? this.#quiet : null;
+    this.#quiet++;
+    this.#submits++;
+    this.#afterSubmit = false;
+    this.#arm(QUIET_MAX_MS);
+    if (earlier !== null) setImmediate(() => this.#release(earlier));
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.#submits--;
+      if (this.#submits === 0) this.#afterSubmit = true;
+    };
+  }
+
+  /** An assistant message started: Pi's request after the last submit went out. */
+  noteAssistantStart(): void {
+    if (this.#afterSubmit && this.active) this.#arm(QUIET_LINGER_MS);
+  }
+
+  /** The agent settled: no request follows. */
+  noteSettled(): void {
+    if (this.#submits === 0) this.#end();
+  }
+
+  /** The session closes: nothing waits any more. */
+  close(): void {
+    this.#end();
+  }
+
+  /** Resolves once the current quiet is over (at once when there is none). */
+  ended(): Promise<void> {
+    if (!this.active) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ quiet: this.#quiet, resolve }));
+  }
+
+  #arm(ms: number): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#end(), ms);
+    this.#timer.unref?.();
+  }
+
+  /** Releases the work parked in quiets up to `quiet`. */
+  #release(quiet: number): void {
+    const due = this.#waiters.filter((waiter) => waiter.quiet <= quiet);
+    this.#waiters = this.#waiters.filter((waiter) => waiter.quiet > quiet);
+    for (const waiter of due) waiter.resolve();
+  }
+
+  #end(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#afterSubmit = false;
+    this.#release(this.#quiet);
+  }
+}
