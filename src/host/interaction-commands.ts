@@ -294,8 +294,9 @@ export async function submitInteractionCommand(
   const next = row.outcome === "accepted" && payload.nextWaitMs > 0
     ? await nextSessionStep(rt, payload.sessionId, runId!, payload.nextWaitMs)
     : {};
-  const contract = contractOf(rt, payload.interactionId);
-  const target = contract ?? { step: payload.nodeId, attempt: payload.attemptId };
+  // The step and attempt the transport check matched exactly (a repeated tool call: by its
+  // payload's hash), so the stored contract is not read again for the tool result's text.
+  const target = { step: payload.nodeId, attempt: payload.attemptId };
   const body: OperationReceipt<"interaction.submit"> = {
     interactionId: payload.interactionId,
     submissionId,
