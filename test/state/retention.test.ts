@@ -353,9 +353,18 @@ describe("retention", () => {
   it("counts in a dry run what the prune removes: runs freed when the runs holding them go, marked runs", () => {
     fx = openFixture();
     // A chain: the child holds its parent, which holds its own; the prune takes them a walk each.
-    const grandParent = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
-    const parent = endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: grandParent });
-    endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: parent });
+    // Each of its own definition, whose snapshot goes with it.
+    const digest = (name: string) => ({
+      definitionDigest: `sha256:${name}`,
+      definition: { nodes: [name], edges: [] },
+    });
+    const grandParent = endedRun(fx.store, { hostEpoch: HOST_EPOCH, ...digest("g") });
+    const parent = endedRun(fx.store, {
+      hostEpoch: HOST_EPOCH,
+      parentRunId: grandParent,
+      ...digest("p"),
+    });
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH, parentRunId: parent, ...digest("c") });
     // Held by a run that stays (young): kept by both.
     const heldOld = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     // A run an earlier pass marked and did not finish.
@@ -371,7 +380,10 @@ describe("retention", () => {
     const pass = runRetentionPass(fx.store, { keepDays: 30 }).report;
     expect(pass.runs).toBe(4);
     expect(dry.runs).toBe(pass.runs);
-    for (const table of ["runs", "events", "node_attempts", "run_workers"]) {
+    expect(pass.rows.workflow_definitions).toBe(3);
+    for (
+      const table of ["runs", "events", "node_attempts", "run_workers", "workflow_definitions"]
+    ) {
       expect(dry.rows[table], table).toBe(pass.rows[table]);
     }
     expect(rowsOf(fx, heldOld).runs).toBe(1);

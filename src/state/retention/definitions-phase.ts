@@ -17,7 +17,7 @@ export function createDefinitionsPhase(ctx: PassContext): PassPhase {
   return {
     step() {
       if (ctx.dryRun) {
-        const unused = countUnusedDefinitions(ctx.store, ctx.cutoff, ctx.receiptFloor);
+        const unused = countUnusedDefinitions(ctx.store, ctx.counted);
         if (unused.n > 0) report.rows.workflow_definitions = unused.n;
         report.bytes += unused.bytes;
         return true;

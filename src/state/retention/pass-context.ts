@@ -101,6 +101,8 @@ export interface PassContext {
   readonly report: RetentionReport;
   /** What the runs deleted since the pass last made its commits durable leave on disk. */
   readonly pruned: PrunedLists;
+  /** A dry run's runs that the prune would delete, as its prune phase counts them. */
+  readonly counted: Set<string>;
   /**
    * Hands the files of the runs deleted since the last time over to `takePruned`: call it once
    * their deletion is durable (after one of the pass's checkpoints, which end with an fsync of
@@ -164,6 +166,7 @@ export function createPassContext(
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
     pruned,
+    counted: new Set(),
     makeDurable() {
       if (isEmpty(pruned)) return;
       moveAll(pruned.epochs, durable.epochs);

@@ -50,8 +50,8 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   let queue: Candidate[] = [];
   let walkDeleted = 0;
   let walks = 0;
-  /** A dry run's runs counted so far: the references they hold would be gone. */
-  const counted = new Set<string>();
+  // A dry run's runs counted so far: the references they hold would be gone.
+  const { counted } = ctx;
 
   const nextCandidates = (): boolean => {
     const rows = queryAllArgs<{ run_id: string; run_no: number; finished_at: number; rid: number }>(

@@ -12,7 +12,6 @@
  */
 import { executeArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
-import { prunableSql, receiptsSettledSql } from "./run-deletion.ts";
 
 const UNUSED = "SELECT d.definition_digest FROM workflow_definitions d WHERE " +
   "NOT EXISTS (SELECT 1 FROM runs r WHERE r.definition_digest = d.definition_digest) AND " +
@@ -29,23 +28,20 @@ export function pruneUnusedDefinitionsInTx(store: StateStore, limit: number): nu
 
 /**
  * How many definition snapshots a pass would delete, and their stored bytes (a dry run): those
- * whose runs would all be pruned (ended before `?cutoff`, unreferenced, receipts settled before
- * `receiptFloor`) and that no schedule names.
+ * whose runs are all among `pruned` (the runs the dry run counted) and that no schedule names.
  */
 export function countUnusedDefinitions(
   store: StateStore,
-  cutoff: number,
-  receiptFloor: number,
+  pruned: ReadonlySet<string>,
 ): { n: number; bytes: number } {
   const row = queryOneArgs<{ n: number; bytes: number | null }>(
     store,
     "SELECT COUNT(*) AS n, SUM(length(snapshot_json) + length(definition_digest) + 60) AS bytes " +
       "FROM workflow_definitions d WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE " +
-      `r.definition_digest = d.definition_digest AND NOT (${prunableSql("?1")} AND ` +
-      `${receiptsSettledSql("?2")})) AND ` +
+      "r.definition_digest = d.definition_digest AND r.run_id NOT IN (SELECT value FROM " +
+      "json_each(?1))) AND " +
       "NOT EXISTS (SELECT 1 FROM schedules s WHERE s.definition_digest = d.definition_digest)",
-    cutoff,
-    receiptFloor,
+    JSON.stringify([...pruned]),
   );
   return { n: row?.n ?? 0, bytes: row?.bytes ?? 0 };
 }
