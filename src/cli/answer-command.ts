@@ -13,6 +13,7 @@ import { EXIT } from "./exit-codes.ts";
 import { formatRunHeadline } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
+import { shortRunId } from "./run-ids.ts";
 
 type AnswerCommand = Extract<CliCommand, { kind: "answer" }>;
 type AnswerPayload = { nodeId: string; attemptId: string; answer: JsonValue };
@@ -81,9 +82,15 @@ export async function answerRun(
     printJson(io, receipt);
     return EXIT.ok;
   }
+  // A run paused while it waited keeps its pause: the answer is recorded, the run goes on once
+  // resumed (saying it continues would be wrong).
   io.out(
     `Answered ${receipt.answered.nodeId} with ${canonicalJson(receipt.answered.answer)}; ` +
-      "the run continues",
+      (receipt.run.paused
+        ? `the run stays paused: 'pi-workflows resume ${
+          shortRunId(receipt.run.runId)
+        }' lets it go on`
+        : "the run continues"),
   );
   io.out(formatRunHeadline(receipt.run));
   return EXIT.ok;

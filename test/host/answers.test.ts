@@ -201,6 +201,21 @@ describe("answers from the CLI against a real host", () => {
   });
 
   it("turns plain text into {answer} for a checkpoint without a schema", async () => {
+    // A run paused while it waits is answered and stays paused, and the answer says so.
+    const pausedId = await start("note.workflow.ts");
+    await waitingAt(pausedId);
+    expect((await cli(["pause", pausedId])).code).toBe(0);
+    const whilePaused = await cli(["answer", pausedId, "later"]);
+    expect(whilePaused.code).toBe(0);
+    expect(whilePaused.stdout).toContain(
+      `Answered ask with {"answer":"later"}; the run stays paused: 'pi-workflows resume ${
+        pausedId.slice(0, 12)
+      }' lets it go on`,
+    );
+    expect((await status(pausedId)).run).toMatchObject({ paused: true, state: "running" });
+    expect((await cli(["resume", pausedId])).code).toBe(0);
+    expect((await ended(pausedId)).run.output).toEqual({ answer: "later" });
+
     const runId = await start("note.workflow.ts");
     await waitingAt(runId);
     const json = await cli(["answer", runId, "ship it", "--json"]);
