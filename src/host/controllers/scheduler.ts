@@ -118,26 +118,38 @@ export function createControllerSupervision(
   const runTick = (now: number) => {
     recoverExpiredReconciles(ctx, holds.held());
     const capacity = options.maxConcurrentReconciles - holds.inFlight() - claiming.size;
+    const claimFor = capacity > 0 ? pickDue(now, capacity) : new Map<string, ControllerWorker>();
+    if (claimFor.size > 0) claimInNextCommit(ctx, { holds, workers, claiming, schedule }, claimFor);
+    stopIdleWorkers(workers.values(), { idleMs: options.workerIdleMs, now }, stopWorker, schedule);
+  };
+
+  /** Due resources to claim now (at most `capacity`), each with the worker it goes to. */
+  const pickDue = (now: number, capacity: number) => {
     const claimFor = new Map<string, ControllerWorker>();
     // Whether a worker takes new reconciles is decided once a tick, not once per due resource:
     // nothing in this loop changes its reconciles or its controller's pin.
     const takes = new Map<ControllerWorker, boolean>();
-    if (capacity > 0) {
-      for (const due of listDueReconciles(ctx.store, now, capacity + claiming.size + 64)) {
-        if (claimFor.size >= capacity) break;
-        if (claiming.has(due.uid)) continue;
-        const worker = workers.get(due.controllerId) ?? spawn(due.controllerId);
+    // As many due rows as can be claimed (those claiming already are still due, first); only when
+    // some go to workers that take nothing now, a second look reaches 64 rows further.
+    let read = 0;
+    for (const limit of [capacity + claiming.size, capacity + claiming.size + 64]) {
+      const due = listDueReconciles(ctx.store, now, limit);
+      for (const row of due.slice(read)) {
+        if (claimFor.size >= capacity) return claimFor;
+        if (claiming.has(row.uid) || claimFor.has(row.uid)) continue;
+        const worker = workers.get(row.controllerId) ?? spawn(row.controllerId);
         if (!worker) continue;
         let open = takes.get(worker);
         if (open === undefined) {
           open = takesNewReconciles(ctx, worker, stopWorker);
           takes.set(worker, open);
         }
-        if (open) claimFor.set(due.uid, worker);
+        if (open) claimFor.set(row.uid, worker);
       }
+      if (claimFor.size >= capacity || due.length < limit) break;
+      read = due.length;
     }
-    if (claimFor.size > 0) claimInNextCommit(ctx, { holds, workers, claiming, schedule }, claimFor);
-    stopIdleWorkers(workers.values(), { idleMs: options.workerIdleMs, now }, stopWorker, schedule);
+    return claimFor;
   };
 
   const armDueTimer = (now: number) => {

@@ -24,6 +24,7 @@ import {
   readResourceRow,
   reconcileLease,
   removeIfDeletableInTx,
+  RESOURCE_SELECT,
   type ResourceRow,
   toResource,
 } from "./controller-records.ts";
@@ -76,6 +77,17 @@ export interface ClaimReconcilesOptions {
   token: () => string;
 }
 
+/** The resource with its queue row's error count, while the queue row is due and unclaimed. */
+const DUE_RESOURCE_SELECT =
+  `${
+    RESOURCE_SELECT.replace(" FROM ", ", q.consecutive_errors FROM ")
+  } JOIN controller_queue q ON q.uid = r.uid WHERE r.uid = :uid AND q.pending = 1 AND ` +
+  "q.claim_version IS NULL AND q.available_at <= :now";
+
+interface DueRow extends ResourceRow {
+  consecutive_errors: number;
+}
+
 /**
  * Claims due resources for reconciles, in one transaction. A resource that is no longer due or
  * is claimed by someone else is skipped. Event `reconcile.started` per claim.
@@ -85,14 +97,8 @@ export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions)
     const now = store.clock.now();
     const claims: ReconcileClaim[] = [];
     for (const uid of opts.uids) {
-      const queue = queryOne<{ version: number; consecutive_errors: number }>(
-        store,
-        "SELECT version, consecutive_errors FROM controller_queue WHERE uid = :uid AND " +
-          "pending = 1 AND claim_version IS NULL AND available_at <= :now",
-        { uid, now },
-      );
-      const row = queue && readResourceRow(store, uid);
-      if (!queue || !row || row.removed_at !== null) continue;
+      const row = queryOne<DueRow>(store, DUE_RESOURCE_SELECT, { uid, now });
+      if (!row || row.removed_at !== null) continue;
       const claim = acquireOrSkip(store, uid, opts, now);
       if (!claim) continue;
       execute(
@@ -109,7 +115,7 @@ export function claimReconciles(store: StateStore, opts: ClaimReconcilesOptions)
         uid,
         controllerId: row.controller_id,
         resource: toResource(row),
-        consecutiveErrors: queue.consecutive_errors,
+        consecutiveErrors: row.consecutive_errors,
       });
     }
     return claims;
