@@ -415,6 +415,27 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("keeps a client receipt of no run for the retry window and the period, then deletes it", () => {
+    fx = openFixture();
+    const insert = fx.store.db.prepare(
+      "INSERT INTO host_commands (request_id, client_id, operation, request_fingerprint, " +
+        "outcome, receipt_json, receipt_hash, created_at, completed_at) " +
+        "VALUES (?, 'c', 'controller.apply', 'sha256:f', 'accepted', '{}', 'sha256:r', ?, ?)",
+    );
+    const at = fx.clock.now();
+    insert.run("apply-1", at, at);
+    fx.clock.advance(30 * 60_000);
+    // keepDays 0: the period is over at once, the retry window is not.
+    expect(runRetentionPass(fx.store, { keepDays: 0 }).report.rows.host_commands).toBeUndefined();
+    expect(findHostCommand(fx.store, "apply-1")).toBeDefined();
+    fx.clock.advance(2 * 3600_000);
+    // Past the window, within the period.
+    expect(runRetentionPass(fx.store, { keepDays: 1 }).report.rows.host_commands).toBeUndefined();
+    expect(findHostCommand(fx.store, "apply-1")).toBeDefined();
+    expect(runRetentionPass(fx.store, { keepDays: 0 }).report.rows.host_commands).toBe(1);
+    expect(findHostCommand(fx.store, "apply-1")).toBeUndefined();
+  });
+
   it("compacts an ended run after its retry window: receipts of worker messages go, history stays", () => {
     fx = openFixture();
     const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
