@@ -10,6 +10,8 @@ import { baseRunEnvironment } from "../protocol/run-environment.ts";
 import { readRunOrigin } from "../state/fork-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { readRunEnvironment } from "../state/run-environments.ts";
+import { readRun } from "../state/queries.ts";
+import { verifySourceIdentity, type WorkflowSource } from "../workflows/sources/identity.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
@@ -51,4 +53,31 @@ export async function currentSourceOf(
       clientId: request.clientId,
     },
   };
+}
+
+/**
+ * A plain `run.resume` of a run parked `workflowSourceChanged` whose files still differ from the
+ * recorded ones (hashed, never loaded) is refused, naming both ways on: resumed, it would only
+ * launch a worker that parks it again at once, while the answer said it was running.
+ */
+export function refuseStillChangedSource(
+  rt: HostRuntime,
+  request: HostRequest,
+): HostResponse | null {
+  const runId = request.runId!;
+  if (readRun(rt.store, runId)?.blockedReason !== "workflowSourceChanged") return null;
+  const source = readRunOrigin(rt.store, runId)?.workflowSource as WorkflowSource | undefined;
+  const check = source ? verifySourceIdentity(source) : null;
+  if (!check || check.ok) return null;
+  const first = check.changed[0]!;
+  const more = check.changed.length > 1 ? ` and ${check.changed.length - 1} more` : "";
+  return failureResponse({
+    requestId: request.requestId,
+    hostEpoch: rt.epoch,
+    outcome: "rejected",
+    code: "workflowSourceChanged",
+    message: `Resume refused: ${first.source} is still ${first.reason}${more} since run ${runId} ` +
+      "started; restore it and resume, or go on with it as it is now: " +
+      `'pi-workflows resume ${runId} --accept-source'`,
+  });
 }

@@ -18,7 +18,7 @@ import {
 } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { committedRunReceipt } from "./run-summary.ts";
-import { currentSourceOf } from "./accept-source.ts";
+import { currentSourceOf, refuseStillChangedSource } from "./accept-source.ts";
 
 type Action = "pause" | "resume" | "cancel";
 
@@ -40,6 +40,9 @@ async function controlRun(
     const current = await currentSourceOf(rt, request);
     if (!current.ok) return current.response;
     acceptSource = current.accepted;
+  } else if (request.operation === "run.resume") {
+    const refused = refuseStillChangedSource(rt, request);
+    if (refused) return refused;
   }
   // Before the transition: the scheduler the resume wakes finds them held.
   if (request.operation === "run.resume") {
