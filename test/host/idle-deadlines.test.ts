@@ -13,6 +13,7 @@ import {
   seedWaitingDecisions,
   startHost,
 } from "../bench/_waiting-host.ts";
+import { waitFor } from "../support/host.ts";
 
 const root = mkdtempSync(join(tmpdir(), "pwh-idle-"));
 const hosts: HostProcess[] = [];
@@ -30,6 +31,14 @@ async function measure(stateDir: string) {
   const host = await startHost(stateDir, root, { PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "600000" });
   hosts.push(host);
   try {
+    // Each host's first retention pass (at its first tick with no client and no worker, then
+    // every 6 hours) ends before the window: a cost once per interval, not the deadline timer's.
+    await waitFor(
+      () => host.stderr().includes("retention.pass"),
+      () => `the host's first retention pass: ${host.stderr().slice(-300)}`,
+      30_000,
+      50,
+    );
     return await idleUsage(host.child.pid!, WINDOW_MS);
   } finally {
     await host.stop();
