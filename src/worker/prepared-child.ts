@@ -51,7 +51,6 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
-  baselineCodeAtFirstCall();
   return {
     launch,
     instances: createFreshInstances(() => loadInstance(launch), maxLoads()),
@@ -62,11 +61,14 @@ export function prepareRun(launch: WorkerLaunch): PreparedRun {
 /**
  * From here V8 compiles each function to baseline (Sparkplug) code at its first call, as the
  * host does (host-main.ts): a kept process runs its validation and next-step path once a
- * handoff, so it interpreted most of it; set only once the process may be kept (a worker's
- * start-up, whose code runs once, is interpreted as before). Not under Deno.
+ * handoff, so it interpreted most of it; set once the host kept the process (a worker's start-up
+ * and a process that is not kept, whose code runs once, are interpreted as before). Not under
+ * Deno.
  */
+let baselineSet = false;
 function baselineCodeAtFirstCall(): void {
-  if ("Deno" in globalThis) return;
+  if (baselineSet || "Deno" in globalThis) return;
+  baselineSet = true;
   try {
     const v8 = process.getBuiltinModule("node:v8") as typeof import("node:v8");
     v8.setFlagsFromString("--always-sparkplug");
@@ -97,6 +99,7 @@ export async function servePrepared(
   nextPush: () => Promise<unknown>,
   prepared: PreparedRun,
 ): Promise<WorkerLaunch> {
+  baselineCodeAtFirstCall();
   prepared.instances.fill();
   for (;;) {
     const frame = await nextPush();
