@@ -26,7 +26,16 @@ export interface TranscriptChunk {
 
 export function readTranscript(
   file: string,
-  window: { startedAt: number; finishedAt: number | null },
+  window: {
+    startedAt: number;
+    finishedAt: number | null;
+    /**
+     * The attempt whose conversation this is: a step message or reminder naming another attempt
+     * (its contract's `Attempt:` line), and what follows it, is that attempt's, also within the
+     * time window's slack (the next step of a run often starts within a second).
+     */
+    attemptId?: string;
+  },
   from: number | null,
   maxBytes: number,
 ): TranscriptChunk {
@@ -47,12 +56,21 @@ export function readTranscript(
   if (from === null && start > 0) lineStart = bytes.indexOf(0x0a) + 1;
   const shown = { ...window, forkedAt: forkedAt(file) };
   const pieces: { text: string; endOffset: number }[] = [];
+  /** The attempt of the latest step message read, once one was. */
+  let owner: string | null = null;
   while (lineStart < end) {
     const found = bytes.indexOf(0x0a, lineStart);
     const nl = found === -1 || found >= end ? end : found;
-    const line = bytes.subarray(lineStart, nl).toString("utf8");
+    const entry = parseEntry(bytes.subarray(lineStart, nl).toString("utf8"));
     lineStart = nl + 1;
-    const text = entryText(line, shown);
+    if (entry === null) continue;
+    owner = stepAttemptOf(entry) ?? owner;
+    const id = window.attemptId;
+    // A member of an agent group is `<attempt>.<member>`.
+    if (id !== undefined && owner !== null && owner !== id && !owner.startsWith(`${id}.`)) {
+      continue;
+    }
+    const text = entryText(entry, shown);
     if (text !== null) pieces.push({ text, endOffset: start + lineStart });
   }
   const next = start + end;
@@ -102,18 +120,30 @@ function forkedAt(file: string): number | null {
   }
 }
 
-/** One session line as transcript text; null for what is not a message of this attempt. */
-function entryText(
-  line: string,
-  window: { startedAt: number; finishedAt: number | null; forkedAt: number | null },
-): string | null {
-  let entry: Record<string, unknown>;
+function parseEntry(line: string): Record<string, unknown> | null {
   try {
-    entry = JSON.parse(line);
+    const entry = JSON.parse(line);
+    return entry !== null && typeof entry === "object" && entry.type === "message" ? entry : null;
   } catch {
     return null;
   }
-  if (entry === null || typeof entry !== "object" || entry.type !== "message") return null;
+}
+
+/** The attempt a step message or reminder names: its contract block's `Attempt:` line. */
+function stepAttemptOf(entry: Record<string, unknown>): string | null {
+  const message = entry.message as Record<string, unknown> | undefined;
+  if (!message || message.role !== "user") return null;
+  const text = Array.isArray(message.content)
+    ? (message.content as Record<string, unknown>[]).map((b) => String(b?.text ?? "")).join("\n")
+    : String(message.content ?? "");
+  return /^Attempt: (\S+)$/m.exec(text)?.[1] ?? null;
+}
+
+/** One session message as transcript text; null for what is not a message of this attempt. */
+function entryText(
+  entry: Record<string, unknown>,
+  window: { startedAt: number; finishedAt: number | null; forkedAt: number | null },
+): string | null {
   const at = Date.parse(String(entry.timestamp));
   if (!Number.isFinite(at) || at < window.startedAt - 1000) return null;
   if (window.forkedAt !== null && at < window.forkedAt) return null;

@@ -132,13 +132,14 @@ function memberSources(attempt: AttemptSummary, files: Map<string, string>): Sou
 
 function transcriptChunk(
   source: { file: string | null; member?: string },
-  attempt: { startedAt: number; finishedAt: number | null },
+  attempt: { attemptId: string; startedAt: number; finishedAt: number | null },
   cursor: string | undefined,
   maxBytes: number,
 ): LogChunk | null {
   if (source.file === null) return null;
   const from = cursor === undefined ? null : Number(cursor.split(":")[0]);
-  const read = readTranscript(source.file, attempt, from, maxBytes);
+  const { attemptId, startedAt, finishedAt } = attempt;
+  const read = readTranscript(source.file, { attemptId, startedAt, finishedAt }, from, maxBytes);
   return {
     stream: "transcript",
     ...(source.member === undefined ? {} : { member: source.member }),

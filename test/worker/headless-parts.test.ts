@@ -188,6 +188,58 @@ describe("a step's output files", () => {
     expect(follow.text).toBe("  Done.\n");
     expect(readTranscript(file, window, follow.next, 4096).text).toBe("");
   });
+
+  it("keeps each step's conversation to itself when the next step starts within a second", () => {
+    // Two steps of one run 300 ms apart: the time window's slack covers both, the step messages
+    // (their contract's Attempt: line) tell them apart. Before, each step showed both.
+    const file = join(tempDir(), "run.jsonl");
+    const at = (ms: number) => new Date(1_000_000 + ms).toISOString();
+    const entry = (ms: number, message: unknown) =>
+      JSON.stringify({ type: "message", id: String(ms), timestamp: at(ms), message });
+    const step = (text: string, attempt: string) => ({
+      role: "user",
+      content: [{ type: "text", text: `${text}\n\n---\nStep: s\nAttempt: ${attempt}\n` }],
+    });
+    const reply = (text: string) => ({ role: "assistant", content: [{ type: "text", text }] });
+    writeFileSync(
+      file,
+      [
+        JSON.stringify({ type: "session", version: 3, id: "s", timestamp: at(0) }),
+        entry(0, step("Write a plan", "att-1")),
+        entry(100, reply("planned")),
+        entry(400, step("a or b?", "att-2")),
+        entry(500, reply("a")),
+        entry(550, { role: "user", content: [{ type: "text", text: "Reminder\nAttempt: att-2" }] }),
+        entry(600, reply("a, again")),
+      ].join("\n") + "\n",
+    );
+    const first = readTranscript(
+      file,
+      {
+        attemptId: "att-1",
+        startedAt: 1_000_000,
+        finishedAt: 1_000_150,
+      },
+      null,
+      4096,
+    );
+    expect(first.text).toBe(
+      "› Write a plan\n  \n  ---\n  Step: s\n  Attempt: att-1\n  \n  planned\n",
+    );
+    const second = readTranscript(
+      file,
+      {
+        attemptId: "att-2",
+        startedAt: 1_000_350,
+        finishedAt: 1_000_650,
+      },
+      null,
+      4096,
+    );
+    expect(second.text).not.toContain("planned");
+    expect(second.text).toContain("› a or b?");
+    expect(second.text).toContain("  a, again\n");
+  });
 });
 
 describe("bridge file", () => {
