@@ -215,8 +215,10 @@ describe("loadWorkflow() errors", () => {
     expect((await loadError("nothing-here", dir)).message).toMatch(
       /^Workflow not found: nothing-here: looked in/,
     );
+    // With no close name, the ids there are.
     expect((await loadError("builtin:nope", dir)).message).toBe(
-      "Built-in workflow not found: nope",
+      "Built-in workflow not found: nope; the built-ins are autoplan, plan-approval, autodoc, " +
+        "sanity-check, monitor, autoimplement, echo",
     );
   });
 

@@ -98,7 +98,11 @@ export function resolveWorkflowRef(ref: string, dirs: SourceDirs): WorkflowRef {
       const near = closestName(id, BUILTIN_WORKFLOWS.map((b) => b.id));
       throw new WorkflowLoadError(
         "workflowNotFound",
-        `Built-in workflow not found: ${id}${near ? `; did you mean builtin:${near}?` : ""}`,
+        `Built-in workflow not found: ${id}${
+          near
+            ? `; did you mean builtin:${near}?`
+            : `; the built-ins are ${BUILTIN_WORKFLOWS.map((b) => b.id).join(", ")}`
+        }`,
       );
     }
     return { kind: "builtin", id };
