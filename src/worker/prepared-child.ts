@@ -51,6 +51,7 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
+  baselineCodeAtFirstCall();
   return {
     launch,
     instances: createFreshInstances(() => loadInstance(launch), maxLoads()),
@@ -61,14 +62,11 @@ export function prepareRun(launch: WorkerLaunch): PreparedRun {
 /**
  * From here V8 compiles each function to baseline (Sparkplug) code at its first call, as the
  * host does (host-main.ts): a kept process runs its validation and next-step path once a
- * handoff, so it interpreted most of it; set once the host kept the process (a worker's start-up
- * and a process that is not kept, whose code runs once, are interpreted as before). Not under
- * Deno.
+ * handoff, so it interpreted most of it; set only once the process may be kept (a worker's
+ * start-up, whose code runs once, is interpreted as before). Not under Deno.
  */
-let baselineSet = false;
 function baselineCodeAtFirstCall(): void {
-  if (baselineSet || "Deno" in globalThis) return;
-  baselineSet = true;
+  if ("Deno" in globalThis) return;
   try {
     const v8 = process.getBuiltinModule("node:v8") as typeof import("node:v8");
     v8.setFlagsFromString("--always-sparkplug");
@@ -99,7 +97,6 @@ export async function servePrepared(
   nextPush: () => Promise<unknown>,
   prepared: PreparedRun,
 ): Promise<WorkerLaunch> {
-  baselineCodeAtFirstCall();
   prepared.instances.fill();
   for (;;) {
     const frame = await nextPush();
