@@ -51,28 +51,11 @@ export interface PreparedRun {
 }
 
 export function prepareRun(launch: WorkerLaunch): PreparedRun {
-  baselineCodeAtFirstCall();
   return {
     launch,
     instances: createFreshInstances(() => loadInstance(launch), maxLoads()),
     ahead: null,
   };
-}
-
-/**
- * From here V8 compiles each function to baseline (Sparkplug) code at its first call, as the
- * host does (host-main.ts): a kept process runs its validation and next-step path once a
- * handoff, so it interpreted most of it; set only once the process may be kept (a worker's
- * start-up, whose code runs once, is interpreted as before). Not under Deno.
- */
-function baselineCodeAtFirstCall(): void {
-  if ("Deno" in globalThis) return;
-  try {
-    const v8 = process.getBuiltinModule("node:v8") as typeof import("node:v8");
-    v8.setFlagsFromString("--always-sparkplug");
-  } catch {
-    // Not supported here: interpreted first, as by default.
-  }
 }
 
 /**
