@@ -90,28 +90,8 @@ export interface ReadyHost {
   deadlines: DeadlineTimer;
 }
 
-/**
- * V8 compiles a function to baseline (Sparkplug) code at its first call instead of interpreting
- * it until it runs hot. A step handoff runs hundreds of host functions (the submit, the held
- * submission, the verdict's transitions, the answer) once each, one handoff every model turn, so
- * a host interprets most of that path for its first dozens of handoffs: with baseline code at
- * once, the host's CPU per handoff in the interaction bench fell ~15% (9.1 -> 7.7 ms, means of
- * five alternated runs at load 10-12; the host's RSS and start-up CPU unchanged). Under Deno, or
- * where the flag is refused, the host runs as before.
- */
-function baselineCodeAtFirstCall(): void {
-  if ("Deno" in globalThis) return;
-  try {
-    const v8 = process.getBuiltinModule("node:v8") as typeof import("node:v8");
-    v8.setFlagsFromString("--always-sparkplug");
-  } catch {
-    // Not supported here: interpreted first, as by default.
-  }
-}
-
 /** Runs the host until it stops. Resolves with the reason; rejects with `HostStartError`. */
 export async function runHost(options: RunHostOptions = {}): Promise<string> {
-  baselineCodeAtFirstCall();
   const env = options.env ?? process.env;
   const ready = openReadyChannel(env);
   try {
