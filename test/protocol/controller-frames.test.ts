@@ -11,22 +11,9 @@ import {
   parseControllerMessage,
 } from "../../src/protocol/controller-worker.ts";
 import { prng } from "../support/fuzz-frames.ts";
+import { asReceived, jsonValue, mutateValue, pick, type Rand } from "../support/fuzz-values.ts";
 
-type Rand = () => number;
-const pick = <T>(r: Rand, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
-
-/** Any JSON value, nested a little; keys never `__proto__` (the one documented difference). */
-function json(r: Rand, depth = 0): unknown {
-  const k = Math.floor(r() * (depth > 2 ? 4 : 6));
-  if (k === 0) return null;
-  if (k === 1) return r() < 0.5;
-  if (k === 2) return pick(r, [0, -1, 1.5, 2 ** 53, 1e300]);
-  if (k === 3) return pick(r, ["", "a", "é😀", "x".repeat(300)]);
-  if (k === 4) return Array.from({ length: Math.floor(r() * 3) }, () => json(r, depth + 1));
-  const o: Record<string, unknown> = {};
-  for (let i = Math.floor(r() * 3); i > 0; i--) o[pick(r, ["n", "done", "k", ""])] = json(r, depth);
-  return o;
-}
+const json = (r: Rand): unknown => jsonValue(r, ["n", "done", "k", ""]);
 
 const condition = (r: Rand) => ({
   type: pick(r, ["Ready", "Synced"]),
@@ -98,29 +85,12 @@ function validFrame(r: Rand): Record<string, unknown> {
   };
 }
 
-/** One random change somewhere in the frame: a key dropped or added, a value replaced. */
-function mutate(r: Rand, value: unknown): unknown {
-  if (typeof value !== "object" || value === null) {
-    return pick(r, [null, undefined, 0, -1, 1.5, "", "x", true, [], {}, "2026-13-01"]);
-  }
-  const copy: Record<string, unknown> | unknown[] = Array.isArray(value)
-    ? [...value]
-    : { ...value as Record<string, unknown> };
-  const keys = Object.keys(copy);
-  const action = Math.floor(r() * 4);
-  if (action === 0 && keys.length > 0) {
-    delete (copy as Record<string, unknown>)[pick(r, keys)];
-  } else if (action === 1) {
-    (copy as Record<string, unknown>)[pick(r, ["extra", "kind", "status", "receipt"])] = json(r);
-  } else if (keys.length > 0) {
-    const key = pick(r, keys);
-    const inner = (copy as Record<string, unknown>)[key];
-    (copy as Record<string, unknown>)[key] = action === 2 ? mutate(r, inner) : json(r);
-  }
-  return copy;
-}
-
-const asReceived = (value: unknown): unknown => JSON.parse(JSON.stringify(value) ?? "null");
+const mutate = (r: Rand, value: unknown): unknown =>
+  mutateValue(r, value, {
+    leaves: [null, undefined, 0, -1, 1.5, "", "x", true, [], {}, "2026-13-01"],
+    added: ["extra", "kind", "status", "receipt"],
+    keys: ["n", "done", "k", ""],
+  });
 
 describe("controller frames", () => {
   test("the frame parse agrees with the reference on generated and mutated frames", () => {
