@@ -13,7 +13,7 @@ import { type HostRequest, requestFor } from "../protocol/host-request.ts";
 import { type HostResponse, receiptResponse } from "../protocol/host-response.ts";
 import { type LogChunk, logCursorKey, type StepLog } from "../protocol/log-operations.ts";
 import { type AttemptSummary, attemptVisit, listNodeAttempts } from "../state/attempt-queries.ts";
-import { NotFoundError } from "../state/errors.ts";
+import { NotFoundError, RefusedError } from "../state/errors.ts";
 import { listNodeUpdates, readRun } from "../state/queries.ts";
 import { readDefinitionSnapshot } from "../state/viewer-step-queries.ts";
 import { formatStepCursor, parseStepCursor, readStepOutput } from "../base/step-output-files.ts";
@@ -21,9 +21,12 @@ import { memberSessionFiles, runSessionsRoot } from "../base/pi-session-files.ts
 import { ANSWER_BUDGET_BYTES } from "./answer-budget.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { readTranscript } from "./pi-transcript.ts";
+import { closestName } from "../workflows/sources/closest-name.ts";
 
 const DEFAULT_STEPS = 20;
 const DEFAULT_STREAM_BYTES = 16 * 1024;
+/** Nodes named in an unknown node's refusal (a message stays within the error's 8 KiB). */
+const LISTED_NODES = 20;
 const MODEL_KINDS = new Set(["agent", "decision", "assistantMessage"]);
 
 /** One stream of a step: its output file, or a conversation in a Pi session file. */
@@ -39,7 +42,8 @@ export function runLogsQuery(rt: HostRuntime, request: HostRequest): HostRespons
   if (!run) throw new NotFoundError("run", runId);
   const limit = payload.attemptLimit ?? DEFAULT_STEPS;
   const attempts = listNodeAttempts(rt.store, runId, payload.nodeId ?? null, limit + 1);
-  if (payload.nodeId !== undefined && attempts.length === 0) {
+  // Checked on a first read only: a follow's later reads (with cursors) repeat a name it took.
+  if (payload.nodeId !== undefined && attempts.length === 0 && payload.after === undefined) {
     refuseUnknownNode(rt, runId, run.definitionDigest, payload.nodeId);
   }
   const earlier = attempts.length > limit;
@@ -150,9 +154,10 @@ function transcriptChunk(
 }
 
 /**
- * A node the run's workflow does not have (a typo) is refused with the nodes it has: an empty
- * answer would read as "the step printed nothing". A node of the workflow that has not run yet
- * answers empty (`--follow` waits for it).
+ * A node the run's workflow does not have (a typo) is refused with the nodes it has (the first
+ * LISTED_NODES, within any answer's bounds) and the nearest name: an empty answer would read as
+ * "the step printed nothing". A node of the workflow that has not run yet answers empty
+ * (`--follow` waits for it).
  */
 function refuseUnknownNode(rt: HostRuntime, runId: string, digest: string, nodeId: string) {
   const definition = readDefinitionSnapshot(rt.store, digest) as
@@ -160,8 +165,13 @@ function refuseUnknownNode(rt: HostRuntime, runId: string, digest: string, nodeI
     | undefined;
   const nodes = definition?.nodes ? Object.keys(definition.nodes) : null;
   if (nodes === null || nodes.includes(nodeId)) return;
-  throw new NotFoundError(
-    "node",
-    `run ${runId}'s workflow has no node "${nodeId}"; its nodes: ${nodes.join(", ")}`,
+  const listed = nodes.slice(0, LISTED_NODES).join(", ") +
+    (nodes.length > LISTED_NODES ? ` and ${nodes.length - LISTED_NODES} more` : "");
+  const near = closestName(nodeId, nodes);
+  throw new RefusedError(
+    "notFound",
+    "unknownNode",
+    `run ${runId}'s workflow has no node "${nodeId}"; its nodes: ${listed}` +
+      (near === null ? "" : `. Did you mean "${near}"?`),
   );
 }

@@ -273,7 +273,9 @@ export default defineWorkflow({
     // "(no output: the steps printed nothing ...)".
     const typo = await cli(["logs", batchId, "chekcs"]);
     expect([typo.code, typo.stdout]).toEqual([3, ""]);
-    expect(typo.stderr).toContain(`workflow has no node "chekcs"; its nodes: checks`);
+    expect(typo.stderr).toContain(
+      `workflow has no node "chekcs"; its nodes: checks. Did you mean "checks"?`,
+    );
   });
 
   it("shows, lists, pauses, resumes and cancels runs", async () => {
