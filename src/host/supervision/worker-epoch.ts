@@ -16,7 +16,7 @@ import type { ChildExit } from "./children/spawn-child.ts";
 import { serveWorkerChannel, type SessionHooks } from "./worker-session.ts";
 import { retireChild } from "./children/retire-child.ts";
 import { stopProcessTree } from "../../os/stop-group.ts";
-import { clearChildGroups } from "../../state/transitions/child-groups.ts";
+import { unregisterChildGroup } from "../../state/transitions/child-groups.ts";
 import { groupStopped, isKept, isLaunching, markGone } from "./worker-life.ts";
 import { armStartupDeadline } from "./children/child-deadline.ts";
 
@@ -70,15 +70,17 @@ async function endEpoch(ctx: HostContext, deps: EpochDeps, worker: ActiveWorker)
 }
 
 async function reapChildGroups(ctx: HostContext, worker: ActiveWorker): Promise<void> {
-  const { children } = worker;
-  if (children.size === 0) return;
+  const { children, workerEpoch } = worker;
   const graceMs = ctx.options.killGraceMs;
-  await Promise.all([...children.values()].map((child) => stopProcessTree(child, { graceMs })));
+  await Promise.all([...children.values()].map(async ({ pid, startTime }) => {
+    // Alive after SIGKILL: its row stays for the next host's recovery (exact identity).
+    if (await stopProcessTree({ pid, startTime }, { graceMs }) === "stuck") return;
+    try {
+      unregisterChildGroup(ctx.store, { workerEpoch, pid, startTime });
+    } catch (error) {
+      // A busy database: the record stays for the next host's recovery (exact identities).
+      ctx.log("worker.children_clear_failed", { run: worker.runId, error: logError(error) });
+    }
+  }));
   children.clear();
-  try {
-    clearChildGroups(ctx.store, worker.workerEpoch);
-  } catch (error) {
-    // A busy database: the records stay for the next host's recovery (exact identities).
-    ctx.log("worker.children_clear_failed", { run: worker.runId, error: logError(error) });
-  }
 }

@@ -2,7 +2,8 @@
  * The durable registry of child process groups workers attach to host supervision
  * (`process.register`): one row per group, keyed by worker epoch and exact start identity. The
  * host keeps it so that a host restarting after it and the worker both died can still reap a
- * group nobody stops (recovery signals exact identities only, then clears the rows).
+ * group nobody stops (recovery signals exact identities only, then clears the rows of the groups
+ * it stopped or found gone; a stop that gave up keeps its row for the next host).
  */
 import { type Claim, renewClaimInTx } from "../claims.ts";
 import { type StateStore } from "../store.ts";
@@ -49,17 +50,6 @@ export function unregisterChildGroup(store: StateStore, group: ChildGroupRecord)
         "start_time = :startTime",
       { ...group },
     ) > 0);
-}
-
-/** Forgets every group of a worker epoch (the host reaped them after the worker exited). */
-export function clearChildGroups(store: StateStore, workerEpoch: string): number {
-  return writeTransaction(
-    store,
-    () =>
-      execute(store, "DELETE FROM worker_child_groups WHERE worker_epoch = :workerEpoch", {
-        workerEpoch,
-      }),
-  );
 }
 
 /** Every recorded group, oldest first (recovery reads them all). */

@@ -2,8 +2,9 @@
  * The durable registry of the host's children that are not run workers (validation children,
  * source resolvers): one row per live child, keyed by its exact start identity. A host that
  * dies leaves its rows; the next host's recovery stops the children that still run with the
- * exact identity (a reused PID is never signalled) and clears every row. Workers are named in
- * `run_workers`, the groups they register in `worker_child_groups`.
+ * exact identity (a reused PID is never signalled) and clears every row but those whose stop gave
+ * up (the next start tries again). Workers are named in `run_workers`, the groups they register
+ * in `worker_child_groups`.
  */
 import { type StateStore } from "../store.ts";
 import { execute, queryAll } from "../statements.ts";

@@ -25,7 +25,6 @@ import { renewedExpiry } from "../../../src/state/claims.ts";
 import { ClaimLostError } from "../../../src/state/errors.ts";
 import { queryOne } from "../../../src/state/statements.ts";
 import {
-  clearChildGroups,
   listChildGroups,
   registerChildGroup,
   unregisterChildGroup,
@@ -124,7 +123,7 @@ describe("recorded child groups", () => {
     completeRun(f.store, claim, { output: null });
     expect(unregisterChildGroup(f.store, { workerEpoch, pid: 12, startTime: "34" })).toBe(true);
     expect(unregisterChildGroup(f.store, { workerEpoch, pid: 12, startTime: "34" })).toBe(false);
-    expect(clearChildGroups(f.store, workerEpoch)).toBe(1);
+    expect(unregisterChildGroup(f.store, { workerEpoch, pid: 56, startTime: "78" })).toBe(true);
     expect(listChildGroups(f.store)).toEqual([]);
   });
 

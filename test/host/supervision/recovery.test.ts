@@ -25,6 +25,10 @@ import {
   markWorkerLive,
   nextLaunchableRuns,
 } from "../../../src/state/transitions/run-launch.ts";
+import { reapRecordedChildGroups } from "../../../src/host/supervision/child-groups.ts";
+import { processBackend, useProcessBackend } from "../../../src/os/process-backend.ts";
+import { ProcessTableUnavailable } from "../../../src/os/process-table.ts";
+import { listChildGroups } from "../../../src/state/transitions/child-groups.ts";
 import { createHarness, FAST_OPTIONS, testWorkerCommand } from "../../support/supervision.ts";
 import { removeTempRoot } from "../../support/temp-root.ts";
 
@@ -175,6 +179,51 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
     } finally {
       const left = child ? readProcessIdentityNow(child) : null;
       if (left) void signalGroup(left, "SIGKILL"); // only if the host failed to reap it
+      await h.close();
+    }
+  });
+
+  it("keeps the record of a registered group whose stop gave up, for the next host", async () => {
+    const fixture = join(import.meta.dirname, "fixtures", "registering-worker.ts");
+    const h = await createHarness({}, {
+      maxCrashes: 1,
+      workerCommand: (args) =>
+        args.includes("--resolve")
+          ? testWorkerCommand(args)
+          : { command: process.execPath, args: [fixture] },
+    });
+    // Once the group is recorded, no process table (a failing `ps`): its stop cannot finish.
+    const real = processBackend();
+    let restore: (() => void) | null = useProcessBackend({
+      ...real,
+      table: (options) =>
+        listChildGroups(h.store).length === 0
+          ? real.table(options)
+          : Promise.reject(new ProcessTableUnavailable("no table")),
+    });
+    let child = 0;
+    try {
+      const runId = await h.startRun(h.writeWorkflow(
+        "one.workflow.ts",
+        `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({ run: () => 1 }) }, edges: [] });`,
+      ));
+      await h.waitForRun(runId, (r) => r.state === "failed");
+      expect(await waitUntil(() => h.supervision.activeWorkerCount() === 0, 15_000)).toBe(true);
+      const line = h.workerLogs().split("\n").find((l) => l.startsWith("{"));
+      child = (JSON.parse(line!) as { child: number }).child;
+      const left = readProcessIdentityNow(child)!;
+      expect(listChildGroups(h.store)).toEqual([expect.objectContaining(left)]);
+      restore();
+      restore = null;
+      // The next host's recovery stops it by that record.
+      expect(await reapRecordedChildGroups(h.store, 200)).toBe(1);
+      expect(await waitUntil(() => readProcessIdentityNow(child) === null, 5_000)).toBe(true);
+      expect(listChildGroups(h.store)).toEqual([]);
+    } finally {
+      restore?.();
+      const left = child ? readProcessIdentityNow(child) : null;
+      if (left) void signalGroup(left, "SIGKILL");
       await h.close();
     }
   });

@@ -29,8 +29,8 @@ export async function stopChildGroup(
 }
 
 /**
- * Ends a child the host is done with (see the file comment). `forget` runs once the group is
- * gone, before the output is drained: the groups a run worker registered.
+ * Ends a child the host is done with (see the file comment). `forget` runs once the stop is over
+ * (the group gone, or given up on), before the output is drained: the groups a worker registered.
  */
 export async function retireChild(
   spawned: SupervisedChild,
