@@ -10,6 +10,7 @@
 import { Buffer } from "node:buffer";
 import { statSync } from "node:fs";
 import { readFileRange } from "../base/step-output-files.ts";
+import { attemptLines } from "../workflows/step-contract.ts";
 
 /** Raw bytes read from the session file in one go: the newest ones for a tail. */
 const WINDOW_BYTES = 2 * 1024 * 1024;
@@ -129,14 +130,14 @@ function parseEntry(line: string): Record<string, unknown> | null {
   }
 }
 
-/** The attempt a step message or reminder names: its contract block's `Attempt:` line. */
+/** The attempt a step message or reminder names: its contract block's `Attempt:` line, the last. */
 function stepAttemptOf(entry: Record<string, unknown>): string | null {
   const message = entry.message as Record<string, unknown> | undefined;
   if (!message || message.role !== "user") return null;
   const text = Array.isArray(message.content)
     ? (message.content as Record<string, unknown>[]).map((b) => String(b?.text ?? "")).join("\n")
     : String(message.content ?? "");
-  return /^Attempt: (\S+)$/m.exec(text)?.[1] ?? null;
+  return attemptLines(text).at(-1) ?? null;
 }
 
 /** One session message as transcript text; null for what is not a message of this attempt. */

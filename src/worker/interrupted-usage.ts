@@ -33,6 +33,7 @@ import {
 } from "../protocol/step-usage.ts";
 import { memberSessionFiles } from "../base/pi-session-files.ts";
 import type { Proposer } from "./proposer.ts";
+import { attemptLines } from "../workflows/step-contract.ts";
 
 /** Node kinds whose headless attempts are prompts of the run's session. */
 const SESSION_KINDS: ReadonlySet<string> = new Set(["agent", "decision"]);
@@ -229,6 +230,6 @@ function attemptNamed(message: { content?: unknown }, attemptId: string): string
     : Array.isArray(content)
     ? content.map((part) => (part?.type === "text" ? String(part.text ?? "") : "")).join("\n")
     : "";
-  const named = [...text.matchAll(/^Attempt: (\S+)$/gm)].map((match) => match[1]);
+  const named = attemptLines(text);
   return named.length === 0 ? null : named.includes(attemptId) ? attemptId : named[0];
 }

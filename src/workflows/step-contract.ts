@@ -173,3 +173,12 @@ export function rejectedText(
     JSON.stringify(contract.step)
   } and attempt ${JSON.stringify(contract.attempt)}.`;
 }
+
+/**
+ * The attempt ids on the `Attempt:` lines of a step message or reminder, in order. The contract
+ * block ends the message, so its line is the last: a prompt or input before it may hold such a
+ * line too.
+ */
+export function attemptLines(text: string): string[] {
+  return [...text.matchAll(/^Attempt: (\S+)$/gm)].map((match) => match[1]);
+}

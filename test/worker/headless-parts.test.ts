@@ -207,7 +207,8 @@ describe("a step's output files", () => {
         JSON.stringify({ type: "session", version: 3, id: "s", timestamp: at(0) }),
         entry(0, step("Write a plan", "att-1")),
         entry(100, reply("planned")),
-        entry(400, step("a or b?", "att-2")),
+        // A prompt may hold an `Attempt:` line of its own: the contract's, the last, decides.
+        entry(400, step("a or b?\nAttempt: att-1", "att-2")),
         entry(500, reply("a")),
         entry(550, { role: "user", content: [{ type: "text", text: "Reminder\nAttempt: att-2" }] }),
         entry(600, reply("a, again")),
