@@ -19,7 +19,7 @@
 --                                                   controllers/reconcile-effects.ts
 --   controllers  controllers, controller_resources, controller_queue, controller_workers,
 --                controller_workflow_requests, controller_events,
---                controller_session_bindings
+--                controller_session_bindings (controller_prunes: retention only)
 --                                                   controllers/*.ts (one function per transition)
 --   pi messages  notifications, turn_intents         transitions/notifications.ts, turn-intents.ts
 --                                                   (also called by node, terminal and cancel
@@ -731,6 +731,15 @@ CREATE INDEX controller_queue_due ON controller_queue (available_at)
 WHERE pending = 1 AND claim_version IS NULL;
 CREATE INDEX controller_queue_claimed ON controller_queue (uid) WHERE claim_version IS NOT NULL;
 
+-- The retention pass that deletes controller history (state/retention/controller-history.ts)
+-- writes this row at the start of each of its transactions and deletes it before the commit, so
+-- it is never seen outside one: while it is there, the events and the ended worker epochs older
+-- than `before` may be deleted (the two tables' delete triggers); at any other time they may not.
+CREATE TABLE controller_prunes (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  before INTEGER NOT NULL
+);
+
 -- Controller worker processes: one active per controller; several sequential epochs over time.
 CREATE TABLE controller_workers (
   worker_epoch TEXT PRIMARY KEY,
@@ -749,6 +758,16 @@ CREATE TABLE controller_workers (
 );
 CREATE UNIQUE INDEX controller_workers_one_active ON controller_workers (controller_id)
 WHERE status IN ('starting', 'live');
+-- A controller's newest epoch (retention keeps it): one index probe per candidate of the prune.
+CREATE INDEX controller_workers_by_controller ON controller_workers (controller_id);
+-- Only a retention pass deletes an epoch: one that ended before its period (controller_prunes).
+CREATE TRIGGER controller_workers_no_delete BEFORE DELETE ON controller_workers
+WHEN OLD.status IN ('starting', 'live') OR NOT EXISTS (
+  SELECT 1 FROM controller_prunes WHERE OLD.finished_at < before
+)
+BEGIN
+  SELECT RAISE(ABORT, 'controller workers are deleted only by a retention prune');
+END;
 
 -- Approved session bindings (spec "Controllers"): a person in a Pi session approved, from that
 -- session (`/controller bind`), that this controller's interactive child runs use it as their
@@ -808,8 +827,9 @@ BEGIN
   SELECT RAISE(ABORT, 'controller events are immutable');
 END;
 CREATE TRIGGER controller_events_no_delete BEFORE DELETE ON controller_events
+WHEN NOT EXISTS (SELECT 1 FROM controller_prunes WHERE OLD.at < before)
 BEGIN
-  SELECT RAISE(ABORT, 'controller events are immutable');
+  SELECT RAISE(ABORT, 'controller events are deleted only by a retention prune');
 END;
 
 -- A controller child run that starts waiting or ends asks for its parent's reconcile, in the same

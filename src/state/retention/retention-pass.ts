@@ -3,7 +3,8 @@
  * at a time (`step()`), so the host serves commands between them and never holds the write lock
  * for long. Its phases, in order: the prune (ended, unreferenced runs past the retention period
  * and everything they own, a run at a time in bounded transactions: prune-phase.ts), the definition snapshots
- * no run uses and client receipts of no run (definitions-phase.ts), compaction of ended runs and
+ * no run uses and client receipts of no run (definitions-phase.ts), controller events and worker
+ * epochs past the period (controller-history.ts), compaction of ended runs and
  * the viewer feed's trim (compact-phase.ts), and last the incremental vacuum that gives the
  * freed pages back to the file (vacuum-phase.ts). A dry run only counts (reads).
  */
@@ -18,6 +19,7 @@ import {
 import { createPrunePhase } from "./prune-phase.ts";
 import { createDefinitionsPhase, createRunlessReceiptsPhase } from "./definitions-phase.ts";
 import { createCompactPhase, createFeedPhase } from "./compact-phase.ts";
+import { createControllerHistoryPhase } from "./controller-history.ts";
 import { createVacuumPhase } from "./vacuum-phase.ts";
 import { fileBytes, pageSize, usedPages } from "./database-pages.ts";
 
@@ -65,6 +67,7 @@ export function createRetentionPass(store: StateStore, options: RetentionOptions
     createPrunePhase(ctx),
     createDefinitionsPhase(ctx),
     createRunlessReceiptsPhase(ctx),
+    createControllerHistoryPhase(ctx),
     createCompactPhase(ctx),
     createFeedPhase(ctx, () => {
       // What the pass freed, before the vacuum gives it back.
