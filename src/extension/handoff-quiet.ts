@@ -29,6 +29,10 @@ export class HandoffQuiet {
   #quiet = 0;
   /** Every submit ended: the model's next reply ends the quiet (after the linger). */
   #afterSubmit = false;
+  /** The last submit's answer named no next step: its push brings it, so none waits. */
+  #noNext = false;
+  /** When the current quiet ends at the latest (`QUIET_MAX_MS` after the last submit started). */
+  #maxAt = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #waiters: Waiter[] = [];
 
@@ -47,6 +51,8 @@ export class HandoffQuiet {
     this.#quiet++;
     this.#submits++;
     this.#afterSubmit = false;
+    this.#noNext = false;
+    this.#maxAt = Date.now() + QUIET_MAX_MS;
     this.#arm(QUIET_MAX_MS);
     if (earlier !== null) setImmediate(() => this.#release(earlier));
     let left = false;
@@ -54,13 +60,28 @@ export class HandoffQuiet {
       if (left) return;
       left = true;
       this.#submits--;
-      if (this.#submits === 0) this.#afterSubmit = true;
+      if (this.#submits > 0) return;
+      if (this.#noNext) this.#end();
+      else this.#afterSubmit = true;
     };
   }
 
-  /** An assistant message started: Pi's request after the last submit went out. */
+  /**
+   * The submit was accepted and its answer named no next step (a compute node runs first, say):
+   * the next step comes by the host's push, which must not wait for the quiet.
+   */
+  noteNoNextStep(): void {
+    this.#noNext = true;
+  }
+
+  /**
+   * An assistant message started: Pi's request after the last submit went out. Only the first
+   * reply after it lingers, and never past the quiet's latest end.
+   */
   noteAssistantStart(): void {
-    if (this.#afterSubmit && this.active) this.#arm(QUIET_LINGER_MS);
+    if (!this.#afterSubmit || !this.active) return;
+    this.#afterSubmit = false;
+    this.#arm(Math.max(0, Math.min(QUIET_LINGER_MS, this.#maxAt - Date.now())));
   }
 
   /** The agent settled: no request follows. */
@@ -96,6 +117,7 @@ export class HandoffQuiet {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#afterSubmit = false;
+    this.#noNext = false;
     this.#release(this.#quiet);
   }
 }

@@ -194,7 +194,10 @@ async function awaitVerdict(
       // The progress display follows the host's push of the same commits (session.wait).
       if (receipt.next) {
         await session.presenter.presentClaimed(receipt.next, receipt.cursor).catch(() => {});
-      } else void session.sync();
+      } else {
+        session.handoff.noteNoNextStep();
+        void session.sync();
+      }
       return success(
         receipt.message ??
           `Output accepted for step ${JSON.stringify(call.step)}. End your turn now.`,

@@ -99,6 +99,43 @@ describe("the quiet of a step handoff", () => {
     expect(quiet.active).toBe(false);
   });
 
+  it("lingers once after the submit, never past QUIET_MAX_MS, however often replies start", async () => {
+    const quiet = new HandoffQuiet();
+    const leave = quiet.enter();
+    const push = park(quiet);
+    leave();
+    // The model's replies start every LINGER - 1 ms (quick tool calls, no submit): only the
+    // first lingers.
+    quiet.noteAssistantStart();
+    await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS - 1);
+    quiet.noteAssistantStart();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(push()).toBe(true);
+    // A first reply late in the quiet lingers only up to its latest end.
+    const leaveLate = quiet.enter();
+    const late = park(quiet);
+    leaveLate();
+    await vi.advanceTimersByTimeAsync(QUIET_MAX_MS - 50);
+    quiet.noteAssistantStart();
+    await vi.advanceTimersByTimeAsync(49);
+    expect(late()).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(late()).toBe(true);
+  });
+
+  it("ends with the submit when its answer named no next step (the push brings it)", async () => {
+    const quiet = new HandoffQuiet();
+    const leave = quiet.enter();
+    const push = park(quiet);
+    quiet.noteNoNextStep();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(push()).toBe(false);
+    leave();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(push()).toBe(true);
+    expect(quiet.active).toBe(false);
+  });
+
   it("lets everything go when the session closes", async () => {
     const quiet = new HandoffQuiet();
     quiet.enter();

@@ -1,7 +1,8 @@
 /**
  * Seeded JSON values for the tests that hold a fast parse to its reference schema: any value,
- * nested a little, and one random change to a valid one. Keys never `__proto__` (the one
- * documented difference between the parses).
+ * nested a little, and one random change to a valid one. Keys never `__proto__`, `prototype`
+ * or `constructor` (valibot's record drops them; the fast parses keep them: the documented
+ * difference).
  */
 export type Rand = () => number;
 
