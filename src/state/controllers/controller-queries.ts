@@ -11,8 +11,8 @@ import { decodeValue } from "../values.ts";
 import {
   findController,
   findLiveResource,
-  RESOURCE_SELECT,
   type ResourceRow,
+  resourceSelect,
   toResource,
 } from "./controller-records.ts";
 import { readChildRef } from "./child-workflows.ts";
@@ -48,10 +48,9 @@ interface QueueRow {
 }
 
 const SUMMARY_SELECT = `${
-  RESOURCE_SELECT.replace(
-    " FROM ",
-    ", q.pending, q.available_at, q.claim_version, " +
-      "q.consecutive_errors, q.last_error_code, q.last_error_message FROM ",
+  resourceSelect(
+    ", q.pending, q.available_at, q.claim_version, q.consecutive_errors, q.last_error_code, " +
+      "q.last_error_message",
   )
 } LEFT JOIN controller_queue q ON q.uid = r.uid`;
 

@@ -41,10 +41,18 @@ export interface ResourceRow {
   updated_at: number;
 }
 
-export const RESOURCE_SELECT = "SELECT r.uid, r.controller_id, c.name, c.project_path, " +
-  "r.resource_key, r.resource_version, r.generation, r.spec_json, r.status_json, " +
-  "r.finalizers_json, r.deletion_requested_at, r.removed_at, r.created_at, r.updated_at " +
-  "FROM controller_resources r JOIN controllers c ON c.controller_id = r.controller_id";
+/**
+ * A `ResourceRow`'s select, with `extra` columns (", q.pending, ...") after its own: a query that
+ * needs more columns passes them here rather than editing the SQL text.
+ */
+export function resourceSelect(extra = ""): string {
+  return "SELECT r.uid, r.controller_id, c.name, c.project_path, r.resource_key, " +
+    "r.resource_version, r.generation, r.spec_json, r.status_json, r.finalizers_json, " +
+    `r.deletion_requested_at, r.removed_at, r.created_at, r.updated_at${extra} ` +
+    "FROM controller_resources r JOIN controllers c ON c.controller_id = r.controller_id";
+}
+
+const RESOURCE_SELECT = resourceSelect();
 
 export function findController(
   store: StateStore,

@@ -24,8 +24,8 @@ import {
   readResourceRow,
   reconcileLease,
   removeIfDeletableInTx,
-  RESOURCE_SELECT,
   type ResourceRow,
+  resourceSelect,
   toResource,
 } from "./controller-records.ts";
 
@@ -79,10 +79,8 @@ export interface ClaimReconcilesOptions {
 
 /** The resource with its queue row's error count, while the queue row is due and unclaimed. */
 const DUE_RESOURCE_SELECT =
-  `${
-    RESOURCE_SELECT.replace(" FROM ", ", q.consecutive_errors FROM ")
-  } JOIN controller_queue q ON q.uid = r.uid WHERE r.uid = :uid AND q.pending = 1 AND ` +
-  "q.claim_version IS NULL AND q.available_at <= :now";
+  `${resourceSelect(", q.consecutive_errors")} JOIN controller_queue q ON q.uid = r.uid ` +
+  "WHERE r.uid = :uid AND q.pending = 1 AND q.claim_version IS NULL AND q.available_at <= :now";
 
 interface DueRow extends ResourceRow {
   consecutive_errors: number;
