@@ -2,7 +2,8 @@
  * `pi-workflows prune` against a real host over its socket: counts and bytes, a dry run that
  * changes nothing, bad input refused, the retention period from config.json, the idle host
  * pruning by itself, and a host SIGKILLed in the middle of a prune (inside a run's deletion and
- * between transactions): afterwards every run is whole or gone and doctor is clean.
+ * between transactions): afterwards every run is whole or gone and doctor is clean. Controller
+ * history past the period goes too, with its worker epochs' output files.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -183,6 +184,51 @@ function writeOutputFiles(stateDir: string, runId: string): string[] {
   });
 }
 
+/**
+ * A controller's history 40 days old (two ended worker epochs, 25 events of one resource) and a
+ * young epoch (2 days), each epoch with its captured output file; returns the epochs in order.
+ */
+function seedControllerHistory(stateDir: string): string[] {
+  const clock = new FakeClock(Date.now() - 40 * DAY_MS);
+  const store = openStateStore({ stateDir, clock, ids: sequentialIds() });
+  try {
+    const now = clock.now();
+    store.db.prepare(
+      "INSERT INTO controllers (controller_id, project_path, name, source_ref, source_json, " +
+        "source_digest, timeout_ms, revision, created_at, updated_at) VALUES ('c1', '/p', 'c', " +
+        "'r', '{}', 'd', 1000, 1, ?, ?)",
+    ).run(now, now);
+    store.db.prepare(
+      "INSERT INTO controller_resources (uid, controller_id, resource_key, resource_version, " +
+        "generation, spec_json, status_json, finalizers_json, created_at, updated_at) VALUES " +
+        "('u1', 'c1', 'k', 25, 1, '{}', '{}', '[]', ?, ?)",
+    ).run(now, now);
+    store.db.prepare(
+      "INSERT INTO controller_queue (uid, pending, available_at, version, consecutive_errors, " +
+        "updated_at) VALUES ('u1', 0, ?, 1, 0, ?)",
+    ).run(now, now);
+    for (let v = 1; v <= 25; v++) {
+      store.db.prepare(
+        "INSERT INTO controller_events (uid, resource_version, type, payload_json, at) VALUES " +
+          "('u1', ?, 'reconciled', '{}', ?)",
+      ).run(v, now + v);
+    }
+    const epoch = store.db.prepare(
+      "INSERT INTO controller_workers (worker_epoch, controller_id, source_digest, status, " +
+        "started_at, finished_at, exit_code) VALUES (?, 'c1', 'd', 'exited', ?, ?, 0)",
+    );
+    epoch.run("cwep-1", now, now + 1000);
+    epoch.run("cwep-2", now + 2000, now + 3000);
+    epoch.run("cwep-3", now + 38 * DAY_MS, now + 38 * DAY_MS + 1000);
+  } finally {
+    closeStateStore(store);
+  }
+  const epochs = ["cwep-1", "cwep-2", "cwep-3"];
+  mkdirSync(join(stateDir, "workers"), { recursive: true });
+  for (const e of epochs) writeFileSync(join(stateDir, "workers", `${e}.out`), "output\n");
+  return epochs;
+}
+
 function doctorClean(stateDir: string): void {
   return readStore(stateDir, (store) => {
     expect(checkInvariants(store)).toEqual([]);
@@ -241,6 +287,40 @@ describe("pi-workflows prune", () => {
     for (const [, rows] of runRows(home.stateDir, [...runs.old, ...runs.young])) {
       expect(rows).toBe(GONE);
     }
+    doctorClean(home.stateDir);
+    const doctor = await runCliProcess(["doctor"], home.env, 60_000);
+    expect(doctor.code).toBe(0);
+  });
+
+  it("prunes controller history: a dry run and --json count it, the prune removes it and the epochs' output", async () => {
+    home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
+    const epochs = seedControllerHistory(home.stateDir);
+    writeFileSync(join(home.stateDir, "config.json"), JSON.stringify({ retention: { days: 100 } }));
+    const host = await startHostProcess(home.env);
+    await host.waitForStderr("retention.pass source=idle runs=0 ", 20_000);
+    const dry = await runCliProcess(
+      ["prune", "--keep-days", "30", "--dry-run", "--json"],
+      home.env,
+      60_000,
+    );
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout).rows).toEqual({ controller_events: 5, controller_workers: 2 });
+    const pruned = await runCliProcess(["prune", "--keep-days", "30"], home.env, 60_000);
+    expect(pruned.code).toBe(0);
+    expect(pruned.stdout).toMatch(/rows: controller_events 5, controller_workers 2/);
+    const output = (e: string) => existsSync(join(home!.stateDir, "workers", `${e}.out`));
+    expect(epochs.filter(output)).toEqual(["cwep-3"]);
+    await stopProcess(host);
+    readStore(home.stateDir, (store) => {
+      expect(store.db.prepare("SELECT COUNT(*) AS n FROM controller_events").get()).toEqual({
+        n: 20,
+      });
+      expect(
+        store.db.prepare("SELECT worker_epoch FROM controller_workers").all().map((r) => ({
+          ...r,
+        })),
+      ).toEqual([{ worker_epoch: "cwep-3" }]);
+    });
     doctorClean(home.stateDir);
     const doctor = await runCliProcess(["doctor"], home.env, 60_000);
     expect(doctor.code).toBe(0);
