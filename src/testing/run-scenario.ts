@@ -57,6 +57,8 @@ export async function runScenario(
     }),
   );
   const runId = started.run.runId;
+  // Only now: the compiled definition comes from the host's resolver, which no request runs
+  // without starting the run; loading the workflow here as well would be a second load.
   const { definition } = receiptOf(
     "run.status",
     await host.connection.request("run.status", {
