@@ -200,8 +200,7 @@ describe("answers from the CLI against a real host", () => {
     ]);
   });
 
-  it("turns plain text into {answer} for a checkpoint without a schema", async () => {
-    // A run paused while it waits is answered and stays paused, and the answer says so.
+  it("answers a run paused while it waits: the run stays paused, and the answer says so", async () => {
     const pausedId = await start("note.workflow.ts");
     await waitingAt(pausedId);
     expect((await cli(["pause", pausedId])).code).toBe(0);
@@ -215,7 +214,9 @@ describe("answers from the CLI against a real host", () => {
     expect((await status(pausedId)).run).toMatchObject({ paused: true, state: "running" });
     expect((await cli(["resume", pausedId])).code).toBe(0);
     expect((await ended(pausedId)).run.output).toEqual({ answer: "later" });
+  });
 
+  it("turns plain text into {answer} for a checkpoint without a schema", async () => {
     const runId = await start("note.workflow.ts");
     await waitingAt(runId);
     const json = await cli(["answer", runId, "ship it", "--json"]);
