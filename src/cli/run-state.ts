@@ -133,41 +133,35 @@ function blocked(
           : `pi-workflows status ${id}`,
       );
     }
-    case "budgetExceeded":
+    case "budgetExceeded": {
       // The stop names the budget: the run's own, or its controller's total over its children
       // (which `budget --raise` on any child raises).
+      const flags = raiseFlags(run);
       return state(
         "over budget",
         "blocked",
         "warn",
         `${run.budgetStop ?? "its spend reached its budget"}: a person raises the budget or ` +
           "cancels the run",
-        `pi-workflows budget ${id} ${raiseFlags(run)}`,
+        flags ? `pi-workflows budget ${id} ${flags}` : `pi-workflows status ${id}`,
       );
+    }
     default:
       return state("blocked", "blocked", "warn", reason, `pi-workflows status ${id}`);
   }
 }
 
 /**
- * The flags that raise the limit the run reached: `--raise` for a cost limit, `--raise-tokens`
- * for a token limit (a limit the run does not have cannot be raised). A controller's total over
- * its children stops a run its own budget does not: then the limits the run has name the flag.
+ * The flags that raise the limits the host says stopped the run (`budgetRaise`): its own or its
+ * controller's total, which `budget --raise` on a child raises too (a limit neither has cannot be
+ * raised).
  */
 function raiseFlags(run: RunSummary): string {
-  const budget = run.budget ?? {};
-  const spend = run.spend;
-  const cost = budget.maxCostUsd !== undefined && spend?.cost != null &&
-    spend.cost >= budget.maxCostUsd;
-  const tokens = budget.maxTokens !== undefined && spend !== undefined &&
-    spend.tokens >= budget.maxTokens;
-  if (cost || tokens) {
-    return [cost ? "--raise <USD>" : "", tokens ? "--raise-tokens <N>" : ""].filter(Boolean)
-      .join(" ");
-  }
-  return budget.maxTokens !== undefined && budget.maxCostUsd === undefined
-    ? "--raise-tokens <N>"
-    : "--raise <USD>";
+  const limits = run.budgetRaise ?? [];
+  return [
+    limits.includes("maxCostUsd") ? "--raise <USD>" : "",
+    limits.includes("maxTokens") ? "--raise-tokens <N>" : "",
+  ].filter(Boolean).join(" ");
 }
 
 function state(

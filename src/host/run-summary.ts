@@ -28,6 +28,7 @@ export function runSummary(view: RunView): RunSummary {
   };
   if (view.blockedReason !== null) summary.blockedReason = view.blockedReason as BlockedReason;
   if (view.budgetStop !== null) summary.budgetStop = view.budgetStop;
+  if (view.budgetRaise !== null) summary.budgetRaise = view.budgetRaise;
   if (view.forkedFrom !== null) summary.forkedFrom = view.forkedFrom;
   if (view.output !== undefined && view.state === "completed") summary.output = view.output;
   if (view.error) summary.error = view.error;

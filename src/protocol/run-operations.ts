@@ -201,6 +201,12 @@ export const RunSummarySchema = looseObject({
    * controller's total over all its child runs stopped it.
    */
   budgetStop: v.optional(v.pipe(v.string(), v.maxLength(1024))),
+  /**
+   * Blocked `budgetExceeded`: the limits a raise must lift for the run to spend again (its own
+   * or its controller's total), so `budget --raise` (`maxCostUsd`) or `--raise-tokens`
+   * (`maxTokens`) is named right.
+   */
+  budgetRaise: v.optional(v.array(v.picklist(["maxCostUsd", "maxTokens"]))),
   /** A fork (`run.rerun`): the run it was forked from and the node it reran from. */
   forkedFrom: v.optional(ForkedFromSchema),
   revision: RevisionSchema,

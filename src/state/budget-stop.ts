@@ -35,6 +35,26 @@ export function readBudgetStop(store: StateStore, runId: string): string | null 
   return null;
 }
 
+/**
+ * The limits a raise must lift so the run may spend again: those its spend reached, its own or
+ * its controller's total over its children (the flag `budget --raise` or `--raise-tokens` names
+ * them, and `raiseBudget` accepts either); none reached now (a controller's total raised through
+ * another child), those it or its controller has, any of which frees it.
+ */
+export function readBudgetRaise(store: StateStore, runId: string): (keyof Budget)[] {
+  const own = { spend: readRunSpend(store, runId), budget: readRunBudget(store, runId) };
+  const pool = readPoolSpend(store, runId);
+  const budgets = pool === null ? [own] : [own, pool];
+  const reached = (limit: keyof Budget, { spend, budget }: typeof own) =>
+    budget[limit] !== undefined &&
+    (limit === "maxTokens" ? spend.tokens : spend.cost ?? 0) >= budget[limit];
+  const limits = ["maxCostUsd", "maxTokens"] as const;
+  const over = limits.filter((limit) => budgets.some((b) => reached(limit, b)));
+  return over.length > 0
+    ? over
+    : limits.filter((limit) => budgets.some((b) => b.budget[limit] !== undefined));
+}
+
 /** The pool of the controller whose child `runId` is, when that controller has a budget. */
 export function readPoolSpend(store: StateStore, runId: string): PoolSpend | null {
   const row = queryOneArgs<{

@@ -17,6 +17,7 @@ import { newestEventSql, runRevisionSql } from "./journal.ts";
 import { type StateStore } from "./store.ts";
 import { queryAll, queryOne, queryOneArgs } from "./statements.ts";
 import { decodeValue } from "./values.ts";
+import { readBudgetRaise } from "./budget-stop.ts";
 import { type AttemptSummary, listAttemptsPage } from "./attempt-queries.ts";
 
 export { type AttemptSummary, listAttempts } from "./attempt-queries.ts";
@@ -71,6 +72,8 @@ export interface RunView {
    * own, or its controller's total over all its child runs), as recorded when it blocked.
    */
   budgetStop: string | null;
+  /** Blocked `budgetExceeded`: the limits a raise must lift (budget-stop.ts `readBudgetRaise`). */
+  budgetRaise: (keyof Budget)[] | null;
   /** Private: never print in status output. */
   projectPath: string;
   definitionDigest: string;
@@ -109,7 +112,7 @@ const RUN_SELECT = "SELECT r.run_id, r.workflow_name, r.workflow_ref, r.title, r
   `r.budget_cost, r.budget_tokens, ${RUN_SPEND_COLUMNS}, ${ADOPTED_SPEND_COLUMNS} ` +
   "FROM runs r JOIN run_queue q ON q.run_id = r.run_id JOIN run_bindings b ON b.run_id = r.run_id";
 
-function toView(row: RunDbRow): RunView {
+function toView(store: StateStore, row: RunDbRow): RunView {
   return {
     runId: row.run_id,
     workflowName: row.workflow_name,
@@ -120,6 +123,9 @@ function toView(row: RunDbRow): RunView {
     paused: row.paused === 1,
     blockedReason: row.blocked_reason,
     budgetStop: row.budget_stop,
+    budgetRaise: row.blocked_reason === "budgetExceeded"
+      ? readBudgetRaise(store, row.run_id)
+      : null,
     projectPath: row.project_path,
     definitionDigest: row.definition_digest,
     inputHash: row.input_hash,
@@ -148,7 +154,7 @@ function toView(row: RunDbRow): RunView {
 /** One run, or undefined. */
 export function readRun(store: StateStore, runId: string): RunView | undefined {
   const row = queryOne<RunDbRow>(store, `${RUN_SELECT} WHERE r.run_id = :runId`, { runId });
-  return row && toView(row);
+  return row && toView(store, row);
 }
 
 export interface RunStatusPage {
@@ -183,7 +189,7 @@ export function readRunStatus(
   );
   if (!row) return undefined;
   return {
-    run: toView(row),
+    run: toView(store, row),
     attempts: listAttemptsPage(store, runId, page),
     attemptCount: row.attempt_count,
     outputBytes: row.output_bytes,
@@ -243,7 +249,7 @@ export function listRuns(
       limit: opts.limit ?? 100,
       ...(opts.before ? { c: opts.before.createdAt, id: opts.before.runId } : {}),
     },
-  ).map(toView);
+  ).map((row) => toView(store, row));
 }
 
 /** How many runs `listRuns` would page through (without a cursor). */

@@ -145,13 +145,10 @@ describe("describeRunState()", () => {
       ],
       [{ state: "completed", queueState: "done" }, undefined, "completed", null],
       [{ state: "timed_out", queueState: "failed" }, undefined, "timed out", null],
-      // Over budget: the flag raises the limit it reached (a limit it lacks cannot be raised).
+      // Over budget: the flags raise the limits the host says stopped it (its own or its
+      // controller's total: test/controllers/state.test.ts).
       [
-        {
-          blockedReason: "budgetExceeded",
-          budget: { maxTokens: 2000 },
-          spend: { tokens: 2600, cost: 0.015 },
-        },
+        { blockedReason: "budgetExceeded", budgetRaise: ["maxTokens"] },
         undefined,
         "over budget",
         "pi-workflows budget run-1a2b3c4d --raise-tokens <N>",
@@ -160,32 +157,24 @@ describe("describeRunState()", () => {
         {
           blockedReason: "budgetExceeded",
           budget: { maxCostUsd: 0.01, maxTokens: 9000 },
-          spend: { tokens: 2600, cost: 0.015 },
+          budgetRaise: ["maxCostUsd"],
         },
         undefined,
         "over budget",
         "pi-workflows budget run-1a2b3c4d --raise <USD>",
       ],
       [
-        {
-          blockedReason: "budgetExceeded",
-          budget: { maxCostUsd: 0.01, maxTokens: 2000 },
-          spend: { tokens: 2600, cost: 0.015 },
-        },
+        { blockedReason: "budgetExceeded", budgetRaise: ["maxCostUsd", "maxTokens"] },
         undefined,
         "over budget",
         "pi-workflows budget run-1a2b3c4d --raise <USD> --raise-tokens <N>",
       ],
-      // Stopped by its controller's total, not its own limits: the limits it has say which.
+      // No limit to raise (none left): status tells what happened.
       [
-        {
-          blockedReason: "budgetExceeded",
-          budget: { maxTokens: 9000 },
-          spend: { tokens: 10, cost: null },
-        },
+        { blockedReason: "budgetExceeded" },
         undefined,
         "over budget",
-        "pi-workflows budget run-1a2b3c4d --raise-tokens <N>",
+        "pi-workflows status run-1a2b3c4d",
       ],
     ];
     for (const [fields, waiting, word, next] of cases) {

@@ -59,6 +59,7 @@ import { forkRun } from "../../src/state/transitions/run-fork.ts";
 import { resumeRun } from "../../src/state/transitions/run-commands.ts";
 import { runSummary } from "../../src/host/run-summary.ts";
 import { describeRunState } from "../../src/cli/run-state.ts";
+import { shortRunId } from "../../src/cli/run-ids.ts";
 import { readRunBudget } from "../../src/state/run-spend.ts";
 import { blockOverBudget, raiseBudget } from "../../src/state/transitions/run-budget.ts";
 import {
@@ -602,6 +603,59 @@ describe("a controller's budget", () => {
     expect(readBudgetStop(f.store, fork)).toBe(
       "controller sync's child runs spent $1.60 of $1.50",
     );
+  });
+});
+
+describe("a controller's token-only total", () => {
+  it("names --raise-tokens for the children it stops, with or without a cost limit of their own", () => {
+    apply("a", { n: 1 });
+    const [c] = claimAll();
+    const child = (key: string, budget?: { maxCostUsd: number }) => {
+      const decision = ensureChildRequest(f.store, c.claim, {
+        uid: c.uid,
+        requestKey: key,
+        workflow: "copy",
+        inputFingerprint: "sha256:i",
+      });
+      if (decision.kind !== "start") throw new Error("expected start");
+      return startChildRun(f.store, c.claim, {
+        uid: c.uid,
+        requestId: decision.requestId,
+        attempt: 1,
+        run: { ...COPY_RUN, budget },
+        poolBudget: { maxTokens: 200 },
+      }).runId!;
+    };
+    // No budget of its own; its own cost limit, not reached.
+    const [bare, costed] = [child("k1"), child("k2", { maxCostUsd: 5 })];
+    settle(c);
+    // 110 tokens each: the two reach the total of 200 together.
+    const claims = [bare, costed].map((runId) => {
+      const claim = launch(f.store, runId);
+      const attemptId = f.store.ids.next("attempt");
+      recordNodeStarted(f.store, claim, {
+        attemptId,
+        nodeId: "plan",
+        nodeKind: "agent",
+        effect: "pure",
+        deadlineAt: null,
+      });
+      const usage = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0, cost: 0.01 };
+      recordNodeFinished(f.store, claim, {
+        attemptId,
+        output: 1,
+        usage: { ...usage, provider: "p", model: "m" },
+      });
+      return claim;
+    });
+    for (const claim of claims) expect(blockOverBudget(f.store, claim, {}).blocked).toBe(true);
+    for (const runId of [bare, costed]) {
+      const next = describeRunState(runSummary(readRun(f.store, runId)!)).next;
+      expect(next).toBe(`pi-workflows budget ${shortRunId(runId)} --raise-tokens <N>`);
+    }
+    // The flag named works: it lifts the total and frees both.
+    expect(raiseBudget(f.store, { runId: costed, raiseTokens: 1000 }).unblocked).toBe(true);
+    expect(readRun(f.store, bare)!.blockedReason).toBeNull();
   });
 });
 
