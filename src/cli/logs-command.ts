@@ -18,9 +18,8 @@ import { type CliIo, printJson } from "./output.ts";
 import type { LogsCommand } from "./parse-logs.ts";
 import { resolveRunId } from "./run-ids.ts";
 import { withHost } from "./with-host.ts";
-import { ensureHost } from "../client/ensure-host.ts";
-import { newClientId } from "../client/client-id.ts";
-import { HostUnavailableError } from "../protocol/failures.ts";
+import type { HostClient } from "../client/host-client.ts";
+import type { HostOperation } from "../protocol/host-operations.ts";
 
 const POLL_INTERVAL_MS = 300;
 /** Host restarts in a row `--follow` reconnects through before it gives up. */
@@ -39,59 +38,66 @@ export function runLogsCommand(
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  // One client id for the invocation: a reconnect after a host restart keeps it.
-  const clientId = newClientId();
-  return withHost(env, io, async (first) => {
-    let connection = first;
-    try {
-      const runId = await resolveRunId(connection, command.runId);
-      const printer = createLogPrinter(io);
-      const after: Record<string, string> = {};
-      let reconnects = 0;
-      for (;;) {
-        let receipt: RunLogsReceipt;
-        try {
-          receipt = await readLogs(connection, runId, command, after);
-          reconnects = 0;
-        } catch (error) {
-          // --follow outlives a host restart: the cursors are offsets into the step output
-          // files, which the next host serves the same, so following goes on where it was.
-          if (!command.follow || !(error instanceof HostUnavailableError)) throw error;
-          if (++reconnects > MAX_RECONNECTS) throw error;
-          io.err(
-            `logs: the host went away; reconnecting to follow ${runId} on ` +
-              `(${reconnects} of ${MAX_RECONNECTS})`,
-          );
-          if (connection !== first) connection.close();
-          connection = await ensureHost({ env, clientId });
-          continue;
-        }
-        for (const step of receipt.steps) {
-          for (const chunk of step.streams) {
-            after[logCursorKey(step.attemptId, chunk)] = chunk.cursor;
-          }
-        }
-        if (command.json) {
-          if (!command.follow) {
-            printJson(io, receipt);
-            return EXIT.ok;
-          }
-          if (receipt.steps.some((s) => s.streams.some((c) => c.text !== ""))) {
-            printJson(io, receipt);
-          }
-        } else {
-          printer.print(receipt);
-        }
-        if (receipt.more) continue;
-        if (!command.follow || ENDED.has(receipt.state)) break;
-        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-      }
-      if (!command.json) printer.end(command.follow);
-      return EXIT.ok;
-    } finally {
-      if (connection !== first) connection.close();
+  let following: string | null = null;
+  let reconnects = 0;
+  let announced = false;
+  let client: HostClient | null = null;
+  // --follow outlives a host restart: the client sends the next read (or retries the one in
+  // flight) to the next host, and the cursors are offsets into the step output files, which the
+  // next host serves the same, so following goes on where it was. It says so once a restart, and
+  // gives up after a few restarts in a row.
+  const announce = () => {
+    if (following === null || announced) return;
+    announced = true;
+    if (++reconnects > MAX_RECONNECTS) {
+      client?.close();
+      return;
     }
-  }, clientId);
+    io.err(
+      `logs: the host went away; reconnecting to follow ${following} on ` +
+        `(${reconnects} of ${MAX_RECONNECTS})`,
+    );
+  };
+  const onRetry = (operation: HostOperation, retry: number) => {
+    if (operation === "run.logs" && retry === 1) announce();
+  };
+  return withHost(env, io, async (connection) => {
+    client = connection;
+    const runId = await resolveRunId(connection, command.runId);
+    if (command.follow) following = runId;
+    const printer = createLogPrinter(io);
+    const after: Record<string, string> = {};
+    let epoch = connection.hostEpoch;
+    for (;;) {
+      const receipt = await readLogs(connection, runId, command, after);
+      // A host that stopped between two reads is replaced without a failed try: its epoch says.
+      if (epoch !== undefined && epoch !== connection.hostEpoch) announce();
+      else reconnects = 0;
+      epoch = connection.hostEpoch;
+      announced = false;
+      for (const step of receipt.steps) {
+        for (const chunk of step.streams) {
+          after[logCursorKey(step.attemptId, chunk)] = chunk.cursor;
+        }
+      }
+      if (command.json) {
+        if (!command.follow) {
+          printJson(io, receipt);
+          return EXIT.ok;
+        }
+        if (receipt.steps.some((s) => s.streams.some((c) => c.text !== ""))) {
+          printJson(io, receipt);
+        }
+      } else {
+        printer.print(receipt);
+      }
+      if (receipt.more) continue;
+      if (!command.follow || ENDED.has(receipt.state)) break;
+      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    }
+    if (!command.json) printer.end(command.follow);
+    return EXIT.ok;
+  }, { onRetry });
 }
 
 function readLogs(

@@ -1,22 +1,30 @@
 /**
- * One connection to the host (started on demand) for one command; a refusal by the host is
- * printed as one line and becomes exit 3 (4 when the host is unavailable).
+ * The retrying host client (started on demand) for one command: a host killed or stopping
+ * mid-request is replaced and the same request (same client id, same request id) is answered by
+ * the next one, from its stored receipt when the command was already committed. A refusal by the
+ * host is printed as one line and becomes exit 3 (4 when the host is unavailable).
  */
 import { HostCommandError } from "../client/command-receipt.ts";
-import { ensureHost } from "../client/ensure-host.ts";
-import type { HostConnection } from "../client/host-connection.ts";
-import { newClientId } from "../client/client-id.ts";
+import { createHostClient, type HostClient } from "../client/host-client.ts";
+import type { HostOperation } from "../protocol/host-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import type { CliIo } from "./output.ts";
 
 export async function withHost(
   env: NodeJS.ProcessEnv,
   io: CliIo,
-  command: (connection: HostConnection) => Promise<number>,
-  /** One stable client id per invocation (a reconnect keeps it). */
-  clientId: string = newClientId(),
+  command: (connection: HostClient) => Promise<number>,
+  options: {
+    /** One stable client id per invocation (every retry and reconnect keeps it). */
+    clientId?: string;
+    onRetry?: (operation: HostOperation, retry: number) => void;
+  } = {},
 ): Promise<number> {
-  const connection = await ensureHost({ env, clientId });
+  const connection = createHostClient({
+    env,
+    ...(options.clientId ? { clientId: options.clientId } : {}),
+    ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+  });
   try {
     return await command(connection);
   } catch (error) {

@@ -37,6 +37,11 @@ export interface HostClientOptions extends EnsureHostOptions {
    * the default with `autoStart: false`).
    */
   retryDeadlineMs?: number;
+  /**
+   * Called when a try found no host to answer and the request is about to be tried again
+   * (`retry` counts from 1 for each request): a long-lived caller may say so to its user.
+   */
+  onRetry?: (operation: HostOperation, retry: number) => void;
 }
 
 export interface HostClient {
@@ -148,6 +153,8 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
         lastError = error;
       }
       drop(open);
+      if (closed) throw closedError();
+      options.onRetry?.(operation, tries + 1);
       if (closed) throw closedError();
       await new Promise((resolve) => setTimeout(resolve, backoff));
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);

@@ -101,6 +101,8 @@ export function withReceipt(
   };
   const answer = (async () => {
     try {
+      // Crash tests: the request was read, nothing of it is committed.
+      crashPoint(`host.command.${request.operation}.beforeCommit`);
       const response = await command(rt, request, receipt);
       // Crash tests: the command and its receipt are committed, the answer is not sent.
       crashPoint(`host.command.${request.operation}.afterCommit`);
