@@ -162,6 +162,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     intervalMs: hostOptions.retentionIntervalMs,
     now: () => clock.now(),
     checkpointRunner,
+    working: () => working(),
   });
 
   let phase: HostPhase = "running";
@@ -310,7 +311,9 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   }
   if (phase !== "running") throw new HostStartError("startFailed", "Host stopped while starting");
 
-  const working = () => socketServer!.connectionCount() > 0 || supervision!.activeWorkerCount() > 0;
+  // Work in hand, as opposed to work due later (a deadline, a controller's next reconcile): a
+  // client, a worker, a resolver or validation child, a run to launch now.
+  const working = () => socketServer!.connectionCount() > 0 || supervision!.hasWorkNow();
   timers.push(startIdleCheck({
     clock,
     idleMs: hostOptions.idleMs,

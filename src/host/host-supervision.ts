@@ -114,6 +114,8 @@ export interface Supervision {
   activeWorkerCount(): number;
   /** True while a worker, resolver, scheduled wake or unsettled work keeps the host alive. */
   hasPendingWork(): boolean;
+  /** True while work is in hand: a worker, a resolver or validation child, a run to launch now. */
+  hasWorkNow(): boolean;
   /** Stops scheduling, parks live runs at their last durable boundary, stops all groups. */
   shutdown(): Promise<void>;
 }
@@ -226,6 +228,9 @@ export function createSupervision(
       ) return true;
       return !shuttingDown && hasRunsToLaunch(ctx);
     },
+    hasWorkNow: () =>
+      active.size > 0 || controllers.activeWorkerCount() > 0 || resolvers.pending() > 0 ||
+      validations.count() > 0 || (!shuttingDown && nextLaunchableRuns(ctx.store, 1).length > 0),
     async shutdown() {
       shuttingDown = true;
       await workers.shutdown();

@@ -60,6 +60,11 @@ export function createRetentionRunner(ctx: {
   now(): number;
   /** Runs the passes' checkpoints off the event loop (none: in line). */
   checkpointRunner?: CheckpointRunner;
+  /**
+   * The host has work in hand (a client, a worker): an idle pass waits for the next quiet tick
+   * instead of going on after its checkpoint.
+   */
+  working?(): boolean;
 }): RetentionRunner {
   const settings = ctx.checkpointRunner ? { checkpointRunner: ctx.checkpointRunner } : {};
   let idlePass: RetentionPass | null = null;
@@ -118,7 +123,8 @@ export function createRetentionRunner(ctx: {
   return {
     prune(options) {
       const run = async () => {
-        idlePass = null;
+        // A real pass replaces the idle one; a dry run leaves it to go on after.
+        if (!options.dryRun) idlePass = null;
         const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
         const pass = createRetentionPass(ctx.store, {
           keepDays,
@@ -188,14 +194,16 @@ export function createRetentionRunner(ctx: {
   function idleSlice(pass: RetentionPass): void {
     const started = performance.now();
     try {
-      while (performance.now() - started < IDLE_SLICE_MS) {
+      for (;;) {
+        // Also when the slice's last step started the checkpoint: its end goes on at once.
         const waiting = pass.waiting();
         if (waiting) {
           void waiting.then(() => {
-            if (idlePass === pass && !commanded) idleSlice(pass);
+            if (idlePass === pass && !commanded && !ctx.working?.()) idleSlice(pass);
           });
           return;
         }
+        if (performance.now() - started >= IDLE_SLICE_MS) return;
         if (!step(pass)) {
           finish(pass, "idle");
           idlePass = null;

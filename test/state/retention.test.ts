@@ -33,6 +33,8 @@ import { markRunInTx } from "../../src/state/retention/run-marks.ts";
 import { MARKED_RUN_TABLES } from "../../src/state/dangling-references.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
+import { createCheckpointRunner } from "../../src/state/checkpoint-runner.ts";
+import { recordPassEnd } from "../../src/state/retention/pass-record.ts";
 
 let fx: Fixture;
 afterEach(() => fx?.close());
@@ -754,6 +756,75 @@ describe("the host's idle retention tick", () => {
       second.runner.idleTick();
     }
     expect(second.lines).toEqual(["retention.pass"]);
+  });
+
+  it("takes a clock set back (the last pass in the future) as now: the next pass waits one interval", () => {
+    fx = openFixture();
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    recordPassEnd(fx.store, fx.clock.now() + 10 * DAY_MS);
+    const lines: string[] = [];
+    const runner = createRetentionRunner({
+      store: fx.store,
+      stateDir: dirname(fx.store.path),
+      log: (event) => lines.push(event),
+      intervalMs: 3600_000,
+      now: () => fx.clock.now(),
+    });
+    for (let i = 0; i < 5; i++) runner.idleTick();
+    expect(lines).toEqual([]);
+    fx.clock.advance(3600_000);
+    for (let i = 0; i < 20 && !lines.includes("retention.pass"); i++) runner.idleTick();
+    expect(lines).toEqual(["retention.pass"]);
+  });
+
+  it("goes on after a checkpoint only while the host has no work in hand; a dry run leaves it be", async () => {
+    fx = openFixture();
+    const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const checkpointRunner = createCheckpointRunner(fx.store, { onProblem: () => {} });
+    const lines: string[] = [];
+    let working = false;
+    let asked = 0;
+    const runner = createRetentionRunner({
+      store: fx.store,
+      stateDir: dirname(fx.store.path),
+      log: (event) => lines.push(event),
+      intervalMs: 3600_000,
+      now: () => fx.clock.now(),
+      checkpointRunner,
+      working: () => {
+        asked++;
+        return working;
+      },
+    });
+    const until = async (done: () => boolean, what: string) => {
+      const deadline = Date.now() + 10_000;
+      while (!done()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+    try {
+      // The pass opens with a checkpoint on the thread; a client connects meanwhile.
+      runner.idleTick();
+      working = true;
+      await until(() => asked > 0, "the checkpoint's end");
+      expect(readRunStatus(fx.store, runId)).toBeDefined();
+      // A dry run while the idle pass waits counts and leaves the pass in place.
+      const dry = await runner.prune({ dryRun: true });
+      expect(dry.runs).toBe(1);
+      expect(lines).toEqual([]);
+      // Quiet again: the idle ticks finish the same pass (no new interval to wait).
+      working = false;
+      await until(() => {
+        runner.idleTick();
+        return lines.includes("retention.pass");
+      }, "the idle pass");
+      expect(readRunStatus(fx.store, runId)).toBeUndefined();
+    } finally {
+      await checkpointRunner.close();
+    }
   });
 
   it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {
