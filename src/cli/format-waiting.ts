@@ -55,7 +55,10 @@ export function formatWaiting(
       } unless answered first`,
     );
   }
-  lines.push(`${INDENT}answer: ${howToAnswer(runId, waiting)}`);
+  // One exact command a choice: a hint naming only the first hid the others' inputs.
+  howToAnswer(runId, waiting).forEach((command, i) => {
+    lines.push(`${INDENT}${i === 0 ? "answer:" : "    or:"} ${command}`);
+  });
   // A terminal that is not UTF-8 gets ASCII for the bullets, rules and dashes.
   return style.text(lines.join("\n"));
 }
@@ -81,13 +84,16 @@ export function formatInteraction(interaction: RunInteraction, now = Date.now())
   return lines.join("\n");
 }
 
-function howToAnswer(runId: string, waiting: Waiting): string {
+function howToAnswer(runId: string, waiting: Waiting): string[] {
   const base = `pi-workflows answer ${shortRunId(runId)} ${waiting.nodeId}`;
-  if (waiting.kind === "checkpoint") return `${base} '<json or text>'`;
-  const [name, choice] = Object.entries(waiting.decision?.choices ?? {})[0] ?? ["<choice>", null];
-  return choice?.input
-    ? `${base} --choice ${name} --input ${choice.input.name}='<text>'`
-    : `${base} ${name}`;
+  if (waiting.kind === "checkpoint") return [`${base} '<json or text>'`];
+  const choices = Object.entries(waiting.decision?.choices ?? {});
+  if (choices.length === 0) return [`${base} <choice>`];
+  return choices.map(([name, choice]) =>
+    choice.input
+      ? `${base} --choice ${name} --input ${choice.input.name}='<text>'`
+      : `${base} ${name}`
+  );
 }
 
 function blocks(list: readonly PresentationBlock[], indent: string): string[] {
