@@ -11,7 +11,12 @@ import { readRunOrigin } from "../state/fork-queries.ts";
 import { NotFoundError } from "../state/errors.ts";
 import { readRunEnvironment } from "../state/run-environments.ts";
 import { readRun } from "../state/queries.ts";
-import { verifySourceIdentity, type WorkflowSource } from "../workflows/sources/identity.ts";
+import {
+  type SourceChange,
+  verifySourceIdentity,
+  type WorkflowSource,
+} from "../workflows/sources/identity.ts";
+import type { StateStore } from "../state/store.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 
@@ -55,10 +60,17 @@ export async function currentSourceOf(
   };
 }
 
+/** Hashed, never loaded: which files of the run differ from the ones it started with. */
+export function readSourceChanges(store: StateStore, runId: string): SourceChange[] {
+  const source = readRunOrigin(store, runId)?.workflowSource as WorkflowSource | undefined;
+  const check = source ? verifySourceIdentity(source) : null;
+  return check && !check.ok ? check.changed : [];
+}
+
 /**
  * A plain `run.resume` of a run parked `workflowSourceChanged` whose files still differ from the
- * recorded ones (hashed, never loaded) is refused, naming both ways on: resumed, it would only
- * launch a worker that parks it again at once, while the answer said it was running.
+ * recorded ones is refused, naming the ways on: resumed, it would only launch a worker that parks
+ * it again at once, while the answer said it was running.
  */
 export function refuseStillChangedSource(
   rt: HostRuntime,
@@ -66,18 +78,47 @@ export function refuseStillChangedSource(
 ): HostResponse | null {
   const runId = request.runId!;
   if (readRun(rt.store, runId)?.blockedReason !== "workflowSourceChanged") return null;
-  const source = readRunOrigin(rt.store, runId)?.workflowSource as WorkflowSource | undefined;
-  const check = source ? verifySourceIdentity(source) : null;
-  if (!check || check.ok) return null;
-  const first = check.changed[0]!;
-  const more = check.changed.length > 1 ? ` and ${check.changed.length - 1} more` : "";
+  const changes = readSourceChanges(rt.store, runId);
+  if (changes.length === 0) return null;
   return failureResponse({
     requestId: request.requestId,
     hostEpoch: rt.epoch,
     outcome: "rejected",
     code: "workflowSourceChanged",
-    message: `Resume refused: ${first.source} is still ${first.reason}${more} since run ${runId} ` +
-      "started; restore it and resume, or go on with it as it is now: " +
-      `'pi-workflows resume ${runId} --accept-source'`,
+    message: stillChangedMessage(runId, changes),
   });
+}
+
+/** The refusal in words: what changed, and only the ways on that can work. */
+export function stillChangedMessage(runId: string, changes: readonly SourceChange[]): string {
+  const first = changes[0]!;
+  const more = changes.length > 1 ? ` (and ${changes.length - 1} more)` : "";
+  const accept = `'pi-workflows resume ${runId} --accept-source'`;
+  // A built-in changes with the package: there is no file to restore by hand.
+  const builtin = changes.some((c) =>
+    c.reason === "revisionChanged" || c.reason === "unknownBuiltin"
+  );
+  return `Resume refused: ${changeWords(first)}${more} since run ${runId} started; ` +
+    (builtin
+      ? `a built-in workflow cannot be restored, go on with this version's: ${accept}`
+      : `restore it and resume, or go on with it as it is now: ${accept}`);
+}
+
+function changeWords(change: SourceChange): string {
+  const name = change.source.startsWith("builtin:")
+    ? `the built-in workflow ${change.source.slice("builtin:".length)}`
+    : change.source;
+  switch (change.reason) {
+    case "revisionChanged":
+      return `${name} is another revision in this version of pi-workflows`;
+    case "unknownBuiltin":
+      return `${name} is no longer in this version of pi-workflows`;
+    case "missing":
+    case "removed":
+      return `${name} is gone`;
+    case "added":
+      return `${name} was added`;
+    case "changed":
+      return `${name} has changed`;
+  }
 }

@@ -25,8 +25,7 @@ import { readWaiting, type WaitingRecord } from "../state/waiting-queries.ts";
 import { readRunInteraction } from "../state/interaction-queries.ts";
 import { listRunNotifications, type NotificationView } from "../state/outbox-queries.ts";
 import { readDefinitionSnapshot } from "../state/viewer-step-queries.ts";
-import { readRunOrigin } from "../state/fork-queries.ts";
-import { verifySourceIdentity, type WorkflowSource } from "../workflows/sources/identity.ts";
+import { readSourceChanges } from "./accept-source.ts";
 import { ANSWER_OPERATIONS } from "../protocol/decision-request.ts";
 import type { HostRuntime } from "./host-runtime.ts";
 import { runSummary } from "./run-summary.ts";
@@ -102,10 +101,8 @@ export function runStatusQuery(rt: HostRuntime, request: HostRequest): HostRespo
     }
   }
   if (view.blockedReason === "workflowSourceChanged") {
-    // Hashed, never loaded: which files differ from the ones the run started with.
-    const source = readRunOrigin(rt.store, runId)?.workflowSource as WorkflowSource | undefined;
-    const check = source ? verifySourceIdentity(source) : null;
-    if (check && !check.ok) receipt.sourceChanges = check.changed;
+    const changes = readSourceChanges(rt.store, runId);
+    if (changes.length > 0) receipt.sourceChanges = changes;
   }
   if (payload.includeDefinition) {
     const definition = readDefinitionSnapshot(rt.store, view.definitionDigest);

@@ -205,7 +205,7 @@ export default defineWorkflow({
     // answer "Resumed ... running" and launch a worker that parked the run again at once.
     const plain = await cli(["resume", runId]);
     expect([plain.code, plain.stdout]).toEqual([3, ""]);
-    expect(plain.stderr).toContain(`Resume refused: ${file} is still changed since run ${runId}`);
+    expect(plain.stderr).toContain(`Resume refused: ${file} has changed since run ${runId}`);
     expect(plain.stderr).toContain(`'pi-workflows resume ${runId} --accept-source'`);
 
     // An edit that changes a node the run ran does not fit: refused, with the fork to make.
