@@ -37,6 +37,17 @@ export async function runScheduleCommand(
       return EXIT.piUnavailable;
     }
   }
+  if (command.action === "add" && command.cron !== null && command.timeZone === null) {
+    // Node resolves no zone for a TZ it does not know and runs in UTC: a cron meant for local
+    // time would silently fire at UTC times.
+    if (env.TZ && !Intl.DateTimeFormat().resolvedOptions().timeZone) {
+      io.err(
+        `TZ=${env.TZ} is not a time zone this machine knows, so the cron has no local zone: ` +
+          "pass --tz <zone> (an IANA name such as Europe/Berlin or UTC) or set TZ to one",
+      );
+      return EXIT.usage;
+    }
+  }
   const input = command.action === "add" ? await readStartInput(command.input) : null;
   return await withHost(env, io, (connection) => execute(connection, command, env, pi, input, io));
 }
