@@ -1,12 +1,13 @@
 /**
  * What only a live run needs, dropped once the run has ended and no retry can come: the
- * per-message worker receipts in its events (request id, fingerprint, answer) and the child
- * groups its worker epochs registered. Runs are compacted in the order they ended, from a
- * watermark kept in `meta`; events themselves (type, payload, time), attempts, updates,
- * decisions, effects, notifications, turns and client receipts stay for status, the viewer and
- * command replays until the prune, and so do the worker epochs (`run_workers`): they name the
- * run's captured output files (`workers/<epoch>.out`, ...), which the prune removes with the
- * run. Also here, by age: the oldest viewer deltas (a change feed; a viewer behind the oldest
+ * per-message worker receipts in its events (request id, fingerprint, answer). Runs are compacted
+ * in the order they ended, from a watermark kept in `meta`; events themselves (type, payload,
+ * time), attempts, updates, decisions, effects, notifications, turns and client receipts stay for
+ * status, the viewer and command replays until the prune, and so do the worker epochs
+ * (`run_workers`): they name the run's captured output files (`workers/<epoch>.out`, ...), which
+ * the prune removes with the run. A child group of an ended epoch stays too: the epoch's end
+ * removed every group it stopped, so one left is a group whose stop gave up, which the next
+ * host's recovery stops by it. Also here, by age: the oldest viewer deltas (a change feed; a viewer behind the oldest
  * reloads) and client receipts that name no run.
  */
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
@@ -50,21 +51,15 @@ export function listUncompactedRuns(store: StateStore, before: number, limit: nu
 
 /**
  * Compacts one ended run inside the caller's transaction and moves the watermark past it.
- * Returns the rows it changed or deleted.
+ * Returns the rows it changed.
  */
 export function compactRunInTx(store: StateStore, run: EndedRun): number {
-  let rows = executeArgs(
+  const rows = executeArgs(
     store,
     "UPDATE events SET request_id = NULL, request_fingerprint = NULL, receipt_json = NULL " +
       "WHERE event_key BETWEEN ?1 * 4294967296 AND ?1 * 4294967296 + 4294967295 AND " +
       "request_id IS NOT NULL",
     run.runNo,
-  );
-  rows += executeArgs(
-    store,
-    "DELETE FROM worker_child_groups WHERE worker_epoch IN (SELECT worker_epoch FROM " +
-      "run_workers WHERE run_id = ?1 AND status NOT IN ('starting', 'live'))",
-    run.runId,
   );
   executeArgs(
     store,
