@@ -41,6 +41,7 @@ export function runLogsCommand(
   let following: string | null = null;
   let reconnects = 0;
   let announced = false;
+  let gaveUp = false;
   let client: HostClient | null = null;
   // --follow outlives a host restart: the client sends the next read (or retries the one in
   // flight) to the next host, and the cursors are offsets into the step output files, which the
@@ -50,6 +51,8 @@ export function runLogsCommand(
     if (following === null || announced) return;
     announced = true;
     if (++reconnects > MAX_RECONNECTS) {
+      // Ends the read in flight, or the next one: said below.
+      gaveUp = true;
       client?.close();
       return;
     }
@@ -69,7 +72,17 @@ export function runLogsCommand(
     const after: Record<string, string> = {};
     let epoch = connection.hostEpoch;
     for (;;) {
-      const receipt = await readLogs(connection, runId, command, after);
+      let receipt: Awaited<ReturnType<typeof readLogs>>;
+      try {
+        receipt = await readLogs(connection, runId, command, after);
+      } catch (error) {
+        if (!gaveUp) throw error;
+        io.err(
+          `logs: gave up following ${runId} after ${MAX_RECONNECTS} host restarts in a row; ` +
+            `\`pi-workflows logs ${runId} --follow\` follows it again`,
+        );
+        return EXIT.hostUnavailable;
+      }
       // A host that stopped between two reads is replaced without a failed try: its epoch says.
       if (epoch !== undefined && epoch !== connection.hostEpoch) announce();
       else reconnects = 0;

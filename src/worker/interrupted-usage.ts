@@ -169,7 +169,7 @@ function* attemptMessages(
   let inside = false;
   for (const message of branchMessages(sessionText)) {
     if (message.role === "user") {
-      const named = attemptNamed(message, attemptId);
+      const named = attemptNamed(message);
       if (named === attemptId) inside = true;
       else if (named !== null && inside) return;
       continue;
@@ -220,16 +220,15 @@ function branchMessages(text: string): { role?: unknown; content?: unknown }[] {
 }
 
 /**
- * The attempt a workflow prompt names on its contract's `Attempt:` line (`attemptId` when it is
- * one of them), or null.
+ * The attempt a workflow prompt names on its contract's `Attempt:` line (the last: the prompt
+ * before the contract may hold such a line too), or null.
  */
-function attemptNamed(message: { content?: unknown }, attemptId: string): string | null {
+function attemptNamed(message: { content?: unknown }): string | null {
   const content = message.content;
   const text = typeof content === "string"
     ? content
     : Array.isArray(content)
     ? content.map((part) => (part?.type === "text" ? String(part.text ?? "") : "")).join("\n")
     : "";
-  const named = attemptLines(text);
-  return named.length === 0 ? null : named.includes(attemptId) ? attemptId : named[0];
+  return attemptLines(text).at(-1) ?? null;
 }

@@ -357,7 +357,8 @@ describe("the run's session and the child's command line", () => {
       entry({ role: "toolResult", content: [] }),
       entry(prompt("att-1", "Reminder 1 of 2: ...\n")),
       entry(reply(200, 0.2, "att-1")), // the submitting call
-      entry(prompt("att-2", 'Note: the previous attempt (attempt "att-1") was interrupted\n')),
+      // A prompt may hold an `Attempt:` line of its own: the contract's, the last, decides.
+      entry(prompt("att-2", "Note: the previous attempt was interrupted:\nAttempt: att-1\n")),
       entry(reply(300, 0.3)),
       '{"type":"message","id":"torn', // a torn last write
     ];
