@@ -17,7 +17,7 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -87,12 +87,22 @@ export async function bundleCli(
           "const require = __piwCreateRequire(import.meta.url);",
       },
     });
-  writeFileSync(outfile, await esm("src/cli/main.ts"));
-  writeFileSync(join(dirname(outfile), WORKER_BUNDLE_NAME), await esm("src/cli/worker-main.ts"));
+  replaceFile(outfile, await esm("src/cli/main.ts"));
+  replaceFile(join(dirname(outfile), WORKER_BUNDLE_NAME), await esm("src/cli/worker-main.ts"));
   // `@osolmaz/pi-workflows/testing`: a test runner imports it from node_modules, where Node will
   // not strip types, so it ships as JavaScript; its workers start from the CLI bundle beside it.
-  writeFileSync(join(dirname(outfile), TESTING_BUNDLE_NAME), await esm("src/testing/index.ts"));
+  replaceFile(join(dirname(outfile), TESTING_BUNDLE_NAME), await esm("src/testing/index.ts"));
   return outfile;
+}
+
+/**
+ * Writes a bundle whole or not at all: a reader at the same moment (an `npm pack` of the
+ * repository, a host starting from it) sees the old file or the new one, never a truncated one.
+ */
+function replaceFile(path: string, text: string): void {
+  const partial = `${path}.${process.pid}.partial`;
+  writeFileSync(partial, text);
+  renameSync(partial, path);
 }
 
 /**

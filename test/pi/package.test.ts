@@ -234,7 +234,12 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
       "--prefix",
       prefix,
       join(sandbox.root, tarball),
-    ], { cwd: sandbox.root, env: { ...process.env, npm_config_loglevel: "silent" } });
+    ], {
+      cwd: sandbox.root,
+      // npm's own error lines, if it fails, end up in the thrown error's message.
+      env: { ...process.env, npm_config_loglevel: "error" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const target = join(prefix, "node_modules", "@osolmaz", "pi-workflows");
     await bundleCli(join(target, "dist", "pi-workflows.mjs"));
     await sandbox.install(target);
