@@ -46,7 +46,7 @@ function validFacts(r: Rand): Record<string, unknown> {
   return {
     runId: "run-1",
     workflowName: "chain",
-    ...(r() < 0.8 ? { projectPath: "/work/project" } : {}),
+    ...(r() < 0.8 ? { projectPath: "/tmp/project" } : {}),
     input: json(r),
     attempts: Array.from({ length: Math.floor(r() * 5) }, (_, i) => attempt(r, i + 1)),
     ...(r() < 0.2 ? { approvedRetry: { attemptId: "att-1" } } : {}),
