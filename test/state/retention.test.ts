@@ -731,19 +731,26 @@ describe("retention", () => {
 });
 
 describe("the host's idle retention tick", () => {
+  /** The host's runner on the fixture's store, its log lines into `lines`, an hour's interval. */
+  const idleRunner = (
+    lines: string[],
+    extra: Partial<Parameters<typeof createRetentionRunner>[0]> = {},
+  ) =>
+    createRetentionRunner({
+      store: fx.store,
+      stateDir: dirname(fx.store.path),
+      log: (event) => lines.push(event),
+      intervalMs: 3600_000,
+      now: () => fx.clock.now(),
+      ...extra,
+    });
   it("starts a pass at most once per interval, across the host's restarts too", () => {
     fx = openFixture();
     endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     fx.clock.advance(40 * DAY_MS);
     const host = () => {
       const lines: string[] = [];
-      const runner = createRetentionRunner({
-        store: fx.store,
-        stateDir: dirname(fx.store.path),
-        log: (event) => lines.push(event),
-        intervalMs: 3600_000,
-        now: () => fx.clock.now(),
-      });
+      const runner = idleRunner(lines);
       return { lines, runner };
     };
     const first = host();
@@ -768,13 +775,7 @@ describe("the host's idle retention tick", () => {
     fx.clock.advance(40 * DAY_MS);
     recordPassEnd(fx.store, fx.clock.now() + 10 * DAY_MS);
     const lines: string[] = [];
-    const runner = createRetentionRunner({
-      store: fx.store,
-      stateDir: dirname(fx.store.path),
-      log: (event) => lines.push(event),
-      intervalMs: 3600_000,
-      now: () => fx.clock.now(),
-    });
+    const runner = idleRunner(lines);
     for (let i = 0; i < 5; i++) runner.idleTick();
     expect(lines).toEqual([]);
     fx.clock.advance(3600_000);
@@ -790,12 +791,7 @@ describe("the host's idle retention tick", () => {
     const lines: string[] = [];
     let working = false;
     let asked = 0;
-    const runner = createRetentionRunner({
-      store: fx.store,
-      stateDir: dirname(fx.store.path),
-      log: (event) => lines.push(event),
-      intervalMs: 3600_000,
-      now: () => fx.clock.now(),
+    const runner = idleRunner(lines, {
       checkpointRunner,
       working: () => {
         asked++;
@@ -834,13 +830,7 @@ describe("the host's idle retention tick", () => {
   it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {
     fx = openFixture();
     const lines: string[] = [];
-    const runner = createRetentionRunner({
-      store: fx.store,
-      stateDir: dirname(fx.store.path),
-      log: (event) => lines.push(event),
-      intervalMs: 1000,
-      now: () => fx.clock.now(),
-    });
+    const runner = idleRunner(lines, { intervalMs: 1000 });
     // Opening a pass checkpoints the WAL: with the database closed under it, that throws.
     fx.store.db.close();
     expect(() => runner.idleTick()).not.toThrow();
