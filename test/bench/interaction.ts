@@ -21,15 +21,21 @@
  * `host_handoff_ms` is then the time inside that one commit; `host_submit_to_request_ms` counts
  * from the host's read of the submit (a `submit` mark in the same trace) to the next request
  * committed, split at the acceptance's start (`verdict` mark) in `host_breakdown_median_ms`.
+ * The bare baseline runs before the workflow, so at a smaller context than any handoff's: it runs
+ * again after the run (`*_after_run_ms`, at a context at least as large as the last handoff's), and
+ * `context_kb` gives the median context of each series (the requests' messages), so Pi's own cost
+ * of a larger context can be told from the handoff's. `step_context_bytes` and
+ * `step_context_messages`: what one step adds to the model's context (its message, the model's
+ * submit, the tool result).
  *
  *   npm run bench -- interaction [steps]
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
+import { type FakeModel, type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
-import { startPi, stopAllPi } from "../support/pi-rpc.ts";
+import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { queryState, waitForRunState } from "../support/state-db.ts";
 import { stepResponder } from "../support/step-responder.ts";
 import { benchArgs, bySize } from "./_figures.ts";
@@ -83,8 +89,79 @@ function wallClockOffset(): number {
   return samples.sort((a, b) => a - b)[1000];
 }
 
+/** The median of byte counts, in KB (tenths). */
+function kb(values: number[]): number | null {
+  return values.length > 0 ? round(stats(values).median / 1024) : null;
+}
+
 function round(value: number): number {
   return Math.round(value * 10) / 10;
+}
+
+/** Bytes of a request's messages as sent (its context without the system prompt's tools). */
+function contextBytes(request: FakeModelRequest): number {
+  return JSON.stringify(request.messages).length;
+}
+
+interface BareFigures {
+  /** Prompt written -> agent settled. */
+  bare: number[];
+  /** Pi's own share of a prompt: written to stdin -> its request at the model (wall clock). */
+  bareToRequest: number[];
+  /** The model's tool call sent -> the tool's result at the model. */
+  bareTool: number[];
+  /** The context bytes of each measured prompt's request, and of each tool result's. */
+  promptContext: number[];
+  toolContext: number[];
+}
+
+/**
+ * Pi's own baseline in the same Pi: `rounds` bare prompt round trips, then `rounds` turnarounds
+ * of a tool that answers at once without the host (`workflow list`), each after a warm-up round.
+ * `label` keeps one series' texts apart from another's.
+ */
+async function bareRounds(
+  pi: PiRpc,
+  model: FakeModel,
+  label: string,
+  rounds: number,
+): Promise<BareFigures> {
+  const figures: BareFigures = {
+    bare: [],
+    bareToRequest: [],
+    bareTool: [],
+    promptContext: [],
+    toolContext: [],
+  };
+  for (let i = 0; i <= rounds; i++) {
+    const from = pi.records.length;
+    const text = `bare prompt ${label}${i}`;
+    const started = performance.now();
+    const wall = performance.timeOrigin + started;
+    await pi.prompt(text);
+    await pi.waitForSettled(from);
+    if (i === 0) continue;
+    figures.bare.push(performance.now() - started);
+    const request = model.requests.find((r) => r.lastUserText === text);
+    if (request) {
+      figures.bareToRequest.push(request.receivedAt - wall);
+      figures.promptContext.push(contextBytes(request));
+    }
+  }
+  for (let i = 0; i <= rounds; i++) {
+    const from = pi.records.length;
+    const text = `${BARE_TOOL}${label}${i}`;
+    await pi.prompt(text);
+    await pi.waitForSettled(from);
+    if (i === 0) continue;
+    const call = model.requests.find((r) => r.lastUserText === text && r.lastRole === "user");
+    const result = model.requests.find((r) => r.lastUserText === text && r.lastRole === "tool");
+    if (call?.respondedAt && result) {
+      figures.bareTool.push(result.receivedAt - call.respondedAt);
+      figures.toolContext.push(contextBytes(result));
+    }
+  }
+  return figures;
 }
 
 async function main(): Promise<void> {
@@ -115,35 +192,12 @@ async function main(): Promise<void> {
     await sandbox.install(REPO_ROOT);
     const pi = await startPi(sandbox);
 
-    // Baseline: bare prompt round trips in the same Pi (a warm-up first).
-    const bare: number[] = [];
-    // Pi's own share of a prompt: written to stdin -> its request at the model (wall clock).
-    const bareToRequest: number[] = [];
-    for (let i = 0; i <= BARE_ROUNDS; i++) {
-      const from = pi.records.length;
-      const started = performance.now();
-      const wall = performance.timeOrigin + started;
-      await pi.prompt(`bare prompt ${i}`);
-      await pi.waitForSettled(from);
-      if (i === 0) continue;
-      bare.push(performance.now() - started);
-      const request = model.requests.find((r) => r.lastUserText === `bare prompt ${i}`);
-      if (request) bareToRequest.push(request.receivedAt - wall);
-    }
-
+    // Baseline: bare prompt round trips in the same Pi (a warm-up first), and Pi's tool-call
+    // turnaround (bareRounds).
     // Pi's floor inside a handoff: a model's tool call fully sent -> the tool's result at the
     // model, for a tool that answers at once without the host (a warm-up first).
-    const bareTool: number[] = [];
-    for (let i = 0; i <= BARE_ROUNDS; i++) {
-      const from = pi.records.length;
-      const text = `${BARE_TOOL}${i}`;
-      await pi.prompt(text);
-      await pi.waitForSettled(from);
-      if (i === 0) continue;
-      const call = model.requests.find((r) => r.lastUserText === text && r.lastRole === "user");
-      const result = model.requests.find((r) => r.lastUserText === text && r.lastRole === "tool");
-      if (call?.respondedAt && result) bareTool.push(result.receivedAt - call.respondedAt);
-    }
+    const before = await bareRounds(pi, model, "", BARE_ROUNDS);
+    const { bare, bareToRequest, bareTool } = before;
 
     const from = pi.records.length;
     const fromRequest = model.requests.length;
@@ -210,6 +264,10 @@ async function main(): Promise<void> {
       requested_to_prompt: [] as number[],
     };
     const submitToNext: number[] = [];
+    // The context of each next step's request, and what one step added to it (the step's
+    // message, the model's submit, its result).
+    const handoffContext: number[] = [];
+    const stepAdds = { bytes: [] as number[], messages: [] as number[] };
     // The host's own share: the submission committed -> the next step's request committed.
     const hostHandoff: number[] = [];
     // The submit read by the host -> the next step's request committed.
@@ -260,6 +318,9 @@ async function main(): Promise<void> {
         throw new Error(`Step ${step} has no submit or next prompt`);
       }
       submitToNext.push(next.receivedAt - submit.respondedAt);
+      handoffContext.push(contextBytes(next));
+      stepAdds.bytes.push(contextBytes(next) - contextBytes(prompt));
+      stepAdds.messages.push(next.messages.length - prompt.messages.length);
       const i = step - 1;
       breakdown.submit_to_submitted.push(phases.submitted[i] - (submit.respondedAt + offset));
       breakdown.submitted_to_accepted.push(phases.accepted[i] - phases.submitted[i]);
@@ -282,6 +343,17 @@ async function main(): Promise<void> {
         if (first >= 0 && last >= first) handoffCommits.push(last - first + 1);
       }
     }
+    // The same baseline again after the run, at a context at least as large as any handoff's
+    // (the run's whole chain is one agent run: it settles after the last step's closing text).
+    const lastResult = await pi.waitFor(
+      (r) =>
+        r.type === "tool_execution_end" &&
+        String((r.result as { content?: { text?: string }[] })?.content?.[0]?.text)
+          .startsWith(`Output accepted for step "s${STEPS}"`),
+      { from, what: "the last step's tool result" },
+    );
+    await pi.waitForSettled(pi.records.indexOf(lastResult));
+    const after = await bareRounds(pi, model, "after run ", BARE_ROUNDS);
     await pi.stop();
 
     const bareStats = stats(bare);
@@ -312,6 +384,26 @@ async function main(): Promise<void> {
       ratio_submit_to_next_beyond_pi: Math.round(
         ((b.median - stats(bareToRequest).median) / bareStats.median) * 100,
       ) / 100,
+      // The baseline measured again after the run, at a context at least as large as the
+      // handoffs' (`context_kb`): Pi's own cost of a larger context, beside the figures above
+      // (the target's formula keeps the baseline taken before the run).
+      bare_prompt_round_trip_after_run_ms: stats(after.bare),
+      bare_prompt_to_request_after_run_ms: stats(after.bareToRequest),
+      bare_tool_turnaround_after_run_ms: stats(after.bareTool),
+      ratio_submit_to_next_beyond_pi_after_run: Math.round(
+        ((b.median - stats(after.bareToRequest).median) / stats(after.bare).median) * 100,
+      ) / 100,
+      // Medians of the requests' message bytes (system prompt included, tool schemas not), in KB.
+      context_kb: {
+        bare_prompt: kb(before.promptContext),
+        bare_tool: kb(before.toolContext),
+        handoff: kb(handoffContext),
+        bare_prompt_after_run: kb(after.promptContext),
+        bare_tool_after_run: kb(after.toolContext),
+      },
+      // What one step adds to the model's context (median over the handoffs).
+      step_context_bytes: stats(stepAdds.bytes).median,
+      step_context_messages: stats(stepAdds.messages).median,
       host_handoff_ms: hostHandoff.length > 0 ? stats(hostHandoff) : null,
       handoff_commits: handoffCommits.length > 0 ? stats(handoffCommits) : null,
       host_submit_to_request_ms: hostSubmitToRequest.length > 0 ? stats(hostSubmitToRequest) : null,
