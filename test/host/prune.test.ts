@@ -125,26 +125,28 @@ function readStore<T>(stateDir: string, fn: (store: StateStore) => T): T {
   }
 }
 
+/** Tables a prune deletes a run's rows from (runRows counts them in this order). */
+const RUN_TABLES = [
+  "runs",
+  "run_queue",
+  "events",
+  "node_attempts",
+  "node_updates",
+  "effects",
+  "notifications",
+  "turn_intents",
+  "human_decisions",
+  "host_commands",
+  "leases",
+  "run_bindings",
+];
+
 /** Per run: its rows in the tables a prune deletes (0 everywhere once it is gone). */
 function runRows(stateDir: string, runIds: string[]): Map<string, string> {
   return readStore(stateDir, (store) => {
-    const tables = [
-      "runs",
-      "run_queue",
-      "events",
-      "node_attempts",
-      "node_updates",
-      "effects",
-      "notifications",
-      "turn_intents",
-      "human_decisions",
-      "host_commands",
-      "leases",
-      "run_bindings",
-    ];
     return new Map(runIds.map((id) => [
       id,
-      tables.map((t) =>
+      RUN_TABLES.map((t) =>
         (store.db.prepare(`SELECT COUNT(*) AS n FROM ${t} WHERE run_id = ?`).get(id) as {
           n: number;
         }).n
@@ -368,8 +370,8 @@ describe("pi-workflows prune", () => {
     doctorClean(home.stateDir);
   });
 
-  // Inside a run's deletion (rolled back: the run stays whole), and between two transactions
-  // of a run of 1,500 attempts (~9,000 rows, several transactions): marked and half deleted.
+  // Inside a run's deletion (the transaction rolled back), and between two transactions of a run
+  // of 1,500 attempts (~9,000 rows, several transactions): marked and half deleted.
   for (const point of ["state.retention.runHalfDeleted#3", "host.retention.step#2"]) {
     it(`leaves every run whole or gone when the host is SIGKILLed (${point})`, async () => {
       home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
@@ -377,6 +379,13 @@ describe("pi-workflows prune", () => {
       const runs = seed(home.stateDir, 40, 2, large ? 1500 : 2);
       const all = [...runs.old, ...runs.young];
       const before = runRows(home.stateDir, all);
+      // The order the prune deletes them in (by end).
+      const [first, second, third] = readStore(
+        home.stateDir,
+        (store) =>
+          store.db.prepare("SELECT run_id FROM runs ORDER BY finished_at, rowid").all()
+            .map((r) => String(r.run_id)),
+      );
       const sessionDir = (id: string) => join(home!.stateDir, "sessions", id);
       for (const id of all) mkdirSync(sessionDir(id), { recursive: true });
       const crashing = await startHostProcess({ ...home.env, PI_WORKFLOWS_CRASH_AT: point });
@@ -386,15 +395,27 @@ describe("pi-workflows prune", () => {
       await crashing.exited;
       expect(crashing.child.signalCode).toBe("SIGKILL");
       if (!large) {
-        // Killed inside the third run's deletion: two runs gone, that one whole (its
-        // transaction never committed), every other run whole; no mark left, doctor clean.
+        // Killed inside the third run's deletion, in the transaction that deleted its events:
+        // the first two runs gone, every other run but the third whole, doctor clean.
         const cut = runRows(home.stateDir, all);
-        expect(runs.old.filter((id) => cut.get(id) === GONE).length).toBe(2);
-        for (const id of all) {
-          if (cut.get(id) !== GONE) expect(cut.get(id), id).toBe(before.get(id));
+        expect([cut.get(first!), cut.get(second!)]).toEqual([GONE, GONE]);
+        for (const id of all.filter((id) => ![first, second, third].includes(id))) {
+          expect(cut.get(id), id).toBe(before.get(id));
         }
+        const events = (rows: string | undefined) => rows?.split(",")[RUN_TABLES.indexOf("events")];
         readStore(home.stateDir, (store) => {
-          expect(store.db.prepare("SELECT run_id FROM run_prunes").all()).toEqual([]);
+          const marks = store.db.prepare("SELECT run_id FROM run_prunes").all();
+          if (cut.get(third!) === before.get(third!)) {
+            // Killed in the transaction that marked it: nothing of its deletion committed.
+            expect(marks).toEqual([]);
+          } else {
+            // A transaction's time budget (4 ms) ended the one that marked it and deleted its
+            // row before its events' turn (a preempted transaction under load): marked and gone
+            // to readers, and every event the killed transaction deleted is back.
+            expect(marks.map((r) => r.run_id)).toEqual([third]);
+            expect(readRunStatus(store, third!)).toBeUndefined();
+            expect(events(cut.get(third!))).toBe(events(before.get(third!)));
+          }
           expect(checkInvariants(store)).toEqual([]);
         });
       }
