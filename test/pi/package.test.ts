@@ -216,15 +216,47 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
     sandbox = createPiSandbox({ modelBaseUrl: model.baseUrl });
     writeWorkflows(sandbox);
     // docs/pi.md "From a tarball", without the network: npm installs the packed tarball and its
-    // runtime dependencies (from npm's cache, filled by npm ci) under a prefix, and `pi install`
-    // adds that directory. The prepack bundle is built here (the pack skips scripts).
-    const tarball = execFileSync(
-      "npm",
-      ["pack", "--ignore-scripts", "--silent", "--pack-destination", sandbox.root],
-      { cwd: REPO_ROOT, encoding: "utf8", env: { ...process.env, npm_config_loglevel: "silent" } },
-    ).trim().split("\n").at(-1)!;
+    // runtime dependencies under a prefix, and `pi install` adds that directory. npm gets a cache
+    // of this test's own, and the dependencies come as tarballs packed from node_modules (the
+    // lockfile's versions): the shared cache held their registry metadata only if another npm
+    // run had fetched it (an offline install failed ENOTCACHED without), and other tests' npm
+    // runs write to it meanwhile. The prepack bundle is built here (the pack skips scripts).
+    const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    const dependencies = Object.entries(manifest.dependencies).map(([name, pinned]) => {
+      const dir = join(REPO_ROOT, "node_modules", name);
+      const { version } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+      expect(version, `node_modules/${name} (run npm ci)`).toBe(pinned);
+      return dir;
+    });
+    const npmEnv = {
+      ...process.env,
+      npm_config_cache: join(sandbox.root, "npm-cache"),
+      npm_config_update_notifier: "false",
+      // npm's own error lines, if it fails, end up in the thrown error's message.
+      npm_config_loglevel: "error",
+    };
+    const npm = (args: string[]) =>
+      execFileSync("npm", args, {
+        cwd: sandbox.root,
+        env: npmEnv,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+    const packed = JSON.parse(
+      npm([
+        "pack",
+        "--ignore-scripts",
+        "--json",
+        "--pack-destination",
+        sandbox.root,
+        REPO_ROOT,
+        ...dependencies,
+      ]),
+    ) as { filename: string }[];
     const prefix = join(sandbox.root, "pi-workflows");
-    execFileSync("npm", [
+    npm([
       "install",
       "--offline",
       "--omit=peer",
@@ -233,13 +265,8 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
       "--ignore-scripts",
       "--prefix",
       prefix,
-      join(sandbox.root, tarball),
-    ], {
-      cwd: sandbox.root,
-      // npm's own error lines, if it fails, end up in the thrown error's message.
-      env: { ...process.env, npm_config_loglevel: "error" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+      ...packed.map((tarball) => join(sandbox.root, tarball.filename)),
+    ]);
     const target = join(prefix, "node_modules", "@osolmaz", "pi-workflows");
     await bundleCli(join(target, "dist", "pi-workflows.mjs"));
     await sandbox.install(target);
