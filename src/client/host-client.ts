@@ -15,6 +15,7 @@ import {
 } from "../protocol/host-operations.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
 import { checkClientId, newClientId } from "./client-id.ts";
+import { checkCommand } from "./check-command.ts";
 import { receiptOf } from "./command-receipt.ts";
 import { ensureHost, type EnsureHostOptions, HostStartFailedError } from "./ensure-host.ts";
 import { type HostConnection, newRequestId, type RequestOptions } from "./host-connection.ts";
@@ -163,7 +164,11 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
       `${lastError ? failureDetail(lastError) : "no host answered"}; retried for ${
         Math.round(retryDeadlineMs / 1000)
       } s${
-        mutating ? "; it may or may not have been applied: check with `pi-workflows status`" : ""
+        mutating
+          ? `; it may or may not have been applied: check with \`${
+            checkCommand(operation, requestOptions.runId)
+          }\``
+          : ""
       }`,
       { cause: lastError },
     );

@@ -7,6 +7,8 @@ import net from "node:net";
 import { connectHost, type HostConnection } from "../../src/client/host-connection.ts";
 import { HostCommandError, receiptOf } from "../../src/client/command-receipt.ts";
 import { createHostClient } from "../../src/client/host-client.ts";
+import { checkCommand } from "../../src/client/check-command.ts";
+import type { HostOperation } from "../../src/protocol/host-operations.ts";
 import { clientStateDir, hostSocketPath } from "../../src/client/socket-path.ts";
 import { resolveStateDir } from "../../src/state/store.ts";
 import { HostUnavailableError, ProtocolRejectedError } from "../../src/protocol/failures.ts";
@@ -358,6 +360,34 @@ describe("createHostClient()", () => {
     expect(error.message).toMatch(/retried for 0 s; it may or may not have been applied/);
     expect(Date.now() - started).toBeLessThan(15_000);
     client.close();
+  });
+
+  test("a command that may have been applied names the command that shows what it changes", async () => {
+    // `status` shows runs only: a schedule's, a controller's or a prune's change is not there.
+    const client = createHostClient({ stateDir: dir, autoStart: false, retryDeadlineMs: 50 });
+    try {
+      const error = await client.request("schedule.add", {}).catch((e) => e);
+      expect(error).toBeInstanceOf(HostUnavailableError);
+      expect(error.message).toContain(
+        "it may or may not have been applied: check with `pi-workflows schedule list`",
+      );
+    } finally {
+      client.close();
+    }
+    const id = "run-1a2b3c4d-0000-4000-8000-000000000000";
+    const cases: [HostOperation, string | undefined, string][] = [
+      ["run.cancel", id, "pi-workflows status run-1a2b3c4d"],
+      ["effect.resolve", id, "pi-workflows status run-1a2b3c4d"],
+      ["run.start", undefined, "pi-workflows list"],
+      ["run.rerun", id, "pi-workflows list"],
+      ["schedule.remove", undefined, "pi-workflows schedule list"],
+      ["controller.apply", undefined, "pi-workflows controller list"],
+      ["controller.delete", undefined, "pi-workflows controller list"],
+      ["host.prune", undefined, "pi-workflows prune --dry-run"],
+    ];
+    for (const [operation, runId, command] of cases) {
+      expect(checkCommand(operation, runId), operation).toBe(command);
+    }
   });
 
   test("close() is final: a request in flight stops, nothing reconnects, later ones fail", async () => {
