@@ -7,7 +7,10 @@
  */
 import { readFileSync } from "node:fs";
 import { receiptOf } from "../client/command-receipt.ts";
-import type { HostConnection } from "../client/host-connection.ts";
+import type { HostClient } from "../client/host-client.ts";
+import { HostUnavailableError } from "../protocol/failures.ts";
+import type { HostResponse } from "../protocol/host-response.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import {
@@ -26,6 +29,8 @@ import { discoverPi } from "../worker/pi-command.ts";
 import type { ControllerCommand } from "./parse-controller.ts";
 
 const POLL_MS = 150;
+
+type ResourceDetailReceipt = OperationReceipt<"controller.get">;
 
 export async function runControllerCommand(
   command: ControllerCommand,
@@ -48,7 +53,7 @@ export async function runControllerCommand(
 }
 
 async function execute(
-  connection: HostConnection,
+  connection: HostClient,
   command: ControllerCommand,
   cwd: string,
   spec: JsonValue,
@@ -150,7 +155,7 @@ async function execute(
 }
 
 async function resourceRequest<Op extends "controller.reconcile" | "controller.delete">(
-  connection: HostConnection,
+  connection: HostClient,
   operation: Op,
   cwd: string,
   command: ControllerCommand,
@@ -173,7 +178,7 @@ async function resourceRequest<Op extends "controller.reconcile" | "controller.d
 
 /** Polls until the resource settled, failed a reconcile, or its controller is blocked. */
 async function waitSettled(
-  connection: HostConnection,
+  connection: HostClient,
   command: ControllerCommand,
   cwd: string,
   controller: string,
@@ -181,32 +186,26 @@ async function waitSettled(
   io: CliIo,
 ): Promise<number> {
   const deadline = Date.now() + command.timeoutSeconds * 1000;
+  let detail: ResourceDetailReceipt | null = null;
+  const show = (code: number, note?: string) => {
+    printWaitEnd(io, command, detail, note);
+    return code;
+  };
   for (;;) {
-    const detail = receiptOf(
-      "controller.get",
-      await connection.request("controller.get", { payload: { cwd, controller, key, events: 0 } }),
-    );
-    const done = (code: number, note?: string) => {
-      if (command.json) printJson(io, detail);
-      else io.out(formatResourceDetail(detail, Date.now()) + (note ? `\n${note}` : ""));
-      return code;
-    };
+    const response = await pollUntil(connection, cwd, controller, key, deadline);
+    if (response === null) return show(EXIT.runNeedsAttention, notSettled(command));
+    detail = receiptOf("controller.get", response);
     const progress = resourceProgress(detail, Date.now());
-    if (progress === "blocked") return done(EXIT.runNeedsAttention);
-    if (progress === "failing") return done(EXIT.runUnsuccessful);
-    if (progress === "settled") return done(EXIT.ok);
-    if (Date.now() >= deadline) {
-      return done(
-        EXIT.runNeedsAttention,
-        `Not settled within ${command.timeoutSeconds} s; it goes on in the host`,
-      );
-    }
+    if (progress === "blocked") return show(EXIT.runNeedsAttention);
+    if (progress === "failing") return show(EXIT.runUnsuccessful);
+    if (progress === "settled") return show(EXIT.ok);
+    if (Date.now() >= deadline) return show(EXIT.runNeedsAttention, notSettled(command));
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
 
 async function waitGone(
-  connection: HostConnection,
+  connection: HostClient,
   command: ControllerCommand,
   cwd: string,
   controller: string,
@@ -214,25 +213,78 @@ async function waitGone(
   io: CliIo,
 ): Promise<number> {
   const deadline = Date.now() + command.timeoutSeconds * 1000;
+  let detail: ResourceDetailReceipt | null = null;
   for (;;) {
-    const response = await connection.request("controller.get", {
-      payload: { cwd, controller, key, events: 0 },
-    });
-    if (response.outcome === "notFound") {
+    const response = await pollUntil(connection, cwd, controller, key, deadline);
+    if (response?.outcome === "notFound") {
       if (command.json) printJson(io, { removed: true });
       else io.out(`Deleted ${controller}/${key}`);
       return EXIT.ok;
     }
-    const detail = receiptOf("controller.get", response);
+    if (response !== null) detail = receiptOf("controller.get", response);
+    const errors = detail?.queue?.consecutiveErrors ?? 0;
     // A blocked controller runs no finalizer until its source is right: no use waiting.
-    const blocked = resourceProgress(detail, Date.now()) === "blocked";
-    if (Date.now() >= deadline || detail.queue?.consecutiveErrors || blocked) {
-      if (command.json) printJson(io, detail);
-      else io.out(formatResourceDetail(detail, Date.now()));
-      return detail.queue?.consecutiveErrors ? EXIT.runUnsuccessful : EXIT.runNeedsAttention;
+    const blocked = detail !== null && resourceProgress(detail, Date.now()) === "blocked";
+    const timedOut = response === null || Date.now() >= deadline;
+    if (timedOut || errors || blocked) {
+      printWaitEnd(
+        io,
+        command,
+        detail,
+        timedOut && !errors && !blocked ? notGone(command) : undefined,
+      );
+      return errors ? EXIT.runUnsuccessful : EXIT.runNeedsAttention;
     }
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
+}
+
+/**
+ * One `controller.get` of a --wait, retried while no host answers only until the wait's own
+ * deadline (not the client's 60 s): null when the deadline passed without an answer, which ends
+ * the wait as its timeout does.
+ */
+async function pollUntil(
+  connection: HostClient,
+  cwd: string,
+  controller: string,
+  key: string,
+  deadline: number,
+): Promise<HostResponse | null> {
+  try {
+    return await connection.request("controller.get", {
+      payload: { cwd, controller, key, events: 0 },
+      retryUntil: deadline,
+    });
+  } catch (error) {
+    if (error instanceof HostUnavailableError && Date.now() >= deadline) return null;
+    throw error;
+  }
+}
+
+/** The resource as last seen (if the host ever answered), then why the wait ended. */
+function printWaitEnd(
+  io: CliIo,
+  command: ControllerCommand,
+  detail: ResourceDetailReceipt | null,
+  note: string | undefined,
+): void {
+  if (command.json) {
+    // No answer at all before the deadline: nothing to print but the note.
+    if (detail) printJson(io, detail);
+    else if (note) io.err(note);
+    return;
+  }
+  const lines = detail ? [formatResourceDetail(detail, Date.now())] : [];
+  io.out([...lines, ...(note ? [note] : [])].join("\n"));
+}
+
+function notSettled(command: ControllerCommand): string {
+  return `Not settled within ${command.timeoutSeconds} s; it goes on in the host`;
+}
+
+function notGone(command: ControllerCommand): string {
+  return `Not deleted within ${command.timeoutSeconds} s; it goes on in the host`;
 }
 
 function readSpec(command: ControllerCommand): JsonValue {

@@ -18,7 +18,12 @@ import { checkClientId, newClientId } from "./client-id.ts";
 import { checkCommand } from "./check-command.ts";
 import { receiptOf } from "./command-receipt.ts";
 import { ensureHost, type EnsureHostOptions, HostStartFailedError } from "./ensure-host.ts";
-import { type HostConnection, newRequestId, type RequestOptions } from "./host-connection.ts";
+import {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type HostConnection,
+  newRequestId,
+  type RequestOptions,
+} from "./host-connection.ts";
 
 export const DEFAULT_RETRY_DEADLINE_MS = 60_000;
 /** After the deadline, how long the one last try (for a definite answer) may take. */
@@ -45,18 +50,27 @@ export interface HostClientOptions extends EnsureHostOptions {
   onRetry?: (operation: HostOperation, retry: number) => void;
 }
 
+export interface ClientRequestOptions<Op extends HostOperation> extends RequestOptions<Op> {
+  /**
+   * Epoch ms after which this request is not tried again, when that comes before the client's
+   * own retry deadline (a caller's wait with its own timeout); each try's answer is awaited no
+   * longer than what is left.
+   */
+  retryUntil?: number;
+}
+
 export interface HostClient {
   /** The id every request of this client carries. */
   readonly clientId: string;
   /** The host's answer, whatever its outcome. */
   request<Op extends HostOperation>(
     operation: Op,
-    options?: RequestOptions<Op>,
+    options?: ClientRequestOptions<Op>,
   ): Promise<HostResponse>;
   /** The typed receipt of a successful answer; `HostCommandError` for any other outcome. */
   call<Op extends HostOperation>(
     operation: Op,
-    options?: RequestOptions<Op>,
+    options?: ClientRequestOptions<Op>,
   ): Promise<OperationReceipt<Op>>;
   /** The epoch of the host that answered last (undefined before the first answer). */
   readonly hostEpoch: number | undefined;
@@ -114,11 +128,17 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
 
   const request = async <Op extends HostOperation>(
     operation: Op,
-    requestOptions: RequestOptions<Op> = {},
+    clientOptions: ClientRequestOptions<Op> = {},
   ): Promise<HostResponse> => {
+    const { retryUntil, ...requestOptions } = clientOptions;
     const mutating = OPERATION_SPECS[operation].mutating;
+    const started = Date.now();
     // A stop is for the host that answers now: never wait for (or start) another one to stop.
-    let deadline = Date.now() + (operation === "host.stop" ? 0 : retryDeadlineMs);
+    let deadline = Math.min(
+      started + (operation === "host.stop" ? 0 : retryDeadlineMs),
+      retryUntil ?? Infinity,
+    );
+    const window = deadline - started;
     // A retried command carries its deadline and gets one last try after it (definite answer);
     // a one-try client (deadline 0) sends it plain.
     const fenced = mutating && deadline > Date.now();
@@ -141,7 +161,21 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
       let open: HostConnection | undefined;
       try {
         open = await connected(deadline, operation !== "host.stop");
-        const response = await open.request(operation, { ...sent, hostEpoch: open.hostEpoch });
+        // A caller's own deadline bounds the wait for an answer too (a frozen host answers never).
+        const bounded = retryUntil === undefined ? {} : {
+          timeoutMs: Math.max(
+            1,
+            Math.min(
+              requestOptions.timeoutMs ?? options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+              deadline - Date.now(),
+            ),
+          ),
+        };
+        const response = await open.request(operation, {
+          ...sent,
+          ...bounded,
+          hostEpoch: open.hostEpoch,
+        });
         lastEpoch = response.hostEpoch;
         if (!retryable(response) || Date.now() >= deadline) return response;
         lastError = new HostUnavailableError(
@@ -162,7 +196,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
     }
     throw new HostUnavailableError(
       `${lastError ? failureDetail(lastError) : "no host answered"}; retried for ${
-        Math.round(retryDeadlineMs / 1000)
+        Math.round(Math.max(0, window) / 1000)
       } s${
         mutating
           ? `; it may or may not have been applied: check with \`${

@@ -15,7 +15,16 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, runCliProcess, type TempHome, tempHome, waitFor } from "../support/host.ts";
+import {
+  ROOT,
+  runCliProcess,
+  spawnCli,
+  startHostProcess,
+  stopProcess,
+  type TempHome,
+  tempHome,
+  waitFor,
+} from "../support/host.ts";
 
 let home: TempHome;
 let project: string;
@@ -310,4 +319,50 @@ describe("a controller whose source is gone while a resource is deleted", () => 
       own.cleanup();
     }
   }, 120_000);
+});
+
+describe("controller --wait with a host that stops answering", () => {
+  it(
+    "ends at its --timeout, as any timeout does, not after the client's 60 s of retries",
+    async () => {
+      const own = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "30000" });
+      const dir = join(own.root, "project");
+      mkdirSync(join(dir, ".pi", "controllers"), { recursive: true });
+      // Never settles: something is always due within a second.
+      writeFileSync(
+        join(dir, ".pi", "controllers", "busy.controller.ts"),
+        `import { defineController } from "@osolmaz/pi-workflows";
+export default defineController({
+  name: "busy",
+  initialStatus: () => ({}),
+  reconcile: (ctx) => ctx.requeueAfter(200),
+});
+`,
+      );
+      const host = await startHostProcess(own.env);
+      const wait = spawnCli(
+        ["controller", "apply", "busy", "r", "--wait", "--timeout", "3", "--cwd", dir],
+        own.env,
+      );
+      try {
+        await wait.waitForStdout("Created busy/r", 60_000);
+        // A frozen host: connections are accepted and never answered.
+        process.kill(host.pid, "SIGSTOP");
+        const frozeAt = Date.now();
+        const { code } = await wait.exited;
+        const waited = Date.now() - frozeAt;
+        expect(code, wait.stdout() + wait.stderr()).toBe(7);
+        expect(wait.stdout()).toMatch(/Not settled within 3 s; it goes on in the host\n$/);
+        // Its 3 s, a probe of the frozen host (at most 4 s) and the scheduling of a loaded
+        // machine; the client's retries alone were 30 to 60 s.
+        expect(waited).toBeLessThan(20_000);
+      } finally {
+        process.kill(host.pid, "SIGCONT");
+        wait.kill("SIGKILL");
+        await stopProcess(host);
+        await own.cleanup();
+      }
+    },
+    120_000,
+  );
 });
