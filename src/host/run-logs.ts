@@ -15,7 +15,7 @@ import { type LogChunk, logCursorKey, type StepLog } from "../protocol/log-opera
 import { type AttemptSummary, attemptVisit, listNodeAttempts } from "../state/attempt-queries.ts";
 import { NotFoundError, RefusedError } from "../state/errors.ts";
 import { listNodeUpdates, readRun } from "../state/queries.ts";
-import { readDefinitionSnapshot } from "../state/viewer-step-queries.ts";
+import { definitionNodeIds } from "./definition-nodes.ts";
 import { formatStepCursor, parseStepCursor, readStepOutput } from "../base/step-output-files.ts";
 import { memberSessionFiles, runSessionsRoot } from "../base/pi-session-files.ts";
 import { ANSWER_BUDGET_BYTES } from "./answer-budget.ts";
@@ -160,10 +160,7 @@ function transcriptChunk(
  * (`--follow` waits for it).
  */
 function refuseUnknownNode(rt: HostRuntime, runId: string, digest: string, nodeId: string) {
-  const definition = readDefinitionSnapshot(rt.store, digest) as
-    | { nodes?: Record<string, unknown> }
-    | undefined;
-  const nodes = definition?.nodes ? Object.keys(definition.nodes) : null;
+  const nodes = definitionNodeIds(rt.store, digest);
   if (nodes === null || nodes.includes(nodeId)) return;
   const listed = nodes.slice(0, LISTED_NODES).join(", ") +
     (nodes.length > LISTED_NODES ? ` and ${nodes.length - LISTED_NODES} more` : "");
