@@ -19,6 +19,10 @@ import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
 import { duration, relative, when } from "./time-text.ts";
+import {
+  builtinSourceChanged,
+  sourceChangeWords,
+} from "../workflows/sources/source-change-text.ts";
 
 const MAX_VALUE_CHARS = 2000;
 
@@ -66,7 +70,11 @@ export function formatRun(
 ): string {
   const style = options.style ?? PLAIN_STYLE;
   const now = options.now ?? Date.now();
-  const state = describeRunState(run, { waiting: options.waiting, attempts });
+  const state = describeRunState(run, {
+    waiting: options.waiting,
+    attempts,
+    sourceChanges: options.sourceChanges,
+  });
   const lines = [
     `run ${run.runId}`,
     `workflow: ${run.workflowName}${run.title ? ` ${style.glyph("dash")} ${run.title}` : ""}`,
@@ -300,8 +308,9 @@ export function formatValue(value: unknown, style: CliStyle = PLAIN_STYLE): stri
 }
 
 /**
- * Under a run blocked `workflowSourceChanged`: each file that differs, with its digest when the
- * run started and now, then both ways on.
+ * Under a run blocked `workflowSourceChanged`: each file that differs, in words, with its digest
+ * when the run started and now, then the ways on (for a built-in, which changes with the
+ * pi-workflows version, there is nothing to restore).
  */
 function sourceChangeLines(run: RunSummary, changes: readonly SourceChangeSummary[]): string[] {
   if (changes.length === 0) return [];
@@ -312,12 +321,19 @@ function sourceChangeLines(run: RunSummary, changes: readonly SourceChangeSummar
     const digests = c.recorded !== undefined
       ? ` (started with ${short(c.recorded)}, now ${short(c.current)})`
       : "";
-    lines.push(`  ${c.source}: ${c.reason}${digests}`);
+    lines.push(`  ${sourceChangeWords(c)}${digests}`);
   }
   const id = shortRunId(run.runId);
-  lines.push(
-    `go on with the files as they are now: pi-workflows resume ${id} --accept-source`,
-    `or restore them and resume it: pi-workflows resume ${id}`,
-  );
+  if (builtinSourceChanged(changes)) {
+    lines.push(
+      `go on with this version's built-in: pi-workflows resume ${id} --accept-source`,
+      `or end the run: pi-workflows cancel ${id}`,
+    );
+  } else {
+    lines.push(
+      `go on with the files as they are now: pi-workflows resume ${id} --accept-source`,
+      `or restore them and resume it: pi-workflows resume ${id}`,
+    );
+  }
   return lines;
 }

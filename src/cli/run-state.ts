@@ -15,12 +15,15 @@ import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import type { GlyphName, Tone } from "./cli-style.ts";
 import { effectResolveCommand } from "../render/effect-resolve-text.ts";
 import { shortRunId } from "./run-ids.ts";
+import { builtinSourceChanged } from "../workflows/sources/source-change-text.ts";
 
 export interface RunStateContext {
   /** What the run waits for (`run.status`'s `waiting`), when known. */
   waiting?: Waiting;
   /** Its attempts, when known (tells an interactive step from a checkpoint). */
   attempts?: readonly AttemptSummary[];
+  /** A run blocked `workflowSourceChanged`: what differs (`run.status`'s), when known. */
+  sourceChanges?: readonly { reason: string }[];
 }
 
 export interface RunStateView {
@@ -115,8 +118,12 @@ function blocked(
         "blocked",
         "blocked",
         "warn",
-        "its workflow source changed since it started; go on with the files as they are now, " +
-          "or restore them and resume it without --accept-source",
+        // A built-in changed with the package: there is no file to restore.
+        builtinSourceChanged(context.sourceChanges ?? [])
+          ? "pi-workflows was updated since it started, and its built-in workflow changed with " +
+            "it; a built-in cannot be restored: go on with this version's, or cancel the run"
+          : "its workflow source changed since it started; go on with the files as they are " +
+            "now, or restore them and resume it without --accept-source",
         `pi-workflows resume ${id} --accept-source`,
       );
     case "effectAmbiguous": {

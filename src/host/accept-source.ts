@@ -16,6 +16,10 @@ import {
   verifySourceIdentity,
   type WorkflowSource,
 } from "../workflows/sources/identity.ts";
+import {
+  builtinSourceChanged,
+  sourceChangeWords,
+} from "../workflows/sources/source-change-text.ts";
 import type { StateStore } from "../state/store.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -94,31 +98,8 @@ export function stillChangedMessage(runId: string, changes: readonly SourceChang
   const first = changes[0]!;
   const more = changes.length > 1 ? ` (and ${changes.length - 1} more)` : "";
   const accept = `'pi-workflows resume ${runId} --accept-source'`;
-  // A built-in changes with the package: there is no file to restore by hand.
-  const builtin = changes.some((c) =>
-    c.reason === "revisionChanged" || c.reason === "unknownBuiltin"
-  );
-  return `Resume refused: ${changeWords(first)}${more} since run ${runId} started; ` +
-    (builtin
+  return `Resume refused: ${sourceChangeWords(first)}${more} since run ${runId} started; ` +
+    (builtinSourceChanged(changes)
       ? `a built-in workflow cannot be restored, go on with this version's: ${accept}`
       : `restore it and resume, or go on with it as it is now: ${accept}`);
-}
-
-function changeWords(change: SourceChange): string {
-  const name = change.source.startsWith("builtin:")
-    ? `the built-in workflow ${change.source.slice("builtin:".length)}`
-    : change.source;
-  switch (change.reason) {
-    case "revisionChanged":
-      return `${name} is another revision in this version of pi-workflows`;
-    case "unknownBuiltin":
-      return `${name} is no longer in this version of pi-workflows`;
-    case "missing":
-    case "removed":
-      return `${name} is gone`;
-    case "added":
-      return `${name} was added`;
-    case "changed":
-      return `${name} has changed`;
-  }
 }

@@ -301,7 +301,7 @@ describe("formatRun()", () => {
       "why: its workflow source changed since it started; go on with the files as they are now, " +
       "or restore them and resume it without --accept-source",
       "changed since the run started:",
-      "  /home/ada/wf/deploy.workflow.ts: changed (started with sha256:0123456789ab, now " +
+      "  /home/ada/wf/deploy.workflow.ts has changed (started with sha256:0123456789ab, now " +
       "sha256:fedcba987654)",
       "go on with the files as they are now: pi-workflows resume run-1a2b3c4d --accept-source",
       "or restore them and resume it: pi-workflows resume run-1a2b3c4d",
@@ -309,6 +309,38 @@ describe("formatRun()", () => {
     ]);
     expect(text).toContain("  ✓ greet  compute, ok, 12ms");
     expect(formatRunHeadline(run({ title: "Hi" }))).toBe("run-1a2b3c4d  hello — Hi  running");
+  });
+
+  it("says in words what a user of a built-in whose revision changed can do", () => {
+    // A built-in changes with the package: there is no file to restore, and no reason code.
+    const text = formatRun(
+      run({
+        workflowName: "autoplan",
+        blockedReason: "workflowSourceChanged",
+        queueState: "parked",
+      }),
+      [],
+      { now: NOW, sourceChanges: [{ source: "builtin:autoplan", reason: "revisionChanged" }] },
+    );
+    expect(text.split("\n").slice(2, 8)).toEqual([
+      "state: ! blocked (queue parked)",
+      "why: pi-workflows was updated since it started, and its built-in workflow changed with it; " +
+      "a built-in cannot be restored: go on with this version's, or cancel the run",
+      "changed since the run started:",
+      "  the built-in workflow autoplan is another revision in this version of pi-workflows",
+      "go on with this version's built-in: pi-workflows resume run-1a2b3c4d --accept-source",
+      "or end the run: pi-workflows cancel run-1a2b3c4d",
+    ]);
+    expect(text).not.toMatch(/revisionChanged|restore them|pi-workflows resume run-1a2b3c4d\n/);
+    const gone = formatRun(
+      run({ blockedReason: "workflowSourceChanged", queueState: "parked" }),
+      [],
+      { now: NOW, sourceChanges: [{ source: "builtin:old", reason: "unknownBuiltin" }] },
+    );
+    expect(gone).toContain(
+      "  the built-in workflow old is no longer in this version of pi-workflows\n",
+    );
+    expect(gone).not.toMatch(/unknownBuiltin|restore them/);
   });
 });
 

@@ -195,8 +195,8 @@ export default defineWorkflow({
     const status = await cli(["status", runId]);
     expect(status.stdout).toMatch(
       new RegExp(
-        `changed since the run started:\n  ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: ` +
-          "changed \\(started with sha256:[0-9a-f]{12}, now sha256:[0-9a-f]{12}\\)\n" +
+        `changed since the run started:\n  ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} ` +
+          "has changed \\(started with sha256:[0-9a-f]{12}, now sha256:[0-9a-f]{12}\\)\n" +
           "go on with the files as they are now: pi-workflows resume run-[0-9a-f]{8} --accept-source",
       ),
     );
