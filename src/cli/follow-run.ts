@@ -29,11 +29,14 @@ export async function followRun(
   started: RunSummary,
   json: boolean,
   io: CliIo,
-  /** The first word of the head line: a run this command started, or one it only follows. */
-  verb: "Started" | "Following" = "Started",
+  /**
+   * The first word of the head line: a run this command started, or one it only follows; null
+   * when the command printed the run's line itself (a fork).
+   */
+  verb: "Started" | "Following" | null = "Started",
 ): Promise<number> {
   const printer = json ? null : createFollowPrinter(io);
-  if (!json) io.out(`${verb} ${formatRunHeadline(started, { style: io.style })}`);
+  if (!json && verb) io.out(`${verb} ${formatRunHeadline(started, { style: io.style })}`);
   let cursor = 0;
   let failures = 0;
   let current = connection;

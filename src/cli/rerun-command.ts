@@ -14,7 +14,7 @@ import { readStartInput, startEnvironment } from "./start-input.ts";
 import { followRun } from "./follow-run.ts";
 import { formatRunHeadline } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
-import { resolveRunId } from "./run-ids.ts";
+import { resolveRunId, shortRunId } from "./run-ids.ts";
 import type { RerunCommand } from "./parse-rerun.ts";
 import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
 import { forkOriginText, retryMeaning } from "../render/rerun-text.ts";
@@ -62,7 +62,8 @@ export async function runRerunCommand(
     else if (!command.json) io.out(rerunText(receipt, command.retry, io));
     if (command.wait) {
       const reconnect = () => ensureHost({ env, clientId, onWait });
-      return await followRun(connection, reconnect, receipt.run, command.json, io);
+      // The fork's line above is its head line.
+      return await followRun(connection, reconnect, receipt.run, command.json, io, null);
     }
     return EXIT.ok;
   } catch (error) {
@@ -76,10 +77,13 @@ export async function runRerunCommand(
 export function rerunText(receipt: RunRerunReceipt, retry: boolean, io: CliIo): string {
   const { from } = receipt;
   const lines = [];
-  if (retry) lines.push(`retry ${from.runId} ${retryMeaning(from)}`);
+  // Run ids as every text output shows them (`run-1a2b3c4d`, a prefix every command takes).
+  if (retry) {
+    lines.push(`retry ${shortRunId(from.runId)} ${retryMeaning(from, "rerun", shortRunId)}`);
+  }
   lines.push(
     `Forked ${formatRunHeadline(receipt.run, { style: io.style })}`,
-    `  ${forkOriginText(receipt)}`,
+    `  ${forkOriginText(receipt, shortRunId)}`,
   );
   return lines.join("\n");
 }

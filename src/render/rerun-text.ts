@@ -5,16 +5,26 @@
  */
 import type { RunRerunReceipt } from "../protocol/rerun-operations.ts";
 
+/** How a front end prints a run id (the CLI: its short form; Pi: whole). */
+type RunIdText = (runId: string) => string;
+const whole: RunIdText = (runId) => runId;
+
 /** `retry <run> = rerun <run> --from <node> [--visit N] --source current`. */
-export function retryMeaning(from: RunRerunReceipt["from"], rerun = "rerun"): string {
+export function retryMeaning(
+  from: RunRerunReceipt["from"],
+  rerun = "rerun",
+  id: RunIdText = whole,
+): string {
   const visit = from.visit > 1 ? ` --visit ${from.visit}` : "";
-  return `= ${rerun} ${from.runId} --from ${from.nodeId}${visit} --source current`;
+  return `= ${rerun} ${id(from.runId)} --from ${from.nodeId}${visit} --source current`;
 }
 
 /** `from <run> at <node> (visit n); adopted …; source: …`. */
-export function forkOriginText(receipt: RunRerunReceipt): string {
+export function forkOriginText(receipt: RunRerunReceipt, id: RunIdText = whole): string {
   const { from } = receipt;
-  return `from ${from.runId} at ${from.nodeId} (visit ${from.visit}); adopted ${receipt.adoptedAttempts} step(s) without running them again; source: ${
+  return `from ${
+    id(from.runId)
+  } at ${from.nodeId} (visit ${from.visit}); adopted ${receipt.adoptedAttempts} step(s) without running them again; source: ${
     receipt.source === "current" ? "the workflow file as it is now" : "as recorded"
   }`;
 }

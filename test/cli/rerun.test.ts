@@ -192,9 +192,12 @@ describe("rerun after fixing the workflow file", () => {
     writeFileSync(join(project, "retry.workflow.ts"), pipeline(`return { ok: true };`));
     const retry = await cli(["retry", parent, "--wait"]);
     expect(retry.code, retry.stderr).toBe(0);
+    const short = parent.slice(0, "run-".length + 8);
     expect(retry.stdout).toContain(
-      `retry ${parent} = rerun ${parent} --from check --source current`,
+      `retry ${short} = rerun ${short} --from check --source current`,
     );
+    // The fork's line is its head line: no second 'Started' line for it.
+    expect(retry.stdout).not.toMatch(/^Started /m);
     expect(retry.stdout).toMatch(/adopted 2 step\(s\)/);
     expect(lines(counter)).toEqual(["prepare", "deploy"]);
     // A completed run is not retried.
