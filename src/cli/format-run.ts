@@ -38,8 +38,11 @@ export interface RunStatusTextOptions extends RunTextOptions, RunStateContext {
   updates?: readonly UpdateSummary[];
   /** How many attempts the run has, when more than `attempts` holds (the last ones). */
   attemptCount?: number;
-  /** A headless run's Pi: what it loads and its session file (`run.status`'s `pi`). */
-  pi?: RunPi;
+  /**
+   * A headless run's Pi: what it loads and its session file (`run.status`'s `pi`), and whether
+   * that file exists yet (unknown: shown).
+   */
+  pi?: RunPi & { sessionStarted?: boolean };
   /** A run blocked `workflowSourceChanged`: the files that differ (`run.status`'s). */
   sourceChanges?: readonly SourceChangeSummary[];
 }
@@ -134,14 +137,20 @@ export function formatRun(
   return run.output === undefined ? text : `${text}\noutput: ${formatValue(run.output, style)}`;
 }
 
-/** What a headless run's Pi loads, and how to open the run's conversation in Pi. */
-function piLines(pi: RunPi | undefined): string[] {
+/**
+ * What a headless run's Pi loads, and how to open the run's conversation in Pi: its session file
+ * once an agent step started it (`pi.sessionStarted`, which the caller checks on disk); before,
+ * a command to open a file that does not exist would only fail.
+ */
+function piLines(pi: (RunPi & { sessionStarted?: boolean }) | undefined): string[] {
   if (pi === undefined) return [];
   return [
     `pi loads: ${
       pi.context === "project" ? "context files and skills (--project-context)" : "nothing ambient"
     }`,
-    `pi session: ${pi.sessionFile} (open it with: pi --session ${shellWord(pi.sessionFile)})`,
+    pi.sessionStarted === false
+      ? "pi session: none yet (no agent step of the run has started)"
+      : `pi session: ${pi.sessionFile} (open it with: pi --session ${shellWord(pi.sessionFile)})`,
   ];
 }
 

@@ -2,6 +2,7 @@
  * `start`, `status`, `list`, `pause`, `resume`, `cancel` and `answer`: requests to the host, which is
  * started on demand. The host answers; this file prints and picks the exit code.
  */
+import { existsSync } from "node:fs";
 import { HostCommandError, receiptOf } from "../client/command-receipt.ts";
 import { newClientId } from "../client/client-id.ts";
 import { ensureHost } from "../client/ensure-host.ts";
@@ -167,7 +168,10 @@ async function execute(
           sourceChanges: receipt.sourceChanges,
           updates: receipt.updates,
           attemptCount: receipt.attemptCount,
-          ...(receipt.pi ? { pi: receipt.pi } : {}),
+          // The socket is local: the session file is on this machine.
+          ...(receipt.pi
+            ? { pi: { ...receipt.pi, sessionStarted: existsSync(receipt.pi.sessionFile) } }
+            : {}),
         }));
         if (receipt.notifications?.length) io.out(formatNotifications(receipt.notifications));
         if (waiting) io.out(formatWaiting(receipt.run.runId, waiting, Date.now(), style));

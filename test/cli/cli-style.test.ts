@@ -311,6 +311,21 @@ describe("formatRun()", () => {
     expect(formatRunHeadline(run({ title: "Hi" }))).toBe("run-1a2b3c4d  hello — Hi  running");
   });
 
+  it("names a headless run's Pi session file only once an agent step started it", () => {
+    const pi = { context: "none" as const, sessionFile: "/state/sessions/run-1/run.jsonl" };
+    const before = formatRun(run({ state: "completed", queueState: "done" }), [], {
+      now: NOW,
+      pi: { ...pi, sessionStarted: false },
+    });
+    expect(before).toContain("pi session: none yet (no agent step of the run has started)\n");
+    expect(before).not.toContain("pi --session");
+    const after = formatRun(run(), [], { now: NOW, pi: { ...pi, sessionStarted: true } });
+    expect(after).toContain(
+      "pi session: /state/sessions/run-1/run.jsonl (open it with: pi --session " +
+        "/state/sessions/run-1/run.jsonl)",
+    );
+  });
+
   it("says in words what a user of a built-in whose revision changed can do", () => {
     // A built-in changes with the package: there is no file to restore, and no reason code.
     const text = formatRun(
