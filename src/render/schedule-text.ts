@@ -5,6 +5,7 @@
  */
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { ScheduleFiringView, ScheduleView } from "../protocol/schedule-operations.ts";
+import { shortRunId } from "../base/run-id-text.ts";
 import { formatAge } from "./format.ts";
 
 /** `2026-12-07 09:00 Europe/Berlin (in 3h04m)`. */
@@ -55,13 +56,18 @@ export function formatScheduleList(
   return receipt.schedules.map((s) => formatScheduleLine(s, now)).join("\n");
 }
 
+/** A firing's run as other run ids are shown (`run-1a2b3c4d`, a prefix every command takes). */
+function runText(f: ScheduleFiringView): string {
+  return f.runId ? shortRunId(f.runId) : "";
+}
+
 function firingText(f: ScheduleFiringView, zone: string, now: number): string {
   const slot = formatSlot(f.slotAt, zone, now);
   switch (f.state) {
     case "started":
-      return `${slot}  started ${f.runId}${f.held ? " (waiting for the previous run)" : ""}`;
+      return `${slot}  started ${runText(f)}${f.held ? " (waiting for the previous run)" : ""}`;
     case "failed":
-      return `${slot}  failed ${f.runId}: ${f.reason ?? ""}`;
+      return `${slot}  failed ${runText(f)}: ${f.reason ?? ""}`;
     case "skipped":
       return `${slot}  skipped (${
         f.reason === "queueFull" ? "too many runs waiting" : "the previous run was active"

@@ -12,6 +12,7 @@ import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
+import { scheduleRunId } from "../../src/state/schedules/schedule-records.ts";
 import {
   type CliProcess,
   hostRequest,
@@ -145,7 +146,7 @@ describe("a schedule's firing across host deaths", () => {
         expect(slot).toEqual([
           expect.objectContaining({
             state: "started",
-            run_id: `run-${slot[0]!.schedule_id}-${firstSlot}`,
+            run_id: scheduleRunId(String(slot[0]!.schedule_id), firstSlot),
           }),
         ]);
         // One run per started slot, never two firings of one slot (the key says so too).

@@ -2,12 +2,14 @@
  * Consistency rules of schedules and their firings, checked by `checkInvariants` (tests,
  * `pi-workflows doctor`) next to the run rules. Each query returns the rows that break its rule.
  */
-import { HELD_AVAILABLE_AT } from "./schedule-records.ts";
+import { HELD_AVAILABLE_AT, scheduleRunId } from "./schedule-records.ts";
 import { MAX_LOAD_FAILURES } from "./schedule-firing.ts";
 
 export interface ScheduleCheck {
   code: string;
   sql: string;
+  /** For a rule SQL cannot say whole: whether a row the query found breaks it. */
+  breaks?: (row: Record<string, unknown>) => boolean;
   detail: (row: Record<string, unknown>) => string;
 }
 
@@ -16,10 +18,11 @@ const TERMINAL = "('completed', 'failed', 'timed_out', 'cancelled')";
 export const SCHEDULE_CHECKS: ScheduleCheck[] = [
   {
     code: "scheduleFiringRunId",
-    // A firing's run id is derived from its schedule and slot: a retry finds the same run.
-    sql: "SELECT s.name, f.slot_at, f.run_id FROM schedule_firings f JOIN schedules s " +
-      "ON s.schedule_id = f.schedule_id WHERE f.run_id IS NOT NULL AND " +
-      "f.run_id <> 'run-' || f.schedule_id || '-' || f.slot_at",
+    // A firing's run id is derived from its schedule and slot: a retry finds the same run. The
+    // derivation is a digest, computed here rather than in SQL.
+    sql: "SELECT s.name, f.schedule_id, f.slot_at, f.run_id FROM schedule_firings f " +
+      "JOIN schedules s ON s.schedule_id = f.schedule_id WHERE f.run_id IS NOT NULL",
+    breaks: (r) => r.run_id !== scheduleRunId(String(r.schedule_id), Number(r.slot_at)),
     detail: (r) => `schedule ${r.name}: the firing of slot ${r.slot_at} names another run id`,
   },
   {

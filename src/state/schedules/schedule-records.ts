@@ -3,7 +3,7 @@
  * commits the change and its command receipt in one transaction. Adding or replacing one lives in
  * schedule-upsert.ts, firing in schedule-firing.ts.
  */
-import type { JsonValue } from "../../protocol/canonical-json.ts";
+import { type JsonValue, sha256Hex } from "../../protocol/canonical-json.ts";
 import type { PiLaunch } from "../../protocol/pi-launch.ts";
 import type { ScheduleView } from "../../protocol/schedule-operations.ts";
 import {
@@ -26,9 +26,17 @@ import { decodeValue } from "../values.ts";
  */
 export const HELD_AVAILABLE_AT = 8_640_000_000_000_000;
 
-/** The run id of a schedule's slot: the same for every retry of that firing. */
+/**
+ * The run id of a schedule's slot: the same for every retry of that firing, derived from the
+ * schedule and the slot (a digest of both), in the shape of every other run id (`run-<uuid>`,
+ * version 8) so that it is shown, abbreviated and typed the same way (`run-1a2b3c4d`).
+ */
 export function scheduleRunId(scheduleId: string, slotAt: number): string {
-  return `run-${scheduleId}-${slotAt}`;
+  const hex = sha256Hex(`${scheduleId}\n${slotAt}`);
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `run-${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${
+    hex.slice(17, 20)
+  }-${hex.slice(20, 32)}`;
 }
 
 export interface ScheduleRow {

@@ -33,6 +33,7 @@ import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts
 import { completeRun } from "../../../src/state/transitions/run-end.ts";
 import { cancelRun } from "../../../src/state/transitions/run-commands.ts";
 import { type Fixture, launch, openFixture } from "../../support/state-store.ts";
+import { shortRunId, UUID_RUN_ID } from "../../../src/base/run-id-text.ts";
 
 let f: Fixture;
 beforeEach(() => {
@@ -112,6 +113,25 @@ describe("a due slot", () => {
     expect(start(id, slot!)).toEqual({ outcome: "settled" });
     expect(pendingFirings(f.store)).toEqual([]);
     invariantsHold();
+  });
+
+  it("starts its run under an id shaped like any run id, shown and typed the same way", () => {
+    const id = add();
+    const [first] = fireNext(id);
+    const [second] = fireNext(id);
+    const runId = scheduleRunId(id, first!);
+    // `run-<uuid>`: text output abbreviates it to `run-1a2b3c4d` like every other run id.
+    expect(runId).toMatch(UUID_RUN_ID);
+    expect(shortRunId(runId)).toMatch(/^run-[0-9a-f]{8}$/);
+    expect(scheduleRunId(id, first!)).toBe(runId);
+    expect(scheduleRunId(id, second!)).not.toBe(runId);
+    expect(shortRunId(scheduleRunId(id, second!))).not.toBe(shortRunId(runId));
+    expect(start(id, first!)).toEqual({ outcome: "started", runId });
+    invariantsHold();
+    // doctor still finds a firing whose run is not its slot's.
+    f.store.db.prepare("UPDATE schedule_firings SET run_id = ? WHERE slot_at = ?")
+      .run(scheduleRunId(id, second!), first!);
+    expect(checkInvariants(f.store).map((v) => v.code)).toContain("scheduleFiringRunId");
   });
 });
 
