@@ -245,6 +245,18 @@ export function corkForTick(stream: Writable): void {
 }
 
 /**
+ * Corks `stream` until this event-loop turn is over (the check phase), unless it is corked
+ * already: its frames leave after what the turn's promises still write elsewhere (a submit's
+ * answer waiting on the same commit), in one write.
+ */
+export function corkForTurn(stream: Writable): void {
+  if (stream.writableCorked === 0 && !stream.destroyed) {
+    stream.cork();
+    setImmediate(() => stream.uncork());
+  }
+}
+
+/**
  * Writes one frame and resolves when the stream can take more: when the write buffer is full it
  * waits until the buffer drains or this frame is flushed, so a slow reader slows the writer
  * instead of growing memory. Rejects when the stream fails or closes before the frame left.

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import { PassThrough } from "node:stream";
+import { Writable } from "node:stream";
 import {
+  corkForTurn,
   encodeFrame,
   encodeFrameText,
   type Frame,
@@ -224,5 +226,45 @@ describe("readFrames() and writeFrame() over a real unix socket", () => {
     for await (const frame of readFrames(stream)) seen.push(frame);
     expect(values(seen)).toEqual([{ a: 1 }, "partialFrame"]);
     await expect(writeFrame(stream, { a: 1 })).rejects.toThrow(/^Frame not written/);
+  });
+});
+
+describe("corkForTurn()", () => {
+  test("frames leave in one write once the turn is over, after what its promises write", async () => {
+    // The prepared process's reply and envelope (validation-exchange.ts) against a submit's
+    // answer that waited on the same commit on promises.
+    const order: string[] = [];
+    const channel = new Writable({
+      write(chunk, _encoding, done) {
+        order.push(`write ${String(chunk).split("\n").filter(Boolean).length}`);
+        done();
+      },
+      writev(chunks, done) {
+        order.push(`write ${chunks.length}`);
+        done();
+      },
+    });
+    let decided = () => {};
+    const answered = new Promise<void>((resolve) => (decided = resolve))
+      .then(() => Promise.resolve())
+      .then(() => order.push("answer"));
+    // From a callback of the event loop, as a frame read: a tick would come before the answer.
+    const sent = await new Promise<Promise<void>[]>((resolve) =>
+      setImmediate(() => {
+        corkForTurn(channel);
+        resolve([writeFrame(channel, { reply: 1 }), writeFrame(channel, { envelope: 1 })]);
+        decided();
+      })
+    );
+    await answered;
+    expect(order).toEqual(["answer"]);
+    await Promise.all(sent);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(["answer", "write 2"]);
+    // Corked already: left to that cork.
+    channel.cork();
+    corkForTurn(channel);
+    expect(channel.writableCorked).toBe(1);
+    channel.uncork();
   });
 });

@@ -5,7 +5,7 @@
  * ONE verdict committed and replied to. An acceptance in a prepared process commits with the
  * run's next epoch there (accepted-launch.ts).
  */
-import { FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
+import { corkForTurn, FrameError, MAX_FRAME_BYTES, writeFrame } from "../../protocol/framing.ts";
 import { VALIDATE_REQUEST_SCHEMA } from "../../protocol/validate-messages.ts";
 import type { WorkerLaunch } from "../../protocol/worker-launch.ts";
 import {
@@ -214,12 +214,13 @@ async function commitVerdict(
     ).catch(() => {});
   if (prepared && answer.kind === "interaction.accepted" && deps.launchAccepted) {
     // The verdict and the next epoch in one commit (with the epoch's first step when the
-    // process proposed it ahead); the reply leaves right after it, before the envelope. The
-    // process is no longer this exchange's to release.
+    // process proposed it ahead); the reply, then the envelope, leave in one write after the
+    // turn (a submit waiting on it answers first). The process is no longer the exchange's.
     let replied: Promise<void> = Promise.resolve();
     if (ahead && answer.payload.next) ahead.messages = answer.payload.next;
     const start = deps.launchAccepted(job.runId, prepared, () => {
       const accepted = acceptVerdict(ctx, job, answer);
+      corkForTurn(x.spawned.channel);
       afterGroupCommit(ctx.store, () => (replied = reply()));
       return accepted;
     }, ahead?.messages.length ? ahead : undefined);
@@ -232,8 +233,7 @@ async function commitVerdict(
   else if (acceptVerdict(ctx, job, answer)) deps.accepted(job.runId);
   on.decided();
   const replied = reply();
-  // Idle again before the scheduler (woken by an acceptance) looks for it: the next
-  // epoch's envelope is written after this reply on the same channel.
+  // Idle again before the scheduler (woken by an acceptance) looks: its envelope follows this.
   if (prepared) deps.prepared!.release(prepared, true);
   await replied;
 }
