@@ -16,6 +16,17 @@ export const QUIET_LINGER_MS = 200;
 /** The longest a push waits (the once-a-second tick runs regardless). */
 export const QUIET_MAX_MS = 1_000;
 
+/** One submit tool call in the quiet (`HandoffQuiet.enter`). */
+export interface QuietSubmit {
+  /**
+   * This submit was accepted and its answer named no next step (a compute node runs first, say):
+   * the next step comes by the host's push, which must not wait once this submit ends.
+   */
+  noNextStep(): void;
+  /** The call ended (idempotent). */
+  leave(): void;
+}
+
 interface Waiter {
   /** The quiet it waits for. */
   quiet: number;
@@ -29,8 +40,6 @@ export class HandoffQuiet {
   #quiet = 0;
   /** Every submit ended: the model's next reply ends the quiet (after the linger). */
   #afterSubmit = false;
-  /** The last submit's answer named no next step: its push brings it, so none waits. */
-  #noNext = false;
   /** When the current quiet ends at the latest (`QUIET_MAX_MS` after the last submit started). */
   #maxAt = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -42,36 +51,35 @@ export class HandoffQuiet {
   }
 
   /**
-   * A submit tool call starts (call it right before sending the submit); the returned function
-   * ends the call (once). Work parked in an earlier quiet runs after this turn of the event loop,
-   * when the submit's request has gone out and Pi waits for the host's answer.
+   * A submit tool call starts (call it right before sending the submit). Work parked in an
+   * earlier quiet runs after this turn of the event loop, when the submit's request has gone out
+   * and Pi waits for the host's answer. The quiet ends with the last submit in flight at once
+   * only when that submit's own answer named no next step (`noNextStep`): another submit's
+   * answer says nothing about this one's.
    */
-  enter(): () => void {
+  enter(): QuietSubmit {
     const earlier = this.active ? this.#quiet : null;
     this.#quiet++;
     this.#submits++;
     this.#afterSubmit = false;
-    this.#noNext = false;
     this.#maxAt = Date.now() + QUIET_MAX_MS;
     this.#arm(QUIET_MAX_MS);
     if (earlier !== null) setImmediate(() => this.#release(earlier));
     let left = false;
-    return () => {
-      if (left) return;
-      left = true;
-      this.#submits--;
-      if (this.#submits > 0) return;
-      if (this.#noNext) this.#end();
-      else this.#afterSubmit = true;
+    let noNext = false;
+    return {
+      noNextStep: () => {
+        noNext = true;
+      },
+      leave: () => {
+        if (left) return;
+        left = true;
+        this.#submits--;
+        if (this.#submits > 0) return;
+        if (noNext) this.#end();
+        else this.#afterSubmit = true;
+      },
     };
-  }
-
-  /**
-   * The submit was accepted and its answer named no next step (a compute node runs first, say):
-   * the next step comes by the host's push, which must not wait for the quiet.
-   */
-  noteNoNextStep(): void {
-    this.#noNext = true;
   }
 
   /**
@@ -117,7 +125,6 @@ export class HandoffQuiet {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#afterSubmit = false;
-    this.#noNext = false;
     this.#release(this.#quiet);
   }
 }

@@ -7,6 +7,7 @@
  */
 import { HostCommandError } from "../client/command-receipt.ts";
 import { errorLine } from "./error-line.ts";
+import type { QuietSubmit } from "./handoff-quiet.ts";
 import { WORKFLOW_TOOL_NAME } from "./message-events.ts";
 import type { PiContext, PiTool, PiToolResult } from "./pi-api.ts";
 import { parseToolCall, TOOL_PARAMETERS, type ToolCall } from "./tool-input.ts";
@@ -154,12 +155,20 @@ async function submit(
   const quiet = session.handoff.enter();
   let answered = false;
   try {
-    const result = await awaitVerdict(session, current, call, toolCallId, signal, presentation);
+    const result = await awaitVerdict(
+      session,
+      current,
+      call,
+      toolCallId,
+      signal,
+      presentation,
+      quiet,
+    );
     answered = true;
     return result;
   } finally {
     if (presentation) session.presenter.presentationCarried(current.interactionId, answered);
-    quiet();
+    quiet.leave();
     done();
   }
 }
@@ -171,6 +180,7 @@ async function awaitVerdict(
   toolCallId: string,
   signal: AbortSignal | undefined,
   presentation: SubmitPresentation | undefined,
+  quiet: QuietSubmit,
 ): Promise<PiToolResult> {
   const deadline = Date.now() + SUBMIT_VERDICT_TIMEOUT_MS;
   for (;;) {
@@ -195,7 +205,7 @@ async function awaitVerdict(
       if (receipt.next) {
         await session.presenter.presentClaimed(receipt.next, receipt.cursor).catch(() => {});
       } else {
-        session.handoff.noteNoNextStep();
+        quiet.noNextStep();
         void session.sync();
       }
       return success(

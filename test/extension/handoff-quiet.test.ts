@@ -33,9 +33,9 @@ describe("the quiet of a step handoff", () => {
 
   it("holds a handoff's push until the next submit went out, not through that submit", async () => {
     const quiet = new HandoffQuiet();
-    const leave = quiet.enter();
+    const submit = quiet.enter();
     const push = park(quiet);
-    leave();
+    submit.leave();
     // The tool result and the next request: still quiet, whatever the model takes.
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(false);
@@ -44,7 +44,7 @@ describe("the quiet of a step handoff", () => {
     expect(push()).toBe(false);
     // The model submits the next step at once: the parked push runs while Pi waits for the
     // host, after the submit's own request (the next turn of the event loop).
-    const leaveNext = quiet.enter();
+    const nextSubmit = quiet.enter();
     expect(push()).toBe(false);
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(true);
@@ -52,7 +52,7 @@ describe("the quiet of a step handoff", () => {
     const nextPush = park(quiet);
     await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS);
     expect(nextPush()).toBe(false);
-    leaveNext();
+    nextSubmit.leave();
     quiet.noteAssistantStart();
     await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS);
     expect(nextPush()).toBe(true);
@@ -61,12 +61,12 @@ describe("the quiet of a step handoff", () => {
 
   it("ends after the linger when the model's reply started and no submit follows", async () => {
     const quiet = new HandoffQuiet();
-    const leave = quiet.enter();
+    const submit = quiet.enter();
     const push = park(quiet);
     // A reply that starts during the submit (another tool call of the same batch) is not the
     // handoff's request.
     quiet.noteAssistantStart();
-    leave();
+    submit.leave();
     await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS);
     expect(push()).toBe(false);
     quiet.noteAssistantStart();
@@ -78,13 +78,13 @@ describe("the quiet of a step handoff", () => {
 
   it("ends when the agent settles after the submit, at the latest after QUIET_MAX_MS", async () => {
     const quiet = new HandoffQuiet();
-    const leave = quiet.enter();
+    const submit = quiet.enter();
     const push = park(quiet);
     quiet.noteSettled(); // the submit still runs: no effect
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(false);
-    leave();
-    leave(); // idempotent
+    submit.leave();
+    submit.leave(); // idempotent
     quiet.noteSettled();
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(true);
@@ -101,9 +101,9 @@ describe("the quiet of a step handoff", () => {
 
   it("lingers once after the submit, never past QUIET_MAX_MS, however often replies start", async () => {
     const quiet = new HandoffQuiet();
-    const leave = quiet.enter();
+    const submit = quiet.enter();
     const push = park(quiet);
-    leave();
+    submit.leave();
     // The model's replies start every LINGER - 1 ms (quick tool calls, no submit): only the
     // first lingers.
     quiet.noteAssistantStart();
@@ -112,9 +112,9 @@ describe("the quiet of a step handoff", () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(push()).toBe(true);
     // A first reply late in the quiet lingers only up to its latest end.
-    const leaveLate = quiet.enter();
+    const lateSubmit = quiet.enter();
     const late = park(quiet);
-    leaveLate();
+    lateSubmit.leave();
     await vi.advanceTimersByTimeAsync(QUIET_MAX_MS - 50);
     quiet.noteAssistantStart();
     await vi.advanceTimersByTimeAsync(49);
@@ -125,15 +125,41 @@ describe("the quiet of a step handoff", () => {
 
   it("ends with the submit when its answer named no next step (the push brings it)", async () => {
     const quiet = new HandoffQuiet();
-    const leave = quiet.enter();
+    const submit = quiet.enter();
     const push = park(quiet);
-    quiet.noteNoNextStep();
+    submit.noNextStep();
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(false);
-    leave();
+    submit.leave();
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(true);
     expect(quiet.active).toBe(false);
+  });
+
+  it("ends at once only when the submit that ends last named no next step", async () => {
+    const quiet = new HandoffQuiet();
+    // Two submits overlap; the one that ends first named no next step, the last one named its
+    // next step (presented with its answer): its handoff's push waits as any other.
+    const a = quiet.enter();
+    const b = quiet.enter();
+    const push = park(quiet);
+    a.noNextStep();
+    a.leave();
+    b.leave();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(push()).toBe(false);
+    quiet.noteAssistantStart();
+    await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS);
+    expect(push()).toBe(true);
+    // The other way round: the last one to end named none, so the push brings the next step.
+    const c = quiet.enter();
+    const d = quiet.enter();
+    const next = park(quiet);
+    c.leave();
+    d.noNextStep();
+    d.leave();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(next()).toBe(true);
   });
 
   it("lets everything go when the session closes", async () => {
