@@ -58,10 +58,33 @@ export function describeRunState(run: RunSummary, context: RunStateContext = {})
     case "cancelled":
       return state("cancelled", "cancelled", "warn", null, null);
     case "timed_out":
-      return state("timed out", "timedOut", "failed", null, null);
+      return failed("timed out", "timedOut", id, context);
     default:
-      return state(run.state, "failed", "failed", null, null);
+      return failed(run.state, "failed", id, context);
   }
+}
+
+/**
+ * A run that failed or timed out in a node (its last attempt did) goes on from that node once
+ * the workflow is fixed: `retry` (the host refuses it for a run that failed outside a node, so it
+ * is offered only when the attempts say where). Unknown attempts (`list`): no command.
+ */
+function failed(word: string, glyph: GlyphName, id: string, context: RunStateContext) {
+  const last = context.attempts?.reduce<AttemptSummary | undefined>(
+    (latest, a) => (latest === undefined || a.sequence > latest.sequence ? a : latest),
+    undefined,
+  );
+  if (last?.state !== "failed" && last?.state !== "timed_out") {
+    return state(word, glyph, "failed", null, null);
+  }
+  return state(
+    word,
+    glyph,
+    "failed",
+    `step ${last.nodeId} ${last.state === "failed" ? "failed" : "timed out"}: fix the ` +
+      "workflow, then go on from that step (the steps before it are not run again)",
+    `pi-workflows retry ${id}`,
+  );
 }
 
 export function isFinished(state: RunSummary["state"]): boolean {

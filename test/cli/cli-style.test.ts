@@ -2,7 +2,7 @@ import { formatHostStatus } from "../../src/cli/format-host-status.ts";
 import { describe, expect, it } from "vitest";
 import { cliStyle, PLAIN_STYLE, stripAnsi } from "../../src/cli/cli-style.ts";
 import { commandOptions } from "../../src/cli/completion-script.ts";
-import { createFollowPrinter } from "../../src/cli/follow-printer.ts";
+import { createFollowPrinter, summaryLines } from "../../src/cli/follow-printer.ts";
 import { formatRun, formatRunHeadline, formatRunList } from "../../src/cli/format-run.ts";
 import { distinctPrefixes, shortRunId } from "../../src/cli/run-ids.ts";
 import { describeRunState } from "../../src/cli/run-state.ts";
@@ -324,6 +324,40 @@ describe("formatRun()", () => {
       "pi session: /state/sessions/run-1/run.jsonl (open it with: pi --session " +
         "/state/sessions/run-1/run.jsonl)",
     );
+  });
+
+  it("offers retry for a run that failed or timed out in a node, and only then", () => {
+    const step = (nodeId: string, sequence: number, state: string) =>
+      ({
+        attemptId: `a-${sequence}`,
+        nodeId,
+        sequence,
+        nodeKind: "shell",
+        state,
+      }) as AttemptSummary;
+    const failedRun = run({
+      state: "failed",
+      queueState: "failed",
+      error: { code: "commandFailed", message: "exited with code 3" },
+    });
+    const lines = summaryLines(failedRun, {
+      attempts: [step("prepare", 1, "ok"), step("build", 2, "failed")],
+    });
+    expect(lines.slice(1)).toEqual([
+      "error: commandFailed: exited with code 3",
+      "why: step build failed: fix the workflow, then go on from that step (the steps before it " +
+      "are not run again)",
+      "next: pi-workflows retry run-1a2b3c4d",
+    ]);
+    const timedOut = run({ state: "timed_out", queueState: "failed" });
+    expect(describeRunState(timedOut, { attempts: [step("wait", 1, "timed_out")] }).next)
+      .toBe("pi-workflows retry run-1a2b3c4d");
+    // Failed outside a node (routing, its own limits, a load error), or attempts not known
+    // (`list`): the host would refuse a retry, so none is offered.
+    expect(describeRunState(failedRun, { attempts: [step("build", 1, "ok")] }).next).toBeNull();
+    expect(describeRunState(failedRun, { attempts: [] }).next).toBeNull();
+    expect(describeRunState(failedRun).next).toBeNull();
+    expect(formatRunList([failedRun], { all: true })).not.toContain("next:");
   });
 
   it("says in words what a user of a built-in whose revision changed can do", () => {
