@@ -1,5 +1,5 @@
 /**
- * What the interactive crash tests share: homes whose host lease lapses soon after a SIGKILL,
+ * What the interactive crash tests share: homes for hosts that are SIGKILLed,
  * session clients standing in for the extension, host restarts, and process lookups through
  * /proc and `host_children`. Every host, client and blocked child is cleaned up after each test.
  */
@@ -26,16 +26,15 @@ afterAll(async () => {
 });
 
 /**
- * A host whose lease a successor can take over soon after a SIGKILL. `env` adds settings (e.g.
- * `PI_WORKFLOWS_MAX_PREPARED=0`: every validation in a fresh `worker --validate` child).
+ * A home for hosts that are SIGKILLed. Their lease is the default one (15 s): a successor takes
+ * over at once from a holder whose recorded process is gone (state/host-claim.ts), and a lease
+ * short enough to lapse in a busy host's pause (1.5 s, renewed every 0.4 s) ended the successor
+ * itself at load 14 (`host.claimLost reason=expired`) with the run left unfinished. `env` adds
+ * settings (e.g. `PI_WORKFLOWS_MAX_PREPARED=0`: every validation in a fresh `worker --validate`
+ * child).
  */
 export function crashHome(env: Record<string, string> = {}) {
-  const home = tempHome({
-    PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
-    PI_WORKFLOWS_HOST_RENEW_MS: "400",
-    PI_WORKFLOWS_HOST_IDLE_MS: "600000",
-    ...env,
-  });
+  const home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "600000", ...env });
   homes.push(home);
   return { home, project: writeProject(home.root) };
 }
@@ -57,7 +56,10 @@ export async function startRun(
   return (answer.receipt as { run: { runId: string } }).run.runId;
 }
 
-/** A new host once the killed one's lease has lapsed (`host run` refuses while it is live). */
+/**
+ * A new host after a SIGKILL: at once, its predecessor being gone; retried while `host run`
+ * refuses (a predecessor whose process the start-up could not prove gone keeps its lease).
+ */
 export async function restartHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
   const deadline = Date.now() + 20_000;
   for (;;) {
