@@ -23,6 +23,7 @@ import {
 import { type CliIo, printJson } from "./output.ts";
 import { projectDir } from "./project-dir.ts";
 import { withHost } from "./with-host.ts";
+import { shortRunId } from "./run-ids.ts";
 import { clientStateDir } from "../client/socket-path.ts";
 import type { PiLaunch } from "../protocol/pi-launch.ts";
 import { discoverPi } from "../worker/pi-command.ts";
@@ -83,7 +84,7 @@ async function execute(
         await connection.request("controller.get", { payload: { cwd, controller, key } }),
       );
       if (command.json) printJson(io, receipt);
-      else io.out(formatResourceDetail(receipt, Date.now()));
+      else io.out(formatResourceDetail(receipt, Date.now(), shortRunId));
       return EXIT.ok;
     }
     case "apply": {
@@ -275,7 +276,7 @@ function printWaitEnd(
     else if (note) io.err(note);
     return;
   }
-  const lines = detail ? [formatResourceDetail(detail, Date.now())] : [];
+  const lines = detail ? [formatResourceDetail(detail, Date.now(), shortRunId)] : [];
   io.out([...lines, ...(note ? [note] : [])].join("\n"));
 }
 

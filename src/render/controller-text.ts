@@ -59,7 +59,15 @@ export function formatResourceHeadline(resource: Resource, queue: Queue, now: nu
   }`;
 }
 
-export function formatResourceDetail(detail: GetReceipt, now: number): string {
+/**
+ * A resource with its conditions, child workflows, effects and events. `runId` prints a child
+ * run's id as the front end shows run ids (the CLI: `run-1a2b3c4d`; default: whole).
+ */
+export function formatResourceDetail(
+  detail: GetReceipt,
+  now: number,
+  runId: (id: string) => string = (id) => id,
+): string {
   const { resource, queue } = detail;
   const lines = [formatResourceHeadline(resource, queue, now), `uid: ${resource.metadata.uid}`];
   if (detail.controller.blockedReason) {
@@ -92,7 +100,7 @@ export function formatResourceDetail(detail: GetReceipt, now: number): string {
   for (const w of detail.workflows) {
     lines.push(
       `workflow ${w.requestKey}: ${w.state} (attempt ${w.attempt}${
-        w.runId ? `, run ${w.runId}` : ""
+        w.runId ? `, run ${runId(w.runId)}` : ""
       }${w.blockedReason ? `, ${w.blockedReason}` : ""})${
         w.error ? ` ${w.error.code}: ${w.error.message}` : ""
       }${w.blockedDetail ? `: ${w.blockedDetail}` : ""}`,

@@ -95,6 +95,11 @@ describe("the file-sync example from the CLI", () => {
       "succeeded",
     ]);
     expect(detail.effects.map((e: { state: string }) => e.state)).toEqual(["applied", "applied"]);
+    // Its child runs by their short ids, as every text output shows run ids.
+    const text = await cli(["controller", "get", "file-sync", "notes"]);
+    const childRun = detail.workflows[0].runId as string;
+    expect(text.stdout).toContain(`, run ${childRun.slice(0, "run-".length + 8)})`);
+    expect(text.stdout).not.toContain(childRun);
 
     const deleted = await cli(["controller", "delete", "file-sync", "notes", "--wait"]);
     expect(deleted.code, deleted.stdout + deleted.stderr).toBe(0);
