@@ -309,10 +309,13 @@ export async function submitInteractionCommand(
       ? rejectedText(target, row.error_message ?? "Output rejected")
       : "The output is still being validated: call submit again with the same output to wait for its verdict",
   };
-  return receiptResponse(request, rt.epoch, body, {
+  const response = receiptResponse(request, rt.epoch, body, {
     revision: readRunRow(rt.store, runId!)?.revision,
     adopted,
   });
+  // Bench hook: the accepted submit's answer, written next (the step's end of the host's share).
+  if (row.outcome === "accepted") traceMark(rt.store, "answer");
+  return response;
 }
 
 /**

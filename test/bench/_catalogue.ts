@@ -92,6 +92,7 @@ export const BENCHES: Readonly<Record<string, BenchEntry>> = {
       "host_handoff_ms",
       "handoff_commits",
       "host_submit_to_request_ms",
+      "host_submit_to_answer_ms",
       "ratio_host_handoff",
     ],
   },

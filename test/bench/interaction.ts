@@ -21,6 +21,8 @@
  * `host_handoff_ms` is then the time inside that one commit; `host_submit_to_request_ms` counts
  * from the host's read of the submit (a `submit` mark in the same trace) to the next request
  * committed, split at the acceptance's start (`verdict` mark) in `host_breakdown_median_ms`.
+ * That ends at the request's event time, inside its transaction: `host_submit_to_answer_ms` ends
+ * at the accepted submit's answer (an `answer` mark), after the COMMIT and what follows it.
  * The bare baseline runs before the workflow, so at a smaller context than any handoff's: it runs
  * again after the run (`*_after_run_ms`, at a context at least as large as the last handoff's), and
  * `context_kb` gives the median context of each series (the requests' messages), so Pi's own cost
@@ -272,6 +274,8 @@ async function main(): Promise<void> {
     const hostHandoff: number[] = [];
     // The submit read by the host -> the next step's request committed.
     const hostSubmitToRequest: number[] = [];
+    // The submit read by the host -> its accepted answer built (the COMMIT and after it too).
+    const hostSubmitToAnswer: number[] = [];
     const handoffCommits: number[] = [];
     // One line per commit that wrote rows: its time and the newest event sequence after it.
     const traced = existsSync(commitTrace)
@@ -285,6 +289,7 @@ async function main(): Promise<void> {
     const submitReads = traced.filter(([, what]) => what === "submit").map(([at]) => Number(at));
     // Each acceptance's start (its verdict read, its commit begun).
     const verdictReads = traced.filter(([, what]) => what === "verdict").map(([at]) => Number(at));
+    const answers = traced.filter(([, what]) => what === "answer").map(([at]) => Number(at));
     const hostBreakdown = {
       submit_read_to_verdict: [] as number[],
       verdict_to_request: [] as number[],
@@ -332,6 +337,8 @@ async function main(): Promise<void> {
         const read = submitReads.find((at) => at >= waiting[step - 1]);
         if (read !== undefined) {
           hostSubmitToRequest.push(waiting[step] - read);
+          const answer = answers.find((at) => at >= waiting[step]);
+          if (answer !== undefined) hostSubmitToAnswer.push(answer - read);
           const verdict = verdictReads.find((at) => at >= read);
           if (verdict !== undefined && verdict <= waiting[step]) {
             hostBreakdown.submit_read_to_verdict.push(verdict - read);
@@ -407,6 +414,7 @@ async function main(): Promise<void> {
       host_handoff_ms: hostHandoff.length > 0 ? stats(hostHandoff) : null,
       handoff_commits: handoffCommits.length > 0 ? stats(handoffCommits) : null,
       host_submit_to_request_ms: hostSubmitToRequest.length > 0 ? stats(hostSubmitToRequest) : null,
+      host_submit_to_answer_ms: hostSubmitToAnswer.length > 0 ? stats(hostSubmitToAnswer) : null,
       ratio_host_handoff: hostHandoff.length > 0
         ? Math.round((stats(hostHandoff).median / bareStats.median) * 100) / 100
         : null,
