@@ -90,8 +90,7 @@ export function updateArguments(
 }
 
 /**
- * The contract block: ids, the expected output, the exact submit and update lines, and the
- * rules. Both lines are the real JSON serialization of the arguments (ids escaped), so a model
+ * The contract block: ids, the expected output, the exact submit and update lines. Both lines are the real JSON serialization of the arguments (ids escaped), so a model
  * or a test can copy them; the submit line carries `null` (or a text marker for an assistant
  * message) where the result goes.
  */
@@ -124,19 +123,14 @@ export function contractBlock(contract: Omit<StepContract, "message">): string {
     lines.push(
       `Expected output: ${contract.expectedOutput ?? "a JSON object with your result"}`,
       "",
-      "When the work is done, call the `workflow` tool once with exactly these arguments, " +
-        'with your result (the expected output above) as JSON in place of the null "output":',
+      "When done, call the `workflow` tool once with exactly these arguments, your result as " +
+        'JSON in place of the null "output":',
       submitLine,
     );
   }
-  lines.push(
-    "",
-    "Optionally report progress before that with:",
-    updateLine,
-    "",
-    "If the tool rejects the output, fix what it names and submit again with the same step and " +
-      "attempt. Once the output is accepted, end your turn.",
-  );
+  // No rules for after the verdict: the tool's result says what to do then (`acceptedText`,
+  // `rejectedText`), and this block is in the model's context once per step, for the session.
+  lines.push("", "Optionally report progress before that with:", updateLine);
   return lines.join("\n");
 }
 

@@ -57,6 +57,27 @@ describe("step contract", () => {
     );
   });
 
+  it("leaves what follows a verdict to the tool's result: the block is in the context once per step", () => {
+    // A step of the interaction bench (uuid ids): its message stays in the model's context for
+    // the rest of the session, so it carries what the step needs and nothing the tool says anyway.
+    const contract = buildStepContract({
+      ...base,
+      runId: "run-ca137557-fa0f-49e9-88c9-2dfa88f3131a",
+      workflowName: "bench-chain",
+      nodeId: "s1",
+      attemptId: "4b62a5b9-2916-46fd-813a-a75e739f8a1a",
+      prompt: "Bench step 1: answer ok.",
+      expectedOutput: null,
+    });
+    expect(contract.message).not.toMatch(/reject|end your turn/i);
+    expect(contract.message.length).toBeLessThanOrEqual(700);
+    expect(acceptedText(contract)).toContain("End your turn now.");
+    expect(acceptedText(contract, true)).toContain("The next workflow step follows");
+    expect(rejectedText(contract, "Output rejected: no steps")).toContain(
+      'Fix the output and submit again with step "s1" and attempt "4b62a5b9-2916-46fd-813a-a75e739f8a1a".',
+    );
+  });
+
   it("escapes ids as JSON and falls back to a generic expected output", () => {
     const contract = buildStepContract({
       ...base,
