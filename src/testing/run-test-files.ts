@@ -78,7 +78,7 @@ export async function runTestFiles(
     try {
       tests = await collectTests(() => importModule(pathToFileURL(path).href));
     } catch (error) {
-      count({ file, name: null, ok: false, ms: elapsed(started), error: messageOf(error) });
+      count({ file, name: null, ok: false, ms: elapsed(started), error: loadErrorOf(error) });
       continue;
     }
     for (const { name, fn } of tests) {
@@ -96,6 +96,18 @@ export async function runTestFiles(
 
 function elapsed(since: number): number {
   return Math.round(performance.now() - since);
+}
+
+/**
+ * Why a test file did not load. A syntax error's message alone does not say where it is
+ * (`Expected ';', '}' or <eof>`); its stack starts with the place (`<file>:<line>`, the line and a
+ * caret under the fault), which is kept.
+ */
+function loadErrorOf(error: unknown): string {
+  const message = messageOf(error);
+  if (!(error instanceof SyntaxError) || !error.stack) return message;
+  const place = error.stack.indexOf(`\n\n${error.name}`);
+  return place > 0 ? `${error.stack.slice(0, place)}\n${message}` : message;
 }
 
 function messageOf(error: unknown): string {

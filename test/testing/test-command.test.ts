@@ -58,6 +58,21 @@ test("a missing answer fails", async () => {
     expect(result.stdout).toContain("    Check deployment v1 and report.");
   }, 180_000);
 
+  it("says where a test file's syntax error is", async () => {
+    const dir = join(root, "syntax");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "typo.workflow.test.ts"), "const a = 1;\nsyntax error(\n");
+    const result = await runCliProcess(["test"], env, 60_000, { cwd: dir });
+    expect(result.code, result.stderr).toBe(1);
+    const lines = result.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^✗ typo\.workflow\.test\.ts \(could not load\) \(\d+ ms\)$/);
+    // The file and line, the source there with a caret under the fault, then what is wrong.
+    expect(lines[1]).toBe(`    ${join(dir, "typo.workflow.test.ts")}:2`);
+    expect(lines).toContain("    syntax error(");
+    expect(lines).toContainEqual(expect.stringMatching(/^ {4}\s*\^+$/));
+    expect(result.stdout).toMatch(/ {4}Expected .*\n0 passed, 1 failed\n$/);
+  }, 60_000);
+
   it("says so when there is no test file", async () => {
     const empty = join(root, "empty");
     mkdirSync(empty);
