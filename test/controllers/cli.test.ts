@@ -19,7 +19,6 @@ import {
   ROOT,
   runCliProcess,
   spawnCli,
-  startHostProcess,
   stopProcess,
   type TempHome,
   tempHome,
@@ -344,7 +343,9 @@ export default defineController({
 });
 `,
       );
-      const host = await startHostProcess(own.env);
+      // A loaded machine may take longer than the helper's 15 s to start a host.
+      const host = spawnCli(["host", "run"], own.env);
+      await host.waitForStderr("host.ready", 90_000);
       const wait = spawnCli(
         ["controller", "apply", "busy", "r", "--wait", "--timeout", "3", "--cwd", dir],
         own.env,

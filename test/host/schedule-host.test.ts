@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   killAll,
   runCliProcess,
+  spawnCli,
   startHostProcess,
   stopProcess,
   tempHome,
@@ -169,7 +170,9 @@ export default defineWorkflow({
 });
 `,
     );
-    const host = await startHostProcess(home.env);
+    // A loaded machine may take longer than the helper's 15 s to start a host.
+    const host = spawnCli(["host", "run"], home.env);
+    await host.waitForStderr("host.ready", 90_000);
     try {
       const added = await runCliProcess(
         ["schedule", "add", "hold", "./hold.workflow.ts", "--every", "1s"],
