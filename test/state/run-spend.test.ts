@@ -127,6 +127,13 @@ describe("budgets", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("refuses to raise a run with no budget, saying that nothing about its spend stops it", () => {
+    const runId = enqueue(fx.store);
+    expect(() => raiseBudget(fx.store, { runId, raiseCostUsd: 1 })).toThrow(
+      /it has no cost limit to raise: it has no budget, so its spend never stops it \(a budget is set when a run starts: start --max-cost or --max-tokens, or the workflow's own\)$/,
+    );
+  });
+
   it("refuses to raise the budget of a running run, and parks one raised since its worker read it", () => {
     const runId = enqueue(fx.store, { budget: { maxTokens: 100 } });
     const claim = launch(fx.store, runId);

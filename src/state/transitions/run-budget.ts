@@ -115,10 +115,14 @@ export function raiseBudget(
       ].filter(Boolean);
       if (missing.length > 0) {
         // Name the limit it has, so the refusal says which flag works.
+        // None at all: nothing about its spend will ever stop it, so there is nothing to do.
         const other = has("maxTokens") && !has("maxCostUsd")
           ? ": it has a token limit, raised with --raise-tokens <N>"
           : has("maxCostUsd") && !has("maxTokens")
           ? ": it has a cost limit, raised with --raise <USD>"
+          : !has("maxTokens") && !has("maxCostUsd")
+          ? ": it has no budget, so its spend never stops it (a budget is set when a run " +
+            "starts: start --max-cost or --max-tokens, or the workflow's own)"
           : "";
         throw new TransitionError(
           run.run_id,
