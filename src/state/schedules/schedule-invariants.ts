@@ -22,7 +22,11 @@ export const SCHEDULE_CHECKS: ScheduleCheck[] = [
     // derivation is a digest, computed here rather than in SQL.
     sql: "SELECT s.name, f.schedule_id, f.slot_at, f.run_id FROM schedule_firings f " +
       "JOIN schedules s ON s.schedule_id = f.schedule_id WHERE f.run_id IS NOT NULL",
-    breaks: (r) => r.run_id !== scheduleRunId(String(r.schedule_id), Number(r.slot_at)),
+    // A firing started before the digest (0.13.0-alpha.0 until f07a8c6) keeps the run id it
+    // started: `run-<schedule id>-<slot ms>`.
+    breaks: (r) =>
+      r.run_id !== scheduleRunId(String(r.schedule_id), Number(r.slot_at)) &&
+      r.run_id !== `run-${r.schedule_id}-${r.slot_at}`,
     detail: (r) => `schedule ${r.name}: the firing of slot ${r.slot_at} names another run id`,
   },
   {

@@ -134,6 +134,16 @@ describe("a due slot", () => {
       .run(scheduleRunId(id, second!), first!);
     expect(checkInvariants(f.store).map((v) => v.code)).toContain("scheduleFiringRunId");
   });
+
+  it("accepts a firing's run id of the earlier form (doctor stays clean after an upgrade)", () => {
+    const id = add();
+    const [slot] = fireNext(id);
+    start(id, slot!);
+    // Firings started before the digest named `run-<schedule id>-<slot ms>`.
+    f.store.db.prepare("UPDATE schedule_firings SET run_id = ? WHERE slot_at = ?")
+      .run(`run-${id}-${slot}`, slot!);
+    expect(checkInvariants(f.store).map((v) => v.code)).not.toContain("scheduleFiringRunId");
+  });
 });
 
 describe("overlap", () => {
