@@ -120,8 +120,9 @@ export async function servePrepared(
 
 /**
  * The epoch the request names, decided ahead in a fresh instance of its own: its first messages,
- * or null. Only after an acceptance, so the saved source was hashed by this same exchange (the
- * epoch names the request's source; hashing every file again here cost ~0.2 ms a handoff).
+ * or null. The saved source is compared again first, as the epoch would: the workflow's
+ * `validate` code ran since the validation's own check (up to VALIDATE_BOUND_MS), and a step
+ * committed ahead skips the epoch's check, so an edit made meanwhile parks the run instead.
  */
 async function proposeAhead(
   prepared: PreparedRun,
@@ -141,7 +142,7 @@ async function proposeAhead(
   };
   prepared.ahead = ahead;
   const loaded = await instance;
-  if (!loaded.ok) return null;
+  if (!loaded.ok || (await workflowPort()).checkSourceBeforeLoad(launch) !== null) return null;
   const messages = await firstStepAhead(loaded.workflow.forLaunch(launch), launch, facts, {
     attemptId: request.attemptId,
     output,

@@ -6,7 +6,7 @@
  * waits. A prepared process that dies never commits anything; fresh children take over.
  */
 import { join } from "node:path";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { sha256Hex } from "../../src/protocol/canonical-json.ts";
 import { describe, expect, it } from "vitest";
 import { inPsPass } from "../support/ps-pass.ts";
@@ -416,6 +416,83 @@ describe("the prepared process SIGKILLed right after its verdict with the next s
     expect(violations(home.stateDir)).toEqual([]);
   });
 });
+
+describe("the workflow's source changed while a submission validates", () => {
+  // The prepared process proposes the next step ahead only after the source check that follows
+  // the validation (the workflow's validate code runs between the two): a step committed ahead
+  // skips its epoch's own check, so an edit made meanwhile would start it from the old code.
+  it("the run parks workflowSourceChanged; the next step is never started", async () => {
+    const { home, project } = crashHome();
+    const file = join(project, ".pi", "workflows", "edited.workflow.ts");
+    writeFileSync(file, EDITED);
+    const host = await startHostProcess(home.env);
+    const session = await open(home, "s-edited");
+    const gate = join(home.root, "gate-edited");
+    gates.push(gate);
+    const runId = await startRun(session, project, { gate }, "edited");
+    const first = await session.nextStep();
+    await preparedOf(home.stateDir, runId);
+    const pending = session.submit(first, { n: 1 }, { waitMs: 25_000 });
+    // The workflow's validate runs (in the prepared process): the file is edited meanwhile.
+    await waitFor(() => existsSync(`${gate}.validating`), "the validate code to run");
+    expect(validationChild(host.pid)).toBeNull();
+    appendFileSync(file, "// edited while a submission validates\n");
+    writeFileSync(gate, "open");
+    // Validated before the edit: accepted; the next epoch finds the changed source.
+    expect((await pending).receipt).toMatchObject({ status: "accepted" });
+    // Parked, or (the old code's way) waiting on the next step started from the old source.
+    const [settled] = await waitFor(() => {
+      const found = rows<{ blocked: string | null; asked: number }>(
+        home.stateDir,
+        "SELECT blocked_reason AS blocked, (SELECT count(*) FROM interactive_requests q WHERE " +
+          "q.run_id = r.run_id) AS asked FROM runs r WHERE run_id = :runId",
+        { runId },
+      );
+      return (found[0].blocked !== null || found[0].asked > 1) && found;
+    }, "the run to park or ask again");
+    expect(settled.blocked).toBe("workflowSourceChanged");
+    const started = rows<{ node: string }>(
+      home.stateDir,
+      "SELECT json_extract(payload_json, '$.nodeId') AS node FROM events WHERE run_id = :runId " +
+        "AND type = 'node.started' ORDER BY seq",
+      { runId },
+    ).map((e) => e.node);
+    expect(started).toEqual(["first"]);
+    const requests = rows<{ node_id: string }>(
+      home.stateDir,
+      "SELECT node_id FROM interactive_requests WHERE run_id = :runId",
+      { runId },
+    ).map((r) => r.node_id);
+    expect(requests).toEqual(["first"]);
+    expect(violations(home.stateDir)).toEqual([]);
+  });
+});
+
+/**
+ * `first` (agent; its validate writes `<input.gate>.validating`, then waits for the file
+ * `input.gate`), then `second` (agent): an accepted `first` has its next step proposed ahead.
+ */
+const EDITED = `
+import { existsSync, writeFileSync } from "node:fs";
+import { agent, defineWorkflow } from "pi-workflows";
+const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+export default defineWorkflow({
+  name: "edited",
+  startAt: "first",
+  nodes: {
+    first: agent({
+      prompt: "Give a number",
+      validate: async (output, { input }) => {
+        writeFileSync(input.gate + ".validating", "");
+        while (!existsSync(input.gate)) await wait(20);
+        return { n: output.n };
+      },
+    }),
+    second: agent({ prompt: "Give another number" }),
+  },
+  edges: [{ from: "first", to: "second" }],
+});
+`;
 
 /** What a callback of the counted workflow saw in its module instance. */
 interface Seen {
