@@ -118,7 +118,11 @@ describe("pi-workflows CLI", () => {
     }
   });
 
+  // Each CLI process costs a Node start (0.6 s alone, 3-8 s at load 15 on 2 cores): the
+  // endings below run in this process after the first two, and the ASCII case is a test of
+  // its own; as one test of 12 processes it took 68-72 s at load 15.5 (17 s at load 10).
   it("runs workflows to their end and reports each ending with its exit code", async () => {
+    // Through the CLI's own process (it starts the host): an ending and its exit code, 0 and 6.
     const hello = await cli([
       "start",
       "examples/hello.workflow.ts",
@@ -132,7 +136,14 @@ describe("pi-workflows CLI", () => {
     expect(hello.stdout).toContain("✓ finish");
     expect(hello.stdout).toMatch(/^✓ completed {2}run-[0-9a-f]{8} {2}hello · 3 nodes · \S+$/m);
 
-    const json = await cli([
+    const failed = await cli(["start", "fail.workflow.ts", "--cwd", project, "--wait"]);
+    expect(failed.code).toBe(6);
+    expect(failed.stdout).toMatch(/^✗ failed {2}run-[0-9a-f]{8} {2}fails · 1 node · \S+$/m);
+    expect(failed.stdout).toContain("kaboom");
+
+    // The rest in this process (runCli, what the CLI's entry calls): the same code and codes.
+    const cliHere = (args: string[]) => runCliInProcess(args, home.env);
+    const json = await cliHere([
       "start",
       "examples/hello.workflow.ts",
       "--input-json",
@@ -146,12 +157,7 @@ describe("pi-workflows CLI", () => {
     const done = JSON.parse(json.stdout);
     expect(done.run).toMatchObject({ state: "completed", output: { message: "Hello, Grace!" } });
 
-    const failed = await cli(["start", "fail.workflow.ts", "--cwd", project, "--wait"]);
-    expect(failed.code).toBe(6);
-    expect(failed.stdout).toMatch(/^✗ failed {2}run-[0-9a-f]{8} {2}fails · 1 node · \S+$/m);
-    expect(failed.stdout).toContain("kaboom");
-
-    const waiting = await cli([
+    const waiting = await cliHere([
       "start",
       "examples/human-decision.workflow.ts",
       "--cwd",
@@ -162,12 +168,15 @@ describe("pi-workflows CLI", () => {
     expect(waiting.stdout).toMatch(/^⏸ waiting for owner {2}run-[0-9a-f]{8} {2}human-decision/m);
     expect(waiting.stdout).toMatch(/^next: pi-workflows answer run-[0-9a-f]{8} approve\|reject/m);
 
-    const missing = await cli(["start", "nope.workflow.ts", "--cwd", project]);
+    const missing = await cliHere(["start", "nope.workflow.ts", "--cwd", project]);
     expect(missing.code).toBe(3);
     expectOneLineError(missing.stderr);
+  });
 
-    // A locale that is not UTF-8 gets ASCII only: glyphs, punctuation, the viewer's drawing and
-    // workflow text (as `?`); JSON keeps every character as a \u escape.
+  it("prints ASCII only in a locale that is not UTF-8", async () => {
+    // Glyphs, punctuation, the viewer's drawing and workflow text (as `?`); JSON keeps every
+    // character as a \u escape. Each command in a process of its own: the process's output
+    // follows its locale (processIo).
     const c = { ...home.env, LC_ALL: "C" };
     const ascii = async (args: string[]) => {
       const result = await runCliProcess(args, c, 60_000);
