@@ -197,6 +197,42 @@ describe("controller history retention", () => {
     expect(pass.report.transactions).toBeGreaterThanOrEqual(5);
   });
 
+  it("writes no transaction for a history with nothing to delete: the kept rows are only read", () => {
+    fx = openFixture();
+    seed(fx);
+    expect(runRetentionPass(fx.store, { keepDays: 30 }).report.rows.controller_events).toBe(23);
+    // What is left is kept (each resource's newest 20, each controller's newest epoch, live and
+    // young rows): a pass reads past it without taking the write lock for it.
+    const again = runRetentionPass(fx.store, { keepDays: 30 });
+    expect(again.report.rows).toEqual({});
+    expect(again.report.longestLockMsByPhase.controllers).toBeUndefined();
+  });
+
+  it("walks past a row dated ahead of its neighbours (a clock that ran ahead): the old rows after it go", () => {
+    fx = openFixture();
+    addController(fx, "c1");
+    addResource(fx, "c1", "u");
+    addEvents(fx, "u", 10);
+    addWorker(fx, "c1", "cwep-1");
+    // One event and one epoch written while the clock ran 100 days ahead, then set back.
+    const now = fx.clock.now();
+    fx.clock.set(now + 100 * DAY_MS);
+    addEvents(fx, "u", 1);
+    addWorker(fx, "c1", "cwep-ahead");
+    fx.clock.set(now + 60_000);
+    addEvents(fx, "u", 30);
+    addWorker(fx, "c1", "cwep-2");
+    addWorker(fx, "c1", "cwep-3");
+    fx.clock.advance(40 * DAY_MS);
+    const pass = runRetentionPass(fx.store, { keepDays: 30 });
+    // The newest 20 events and the one ahead (not past the period) stay; the 20 other old ones
+    // go, those after the one ahead too. Of the epochs, the one ahead and the newest stay.
+    expect(eventCounts(fx)).toEqual({ u: 21 });
+    expect(pass.report.rows.controller_events).toBe(20);
+    expect(epochs(fx)).toEqual(["cwep-ahead", "cwep-3"]);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("refuses a delete of events or epochs outside a prune", () => {
     fx = openFixture();
     seed(fx);

@@ -8,9 +8,11 @@
  * (tombstones: effects, child requests and runs name them).
  *
  * Each table is walked from its front by rowid (events and epochs are appended in time order) up
- * to the first row not older than the period, a page of rows a statement, pages within the step
- * budget a write transaction (a dry run counts a page a step instead). The delete triggers allow a
- * delete only while the transaction holds its `controller_prunes` row (schema.sql).
+ * to the first page with no row older than the period, a page of rows a statement. Pages with
+ * nothing to delete are walked past with reads only (the rows kept stay at the front, so a pass
+ * with nothing new to delete writes nothing); from one that has, pages within the step budget a
+ * write transaction (a dry run counts a page a step instead). The delete triggers allow a delete
+ * only while the transaction holds its `controller_prunes` row (schema.sql).
  */
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
@@ -58,7 +60,12 @@ const WORKERS: HistoryTable = {
   returning: "worker_epoch",
 };
 
-/** The next page of a walk: the rows from `after` up to the period's end. */
+/**
+ * The next page of a walk: up to its last row older than the period. Rows are appended in time
+ * order, so the young ones are the table's tail, and the walk ends at the first page with no old
+ * row; a young row between old ones (a row written while the clock ran ahead) is walked past
+ * (`prunable` leaves it), so it cannot stall the walk until the clock passes it.
+ */
 function nextPage(
   ctx: PassContext,
   t: HistoryTable,
@@ -72,11 +79,8 @@ function nextPage(
     PAGE,
   );
   let end = after;
-  for (const row of rows) {
-    if (row.t >= ctx.cutoff) return { end, last: true };
-    end = row.k;
-  }
-  return { end, last: rows.length < PAGE };
+  for (const row of rows) if (row.t < ctx.cutoff) end = row.k;
+  return { end, last: end === after || rows.length < PAGE };
 }
 
 function addRows(ctx: PassContext, table: string, n: number): void {
@@ -111,20 +115,53 @@ function countPage(ctx: PassContext, t: HistoryTable, after: number, end: number
   ctx.report.bytes += row?.b ?? 0;
 }
 
+/** Whether a page holds a prunable row (a read: a page with none needs no write transaction). */
+function anyPrunable(ctx: PassContext, t: HistoryTable, after: number, end: number): boolean {
+  return queryOneArgs<{ n: number }>(
+    ctx.store,
+    `SELECT EXISTS (SELECT 1 FROM ${t.table} WHERE ${t.prunable}) AS n`,
+    after,
+    end,
+    ctx.cutoff,
+  )?.n === 1;
+}
+
 export function createControllerHistoryPhase(ctx: PassContext): PassPhase {
   const tables = [EVENTS, WORKERS];
   let current = 0;
   let cursor = 0;
+  /** The current table's next page, read but not yet worked on. */
+  let pending: { end: number; last: boolean } | null = null;
   /** One page of the current table; true once its walk is over. */
   const page = (work: (t: HistoryTable, after: number, end: number) => void): boolean => {
     const t = tables[current]!;
-    const { end, last } = nextPage(ctx, t, cursor);
+    const { end, last } = pending ?? nextPage(ctx, t, cursor);
+    pending = null;
     if (end > cursor) work(t, cursor, end);
     cursor = end;
     if (!last) return false;
     current++;
     cursor = 0;
     return true;
+  };
+  /**
+   * Walks past the pages with nothing to delete, reading only, within the step budget (a page
+   * at least): true once one is left pending that has (a write transaction then deletes it).
+   */
+  const skipKept = (): boolean => {
+    const started = performance.now();
+    while (current < tables.length) {
+      const t = tables[current]!;
+      const next = nextPage(ctx, t, cursor);
+      if (next.end > cursor && anyPrunable(ctx, t, cursor, next.end)) {
+        pending = next;
+        return true;
+      }
+      pending = next;
+      page(() => {});
+      if (performance.now() - started >= ctx.budgetMs) return false;
+    }
+    return false;
   };
   return {
     step() {
@@ -133,6 +170,7 @@ export function createControllerHistoryPhase(ctx: PassContext): PassPhase {
         page((t, after, end) => countPage(ctx, t, after, end));
         return current >= tables.length;
       }
+      if (!skipKept()) return current >= tables.length;
       ctx.transaction("controllers", () => {
         executeArgs(
           ctx.store,
