@@ -51,10 +51,15 @@ export async function runPruneCommand(
 export function formatPruneReport(r: HostPruneReceipt): string[] {
   const verb = r.dryRun ? "Would remove" : "Removed";
   const tables = Object.entries(r.rows).filter(([, n]) => n > 0).sort(([a], [b]) => a < b ? -1 : 1);
+  // No ended run went, other rows did (controller history, receipts, snapshots): those are what
+  // went, and the line says so rather than "0 ended runs".
+  const what = r.runs > 0 || tables.length === 0
+    ? `${r.runs} ended run${r.runs === 1 ? "" : "s"}`
+    : listed(tables.map(([table, n]) => rowsText(table, n)));
   const lines = [
-    `${verb} ${r.runs} ended run${r.runs === 1 ? "" : "s"} older than ${r.keepDays} day${
-      r.keepDays === 1 ? "" : "s"
-    } (${r.dryRun ? "about " : ""}${bytesText(r.bytes)})`,
+    `${verb} ${what} older than ${r.keepDays} day${r.keepDays === 1 ? "" : "s"} (${
+      r.dryRun ? "about " : ""
+    }${bytesText(r.bytes)})${r.runs === 0 && tables.length > 0 ? ", no ended runs" : ""}`,
   ];
   if (tables.length > 0) {
     lines.push(`  rows: ${tables.map(([table, n]) => `${table} ${n}`).join(", ")}`);
@@ -70,6 +75,26 @@ export function formatPruneReport(r: HostPruneReceipt): string[] {
     );
   }
   return lines;
+}
+
+/** What a table's rows are, when no run went with them: singular and plural. */
+const ROW_NAMES: Record<string, [string, string]> = {
+  controller_events: ["controller event", "controller events"],
+  controller_workers: ["controller worker epoch", "controller worker epochs"],
+  host_commands: ["client receipt of no run", "client receipts of no run"],
+  workflow_definitions: ["unused definition snapshot", "unused definition snapshots"],
+};
+
+function rowsText(table: string, n: number): string {
+  const [one, many] = ROW_NAMES[table] ?? [`${table} row`, `${table} rows`];
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** "a", "a and b", "a, b and c". */
+function listed(items: string[]): string {
+  return items.length <= 1
+    ? items.join("")
+    : `${items.slice(0, -1).join(", ")} and ${items[items.length - 1]}`;
 }
 
 function bytesText(bytes: number): string {

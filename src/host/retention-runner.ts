@@ -109,6 +109,13 @@ export function createRetentionRunner(ctx: {
       // Where its checkpoints ran at its end: on their thread, or the event loop's (a runtime
       // without worker threads, or a thread that failed: checkpoint.threadFailed says why).
       checkpoints: ctx.checkpointRunner?.offThread ? "thread" : "inline",
+      // Rows deleted per table (counts only), a field each: one list could pass the log's bound.
+      ...Object.fromEntries(
+        Object.entries(r.rows).sort(([a], [b]) => a < b ? -1 : 1).map(([table, n]) => [
+          `rows.${table}`,
+          n,
+        ]),
+      ),
     });
   };
 

@@ -309,6 +309,9 @@ describe("pi-workflows prune", () => {
     expect(JSON.parse(dry.stdout).rows).toEqual({ controller_events: 5, controller_workers: 2 });
     const pruned = await runCliProcess(["prune", "--keep-days", "30"], home.env, 60_000);
     expect(pruned.code).toBe(0);
+    expect(pruned.stdout).toMatch(
+      /^Removed 5 controller events and 2 controller worker epochs older than 30 days \(.*\), no ended runs\n/,
+    );
     expect(pruned.stdout).toMatch(/rows: controller_events 5, controller_workers 2/);
     const output = (e: string) => existsSync(join(home!.stateDir, "workers", `${e}.out`));
     expect(epochs.filter(output)).toEqual(["cwep-3"]);

@@ -827,6 +827,28 @@ describe("the host's idle retention tick", () => {
     }
   });
 
+  it("logs the rows each table lost in its retention.pass line: counts only", async () => {
+    fx = openFixture();
+    const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const lines: { event: string; fields: Record<string, unknown> }[] = [];
+    const runner = idleRunner([], {
+      log: (event, fields = {}) => lines.push({ event, fields }),
+    });
+    const report = await runner.prune({ keepDays: 30 });
+    const pass = lines.find((line) => line.event === "retention.pass")?.fields ?? {};
+    const rows = Object.fromEntries(
+      Object.entries(pass).filter(([key]) => key.startsWith("rows.")).map((
+        [key, n],
+      ) => [key.slice(5), n]),
+    );
+    expect(rows).toEqual(report.rows);
+    expect(rows.runs).toBe(1);
+    expect(rows.events).toBeGreaterThan(0);
+    expect(JSON.stringify(pass)).not.toContain(runId);
+    expect(JSON.stringify(pass)).not.toContain(fx.dir);
+  });
+
   it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {
     fx = openFixture();
     const lines: string[] = [];
