@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- retention [--runs N] [--budget-ms N] [--checkpoints thread|inline] [--smoke]`
+ * `npm run bench -- retention [--runs N] [--budget-ms N] [--checkpoints thread|inline]
+ * [--checkpoint-frames N] [--transaction-runs N] [--gap-sleep-ms N] [--prune-only] [--smoke]`
  * (smoke: 200 runs): a state
  * database with N (default 100,000) ended runs of a realistic shape plus 50 active runs, against
  * one with only the 50 active runs. Thirty runs are built through the real transitions
@@ -11,7 +12,8 @@
  *
  * Prints one JSON line: file sizes before and after a prune (keepDays 30), bytes per ended run
  * and per node attempt (compacted; and as the runs ended, from the templates), the prune's write transactions (the
- * longest, p50/p99, the longest COMMIT alone) beside the host's own one-run writes served
+ * longest, p50/p99, the longest COMMIT alone; runs per prune transaction; WAL frames written, in all
+ * and per pruned run, as the pass's checkpoints found them) beside the host's own one-run writes served
  * between them (the baseline: same file, same moment), doctor's findings, and run.status,
  * run.list, viewer tick and host start-up times before and after, each taken in turns with the
  * small database's (ratios), with the load average.
@@ -55,6 +57,11 @@ const args = process.argv.slice(2);
 const SMOKE = args.includes("--smoke");
 const RUNS = SMOKE ? 200 : Number(args[args.indexOf("--runs") + 1] ?? "") || 100_000;
 const ACTIVE = 50;
+/**
+ * `--prune-only`: the prune and its figures alone (no reads, doctor or large runs: those print
+ * null), to compare the pass's own settings quickly.
+ */
+const PRUNE_ONLY = args.includes("--prune-only") && !SMOKE;
 /** `--budget-ms N`: the pass's time budget per transaction (default: the pass's own). */
 /** `--checkpoint-frames N`: WAL frames between the pass's own checkpoints (default: the pass's). */
 const CHECKPOINT_FRAMES = args.includes("--checkpoint-frames")
@@ -77,6 +84,13 @@ const CHECKPOINTS = args.includes("--checkpoints")
 if (CHECKPOINTS !== "thread" && CHECKPOINTS !== "inline") {
   throw new Error(`--checkpoints must be thread or inline, not ${CHECKPOINTS}`);
 }
+/**
+ * `--transaction-runs N`: runs one prune transaction takes at most (default: the pass's own; 1:
+ * a run a transaction, as before several went in one).
+ */
+const TRANSACTION_RUNS = args.includes("--transaction-runs")
+  ? Number(args[args.indexOf("--transaction-runs") + 1])
+  : undefined;
 const BUDGET_MS = args.includes("--budget-ms")
   ? Number(args[args.indexOf("--budget-ms") + 1])
   : undefined;
@@ -327,10 +341,10 @@ try {
   })();
   // The copies must be as whole as the runs they copy: doctor checks them (a big file's
   // integrity check takes a while, so only up to 20,000 runs).
-  const doctorBefore = RUNS <= 20_000 ? doctorFindings(big) : null;
+  const doctorBefore = RUNS <= 20_000 && !PRUNE_ONLY ? doctorFindings(big) : null;
   const smallBytes = size(small);
   const bigBytesBefore = size(big);
-  const [smallBefore, before] = reads(small, big);
+  const [smallBefore, before] = PRUNE_ONLY ? [null, null] : reads(small, big);
   const store = open(big);
   // The pass runs at the real store's durability (the host's), not the generator's.
   store.db.exec("PRAGMA synchronous = FULL");
@@ -381,13 +395,19 @@ try {
     : undefined;
   const writeOver20 = { n: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0 };
   let checkpointFramesMax = 0;
+  // The WAL frames the pass's checkpoints found, summed: what the pass (and the host's writes
+  // between its steps) wrote to the WAL, each WAL restarting after a complete checkpoint.
+  let checkpointFramesTotal = 0;
+  let pruneTransactions = 0;
   let lastTx: (typeof slowest)[number] | null = null;
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
     ...(CHECKPOINT_FRAMES === undefined ? {} : { checkpointFrames: CHECKPOINT_FRAMES }),
+    ...(TRANSACTION_RUNS === undefined ? {} : { transactionRuns: TRANSACTION_RUNS }),
     ...(checkpointRunner ? { checkpointRunner } : {}),
     onTransaction: (phase, ms, commit) => {
+      if (phase === "prune") pruneTransactions++;
       lockMs.push(ms);
       commitMs.push(commit);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
@@ -412,6 +432,7 @@ try {
       checkpointMs.push(ms);
       checkpointLoopMs.push(loopMs);
       checkpointFramesMax = Math.max(checkpointFramesMax, frames);
+      checkpointFramesTotal += frames;
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
     },
@@ -500,8 +521,8 @@ try {
   }
   smallStore.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(smallStore);
-  const [smallAfter, after] = reads(small, big);
-  const doctorAfter = doctorFindings(big);
+  const [smallAfter, after] = PRUNE_ONLY ? [null, null] : reads(small, big);
+  const doctorAfter = PRUNE_ONLY ? null : doctorFindings(big);
   const rel = (r: Reads, base: Reads) =>
     Object.fromEntries(
       Object.entries(r).map(([k, v]) => [k, ratio(v, base[k as keyof Reads])]),
@@ -533,6 +554,11 @@ try {
       runs: pass.report.runs,
       seconds: round(pruneMs / 1000),
       transactions: pass.report.transactions,
+      pruneTransactions,
+      runsPerPruneTransaction: round(pass.report.runs / Math.max(1, pruneTransactions)),
+      // WAL frames written over the pass (the checkpoints' sum) and per pruned run.
+      walFrames: checkpointFramesTotal,
+      walFramesPerRun: round(checkpointFramesTotal / Math.max(1, pass.report.runs)),
       longestLockMs: round(pass.report.longestLockMs),
       longestCommitMs: round(pass.report.longestCommitMs),
       lockMs: {
@@ -588,14 +614,16 @@ try {
     doctor: { before: doctorBefore, after: doctorAfter },
     // One run with many attempts, one with many events: the prune's longest hold deleting each
     // in one transaction (as before batches) and as the pass does, on copies, in turns.
-    largeRuns: largeRuns(
+    largeRuns: PRUNE_ONLY ? null : largeRuns(
       root,
       SMOKE ? { attempts: 100, events: 200 } : { attempts: 5_000, events: 10_000 },
       SMOKE ? 1 : 3,
     ),
     // Each read beside the small database's, taken in turns with it (before, then after).
     ms: { smallBefore, before, smallAfter, after },
-    ratioToSmall: { before: rel(before, smallBefore), after: rel(after, smallAfter) },
+    ratioToSmall: before && smallBefore && after && smallAfter
+      ? { before: rel(before, smallBefore), after: rel(after, smallAfter) }
+      : null,
     load: (await import("node:os")).loadavg().map((l) => round(l)),
   }));
 } finally {

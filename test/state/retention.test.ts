@@ -392,6 +392,28 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("counts a dry run within the step budget: a step counts a run or a definition, not a page of them", () => {
+    fx = openFixture();
+    const digest = (k: number) => ({
+      definitionDigest: `sha256:d${k}`,
+      definition: { nodes: [`d${k}`], edges: [] },
+    });
+    for (let k = 0; k < 20; k++) endedRun(fx.store, { hostEpoch: HOST_EPOCH, ...digest(k) });
+    fx.clock.advance(40 * DAY_MS);
+    // A young run of the first digest: its snapshot stays.
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH, ...digest(0) });
+    const dry = createRetentionPass(fx.store, { keepDays: 30, dryRun: true, stepBudgetMs: 0 });
+    let steps = 0;
+    while (dry.step()) steps++;
+    expect(dry.report.runs).toBe(20);
+    expect(dry.report.rows.workflow_definitions).toBe(19);
+    // A run a step, then a definition a step (the 21 snapshots), besides the other phases'.
+    expect(steps).toBeGreaterThanOrEqual(20 + 21);
+    // As the prune does.
+    const pass = runRetentionPass(fx.store, { keepDays: 30 }).report;
+    expect(dry.report.rows).toEqual(pass.rows);
+  });
+
   it("keeps a run whose client receipt a client could still retry", () => {
     fx = openFixture();
     const run = startRun(fx.store, { hostEpoch: HOST_EPOCH });
@@ -543,6 +565,8 @@ describe("retention", () => {
     const pass = createRetentionPass(fx.store, {
       keepDays: 30,
       checkpointFrames: 40,
+      // A run a transaction: checkpoints come between them.
+      transactionRuns: 1,
       // Called before the transaction's settings are restored: no automatic checkpoint in it.
       onTransaction: () => inTransaction.push(pragma("wal_autocheckpoint")),
       onCheckpoint: (_ms, frames) => checkpoints.push(frames),
@@ -572,6 +596,77 @@ describe("retention", () => {
     // Bounded by the pass's own checkpoints (a run's deletion writes ~60 frames), far below the
     // host's 4,000-frame threshold.
     expect(walMax).toBeLessThan(600 * 4096);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("deletes several small runs a transaction while its budgets allow: fewer WAL frames a run", () => {
+    /** A pass over 60 small ended runs; the WAL frames its checkpoints found, per run. */
+    const prune = (options: { transactionRuns?: number; stepBudgetMs: number }) => {
+      const own = openFixture();
+      try {
+        for (let i = 0; i < 60; i++) endedRun(own.store, { hostEpoch: HOST_EPOCH });
+        own.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        own.clock.advance(40 * DAY_MS);
+        let frames = 0;
+        let transactions = 0;
+        const pass = runRetentionPass(own.store, {
+          keepDays: 30,
+          ...options,
+          onTransaction: (phase) => {
+            if (phase === "prune") transactions++;
+          },
+          onCheckpoint: (_ms, found) => {
+            frames += found;
+          },
+        });
+        expect(pass.report.runs).toBe(60);
+        expect(checkInvariants(own.store)).toEqual([]);
+        return { transactions, framesPerRun: frames / 60 };
+      } finally {
+        own.close();
+      }
+    };
+    // A budget no machine reaches: the frame budget stops each transaction.
+    const several = prune({ stepBudgetMs: 60_000 });
+    const one = prune({ stepBudgetMs: 60_000, transactionRuns: 1 });
+    expect(one.transactions).toBe(60);
+    expect(several.transactions).toBeLessThanOrEqual(60 / 4);
+    expect(several.framesPerRun).toBeLessThan(one.framesPerRun * 0.7);
+    // No time at all: a run a transaction (the first always goes).
+    expect(prune({ stepBudgetMs: 0 }).transactions).toBeGreaterThanOrEqual(60);
+  });
+
+  it("keeps a prune transaction within its frame budget, from the frames its runs wrote", () => {
+    fx = openFixture();
+    for (let i = 0; i < 150; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    fx.clock.advance(40 * DAY_MS);
+    // A checkpoint after every transaction: each finds the frames of one.
+    const frames: number[] = [];
+    const runs: number[] = [];
+    let phases: string[] = [];
+    let taken = 0;
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      stepBudgetMs: 60_000,
+      checkpointFrames: 1,
+      transactionFrames: 150,
+      onTransaction: (phase) => {
+        phases.push(phase);
+        if (phase === "prune") runs.push(pass.report.runs - taken);
+        taken = pass.report.runs;
+      },
+      onCheckpoint: (_ms, found) => {
+        if (phases.length === 1 && phases[0] === "prune") frames.push(found);
+        phases = [];
+      },
+    });
+    while (pass.step());
+    expect(pass.report.runs).toBe(150);
+    expect(frames.length).toBeGreaterThan(5);
+    // Several runs a transaction, never many more frames than the budget.
+    expect(Math.max(...runs)).toBeGreaterThan(2);
+    expect(Math.max(...frames)).toBeLessThanOrEqual(150 * 1.5);
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

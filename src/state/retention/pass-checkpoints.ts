@@ -19,21 +19,37 @@ import {
   type CheckpointRunner,
 } from "../checkpoint-runner.ts";
 import { pragmaNumber } from "./database-pages.ts";
+import { framesBetween, readWalPosition, type WalPosition } from "./wal-frames.ts";
 
 /**
- * WAL frames (pages) the pass writes between two of its checkpoints (~8 MiB). The first commit
+ * WAL frames (pages) written between two of the pass's checkpoints (~12 MiB). The first commit
  * after a complete checkpoint starts the WAL over and syncs its new header under the write lock
- * (even at `synchronous=NORMAL`): one fsync under the lock per checkpoint, so not too often; and
- * well below the host's own `WAL_AUTOCHECKPOINT_FRAMES` (4,000), which would checkpoint inside a
- * host commit.
+ * (even at `synchronous=NORMAL`): one fsync under the lock per checkpoint, so not too often (a
+ * disk busy with other work held that fsync 28-42 ms). Below the host's own
+ * `WAL_AUTOCHECKPOINT_FRAMES` (4,000), which would checkpoint inside a host commit: the pass reads
+ * the WAL's frames before each step (wal-frames.ts), so it passes this by one transaction at most
+ * (a prune's ~500 frames, a vacuum step's up to a few hundred); and within the WAL-index's first
+ * hash table (4,062 frames), so a reader's page lookup costs what it did.
  */
-export const CHECKPOINT_FRAMES = 2_000;
+export const CHECKPOINT_FRAMES = 3_000;
 
 export interface PassCheckpoints {
   /** Runs `fn`, one write transaction of the pass, with automatic checkpoints off. */
   around<T>(fn: () => T): T;
-  /** True when the pass's transactions since the last checkpoint wrote enough frames. */
+  /**
+   * True when the WAL holds `checkpointFrames` frames written since the last checkpoint (read
+   * from its WAL-index header, wal-frames.ts); where that cannot be read, when the pass's
+   * transactions since then wrote about as many, at the frames per transaction the checkpoints
+   * found so far.
+   */
   due(): boolean;
+  /** The WAL frames the pass's last transaction wrote; null when they cannot be read. */
+  lastTransactionFrames(): number | null;
+  /**
+   * The last checkpoint cycle with transactions of the pass: its number (counting from 0), the
+   * WAL frames written in it and its transactions. Null before the first.
+   */
+  lastCycle(): { n: number; frames: number; transactions: number } | null;
   /**
    * A passive checkpoint and an fsync of the WAL (outside any transaction): on the checkpoint
    * runner's thread when the pass has a runner (the promise settles once it ended), else here
@@ -58,33 +74,54 @@ export function createPassCheckpoints(
   const target = options.checkpointFrames ?? CHECKPOINT_FRAMES;
   const autocheckpoint = pragmaNumber(store, "wal_autocheckpoint");
   // Transactions between checkpoints, adapted to the frames each checkpoint finds (the
-  // transactions' sizes differ by phase: a run's deletion, a vacuum step of 256 pages).
-  let every = 8;
+  // transactions' sizes differ by phase: a prune of several runs, a vacuum step of 256 pages).
+  // The first cycle's guess: four transactions of a prune's frame budget (~2,000 frames).
+  let every = 4;
   let since = 0;
+  let cycle: { n: number; frames: number; transactions: number } | null = null;
   // The WAL's frames at the last checkpoint, when a reader kept it from copying them all (the
   // WAL then grows on instead of starting over).
   let leftFrames = 0;
+  /** The WAL's position when the last checkpoint ended, if it copied every frame. */
+  let emptiedAt: WalPosition | null = null;
+  let lastFrames: number | null = null;
   const settle = (result: CheckpointResult): void => {
+    emptiedAt = result.checkpointed >= result.log ? readWalPosition(store.path) : null;
     // The pass's opening checkpoint (no transaction yet) tells nothing of its transactions.
     if (since === 0) return;
     const log = result.log;
     const written = Math.max(1, log >= leftFrames ? log - leftFrames : log);
     leftFrames = result.checkpointed < log ? log : 0;
     every = Math.max(1, Math.min(10_000, Math.round((since * target) / written)));
+    cycle = { n: (cycle?.n ?? -1) + 1, frames: written, transactions: since };
     since = 0;
   };
   return {
     around(fn) {
       since++;
-      if (autocheckpoint <= 0) return fn();
-      store.db.exec("PRAGMA wal_autocheckpoint = 0");
+      const before = readWalPosition(store.path);
+      lastFrames = null;
+      const off = autocheckpoint > 0;
+      if (off) store.db.exec("PRAGMA wal_autocheckpoint = 0");
       try {
         return fn();
       } finally {
-        store.db.exec(`PRAGMA wal_autocheckpoint = ${autocheckpoint}`);
+        if (off) store.db.exec(`PRAGMA wal_autocheckpoint = ${autocheckpoint}`);
+        const after = before && readWalPosition(store.path);
+        lastFrames = before && after ? framesBetween(before, after) : null;
       }
     },
-    due: () => since >= every,
+    due() {
+      // Only the pass's own transactions call for its checkpoints (a dry run has none).
+      if (since === 0) return false;
+      const now = readWalPosition(store.path);
+      if (now === null) return since >= every;
+      // Frames since a checkpoint that emptied the WAL (all of them once it started over), or
+      // all it holds (a reader kept the last checkpoint from copying every frame).
+      return (emptiedAt ? framesBetween(emptiedAt, now) : now.frames) >= target;
+    },
+    lastTransactionFrames: () => lastFrames,
+    lastCycle: () => cycle,
     run() {
       const runner = options.checkpointRunner;
       if (!runner) {

@@ -8,7 +8,7 @@ import { appendFeedDelta } from "../journal.ts";
 import type { TableCounts } from "./run-deletion.ts";
 import { createPassCheckpoints, type PassCheckpoints } from "./pass-checkpoints.ts";
 import { asPassTransaction } from "./pass-transaction.ts";
-import { TRANSACTION_ROWS } from "./run-marks.ts";
+import { TRANSACTION_FRAMES, TRANSACTION_ROWS, TRANSACTION_RUNS } from "./run-marks.ts";
 import type { CheckpointRunner } from "../checkpoint-runner.ts";
 import { DAY_MS, RETRY_WINDOW_MS, RUNS_PRUNED_DELTA, STEP_BUDGET_MS } from "./retention-policy.ts";
 
@@ -71,6 +71,13 @@ export interface PassSettings {
    */
   transactionRows?: number;
   /**
+   * Runs one prune transaction takes at most (default `TRANSACTION_RUNS`; the budgets usually
+   * stop it sooner: prune-phase.ts). 1: a run a transaction, as before (the benchmark's baseline).
+   */
+  transactionRuns?: number;
+  /** WAL frames one prune transaction writes at most, as estimated (default `TRANSACTION_FRAMES`). */
+  transactionFrames?: number;
+  /**
    * Told each write transaction's phase, its length (BEGIN to the end of COMMIT) and its COMMIT's
    * alone (the benchmark).
    */
@@ -94,6 +101,10 @@ export interface PassContext {
   readonly budgetMs: number;
   /** Rows one prune transaction deletes at most. */
   readonly transactionRows: number;
+  /** Runs one prune transaction takes at most. */
+  readonly transactionRuns: number;
+  /** WAL frames one prune transaction writes at most, as estimated. */
+  readonly transactionFrames: number;
   /** Runs that ended before this are due. */
   readonly cutoff: number;
   /** A run with a client receipt completed at or after this is kept (a retry may come). */
@@ -103,6 +114,8 @@ export interface PassContext {
   readonly pruned: PrunedLists;
   /** A dry run's runs that the prune would delete, as its prune phase counts them. */
   readonly counted: Set<string>;
+  /** The same runs per definition digest (the snapshots they alone name would go after them). */
+  readonly countedByDigest: Map<string, number>;
   /**
    * Hands the files of the runs deleted since the last time over to `takePruned`: call it once
    * their deletion is durable (after one of the pass's checkpoints, which end with an fsync of
@@ -162,11 +175,14 @@ export function createPassContext(
     dryRun,
     budgetMs: settings.stepBudgetMs ?? STEP_BUDGET_MS,
     transactionRows: settings.transactionRows ?? TRANSACTION_ROWS,
+    transactionRuns: settings.transactionRuns ?? TRANSACTION_RUNS,
+    transactionFrames: settings.transactionFrames ?? TRANSACTION_FRAMES,
     cutoff,
     receiptFloor: now - RETRY_WINDOW_MS,
     report,
     pruned,
     counted: new Set(),
+    countedByDigest: new Map(),
     makeDurable() {
       if (isEmpty(pruned)) return;
       moveAll(pruned.epochs, durable.epochs);

@@ -1,7 +1,8 @@
 /**
  * The pass's first phase: deleting the ended, unreferenced runs past the retention period with
- * everything they own, one run at a time in bounded write transactions (run-marks.ts; a dry run
- * counts them instead). The runs an earlier pass marked and could not finish go first.
+ * everything they own in bounded write transactions, small runs several a transaction and a large
+ * one over as many as its rows take (run-marks.ts; a dry run counts them instead, within the same
+ * time budget a step). The runs an earlier pass marked and could not finish go first.
  */
 import { queryAllArgs, queryOneArgs } from "../statements.ts";
 import { countRunRows, prunableSql, receiptsSettledSql } from "./run-deletion.ts";
@@ -11,6 +12,7 @@ import {
   type MarkedRun,
   markedRuns,
   markRunInTx,
+  type TransactionLimits,
 } from "./run-marks.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
 import { heldOnlyByRunsSql, RUN_REFERENCES } from "./run-references.ts";
@@ -24,23 +26,27 @@ const PAGE = 256;
  * ended run for each page (128 ms of the host's loop for the first page at 100,000 runs).
  */
 export const PRUNE_CANDIDATES_SQL =
-  "SELECT r.run_id, r.run_no, r.finished_at, r.rowid AS rid FROM runs r INDEXED BY " +
-  "runs_by_finished WHERE r.finished_at IS NOT NULL AND (r.finished_at, r.rowid) > (?1, ?2) AND " +
-  `${prunableSql("?3")} ORDER BY r.finished_at, r.rowid LIMIT ?4`;
+  "SELECT r.run_id, r.run_no, r.definition_digest AS digest, r.finished_at, r.rowid AS rid " +
+  "FROM runs r INDEXED BY runs_by_finished WHERE r.finished_at IS NOT NULL AND " +
+  `(r.finished_at, r.rowid) > (?1, ?2) AND ${prunableSql("?3")} ORDER BY r.finished_at, r.rowid ` +
+  "LIMIT ?4";
 /**
  * A dry run's later walks: the runs past the period that only other runs hold (a child, a fork);
  * those the dry run counted already would be gone by then.
  */
 const HELD_BY_RUNS_SQL =
-  "SELECT r.run_id, r.run_no, r.finished_at, r.rowid AS rid FROM runs r INDEXED BY " +
-  "runs_by_finished WHERE r.finished_at IS NOT NULL AND (r.finished_at, r.rowid) > (?1, ?2) AND " +
-  `${prunableSql("?3", heldOnlyByRunsSql())} ORDER BY r.finished_at, r.rowid LIMIT ?4`;
+  "SELECT r.run_id, r.run_no, r.definition_digest AS digest, r.finished_at, r.rowid AS rid " +
+  "FROM runs r INDEXED BY runs_by_finished WHERE r.finished_at IS NOT NULL AND " +
+  `(r.finished_at, r.rowid) > (?1, ?2) AND ${prunableSql("?3", heldOnlyByRunsSql())} ` +
+  "ORDER BY r.finished_at, r.rowid LIMIT ?4";
 /** Walks over the candidates at most (a walk frees the parents of the runs it deleted). */
 const MAX_WALKS = 10;
 
 interface Candidate {
   runId: string;
   runNo: number;
+  /** Its definition digest (a dry run counts the runs of each). */
+  digest?: string;
 }
 
 export function createPrunePhase(ctx: PassContext): PassPhase {
@@ -50,11 +56,11 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   let queue: Candidate[] = [];
   let walkDeleted = 0;
   let walks = 0;
-  // A dry run's runs counted so far: the references they hold would be gone.
-  const { counted } = ctx;
 
   const nextCandidates = (): boolean => {
-    const rows = queryAllArgs<{ run_id: string; run_no: number; finished_at: number; rid: number }>(
+    const rows = queryAllArgs<
+      { run_id: string; run_no: number; digest: string; finished_at: number; rid: number }
+    >(
       ctx.store,
       ctx.dryRun && walks > 0 ? HELD_BY_RUNS_SQL : PRUNE_CANDIDATES_SQL,
       cursor.at,
@@ -65,7 +71,7 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
     if (rows.length === 0) return false;
     const last = rows[rows.length - 1];
     cursor = { at: last.finished_at, rowid: last.rid };
-    queue = rows.map((r) => ({ runId: r.run_id, runNo: r.run_no }));
+    queue = rows.map((r) => ({ runId: r.run_id, runNo: r.run_no, digest: r.digest }));
     return true;
   };
 
@@ -73,7 +79,9 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   // reader already, their rows go first.
   const leftover: MarkedRun[] = markedRuns(ctx.store);
   let current: MarkedRun | null = null;
-  if (ctx.dryRun) countQueue(ctx, leftover.splice(0), counted, false, false);
+  const tempo = createPruneTempo(ctx);
+  // A dry run counts them at once (a pass leaves one at most).
+  if (ctx.dryRun) { for (const run of leftover.splice(0)) countRun(ctx, run, false, false); }
 
   return {
     step() {
@@ -87,93 +95,183 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
         return true;
       }
       if (ctx.dryRun) {
+        // Runs counted within the step budget, like a transaction's (a run's count is ~25 reads).
         const taken = ctx.report.runs;
-        countQueue(ctx, queue.splice(0), counted, walks > 0);
+        const started = performance.now();
+        do countRun(ctx, queue.shift()!, walks > 0); while (
+          queue.length > 0 && performance.now() - started < ctx.budgetMs
+        );
         walkDeleted += ctx.report.runs - taken;
         return false;
       }
       const taken = ctx.report.runs;
-      current = deleteNext(ctx, current, leftover, queue);
-      if (ctx.report.runs > taken) walkDeleted++;
+      current = deleteNext(ctx, tempo, current, leftover, queue);
+      walkDeleted += ctx.report.runs - taken;
       return false;
     },
   };
 }
 
 /**
+ * How many runs the next prune transaction may take, from what the pass's transactions cost so
+ * far. A transaction's cost is mostly the pages it dirties, and consecutive runs (in end order)
+ * share many of them: the interior pages of the ~50 B-trees a run's rows lie in, the leaves of
+ * the tables keyed in run order (events, attempts), the free list, page 1. One run a transaction
+ * wrote ~70 WAL frames a run, ~7 million (29 GB) to prune 100,000 runs, and each of the pass's
+ * checkpoints (one per ~2,000 frames) makes the next commit restart the WAL, which syncs its
+ * header under the write lock. So a transaction takes further runs while two budgets allow:
+ * the time budget, at the time a run took so far (a slow or loaded machine takes fewer), and a
+ * frame budget, at the frames a run wrote in the pass's last checkpoint cycle.
+ */
+interface PruneTempo {
+  /** A run went whole in `ms` (inside one transaction). */
+  ran(ms: number): void;
+  /** A transaction that deleted `runs` whole runs (and nothing else) ended. */
+  committed(runs: number): void;
+  /** The most runs the next transaction takes. */
+  maxRuns(): number;
+  /**
+   * Whether another run fits in the first half of the transaction's budget (from `started`), at
+   * the time a run took so far: on a loaded machine a run's wall time grows with its waits for a
+   * CPU and a transaction takes one run, since a longer one is the likelier to be preempted with
+   * the lock held (at load 11-15 on 2 cores, 2.7 runs a transaction held it past 20 ms 2.5-3.8x as
+   * often as one); a quiet one takes several.
+   */
+  fits(started: number): boolean;
+}
+
+function createPruneTempo(ctx: PassContext): PruneTempo {
+  /** ms one small run's deletion took (a moving average), from the pass's own runs. */
+  let msPerRun = 0;
+  /** WAL frames a run's deletion wrote (a moving average); 0 until known. */
+  let framesPerRun = 0;
+  const framesSeen = (frames: number) => {
+    framesPerRun = framesPerRun === 0 ? frames : 0.7 * framesPerRun + 0.3 * frames;
+  };
+  // Where the WAL cannot be read: the frames of the last checkpoint cycle over its runs.
+  let cycleSeen = -1;
+  let cycleRuns = 0;
+  return {
+    ran(ms) {
+      msPerRun = msPerRun === 0 ? ms : 0.8 * msPerRun + 0.2 * ms;
+      cycleRuns++;
+    },
+    committed(runs) {
+      const frames = ctx.checkpoints.lastTransactionFrames();
+      if (frames !== null && runs > 0) framesSeen(frames / runs);
+    },
+    maxRuns() {
+      const cycle = ctx.checkpoints.lastCycle();
+      if (cycle && cycle.n !== cycleSeen) {
+        // The runs counted since the last look went in that cycle (a checkpoint is a step of its
+        // own, between transactions).
+        if (cycleRuns > 0 && ctx.checkpoints.lastTransactionFrames() === null) {
+          framesSeen(cycle.frames / cycleRuns);
+        }
+        cycleSeen = cycle.n;
+        cycleRuns = 0;
+      }
+      const byFrames = Math.floor(ctx.transactionFrames / (framesPerRun || FIRST_FRAMES_PER_RUN));
+      return Math.max(1, Math.min(ctx.transactionRuns, byFrames));
+    },
+    fits: (started) => performance.now() + msPerRun <= started + ctx.budgetMs / 2,
+  };
+}
+
+/** Frames a run is taken to write until the pass has measured it (one run a transaction: ~70). */
+const FIRST_FRAMES_PER_RUN = 70;
+
+/**
  * One transaction: goes on with the run being deleted (a leftover one first), else marks the
  * first run of `queue` that is still prunable (the others stay queued), and deletes its rows
- * within the budget. Returns the run still being deleted, or null once it is gone (or none was).
- *
- * A commit costs its pages (written to the WAL), and a run's rows lie in ~50 B-trees: under load
- * (18 on 2 cores, 3,000 runs) one run a commit held the lock 6.9 ms at the median (a one-run
- * host write: 4.6), ten runs 23.8 ms. So one run per transaction at most, and a large one's rows
- * in as many transactions as the budget takes.
+ * within the budget; then more runs the same way while the tempo allows. Returns the run still
+ * being deleted, or null once the last one taken is gone (or none was).
  */
 function deleteNext(
   ctx: PassContext,
+  tempo: PruneTempo,
   current: MarkedRun | null,
   leftover: MarkedRun[],
   queue: Candidate[],
 ): MarkedRun | null {
   const { report } = ctx;
+  const maxRuns = tempo.maxRuns();
+  // Whole runs the transaction deleted, none of them begun or left for another.
+  let whole = 0;
+  let partial = current !== null;
   // A transaction that fails ends the pass (retention-pass.ts): nothing here goes on from it.
-  return ctx.transaction(
+  const going = ctx.transaction(
     "prune",
     () => {
-      const limits = { deadline: performance.now() + ctx.budgetMs, rows: ctx.transactionRows };
-      let run = current ?? leftover.shift() ?? null;
-      if (run === null) {
+      const opened = performance.now();
+      const limits: TransactionLimits = {
+        deadline: opened + ctx.budgetMs,
+        rowsLeft: ctx.transactionRows,
+      };
+      let taken = 0;
+      let going = current;
+      for (;;) {
+        const started = performance.now();
+        let run = going ?? leftover.shift() ?? null;
         while (run === null && queue.length > 0) {
           const { runId } = queue[0]!;
           const { store, cutoff, receiptFloor } = ctx;
           if (!deleteReceiptsBeforeMark(store, runId, cutoff, receiptFloor, limits, report.rows)) {
+            partial = true;
             return null; // its receipts go on in the next transaction
           }
           queue.shift();
           run = markRunInTx(store, runId, cutoff, receiptFloor, report.rows);
         }
-        if (run === null) return null; // each referenced meanwhile: kept
+        if (run === null) return null; // none left, or each referenced meanwhile: kept
+        if (run !== going) {
+          report.runs++;
+          // The pass's first run tells viewers at once (the end of the phase again).
+          if (report.runs === 1) ctx.signalPruned();
+        }
+        if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) {
+          partial = true;
+          return run;
+        }
+        ctx.pruned.runs.push(run.runId);
+        // A run finished here after an earlier transaction's part tells nothing of a run's time.
+        if (run !== going) {
+          tempo.ran(performance.now() - started);
+          whole++;
+        }
+        going = null;
+        if (++taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(opened)) return null;
       }
-      if (run !== current) {
-        report.runs++;
-        // The pass's first run tells viewers at once (the end of the phase again).
-        if (report.runs === 1) ctx.signalPruned();
-      }
-      if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) return run;
-      ctx.pruned.runs.push(run.runId);
-      return null;
     },
     { checkForeignKeys: false },
   );
+  // Receipts deleted before a mark write frames of no run: only whole runs tell a run's frames.
+  if (!partial && whole > 0) tempo.committed(whole);
+  return going;
 }
 
 /**
- * A dry run: counts what deleting the runs would remove, as the prune would: once each (a later
- * walk lists a run again), and a run other runs hold (`held`) only once each of them is counted.
- * `settledOnly` false: runs an earlier pass marked (gone to readers; the prune finishes them).
+ * A dry run: counts what deleting the run would remove, as the prune would: once (a later walk
+ * lists a run again), and a run other runs hold (`held`) only once each of them is counted.
+ * `settledOnly` false: a run an earlier pass marked (gone to readers; the prune finishes it).
  */
-function countQueue(
-  ctx: PassContext,
-  runs: Candidate[],
-  counted: Set<string>,
-  held: boolean,
-  settledOnly = true,
-): void {
-  for (const run of runs) {
-    if (counted.has(run.runId)) continue;
-    // A run whose receipts are still young would be kept by the real prune.
-    const settled = !settledOnly || queryOneArgs<{ ok: number }>(
-      ctx.store,
-      `SELECT 1 AS ok FROM runs r WHERE r.run_id = ?1 AND ${receiptsSettledSql("?2")}`,
-      run.runId,
-      ctx.receiptFloor,
-    );
-    if (!settled || (held && !referrersCounted(ctx, run.runId, counted))) continue;
-    counted.add(run.runId);
-    ctx.report.runs++;
-    ctx.report.bytes += countRunRows(ctx.store, run, ctx.report.rows);
+function countRun(ctx: PassContext, run: Candidate, held: boolean, settledOnly = true): void {
+  const { counted } = ctx;
+  if (counted.has(run.runId)) return;
+  // A run whose receipts are still young would be kept by the real prune.
+  const settled = !settledOnly || queryOneArgs<{ ok: number }>(
+    ctx.store,
+    `SELECT 1 AS ok FROM runs r WHERE r.run_id = ?1 AND ${receiptsSettledSql("?2")}`,
+    run.runId,
+    ctx.receiptFloor,
+  );
+  if (!settled || (held && !referrersCounted(ctx, run.runId, counted))) return;
+  counted.add(run.runId);
+  if (run.digest !== undefined) {
+    ctx.countedByDigest.set(run.digest, (ctx.countedByDigest.get(run.digest) ?? 0) + 1);
   }
+  ctx.report.runs++;
+  ctx.report.bytes += countRunRows(ctx.store, run, ctx.report.rows);
 }
 
 /** Whether every run that holds a reference to `runId` is counted (would be pruned first). */

@@ -2,7 +2,7 @@
  * One retention pass over the state database, in short write transactions the caller runs one
  * at a time (`step()`), so the host serves commands between them and never holds the write lock
  * for long. Its phases, in order: the prune (ended, unreferenced runs past the retention period
- * and everything they own, a run at a time in bounded transactions: prune-phase.ts), the definition snapshots
+ * and everything they own, in bounded transactions: prune-phase.ts), the definition snapshots
  * no run uses and client receipts of no run (definitions-phase.ts), controller events and worker
  * epochs past the period (controller-history.ts), compaction of ended runs and
  * the viewer feed's trim (compact-phase.ts), and last the incremental vacuum that gives the

@@ -25,6 +25,14 @@ import { crashPoint } from "../../base/crash-point.ts";
 export const BATCH_ROWS = 64;
 /** Rows one transaction deletes at most, however fast the batches go. */
 export const TRANSACTION_ROWS = 2_048;
+/** Runs one transaction deletes at most, however fast they go (prune-phase.ts). */
+export const TRANSACTION_RUNS = 64;
+/**
+ * WAL frames one prune transaction writes at most, as estimated from the frames its runs wrote
+ * (prune-phase.ts; 2 MiB of 4 KiB pages): its COMMIT writes them all under the lock, and the
+ * pass's checkpoint interval (pass-checkpoints.ts) holds several such transactions.
+ */
+export const TRANSACTION_FRAMES = 512;
 /**
  * Attempts a batch of a table that names attempts (effects, decisions, interactive requests and
  * their children) looks at: finding those rows through all of a run's attempts costs ~1 ms per
@@ -41,6 +49,15 @@ export interface MarkedRun {
   readonly runNo: number;
   table: number;
   attemptsAfter: number;
+}
+
+/**
+ * What is left of one write transaction's bounds, shared by the runs it deletes: each batch
+ * takes its rows off `rowsLeft`; `deadline` is on `performance.now()`'s clock.
+ */
+export interface TransactionLimits {
+  readonly deadline: number;
+  rowsLeft: number;
 }
 
 /** The files named by the rows a deletion removed (their owner removes them once durable). */
@@ -92,35 +109,33 @@ export function deleteReceiptsBeforeMark(
   runId: string,
   cutoff: number,
   receiptFloor: number,
-  limits: { deadline: number; rows: number },
+  limits: TransactionLimits,
   counts: TableCounts,
 ): boolean {
   const sql = markSql();
   if (!queryOneArgs(store, sql.prunable, runId, cutoff, receiptFloor)) return true;
-  let rows = 0;
   for (;;) {
     const n = executeArgs(store, sql.receipts, runId, BATCH_ROWS);
     if (n > 0) counts.host_commands = (counts.host_commands ?? 0) + n;
+    limits.rowsLeft -= n;
     if (n < BATCH_ROWS) return true;
-    rows += n;
-    if (rows >= limits.rows || performance.now() >= limits.deadline) return false;
+    if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) return false;
   }
 }
 
 /**
- * Deletes the marked run's next rows in batches, children first, until `limits.deadline`
- * (`performance.now()`) or `limits.rows` (one transaction: the caller's); the mark goes with the
- * last of them. True once the run is gone whole.
+ * Deletes the marked run's next rows in batches, children first, until `limits` end (one
+ * transaction: the caller's); the mark goes with the last of them. True once the run is gone
+ * whole.
  */
 export function deleteMarkedRows(
   store: StateStore,
   run: MarkedRun,
-  limits: { deadline: number; rows: number },
+  limits: TransactionLimits,
   counts: TableCounts,
   names: DeletedNames,
 ): boolean {
   const batches = batchSql();
-  let rows = 0;
   while (run.table < batches.length) {
     const batch = batches[run.table];
     const arg: SQLInputValue = batch.byRunNo ? run.runNo : run.runId;
@@ -136,10 +151,10 @@ export function deleteMarkedRows(
     }
     if (n > 0) counts[batch.table] = (counts[batch.table] ?? 0) + n;
     if (n < BATCH_ROWS) nextBatch(store, run, batch.windowed);
-    rows += n;
+    limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
     if (batch.table === "events" && n > 0) crashPoint("state.retention.runHalfDeleted");
-    if (rows >= limits.rows || performance.now() >= limits.deadline) break;
+    if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) break;
   }
   if (run.table < batches.length) return false;
   executeArgs(store, markSql().unmark, run.runId);

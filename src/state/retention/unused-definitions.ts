@@ -10,7 +10,7 @@
  * checks "no run names it" inside itself, so a start commits either before the delete (its run
  * keeps the row) or after it (its insert writes the row again).
  */
-import { executeArgs, queryOneArgs } from "../statements.ts";
+import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 
 const UNUSED = "SELECT d.definition_digest FROM workflow_definitions d WHERE " +
@@ -26,22 +26,41 @@ export function pruneUnusedDefinitionsInTx(store: StateStore, limit: number): nu
   );
 }
 
-/**
- * How many definition snapshots a pass would delete, and their stored bytes (a dry run): those
- * whose runs are all among `pruned` (the runs the dry run counted) and that no schedule names.
- */
-export function countUnusedDefinitions(
-  store: StateStore,
-  pruned: ReadonlySet<string>,
-): { n: number; bytes: number } {
-  const row = queryOneArgs<{ n: number; bytes: number | null }>(
+/** A definition snapshot as a dry run looks at it. */
+export interface DefinitionRow {
+  digest: string;
+  /** An estimate of its stored bytes. */
+  bytes: number;
+  /** A schedule names it (kept). */
+  scheduled: boolean;
+}
+
+/** A dry run: the next `limit` definition snapshots after `after`, in digest order. */
+export function listDefinitions(store: StateStore, after: string, limit: number): DefinitionRow[] {
+  return queryAllArgs<{ digest: string; bytes: number; scheduled: number }>(
     store,
-    "SELECT COUNT(*) AS n, SUM(length(snapshot_json) + length(definition_digest) + 60) AS bytes " +
-      "FROM workflow_definitions d WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE " +
-      "r.definition_digest = d.definition_digest AND r.run_id NOT IN (SELECT value FROM " +
-      "json_each(?1))) AND " +
-      "NOT EXISTS (SELECT 1 FROM schedules s WHERE s.definition_digest = d.definition_digest)",
-    JSON.stringify([...pruned]),
-  );
-  return { n: row?.n ?? 0, bytes: row?.bytes ?? 0 };
+    "SELECT d.definition_digest AS digest, length(d.snapshot_json) + " +
+      "length(d.definition_digest) + 60 AS bytes, EXISTS (SELECT 1 FROM schedules s WHERE " +
+      "s.definition_digest = d.definition_digest) AS scheduled FROM workflow_definitions d " +
+      "WHERE d.definition_digest > ?1 ORDER BY d.definition_digest LIMIT ?2",
+    after,
+    limit,
+  ).map((row) => ({ digest: row.digest, bytes: row.bytes, scheduled: row.scheduled === 1 }));
+}
+
+/**
+ * A dry run: whether the prune would delete the snapshot, whose runs the dry run counted
+ * `counted` of (those the prune would delete first). It would when no schedule names it and no
+ * other run does: the runs naming it are counted up to one past `counted` (an index range, never
+ * more than the digest's runs).
+ */
+export function wouldBeUnused(store: StateStore, row: DefinitionRow, counted: number): boolean {
+  if (row.scheduled) return false;
+  const named = queryOneArgs<{ n: number }>(
+    store,
+    "SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE definition_digest = ?1 LIMIT ?2)",
+    row.digest,
+    counted + 1,
+  )?.n ?? 0;
+  return named <= counted;
 }
