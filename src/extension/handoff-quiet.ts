@@ -20,9 +20,11 @@ export const QUIET_MAX_MS = 1_000;
 export interface QuietSubmit {
   /**
    * This submit was accepted and its answer named no next step (a compute node runs first, say):
-   * the next step comes by the host's push, which must not wait once this submit ends.
+   * the next step comes by the host's push, which must not wait once the submits end.
    */
   noNextStep(): void;
+  /** This submit's answer named the next step, presented with it: the push brings none. */
+  nextStepPresented(): void;
   /** The call ended (idempotent). */
   leave(): void;
 }
@@ -40,6 +42,14 @@ export class HandoffQuiet {
   #quiet = 0;
   /** Every submit ended: the model's next reply ends the quiet (after the linger). */
   #afterSubmit = false;
+  /**
+   * Some submit of the overlapping ones named no next step; some presented one. Overlapping
+   * submits are calls for the same pending step (one is accepted at most), so a refused one that
+   * ends last says nothing: the quiet ends at once when one named no next step and none presented
+   * one. Cleared when the quiet ends and when a submit starts with none in flight (a new step).
+   */
+  #noNext = false;
+  #presented = false;
   /** When the current quiet ends at the latest (`QUIET_MAX_MS` after the last submit started). */
   #maxAt = 0;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -54,29 +64,32 @@ export class HandoffQuiet {
    * A submit tool call starts (call it right before sending the submit). Work parked in an
    * earlier quiet runs after this turn of the event loop, when the submit's request has gone out
    * and Pi waits for the host's answer. The quiet ends with the last submit in flight at once
-   * only when that submit's own answer named no next step (`noNextStep`): another submit's
-   * answer says nothing about this one's.
+   * when one of the submits in flight with it named no next step and none presented one.
    */
   enter(): QuietSubmit {
     const earlier = this.active ? this.#quiet : null;
     this.#quiet++;
+    // The first submit for a step: what the previous step's submits said is over.
+    if (this.#submits === 0) this.#noNext = this.#presented = false;
     this.#submits++;
     this.#afterSubmit = false;
     this.#maxAt = Date.now() + QUIET_MAX_MS;
     this.#arm(QUIET_MAX_MS);
     if (earlier !== null) setImmediate(() => this.#release(earlier));
     let left = false;
-    let noNext = false;
     return {
       noNextStep: () => {
-        noNext = true;
+        this.#noNext = true;
+      },
+      nextStepPresented: () => {
+        this.#presented = true;
       },
       leave: () => {
         if (left) return;
         left = true;
         this.#submits--;
         if (this.#submits > 0) return;
-        if (noNext) this.#end();
+        if (this.#noNext && !this.#presented) this.#end();
         else this.#afterSubmit = true;
       },
     };
@@ -125,6 +138,7 @@ export class HandoffQuiet {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     this.#afterSubmit = false;
+    this.#noNext = this.#presented = false;
     this.#release(this.#quiet);
   }
 }

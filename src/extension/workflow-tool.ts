@@ -203,6 +203,7 @@ async function awaitVerdict(
       // result, in the same agent run (no turn ending "accepted" first).
       // The progress display follows the host's push of the same commits (session.wait).
       if (receipt.next) {
+        quiet.nextStepPresented();
         await session.presenter.presentClaimed(receipt.next, receipt.cursor).catch(() => {});
       } else {
         quiet.noNextStep();

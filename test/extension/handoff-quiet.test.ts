@@ -136,30 +136,52 @@ describe("the quiet of a step handoff", () => {
     expect(quiet.active).toBe(false);
   });
 
-  it("ends at once only when the submit that ends last named no next step", async () => {
+  it("ends at once when an overlapping submit named no next step, even one that ended first", async () => {
     const quiet = new HandoffQuiet();
-    // Two submits overlap; the one that ends first named no next step, the last one named its
-    // next step (presented with its answer): its handoff's push waits as any other.
+    // Two calls for the same step overlap: A is accepted and names no next step (a compute node
+    // runs next) and ends first; B is refused and ends last. The next step comes by the push.
     const a = quiet.enter();
     const b = quiet.enter();
     const push = park(quiet);
     a.noNextStep();
     a.leave();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(push()).toBe(false);
+    b.leave();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(push()).toBe(true);
+    expect(quiet.active).toBe(false);
+  });
+
+  it("waits as any handoff when a submit presented the next step", async () => {
+    const quiet = new HandoffQuiet();
+    // Overlapping: one named no next step, the other presented one (with its answer): the push
+    // brings nothing Pi needs sooner, so it waits for the model's next request.
+    const a = quiet.enter();
+    const b = quiet.enter();
+    const push = park(quiet);
+    a.noNextStep();
+    a.leave();
+    b.nextStepPresented();
     b.leave();
     await vi.advanceTimersByTimeAsync(0);
     expect(push()).toBe(false);
     quiet.noteAssistantStart();
     await vi.advanceTimersByTimeAsync(QUIET_LINGER_MS);
     expect(push()).toBe(true);
-    // The other way round: the last one to end named none, so the push brings the next step.
+    // One after the other within one quiet: the step presented first says nothing about the
+    // next submit's answer, which named no next step: its push goes at once.
     const c = quiet.enter();
+    c.nextStepPresented();
+    c.leave();
+    quiet.noteAssistantStart();
     const d = quiet.enter();
     const next = park(quiet);
-    c.leave();
     d.noNextStep();
     d.leave();
     await vi.advanceTimersByTimeAsync(0);
     expect(next()).toBe(true);
+    expect(quiet.active).toBe(false);
   });
 
   it("lets everything go when the session closes", async () => {
