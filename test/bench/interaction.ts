@@ -22,7 +22,8 @@
  * from the host's read of the submit (a `submit` mark in the same trace) to the next request
  * committed, split at the acceptance's start (`verdict` mark) in `host_breakdown_median_ms`.
  * That ends at the request's event time, inside its transaction: `host_submit_to_answer_ms` ends
- * at the accepted submit's answer (an `answer` mark), after the COMMIT and what follows it.
+ * at the accepted submit's answer built (an `answer` mark, after the COMMIT and what follows it,
+ * before the answer is encoded and written).
  * The bare baseline runs before the workflow, so at a smaller context than any handoff's: it runs
  * again after the run (`*_after_run_ms`, at a context at least as large as the last handoff's), and
  * `context_kb` gives the median context of each series (the requests' messages), so Pi's own cost
