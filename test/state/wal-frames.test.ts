@@ -2,8 +2,13 @@
  * The WAL's frames as its WAL-index header says (src/state/retention/wal-frames.ts): the count
  * SQLite's own checkpoint reports, a new salt each time the WAL starts over, null without one.
  */
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { framesBetween, readWalPosition } from "../../src/state/retention/wal-frames.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { type Fixture, openFixture } from "../support/state-store.ts";
 
 let fx: Fixture;
@@ -39,5 +44,61 @@ describe("the WAL's position", () => {
   it("is null where there is no WAL-index", () => {
     fx = openFixture();
     expect(readWalPosition(`${fx.store.path}.missing`)).toBeNull();
+  });
+});
+
+describe("reading the WAL-index header", () => {
+  // Linux lists every fcntl lock in /proc/locks: `<n>: POSIX ADVISORY <READ|WRITE> <pid>
+  // <major>:<minor>:<inode> <start> <end>`.
+  const locksOn = (path: string): string[] => {
+    const { ino } = statSync(path);
+    return readFileSync("/proc/locks", "utf8").split("\n").filter((line) => {
+      const fields = line.trim().split(/\s+/);
+      return fields[4] === String(process.pid) && fields[5]?.endsWith(`:${ino}`);
+    }).map((line) => line.trim().split(/\s+/).slice(6).join("-"));
+  };
+
+  it.skipIf(!existsSync("/proc/locks"))(
+    "leaves SQLite's locks on the -shm file in place (closing a descriptor would drop them)",
+    () => {
+      fx = openFixture();
+      fx.store.db.exec("CREATE TABLE scratch (x INTEGER)");
+      const shm = `${fx.store.path}-shm`;
+      const held = locksOn(shm);
+      // The connection's lock that tells others the index is in use.
+      expect(held.length).toBeGreaterThan(0);
+      for (let i = 0; i < 3; i++) {
+        expect(readWalPosition(fx.store.path)).not.toBeNull();
+        expect(locksOn(shm)).toEqual(held);
+      }
+    },
+  );
+
+  it("reads a file that replaced the one it read before", () => {
+    const dir = mkdtempSync(join(tmpdir(), "wal-frames-"));
+    const open = () =>
+      openStateStore({ stateDir: dir, clock: new FakeClock(), ids: sequentialIds() });
+    try {
+      const first = open();
+      first.db.exec("CREATE TABLE scratch (x INTEGER)");
+      expect(readWalPosition(first.path)).not.toBeNull();
+      // The last connection's close removes -shm; the next open makes another file.
+      closeStateStore(first);
+      const second = open();
+      try {
+        const insert = second.db.prepare("INSERT INTO scratch VALUES (1)");
+        for (let i = 0; i < 5; i++) insert.run();
+        const position = readWalPosition(second.path)!;
+        const checkpoint = second.db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as {
+          log: number;
+        };
+        expect(position.frames).toBe(checkpoint.log);
+        expect(position.frames).toBeGreaterThan(0);
+      } finally {
+        closeStateStore(second);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
