@@ -4,6 +4,7 @@
  * whole; compaction keeps what status and replays need; the file shrinks; doctor stays clean.
  */
 import { rmSync, statSync } from "node:fs";
+import { DatabaseSync } from "node:sqlite";
 import { dirname } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRetentionRunner } from "../../src/host/retention-runner.ts";
@@ -667,6 +668,41 @@ describe("retention", () => {
     // Several runs a transaction, never many more frames than the budget.
     expect(Math.max(...runs)).toBeGreaterThan(2);
     expect(Math.max(...frames)).toBeLessThanOrEqual(150 * 1.5);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("paces its checkpoints by the frames since the last one while a reader holds the WAL", () => {
+    fx = openFixture();
+    for (let i = 0; i < 40; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    fx.clock.advance(40 * DAY_MS);
+    // A reader's snapshot from before the pass: no checkpoint of it copies every frame, and the
+    // WAL grows on without starting over.
+    const reader = new DatabaseSync(fx.store.path);
+    try {
+      reader.exec("BEGIN");
+      reader.prepare("SELECT COUNT(*) AS n FROM runs").get();
+      let transactions = 0;
+      const checkpoints: number[] = [];
+      const pass = runRetentionPass(fx.store, {
+        keepDays: 30,
+        stepBudgetMs: 60_000,
+        // A run a transaction (~65 frames): a checkpoint every few.
+        transactionRuns: 1,
+        checkpointFrames: 300,
+        onTransaction: () => transactions++,
+        onCheckpoint: (_ms, frames) => checkpoints.push(frames),
+      });
+      expect(pass.report.runs).toBe(40);
+      // The WAL held past 300 frames all along: counted whole, a checkpoint followed each
+      // transaction after the first few.
+      expect(Math.max(...checkpoints)).toBeGreaterThan(1_000);
+      expect(transactions).toBeGreaterThanOrEqual(40);
+      expect(checkpoints.length).toBeLessThan(transactions / 2);
+      reader.exec("COMMIT");
+    } finally {
+      reader.close();
+    }
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

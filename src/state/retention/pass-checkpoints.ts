@@ -82,11 +82,16 @@ export function createPassCheckpoints(
   // The WAL's frames at the last checkpoint, when a reader kept it from copying them all (the
   // WAL then grows on instead of starting over).
   let leftFrames = 0;
-  /** The WAL's position when the last checkpoint ended, if it copied every frame. */
-  let emptiedAt: WalPosition | null = null;
+  /**
+   * The WAL's position when the last checkpoint ended. The frames since then are counted from it
+   * whether or not that checkpoint copied every frame: one a reader held back leaves the WAL to
+   * grow on (its frames are not all new), and counting all of them would call for a checkpoint,
+   * with its fsync, after every transaction until the reader let one complete.
+   */
+  let checkpointedAt: WalPosition | null = null;
   let lastFrames: number | null = null;
   const settle = (result: CheckpointResult): void => {
-    emptiedAt = result.checkpointed >= result.log ? readWalPosition(store.path) : null;
+    checkpointedAt = readWalPosition(store.path);
     // The pass's opening checkpoint (no transaction yet) tells nothing of its transactions.
     if (since === 0) return;
     const log = result.log;
@@ -116,9 +121,9 @@ export function createPassCheckpoints(
       if (since === 0) return false;
       const now = readWalPosition(store.path);
       if (now === null) return since >= every;
-      // Frames since a checkpoint that emptied the WAL (all of them once it started over), or
-      // all it holds (a reader kept the last checkpoint from copying every frame).
-      return (emptiedAt ? framesBetween(emptiedAt, now) : now.frames) >= target;
+      // Frames since the last checkpoint (all of them once the WAL started over); all it holds
+      // before the pass's first.
+      return (checkpointedAt ? framesBetween(checkpointedAt, now) : now.frames) >= target;
     },
     lastTransactionFrames: () => lastFrames,
     lastCycle: () => cycle,
