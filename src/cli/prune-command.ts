@@ -4,7 +4,7 @@
  */
 import { receiptOf } from "../client/command-receipt.ts";
 import { createHostClient } from "../client/host-client.ts";
-import type { HostPruneReceipt } from "../protocol/retention-operations.ts";
+import { ENDED_RUN_RECEIPTS, type HostPruneReceipt } from "../protocol/retention-operations.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import { hostRefusalExit } from "./with-host.ts";
@@ -53,13 +53,24 @@ export function formatPruneReport(r: HostPruneReceipt): string[] {
   const tables = Object.entries(r.rows).filter(([, n]) => n > 0).sort(([a], [b]) => a < b ? -1 : 1);
   // No ended run went, other rows did (controller history, receipts, snapshots): those are what
   // went, and the line says so rather than "0 ended runs".
+  const older = `older than ${r.keepDays} day${r.keepDays === 1 ? "" : "s"}`;
+  // The age goes only with what went by age: snapshots go whenever nothing names them.
   const what = r.runs > 0 || tables.length === 0
-    ? `${r.runs} ended run${r.runs === 1 ? "" : "s"}`
-    : listed(tables.map(([table, n]) => rowsText(table, n)));
+    ? `${r.runs} ended run${r.runs === 1 ? "" : "s"} ${older}`
+    : listed([
+      ...(tables.some(([table]) => !UNAGED.has(table))
+        ? [
+          `${
+            listed(tables.filter(([t]) => !UNAGED.has(t)).map(([t, n]) => rowsText(t, n)))
+          } ${older}`,
+        ]
+        : []),
+      ...tables.filter(([t]) => UNAGED.has(t)).map(([t, n]) => rowsText(t, n)),
+    ]);
   const lines = [
-    `${verb} ${what} older than ${r.keepDays} day${r.keepDays === 1 ? "" : "s"} (${
-      r.dryRun ? "about " : ""
-    }${bytesText(r.bytes)})${r.runs === 0 && tables.length > 0 ? ", no ended runs" : ""}`,
+    `${verb} ${what} (${r.dryRun ? "about " : ""}${bytesText(r.bytes)})${
+      r.runs === 0 && tables.length > 0 ? ", no ended runs" : ""
+    }`,
   ];
   if (tables.length > 0) {
     lines.push(`  rows: ${tables.map(([table, n]) => `${table} ${n}`).join(", ")}`);
@@ -82,8 +93,13 @@ const ROW_NAMES: Record<string, [string, string]> = {
   controller_events: ["controller event", "controller events"],
   controller_workers: ["controller worker epoch", "controller worker epochs"],
   host_commands: ["client receipt of no run", "client receipts of no run"],
+  // Most go before their run's mark, which may then keep the run (referenced meanwhile).
+  [ENDED_RUN_RECEIPTS]: ["client receipt of an ended run", "client receipts of ended runs"],
   workflow_definitions: ["unused definition snapshot", "unused definition snapshots"],
 };
+
+/** Tables whose rows go with no age rule: a snapshot goes once no run or schedule names it. */
+const UNAGED = new Set(["workflow_definitions"]);
 
 function rowsText(table: string, n: number): string {
   const [one, many] = ROW_NAMES[table] ?? [`${table} row`, `${table} rows`];

@@ -26,13 +26,20 @@ export const HostPrunePayloadSchema = v.optional(
   {},
 );
 
+/**
+ * The `rows` key of the client receipts of ended runs (`host_commands` counts those of no run):
+ * most go just before their run is marked, and the run may then be kept (referenced meanwhile),
+ * so they are not called receipts of no run.
+ */
+export const ENDED_RUN_RECEIPTS = "host_commands_of_ended_runs";
+
 export const HostPruneReceiptSchema = looseObject({
   dryRun: v.boolean(),
   keepDays: KeepDaysSchema,
   /** Ended runs that ended before this time were due. */
   cutoff: v.number(),
   runs: CountSchema,
-  /** Rows per table. */
+  /** Rows per table (and `ENDED_RUN_RECEIPTS`). */
   rows: v.record(v.string(), CountSchema),
   compactedRuns: CountSchema,
   trimmedDeltas: CountSchema,

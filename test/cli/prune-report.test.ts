@@ -4,7 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { formatPruneReport } from "../../src/cli/prune-command.ts";
-import type { HostPruneReceipt } from "../../src/protocol/retention-operations.ts";
+import {
+  ENDED_RUN_RECEIPTS,
+  type HostPruneReceipt,
+} from "../../src/protocol/retention-operations.ts";
 
 const receipt = (extra: Partial<HostPruneReceipt>): HostPruneReceipt => ({
   dryRun: false,
@@ -51,9 +54,26 @@ describe("prune's report", () => {
       receipt({ rows: { host_commands: 3, workflow_definitions: 1, controller_events: 4 } }),
     );
     expect(receipts[0]).toBe(
-      "Removed 4 controller events, 3 client receipts of no run and 1 unused definition " +
-        "snapshot older than 30 days (0 B), no ended runs",
+      "Removed 4 controller events and 3 client receipts of no run older than 30 days and " +
+        "1 unused definition snapshot (0 B), no ended runs",
     );
+  });
+
+  it("gives no age to unused definition snapshots, which go with no age rule", () => {
+    const lines = formatPruneReport(receipt({ rows: { workflow_definitions: 2 }, bytes: 2_048 }));
+    expect(lines[0]).toBe("Removed 2 unused definition snapshots (2.0 KiB), no ended runs");
+  });
+
+  it("names the receipts deleted before their run's mark apart from those of no run", () => {
+    // The run was then kept (referenced meanwhile): its receipts went, it did not.
+    const lines = formatPruneReport(
+      receipt({ rows: { [ENDED_RUN_RECEIPTS]: 1, host_commands: 2 }, bytes: 600 }),
+    );
+    expect(lines[0]).toBe(
+      "Removed 2 client receipts of no run and 1 client receipt of an ended run older than " +
+        "30 days (600 B), no ended runs",
+    );
+    expect(lines[1]).toBe(`  rows: host_commands 2, ${ENDED_RUN_RECEIPTS} 1`);
   });
 
   it("says 0 ended runs when nothing went", () => {

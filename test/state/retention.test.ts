@@ -31,6 +31,7 @@ import { answerDecision } from "../../src/state/transitions/decisions.ts";
 import { forkRun } from "../../src/state/transitions/run-fork.ts";
 import { RUN_OWNED } from "../../src/state/retention/run-deletion.ts";
 import { markRunInTx } from "../../src/state/retention/run-marks.ts";
+import { ENDED_RUN_RECEIPTS } from "../../src/protocol/retention-operations.ts";
 import { MARKED_RUN_TABLES } from "../../src/state/dangling-references.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
@@ -790,6 +791,7 @@ describe("retention", () => {
     for (let i = 0; i < 300; i++) insert.run(`present-${i}`, run, at, at);
     fx.clock.advance(40 * DAY_MS);
     const receipts = () => rowsOf(fx, run).host_commands ?? 0;
+    const held = receipts();
     const pass = createRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 0 });
     const drops: number[] = [];
     while (receipts() > 0) {
@@ -805,6 +807,9 @@ describe("retention", () => {
     expect(Math.max(...drops)).toBeLessThanOrEqual(64);
     while (pass.step());
     expect(rowsOf(fx, run)).toEqual({});
+    // Counted apart from receipts of no run (the report's first line names them so).
+    expect(pass.report.rows[ENDED_RUN_RECEIPTS]).toBe(held);
+    expect(pass.report.rows.host_commands).toBeUndefined();
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 

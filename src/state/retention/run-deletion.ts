@@ -7,6 +7,7 @@ import { queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 import { TERMINAL_RUN_STATES } from "../journal.ts";
 import { unreferencedSql } from "./run-references.ts";
+import { ENDED_RUN_RECEIPTS } from "../../protocol/retention-operations.ts";
 
 /** The run's attempts, in the rows of the tables that name an attempt rather than the run. */
 export const ATTEMPTS = "(SELECT attempt_id FROM node_attempts WHERE run_id = ?1)";
@@ -169,6 +170,14 @@ export const RUN_OWNED: readonly RunOwnedRows[] = [
 export type TableCounts = Record<string, number>;
 
 /**
+ * The count a table's rows of an ended run go under: a run's client receipts apart from those of
+ * no run (`ENDED_RUN_RECEIPTS`), as most go before the run's mark, which may then keep the run.
+ */
+export function runRowsKey(table: string): string {
+  return table === "host_commands" ? ENDED_RUN_RECEIPTS : table;
+}
+
+/**
  * SQL: the ended run aliased `r` finished before `?<cutoffParam>`, and `references` holds
  * (default: nothing references it).
  */
@@ -197,7 +206,8 @@ export function countRunRows(
       owned.byRunNo ? run.runNo : run.runId,
     );
     if (row && row.n > 0) {
-      counts[owned.table] = (counts[owned.table] ?? 0) + row.n;
+      const key = runRowsKey(owned.table);
+      counts[key] = (counts[key] ?? 0) + row.n;
       bytes += row.b ?? 0;
     }
   }

@@ -17,9 +17,11 @@ import {
   prunableSql,
   receiptsSettledSql,
   RUN_OWNED,
+  runRowsKey,
   type TableCounts,
 } from "./run-deletion.ts";
 import { crashPoint } from "../../base/crash-point.ts";
+import { ENDED_RUN_RECEIPTS } from "../../protocol/retention-operations.ts";
 
 /** Rows one batch statement deletes at most (the budget is checked between batches). */
 export const BATCH_ROWS = 64;
@@ -116,7 +118,7 @@ export function deleteReceiptsBeforeMark(
   if (!queryOneArgs(store, sql.prunable, runId, cutoff, receiptFloor)) return true;
   for (;;) {
     const n = executeArgs(store, sql.receipts, runId, BATCH_ROWS);
-    if (n > 0) counts.host_commands = (counts.host_commands ?? 0) + n;
+    if (n > 0) counts[ENDED_RUN_RECEIPTS] = (counts[ENDED_RUN_RECEIPTS] ?? 0) + n;
     limits.rowsLeft -= n;
     if (n < BATCH_ROWS) return true;
     if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) return false;
@@ -149,7 +151,8 @@ export function deleteMarkedRows(
     } else {
       n = executeArgs(store, batch.sql, arg, BATCH_ROWS);
     }
-    if (n > 0) counts[batch.table] = (counts[batch.table] ?? 0) + n;
+    const key = runRowsKey(batch.table);
+    if (n > 0) counts[key] = (counts[key] ?? 0) + n;
     if (n < BATCH_ROWS) nextBatch(store, run, batch.windowed);
     limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
