@@ -61,11 +61,14 @@ export default defineWorkflow({
 });
 `;
 
-/** A short host lease, so the next host can take over soon after a SIGKILL. */
-const FAST_TAKEOVER = { PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500" };
-
+/**
+ * The default host lease (15 s): the next host takes over at once from a SIGKILLed holder, its
+ * recorded process being gone (state/host-claim.ts), and from a stopped one, which released it;
+ * a short lease could lapse in a loaded machine's pause and stop the next host itself
+ * (`host.claimLost reason=expired`) with the run unfinished.
+ */
 function setup(extra: NodeJS.ProcessEnv = {}): { home: TempHome; project: string } {
-  const home = tempHome({ ...FAST_TAKEOVER, ...extra });
+  const home = tempHome(extra);
   const project = join(home.root, "project");
   mkdirSync(project, { recursive: true });
   writeFileSync(join(project, "defaulted.workflow.ts"), DEFAULTED);
@@ -73,7 +76,7 @@ function setup(extra: NodeJS.ProcessEnv = {}): { home: TempHome; project: string
   return { home, project };
 }
 
-/** `host run`, retried while the previous (killed) host's lease has not expired yet. */
+/** `host run`, retried while it refuses (a predecessor not proven gone keeps its lease). */
 async function startHost(env: NodeJS.ProcessEnv): Promise<CliProcess> {
   const host = await waitFor<CliProcess | null>(
     async () => {
