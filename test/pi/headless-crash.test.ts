@@ -29,7 +29,6 @@ describe("headless Pi children under cancellation and crashes", () => {
       env: {
         PI_WORKFLOWS_CLAIM_TTL_MS: "3000",
         PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
-        PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "3000",
       },
     });
   });

@@ -74,7 +74,6 @@ describe("a headless run is one durable Pi conversation", () => {
       env: {
         PI_WORKFLOWS_CLAIM_TTL_MS: "3000",
         PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
-        PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "3000",
       },
     });
   });

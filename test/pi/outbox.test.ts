@@ -667,7 +667,9 @@ describe("the outbox in the real Pi", () => {
       env: {
         PI_WORKFLOWS_CRASH_AT: "host.run.finished.afterCommit",
         PI_WORKFLOWS_CRASH_ONCE: crashed,
-        PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
+        // The default host lease: the host the extension starts next takes over at once from
+        // the killed one, its process being gone; a 1.5 s lease could lapse in a loaded pause
+        // and stop that host too (host.claimLost reason=expired).
       },
     });
     const requestsBefore = model.requests.length;

@@ -343,9 +343,9 @@ describe("the host and the validation child SIGKILLed mid-step", () => {
       // The first validation child SIGKILLs itself before it reports its verdict.
       PI_WORKFLOWS_CRASH_AT: "worker.interaction.accepted.beforeSend",
       PI_WORKFLOWS_CRASH_ONCE: crashOnce,
-      // A new host may take over soon after the old one died.
-      PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "1500",
-      PI_WORKFLOWS_HOST_RENEW_MS: "400",
+      // The default host lease: the next host takes over at once from the SIGKILLed one, its
+      // process being gone; a 1.5 s lease could lapse in a loaded pause and stop the next host
+      // too (host.claimLost reason=expired) with the run unfinished.
     });
     const draft = gatedStep("draft");
     world.script = draft.script;

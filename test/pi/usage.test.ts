@@ -93,7 +93,6 @@ describe("usage and budgets of headless runs", () => {
         PI_WORKFLOWS_CRASH_ONCE: crashOnce,
         PI_WORKFLOWS_CLAIM_TTL_MS: "3000",
         PI_WORKFLOWS_CLAIM_RENEW_MS: "1000",
-        PI_WORKFLOWS_HOST_CLAIM_TTL_MS: "3000",
       },
     });
     // plan: an update (a model call that does not submit), then the submission; write: submits.
