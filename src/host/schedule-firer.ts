@@ -2,10 +2,9 @@
  * Fires schedules (docs/schedules.md). The host deadline timer asks `deadline` for the earliest
  * next slot and applies the due ones: one transaction each records the slot's pending firing
  * and the schedule's next slot (state/schedules/schedule-firing.ts). Each pending firing is then
- * settled here, one at a time per schedule and in slot order: a slot its overlap policy skips is
- * skipped before anything else; otherwise the workflow is resolved in a supervised child,
- * `cancel-previous` cancels the schedule's active runs, and one transaction starts (or holds, or
- * skips) the slot's run, or records a failed run with the load error.
+ * settled here, one at a time per schedule and in slot order: the workflow is resolved in a
+ * supervised child, `cancel-previous` cancels the schedule's active runs, and one transaction
+ * starts (or holds, or skips) the slot's run, or records a failed run with the load error.
  *
  * At start every firing a previous host left pending is settled the same way: its run id is
  * derived from schedule and slot, so one that was already enqueued is found settled.
@@ -22,7 +21,6 @@ import {
   nextScheduleDue,
   pendingFiring,
   pendingFirings,
-  skipBeforeResolve,
   startFiring,
 } from "../state/schedules/schedule-firing.ts";
 import { cancelRun } from "../state/transitions/run-commands.ts";
@@ -85,14 +83,6 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   const settle = async (scheduleId: string, slotAt: number) => {
     const row = pendingFiring(store, scheduleId, slotAt);
     if (!row) return;
-    // A slot its overlap policy skips needs no resolver child: skipped at once, it cannot hold
-    // up the slots after it.
-    const early = skipBeforeResolve(store, scheduleId, slotAt);
-    if (early?.outcome === "skipped") {
-      log("schedule.skipped", { schedule: row.name, reason: early.reason });
-      return;
-    }
-    if (early) return;
     const supervision = opts.supervision();
     const resolved = await supervision.resolve({
       workflow: row.workflow,

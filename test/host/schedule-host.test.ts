@@ -5,13 +5,12 @@
  * pauses itself after 3; bad inputs (CLI and `/workflow schedule`) are refused with one line
  * before a host is asked.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   killAll,
   runCliProcess,
-  spawnCli,
   startHostProcess,
   stopProcess,
   tempHome,
@@ -143,70 +142,6 @@ export default defineWorkflow({ name: "tok", startAt: "s",
       expect(shown.stdout).toMatch(/^heartbeat: paused/);
       expect(shown.stdout).toMatch(/failed run-/);
       const doctor = await cli("doctor");
-      expect(doctor.stdout).toContain("Invariants: all hold");
-    } finally {
-      await stopProcess(host);
-      await home.cleanup();
-    }
-  }, 240_000);
-
-  it("skips a slot whose previous run is active without loading the workflow for it", async () => {
-    // Every resolution is a child that loads the workflow file: the file counts its loads. A
-    // slot skipped for overlap used to wait for one first, so on a loaded machine the slots of a
-    // short interval queued (pending, shown `starting`) behind each other's resolutions.
-    const home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "30000" });
-    const project = join(home.root, "project");
-    mkdirSync(project, { recursive: true });
-    const loads = join(home.root, "loads");
-    writeFileSync(
-      join(project, "hold.workflow.ts"),
-      `import { appendFileSync } from "node:fs";
-import { checkpoint, defineWorkflow } from "pi-workflows";
-appendFileSync(${JSON.stringify(loads)}, "load\\n");
-export default defineWorkflow({
-  name: "hold",
-  startAt: "ask",
-  nodes: { ask: checkpoint({ summary: "hold the schedule's run open" }) },
-});
-`,
-    );
-    // A loaded machine may take longer than the helper's 15 s to start a host.
-    const host = spawnCli(["host", "run"], home.env);
-    await host.waitForStderr("host.ready", 90_000);
-    try {
-      const added = await runCliProcess(
-        ["schedule", "add", "hold", "./hold.workflow.ts", "--every", "1s"],
-        home.env,
-        120_000,
-        { cwd: project },
-      );
-      expect(added.code, added.stderr).toBe(0);
-      // The first slot's run waits at its checkpoint: active, so each later slot is skipped.
-      const firings = await waitFor(
-        () => {
-          const rows = queryState(
-            home.stateDir,
-            "SELECT f.state, f.reason, r.state AS run FROM schedule_firings f " +
-              "LEFT JOIN runs r ON r.run_id = f.run_id ORDER BY f.slot_at",
-          );
-          const skipped = rows.filter((r) => r.state === "skipped").length;
-          return rows[0]?.run === "waiting" && skipped >= 5 ? rows : null;
-        },
-        "the run to wait and 5 slots to be skipped",
-        90_000,
-        100,
-      );
-      expect((await runCliProcess(["schedule", "pause", "hold"], home.env)).code).toBe(0);
-      expect(firings![0]).toMatchObject({ state: "started", run: "waiting" });
-      for (const later of firings!.slice(1)) {
-        expect(later).toMatchObject({ state: expect.stringMatching(/^(skipped|pending)$/) });
-        if (later.state === "skipped") expect(later.reason).toBe("overlap");
-      }
-      // `add` loaded it once, the first slot's resolution once, its worker once: no skipped slot
-      // loaded it (before, each did).
-      const count = readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
-      expect(count).toBeLessThanOrEqual(3);
-      const doctor = await runCliProcess(["doctor"], home.env);
       expect(doctor.stdout).toContain("Invariants: all hold");
     } finally {
       await stopProcess(host);

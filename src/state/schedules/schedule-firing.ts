@@ -159,84 +159,9 @@ export type StartOutcome =
   | { outcome: "settled" };
 
 /**
- * Before step 2 resolves the workflow (a supervised child: seconds on a loaded machine), a firing
- * the overlap policy skips whatever the workflow is is skipped at once. Without this every slot
- * of a short interval waited its turn behind the resolutions of the slots before it, pending
- * ("starting") for ever longer, only to be skipped at the end. Null: resolve and start it.
- */
-export function skipBeforeResolve(
-  store: StateStore,
-  scheduleId: string,
-  slotAt: number,
-): Extract<StartOutcome, { outcome: "skipped" | "settled" }> | null {
-  return writeTransaction(store, () => {
-    const row = pendingFiring(store, scheduleId, slotAt);
-    if (!row) return { outcome: "settled" as const };
-    const reason = overlapSkipReason(store, row, slotAt, activeScheduleRuns(store, scheduleId));
-    if (reason === null) return null;
-    settle(store, scheduleId, slotAt, "skipped", null, reason, store.clock.now());
-    return { outcome: "skipped" as const, reason };
-  });
-}
-
-/**
- * Why the overlap policy skips a slot, or null when it starts (or holds) a run. It is judged at
- * the slot, when its firing was recorded, not when its turn to be resolved came:
- * - `skip`: the schedule's previous run was active then, or still starting (its firing pending,
- *   or settled after this slot came), or is active now;
- * - `queue`: the runs waiting (held, and the earlier firings still to start) are at the limit;
- * - `cancel-previous`: a later slot is pending, and would cancel this slot's run at once.
- */
-function overlapSkipReason(
-  store: StateStore,
-  row: ScheduleRow,
-  slotAt: number,
-  active: readonly { held: boolean }[],
-): "overlap" | "queueFull" | "superseded" | null {
-  const params = { id: row.schedule_id, slot: slotAt };
-  switch (row.overlap) {
-    case "skip": {
-      if (active.length > 0) return "overlap";
-      const busy = queryOne(
-        store,
-        "SELECT 1 AS busy FROM schedule_firings me JOIN schedule_firings e " +
-          "ON e.schedule_id = me.schedule_id AND e.slot_at < me.slot_at " +
-          "LEFT JOIN runs r ON r.run_id = e.run_id " +
-          "WHERE me.schedule_id = :id AND me.slot_at = :slot AND (e.state = 'pending' OR " +
-          "(e.state = 'started' AND (e.settled_at > me.created_at OR " +
-          "COALESCE(r.finished_at, r.state_changed_at) > me.created_at))) LIMIT 1",
-        params,
-      );
-      return busy ? "overlap" : null;
-    }
-    case "queue": {
-      const earlier = queryOne<{ n: number }>(
-        store,
-        "SELECT COUNT(*) AS n FROM schedule_firings WHERE schedule_id = :id AND " +
-          "slot_at < :slot AND state = 'pending'",
-        params,
-      )!.n;
-      // With no active run the first of the earlier firings starts; the rest wait.
-      const waiting = active.filter((r) => r.held).length +
-        Math.max(0, earlier - (active.length === 0 ? 1 : 0));
-      return (active.length > 0 || earlier > 0) && waiting >= CATCH_UP_LIMIT ? "queueFull" : null;
-    }
-    case "cancel-previous": {
-      const later = queryOne(
-        store,
-        "SELECT 1 AS later FROM schedule_firings WHERE schedule_id = :id AND slot_at > :slot " +
-          "AND state = 'pending' LIMIT 1",
-        params,
-      );
-      return later ? "superseded" : null;
-    }
-  }
-}
-
-/**
- * Step 2, the workflow loaded: by the overlap policy, checked again in this transaction (the
- * resolution took a while), enqueue the slot's run (held behind the schedule's active run for
- * `queue`) or skip the slot (`overlapSkipReason`). `cancel-previous` cancelled the active runs
+ * Step 2, the workflow loaded: by the overlap policy, checked in this transaction, enqueue the
+ * slot's run (held behind the schedule's active run for `queue`) or skip the slot (`skip`, or a
+ * `queue` already holding `CATCH_UP_LIMIT` runs). `cancel-previous` cancelled the active runs
  * before this call; a run that is still active then does not stop the new one.
  */
 export function startFiring(
@@ -248,12 +173,13 @@ export function startFiring(
     const row = pendingFiring(store, opts.scheduleId, opts.slotAt);
     if (!row) return { outcome: "settled" as const };
     const active = activeScheduleRuns(store, row.schedule_id);
-    const reason = overlapSkipReason(store, row, opts.slotAt, active);
-    if (reason !== null) {
+    const skip = (reason: string) => {
       settle(store, row.schedule_id, opts.slotAt, "skipped", null, reason, now);
       return { outcome: "skipped" as const, reason };
-    }
+    };
+    if (active.length > 0 && row.overlap === "skip") return skip("overlap");
     const held = active.length > 0 && row.overlap === "queue";
+    if (held && active.filter((r) => r.held).length >= CATCH_UP_LIMIT) return skip("queueFull");
     const runId = scheduleRunId(row.schedule_id, opts.slotAt);
     enqueueRunInTx(store, {
       ...opts.run,

@@ -15,7 +15,6 @@ import {
   fireDueSchedule,
   nextScheduleDue,
   pendingFirings,
-  skipBeforeResolve,
   startFiring,
 } from "../../../src/state/schedules/schedule-firing.ts";
 import {
@@ -162,77 +161,6 @@ describe("overlap", () => {
       "skipped",
       "started",
     ]);
-    invariantsHold();
-  });
-
-  it("skip: a slot is judged when it came, and skipped before its workflow is resolved", () => {
-    const id = add({ timing: { kind: "every", everyMs: 1000 } });
-    const [s1] = fireNext(id);
-    // The next slot comes while the first is still being resolved (pending)...
-    const [s2] = fireNext(id);
-    expect(skipBeforeResolve(f.store, id, s1!)).toBeNull();
-    f.clock.advance(300);
-    const r1 = (start(id, s1!) as { runId: string }).runId;
-    // ...and its run ends before the second slot's turn: the second still overlapped it.
-    completeRun(f.store, launch(f.store, r1), { output: null });
-    expect(skipBeforeResolve(f.store, id, s2!)).toEqual({ outcome: "skipped", reason: "overlap" });
-    expect(skipBeforeResolve(f.store, id, s2!)).toEqual({ outcome: "settled" });
-    // A slot that came after the run ended starts.
-    const [s3] = fireNext(id);
-    expect(skipBeforeResolve(f.store, id, s3!)).toBeNull();
-    expect(start(id, s3!).outcome).toBe("started");
-    // One that comes while it is active is skipped without a resolution, and so is the settle
-    // of one that came while the previous was starting, if it still reached startFiring.
-    const [s4] = fireNext(id);
-    expect(skipBeforeResolve(f.store, id, s4!)).toEqual({ outcome: "skipped", reason: "overlap" });
-    expect(latestFirings(f.store, id, 10).map((x) => x.state)).toEqual([
-      "skipped",
-      "started",
-      "skipped",
-      "started",
-    ]);
-    invariantsHold();
-  });
-
-  it("skip: a backlog of pending slots starts one run, not one per slot", () => {
-    const id = add({ timing: { kind: "every", everyMs: 1000 } });
-    const slots = [1, 2, 3, 4, 5].map(() => fireNext(id)[0]!);
-    f.clock.advance(200);
-    const outcomes = slots.map((slot) => {
-      const early = skipBeforeResolve(f.store, id, slot);
-      if (early) return early.outcome;
-      const started = start(id, slot);
-      if (started.outcome === "started") {
-        completeRun(f.store, launch(f.store, (started as { runId: string }).runId), {
-          output: null,
-        });
-      }
-      return started.outcome;
-    });
-    expect(outcomes).toEqual(["started", "skipped", "skipped", "skipped", "skipped"]);
-    invariantsHold();
-  });
-
-  it("queue: earlier slots still to start count toward the 10 waiting", () => {
-    const id = add({ overlap: "queue", timing: { kind: "every", everyMs: 1000 } });
-    const slots = Array.from({ length: 12 }, () => fireNext(id)[0]!);
-    // The first starts, ten may wait behind it, the twelfth is skipped before any resolution.
-    expect(slots.map((slot) => skipBeforeResolve(f.store, id, slot)?.outcome ?? null))
-      .toEqual([...Array(11).fill(null), "skipped"]);
-    invariantsHold();
-  });
-
-  it("cancel-previous: a pending slot a later slot came after is skipped, not started", () => {
-    const id = add({ overlap: "cancel-previous", timing: { kind: "every", everyMs: 1000 } });
-    const [s1] = fireNext(id);
-    const [s2] = fireNext(id);
-    // The later slot would cancel its run at once: it is never started.
-    expect(skipBeforeResolve(f.store, id, s1!)).toEqual({
-      outcome: "skipped",
-      reason: "superseded",
-    });
-    expect(skipBeforeResolve(f.store, id, s2!)).toBeNull();
-    expect(start(id, s2!).outcome).toBe("started");
     invariantsHold();
   });
 
