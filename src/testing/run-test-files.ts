@@ -107,7 +107,25 @@ function loadErrorOf(error: unknown): string {
   const message = messageOf(error);
   if (!(error instanceof SyntaxError) || !error.stack) return message;
   const place = error.stack.indexOf(`\n\n${error.name}`);
-  return place > 0 ? `${error.stack.slice(0, place)}\n${message}` : message;
+  return place > 0 ? `${clipAtCaret(error.stack.slice(0, place))}\n${message}` : message;
+}
+
+/** The longest line kept of a syntax error's place: a minified file's line would print whole. */
+const MAX_LINE = 200;
+
+/** The place's lines cut to `MAX_LINE` characters, the source line and its caret to the same window. */
+function clipAtCaret(place: string): string {
+  const lines = place.split("\n");
+  const caretLine = lines.findIndex((line, i) => i > 0 && /^\s*\^+\s*$/.test(line));
+  const from = caretLine > 0 ? Math.max(0, lines[caretLine]!.indexOf("^") - MAX_LINE / 2) : 0;
+  return lines.map((line, i) => {
+    const window = i === caretLine || i === caretLine - 1 ? from : 0;
+    if (window === 0 && line.length <= MAX_LINE) return line;
+    // The caret line keeps its column: a space where the source line shows it was cut.
+    const lead = window > 0 ? (i === caretLine ? " " : "…") : "";
+    return lead + line.slice(window, window + MAX_LINE) +
+      (line.length > window + MAX_LINE ? "…" : "");
+  }).join("\n");
 }
 
 function messageOf(error: unknown): string {

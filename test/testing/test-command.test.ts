@@ -73,6 +73,28 @@ test("a missing answer fails", async () => {
     expect(result.stdout).toMatch(/ {4}Expected .*\n0 passed, 1 failed\n$/);
   }, 60_000);
 
+  it(
+    "keeps a syntax error's place short on a very long line, the caret under the fault",
+    async () => {
+      const dir = join(root, "minified");
+      mkdirSync(dir);
+      // One line of 20,000 characters with the fault near its end (a minified file, say).
+      const filler = "a=1;".repeat(5_000);
+      writeFileSync(join(dir, "long.workflow.test.ts"), `${filler} syntax error(\n`);
+      const result = await runCliProcess(["test"], env, 60_000, { cwd: dir });
+      expect(result.code, result.stderr).toBe(1);
+      const lines = result.stdout.split("\n");
+      expect(Math.max(...lines.map((line) => line.length))).toBeLessThanOrEqual(4 + 202);
+      const caret = lines.findIndex((line) => /^ {4}\s*\^+$/.test(line));
+      expect(caret).toBeGreaterThan(0);
+      const column = lines[caret]!.indexOf("^");
+      expect(lines[caret - 1]!.startsWith("    …")).toBe(true);
+      expect(lines[caret - 1]!.slice(column)).toMatch(/^(syntax|error|\()/);
+      expect(result.stdout.length).toBeLessThan(2_000);
+    },
+    60_000,
+  );
+
   it("says so when there is no test file", async () => {
     const empty = join(root, "empty");
     mkdirSync(empty);
