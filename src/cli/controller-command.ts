@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { receiptOf } from "../client/command-receipt.ts";
-import type { HostClient } from "../client/host-client.ts";
+import { type HostClient, isRetryableAnswer } from "../client/host-client.ts";
 import { HostUnavailableError } from "../protocol/failures.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
@@ -243,7 +243,8 @@ async function waitGone(
 /**
  * One `controller.get` of a --wait, retried while no host answers only until the wait's own
  * deadline (not the client's 60 s): null when the deadline passed without an answer, which ends
- * the wait as its timeout does.
+ * the wait as its timeout does. A host that is stopping, or one older than the last seen, is no
+ * answer either: the client hands back its last such answer at the deadline.
  */
 async function pollUntil(
   connection: HostClient,
@@ -253,10 +254,11 @@ async function pollUntil(
   deadline: number,
 ): Promise<HostResponse | null> {
   try {
-    return await connection.request("controller.get", {
+    const response = await connection.request("controller.get", {
       payload: { cwd, controller, key, events: 0 },
       retryUntil: deadline,
     });
+    return isRetryableAnswer(response) && Date.now() >= deadline ? null : response;
   } catch (error) {
     if (error instanceof HostUnavailableError && Date.now() >= deadline) return null;
     throw error;

@@ -177,7 +177,7 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
           hostEpoch: open.hostEpoch,
         });
         lastEpoch = response.hostEpoch;
-        if (!retryable(response) || Date.now() >= deadline) return response;
+        if (!isRetryableAnswer(response) || Date.now() >= deadline) return response;
         lastError = new HostUnavailableError(
           (response.error?.message ?? response.outcome).replace(/^Host unavailable: /, ""),
         );
@@ -231,9 +231,10 @@ export function createHostClient(options: HostClientOptions = {}): HostClient {
 
 /**
  * An answer that means "ask again, maybe another host": the host is stopping or lost its epoch,
- * or a request reached a host older than one the client already saw.
+ * or a request reached a host older than one the client already saw. The client returns one
+ * only once its deadline passed (a caller's `retryUntil` included): an answer from no usable host.
  */
-function retryable(response: HostResponse): boolean {
+export function isRetryableAnswer(response: HostResponse): boolean {
   return response.outcome === "unavailable" ||
     (response.outcome === "rejected" && response.error?.code === "staleEpoch");
 }
