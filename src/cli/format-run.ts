@@ -19,10 +19,7 @@ import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
 import { duration, relative, when } from "./time-text.ts";
-import {
-  builtinSourceChanged,
-  sourceChangeWords,
-} from "../workflows/sources/source-change-text.ts";
+import { sourceChangeWords, sourceWayOn } from "../workflows/sources/source-change-text.ts";
 
 const MAX_VALUE_CHARS = 2000;
 
@@ -53,6 +50,8 @@ export interface SourceChangeSummary {
   reason: string;
   recorded?: string;
   current?: string | null;
+  /** The run's own workflow (not a file or built-in it mounted). */
+  root?: boolean;
 }
 
 /** `run-1a2b3c4d  hello — Say hello to Ada  ▶ queued`: the run a command just acted on. */
@@ -333,9 +332,16 @@ function sourceChangeLines(run: RunSummary, changes: readonly SourceChangeSummar
     lines.push(`  ${sourceChangeWords(c)}${digests}`);
   }
   const id = shortRunId(run.runId);
-  if (builtinSourceChanged(changes)) {
+  const way = sourceWayOn(changes);
+  if (way === "rootGone") {
+    // --accept-source would fail: the host has no such built-in to load.
     lines.push(
-      `go on with this version's built-in: pi-workflows resume ${id} --accept-source`,
+      `end the run: pi-workflows cancel ${id}`,
+      `or resume it under a version that has this built-in: pi-workflows resume ${id}`,
+    );
+  } else if (way === "builtin") {
+    lines.push(
+      `go on with this version of pi-workflows: pi-workflows resume ${id} --accept-source`,
       `or end the run: pi-workflows cancel ${id}`,
     );
   } else {

@@ -15,7 +15,7 @@ import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import type { GlyphName, Tone } from "./cli-style.ts";
 import { effectResolveCommand } from "../render/effect-resolve-text.ts";
 import { shortRunId } from "./run-ids.ts";
-import { builtinSourceChanged } from "../workflows/sources/source-change-text.ts";
+import { sourceWayOn } from "../workflows/sources/source-change-text.ts";
 
 export interface RunStateContext {
   /** What the run waits for (`run.status`'s `waiting`), when known. */
@@ -23,7 +23,7 @@ export interface RunStateContext {
   /** Its attempts, when known (tells an interactive step from a checkpoint). */
   attempts?: readonly AttemptSummary[];
   /** A run blocked `workflowSourceChanged`: what differs (`run.status`'s), when known. */
-  sourceChanges?: readonly { reason: string }[];
+  sourceChanges?: readonly { reason: string; root?: boolean }[];
 }
 
 export interface RunStateView {
@@ -136,19 +136,32 @@ function blocked(
   context: RunStateContext,
 ): RunStateView {
   switch (reason) {
-    case "workflowSourceChanged":
+    case "workflowSourceChanged": {
+      const way = sourceWayOn(context.sourceChanges ?? []);
+      // The run's own built-in is gone: nothing to accept (the host cannot load it) or restore.
+      if (way === "rootGone") {
+        return state(
+          "blocked",
+          "blocked",
+          "warn",
+          "pi-workflows was updated since it started, and this version no longer has its " +
+            "built-in workflow: cancel the run, or resume it under a version that has it",
+          `pi-workflows cancel ${id}`,
+        );
+      }
       return state(
         "blocked",
         "blocked",
         "warn",
         // A built-in changed with the package: there is no file to restore.
-        builtinSourceChanged(context.sourceChanges ?? [])
-          ? "pi-workflows was updated since it started, and its built-in workflow changed with " +
-            "it; a built-in cannot be restored: go on with this version's, or cancel the run"
+        way === "builtin"
+          ? "pi-workflows was updated since it started, and a built-in workflow it runs changed " +
+            "with it; a built-in cannot be restored: go on with this version's, or cancel the run"
           : "its workflow source changed since it started; go on with the files as they are " +
             "now, or restore them and resume it without --accept-source",
         `pi-workflows resume ${id} --accept-source`,
       );
+    }
     case "effectAmbiguous": {
       // The operator's verdict on the interrupted attempt moves it on (a plain resume is
       // refused); without the attempts at hand, `status` shows the exact commands.

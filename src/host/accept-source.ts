@@ -16,10 +16,7 @@ import {
   verifySourceIdentity,
   type WorkflowSource,
 } from "../workflows/sources/identity.ts";
-import {
-  builtinSourceChanged,
-  sourceChangeWords,
-} from "../workflows/sources/source-change-text.ts";
+import { sourceChangeWords, sourceWayOn } from "../workflows/sources/source-change-text.ts";
 import type { StateStore } from "../state/store.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -98,8 +95,13 @@ export function stillChangedMessage(runId: string, changes: readonly SourceChang
   const first = changes[0]!;
   const more = changes.length > 1 ? ` (and ${changes.length - 1} more)` : "";
   const accept = `'pi-workflows resume ${runId} --accept-source'`;
+  const way = sourceWayOn(changes);
   return `Resume refused: ${sourceChangeWords(first)}${more} since run ${runId} started; ` +
-    (builtinSourceChanged(changes)
+    (way === "rootGone"
+      // Nothing to accept either: this host cannot load a built-in it does not have.
+      ? `the run cannot go on in this version: 'pi-workflows cancel ${runId}', or resume it ` +
+        "under a version that has its built-in"
+      : way === "builtin"
       ? `a built-in workflow cannot be restored, go on with this version's: ${accept}`
       : `restore it and resume, or go on with it as it is now: ${accept}`);
 }

@@ -355,6 +355,8 @@ export const RunStatusReceiptSchema = looseObject({
     reason: v.string(),
     recorded: v.optional(v.string()),
     current: v.optional(v.nullable(v.string())),
+    /** The run's own workflow, not a file or built-in it mounted. */
+    root: v.optional(v.boolean()),
   }))),
   /** With `includeDefinition`: the run's stored definition snapshot (absent for older runs). */
   definition: v.optional(DefinitionSnapshotSchema),

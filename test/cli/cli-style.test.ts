@@ -369,27 +369,54 @@ describe("formatRun()", () => {
         queueState: "parked",
       }),
       [],
-      { now: NOW, sourceChanges: [{ source: "builtin:autoplan", reason: "revisionChanged" }] },
+      {
+        now: NOW,
+        sourceChanges: [{ source: "builtin:autoplan", reason: "revisionChanged", root: true }],
+      },
     );
     expect(text.split("\n").slice(2, 8)).toEqual([
       "state: ! blocked (queue parked)",
-      "why: pi-workflows was updated since it started, and its built-in workflow changed with it; " +
-      "a built-in cannot be restored: go on with this version's, or cancel the run",
+      "why: pi-workflows was updated since it started, and a built-in workflow it runs changed " +
+      "with it; a built-in cannot be restored: go on with this version's, or cancel the run",
       "changed since the run started:",
       "  the built-in workflow autoplan is another revision in this version of pi-workflows",
-      "go on with this version's built-in: pi-workflows resume run-1a2b3c4d --accept-source",
+      "go on with this version of pi-workflows: pi-workflows resume run-1a2b3c4d --accept-source",
       "or end the run: pi-workflows cancel run-1a2b3c4d",
     ]);
     expect(text).not.toMatch(/revisionChanged|restore them|pi-workflows resume run-1a2b3c4d\n/);
-    const gone = formatRun(
-      run({ blockedReason: "workflowSourceChanged", queueState: "parked" }),
-      [],
-      { now: NOW, sourceChanges: [{ source: "builtin:old", reason: "unknownBuiltin" }] },
+    // A built-in that was one of a project workflow's sources and is gone: the project's file
+    // loads as it is now, so --accept-source goes on.
+    const parked = run({ blockedReason: "workflowSourceChanged", queueState: "parked" });
+    const mountedGone = formatRun(parked, [], {
+      now: NOW,
+      sourceChanges: [{ source: "builtin:old", reason: "unknownBuiltin" }],
+    });
+    expect(mountedGone).toContain(
+      "  the built-in workflow old is no longer in this version of pi-workflows\n" +
+        "go on with this version of pi-workflows: pi-workflows resume run-1a2b3c4d " +
+        "--accept-source\n",
     );
-    expect(gone).toContain(
-      "  the built-in workflow old is no longer in this version of pi-workflows\n",
-    );
-    expect(gone).not.toMatch(/unknownBuiltin|restore them/);
+    expect(mountedGone).not.toMatch(/unknownBuiltin|restore them/);
+    // The run's own workflow is the gone built-in: the host cannot load it, so --accept-source
+    // would fail; only a cancel, or a resume under a version that has it.
+    const rootGone = formatRun(parked, [], {
+      now: NOW,
+      sourceChanges: [{ source: "builtin:old", reason: "unknownBuiltin", root: true }],
+    });
+    expect(rootGone.split("\n").slice(2, 8)).toEqual([
+      "state: ! blocked (queue parked)",
+      "why: pi-workflows was updated since it started, and this version no longer has its " +
+      "built-in workflow: cancel the run, or resume it under a version that has it",
+      "changed since the run started:",
+      "  the built-in workflow old is no longer in this version of pi-workflows",
+      "end the run: pi-workflows cancel run-1a2b3c4d",
+      "or resume it under a version that has this built-in: pi-workflows resume run-1a2b3c4d",
+    ]);
+    expect(rootGone).not.toMatch(/--accept-source|unknownBuiltin/);
+    const rootGoneState = describeRunState(parked, {
+      sourceChanges: [{ reason: "unknownBuiltin", root: true }],
+    });
+    expect(rootGoneState.next).toBe("pi-workflows cancel run-1a2b3c4d");
   });
 });
 

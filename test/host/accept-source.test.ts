@@ -36,4 +36,17 @@ describe("stillChangedMessage()", () => {
       expect(message).not.toMatch(/revisionChanged|unknownBuiltin|restore it/);
     }
   });
+
+  it("the run's own built-in gone: no --accept-source (nothing to load), cancel or an older version", () => {
+    const message = stillChangedMessage("run-1", [{
+      source: "builtin:old",
+      reason: "unknownBuiltin",
+      root: true,
+    }]);
+    expect(message).toBe(
+      "Resume refused: the built-in workflow old is no longer in this version of pi-workflows " +
+        "since run run-1 started; the run cannot go on in this version: 'pi-workflows cancel " +
+        "run-1', or resume it under a version that has its built-in",
+    );
+  });
 });

@@ -33,6 +33,7 @@ describe("source identity checks", () => {
           reason: "missing",
           recorded: expect.stringMatching(/^sha256:/),
           current: null,
+          root: true,
         },
         {
           source: join(dir, "dep.ts"),
@@ -48,12 +49,25 @@ describe("source identity checks", () => {
       verifySourceIdentity({ root: { kind: "builtin", id: "echo", revision: "0" }, mounted: [] }),
     ).toEqual({
       ok: false,
-      changed: [{ source: "builtin:echo", reason: "revisionChanged" }],
+      changed: [{ source: "builtin:echo", reason: "revisionChanged", root: true }],
     });
-    expect(
-      verifySourceIdentity({ root: { kind: "builtin", id: "gone", revision: "1" }, mounted: [] }),
-    )
-      .toMatchObject({ ok: false, changed: [{ reason: "unknownBuiltin" }] });
+    // The run's own built-in is marked `root` (status offers no --accept-source for it when it
+    // is gone); a built-in a project workflow mounted is not.
+    const gone = { kind: "builtin" as const, id: "gone", revision: "1" };
+    expect(verifySourceIdentity({ root: gone, mounted: [] })).toEqual({
+      ok: false,
+      changed: [{ source: "builtin:gone", reason: "unknownBuiltin", root: true }],
+    });
+    writeFileSync(join(dir, "s.workflow.ts"), "restored");
+    const file = {
+      kind: "file" as const,
+      path: join(dir, "s.workflow.ts"),
+      hash: `sha256:${sha256Hex("restored")}`,
+    };
+    expect(verifySourceIdentity({ root: file, mounted: [gone] })).toEqual({
+      ok: false,
+      changed: [{ source: "builtin:gone", reason: "unknownBuiltin" }],
+    });
   });
 
   it("compareSourceIdentity() also compares the root", () => {

@@ -16,6 +16,11 @@ export interface SourceChange {
   /** A file path or `builtin:<id>`. */
   source: string;
   reason: "missing" | "changed" | "added" | "removed" | "unknownBuiltin" | "revisionChanged";
+  /**
+   * The run's own workflow (the identity's root), not a file or built-in it mounted: a root
+   * built-in that is gone has nothing to go on with (`sourceWayOn`).
+   */
+  root?: true;
   /** A file's digest when the run started, and now (null: it cannot be read). */
   recorded?: string;
   current?: string | null;
@@ -35,17 +40,19 @@ export function hashFile(path: string): string | null {
 /** Re-hashes every file of a saved identity; loads nothing. */
 export function verifySourceIdentity(source: WorkflowSource): SourceCheck {
   const changed: SourceChange[] = [];
-  for (const entry of [source.root, ...source.mounted]) {
+  for (const [index, entry] of [source.root, ...source.mounted].entries()) {
+    const root = index === 0 ? { root: true as const } : {};
     if (entry.kind === "builtin") {
       const found = findBuiltin(entry.id);
-      if (!found) changed.push({ source: `builtin:${entry.id}`, reason: "unknownBuiltin" });
-      else if (found.revision !== entry.revision) {
-        changed.push({ source: `builtin:${entry.id}`, reason: "revisionChanged" });
+      if (!found) {
+        changed.push({ source: `builtin:${entry.id}`, reason: "unknownBuiltin", ...root });
+      } else if (found.revision !== entry.revision) {
+        changed.push({ source: `builtin:${entry.id}`, reason: "revisionChanged", ...root });
       }
       continue;
     }
     const hash = hashFile(entry.path);
-    const digests = { recorded: entry.hash, current: hash };
+    const digests = { recorded: entry.hash, current: hash, ...root };
     if (hash === null) changed.push({ source: entry.path, reason: "missing", ...digests });
     else if (hash !== entry.hash) {
       changed.push({ source: entry.path, reason: "changed", ...digests });

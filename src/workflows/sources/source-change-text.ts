@@ -30,3 +30,18 @@ export function sourceChangeWords(change: { source: string; reason: string }): s
 export function builtinSourceChanged(changes: readonly { reason: string }[]): boolean {
   return changes.some((c) => c.reason === "revisionChanged" || c.reason === "unknownBuiltin");
 }
+
+/**
+ * The ways on from a source change: `files`, restore them or accept them as they are now;
+ * `builtin`, accept this version's built-in (nothing to restore by hand); `rootGone`, the run's own
+ * workflow is a built-in this version no longer has, so there is nothing to accept either (the
+ * host cannot load it): cancel the run, or resume it under a pi-workflows version that has it. A
+ * built-in that was only one of a project workflow's sources is `builtin`: the project's file
+ * loads as it is now.
+ */
+export function sourceWayOn(
+  changes: readonly { reason: string; root?: boolean }[],
+): "files" | "builtin" | "rootGone" {
+  if (changes.some((c) => c.root === true && c.reason === "unknownBuiltin")) return "rootGone";
+  return builtinSourceChanged(changes) ? "builtin" : "files";
+}
