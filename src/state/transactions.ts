@@ -26,6 +26,29 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
   }
 }
 
+/**
+ * `writeTransaction` with its COMMIT not synced (`synchronous=NORMAL` around it; the host's own
+ * setting is back when it returns): only for a write that acknowledges nothing to anyone and
+ * whose loss leaves a state a crash just before it leaves too (a claim time that only informs,
+ * the end of an epoch whose process the host keeps). In WAL mode such a commit survives a crash
+ * of the process like any other; a power loss can take it back (with nothing after it but other
+ * unsynced commits), and the next synced commit makes it durable with its own fsync. So the host
+ * does not stop for an fsync between a step's answer and the next submit (issue 37).
+ * Inside a caller's transaction or group it is simply part of that.
+ */
+export function writeUnsynced<T>(store: StateStore, fn: () => T): T {
+  if (store.db.isTransaction) return writeTransaction(store, fn);
+  const sync = (cachedStatement(store, "PRAGMA synchronous").get() as { synchronous: number })
+    .synchronous;
+  if (sync <= 1) return writeTransaction(store, fn);
+  cachedStatement(store, "PRAGMA synchronous = NORMAL").run();
+  try {
+    return writeTransaction(store, fn);
+  } finally {
+    cachedStatement(store, `PRAGMA synchronous = ${sync}`).run();
+  }
+}
+
 const commits = new WeakMap<StateStore, number>();
 
 /**

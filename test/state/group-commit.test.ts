@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
-import { afterGroupCommit, groupTransaction, inCommitGroup } from "../../src/state/transactions.ts";
+import {
+  afterGroupCommit,
+  groupTransaction,
+  inCommitGroup,
+  writeUnsynced,
+} from "../../src/state/transactions.ts";
+import { execute } from "../../src/state/statements.ts";
 import {
   recordNodeFinished,
   recordNodeStarted,
@@ -114,5 +120,37 @@ describe("groupTransaction (group commit)", () => {
     expect(effects).toEqual([]);
     expect(inCommitGroup(f.store)).toBe(false);
     expect(snapshot(f.store)).toBe(before);
+  });
+});
+
+describe("writeUnsynced", () => {
+  test("commits at synchronous=NORMAL and puts the host's FULL back; in a group it is the group's", () => {
+    f = openFixture();
+    const runId = enqueue(f.store);
+    // The fixture commits unsynced for speed; the host's connection syncs every commit.
+    f.store.db.exec("PRAGMA synchronous = FULL");
+    const sync = () =>
+      (f.store.db.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    const atCommit: number[] = [];
+    f.store.beforeStatement = (sql) => {
+      if (sql === "COMMIT") atCommit.push(sync());
+    };
+    const touch = () =>
+      execute(f.store, "UPDATE run_queue SET updated_at = updated_at + 1 WHERE run_id = :runId", {
+        runId,
+      });
+    expect(writeUnsynced(f.store, touch)).toBe(1);
+    expect(atCommit).toEqual([1]);
+    expect(sync()).toBe(2);
+    expect(() =>
+      writeUnsynced(f.store, () => {
+        touch();
+        throw new Error("refused");
+      })
+    ).toThrow("refused");
+    expect(sync()).toBe(2);
+    groupTransaction(f.store, () => writeUnsynced(f.store, touch));
+    expect(atCommit).toEqual([1, 2]);
+    expect(checkInvariants(f.store)).toEqual([]);
   });
 });

@@ -17,7 +17,11 @@ import { execute, queryOne } from "../../src/state/statements.ts";
 import { readRunSpend } from "../../src/state/run-spend.ts";
 import type { StepUsage } from "../../src/protocol/step-usage.ts";
 import { recordNodeStarted } from "../../src/state/transitions/node-attempts.ts";
-import { claimInteraction, requestInteraction } from "../../src/state/transitions/interactions.ts";
+import {
+  claimInteraction,
+  claimInteractionLater,
+  requestInteraction,
+} from "../../src/state/transitions/interactions.ts";
 import { presentInteraction } from "../../src/state/transitions/interaction-presentation.ts";
 import { submitInteraction } from "../../src/state/transitions/interaction-tool-calls.ts";
 import {
@@ -104,6 +108,30 @@ describe("interactive requests", () => {
     expect(current.request).toMatchObject({ request_id: step.interactionId, status: "pending" });
     expect(current.request.claimed_at).not.toBeNull();
     expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("records a claim answered before its commit in a commit not synced", () => {
+    const step = waitingStep();
+    fx.store.db.exec("PRAGMA synchronous = FULL");
+    const { current, record } = claimInteractionLater(fx.store, SESSION);
+    const claimedAt = () =>
+      queryOne<{ claimed_at: number | null }>(
+        fx.store,
+        "SELECT claimed_at FROM interactive_requests WHERE request_id = :id",
+        { id: step.interactionId },
+      )!.claimed_at;
+    expect(current!.request.claimed_at).not.toBeNull();
+    expect(claimedAt()).toBeNull();
+    const syncAtCommit: number[] = [];
+    fx.store.beforeStatement = (sql) => {
+      if (sql !== "COMMIT") return;
+      const row = fx.store.db.prepare("PRAGMA synchronous").get() as { synchronous: number };
+      syncAtCommit.push(row.synchronous);
+    };
+    record();
+    expect(syncAtCommit).toEqual([1]);
+    expect(claimedAt()).toBe(current!.request.claimed_at);
+    expect(claimInteraction(fx.store, SESSION)!.request.claimed_at).toBe(claimedAt());
   });
 
   it("refuses a request on a headless run and a deadline that differs from node.started", () => {

@@ -185,6 +185,47 @@ describe("launch path", () => {
     expect(viewerDeltasSince(f.store, 0).at(-1)).toMatchObject({ kind: "worker.finished" });
   });
 
+  it("records a kept process's epoch end in a commit not synced, any other synced", () => {
+    f.store.db.exec("PRAGMA synchronous = FULL");
+    const syncAtCommit: number[] = [];
+    const epochs = ["w-kept", "w-other"].map((workerEpoch) => {
+      const runId = enqueue(f.store);
+      claimRunForLaunch(f.store, {
+        runId,
+        ownerId: HOST,
+        hostEpoch: HOST_EPOCH,
+        token: f.store.ids.token(),
+        ttlMs: TTL,
+        workerEpoch,
+        launchEnvelopeHash: "sha256:00",
+      });
+      return workerEpoch;
+    });
+    f.store.beforeStatement = (sql) => {
+      if (sql !== "COMMIT") return;
+      const row = f.store.db.prepare("PRAGMA synchronous").get() as { synchronous: number };
+      syncAtCommit.push(row.synchronous);
+    };
+    for (const [i, workerEpoch] of epochs.entries()) {
+      finishWorkerEpoch(f.store, {
+        workerEpoch,
+        status: "exited",
+        exitCode: 0,
+        signal: null,
+        diagnosticHash: null,
+        synced: i !== 0,
+      });
+    }
+    expect(syncAtCommit).toEqual([1, 2]);
+    const statuses = f.store.db.prepare(
+      "SELECT worker_epoch, status FROM run_workers ORDER BY worker_epoch",
+    ).all();
+    expect(statuses).toEqual([
+      { worker_epoch: "w-kept", status: "exited" },
+      { worker_epoch: "w-other", status: "exited" },
+    ]);
+  });
+
   it("refuses to launch paused, blocked, waiting, terminal or still-active runs", () => {
     const runId = enqueue(f.store);
     const claimOpts = {

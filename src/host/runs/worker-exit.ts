@@ -25,7 +25,13 @@ import type { ActiveWorker } from "../supervision/active-worker.ts";
 import type { ChildExit } from "../supervision/children/spawn-child.ts";
 import type { Claim } from "../../state/claims.ts";
 import { logError } from "../host-log.ts";
-import { holdsClaim, isSettled, releaseClaim, stopReasonOf } from "../supervision/worker-life.ts";
+import {
+  holdsClaim,
+  isKept,
+  isSettled,
+  releaseClaim,
+  stopReasonOf,
+} from "../supervision/worker-life.ts";
 
 /** Crash-like exits in a row (no committed progress between) before the run fails. */
 export const DEFAULT_MAX_CRASHES = 3;
@@ -103,6 +109,8 @@ export function handleWorkerExit(
       exitCode: exit.code,
       signal: exit.signal,
       diagnosticHash: fingerprint(diagnostic),
+      // Kept as the run's prepared process: nothing waits on this record (interactive.md).
+      synced: !isKept(worker),
     });
   } catch (error) {
     ctx.log("worker.epoch_finish_failed", { error: logError(error) });

@@ -21,7 +21,7 @@ import { TransitionError } from "../errors.ts";
 import { currentSessionInteraction, type SessionInteraction } from "../interaction-queries.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
-import { writeTransaction } from "../transactions.ts";
+import { writeUnsynced } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { describeState, expectState, setQueueState, setRunState } from "./common.ts";
 import { resolvePromptedIntentsInTx } from "./turn-intents.ts";
@@ -128,7 +128,8 @@ export function claimInteraction(
  * `claimInteraction` for an answer that should not wait for a commit: the request as its first
  * claim records it, and `record`, which the caller runs once the answer left, records that
  * claim time. The time only informs (a presentation records it too): a host that dies before
- * `record` leaves it to the next claim.
+ * `record` leaves it to the next claim, and so does a power loss after it: its commit is not
+ * synced (`writeUnsynced`), so the host is not held by an fsync while the session goes on.
  */
 export function claimInteractionLater(
   store: StateStore,
@@ -140,7 +141,7 @@ export function claimInteractionLater(
   return {
     current: { ...current, request: { ...current.request, claimed_at: now } },
     record: () =>
-      writeTransaction(store, () => {
+      writeUnsynced(store, () => {
         execute(
           store,
           "UPDATE interactive_requests SET claimed_at = :now WHERE request_id = :id " +

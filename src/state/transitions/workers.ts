@@ -3,7 +3,7 @@ import { TransitionError } from "../errors.ts";
 import { appendViewerDelta, runRevisionSql } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
-import { writeTransaction } from "../transactions.ts";
+import { writeTransaction, writeUnsynced } from "../transactions.ts";
 
 export const WORKER_OUTCOMES = [
   "exited",
@@ -22,6 +22,13 @@ export interface FinishWorkerEpochOptions {
   signal: string | null;
   /** Hash of the bounded diagnostic (captured stderr tail), never the text itself. */
   diagnosticHash: string | null;
+  /**
+   * False for the end of an epoch whose process the host keeps (the run's prepared process):
+   * its commit is not synced (`writeUnsynced`). It acknowledges nothing, and lost at a power
+   * loss it leaves the epoch `live` with its process gone, as a host killed before it does: the
+   * next host reaps that epoch as it would then.
+   */
+  synced?: boolean;
 }
 
 /**
@@ -33,7 +40,7 @@ export function finishWorkerEpoch(
   store: StateStore,
   opts: FinishWorkerEpochOptions,
 ): { runId: string } {
-  return writeTransaction(store, () => {
+  return (opts.synced === false ? writeUnsynced : writeTransaction)(store, () => {
     const now = store.clock.now();
     const row = queryOne<{ run_id: string; status: string; revision: number }>(
       store,
