@@ -24,6 +24,12 @@
  * That ends at the request's event time, inside its transaction: `host_submit_to_answer_ms` ends
  * at the accepted submit's answer built (an `answer` mark, after the COMMIT and what follows it,
  * before the answer is encoded and written).
+ * Pi's side of a handoff beside it, on the wall clock: `submit_to_host_read_ms` (the model's submit
+ * sent -> the host's read of it: Pi's dispatch of the call, the extension's checks and write) and
+ * `answer_to_next_prompt_ms` (the host's accepted answer built -> the next step's request at the
+ * model: the answer written and read, the next step presented, Pi's turn from the tool result to
+ * the request); and `pi_cpu_per_step_ms`, Pi's CPU over the run per step (`main`: its event-loop
+ * thread; `all`: every thread), which the load's waits do not inflate as they do wall times.
  * The bare baseline runs before the workflow, so at a smaller context than any handoff's: it runs
  * again after the run (`*_after_run_ms`, at a context at least as large as the last handoff's), and
  * `context_kb` gives the median context of each series (the requests' messages), so Pi's own cost
@@ -33,7 +39,15 @@
  *
  *   npm run bench -- interaction [steps]
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeModel, type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
@@ -90,6 +104,27 @@ function wallClockOffset(): number {
     () => Date.now() - (performance.timeOrigin + performance.now()),
   );
   return samples.sort((a, b) => a - b)[1000];
+}
+
+/**
+ * CPU time of process `pid` in ms from the scheduler's own accounting (`/proc/<pid>/task/<tid>/
+ * schedstat`, nanoseconds on the CPU): its main thread's and all its threads'. Null off Linux.
+ */
+function piThreadCpuMs(pid: number): { main: number; all: number } | null {
+  try {
+    let all = 0;
+    let main = 0;
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const onCpu = Number(
+        readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0],
+      );
+      all += onCpu / 1e6;
+      if (Number(task) === pid) main = onCpu / 1e6;
+    }
+    return { main, all };
+  } catch {
+    return null;
+  }
 }
 
 /** The median of byte counts, in KB (tenths). */
@@ -204,6 +239,7 @@ async function main(): Promise<void> {
 
     const from = pi.records.length;
     const fromRequest = model.requests.length;
+    const cpuBefore = piThreadCpuMs(pi.pid);
     await pi.prompt("/workflow bench-chain", 60_000);
     const notice = await pi.waitFor(
       (r) =>
@@ -277,6 +313,11 @@ async function main(): Promise<void> {
     const hostSubmitToRequest: number[] = [];
     // The submit read by the host -> its accepted answer built (the COMMIT and after it too).
     const hostSubmitToAnswer: number[] = [];
+    // Pi's side of a handoff, on the wall clock: the model's submit sent -> the host's read of it
+    // (Pi's dispatch of the call, the extension's checks and write), and the host's accepted
+    // answer built -> the next step's request at the model (the answer written and read, the
+    // extension's presentation of the next step, Pi's turn from the tool result to the request).
+    const piSide = { submit_to_host_read: [] as number[], answer_to_next_prompt: [] as number[] };
     const handoffCommits: number[] = [];
     // One line per commit that wrote rows: its time and the newest event sequence after it.
     const traced = existsSync(commitTrace)
@@ -339,7 +380,11 @@ async function main(): Promise<void> {
         if (read !== undefined) {
           hostSubmitToRequest.push(waiting[step] - read);
           const answer = answers.find((at) => at >= waiting[step]);
-          if (answer !== undefined) hostSubmitToAnswer.push(answer - read);
+          piSide.submit_to_host_read.push(read - (submit.respondedAt + offset));
+          if (answer !== undefined) {
+            hostSubmitToAnswer.push(answer - read);
+            piSide.answer_to_next_prompt.push(next.receivedAt + offset - answer);
+          }
           const verdict = verdictReads.find((at) => at >= read);
           if (verdict !== undefined && verdict <= waiting[step]) {
             hostBreakdown.submit_read_to_verdict.push(verdict - read);
@@ -360,6 +405,7 @@ async function main(): Promise<void> {
           .startsWith(`Output accepted for step "s${STEPS}"`),
       { from, what: "the last step's tool result" },
     );
+    const cpuAfter = piThreadCpuMs(pi.pid);
     await pi.waitForSettled(pi.records.indexOf(lastResult));
     const after = await bareRounds(pi, model, "after run ", BARE_ROUNDS);
     await pi.stop();
@@ -416,6 +462,21 @@ async function main(): Promise<void> {
       handoff_commits: handoffCommits.length > 0 ? stats(handoffCommits) : null,
       host_submit_to_request_ms: hostSubmitToRequest.length > 0 ? stats(hostSubmitToRequest) : null,
       host_submit_to_answer_ms: hostSubmitToAnswer.length > 0 ? stats(hostSubmitToAnswer) : null,
+      // Pi's CPU per step over the run (its main thread; all its threads), from the workflow's
+      // start to the last step's result: Pi's and the extension's work per handoff, without the
+      // waits that load adds to the wall-clock figures.
+      pi_cpu_per_step_ms: cpuBefore && cpuAfter
+        ? {
+          main: round((cpuAfter.main - cpuBefore.main) / STEPS),
+          all: round((cpuAfter.all - cpuBefore.all) / STEPS),
+        }
+        : null,
+      submit_to_host_read_ms: piSide.submit_to_host_read.length > 0
+        ? stats(piSide.submit_to_host_read)
+        : null,
+      answer_to_next_prompt_ms: piSide.answer_to_next_prompt.length > 0
+        ? stats(piSide.answer_to_next_prompt)
+        : null,
       ratio_host_handoff: hostHandoff.length > 0
         ? Math.round((stats(hostHandoff).median / bareStats.median) * 100) / 100
         : null,
