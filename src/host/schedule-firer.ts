@@ -2,9 +2,11 @@
  * Fires schedules (docs/schedules.md). The host deadline timer asks `deadline` for the earliest
  * next slot and applies the due ones: one transaction each records the slot's pending firing
  * and the schedule's next slot (state/schedules/schedule-firing.ts). Each pending firing is then
- * settled here, one at a time per schedule and in slot order: the workflow is resolved in a
- * supervised child, `cancel-previous` cancels the schedule's active runs, and one transaction
- * starts (or holds, or skips) the slot's run, or records a failed run with the load error.
+ * settled here, one at a time per schedule and in slot order: a slot its overlap policy skips is
+ * skipped before anything else; otherwise the workflow is resolved in a supervised child,
+ * `cancel-previous` cancels the schedule's active runs, and one transaction starts (or holds, or
+ * skips) the slot's run, or records a failed run with the load error. A settling that throws is
+ * retried after the later slots queued meanwhile, with a bounded backoff.
  *
  * At start every firing a previous host left pending is settled the same way: its run id is
  * derived from schedule and slot, so one that was already enqueued is found settled.
@@ -21,6 +23,7 @@ import {
   nextScheduleDue,
   pendingFiring,
   pendingFirings,
+  skipBeforeResolve,
   startFiring,
 } from "../state/schedules/schedule-firing.ts";
 import { cancelRun } from "../state/transitions/run-commands.ts";
@@ -59,7 +62,7 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   const chains = new Map<string, Promise<void>>();
   const queued = new Set<string>();
 
-  const settleLater = (scheduleId: string, slotAt: number) => {
+  const settleLater = (scheduleId: string, slotAt: number, failures = 0) => {
     const key = `${scheduleId}@${slotAt}`;
     if (queued.has(key)) return;
     queued.add(key);
@@ -68,8 +71,16 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       try {
         await settle(scheduleId, slotAt);
       } catch (error) {
-        // A busy database or a stopping host: the firing stays pending for the next start.
-        log("schedule.settleFailed", { error: logError(error) });
+        // A busy database, a throw before the resolution: left pending, the firing would wait
+        // for the next host start. Retried with a bounded backoff; given up, the next start
+        // settles it. Meanwhile it holds back no later slot (a pending firing is no run ahead).
+        const retry = failures < SETTLE_RETRIES;
+        log("schedule.settleFailed", { error: logError(error), attempt: failures + 1, retry });
+        if (retry) {
+          // Unref'd: a retry alone never keeps the host up (an enabled schedule does).
+          setTimeout(() => settleLater(scheduleId, slotAt, failures + 1), retryDelayMs(failures))
+            .unref();
+        }
       } finally {
         queued.delete(key);
       }
@@ -83,6 +94,14 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   const settle = async (scheduleId: string, slotAt: number) => {
     const row = pendingFiring(store, scheduleId, slotAt);
     if (!row) return;
+    // A slot its overlap policy skips needs no resolver child: skipped at once, it cannot hold
+    // up the slots after it.
+    const early = skipBeforeResolve(store, scheduleId, slotAt);
+    if (early?.outcome === "skipped") {
+      log("schedule.skipped", { schedule: row.name, reason: early.reason });
+      return;
+    }
+    if (early) return;
     const supervision = opts.supervision();
     const resolved = await supervision.resolve({
       workflow: row.workflow,
@@ -181,6 +200,13 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       while (chains.size > 0) await Promise.all([...chains.values()]);
     },
   };
+}
+
+/** Attempts after a failed settle: 0.5 s doubling to 30 s, about 2.5 minutes in all. */
+const SETTLE_RETRIES = 10;
+
+function retryDelayMs(failures: number): number {
+  return Math.min(30_000, 500 * 2 ** failures);
 }
 
 function heldField(outcome: { outcome: string }): Record<string, boolean> {

@@ -70,7 +70,11 @@ function firingText(f: ScheduleFiringView, zone: string, now: number): string {
       return `${slot}  failed ${runText(f)}: ${f.reason ?? ""}`;
     case "skipped":
       return `${slot}  skipped (${
-        f.reason === "queueFull" ? "too many runs waiting" : "the previous run was active"
+        f.reason === "queueFull"
+          ? "too many runs waiting"
+          : f.reason === "superseded"
+          ? "a later slot came before it started"
+          : "the previous run was active or starting"
       })`;
     default:
       return `${slot}  starting`;

@@ -2,15 +2,18 @@
  * Schedules through a real host and the CLI: a workflow file's declared schedule is applied
  * only by `schedule apply` (again: unchanged); `host status` counts schedules and names the next
  * slot; a schedule whose workflow file disappeared fires failed runs with the load error and
- * pauses itself after 3; bad inputs (CLI and `/workflow schedule`) are refused with one line
- * before a host is asked.
+ * pauses itself after 3; a slot skipped for overlap loads nothing, and a firing whose settling
+ * threw is retried; bad inputs (CLI and `/workflow schedule`) are refused with one line before a
+ * host is asked.
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   killAll,
   runCliProcess,
+  spawnCli,
   startHostProcess,
   stopProcess,
   tempHome,
@@ -119,14 +122,37 @@ export default defineWorkflow({ name: "tok", startAt: "s",
       expect(JSON.stringify(stored)).not.toContain(token);
       expect((await cli("schedule", "remove", "tok")).code).toBe(0);
 
-      // The file disappears: failed runs with the load error, then the schedule pauses.
+      // The file disappears: failed runs with the load error, then the schedule pauses. It goes
+      // while none of the schedule's runs is active: one still in flight would be parked
+      // (workflowSourceChanged), and under `skip` a slot loads nothing while a run is active.
+      expect((await cli("schedule", "pause", "heartbeat")).code).toBe(0);
+      await waitFor(
+        () =>
+          queryState(
+            home.stateDir,
+            "SELECT COUNT(*) AS n FROM schedule_firings f LEFT JOIN runs r ON r.run_id = " +
+              "f.run_id WHERE f.state = 'pending' OR r.state IN ('queued', 'running', 'waiting')",
+          )[0]!.n === 0,
+        "the heartbeat's runs to end",
+        90_000,
+        100,
+      );
       rmSync(file);
+      expect((await cli("schedule", "resume", "heartbeat")).code).toBe(0);
       const paused = await waitFor(
         () => {
           const [row] = queryState(home.stateDir, "SELECT paused, paused_reason FROM schedules");
           return row?.paused === 1 ? row : null;
         },
-        "the schedule to pause itself",
+        () =>
+          `the schedule to pause itself: ${
+            JSON.stringify(queryState(
+              home.stateDir,
+              "SELECT f.state, f.reason, r.state AS run, r.blocked_reason FROM " +
+                "schedule_firings f LEFT JOIN runs r ON r.run_id = f.run_id WHERE f.state <> " +
+                "'skipped' ORDER BY f.slot_at DESC LIMIT 8",
+            ))
+          }`,
         90_000,
         100,
       );
@@ -148,6 +174,114 @@ export default defineWorkflow({ name: "tok", startAt: "s",
       await home.cleanup();
     }
   }, 240_000);
+
+  it(
+    "skips a slot whose run is active without loading it, and retries a failed settle",
+    async () => {
+      // Every resolution is a child that loads the workflow file: the file counts its loads. A
+      // slot skipped for overlap used to wait for one first, so on a loaded machine the slots of a
+      // short interval queued (pending, shown `starting`) behind each other's resolutions.
+      const home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "30000" });
+      const project = join(home.root, "project");
+      mkdirSync(project, { recursive: true });
+      const loads = join(home.root, "loads");
+      writeFileSync(
+        join(project, "hold.workflow.ts"),
+        `import { appendFileSync } from "node:fs";
+import { checkpoint, defineWorkflow } from "pi-workflows";
+appendFileSync(${JSON.stringify(loads)}, "load\\n");
+export default defineWorkflow({
+  name: "hold",
+  startAt: "ask",
+  nodes: { ask: checkpoint({ summary: "hold the schedule's run open" }) },
+});
+`,
+      );
+      writeFileSync(
+        join(project, "quick.workflow.ts"),
+        `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "quick", startAt: "a",
+  nodes: { a: compute({ run: () => "done" }) } });
+`,
+      );
+      const firingsOf = (name: string) =>
+        queryState(
+          home.stateDir,
+          "SELECT f.slot_at, f.state, f.reason, r.state AS run FROM schedule_firings f JOIN " +
+            "schedules s ON s.schedule_id = f.schedule_id LEFT JOIN runs r ON r.run_id = f.run_id " +
+            "WHERE s.name = ? ORDER BY f.slot_at",
+          name,
+        );
+      // A loaded machine may take longer than the helper's 15 s to start a host.
+      const host = spawnCli(["host", "run"], home.env);
+      await host.waitForStderr("host.ready", 90_000);
+      try {
+        const cli = (...args: string[]) => runCliProcess(args, home.env, 120_000, { cwd: project });
+        const added = await cli("schedule", "add", "hold", "./hold.workflow.ts", "--every", "1s");
+        expect(added.code, added.stderr).toBe(0);
+        // The first slot's run waits at its checkpoint: active, so each later slot is skipped.
+        const firings = await waitFor(
+          () => {
+            const rows = firingsOf("hold");
+            const skipped = rows.filter((r) => r.state === "skipped").length;
+            return rows[0]?.run === "waiting" && skipped >= 5 ? rows : null;
+          },
+          () => `the run to wait and 5 slots to be skipped: ${JSON.stringify(firingsOf("hold"))}`,
+          90_000,
+          100,
+        );
+        expect((await cli("schedule", "pause", "hold")).code).toBe(0);
+        expect(firings![0]).toMatchObject({ state: "started", run: "waiting" });
+        for (const later of firings!.slice(1)) {
+          expect(later).toMatchObject({ state: expect.stringMatching(/^(skipped|pending)$/) });
+          if (later.state === "skipped") expect(later.reason).toBe("overlap");
+        }
+        // `add` loaded it once, the first slot's resolution once, its worker once: no skipped slot
+        // loaded it (before, each did).
+        const count = readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
+        expect(count).toBeLessThanOrEqual(3);
+
+        // A settle that throws (here: an input it cannot decode, every attempt until it is put
+        // right) is retried, and the slots after it still start. Before, its firing stayed pending
+        // until the next host start.
+        expect((await cli("schedule", "add", "quick", "./quick.workflow.ts", "--every", "1s")).code)
+          .toBe(0);
+        expect((await cli("schedule", "pause", "quick")).code).toBe(0);
+        const db = new DatabaseSync(join(home.stateDir, "state.sqlite"));
+        let resumedAt: number;
+        try {
+          db.exec("PRAGMA busy_timeout = 30000");
+          db.exec("UPDATE schedules SET input_json = '{' WHERE name = 'quick'");
+          resumedAt = Date.now();
+          expect((await cli("schedule", "resume", "quick")).code).toBe(0);
+          await host.waitForStderr("schedule.settleFailed", 60_000);
+          db.exec("UPDATE schedules SET input_json = 'null' WHERE name = 'quick'");
+        } finally {
+          db.close();
+        }
+        await waitFor(
+          () => {
+            const after = firingsOf("quick").filter((r) => (r.slot_at as number) > resumedAt);
+            return after[0]?.state !== "pending" &&
+              after.slice(1).some((r) => r.state === "started");
+          },
+          () =>
+            `the failed firing to settle and a later one to start: ${
+              JSON.stringify(firingsOf("quick").filter((r) => (r.slot_at as number) > resumedAt))
+            }`,
+          60_000,
+          100,
+        );
+        expect((await cli("schedule", "pause", "quick")).code).toBe(0);
+        const doctor = await cli("doctor");
+        expect(doctor.stdout).toContain("Invariants: all hold");
+      } finally {
+        await stopProcess(host);
+        await home.cleanup();
+      }
+    },
+    240_000,
+  );
 
   it("refuses bad inputs with one line and exit 2, before any host is asked", async () => {
     const home = tempHome();

@@ -37,12 +37,14 @@ describe("formatScheduleDetail()", () => {
         { slotAt: NOW - 1000, state: "skipped", reason: "overlap" },
         { slotAt: NOW - 2000, state: "failed", runId: failed, reason: "it does not load" },
         { slotAt: NOW - 3000, state: "pending" },
+        { slotAt: NOW - 4000, state: "skipped", reason: "superseded" },
       ],
     }, NOW);
-    const lines = text.split("\n").slice(-4);
+    const lines = text.split("\n").slice(-5);
     expect(lines[0]).toMatch(new RegExp(`  started ${started.slice(0, 12)}$`));
-    expect(lines[1]).toMatch(/ {2}skipped \(the previous run was active\)$/);
+    expect(lines[1]).toMatch(/ {2}skipped \(the previous run was active or starting\)$/);
     expect(lines[2]).toMatch(new RegExp(`  failed ${failed.slice(0, 12)}: it does not load$`));
     expect(lines[3]).toMatch(/ {2}starting$/);
+    expect(lines[4]).toMatch(/ {2}skipped \(a later slot came before it started\)$/);
   });
 });

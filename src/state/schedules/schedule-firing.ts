@@ -4,10 +4,11 @@
  *
  * 1. `fireDueSchedule` (the host deadline timer, at the slot): one transaction records a
  *    `pending` firing per slot its catch-up policy fires and moves the schedule to its next slot.
- * 2. The host resolves the workflow in a supervised child (it never loads workflow code), then
- *    settles the firing in one transaction: `startFiring` enqueues the run under the id derived
- *    from schedule and slot (`started`), or records `skipped` (overlap); `failFiring` records a
- *    failed run with the load error (`failed`) and pauses the schedule after 3 in a row.
+ * 2. `skipBeforeResolve` records `skipped` at once a slot its overlap policy skips anyway.
+ *    Otherwise the host resolves the workflow in a supervised child (it never loads workflow
+ *    code), then settles the firing in one transaction: `startFiring` enqueues the run under the
+ *    id derived from schedule and slot (`started`), or records `skipped` (overlap); `failFiring`
+ *    records a failed run with the load error (`failed`) and pauses the schedule after 3 in a row.
  *
  * A host that dies between the steps finds the `pending` firing at start and settles it; a settle
  * that committed before the crash is found settled and left alone.
@@ -159,10 +160,88 @@ export type StartOutcome =
   | { outcome: "settled" };
 
 /**
- * Step 2, the workflow loaded: by the overlap policy, checked in this transaction, enqueue the
- * slot's run (held behind the schedule's active run for `queue`) or skip the slot (`skip`, or a
- * `queue` already holding `CATCH_UP_LIMIT` runs). `cancel-previous` cancelled the active runs
- * before this call; a run that is still active then does not stop the new one.
+ * Before step 2 resolves the workflow (a supervised child: seconds on a loaded machine), a firing
+ * its overlap policy skips whatever the workflow is is skipped at once. Without this, the slots of
+ * a short interval each waited for a resolution behind the slots before them, pending (shown
+ * `starting`) ever longer, only to be skipped at the end. Null: resolve and start it.
+ */
+export function skipBeforeResolve(
+  store: StateStore,
+  scheduleId: string,
+  slotAt: number,
+): Extract<StartOutcome, { outcome: "skipped" | "settled" }> | null {
+  return writeTransaction(store, () => {
+    const row = pendingFiring(store, scheduleId, slotAt);
+    if (!row) return { outcome: "settled" as const };
+    const active = activeScheduleRuns(store, scheduleId);
+    const reason = overlapSkipReason(store, row, slotAt, active, "beforeResolve");
+    if (reason === null) return null;
+    settle(store, scheduleId, slotAt, "skipped", null, reason, store.clock.now());
+    return { outcome: "skipped" as const, reason };
+  });
+}
+
+/**
+ * Why the overlap policy skips a slot, or null when it starts (or holds) a run. A slot is judged
+ * at the time it came (its firing was recorded), not when its turn to be settled came: the runs
+ * ahead of it are the schedule's runs that were active then or still starting (their firing
+ * settled into a run after this slot came). A firing still pending now is none of them: firings
+ * settle one at a time in slot order, so an earlier one still pending is one whose settling failed
+ * (retried later, or left to the next host start), and it must not hold back the slots after it.
+ * - `skip`: a run is ahead, or one is active now;
+ * - `queue`: 10 runs are held now, or 11 were ahead (one running and 10 waiting, counting those
+ *   still starting: a backlog of slots waiting for their resolutions is bounded too);
+ * - `cancel-previous`, before the resolution only: a later slot has come, and would cancel this
+ *   slot's run at once (`superseded`). Once resolved, the slot starts: the firer has cancelled the
+ *   previous runs by then, and skipping it would leave none.
+ */
+function overlapSkipReason(
+  store: StateStore,
+  row: ScheduleRow,
+  slotAt: number,
+  active: readonly { held: boolean }[],
+  phase: "beforeResolve" | "resolved",
+): "overlap" | "queueFull" | "superseded" | null {
+  const params = { id: row.schedule_id, slot: slotAt };
+  switch (row.overlap) {
+    case "skip":
+      return active.length > 0 || runsAheadAtSlot(store, params) > 0 ? "overlap" : null;
+    case "queue":
+      return active.filter((r) => r.held).length >= CATCH_UP_LIMIT ||
+          runsAheadAtSlot(store, params) > CATCH_UP_LIMIT
+        ? "queueFull"
+        : null;
+    case "cancel-previous": {
+      if (phase === "resolved") return null;
+      const later = queryOne(
+        store,
+        "SELECT 1 AS later FROM schedule_firings WHERE schedule_id = :id AND slot_at > :slot " +
+          "LIMIT 1",
+        params,
+      );
+      return later ? "superseded" : null;
+    }
+  }
+}
+
+/** The schedule's runs of earlier slots that were active or still starting when this slot came. */
+function runsAheadAtSlot(store: StateStore, params: { id: string; slot: number }): number {
+  return queryOne<{ n: number }>(
+    store,
+    "SELECT COUNT(*) AS n FROM schedule_firings me JOIN schedule_firings e " +
+      "ON e.schedule_id = me.schedule_id AND e.slot_at < me.slot_at AND e.state = 'started' " +
+      "JOIN runs r ON r.run_id = e.run_id WHERE me.schedule_id = :id AND me.slot_at = :slot AND " +
+      `(e.settled_at > me.created_at OR r.state NOT IN ${TERMINAL} OR ` +
+      "COALESCE(r.finished_at, r.state_changed_at) > me.created_at)",
+    params,
+  )!.n;
+}
+
+/**
+ * Step 2, the workflow loaded: by the overlap policy, judged again in this transaction (runs may
+ * have started or ended during the resolution), enqueue the slot's run (held behind the schedule's
+ * active run for `queue`) or skip the slot (`overlapSkipReason`). `cancel-previous` cancelled the
+ * active runs before this call; a run that is still active then does not stop the new one.
  */
 export function startFiring(
   store: StateStore,
@@ -173,13 +252,12 @@ export function startFiring(
     const row = pendingFiring(store, opts.scheduleId, opts.slotAt);
     if (!row) return { outcome: "settled" as const };
     const active = activeScheduleRuns(store, row.schedule_id);
-    const skip = (reason: string) => {
+    const reason = overlapSkipReason(store, row, opts.slotAt, active, "resolved");
+    if (reason !== null) {
       settle(store, row.schedule_id, opts.slotAt, "skipped", null, reason, now);
       return { outcome: "skipped" as const, reason };
-    };
-    if (active.length > 0 && row.overlap === "skip") return skip("overlap");
+    }
     const held = active.length > 0 && row.overlap === "queue";
-    if (held && active.filter((r) => r.held).length >= CATCH_UP_LIMIT) return skip("queueFull");
     const runId = scheduleRunId(row.schedule_id, opts.slotAt);
     enqueueRunInTx(store, {
       ...opts.run,

@@ -15,6 +15,7 @@ import {
   fireDueSchedule,
   nextScheduleDue,
   pendingFirings,
+  skipBeforeResolve,
   startFiring,
 } from "../../../src/state/schedules/schedule-firing.ts";
 import {
@@ -161,6 +162,131 @@ describe("overlap", () => {
       "skipped",
       "started",
     ]);
+    invariantsHold();
+  });
+
+  it("skip: a slot is judged when it came, and skipped before its workflow is resolved", () => {
+    const id = add({ timing: { kind: "every", everyMs: 1000 } });
+    const [s1] = fireNext(id);
+    // The next slot comes while the first is still being resolved (pending)...
+    const [s2] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s1!)).toBeNull();
+    f.clock.advance(300);
+    const r1 = (start(id, s1!) as { runId: string }).runId;
+    // ...and its run ends before the second slot's turn: the second still overlapped it.
+    completeRun(f.store, launch(f.store, r1), { output: null });
+    expect(skipBeforeResolve(f.store, id, s2!)).toEqual({ outcome: "skipped", reason: "overlap" });
+    expect(skipBeforeResolve(f.store, id, s2!)).toEqual({ outcome: "settled" });
+    // A slot that came after the run ended starts; one that comes while it is active is skipped.
+    const [s3] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s3!)).toBeNull();
+    expect(start(id, s3!).outcome).toBe("started");
+    const [s4] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s4!)).toEqual({ outcome: "skipped", reason: "overlap" });
+    expect(latestFirings(f.store, id, 10).map((x) => x.state)).toEqual([
+      "skipped",
+      "started",
+      "skipped",
+      "started",
+    ]);
+    invariantsHold();
+  });
+
+  it("skip: a backlog of pending slots starts one run, not one per slot", () => {
+    const id = add({ timing: { kind: "every", everyMs: 1000 } });
+    const slots = [1, 2, 3, 4, 5].map(() => fireNext(id)[0]!);
+    f.clock.advance(200);
+    const outcomes = slots.map((slot) => {
+      const early = skipBeforeResolve(f.store, id, slot);
+      if (early) return early.outcome;
+      const started = start(id, slot) as { outcome: string; runId: string };
+      completeRun(f.store, launch(f.store, started.runId), { output: null });
+      return started.outcome;
+    });
+    expect(outcomes).toEqual(["started", "skipped", "skipped", "skipped", "skipped"]);
+    invariantsHold();
+  });
+
+  it("skip: a firing left pending by a failed settle holds back no later slot", () => {
+    const id = add({ timing: { kind: "every", everyMs: 1000 } });
+    // The first slot's settle threw (a locked database): its firing stays pending, retried later
+    // or, retries given up, until the next host start. It is no run: the next slot starts.
+    const [s1] = fireNext(id);
+    const [s2] = fireNext(id);
+    f.clock.advance(200);
+    expect(skipBeforeResolve(f.store, id, s2!)).toBeNull();
+    const r2 = (start(id, s2!) as { runId: string }).runId;
+    completeRun(f.store, launch(f.store, r2), { output: null });
+    // Nor does it hold back a slot after that run ended.
+    const [s3] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s3!)).toBeNull();
+    expect(start(id, s3!).outcome).toBe("started");
+    // Its retry then finds that run active: skipped, not a second run at once.
+    expect(skipBeforeResolve(f.store, id, s1!)).toEqual({ outcome: "skipped", reason: "overlap" });
+    invariantsHold();
+  });
+
+  it("queue: a slot that came behind 11 runs (one running, 10 waiting or starting) is skipped", () => {
+    const id = add({ overlap: "queue", timing: { kind: "every", everyMs: 1000 } });
+    // 12 slots come while the first is being resolved (a loaded machine, a 1 s interval), and
+    // each run ends before the next slot's turn: none is ever held, yet the twelfth came behind
+    // 11 runs still to start, and is skipped without a resolution.
+    const slots = Array.from({ length: 12 }, () => fireNext(id)[0]!);
+    f.clock.advance(200);
+    const outcomes = slots.map((slot) => {
+      const early = skipBeforeResolve(f.store, id, slot);
+      if (early) return early;
+      const started = start(id, slot) as { outcome: string; runId: string };
+      completeRun(f.store, launch(f.store, started.runId), { output: null });
+      return started.outcome;
+    });
+    expect(outcomes).toEqual([
+      ...Array(11).fill("started"),
+      { outcome: "skipped", reason: "queueFull" },
+    ]);
+    invariantsHold();
+  });
+
+  it("queue: firings left pending by failed settles are no runs waiting", () => {
+    const id = add({ overlap: "queue", timing: { kind: "every", everyMs: 1000 } });
+    // 11 settles threw and were given up: pending until the next host start.
+    for (let i = 0; i < 11; i++) fireNext(id);
+    const [later] = fireNext(id);
+    f.clock.advance(200);
+    expect(skipBeforeResolve(f.store, id, later!)).toBeNull();
+    expect(start(id, later!).outcome).toBe("started");
+    invariantsHold();
+  });
+
+  it("cancel-previous: a slot a later slot came after before its resolution is skipped", () => {
+    const id = add({ overlap: "cancel-previous", timing: { kind: "every", everyMs: 1000 } });
+    const [s1] = fireNext(id);
+    const [s2] = fireNext(id);
+    // The later slot would cancel its run at once: it is never resolved nor started (nor is a
+    // firing left pending by a failed settle, when its retry comes after a later slot: an older
+    // slot's run never replaces a newer one's).
+    expect(skipBeforeResolve(f.store, id, s1!)).toEqual({
+      outcome: "skipped",
+      reason: "superseded",
+    });
+    expect(skipBeforeResolve(f.store, id, s2!)).toBeNull();
+    expect(start(id, s2!).outcome).toBe("started");
+    invariantsHold();
+  });
+
+  it("cancel-previous: a slot resolved while a later one came starts after the cancel", () => {
+    const id = add({ overlap: "cancel-previous", timing: { kind: "every", everyMs: 1000 } });
+    const [s1] = fireNext(id);
+    const r1 = (start(id, s1!) as { runId: string }).runId;
+    const [s2] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s2!)).toBeNull();
+    // The next slot comes during the second's resolution; the firer then cancels the first run,
+    // and the second starts: skipped now, it would leave no run at all.
+    const [s3] = fireNext(id);
+    cancelRun(f.store, { runId: r1, claim: null });
+    expect(start(id, s2!)).toEqual({ outcome: "started", runId: scheduleRunId(id, s2!) });
+    // The third, with no later slot, is resolved in turn (and cancels the second's run).
+    expect(skipBeforeResolve(f.store, id, s3!)).toBeNull();
     invariantsHold();
   });
 
