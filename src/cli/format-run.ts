@@ -19,7 +19,11 @@ import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
 import { duration, relative, when } from "./time-text.ts";
-import { sourceChangeWords, sourceWayOn } from "../workflows/sources/source-change-text.ts";
+import {
+  goneIncludes,
+  sourceChangeWords,
+  sourceWayOn,
+} from "../workflows/sources/source-change-text.ts";
 
 const MAX_VALUE_CHARS = 2000;
 
@@ -338,6 +342,14 @@ function sourceChangeLines(run: RunSummary, changes: readonly SourceChangeSummar
     lines.push(
       `end the run: pi-workflows cancel ${id}`,
       `or resume it under a version that has this built-in: pi-workflows resume ${id}`,
+    );
+  } else if (way === "includeGone") {
+    // --accept-source alone would fail: the workflow file's include of it does not load.
+    lines.push(
+      `remove the include of ${goneIncludes(changes)} from the workflow file, then: ` +
+        `pi-workflows resume ${id} --accept-source`,
+      `or resume it under a version that has this built-in: pi-workflows resume ${id}`,
+      `or end the run: pi-workflows cancel ${id}`,
     );
   } else if (way === "builtin") {
     lines.push(

@@ -149,6 +149,19 @@ function blocked(
           `pi-workflows cancel ${id}`,
         );
       }
+      // A built-in its project workflow includes is gone: the file does not load until the
+      // include is removed, so --accept-source alone would fail.
+      if (way === "includeGone") {
+        return state(
+          "blocked",
+          "blocked",
+          "warn",
+          "pi-workflows was updated since it started, and this version no longer has a built-in " +
+            "workflow it includes: remove the include from the workflow file and accept it, " +
+            "resume it under a version that has it, or cancel the run",
+          `pi-workflows resume ${id} --accept-source`,
+        );
+      }
       return state(
         "blocked",
         "blocked",

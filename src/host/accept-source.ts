@@ -16,7 +16,11 @@ import {
   verifySourceIdentity,
   type WorkflowSource,
 } from "../workflows/sources/identity.ts";
-import { sourceChangeWords, sourceWayOn } from "../workflows/sources/source-change-text.ts";
+import {
+  goneIncludes,
+  sourceChangeWords,
+  sourceWayOn,
+} from "../workflows/sources/source-change-text.ts";
 import type { StateStore } from "../state/store.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -101,6 +105,11 @@ export function stillChangedMessage(runId: string, changes: readonly SourceChang
       // Nothing to accept either: this host cannot load a built-in it does not have.
       ? `the run cannot go on in this version: 'pi-workflows cancel ${runId}', or resume it ` +
         "under a version that has its built-in"
+      // Its workflow file includes a built-in this version lacks: it does not load as it is.
+      : way === "includeGone"
+      ? `this version has no ${goneIncludes(changes)}: remove its include from the workflow ` +
+        `file, then ${accept}; or resume under a version that has it; or ` +
+        `'pi-workflows cancel ${runId}'`
       : way === "builtin"
       ? `a built-in workflow cannot be restored, go on with this version's: ${accept}`
       : `restore it and resume, or go on with it as it is now: ${accept}`);

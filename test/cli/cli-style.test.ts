@@ -384,18 +384,26 @@ describe("formatRun()", () => {
       "or end the run: pi-workflows cancel run-1a2b3c4d",
     ]);
     expect(text).not.toMatch(/revisionChanged|restore them|pi-workflows resume run-1a2b3c4d\n/);
-    // A built-in that was one of a project workflow's sources and is gone: the project's file
-    // loads as it is now, so --accept-source goes on.
+    // A built-in that a project workflow includes and is gone: the project's file does not load
+    // while it includes it, so --accept-source alone would fail; remove the include first.
     const parked = run({ blockedReason: "workflowSourceChanged", queueState: "parked" });
     const mountedGone = formatRun(parked, [], {
       now: NOW,
       sourceChanges: [{ source: "builtin:old", reason: "unknownBuiltin" }],
     });
-    expect(mountedGone).toContain(
-      "  the built-in workflow old is no longer in this version of pi-workflows\n" +
-        "go on with this version of pi-workflows: pi-workflows resume run-1a2b3c4d " +
-        "--accept-source\n",
-    );
+    expect(mountedGone.split("\n").slice(2, 9)).toEqual([
+      "state: ! blocked (queue parked)",
+      "why: pi-workflows was updated since it started, and this version no longer has a " +
+      "built-in workflow it includes: remove the include from the workflow file and accept it, " +
+      "resume it under a version that has it, or cancel the run",
+      "changed since the run started:",
+      "  the built-in workflow old is no longer in this version of pi-workflows",
+      "remove the include of builtin:old from the workflow file, then: pi-workflows resume " +
+      "run-1a2b3c4d --accept-source",
+      "or resume it under a version that has this built-in: pi-workflows resume run-1a2b3c4d",
+      "or end the run: pi-workflows cancel run-1a2b3c4d",
+    ]);
+    expect(mountedGone).not.toContain("go on with this version");
     expect(mountedGone).not.toMatch(/unknownBuiltin|restore them/);
     // The run's own workflow is the gone built-in: the host cannot load it, so --accept-source
     // would fail; only a cancel, or a resume under a version that has it.

@@ -32,6 +32,13 @@ describe("stillChangedMessage()", () => {
     expect(gone).toContain(
       "the built-in workflow old is no longer in this version of pi-workflows",
     );
+    // An include of it in the project's file fails to load: accepting alone would fail too.
+    expect(gone).toBe(
+      "Resume refused: the built-in workflow old is no longer in this version of pi-workflows " +
+        "since run run-1 started; this version has no builtin:old: remove its include from the " +
+        `workflow file, then ${accept}; or resume under a version that has it; or ` +
+        "'pi-workflows cancel run-1'",
+    );
     for (const message of [revision, gone]) {
       expect(message).not.toMatch(/revisionChanged|unknownBuiltin|restore it/);
     }

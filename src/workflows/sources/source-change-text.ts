@@ -35,13 +35,23 @@ export function builtinSourceChanged(changes: readonly { reason: string }[]): bo
  * The ways on from a source change: `files`, restore them or accept them as they are now;
  * `builtin`, accept this version's built-in (nothing to restore by hand); `rootGone`, the run's own
  * workflow is a built-in this version no longer has, so there is nothing to accept either (the
- * host cannot load it): cancel the run, or resume it under a pi-workflows version that has it. A
- * built-in that was only one of a project workflow's sources is `builtin`: the project's file
- * loads as it is now.
+ * host cannot load it): cancel the run, or resume it under a pi-workflows version that has it;
+ * `includeGone`, a project workflow includes a built-in this version no longer has: its file does
+ * not load as it is (the include fails), so accepting it needs the include removed first.
  */
 export function sourceWayOn(
   changes: readonly { reason: string; root?: boolean }[],
-): "files" | "builtin" | "rootGone" {
+): "files" | "builtin" | "rootGone" | "includeGone" {
   if (changes.some((c) => c.root === true && c.reason === "unknownBuiltin")) return "rootGone";
+  if (changes.some((c) => c.reason === "unknownBuiltin")) return "includeGone";
   return builtinSourceChanged(changes) ? "builtin" : "files";
+}
+
+/** `builtin:old`, `builtin:a and builtin:b`: the gone built-ins a project workflow includes. */
+export function goneIncludes(changes: readonly { source?: string; reason: string }[]): string {
+  const names = changes.filter((c) => c.reason === "unknownBuiltin" && c.source !== undefined)
+    .map((c) => c.source!);
+  return names.length <= 1
+    ? (names[0] ?? "the built-in")
+    : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
 }
