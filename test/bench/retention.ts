@@ -325,6 +325,32 @@ function gcInside(
   };
 }
 
+/** One phase's transactions, as the benchmark sees them. */
+interface PhaseFigures {
+  lockMs: Samples;
+  blockedMs: Samples;
+  over20: number;
+  blocked5: { n: number; restartsWal: number };
+  mostBlocked: {
+    ms: number;
+    commitMs: number;
+    cpuMs: number;
+    runQueueMs: number;
+    blockedMs: number;
+    restartsWal: boolean;
+  };
+}
+
+function newPhaseFigures(): PhaseFigures {
+  return {
+    lockMs: new Samples(),
+    blockedMs: new Samples(),
+    over20: 0,
+    blocked5: { n: 0, restartsWal: 0 },
+    mostBlocked: { ms: 0, commitMs: 0, cpuMs: 0, runQueueMs: 0, blockedMs: 0, restartsWal: false },
+  };
+}
+
 const size = (db: Db) => statSync(join(db.dir, "state.sqlite")).size;
 const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
 
@@ -400,13 +426,42 @@ try {
   let checkpointFramesTotal = 0;
   let pruneTransactions = 0;
   let lastTx: (typeof slowest)[number] | null = null;
+  // Each transaction's own split (its BEGIN to the end of its COMMIT, not its step's), per phase.
+  let txSched = schedstat();
+  const byPhase = new Map<string, PhaseFigures>();
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
     ...(CHECKPOINT_FRAMES === undefined ? {} : { checkpointFrames: CHECKPOINT_FRAMES }),
     ...(TRANSACTION_RUNS === undefined ? {} : { transactionRuns: TRANSACTION_RUNS }),
     ...(checkpointRunner ? { checkpointRunner } : {}),
+    onTransactionStart: () => {
+      txSched = schedstat();
+    },
     onTransaction: (phase, ms, commit) => {
+      const sched = schedstat();
+      const cpu = sched.cpuMs - txSched.cpuMs;
+      const wait = sched.waitMs - txSched.waitMs;
+      const blocked = Math.max(0, ms - cpu - wait);
+      let figures = byPhase.get(phase);
+      if (!figures) byPhase.set(phase, figures = newPhaseFigures());
+      figures.lockMs.push(ms);
+      figures.blockedMs.push(blocked);
+      if (ms >= 20) figures.over20++;
+      if (blocked >= 5) {
+        figures.blocked5.n++;
+        if (checkpointedSinceTx) figures.blocked5.restartsWal++;
+      }
+      if (blocked > figures.mostBlocked.blockedMs) {
+        figures.mostBlocked = {
+          ms: round(ms),
+          commitMs: round(commit),
+          cpuMs: round(cpu),
+          runQueueMs: round(wait),
+          blockedMs: round(blocked),
+          restartsWal: checkpointedSinceTx,
+        };
+      }
       if (phase === "prune") pruneTransactions++;
       lockMs.push(ms);
       commitMs.push(commit);
@@ -451,6 +506,8 @@ try {
   });
   gcObserver.observe({ entryTypes: ["gc"] });
   const pruneStarted = performance.now();
+  const pruneSched = schedstat();
+  const pruneCpu = process.cpuUsage();
   let served = 0;
   let steps = 0;
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -499,6 +556,12 @@ try {
     }
   }
   const pruneMs = performance.now() - pruneStarted;
+  // CPU time of the pass (and the benchmark's writes between its steps): the main thread's, and
+  // the process's (the checkpoint thread's too); per run, a figure the machine's load bears on
+  // less than wall times.
+  const pruneMainCpuMs = schedstat().cpuMs - pruneSched.cpuMs;
+  const pruneProcessCpu = process.cpuUsage(pruneCpu);
+  const pruneProcessCpuMs = (pruneProcessCpu.user + pruneProcessCpu.system) / 1000;
   // The collector's entries arrive on the event loop, which the pass above never gave back.
   await new Promise((resolve) => setTimeout(resolve, 50));
   gcObserver.disconnect();
@@ -559,6 +622,11 @@ try {
       // WAL frames written over the pass (the checkpoints' sum) and per pruned run.
       walFrames: checkpointFramesTotal,
       walFramesPerRun: round(checkpointFramesTotal / Math.max(1, pass.report.runs)),
+      cpu: {
+        mainMs: Math.round(pruneMainCpuMs),
+        processMs: Math.round(pruneProcessCpuMs),
+        mainMsPerRun: Math.round((pruneMainCpuMs / Math.max(1, pass.report.runs)) * 1000) / 1000,
+      },
       longestLockMs: round(pass.report.longestLockMs),
       longestCommitMs: round(pass.report.longestCommitMs),
       lockMs: {
@@ -605,6 +673,19 @@ try {
       },
       baselineWritesOver20ms: Object.fromEntries(
         Object.entries(writeOver20).map(([k, v]) => [k, round(v)]),
+      ),
+      // Per phase: the lock's spread, how many passed 20 ms, the time blocked off any run
+      // queue (disk) inside the transactions (their own split), how many were blocked 5 ms or
+      // more (and of those, how many restarted the WAL), and the most blocked one.
+      phases: Object.fromEntries(
+        [...byPhase].map(([phase, f]) => [phase, {
+          n: f.lockMs.n,
+          lockMs: spread(f.lockMs),
+          over20ms: f.over20,
+          blockedMs: spread(f.blockedMs),
+          blocked5ms: f.blocked5,
+          mostBlocked: f.mostBlocked,
+        }]),
       ),
       longestLockMsByPhase: Object.fromEntries(
         Object.entries(pass.report.longestLockMsByPhase).map(([k, v]) => [k, round(v)]),

@@ -82,6 +82,8 @@ export interface PassSettings {
    * alone (the benchmark).
    */
   onTransaction?: (phase: string, ms: number, commitMs: number) => void;
+  /** Told just before each write transaction's BEGIN, outside its timed span (the benchmark). */
+  onTransactionStart?: (phase: string) => void;
   /** WAL frames between two of the pass's checkpoints (pass-checkpoints.ts). */
   checkpointFrames?: number;
   /**
@@ -201,7 +203,7 @@ export function createPassContext(
         asPassTransaction(
           store,
           options,
-          () => timedTransaction(store, report, phase, fn, settings.onTransaction),
+          () => timedTransaction(store, report, phase, fn, settings),
         )
       ),
     signalPruned() {
@@ -226,8 +228,9 @@ function timedTransaction<T>(
   report: RetentionReport,
   phase: string,
   fn: () => T,
-  onTransaction: PassSettings["onTransaction"],
+  hooks: Pick<PassSettings, "onTransaction" | "onTransactionStart">,
 ): T {
+  hooks.onTransactionStart?.(phase);
   const started = performance.now();
   let worked = started;
   try {
@@ -245,7 +248,7 @@ function timedTransaction<T>(
     report.longestCommitMs = Math.max(report.longestCommitMs, commitMs);
     const byPhase = report.longestLockMsByPhase;
     byPhase[phase] = Math.max(byPhase[phase] ?? 0, ms);
-    onTransaction?.(phase, ms, commitMs);
+    hooks.onTransaction?.(phase, ms, commitMs);
   }
 }
 
