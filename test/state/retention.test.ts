@@ -638,6 +638,78 @@ describe("retention", () => {
     expect(prune({ stepBudgetMs: 0 }).transactions).toBeGreaterThanOrEqual(60);
   });
 
+  it("deletes a transaction's runs table by table: each table's rows of every run in one go", () => {
+    fx = openFixture();
+    for (let i = 0; i < 12; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    fx.clock.advance(40 * DAY_MS);
+    // The tables each deleted row came from, in order (temporary triggers on this connection).
+    const tables: string[] = [];
+    fx.store.db.function("deleted_from", (table) => {
+      tables.push(String(table));
+      return null;
+    });
+    for (const table of ["node_updates", "node_attempts", "events"]) {
+      fx.store.db.exec(
+        `CREATE TEMP TRIGGER seen_${table} BEFORE DELETE ON ${table} ` +
+          `BEGIN SELECT deleted_from('${table}'); END`,
+      );
+    }
+    const runs: number[] = [];
+    let taken = 0;
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      // A budget no machine reaches: the frame budget (512) takes 7 runs a transaction. No row
+      // bound (as the benchmark's one-transaction deletions): a statement's LIMIT is still a number.
+      stepBudgetMs: 60_000,
+      transactionRows: Infinity,
+      onTransaction: (phase) => {
+        if (phase === "prune") runs.push(pass.report.runs - taken);
+        taken = pass.report.runs;
+      },
+    });
+    while (pass.step());
+    expect(pass.report.runs).toBe(12);
+    expect(Math.max(...runs)).toBeGreaterThan(2);
+    // Run by run, the three tables took turns for each run (36 stretches); a batch deletes each
+    // table's rows of all its runs before the next table's: three stretches a transaction.
+    const stretches = tables.filter((table, i) => table !== tables[i - 1]).length;
+    expect(stretches).toBeLessThanOrEqual(3 * runs.length);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("goes on run by run with a batch that met more rows than its bound, each run marked meanwhile", () => {
+    fx = openFixture();
+    const ids = [
+      endedRun(fx.store, { hostEpoch: HOST_EPOCH }),
+      // 300 progress updates: an event each, more than a transaction's rows here.
+      endedRun(fx.store, { hostEpoch: HOST_EPOCH, updates: 300 }),
+      endedRun(fx.store, { hostEpoch: HOST_EPOCH }),
+    ];
+    fx.clock.advance(40 * DAY_MS);
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      stepBudgetMs: 60_000,
+      transactionRows: 128,
+    });
+    let mostMarks = 0;
+    while (pass.step()) {
+      mostMarks = Math.max(mostMarks, tableCount(fx, "run_prunes"));
+      // Every run is whole, or gone to every reader (marked or deleted).
+      for (const id of ids) {
+        const rows = rowsOf(fx, id);
+        if (rows.runs === undefined) expect(readRunStatus(fx.store, id)).toBeUndefined();
+      }
+      expect(checkInvariants(fx.store)).toEqual([]);
+    }
+    expect(pass.report.runs).toBe(3);
+    // The batch stopped at the events with its three runs marked, then finished them one by one.
+    expect(mostMarks).toBe(3);
+    for (const id of ids) expect(rowsOf(fx, id)).toEqual({});
+    expect(tableCount(fx, "run_prunes")).toBe(0);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("keeps a prune transaction within its frame budget, from the frames its runs wrote", () => {
     fx = openFixture();
     for (let i = 0; i < 150; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH });

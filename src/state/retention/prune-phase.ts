@@ -6,6 +6,7 @@
  */
 import { queryAllArgs, queryOneArgs } from "../statements.ts";
 import { countRunRows, prunableSql, receiptsSettledSql } from "./run-deletion.ts";
+import { batchable, deleteBatchRows } from "./run-batches.ts";
 import {
   deleteMarkedRows,
   deleteReceiptsBeforeMark,
@@ -78,14 +79,15 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   // The runs an earlier pass marked but did not finish (a crash, an idle exit): gone to every
   // reader already, their rows go first.
   const leftover: MarkedRun[] = markedRuns(ctx.store);
-  let current: MarkedRun | null = null;
+  /** The runs being deleted one at a time (deleteNext). */
+  const going: MarkedRun[] = [];
   const tempo = createPruneTempo(ctx);
-  // A dry run counts them at once (a pass leaves one at most).
+  // A dry run counts them at once (a pass leaves few: a run or a batch it was deleting).
   if (ctx.dryRun) { for (const run of leftover.splice(0)) countRun(ctx, run, false, false); }
 
   return {
     step() {
-      if (current === null && leftover.length === 0 && queue.length === 0 && !nextCandidates()) {
+      if (going.length === 0 && leftover.length === 0 && queue.length === 0 && !nextCandidates()) {
         // A run a deleted run pointed at (its parent) is listed only by the next walk.
         if (walkDeleted > 0 && ++walks < MAX_WALKS) {
           cursor = { at: -1, rowid: 0 };
@@ -105,7 +107,7 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
         return false;
       }
       const taken = ctx.report.runs;
-      current = deleteNext(ctx, tempo, current, leftover, queue);
+      deleteNext(ctx, tempo, going, leftover, queue);
       walkDeleted += ctx.report.runs - taken;
       return false;
     },
@@ -119,42 +121,51 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
  * the tables keyed in run order (events, attempts), the free list, page 1. One run a transaction
  * wrote ~70 WAL frames a run, ~7 million (29 GB) to prune 100,000 runs, and each of the pass's
  * checkpoints (one per ~2,000 frames) makes the next commit restart the WAL, which syncs its
- * header under the write lock. So a transaction takes further runs while two budgets allow:
- * the time budget, at the time a run took so far (a slow or loaded machine takes fewer), and a
- * frame budget, at the frames a run wrote in the pass's last checkpoint cycle.
+ * header under the write lock. So a transaction takes a batch of runs (run-batches.ts) while two
+ * budgets allow: the time budget, at the time a run's mark and its share of the batch's deletion
+ * took so far (a slow or loaded machine takes fewer), and a frame budget, at the frames a run
+ * wrote in the pass's last checkpoint cycle.
  */
 interface PruneTempo {
-  /** A run went whole in `ms` (inside one transaction). */
-  ran(ms: number): void;
+  /** A run was checked and marked in `ms`. */
+  marked(ms: number): void;
+  /** A batch of `runs` runs was deleted (after their marks) in `ms`. */
+  deleted(runs: number, ms: number): void;
   /** A transaction that deleted `runs` whole runs (and nothing else) ended. */
   committed(runs: number): void;
   /** The most runs the next transaction takes. */
   maxRuns(): number;
   /**
-   * Whether another run fits in the first half of the transaction's budget (from `started`), at
-   * the time a run took so far: on a loaded machine a run's wall time grows with its waits for a
-   * CPU and a transaction takes one run, since a longer one is the likelier to be preempted with
-   * the lock held (at load 11-15 on 2 cores, 2.7 runs a transaction held it past 20 ms 2.5-3.8x as
+   * Whether one more run, marked and then deleted with the `marked` runs the transaction has
+   * marked for its batch, fits in the first half of the transaction's budget (from `started`) at
+   * the times seen so far: on a loaded machine a run's wall time grows with its waits for a CPU
+   * and a transaction takes one run, since a longer one is the likelier to be preempted with the
+   * lock held (at load 11-15 on 2 cores, 2.7 runs a transaction held it past 20 ms 2.5-3.8x as
    * often as one); a quiet one takes several.
    */
-  fits(started: number): boolean;
+  fits(started: number, marked: number): boolean;
 }
 
 function createPruneTempo(ctx: PassContext): PruneTempo {
-  /** ms one small run's deletion took (a moving average), from the pass's own runs. */
-  let msPerRun = 0;
+  /** ms one run's check and mark took, and its share of a batch's deletion (moving averages). */
+  let markMs = 0;
+  let deleteMs = 0;
   /** WAL frames a run's deletion wrote (a moving average); 0 until known. */
   let framesPerRun = 0;
   const framesSeen = (frames: number) => {
     framesPerRun = framesPerRun === 0 ? frames : 0.7 * framesPerRun + 0.3 * frames;
   };
+  const average = (old: number, ms: number) => old === 0 ? ms : 0.8 * old + 0.2 * ms;
   // Where the WAL cannot be read: the frames of the last checkpoint cycle over its runs.
   let cycleSeen = -1;
   let cycleRuns = 0;
   return {
-    ran(ms) {
-      msPerRun = msPerRun === 0 ? ms : 0.8 * msPerRun + 0.2 * ms;
-      cycleRuns++;
+    marked(ms) {
+      markMs = average(markMs, ms);
+    },
+    deleted(runs, ms) {
+      deleteMs = average(deleteMs, ms / runs);
+      cycleRuns += runs;
     },
     committed(runs) {
       const frames = ctx.checkpoints.lastTransactionFrames();
@@ -174,7 +185,8 @@ function createPruneTempo(ctx: PassContext): PruneTempo {
       const byFrames = Math.floor(ctx.transactionFrames / (framesPerRun || FIRST_FRAMES_PER_RUN));
       return Math.max(1, Math.min(ctx.transactionRuns, byFrames));
     },
-    fits: (started) => performance.now() + msPerRun <= started + ctx.budgetMs / 2,
+    fits: (started, marked) =>
+      performance.now() + markMs + (marked + 1) * deleteMs <= started + ctx.budgetMs / 2,
   };
 }
 
@@ -182,25 +194,26 @@ function createPruneTempo(ctx: PassContext): PruneTempo {
 const FIRST_FRAMES_PER_RUN = 70;
 
 /**
- * One transaction: goes on with the run being deleted (a leftover one first), else marks the
- * first run of `queue` that is still prunable (the others stay queued), and deletes its rows
- * within the budget; then more runs the same way while the tempo allows. Returns the run still
- * being deleted, or null once the last one taken is gone (or none was).
+ * One transaction: goes on with the runs being deleted one at a time (`going`: a run an earlier
+ * transaction began, a large run, a batch that met more rows than its bound; then the leftover
+ * marks of an earlier pass), else marks a batch of the first runs of `queue` that are still
+ * prunable (the others stay queued) and deletes them together; then more the same way while the
+ * tempo allows. `going` keeps the runs still being deleted when it ends.
  */
 function deleteNext(
   ctx: PassContext,
   tempo: PruneTempo,
-  current: MarkedRun | null,
+  going: MarkedRun[],
   leftover: MarkedRun[],
   queue: Candidate[],
-): MarkedRun | null {
-  const { report } = ctx;
+): void {
+  const { report, store } = ctx;
   const maxRuns = tempo.maxRuns();
-  // Whole runs the transaction deleted, none of them begun or left for another.
+  // Whole runs the transaction deleted in batches, none of them begun or left for another.
   let whole = 0;
-  let partial = current !== null;
+  let partial = going.length > 0;
   // A transaction that fails ends the pass (retention-pass.ts): nothing here goes on from it.
-  const going = ctx.transaction(
+  ctx.transaction(
     "prune",
     () => {
       const opened = performance.now();
@@ -209,45 +222,72 @@ function deleteNext(
         rowsLeft: ctx.transactionRows,
       };
       let taken = 0;
-      let going = current;
       for (;;) {
-        const started = performance.now();
-        let run = going ?? leftover.shift() ?? null;
-        while (run === null && queue.length > 0) {
-          const { runId } = queue[0]!;
-          const { store, cutoff, receiptFloor } = ctx;
-          if (!deleteReceiptsBeforeMark(store, runId, cutoff, receiptFloor, limits, report.rows)) {
-            partial = true;
-            return null; // its receipts go on in the next transaction
-          }
-          queue.shift();
-          run = markRunInTx(store, runId, cutoff, receiptFloor, report.rows);
-        }
-        if (run === null) return null; // none left, or each referenced meanwhile: kept
-        if (run !== going) {
+        if (going.length === 0 && leftover.length > 0) {
+          // An earlier pass's mark: a run of this pass's report from here.
+          going.push(leftover.shift()!);
           report.runs++;
-          // The pass's first run tells viewers at once (the end of the phase again).
-          if (report.runs === 1) ctx.signalPruned();
-        }
-        if (!deleteMarkedRows(ctx.store, run, limits, report.rows, ctx.pruned)) {
           partial = true;
-          return run;
         }
-        ctx.pruned.runs.push(run.runId);
-        // A run finished here after an earlier transaction's part tells nothing of a run's time.
-        if (run !== going) {
-          tempo.ran(performance.now() - started);
-          whole++;
+        const run = going[0];
+        if (run !== undefined) {
+          if (!deleteMarkedRows(store, run, limits, report.rows, ctx.pruned)) return;
+          ctx.pruned.runs.push(run.runId);
+          going.shift();
+          taken++;
+        } else {
+          const batch: MarkedRun[] = [];
+          let receiptsLeft = false;
+          while (queue.length > 0 && taken + batch.length < maxRuns) {
+            if (batch.length > 0 && !tempo.fits(opened, batch.length)) break;
+            const { runId } = queue[0]!;
+            const { cutoff, receiptFloor } = ctx;
+            const started = performance.now();
+            if (
+              !deleteReceiptsBeforeMark(store, runId, cutoff, receiptFloor, limits, report.rows)
+            ) {
+              receiptsLeft = true; // its receipts go on in the next transaction
+              break;
+            }
+            queue.shift();
+            const marked = markRunInTx(store, runId, cutoff, receiptFloor, report.rows);
+            if (marked === null) continue; // referenced meanwhile: kept
+            report.runs++;
+            // The pass's first run tells viewers at once (the end of the phase again).
+            if (report.runs === 1) ctx.signalPruned();
+            if (!batchable(store, marked)) {
+              // Too many attempts for a batch: deleted alone, after the batch.
+              going.push(marked);
+              partial = true;
+              break;
+            }
+            tempo.marked(performance.now() - started);
+            batch.push(marked);
+          }
+          if (receiptsLeft) partial = true;
+          if (batch.length > 0) {
+            const started = performance.now();
+            if (deleteBatchRows(store, batch, limits, report.rows, ctx.pruned)) {
+              for (const done of batch) ctx.pruned.runs.push(done.runId);
+              tempo.deleted(batch.length, performance.now() - started);
+              whole += batch.length;
+            } else {
+              // A table held more rows than the transaction's bound: one at a time from there.
+              partial = true;
+              going.unshift(...batch);
+            }
+            taken += batch.length;
+          }
+          // None left, each referenced meanwhile (kept), or receipts to go on with next time.
+          if (receiptsLeft || (batch.length === 0 && going.length === 0)) return;
         }
-        going = null;
-        if (++taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(opened)) return null;
+        if (taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(opened, 0)) return;
       }
     },
     { checkForeignKeys: false },
   );
   // Receipts deleted before a mark write frames of no run: only whole runs tell a run's frames.
   if (!partial && whole > 0) tempo.committed(whole);
-  return going;
 }
 
 /**

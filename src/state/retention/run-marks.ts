@@ -5,7 +5,8 @@
  * find a run through its row), so nothing can resume, answer, fork or reference it, and none of
  * its rows can change again. The rest goes in batches of rows, children first, within the pass's
  * time budget, as many transactions as it takes; the mark goes with the last row. A small run
- * goes whole in its first transaction; a run with thousands of attempts or events takes several.
+ * goes whole in its first transaction, with the other runs of its batch (run-batches.ts: one
+ * statement a table for all of them); a run with thousands of attempts or events takes several.
  * A crash leaves the mark: the next pass finishes the run first (`markedRuns`), and doctor takes
  * a marked run's remaining rows for what they are (invariants.ts).
  */
