@@ -12,6 +12,7 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
   const group = groups.get(store);
   if (group !== undefined) return savepoint(store, group, fn);
   if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
+  restorePending(store);
   // Cached statements: `exec` would parse BEGIN and COMMIT again on every write.
   prepared(store, "BEGIN IMMEDIATE").run();
   try {
@@ -21,8 +22,64 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
     committed(store);
     return result;
   } catch (error) {
-    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    rollback(store);
     throw error;
+  }
+}
+
+/** Rolls back what is open; a ROLLBACK that fails must not hide the error that caused it. */
+function rollback(store: StateStore): void {
+  try {
+    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+  } catch {
+    // The caller rethrows the original error; the next write finds the transaction still open.
+  }
+}
+
+/**
+ * Connection settings (`PRAGMA <name> = <value>`) still to put back: `synchronous` and
+ * `foreign_keys` cannot change inside a transaction (the first throws, the second is ignored), so
+ * a restore that finds one left open (a failed ROLLBACK) is kept here and done before the next
+ * BEGIN: a later acknowledged commit never runs at a level meant for one unsynced write.
+ */
+const pending = new WeakMap<StateStore, Map<string, number>>();
+
+function restorePending(store: StateStore): void {
+  const settings = pending.get(store);
+  if (settings === undefined || store.db.isTransaction) return;
+  for (const [name, value] of settings) {
+    store.db.exec(`PRAGMA ${name} = ${value}`);
+    settings.delete(name);
+  }
+  pending.delete(store);
+}
+
+/**
+ * Runs `fn` with the connection's `PRAGMA <name>` at `wanted(before)` and puts the setting before
+ * back, now or (while a transaction is left open) before the next BEGIN. Outside a transaction.
+ */
+export function withConnectionSetting<T>(
+  store: StateStore,
+  name: "synchronous" | "foreign_keys",
+  wanted: (before: number) => number,
+  fn: () => T,
+): T {
+  restorePending(store);
+  // Cached: an unsynced write is on the handoff's path, and `exec` would parse these each time.
+  const before = Number(Object.values(cachedStatement(store, `PRAGMA ${name}`).get()!)[0]);
+  const value = wanted(before);
+  if (value === before) return fn();
+  cachedStatement(store, `PRAGMA ${name} = ${value}`).run();
+  try {
+    return fn();
+  } finally {
+    if (store.db.isTransaction) {
+      const settings = pending.get(store) ?? new Map<string, number>();
+      settings.set(name, before);
+      pending.set(store, settings);
+    } else {
+      cachedStatement(store, `PRAGMA ${name} = ${before}`).run();
+    }
   }
 }
 
@@ -38,15 +95,13 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
  */
 export function writeUnsynced<T>(store: StateStore, fn: () => T): T {
   if (store.db.isTransaction) return writeTransaction(store, fn);
-  const sync = (cachedStatement(store, "PRAGMA synchronous").get() as { synchronous: number })
-    .synchronous;
-  if (sync <= 1) return writeTransaction(store, fn);
-  cachedStatement(store, "PRAGMA synchronous = NORMAL").run();
-  try {
-    return writeTransaction(store, fn);
-  } finally {
-    cachedStatement(store, `PRAGMA synchronous = ${sync}`).run();
-  }
+  // Never raises a lower level (a test fixture's OFF stays OFF).
+  return withConnectionSetting(
+    store,
+    "synchronous",
+    (before) => Math.min(before, 1),
+    () => writeTransaction(store, fn),
+  );
 }
 
 const commits = new WeakMap<StateStore, number>();
@@ -119,6 +174,7 @@ export function groupTransaction<T>(store: StateStore, fn: () => T): T {
   if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
   if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
   const group: CommitGroup = { afterCommit: [], depth: 0 };
+  restorePending(store);
   prepared(store, "BEGIN IMMEDIATE").run();
   groups.set(store, group);
   let result: T;
@@ -128,7 +184,7 @@ export function groupTransaction<T>(store: StateStore, fn: () => T): T {
     cachedStatement(store, "COMMIT").run();
   } catch (error) {
     groups.delete(store);
-    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    rollback(store);
     throw error;
   } finally {
     groups.delete(store);

@@ -5,6 +5,7 @@ import {
   afterGroupCommit,
   groupTransaction,
   inCommitGroup,
+  writeTransaction,
   writeUnsynced,
 } from "../../src/state/transactions.ts";
 import { execute } from "../../src/state/statements.ts";
@@ -142,6 +143,10 @@ describe("writeUnsynced", () => {
     expect(writeUnsynced(f.store, touch)).toBe(1);
     expect(atCommit).toEqual([1]);
     expect(sync()).toBe(2);
+    // Again: the cached PRAGMA statements run a second time, each commit unsynced, FULL back.
+    expect(writeUnsynced(f.store, touch)).toBe(1);
+    expect(atCommit).toEqual([1, 1]);
+    expect(sync()).toBe(2);
     expect(() =>
       writeUnsynced(f.store, () => {
         touch();
@@ -150,7 +155,51 @@ describe("writeUnsynced", () => {
     ).toThrow("refused");
     expect(sync()).toBe(2);
     groupTransaction(f.store, () => writeUnsynced(f.store, touch));
-    expect(atCommit).toEqual([1, 2]);
+    expect(atCommit).toEqual([1, 1, 2]);
     expect(checkInvariants(f.store)).toEqual([]);
+  });
+
+  test("a ROLLBACK that fails: the original error, and FULL back before the next write", () => {
+    f = openFixture();
+    const runId = enqueue(f.store);
+    f.store.db.exec("PRAGMA synchronous = FULL");
+    const db = f.store.db;
+    const sync = () =>
+      (db.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    const atCommit: number[] = [];
+    // Fault injection on the real connection: the COMMIT fails, then the ROLLBACK does too and
+    // leaves the transaction open (as an I/O error can).
+    f.store.beforeStatement = (sql) => {
+      if (sql !== "COMMIT") return;
+      atCommit.push(sync());
+      if (atCommit.length === 1) throw new Error("injected commit failure");
+    };
+    const exec = db.exec.bind(db);
+    let failRollback = true;
+    db.exec = (sql: string) => {
+      if (sql === "ROLLBACK" && failRollback) {
+        failRollback = false;
+        throw new Error("injected rollback failure");
+      }
+      return exec(sql);
+    };
+    try {
+      const touch = () =>
+        execute(f.store, "UPDATE run_queue SET updated_at = updated_at + 1 WHERE run_id = :runId", {
+          runId,
+        });
+      expect(() => writeUnsynced(f.store, touch)).toThrow("injected commit failure");
+      expect(db.isTransaction).toBe(true);
+      exec("ROLLBACK");
+      // The next write, acknowledged, is synced: the restore left behind runs before its BEGIN.
+      writeTransaction(f.store, touch);
+      expect(atCommit).toEqual([1, 2]);
+      expect(sync()).toBe(2);
+      expect(() => writeUnsynced(f.store, touch)).not.toThrow();
+      expect(atCommit).toEqual([1, 2, 1]);
+      expect(sync()).toBe(2);
+    } finally {
+      db.exec = exec;
+    }
   });
 });

@@ -1,6 +1,6 @@
 /** The settings a retention pass's write transactions run under (commit sync, foreign keys). */
 import type { StateStore } from "../store.ts";
-import { pragmaNumber } from "./database-pages.ts";
+import { withConnectionSetting } from "../transactions.ts";
 
 /**
  * Runs one write transaction of the pass with its commit not synced (`synchronous=NORMAL`) and,
@@ -35,13 +35,9 @@ export function asPassTransaction<T>(
   fn: () => T,
 ): T {
   if (store.db.isTransaction) return fn();
-  const sync = pragmaNumber(store, "synchronous");
-  if (!options.checkForeignKeys) store.db.exec("PRAGMA foreign_keys = OFF");
-  store.db.exec("PRAGMA synchronous = NORMAL");
-  try {
-    return fn();
-  } finally {
-    store.db.exec(`PRAGMA synchronous = ${sync}`);
-    if (!options.checkForeignKeys) store.db.exec("PRAGMA foreign_keys = ON");
-  }
+  // Settings put back before the host's next write even if a ROLLBACK left a transaction open.
+  const synced = () => withConnectionSetting(store, "synchronous", () => 1, fn);
+  return options.checkForeignKeys
+    ? synced()
+    : withConnectionSetting(store, "foreign_keys", () => 0, synced);
 }
