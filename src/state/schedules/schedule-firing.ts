@@ -130,14 +130,16 @@ export function pendingFiring(
 export function activeScheduleRuns(
   store: StateStore,
   scheduleId: string,
-): { runId: string; held: boolean }[] {
-  return queryAll<{ run_id: string; held: number }>(
+): { runId: string; held: boolean; sourceParked: boolean }[] {
+  return queryAll<{ run_id: string; held: number; source_parked: number }>(
     store,
-    "SELECT f.run_id, q.available_at = :heldAt AS held FROM schedule_firings f " +
+    "SELECT f.run_id, q.available_at = :heldAt AS held, " +
+      "COALESCE(r.blocked_reason = 'workflowSourceChanged', 0) AS source_parked " +
+      "FROM schedule_firings f " +
       "JOIN runs r ON r.run_id = f.run_id JOIN run_queue q ON q.run_id = f.run_id " +
       `WHERE f.schedule_id = :id AND r.state NOT IN ${TERMINAL} ORDER BY f.slot_at`,
     { id: scheduleId, heldAt: HELD_AVAILABLE_AT },
-  ).map((r) => ({ runId: r.run_id, held: r.held === 1 }));
+  ).map((r) => ({ runId: r.run_id, held: r.held === 1, sourceParked: r.source_parked === 1 }));
 }
 
 /** The run fields of a resolved workflow (host/resolved-run.ts). */
@@ -188,7 +190,9 @@ export function skipBeforeResolve(
  * settled into a run after this slot came). A firing still pending now is none of them: firings
  * settle one at a time in slot order, so an earlier one still pending is one whose settling failed
  * (retried later, or left to the next host start), and it must not hold back the slots after it.
- * - `skip`: a run is ahead, or one is active now;
+ * - `skip`: a run is ahead, or one is active now. Before the resolution, not when every active
+ *   run is parked `workflowSourceChanged`: the slot then loads its file, so a file that went
+ *   fails the slot and counts toward the pause (one that loads is skipped once resolved);
  * - `queue`: 10 runs are held now, or 11 were ahead (one running and 10 waiting, counting those
  *   still starting: a backlog of slots waiting for their resolutions is bounded too);
  * - `cancel-previous`, before the resolution only: a later slot has come, and would cancel this
@@ -199,12 +203,15 @@ function overlapSkipReason(
   store: StateStore,
   row: ScheduleRow,
   slotAt: number,
-  active: readonly { held: boolean }[],
+  active: readonly { held: boolean; sourceParked: boolean }[],
   phase: "beforeResolve" | "resolved",
 ): "overlap" | "queueFull" | "superseded" | null {
   const params = { id: row.schedule_id, slot: slotAt };
   switch (row.overlap) {
     case "skip":
+      if (phase === "beforeResolve" && active.length > 0 && active.every((r) => r.sourceParked)) {
+        return null;
+      }
       return active.length > 0 || runsAheadAtSlot(store, params) > 0 ? "overlap" : null;
     case "queue":
       return active.filter((r) => r.held).length >= CATCH_UP_LIMIT ||

@@ -33,6 +33,7 @@ import { latestFirings } from "../../../src/state/schedules/schedule-queries.ts"
 import { nextLaunchableRuns } from "../../../src/state/transitions/run-launch.ts";
 import { completeRun } from "../../../src/state/transitions/run-end.ts";
 import { cancelRun } from "../../../src/state/transitions/run-commands.ts";
+import { blockRun } from "../../../src/state/transitions/run-park.ts";
 import { type Fixture, launch, openFixture } from "../../support/state-store.ts";
 import { shortRunId, UUID_RUN_ID } from "../../../src/base/run-id-text.ts";
 
@@ -189,6 +190,33 @@ describe("overlap", () => {
       "skipped",
       "started",
     ]);
+    invariantsHold();
+  });
+
+  it("skip: a run parked for a changed source does not keep its file from being loaded", () => {
+    const id = add();
+    const [s1] = fireNext(id);
+    const r1 = (start(id, s1!) as { runId: string }).runId;
+    const claim = launch(f.store, r1);
+    // Its worker started after the file changed: parked, still active until resumed.
+    blockRun(f.store, claim, { runId: r1, reason: "workflowSourceChanged", detail: "changed" });
+    // Skipping early would never load the file: one that went would never fail a slot, and the
+    // schedule would never pause itself.
+    const [s2] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s2!)).toBeNull();
+    const error = { code: "workflowNotFound", message: "Workflow not found" };
+    expect(failFiring(f.store, { scheduleId: id, slotAt: s2!, error })).not.toBeNull();
+    expect(findSchedule(f.store, "tick")!.load_failures).toBe(1);
+    // A file that loads is still skipped once resolved: the parked run is active.
+    const [s3] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s3!)).toBeNull();
+    expect(start(id, s3!)).toEqual({ outcome: "skipped", reason: "overlap" });
+    // Beside a run that is not parked, the slot is skipped before its resolution as before.
+    cancelRun(f.store, { runId: r1, claim: null });
+    const [s4] = fireNext(id);
+    expect(start(id, s4!).outcome).toBe("started");
+    const [s5] = fireNext(id);
+    expect(skipBeforeResolve(f.store, id, s5!)).toEqual({ outcome: "skipped", reason: "overlap" });
     invariantsHold();
   });
 
