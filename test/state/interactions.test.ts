@@ -134,6 +134,20 @@ describe("interactive requests", () => {
     expect(claimInteraction(fx.store, SESSION)!.request.claimed_at).toBe(claimedAt());
   });
 
+  it("records the claim of interaction.claim, which answers after its commit, synced", () => {
+    const step = waitingStep();
+    fx.store.db.exec("PRAGMA synchronous = FULL");
+    const syncAtCommit: number[] = [];
+    fx.store.beforeStatement = (sql) => {
+      if (sql !== "COMMIT") return;
+      const row = fx.store.db.prepare("PRAGMA synchronous").get() as { synchronous: number };
+      syncAtCommit.push(row.synchronous);
+    };
+    const current = claimInteraction(fx.store, SESSION)!;
+    expect(current.request).toMatchObject({ request_id: step.interactionId });
+    expect(syncAtCommit).toEqual([2]);
+  });
+
   it("refuses a request on a headless run and a deadline that differs from node.started", () => {
     const runId = enqueue(fx.store);
     const claim = launch(fx.store, runId);

@@ -21,7 +21,7 @@ import { TransitionError } from "../errors.ts";
 import { currentSessionInteraction, type SessionInteraction } from "../interaction-queries.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
-import { writeUnsynced } from "../transactions.ts";
+import { writeTransaction, writeUnsynced } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
 import { describeState, expectState, setQueueState, setRunState } from "./common.ts";
 import { resolvePromptedIntentsInTx } from "./turn-intents.ts";
@@ -113,13 +113,15 @@ export function requestInteraction(
 
 /**
  * The session's current request (see `currentSessionInteraction`); the first claim records
- * `claimed_at` (idempotent: later claims change nothing).
+ * `claimed_at` (idempotent: later claims change nothing). Its commit is synced: the answer
+ * (`interaction.claim`) carries `claimedAt` after it, and that path is not a handoff's (the
+ * submit's `next` is, `claimInteractionLater`).
  */
 export function claimInteraction(
   store: StateStore,
   sessionId: string,
 ): SessionInteraction | undefined {
-  const { current, record } = claimInteractionLater(store, sessionId);
+  const { current, record } = claimInteractionLater(store, sessionId, { synced: true });
   record();
   return current;
 }
@@ -127,13 +129,15 @@ export function claimInteraction(
 /**
  * `claimInteraction` for an answer that should not wait for a commit: the request as its first
  * claim records it, and `record`, which the caller runs once the answer left, records that
- * claim time. The time only informs (a presentation records it too): a host that dies before
- * `record` leaves it to the next claim, and so does a power loss after it: its commit is not
- * synced (`writeUnsynced`), so the host is not held by an fsync while the session goes on.
+ * claim time. The time only informs (a presentation records it too) and is not durable: a host
+ * that dies before `record` leaves it to the next claim, which takes another, and so does a power
+ * loss after it: its commit is not synced (`writeUnsynced`), so the host is not held by an fsync
+ * while the session goes on.
  */
 export function claimInteractionLater(
   store: StateStore,
   sessionId: string,
+  opts: { synced?: boolean } = {},
 ): { current: SessionInteraction | undefined; record(): void } {
   const current = currentSessionInteraction(store, sessionId);
   if (!current || current.request.claimed_at !== null) return { current, record: () => {} };
@@ -141,7 +145,7 @@ export function claimInteractionLater(
   return {
     current: { ...current, request: { ...current.request, claimed_at: now } },
     record: () =>
-      writeUnsynced(store, () => {
+      (opts.synced === true ? writeTransaction : writeUnsynced)(store, () => {
         execute(
           store,
           "UPDATE interactive_requests SET claimed_at = :now WHERE request_id = :id " +
