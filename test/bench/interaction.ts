@@ -29,7 +29,8 @@
  * `answer_to_next_prompt_ms` (the host's accepted answer built -> the next step's request at the
  * model: the answer written and read, the next step presented, Pi's turn from the tool result to
  * the request); and `pi_cpu_per_step_ms`, Pi's CPU over the run per step (`main`: its event-loop
- * thread; `all`: every thread), which the load's waits do not inflate as they do wall times.
+ * thread; `all`: every thread, exited ones too, tick-grained), which the load's waits do not
+ * inflate as they do wall times.
  * The bare baseline runs before the workflow, so at a smaller context than any handoff's: it runs
  * again after the run (`*_after_run_ms`, at a context at least as large as the last handoff's), and
  * `context_kb` gives the median context of each series (the requests' messages), so Pi's own cost
@@ -39,15 +40,8 @@
  *
  *   npm run bench -- interaction [steps]
  */
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeModel, type FakeModelRequest, startFakeModel } from "../support/fake-model.ts";
@@ -107,24 +101,33 @@ function wallClockOffset(): number {
 }
 
 /**
- * CPU time of process `pid` in ms from the scheduler's own accounting (`/proc/<pid>/task/<tid>/
- * schedstat`, nanoseconds on the CPU): its main thread's and all its threads'. Null off Linux.
+ * CPU time of process `pid` in ms: its main thread's from the scheduler's own accounting
+ * (`/proc/<pid>/task/<pid>/schedstat`, nanoseconds on the CPU), and all its threads' from
+ * `/proc/<pid>/stat` (utime + stime, in clock ticks), which keeps the time of threads that exited
+ * (a sum over `/proc/<pid>/task` would lose it); tick-grained, so read over a whole run. Null off
+ * Linux.
  */
 function piThreadCpuMs(pid: number): { main: number; all: number } | null {
   try {
-    let all = 0;
-    let main = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
-      const onCpu = Number(
-        readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0],
-      );
-      all += onCpu / 1e6;
-      if (Number(task) === pid) main = onCpu / 1e6;
-    }
-    return { main, all };
+    const main = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) /
+      1e6;
+    // Fields after the command name, which may hold spaces and parentheses: utime is the 14th
+    // field of the line, stime the 15th (proc(5)), the 12th and 13th after the name.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return { main, all: (ticks * 1000) / clockTicksPerSecond() };
   } catch {
     return null;
   }
+}
+
+let ticksPerSecond: number | undefined;
+
+/** The kernel's clock ticks per second for /proc's CPU times (`getconf CLK_TCK`, usually 100). */
+function clockTicksPerSecond(): number {
+  ticksPerSecond ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
+  return ticksPerSecond;
 }
 
 /** The median of byte counts, in KB (tenths). */
