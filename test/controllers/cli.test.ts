@@ -15,6 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCliInProcess } from "../support/cli-in-process.ts";
 import {
   ROOT,
   runCliProcess,
@@ -30,10 +31,18 @@ let project: string;
 
 const cli = (args: string[], timeoutMs = 90_000) =>
   runCliProcess([...args, "--cwd", project], home.env, timeoutMs);
+/**
+ * What asks the running host without --wait (gets, lists, refusals, an apply, a poll) goes through
+ * the CLI's entry in this process: a Node start per command was most of this file's time. The
+ * --wait commands, whose exit codes are the point, stay processes.
+ */
+const here = (args: string[]) => runCliInProcess([...args, "--cwd", project], home.env);
 
 beforeAll(() => {
+  // One host for the file (a 5 s idle stopped it between cases, and the next command started
+  // another); afterAll stops it, and a leaked one exits on its own within a minute.
   home = tempHome({
-    PI_WORKFLOWS_HOST_IDLE_MS: "5000",
+    PI_WORKFLOWS_HOST_IDLE_MS: "60000",
     PI_WORKFLOWS_KILL_GRACE_MS: "500",
     PI_WORKFLOWS_RECONCILE_BACKOFF_MS: "200",
   });
@@ -78,14 +87,14 @@ describe("the file-sync example from the CLI", () => {
     expect(again.code, again.stdout + again.stderr).toBe(0);
     expect(readFileSync(target, "utf8")).toBe("# Notes\n\nmore\n");
 
-    const list = await cli(["controller", "list"]);
+    const list = await here(["controller", "list"]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/^file-sync {2}sha256:/m);
     expect(list.stdout).toMatch(
       /^ {2}file-sync\/notes {2}version \d+, generation 1 {2}settled, next/m,
     );
 
-    const got = await cli(["controller", "get", "file-sync", "notes", "--json"]);
+    const got = await here(["controller", "get", "file-sync", "notes", "--json"]);
     expect(got.code).toBe(0);
     const detail = JSON.parse(got.stdout);
     expect(detail.resource.metadata.finalizers).toEqual(["file-sync/remove-target"]);
@@ -95,7 +104,7 @@ describe("the file-sync example from the CLI", () => {
     ]);
     expect(detail.effects.map((e: { state: string }) => e.state)).toEqual(["applied", "applied"]);
     // Its child runs by their short ids, as every text output shows run ids.
-    const text = await cli(["controller", "get", "file-sync", "notes"]);
+    const text = await here(["controller", "get", "file-sync", "notes"]);
     const childRun = detail.workflows[0].runId as string;
     expect(text.stdout).toContain(`, run ${childRun.slice(0, "run-".length + 8)})`);
     expect(text.stdout).not.toContain(childRun);
@@ -105,7 +114,7 @@ describe("the file-sync example from the CLI", () => {
     expect(deleted.stdout).toContain("waiting for its finalizers (file-sync/remove-target)");
     expect(deleted.stdout).toContain("Deleted file-sync/notes");
     expect(existsSync(target)).toBe(false);
-    const gone = await cli(["controller", "get", "file-sync", "notes"]);
+    const gone = await here(["controller", "get", "file-sync", "notes"]);
     expect(gone.code).toBe(3);
     expect(gone.stderr).toContain("Controller resource not found: file-sync/notes");
     const doctor = await runCliProcess(["doctor"], home.env);
@@ -113,21 +122,21 @@ describe("the file-sync example from the CLI", () => {
   }, 120_000);
 
   it("refuses what it must, with one line and exit 3 (2 for usage)", async () => {
-    const missing = await cli(["controller", "apply", "nope", "k"]);
+    const missing = await here(["controller", "apply", "nope", "k"]);
     expect(missing.code).toBe(3);
     expect(missing.stderr.trim().split("\n")).toHaveLength(1);
     expect(missing.stderr).toContain("Controller not found: nope");
 
-    const usage = await cli(["controller", "apply", "file-sync", "k", "--spec-json", "{"]);
+    const usage = await here(["controller", "apply", "file-sync", "k", "--spec-json", "{"]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("Invalid --spec-json");
 
-    const badSpec = await cli(["controller", "apply", "file-sync", "k", "--spec-json", "{}"]);
+    const badSpec = await here(["controller", "apply", "file-sync", "k", "--spec-json", "{}"]);
     expect(badSpec.code).toBe(3);
     expect(badSpec.stderr).toContain('the spec needs "source" and "target" paths');
 
     const spec = JSON.stringify({ source: "/nonexistent/a", target: "/nonexistent/b" });
-    const stale = await cli([
+    const stale = await here([
       "controller",
       "apply",
       "file-sync",
@@ -157,12 +166,12 @@ export default defineController({
 });
 `,
     );
-    const drift = await cli(["controller", "apply", "drift", "d"]);
+    const drift = await here(["controller", "apply", "drift", "d"]);
     expect(drift.code).toBe(3);
     expect(drift.stderr).toContain(
       "Workflow source changed: 1 changed while the controller was resolved",
     );
-    const none = await cli(["controller", "list", "drift"]);
+    const none = await here(["controller", "list", "drift"]);
     expect(none.stdout).toBe("No controllers in this project\n");
   }, 120_000);
 
@@ -200,9 +209,9 @@ export default defineController({
       );
       const log = join(home.root, "once.log");
       const spec = JSON.stringify({ marker: join(home.root, "once.marker"), log });
-      expect((await cli(["controller", "apply", "once", "r", "--spec-json", spec])).code).toBe(0);
+      expect((await here(["controller", "apply", "once", "r", "--spec-json", spec])).code).toBe(0);
       const status = async () =>
-        JSON.parse((await cli(["controller", "get", "once", "r", "--json"])).stdout);
+        JSON.parse((await here(["controller", "get", "once", "r", "--json"])).stdout);
       let detail: any;
       await waitFor(
         async () =>
@@ -216,7 +225,7 @@ export default defineController({
       expect(effect).toMatchObject({ kind: "mail.send", state: "ambiguous" });
       expect(readFileSync(log, "utf8")).toBe("apply\n"); // never retried automatically
 
-      const wrong = await cli([
+      const wrong = await here([
         "controller",
         "reconcile",
         "once",
@@ -243,7 +252,7 @@ export default defineController({
       expect(resolved.stdout).toContain(`Effect ${effect.effectId} is pending now`);
       expect((await status()).resource.status.controllerStatus).toEqual({ effect: "applied" });
       expect(readFileSync(log, "utf8")).toBe("apply\napply\n");
-      const again = await cli([
+      const again = await here([
         "controller",
         "reconcile",
         "once",
@@ -278,6 +287,7 @@ describe("a controller whose source is gone while a resource is deleted", () => 
       copyFileSync(join(ROOT, "examples", file), join(controllers, file));
     }
     const run = (args: string[]) => runCliProcess([...args, "--cwd", dir], own.env, 90_000);
+    const ask = (args: string[]) => runCliInProcess([...args, "--cwd", dir], own.env);
     try {
       const source = join(own.root, "todo.md");
       const target = join(own.root, "todo-copy.md");
@@ -309,7 +319,7 @@ describe("a controller whose source is gone while a resource is deleted", () => 
       expect(deleting.stdout).toContain("controller blocked: sourceChanged");
       expect(deleting.stdout).toContain("once the source is right, reconcile the resource");
       expect(existsSync(target)).toBe(true);
-      expect((await run(["controller", "apply", "file-sync", "todo", "--spec-json", spec])).code)
+      expect((await ask(["controller", "apply", "file-sync", "todo", "--spec-json", spec])).code)
         .toBe(3);
 
       renameSync(`${file}.aside`, file);
@@ -317,7 +327,7 @@ describe("a controller whose source is gone while a resource is deleted", () => 
       expect(finished.code, finished.stdout + finished.stderr).toBe(0);
       expect(finished.stdout).toContain("Deleted file-sync/todo");
       expect(existsSync(target)).toBe(false);
-      expect((await run(["controller", "list"])).stdout).not.toContain("blocked");
+      expect((await ask(["controller", "list"])).stdout).not.toContain("blocked");
     } finally {
       await runCliProcess(["host", "stop"], own.env, 30_000);
       own.cleanup();
