@@ -244,7 +244,9 @@ async function waitGone(
  * One `controller.get` of a --wait, retried while no host answers only until the wait's own
  * deadline (not the client's 60 s): null when the deadline passed without an answer, which ends
  * the wait as its timeout does. A host that is stopping, or one older than the last seen, is no
- * answer either: the client hands back its last such answer at the deadline.
+ * answer either: the client hands back its last such answer when its own retry window ends, which
+ * a --timeout above it outlasts, so before the wait's deadline it is asked again (each request
+ * retries with the client's backoff; a poll's pause between them).
  */
 async function pollUntil(
   connection: HostClient,
@@ -253,15 +255,19 @@ async function pollUntil(
   key: string,
   deadline: number,
 ): Promise<HostResponse | null> {
-  try {
-    const response = await connection.request("controller.get", {
-      payload: { cwd, controller, key, events: 0 },
-      retryUntil: deadline,
-    });
-    return isRetryableAnswer(response) && Date.now() >= deadline ? null : response;
-  } catch (error) {
-    if (error instanceof HostUnavailableError && Date.now() >= deadline) return null;
-    throw error;
+  for (;;) {
+    try {
+      const response = await connection.request("controller.get", {
+        payload: { cwd, controller, key, events: 0 },
+        retryUntil: deadline,
+      });
+      if (!isRetryableAnswer(response)) return response;
+    } catch (error) {
+      if (!(error instanceof HostUnavailableError)) throw error;
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) return null;
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, left)));
   }
 }
 

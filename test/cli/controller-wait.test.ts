@@ -99,3 +99,51 @@ describe("controller delete --wait that gets 'ask again' at its deadline", () =>
     });
   }
 });
+
+describe("controller delete --wait with a --timeout above the client's retry window", () => {
+  it("asks again while 'ask again' comes before its own deadline", async () => {
+    dir = mkdtempSync(join(tmpdir(), "piw-cw-"));
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+    let polls = 0;
+    host = await startFakeHost(hostSocketPath(dir), (request) => {
+      if (request.operation === "controller.delete") {
+        return successResponse({
+          requestId: request.requestId,
+          hostEpoch: FAKE_EPOCH,
+          receipt: structuredClone(deleting),
+        });
+      }
+      if (request.operation !== "controller.get") return answerStatus(request, null as never);
+      // Stopping for 183 s, past the client's 60 s window three times; then the resource is gone.
+      if (++polls > 3) {
+        return failureResponse({
+          requestId: request.requestId,
+          hostEpoch: FAKE_EPOCH,
+          outcome: "notFound",
+          code: "runNotFound",
+          message: "no such resource",
+        });
+      }
+      vi.setSystemTime(Date.now() + 61_000);
+      return failureResponse({
+        requestId: request.requestId,
+        hostEpoch: FAKE_EPOCH,
+        ...answers.stopping,
+      });
+    });
+    const env = {
+      ...process.env,
+      PI_WORKFLOWS_STATE_DIR: dir,
+      PI_CODING_AGENT_DIR: join(dir, "agent"),
+    };
+    const result = await runCliInProcess(
+      ["controller", "delete", "sync", "r", "--wait", "--timeout", "600", "--cwd", dir],
+      env,
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toBe(
+      "Deleting sync/r: waiting for its finalizers (sync/cleanup)\nDeleted sync/r\n",
+    );
+    expect(polls).toBe(4);
+  });
+});
