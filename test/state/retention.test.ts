@@ -779,6 +779,50 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("stops a batch after the statement that ends the time budget; its runs finish one at a time", () => {
+    fx = openFixture();
+    const ids = Array.from({ length: 6 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));
+    fx.clock.advance(40 * DAY_MS);
+    // The batch's first statement on node_attempts (tables follow it) outlasts the budget: a
+    // slow disk or a preempted thread, as one statement's time is not bounded.
+    const budgetMs = 200;
+    let slowed = false;
+    fx.store.db.function("slow_once", () => {
+      if (slowed) return null;
+      slowed = true;
+      const until = performance.now() + budgetMs + 1;
+      while (performance.now() < until);
+      return null;
+    });
+    fx.store.db.exec(
+      "CREATE TEMP TRIGGER slow_attempts BEFORE DELETE ON node_attempts BEGIN SELECT slow_once(); END",
+    );
+    const marksAfter: number[] = [];
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      stepBudgetMs: budgetMs,
+      onTransaction: (phase) => {
+        if (phase === "prune") marksAfter.push(tableCount(fx, "run_prunes"));
+      },
+    });
+    let slowAt = -1;
+    while (pass.step()) {
+      if (slowed && slowAt < 0) slowAt = marksAfter.length - 1;
+      for (const id of ids) {
+        if (rowsOf(fx, id).runs === undefined) expect(readRunStatus(fx.store, id)).toBeUndefined();
+      }
+      expect(checkInvariants(fx.store)).toEqual([]);
+    }
+    // The batch (several runs: the first transaction knows no deletion time yet) stopped after
+    // the slow statement with its runs marked, not deleting the rest of their tables.
+    expect(slowAt).toBeGreaterThanOrEqual(0);
+    expect(marksAfter[slowAt]).toBeGreaterThan(1);
+    expect(pass.report.runs).toBe(6);
+    for (const id of ids) expect(rowsOf(fx, id)).toEqual({});
+    expect(tableCount(fx, "run_prunes")).toBe(0);
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("deletes a large run in bounded transactions under a mark: gone to every reader from the first, finished after a cut", () => {
     fx = openFixture();
     // A run with 300 attempts (~3,400 rows; its decision past the first window of attempts that

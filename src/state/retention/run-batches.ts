@@ -16,7 +16,12 @@
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 import { RUN_OWNED, runRowsKey, type TableCounts } from "./run-deletion.ts";
-import { ATTEMPT_WINDOW, type DeletedNames, type MarkedRun } from "./run-marks.ts";
+import {
+  ATTEMPT_WINDOW,
+  type DeletedNames,
+  type MarkedRun,
+  type TransactionLimits,
+} from "./run-marks.ts";
 import { crashPoint } from "../../base/crash-point.ts";
 
 /** The batch's run ids (`?1`) and run numbers (`?2`), as JSON arrays. */
@@ -35,14 +40,15 @@ export function batchable(store: StateStore, run: MarkedRun): boolean {
 
 /**
  * Deletes the rows of the marked runs, a statement per table, and their marks. True once they
- * are gone whole; false when a table held more rows than `rowsLeft` allowed: each run's `table`
- * is then the first table that may still hold rows of it, and the caller deletes them one run at
- * a time from there.
+ * are gone whole; false when a table held more rows than `rowsLeft` allowed, or the transaction's
+ * deadline passed with tables left (a statement's rows are bounded, its time is not): each run's
+ * `table` is then the first table that may still hold rows of it, and the caller deletes them one
+ * run at a time from there, checking the deadline after each 64 rows as for any run.
  */
 export function deleteBatchRows(
   store: StateStore,
   runs: readonly MarkedRun[],
-  limits: { rowsLeft: number },
+  limits: TransactionLimits,
   counts: TableCounts,
   names: DeletedNames,
 ): boolean {
@@ -69,10 +75,13 @@ export function deleteBatchRows(
     if (batch.table === "events" && n > 0) {
       for (let k = 0; k < runs.length; k++) crashPoint("state.retention.runHalfDeleted");
     }
-    if (n >= limit) {
-      // Rows may be left in this table: the runs go on one at a time from it.
+    // Rows may be left in this table (it met the bound), or the budget ended with tables left:
+    // the runs go on one at a time from the first table that may hold rows of them (a batch's
+    // runs have fewer attempts than a window, so a windowed table starts again from the first).
+    const full = n >= limit;
+    if (full || (table + 1 < statements.length && performance.now() >= limits.deadline)) {
       for (const run of runs) {
-        run.table = table;
+        run.table = full ? table : table + 1;
         run.attemptsAfter = 0;
       }
       return false;
