@@ -19,11 +19,7 @@ import { type CliStyle, type GlyphName, PLAIN_STYLE, stripAnsi, type Tone } from
 import { describeRunState, type RunStateContext } from "./run-state.ts";
 import { shortRunId } from "./run-ids.ts";
 import { duration, relative, when } from "./time-text.ts";
-import {
-  goneIncludes,
-  sourceChangeWords,
-  sourceWayOn,
-} from "../workflows/sources/source-change-text.ts";
+import { goneIncludes, sourceChangeWords, sourceWayOn } from "../base/source-change-text.ts";
 
 const MAX_VALUE_CHARS = 2000;
 

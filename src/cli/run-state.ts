@@ -15,7 +15,7 @@ import type { AttemptSummary, RunSummary } from "../protocol/run-operations.ts";
 import type { GlyphName, Tone } from "./cli-style.ts";
 import { effectResolveCommand } from "../render/effect-resolve-text.ts";
 import { shortRunId } from "./run-ids.ts";
-import { sourceWayOn } from "../workflows/sources/source-change-text.ts";
+import { sourceWayOn } from "../base/source-change-text.ts";
 
 export interface RunStateContext {
   /** What the run waits for (`run.status`'s `waiting`), when known. */

@@ -13,6 +13,7 @@ import {
   endedEffectResolveLines,
 } from "../render/effect-resolve-text.ts";
 import { answerFromText } from "../render/answer-text.ts";
+import { goneIncludes, sourceWayOn } from "../base/source-change-text.ts";
 import { operatorName } from "../client/operator-name.ts";
 import { widgetLines } from "./progress-view.ts";
 import type { WorkflowSession } from "./workflow-session.ts";
@@ -99,9 +100,7 @@ export function runStatusText(status: RunStatusReceipt, now: number): string {
   const ambiguous = status.ambiguousEffects ?? [];
   lines.push(...ambiguousEffectLines(ambiguous));
   if (run.blockedReason === "workflowSourceChanged") {
-    lines.push(
-      `Its workflow file changed since it started: go on with the file as it is now with /workflow resume ${run.runId} --accept-source, or restore the file and /workflow resume`,
-    );
+    lines.push(sourceChangedLine(run.runId, status.sourceChanges ?? []));
   }
   if (run.blockedReason === "effectAmbiguous") {
     lines.push(...blockedEffectResolveLines(run, attempts, run.runId));
@@ -111,6 +110,29 @@ export function runStatusText(status: RunStatusReceipt, now: number): string {
     lines.push(`Waiting: ${waiting.kind} ${waiting.nodeId} (answer with /workflow answer)`);
   }
   return lines.join("\n");
+}
+
+/**
+ * The way on from a run parked on a changed source, as `status` in the CLI gives it: a gone
+ * built-in cannot be accepted as it is (the host cannot load it), so `--accept-source` is offered
+ * only where it would work.
+ */
+function sourceChangedLine(
+  runId: string,
+  changes: readonly { source?: string; reason: string; root?: boolean }[],
+): string {
+  switch (sourceWayOn(changes)) {
+    case "rootGone":
+      return `Its workflow is a built-in this version of pi-workflows no longer has: end the run with /workflow cancel ${runId}, or resume it under a version that has it`;
+    case "includeGone":
+      return `Its workflow file includes ${
+        goneIncludes(changes)
+      }, which this version of pi-workflows no longer has: remove the include, then /workflow resume ${runId} --accept-source; or resume it under a version that has it; or /workflow cancel ${runId}`;
+    case "builtin":
+      return `A built-in workflow it uses changed with this version of pi-workflows: go on with it with /workflow resume ${runId} --accept-source, or /workflow cancel ${runId}`;
+    default:
+      return `Its workflow file changed since it started: go on with the file as it is now with /workflow resume ${runId} --accept-source, or restore the file and /workflow resume`;
+  }
 }
 
 export type ControlAction = "pause" | "resume" | "cancel";

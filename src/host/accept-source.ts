@@ -16,11 +16,7 @@ import {
   verifySourceIdentity,
   type WorkflowSource,
 } from "../workflows/sources/identity.ts";
-import {
-  goneIncludes,
-  sourceChangeWords,
-  sourceWayOn,
-} from "../workflows/sources/source-change-text.ts";
+import { goneIncludes, sourceChangeWords, sourceWayOn } from "../base/source-change-text.ts";
 import type { StateStore } from "../state/store.ts";
 import type { AcceptedSource } from "../state/transitions/run-commands.ts";
 import type { HostRuntime } from "./host-runtime.ts";

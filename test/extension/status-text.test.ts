@@ -89,6 +89,23 @@ describe("/workflow status of an ambiguous effect", () => {
       `/workflow resume ${RUN_ID} --accept-source, or restore the file and /workflow resume`,
     );
   });
+
+  it("offers --accept-source for a gone built-in only once its include is removed", () => {
+    const parked = run({ blockedReason: "workflowSourceChanged", queueState: "parked" });
+    const gone = { source: "builtin:old", reason: "unknownBuiltin" };
+    const root = runStatusText({
+      run: parked,
+      attempts: [],
+      sourceChanges: [{ ...gone, root: true }],
+    }, T0);
+    expect(root).toContain(`/workflow cancel ${RUN_ID}`);
+    expect(root).not.toContain("--accept-source");
+    const included = runStatusText({ run: parked, attempts: [], sourceChanges: [gone] }, T0);
+    expect(included).toContain(`includes builtin:old`);
+    expect(included).toContain(
+      `remove the include, then /workflow resume ${RUN_ID} --accept-source`,
+    );
+  });
 });
 
 describe("/workflow status of what a run spent", () => {
