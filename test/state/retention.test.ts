@@ -823,6 +823,40 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("marks no more runs for a batch once a run's receipts spent the transaction's rows", () => {
+    fx = openFixture();
+    const first = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    const ids = [
+      first,
+      ...Array.from({ length: 5 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH })),
+    ];
+    // 40 receipts: one statement (under its 64) deletes them all, past the transaction's 32 rows.
+    const insert = fx.store.db.prepare(
+      "INSERT INTO host_commands (request_id, client_id, operation, request_fingerprint, run_id, " +
+        "outcome, receipt_json, receipt_hash, created_at, completed_at) " +
+        "VALUES (?, 'c', 'interaction.present', 'sha256:f', ?, 'accepted', '{}', 'sha256:r', ?, ?)",
+    );
+    const at = fx.clock.now();
+    for (let i = 0; i < 40; i++) insert.run(`present-${i}`, first, at, at);
+    fx.clock.advance(40 * DAY_MS);
+    const marksAfter: number[] = [];
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      stepBudgetMs: 60_000,
+      transactionRows: 32,
+      onTransaction: (phase) => {
+        if (phase === "prune") marksAfter.push(tableCount(fx, "run_prunes"));
+      },
+    });
+    while (pass.step()) expect(checkInvariants(fx.store)).toEqual([]);
+    // The first transaction marked the run whose receipts went, and no other (on a batch's
+    // statements bound to one row they would all have stayed marked).
+    expect(marksAfter[0]).toBe(1);
+    expect(pass.report.runs).toBe(6);
+    for (const id of ids) expect(rowsOf(fx, id)).toEqual({});
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("deletes a large run in bounded transactions under a mark: gone to every reader from the first, finished after a cut", () => {
     fx = openFixture();
     // A run with 300 attempts (~3,400 rows; its decision past the first window of attempts that

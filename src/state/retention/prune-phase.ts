@@ -239,7 +239,13 @@ function deleteNext(
           const batch: MarkedRun[] = [];
           let receiptsLeft = false;
           while (queue.length > 0 && taken + batch.length < maxRuns) {
-            if (batch.length > 0 && !tempo.fits(opened, batch.length)) break;
+            // Receipts deleted before a mark take rows and time: a batch takes no more runs once
+            // either is spent (its statements would meet the bound at once, its runs go slowly).
+            if (
+              batch.length > 0 &&
+              (limits.rowsLeft <= 0 || performance.now() >= limits.deadline ||
+                !tempo.fits(opened, batch.length))
+            ) break;
             const { runId } = queue[0]!;
             const { cutoff, receiptFloor } = ctx;
             const started = performance.now();
