@@ -15,6 +15,7 @@ import {
   AnswerRefusedError,
   ClaimLostError,
   diskFullMessage,
+  isDatabaseBusy,
   isDiskFull,
   NotFoundError,
   RefusedError,
@@ -93,7 +94,7 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       diskFullMessage(rt.store.path, request.operation),
     );
   }
-  if (isBusy(error)) {
+  if (isDatabaseBusy(error)) {
     return answer(
       "unavailable",
       "stateBusy",
@@ -112,11 +113,6 @@ export function errorResponse(rt: HostRuntime, request: HostRequest, error: unkn
       (error as Error)?.name ?? "error"
     } (see host.log)`,
   );
-}
-
-function isBusy(error: unknown): boolean {
-  const message = (error as Error)?.message ?? "";
-  return /database is locked|SQLITE_BUSY/i.test(message);
 }
 
 /** Why a plain resume is refused, and the exact recovery command (the run id and attempt). */

@@ -27,6 +27,7 @@ import {
   startFiring,
 } from "../state/schedules/schedule-firing.ts";
 import { cancelRun } from "../state/transitions/run-commands.ts";
+import { isDatabaseBusy } from "../state/errors.ts";
 import { resolvedRunFields } from "./resolved-run.ts";
 import type { DeadlineKind } from "./deadline-timer.ts";
 import { type HostLog, logError } from "./host-log.ts";
@@ -68,13 +69,17 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     queued.add(key);
     const previous = chains.get(scheduleId) ?? Promise.resolve();
     const next = previous.then(async () => {
+      const progress = { resolved: false };
       try {
-        await settle(scheduleId, slotAt);
+        await settle(scheduleId, slotAt, progress);
       } catch (error) {
         // A busy database, a throw before the resolution: left pending, the firing would wait
         // for the next host start. Retried with a bounded backoff; given up, the next start
         // settles it. Meanwhile it holds back no later slot (a pending firing is no run ahead).
-        const retry = failures < SETTLE_RETRIES;
+        // After the resolution only a busy database is retried: another throw (a definition
+        // over the column limit) would throw again, each time after a new resolver child.
+        const retry = failures < SETTLE_RETRIES &&
+          (!progress.resolved || isDatabaseBusy(error));
         log("schedule.settleFailed", { error: logError(error), attempt: failures + 1, retry });
         if (retry) {
           // Unref'd: a retry alone never keeps the host up (an enabled schedule does).
@@ -91,7 +96,7 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     });
   };
 
-  const settle = async (scheduleId: string, slotAt: number) => {
+  const settle = async (scheduleId: string, slotAt: number, progress: { resolved: boolean }) => {
     const row = pendingFiring(store, scheduleId, slotAt);
     if (!row) return;
     // A slot its overlap policy skips needs no resolver child: skipped at once, it cannot hold
@@ -110,6 +115,7 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       env: (decodeValue(row.env_json) ?? {}) as RunEnvironment,
     });
     crashPoint("host.schedule.resolved");
+    progress.resolved = true;
     // Not the workflow's fault: the next host settles the firing.
     if (!resolved.ok && resolved.code === "hostStopping") return;
     const problem = !resolved.ok

@@ -254,6 +254,18 @@ export function isDiskFull(error: unknown): boolean {
   return typeof e.message === "string" && /database or disk is full|ENOSPC/.test(e.message);
 }
 
+/**
+ * True for a statement that failed because another connection held the database past the busy
+ * timeout: SQLite's `SQLITE_BUSY` (5) or `SQLITE_LOCKED` (6), "database is locked".
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  const e = error as { errcode?: unknown; message?: unknown } | null;
+  if (e === null || typeof e !== "object") return false;
+  // SQLite's extended codes keep the primary code in the low byte.
+  if (typeof e.errcode === "number" && [5, 6].includes(e.errcode & 0xff)) return true;
+  return typeof e.message === "string" && /database is locked|SQLITE_BUSY/i.test(e.message);
+}
+
 /** What a command that could not be recorded on a full disk answers: the code and its message. */
 export function diskFullMessage(statePath: string, operation: string): string {
   return `Command ${operation} was not recorded: the disk of the state directory ` +

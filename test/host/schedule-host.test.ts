@@ -2,8 +2,8 @@
  * Schedules through a real host and the CLI: a workflow file's declared schedule is applied
  * only by `schedule apply` (again: unchanged); `host status` counts schedules and names the next
  * slot; a schedule whose workflow file disappeared fires failed runs with the load error and
- * pauses itself after 3; a slot skipped for overlap loads nothing, and a firing whose settling
- * threw is retried; bad inputs (CLI and `/workflow schedule`) are refused with one line before a
+ * pauses itself after 3; a slot skipped for overlap loads nothing; a firing whose settling threw
+ * before its workflow's resolution is retried, one that threw after it is not; bad inputs (CLI and `/workflow schedule`) are refused with one line before a
  * host is asked.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  type CliProcess,
   killAll,
   runCliProcess,
-  spawnCli,
   startHostProcess,
   stopProcess,
   tempHome,
@@ -24,6 +24,157 @@ import { parseCommand } from "../../src/cli/parse-command.ts";
 import { parseScheduleArgs } from "../../src/extension/schedule-args.ts";
 
 afterEach(killAll);
+
+type Home = ReturnType<typeof tempHome>;
+type Cli = (...args: string[]) => ReturnType<typeof runCliProcess>;
+
+function firingsOf(home: Home, name: string) {
+  return queryState(
+    home.stateDir,
+    "SELECT f.slot_at, f.state, f.reason, r.state AS run FROM schedule_firings f JOIN " +
+      "schedules s ON s.schedule_id = f.schedule_id LEFT JOIN runs r ON r.run_id = f.run_id " +
+      "WHERE s.name = ? ORDER BY f.slot_at",
+    name,
+  );
+}
+
+/** A workflow file that appends a line to `loads` each time it is loaded. */
+function countedWorkflow(name: string, loads: string, node: string): string {
+  return `import { appendFileSync } from "node:fs";
+import { checkpoint, compute, defineWorkflow } from "pi-workflows";
+appendFileSync(${JSON.stringify(loads)}, "load\\n");
+export default defineWorkflow({ name: ${
+    JSON.stringify(name)
+  }, startAt: "a", nodes: { a: ${node} } });
+`;
+}
+
+const loadCount = (loads: string) =>
+  existsSync(loads) ? readFileSync(loads, "utf8").split("\n").filter(Boolean).length : 0;
+
+/**
+ * Every resolution is a child that loads the workflow file: the file counts its loads. A slot
+ * skipped for overlap used to wait for one first, so on a loaded machine the slots of a short
+ * interval queued (pending, shown `starting`) behind each other's resolutions.
+ */
+async function skippedSlotsLoadNothing(home: Home, project: string, cli: Cli) {
+  const loads = join(home.root, "hold-loads");
+  writeFileSync(
+    join(project, "hold.workflow.ts"),
+    countedWorkflow("hold", loads, `checkpoint({ summary: "hold the schedule's run open" })`),
+  );
+  const added = await cli("schedule", "add", "hold", "./hold.workflow.ts", "--every", "1s");
+  expect(added.code, added.stderr).toBe(0);
+  // The first slot's run waits at its checkpoint: active, so each later slot is skipped.
+  const firings = await waitFor(
+    () => {
+      const rows = firingsOf(home, "hold");
+      const skipped = rows.filter((r) => r.state === "skipped").length;
+      return rows[0]?.run === "waiting" && skipped >= 2 ? rows : null;
+    },
+    () => `the run to wait and 2 slots to be skipped: ${JSON.stringify(firingsOf(home, "hold"))}`,
+    90_000,
+    100,
+  );
+  expect(firings![0]).toMatchObject({ state: "started", run: "waiting" });
+  for (const later of firings!.slice(1)) {
+    expect(later).toMatchObject({ state: expect.stringMatching(/^(skipped|pending)$/) });
+    if (later.state === "skipped") expect(later.reason).toBe("overlap");
+  }
+  // `add` loaded it once, the first slot's resolution once, its worker once: no skipped slot
+  // loaded it (before, each did: 3 + 2 loads at least).
+  expect(loadCount(loads)).toBeLessThanOrEqual(3);
+}
+
+/**
+ * A settle that throws before the resolution (here: an input it cannot decode, every attempt
+ * until it is put right) is retried, and the slots after it still start; before, its firing
+ * stayed pending until the next host start. One that throws after the resolution (here: a
+ * trigger refuses the start; in life a definition over the column limit) is not: each retry
+ * would resolve the workflow again in a new child, and throw again.
+ */
+async function failedSettlesRetriedBeforeResolution(
+  home: Home,
+  project: string,
+  cli: Cli,
+  host: CliProcess,
+) {
+  const loads = join(home.root, "late-loads");
+  writeFileSync(
+    join(project, "late.workflow.ts"),
+    countedWorkflow("late", loads, `compute({ run: () => "done" })`),
+  );
+  writeFileSync(
+    join(project, "quick.workflow.ts"),
+    `import { compute, defineWorkflow } from "pi-workflows";
+export default defineWorkflow({ name: "quick", startAt: "a",
+  nodes: { a: compute({ run: () => "done" }) } });
+`,
+  );
+  const db = new DatabaseSync(join(home.stateDir, "state.sqlite"));
+  const marker = "lateRefusedByTheTest";
+  const lateLines = () =>
+    host.stderr().split("\n").filter((l) =>
+      l.includes("schedule.settleFailed") && l.includes(marker)
+    );
+  let resumedAt: number;
+  try {
+    db.exec("PRAGMA busy_timeout = 30000");
+    db.exec(
+      "CREATE TRIGGER test_refuse_late BEFORE UPDATE OF state ON schedule_firings " +
+        "WHEN NEW.state = 'started' AND NEW.schedule_id = " +
+        "(SELECT schedule_id FROM schedules WHERE name = 'late') " +
+        `BEGIN SELECT RAISE(ABORT, '${marker}'); END`,
+    );
+    const added = await cli("schedule", "add", "late", "./late.workflow.ts", "--every", "1s");
+    expect(added.code, added.stderr).toBe(0);
+    await waitFor(() => lateLines().length > 0, "a late slot's settle to fail", 60_000, 100);
+    expect((await cli("schedule", "pause", "late")).code).toBe(0);
+    db.exec("DROP TRIGGER test_refuse_late");
+
+    expect((await cli("schedule", "add", "quick", "./quick.workflow.ts", "--every", "1s")).code)
+      .toBe(0);
+    expect((await cli("schedule", "pause", "quick")).code).toBe(0);
+    db.exec("UPDATE schedules SET input_json = '{' WHERE name = 'quick'");
+    resumedAt = Date.now();
+    expect((await cli("schedule", "resume", "quick")).code).toBe(0);
+    await waitFor(
+      () =>
+        host.stderr().split("\n").some((l) =>
+          l.includes("schedule.settleFailed") && !l.includes(marker)
+        ),
+      "a quick slot's settle to fail",
+      60_000,
+      100,
+    );
+    db.exec("UPDATE schedules SET input_json = 'null' WHERE name = 'quick'");
+  } finally {
+    db.close();
+  }
+  await waitFor(
+    () => {
+      const after = firingsOf(home, "quick").filter((r) => (r.slot_at as number) > resumedAt);
+      return after[0]?.state !== "pending" && after.slice(1).some((r) => r.state === "started");
+    },
+    () =>
+      `the failed firing to settle and a later one to start: ${
+        JSON.stringify(firingsOf(home, "quick").filter((r) => (r.slot_at as number) > resumedAt))
+      }`,
+    60_000,
+    100,
+  );
+  // The late slots each failed once, never retried: one resolution each, besides `add`'s load.
+  const failures = lateLines();
+  for (const line of failures) expect(line).toMatch(/ attempt=1 retry=false$/);
+  await waitFor(
+    () => loadCount(loads) === 1 + lateLines().length,
+    () =>
+      `one load per failed late slot: ${loadCount(loads)} loads, ${lateLines().length} failures`,
+    30_000,
+    100,
+  );
+  expect(firingsOf(home, "late").filter((r) => r.state !== "pending")).toEqual([]);
+}
 
 const DECLARED = `import { compute, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({
@@ -167,121 +318,17 @@ export default defineWorkflow({ name: "tok", startAt: "s",
       const shown = await cli("schedule", "show", "heartbeat");
       expect(shown.stdout).toMatch(/^heartbeat: paused/);
       expect(shown.stdout).toMatch(/failed run-/);
+
+      await skippedSlotsLoadNothing(home, project, cli);
+      await failedSettlesRetriedBeforeResolution(home, project, cli, host);
+
       const doctor = await cli("doctor");
       expect(doctor.stdout).toContain("Invariants: all hold");
     } finally {
       await stopProcess(host);
       await home.cleanup();
     }
-  }, 240_000);
-
-  it(
-    "skips a slot whose run is active without loading it, and retries a failed settle",
-    async () => {
-      // Every resolution is a child that loads the workflow file: the file counts its loads. A
-      // slot skipped for overlap used to wait for one first, so on a loaded machine the slots of a
-      // short interval queued (pending, shown `starting`) behind each other's resolutions.
-      const home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "30000" });
-      const project = join(home.root, "project");
-      mkdirSync(project, { recursive: true });
-      const loads = join(home.root, "loads");
-      writeFileSync(
-        join(project, "hold.workflow.ts"),
-        `import { appendFileSync } from "node:fs";
-import { checkpoint, defineWorkflow } from "pi-workflows";
-appendFileSync(${JSON.stringify(loads)}, "load\\n");
-export default defineWorkflow({
-  name: "hold",
-  startAt: "ask",
-  nodes: { ask: checkpoint({ summary: "hold the schedule's run open" }) },
-});
-`,
-      );
-      writeFileSync(
-        join(project, "quick.workflow.ts"),
-        `import { compute, defineWorkflow } from "pi-workflows";
-export default defineWorkflow({ name: "quick", startAt: "a",
-  nodes: { a: compute({ run: () => "done" }) } });
-`,
-      );
-      const firingsOf = (name: string) =>
-        queryState(
-          home.stateDir,
-          "SELECT f.slot_at, f.state, f.reason, r.state AS run FROM schedule_firings f JOIN " +
-            "schedules s ON s.schedule_id = f.schedule_id LEFT JOIN runs r ON r.run_id = f.run_id " +
-            "WHERE s.name = ? ORDER BY f.slot_at",
-          name,
-        );
-      // A loaded machine may take longer than the helper's 15 s to start a host.
-      const host = spawnCli(["host", "run"], home.env);
-      await host.waitForStderr("host.ready", 90_000);
-      try {
-        const cli = (...args: string[]) => runCliProcess(args, home.env, 120_000, { cwd: project });
-        const added = await cli("schedule", "add", "hold", "./hold.workflow.ts", "--every", "1s");
-        expect(added.code, added.stderr).toBe(0);
-        // The first slot's run waits at its checkpoint: active, so each later slot is skipped.
-        const firings = await waitFor(
-          () => {
-            const rows = firingsOf("hold");
-            const skipped = rows.filter((r) => r.state === "skipped").length;
-            return rows[0]?.run === "waiting" && skipped >= 5 ? rows : null;
-          },
-          () => `the run to wait and 5 slots to be skipped: ${JSON.stringify(firingsOf("hold"))}`,
-          90_000,
-          100,
-        );
-        expect((await cli("schedule", "pause", "hold")).code).toBe(0);
-        expect(firings![0]).toMatchObject({ state: "started", run: "waiting" });
-        for (const later of firings!.slice(1)) {
-          expect(later).toMatchObject({ state: expect.stringMatching(/^(skipped|pending)$/) });
-          if (later.state === "skipped") expect(later.reason).toBe("overlap");
-        }
-        // `add` loaded it once, the first slot's resolution once, its worker once: no skipped slot
-        // loaded it (before, each did).
-        const count = readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
-        expect(count).toBeLessThanOrEqual(3);
-
-        // A settle that throws (here: an input it cannot decode, every attempt until it is put
-        // right) is retried, and the slots after it still start. Before, its firing stayed pending
-        // until the next host start.
-        expect((await cli("schedule", "add", "quick", "./quick.workflow.ts", "--every", "1s")).code)
-          .toBe(0);
-        expect((await cli("schedule", "pause", "quick")).code).toBe(0);
-        const db = new DatabaseSync(join(home.stateDir, "state.sqlite"));
-        let resumedAt: number;
-        try {
-          db.exec("PRAGMA busy_timeout = 30000");
-          db.exec("UPDATE schedules SET input_json = '{' WHERE name = 'quick'");
-          resumedAt = Date.now();
-          expect((await cli("schedule", "resume", "quick")).code).toBe(0);
-          await host.waitForStderr("schedule.settleFailed", 60_000);
-          db.exec("UPDATE schedules SET input_json = 'null' WHERE name = 'quick'");
-        } finally {
-          db.close();
-        }
-        await waitFor(
-          () => {
-            const after = firingsOf("quick").filter((r) => (r.slot_at as number) > resumedAt);
-            return after[0]?.state !== "pending" &&
-              after.slice(1).some((r) => r.state === "started");
-          },
-          () =>
-            `the failed firing to settle and a later one to start: ${
-              JSON.stringify(firingsOf("quick").filter((r) => (r.slot_at as number) > resumedAt))
-            }`,
-          60_000,
-          100,
-        );
-        expect((await cli("schedule", "pause", "quick")).code).toBe(0);
-        const doctor = await cli("doctor");
-        expect(doctor.stdout).toContain("Invariants: all hold");
-      } finally {
-        await stopProcess(host);
-        await home.cleanup();
-      }
-    },
-    240_000,
-  );
+  }, 300_000);
 
   it("refuses bad inputs with one line and exit 2, before any host is asked", async () => {
     const home = tempHome();
