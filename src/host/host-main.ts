@@ -23,7 +23,7 @@ import {
 import { DEADLINE_KINDS } from "./deadline-kinds.ts";
 import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
-import { createScheduleFirer } from "./schedule-firer.ts";
+import { createScheduleFirer, type ScheduleFirer } from "./schedule-firer.ts";
 import { HostStartError } from "../protocol/host-ready.ts";
 import { VERSION } from "../base/version.ts";
 import { readSupervisionOptions } from "./supervision-options.ts";
@@ -171,6 +171,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
   let socketServer: SocketServer | null = null;
   let supervision: Supervision | null = null;
   let deadlines: DeadlineTimer | null = null;
+  let scheduleFirer: ScheduleFirer | null = null;
   const timers: NodeJS.Timeout[] = [];
   let removeSignalHandlers = () => {};
   let resolveStopped!: (reason: string) => void;
@@ -185,6 +186,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       log("host.stopping", { epoch, reason });
       for (const timer of timers) clearInterval(timer);
       deadlines?.stop();
+      scheduleFirer?.stop();
       listening = false;
       // Held long polls and verdict waits answer now, so the socket can drain.
       sessions.close();
@@ -246,6 +248,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       supervision: () => supervision!,
       deadlinesChanged: () => deadlines?.changed(),
     });
+    scheduleFirer = schedules;
     const runtime: HostRuntime = {
       store,
       clock,

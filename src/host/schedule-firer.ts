@@ -54,6 +54,8 @@ export interface ScheduleFirer {
   supplyCredentials(scheduleId: string, credentials: RunEnvironment): void;
   /** Settlements running now (tests and shutdown wait for them). */
   idle(): Promise<void>;
+  /** The host stops: no settle is retried after it (an in-process host's store is closed). */
+  stop(): void;
 }
 
 export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
@@ -62,10 +64,12 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   /** Per schedule, the chain of its settlements: one at a time, in slot order. */
   const chains = new Map<string, Promise<void>>();
   const queued = new Set<string>();
+  const retries = new Set<NodeJS.Timeout>();
+  let stopped = false;
 
   const settleLater = (scheduleId: string, slotAt: number, failures = 0) => {
     const key = `${scheduleId}@${slotAt}`;
-    if (queued.has(key)) return;
+    if (stopped || queued.has(key)) return;
     queued.add(key);
     const previous = chains.get(scheduleId) ?? Promise.resolve();
     const next = previous.then(async () => {
@@ -78,13 +82,17 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
         // settles it. Meanwhile it holds back no later slot (a pending firing is no run ahead).
         // After the resolution only a busy database is retried: another throw (a definition
         // over the column limit) would throw again, each time after a new resolver child.
-        const retry = failures < SETTLE_RETRIES &&
+        const retry = !stopped && failures < SETTLE_RETRIES &&
           (!progress.resolved || isDatabaseBusy(error));
         log("schedule.settleFailed", { error: logError(error), attempt: failures + 1, retry });
         if (retry) {
           // Unref'd: a retry alone never keeps the host up (an enabled schedule does).
-          setTimeout(() => settleLater(scheduleId, slotAt, failures + 1), retryDelayMs(failures))
-            .unref();
+          const timer = setTimeout(() => {
+            retries.delete(timer);
+            settleLater(scheduleId, slotAt, failures + 1);
+          }, retryDelayMs(failures));
+          timer.unref();
+          retries.add(timer);
         }
       } finally {
         queued.delete(key);
@@ -204,6 +212,11 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     },
     async idle() {
       while (chains.size > 0) await Promise.all([...chains.values()]);
+    },
+    stop() {
+      stopped = true;
+      for (const timer of retries) clearTimeout(timer);
+      retries.clear();
     },
   };
 }
