@@ -1,7 +1,7 @@
 /**
  * `host.prune`: a retention pass on demand. The pass spans many short transactions, so its
  * receipt is recorded after the last one; a host that dies during it leaves no receipt, and the
- * client's retry runs a pass again, which finds what is left (every run whole or gone).
+ * client's retry runs a pass again, which finds what is left (every run whole, marked or gone).
  */
 import type { HostRequest } from "../protocol/host-request.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";

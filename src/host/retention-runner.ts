@@ -13,7 +13,7 @@
  *   it busy. At most once per interval it starts a pass at the configured period and steps it
  *   for a few milliseconds per tick; it never makes the host busy, so the idle exit is delayed
  *   by one tick's slice at most, and a pass cut short by the exit is redone next time (each of
- *   its transactions left every run whole or gone).
+ *   its transactions left every run whole, marked or gone).
  */
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";

@@ -82,7 +82,8 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
   /** The runs being deleted one at a time (deleteNext). */
   const going: MarkedRun[] = [];
   const tempo = createPruneTempo(ctx);
-  // A dry run counts them at once (a pass leaves few: a run or a batch it was deleting).
+  // A dry run counts them at once (a pass leaves the runs it was deleting one at a time: a batch
+  // that stopped, a large run).
   if (ctx.dryRun) { for (const run of leftover.splice(0)) countRun(ctx, run, false, false); }
 
   return {

@@ -45,7 +45,7 @@ export interface RetentionPass {
   /**
    * Runs one short write transaction, or starts one of the pass's checkpoints; false once the
    * pass is complete. Throws what a transaction or a checkpoint threw: the pass is over then
-   * (each transaction left every run whole or gone; the next pass finishes the work).
+   * (each transaction left every run whole, marked or gone; the next pass finishes the work).
    */
   step(): boolean;
   /**

@@ -71,7 +71,8 @@ export function deleteBatchRows(
     if (n > 0) counts[key] = (counts[key] ?? 0) + n;
     limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the runs' events
-    // (counted once a run of the batch, as when each run went alone, so a count names a run).
+    // (counted once a run of the batch, as a run alone counts once a statement of its events: a
+    // count names a run while each run's events go in one statement, as in the crash tests).
     if (batch.table === "events" && n > 0) {
       for (let k = 0; k < runs.length; k++) crashPoint("state.retention.runHalfDeleted");
     }
