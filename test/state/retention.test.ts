@@ -831,6 +831,41 @@ describe("retention", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("takes fewer runs a batch after one ran out of time: its time so far teaches the tempo", () => {
+    fx = openFixture();
+    const ids = Array.from({ length: 28 }, () => endedRun(fx.store, { hostEpoch: HOST_EPOCH }));
+    fx.clock.advance(40 * DAY_MS);
+    // A slow disk: each attempt's row takes 10 ms to delete (a run's ~30), so the first batch
+    // (7 runs: no deletion time known yet) outlasts a 200 ms budget; 3 runs fit its half.
+    fx.store.db.function("slow_row", () => {
+      const until = performance.now() + 10;
+      while (performance.now() < until);
+      return null;
+    });
+    fx.store.db.exec(
+      "CREATE TEMP TRIGGER slow_attempts BEFORE DELETE ON node_attempts BEGIN SELECT slow_row(); END",
+    );
+    let marks = 0;
+    let stops = 0;
+    const pass = createRetentionPass(fx.store, {
+      keepDays: 30,
+      stepBudgetMs: 200,
+      onTransaction: (phase) => {
+        if (phase !== "prune") return;
+        const now = tableCount(fx, "run_prunes");
+        if (now > marks) stops++; // a batch committed marked
+        marks = now;
+      },
+    });
+    while (pass.step());
+    // One batch ran out of time; on main every batch of the pass did (4), none teaching the tempo.
+    expect(stops).toBeGreaterThanOrEqual(1);
+    expect(stops).toBeLessThanOrEqual(2);
+    expect(pass.report.runs).toBe(28);
+    for (const id of ids) expect(rowsOf(fx, id)).toEqual({});
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
   it("marks no more runs for a batch once a run's receipts spent the transaction's rows", () => {
     fx = openFixture();
     const first = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
