@@ -14,6 +14,7 @@
  * write transaction (a dry run counts a page a step instead). The delete triggers allow a delete
  * only while the transaction holds its `controller_prunes` row (schema.sql).
  */
+import { addRows } from "./run-deletion.ts";
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
 
@@ -83,10 +84,6 @@ function nextPage(
   return { end, last: end === after || rows.length < PAGE };
 }
 
-function addRows(ctx: PassContext, table: string, n: number): void {
-  if (n > 0) ctx.report.rows[table] = (ctx.report.rows[table] ?? 0) + n;
-}
-
 /** Deletes a page's prunable rows (inside the pass's transaction); returns how many went. */
 function deletePage(ctx: PassContext, t: HistoryTable, after: number, end: number): number {
   const sql = `DELETE FROM ${t.table} WHERE ${t.prunable}`;
@@ -111,7 +108,7 @@ function countPage(ctx: PassContext, t: HistoryTable, after: number, end: number
     end,
     ctx.cutoff,
   );
-  addRows(ctx, t.table, row?.n ?? 0);
+  addRows(ctx.report.rows, t.table, row?.n ?? 0);
   ctx.report.bytes += row?.b ?? 0;
 }
 
@@ -181,7 +178,9 @@ export function createControllerHistoryPhase(ctx: PassContext): PassPhase {
         try {
           // A page at least; more while the budget lasts, never past the current table's walk.
           while (
-            !page((t, after, end) => addRows(ctx, t.table, deletePage(ctx, t, after, end))) &&
+            !page((t, after, end) =>
+              addRows(ctx.report.rows, t.table, deletePage(ctx, t, after, end))
+            ) &&
             performance.now() - started < ctx.budgetMs
           ) { /* next page */ }
         } finally {

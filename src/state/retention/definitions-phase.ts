@@ -3,6 +3,7 @@
  * then the client receipts of no run older than the period and the retry window. Chunks within
  * the step budget, one write transaction a step (a dry run counts instead).
  */
+import { addRows } from "./run-deletion.ts";
 import { countRunlessReceipts, pruneRunlessReceiptsInTx } from "./compaction.ts";
 import {
   type DefinitionRow,
@@ -36,7 +37,7 @@ export function createDefinitionsPhase(ctx: PassContext): PassPhase {
         do {
           const row = listed.shift()!;
           if (wouldBeUnused(ctx.store, row, ctx.countedByDigest.get(row.digest) ?? 0)) {
-            addRows(ctx, "workflow_definitions", 1);
+            addRows(ctx.report.rows, "workflow_definitions", 1);
             report.bytes += row.bytes;
           }
         } while (listed.length > 0 && performance.now() - started < ctx.budgetMs);
@@ -49,7 +50,7 @@ export function createDefinitionsPhase(ctx: PassContext): PassPhase {
           ctx,
           () => pruneUnusedDefinitionsInTx(ctx.store, DEFINITIONS_CHUNK),
           DEFINITIONS_CHUNK,
-          (n) => addRows(ctx, "workflow_definitions", n),
+          (n) => addRows(ctx.report.rows, "workflow_definitions", n),
         );
       });
     },
@@ -62,7 +63,7 @@ export function createRunlessReceiptsPhase(ctx: PassContext): PassPhase {
     step() {
       if (ctx.dryRun) {
         const n = countRunlessReceipts(ctx.store, before);
-        addRows(ctx, "host_commands", n);
+        addRows(ctx.report.rows, "host_commands", n);
         ctx.report.bytes += n * RECEIPT_BYTES;
         return true;
       }
@@ -71,12 +72,8 @@ export function createRunlessReceiptsPhase(ctx: PassContext): PassPhase {
           ctx,
           () => pruneRunlessReceiptsInTx(ctx.store, before, RECEIPTS_CHUNK),
           RECEIPTS_CHUNK,
-          (n) => addRows(ctx, "host_commands", n),
+          (n) => addRows(ctx.report.rows, "host_commands", n),
         ));
     },
   };
-}
-
-function addRows(ctx: PassContext, table: string, n: number): void {
-  if (n > 0) ctx.report.rows[table] = (ctx.report.rows[table] ?? 0) + n;
 }

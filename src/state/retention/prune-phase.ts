@@ -121,7 +121,7 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
  * share many of them: the interior pages of the ~50 B-trees a run's rows lie in, the leaves of
  * the tables keyed in run order (events, attempts), the free list, page 1. One run a transaction
  * wrote ~70 WAL frames a run, ~7 million (29 GB) to prune 100,000 runs, and each of the pass's
- * checkpoints (one per ~2,000 frames) makes the next commit restart the WAL, which syncs its
+ * checkpoints (one per ~3,000 frames) makes the next commit restart the WAL, which syncs its
  * header under the write lock. So a transaction takes a batch of runs (run-batches.ts) while two
  * budgets allow: the time budget, at the time a run's mark and its share of the batch's deletion
  * took so far (a slow or loaded machine takes fewer), and a frame budget, at the frames a run

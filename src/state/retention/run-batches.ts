@@ -15,7 +15,7 @@
  */
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
-import { RUN_OWNED, runRowsKey, type TableCounts } from "./run-deletion.ts";
+import { addRunRows, RUN_OWNED, type TableCounts } from "./run-deletion.ts";
 import {
   ATTEMPT_WINDOW,
   type DeletedNames,
@@ -67,8 +67,7 @@ export function deleteBatchRows(
     } else {
       n = executeArgs(store, batch.sql, ids, numbers, limit);
     }
-    const key = runRowsKey(batch.table);
-    if (n > 0) counts[key] = (counts[key] ?? 0) + n;
+    addRunRows(counts, batch.table, n);
     limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the runs' events
     // (counted once a run of the batch, as a run alone counts once a statement of its events: a

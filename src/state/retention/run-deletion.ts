@@ -177,6 +177,16 @@ export function runRowsKey(table: string): string {
   return table === "host_commands" ? ENDED_RUN_RECEIPTS : table;
 }
 
+/** Adds `n` rows deleted (or counted) under `key`; zero counts stay out. */
+export function addRows(counts: TableCounts, key: string, n: number): void {
+  if (n > 0) counts[key] = (counts[key] ?? 0) + n;
+}
+
+/** Adds `n` rows of an ended run's `table`, under that table's count (`runRowsKey`). */
+export function addRunRows(counts: TableCounts, table: string, n: number): void {
+  addRows(counts, runRowsKey(table), n);
+}
+
 /**
  * SQL: the ended run aliased `r` finished before `?<cutoffParam>`, and `references` holds
  * (default: nothing references it).
@@ -206,8 +216,7 @@ export function countRunRows(
       owned.byRunNo ? run.runNo : run.runId,
     );
     if (row && row.n > 0) {
-      const key = runRowsKey(owned.table);
-      counts[key] = (counts[key] ?? 0) + row.n;
+      addRunRows(counts, owned.table, row.n);
       bytes += row.b ?? 0;
     }
   }

@@ -14,15 +14,14 @@ import type { SQLInputValue } from "node:sqlite";
 import { executeArgs, queryAllArgs, queryOneArgs } from "../statements.ts";
 import type { StateStore } from "../store.ts";
 import {
+  addRunRows,
   ATTEMPTS,
   prunableSql,
   receiptsSettledSql,
   RUN_OWNED,
-  runRowsKey,
   type TableCounts,
 } from "./run-deletion.ts";
 import { crashPoint } from "../../base/crash-point.ts";
-import { ENDED_RUN_RECEIPTS } from "../../protocol/retention-operations.ts";
 
 /** Rows one batch statement deletes at most (the budget is checked between batches). */
 export const BATCH_ROWS = 64;
@@ -95,7 +94,7 @@ export function markRunInTx(
   executeArgs(store, sql.mark, runId, run.run_no);
   for (const owned of sql.withMark) {
     const n = executeArgs(store, owned.sql, runId);
-    if (n > 0) counts[owned.table] = (counts[owned.table] ?? 0) + n;
+    addRunRows(counts, owned.table, n);
   }
   return { runId, runNo: run.run_no, table: 0, attemptsAfter: 0 };
 }
@@ -119,7 +118,7 @@ export function deleteReceiptsBeforeMark(
   if (!queryOneArgs(store, sql.prunable, runId, cutoff, receiptFloor)) return true;
   for (;;) {
     const n = executeArgs(store, sql.receipts, runId, BATCH_ROWS);
-    if (n > 0) counts[ENDED_RUN_RECEIPTS] = (counts[ENDED_RUN_RECEIPTS] ?? 0) + n;
+    addRunRows(counts, "host_commands", n);
     limits.rowsLeft -= n;
     if (n < BATCH_ROWS) return true;
     if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) return false;
@@ -152,8 +151,7 @@ export function deleteMarkedRows(
     } else {
       n = executeArgs(store, batch.sql, arg, BATCH_ROWS);
     }
-    const key = runRowsKey(batch.table);
-    if (n > 0) counts[key] = (counts[key] ?? 0) + n;
+    addRunRows(counts, batch.table, n);
     if (n < BATCH_ROWS) nextBatch(store, run, batch.windowed);
     limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
