@@ -55,18 +55,12 @@ export function formatPruneReport(r: HostPruneReceipt): string[] {
   // went, and the line says so rather than "0 ended runs".
   const older = `older than ${r.keepDays} day${r.keepDays === 1 ? "" : "s"}`;
   // The age goes only with what went by age: snapshots go whenever nothing names them.
+  const rowsOf = (aged: boolean) =>
+    tables.filter(([t]) => UNAGED.has(t) !== aged).map(([t, n]) => rowsText(t, n));
+  const aged = rowsOf(true);
   const what = r.runs > 0 || tables.length === 0
     ? `${r.runs} ended run${r.runs === 1 ? "" : "s"} ${older}`
-    : listed([
-      ...(tables.some(([table]) => !UNAGED.has(table))
-        ? [
-          `${
-            listed(tables.filter(([t]) => !UNAGED.has(t)).map(([t, n]) => rowsText(t, n)))
-          } ${older}`,
-        ]
-        : []),
-      ...tables.filter(([t]) => UNAGED.has(t)).map(([t, n]) => rowsText(t, n)),
-    ]);
+    : listed([...(aged.length > 0 ? [`${listed(aged)} ${older}`] : []), ...rowsOf(false)]);
   const lines = [
     `${verb} ${what} (${r.dryRun ? "about " : ""}${bytesText(r.bytes)})${
       r.runs === 0 && tables.length > 0 ? ", no ended runs" : ""
