@@ -26,11 +26,6 @@ export function sourceChangeWords(change: { source: string; reason: string }): s
   }
 }
 
-/** A built-in among the changes: nothing to restore by hand, only this version's to go on with. */
-export function builtinSourceChanged(changes: readonly { reason: string }[]): boolean {
-  return changes.some((c) => c.reason === "revisionChanged" || c.reason === "unknownBuiltin");
-}
-
 /**
  * The ways on from a source change: `files`, restore them or accept them as they are now;
  * `builtin`, accept this version's built-in (nothing to restore by hand); `rootGone`, the run's own
@@ -44,7 +39,8 @@ export function sourceWayOn(
 ): "files" | "builtin" | "rootGone" | "includeGone" {
   if (changes.some((c) => c.root === true && c.reason === "unknownBuiltin")) return "rootGone";
   if (changes.some((c) => c.reason === "unknownBuiltin")) return "includeGone";
-  return builtinSourceChanged(changes) ? "builtin" : "files";
+  // Another revision of a built-in: nothing to restore by hand, only this version's to go on with.
+  return changes.some((c) => c.reason === "revisionChanged") ? "builtin" : "files";
 }
 
 /** `builtin:old`, `builtin:a and builtin:b`: the gone built-ins a project workflow includes. */
