@@ -11,8 +11,8 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
   if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
   const group = groups.get(store);
   if (group !== undefined) return savepoint(store, group, fn);
+  settleConnection(store);
   if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
-  restorePending(store);
   // Cached statements: `exec` would parse BEGIN and COMMIT again on every write.
   prepared(store, "BEGIN IMMEDIATE").run();
   try {
@@ -27,12 +27,20 @@ export function writeTransaction<T>(store: StateStore, fn: () => T): T {
   }
 }
 
+/**
+ * Stores whose last ROLLBACK failed (an I/O error can), leaving the transaction open: its writes
+ * were never committed, and the next write, group or connection setting rolls it back before it
+ * begins (`settleConnection`) instead of refusing to nest in it for the connection's life.
+ */
+const leftOpen = new WeakSet<StateStore>();
+
 /** Rolls back what is open; a ROLLBACK that fails must not hide the error that caused it. */
 function rollback(store: StateStore): void {
   try {
     if (store.db.isTransaction) store.db.exec("ROLLBACK");
   } catch {
-    // The caller rethrows the original error; the next write finds the transaction still open.
+    // The caller rethrows the original error; the next write rolls back first.
+    leftOpen.add(store);
   }
 }
 
@@ -44,7 +52,13 @@ function rollback(store: StateStore): void {
  */
 const pending = new WeakMap<StateStore, Map<string, number>>();
 
-function restorePending(store: StateStore): void {
+/** Before a BEGIN or a setting: the transaction a failed ROLLBACK left, then settings to put back. */
+function settleConnection(store: StateStore): void {
+  if (leftOpen.has(store)) {
+    // A ROLLBACK that fails again throws here, and the next write tries once more.
+    if (store.db.isTransaction) store.db.exec("ROLLBACK");
+    leftOpen.delete(store);
+  }
   const settings = pending.get(store);
   if (settings === undefined || store.db.isTransaction) return;
   for (const [name, value] of settings) {
@@ -64,7 +78,7 @@ export function withConnectionSetting<T>(
   wanted: (before: number) => number,
   fn: () => T,
 ): T {
-  restorePending(store);
+  settleConnection(store);
   // Cached: an unsynced write is on the handoff's path, and `exec` would parse these each time.
   const before = Number(Object.values(cachedStatement(store, `PRAGMA ${name}`).get()!)[0]);
   const value = wanted(before);
@@ -94,6 +108,7 @@ export function withConnectionSetting<T>(
  * Inside a caller's transaction or group it is simply part of that.
  */
 export function writeUnsynced<T>(store: StateStore, fn: () => T): T {
+  settleConnection(store);
   if (store.db.isTransaction) return writeTransaction(store, fn);
   // Never raises a lower level (a test fixture's OFF stays OFF).
   return withConnectionSetting(
@@ -172,9 +187,9 @@ const groups = new WeakMap<StateStore, CommitGroup>();
  */
 export function groupTransaction<T>(store: StateStore, fn: () => T): T {
   if (store.readOnly) throw new Error("Cannot write: the state store was opened read-only");
+  settleConnection(store);
   if (store.db.isTransaction) throw new Error("Cannot nest state transactions");
   const group: CommitGroup = { afterCommit: [], depth: 0 };
-  restorePending(store);
   prepared(store, "BEGIN IMMEDIATE").run();
   groups.set(store, group);
   let result: T;

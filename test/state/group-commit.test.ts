@@ -1,3 +1,4 @@
+import { constants } from "node:sqlite";
 import { afterEach, describe, expect, test } from "vitest";
 import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
@@ -201,5 +202,53 @@ describe("writeUnsynced", () => {
     } finally {
       db.exec = exec;
     }
+  });
+
+  test("a transaction a failed ROLLBACK left open is rolled back before the next write begins", () => {
+    f = openFixture();
+    const runId = enqueue(f.store);
+    const db = f.store.db;
+    const updatedAt = () =>
+      (db.prepare("SELECT updated_at FROM run_queue WHERE run_id = ?").get(runId) as {
+        updated_at: number;
+      }).updated_at;
+    const touch = (by: number) => () =>
+      execute(f.store, "UPDATE run_queue SET updated_at = updated_at + :by WHERE run_id = :runId", {
+        runId,
+        by,
+      });
+    const refused = (by: number) => () => {
+      touch(by)();
+      throw new Error("refused");
+    };
+    // A real failure of SQLite's ROLLBACK statement: the authorizer denies it while `denied`.
+    let denied = false;
+    db.setAuthorizer((action, what) =>
+      denied && action === constants.SQLITE_TRANSACTION && what === "ROLLBACK"
+        ? constants.SQLITE_DENY
+        : constants.SQLITE_OK
+    );
+    const start = updatedAt();
+    const ways: [string, (fn: () => unknown) => unknown][] = [
+      ["writeTransaction", (fn) => writeTransaction(f.store, fn)],
+      ["groupTransaction", (fn) => groupTransaction(f.store, () => writeTransaction(f.store, fn))],
+      ["writeUnsynced", (fn) => writeUnsynced(f.store, fn)],
+    ];
+    let expected = start;
+    for (const [name, write] of ways) {
+      denied = true;
+      expect(() => write(refused(1000)), name).toThrow("refused");
+      expect(db.isTransaction, name).toBe(true);
+      // Still denied: the next write says why and leaves the transaction to the one after it.
+      expect(() => write(touch(1)), name).toThrow("not authorized");
+      denied = false;
+      write(touch(1));
+      expected += 1;
+      expect(db.isTransaction, name).toBe(false);
+      // The refused write's update never committed.
+      expect(updatedAt(), name).toBe(expected);
+    }
+    db.setAuthorizer(null);
+    expect(checkInvariants(f.store)).toEqual([]);
   });
 });
