@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
+import DurationSequencer from "./test/support/duration-sequencer.ts";
 
 // CLI glyphs follow the locale (ASCII unless it says UTF-8): tests see the UTF-8 set unless a
 // test sets its own locale for a child process.
@@ -77,5 +78,8 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism() - 1),
     // One run, one pool: the ps pass's files share the workers with everything else.
     ...(psPass ? { projects } : {}),
+    // The longest files first, by the durations of a whole run (test/support/file-order.ts), both
+    // projects' files in one order: the two workers then end together.
+    sequence: { sequencer: DurationSequencer },
   },
 });

@@ -1,0 +1,92 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { fileKey, orderByDuration, readDurations, startLate } from "./file-order.ts";
+import { cachedSeconds } from "./update-durations.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+const file = (key: string, size = 100) => ({ item: key, key, size });
+
+describe("the order test files start in", () => {
+  it("starts the longest first, whichever project runs it", () => {
+    const seconds = {
+      "default:test/a.test.ts": 3,
+      "default:test/b.test.ts": 80,
+      "ps:test/a.test.ts": 40,
+      "default:test/c.test.ts": 0.1,
+    };
+    const files = Object.keys(seconds).map((key) => file(key));
+    expect(orderByDuration(files, seconds)).toEqual([
+      "default:test/b.test.ts",
+      "ps:test/a.test.ts",
+      "default:test/a.test.ts",
+      "default:test/c.test.ts",
+    ]);
+  });
+
+  it("starts files of unknown length first, the larger first, then by name", () => {
+    const seconds = { "default:test/long.test.ts": 100 };
+    const files = [
+      file("default:test/long.test.ts", 90_000),
+      file("default:test/new-b.test.ts", 10),
+      file("default:test/new-small.test.ts", 5),
+      file("default:test/new-a.test.ts", 10),
+    ];
+    expect(orderByDuration(files, seconds)).toEqual([
+      "default:test/new-a.test.ts",
+      "default:test/new-b.test.ts",
+      "default:test/new-small.test.ts",
+      "default:test/long.test.ts",
+    ]);
+  });
+
+  it("starts a late file where the files after it keep the other workers busy as long", () => {
+    const seconds: Record<string, number> = { a: 100, b: 60, late: 39, c: 30, d: 20, e: 10, f: 5 };
+    const ordered = ["late", "a", "b", "c", "d", "e", "f"];
+    const of = (name: string) => seconds[name];
+    // Two workers: 35 s after it (20 + 10 + 5) is short of 39, 65 s (30 + ...) is enough.
+    expect(startLate(ordered, new Set(["late"]), of, 2)).toEqual(
+      ["a", "b", "late", "c", "d", "e", "f"],
+    );
+    // Three workers: twice its time after it.
+    expect(startLate(ordered, new Set(["late"]), of, 3)).toEqual(
+      ["a", "late", "b", "c", "d", "e", "f"],
+    );
+    // One worker: at the very end.
+    expect(startLate(["late", "a", "b"], new Set(["late"]), of, 1)).toEqual(["a", "b", "late"]);
+    // Not known: last.
+    expect(startLate(["x", "a", "f"], new Set(["x"]), of, 2)).toEqual(["a", "f", "x"]);
+  });
+
+  it("keys a run without projects as the default project's", () => {
+    expect(fileKey("", "/r", "/r/test/a.test.ts")).toBe("default:test/a.test.ts");
+    expect(fileKey("ps", "/r", "/r/test/a.test.ts")).toBe("ps:test/a.test.ts");
+  });
+
+  it("reads vitest's cached durations in seconds, a run without projects as default", () => {
+    const cache = JSON.stringify({
+      version: "4.1.12",
+      results: [
+        [":test/a.test.ts", { duration: 83_680.4, failed: false }],
+        ["ps:test/b.test.ts", { duration: 6_258, failed: true }],
+        ["ps:test/c.test.ts", { failed: false }],
+      ],
+    });
+    expect(cachedSeconds(cache)).toEqual({
+      "default:test/a.test.ts": 83.7,
+      "ps:test/b.test.ts": 6.3,
+    });
+  });
+
+  it("lists only test files that exist, with durations in seconds", () => {
+    const listed = readDurations();
+    expect(Object.keys(listed).length).toBeGreaterThan(100);
+    for (const [key, seconds] of Object.entries(listed)) {
+      expect(key).toMatch(/^(default|ps):test\/.+\.test\.ts$/);
+      expect(existsSync(join(ROOT, key.replace(/^[^:]*:/, ""))), key).toBe(true);
+      expect(seconds).toBeGreaterThanOrEqual(0);
+    }
+  });
+});
