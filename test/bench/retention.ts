@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- retention [--runs N] [--budget-ms N] [--checkpoints thread|inline]
- * [--checkpoint-frames N] [--transaction-runs N] [--gap-sleep-ms N] [--prune-only] [--smoke]`
- * (smoke: 200 runs): a state
+ * [--checkpoint-frames N] [--transaction-runs N] [--gap-sleep-ms N] [--trace-ms N] [--stall-probe-s N]
+ * [--prune-only]
+ * [--smoke]` (smoke: 200 runs): a state
  * database with N (default 100,000) ended runs of a realistic shape plus 50 active runs, against
  * one with only the 50 active runs. Thirty runs are built through the real transitions
  * (test/support/ended-runs.ts: attempts with outputs and updates, a managed effect, a
@@ -23,7 +24,7 @@
  * check plus the recovery reads a starting host makes before it serves.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import {
@@ -52,6 +53,7 @@ import { STEP_GAP_MS } from "../../src/host/retention-runner.ts";
 import { replicateRuns } from "./_replicate-runs.ts";
 import { largeRuns } from "./_large-runs.ts";
 import { constants as perfConstants, PerformanceObserver } from "node:perf_hooks";
+import { createStatementTrace, type TracedStatement } from "./_statement-trace.ts";
 
 const args = process.argv.slice(2);
 const SMOKE = args.includes("--smoke");
@@ -92,6 +94,19 @@ if (CHECKPOINTS !== "thread" && CHECKPOINTS !== "inline") {
 const TRANSACTION_RUNS = args.includes("--transaction-runs")
   ? Number(args[args.indexOf("--transaction-runs") + 1])
   : undefined;
+/**
+ * `--trace-ms N`: the pass's write transactions of N ms or more (default 10; 0: none) are traced
+ * statement by statement (_statement-trace.ts: verb, table, rows, time), with the main thread's
+ * CPU, run-queue and blocked time and its storage reads and writes (/proc/thread-self/io) in them:
+ * `prune.traced` keeps the ones with the most CPU and the most blocked.
+ */
+const TRACE_MS = args.includes("--trace-ms") ? Number(args[args.indexOf("--trace-ms") + 1]) : 10;
+/** `--stall-probe-s N`: seconds of the busy-loop probe before the pass (default 5; 0: none). */
+const STALL_PROBE_S = args.includes("--stall-probe-s")
+  ? Number(args[args.indexOf("--stall-probe-s") + 1])
+  : SMOKE
+  ? 0.2
+  : 5;
 const BUDGET_MS = args.includes("--budget-ms")
   ? Number(args[args.indexOf("--budget-ms") + 1])
   : undefined;
@@ -236,6 +251,102 @@ function schedstat(): { cpuMs: number; waitMs: number } {
   } catch {
     return { cpuMs: 0, waitMs: 0 };
   }
+}
+
+/**
+ * The main thread's I/O so far (Linux /proc; zeros elsewhere): bytes it read from and caused to
+ * be written to storage (not the page cache's), and its read and write calls.
+ */
+function threadIo(): { readBytes: number; writeBytes: number; reads: number; writes: number } {
+  try {
+    const text = readFileSync("/proc/thread-self/io", "utf8");
+    const field = (name: string) =>
+      Number(new RegExp(`^${name}: (\\d+)`, "m").exec(text)?.[1] ?? 0);
+    return {
+      readBytes: field("read_bytes"),
+      writeBytes: field("write_bytes"),
+      reads: field("syscr"),
+      writes: field("syscw"),
+    };
+  } catch {
+    return { readBytes: 0, writeBytes: 0, reads: 0, writes: 0 };
+  }
+}
+
+/**
+ * Time the guest kernel counts as a thread's CPU but the thread did not run: on this machine's
+ * virtual CPUs `/proc/stat` reports no steal and interrupt time is charged to whichever thread
+ * was running (no `CONFIG_IRQ_TIME_ACCOUNTING`), so a transaction can show tens of ms "on a CPU"
+ * in a statement of one row. `stallProbe`: a busy loop in 1 ms windows, no allocation, for `ms`:
+ * the windows that took 5 ms or more, and of those the ones the kernel counted 10 ms or more on a
+ * CPU (not in its run queue; a running thread's count lags by up to a tick, 4 ms at HZ=250). `cpuTicks`: the jiffies all CPUs accounted so far (user to softirq); their
+ * shortfall against wall time over the pass is time the guest never saw.
+ */
+function stallProbe(ms: number) {
+  const end = performance.now() + ms;
+  const worst: { ms: number; cpuMs: number; runQueueMs: number }[] = [];
+  let windows = 0;
+  let over5 = 0;
+  let cpuOver10 = 0;
+  let before = schedstat();
+  let started = performance.now();
+  while (started < end) {
+    let now = performance.now();
+    while (now - started < 1) now = performance.now();
+    const after = schedstat();
+    const wall = now - started;
+    windows++;
+    if (wall >= 5) {
+      over5++;
+      const cpuMs = after.cpuMs - before.cpuMs;
+      if (cpuMs >= 10) cpuOver10++;
+      worst.push({
+        ms: round(wall),
+        cpuMs: round(cpuMs),
+        runQueueMs: round(after.waitMs - before.waitMs),
+      });
+      worst.sort((a, b) => b.cpuMs - a.cpuMs);
+      if (worst.length > 5) worst.pop();
+    }
+    before = after;
+    started = performance.now();
+  }
+  return { ms, windows, over5ms: over5, onCpuOver10ms: cpuOver10, worst };
+}
+
+function cpuTicks(): number {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(
+      1,
+      8,
+    );
+    return fields.reduce((sum, v) => sum + Number(v), 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** A traced transaction (`--trace-ms`). */
+interface Traced {
+  phase: string;
+  ms: number;
+  commitMs: number;
+  cpuMs: number;
+  runQueueMs: number;
+  blockedMs: number;
+  restartsWal: boolean;
+  gcMs?: number;
+  start: number;
+  io: { readBytes: number; writeBytes: number; reads: number; writes: number };
+  statements: TracedStatement[];
+}
+
+/** Keeps the `size` entries with the most `key` (a short sorted list). */
+function keepTop(list: Traced[], entry: Traced, key: (t: Traced) => number, size = 8): void {
+  if (list.length === size && key(entry) <= key(list[size - 1])) return;
+  list.push(entry);
+  list.sort((a, b) => key(b) - key(a));
+  if (list.length > size) list.pop();
 }
 
 const GC_KINDS: Record<number, string> = {
@@ -430,6 +541,10 @@ try {
   // Each transaction's own split (its BEGIN to the end of its COMMIT, not its step's), per phase.
   let txSched = schedstat();
   const byPhase = new Map<string, PhaseFigures>();
+  const trace = TRACE_MS > 0 ? createStatementTrace(store, () => rowsNow(), TRACE_MS) : null;
+  let txIo = trace ? threadIo() : null;
+  // The traced transactions with the most CPU and the most time blocked, and how many there were.
+  const traced = { n: 0, byCpu: [] as Traced[], byBlocked: [] as Traced[] };
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
@@ -437,6 +552,10 @@ try {
     ...(TRANSACTION_RUNS === undefined ? {} : { transactionRuns: TRANSACTION_RUNS }),
     ...(checkpointRunner ? { checkpointRunner } : {}),
     onTransactionStart: () => {
+      if (trace) {
+        txIo = threadIo();
+        trace.begin();
+      }
       txSched = schedstat();
     },
     onTransaction: (phase, ms, commit) => {
@@ -444,6 +563,30 @@ try {
       const cpu = sched.cpuMs - txSched.cpuMs;
       const wait = sched.waitMs - txSched.waitMs;
       const blocked = Math.max(0, ms - cpu - wait);
+      const statements = trace?.end(ms) ?? null;
+      if (statements && txIo) {
+        const io = threadIo();
+        const entry: Traced = {
+          phase,
+          ms: round(ms),
+          commitMs: round(commit),
+          cpuMs: round(cpu),
+          runQueueMs: round(wait),
+          blockedMs: round(blocked),
+          restartsWal: checkpointedSinceTx,
+          start: performance.now() - ms,
+          io: {
+            readBytes: io.readBytes - txIo.readBytes,
+            writeBytes: io.writeBytes - txIo.writeBytes,
+            reads: io.reads - txIo.reads,
+            writes: io.writes - txIo.writes,
+          },
+          statements,
+        };
+        traced.n++;
+        keepTop(traced.byCpu, entry, (t) => t.cpuMs);
+        keepTop(traced.byBlocked, entry, (t) => t.blockedMs);
+      }
       let figures = byPhase.get(phase);
       if (!figures) byPhase.set(phase, figures = newPhaseFigures());
       figures.lockMs.push(ms);
@@ -506,6 +649,8 @@ try {
     }
   });
   gcObserver.observe({ entryTypes: ["gc"] });
+  const probe = STALL_PROBE_S > 0 ? stallProbe(STALL_PROBE_S * 1000) : null;
+  const ticksBefore = cpuTicks();
   const pruneStarted = performance.now();
   const pruneSched = schedstat();
   const pruneCpu = process.cpuUsage();
@@ -559,6 +704,8 @@ try {
     }
   }
   const pruneMs = performance.now() - pruneStarted;
+  // USER_HZ 100 on Linux: the share of the CPUs' time over the pass that no jiffy accounted.
+  const ticksMissing = 1 - (cpuTicks() - ticksBefore) / ((pruneMs / 10) * cpus().length);
   // CPU time of the pass (and the benchmark's writes between its steps): the main thread's, and
   // the process's (the checkpoint thread's too); per run, a figure the machine's load bears on
   // less than wall times.
@@ -570,6 +717,9 @@ try {
   gcObserver.disconnect();
   const gcInTx = gcInside(txSpans.values(), gcs);
   for (const tx of slowest) tx.gcMs = round(gcOverlap(tx.start, tx.start + tx.ms, gcs));
+  for (const tx of [...traced.byCpu, ...traced.byBlocked]) {
+    tx.gcMs = round(gcOverlap(tx.start, tx.start + tx.ms, gcs));
+  }
   await checkpointRunner?.close();
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
@@ -663,6 +813,16 @@ try {
         blockedMs: round(slowest.reduce((t, x) => t + (x.blockedMs ?? 0), 0)),
       },
       slowest: slowest.sort((a, b) => b.ms - a.ms).slice(0, 8),
+      // `--trace-ms`: the transactions of that length or more, statement by statement (the most
+      // CPU, the most blocked: 8 each).
+      traced: trace
+        ? {
+          thresholdMs: TRACE_MS,
+          n: traced.n,
+          byCpu: traced.byCpu.map(({ start: _start, ...t }) => t),
+          byBlocked: traced.byBlocked.map(({ start: _start, ...t }) => t),
+        }
+        : null,
       // Per phase: how many were over 20 ms, and the slowest with its split.
       over20msByPhase: Object.fromEntries(
         [...new Set(slowest.map((x) => x.phase))].map((phase) => {
@@ -708,6 +868,11 @@ try {
     ratioToSmall: before && smallBefore && after && smallAfter
       ? { before: rel(before, smallBefore), after: rel(after, smallAfter) }
       : null,
+    // Time the machine took from the benchmark's thread unseen (stallProbe, cpuTicks).
+    machine: {
+      stallProbe: probe,
+      ticksMissingShare: ticksBefore > 0 ? Math.round(ticksMissing * 1000) / 1000 : null,
+    },
     load: (await import("node:os")).loadavg().map((l) => round(l)),
   }));
 } finally {

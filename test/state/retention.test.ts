@@ -908,6 +908,16 @@ describe("retention", () => {
     const big = endedRun(fx.store, { hostEpoch: HOST_EPOCH, attempts: 300 });
     const small = endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     fx.clock.advance(40 * DAY_MS);
+    // Every statement that deletes attempts or runs (the mark's, a run's batches alone, a batch of
+    // runs, an earlier pass's mark finished) runs with SQLite's foreign keys off: with them on each
+    // deleted row scans the tables that point at it without an index (pass-transaction.ts).
+    const foreignKeys = fx.store.db.prepare("PRAGMA foreign_keys");
+    const deletes = new Map<string, number>();
+    fx.store.beforeStatement = (sql) => {
+      if (!/^DELETE FROM (node_attempts|runs)\b/.test(sql)) return;
+      const on = Number(Object.values(foreignKeys.get() as Record<string, number>)[0]);
+      deletes.set(sql, Math.max(deletes.get(sql) ?? 0, on));
+    };
     const decision = fx.store.db.prepare(
       "SELECT attempt_id FROM node_attempts WHERE run_id = ? AND node_id = 'approve'",
     ).get(big) as { attempt_id: string };
@@ -958,8 +968,9 @@ describe("retention", () => {
     const fresh = startRun(fx.store, { hostEpoch: HOST_EPOCH }).runId;
     expect(checkInvariants(fx.store)).toEqual([]);
 
-    // The pass is cut short (an exit, a crash): the next one finishes the marked run first.
-    const next = runRetentionPass(fx.store, { keepDays: 30 });
+    // The pass is cut short (an exit, a crash): the next one finishes the marked run first (a
+    // budget no statement outlasts: the small run's batch deletes its attempts itself).
+    const next = runRetentionPass(fx.store, { keepDays: 30, stepBudgetMs: 60_000 });
     expect(marks()).toBe(0);
     expect(rowsOf(fx, big)).toEqual({});
     expect(rowsOf(fx, small)).toEqual({});
@@ -970,6 +981,12 @@ describe("retention", () => {
     expect(readRunStatus(fx.store, fresh)?.run.state).toBe("running");
     expect(checkInvariants(fx.store)).toEqual([]);
     expect(steps).toBe(5);
+    fx.store.beforeStatement = null;
+    // Attempts a window at a time and a batch's; runs with the mark (a row each path deletes).
+    expect([...deletes.keys()].filter((sql) => sql.startsWith("DELETE FROM node_attempts")).length)
+      .toBe(2);
+    expect([...deletes.keys()].some((sql) => sql.startsWith("DELETE FROM runs"))).toBe(true);
+    expect([...deletes.values()]).toEqual([...deletes.values()].map(() => 0));
   });
 
   it("deletes a run's many client receipts in batches before its mark, so the mark's transaction stays small", () => {
