@@ -75,10 +75,21 @@ export function checkpointThreadsAvailable(): boolean {
   return typeof workerThreads?.Worker === "function";
 }
 
+/**
+ * The WAL that SQLite writes for the store: beside the file it opened, which for a symlinked
+ * state.sqlite is the link's target (SQLite resolves the link), not beside the link, where an
+ * fsync would find no file and be skipped.
+ */
+export function walPathOf(store: StateStore): string {
+  const main = (store.db.prepare("PRAGMA database_list").all() as { name: string; file: string }[])
+    .find((database) => database.name === "main");
+  return `${main?.file || store.path}-wal`;
+}
+
 /** The same checkpoint on the calling thread (no runner: tests, the benchmark's baseline). */
 export function checkpointHere(store: StateStore): CheckpointResult {
   const started = performance.now();
-  const counts = checkpointAndSync(store.db, `${store.path}-wal`);
+  const counts = checkpointAndSync(store.db, walPathOf(store));
   return { ...counts, ms: performance.now() - started, on: "host" };
 }
 
@@ -124,7 +135,7 @@ export function createCheckpointRunner(
   const start = (): Thread => {
     const data: CheckpointThreadData = {
       path: store.path,
-      walPath: `${store.path}-wal`,
+      walPath: walPathOf(store),
       fullfsync: process.platform === "darwin",
     };
     const started = new workerThreads.Worker(options.threadSource ?? CHECKPOINT_THREAD_SOURCE, {

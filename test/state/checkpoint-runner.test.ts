@@ -5,17 +5,23 @@
  * caller still gets a complete, synced checkpoint; a retention pass with a runner waits for its
  * checkpoints and hands files over only after them.
  */
-import { statSync } from "node:fs";
+import fs, { mkdirSync, realpathSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import workerThreads from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  checkpointHere,
   type CheckpointRunner,
   createCheckpointRunner,
   MAX_THREAD_FAILURES,
 } from "../../src/state/checkpoint-runner.ts";
+import { CHECKPOINT_THREAD_SOURCE } from "../../src/state/checkpoint-thread.ts";
+import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
+import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { createRetentionPass, DAY_MS } from "../../src/state/retention/retention-pass.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
+import { type Fixture, HOST_EPOCH, openFixture, tempDir } from "../support/state-store.ts";
 import { endedRun } from "../support/ended-runs.ts";
 
 let fx: Fixture | undefined;
@@ -183,5 +189,71 @@ describe("checkpoint runner", () => {
     expect(checkpoints.length).toBe(waits);
     expect(pass.report.fileBytesBefore).toBeGreaterThan(pass.report.fileBytesAfter);
     expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("syncs the WAL beside a symlinked state file's target, where SQLite writes it", async () => {
+    const root = tempDir();
+    const real = join(root, "elsewhere");
+    const stateDir = join(root, "state");
+    const open = (dir: string) =>
+      openStateStore({ stateDir: dir, clock: new FakeClock(), ids: sequentialIds() });
+    closeStateStore(open(real));
+    mkdirSync(stateDir, { mode: 0o700 });
+    symlinkSync(join(real, "state.sqlite"), join(stateDir, "state.sqlite"));
+    const store = open(stateDir);
+    const reader = new DatabaseSync(join(stateDir, "state.sqlite"));
+    const wal = `${realpathSync(join(real, "state.sqlite"))}-wal`;
+    try {
+      const f = { store } as Fixture;
+      fillWal(f, 20);
+      // A reader's snapshot holds the later frames back: no checkpoint copies them all, so each
+      // one syncs the WAL.
+      reader.exec("BEGIN");
+      reader.prepare("SELECT COUNT(*) FROM ballast").get();
+      fillWal(f, 20);
+      // Here: the paths the checkpoint opens, seen through the fs module it takes them from.
+      const opened: string[] = [];
+      const openSync = fs.openSync;
+      fs.openSync = ((path: string, ...rest: [never]) => {
+        opened.push(String(path));
+        return openSync(path, ...rest);
+      }) as typeof fs.openSync;
+      let here;
+      try {
+        here = checkpointHere(store);
+      } finally {
+        fs.openSync = openSync;
+      }
+      expect(here.checkpointed).toBeLessThan(here.log);
+      expect(opened).toEqual([wal]);
+      // On the thread: the same checkpoint's source, its opens told to the test as it runs.
+      const onThread: string[] = [];
+      runner = createCheckpointRunner(store, {
+        onProblem: (m) => onThread.push(`problem: ${m}`),
+        threadSource: `{
+          const fs = process.getBuiltinModule("node:fs");
+          const { parentPort } = process.getBuiltinModule("node:worker_threads");
+          const openSync = fs.openSync;
+          fs.openSync = (path, ...rest) => {
+            parentPort.postMessage({ id: 0, opened: String(path) });
+            return openSync(path, ...rest);
+          };
+        }
+        ${CHECKPOINT_THREAD_SOURCE}`,
+        onThread: (thread) =>
+          thread.on("message", (m: { opened?: string }) => m.opened && onThread.push(m.opened)),
+      });
+      fillWal(f, 20);
+      const there = await runner.checkpoint();
+      expect(there.on).toBe("thread");
+      expect(there.checkpointed).toBeLessThan(there.log);
+      expect(onThread).toEqual([wal]);
+    } finally {
+      reader.close();
+      await runner?.close();
+      runner = undefined;
+      closeStateStore(store);
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
