@@ -4,14 +4,11 @@
  *               directory's `workflows/`, the built-ins); directory listings only, no code runs
  *   runs        short ids of the newest runs (`--active`: unfinished ones), from a host that is
  *               already running; nothing when none is (a completion never starts one)
+ * Each is a Node start of its own as the user types (main.ts sends `__complete` here without the
+ * command parser), so the client and the protocol's schemas load only for run ids.
  */
-import { connectHost } from "../client/host-connection.ts";
-import { receiptOf } from "../client/command-receipt.ts";
-import { clientStateDir, hostSocketPath } from "../client/socket-path.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../base/builtin-workflows.ts";
 import { defaultAgentDir, listWorkflowFiles } from "../base/workflow-files.ts";
-import { shortRunId } from "./run-ids.ts";
-import { describeRunState } from "./run-state.ts";
 
 /** A completion must feel instant: a host that does not answer soon is skipped. */
 const HOST_TIMEOUT_MS = 1500;
@@ -38,6 +35,14 @@ function workflowNames(env: NodeJS.ProcessEnv): string[] {
 }
 
 async function runIds(active: boolean, env: NodeJS.ProcessEnv): Promise<string[]> {
+  const [{ connectHost }, { receiptOf }, { clientStateDir, hostSocketPath }, ids, states] =
+    await Promise.all([
+      import("../client/host-connection.ts"),
+      import("../client/command-receipt.ts"),
+      import("../client/socket-path.ts"),
+      import("./run-ids.ts"),
+      import("./run-state.ts"),
+    ]);
   let connection;
   try {
     connection = await connectHost(hostSocketPath(clientStateDir(env)), {
@@ -55,7 +60,7 @@ async function runIds(active: boolean, env: NodeJS.ProcessEnv): Promise<string[]
       }),
     );
     return runs.map((run) =>
-      `${shortRunId(run.runId)}\t${run.workflowName} ${describeRunState(run).word}`
+      `${ids.shortRunId(run.runId)}\t${run.workflowName} ${states.describeRunState(run).word}`
     );
   } catch {
     return [];

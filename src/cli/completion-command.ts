@@ -5,8 +5,8 @@
  * command's documented options are what completes. Completing never starts a host: with none
  * running, run ids simply do not complete.
  */
-import { UsageError } from "./exit-codes.ts";
-import type { CliIo } from "./output.ts";
+import { exitCodeFor, UsageError } from "./exit-codes.ts";
+import { type CliIo, oneLineError, processIo } from "./output.ts";
 
 export type CompletionCommand =
   | { kind: "completion"; shell: "bash" | "zsh" }
@@ -16,13 +16,7 @@ export function parseCompletion(
   name: "completion" | "__complete",
   rest: readonly string[],
 ): CompletionCommand | { kind: "help"; topic: string } {
-  if (name === "__complete") {
-    const [what, flag] = rest;
-    if (what === "workflows" || what === "runs") {
-      return { kind: "completion", words: what, active: flag === "--active" };
-    }
-    throw new UsageError("Unknown completion request: use 'workflows' or 'runs'");
-  }
+  if (name === "__complete") return parseCompleteRequest(rest);
   const [shell, ...more] = rest;
   if (shell === "--help" || shell === "-h") return { kind: "help", topic: "completion" };
   if (shell !== "bash" && shell !== "zsh") {
@@ -38,6 +32,15 @@ export function parseCompletion(
   return { kind: "completion", shell };
 }
 
+/** `__complete workflows|runs [--active]`: what the scripts ask for. */
+function parseCompleteRequest(rest: readonly string[]): CompletionCommand {
+  const [what, flag] = rest;
+  if (what === "workflows" || what === "runs") {
+    return { kind: "completion", words: what, active: flag === "--active" };
+  }
+  throw new UsageError("Unknown completion request: use 'workflows' or 'runs'");
+}
+
 export async function runCompletionCommand(
   command: CompletionCommand,
   io: CliIo,
@@ -51,4 +54,18 @@ export async function runCompletionCommand(
   const { completeWords } = await import("./complete-words.ts");
   for (const line of await completeWords(command.words, command.active, env)) io.out(line);
   return 0;
+}
+
+/** `pi-workflows __complete …` as main.ts runs it, without the command parser (runCli's errors). */
+export async function runCompletionRequest(
+  rest: readonly string[],
+  io: CliIo = processIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  try {
+    return await runCompletionCommand(parseCompleteRequest(rest), io, env);
+  } catch (error) {
+    io.err(oneLineError(error));
+    return exitCodeFor(error);
+  }
 }

@@ -4,11 +4,19 @@
  * closed pipe, resolver errors that name file and step, and bash completion.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCliInProcess } from "../support/cli-in-process.ts";
-import { CLI, ROOT, runCliProcess, spawnCli, type TempHome, tempHome } from "../support/host.ts";
+import {
+  CLI,
+  NODE_ARGS,
+  ROOT,
+  runCliProcess,
+  spawnCli,
+  type TempHome,
+  tempHome,
+} from "../support/host.ts";
 
 let home: TempHome;
 let project: string;
@@ -294,9 +302,24 @@ describe("resolver errors", () => {
 describe("completion", () => {
   it("completes commands, options, workflow names and run ids in bash, never starting a host", async () => {
     const script = (await cliHere(["completion", "bash"])).stdout;
+    // Each <Tab> is a Node start: it records the modules it loads, to show it skips the parser.
+    const loads = join(home.root, "completion-loads");
+    const recorder = join(home.root, "record-loads.mjs");
+    writeFileSync(
+      recorder,
+      `import { appendFileSync } from "node:fs";
+import { registerHooks } from "node:module";
+registerHooks({ load(url, context, next) {
+  appendFileSync(${JSON.stringify(loads)}, url + "\\n");
+  return next(url, context);
+} });
+`,
+    );
+    const node = [process.execPath, ...NODE_ARGS, "--import", recorder, CLI].map((a) => `"${a}"`)
+      .join(" ");
     const complete = (line: string) => {
       const words = line.split(" ");
-      const program = `pi-workflows() { "${process.execPath}" "${CLI}" "$@"; }
+      const program = `pi-workflows() { ${node} "$@"; }
 ${script}
 COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}
 _pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
@@ -318,10 +341,15 @@ _pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(runs.length).toBeGreaterThan(0);
     for (const id of runs) expect(id).toMatch(/^run-[0-9a-f]{8}$/);
 
-    expect((await cli(["host", "stop"])).code).toBe(0);
+    expect((await cliHere(["host", "stop"])).code).toBe(0);
     expect(complete("pi-workflows status run-")).toEqual([]);
-    const status = await cli(["host", "status"]);
+    const status = await cliHere(["host", "status"]);
     expect(status.stdout).toContain("host: stopped");
+    // Four completions asked the program, and none loaded the command parser (every command's
+    // options and schemas: most of the CPU of such a start from source).
+    const loaded = readFileSync(loads, "utf8").split("\n");
+    expect(loaded.filter((url) => url.endsWith("/src/cli/complete-words.ts"))).toHaveLength(4);
+    expect(loaded.filter((url) => url.endsWith("/src/cli/parse-command.ts"))).toEqual([]);
   });
 
   it("prints a zsh script and refuses other shells", async () => {
