@@ -6,26 +6,16 @@
  * restarted in between all lie on the branch, and each message is counted once. The host sets the
  * attempt's usage to this sum with the submission, an update or a reminder.
  */
-import { addUsage, EMPTY_USAGE, type StepUsage, usageOfPiMessage } from "../protocol/step-usage.ts";
-import type { PiSessionManager } from "./pi-api.ts";
-import { isOurEntry } from "./session-messages.ts";
+import type { StepUsage } from "../protocol/step-usage.ts";
+import type { BranchIndex } from "./branch-index.ts";
 
 /** The step's usage so far; undefined when its step message is not on the branch or none used. */
 export function stepUsageOnBranch(
-  session: PiSessionManager,
+  branch: BranchIndex,
   interactionId: string,
 ): StepUsage | undefined {
-  const branch = session.getBranch();
-  const shown = branch.findIndex((entry) =>
-    isOurEntry(entry) && entry.details.kind === "step" &&
-    entry.details.interactionId === interactionId
+  const shown = branch.ours().find((entry) =>
+    entry.details.kind === "step" && entry.details.interactionId === interactionId
   );
-  if (shown === -1) return undefined;
-  let total: StepUsage | undefined;
-  for (let i = shown + 1; i < branch.length; i++) {
-    if (branch[i].type !== "message") continue;
-    const usage = usageOfPiMessage(branch[i].message);
-    if (usage !== null) total = addUsage(total ?? EMPTY_USAGE, usage);
-  }
-  return total;
+  return shown === undefined ? undefined : branch.usageAfter(shown);
 }

@@ -8,6 +8,8 @@
 export interface PiSessionEntry {
   type: string;
   id: string;
+  /** The entry before it on its branch (null: the root). */
+  parentId?: string | null;
   customType?: string;
   details?: unknown;
   /** A `message` entry's message (an assistant message carries its `usage`). */
@@ -16,7 +18,10 @@ export interface PiSessionEntry {
 
 export interface PiSessionManager {
   getSessionId(): string;
+  /** The path from the root to the leaf, copied (a long session's holds thousands of entries). */
   getBranch(): PiSessionEntry[];
+  getLeafId(): string | null;
+  getEntry(id: string): PiSessionEntry | undefined;
 }
 
 export interface PiUi {

@@ -15,6 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { crashPoint } from "../base/crash-point.ts";
+import type { BranchIndex } from "./branch-index.ts";
 import { stepUsageOnBranch } from "./branch-usage.ts";
 import type { PiExtensionApi, PiSessionManager } from "./pi-api.ts";
 import {
@@ -32,6 +33,8 @@ export interface PresenterHost {
   pi: PiExtensionApi;
   ops: SessionOps;
   session(): PiSessionManager;
+  /** This extension's messages on the session's branch. */
+  branch: BranchIndex;
   isIdle(): boolean;
   hasPendingMessages(): boolean;
   /** Stops the agent's current turn. */
@@ -167,7 +170,7 @@ export class Presenter {
     const current = this.#current;
     const pending = current?.unrecorded;
     if (!current || !pending || current.interaction.interactionId !== interactionId) return;
-    const entry = findStepEntry(this.#host.session(), interactionId, pending.presentationId);
+    const entry = findStepEntry(this.#host.branch.ours(), interactionId, pending.presentationId);
     if (!entry) return;
     pending.carried = entry.id;
     return { sessionEntryId: entry.id, replaces: pending.replaces };
@@ -291,7 +294,7 @@ export class Presenter {
       this.#continueAdopted(current);
       return current;
     }
-    const shown = findStepEntry(session, interaction.interactionId);
+    const shown = findStepEntry(this.#host.branch.ours(), interaction.interactionId);
     if (shown) {
       await this.#host.ops.present(interaction, shown.id, stored);
       current.entryId = shown.id;
@@ -319,7 +322,7 @@ export class Presenter {
     const pending = current?.unrecorded;
     if (!current || !pending || pending.carried !== undefined) return;
     const entry = findStepEntry(
-      this.#host.session(),
+      this.#host.branch.ours(),
       current.interaction.interactionId,
       pending.presentationId,
     );
@@ -361,7 +364,7 @@ export class Presenter {
     if (!this.#host.isIdle() || this.#host.hasPendingMessages()) return;
     const reminder = current.interaction.reminders + 1;
     // The turns that went unanswered count towards the step's usage.
-    const used = stepUsageOnBranch(this.#host.session(), current.interaction.interactionId);
+    const used = stepUsageOnBranch(this.#host.branch, current.interaction.interactionId);
     const answer = await this.#host.ops.remind(current.interaction, reminder, used);
     if (answer.action === "wait") return;
     current.interaction = { ...current.interaction, reminders: reminder };

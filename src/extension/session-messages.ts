@@ -35,18 +35,17 @@ export interface MessageDetails {
   reminder?: number;
 }
 
-export function isOurEntry(entry: PiSessionEntry): entry is PiSessionEntry & {
-  details: MessageDetails;
-} {
+/** A message of this extension as a session entry. */
+export type OurEntry = PiSessionEntry & { details: MessageDetails };
+
+export function isOurEntry(entry: PiSessionEntry): entry is OurEntry {
   const details = entry.details as Partial<MessageDetails> | undefined;
   return entry.type === "custom_message" && entry.customType === MESSAGE_TYPE &&
     details?.schema === MESSAGE_DETAILS_SCHEMA;
 }
 
 /** This extension's messages on the current branch, oldest first. */
-export function ourEntries(session: PiSessionManager): (PiSessionEntry & {
-  details: MessageDetails;
-})[] {
+export function ourEntries(session: PiSessionManager): OurEntry[] {
   return session.getBranch().filter(isOurEntry);
 }
 
@@ -54,13 +53,16 @@ export function branchHasEntry(session: PiSessionManager, entryId: string): bool
   return session.getBranch().some((entry) => entry.id === entryId);
 }
 
-/** The latest step presentation of `interactionId` on the branch (a presentation id narrows it). */
+/**
+ * The latest step presentation of `interactionId` among this extension's messages on the branch
+ * (`BranchIndex.ours`; a presentation id narrows it).
+ */
 export function findStepEntry(
-  session: PiSessionManager,
+  ours: readonly OurEntry[],
   interactionId: string,
   presentationId?: string,
-): PiSessionEntry | undefined {
-  return ourEntries(session).findLast((entry) =>
+): OurEntry | undefined {
+  return ours.findLast((entry) =>
     entry.details.kind === "step" && entry.details.interactionId === interactionId &&
     (presentationId === undefined || entry.details.presentationId === presentationId)
   );

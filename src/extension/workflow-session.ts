@@ -14,6 +14,7 @@ import { clientStateDir } from "../client/socket-path.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import type { RunSummary } from "../protocol/run-operations.ts";
 import type { StepUsage } from "../protocol/step-usage.ts";
+import { BranchIndex } from "./branch-index.ts";
 import { stepUsageOnBranch } from "./branch-usage.ts";
 import { HandoffQuiet } from "./handoff-quiet.ts";
 import { hostStartCommand } from "./host-launch.ts";
@@ -44,6 +45,8 @@ export class WorkflowSession {
   readonly outbox: Outbox;
   /** The quiet of a step handoff: pushes meanwhile wait (handoff-quiet.ts). */
   readonly handoff = new HandoffQuiet();
+  /** This extension's messages on the session's branch, read incrementally. */
+  readonly branch = new BranchIndex(() => this.#ctx.sessionManager);
   #ctx: PiContext;
   #closed = false;
   #linked = false;
@@ -68,6 +71,7 @@ export class WorkflowSession {
       pi,
       ops: this.ops,
       session: () => this.#ctx.sessionManager,
+      branch: this.branch,
       isIdle: () => this.#ctx.isIdle(),
       hasPendingMessages: () => this.#ctx.hasPendingMessages(),
       abort: () => this.#ctx.abort(),
@@ -100,7 +104,7 @@ export class WorkflowSession {
 
   /** What the step of `interactionId` has used in this session so far (branch-usage.ts). */
   stepUsage(interactionId: string): StepUsage | undefined {
-    return stepUsageOnBranch(this.#ctx.sessionManager, interactionId);
+    return stepUsageOnBranch(this.branch, interactionId);
   }
 
   /** Keeps the latest context (event handlers get a fresh one). */

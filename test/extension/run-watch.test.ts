@@ -46,7 +46,13 @@ function watch() {
     pi: {} as PiExtensionApi,
     client,
     ui: () => ui,
-    session: () => ({ getSessionId: () => "s", getBranch: () => [] }) as PiSessionManager,
+    session: () =>
+      ({
+        getSessionId: () => "s",
+        getBranch: () => [],
+        getLeafId: () => null,
+        getEntry: () => undefined,
+      }) as PiSessionManager,
     detailFor: () => null,
   });
   return { runs, notices, reads, end: () => (state = "completed") };
