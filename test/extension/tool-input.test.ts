@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import * as v from "valibot";
 import { parseToolCall, TOOL_ACTIONS, TOOL_PARAMETERS } from "../../src/extension/tool-input.ts";
+import { JsonValueSchema } from "../../src/protocol/run-facts.ts";
 
 describe("workflow tool input", () => {
   it("is one flat object schema that providers accept", () => {
@@ -57,5 +59,43 @@ describe("workflow tool input", () => {
     const many = parseToolCall({ action: "submit", a: 1, b: 2, c: 3, d: 4 });
     expect(many.ok).toBe(false);
     if (!many.ok) expect(many.error).toMatch(/\(and \d+ more\)$/);
+  });
+
+  it("takes the JSON values JsonValueSchema takes, as Pi parsed them (not walked into copies)", () => {
+    const values: unknown[] = [
+      null,
+      true,
+      0,
+      -1.5,
+      "",
+      "text",
+      [],
+      [1, "a", null, [{}]],
+      {},
+      { steps: ["x"], nested: { deep: [{ ok: true }] } },
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      undefined,
+      () => 1,
+      Symbol("s"),
+      10n,
+      [1, undefined],
+      { ok: Number.NaN },
+      { fine: 1, bad: { worse: [() => 2] } },
+    ];
+    for (const output of values) {
+      const parsed = parseToolCall({ action: "submit", step: "s", attempt: "a", output });
+      const label = String(typeof output === "bigint" ? `${output}n` : JSON.stringify(output));
+      expect(parsed.ok, label).toBe(v.safeParse(JsonValueSchema, output).success);
+      if (parsed.ok && parsed.call.action === "submit") expect(parsed.call.output).toBe(output);
+    }
+    const bad = parseToolCall({
+      action: "submit",
+      step: "s",
+      attempt: "a",
+      output: { n: Number.NaN },
+    });
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.error).toMatch(/output: Invalid type: expected a JSON value/);
   });
 });
