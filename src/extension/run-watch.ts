@@ -5,11 +5,18 @@
  * the run, which releases the session for the next one.
  */
 import type { HostClient } from "../client/host-client.ts";
-import type { RunSummary } from "../protocol/run-operations.ts";
+import type { OperationReceipt } from "../protocol/host-operations.ts";
+import {
+  type AttemptSummary,
+  DEFAULT_STATUS_ATTEMPTS,
+  type RunSummary,
+} from "../protocol/run-operations.ts";
 import type { PiExtensionApi, PiSessionManager, PiUi } from "./pi-api.ts";
 import { decisionText, type Waiting } from "./decision-text.ts";
 import { statusLine, TERMINAL_RUN_STATES, widgetLines } from "./progress-view.ts";
 import { hasDecisionEntry, MESSAGE_DETAILS_SCHEMA, MESSAGE_TYPE } from "./session-messages.ts";
+
+type StatusReceipt = OperationReceipt<"run.status">;
 
 export const WIDGET_KEY = "pi-workflows";
 export const STATUS_KEY = "pi-workflows";
@@ -40,6 +47,13 @@ export class RunWatch {
    * still name one; following it again would announce its end again, once per stale read.
    */
   readonly #ended = new Set<string>();
+  /**
+   * Every attempt of the followed run, by sequence, as of the last read, when it has at most a
+   * plain read's page of them (null otherwise): the next read asks only for the attempts after
+   * the first open one (`attemptsAfter`), since an ended attempt never changes. Each read of the
+   * whole run was on the host's and on Pi's loop during every step handoff, growing with the run.
+   */
+  #attempts: AttemptSummary[] | null = null;
 
   readonly #host: RunWatchHost;
 
@@ -68,6 +82,7 @@ export class RunWatch {
     this.#finishedAt = null;
     this.#last = null;
     this.#adopted = false;
+    this.#attempts = null;
   }
 
   /**
@@ -96,10 +111,7 @@ export class RunWatch {
       if (now - this.#finishedAt >= FINISHED_WIDGET_MS) this.clear();
       return;
     }
-    const status = await this.#host.client.call("run.status", {
-      runId,
-      payload: { includeUpdates: true },
-    });
+    const { status, attempts } = await this.#read(runId);
     if (this.#runId !== runId) return;
     const adopted = this.#adopted;
     this.#adopted = false;
@@ -110,12 +122,12 @@ export class RunWatch {
     }
     this.#last = status.run;
     const details: Record<string, string | null> = {};
-    for (const attempt of status.attempts ?? []) {
+    for (const attempt of attempts) {
       details[attempt.nodeId] = this.#host.detailFor(attempt.nodeId);
     }
     const input = {
       run: status.run,
-      attempts: status.attempts ?? [],
+      attempts,
       details,
       updates: status.updates ?? [],
       now,
@@ -129,6 +141,30 @@ export class RunWatch {
       this.#finishedAt = now;
       this.#announceEnd(status.run);
     }
+  }
+
+  /**
+   * The run's status and all its attempts it names: after the first open attempt known, added
+   * to the ended ones before it, or the run's last ones (the first read, a run past one page, a
+   * read that did not add up), as a plain read returns them.
+   */
+  async #read(runId: string): Promise<{ status: StatusReceipt; attempts: AttemptSummary[] }> {
+    const known = this.#attempts;
+    const after = known === null ? undefined : cursorOf(known);
+    const status = await this.#host.client.call("run.status", {
+      runId,
+      payload: { includeUpdates: true, ...(after === undefined ? {} : { attemptsAfter: after }) },
+    });
+    const page = status.attempts ?? [];
+    const attempts = after === undefined
+      ? page
+      : [...known!.filter((a) => a.sequence <= after), ...page];
+    const whole = attempts.length === status.attemptCount &&
+      attempts.length <= DEFAULT_STATUS_ATTEMPTS;
+    if (this.#runId !== runId) return { status, attempts };
+    this.#attempts = whole ? attempts : null;
+    // More attempts came than one page holds: read the run's last ones, as a plain read does.
+    return whole || after === undefined ? { status, attempts } : this.#read(runId);
   }
 
   #noteEnded(runId: string): void {
@@ -169,10 +205,17 @@ export class RunWatch {
   }
 
   clear(): void {
+    this.#attempts = null;
     const ui = this.#host.ui();
     ui?.setWidget(WIDGET_KEY, undefined);
     ui?.setStatus(STATUS_KEY, undefined);
     this.#runId = null;
     this.#finishedAt = null;
   }
+}
+
+/** The attempts after this sequence can have changed since `attempts` were read (sorted). */
+function cursorOf(attempts: readonly AttemptSummary[]): number {
+  const open = attempts.find((a) => a.state === "running" || a.state === "waiting");
+  return open ? open.sequence - 1 : (attempts.at(-1)?.sequence ?? 0);
 }

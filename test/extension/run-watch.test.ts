@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import { RunWatch } from "../../src/extension/run-watch.ts";
 import type { HostClient } from "../../src/client/host-client.ts";
 import type { PiExtensionApi, PiSessionManager, PiUi } from "../../src/extension/pi-api.ts";
-import type { RunSummary } from "../../src/protocol/run-operations.ts";
+import type { AttemptSummary, RunSummary } from "../../src/protocol/run-operations.ts";
+import { widgetLines } from "../../src/extension/progress-view.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -77,5 +78,92 @@ describe("RunWatch", () => {
     await runs.refresh(T0 + 121_000);
     expect(notices).toHaveLength(1);
     expect(reads).toEqual(["run.status run-1", "run.status run-1"]);
+  });
+
+  it("reads only the attempts after the first open one, and draws what a whole read draws", async () => {
+    // The host's paging of run.status (run-queries.ts): the last 100, or the first 100 after
+    // `attemptsAfter`, in sequence order, with the run's attempt count.
+    const table: AttemptSummary[] = [];
+    const payloads: { attemptsAfter?: number }[] = [];
+    const client = {
+      call: (_operation: string, options: { payload: { attemptsAfter?: number } }) => {
+        payloads.push(options.payload);
+        const after = options.payload.attemptsAfter;
+        const attempts = after === undefined
+          ? table.slice(-100)
+          : table.filter((a) => a.sequence > after).slice(0, 100);
+        return Promise.resolve({
+          run: summary("running"),
+          attempts: structuredClone(attempts),
+          attemptCount: table.length,
+          updates: [],
+        });
+      },
+    } as unknown as HostClient;
+    let widget: string[] = [];
+    const ui: PiUi = {
+      notify: () => {},
+      setStatus: () => {},
+      setWidget: (_key, lines) => (widget = lines ?? []),
+    };
+    const runs = new RunWatch({
+      pi: {} as PiExtensionApi,
+      client,
+      ui: () => ui,
+      session: () => ({}) as PiSessionManager,
+      detailFor: () => null,
+    });
+    const start = (nodeId: string) => {
+      const sequence = table.length + 1;
+      table.push({
+        attemptId: `a-${sequence}`,
+        nodeId,
+        sequence,
+        nodeKind: "agent",
+        effect: "pure",
+        state: "waiting",
+        startedAt: T0 + sequence,
+        deadlineAt: null,
+      } as AttemptSummary);
+    };
+    const end = (sequence: number) => {
+      Object.assign(table[sequence - 1], { state: "ok", finishedAt: T0 + sequence + 5 });
+    };
+    const whole = (now: number) =>
+      widgetLines({ run: summary("running"), attempts: table.slice(-100), details: {}, now });
+
+    runs.follow("run-1");
+    start("s1");
+    await runs.refresh(T0 + 1_000);
+    expect(widget).toEqual(whole(T0 + 1_000));
+    for (let step = 2; step <= 30; step++) {
+      end(step - 1);
+      start(`s${step % 7}`);
+      await runs.refresh(T0 + 1_000 + step);
+      expect(widget).toEqual(whole(T0 + 1_000 + step));
+      // Only the step that ended and the one that started.
+      expect(payloads.at(-1)).toMatchObject({ attemptsAfter: step - 2 });
+    }
+    // Two open at once (a running step beside a waiting one): read from the first open one.
+    start("side");
+    await runs.refresh(T0 + 2_000);
+    end(31);
+    await runs.refresh(T0 + 2_001);
+    expect(payloads.at(-1)).toMatchObject({ attemptsAfter: 29 });
+    expect(widget).toEqual(whole(T0 + 2_001));
+    // Past one page of attempts: the run's last ones, as a plain read.
+    for (let i = 0; i < 80; i++) {
+      end(table.length);
+      start(`n${i % 12}`);
+    }
+    const reads = payloads.length;
+    await runs.refresh(T0 + 3_000);
+    expect(payloads.slice(reads)).toEqual([
+      { includeUpdates: true, attemptsAfter: 29 },
+      { includeUpdates: true },
+    ]);
+    expect(widget).toEqual(whole(T0 + 3_000));
+    await runs.refresh(T0 + 3_001);
+    expect(payloads.at(-1)).toEqual({ includeUpdates: true });
   });
 });
