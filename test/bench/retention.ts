@@ -677,7 +677,7 @@ try {
     }
     const waiting = pass.waiting();
     if (waiting) await waiting;
-    else if (GAP_SLEEP_MS > 0) await new Promise((resolve) => setTimeout(resolve, GAP_SLEEP_MS));
+    else await new Promise((resolve) => setTimeout(resolve, GAP_SLEEP_MS)); // 0: a turn of the loop
     if (!more) break;
     // Every 10th gap: enough samples, and the pass is not slowed by 100,000 synced commits.
     if (++steps % 10 !== 0) continue;
@@ -712,7 +712,7 @@ try {
   const pruneMainCpuMs = schedstat().cpuMs - pruneSched.cpuMs;
   const pruneProcessCpu = process.cpuUsage(pruneCpu);
   const pruneProcessCpuMs = (pruneProcessCpu.user + pruneProcessCpu.system) / 1000;
-  // The collector's entries arrive on the event loop, which the pass above never gave back.
+  // The collector's entries arrive on the event loop: those of the pass's last steps after it.
   await new Promise((resolve) => setTimeout(resolve, 50));
   gcObserver.disconnect();
   const gcInTx = gcInside(txSpans.values(), gcs);
