@@ -52,12 +52,17 @@ function rollback(store: StateStore): void {
  */
 const pending = new WeakMap<StateStore, Map<string, number>>();
 
-/** Before a BEGIN or a setting: the transaction a failed ROLLBACK left, then settings to put back. */
-function settleConnection(store: StateStore): void {
+/**
+ * Before a BEGIN or a setting (or a retention pass's transaction): the transaction a failed
+ * ROLLBACK left, then settings to put back.
+ */
+export function settleConnection(store: StateStore): void {
   if (leftOpen.has(store)) {
     // A ROLLBACK that fails again throws here, and the next write tries once more.
     if (store.db.isTransaction) store.db.exec("ROLLBACK");
     leftOpen.delete(store);
+    // Reads while it was open saw its writes: a cache keyed on the count drops what it kept.
+    commits.set(store, commitCount(store) + 1);
   }
   const settings = pending.get(store);
   if (settings === undefined || store.db.isTransaction) return;

@@ -2,8 +2,10 @@ import { constants } from "node:sqlite";
 import { afterEach, describe, expect, test } from "vitest";
 import { ClaimLostError, RevisionConflictError } from "../../src/state/errors.ts";
 import { listAttempts, readRun } from "../../src/state/queries.ts";
+import { asPassTransaction } from "../../src/state/retention/pass-transaction.ts";
 import {
   afterGroupCommit,
+  commitCount,
   groupTransaction,
   inCommitGroup,
   writeTransaction,
@@ -248,6 +250,49 @@ describe("writeUnsynced", () => {
       // The refused write's update never committed.
       expect(updatedAt(), name).toBe(expected);
     }
+    db.setAuthorizer(null);
+    expect(checkInvariants(f.store)).toEqual([]);
+  });
+
+  test("after a failed ROLLBACK a pass transaction has its settings and read caches start over", () => {
+    f = openFixture();
+    const runId = enqueue(f.store);
+    const db = f.store.db;
+    let denied = false;
+    db.setAuthorizer((action, what) =>
+      denied && action === constants.SQLITE_TRANSACTION && what === "ROLLBACK"
+        ? constants.SQLITE_DENY
+        : constants.SQLITE_OK
+    );
+    const pragma = (name: string) => Number(Object.values(db.prepare(`PRAGMA ${name}`).get()!)[0]);
+    const before = commitCount(f.store);
+    const synchronous = pragma("synchronous");
+    denied = true;
+    expect(() =>
+      writeTransaction(f.store, () => {
+        execute(f.store, "UPDATE run_queue SET updated_at = 0 WHERE run_id = :runId", { runId });
+        throw new Error("refused");
+      })
+    ).toThrow("refused");
+    denied = false;
+    expect(db.isTransaction).toBe(true);
+    // Reads in between see the refused update; a cache keyed on this count would keep them.
+    expect(commitCount(f.store)).toBe(before);
+    const inside = asPassTransaction(
+      f.store,
+      { checkForeignKeys: false },
+      () =>
+        writeTransaction(f.store, () => ({
+          foreignKeys: pragma("foreign_keys"),
+          synchronous: pragma("synchronous"),
+          count: commitCount(f.store),
+        })),
+    );
+    // The pass's own settings (not the host's FULL and foreign keys on, which would scan every
+    // referencing table on each delete), and a count past the one the open transaction's reads saw.
+    expect(inside).toEqual({ foreignKeys: 0, synchronous: 1, count: before + 1 });
+    expect(pragma("foreign_keys")).toBe(1);
+    expect(pragma("synchronous")).toBe(synchronous);
     db.setAuthorizer(null);
     expect(checkInvariants(f.store)).toEqual([]);
   });

@@ -1,6 +1,6 @@
 /** The settings a retention pass's write transactions run under (commit sync, foreign keys). */
 import type { StateStore } from "../store.ts";
-import { withConnectionSetting } from "../transactions.ts";
+import { settleConnection, withConnectionSetting } from "../transactions.ts";
 
 /**
  * Runs one write transaction of the pass with its commit not synced (`synchronous=NORMAL`) and,
@@ -34,6 +34,8 @@ export function asPassTransaction<T>(
   options: { checkForeignKeys: boolean },
   fn: () => T,
 ): T {
+  // A transaction a failed ROLLBACK left open is not a caller's: it goes first.
+  settleConnection(store);
   if (store.db.isTransaction) return fn();
   // Settings put back before the host's next write even if a ROLLBACK left a transaction open.
   const synced = () => withConnectionSetting(store, "synchronous", () => 1, fn);
