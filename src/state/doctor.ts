@@ -13,6 +13,7 @@ import { closeStateStore, openStateStore, STATE_FILE_NAME } from "./store.ts";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { integrityProblems } from "./integrity.ts";
+import { sqliteFilePath } from "./state-file-path.ts";
 
 const MAX_INTEGRITY_LINES = 20;
 
@@ -183,7 +184,7 @@ function modeNotes(stateDir: string): { note: string; blocking: boolean }[] {
     });
   }
   for (const suffix of ["-wal", "-shm"]) {
-    const mode = modeOf(file + suffix);
+    const mode = modeOf(sqliteFilePath(file) + suffix);
     if (mode !== null && mode !== 0o600) {
       notes.push({
         note: `${STATE_FILE_NAME}${suffix} is ${

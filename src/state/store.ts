@@ -17,6 +17,7 @@ import {
 } from "./errors.ts";
 import { integrityProblems } from "./integrity.ts";
 import { createStateFile } from "./state-file-create.ts";
+import { sqliteFilePath } from "./state-file-path.ts";
 import { ddlDigest, SCHEMA_VERSION, schemaDdl, STATE_IDENTITY } from "./schema.ts";
 import { writeTransaction } from "./transactions.ts";
 
@@ -280,8 +281,9 @@ function ownFileModes(path: string): void {
     }
   };
   fix(path, (mode) => (mode & 0o077) !== 0);
-  fix(`${path}-wal`, (mode) => mode !== 0o600);
-  fix(`${path}-shm`, (mode) => mode !== 0o600);
+  const companions = sqliteFilePath(path);
+  fix(`${companions}-wal`, (mode) => mode !== 0o600);
+  fix(`${companions}-shm`, (mode) => mode !== 0o600);
 }
 
 function fileSize(path: string): number | null {

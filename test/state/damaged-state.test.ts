@@ -4,7 +4,18 @@
  * backup-and-reset instruction; the host refuses to serve it at start with the same instruction
  * instead of starting and failing every run later.
  */
-import { chmodSync, closeSync, openSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
@@ -135,6 +146,31 @@ describe("a damaged state database", () => {
       closeStateStore(store);
     }
     expect(runDoctor({ stateDir: home.stateDir }).modes).toEqual([]);
+  });
+
+  it("modes of a symlinked state.sqlite's -wal: beside the target, where SQLite keeps it", () => {
+    home = tempHome();
+    seedRuns(home.stateDir, [{ runId: "run-link" }]);
+    const link = join(home.stateDir, "state.sqlite");
+    const elsewhere = join(home.root, "elsewhere");
+    mkdirSync(elsewhere, { mode: 0o700 });
+    const target = join(elsewhere, "state.sqlite");
+    for (const suffix of ["-wal", "-shm"]) rmSync(link + suffix, { force: true });
+    renameSync(link, target);
+    symlinkSync(target, link);
+    // A WAL readable by others (it holds payloads) beside the target; none beside the link.
+    writeFileSync(`${target}-wal`, "", { mode: 0o644 });
+    chmodSync(`${target}-wal`, 0o644);
+    expect(runDoctor({ stateDir: home.stateDir }).modes.map((m) => m.note)).toContain(
+      "state.sqlite-wal is 0644; the host sets it to 0600 when it starts",
+    );
+    const store = openStateStore({ stateDir: home.stateDir, clock: systemClock, ids: randomIds });
+    try {
+      expect(statSync(`${target}-wal`).mode & 0o777).toBe(0o600);
+      seedable(store);
+    } finally {
+      closeStateStore(store);
+    }
   });
 });
 
