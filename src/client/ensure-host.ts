@@ -126,10 +126,32 @@ function lockOrFail(stateDir: string): StartLock | null {
     return tryStartLock(stateDir);
   } catch (error) {
     throw new HostStartFailedError(
-      `the host could not be started: the state directory cannot be used (${firstLine(error)})`,
-      { cause: error },
+      `the host could not be started: ${lockProblem(stateDir, error)}`,
+      {
+        cause: error,
+      },
     );
   }
+}
+
+/**
+ * What kept the start lock from being taken, as the user can act on it: a raw `EEXIST: file
+ * already exists, mkdir ...` does not say that the state directory is a file, and an error with
+ * no system code (a bad PI_WORKFLOWS_PROCESS_BACKEND, read for the lock's holder identity) is not
+ * about the directory at all.
+ */
+function lockProblem(stateDir: string, error: unknown): string {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code !== "string") return firstLine(error);
+  if (code === "EEXIST" || code === "ENOTDIR") {
+    return `the state directory ${stateDir} (or a directory above it) is a file, not a ` +
+      "directory; move it away, or point PI_WORKFLOWS_STATE_DIR at a directory";
+  }
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    return `the state directory ${stateDir} cannot be written (${code}): it must be a ` +
+      "directory you own and can write; point PI_WORKFLOWS_STATE_DIR at one";
+  }
+  return `the state directory cannot be used (${firstLine(error)})`;
 }
 
 type ProbeResult =

@@ -103,6 +103,27 @@ describe("host status on state a host cannot use", () => {
     expect(doctor.code).toBe(5);
     expect(doctor.stdout).toContain(`the state directory ${home.stateDir} is a file`);
     expect(doctor.stdout).not.toContain("Mode:");
+    // A command that starts the host on demand says the same, not mkdir's raw `EEXIST`.
+    const list = await runCliInProcess(["list"], home.env);
+    expect(list.code).toBe(4);
+    expect(list.stderr.trim().split("\n")).toHaveLength(1);
+    expect(list.stderr).toContain(`the state directory ${home.stateDir} (or a directory above it)`);
+    expect(list.stderr).toContain("point PI_WORKFLOWS_STATE_DIR at a directory");
+    expect(list.stderr).not.toContain("EEXIST");
+  });
+
+  it("a bad PI_WORKFLOWS_PROCESS_BACKEND is named as the setting, not as the state directory", async () => {
+    home = tempHome();
+    const list = await runCliProcess(
+      ["list"],
+      { ...home.env, PI_WORKFLOWS_PROCESS_BACKEND: "junk" },
+      30_000,
+    );
+    expect(list.code).toBe(4);
+    expect(list.stderr).toContain(
+      'Invalid PI_WORKFLOWS_PROCESS_BACKEND: expected proc or ps, got "junk"',
+    );
+    expect(list.stderr).not.toContain("state directory");
   });
 
   it("an empty (0-byte) database file is a problem, not a new database", async () => {
