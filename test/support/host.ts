@@ -12,7 +12,7 @@ import { FrameDecoder } from "../../src/protocol/framing.ts";
 import { removeTempRoot } from "./temp-root.ts";
 import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
-import { waitFor } from "./wait.ts";
+import { waitFor, waitWhileBusy } from "./wait.ts";
 
 // The bounded wait every test uses; it lives in wait.ts.
 export { waitFor };
@@ -168,10 +168,14 @@ export async function runCliProcess(
   return { code, stdout: proc.stdout(), stderr: proc.stderr() };
 }
 
-/** Starts `host run` and waits until it accepts commands. */
+/**
+ * Starts `host run` and waits until it accepts commands: until it has gone 15 s without using CPU
+ * (a hang), 2 minutes at most. A start is ~0.8 s of CPU, which a nice-19 run at load 20-22 took
+ * over 15 s to get: a wall-time bound failed hosts that were only starting slowly.
+ */
 export async function startHostProcess(env: NodeJS.ProcessEnv): Promise<CliProcess> {
   const host = spawnCli(["host", "run"], env);
-  await host.waitForStderr("host.ready");
+  await waitWhileBusy(host.pid, (ms) => host.waitForStderr("host.ready", ms), 15_000, 120_000);
   return host;
 }
 

@@ -1,8 +1,10 @@
 /**
  * Bounded waits for tests: every wait has a deadline and says what it waited for when it runs out.
  * `waitFor` polls for a value; for a yes/no that the test asserts itself, `waitUntil` (the
- * product's own, src/os/stop-group.ts) answers false at the deadline.
+ * product's own, src/os/stop-group.ts) answers false at the deadline. `waitWhileBusy` bounds a
+ * process's progress rather than the wall time, where the time is not what a test claims.
  */
+import { readFileSync } from "node:fs";
 export { waitUntil } from "../../src/os/stop-group.ts";
 
 /**
@@ -23,5 +25,44 @@ export async function waitFor<T>(
       throw new Error(`Timed out waiting for ${typeof what === "function" ? what() : what}`);
     }
     await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** CPU time (ms) process `pid` has used (Linux's /proc); null where unreadable or gone. */
+export function cpuTimeMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime (fields 14 and 15), in the 100-a-second ticks /proc always counts in.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs `wait(idleMs)`, a wait that rejects at its deadline, again for as long as process `pid`
+ * used CPU during the last one: it fails once the process went `idleMs` without any (blocked:
+ * a hang) or after `capMs` in all, not because a loaded machine gave it little CPU. Where CPU time
+ * cannot be read it is the one wall-time wait.
+ */
+export async function waitWhileBusy(
+  pid: number,
+  wait: (timeoutMs: number) => Promise<void>,
+  idleMs: number,
+  capMs: number,
+): Promise<void> {
+  const started = Date.now();
+  let used = cpuTimeMs(pid);
+  for (;;) {
+    try {
+      return await wait(idleMs);
+    } catch (error) {
+      const now = cpuTimeMs(pid);
+      if (used === null || now === null || now <= used || Date.now() - started >= capMs) {
+        throw error;
+      }
+      used = now;
+    }
   }
 }
