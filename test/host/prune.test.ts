@@ -2,8 +2,9 @@
  * `pi-workflows prune` against a real host over its socket: counts and bytes, a dry run that
  * changes nothing, bad input refused, the retention period from config.json, the idle host
  * pruning by itself, and a host SIGKILLed in the middle of a prune (inside a run's deletion and
- * between transactions): afterwards every run is whole or gone and doctor is clean. Controller
- * history past the period goes too, with its worker epochs' output files.
+ * between transactions): afterwards every run is whole, marked (gone to every reader) or gone,
+ * doctor is clean, and the next pass finishes the marked ones. Controller history past the period
+ * goes too, with its worker epochs' output files.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -381,7 +382,7 @@ describe("pi-workflows prune", () => {
   // budget, 512, over the 70 frames a run is taken to write until measured), so the ninth batch
   // lies in a later transaction than the first.
   for (const point of ["state.retention.runHalfDeleted#9", "host.retention.step#2"]) {
-    it(`leaves every run whole or gone when the host is SIGKILLed (${point})`, async () => {
+    it(`leaves every run whole, marked or gone when the host is SIGKILLed, and the next pass ends them (${point})`, async () => {
       home = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
       const large = point.startsWith("host.");
       const runs = seed(home.stateDir, 40, 2, large ? 1500 : 2);
