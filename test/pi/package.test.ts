@@ -6,7 +6,6 @@
  * no engine, state, host or worker module, and the Pi process reads no workflow module.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,8 +15,17 @@ import { type FakeModel, startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, type PiSandbox, REPO_ROOT } from "../support/pi-sandbox.ts";
 import { type PiRpc, startPi, stopAllPi } from "../support/pi-rpc.ts";
 import { stepResponder } from "../support/step-responder.ts";
+import { runWhileBusy } from "../support/wait.ts";
 import { BUILTIN_WORKFLOW_INFO } from "../../src/base/builtin-workflows.ts";
 
+/**
+ * The tarball install's steps (npm pack, npm install, pi install): each fails once it has used no
+ * CPU for 30 s (a hang) or run 2 minutes. The hook's own deadline is their sum, so it is never the
+ * one that ends a step still working: at 60 s it did in a nice-19 run at load 10-22 (the hook
+ * takes ~28 s at load 17 at nice 10, ~8 s alone).
+ */
+const STEP = { idleMs: 30_000, capMs: 120_000 };
+const HOOK_MS = 3 * STEP.capMs + 60_000;
 const RECORD_READS = fileURLToPath(new URL("./fixtures/record-reads.mjs", import.meta.url));
 const ENGINE_DIRS = /src[\\/](workflows|state|host|worker|controllers|cli|viewer)[\\/]/;
 
@@ -237,15 +245,11 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
       // npm's own error lines, if it fails, end up in the thrown error's message.
       npm_config_loglevel: "error",
     };
+    // Each step is bounded by its progress (STEP), not by the wall time a loaded machine takes.
     const npm = (args: string[]) =>
-      execFileSync("npm", args, {
-        cwd: sandbox.root,
-        env: npmEnv,
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      runWhileBusy("npm", args, { cwd: sandbox.root, env: npmEnv, ...STEP });
     const packed = JSON.parse(
-      npm([
+      await npm([
         "pack",
         "--ignore-scripts",
         "--json",
@@ -256,7 +260,7 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
       ]),
     ) as { filename: string }[];
     const prefix = join(sandbox.root, "pi-workflows");
-    npm([
+    await npm([
       "install",
       "--offline",
       "--omit=peer",
@@ -269,8 +273,8 @@ describe("installed from the npm tarball as docs/pi.md says (npm install --prefi
     ]);
     const target = join(prefix, "node_modules", "@osolmaz", "pi-workflows");
     await bundleCli(join(target, "dist", "pi-workflows.mjs"));
-    await sandbox.install(target);
-  });
+    await sandbox.install(target, STEP.capMs);
+  }, HOOK_MS);
 
   afterAll(async () => {
     await stopAllPi();

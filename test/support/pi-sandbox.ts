@@ -6,14 +6,13 @@
  * every process still carrying this sandbox's agent dir in its environment (Pi, a host it started,
  * workers), by PID, then removes the root.
  */
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { processesWithEnv, type ProcessInfo } from "../smoke/processes.ts";
 import { removeTempRoot } from "./temp-root.ts";
-import { waitUntil } from "./wait.ts";
+import { runWhileBusy, waitUntil } from "./wait.ts";
 import { shareWorkerCompileCache } from "./worker-compile-cache.ts";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -38,8 +37,11 @@ export interface PiSandbox {
   project: string;
   /** The full environment Pi and the CLI get (nothing inherited beyond PATH). */
   env: Record<string, string>;
-  /** `pi install <source>` into this agent dir; rejects with Pi's output on failure. */
-  install(source: string, timeoutMs?: number): Promise<string>;
+  /**
+   * `pi install <source>` into this agent dir; rejects with Pi's output on failure, or once it has
+   * used no CPU for 30 s or run `capMs` (60 s unless given).
+   */
+  install(source: string, capMs?: number): Promise<string>;
   /** The agent dir's settings.json as it is now. */
   settings(): Record<string, unknown>;
   /** Live processes whose environment names this sandbox (Pi, the host, workers, children). */
@@ -188,18 +190,12 @@ export function createPiSandbox(options: PiSandboxOptions): PiSandbox {
     project,
     env,
     settings: () => JSON.parse(readFileSync(join(agentDir, "settings.json"), "utf8")),
-    install: (source, timeoutMs = 60_000) =>
-      new Promise((resolvePromise, reject) => {
-        execFile(
-          node,
-          [PI_CLI, "install", source],
-          { cwd: project, env, timeout: timeoutMs, killSignal: "SIGKILL", encoding: "utf8" },
-          (error, stdout, stderr) => {
-            if (error) reject(new Error(`pi install ${source} failed: ${stderr || error.message}`));
-            else resolvePromise(stdout);
-          },
-        );
-      }),
+    // Bounded by its progress: 30 s without using CPU is a hang, not a loaded machine.
+    install: (source, capMs = 60_000) =>
+      runWhileBusy(node, [PI_CLI, "install", source], { cwd: project, env, idleMs: 30_000, capMs })
+        .catch((error: Error) => {
+          throw new Error(`pi install ${source} failed: ${error.message}`);
+        }),
     processes: () => processesWithEnv(marker),
     hostPids: () =>
       processesWithEnv(marker).filter((info) => {

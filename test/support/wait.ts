@@ -4,6 +4,7 @@
  * product's own, src/os/stop-group.ts) answers false at the deadline. `waitWhileBusy` bounds a
  * process's progress rather than the wall time, where the time is not what a test claims.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 export { waitUntil } from "../../src/os/stop-group.ts";
 
@@ -65,4 +66,49 @@ export async function waitWhileBusy(
       used = now;
     }
   }
+}
+
+/**
+ * Runs a program to its end and gives its output, as `execFile` does, bounded by its progress
+ * (`waitWhileBusy`): it is SIGKILLed and the call rejects, with its stderr, once it has gone
+ * `idleMs` without using CPU or run `capMs` in all. A non-zero exit rejects too.
+ */
+export async function runWhileBusy(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; idleMs: number; capMs: number },
+): Promise<string> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (d) => (stdout += d));
+  child.stderr!.setEncoding("utf8").on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve(signal === null ? code : null));
+  });
+  const what = `${command} ${args.slice(0, 2).join(" ")}`;
+  try {
+    await waitWhileBusy(
+      child.pid!,
+      (ms) =>
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`${what}: no CPU used in ${ms} ms`)), ms);
+          exited.then(() => resolve(), reject).finally(() => clearTimeout(timer));
+        }),
+      options.idleMs,
+      options.capMs,
+    );
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, "SIGKILL");
+    await exited.catch(() => undefined);
+    throw new Error(`${(error as Error).message}: ${stderr.slice(-500)}`);
+  }
+  const code = await exited;
+  if (code !== 0) throw new Error(`${what} exited ${code ?? "by a signal"}: ${stderr.slice(-500)}`);
+  return stdout;
 }
