@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { fileKey, orderByDuration, readDurations, startLate } from "./file-order.ts";
+import { fileKey, orderByDuration, readDurations } from "./file-order.ts";
 import { cachedSeconds } from "./update-durations.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -40,24 +40,6 @@ describe("the order test files start in", () => {
       "default:test/new-small.test.ts",
       "default:test/long.test.ts",
     ]);
-  });
-
-  it("starts a late file where the files after it keep the other workers busy as long", () => {
-    const seconds: Record<string, number> = { a: 100, b: 60, late: 39, c: 30, d: 20, e: 10, f: 5 };
-    const ordered = ["late", "a", "b", "c", "d", "e", "f"];
-    const of = (name: string) => seconds[name];
-    // Two workers: 35 s after it (20 + 10 + 5) is short of 39, 65 s (30 + ...) is enough.
-    expect(startLate(ordered, new Set(["late"]), of, 2)).toEqual(
-      ["a", "b", "late", "c", "d", "e", "f"],
-    );
-    // Three workers: twice its time after it.
-    expect(startLate(ordered, new Set(["late"]), of, 3)).toEqual(
-      ["a", "late", "b", "c", "d", "e", "f"],
-    );
-    // One worker: at the very end.
-    expect(startLate(["late", "a", "b"], new Set(["late"]), of, 1)).toEqual(["a", "b", "late"]);
-    // Not known: last.
-    expect(startLate(["x", "a", "f"], new Set(["x"]), of, 2)).toEqual(["a", "f", "x"]);
   });
 
   it("keys a run without projects as the default project's", () => {

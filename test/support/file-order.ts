@@ -1,15 +1,13 @@
 /**
  * The order vitest starts test files in: the longest first, by the durations a whole run measured
- * (test/support/file-durations.json, `project:path` -> seconds), so that the two workers end
- * together instead of one running a long file alone at the end. Without it a fresh clone (no
- * vitest cache) starts the larger files first, and testing/examples.test.ts (a small file, the
- * longest single test) started 212th of 222. A file the list does not know (a new one) goes first:
- * its length is unknown, and a long one started last would end the run alone. The ps pass's files
- * are interleaved with the rest (vitest's own order runs one project after the other).
- *
- * A file named in PI_WORKFLOWS_LATE_FILES (paths, space-separated) starts late instead: where
- * about its own duration of work is left for each other worker. It is for a file that waits on
- * something built beside the suite: it starts as late as it can without ending the run alone.
+ * (test/support/file-durations.json, `project:path` -> seconds), so that no long file starts
+ * late and ends the run alone. Without it a fresh clone (no vitest cache) starts the larger files
+ * first, and testing/examples.test.ts (a small file, the longest single test) started 212th of
+ * 222: the ps pass's files after it still kept the other worker busy (with CI-H's durations the two
+ * workers end ~4 s apart in that order, under 1 s in this one), but a slower file in its place
+ * would not have been covered. A file the list does not know (a new one) goes first: its length is
+ * unknown. The ps pass's files are interleaved with the rest (vitest's own order runs one project
+ * after the other).
  *
  * `npm run test:durations` rewrites the list from the durations vitest cached in the last runs
  * (node_modules/.vite/vitest/…/results.json): run it after a whole `npm run test:unit` on a quiet
@@ -50,30 +48,6 @@ export function orderByDuration<T>(
     }
     return db - da || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
   }).map((f) => f.item);
-}
-
-/**
- * `ordered` with each of `late` moved to where the known durations of the files after it add up to
- * its own duration times the other workers (`workers - 1`): they keep those workers busy while it
- * runs. A late file with no known duration, or with one worker, goes last.
- */
-export function startLate<T>(
-  ordered: ReadonlyArray<T>,
-  late: ReadonlySet<T>,
-  secondsOf: (item: T) => number | undefined,
-  workers: number,
-): T[] {
-  const rest = ordered.filter((item) => !late.has(item));
-  for (const item of ordered.filter((item) => late.has(item))) {
-    const own = secondsOf(item);
-    let at = rest.length;
-    if (own !== undefined && workers > 1) {
-      const busy = own * (workers - 1);
-      for (let after = 0; at > 0 && after < busy;) after += secondsOf(rest[--at]) ?? 0;
-    }
-    rest.splice(at, 0, item);
-  }
-  return rest;
 }
 
 export function readDurations(file: URL = DURATIONS_FILE): Record<string, number> {
