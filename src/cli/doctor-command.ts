@@ -1,11 +1,14 @@
 /**
  * `pi-workflows doctor`: opens the state database read-only (through the state layer's
- * `runDoctor`) and reports identity, digest and invariants. Works whether or not a host runs.
+ * `runDoctor`) and reports identity, digest, invariants and whether `config.json` in the state
+ * directory is valid. Works whether or not a host runs.
  */
 import { connectHost } from "../client/host-connection.ts";
 import { hostSocketPath } from "../client/socket-path.ts";
 import { formatDoctorReport, runDoctor } from "../state/doctor.ts";
 import { resolveStateDir } from "../state/store.ts";
+import { readUserConfigText } from "../os/user-config-file.ts";
+import { parseUserConfig } from "../protocol/user-config.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
@@ -18,7 +21,8 @@ export async function runDoctorCommand(
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
   const stateDir = resolveStateDir(env);
-  const report = runDoctor({ stateDir });
+  const config = parseUserConfig(readUserConfigText(stateDir));
+  const report = runDoctor({ stateDir, configProblem: config.ok ? null : config.message });
   // An unexpired lease is not a running host (a killed one leaves its lease behind): ask the socket.
   const answering = report.hostEpoch?.live
     ? await socketAnswers(hostSocketPath(stateDir))

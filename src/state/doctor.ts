@@ -11,7 +11,7 @@ import { type HostStatusCounts, hostStatusCounts } from "./queries.ts";
 import { DDL_DIGEST_PREFIX_LENGTH, ddlDigest, SCHEMA_VERSION, STATE_IDENTITY } from "./schema.ts";
 import { closeStateStore, openStateStore, STATE_FILE_NAME } from "./store.ts";
 import { statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { integrityProblems } from "./integrity.ts";
 import { sqliteFilePath } from "./state-file-path.ts";
 
@@ -39,9 +39,16 @@ export interface DoctorReport {
   hostEpoch: { epoch: number; live: boolean; leaseUntil: number | null } | null;
   counts: HostStatusCounts | null;
   violations: Violation[];
+  /**
+   * What is wrong with `config.json` in the state directory (read by the caller: this layer does
+   * no config I/O), else null. Every `start` and `prune` refuses while it is invalid.
+   */
+  configProblem: string | null;
 }
 
-export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorReport {
+export function runDoctor(
+  opts: { stateDir: string; clock?: Clock; configProblem?: string | null },
+): DoctorReport {
   const clock = opts.clock ?? systemClock;
   const report: DoctorReport = {
     ok: false,
@@ -56,6 +63,7 @@ export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorRepo
     hostEpoch: null,
     counts: null,
     violations: [],
+    configProblem: opts.configProblem ?? null,
   };
   let store;
   try {
@@ -77,7 +85,8 @@ export function runDoctor(opts: { stateDir: string; clock?: Clock }): DoctorRepo
       report.checkError = message.replace(/\s+/g, " ").slice(0, 300);
     }
     report.ok = report.integrity.length === 0 && report.checkError === null &&
-      report.violations.length === 0 && !report.modes.some((m) => m.blocking);
+      report.violations.length === 0 && !report.modes.some((m) => m.blocking) &&
+      report.configProblem === null;
     return report;
   } finally {
     closeStateStore(store);
@@ -96,11 +105,13 @@ export function formatDoctorReport(report: DoctorReport, answering?: boolean): s
     // The problem first: the schema line is what this build expects, not what the file holds.
     lines.push(`Problem: ${report.openError}`);
     for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
+    if (report.configProblem) lines.push(configLine(report));
     lines.push(`This build reads: ${schema}`);
     return lines.join("\n");
   }
   lines.push(`Schema: ${schema}`);
   for (const mode of report.modes) lines.push(`Mode: ${mode.note}`);
+  if (report.configProblem) lines.push(configLine(report));
   if (report.integrity.length > 0) {
     lines.push(`Integrity: damaged; SQLite's integrity_check reports:`);
     for (const problem of report.integrity) lines.push(`  ${problem}`);
@@ -140,6 +151,12 @@ export function formatDoctorReport(report: DoctorReport, answering?: boolean): s
     if (report.violations.length > 50) lines.push(`  … ${report.violations.length - 50} more`);
   }
   return lines.join("\n");
+}
+
+function configLine(report: DoctorReport): string {
+  const file = join(dirname(report.file), "config.json");
+  return `Config: ${report.configProblem}; fix ${file} or move it away ` +
+    "(every start and prune refuses it meanwhile)";
 }
 
 function hostState(host: NonNullable<DoctorReport["hostEpoch"]>, answering?: boolean): string {

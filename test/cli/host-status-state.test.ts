@@ -126,6 +126,30 @@ describe("host status on state a host cannot use", () => {
     expect(list.stderr).not.toContain("state directory");
   });
 
+  it("doctor names an invalid config.json, which every start and prune refuses", async () => {
+    home = tempHome();
+    seedRuns(home.stateDir, [{ runId: "run-config" }]);
+    const config = join(home.stateDir, "config.json");
+    writeFileSync(config, '{"retention": {"days": "x"}, \n');
+    const text = await runCliInProcess(["doctor"], home.env);
+    expect(text.code).toBe(5);
+    expect(text.stdout).toContain(
+      "Config: Invalid config.json in the state directory: not JSON (",
+    );
+    expect(text.stdout).toContain(`fix ${config} or move it away`);
+    writeFileSync(config, JSON.stringify({ retention: { days: "x" } }));
+    const json = await runCliInProcess(["doctor", "--json"], home.env);
+    expect(json.code).toBe(5);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      configProblem: expect.stringContaining("retention.days"),
+    });
+    writeFileSync(config, JSON.stringify({ retention: { days: 7 } }));
+    const valid = await runCliInProcess(["doctor"], home.env);
+    expect(valid.code, valid.stdout).toBe(0);
+    expect(valid.stdout).not.toContain("Config:");
+  });
+
   it("an empty (0-byte) database file is a problem, not a new database", async () => {
     home = tempHome();
     const file = join(home.stateDir, "state.sqlite");
