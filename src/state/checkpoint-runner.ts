@@ -18,6 +18,7 @@
 import workerThreads from "node:worker_threads";
 import process from "node:process";
 import type { StateStore } from "./store-handle.ts";
+import { sqliteFilePath } from "./state-file-path.ts";
 import {
   CHECKPOINT_THREAD_SOURCE,
   checkpointAndSync,
@@ -77,13 +78,11 @@ export function checkpointThreadsAvailable(): boolean {
 
 /**
  * The WAL that SQLite writes for the store: beside the file it opened, which for a symlinked
- * state.sqlite is the link's target (SQLite resolves the link), not beside the link, where an
- * fsync would find no file and be skipped.
+ * state.sqlite is the link's target (sqliteFilePath), not beside the link, where an fsync would
+ * find no file and be skipped.
  */
 export function walPathOf(store: StateStore): string {
-  const main = (store.db.prepare("PRAGMA database_list").all() as { name: string; file: string }[])
-    .find((database) => database.name === "main");
-  return `${main?.file || store.path}-wal`;
+  return `${sqliteFilePath(store.path)}-wal`;
 }
 
 /** The same checkpoint on the calling thread (no runner: tests, the benchmark's baseline). */
