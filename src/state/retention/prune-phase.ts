@@ -17,6 +17,7 @@ import {
 } from "./run-marks.ts";
 import type { PassContext, PassPhase } from "./pass-context.ts";
 import { heldOnlyByRunsSql, RUN_REFERENCES } from "./run-references.ts";
+import { createPruneTempo, type PruneTempo } from "./prune-tempo.ts";
 
 /** Candidates listed per read. */
 const PAGE = 256;
@@ -116,85 +117,6 @@ export function createPrunePhase(ctx: PassContext): PassPhase {
 }
 
 /**
- * How many runs the next prune transaction may take, from what the pass's transactions cost so
- * far. A transaction's cost is mostly the pages it dirties, and consecutive runs (in end order)
- * share many of them: the interior pages of the ~50 B-trees a run's rows lie in, the leaves of
- * the tables keyed in run order (events, attempts), the free list, page 1. One run a transaction
- * wrote ~70 WAL frames a run, ~7 million (29 GB) to prune 100,000 runs, and each of the pass's
- * checkpoints (one per ~3,000 frames) makes the next commit restart the WAL, which syncs its
- * header under the write lock. So a transaction takes a batch of runs (run-batches.ts) while two
- * budgets allow: the time budget, at the time a run's mark and its share of the batch's deletion
- * took so far (a slow or loaded machine takes fewer), and a frame budget, at the frames a run
- * wrote in the pass's last checkpoint cycle.
- */
-interface PruneTempo {
-  /** A run was checked and marked in `ms`. */
-  marked(ms: number): void;
-  /** A batch of `runs` runs was deleted (after their marks) in `ms`. */
-  deleted(runs: number, ms: number): void;
-  /** A transaction that deleted `runs` whole runs (and nothing else) ended. */
-  committed(runs: number): void;
-  /** The most runs the next transaction takes. */
-  maxRuns(): number;
-  /**
-   * Whether one more run, marked and then deleted with the `marked` runs the transaction has
-   * marked for its batch, fits in the first half of the transaction's budget (from `started`) at
-   * the times seen so far: on a loaded machine a run's wall time grows with its waits for a CPU
-   * and a transaction takes one run, since a longer one is the likelier to be preempted with the
-   * lock held (at load 11-15 on 2 cores, 2.7 runs a transaction held it past 20 ms 2.5-3.8x as
-   * often as one); a quiet one takes several.
-   */
-  fits(started: number, marked: number): boolean;
-}
-
-function createPruneTempo(ctx: PassContext): PruneTempo {
-  /** ms one run's check and mark took, and its share of a batch's deletion (moving averages). */
-  let markMs = 0;
-  let deleteMs = 0;
-  /** WAL frames a run's deletion wrote (a moving average); 0 until known. */
-  let framesPerRun = 0;
-  const framesSeen = (frames: number) => {
-    framesPerRun = framesPerRun === 0 ? frames : 0.7 * framesPerRun + 0.3 * frames;
-  };
-  const average = (old: number, ms: number) => old === 0 ? ms : 0.8 * old + 0.2 * ms;
-  // Where the WAL cannot be read: the frames of the last checkpoint cycle over its runs.
-  let cycleSeen = -1;
-  let cycleRuns = 0;
-  return {
-    marked(ms) {
-      markMs = average(markMs, ms);
-    },
-    deleted(runs, ms) {
-      deleteMs = average(deleteMs, ms / runs);
-      cycleRuns += runs;
-    },
-    committed(runs) {
-      const frames = ctx.checkpoints.lastTransactionFrames();
-      if (frames !== null && runs > 0) framesSeen(frames / runs);
-    },
-    maxRuns() {
-      const cycle = ctx.checkpoints.lastCycle();
-      if (cycle && cycle.n !== cycleSeen) {
-        // The runs counted since the last look went in that cycle (a checkpoint is a step of its
-        // own, between transactions).
-        if (cycleRuns > 0 && ctx.checkpoints.lastTransactionFrames() === null) {
-          framesSeen(cycle.frames / cycleRuns);
-        }
-        cycleSeen = cycle.n;
-        cycleRuns = 0;
-      }
-      const byFrames = Math.floor(ctx.transactionFrames / (framesPerRun || FIRST_FRAMES_PER_RUN));
-      return Math.max(1, Math.min(ctx.transactionRuns, byFrames));
-    },
-    fits: (started, marked) =>
-      performance.now() + markMs + (marked + 1) * deleteMs <= started + ctx.budgetMs / 2,
-  };
-}
-
-/** Frames a run is taken to write until the pass has measured it (one run a transaction: ~70). */
-const FIRST_FRAMES_PER_RUN = 70;
-
-/**
  * One transaction: goes on with the runs being deleted one at a time (`going`: a run an earlier
  * transaction began, a large run, a batch that met more rows than its bound; then the leftover
  * marks of an earlier pass), else marks a batch of the first runs of `queue` that are still
@@ -245,7 +167,7 @@ function deleteNext(
             if (
               batch.length > 0 &&
               (limits.rowsLeft <= 0 || performance.now() >= limits.deadline ||
-                !tempo.fits(opened, batch.length))
+                !tempo.fits(performance.now() - opened, batch.length))
             ) break;
             const { runId } = queue[0]!;
             const { cutoff, receiptFloor } = ctx;
@@ -276,7 +198,8 @@ function deleteNext(
             const started = performance.now();
             if (deleteBatchRows(store, batch, limits, report.rows, ctx.pruned)) {
               for (const done of batch) ctx.pruned.runs.push(done.runId);
-              tempo.deleted(batch.length, performance.now() - started);
+              const now = performance.now();
+              tempo.deleted(batch.length, now - started, now - opened);
               whole += batch.length;
             } else {
               // A table held more rows than the transaction's bound, or the time budget ended:
@@ -285,14 +208,19 @@ function deleteNext(
               going.unshift(...batch);
               // Out of time: what it took so far is the least a batch takes, so the next one
               // takes fewer runs (a tempo that saw no whole batch would take as many again).
-              if (limits.rowsLeft > 0) tempo.deleted(batch.length, performance.now() - started);
+              if (limits.rowsLeft > 0) {
+                const now = performance.now();
+                tempo.deleted(batch.length, now - started, now - opened, true);
+              }
             }
             taken += batch.length;
           }
           // None left, each referenced meanwhile (kept), or receipts to go on with next time.
           if (receiptsLeft || (batch.length === 0 && going.length === 0)) return;
         }
-        if (taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(opened, 0)) return;
+        if (
+          taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(performance.now() - opened, 0)
+        ) return;
       }
     },
     { checkForeignKeys: false },
