@@ -5,11 +5,20 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-/** The text of `<stateDir>/config.json`, or undefined when there is none to read. */
-export function readUserConfigText(stateDir: string): string | undefined {
+/**
+ * The text of `<stateDir>/config.json`; undefined when there is none; `{unreadable: code}` when
+ * one is there and cannot be read (EACCES, EISDIR...). Reading an unreadable file as absent
+ * would drop the user's settings silently: their `retention.days` for the default 30 days, so
+ * ended runs they meant to keep would be pruned.
+ */
+export function readUserConfigText(
+  stateDir: string,
+): string | undefined | { unreadable: string } {
   try {
     return readFileSync(join(stateDir, "config.json"), "utf8");
-  } catch {
-    return undefined;
+  } catch (error) {
+    const code = (error as { code?: unknown })?.code;
+    if (code === "ENOENT") return undefined;
+    return { unreadable: typeof code === "string" ? code : "error" };
   }
 }

@@ -16,15 +16,23 @@ export const UserConfigSchema = strictObject({
 });
 export type UserConfig = v.InferOutput<typeof UserConfigSchema>;
 
-/** The text of `config.json` (undefined: no file), validated; absent is an empty config. */
+/**
+ * The text of `config.json` (undefined: no file; `unreadable`: a file that could not be read),
+ * validated; absent is an empty config.
+ */
 export function parseUserConfig(
-  text: string | undefined,
+  text: string | undefined | { unreadable: string },
 ): { ok: true; config: UserConfig } | { ok: false; message: string } {
   if (text === undefined) return { ok: true, config: {} };
   const invalid = (detail: string) => ({
     ok: false as const,
     message: `Invalid config.json in the state directory: ${detail}`,
   });
+  if (typeof text !== "string") {
+    return invalid(
+      `it cannot be read (${text.unreadable}); make it a file you can read, or remove it`,
+    );
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

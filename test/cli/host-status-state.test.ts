@@ -144,6 +144,15 @@ describe("host status on state a host cannot use", () => {
       ok: false,
       configProblem: expect.stringContaining("retention.days"),
     });
+    // A config.json that cannot be read is not taken for none (its retention.days would be lost).
+    rmSync(config);
+    mkdirSync(config);
+    const unreadable = await runCliInProcess(["doctor"], home.env);
+    expect(unreadable.code).toBe(5);
+    expect(unreadable.stdout).toContain(
+      "Config: Invalid config.json in the state directory: it cannot be read (EISDIR)",
+    );
+    rmSync(config, { recursive: true });
     writeFileSync(config, JSON.stringify({ retention: { days: 7 } }));
     const valid = await runCliInProcess(["doctor"], home.env);
     expect(valid.code, valid.stdout).toBe(0);

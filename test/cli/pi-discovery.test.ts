@@ -5,7 +5,7 @@
  * and no usable Pi is refused at once with one line and exit 8, and nothing is queued; a
  * workflow without agent steps still runs without Pi.
  */
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { discoverPi } from "../../src/worker/pi-command.ts";
@@ -150,6 +150,15 @@ describe("discoverPi()", () => {
       ok: false,
       code: "invalidConfig",
       message: "Invalid config.json in the state directory: config.pie: unknown field",
+    });
+    // One that is there and cannot be read is refused too, never taken for no config.
+    rmSync(join(h.stateDir, "config.json"));
+    mkdirSync(join(h.stateDir, "config.json"));
+    expect(discoverPi({ env, stateDir: h.stateDir })).toMatchObject({
+      ok: false,
+      code: "invalidConfig",
+      message: "Invalid config.json in the state directory: it cannot be read (EISDIR); make " +
+        "it a file you can read, or remove it",
     });
   });
 
