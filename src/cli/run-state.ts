@@ -66,7 +66,7 @@ export function describeRunState(run: RunSummary, context: RunStateContext = {})
 
 /**
  * A run that failed or timed out in a node (its last attempt did) goes on from that node once
- * the workflow is fixed: `retry` (the host refuses it for a run that failed outside a node, so it
+ * the workflow (or the Pi setup, for a step Pi could not run) is fixed: `retry` (the host refuses it for a run that failed outside a node, so it
  * is offered only when the attempts say where). Unknown attempts (`list`): no command.
  */
 function failed(word: string, glyph: GlyphName, id: string, context: RunStateContext) {
@@ -77,15 +77,26 @@ function failed(word: string, glyph: GlyphName, id: string, context: RunStateCon
   if (last?.state !== "failed" && last?.state !== "timed_out") {
     return state(word, glyph, "failed", null, null);
   }
+  const how = last.state === "failed" ? "failed" : "timed out";
+  const code = last.error?.code;
+  // A step Pi could not run (no provider key or login, no model, a Pi that exits) fails with a
+  // workflow that is fine: "fix the workflow" would send the user to the wrong file.
+  const fix = code !== undefined && PI_SIDE_FAILURES.has(code)
+    ? ` in Pi (${code}), not in the workflow: fix what the error says (a provider key or ` +
+      "login, the model, the pi command)"
+    : ": fix the workflow";
   return state(
     word,
     glyph,
     "failed",
-    `step ${last.nodeId} ${last.state === "failed" ? "failed" : "timed out"}: fix the ` +
-      "workflow, then go on from that step (the steps before it are not run again)",
+    `step ${last.nodeId} ${how}${fix}, then go on from that ` +
+      "step (the steps before it are not run again)",
     `pi-workflows retry ${id}`,
   );
 }
+
+/** A headless step's failures that come from the Pi it runs in, not from the workflow. */
+const PI_SIDE_FAILURES = new Set(["piPromptRefused", "piExited", "piUnavailable"]);
 
 export function isFinished(state: RunSummary["state"]): boolean {
   return state === "completed" || state === "failed" || state === "timed_out" ||

@@ -349,6 +349,19 @@ describe("formatRun()", () => {
       "are not run again)",
       "next: pi-workflows retry run-1a2b3c4d",
     ]);
+    // A step Pi refused (no API key) is not the workflow's fault: the why says where to look.
+    const refused = {
+      ...step("draft", 2, "failed"),
+      nodeKind: "agent",
+      error: { code: "piPromptRefused", message: "No API key found for the selected model." },
+    } as AttemptSummary;
+    expect(describeRunState(failedRun, { attempts: [step("prepare", 1, "ok"), refused] }))
+      .toMatchObject({
+        reason: "step draft failed in Pi (piPromptRefused), not in the workflow: fix what the " +
+          "error says (a provider key or login, the model, the pi command), then go on from " +
+          "that step (the steps before it are not run again)",
+        next: "pi-workflows retry run-1a2b3c4d",
+      });
     const timedOut = run({ state: "timed_out", queueState: "failed" });
     expect(describeRunState(timedOut, { attempts: [step("wait", 1, "timed_out")] }).next)
       .toBe("pi-workflows retry run-1a2b3c4d");
