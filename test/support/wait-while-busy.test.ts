@@ -6,7 +6,8 @@
  */
 import { spawn } from "node:child_process";
 import { afterEach, expect, it } from "vitest";
-import { cpuTimeMs, runWhileBusy, waitWhileBusy } from "./wait.ts";
+import { readFileSync } from "node:fs";
+import { cpuTimeMs, runWhileBusy, waitUntil, waitWhileBusy } from "./wait.ts";
 
 const children: ReturnType<typeof spawn>[] = [];
 afterEach(() => {
@@ -71,6 +72,67 @@ it.skipIf(cpuTimeMs(process.pid) === null)(
         throw error;
       });
     await expect(asleep).rejects.toThrow("no CPU used in 1000 ms");
+    // Else NaN, whose CPU time is null too: the check below would pass on nothing.
+    expect(pid).toBeGreaterThan(0);
     expect(cpuTimeMs(pid)).toBeNull();
+  },
+);
+
+it.skipIf(cpuTimeMs(process.pid) === null)(
+  "counts CPU time finer than stat's 10 ms ticks, and no wait runs past the cap",
+  async () => {
+    // A niced process beside CPU burners gets a few ms a second: ticks would not show them.
+    expect(cpuTimeMs(process.pid)! % 10).not.toBe(0);
+    const busy = child("const end = Date.now() + 4000; while (Date.now() < end);");
+    const asked: number[] = [];
+    const never = (ms: number) => {
+      asked.push(ms);
+      return new Promise<void>((_, reject) => setTimeout(() => reject(new Error("late")), ms));
+    };
+    await expect(waitWhileBusy(busy.pid, never, 1_000, 1_500)).rejects.toThrow("late");
+    // The second wait is what is left of the cap, not a whole idle time (1 ms for timer rounding).
+    expect(asked.length).toBeGreaterThan(1);
+    expect(asked.reduce((a, b) => a + b)).toBeLessThanOrEqual(1_501);
+  },
+);
+
+/** Whether `pid` runs (a zombie is as good as gone: its parent is init, which reaps late here). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+it.skipIf(cpuTimeMs(process.pid) === null)(
+  "runWhileBusy ends with its program though a child holds its pipes, stops that child, and " +
+    "counts a working child's CPU as the program's",
+  async () => {
+    const node = process.execPath;
+    const bounds = { idleMs: 1_000, capMs: 60_000 };
+    // The program leaves a child that holds its stdout and stderr for a minute (an npm script's).
+    const leaving = await runWhileBusy(node, [
+      "-e",
+      `const c = require("node:child_process").spawn(process.execPath,
+         ["-e", "setTimeout(() => {}, 60_000)"], { stdio: "inherit" });
+       c.unref();
+       console.log(c.pid);`,
+    ], bounds);
+    const orphan = Number(leaving);
+    expect(orphan).toBeGreaterThan(0);
+    expect(await waitUntil(() => !running(orphan), 5_000)).toBe(true);
+    // A wrapper idle for 1.5 s while its child works: not a hang.
+    expect(
+      await runWhileBusy(node, [
+        "-e",
+        `require("node:child_process").spawnSync(process.execPath,
+           ["-e", "const end = Date.now() + 1500; while (Date.now() < end);"]);
+         console.log("done");`,
+      ], bounds),
+    ).toBe("done\n");
+    // A program that is not there: the spawn's own error.
+    await expect(runWhileBusy(`${node}-not-there`, [], bounds)).rejects.toThrow(/ENOENT/);
   },
 );
