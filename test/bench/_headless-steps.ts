@@ -25,8 +25,10 @@ import type { StateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { BRIDGE_TOOL } from "../../src/worker/pi-bridge-tool.ts";
 import { type PiChild, spawnPiChild } from "../../src/worker/pi-child.ts";
+import { bySize } from "./_figures.ts";
 
-export const STEPS = 10;
+/** Ten; three under `--smoke` (a first step and two later ones still give every figure). */
+export const STEPS = bySize(10, 3);
 
 /** A workflow of `STEPS` agent steps in a row. */
 export function stepsWorkflow(): string {

@@ -21,11 +21,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleCli } from "../../compile/build.ts";
 import { SessionClient } from "../support/interactive-session.ts";
 import { bareNode, benchArgs, bySize, round, stats } from "./_figures.ts";
+import { benchBundle } from "./_bundle.ts";
 
-const STEPS = Number(benchArgs[0] ?? bySize(20, 3));
+// Smoke: two steps, one handoff between them.
+const STEPS = Number(benchArgs[0] ?? bySize(20, 2));
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 
 const LOOP = `
@@ -110,9 +111,9 @@ async function measure(
 
 const root = mkdtempSync(join(tmpdir(), "piw-bench-handoff-"));
 try {
-  const bundle = await bundleCli(join(root, "bundle", "pi-workflows.mjs"));
+  const bundle = await benchBundle(join(root, "bundle", "pi-workflows.mjs"));
   const bare: number[] = [];
-  for (let i = 0; i < 10; i++) bare.push(await bareNode());
+  for (let i = 0; i < bySize(10, 1); i++) bare.push(await bareNode());
   const source = await measure(root, [join(repo, "src", "cli", "main.ts")], "source");
   const bundled = await measure(root, [bundle], "bundle");
   // The same bundle with no prepared process: a validation child and a new worker per step.

@@ -50,7 +50,8 @@ import { benchArgs, bySize, round, stats } from "./_figures.ts";
 
 const RUNS = Number(benchArgs[0] ?? bySize(10, 1));
 const STEP_ROUNDS = Number(benchArgs[1] ?? bySize(3, 1));
-const WARMUPS = 2;
+/** Warm-ups steady the figures; the smoke's figures are not read, so it runs none. */
+const WARMUPS = bySize(2, 0);
 
 /** When the fake model answered each request (ms, same clock as `receivedAt`). */
 const answeredAt = new Map<number, number>();

@@ -15,7 +15,7 @@ import { hostSocketPath } from "../../src/client/socket-path.ts";
 import { waitFor } from "../../src/cli/wait-for.ts";
 import { benchArgs, bySize } from "./_figures.ts";
 
-const STARTS = Number(benchArgs[0] ?? bySize(40, 4));
+const STARTS = Number(benchArgs[0] ?? bySize(40, 2));
 const ROUNDS = Number(benchArgs[1] ?? bySize(3, 1));
 /** KiB of output each of the workflow's four nodes returns. */
 const OUTPUT_KIB = Number(benchArgs[2] ?? 2);

@@ -17,7 +17,7 @@ import { benchArgs, bySize } from "./_figures.ts";
 
 const count = Number(benchArgs[0] ?? bySize(1000, 20));
 const windowMs = Number(benchArgs[1] ?? bySize(10_000, 500));
-const ROUNDS = 2;
+const ROUNDS = bySize(2, 1);
 
 const root = mkdtempSync(join(tmpdir(), "pwb-idle-"));
 try {

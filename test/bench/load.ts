@@ -31,9 +31,10 @@ import { benchHostContext, enqueueResolved, releaseBenchHost } from "./_host-con
 import { benchArgs, bySize } from "./_figures.ts";
 
 const HERE = fileURLToPath(import.meta.url);
-const RUNS = Number(benchArgs[0] ?? bySize(1000, 20));
+// Smoke: twice the host's default 4 workers, so runs still queue; each run is a worker start.
+const RUNS = Number(benchArgs[0] ?? bySize(1000, 8));
 const CLIENTS = Number(benchArgs[1] ?? bySize(50, 2));
-const SECONDS = Number(benchArgs[2] ?? bySize(30, 2));
+const SECONDS = Number(benchArgs[2] ?? bySize(30, 1));
 
 const WORKFLOW = `import { compute, defineWorkflow } from "pi-workflows";
 export default defineWorkflow({

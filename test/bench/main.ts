@@ -4,13 +4,17 @@
  * benchmark with what it measures (`_catalogue.ts`).
  *
  * `npm run bench -- --smoke`: CI's check that no benchmark has rotted. Every benchmark runs in its
- * short mode (`--smoke`: small sizes, one repeat), two at a time, and must exit 0 and print one
+ * short mode (`--smoke`: small sizes, one repeat, no warm-ups; the npm bundle the benches start
+ * processes from is built once, here), two at a time, and must exit 0 and print one
  * JSON line holding every field the catalogue lists for it. Figures are not checked (CI machines
  * are noisy). Ends with `benches: N passed, N failed`; exits 1 when any failed.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SHARED_BUNDLE_ENV } from "./_bundle.ts";
 import { BENCHES } from "./_catalogue.ts";
 
 const dir = fileURLToPath(new URL(".", import.meta.url));
@@ -42,6 +46,19 @@ const result = spawnSync(process.execPath, [`${dir}${name}.ts`, ...process.argv.
 process.exit(result.status ?? 1);
 
 async function smokeAll(): Promise<number> {
+  // One npm bundle for every bench that starts hosts or workers from it (_bundle.ts), built here
+  // from the current source, not once in each of them.
+  const { bundleCli } = await import("../../compile/build.ts");
+  const bundleDir = mkdtempSync(join(tmpdir(), "piw-bench-bundle-"));
+  try {
+    process.env[SHARED_BUNDLE_ENV] = await bundleCli(join(bundleDir, "pi-workflows.mjs"));
+    return await smokeEach();
+  } finally {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+}
+
+async function smokeEach(): Promise<number> {
   const queue = [...available];
   let failed = 0;
   let passed = 0;

@@ -24,7 +24,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundleCli } from "../../compile/build.ts";
 import { createSupervision } from "../../src/host/host-supervision.ts";
 import { workerEntry } from "../../src/os/self-launch.ts";
 import { waitUntil } from "../../src/os/stop-group.ts";
@@ -32,13 +31,16 @@ import { closeStateStore } from "../../src/state/store.ts";
 import { queryOne } from "../../src/state/statements.ts";
 import { benchHostContext, enqueueResolved } from "./_host-context.ts";
 import { bareNode, bySize, percentile, round } from "./_figures.ts";
+import { benchBundle } from "./_bundle.ts";
 
 const cli = parseArgs({
   args: process.argv.slice(2),
   options: { binary: { type: "string" }, smoke: { type: "boolean" } },
   allowPositionals: true,
 });
-const RUNS = Number(cli.positionals[0] ?? bySize(15, 2));
+const RUNS = Number(cli.positionals[0] ?? bySize(15, 1));
+/** Warm-ups steady the figures; the smoke's figures are not read, so it runs none. */
+const WARMUPS = bySize(2, 0);
 
 const root = mkdtempSync(join(tmpdir(), "piw-bench-spawn-"));
 const stateDir = join(root, "state");
@@ -53,9 +55,10 @@ export default defineWorkflow({ name: "one", startAt: "a", nodes: { a: compute({
 );
 const repo = fileURLToPath(new URL("../..", import.meta.url));
 // The npm package's bundle, made by the same code as `npm run compile` (its plugins defer
-// built-ins the start-up path does not need), written into the temp dir.
+// built-ins the start-up path does not need), written into the temp dir (the smoke run's shared
+// one under --smoke: _bundle.ts).
 // The host starts workers from the worker-only bundle written beside it (selfCommand).
-const bundle = workerEntry(await bundleCli(join(root, "bundle", "pi-workflows.mjs")));
+const bundle = workerEntry(await benchBundle(join(root, "bundle", "pi-workflows.mjs")));
 
 const ctx = benchHostContext(stateDir, 15_000);
 const store = ctx.store;
@@ -115,13 +118,13 @@ try {
   const readyBinary: number[] = [];
   const bare: number[] = [];
   const claims: number[] = [];
-  for (let i = 0; i < RUNS + 2; i++) {
-    // Interleaved, so all three see the same machine load; two warm-ups.
+  for (let i = 0; i < RUNS + WARMUPS; i++) {
+    // Interleaved, so all three see the same machine load; the warm-ups first.
     const bareMs = await bareNode();
     const sourceMs = await readyOnce(source);
     const bundledMs = await readyOnce(bundled);
     const binaryMs = binary ? await readyOnce(binary) : null;
-    if (i < 2) continue;
+    if (i < WARMUPS) continue;
     bare.push(bareMs);
     ready.push(sourceMs.ready);
     readyBundled.push(bundledMs.ready);

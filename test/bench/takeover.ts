@@ -12,7 +12,6 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundleCli } from "../../compile/build.ts";
 import {
   killAndTime,
   setUpTakeover,
@@ -20,6 +19,7 @@ import {
   type TakeoverSample,
 } from "../support/takeover-timing.ts";
 import { benchArgs, bySize } from "./_figures.ts";
+import { benchBundle } from "./_bundle.ts";
 
 const KILLS = Number(benchArgs[0] ?? bySize(7, 1));
 
@@ -46,7 +46,7 @@ for (let i = 0; i < 5; i++) {
 
 const dir = mkdtempSync(join(tmpdir(), "pwb-"));
 try {
-  const bundle = await bundleCli(join(dir, "pi-workflows.mjs"));
+  const bundle = await benchBundle(join(dir, "pi-workflows.mjs"));
   const source = await measure();
   const bundled = await measure({ command: process.execPath, args: [bundle, "host", "run"] });
   console.log(JSON.stringify({
