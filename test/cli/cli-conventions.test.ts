@@ -7,6 +7,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCompletionRequest } from "../../src/cli/completion-command.ts";
 import { runCliInProcess } from "../support/cli-in-process.ts";
 import {
   CLI,
@@ -381,5 +382,16 @@ words=(pi-workflows host s); CURRENT=3; _pi-workflows`;
     const bad = await cliHere(["completion", "fish"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe("Unknown shell 'fish' for 'completion': use bash or zsh\n");
+  });
+
+  it("refuses a bad __complete request in one line", async () => {
+    // main.ts runs \`__complete\` through runCompletionRequest alone: its catch is all there is.
+    const lines: string[] = [];
+    const io = {
+      out: (text: string) => lines.push(`out ${text}`),
+      err: (text: string) => lines.push(text),
+    };
+    expect(await runCompletionRequest(["bogus"], io, home.env)).toBe(2);
+    expect(lines).toEqual(["Unknown completion request: use 'workflows' or 'runs'"]);
   });
 });
