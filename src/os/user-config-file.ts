@@ -18,7 +18,8 @@ export function readUserConfigText(
     return readFileSync(join(stateDir, "config.json"), "utf8");
   } catch (error) {
     const code = (error as { code?: unknown })?.code;
-    if (code === "ENOENT") return undefined;
+    // ENOTDIR: the state "directory" is a file, which the open reports; no config is in it.
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
     return { unreadable: typeof code === "string" ? code : "error" };
   }
 }

@@ -103,6 +103,8 @@ describe("host status on state a host cannot use", () => {
     expect(doctor.code).toBe(5);
     expect(doctor.stdout).toContain(`the state directory ${home.stateDir} is a file`);
     expect(doctor.stdout).not.toContain("Mode:");
+    // Nor a config.json to fix inside a file.
+    expect(doctor.stdout).not.toContain("Config:");
     // A command that starts the host on demand says the same, not mkdir's raw `EEXIST`.
     const list = await runCliInProcess(["list"], home.env);
     expect(list.code).toBe(4);
