@@ -140,12 +140,18 @@ function lockOrFail(stateDir: string): StartLock | null {
  * no system code (a bad PI_WORKFLOWS_PROCESS_BACKEND, read for the lock's holder identity) is not
  * about the directory at all.
  */
-function lockProblem(stateDir: string, error: unknown): string {
+export function lockProblem(stateDir: string, error: unknown): string {
   const code = (error as { code?: unknown })?.code;
   if (typeof code !== "string") return firstLine(error);
   if (code === "EEXIST" || code === "ENOTDIR") {
     return `the state directory ${stateDir} (or a directory above it) is a file, not a ` +
       "directory; move it away, or point PI_WORKFLOWS_STATE_DIR at a directory";
+  }
+  // The lock is made by a hard link: a filesystem without them (vfat, some FUSE or SMB mounts)
+  // answers EPERM from link() in a directory that is writable.
+  if (code === "EPERM" && (error as { syscall?: unknown }).syscall === "link") {
+    return `the state directory ${stateDir} is on a filesystem without hard links, which the ` +
+      "host's start lock needs; point PI_WORKFLOWS_STATE_DIR at a local directory";
   }
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
     return `the state directory ${stateDir} cannot be written (${code}): it must be a ` +

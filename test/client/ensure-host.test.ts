@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureHost, HostStartFailedError } from "../../src/client/ensure-host.ts";
+import { ensureHost, HostStartFailedError, lockProblem } from "../../src/client/ensure-host.ts";
 import { START_LOCK_FILE_NAME } from "../../src/client/start-lock.ts";
 import { receiptOf } from "../../src/client/command-receipt.ts";
 import { createHostClient } from "../../src/client/host-client.ts";
@@ -90,6 +90,19 @@ function runClient(): Promise<string> {
 const fakeStart = (mode: string) => ({ command: process.execPath, args: [fixture, mode, dir] });
 
 describe("ensureHost()", () => {
+  test("a start lock that link() cannot make (no hard links) names the filesystem, not the rights", () => {
+    const fsError = (syscall: string) =>
+      Object.assign(new Error(`EPERM: operation not permitted, ${syscall}`), {
+        code: "EPERM",
+        syscall,
+      });
+    expect(lockProblem("/mnt/usb/state", fsError("link"))).toBe(
+      "the state directory /mnt/usb/state is on a filesystem without hard links, which the " +
+        "host's start lock needs; point PI_WORKFLOWS_STATE_DIR at a local directory",
+    );
+    expect(lockProblem("/mnt/usb/state", fsError("open"))).toContain("cannot be written (EPERM)");
+  });
+
   test("a running host is used as is; nothing is started", async () => {
     inProcessHost = await startFakeHost(join(dir, "host.sock"));
     const connection = await ensureHost({ stateDir: dir, startCommand: fakeStart("fail") });
