@@ -14,6 +14,13 @@ export type JsonValue =
   | JsonValue[]
   | { [key: string]: JsonValue };
 
+/**
+ * How deep a JSON value the parts check before they take it: the host's valibot walk of a
+ * request takes a few stack frames a level and overflows some thousands of levels down, so a
+ * model's tool call is refused past this with a message it can act on.
+ */
+export const MAX_JSON_DEPTH = 200;
+
 /** Raised when a value cannot be represented as JSON (functions, cycles, NaN, bigint...). */
 export class NotJsonError extends TypeError {
   readonly path: string;

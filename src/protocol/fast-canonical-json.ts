@@ -2,12 +2,10 @@
  * A faster `canonicalJson` for the hot paths (durable values of every protected write, every
  * frame on a socket or channel): the same bytes, without the general encoder's per-key path strings, part arrays
  * and cycle set. Anything unusual (a value JSON cannot hold, a sparse array, a non-plain object,
- * nesting deeper than `MAX_DEPTH`, which is how a cycle shows) goes to `canonicalJson`, so
+ * nesting deeper than `MAX_JSON_DEPTH`, which is how a cycle shows) goes to `canonicalJson`, so
  * errors and their messages are exactly the general encoder's.
  */
-import { canonicalJson, sha256Hex } from "./canonical-json.ts";
-
-const MAX_DEPTH = 200;
+import { canonicalJson, MAX_JSON_DEPTH, sha256Hex } from "./canonical-json.ts";
 
 /** `canonicalJson(value)`, faster for ordinary values. Throws `NotJsonError` like it. */
 export function fastCanonicalJson(value: unknown): string {
@@ -35,7 +33,7 @@ function encode(value: unknown, depth: number): string | undefined {
       return undefined;
   }
   if (value === null) return "null";
-  if (depth >= MAX_DEPTH) return undefined;
+  if (depth >= MAX_JSON_DEPTH) return undefined;
   if (Array.isArray(value)) {
     let text = "[";
     for (let i = 0; i < value.length; i++) {
@@ -85,7 +83,7 @@ function canonicalAsIs(value: unknown, depth: number): boolean {
       return false;
   }
   if (value === null) return true;
-  if (depth >= MAX_DEPTH) return false;
+  if (depth >= MAX_JSON_DEPTH) return false;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       if (!(i in value) || !canonicalAsIs(value[i], depth + 1)) return false;

@@ -5,7 +5,7 @@
  * the failure keeps it, so the host can answer `rejected` before it closes the connection.
  */
 import * as v from "valibot";
-import { fingerprint } from "./canonical-json.ts";
+import { fingerprint, MAX_JSON_DEPTH } from "./canonical-json.ts";
 import { isCredentialName } from "../base/credential-names.ts";
 import {
   OpaqueIdSchema,
@@ -106,6 +106,19 @@ export type ParsedHostRequest =
 /** Validates an untrusted decoded frame as a host request. Never throws. */
 export function parseHostRequest(value: unknown): ParsedHostRequest {
   const requestId = readRequestId(value);
+  try {
+    return parseRequest(value, requestId);
+  } catch (error) {
+    // The schemas recurse (a few frames a level of a JSON value): a frame nested some thousands
+    // of levels deep, which JSON.parse takes, overflows the stack. Answer it, keep the host.
+    const detail = error instanceof RangeError
+      ? `payload: nested too deep to check; keep JSON values within ${MAX_JSON_DEPTH} levels`
+      : "payload: could not be checked";
+    return fail(detail, requestId);
+  }
+}
+
+function parseRequest(value: unknown, requestId: string | undefined): ParsedHostRequest {
   const envelope = v.safeParse(HostRequestEnvelopeSchema, value);
   if (!envelope.success) {
     const operation = isRecord(value) ? value.operation : undefined;

@@ -98,6 +98,28 @@ describe("hostile clients", () => {
     await stuck.waitClosed();
   });
 
+  it("answers a frame nested deeper than its schemas can walk as invalidRequest", async () => {
+    // 20,000 nested arrays (40 KB): JSON.parse takes them, valibot's walk overflows the stack.
+    const levels = 20_000;
+    const request = hostRequest("run.start", { payload: { workflow: "x", cwd: "/", input: 0 } });
+    const text = JSON.stringify(request).replace(
+      '"input":0',
+      `"input":${"[".repeat(levels)}${"]".repeat(levels)}`,
+    );
+    const client = await RawClient.connect(home.socketPath);
+    client.write(text + "\n");
+    expect(await client.next()).toMatchObject({
+      requestId: request.requestId,
+      outcome: "rejected",
+      error: {
+        code: "invalidRequest",
+        message: expect.stringContaining("nested too deep to check; keep JSON values within 200"),
+      },
+    });
+    await client.waitClosed();
+    expect(await politeClient(2)).toBe(2);
+  });
+
   it("rejects a frame that is exactly one byte over 1 MiB and serves one at the limit", async () => {
     const base = hostRequest("host.status");
     const json = JSON.stringify(base);
