@@ -5,7 +5,7 @@
  * a call gets the first problems back in one message it can act on.
  */
 import * as v from "valibot";
-import type { JsonValue } from "../protocol/canonical-json.ts";
+import { type JsonValue, MAX_JSON_DEPTH } from "../protocol/canonical-json.ts";
 
 export const TOOL_ACTIONS = [
   "list",
@@ -60,29 +60,87 @@ export const TOOL_PARAMETERS: Record<string, unknown> = {
 };
 
 /**
- * A JSON value, as `JsonValueSchema` accepts them, checked in one walk and passed on as is: Pi
- * hands the tool the arguments it parsed from the model's JSON, and valibot's union, tried per
- * node and copying every object, cost a submit ~0.1 ms on its way to the host (this code runs a
- * few times a session, mostly unoptimized).
+ * A JSON value, as `JsonValueSchema` takes it, checked in one walk and passed on as is: Pi hands
+ * the tool the arguments it parsed from the model's JSON, and valibot's union, tried per node and
+ * copying every object, cost a submit ~0.1 ms on its way to the host (this code runs a few times
+ * a session, mostly unoptimized). Like valibot's record, keys an object must not set
+ * (`__proto__`, `constructor`, `prototype`) are left out unchecked, copying only the objects on
+ * their path; unlike it, nesting is bounded, so the host can walk what the tool sends.
  */
-const JsonArgument = v.custom<JsonValue>(
-  isJsonValue,
-  "Invalid type: expected a JSON value (null, boolean, finite number, string, array or object)",
+const JsonArgument = v.pipe(
+  // Missing stays a schema issue, which `describe` reports as "required".
+  v.custom<unknown>((value) => value !== undefined, "Invalid type: expected a JSON value"),
+  v.rawTransform<unknown, JsonValue>(({ dataset, addIssue, NEVER }) => {
+    const checked = checkJson(dataset.value, 0);
+    if (checked === NOT_JSON) {
+      addIssue({
+        message:
+          "Invalid type: expected a JSON value (null, boolean, finite number, string, array or object)",
+      });
+      return NEVER;
+    }
+    if (checked === TOO_DEEP) {
+      addIssue({
+        message:
+          `nested deeper than ${MAX_JSON_DEPTH} arrays or objects; send a flatter value (e.g. a list of items, each naming its parent)`,
+      });
+      return NEVER;
+    }
+    return checked;
+  }),
 );
 
-function isJsonValue(value: unknown): boolean {
+const NOT_JSON = Symbol("notJson");
+const TOO_DEEP = Symbol("tooDeep");
+/** The keys valibot's record (so the host's decoding) leaves out of an object. */
+const DROPPED_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+/** `value` when it is JSON as is, a copy without dropped keys, or why it is not JSON. */
+function checkJson(value: unknown, depth: number): JsonValue | typeof NOT_JSON | typeof TOO_DEEP {
   switch (typeof value) {
     case "string":
     case "boolean":
-      return true;
+      return value;
     case "number":
-      return Number.isFinite(value);
+      return Number.isFinite(value) ? value : NOT_JSON;
     case "object":
-      if (value === null) return true;
-      return (Array.isArray(value) ? value : Object.values(value)).every(isJsonValue);
+      break;
     default:
-      return false;
+      return NOT_JSON;
   }
+  if (value === null) return null;
+  if (depth >= MAX_JSON_DEPTH) return TOO_DEEP;
+  if (Array.isArray(value)) {
+    let copy: JsonValue[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      // A hole reads as undefined, which valibot's array refuses.
+      if (!(i in value)) return NOT_JSON;
+      const item: unknown = value[i];
+      const checked = checkJson(item, depth + 1);
+      if (typeof checked === "symbol") return checked;
+      if (copy === undefined && checked !== item) copy = value.slice(0, i) as JsonValue[];
+      copy?.push(checked);
+    }
+    return copy ?? (value as JsonValue[]);
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let copy: Record<string, JsonValue> | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const item = record[key];
+    const dropped = DROPPED_KEYS.has(key);
+    const checked = dropped ? undefined : checkJson(item, depth + 1);
+    if (typeof checked === "symbol") return checked;
+    if (copy === undefined && (dropped || checked !== item)) {
+      copy = {};
+      for (let j = 0; j < i; j++) {
+        if (!DROPPED_KEYS.has(keys[j]!)) copy[keys[j]!] = record[keys[j]!] as JsonValue;
+      }
+    }
+    if (copy !== undefined && checked !== undefined) copy[key] = checked;
+  }
+  return copy ?? (record as { [key: string]: JsonValue });
 }
 
 const Text = v.pipe(v.string(), v.minLength(1), v.maxLength(4096));

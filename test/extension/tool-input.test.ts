@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import * as v from "valibot";
 import { parseToolCall, TOOL_ACTIONS, TOOL_PARAMETERS } from "../../src/extension/tool-input.ts";
+import { MAX_JSON_DEPTH } from "../../src/protocol/canonical-json.ts";
 import { JsonValueSchema } from "../../src/protocol/run-facts.ts";
 
 describe("workflow tool input", () => {
@@ -83,11 +84,40 @@ describe("workflow tool input", () => {
       { ok: Number.NaN },
       { fine: 1, bad: { worse: [() => 2] } },
     ];
-    for (const output of values) {
+    // Keys valibot's record leaves out (unchecked): the value goes on without them.
+    const dropping = [
+      JSON.parse('{"__proto__":{"polluted":true},"a":1}'),
+      JSON.parse('{"keep":[1],"constructor":"x","inner":{"prototype":{"n":null},"b":[2]}}'),
+      JSON.parse('{"prototype":1}'),
+      { a: 1, constructor: () => 1 },
+    ];
+    for (const output of [...values, ...dropping]) {
       const parsed = parseToolCall({ action: "submit", step: "s", attempt: "a", output });
       const label = String(typeof output === "bigint" ? `${output}n` : JSON.stringify(output));
-      expect(parsed.ok, label).toBe(v.safeParse(JsonValueSchema, output).success);
-      if (parsed.ok && parsed.call.action === "submit") expect(parsed.call.output).toBe(output);
+      const reference = v.safeParse(JsonValueSchema, output);
+      expect(parsed.ok, label).toBe(reference.success);
+      if (!parsed.ok || parsed.call.action !== "submit") continue;
+      expect(parsed.call.output, label).toStrictEqual(reference.output);
+      if (!dropping.includes(output)) expect(parsed.call.output).toBe(output);
+    }
+    const stripped = parseToolCall({
+      action: "submit",
+      step: "s",
+      attempt: "a",
+      output: dropping[1],
+    });
+    expect(stripped).toStrictEqual({
+      ok: true,
+      call: { action: "submit", step: "s", attempt: "a", output: { keep: [1], inner: { b: [2] } } },
+    });
+    expect(Object.getPrototypeOf(dropping[0])).toBe(Object.prototype);
+    // A hole is no JSON (Pi's parse never makes one): JsonValueSchema's union fell through to its
+    // record and took [1, , 2] as {"0": 1, "2": 2}; the encoder would have sent [1,2]. Refused.
+    // deno-lint-ignore no-sparse-arrays
+    for (const output of [[1, , 2], { list: [[, "x"]] }, new Array(3)]) {
+      const holed = parseToolCall({ action: "submit", step: "s", attempt: "a", output });
+      expect(holed.ok).toBe(false);
+      if (!holed.ok) expect(holed.error).toMatch(/output: Invalid type: expected a JSON value/);
     }
     const bad = parseToolCall({
       action: "submit",
@@ -97,5 +127,34 @@ describe("workflow tool input", () => {
     });
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.error).toMatch(/output: Invalid type: expected a JSON value/);
+  });
+
+  it("refuses a value nested deeper than the host checks, saying how to send it", () => {
+    const nest = (levels: number): unknown => {
+      let value: unknown = "leaf";
+      for (let i = 0; i < levels; i++) value = i % 2 ? [value] : { child: value };
+      return value;
+    };
+    const atLimit = nest(MAX_JSON_DEPTH);
+    const ok = parseToolCall({ action: "submit", step: "s", attempt: "a", output: atLimit });
+    expect(ok.ok).toBe(true);
+    expect(v.safeParse(JsonValueSchema, atLimit).success).toBe(true);
+    for (const levels of [MAX_JSON_DEPTH + 1, 5000]) {
+      const deep = nest(levels);
+      const submit = parseToolCall({ action: "submit", step: "s", attempt: "a", output: deep });
+      expect(submit).toStrictEqual({
+        ok: false,
+        error:
+          `Invalid workflow tool call for action "submit": output: nested deeper than ${MAX_JSON_DEPTH} arrays or objects; send a flatter value (e.g. a list of items, each naming its parent)`,
+      });
+      const update = parseToolCall({
+        action: "update",
+        step: "s",
+        attempt: "a",
+        update: { type: "status", data: { deep } },
+      });
+      expect(update.ok).toBe(false);
+      if (!update.ok) expect(update.error).toMatch(/update\.data: nested deeper than 200/);
+    }
   });
 });
