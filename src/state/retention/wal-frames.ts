@@ -9,16 +9,12 @@
  * not look whole (two copies that differ, not initialised, another version): the pass then
  * estimates from its checkpoints.
  *
- * The descriptor it reads through stays open: on Linux and macOS closing any descriptor of a
- * file drops every fcntl lock the process holds on that file, and SQLite's WAL locks live on
- * `-shm`, among them the one that tells another connection the index is in use (taken once at
- * open, never again). Closing after a read would let the next connection to open the file, a
- * viewer say, rebuild the index under the host. A descriptor is closed only once its path names
- * another file or none (SQLite removed `-shm` when its last connection closed), when no
- * connection of this process can hold a lock on the file it read.
+ * The descriptor it reads through stays open (held-files.ts): closing any descriptor of a file
+ * drops every fcntl lock the process holds on it, SQLite's WAL locks on `-shm` among them.
  */
-import { closeSync, fstatSync, openSync, readSync, statSync } from "node:fs";
+import { readSync } from "node:fs";
 import { endianness } from "node:os";
+import { heldDescriptor } from "./held-files.ts";
 
 /** The header's version field (`iVersion`). */
 const WAL_INDEX_VERSION = 3007000;
@@ -32,20 +28,12 @@ export interface WalPosition {
   salt: number;
 }
 
-interface Reader {
-  fd: number;
-  dev: number;
-  ino: number;
-}
-
-/** Open descriptors by `-shm` path (see above: never closed while the path names their file). */
-const readers = new Map<string, Reader>();
 const header = Buffer.alloc(HEADER_BYTES);
 const littleEndian = endianness() === "LE";
 
 export function readWalPosition(databasePath: string): WalPosition | null {
   try {
-    const fd = readerOf(`${databasePath}-shm`);
+    const fd = heldDescriptor(`${databasePath}-shm`);
     if (fd === null || readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) return null;
   } catch {
     return null;
@@ -61,36 +49,4 @@ export function readWalPosition(databasePath: string): WalPosition | null {
 /** Frames written from `from` to `to`: all of `to`'s when the WAL started over between them. */
 export function framesBetween(from: WalPosition, to: WalPosition): number {
   return to.salt === from.salt && to.frames >= from.frames ? to.frames - from.frames : to.frames;
-}
-
-/** The open descriptor of `path`'s current file, opened once; null when there is none. */
-function readerOf(path: string): number | null {
-  const held = readers.get(path);
-  if (held !== undefined && namesFile(path, held)) return held.fd;
-  // Files gone or replaced since (a test's temporary state directories): their descriptors go.
-  for (const [other, reader] of readers) {
-    if (!namesFile(other, reader)) {
-      readers.delete(other);
-      closeSync(reader.fd);
-    }
-  }
-  if (statOf(path) === undefined) return null;
-  const fd = openSync(path, "r");
-  const { dev, ino } = fstatSync(fd);
-  readers.set(path, { fd, dev, ino });
-  return fd;
-}
-
-/** Whether `path` still names the file `reader` has open. */
-function namesFile(path: string, reader: Reader): boolean {
-  const now = statOf(path);
-  return now !== undefined && now.dev === reader.dev && now.ino === reader.ino;
-}
-
-function statOf(path: string): { dev: number; ino: number } | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
-  }
 }
