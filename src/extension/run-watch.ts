@@ -50,7 +50,8 @@ export class RunWatch {
   /**
    * Every attempt of the followed run, by sequence, as of the last read, when it has at most a
    * plain read's page of them (null otherwise): the next read asks only for the attempts after
-   * the first open one (`attemptsAfter`), since an ended attempt never changes. Each read of the
+   * the first open or interrupted one (`attemptsAfter`): an attempt that ended otherwise never
+   * changes (an interrupted one's usage can still be recovered). Each read of the
    * whole run was on the host's and on Pi's loop during every step handoff, growing with the run.
    */
   #attempts: AttemptSummary[] | null = null;
@@ -214,8 +215,14 @@ export class RunWatch {
   }
 }
 
-/** The attempts after this sequence can have changed since `attempts` were read (sorted). */
+/**
+ * The attempts after this sequence can have changed since `attempts` were read (sorted): the
+ * open ones, and the interrupted ones, whose usage and submissions the worker that runs the step
+ * again raises from the step's Pi session (state/transitions/recovered-usage.ts).
+ */
 function cursorOf(attempts: readonly AttemptSummary[]): number {
-  const open = attempts.find((a) => a.state === "running" || a.state === "waiting");
+  const open = attempts.find((a) => CHANGING.has(a.state));
   return open ? open.sequence - 1 : (attempts.at(-1)?.sequence ?? 0);
 }
+
+const CHANGING: ReadonlySet<string> = new Set(["running", "waiting", "interrupted"]);
