@@ -69,6 +69,8 @@ export function createRetentionRunner(ctx: {
 }): RetentionRunner {
   const settings = ctx.checkpointRunner ? { checkpointRunner: ctx.checkpointRunner } : {};
   let idlePass: RetentionPass | null = null;
+  // A step of the idle slice is queued (setImmediate): an idle tick meanwhile starts no second one.
+  let sliceGoesOn = false;
   /** Null until the first idle tick reads when the last pass (of any host) ended. */
   let nextIdleAt: number | null = null;
   let commanded: Promise<RetentionReport> | null = null;
@@ -183,8 +185,8 @@ export function createRetentionRunner(ctx: {
       } catch (error) {
         failed(error);
       }
-      // A pass whose checkpoint is running goes on when it is done (idleSlice).
-      if (idlePass && !idlePass.waiting()) idleSlice(idlePass);
+      // A pass whose checkpoint is running, or whose slice is under way, goes on by itself.
+      if (idlePass && !idlePass.waiting() && !sliceGoesOn) idleSlice(idlePass);
     },
   };
 
@@ -195,29 +197,42 @@ export function createRetentionRunner(ctx: {
   }
 
   /**
-   * A few milliseconds of the idle pass. A checkpoint on the runner's thread ends the slice, and
-   * the next one starts when it is done, not a whole idle tick later: a pass has a checkpoint at
-   * each end at least, and one per tick made even a small pass outlast a short idle exit.
+   * The idle pass goes on: still the runner's, no command's pass, no work in the host's hands, and
+   * the store still open (a stopping host closes it while a step or a checkpoint's end is queued).
    */
-  function idleSlice(pass: RetentionPass): void {
-    const started = performance.now();
+  function idleGoesOn(pass: RetentionPass): boolean {
+    return idlePass === pass && !commanded && !ctx.working?.() && ctx.store.db.isOpen;
+  }
+
+  /**
+   * A few milliseconds of the idle pass, a step a turn of the event loop (`setImmediate`): V8's
+   * posted work (a scavenge, the end of an incremental marking) runs between two transactions
+   * instead of inside the next one's allocations. A checkpoint on the runner's thread ends the
+   * slice, and the next one starts when it is done, not a whole idle tick later: a pass has a
+   * checkpoint at each end at least, and one per tick made even a small pass outlast a short idle
+   * exit.
+   */
+  function idleSlice(pass: RetentionPass, started = performance.now()): void {
     try {
-      for (;;) {
-        // Also when the slice's last step started the checkpoint: its end goes on at once.
-        const waiting = pass.waiting();
-        if (waiting) {
-          void waiting.then(() => {
-            if (idlePass === pass && !commanded && !ctx.working?.()) idleSlice(pass);
-          });
-          return;
-        }
-        if (performance.now() - started >= IDLE_SLICE_MS) return;
-        if (!step(pass)) {
-          finish(pass, "idle");
-          idlePass = null;
-          return;
-        }
+      // Also when the slice's last step started the checkpoint: its end goes on at once.
+      const waiting = pass.waiting();
+      if (waiting) {
+        void waiting.then(() => {
+          if (idleGoesOn(pass)) idleSlice(pass);
+        });
+        return;
       }
+      if (performance.now() - started >= IDLE_SLICE_MS) return;
+      if (!step(pass)) {
+        finish(pass, "idle");
+        idlePass = null;
+        return;
+      }
+      sliceGoesOn = true;
+      setImmediate(() => {
+        sliceGoesOn = false;
+        if (idleGoesOn(pass)) idleSlice(pass, started);
+      });
     } catch (error) {
       failed(error);
     }
