@@ -1,8 +1,7 @@
 /**
  * The host's retention passes (state/retention/): one at a time, stepped one short write
- * transaction at a time, with the event loop free after each step of a commanded pass and after
- * each slice of steps of the idle one, so commands interleave with a prune and no transaction of
- * it holds the write lock for more than a few milliseconds.
+ * transaction at a time with the event loop free in between, so commands interleave with a
+ * prune and no transaction of it holds the write lock for more than a few milliseconds.
  *
  * After a pass, the deleted runs' files go too: captured worker output, step output and headless
  * Pi sessions, and the session directories of runs an earlier pass deleted but could not finish
