@@ -277,7 +277,7 @@ function threadIo(): { readBytes: number; writeBytes: number; reads: number; wri
  * Time the guest kernel counts as a thread's CPU but the thread did not run: on this machine's
  * virtual CPUs `/proc/stat` reports no steal and interrupt time is charged to whichever thread
  * was running (no `CONFIG_IRQ_TIME_ACCOUNTING`), so a transaction can show tens of ms "on a CPU"
- * in a statement of one row. `stallProbe`: a busy loop in 1 ms windows, no allocation, for `ms`:
+ * in a statement of one row. `stallProbe`: a busy loop in 1 ms windows (one schedstat read each), for `ms`:
  * the windows that took 5 ms or more, and of those the ones the kernel counted 10 ms or more on a
  * CPU (not in its run queue; a running thread's count lags by up to a tick, 4 ms at HZ=250). `cpuTicks`: the jiffies all CPUs accounted so far (user to softirq); their
  * shortfall against wall time over the pass is time the guest never saw.
@@ -498,9 +498,12 @@ try {
   // Each step's wall time split by the main thread's scheduler figures: on a CPU, waiting for
   // one (runnable, another process running), and the rest, off any run queue (blocked: disk).
   const txSpans = new Samples();
+  // Called by the statement trace inside the pass's transactions: no allocation (a collection it
+  // set off would land in the transaction it measures).
   const rowsNow = () => {
+    const rows = pass.report.rows;
     let n = 0;
-    for (const v of Object.values(pass.report.rows)) n += v;
+    for (const table in rows) n += rows[table as keyof typeof rows] ?? 0;
     return n;
   };
   let rowsBefore = 0;
@@ -559,6 +562,8 @@ try {
       txSched = schedstat();
     },
     onTransaction: (phase, ms, commit) => {
+      // First: the transaction's span ends here, not after this hook's own reads below.
+      const end = performance.now();
       const sched = schedstat();
       const cpu = sched.cpuMs - txSched.cpuMs;
       const wait = sched.waitMs - txSched.waitMs;
@@ -574,7 +579,7 @@ try {
           runQueueMs: round(wait),
           blockedMs: round(blocked),
           restartsWal: checkpointedSinceTx,
-          start: performance.now() - ms,
+          start: end - ms,
           io: {
             readBytes: io.readBytes - txIo.readBytes,
             writeBytes: io.writeBytes - txIo.writeBytes,
@@ -611,7 +616,6 @@ try {
       commitMs.push(commit);
       const walBytes = statSync(walPath, { throwIfNoEntry: false })?.size ?? 0;
       walMaxBytes = Math.max(walMaxBytes, walBytes);
-      const end = performance.now();
       txSpans.push(end - ms);
       txSpans.push(end);
       lastTx = {
@@ -621,6 +625,9 @@ try {
         ms: round(ms),
         commitMs: round(commit),
         walBytes,
+        cpuMs: round(cpu),
+        runQueueMs: round(wait),
+        blockedMs: round(blocked),
         restartsWal: checkpointedSinceTx,
       };
       checkpointedSinceTx = false;
@@ -659,49 +666,43 @@ try {
   for (;;) {
     lastTx = null;
     rowsBefore = rowsNow();
-    const sched = schedstat();
     const stepStarted = performance.now();
     const more = pass.step();
-    const ms = performance.now() - stepStarted;
-    stepMs.push(ms);
+    stepMs.push(performance.now() - stepStarted);
+    // Every 10th step a write of the host's own, before the gap (a client's write and the pass's
+    // next step are callbacks of their own in the host): enough samples, and the pass is not
+    // slowed by 100,000 synced commits.
+    if (more && ++steps % 10 === 0) {
+      const run = big.active[served++ % ACTIVE];
+      const writeSched = schedstat();
+      const started = performance.now();
+      recordNodeUpdate(store, run.claim, {
+        attemptId: run.attemptId,
+        type: "progress",
+        key: "p",
+        data: { completed: served, total: 1e9 },
+      });
+      const wrote = performance.now() - started;
+      checkpointedSinceTx = false; // this write restarted the WAL, if it was due
+      writeMs.push(wrote);
+      if (wrote >= 20) {
+        const after = schedstat();
+        const cpu = after.cpuMs - writeSched.cpuMs;
+        const wait = after.waitMs - writeSched.waitMs;
+        writeOver20.n++;
+        writeOver20.cpuMs += cpu;
+        writeOver20.runQueueMs += wait;
+        writeOver20.blockedMs += Math.max(0, wrote - cpu - wait);
+      }
+    }
     // Between two steps the event loop runs, as the host's runner gives it back (a checkpoint on
     // the runner's thread, else the step gap's timer): V8 runs its posted tasks there, its
     // incremental marking among them, which a thread asleep in Atomics.wait left to the
     // allocations inside the next transaction.
-    const tx = lastTx as (typeof slowest)[number] | null;
-    if (tx && tx.ms >= 20) {
-      const after = schedstat();
-      tx.cpuMs = round(after.cpuMs - sched.cpuMs);
-      tx.runQueueMs = round(after.waitMs - sched.waitMs);
-      tx.blockedMs = round(Math.max(0, ms - tx.cpuMs - tx.runQueueMs));
-    }
     const waiting = pass.waiting();
     if (waiting) await waiting;
     else await new Promise((resolve) => setTimeout(resolve, GAP_SLEEP_MS)); // 0: a turn of the loop
     if (!more) break;
-    // Every 10th gap: enough samples, and the pass is not slowed by 100,000 synced commits.
-    if (++steps % 10 !== 0) continue;
-    const run = big.active[served++ % ACTIVE];
-    const writeSched = schedstat();
-    const started = performance.now();
-    recordNodeUpdate(store, run.claim, {
-      attemptId: run.attemptId,
-      type: "progress",
-      key: "p",
-      data: { completed: served, total: 1e9 },
-    });
-    const wrote = performance.now() - started;
-    checkpointedSinceTx = false; // this write restarted the WAL, if it was due
-    writeMs.push(wrote);
-    if (wrote >= 20) {
-      const after = schedstat();
-      const cpu = after.cpuMs - writeSched.cpuMs;
-      const wait = after.waitMs - writeSched.waitMs;
-      writeOver20.n++;
-      writeOver20.cpuMs += cpu;
-      writeOver20.runQueueMs += wait;
-      writeOver20.blockedMs += Math.max(0, wrote - cpu - wait);
-    }
   }
   const pruneMs = performance.now() - pruneStarted;
   // USER_HZ 100 on Linux: the share of the CPUs' time over the pass that no jiffy accounted.
