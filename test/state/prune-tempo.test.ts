@@ -19,7 +19,12 @@ interface Machine {
  * `slow` gives a transaction's deletion time instead of the machine's (a preempted batch). The
  * runs each took.
  */
-function transactions(machine: Machine, n: number, slow: Map<number, number> = new Map()) {
+function transactions(
+  machine: Machine,
+  n: number,
+  slow: Map<number, number> = new Map(),
+  cut: Map<number, number> = new Map(),
+) {
   const tempo = createPruneTempo({
     budgetMs: 4,
     transactionRuns: 64,
@@ -36,9 +41,9 @@ function transactions(machine: Machine, n: number, slow: Map<number, number> = n
       tempo.marked(machine.markMs);
       marked++;
     }
-    const ms = slow.get(k) ?? machine.fixedMs + machine.perRunMs * marked;
+    const ms = cut.get(k) ?? slow.get(k) ?? machine.fixedMs + machine.perRunMs * marked;
     elapsed += ms;
-    tempo.deleted(marked, ms, elapsed);
+    tempo.deleted(marked, ms, elapsed, cut.has(k));
     taken.push(marked);
   }
   return taken;
@@ -64,6 +69,28 @@ function expectMost(taken: number[], runs: number): void {
 }
 
 describe("the prune's tempo", () => {
+  it("a batch cut short after one statement (its marks ran past the deadline) sizes nothing", () => {
+    const machine = { markMs: 0.1, fixedMs: 1.4, perRunMs: 0.15 };
+    // Batch 10 is cut at 0.1 ms: its deletion began at the deadline. Restarting the fit from it
+    // made deletion look nearly free and the next batches took the frame budget's runs (7).
+    const taken = transactions(machine, 30, new Map(), new Map([[10, 0.1]]));
+    expect(Math.max(...taken.slice(10))).toBeLessThanOrEqual(most(machine) + 1);
+  });
+
+  it("probes one more run only while the transaction has the time for its mark", () => {
+    const tempo = createPruneTempo({
+      budgetMs: 4,
+      transactionRuns: 64,
+      transactionFrames: 512,
+      checkpoints: { lastCycle: () => null, lastTransactionFrames: () => null },
+    });
+    tempo.marked(0.1);
+    tempo.deleted(1, 0.5, 0.6); // one run, and time left for another
+    expect(tempo.fits(0.6, 1)).toBe(true);
+    // The same after its marks took 1.95 ms (preempted): no time for one more.
+    expect(tempo.fits(1.95, 1)).toBe(false);
+  });
+
   it("takes again the runs that fit after a slow batch, though most of a batch's time is fixed", () => {
     // Two runs fit (1.9 ms), three do not (2.15): most of a batch's time is its fixed part.
     const machine = { markMs: 0.1, fixedMs: 1.4, perRunMs: 0.15 };

@@ -103,9 +103,15 @@ export function createPruneTempo(ctx: TempoContext): PruneTempo {
       markMs = markMs === 0 ? ms : 0.8 * markMs + 0.2 * ms;
     },
     deleted(runs, ms, workMs, cut = false) {
-      // A batch cut short took at least this: its time per run is what the next batch is sized
-      // by (the fit starts over from it), not a point under the line of the whole ones.
+      cycleRuns += runs;
+      lastRuns = runs;
+      lastLeftTime = workMs + markMs <= half;
       if (cut) {
+        // A batch cut short took at least this. More than the fit expects of it: its time per
+        // run is what the next batch is sized by (the fit starts over from it), not a point under
+        // the line of the whole ones. Less tells nothing: a batch whose marks ran past the
+        // deadline (preempted) stops after one statement.
+        if (w > 0 && ms <= fixed + perRun * runs) return;
         w =
           sn =
           snn =
@@ -119,9 +125,6 @@ export function createPruneTempo(ctx: TempoContext): PruneTempo {
       st = KEEP * st + ms;
       snt = KEEP * snt + runs * ms;
       fit();
-      cycleRuns += runs;
-      lastRuns = runs;
-      lastLeftTime = workMs + markMs <= half;
     },
     committed(runs) {
       const frames = ctx.checkpoints.lastTransactionFrames();
@@ -143,8 +146,10 @@ export function createPruneTempo(ctx: TempoContext): PruneTempo {
     },
     fits(elapsedMs, marked) {
       if (elapsedMs + markMs + fixed + (marked + 1) * perRun <= half) return true;
-      // The probe: one run past a batch that left time, while one size is all the fit has seen.
-      return !spread && lastLeftTime && marked === lastRuns && marked > 0;
+      // The probe: one run past a batch that left time, while one size is all the fit has seen
+      // lately, and only while this transaction has the time for one more mark itself.
+      return !spread && lastLeftTime && marked === lastRuns && marked > 0 &&
+        elapsedMs + markMs <= half;
     },
   };
 }
