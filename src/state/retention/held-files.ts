@@ -36,10 +36,21 @@ export function heldDescriptor(path: string): number | null {
   return fd;
 }
 
-/** Whether `path` still names the file `file` has open. */
+/**
+ * Whether `path` still names the file `file` has open. Only a path that names no file (or
+ * another) lets the descriptor go: a stat that fails otherwise (EACCES while a directory's mode
+ * changes, EIO, ELOOP while a link is re-pointed) says nothing, and closing the open database's
+ * descriptor on it would drop the process's locks.
+ */
 function namesFile(path: string, file: Held): boolean {
-  const now = statOf(path);
-  return now !== undefined && now.dev === file.dev && now.ino === file.ino;
+  let now: { dev: number; ino: number };
+  try {
+    now = statSync(path);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    return code !== "ENOENT" && code !== "ENOTDIR";
+  }
+  return now.dev === file.dev && now.ino === file.ino;
 }
 
 function statOf(path: string): { dev: number; ino: number } | undefined {
