@@ -187,6 +187,7 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
       for (const timer of timers) clearInterval(timer);
       deadlines?.stop();
       scheduleFirer?.stop();
+      retention.stop();
       listening = false;
       // Held long polls and verdict waits answer now, so the socket can drain.
       sessions.close();

@@ -48,6 +48,8 @@ const IDLE_SLICE_MS = 15;
 export interface RetentionRunner {
   prune(options: { keepDays?: number; dryRun?: boolean }): Promise<RetentionReport>;
   idleTick(): void;
+  /** A stopping host: the idle pass takes no further step (one queued, or a checkpoint's end). */
+  stop(): void;
 }
 
 export class RetentionConfigError extends Error {}
@@ -70,6 +72,7 @@ export function createRetentionRunner(ctx: {
   let idlePass: RetentionPass | null = null;
   // A step of the idle slice is queued (setImmediate): an idle tick meanwhile starts no second one.
   let sliceGoesOn = false;
+  let stopped = false;
   /** Null until the first idle tick reads when the last pass (of any host) ended. */
   let nextIdleAt: number | null = null;
   let commanded: Promise<RetentionReport> | null = null;
@@ -153,8 +156,12 @@ export function createRetentionRunner(ctx: {
         if (commanded === next) commanded = null;
       });
     },
+    stop() {
+      stopped = true;
+      idlePass = null;
+    },
     idleTick() {
-      if (commanded) return;
+      if (commanded || stopped) return;
       let keepDays: number | null = null;
       if (!idlePass) {
         if (nextIdleAt === null) {

@@ -1147,6 +1147,22 @@ describe("the host's idle retention tick", () => {
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
+  it("a stopping host's idle pass takes no further step, queued or ticked", async () => {
+    fx = openFixture();
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const lines: string[] = [];
+    const runner = idleRunner(lines);
+    let commits = 0;
+    fx.store.afterCommit = () => void commits++;
+    runner.idleTick();
+    const after = commits;
+    runner.stop();
+    await idleTurns(runner, () => false, 20);
+    expect(commits).toBe(after);
+    expect(lines).toEqual([]);
+  });
+
   it("starts a pass at most once per interval, across the host's restarts too", async () => {
     fx = openFixture();
     endedRun(fx.store, { hostEpoch: HOST_EPOCH });
