@@ -2,7 +2,15 @@
  * The WAL's frames as its WAL-index header says (src/state/retention/wal-frames.ts): the count
  * SQLite's own checkpoint reports, a new salt each time the WAL starts over, null without one.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -39,6 +47,31 @@ describe("the WAL's position", () => {
     expect(restarted.salt).not.toBe(grown.salt);
     expect(restarted.frames).toBeLessThan(grown.frames);
     expect(framesBetween(grown, restarted)).toBe(restarted.frames);
+  });
+
+  it("reads the WAL-index beside a symlinked state file's target, where SQLite keeps it", () => {
+    const root = mkdtempSync(join(tmpdir(), "wal-frames-"));
+    const open = (stateDir: string) =>
+      openStateStore({ stateDir, clock: new FakeClock(), ids: sequentialIds() });
+    try {
+      closeStateStore(open(join(root, "elsewhere")));
+      mkdirSync(join(root, "state"), { mode: 0o700 });
+      symlinkSync(join(root, "elsewhere", "state.sqlite"), join(root, "state", "state.sqlite"));
+      const store = open(join(root, "state"));
+      try {
+        store.db.exec("CREATE TABLE scratch (x INTEGER)");
+        const position = readWalPosition(store.path)!;
+        const checkpoint = store.db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as {
+          log: number;
+        };
+        expect(position).not.toBeNull();
+        expect(position.frames).toBe(checkpoint.log);
+      } finally {
+        closeStateStore(store);
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("is null where there is no WAL-index", () => {

@@ -14,6 +14,7 @@
  */
 import { readSync } from "node:fs";
 import { endianness } from "node:os";
+import { sqliteFilePath } from "../state-file-path.ts";
 import { heldDescriptor } from "./held-files.ts";
 
 /** The header's version field (`iVersion`). */
@@ -33,7 +34,8 @@ const littleEndian = endianness() === "LE";
 
 export function readWalPosition(databasePath: string): WalPosition | null {
   try {
-    const fd = heldDescriptor(`${databasePath}-shm`);
+    // Beside the file SQLite opened: a symlinked state file's target.
+    const fd = heldDescriptor(`${sqliteFilePath(databasePath)}-shm`);
     if (fd === null || readSync(fd, header, 0, HEADER_BYTES, 0) < HEADER_BYTES) return null;
   } catch {
     return null;
