@@ -1128,38 +1128,37 @@ describe("the host's idle retention tick", () => {
     }
   };
 
-  it("runs the idle pass a step a turn of the event loop, V8's posted work between two", async () => {
+  /** An ended run past its period, the host's runner on it, its commits counted, and one tick. */
+  const oneIdleTick = () => {
     fx = openFixture();
     endedRun(fx.store, { hostEpoch: HOST_EPOCH });
     fx.clock.advance(40 * DAY_MS);
     const lines: string[] = [];
     const runner = idleRunner(lines);
-    let commits = 0;
-    fx.store.afterCommit = () => void commits++;
+    const commits = { n: 0 };
+    fx.store.afterCommit = () => void commits.n++;
     runner.idleTick();
+    return { lines, runner, commits };
+  };
+
+  it("runs the idle pass a step a turn of the event loop, V8's posted work between two", async () => {
+    const { lines, runner, commits } = oneIdleTick();
     // The tick ran one step, one transaction at most: the next waits for the event loop (before,
     // the slice ran the pass's transactions back to back for up to 15 ms).
-    expect(commits).toBeLessThanOrEqual(1);
+    expect(commits.n).toBeLessThanOrEqual(1);
     expect(lines).toEqual([]);
     await idleTurns(runner, () => lines.includes("retention.pass"));
     expect(lines).toEqual(["retention.pass"]);
-    expect(commits).toBeGreaterThan(1);
+    expect(commits.n).toBeGreaterThan(1);
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
   it("a stopping host's idle pass takes no further step, queued or ticked", async () => {
-    fx = openFixture();
-    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
-    fx.clock.advance(40 * DAY_MS);
-    const lines: string[] = [];
-    const runner = idleRunner(lines);
-    let commits = 0;
-    fx.store.afterCommit = () => void commits++;
-    runner.idleTick();
-    const after = commits;
+    const { lines, runner, commits } = oneIdleTick();
+    const after = commits.n;
     runner.stop();
     await idleTurns(runner, () => false, 20);
-    expect(commits).toBe(after);
+    expect(commits.n).toBe(after);
     expect(lines).toEqual([]);
   });
 
