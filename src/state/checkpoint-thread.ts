@@ -30,9 +30,17 @@ export interface CheckpointCounts {
  */
 export function checkpointAndSync(db: DatabaseSync, walPath: string): CheckpointCounts {
   const fs = globalThis.process.getBuiltinModule("node:fs");
-  const row = db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as
-    | Record<string, number | bigint>
-    | undefined;
+  const passive = () =>
+    db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as
+      | Record<string, number | bigint>
+      | undefined;
+  let row = passive();
+  // Commits made while it copied (the host's own writes beside a retention pass's checkpoint)
+  // lie past the frames it saw: once more copies them (few), else the WAL cannot start over at
+  // the next write and grows past the pass's checkpoint interval until a host commit checkpoints
+  // in line, under its own write lock. Where nothing came meanwhile it finds nothing to do.
+  const again = passive();
+  if (Number(again?.log ?? 0) > Number(row?.log ?? 0)) row = again;
   const counts = {
     busy: Number(row?.busy ?? 0),
     log: Number(row?.log ?? 0),

@@ -16,7 +16,8 @@ import {
   createCheckpointRunner,
   MAX_THREAD_FAILURES,
 } from "../../src/state/checkpoint-runner.ts";
-import { CHECKPOINT_THREAD_SOURCE } from "../../src/state/checkpoint-thread.ts";
+import { CHECKPOINT_THREAD_SOURCE, checkpointAndSync } from "../../src/state/checkpoint-thread.ts";
+import { readWalPosition } from "../../src/state/retention/wal-frames.ts";
 import { FakeClock, sequentialIds } from "../../src/base/clock.ts";
 import { closeStateStore, openStateStore } from "../../src/state/store.ts";
 import { createRetentionPass, DAY_MS } from "../../src/state/retention/retention-pass.ts";
@@ -46,6 +47,35 @@ function fillWal(f: Fixture, pages: number): void {
 const walFrames = (f: Fixture) => Math.floor(statSync(`${f.store.path}-wal`).size / 4120);
 
 describe("checkpoint runner", () => {
+  it("copies the commits made while it copied, so the next write starts the WAL over", () => {
+    const f = fx = openFixture();
+    fillWal(f, 200);
+    const other = new DatabaseSync(f.store.path);
+    try {
+      // The checkpoint's first copy runs for real; another connection's commit lands right after
+      // it, as the host's own write lands while the thread copies a retention pass's frames.
+      let copies = 0;
+      const db = {
+        prepare: (sql: string) => ({
+          get: () => {
+            const row = f.store.db.prepare(sql).get();
+            if (copies++ === 0) other.exec("INSERT INTO ballast VALUES (randomblob(4000))");
+            return row;
+          },
+        }),
+      } as unknown as DatabaseSync;
+      checkpointAndSync(db, `${f.store.path}-wal`);
+      const before = readWalPosition(f.store.path)!;
+      f.store.db.exec("INSERT INTO ballast VALUES (randomblob(10))");
+      const after = readWalPosition(f.store.path)!;
+      // A new salt: the WAL started over (every frame was in the database file).
+      expect(after.salt).not.toBe(before.salt);
+      expect(after.frames).toBeLessThan(10);
+    } finally {
+      other.close();
+    }
+  });
+
   it("checkpoints a large WAL on its own thread while the event loop keeps turning", async () => {
     fx = openFixture();
     fillWal(fx, 4_000);
