@@ -326,15 +326,21 @@ function cpuTicks(): number {
   }
 }
 
-/** A traced transaction (`--trace-ms`). */
-interface Traced {
-  phase: string;
+/** A transaction's time and its split (ms): on a CPU, in the run queue, blocked. */
+interface TransactionSplit {
   ms: number;
   commitMs: number;
   cpuMs: number;
   runQueueMs: number;
   blockedMs: number;
+  /** The first transaction after one of the pass's checkpoints: it restarts the WAL, whose
+   * header SQLite syncs (at any `synchronous` but OFF) under the write lock. */
   restartsWal: boolean;
+}
+
+/** A traced transaction (`--trace-ms`). */
+interface Traced extends TransactionSplit {
+  phase: string;
   gcMs?: number;
   start: number;
   io: { readBytes: number; writeBytes: number; reads: number; writes: number };
@@ -443,14 +449,7 @@ interface PhaseFigures {
   blockedMs: Samples;
   over20: number;
   blocked5: { n: number; restartsWal: number };
-  mostBlocked: {
-    ms: number;
-    commitMs: number;
-    cpuMs: number;
-    runQueueMs: number;
-    blockedMs: number;
-    restartsWal: boolean;
-  };
+  mostBlocked: TransactionSplit;
 }
 
 function newPhaseFigures(): PhaseFigures {
@@ -507,23 +506,15 @@ try {
     return n;
   };
   let rowsBefore = 0;
-  const slowest: {
+  const slowest: (TransactionSplit & {
     phase: string;
     start: number;
     /** Rows the transaction deleted (the prune phase's). */
     rows: number;
     /** The collector's pauses inside the transaction (ms). */
     gcMs?: number;
-    ms: number;
-    commitMs: number;
     walBytes: number;
-    cpuMs?: number;
-    runQueueMs?: number;
-    blockedMs?: number;
-    /** The first transaction after one of the pass's checkpoints: it restarts the WAL, whose
-     * header SQLite syncs (at any `synchronous` but OFF) under the write lock. */
-    restartsWal: boolean;
-  }[] = [];
+  })[] = [];
   // The pass opens with a checkpoint of its own (the file size it reports), so its first
   // transaction restarts the WAL too.
   let checkpointedSinceTx = true;
@@ -568,17 +559,20 @@ try {
       const cpu = sched.cpuMs - txSched.cpuMs;
       const wait = sched.waitMs - txSched.waitMs;
       const blocked = Math.max(0, ms - cpu - wait);
+      const split: TransactionSplit = {
+        ms: round(ms),
+        commitMs: round(commit),
+        cpuMs: round(cpu),
+        runQueueMs: round(wait),
+        blockedMs: round(blocked),
+        restartsWal: checkpointedSinceTx,
+      };
       const statements = trace?.end(ms) ?? null;
       if (statements && txIo) {
         const io = threadIo();
         const entry: Traced = {
           phase,
-          ms: round(ms),
-          commitMs: round(commit),
-          cpuMs: round(cpu),
-          runQueueMs: round(wait),
-          blockedMs: round(blocked),
-          restartsWal: checkpointedSinceTx,
+          ...split,
           start: end - ms,
           io: {
             readBytes: io.readBytes - txIo.readBytes,
@@ -602,14 +596,7 @@ try {
         if (checkpointedSinceTx) figures.blocked5.restartsWal++;
       }
       if (blocked > figures.mostBlocked.blockedMs) {
-        figures.mostBlocked = {
-          ms: round(ms),
-          commitMs: round(commit),
-          cpuMs: round(cpu),
-          runQueueMs: round(wait),
-          blockedMs: round(blocked),
-          restartsWal: checkpointedSinceTx,
-        };
+        figures.mostBlocked = split;
       }
       if (phase === "prune") pruneTransactions++;
       lockMs.push(ms);
@@ -622,13 +609,8 @@ try {
         phase,
         start: end - ms,
         rows: rowsNow() - rowsBefore,
-        ms: round(ms),
-        commitMs: round(commit),
         walBytes,
-        cpuMs: round(cpu),
-        runQueueMs: round(wait),
-        blockedMs: round(blocked),
-        restartsWal: checkpointedSinceTx,
+        ...split,
       };
       checkpointedSinceTx = false;
       if (ms >= 20) slowest.push(lastTx);
