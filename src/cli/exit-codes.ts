@@ -3,6 +3,7 @@
  * mistake from a refused request and from a host that could not be reached.
  */
 import { HostUnavailableError, WorkflowFailureError } from "../protocol/failures.ts";
+import { isBadSetting } from "../protocol/host-ready.ts";
 
 export const EXIT = {
   /** The command did what was asked (for `start --wait`: the run completed). */
@@ -39,8 +40,6 @@ export function exitCodeFor(error: unknown): number {
   if (error instanceof WorkflowFailureError && error.failureClass === "hostUnavailable") {
     return EXIT.hostUnavailable;
   }
-  if (error instanceof RangeError && /^Invalid PI_WORKFLOWS_/.test(error.message)) {
-    return EXIT.usage;
-  }
+  if (isBadSetting(error)) return EXIT.usage;
   return EXIT.failure;
 }

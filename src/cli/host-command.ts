@@ -38,6 +38,8 @@ async function hostRun(io: CliIo, env: NodeJS.ProcessEnv): Promise<number> {
     const message = oneLineError(error);
     io.err(message);
     if (error instanceof HostStartError && error.code === "alreadyRunning") return EXIT.refused;
-    return /^Invalid PI_WORKFLOWS_/.test(message) ? EXIT.usage : EXIT.failure;
+    return error instanceof HostStartError && error.code === "badSetting"
+      ? EXIT.usage
+      : EXIT.failure;
   }
 }

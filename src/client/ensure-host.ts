@@ -6,7 +6,7 @@
  * `HostUnavailableError` whose message says what to do next.
  */
 import { failureDetail, HostBusyError, HostUnavailableError } from "../protocol/failures.ts";
-import { HostStartError } from "../protocol/host-ready.ts";
+import { HostStartError, isBadSetting } from "../protocol/host-ready.ts";
 import type { SelfCommand } from "../os/self-launch.ts";
 import { connectHost, type ConnectOptions, type HostConnection } from "./host-connection.ts";
 import { clientStateDir, hostSocketPath } from "./socket-path.ts";
@@ -89,6 +89,10 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
               : options.startCommand,
           });
         } catch (error) {
+          // A bad setting is the caller's to fix (exit 2), not a host to wait for.
+          if (error instanceof HostStartError && error.code === "badSetting") {
+            throw new RangeError(error.message);
+          }
           if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {
             throw new HostStartFailedError(`the host could not be started: ${firstLine(error)}`, {
               cause: error,
@@ -125,6 +129,7 @@ function lockOrFail(stateDir: string): StartLock | null {
   try {
     return tryStartLock(stateDir);
   } catch (error) {
+    if (isBadSetting(error)) throw error;
     throw new HostStartFailedError(
       `the host could not be started: ${lockProblem(stateDir, error)}`,
       {

@@ -61,10 +61,7 @@ export async function startDetachedHost(
   try {
     const message = await readReady(readyPipe, child, timeoutMs);
     if (!message.ready) {
-      throw new HostStartError(
-        message.code === "alreadyRunning" ? "alreadyRunning" : "startFailed",
-        message.message,
-      );
+      throw new HostStartError(message.code, message.message);
     }
     return { epoch: message.epoch, pid: child.pid! };
   } catch (error) {

@@ -24,7 +24,7 @@ import { DEADLINE_KINDS } from "./deadline-kinds.ts";
 import { createDeadlineTimer, type DeadlineTimer } from "./deadline-timer.ts";
 import { createSessionWatch } from "./session-watch.ts";
 import { createScheduleFirer, type ScheduleFirer } from "./schedule-firer.ts";
-import { HostStartError } from "../protocol/host-ready.ts";
+import { HostStartError, isBadSetting } from "../protocol/host-ready.ts";
 import { VERSION } from "../base/version.ts";
 import { readSupervisionOptions } from "./supervision-options.ts";
 import { readControllerOptions } from "./controllers/options.ts";
@@ -52,7 +52,7 @@ import {
 } from "./socket-listener.ts";
 import { createSocketServer, type HandledFrame, type SocketServer } from "./socket-server.ts";
 import { createSupervision, type Supervision, type SupervisionExtras } from "./host-supervision.ts";
-import { processBackendUnsupported } from "../os/process-backend.ts";
+import { chooseProcessBackend, processBackendUnsupported } from "../os/process-backend.ts";
 
 export const SOCKET_FILE_NAME = "host.sock";
 
@@ -105,11 +105,13 @@ export async function runHost(options: RunHostOptions = {}): Promise<string> {
     host.afterReady();
     return await host.stopped;
   } catch (error) {
-    const code = error instanceof HostStartError ? error.code : "startFailed";
+    const code = error instanceof HostStartError
+      ? error.code
+      : isBadSetting(error)
+      ? "badSetting"
+      : "startFailed";
     ready.send({ ready: false, code, message: oneLine(error).slice(0, 4000) });
-    throw error instanceof HostStartError
-      ? error
-      : new HostStartError("startFailed", oneLine(error));
+    throw error instanceof HostStartError ? error : new HostStartError(code, oneLine(error));
   }
 }
 
@@ -133,6 +135,8 @@ async function startHost(options: RunHostOptions, env: NodeJS.ProcessEnv): Promi
     maxBytes: hostOptions.maxLogBytes,
     write: options.writeLog ?? ((line) => process.stderr.write(line)),
   });
+  // A bad PI_WORKFLOWS_PROCESS_BACKEND is a setting like those above (badSetting), not a platform.
+  if (process.platform !== "win32") chooseProcessBackend(env);
   const unsupported = await processBackendUnsupported(process.platform, env);
   if (unsupported) throw new HostStartError("startFailed", unsupported);
   const stateDir = ensureStateDir(resolveStateDir(env));

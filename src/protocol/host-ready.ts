@@ -13,8 +13,12 @@ export const HostReadyMessageSchema = v.union([
   }),
   v.strictObject({
     ready: v.literal(false),
-    /** `alreadyRunning` when another live host holds the epoch; `startFailed` otherwise. */
-    code: v.picklist(["alreadyRunning", "startFailed"]),
+    /**
+     * `alreadyRunning` when another live host holds the epoch; `badSetting` for a bad
+     * `PI_WORKFLOWS_*` value (the starter's own environment: a usage error, not an outage);
+     * `startFailed` otherwise.
+     */
+    code: v.picklist(["alreadyRunning", "badSetting", "startFailed"]),
     message: v.pipe(v.string(), v.maxLength(4096)),
   }),
 ]);
@@ -23,12 +27,19 @@ export type HostReadyMessage = v.InferOutput<typeof HostReadyMessageSchema>;
 /** The environment variable naming the ready pipe's file descriptor in a detached host. */
 export const READY_FD_ENV = "PI_WORKFLOWS_HOST_READY_FD";
 
+export type HostStartCode = "alreadyRunning" | "badSetting" | "startFailed";
+
 /** Why a host could not start; `code` decides the CLI exit code. */
 export class HostStartError extends Error {
-  readonly code: "alreadyRunning" | "startFailed";
-  constructor(code: "alreadyRunning" | "startFailed", message: string) {
+  readonly code: HostStartCode;
+  constructor(code: HostStartCode, message: string) {
     super(message);
     this.name = "HostStartError";
     this.code = code;
   }
+}
+
+/** A bad `PI_WORKFLOWS_*` setting: every reader throws a `RangeError` naming the variable. */
+export function isBadSetting(error: unknown): boolean {
+  return error instanceof RangeError && /^Invalid PI_WORKFLOWS_/.test(error.message);
 }

@@ -121,11 +121,20 @@ describe("host status on state a host cannot use", () => {
       { ...home.env, PI_WORKFLOWS_PROCESS_BACKEND: "junk" },
       30_000,
     );
-    expect(list.code).toBe(4);
-    expect(list.stderr).toContain(
-      'Invalid PI_WORKFLOWS_PROCESS_BACKEND: expected proc or ps, got "junk"',
+    // A bad setting is a usage error (exit 2, docs/cli.md), as for `host run`, not an outage.
+    expect(list.code).toBe(2);
+    expect(list.stderr).toBe(
+      'Invalid PI_WORKFLOWS_PROCESS_BACKEND: expected proc or ps, got "junk"\n',
     );
-    expect(list.stderr).not.toContain("state directory");
+    // So is a bad host setting the host started on demand refuses, named in one line.
+    const idle = await runCliInProcess(["list"], {
+      ...home.env,
+      PI_WORKFLOWS_HOST_IDLE_MS: "soon",
+    });
+    expect(idle.code).toBe(2);
+    expect(idle.stderr).toBe(
+      'Invalid PI_WORKFLOWS_HOST_IDLE_MS: expected a whole number, got "soon"\n',
+    );
   });
 
   it("doctor names an invalid config.json, which every start and prune refuses", async () => {
