@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCompletionRequest } from "../../src/cli/completion-command.ts";
 import { runCliInProcess } from "../support/cli-in-process.ts";
+import { seedRuns } from "../support/host-seed.ts";
 import {
   CLI,
   NODE_ARGS,
@@ -302,10 +303,14 @@ describe("resolver errors", () => {
 
 describe("completion", () => {
   it("completes commands, options, workflow names and run ids in bash, never starting a host", async () => {
-    const script = (await cliHere(["completion", "bash"])).stdout;
+    // A state directory of its own with one run in it, so the case stands alone (-t) and needs
+    // no run started (the file's earlier cases leave theirs in the file's).
+    const own = tempHome({ PI_WORKFLOWS_HOST_IDLE_MS: "60000" });
+    seedRuns(own.stateDir, [{ runId: "run-c0ffee01-0000-4000-8000-000000000000" }]);
+    const script = (await runCliInProcess(["completion", "bash"], own.env)).stdout;
     // Each <Tab> is a Node start: it records the modules it loads, to show it skips the parser.
-    const loads = join(home.root, "completion-loads");
-    const recorder = join(home.root, "record-loads.mjs");
+    const loads = join(own.root, "completion-loads");
+    const recorder = join(own.root, "record-loads.mjs");
     writeFileSync(
       recorder,
       `import { appendFileSync } from "node:fs";
@@ -326,31 +331,36 @@ COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length 
 _pi_workflows; printf '%s\\n' "\${COMPREPLY[@]}"`;
       return execFileSync("bash", ["-c", program], {
         cwd: project,
-        env: home.env,
+        env: own.env,
         encoding: "utf8",
         timeout: 30_000,
       }).split("\n").filter(Boolean);
     };
-    expect(complete("pi-workflows st")).toEqual(["start", "status"]);
-    expect(complete("pi-workflows start --w")).toEqual(["--wait"]);
-    expect(complete("pi-workflows start pro")).toContain("progress");
-    expect(complete("pi-workflows start ec")).toEqual(["echo"]);
-    expect(complete("pi-workflows host st")).toEqual(["start", "status", "stop"]);
-    expect(complete("pi-workflows answer r --choice ")).toEqual([]);
-    expect((await cli(["host", "start"])).code).toBe(0);
-    const runs = complete("pi-workflows status run-");
-    expect(runs.length).toBeGreaterThan(0);
-    for (const id of runs) expect(id).toMatch(/^run-[0-9a-f]{8}$/);
+    let stopped = false;
+    try {
+      expect(complete("pi-workflows st")).toEqual(["start", "status"]);
+      expect(complete("pi-workflows start --w")).toEqual(["--wait"]);
+      expect(complete("pi-workflows start pro")).toContain("progress");
+      expect(complete("pi-workflows start ec")).toEqual(["echo"]);
+      expect(complete("pi-workflows host st")).toEqual(["start", "status", "stop"]);
+      expect(complete("pi-workflows answer r --choice ")).toEqual([]);
+      expect((await runCliProcess(["host", "start"], own.env, 60_000)).code).toBe(0);
+      expect(complete("pi-workflows status run-")).toEqual(["run-c0ffee01"]);
 
-    expect((await cliHere(["host", "stop"])).code).toBe(0);
-    expect(complete("pi-workflows status run-")).toEqual([]);
-    const status = await cliHere(["host", "status"]);
-    expect(status.stdout).toContain("host: stopped");
-    // Four completions asked the program, and none loaded the command parser (every command's
-    // options and schemas: most of the CPU of such a start from source).
-    const loaded = readFileSync(loads, "utf8").split("\n");
-    expect(loaded.filter((url) => url.endsWith("/src/cli/complete-words.ts"))).toHaveLength(4);
-    expect(loaded.filter((url) => url.endsWith("/src/cli/parse-command.ts"))).toEqual([]);
+      expect((await runCliInProcess(["host", "stop"], own.env)).code).toBe(0);
+      stopped = true;
+      expect(complete("pi-workflows status run-")).toEqual([]);
+      const status = await runCliInProcess(["host", "status"], own.env);
+      expect(status.stdout).toContain("host: stopped");
+      // Four completions asked the program, and none loaded the command parser (every command's
+      // options and schemas: most of the CPU of such a start from source).
+      const loaded = readFileSync(loads, "utf8").split("\n");
+      expect(loaded.filter((url) => url.endsWith("/src/cli/complete-words.ts"))).toHaveLength(4);
+      expect(loaded.filter((url) => url.endsWith("/src/cli/parse-command.ts"))).toEqual([]);
+    } finally {
+      if (!stopped) await runCliProcess(["host", "stop"], own.env, 60_000);
+      await own.cleanup();
+    }
   });
 
   it("prints a zsh script and refuses other shells", async () => {
