@@ -6,7 +6,8 @@
  * skipped before anything else; otherwise the workflow is resolved in a supervised child,
  * `cancel-previous` cancels the schedule's active runs, and one transaction starts (or holds, or
  * skips) the slot's run, or records a failed run with the load error. A settling that throws is
- * retried after the later slots queued meanwhile, with a bounded backoff.
+ * retried after the later slots queued meanwhile, with a bounded backoff; so is one whose
+ * resolver child died without an answer (not a load error: the workflow is loaded again).
  *
  * At start every firing a previous host left pending is settled the same way: its run id is
  * derived from schedule and slot, so one that was already enqueued is found settled.
@@ -75,7 +76,7 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     const next = previous.then(async () => {
       const progress = { resolved: false };
       try {
-        await settle(scheduleId, slotAt, progress);
+        await settle(scheduleId, slotAt, progress, failures);
       } catch (error) {
         // A busy database, a throw before the resolution: left pending, the firing would wait
         // for the next host start. Retried with a bounded backoff; given up, the next start
@@ -104,7 +105,12 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     });
   };
 
-  const settle = async (scheduleId: string, slotAt: number, progress: { resolved: boolean }) => {
+  const settle = async (
+    scheduleId: string,
+    slotAt: number,
+    progress: { resolved: boolean },
+    failures: number,
+  ) => {
     const row = pendingFiring(store, scheduleId, slotAt);
     if (!row) return;
     // A slot its overlap policy skips needs no resolver child: skipped at once, it cannot hold
@@ -123,9 +129,15 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       env: (decodeValue(row.env_json) ?? {}) as RunEnvironment,
     });
     crashPoint("host.schedule.resolved");
-    progress.resolved = true;
     // Not the workflow's fault: the next host settles the firing.
     if (!resolved.ok && resolved.code === "hostStopping") return;
+    // The resolver child died without an answer (killed, crashed): a failure of its own class,
+    // not the workflow failing to load, so it neither ends the slot's run failed nor counts
+    // toward the schedule's pause; the slot is resolved again, until the retries are spent.
+    if (!resolved.ok && resolved.code === "workerCrashed" && failures < SETTLE_RETRIES) {
+      throw new Error("the resolver stopped without an answer");
+    }
+    progress.resolved = true;
     const problem = !resolved.ok
       ? { code: resolved.code, message: resolved.message }
       : resolved.needsInteractive

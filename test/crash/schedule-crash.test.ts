@@ -3,9 +3,10 @@
  * transaction that records a due slot, just after it, after the workflow was resolved, and inside
  * the transaction that starts the slot's run. Each time the next host fires that slot exactly
  * once: one firing, one run under the id derived from schedule and slot, which completes; and
- * the state stays consistent.
+ * the state stays consistent. And a resolver child killed while it loads a slot's workflow: the
+ * slot is resolved again, not recorded as a load failure.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
@@ -158,4 +159,72 @@ describe("a schedule's firing across host deaths", () => {
       }
     }, 240_000);
   }
+});
+
+/**
+ * A workflow whose second load SIGKILLs the process loading it: the first is `schedule.add`'s
+ * resolver, the second the first slot's (then the slot's worker, and so on).
+ */
+const SECOND_LOAD_DIES = (loads: string) =>
+  `import { appendFileSync, readFileSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
+appendFileSync(${JSON.stringify(loads)}, "load\\n");
+if (readFileSync(${JSON.stringify(loads)}, "utf8").length === "load\\n".length * 2) {
+  process.kill(process.pid, "SIGKILL");
+}
+export default defineWorkflow({
+  name: "tick",
+  startAt: "a",
+  nodes: { a: compute({ run: ({ input }) => ({ ticked: input }) }) },
+});
+`;
+
+describe("a schedule's resolver killed", () => {
+  it("resolves the slot again: its run starts and completes, no load failure", async () => {
+    const home = tempHome();
+    const project = join(home.root, "project");
+    mkdirSync(project, { recursive: true });
+    const loads = join(home.root, "loads.log");
+    writeFileSync(join(project, "tick.workflow.ts"), SECOND_LOAD_DIES(loads));
+    try {
+      const host = await startHost(home.env);
+      const client = await RawClient.connect(home.socketPath);
+      const added = await client.request(
+        hostRequest("schedule.add", {
+          // `queue`: a later slot's run cannot make the retried slot skip.
+          payload: {
+            name: "tick",
+            workflow: "./tick.workflow.ts",
+            cwd: project,
+            every: "3s",
+            overlap: "queue",
+          },
+        }),
+        60_000,
+      );
+      client.close();
+      expect(added.outcome).toBe("accepted");
+      const firstSlot = added.receipt.schedule.nextFireAt as number;
+      const settled = await waitFor(
+        () => {
+          const slot = firings(home).rows.find((r) => r.slot_at === firstSlot);
+          return slot && slot.state !== "pending" && slot.run_state !== "queued" &&
+              slot.run_state !== "running"
+            ? slot
+            : null;
+        },
+        "the first slot to be settled and its run to end",
+        60_000,
+        100,
+      );
+      await stopProcess(host);
+      expect(settled).toMatchObject({ state: "started", run_state: "completed" });
+      // The slot's resolver died (the second load), and the slot was resolved again.
+      expect(readFileSync(loads, "utf8").split("\n").filter(Boolean).length).toBeGreaterThan(2);
+      expect(firings(home).rows.filter((r) => r.state === "failed")).toEqual([]);
+      expect(firings(home).invariants).toEqual([]);
+    } finally {
+      await home.cleanup();
+    }
+  }, 120_000);
 });
