@@ -12,6 +12,7 @@ import { HostUnavailableError } from "../protocol/failures.ts";
 import type { HostResponse } from "../protocol/host-response.ts";
 import type { OperationReceipt } from "../protocol/host-operations.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import { EXIT, UsageError } from "./exit-codes.ts";
 import {
   formatControllerList,
@@ -300,7 +301,7 @@ function readSpec(command: ControllerCommand): JsonValue {
   if (command.spec === null) return null;
   if ("json" in command.spec) return command.spec.json;
   try {
-    return JSON.parse(readFileSync(command.spec.file, "utf8")) as JsonValue;
+    return parseJsonText(readFileSync(command.spec.file, "utf8"));
   } catch (error) {
     throw new UsageError(
       `Invalid --spec-file: ${(error as Error).message.split("\n")[0].slice(0, 300)}`,

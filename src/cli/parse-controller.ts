@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import { UsageError } from "./exit-codes.ts";
 import { modelArgs } from "./parse-start.ts";
 
@@ -132,7 +133,7 @@ export function parseControllerCommand(args: readonly string[]): ControllerComma
   let spec: ControllerCommand["spec"] = null;
   if (values["spec-json"] !== undefined) {
     try {
-      spec = { json: JSON.parse(values["spec-json"]) as JsonValue };
+      spec = { json: parseJsonText(values["spec-json"]) };
     } catch (error) {
       throw new UsageError(`Invalid --spec-json: ${(error as Error).message.split("\n")[0]}`);
     }
@@ -189,7 +190,7 @@ function effectVerdict(
   }
   if (notApplied) return { effectId, verdict: "notApplied" };
   try {
-    return { effectId, verdict: "applied", receipt: JSON.parse(applied!) as JsonValue };
+    return { effectId, verdict: "applied", receipt: parseJsonText(applied!) };
   } catch (error) {
     throw new UsageError(`Invalid --applied: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -3,6 +3,7 @@
  * --retry) [--operator NAME] [--json]`: the operator's verdict on an ambiguous effect.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import type { EffectVerdict } from "../protocol/effect-operations.ts";
 import { UsageError } from "./exit-codes.ts";
 import { flag, parse, runIdArg } from "./parse-args.ts";
@@ -73,7 +74,7 @@ export function parseEffect(
 
 function parseOutput(text: string): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new UsageError(`Invalid --applied: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -5,6 +5,7 @@
  */
 import type { Budget } from "../protocol/budget.ts";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import { isEnvName } from "../base/env-names.ts";
 import { PI_THINKING_LEVELS, refusedPiArgument } from "../protocol/pi-launch.ts";
 import { UsageError } from "./exit-codes.ts";
@@ -190,7 +191,7 @@ export function parseInputJson(text: string, source = "--input-json"): JsonValue
   // JSON.parse says "Unexpected end of JSON input" for nothing at all: say what is missing.
   if (text.trim() === "") throw new UsageError(`Invalid ${source}: it is empty, give a JSON value`);
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new UsageError(`Invalid ${source}: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -12,6 +12,7 @@
  *   /workflow schedule <action> ...          schedule-args.ts
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { JSON_TOO_DEEP, parseJsonText, withinJsonDepth } from "../protocol/json-depth.ts";
 
 export type ControlVerb = "status" | "pause" | "resume" | "cancel";
 
@@ -103,16 +104,20 @@ function parseAnswer(rest: string): WorkflowCommand {
 
 /** JSON when the text parses as JSON, else the text itself as a string. */
 function jsonOrText(text: string): JsonValue {
+  let value: unknown;
   try {
-    return JSON.parse(text) as JsonValue;
+    value = JSON.parse(text);
   } catch {
     return text;
   }
+  // JSON too deep for the host is refused, not sent on as text the person did not mean.
+  if (!withinJsonDepth(value)) throw new CommandArgsError(`Invalid answer: ${JSON_TOO_DEEP}`);
+  return value as JsonValue;
 }
 
 export function parseJson(text: string, what: string): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new CommandArgsError(`Invalid ${what}: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -13,6 +13,7 @@
  */
 import * as v from "valibot";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import { ControllerNameSchema, ResourceKeySchema } from "../protocol/controller-resource.ts";
 import { DigestSchema } from "../protocol/fields.ts";
 import { CommandArgsError } from "./command-args.ts";
@@ -150,7 +151,7 @@ function version(text: string | undefined): number {
 
 function json(text: string, what = "spec JSON"): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new CommandArgsError(`Invalid ${what}: ${(error as Error).message.split("\n")[0]}`);
   }

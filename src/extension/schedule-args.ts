@@ -11,6 +11,7 @@
  */
 import * as v from "valibot";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import { ScheduleNameSchema, timingProblem } from "../protocol/schedule-operations.ts";
 import {
   CATCH_UP_POLICIES,
@@ -127,7 +128,7 @@ function policy<K extends string>(
 
 function json(text: string): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new CommandArgsError(`Invalid --input-json: ${(error as Error).message.split("\n")[0]}`);
   }

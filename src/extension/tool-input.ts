@@ -6,6 +6,7 @@
  */
 import * as v from "valibot";
 import { type JsonValue, MAX_JSON_DEPTH } from "../protocol/canonical-json.ts";
+import { JSON_TOO_DEEP } from "../protocol/json-depth.ts";
 
 export const TOOL_ACTIONS = [
   "list",
@@ -80,10 +81,7 @@ const JsonArgument = v.pipe(
       return NEVER;
     }
     if (checked === TOO_DEEP) {
-      addIssue({
-        message:
-          `nested deeper than ${MAX_JSON_DEPTH} arrays or objects; send a flatter value (e.g. a list of items, each naming its parent)`,
-      });
+      addIssue({ message: JSON_TOO_DEEP });
       return NEVER;
     }
     return checked;

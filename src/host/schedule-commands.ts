@@ -7,6 +7,7 @@
  */
 import { realpathSync } from "node:fs";
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { JSON_TOO_DEEP, withinJsonDepth } from "../protocol/json-depth.ts";
 import { splitCredentials } from "../base/credential-names.ts";
 import { type HostRequest, type OperationRequest, requestFor } from "../protocol/host-request.ts";
 import type { HostOperation, OperationReceipt } from "../protocol/host-operations.ts";
@@ -243,6 +244,15 @@ async function readDeclaration(
       ok: false,
       code: "invalidSchedule",
       message: `Invalid schedule in the workflow file: ${parsed.issues[0].message}`,
+    };
+  }
+  // Its input becomes every run's: held to the bound of a client's value (json-depth.ts) here,
+  // not where the file loads, so the workflow itself still loads and starts.
+  if (!withinJsonDepth(parsed.output.input)) {
+    return {
+      ok: false,
+      code: "invalidSchedule",
+      message: `Invalid schedule in the workflow file: schedule.input: ${JSON_TOO_DEEP}`,
     };
   }
   return { ok: true, declaration: parsed.output, workflowName: probe.ok ? probe.workflowName : "" };

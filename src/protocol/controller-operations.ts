@@ -5,6 +5,7 @@
  * compare-and-set on the resource's `resourceVersion` (0 for `controller.apply`: it must be new).
  */
 import * as v from "valibot";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { PiLaunchSchema } from "./pi-launch.ts";
 import {
@@ -51,7 +52,7 @@ export const ControllerApplyPayloadSchema = strictObject({
   controller: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
   key: ResourceKeySchema,
   /** The resource spec (default null). */
-  spec: v.optional(JsonValueSchema),
+  spec: v.optional(ClientJsonValueSchema),
   /** The exact source digest the caller expects; the host refuses when the resolved one differs. */
   sourceDigest: v.optional(DigestSchema),
   /**
@@ -74,7 +75,7 @@ export const ControllerReconcilePayloadSchema = strictObject({
     strictObject({
       effectId: OpaqueIdSchema,
       verdict: v.picklist(CONTROLLER_EFFECT_VERDICTS),
-      receipt: v.optional(JsonValueSchema),
+      receipt: v.optional(ClientJsonValueSchema),
     }),
     v.check(
       (r) => r.receipt === undefined || r.verdict === "applied",

@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import { checkWithJsonSchema, looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
-import { JsonValueSchema } from "./run-facts.ts";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { RunSummarySchema } from "./run-operations.ts";
 
 /**
@@ -21,7 +21,7 @@ const EffectResolveFieldsSchema = strictObject({
   target: OpaqueIdSchema,
   verdict: v.picklist(EFFECT_VERDICTS),
   /** The node's result; required with `applied`, refused otherwise. */
-  output: v.optional(JsonValueSchema),
+  output: v.optional(ClientJsonValueSchema),
   /** Who reviewed it (recorded in the run's event log, never shown in status output). */
   operator: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
 });

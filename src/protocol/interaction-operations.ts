@@ -5,7 +5,7 @@
  * step reaches the session within milliseconds).
  */
 import * as v from "valibot";
-import { JsonValueSchema } from "./run-facts.ts";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { MAX_STEP_REMINDERS, StepContractSchema } from "./step-contract-schema.ts";
 import { StepUsageSchema } from "./step-usage.ts";
 import {
@@ -101,7 +101,7 @@ export const InteractionSubmitPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
   attemptId: OpaqueIdSchema,
   sessionId: SessionIdSchema,
-  submission: JsonValueSchema,
+  submission: ClientJsonValueSchema,
   /**
    * What the step used so far: the origin session's assistant messages since the step was
    * shown (reminders and rejected submissions included), set on the attempt, never added.
@@ -125,7 +125,7 @@ export const InteractionSubmitPayloadSchema = strictObject({
 export const InteractionUpdateSchema = strictObject({
   type: v.pipe(v.string(), v.minLength(1), v.maxLength(100)),
   key: v.optional(v.pipe(v.string(), v.maxLength(1000))),
-  data: JsonValueSchema,
+  data: ClientJsonValueSchema,
 });
 
 /** `interaction.update`: a progress update for a pending interactive request. */

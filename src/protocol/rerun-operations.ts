@@ -9,7 +9,7 @@
  */
 import * as v from "valibot";
 import { PiLaunchSchema } from "./pi-launch.ts";
-import { JsonValueSchema } from "./run-facts.ts";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
 import {
   CountSchema,
@@ -38,7 +38,7 @@ const RunRerunFieldsSchema = strictObject({
    * current source (`from`, `visit` and `source` must be absent). */
   retry: v.optional(v.boolean()),
   /** New raw input (before the workflow's normalizer); absent: the parent's input. */
-  input: v.optional(JsonValueSchema),
+  input: v.optional(ClientJsonValueSchema),
   /** The asking Pi session: required to rerun an interactive run (the fork runs there). */
   originSessionId: v.optional(OpaqueIdSchema),
   /** The run environment for the fork (as in run.start); absent: the host's allowlisted base. */

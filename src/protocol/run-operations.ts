@@ -8,6 +8,7 @@ import { PI_CONTEXTS, PiLaunchSchema } from "./pi-launch.ts";
 import { BudgetSchema } from "./budget.ts";
 import { CostSchema, StepUsageSchema } from "./step-usage.ts";
 import { SubmissionTallySchema } from "./submissions.ts";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { WaitingSchema } from "./decision-request.ts";
 import { DefinitionSnapshotSchema } from "./definition-snapshot.ts";
@@ -70,7 +71,7 @@ const RunStartFieldsSchema = strictObject({
   /** Workflow name, `builtin:<id>`, or a path (absolute, or relative to `cwd`). */
   workflow: v.pipe(v.string(), v.minLength(1), v.maxLength(4096)),
   /** Raw input, before the workflow's own normalizer; absent means `null`. */
-  input: v.optional(JsonValueSchema),
+  input: v.optional(ClientJsonValueSchema),
   /** The directory the request came from; the run's project is found from it. */
   cwd: AbsolutePathSchema,
   executionMode: v.optional(v.picklist(EXECUTION_MODES), "headless"),

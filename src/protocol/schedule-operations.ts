@@ -6,6 +6,7 @@
  * active (`overlap`) and which slots a host that was down makes up for (`catchUp`).
  */
 import * as v from "valibot";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { PiLaunchSchema } from "./pi-launch.ts";
 import { RunEnvironmentSchema } from "./run-environment.ts";
@@ -143,7 +144,7 @@ export const ScheduleAddPayloadSchema = v.pipe(
     cwd: AbsolutePathSchema,
     ...ScheduleTimingEntries,
     /** The input of every run it starts (default null). */
-    input: v.optional(JsonValueSchema),
+    input: v.optional(ClientJsonValueSchema),
     /** The run environment of its runs (recorded privately, like a run's). */
     env: v.optional(RunEnvironmentSchema),
     /** Provider credentials for its runs' Pi, held in the host's memory only. */

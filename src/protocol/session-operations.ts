@@ -4,6 +4,7 @@
  * turns) are in outbox-operations.ts.
  */
 import * as v from "valibot";
+import { ClientJsonValueSchema } from "./json-depth.ts";
 import { JsonValueSchema } from "./run-facts.ts";
 import { RunSummarySchema } from "./run-operations.ts";
 import { looseObject, OpaqueIdSchema, strictObject } from "./fields.ts";
@@ -17,14 +18,14 @@ const NodeIdSchema = v.pipe(v.string(), v.minLength(1), v.maxLength(1000));
 export const CheckpointAnswerPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
   attemptId: OpaqueIdSchema,
-  answer: JsonValueSchema,
+  answer: ClientJsonValueSchema,
 });
 
 /** `decision.answer`: a person's answer to a protected human decision (never the model). */
 export const DecisionAnswerPayloadSchema = strictObject({
   nodeId: NodeIdSchema,
   attemptId: OpaqueIdSchema,
-  answer: JsonValueSchema,
+  answer: ClientJsonValueSchema,
 });
 
 /**

@@ -8,6 +8,7 @@
  * Failures are `AnswerTextError` with one actionable line.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
+import { parseJsonText } from "../protocol/json-depth.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 
 export class AnswerTextError extends Error {
@@ -41,7 +42,7 @@ export function checkpointAnswer(text: string): JsonValue {
 
 export function parseJsonAnswer(text: string): JsonValue {
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJsonText(text);
   } catch (error) {
     throw new AnswerTextError(`Invalid JSON answer: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -301,6 +301,32 @@ export default defineWorkflow({
     // this process (the CLI's entry, runCli), the same code without a Node start each.
     const cliHere = (args: string[]) => runCliInProcess(args, home.env);
 
+    // JSON nested past 200 levels is refused wherever a command takes it, before anything is
+    // sent: one line, exit 2, nothing stored.
+    const deep = `${"[".repeat(201)}${"]".repeat(201)}`;
+    const deepObject = `${'{"a":'.repeat(201)}0${"}".repeat(201)}`;
+    // `answer` reads what the run waits for first: follow it until it waits for a person.
+    const waits = await cliHere(["status", runId, "--wait"]);
+    expect(waits.code, waits.stderr).toBe(7);
+    const runsBefore = (await cliHere(["list", "--all", "--json"])).stdout;
+    for (
+      const args of [
+        ["start", "examples/hello.workflow.ts", "--cwd", ROOT, "--input-json", deep],
+        ["rerun", runId, "--input-json", deep],
+        ["answer", runId, deepObject],
+        ["effect", "resolve", runId, "attempt-1", "--applied", deep],
+        ["schedule", "add", "deep", "echo", "--every", "1h", "--input-json", deep],
+        ["controller", "apply", "sync", "k", "--spec-json", deep],
+      ]
+    ) {
+      const refused = await cliHere(args);
+      expect([refused.code, refused.stdout], args.slice(0, 2).join(" ")).toEqual([2, ""]);
+      expect(expectOneLineError(refused.stderr)).toMatch(
+        /^Invalid [-\w ]+: nested deeper than 200 arrays or objects; send a flatter value/,
+      );
+    }
+    expect((await cliHere(["list", "--all", "--json"])).stdout).toBe(runsBefore);
+
     const status = await cliHere(["status", runId, "--json"]);
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout).run.runId).toBe(runId);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { CommandArgsError, parseWorkflowArgs } from "../../src/extension/command-args.ts";
 import { parseRerunArgs } from "../../src/extension/rerun-args.ts";
+import { parseControllerArgs } from "../../src/extension/controller-args.ts";
+import { parseScheduleArgs } from "../../src/extension/schedule-args.ts";
 
 /** What `/workflow <line>` parses to, a rerun or retry's options included. */
 function parse(line: string) {
@@ -119,5 +121,34 @@ describe("/workflow arguments", () => {
       expect((error as Error).message, args).toMatch(message);
       expect((error as Error).message).not.toContain("\n");
     }
+  });
+
+  it("refuses JSON nested past 200 levels in every command that takes JSON", () => {
+    const deep = `${"[".repeat(201)}${"]".repeat(201)}`;
+    const tooDeep = /: nested deeper than 200 arrays or objects; send a flatter value/;
+    const cases: [() => unknown, RegExp][] = [
+      [() => parse(`deploy --input-json ${deep}`), /^Invalid --input-json: nested deeper/],
+      [() => parse(`rerun --input-json ${deep}`), /^Invalid --input-json: nested deeper/],
+      // An answer is JSON or text: JSON too deep is refused, not sent on as a string.
+      [() => parse(`answer run-1 ${deep}`), /^Invalid answer: nested deeper/],
+      [() => parse(`answer ${deep}`), /^Invalid answer: nested deeper/],
+      [() => parseControllerArgs(`apply c k ${deep}`), /^Invalid spec JSON: nested deeper/],
+      [
+        () => parseControllerArgs(`reconcile c k --effect e --applied ${deep}`),
+        /^Invalid receipt JSON: nested deeper/,
+      ],
+      [
+        () => parseScheduleArgs(`add x y --every 1h --input-json ${deep}`),
+        /^Invalid --input-json: nested deeper/,
+      ],
+    ];
+    for (const [run, message] of cases) {
+      expect(run).toThrow(CommandArgsError);
+      expect(run).toThrow(message);
+      expect(run).toThrow(tooDeep);
+    }
+    // 200 levels are taken.
+    const atLimit = `${"[".repeat(200)}${"]".repeat(200)}`;
+    expect(parse(`answer run-1 ${atLimit}`)).toMatchObject({ kind: "answer", runId: "run-1" });
   });
 });

@@ -1,8 +1,11 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type CliProcess,
   hostRequest,
   RawClient,
+  ROOT,
   runCliProcess,
   startHostProcess,
   stopProcess,
@@ -11,6 +14,7 @@ import {
   waitFor,
 } from "../support/host.ts";
 import { seedRuns } from "../support/host-seed.ts";
+import { queryState } from "../support/state-db.ts";
 
 let home: TempHome;
 let host: CliProcess;
@@ -98,26 +102,71 @@ describe("hostile clients", () => {
     await stuck.waitClosed();
   });
 
-  it("answers a frame nested deeper than its schemas can walk as invalidRequest", async () => {
-    // 20,000 nested arrays (40 KB): JSON.parse takes them, valibot's walk overflows the stack.
-    const levels = 20_000;
-    const request = hostRequest("run.start", { payload: { workflow: "x", cwd: "/", input: 0 } });
-    const text = JSON.stringify(request).replace(
-      '"input":0',
-      `"input":${"[".repeat(levels)}${"]".repeat(levels)}`,
+  it("answers a value nested past 200 levels as invalidRequest, and stores nothing", async () => {
+    // 201 levels, one past the bound; 20,000 (40 KB), which JSON.parse takes and a recursive
+    // walk of the schemas would overflow the stack on: the same one-line answer.
+    for (const levels of [201, 20_000]) {
+      const request = hostRequest("run.start", {
+        payload: { workflow: "examples/hello.workflow.ts", cwd: ROOT, input: 0 },
+      });
+      const text = JSON.stringify(request).replace(
+        '"input":0',
+        `"input":${"[".repeat(levels)}${"]".repeat(levels)}`,
+      );
+      const client = await RawClient.connect(home.socketPath);
+      client.write(text + "\n");
+      expect(await client.next()).toMatchObject({
+        requestId: request.requestId,
+        outcome: "rejected",
+        error: {
+          code: "invalidRequest",
+          message: "Request rejected: payload.input: nested deeper than 200 arrays or objects; " +
+            "send a flatter value (e.g. a list of items, each naming its parent)",
+        },
+      });
+      await client.waitClosed();
+    }
+    expect(await politeClient(2)).toBe(2);
+    expect(queryState(home.stateDir, "SELECT run_id FROM runs ORDER BY run_id")).toEqual([
+      { run_id: "run-1" },
+    ]);
+  });
+
+  it("refuses at apply a workflow file's schedule whose input nests past 200 levels", async () => {
+    // The file itself loads (the bound is not a load-time refusal); the schedule would start
+    // every run with that input, so apply refuses it and stores nothing.
+    const dir = join(home.root, "deep-schedule");
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, "deep.workflow.ts"),
+      `import { compute, defineWorkflow } from "@osolmaz/pi-workflows";
+let input: unknown = 0;
+for (let i = 0; i < 201; i++) input = [input];
+export default defineWorkflow({
+  name: "deep",
+  schedule: { every: "1h", input },
+  startAt: "a",
+  nodes: { a: compute({ run: () => 1 }) },
+  edges: [],
+});
+`,
     );
     const client = await RawClient.connect(home.socketPath);
-    client.write(text + "\n");
-    expect(await client.next()).toMatchObject({
-      requestId: request.requestId,
+    const response = await client.request(
+      hostRequest("schedule.apply", {
+        payload: { workflow: join(dir, "deep.workflow.ts"), cwd: dir },
+      }),
+    );
+    client.close();
+    expect(response).toMatchObject({
       outcome: "rejected",
       error: {
-        code: "invalidRequest",
-        message: expect.stringContaining("nested too deep to check; keep JSON values within 200"),
+        code: "invalidSchedule",
+        message: "Invalid schedule in the workflow file: schedule.input: nested deeper than 200 " +
+          "arrays or objects; send a flatter value (e.g. a list of items, each naming its parent)",
       },
     });
-    await client.waitClosed();
-    expect(await politeClient(2)).toBe(2);
+    expect(queryState(home.stateDir, "SELECT name FROM schedules")).toEqual([]);
   });
 
   it("rejects a frame that is exactly one byte over 1 MiB and serves one at the limit", async () => {

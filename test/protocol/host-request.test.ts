@@ -11,6 +11,9 @@ import {
   OPERATION_SPECS,
   SERVED_OPERATIONS,
 } from "../../src/protocol/host-operations.ts";
+import { MAX_JSON_DEPTH } from "../../src/protocol/canonical-json.ts";
+import { ClientJsonValueSchema, JSON_TOO_DEEP } from "../../src/protocol/json-depth.ts";
+import { JsonValueSchema } from "../../src/protocol/run-facts.ts";
 
 /** One valid payload per operation, and one payload each operation must refuse. */
 const CASES: Record<HostOperation, { good: unknown; bad: unknown; badPath: string }> = {
@@ -356,6 +359,119 @@ describe("parseHostRequest()", () => {
     expect(readRequestId({ requestId: "" })).toBeUndefined();
     expect(readRequestId({ requestId: 3 })).toBeUndefined();
     expect(readRequestId([])).toBeUndefined();
+  });
+});
+
+/** `levels` arrays nested in each other, the innermost holding 0. */
+function nest(levels: number): unknown {
+  let value: unknown = 0;
+  for (let i = 0; i < levels; i++) value = [value];
+  return value;
+}
+
+/** Every field of a request payload that carries a client's JSON value, with its good payload. */
+const CLIENT_JSON_FIELDS: [HostOperation, string, (value: unknown) => unknown][] = [
+  ["run.start", "input", (input) => ({ ...(CASES["run.start"].good as object), input })],
+  ["run.rerun", "input", (input) => ({ input })],
+  ["checkpoint.answer", "answer", (answer) => ({ nodeId: "n", attemptId: "a-1", answer })],
+  ["decision.answer", "answer", (answer) => ({ nodeId: "n", attemptId: "a-1", answer })],
+  [
+    "interaction.submit",
+    "submission",
+    (submission) => ({ ...(CASES["interaction.submit"].good as object), submission }),
+  ],
+  [
+    "interaction.update",
+    "update.data",
+    (data) => ({ ...(CASES["interaction.update"].good as object), update: { type: "s", data } }),
+  ],
+  [
+    "effect.resolve",
+    "output",
+    (output) => ({ target: "att-1", verdict: "applied", output }),
+  ],
+  [
+    "controller.apply",
+    "spec",
+    (spec) => ({ cwd: "/srv/p", controller: "nightly", key: "a", spec }),
+  ],
+  [
+    "controller.reconcile",
+    "resolveEffect.receipt",
+    (receipt) => ({
+      cwd: "/srv/p",
+      controller: "nightly",
+      key: "a",
+      resolveEffect: { effectId: "e-1", verdict: "applied", receipt },
+    }),
+  ],
+  [
+    "schedule.add",
+    "input",
+    (input) => ({ ...(CASES["schedule.add"].good as object), input }),
+  ],
+];
+
+describe("a client's JSON values", () => {
+  for (const [operation, field, payload] of CLIENT_JSON_FIELDS) {
+    test(`${operation}: payload.${field} nests at most ${MAX_JSON_DEPTH} levels`, () => {
+      const atLimit = parseHostRequest(envelope(operation, payload(nest(MAX_JSON_DEPTH))));
+      if (!atLimit.ok) throw new Error(atLimit.error);
+      // Just past the bound, and deep enough to overflow a recursive walk: the same answer.
+      for (const levels of [MAX_JSON_DEPTH + 1, 20_000]) {
+        const parsed = parseHostRequest(envelope(operation, payload(nest(levels))));
+        expect(parsed).toEqual({
+          ok: false,
+          code: "invalidRequest",
+          error: `payload.${field}: ${JSON_TOO_DEEP}`,
+          requestId: "req-1",
+        });
+      }
+      // Objects count like arrays.
+      const deepObject = JSON.parse(
+        `${'{"a":'.repeat(MAX_JSON_DEPTH + 1)}0${"}".repeat(MAX_JSON_DEPTH + 1)}`,
+      );
+      expect(parseHostRequest(envelope(operation, payload(deepObject))).ok).toBe(false);
+    });
+  }
+
+  test("every JSON value in a request payload is a bounded one", () => {
+    // A new payload field typed JsonValueSchema would let a deeper value in: walk each
+    // operation's payload schema and name any JSON value not behind the bound.
+    const unbounded: string[] = [];
+    const bounded = new Set<string>();
+    const seen = new Set<unknown>();
+    const visit = (schema: unknown, path: string) => {
+      if (schema === ClientJsonValueSchema) {
+        bounded.add(path);
+        return;
+      }
+      if (schema === JsonValueSchema) {
+        unbounded.push(path);
+        return;
+      }
+      if (typeof schema !== "object" || schema === null || seen.has(schema)) return;
+      seen.add(schema);
+      const s = schema as Record<string, unknown>;
+      if (s.entries) {
+        for (const [key, entry] of Object.entries(s.entries as object)) {
+          visit(entry, `${path}.${key}`);
+        }
+      }
+      for (const key of ["wrapped", "item", "value", "rest"]) visit(s[key], path);
+      for (const key of ["pipe", "options"]) {
+        if (Array.isArray(s[key])) { for (const item of s[key] as unknown[]) visit(item, path); }
+      }
+    };
+    for (const operation of HOST_OPERATIONS) {
+      seen.clear();
+      visit(OPERATION_SPECS[operation].payload, `${operation} payload`);
+    }
+    expect(unbounded).toEqual([]);
+    // The table above, whose cases refuse too deep a value, names every bounded field there is.
+    expect([...bounded].sort()).toEqual(
+      CLIENT_JSON_FIELDS.map(([op, field]) => `${op} payload.${field}`).sort(),
+    );
   });
 });
 
