@@ -14,6 +14,7 @@ import { formatRunHeadline } from "./format-run.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
 import { shortRunId } from "./run-ids.ts";
+import { describeRunState } from "./run-state.ts";
 
 type AnswerCommand = Extract<CliCommand, { kind: "answer" }>;
 type AnswerPayload = { nodeId: string; attemptId: string; answer: JsonValue };
@@ -57,7 +58,8 @@ export async function answerRun(
     );
     if (!last) {
       io.err(
-        `Run ${command.runId} is not waiting for an answer (it is ${status.run.state}); see ` +
+        `Run ${command.runId} is not waiting for an answer (it is ` +
+          `${describeRunState(status.run).word}); see ` +
           `'pi-workflows status ${command.runId}'`,
       );
       return EXIT.refused;

@@ -196,7 +196,10 @@ export async function answerRun(
   const id = resolveRunId(session, options.runId);
   const status = await session.client.call("run.status", { runId: id });
   const waiting = status.waiting;
-  if (!waiting) throw new Error(`Run ${id} is not waiting for an answer (${status.run.state})`);
+  if (!waiting) {
+    const state = status.run.state.replace("_", " ");
+    throw new Error(`Run ${id} is not waiting for an answer (it is ${state})`);
+  }
   if (waiting.kind === "humanDecision" && options.fromModel) {
     throw new Error(
       `Step ${waiting.nodeId} is a protected human decision: only a person can answer it, ` +

@@ -84,20 +84,28 @@ export class ClaimLostError extends Error {
   }
 }
 
-/** A lifecycle transition was attempted from a state that does not allow it; nothing changed. */
+/**
+ * A lifecycle transition was attempted from a state that does not allow it; nothing changed.
+ * `currentState` says the run's state in words (`it has ended (cancelled)`, `it is paused`:
+ * transitions/common.ts's `describeState`), never the tables' compound names: the message goes
+ * to the person or model that asked.
+ */
 export class TransitionError extends Error {
   readonly runId: string;
   readonly transition: string;
   readonly currentState: string;
   constructor(runId: string, transition: string, currentState: string, detail?: string) {
-    super(
-      `Cannot ${transition} run ${runId} in state ${currentState}` + (detail ? `: ${detail}` : ""),
-    );
+    super(`Cannot ${transition} run ${runId}: ${currentState}` + (detail ? `; ${detail}` : ""));
     this.name = "TransitionError";
     this.runId = runId;
     this.transition = transition;
     this.currentState = currentState;
   }
+}
+
+/** An ended run's state as refusals say it: `it has ended (timed out)`. */
+export function endedState(state: string): string {
+  return `it has ended (${state.replace("_", " ")})`;
 }
 
 /** The caller's expected revision is not the run's current revision; nothing changed. */
@@ -191,7 +199,7 @@ export class AmbiguousEffectError extends TransitionError {
     super(
       runId,
       "resume",
-      "blocked effectAmbiguous",
+      "it is blocked",
       `node "${blocked.nodeId}" (attempt ${blocked.attemptId}${
         blocked.effectIds.length > 0 ? `, effect ${blocked.effectIds.join(", ")}` : ""
       }) may have applied its effect`,
@@ -213,7 +221,7 @@ export class BudgetExceededError extends TransitionError {
     super(
       runId,
       "resume",
-      "blocked budgetExceeded",
+      "it is blocked at its budget",
       `${
         stop ?? "its spend reached its budget"
       }: raise the budget with \`pi-workflows budget ${runId} ` +

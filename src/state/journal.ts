@@ -15,7 +15,7 @@ import {
 import { type StateStore } from "./store.ts";
 import { execute, executeArgs, queryOne } from "./statements.ts";
 import type { RunState } from "../protocol/run-operations.ts";
-import { TransitionError } from "./errors.ts";
+import { endedState, TransitionError } from "./errors.ts";
 import { encodeValue } from "./values.ts";
 
 export interface JournalEntry {
@@ -77,7 +77,9 @@ export function nextRevision(store: StateStore, runId: string): number {
     { runId },
   );
   if (!row) throw new Error(`Cannot change unknown run ${runId}`);
-  if (isTerminalRunState(row.state)) throw new TransitionError(runId, "change", row.state);
+  if (isTerminalRunState(row.state)) {
+    throw new TransitionError(runId, "change", endedState(row.state));
+  }
   return row.revision + 1;
 }
 

@@ -4,7 +4,13 @@
  * event's seq is the new run revision (journal.ts). Every worker-proposed transition and host
  * command on a run goes through it.
  */
-import { ClaimLostError, NotFoundError, RevisionConflictError, TransitionError } from "./errors.ts";
+import {
+  ClaimLostError,
+  endedState,
+  NotFoundError,
+  RevisionConflictError,
+  TransitionError,
+} from "./errors.ts";
 import { appendHistory, isTerminalRunState, type JournalEntry, runRevisionSql } from "./journal.ts";
 import type { MessageReceiptInput } from "./message-receipts.ts";
 import {
@@ -147,7 +153,9 @@ export function protectedWrite<T>(
     if (!row) throw new NotFoundError("run", target.runId);
     const run: RunRow = row;
     // A terminal run never changes again (its claim is released too; this is the backstop).
-    if (isTerminalRunState(run.state)) throw new TransitionError(run.run_id, "change", run.state);
+    if (isTerminalRunState(run.state)) {
+      throw new TransitionError(run.run_id, "change", endedState(run.state));
+    }
     const revision = run.revision + 1;
     if (target.expectedRevision !== undefined && target.expectedRevision !== run.revision) {
       throw new RevisionConflictError(target.runId, target.expectedRevision, run.revision);

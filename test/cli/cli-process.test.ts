@@ -342,13 +342,28 @@ export default defineWorkflow({
     const resume = await cliHere(["resume", runId, "--json"]);
     expect(resume.code, resume.stderr).toBe(0);
     expect(JSON.parse(resume.stdout).run.paused).toBe(false);
+    const resumeWaiting = await cliHere(["resume", runId]);
+    expect(resumeWaiting.code).toBe(3);
+    expect(expectOneLineError(resumeWaiting.stderr)).toBe(
+      `Host answered rejected: Cannot resume run ${runId}: it is waiting for input, not paused ` +
+        `or blocked: 'pi-workflows status ${runId}' says what it waits for`,
+    );
     const cancel = await cliHere(["cancel", runId]);
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).toMatch(/^Cancelled /);
 
+    // Refusals say what happened and what to do, in words (no `cancelled/cancelled`).
     const again = await cliHere(["cancel", runId]);
     expect(again.code).toBe(3);
-    expect(expectOneLineError(again.stderr)).toContain("Cannot cancel run");
+    expect(expectOneLineError(again.stderr)).toBe(
+      `Host answered rejected: Cannot cancel run ${runId}: it has ended (cancelled)`,
+    );
+    const resumeEnded = await cliHere(["resume", runId]);
+    expect(resumeEnded.code).toBe(3);
+    expect(expectOneLineError(resumeEnded.stderr)).toBe(
+      `Host answered rejected: Cannot resume run ${runId}: it has ended (cancelled) and does ` +
+        `not run again; 'pi-workflows rerun ${runId}' starts a new run from it`,
+    );
     const unknown = await cliHere(["status", "run-unknown"]);
     expect(unknown.code).toBe(3);
     expect(expectOneLineError(unknown.stderr)).toContain(

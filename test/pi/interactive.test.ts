@@ -572,12 +572,19 @@ describe("interactive runs in the real Pi", () => {
   it("the model cancels its own run from a step: its turn goes on to report it", async () => {
     // A step closed by someone else stops the turn working on it; one the model closed itself
     // must not: the model is to tell the user it cancelled.
-    world.script = (request) =>
-      request.lastRole === "tool"
+    // It then cancels once more: the refusal says plainly that the run has ended.
+    world.script = (request) => {
+      const cancelled = /^Run (run-\S+) two-turn-agent: cancelled$/.exec(
+        request.lastToolResult ?? "",
+      );
+      return request.lastRole === "tool" && cancelled
+        ? { kind: "tool", name: "workflow", args: { action: "cancel", runId: cancelled[1] } }
+        : request.lastRole === "tool"
         ? { kind: "text", text: "I cancelled the workflow as you asked." }
         : request.lastUserText.includes("add a roadmap")
         ? { kind: "tool", name: "workflow", args: { action: "cancel" } }
         : { kind: "text", text: "Nothing to do." };
+    };
     const from = pi.records.length;
     const requests = world.model.requests.length;
     const runId = await startWorkflow(pi, "two-turn-agent add a roadmap");
@@ -590,6 +597,11 @@ describe("interactive runs in the real Pi", () => {
       { from: requests },
     );
     expect(reported.lastToolResult).toBe(`Run ${runId} two-turn-agent: cancelled`);
+    const again = await world.model.waitForRequest(
+      (r) => r.lastRole === "tool" && /^Cannot cancel/.test(r.lastToolResult ?? ""),
+      { from: requests },
+    );
+    expect(again.lastToolResult).toBe(`Cannot cancel run ${runId}: it has ended (cancelled)`);
     const cancelCall = await pi.waitFor(
       (r) => r.type === "tool_execution_end" && r.toolName === "workflow",
       { from, what: "the cancel tool call" },

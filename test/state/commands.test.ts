@@ -61,7 +61,7 @@ describe("commands with receipts", () => {
     });
     refused(
       () => pauseRun(f.store, { runId, claim: null }),
-      /^Cannot pause run .* \(paused\): it is paused already$/,
+      /^Cannot pause run run-\S+: it is paused already$/,
     );
     // Same request id again: detectable both ways, and nothing changes.
     const before = snapshot(f.store);
@@ -78,7 +78,7 @@ describe("commands with receipts", () => {
     expect(pair(runId)).toBe("cancelled/cancelled");
     refused(
       () => cancelRun(f.store, { runId, claim: null }),
-      /^Cannot cancel run .* in state cancelled\/cancelled: it has ended \(cancelled\)$/,
+      /^Cannot cancel run run-\S+: it has ended \(cancelled\)$/,
     );
   });
 

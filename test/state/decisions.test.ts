@@ -187,7 +187,7 @@ describe("answerDecision()", () => {
     expectAnswerRefused(
       () => answer({ runId: running, attemptId: "a", decisionId: "d" }),
       "notWaiting",
-      /is not waiting for an answer \(it is queued\)/,
+      /is not waiting for an answer: it is queued$/,
     );
     const w = waiting();
     expect(() => answer(w, { expectedRevision: 1 })).toThrow(RevisionConflictError);

@@ -61,7 +61,7 @@ describe("recoverExpiredRun()", () => {
     const runId = enqueue(f.store);
     refused(
       () => recoverExpiredRun(f.store, { runId, ownerId: HOST, token: "r", ttlMs: TTL }),
-      /Cannot recover run .* queued\/queued/,
+      /^Cannot recover run \S+: it is queued/,
     );
   });
 });

@@ -117,7 +117,7 @@ describe("budgets", () => {
     // A token limit it does not have cannot be raised; a raise still under the spend keeps it.
     // The refusal names the flag that works.
     expect(() => raiseBudget(fx.store, { runId, raiseTokens: 10 })).toThrow(
-      /\(blocked budgetExceeded\): it has no token limit to raise: it has a cost limit, raised with --raise <USD>$/,
+      /^Cannot raise the budget of run \S+: it has no token limit to raise: it has a cost limit, raised with --raise <USD>$/,
     );
     expect(raiseBudget(fx.store, { runId, raiseCostUsd: 0.25 }).unblocked).toBe(false);
     expect(readRun(fx.store, runId)!.blockedReason).toBe("budgetExceeded");

@@ -79,7 +79,7 @@ describe("launch path", () => {
         nodeKind: "compute",
         effect: "pure",
         deadlineAt: null,
-      }), /Cannot start a node of run .* in state running\/starting/);
+      }), /^Cannot start a node of run \S+: it is starting$/);
     refused(
       () => markWorkerLive(f.store, claim, { workerEpoch: "other", pid: 1, startIdentity: "x" }),
       /not the starting epoch/,
@@ -238,10 +238,10 @@ describe("launch path", () => {
       launchEnvelopeHash: "h",
     };
     pauseRun(f.store, { runId, claim: null });
-    refused(() => claimRunForLaunch(f.store, claimOpts), /Cannot launch run .* \(paused\)/);
+    refused(() => claimRunForLaunch(f.store, claimOpts), /Cannot launch run \S+: it is paused/);
     resumeRun(f.store, { runId });
     const claim = launch(f.store, runId);
-    refused(() => claimRunForLaunch(f.store, claimOpts), /Cannot launch run .* running\/running/);
+    refused(() => claimRunForLaunch(f.store, claimOpts), /Cannot launch run \S+: it is running/);
     parkRun(f.store, claim, { reason: "hostShutdown" });
     refused(
       () => claimRunForLaunch(f.store, { ...claimOpts, workerEpoch: "w2" }),
@@ -402,7 +402,7 @@ describe("waiting, parking, blocking", () => {
     );
     refused(
       () => resumeRun(f.store, { runId }),
-      /^Cannot resume .*: it is neither paused nor blocked$/,
+      /^Cannot resume run \S+: it is between steps, not paused or blocked: it goes on by itself$/,
     );
   });
 });

@@ -1,9 +1,10 @@
 /** Small helpers shared by the lifecycle transitions (inside their transactions). */
 import { readRunRow, type RunRow } from "../protected-write.ts";
-import { NotFoundError, TransitionError } from "../errors.ts";
+import { endedState, NotFoundError, TransitionError } from "../errors.ts";
+import { isTerminalRunState } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
-import type { QueueState, RunState } from "../../protocol/run-operations.ts";
+import type { BlockedReason, QueueState, RunState } from "../../protocol/run-operations.ts";
 import type { FactError } from "../../protocol/run-facts.ts";
 
 // The run, queue and blocked-reason enumerations are the protocol's (one list each).
@@ -17,14 +18,32 @@ export {
 } from "../../protocol/run-operations.ts";
 export { isTerminalRunState, TERMINAL_RUN_STATES } from "../journal.ts";
 
-/** `state/queue` as shown in transition errors. */
+/** Why a blocked run waits for an operator, in words. */
+const BLOCKED_WORDS: Record<BlockedReason, string> = {
+  workflowSourceChanged: "its workflow file changed",
+  effectAmbiguous: "an external effect may have applied",
+  unsupportedInput: "its input is not supported",
+  credentialsMissing: "the host does not hold the keys it needs",
+  budgetExceeded: "its spend reached its budget",
+};
+
+/**
+ * The run's state as a transition error says it to whoever asked (`it has ended (cancelled)`,
+ * `it is paused`, `it is blocked: its workflow file changed`), not the tables' `state/queue`.
+ */
 export function describeState(run: RunRow): string {
-  const flags = [
-    run.paused ? "paused" : "",
-    run.blocked_reason ? `blocked ${run.blocked_reason}` : "",
-  ]
-    .filter(Boolean).join(", ");
-  return `${run.state}/${run.queue_state}${flags ? ` (${flags})` : ""}`;
+  if (isTerminalRunState(run.state)) return endedState(run.state);
+  if (run.blocked_reason) {
+    return `it is blocked: ${
+      BLOCKED_WORDS[run.blocked_reason as BlockedReason] ?? run.blocked_reason
+    }`;
+  }
+  if (run.paused) return "it is paused";
+  if (run.state === "queued") return "it is queued";
+  if (run.state === "waiting") return "it is waiting for input";
+  if (run.queue_state === "starting") return "it is starting";
+  if (run.queue_state === "parked") return "it is between steps";
+  return "it is running";
 }
 
 export function requireRun(store: StateStore, runId: string): RunRow {

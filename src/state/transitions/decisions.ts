@@ -15,14 +15,20 @@
  */
 import type { JsonValue } from "../../protocol/canonical-json.ts";
 import { acquireClaimInTx, releaseLeaseInTx, runResource } from "../claims.ts";
-import { AnswerRefusedError, RevisionConflictError } from "../errors.ts";
+import { AnswerRefusedError, endedState, RevisionConflictError } from "../errors.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
 import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
 import { encodeValue } from "../values.ts";
-import { closeAttempt, expectState, requireRun, setRunState } from "./common.ts";
+import {
+  closeAttempt,
+  expectState,
+  isTerminalRunState,
+  requireRun,
+  setRunState,
+} from "./common.ts";
 import { supersedeWaitingPresentationInTx } from "./turn-intents.ts";
 
 export type WaitingKind = "checkpoint" | "humanDecision";
@@ -265,7 +271,8 @@ function refuseUnknownAttempt(
   if (!waiting) {
     return new AnswerRefusedError(
       "notWaiting",
-      `Answer refused: run ${run.run_id} is not waiting for an answer (it is ${run.state})`,
+      `Answer refused: run ${run.run_id} is not waiting for an answer: ` +
+        (isTerminalRunState(run.state) ? endedState(run.state) : `it is ${run.state}`),
     );
   }
   if (waiting.node_id !== opts.nodeId) {

@@ -19,7 +19,7 @@ import { readBudgetStop, readPoolSpend } from "../budget-stop.ts";
 import { raisePool, unblockPoolChildren } from "./budget-pool.ts";
 import { type StateStore } from "../store.ts";
 import { execute } from "../statements.ts";
-import { describeState, expectState, isTerminalRunState, setQueueState } from "./common.ts";
+import { expectState, isTerminalRunState, setQueueState } from "./common.ts";
 import { command, type CommandResult } from "./run-commands.ts";
 
 const isActive = (r: { state: string; queue_state: string }) =>
@@ -127,7 +127,6 @@ export function raiseBudget(
         throw new TransitionError(
           run.run_id,
           "raise the budget of",
-          describeState(run),
           `it has no ${missing.join(" or ")} limit to raise${other}`,
         );
       }

@@ -5,7 +5,13 @@
  */
 import { blockingAttempt } from "../effect-queries.ts";
 import { readBudgetStop } from "../budget-stop.ts";
-import { AmbiguousEffectError, BudgetExceededError, RevisionConflictError } from "../errors.ts";
+import {
+  AmbiguousEffectError,
+  BudgetExceededError,
+  endedState,
+  RevisionConflictError,
+  TransitionError,
+} from "../errors.ts";
 import { type Claim, releaseLeaseInTx, runResource } from "../claims.ts";
 import { type RunRow } from "../protected-write.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
@@ -17,7 +23,7 @@ import { takeAuthorityInTx } from "./control-claim.ts";
 import {
   cancelPendingInteractions,
   closeAttempt,
-  expectState,
+  describeState,
   externalOutcomeUncertain,
   isTerminalRunState,
   openAttempt,
@@ -168,7 +174,7 @@ export function command(
     if (opts.expectedRevision !== undefined && opts.expectedRevision !== run.revision) {
       throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
     }
-    expectState(run, transition, allowed, refusal(run));
+    if (!allowed(run)) throw new TransitionError(run.run_id, transition, refusal(transition, run));
     const authority = takeAuthorityInTx(store, opts.runId, opts.claim, now);
     const revision = nextRevision(store, opts.runId);
     const entry = apply(run, now);
@@ -185,8 +191,27 @@ export function command(
   });
 }
 
-/** Why a pause, resume or cancel does not apply, in the words of the person who asked. */
-function refusal(run: RunRow): string {
-  if (isTerminalRunState(run.state)) return `it has ended (${run.state})`;
-  return run.paused ? "it is paused already" : "it is neither paused nor blocked";
+/**
+ * Why an operator's command does not apply, in the words of the person who asked, and what
+ * moves the run on instead when something does (docs/cli.md's commands).
+ */
+function refusal(transition: string, run: RunRow): string {
+  const id = run.run_id;
+  if (isTerminalRunState(run.state)) {
+    if (transition !== "resume") return endedState(run.state);
+    const again = run.state === "failed" || run.state === "timed_out"
+      ? `'pi-workflows retry ${id}' reruns it from the node that stopped it`
+      : `'pi-workflows rerun ${id}' starts a new run from it`;
+    return `${endedState(run.state)} and does not run again; ${again}`;
+  }
+  if (transition === "pause") return "it is paused already";
+  if (transition === "resume") {
+    return `${describeState(run)}, not paused or blocked: ` +
+      (run.state === "waiting"
+        ? `'pi-workflows status ${id}' says what it waits for`
+        : "it goes on by itself");
+  }
+  // Raising a budget while a worker spends against it would race that worker.
+  return `${describeState(run)}; pause it first ('pi-workflows pause ${id}'), or raise the ` +
+    "budget once it stops at it";
 }

@@ -204,7 +204,7 @@ export function blockRun(
   };
   if (claim) {
     if (claimRunId(claim) !== opts.runId) {
-      throw new TransitionError(opts.runId, "block", "unknown", "the claim belongs to another run");
+      throw new TransitionError(opts.runId, "block", "the claim belongs to another run");
     }
     const { revision } = protectedWrite(store, claim, target(opts.runId, opts), (tx) => {
       expectState(tx.run, "block", isActive);

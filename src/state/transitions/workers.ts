@@ -49,14 +49,17 @@ export function finishWorkerEpoch(
       { workerEpoch: opts.workerEpoch },
     );
     if (!row) {
-      throw new TransitionError("(unknown)", "finish worker epoch", "missing", opts.workerEpoch);
+      throw new TransitionError(
+        "(unknown)",
+        "finish a worker epoch of",
+        `worker epoch ${opts.workerEpoch} is unknown`,
+      );
     }
     if (row.status !== "starting" && row.status !== "live") {
       throw new TransitionError(
         row.run_id,
-        "finish worker epoch",
-        `worker ${row.status}`,
-        `epoch ${opts.workerEpoch} already finished`,
+        "finish a worker epoch of",
+        `worker epoch ${opts.workerEpoch} already finished (${row.status})`,
       );
     }
     execute(
