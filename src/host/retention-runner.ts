@@ -28,6 +28,11 @@ import {
 import type { StateStore } from "../state/store.ts";
 import type { CheckpointRunner } from "../state/checkpoint-runner.ts";
 import { runsNotStored } from "../state/retention/missing-runs.ts";
+import {
+  COMMANDED_CHECKPOINT_FRAMES,
+  COMMANDED_HOST_AUTOCHECKPOINT,
+  raiseAutocheckpoint,
+} from "../state/retention/pass-checkpoints.ts";
 import { readLastPassAt, recordPassEnd } from "../state/retention/pass-record.ts";
 import type { HostLog } from "./host-log.ts";
 import { crashPoint } from "../base/crash-point.ts";
@@ -138,13 +143,25 @@ export function createRetentionRunner(ctx: {
         // A real pass replaces the idle one; a dry run leaves it to go on after.
         if (!options.dryRun) idlePass = null;
         const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
-        const pass = createRetentionPass(ctx.store, {
-          keepDays,
-          dryRun: options.dryRun,
-          ...settings,
-        });
-        while (step(pass)) {
-          await (pass.waiting() ?? new Promise((resolve) => setTimeout(resolve, STEP_GAP_MS)));
+        // Fewer, larger checkpoint cycles than the idle pass's (pass-checkpoints.ts), with the
+        // host's own automatic checkpoint above them until the pass ends, however it ends: put
+        // back before the pass's record is written, whose commit then cuts the WAL back.
+        const restore = options.dryRun
+          ? () => {}
+          : raiseAutocheckpoint(ctx.store, COMMANDED_HOST_AUTOCHECKPOINT);
+        let pass: RetentionPass;
+        try {
+          pass = createRetentionPass(ctx.store, {
+            keepDays,
+            dryRun: options.dryRun,
+            checkpointFrames: COMMANDED_CHECKPOINT_FRAMES,
+            ...settings,
+          });
+          while (step(pass)) {
+            await (pass.waiting() ?? new Promise((resolve) => setTimeout(resolve, STEP_GAP_MS)));
+          }
+        } finally {
+          restore();
         }
         finish(pass, "command");
         return pass.report;

@@ -12,7 +12,10 @@ export const RUNS = SMOKE ? 200 : Number(args[args.indexOf("--runs") + 1] ?? "")
  * null), to compare the pass's own settings quickly.
  */
 export const PRUNE_ONLY = args.includes("--prune-only") && !SMOKE;
-/** `--checkpoint-frames N`: WAL frames between the pass's own checkpoints (default: the pass's). */
+/**
+ * `--checkpoint-frames N`: WAL frames between the pass's own checkpoints (default: a commanded
+ * pass's, `COMMANDED_CHECKPOINT_FRAMES`).
+ */
 export const CHECKPOINT_FRAMES = args.includes("--checkpoint-frames")
   ? Number(args[args.indexOf("--checkpoint-frames") + 1])
   : undefined;
@@ -62,7 +65,8 @@ export const BUDGET_MS = args.includes("--budget-ms")
   : undefined;
 /**
  * `--host-autocheckpoint N`: the host connection's `wal_autocheckpoint` while the pass runs
- * (default: the store's own).
+ * (default: the pass's interval and the host's own 4,000 frames above it, as the host raises it
+ * for a commanded pass; never lowered: 4,000 with `--checkpoint-frames 3000` is the idle pass's).
  */
 export const HOST_AUTOCHECKPOINT = args.includes("--host-autocheckpoint")
   ? Number(args[args.indexOf("--host-autocheckpoint") + 1])

@@ -11,6 +11,9 @@
  * them and trims the viewer feed, prunes nothing); the rest are SQL copies of the compacted
  * templates under new ids (_replicate-runs.ts), one run a second.
  *
+ * The pass runs as the host runs a commanded one (`pi-workflows prune`): its checkpoint cycles
+ * (`COMMANDED_CHECKPOINT_FRAMES`) and the host's automatic checkpoint above them while it runs.
+ *
  * Prints one JSON line: file sizes before and after a prune (keepDays 30), bytes per ended run
  * and per node attempt (compacted; and as the runs ended, from the templates), the prune's write transactions (the
  * longest, p50/p99, the longest COMMIT alone; runs per prune transaction; WAL frames written, in all
@@ -32,10 +35,14 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCheckpointRunner } from "../../src/state/checkpoint-runner.ts";
 import { createRetentionPass } from "../../src/state/retention/retention-pass.ts";
-import { closeStateStore } from "../../src/state/store.ts";
+import { closeStateStore, WAL_AUTOCHECKPOINT_FRAMES } from "../../src/state/store.ts";
 import { recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
 import { readRunStatus } from "../../src/state/queries.ts";
 import { readWalPosition, type WalPosition } from "../../src/state/retention/wal-frames.ts";
+import {
+  COMMANDED_CHECKPOINT_FRAMES,
+  raiseAutocheckpoint,
+} from "../../src/state/retention/pass-checkpoints.ts";
 import { round } from "./_figures.ts";
 import { largeRuns } from "./_large-runs.ts";
 import { PerformanceObserver } from "node:perf_hooks";
@@ -98,9 +105,13 @@ try {
   const store = open(big);
   // The pass runs at the real store's durability (the host's), not the generator's.
   store.db.exec("PRAGMA synchronous = FULL");
-  if (HOST_AUTOCHECKPOINT !== undefined) {
-    store.db.exec(`PRAGMA wal_autocheckpoint = ${HOST_AUTOCHECKPOINT}`);
-  }
+  // As the host runs a commanded pass (retention-runner.ts): its cycles, the host's automatic
+  // checkpoint above them until the pass ends.
+  const checkpointFrames = CHECKPOINT_FRAMES ?? COMMANDED_CHECKPOINT_FRAMES;
+  const restoreAutocheckpoint = raiseAutocheckpoint(
+    store,
+    HOST_AUTOCHECKPOINT ?? checkpointFrames + WAL_AUTOCHECKPOINT_FRAMES,
+  );
   // Between two transactions of the pass, the host serves: here one node update of an active
   // run in every tenth gap (a one-run write transaction at the host's durability), the
   // baseline the pass's lock holds are compared with.
@@ -164,7 +175,7 @@ try {
   const pass = createRetentionPass(store, {
     keepDays: 30,
     ...(BUDGET_MS === undefined ? {} : { stepBudgetMs: BUDGET_MS }),
-    ...(CHECKPOINT_FRAMES === undefined ? {} : { checkpointFrames: CHECKPOINT_FRAMES }),
+    checkpointFrames,
     ...(TRANSACTION_RUNS === undefined ? {} : { transactionRuns: TRANSACTION_RUNS }),
     ...(checkpointRunner ? { checkpointRunner } : {}),
     onTransactionStart: () => {
@@ -341,6 +352,7 @@ try {
     tx.gcMs = round(gcOverlap(tx.start, tx.start + tx.ms, gcs));
   }
   await checkpointRunner?.close();
+  restoreAutocheckpoint();
   store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   closeStateStore(store);
   // The small database gets the same writes, so after the prune both hold the same history of

@@ -37,6 +37,11 @@ import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts
 import { endedRun, startRun } from "../support/ended-runs.ts";
 import { createCheckpointRunner } from "../../src/state/checkpoint-runner.ts";
 import { recordPassEnd } from "../../src/state/retention/pass-record.ts";
+import {
+  COMMANDED_CHECKPOINT_FRAMES,
+  COMMANDED_HOST_AUTOCHECKPOINT,
+} from "../../src/state/retention/pass-checkpoints.ts";
+import { WAL_AUTOCHECKPOINT_FRAMES } from "../../src/state/store.ts";
 
 let fx: Fixture;
 afterEach(() => fx?.close());
@@ -1263,6 +1268,54 @@ describe("the host's idle retention tick", () => {
     expect(rows.events).toBeGreaterThan(0);
     expect(JSON.stringify(pass)).not.toContain(runId);
     expect(JSON.stringify(pass)).not.toContain(fx.dir);
+  });
+
+  it("runs a commanded prune in larger checkpoint cycles, the host's automatic checkpoint above them until it ends, failed or not", async () => {
+    fx = openFixture();
+    for (let i = 0; i < 3; i++) endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    const pragma = (name: string) =>
+      Object.values(fx.store.db.prepare(`PRAGMA ${name}`).get() as Record<string, number>)[0];
+    const runner = idleRunner([]);
+    // What the host's own commits see between the pass's steps (the runner awaits a timer there).
+    const seen = new Set<number>();
+    let sampling = true;
+    const sample = () => {
+      if (!sampling) return;
+      seen.add(pragma("wal_autocheckpoint"));
+      setImmediate(sample);
+    };
+    sample();
+    try {
+      expect((await runner.prune({ keepDays: 30 })).runs).toBe(3);
+    } finally {
+      sampling = false;
+    }
+    expect(seen).toEqual(new Set([WAL_AUTOCHECKPOINT_FRAMES, COMMANDED_HOST_AUTOCHECKPOINT]));
+    expect(COMMANDED_HOST_AUTOCHECKPOINT).toBeGreaterThan(COMMANDED_CHECKPOINT_FRAMES);
+    expect(pragma("wal_autocheckpoint")).toBe(WAL_AUTOCHECKPOINT_FRAMES);
+    // The WAL, left whole while the pass ran, is cut back to the host's size at its next restart.
+    expect(pragma("journal_size_limit")).toBe(32 + WAL_AUTOCHECKPOINT_FRAMES * (4_096 + 24));
+    // A pass that fails puts them back too.
+    endedRun(fx.store, { hostEpoch: HOST_EPOCH });
+    fx.clock.advance(40 * DAY_MS);
+    fx.store.afterCommit = () => {
+      throw new Error("disk full");
+    };
+    await expect(runner.prune({ keepDays: 30 })).rejects.toThrow("disk full");
+    fx.store.afterCommit = null;
+    expect(pragma("wal_autocheckpoint")).toBe(WAL_AUTOCHECKPOINT_FRAMES);
+    // A dry run writes nothing and changes nothing.
+    seen.clear();
+    sampling = true;
+    sample();
+    try {
+      await runner.prune({ keepDays: 30, dryRun: true });
+    } finally {
+      sampling = false;
+    }
+    expect(seen).toEqual(new Set([WAL_AUTOCHECKPOINT_FRAMES]));
+    expect(checkInvariants(fx.store)).toEqual([]);
   });
 
   it("never throws when the database refuses the pass (a full disk): it logs and tries again later", () => {

@@ -12,13 +12,13 @@
  * checkpoint runner, so the checkpoints run on a thread of their own and its event loop serves
  * meanwhile (checkpoint-runner.ts); the pass waits for each before its next transaction.
  */
-import type { StateStore } from "../store.ts";
+import { type StateStore, WAL_AUTOCHECKPOINT_FRAMES } from "../store.ts";
 import {
   checkpointHere,
   type CheckpointResult,
   type CheckpointRunner,
 } from "../checkpoint-runner.ts";
-import { pragmaNumber } from "./database-pages.ts";
+import { pageSize, pragmaNumber } from "./database-pages.ts";
 import { framesBetween, readWalPosition, type WalPosition } from "./wal-frames.ts";
 
 /**
@@ -32,6 +32,50 @@ import { framesBetween, readWalPosition, type WalPosition } from "./wal-frames.t
  * hash table (4,062 frames), so a reader's page lookup costs what it did.
  */
 export const CHECKPOINT_FRAMES = 3_000;
+
+/**
+ * WAL frames between two checkpoints of a commanded pass (`pi-workflows prune`), four times the
+ * idle pass's: a quarter of the WAL restarts, each one fsync of the new header under the lock of
+ * the write after it, most often the pass's next transaction. That fsync stalls on a busy disk as
+ * often as any (the host's own synced commits alike: 6 of 400 over 20 ms at load 2-4 on this
+ * machine, 2026-12-07), and it was the longest hold of a quiet 100,000-run prune (105.9 ms of
+ * 113.2; one of ~1,700 restarts). A cycle copies its pages once however often the pass wrote
+ * them, so the pass copies no more in all. What it costs: a WAL of up to ~50 MB while the pass runs
+ * (four WAL-index hash tables, a reader's page lookup a probe of each) and read whole at the next
+ * open after a crash, and the host's own commits checkpoint at `COMMANDED_HOST_AUTOCHECKPOINT`
+ * meanwhile (`raiseAutocheckpoint`). The idle pass keeps `CHECKPOINT_FRAMES`: it pauses whenever
+ * the host has work, and the host's first commit then would checkpoint a WAL that large in line.
+ */
+export const COMMANDED_CHECKPOINT_FRAMES = 12_000;
+
+/**
+ * The host's automatic checkpoint while a commanded pass runs: above the pass's interval by the
+ * host's own (4,000 frames), so the pass's checkpoints come first (a host commit crossing it would
+ * checkpoint in line, on the event loop) and a pass whose checkpoints stop still leaves a bound.
+ */
+export const COMMANDED_HOST_AUTOCHECKPOINT = COMMANDED_CHECKPOINT_FRAMES +
+  WAL_AUTOCHECKPOINT_FRAMES;
+
+/**
+ * Raises the connection's automatic checkpoint to `frames` while a pass checkpoints at intervals
+ * above the host's own (a no-op where it is off or higher); the returned function puts it back
+ * and has SQLite cut the WAL file back to the host's size at its next restart
+ * (`journal_size_limit`; it keeps its largest size otherwise). The WAL is left whole while the
+ * pass runs: cut at every restart, it would grow again each cycle, on new blocks the next fsync
+ * writes out first.
+ */
+export function raiseAutocheckpoint(store: StateStore, frames: number): () => void {
+  const host = pragmaNumber(store, "wal_autocheckpoint");
+  if (host <= 0 || host >= frames) return () => {};
+  store.db.exec("PRAGMA journal_size_limit = -1");
+  store.db.exec(`PRAGMA wal_autocheckpoint = ${frames}`);
+  return () => {
+    if (!store.db.isOpen) return;
+    store.db.exec(`PRAGMA wal_autocheckpoint = ${host}`);
+    // The host's WAL at its own threshold: a 32-byte header and frames of a page and 24 bytes.
+    store.db.exec(`PRAGMA journal_size_limit = ${32 + host * (pageSize(store) + 24)}`);
+  };
+}
 
 export interface PassCheckpoints {
   /** Runs `fn`, one write transaction of the pass, with automatic checkpoints off. */
