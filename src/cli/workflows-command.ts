@@ -3,12 +3,12 @@
  * the source of each (project, user, built-in) and what it overrides. Reads directory listings
  * only: no host, no workflow code.
  */
-import { isAbsolute, resolve } from "node:path";
 import { defaultAgentDir } from "../base/workflow-files.ts";
 import { listStartableWorkflows, type WorkflowSourceTag } from "../base/startable-workflows.ts";
 import { EXIT } from "./exit-codes.ts";
 import { type CliIo, printJson } from "./output.ts";
 import type { CliCommand } from "./parse-command.ts";
+import { projectDir } from "./project-dir.ts";
 
 const TAGS: Record<WorkflowSourceTag, string> = {
   project: "project",
@@ -21,11 +21,9 @@ export function runWorkflowsCommand(
   io: CliIo,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const cwd = command.cwd === null
-    ? process.cwd()
-    : isAbsolute(command.cwd)
-    ? command.cwd
-    : resolve(command.cwd);
+  // A --cwd that is not a directory is refused as start's is, not read as a project without
+  // workflows (which listed only the built-ins).
+  const cwd = projectDir(command.cwd);
   const workflows = listStartableWorkflows(cwd, defaultAgentDir(env));
   if (command.json) {
     printJson(io, { workflows });

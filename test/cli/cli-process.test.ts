@@ -94,11 +94,24 @@ describe("pi-workflows CLI", () => {
 
   it("exits 2 with one line for usage errors", async () => {
     // The first through the CLI's own process, the others in this one (runCli).
-    for (const args of [["bogus"], ["start"], ["status"], ["list", "--frob"], ["host", "jump"]]) {
+    const missing = join(home.root, "no-such-dir");
+    for (
+      const args of [
+        ["bogus"],
+        ["start"],
+        ["status"],
+        ["list", "--frob"],
+        ["host", "jump"],
+        // Listed the built-ins as if the directory were an empty project.
+        ["workflows", "--cwd", missing],
+      ]
+    ) {
       const result = args[0] === "bogus" ? await cli(args) : await runCliInProcess(args, home.env);
       expect(result.code, args.join(" ")).toBe(2);
       expect(expectOneLineError(result.stderr)).toMatch(/^[A-Z].*[^.]$/);
     }
+    expect((await runCliInProcess(["workflows", "--cwd", missing], home.env)).stderr.trim())
+      .toBe(`Invalid --cwd: not a directory: ${missing}`);
   });
 
   it("exits 4 when the host cannot be reached or started", async () => {
