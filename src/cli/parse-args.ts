@@ -30,17 +30,7 @@ export function parse(
   minPositionals: number,
   maxPositionals: number,
 ): Parsed {
-  let result;
-  try {
-    result = parseArgs({
-      args: withNegativeValues(args, options),
-      options,
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    throw new UsageError(`${describeParseError(error)}: run 'pi-workflows ${command} --help'`);
-  }
+  const result = parseStrict(command, args, options);
   const values = result.values as Record<string, string | boolean | string[] | undefined>;
   const help = values.help === true;
   if (help) return { help, values, positionals: result.positionals };
@@ -58,6 +48,27 @@ export function parse(
     );
   }
   return { help, values, positionals: result.positionals };
+}
+
+/**
+ * node:util's strict parseArgs of `args` (negative values taken as values), its error one usage
+ * line naming `pi-workflows <command> --help`.
+ */
+export function parseStrict<O extends Options>(
+  command: string,
+  args: readonly string[],
+  options: O,
+) {
+  try {
+    return parseArgs({
+      args: withNegativeValues(args, options),
+      options,
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(`${describeParseError(error)}: run 'pi-workflows ${command} --help'`);
+  }
 }
 
 /**
@@ -89,6 +100,10 @@ function describeParseError(error: unknown): string {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
       return `Unknown option '${option ?? "?"}'`;
     case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      // The same code for `--limit` without a value and `--json=x` on a flag.
+      if (option && /does not take an argument/.test(message)) {
+        return `Option '${option}' takes no value`;
+      }
       return option ? `Option '${option}' needs a value` : "Invalid option value";
     default:
       return message.replace(/\.$/, "");

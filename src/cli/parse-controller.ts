@@ -3,10 +3,10 @@
  * into one `ControllerCommand` or a `UsageError` with one actionable line. There is no `bind`: a
  * session binding is approved from inside the Pi session it names (`/controller bind`).
  */
-import { parseArgs } from "node:util";
 import type { JsonValue } from "../protocol/canonical-json.ts";
 import { parseJsonText } from "../protocol/json-depth.ts";
 import { UsageError } from "./exit-codes.ts";
+import { parseStrict } from "./parse-args.ts";
 import { modelArgs } from "./parse-start.ts";
 
 export const CONTROLLER_ACTIONS = [
@@ -64,13 +64,7 @@ const OPTIONS = {
 
 /** Returns the command, or null for `controller --help` / `controller <action> --help`. */
 export function parseControllerCommand(args: readonly string[]): ControllerCommand | null {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true, strict: true });
-  } catch (error) {
-    const message = String((error as Error).message ?? error).split("\n")[0].replace(/\.$/, "");
-    throw new UsageError(`${message}: run 'pi-workflows controller --help'`);
-  }
+  const parsed = parseStrict("controller", args, OPTIONS);
   const values = parsed.values;
   if (values.help) return null;
   const [action, controller, key, ...extra] = parsed.positionals;

@@ -170,6 +170,10 @@ describe("parseCommand()", () => {
       "Invalid --attempts '-1': give a number from 1 to",
     );
     expect(usageError(["list", "--limit", "--json"])).toContain("Option '--limit' needs a value");
+    // A flag given a value is not a flag missing one.
+    expect(usageError(["list", "--all=yes"])).toBe(
+      "Option '--all' takes no value: run 'pi-workflows list --help'",
+    );
     expect(parseCommand(["cancel", "run-2"])).toEqual({
       kind: "control",
       action: "cancel",

@@ -78,6 +78,18 @@ describe("pi-workflows controller arguments", () => {
       [["reconcile", "c", "k", "--effect", "e", "--applied", "{"], /^Invalid --applied/],
       [["apply", "c", "k", "--digest", "sha256:x"], /^Invalid --digest/],
       [["delete", "c", "k", "--expect-version", "1.5"], /^Invalid --expect-version/],
+      // The shared parser's wording: a negative value is the option's, an unknown option named
+      // alone (node's own lines read 'argument is ambiguous' and 'To specify a positional...').
+      [
+        ["delete", "c", "k", "--expect-version", "-1"],
+        /^Invalid --expect-version: expected a whole number of at least 0$/,
+      ],
+      [["apply", "c", "k", "--timeout", "-5"], /^Invalid --timeout/],
+      [
+        ["get", "c", "k", "--frob"],
+        /^Unknown option '--frob': run 'pi-workflows controller --help'$/,
+      ],
+      [["get", "c", "k", "--json=x"], /^Option '--json' takes no value: run 'pi-workflows/],
       [["unbind"], /^Missing argument for 'controller unbind': give <controller>/],
       [["unbind", "c", "k"], /^Unexpected argument 'k'/],
       [["unbind", "c", "--wait"], /^Option --wait is not for 'controller unbind'/],
