@@ -144,8 +144,7 @@ export function createRetentionRunner(ctx: {
         if (!options.dryRun) idlePass = null;
         const keepDays = options.keepDays ?? configuredKeepDays(ctx.stateDir);
         // Fewer, larger checkpoint cycles than the idle pass's (pass-checkpoints.ts), with the
-        // host's own automatic checkpoint above them until the pass ends, however it ends: put
-        // back before the pass's record is written, whose commit then cuts the WAL back.
+        // host's own automatic checkpoint above them until the pass ends, however it ends.
         const restore = options.dryRun
           ? () => {}
           : raiseAutocheckpoint(ctx.store, COMMANDED_HOST_AUTOCHECKPOINT);
