@@ -39,8 +39,9 @@ export interface EnsureHostOptions extends ConnectOptions {
 }
 
 /**
- * The host could not be started for a reason a retry does not fix (a bad setting, a damaged
- * database, a missing executable): the message is the host's own one line.
+ * The host could not be started for a reason a retry does not fix (a damaged database, a
+ * missing executable, an unusable state directory): the message is the host's own one line. A
+ * bad PI_WORKFLOWS_* setting is not one of these: it is thrown as its own `RangeError` (exit 2).
  */
 export class HostStartFailedError extends HostUnavailableError {}
 
@@ -89,10 +90,13 @@ export async function ensureHost(options: EnsureHostOptions = {}): Promise<HostC
               : options.startCommand,
           });
         } catch (error) {
-          // A bad setting is the caller's to fix (exit 2), not a host to wait for.
+          // A bad setting is the caller's to fix (exit 2), not a host to wait for: the host's
+          // own (its ready handshake says badSetting) or one read here before it is spawned
+          // (PI_WORKFLOWS_HOST_LOG_BYTES, for host.log's rotation).
           if (error instanceof HostStartError && error.code === "badSetting") {
             throw new RangeError(error.message);
           }
+          if (isBadSetting(error)) throw error;
           if (!(error instanceof HostStartError && error.code === "alreadyRunning")) {
             throw new HostStartFailedError(`the host could not be started: ${firstLine(error)}`, {
               cause: error,
@@ -141,9 +145,10 @@ function lockOrFail(stateDir: string): StartLock | null {
 
 /**
  * What kept the start lock from being taken, as the user can act on it: a raw `EEXIST: file
- * already exists, mkdir ...` does not say that the state directory is a file, and an error with
- * no system code (a bad PI_WORKFLOWS_PROCESS_BACKEND, read for the lock's holder identity) is not
- * about the directory at all.
+ * already exists, mkdir ...` does not say that the state directory is a file. An error with no
+ * system code is not about the directory and keeps its own line (a bad
+ * PI_WORKFLOWS_PROCESS_BACKEND, read for the lock's holder identity, never gets here:
+ * `lockOrFail` passes it on as a bad setting).
  */
 export function lockProblem(stateDir: string, error: unknown): string {
   const code = (error as { code?: unknown })?.code;

@@ -135,6 +135,15 @@ describe("host status on state a host cannot use", () => {
     expect(idle.stderr).toBe(
       'Invalid PI_WORKFLOWS_HOST_IDLE_MS: expected a whole number, got "soon"\n',
     );
+    // And one the client reads itself before it spawns the host (host.log's rotation).
+    const logBytes = await runCliInProcess(["list"], {
+      ...home.env,
+      PI_WORKFLOWS_HOST_LOG_BYTES: "lots",
+    });
+    expect(logBytes.code).toBe(2);
+    expect(logBytes.stderr).toBe(
+      'Invalid PI_WORKFLOWS_HOST_LOG_BYTES: expected a whole number, got "lots"\n',
+    );
   });
 
   it("doctor names an invalid config.json, which every start and prune refuses", async () => {
