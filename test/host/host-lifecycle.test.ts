@@ -238,4 +238,14 @@ describe("host run", () => {
       'Invalid PI_WORKFLOWS_HOST_IDLE_MS: expected a whole number, got "soon"',
     );
   });
+
+  it("rejects a bad process backend with one line, as a setting", async () => {
+    const h = home({ PI_WORKFLOWS_PROCESS_BACKEND: "junk" });
+    const result = await runCliProcess(["host", "run"], h.env);
+    // A usage error (exit 2) like the setting above, not a platform the host cannot run on (1).
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      'Invalid PI_WORKFLOWS_PROCESS_BACKEND: expected proc or ps, got "junk"',
+    );
+  });
 });
