@@ -98,10 +98,12 @@ function readRemembered(file: string): Record<string, string> {
  * worker inside an agent group's first member step (workflow-port.ts), where blocking up to
  * VERSION_TIMEOUT_MS costs nothing the host promises: the host renews the worker's claim from its
  * own timer (heartbeats are a courtesy), sees the worker live by its process, and enforces the
- * attempt's deadline itself; a pause or cancel is committed and answered first, then the worker's
- * process group gets SIGTERM, which `pi --version` (in that group) gets too, so this returns and
- * the worker leaves at once (SIGKILL after the kill grace regardless). Only the worker's own
- * messages (updates, output) wait.
+ * attempt's deadline itself. A pause or cancel is committed first and the worker's claim
+ * released, then the worker's process group gets SIGTERM, which `pi --version` (in that group)
+ * gets too, so this returns and the worker leaves at once (SIGKILL after the kill grace
+ * regardless); the command's answer follows the worker's exit (run-control.ts awaits stopRun), so
+ * a blocked check delays it by no more than that. Only the worker's own messages (updates,
+ * output) wait.
  */
 export function reportedVersion(command: string, env: NodeJS.ProcessEnv): VersionResult {
   const result = spawnSync(command, ["--version"], {
