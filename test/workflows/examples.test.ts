@@ -8,8 +8,7 @@ const examples = join(process.cwd(), "examples");
 const load = (file: string) => loadWorkflow(join(examples, file), { cwd: examples });
 
 describe("examples", () => {
-  it("hello: compute, shell and a relative helper import, done quickly", async () => {
-    const started = Date.now();
+  it("hello: compute, shell and a relative helper import", async () => {
     const { workflow, identity } = await load("hello.workflow.ts");
     expect(identity.workflowSource.mounted.map((m) => (m as { path: string }).path)).toEqual([
       join(examples, "lib/greet.ts"),
@@ -20,7 +19,6 @@ describe("examples", () => {
       output: { message: "Hello, Ada!", steps: ["greet", "echo", "finish"] },
       presentationPrompt: null,
     });
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(() => normalizeWorkflowInput(workflow, { name: 5 })).toThrow(
       /input.name must be a string/,
     );
