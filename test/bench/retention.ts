@@ -179,17 +179,20 @@ try {
     ...(TRANSACTION_RUNS === undefined ? {} : { transactionRuns: TRANSACTION_RUNS }),
     ...(checkpointRunner ? { checkpointRunner } : {}),
     onTransactionStart: () => {
+      // The WAL position first: its header read is not the traced transaction's io.
+      txWal = readWalPosition(store.path);
       if (trace) {
         txIo = threadIo();
         trace.begin();
       }
-      txWal = readWalPosition(store.path);
       txSched = schedstat();
     },
     onTransaction: (phase, ms, commit) => {
       // First: the transaction's span ends here, not after this hook's own reads below.
       const end = performance.now();
       const sched = schedstat();
+      // The traced io before the WAL position's read below.
+      const io = trace ? threadIo() : null;
       const walNow = readWalPosition(store.path);
       if (txWal && walNow && walNow.salt !== txWal.salt) {
         restartCommits.pass.push(commit);
@@ -207,8 +210,7 @@ try {
         restartsWal: checkpointedSinceTx,
       };
       const statements = trace?.end(ms) ?? null;
-      if (statements && txIo) {
-        const io = threadIo();
+      if (statements && txIo && io) {
         const entry: Traced = {
           phase,
           ...split,
@@ -305,6 +307,8 @@ try {
         data: { completed: served, total: 1e9 },
       });
       const wrote = performance.now() - started;
+      // The write's split right after it, before the reads below add theirs.
+      const wroteSched = schedstat();
       const wroteWal = readWalPosition(store.path);
       (writeWal && wroteWal && writeWal.salt !== wroteWal.salt
         ? restartWrites.restart
@@ -316,9 +320,8 @@ try {
       readRunStatus(store, run.runId);
       readMs.push(performance.now() - reading);
       if (wrote >= 20) {
-        const after = schedstat();
-        const cpu = after.cpuMs - writeSched.cpuMs;
-        const wait = after.waitMs - writeSched.waitMs;
+        const cpu = wroteSched.cpuMs - writeSched.cpuMs;
+        const wait = wroteSched.waitMs - writeSched.waitMs;
         writeOver20.n++;
         writeOver20.cpuMs += cpu;
         writeOver20.runQueueMs += wait;
