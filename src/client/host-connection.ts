@@ -200,11 +200,14 @@ function openConnection(socket: net.Socket, options: ConnectOptions): HostConnec
       try {
         frame = encodeFrame(message);
       } catch (error) {
+        // Encoding fails the same way on every try: a refusal of the request, never a host
+        // that is unavailable (which the client would retry until its deadline).
         return Promise.reject(
           error instanceof FrameError
             ? new ProtocolRejectedError(error.code, `the request was not sent: ${error.message}`)
-            : new HostUnavailableError(
-              `the request could not be sent: ${(error as Error).message}`,
+            : new ProtocolRejectedError(
+              "notJson",
+              `the request was not sent: ${(error as Error).message}`,
             ),
         );
       }

@@ -223,6 +223,22 @@ describe("connectHost()", () => {
     );
   });
 
+  test("a request JSON cannot hold is refused before it is sent, not as an unavailable host", async () => {
+    // A HostUnavailableError here was retried by the client for its whole deadline (60 s).
+    await serve();
+    const connection = await connect();
+    const error = await connection.request("run.start", {
+      payload: { workflow: "w", cwd: "/p", input: { n: Infinity } },
+    }).catch((e) => e);
+    expect(error).toBeInstanceOf(ProtocolRejectedError);
+    expect(error.code).toBe("notJson");
+    expect(error.message).toContain(
+      "the request was not sent: Value is not JSON at $.payload.input.n: number Infinity is not finite",
+    );
+    expect(host!.seen).toEqual([]);
+    expect(connection.closed).toBe(false);
+  });
+
   test("a burst of requests to a host that reads nothing yet holds no listener per request", async () => {
     const held: net.Socket[] = [];
     // Registered after the fake host's own handler: the host's side reads nothing until resumed.
