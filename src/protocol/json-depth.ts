@@ -18,33 +18,36 @@ export const JSON_TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} arrays or obj
  * any depth is answered; a cycle reads as too deep (depth first, it passes the bound at once).
  */
 export function withinJsonDepth(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return true;
+  return problemOf(value, false) === null;
+}
+
+/** Past the bound, or (with `numbers`) a number JSON cannot carry; null when neither. */
+function problemOf(value: unknown, numbers: boolean): string | null {
+  const notFinite = (item: unknown) =>
+    numbers && typeof item === "number" && !Number.isFinite(item);
+  if (notFinite(value)) return NOT_FINITE;
+  if (typeof value !== "object" || value === null) return null;
   const nodes: object[] = [value];
   const depths: number[] = [1];
   while (nodes.length > 0) {
     const node = nodes.pop()!;
     const depth = depths.pop()!;
-    if (depth > MAX_JSON_DEPTH) return false;
-    if (Array.isArray(node)) {
-      for (let i = 0; i < node.length; i++) {
-        const item: unknown = node[i];
-        if (typeof item === "object" && item !== null) {
-          nodes.push(item);
-          depths.push(depth + 1);
-        }
-      }
-      continue;
-    }
-    for (const key in node) {
-      const item: unknown = (node as Record<string, unknown>)[key];
+    if (depth > MAX_JSON_DEPTH) return JSON_TOO_DEEP;
+    const items: unknown[] = Array.isArray(node) ? node : Object.values(node);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (notFinite(item)) return NOT_FINITE;
       if (typeof item === "object" && item !== null) {
         nodes.push(item);
         depths.push(depth + 1);
       }
     }
   }
-  return true;
+  return null;
 }
+
+/** JSON.parse reads a number too large for a double (1e999) as Infinity, which JSON cannot send. */
+const NOT_FINITE = "a number is too large for JSON (it reads as infinite); give a finite number";
 
 /**
  * A JSON value from a client: `JsonValueSchema` within the bound. The bound is checked first, so
@@ -63,7 +66,8 @@ export class JsonTextError extends SyntaxError {
 
 /**
  * JSON text a person typed or a file holds, parsed as a value for the host: JSON.parse takes any
- * depth, so the bound is checked here too and a command line says so before anything is sent.
+ * depth and reads 1e999 as Infinity, so both are checked here and a command line says so before
+ * anything is sent.
  */
 export function parseJsonText(text: string): JsonValue {
   let value: unknown;
@@ -72,6 +76,7 @@ export function parseJsonText(text: string): JsonValue {
   } catch (error) {
     throw new JsonTextError((error as Error).message.split("\n")[0]);
   }
-  if (!withinJsonDepth(value)) throw new JsonTextError(JSON_TOO_DEEP);
+  const problem = problemOf(value, true);
+  if (problem !== null) throw new JsonTextError(problem);
   return value as JsonValue;
 }

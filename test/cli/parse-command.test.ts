@@ -170,6 +170,12 @@ describe("parseCommand()", () => {
       "Invalid --attempts '-1': give a number from 1 to",
     );
     expect(usageError(["list", "--limit", "--json"])).toContain("Option '--limit' needs a value");
+    // JSON.parse reads 1e999 as Infinity, which no request can carry: refused here, where the
+    // client had retried the unencodable request until its deadline.
+    expect(usageError(["start", "w", "--input-json", '{"a":[1,-1e999]}'])).toBe(
+      "Invalid --input-json: a number is too large for JSON (it reads as infinite); give a " +
+        "finite number",
+    );
     // A flag given a value is not a flag missing one.
     expect(usageError(["list", "--all=yes"])).toBe(
       "Option '--all' takes no value: run 'pi-workflows list --help'",
