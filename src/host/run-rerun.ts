@@ -23,6 +23,7 @@ import {
   forkRun,
   type ForkRunResult,
   parentAttempts,
+  retryForkNode,
 } from "../state/transitions/run-fork.ts";
 import { readRun } from "../state/queries.ts";
 import type { HostRuntime } from "./host-runtime.ts";
@@ -131,7 +132,6 @@ function rerunReceipt(rt: HostRuntime, fork: ForkRunResult): OperationReceipt<"r
 
 /** `retry`: the node a failed or timed-out run failed in. */
 function retryNode(parent: RunOrigin, attempts: ReturnType<typeof parentAttempts>): string {
-  const last = attempts.at(-1);
   if (parent.state !== "failed" && parent.state !== "timed_out") {
     throw new RefusedError(
       "rejected",
@@ -139,14 +139,15 @@ function retryNode(parent: RunOrigin, attempts: ReturnType<typeof parentAttempts
       `Run ${parent.runId} is ${parent.state}: only a failed or timed-out run is retried; use 'pi-workflows rerun ${parent.runId} --from <node>'`,
     );
   }
-  if (!last || (last.state !== "failed" && last.state !== "timed_out")) {
+  const node = retryForkNode(attempts);
+  if (node === undefined) {
     throw new RefusedError(
       "rejected",
       "notRetryable",
       `Run ${parent.runId} did not fail in a node (it failed routing or its own limits); use 'pi-workflows rerun ${parent.runId} --from <node>'`,
     );
   }
-  return last.nodeId;
+  return node;
 }
 
 function noDefaultNode(runId: string, attempts: ReturnType<typeof parentAttempts>): never {

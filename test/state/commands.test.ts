@@ -6,9 +6,13 @@ import { findHostCommand, findHostCommandByKey } from "../../src/state/host-comm
 import { findMessageReceipt } from "../../src/state/message-receipts.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import { hostStatusCounts, listEvents, readRun, readRunFacts } from "../../src/state/queries.ts";
-import { recordNodeFinished, recordNodeUpdate } from "../../src/state/transitions/node-attempts.ts";
+import {
+  recordNodeFailed,
+  recordNodeFinished,
+  recordNodeUpdate,
+} from "../../src/state/transitions/node-attempts.ts";
 import { cancelRun, pauseRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
-import { completeRun } from "../../src/state/transitions/run-end.ts";
+import { completeRun, failRun } from "../../src/state/transitions/run-end.ts";
 import { nextLaunchableRuns } from "../../src/state/transitions/run-launch.ts";
 import {
   enqueue,
@@ -193,6 +197,46 @@ describe("worker message receipts and expected revisions", () => {
         idempotencyKey: "key-1",
       }),
     ).toBeUndefined();
+  });
+
+  it("a resume of an ended run names a command the host accepts for it (host/run-rerun.ts)", () => {
+    const resumeRefusal = (runId: string, pattern: RegExp) =>
+      refused(() => resumeRun(f.store, { runId }), pattern);
+    // Completed: no default node to rerun from, so the plain rerun would be refused.
+    const done = enqueue(f.store);
+    const ok = launchWithAttempt(f.store, done);
+    recordNodeFinished(f.store, ok.claim, { attemptId: ok.attemptId, output: 1 });
+    completeRun(f.store, ok.claim, { output: 1 });
+    resumeRefusal(
+      done,
+      /^Cannot resume run \S+: it has ended \(completed\) and does not run again; 'pi-workflows rerun \S+ --from <node>' starts a new run from it$/,
+    );
+    // Failed after its node finished well (routing, its own limits): retry is refused there.
+    const outside = enqueue(f.store);
+    const fine = launchWithAttempt(f.store, outside);
+    recordNodeFinished(f.store, fine.claim, { attemptId: fine.attemptId, output: 1 });
+    failRun(f.store, fine.claim, { error: { code: "noRoute", message: "no edge matched" } });
+    resumeRefusal(
+      outside,
+      /^Cannot resume run \S+: it has ended \(failed\) and does not run again; 'pi-workflows rerun \S+ --from <node>' starts/,
+    );
+    // Failed in a node: retry reruns that node.
+    const inNode = enqueue(f.store);
+    const bad = launchWithAttempt(f.store, inNode);
+    const error = { code: "stepFailed", message: "it broke" };
+    recordNodeFailed(f.store, bad.claim, { attemptId: bad.attemptId, outcome: "failed", error });
+    failRun(f.store, bad.claim, { error });
+    resumeRefusal(
+      inNode,
+      /; 'pi-workflows retry \S+' reruns it from the node that stopped it$/,
+    );
+    // Cancelled while queued: it ran no node, so no rerun of it is accepted.
+    const queued = enqueue(f.store);
+    cancelRun(f.store, { runId: queued, claim: null });
+    resumeRefusal(
+      queued,
+      /it has ended \(cancelled\) and does not run again; it ran no node, so there is nothing to rerun: start its workflow again$/,
+    );
   });
 
   it("refuses a pause whose expected revision moved", () => {

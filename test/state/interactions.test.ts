@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildStepContract } from "../../src/workflows/step-contract.ts";
 import type { Claim } from "../../src/state/claims.ts";
-import { RefusedError } from "../../src/state/errors.ts";
+import { AnswerRefusedError, RefusedError, TransitionError } from "../../src/state/errors.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
 import {
   currentSessionInteraction,
@@ -30,7 +30,8 @@ import {
   remindInteraction,
   timeOutInteraction,
 } from "../../src/state/transitions/interaction-verdicts.ts";
-import { cancelRun } from "../../src/state/transitions/run-commands.ts";
+import { answerDecision } from "../../src/state/transitions/decisions.ts";
+import { cancelRun, resumeRun } from "../../src/state/transitions/run-commands.ts";
 import {
   enqueue,
   type Fixture,
@@ -108,6 +109,31 @@ describe("interactive requests", () => {
     expect(current.request).toMatchObject({ request_id: step.interactionId, status: "pending" });
     expect(current.request.claimed_at).not.toBeNull();
     expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("words refusals of a run waiting at a Pi step: no answer is due; it reruns from Pi", () => {
+    const step = waitingStep();
+    const answer = () =>
+      answerDecision(fx.store, {
+        runId: step.runId,
+        nodeId: "ask",
+        attemptId: step.attemptId,
+        kind: "checkpoint",
+        answer: { go: true },
+        ownerId: HOST,
+      });
+    expect(answer).toThrow(AnswerRefusedError);
+    expect(answer).toThrow(
+      new RegExp(
+        `^Answer refused: run ${step.runId} is not waiting for an answer: it waits for a Pi step, not an answer$`,
+      ),
+    );
+    cancelRun(fx.store, { runId: step.runId, claim: null });
+    const resume = () => resumeRun(fx.store, { runId: step.runId });
+    expect(resume).toThrow(TransitionError);
+    expect(resume).toThrow(
+      `it has ended (cancelled) and does not run again; '/workflow rerun ${step.runId}' from a Pi session starts a new run from it`,
+    );
   });
 
   it("records a claim answered before its commit in a commit not synced", () => {

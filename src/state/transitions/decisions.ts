@@ -272,7 +272,12 @@ function refuseUnknownAttempt(
     return new AnswerRefusedError(
       "notWaiting",
       `Answer refused: run ${run.run_id} is not waiting for an answer: ` +
-        (isTerminalRunState(run.state) ? endedState(run.state) : `it is ${run.state}`),
+        (isTerminalRunState(run.state)
+          ? endedState(run.state)
+          // Waiting with no pending decision: an interactive step waits for its Pi session.
+          : run.state === "waiting"
+          ? "it waits for a Pi step, not an answer"
+          : `it is ${run.state}`),
     );
   }
   if (waiting.node_id !== opts.nodeId) {

@@ -17,7 +17,7 @@ import { type RunRow } from "../protected-write.ts";
 import { type CommandReceiptInput, recordHostCommandInTx } from "../host-commands.ts";
 import { appendHistory, type JournalEntry, nextRevision } from "../journal.ts";
 import { type StateStore } from "../store.ts";
-import { execute } from "../statements.ts";
+import { execute, queryOne } from "../statements.ts";
 import { writeTransaction } from "../transactions.ts";
 import { takeAuthorityInTx } from "./control-claim.ts";
 import {
@@ -33,6 +33,7 @@ import {
   stopAtBoundary,
 } from "./common.ts";
 import type { TransitionResult } from "./run-enqueue.ts";
+import { defaultForkNode, parentAttempts, retryForkNode } from "./run-fork.ts";
 import { supersedeRunIntentsInTx } from "./turn-intents.ts";
 import { type AcceptedSource, acceptSourceInTx } from "./source-accept.ts";
 
@@ -174,7 +175,9 @@ export function command(
     if (opts.expectedRevision !== undefined && opts.expectedRevision !== run.revision) {
       throw new RevisionConflictError(opts.runId, opts.expectedRevision, run.revision);
     }
-    if (!allowed(run)) throw new TransitionError(run.run_id, transition, refusal(transition, run));
+    if (!allowed(run)) {
+      throw new TransitionError(run.run_id, transition, refusal(store, transition, run));
+    }
     const authority = takeAuthorityInTx(store, opts.runId, opts.claim, now);
     const revision = nextRevision(store, opts.runId);
     const entry = apply(run, now);
@@ -195,14 +198,11 @@ export function command(
  * Why an operator's command does not apply, in the words of the person who asked, and what
  * moves the run on instead when something does (docs/cli.md's commands).
  */
-function refusal(transition: string, run: RunRow): string {
+function refusal(store: StateStore, transition: string, run: RunRow): string {
   const id = run.run_id;
   if (isTerminalRunState(run.state)) {
     if (transition !== "resume") return endedState(run.state);
-    const again = run.state === "failed" || run.state === "timed_out"
-      ? `'pi-workflows retry ${id}' reruns it from the node that stopped it`
-      : `'pi-workflows rerun ${id}' starts a new run from it`;
-    return `${endedState(run.state)} and does not run again; ${again}`;
+    return `${endedState(run.state)} and does not run again; ${runAgain(store, run)}`;
   }
   if (transition === "pause") return "it is paused already";
   if (transition === "resume") {
@@ -214,4 +214,32 @@ function refusal(transition: string, run: RunRow): string {
   // Raising a budget while a worker spends against it would race that worker.
   return `${describeState(run)}; pause it first ('pi-workflows pause ${id}'), or raise the ` +
     "budget once it stops at it";
+}
+
+/**
+ * The command that runs an ended run again, one the host accepts (host/run-rerun.ts): `retry`
+ * only where it failed in a node, a plain `rerun` only where it stopped at one, else `--from`;
+ * an interactive run's from a Pi session, which asks its steps.
+ */
+function runAgain(store: StateStore, run: RunRow): string {
+  const id = run.run_id;
+  const attempts = parentAttempts(store, id);
+  if (attempts.length === 0) {
+    return "it ran no node, so there is nothing to rerun: start its workflow again";
+  }
+  const binding = queryOne<{ execution_mode: string }>(
+    store,
+    "SELECT execution_mode FROM run_bindings WHERE run_id = :runId",
+    { runId: id },
+  );
+  const interactive = binding?.execution_mode === "interactive";
+  const cli = interactive ? "/workflow" : "pi-workflows";
+  const where = interactive ? " from a Pi session" : "";
+  if ((run.state === "failed" || run.state === "timed_out") && retryForkNode(attempts)) {
+    return `'${cli} retry ${id}'${where} reruns it from the node that stopped it`;
+  }
+  const from = defaultForkNode({ state: run.state, queueState: run.queue_state }, attempts)
+    ? ""
+    : " --from <node>";
+  return `'${cli} rerun ${id}${from}'${where} starts a new run from it`;
 }

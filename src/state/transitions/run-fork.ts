@@ -116,6 +116,15 @@ export function defaultForkNode(
   return run.queueState === "parked" ? last.nodeId : undefined;
 }
 
+/**
+ * The node `retry` reruns: the one a failed or timed-out run's last attempt failed or timed out
+ * in. Undefined when the last attempt did not (the run failed routing or at its own limits).
+ */
+export function retryForkNode(attempts: readonly ParentAttempt[]): string | undefined {
+  const last = attempts.at(-1);
+  return last?.state === "failed" || last?.state === "timed_out" ? last.nodeId : undefined;
+}
+
 export interface ForkRunOptions extends Omit<EnqueueRunOptions, "forkedFrom" | "parentRunId"> {
   parentRunId: string;
   /** The node to rerun and which visit of it (default the latest). */
