@@ -35,15 +35,25 @@ import { ENDED_RUN_RECEIPTS } from "../../src/protocol/retention-operations.ts";
 import { MARKED_RUN_TABLES } from "../../src/state/dangling-references.ts";
 import { type Fixture, HOST_EPOCH, openFixture } from "../support/state-store.ts";
 import { endedRun, startRun } from "../support/ended-runs.ts";
-import { createCheckpointRunner } from "../../src/state/checkpoint-runner.ts";
+import { replicateRuns } from "../bench/_replicate-runs.ts";
+import {
+  type CheckpointRunner,
+  createCheckpointRunner,
+} from "../../src/state/checkpoint-runner.ts";
 import { recordPassEnd } from "../../src/state/retention/pass-record.ts";
 import {
+  CHECKPOINT_FRAMES,
   COMMANDED_CHECKPOINT_FRAMES,
   COMMANDED_HOST_AUTOCHECKPOINT,
 } from "../../src/state/retention/pass-checkpoints.ts";
 import { WAL_AUTOCHECKPOINT_FRAMES } from "../../src/state/store.ts";
 
 let fx: Fixture;
+/**
+ * Ended runs whose prune writes about twice the idle pass's checkpoint interval and half the
+ * commanded one's (70-85 frames a run, fewer when more runs share a transaction).
+ */
+const RUNS_PAST_IDLE_INTERVAL = 80;
 afterEach(() => fx?.close());
 
 /**
@@ -1315,6 +1325,45 @@ describe("the host's idle retention tick", () => {
       sampling = false;
     }
     expect(seen).toEqual(new Set([WAL_AUTOCHECKPOINT_FRAMES]));
+    expect(checkInvariants(fx.store)).toEqual([]);
+  });
+
+  it("checkpoints a commanded prune at its own interval, not the idle pass's", async () => {
+    fx = openFixture();
+    // Two runs through the transitions, SQL copies of them for the rest (fast).
+    const templates = [0, 1].map(() => {
+      const runId = endedRun(fx.store, { hostEpoch: HOST_EPOCH, updates: 100 });
+      fx.clock.advance(1000);
+      return runId;
+    });
+    replicateRuns(fx.store, { templates, total: RUNS_PAST_IDLE_INTERVAL, spacingMs: 1000 });
+    fx.store.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    fx.clock.advance(40 * DAY_MS);
+    // The host's runner, each checkpoint's WAL frames noted on the way back.
+    const real = createCheckpointRunner(fx.store, { onProblem: () => {} });
+    const found: number[] = [];
+    const checkpointRunner: CheckpointRunner = {
+      get offThread() {
+        return real.offThread;
+      },
+      checkpoint: async () => {
+        const result = await real.checkpoint();
+        found.push(result.log);
+        return result;
+      },
+      close: () => real.close(),
+    };
+    try {
+      const runner = idleRunner([], { checkpointRunner });
+      expect((await runner.prune({ keepDays: 30 })).runs).toBe(RUNS_PAST_IDLE_INTERVAL);
+    } finally {
+      await real.close();
+    }
+    // The pass wrote past the idle interval and checkpointed only at its start and end; at the
+    // idle pass's 3,000 it checkpoints in between too (60 runs: 0, 3,091, 1,482 frames).
+    expect(COMMANDED_CHECKPOINT_FRAMES).toBeGreaterThan(2 * CHECKPOINT_FRAMES);
+    expect(Math.max(...found)).toBeGreaterThan(CHECKPOINT_FRAMES);
+    expect(found.length).toBeLessThanOrEqual(2);
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
