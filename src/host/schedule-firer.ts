@@ -6,8 +6,8 @@
  * skipped before anything else; otherwise the workflow is resolved in a supervised child,
  * `cancel-previous` cancels the schedule's active runs, and one transaction starts (or holds, or
  * skips) the slot's run, or records a failed run with the load error. A settling that throws is
- * retried after the later slots queued meanwhile, with a bounded backoff; so is one whose
- * resolver child died without an answer (not a load error: the workflow is loaded again).
+ * retried after the later slots queued meanwhile, with a bounded backoff; one whose resolver
+ * child died without an answer is resolved again once (a death at every load is a load error).
  *
  * At start every firing a previous host left pending is settled the same way: its run id is
  * derived from schedule and slot, so one that was already enqueued is found settled.
@@ -68,15 +68,15 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   const retries = new Set<NodeJS.Timeout>();
   let stopped = false;
 
-  const settleLater = (scheduleId: string, slotAt: number, failures = 0) => {
+  const settleLater = (scheduleId: string, slotAt: number, failures = 0, crashes = 0) => {
     const key = `${scheduleId}@${slotAt}`;
     if (stopped || queued.has(key)) return;
     queued.add(key);
     const previous = chains.get(scheduleId) ?? Promise.resolve();
     const next = previous.then(async () => {
-      const progress = { resolved: false };
+      const progress = { resolved: false, crashed: false };
       try {
-        await settle(scheduleId, slotAt, progress, failures);
+        await settle(scheduleId, slotAt, progress, crashes);
       } catch (error) {
         // A busy database, a throw before the resolution: left pending, the firing would wait
         // for the next host start. Retried with a bounded backoff; given up, the next start
@@ -90,7 +90,7 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
           // Unref'd: a retry alone never keeps the host up (an enabled schedule does).
           const timer = setTimeout(() => {
             retries.delete(timer);
-            settleLater(scheduleId, slotAt, failures + 1);
+            settleLater(scheduleId, slotAt, failures + 1, crashes + (progress.crashed ? 1 : 0));
           }, retryDelayMs(failures));
           timer.unref();
           retries.add(timer);
@@ -108,8 +108,8 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
   const settle = async (
     scheduleId: string,
     slotAt: number,
-    progress: { resolved: boolean },
-    failures: number,
+    progress: { resolved: boolean; crashed: boolean },
+    crashes: number,
   ) => {
     const row = pendingFiring(store, scheduleId, slotAt);
     if (!row) return;
@@ -133,8 +133,11 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
     if (!resolved.ok && resolved.code === "hostStopping") return;
     // The resolver child died without an answer (killed, crashed): a failure of its own class,
     // not the workflow failing to load, so it neither ends the slot's run failed nor counts
-    // toward the schedule's pause; the slot is resolved again, until the retries are spent.
-    if (!resolved.ok && resolved.code === "workerCrashed" && failures < SETTLE_RETRIES) {
+    // toward the schedule's pause; the slot is resolved again, once: a workflow that dies at
+    // every load (process.exit at import, a crashing addon, output past the limit) is the same
+    // answer every time, and counts as a load failure after that one retry.
+    if (!resolved.ok && resolved.code === "workerCrashed" && crashes < CRASH_RETRIES) {
+      progress.crashed = true;
       throw new Error("the resolver stopped without an answer");
     }
     progress.resolved = true;
@@ -235,6 +238,8 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
 
 /** Attempts after a failed settle: 0.5 s doubling to 30 s, about 2.5 minutes in all. */
 const SETTLE_RETRIES = 10;
+/** Of those, how many for a resolver child that died without an answer. */
+const CRASH_RETRIES = 1;
 
 function retryDelayMs(failures: number): number {
   return Math.min(30_000, 500 * 2 ** failures);

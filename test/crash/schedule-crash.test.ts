@@ -4,7 +4,8 @@
  * the transaction that starts the slot's run. Each time the next host fires that slot exactly
  * once: one firing, one run under the id derived from schedule and slot, which completes; and
  * the state stays consistent. And a resolver child killed while it loads a slot's workflow: the
- * slot is resolved again, not recorded as a load failure.
+ * slot is resolved again, not recorded as a load failure; a workflow that exits at every load is
+ * resolved once more per slot, then recorded failed, and the schedule pauses after 3.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -227,4 +228,79 @@ describe("a schedule's resolver killed", () => {
       await home.cleanup();
     }
   }, 120_000);
+});
+
+/** A workflow that exits at every load but the first (`schedule.add`'s). */
+const EXITS_AT_LOAD = (loads: string) =>
+  `import { appendFileSync, readFileSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
+appendFileSync(${JSON.stringify(loads)}, "load\\n");
+if (readFileSync(${JSON.stringify(loads)}, "utf8").length > "load\\n".length) process.exit(1);
+export default defineWorkflow({
+  name: "exits",
+  startAt: "a",
+  nodes: { a: compute({ run: () => "never" }) },
+});
+`;
+
+describe("a schedule whose workflow exits at every load", () => {
+  it("retries each slot's resolver once, then fails the slot; pauses after 3", async () => {
+    const home = tempHome();
+    const project = join(home.root, "project");
+    mkdirSync(project, { recursive: true });
+    const loads = join(home.root, "loads.log");
+    writeFileSync(join(project, "exits.workflow.ts"), EXITS_AT_LOAD(loads));
+    const schedule = () => {
+      const store = openStateStore({
+        stateDir: home.stateDir,
+        clock: systemClock,
+        ids: randomIds,
+        readOnly: true,
+      });
+      try {
+        return queryAll<{ paused: number; paused_reason: string | null }>(
+          store,
+          "SELECT paused, paused_reason FROM schedules",
+        )[0];
+      } finally {
+        closeStateStore(store);
+      }
+    };
+    try {
+      const host = await startHost(home.env);
+      const client = await RawClient.connect(home.socketPath);
+      const added = await client.request(
+        hostRequest("schedule.add", {
+          payload: { name: "exits", workflow: "./exits.workflow.ts", cwd: project, every: "1s" },
+        }),
+        60_000,
+      );
+      client.close();
+      expect(added.outcome).toBe("accepted");
+      // Before, each slot was resolved 11 times over ~150 s before it counted.
+      const paused = await waitFor(
+        () => {
+          const row = schedule();
+          return row?.paused === 1 && !firings(home).rows.some((r) => r.state === "pending")
+            ? row
+            : null;
+        },
+        "the schedule to pause with no firing pending",
+        60_000,
+        100,
+      );
+      await stopProcess(host);
+      expect(paused!.paused_reason).toMatch(/failed to load 3 times in a row: /);
+      const { rows, invariants } = firings(home);
+      const failed = rows.filter((r) => r.state === "failed");
+      expect(failed.length).toBeGreaterThanOrEqual(3);
+      expect(rows.filter((r) => r.state !== "failed")).toEqual([]);
+      // add's load, then two per slot (its resolver and the one retry).
+      expect(readFileSync(loads, "utf8").split("\n").filter(Boolean).length)
+        .toBe(1 + 2 * failed.length);
+      expect(invariants).toEqual([]);
+    } finally {
+      await home.cleanup();
+    }
+  }, 90_000);
 });
