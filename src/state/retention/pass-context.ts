@@ -65,6 +65,8 @@ export interface PassSettings {
   dryRun?: boolean;
   /** Time budget of one write transaction (ms). */
   stepBudgetMs?: number;
+  /** The clock a prune transaction's budget and tempo read (ms; performance.now, else tests'). */
+  budgetClock?: () => number;
   /**
    * Rows one prune transaction deletes at most (default `TRANSACTION_ROWS`, run-marks.ts; the
    * benchmark lifts it with the budget to delete a run in one transaction, as before batches).
@@ -101,6 +103,7 @@ export interface PassContext {
   readonly now: number;
   readonly dryRun: boolean;
   readonly budgetMs: number;
+  readonly budgetClock: () => number;
   /** Rows one prune transaction deletes at most. */
   readonly transactionRows: number;
   /** Runs one prune transaction takes at most. */
@@ -176,6 +179,7 @@ export function createPassContext(
     now,
     dryRun,
     budgetMs: settings.stepBudgetMs ?? STEP_BUDGET_MS,
+    budgetClock: settings.budgetClock ?? (() => performance.now()),
     transactionRows: settings.transactionRows ?? TRANSACTION_ROWS,
     transactionRuns: settings.transactionRuns ?? TRANSACTION_RUNS,
     transactionFrames: settings.transactionFrames ?? TRANSACTION_FRAMES,

@@ -132,6 +132,7 @@ function deleteNext(
 ): void {
   const { report, store } = ctx;
   const maxRuns = tempo.maxRuns();
+  const clock = ctx.budgetClock;
   // Whole runs the transaction deleted in batches, none of them begun or left for another.
   let whole = 0;
   let partial = going.length > 0;
@@ -139,9 +140,10 @@ function deleteNext(
   ctx.transaction(
     "prune",
     () => {
-      const opened = performance.now();
+      const opened = clock();
       const limits: TransactionLimits = {
         deadline: opened + ctx.budgetMs,
+        clock,
         rowsLeft: ctx.transactionRows,
       };
       let taken = 0;
@@ -166,12 +168,12 @@ function deleteNext(
             // either is spent (its statements would meet the bound at once, its runs go slowly).
             if (
               batch.length > 0 &&
-              (limits.rowsLeft <= 0 || performance.now() >= limits.deadline ||
-                !tempo.fits(performance.now() - opened, batch.length))
+              (limits.rowsLeft <= 0 || clock() >= limits.deadline ||
+                !tempo.fits(clock() - opened, batch.length))
             ) break;
             const { runId } = queue[0]!;
             const { cutoff, receiptFloor } = ctx;
-            const started = performance.now();
+            const started = clock();
             if (
               !deleteReceiptsBeforeMark(store, runId, cutoff, receiptFloor, limits, report.rows)
             ) {
@@ -190,15 +192,15 @@ function deleteNext(
               partial = true;
               break;
             }
-            tempo.marked(performance.now() - started);
+            tempo.marked(clock() - started);
             batch.push(marked);
           }
           if (receiptsLeft) partial = true;
           if (batch.length > 0) {
-            const started = performance.now();
+            const started = clock();
             if (deleteBatchRows(store, batch, limits, report.rows, ctx.pruned)) {
               for (const done of batch) ctx.pruned.runs.push(done.runId);
-              const now = performance.now();
+              const now = clock();
               tempo.deleted(batch.length, now - started, now - opened);
               whole += batch.length;
             } else {
@@ -209,7 +211,7 @@ function deleteNext(
               // Out of time: what it took so far is the least a batch takes, so the next one
               // takes fewer runs (a tempo that saw no whole batch would take as many again).
               if (limits.rowsLeft > 0) {
-                const now = performance.now();
+                const now = clock();
                 tempo.deleted(batch.length, now - started, now - opened, true);
               }
             }
@@ -219,7 +221,7 @@ function deleteNext(
           if (receiptsLeft || (batch.length === 0 && going.length === 0)) return;
         }
         if (
-          taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(performance.now() - opened, 0)
+          taken >= maxRuns || limits.rowsLeft <= 0 || !tempo.fits(clock() - opened, 0)
         ) return;
       }
     },

@@ -79,7 +79,7 @@ export function deleteBatchRows(
     // the runs go on one at a time from the first table that may hold rows of them (a batch's
     // runs have fewer attempts than a window, so a windowed table starts again from the first).
     const full = n >= limit;
-    if (full || (table + 1 < statements.length && performance.now() >= limits.deadline)) {
+    if (full || (table + 1 < statements.length && limits.clock() >= limits.deadline)) {
       for (const run of runs) {
         run.table = full ? table : table + 1;
         run.attemptsAfter = 0;

@@ -55,10 +55,12 @@ export interface MarkedRun {
 
 /**
  * What is left of one write transaction's bounds, shared by the runs it deletes: each batch
- * takes its rows off `rowsLeft`; `deadline` is on `performance.now()`'s clock.
+ * takes its rows off `rowsLeft`; `deadline` is on `clock`'s time.
  */
 export interface TransactionLimits {
   readonly deadline: number;
+  /** The clock `deadline` is on (the pass's `budgetClock`). */
+  readonly clock: () => number;
   rowsLeft: number;
 }
 
@@ -121,7 +123,7 @@ export function deleteReceiptsBeforeMark(
     addRunRows(counts, "host_commands", n);
     limits.rowsLeft -= n;
     if (n < BATCH_ROWS) return true;
-    if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) return false;
+    if (limits.rowsLeft <= 0 || limits.clock() >= limits.deadline) return false;
   }
 }
 
@@ -156,7 +158,7 @@ export function deleteMarkedRows(
     limits.rowsLeft -= n;
     // Crash tests: the process dies inside a transaction that deleted some of the run's events.
     if (batch.table === "events" && n > 0) crashPoint("state.retention.runHalfDeleted");
-    if (limits.rowsLeft <= 0 || performance.now() >= limits.deadline) break;
+    if (limits.rowsLeft <= 0 || limits.clock() >= limits.deadline) break;
   }
   if (run.table < batches.length) return false;
   executeArgs(store, markSql().unmark, run.runId);
