@@ -18,7 +18,10 @@
  * and per node attempt (compacted; and as the runs ended, from the templates), the prune's write transactions (the
  * longest, p50/p99, the longest COMMIT alone; runs per prune transaction; WAL frames written, in all
  * and per pruned run, as the pass's checkpoints found them) beside the host's own one-run writes served
- * between them (the baseline: same file, same moment), doctor's findings, and run.status,
+ * between them (the baseline: same file, same moment; every 10th step, each followed by a run.status
+ * read of an active run, `baselineReadMs`), the pass's WAL restarts found by the WAL's salt
+ * (`walRestarts`: their COMMIT and hold against the other COMMITs, and the host writes that
+ * restarted it), doctor's findings, and run.status,
  * run.list, viewer tick and host start-up times before and after, each taken in turns with the
  * small database's (ratios), with the load average.
  *
