@@ -157,6 +157,9 @@ export function createScheduleFirer(opts: ScheduleFirerOptions): ScheduleFirer {
       }
       : null;
     if (problem !== null || !resolved.ok) {
+      // A host stop kills the resolver, which reads as workerCrashed once the retry is spent: no
+      // load failure of the workflow. Left pending, the firing is settled by the next host.
+      if (stopped) return;
       const failed = failFiring(store, { scheduleId, slotAt, error: problem! });
       if (failed) {
         log("schedule.loadFailed", {

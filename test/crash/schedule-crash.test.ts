@@ -5,7 +5,8 @@
  * once: one firing, one run under the id derived from schedule and slot, which completes; and
  * the state stays consistent. And a resolver child killed while it loads a slot's workflow: the
  * slot is resolved again, not recorded as a load failure; a workflow that exits at every load is
- * resolved once more per slot, then recorded failed, and the schedule pauses after 3.
+ * resolved once more per slot, then recorded failed, and the schedule pauses after 3; a host
+ * stopped during that retry records no failure.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -298,6 +299,61 @@ describe("a schedule whose workflow exits at every load", () => {
       // add's load, then two per slot (its resolver and the one retry).
       expect(readFileSync(loads, "utf8").split("\n").filter(Boolean).length)
         .toBe(1 + 2 * failed.length);
+      expect(invariants).toEqual([]);
+    } finally {
+      await home.cleanup();
+    }
+  }, 90_000);
+});
+
+/**
+ * A workflow whose second load (the first slot's resolver) exits and whose third (the retry)
+ * hangs: the host is stopped while the retry's resolver loads it.
+ */
+const EXITS_THEN_HANGS = (loads: string) =>
+  `import { appendFileSync, readFileSync } from "node:fs";
+import { compute, defineWorkflow } from "pi-workflows";
+appendFileSync(${JSON.stringify(loads)}, "load\\n");
+const count = readFileSync(${JSON.stringify(loads)}, "utf8").length / "load\\n".length;
+if (count === 2) process.exit(1);
+if (count === 3) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000);
+export default defineWorkflow({
+  name: "hangs",
+  startAt: "a",
+  nodes: { a: compute({ run: () => "done" }) },
+});
+`;
+
+describe("a host stopped while a slot's resolver is retried", () => {
+  it("records no load failure: the firing stays pending for the next host", async () => {
+    const home = tempHome();
+    const project = join(home.root, "project");
+    mkdirSync(project, { recursive: true });
+    const loads = join(home.root, "loads.log");
+    writeFileSync(join(project, "hangs.workflow.ts"), EXITS_THEN_HANGS(loads));
+    const loadCount = () => readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
+    try {
+      const host = await startHost(home.env);
+      const client = await RawClient.connect(home.socketPath);
+      const added = await client.request(
+        hostRequest("schedule.add", {
+          payload: { name: "hangs", workflow: "./hangs.workflow.ts", cwd: project, every: "1s" },
+        }),
+        60_000,
+      );
+      client.close();
+      expect(added.outcome).toBe("accepted");
+      // Slots are settled one at a time per schedule: the later ones wait behind the hung one.
+      await waitFor(
+        () => loadCount() >= 3,
+        "the retry's resolver to load the workflow",
+        60_000,
+        50,
+      );
+      await stopProcess(host);
+      const { rows, invariants } = firings(home);
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.filter((r) => r.state !== "pending")).toEqual([]);
       expect(invariants).toEqual([]);
     } finally {
       await home.cleanup();
