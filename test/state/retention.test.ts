@@ -1360,11 +1360,16 @@ describe("the host's idle retention tick", () => {
     } finally {
       await real.close();
     }
-    // The pass wrote past the idle interval and checkpointed only at its start and end; at the
-    // idle pass's 3,000 it checkpoints in between too (60 runs: 0, 3,091, 1,482 frames).
+    // The pass wrote past the idle interval, and every checkpoint between its first and its last
+    // waited for the commanded interval; at the idle pass's 3,000 the middle ones find ~3,000
+    // (60 runs: 0, 3,091, 1,482 frames). Under load a run takes more frames and the pass may
+    // cross 12,000 too: how many middle checkpoints there are is not the point, their size is.
     expect(COMMANDED_CHECKPOINT_FRAMES).toBeGreaterThan(2 * CHECKPOINT_FRAMES);
     expect(Math.max(...found)).toBeGreaterThan(CHECKPOINT_FRAMES);
-    expect(found.length).toBeLessThanOrEqual(2);
+    expect(found.length).toBeGreaterThanOrEqual(2);
+    for (const frames of found.slice(1, -1)) {
+      expect(frames).toBeGreaterThanOrEqual(COMMANDED_CHECKPOINT_FRAMES);
+    }
     expect(checkInvariants(fx.store)).toEqual([]);
   });
 
