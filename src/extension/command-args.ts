@@ -12,7 +12,7 @@
  *   /workflow schedule <action> ...          schedule-args.ts
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { JSON_TOO_DEEP, parseJsonText, withinJsonDepth } from "../protocol/json-depth.ts";
+import { parsedJsonProblem, parseJsonText } from "../protocol/json-depth.ts";
 
 export type ControlVerb = "status" | "pause" | "resume" | "cancel";
 
@@ -110,8 +110,10 @@ function jsonOrText(text: string): JsonValue {
   } catch {
     return text;
   }
-  // JSON too deep for the host is refused, not sent on as text the person did not mean.
-  if (!withinJsonDepth(value)) throw new CommandArgsError(`Invalid answer: ${JSON_TOO_DEEP}`);
+  // JSON too deep for the host, or with a number read as infinite (1e999), is refused, not sent
+  // on as text the person did not mean.
+  const problem = parsedJsonProblem(value);
+  if (problem !== null) throw new CommandArgsError(`Invalid answer: ${problem}`);
   return value as JsonValue;
 }
 

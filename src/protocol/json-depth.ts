@@ -21,6 +21,15 @@ export function withinJsonDepth(value: unknown): boolean {
   return problemOf(value, false) === null;
 }
 
+/**
+ * What JSON.parse's `value` cannot be sent as (past the bound, or a number read as infinite), as
+ * the line `parseJsonText` gives; null when it can. For a path that takes text failing to parse as
+ * text, not as a refusal.
+ */
+export function parsedJsonProblem(value: unknown): string | null {
+  return problemOf(value, true);
+}
+
 /** Past the bound, or (with `numbers`) a number JSON cannot carry; null when neither. */
 function problemOf(value: unknown, numbers: boolean): string | null {
   const notFinite = (item: unknown) =>
@@ -76,7 +85,7 @@ export function parseJsonText(text: string): JsonValue {
   } catch (error) {
     throw new JsonTextError((error as Error).message.split("\n")[0]);
   }
-  const problem = problemOf(value, true);
+  const problem = parsedJsonProblem(value);
   if (problem !== null) throw new JsonTextError(problem);
   return value as JsonValue;
 }

@@ -8,7 +8,7 @@
  * Failures are `AnswerTextError` with one actionable line.
  */
 import type { JsonValue } from "../protocol/canonical-json.ts";
-import { parseJsonText } from "../protocol/json-depth.ts";
+import { parsedJsonProblem, parseJsonText } from "../protocol/json-depth.ts";
 import type { Waiting } from "../protocol/decision-request.ts";
 
 export class AnswerTextError extends Error {
@@ -33,11 +33,16 @@ export function answerFromText(waiting: Waiting, text: string): JsonValue {
 /** A checkpoint's typed answer: JSON as typed, else the text as `{"answer": text}`. */
 export function checkpointAnswer(text: string): JsonValue {
   if (/^\s*[[{]/.test(text)) return parseJsonAnswer(text);
+  let value: unknown;
   try {
-    return JSON.parse(text) as JsonValue;
+    value = JSON.parse(text);
   } catch {
     return { answer: text };
   }
+  // 1e999 parses, as Infinity, which no request can carry: refused here, not by the host.
+  const problem = parsedJsonProblem(value);
+  if (problem !== null) throw new AnswerTextError(`Invalid JSON answer: ${problem}`);
+  return value as JsonValue;
 }
 
 export function parseJsonAnswer(text: string): JsonValue {

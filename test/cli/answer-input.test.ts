@@ -49,6 +49,15 @@ describe("buildAnswer()", () => {
     expect(answer(checkpoint, "true")).toBe(true);
     expect(answer(checkpoint, "ship it")).toEqual({ answer: "ship it" });
     expect(() => answer(checkpoint, '{"approved":')).toThrow(/^Invalid JSON answer: /);
+    // JSON.parse reads 1e999 as Infinity, which no request can carry: a usage error (exit 2) of
+    // one line, bare or inside a value, not the host's refusal.
+    const infinite =
+      "Invalid JSON answer: a number is too large for JSON (it reads as infinite); " +
+      "give a finite number";
+    for (const text of ["1e999", " -1e999", '{"a": [1e999]}']) {
+      expect(() => answer(checkpoint, text), text).toThrow(UsageError);
+      expect(() => answer(checkpoint, text), text).toThrow(infinite);
+    }
     expect(() => answer(checkpoint, "--choice", "x")).toThrow(
       /--choice and --input answer a human decision; "ask" is a checkpoint/,
     );

@@ -147,6 +147,13 @@ describe("/workflow arguments", () => {
       expect(run).toThrow(message);
       expect(run).toThrow(tooDeep);
     }
+    // A number JSON.parse reads as infinite is refused the same way, bare or inside a value.
+    for (const text of ["answer run-1 1e999", 'answer {"a":1e999}', "answer run-1 [-1e999]"]) {
+      expect(() => parse(text), text).toThrow(CommandArgsError);
+      expect(() => parse(text), text).toThrow(
+        /^Invalid answer: a number is too large for JSON \(it reads as infinite\); give a finite number$/,
+      );
+    }
     // 200 levels are taken.
     const atLimit = `${"[".repeat(200)}${"]".repeat(200)}`;
     expect(parse(`answer run-1 ${atLimit}`)).toMatchObject({ kind: "answer", runId: "run-1" });
