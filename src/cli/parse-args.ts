@@ -95,7 +95,9 @@ function withNegativeValues(args: readonly string[], options: Options): string[]
 function describeParseError(error: unknown): string {
   const code = (error as { code?: string }).code;
   const message = String((error as Error).message ?? error).split("\n")[0];
-  const option = /'(-[^' ]*)/.exec(message)?.[1];
+  // Node names an option with a short form as '-f, --follow' (and '-l, --limit <value>'): the
+  // long name is the one to print.
+  const option = /'(?:-[^-\s'], )?(-[^' ]*)/.exec(message)?.[1];
   switch (code) {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
       return `Unknown option '${option ?? "?"}'`;

@@ -180,6 +180,10 @@ describe("parseCommand()", () => {
     expect(usageError(["list", "--all=yes"])).toBe(
       "Option '--all' takes no value: run 'pi-workflows list --help'",
     );
+    // One with a short form too is named by its long name (Node's message says '-f, --follow').
+    expect(usageError(["logs", "r", "--follow=yes"])).toBe(
+      "Option '--follow' takes no value: run 'pi-workflows logs --help'",
+    );
     expect(parseCommand(["cancel", "run-2"])).toEqual({
       kind: "control",
       action: "cancel",
