@@ -22,7 +22,12 @@ export const EXIT = {
   runUnsuccessful: 6,
   /** `start --wait`: the run stopped without ending (waiting for input, paused or blocked). */
   runNeedsAttention: 7,
-  /** `start`: the workflow has agent steps and no usable Pi was found (missing or too old). */
+  /**
+   * No usable Pi (missing, too old, broken) or an invalid `config.json` (read only while
+   * PI_WORKFLOWS_PI is unset), before anything is queued: `start` (a bad config.json; no Pi for
+   * agent steps, Pi arguments or --project-context), `rerun` with Pi arguments, and `schedule
+   * add|apply` and `controller apply` (a bad config.json; no Pi with Pi arguments). docs/cli.md.
+   */
   piUnavailable: 8,
 } as const;
 
