@@ -278,15 +278,15 @@ describe("a schedule whose workflow exits at every load", () => {
       );
       client.close();
       expect(added.outcome).toBe("accepted");
-      // Before, each slot was resolved 11 times over ~150 s before it counted.
+      // Before, each slot was resolved 11 times over ~150 s before it counted. Only the pause is
+      // waited for: slots keep coming while each takes two serial resolutions, so a backlog
+      // settled to the end grows with the load.
       const paused = await waitFor(
         () => {
           const row = schedule();
-          return row?.paused === 1 && !firings(home).rows.some((r) => r.state === "pending")
-            ? row
-            : null;
+          return row?.paused === 1 ? row : null;
         },
-        "the schedule to pause with no firing pending",
+        "the schedule to pause",
         60_000,
         100,
       );
@@ -295,10 +295,13 @@ describe("a schedule whose workflow exits at every load", () => {
       const { rows, invariants } = firings(home);
       const failed = rows.filter((r) => r.state === "failed");
       expect(failed.length).toBeGreaterThanOrEqual(3);
-      expect(rows.filter((r) => r.state !== "failed")).toEqual([]);
-      // add's load, then two per slot (its resolver and the one retry).
-      expect(readFileSync(loads, "utf8").split("\n").filter(Boolean).length)
-        .toBe(1 + 2 * failed.length);
+      // The stop records no failure: a firing not failed by then is left pending.
+      expect(rows.filter((r) => r.state !== "failed" && r.state !== "pending")).toEqual([]);
+      // add's load, then two per failed slot (its resolver and the one retry); a pending slot
+      // had at most two when the host stopped.
+      const loadCount = readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
+      expect(loadCount).toBeGreaterThanOrEqual(1 + 2 * failed.length);
+      expect(loadCount).toBeLessThanOrEqual(1 + 2 * rows.length);
       expect(invariants).toEqual([]);
     } finally {
       await home.cleanup();
@@ -337,19 +340,23 @@ describe("a host stopped while a slot's resolver is retried", () => {
       const client = await RawClient.connect(home.socketPath);
       const added = await client.request(
         hostRequest("schedule.add", {
-          payload: { name: "hangs", workflow: "./hangs.workflow.ts", cwd: project, every: "1s" },
+          payload: { name: "hangs", workflow: "./hangs.workflow.ts", cwd: project, every: "5s" },
         }),
         60_000,
       );
       client.close();
       expect(added.outcome).toBe("accepted");
-      // Slots are settled one at a time per schedule: the later ones wait behind the hung one.
+      // The retry joins the queue behind the slots recorded meanwhile: 5 s apart, the first
+      // slot's retry (0.5 s after its resolver died) is queued before the second slot comes, so
+      // the third load is that retry. One firing row when it loads says so; two would mean the
+      // third load may be the second slot's first resolution, which proves nothing.
       await waitFor(
         () => loadCount() >= 3,
         "the retry's resolver to load the workflow",
         60_000,
         50,
       );
+      expect(firings(home).rows).toHaveLength(1);
       await stopProcess(host);
       const { rows, invariants } = firings(home);
       expect(rows.length).toBeGreaterThan(0);

@@ -137,8 +137,20 @@ export default defineWorkflow({ name: "quick", startAt: "a",
     recorded = firingsOf(home, "late").length;
     expect(recorded).toBeGreaterThanOrEqual(1);
 
-    expect((await cli("schedule", "add", "quick", "./quick.workflow.ts", "--every", "1s")).code)
-      .toBe(0);
+    // Queue: the failed slot's retry comes after the slots recorded meanwhile, and may find one
+    // of their runs active (the fixed input below lands at any time); held then, not skipped for
+    // overlap, so its firing is started whatever the order.
+    const quick = await cli(
+      "schedule",
+      "add",
+      "quick",
+      "./quick.workflow.ts",
+      "--every",
+      "1s",
+      "--overlap",
+      "queue",
+    );
+    expect(quick.code, quick.stderr).toBe(0);
     expect((await cli("schedule", "pause", "quick")).code).toBe(0);
     // A slot recorded before the pause could still be settling (it would meet the bad input
     // below, before the resume) or its run be active (the first slot after the resume would be
@@ -158,7 +170,8 @@ export default defineWorkflow({ name: "quick", startAt: "a",
     await waitFor(
       () =>
         host.stderr().split("\n").some((l) =>
-          l.includes("schedule.settleFailed") && !l.includes(marker)
+          // Quick's own: its input does not parse (late's carry the marker).
+          l.includes("schedule.settleFailed") && l.includes("SyntaxError")
         ),
       "a quick slot's settle to fail",
       60_000,
