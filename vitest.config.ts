@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
 import DurationSequencer from "./test/support/duration-sequencer.ts";
+import { SHARED_FILES } from "./test/support/shared-files.ts";
 
 // CLI glyphs follow the locale (ASCII unless it says UTF-8): tests see the UTF-8 set unless a
 // test sets its own locale for a child process.
@@ -55,7 +56,17 @@ const fileOptions: {
 
 const psPass = process.env.PI_WORKFLOWS_PS_PASS === "1";
 const projects: TestProjectInlineConfiguration[] = [
-  { test: { ...fileOptions, name: "default", include: ["test/**/*.test.ts"], env } },
+  {
+    test: {
+      ...fileOptions,
+      name: "default",
+      include: ["test/**/*.test.ts"],
+      exclude: [...fileOptions.exclude, ...SHARED_FILES],
+      env,
+    },
+  },
+  // In-process unit tests, one process per worker for all of them (test/support/shared-files.ts).
+  { test: { ...fileOptions, name: "shared", include: SHARED_FILES, isolate: false, env } },
   {
     test: {
       ...fileOptions,

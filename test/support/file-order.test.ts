@@ -1,8 +1,9 @@
-import { existsSync } from "node:fs";
+import { existsSync, globSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { fileKey, orderByDuration, readDurations } from "./file-order.ts";
+import { SHARED_FILES } from "./shared-files.ts";
 import { cachedSeconds } from "./update-durations.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -66,9 +67,28 @@ describe("the order test files start in", () => {
     const listed = readDurations();
     expect(Object.keys(listed).length).toBeGreaterThan(100);
     for (const [key, seconds] of Object.entries(listed)) {
-      expect(key).toMatch(/^(default|ps):test\/.+\.test\.ts$/);
+      expect(key).toMatch(/^(default|ps|shared):test\/.+\.test\.ts$/);
       expect(existsSync(join(ROOT, key.replace(/^[^:]*:/, ""))), key).toBe(true);
       expect(seconds).toBeGreaterThanOrEqual(0);
     }
+  });
+
+  it("runs in the shared process only files that exist and start nothing, load no workflow, run no CLI", () => {
+    // What a file of the shared project must not import (test/support/shared-files.ts says why).
+    const processWide =
+      /child_process|support\/(host|pi-sandbox|pi-rpc|headless-env|supervision|harness-per-test|controllers|takeover-timing|temp-root|compile-cache|interactive-session|cli-in-process)\.ts|loadWorkflow|loadController|workflows\/sources|src\/testing|enableCompileCache|process\.on\(/;
+    for (const pattern of SHARED_FILES) {
+      const files = globSync(pattern, { cwd: ROOT });
+      expect(files.length, pattern).toBeGreaterThan(0);
+      for (const file of files) {
+        expect(readFileSync(join(ROOT, file), "utf8"), file).not.toMatch(processWide);
+      }
+    }
+    // Each brace names a file: a misspelt one matches nothing and would run isolated, unnoticed.
+    const named = SHARED_FILES.flatMap((p) => {
+      const brace = p.match(/\{([^}]*)\}/);
+      return brace ? brace[1]!.split(",").map((n) => p.replace(brace[0], n)) : [p];
+    });
+    expect(named.filter((file) => !existsSync(join(ROOT, file)))).toEqual([]);
   });
 });
