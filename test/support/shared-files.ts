@@ -6,10 +6,12 @@
  * shuffled order. A plain `vitest run <file>` runs every file isolated.
  *
  * Only in-process tests that leave the process as they found it belong here: none starts a
- * process (host, CLI, worker, Pi), loads a workflow or controller file (the authoring API on
+ * host, CLI, worker or Pi (shell.test.ts runs short shell commands through runShell, which
+ * leave nothing behind), loads a workflow or controller file (the authoring API on
  * globalThis and Node's module hooks are the process's, set once by the first loader: a
  * controller loaded before a workflow gave the workflow the controller's API), runs the CLI in
- * the process, or leaves fake timers or listeners behind. file-order.test.ts checks the imports.
+ * the process, or leaves fake timers or listeners behind. file-order.test.ts checks each listed
+ * file's own imports (not what they import in turn: a new file's imports need a reader's look).
  */
 export const SHARED_FILES = [
   "test/base/{credential-names,schedule-timing,version}.test.ts",
