@@ -34,6 +34,7 @@ import { startFakeModel } from "../support/fake-model.ts";
 import { createPiSandbox, PI_CLI } from "../support/pi-sandbox.ts";
 import { stepResponder, submitCall, submitContractIn } from "../support/step-responder.ts";
 import { processesWithEnv, type ProcessInfo, runCommand } from "../smoke/processes.ts";
+import { prng } from "../support/fuzz-frames.ts";
 import { processesInside } from "../support/temp-root.ts";
 import {
   FAN_SOURCE,
@@ -68,18 +69,6 @@ const effectMs = Number(args["effect-ms"]);
 const only = args.only?.split(",");
 const withPrune = args.prune ?? false;
 const withSchedule = args.schedule ?? true;
-
-/** Mulberry32: a small seeded generator, so an iteration's instants and targets replay. */
-function random(seedValue: number): () => number {
-  let a = seedValue >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line: string) => process.stderr.write(`[trial] ${line}\n`);
@@ -163,7 +152,8 @@ console.log(JSON.stringify({
 process.exit(failures.length === 0 ? 0 : 1);
 
 async function iteration(iterationSeed: number): Promise<string[]> {
-  const rng = random(iterationSeed);
+  // Seeded (mulberry32), so an iteration's instants and targets replay.
+  const rng = prng(iterationSeed);
   const sandbox = createPiSandbox({
     modelBaseUrl: model.baseUrl,
     env: {
