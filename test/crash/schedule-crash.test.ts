@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomIds, systemClock } from "../../src/base/clock.ts";
 import { checkInvariants } from "../../src/state/invariants.ts";
-import { closeStateStore, openStateStore } from "../../src/state/store.ts";
+import { closeStateStore, openStateStore, type StateStore } from "../../src/state/store.ts";
 import { queryAll } from "../../src/state/statements.ts";
 import { scheduleRunId } from "../../src/state/schedules/schedule-records.ts";
 import {
@@ -63,7 +63,8 @@ interface Firing {
   run_state: string | null;
 }
 
-function firings(home: TempHome): { rows: Firing[]; invariants: unknown[] } {
+/** `read` on a read-only connection to the home's state, closed after. */
+function readState<T>(home: TempHome, read: (store: StateStore) => T): T {
   const store = openStateStore({
     stateDir: home.stateDir,
     clock: systemClock,
@@ -71,17 +72,45 @@ function firings(home: TempHome): { rows: Firing[]; invariants: unknown[] } {
     readOnly: true,
   });
   try {
-    return {
-      rows: queryAll<Firing>(
-        store,
-        "SELECT f.slot_at, f.state, f.run_id, f.schedule_id, r.state AS run_state " +
-          "FROM schedule_firings f LEFT JOIN runs r ON r.run_id = f.run_id ORDER BY f.slot_at",
-      ),
-      invariants: checkInvariants(store),
-    };
+    return read(store);
   } finally {
     closeStateStore(store);
   }
+}
+
+function firings(home: TempHome): { rows: Firing[]; invariants: unknown[] } {
+  return readState(home, (store) => ({
+    rows: queryAll<Firing>(
+      store,
+      "SELECT f.slot_at, f.state, f.run_id, f.schedule_id, r.state AS run_state " +
+        "FROM schedule_firings f LEFT JOIN runs r ON r.run_id = f.run_id ORDER BY f.slot_at",
+    ),
+    invariants: checkInvariants(store),
+  }));
+}
+
+/** Adds a schedule through the host's socket; its receipt once accepted. */
+async function addSchedule(home: TempHome, payload: Record<string, unknown>) {
+  const client = await RawClient.connect(home.socketPath);
+  try {
+    const added = await client.request(hostRequest("schedule.add", { payload }), 60_000);
+    expect(added.outcome).toBe("accepted");
+    return added.receipt;
+  } finally {
+    client.close();
+  }
+}
+
+/** A project holding `file` with `source`, and a counter of the workflow's loads beside it. */
+function loadCountedProject(home: TempHome, file: string, source: (loads: string) => string) {
+  const project = join(home.root, "project");
+  mkdirSync(project, { recursive: true });
+  const loads = join(home.root, "loads.log");
+  writeFileSync(join(project, file), source(loads));
+  return {
+    project,
+    loadCount: () => readFileSync(loads, "utf8").split("\n").filter(Boolean).length,
+  };
 }
 
 describe("a schedule's firing across host deaths", () => {
@@ -106,24 +135,16 @@ describe("a schedule's firing across host deaths", () => {
         const first = await startHost(env);
         // Every 3s; a restart that takes longer than a slot still fires the crashed slot (the
         // newest 10 missed slots are caught up).
-        const client = await RawClient.connect(home.socketPath);
-        const added = await client.request(
-          hostRequest("schedule.add", {
-            payload: {
-              name: "tick",
-              workflow: "./tick.workflow.ts",
-              cwd: project,
-              every: "3s",
-              catchUp: "all-bounded",
-              overlap: "queue",
-              input: { n: 1 },
-            },
-          }),
-          60_000,
-        );
-        client.close();
-        expect(added.outcome).toBe("accepted");
-        const firstSlot = added.receipt.schedule.nextFireAt as number;
+        const receipt = await addSchedule(home, {
+          name: "tick",
+          workflow: "./tick.workflow.ts",
+          cwd: project,
+          every: "3s",
+          catchUp: "all-bounded",
+          overlap: "queue",
+          input: { n: 1 },
+        });
+        const firstSlot = receipt.schedule.nextFireAt as number;
         expect(await first.exited).toMatchObject({ signal: "SIGKILL" });
         const dead = firings(home);
         expect(dead.invariants).toEqual([]);
@@ -184,29 +205,18 @@ export default defineWorkflow({
 describe("a schedule's resolver killed", () => {
   it("resolves the slot again: its run starts and completes, no load failure", async () => {
     const home = tempHome();
-    const project = join(home.root, "project");
-    mkdirSync(project, { recursive: true });
-    const loads = join(home.root, "loads.log");
-    writeFileSync(join(project, "tick.workflow.ts"), SECOND_LOAD_DIES(loads));
+    const { project, loadCount } = loadCountedProject(home, "tick.workflow.ts", SECOND_LOAD_DIES);
     try {
       const host = await startHost(home.env);
-      const client = await RawClient.connect(home.socketPath);
-      const added = await client.request(
-        hostRequest("schedule.add", {
-          // `queue`: a later slot's run cannot make the retried slot skip.
-          payload: {
-            name: "tick",
-            workflow: "./tick.workflow.ts",
-            cwd: project,
-            every: "3s",
-            overlap: "queue",
-          },
-        }),
-        60_000,
-      );
-      client.close();
-      expect(added.outcome).toBe("accepted");
-      const firstSlot = added.receipt.schedule.nextFireAt as number;
+      // `queue`: a later slot's run cannot make the retried slot skip.
+      const receipt = await addSchedule(home, {
+        name: "tick",
+        workflow: "./tick.workflow.ts",
+        cwd: project,
+        every: "3s",
+        overlap: "queue",
+      });
+      const firstSlot = receipt.schedule.nextFireAt as number;
       const settled = await waitFor(
         () => {
           const slot = firings(home).rows.find((r) => r.slot_at === firstSlot);
@@ -222,7 +232,7 @@ describe("a schedule's resolver killed", () => {
       await stopProcess(host);
       expect(settled).toMatchObject({ state: "started", run_state: "completed" });
       // The slot's resolver died (the second load), and the slot was resolved again.
-      expect(readFileSync(loads, "utf8").split("\n").filter(Boolean).length).toBeGreaterThan(2);
+      expect(loadCount()).toBeGreaterThan(2);
       expect(firings(home).rows.filter((r) => r.state === "failed")).toEqual([]);
       expect(firings(home).invariants).toEqual([]);
     } finally {
@@ -247,37 +257,21 @@ export default defineWorkflow({
 describe("a schedule whose workflow exits at every load", () => {
   it("retries each slot's resolver once, then fails the slot; pauses after 3", async () => {
     const home = tempHome();
-    const project = join(home.root, "project");
-    mkdirSync(project, { recursive: true });
-    const loads = join(home.root, "loads.log");
-    writeFileSync(join(project, "exits.workflow.ts"), EXITS_AT_LOAD(loads));
-    const schedule = () => {
-      const store = openStateStore({
-        stateDir: home.stateDir,
-        clock: systemClock,
-        ids: randomIds,
-        readOnly: true,
-      });
-      try {
-        return queryAll<{ paused: number; paused_reason: string | null }>(
+    const { project, loadCount } = loadCountedProject(home, "exits.workflow.ts", EXITS_AT_LOAD);
+    const schedule = () =>
+      readState(home, (store) =>
+        queryAll<{ paused: number; paused_reason: string | null }>(
           store,
           "SELECT paused, paused_reason FROM schedules",
-        )[0];
-      } finally {
-        closeStateStore(store);
-      }
-    };
+        )[0]);
     try {
       const host = await startHost(home.env);
-      const client = await RawClient.connect(home.socketPath);
-      const added = await client.request(
-        hostRequest("schedule.add", {
-          payload: { name: "exits", workflow: "./exits.workflow.ts", cwd: project, every: "1s" },
-        }),
-        60_000,
-      );
-      client.close();
-      expect(added.outcome).toBe("accepted");
+      await addSchedule(home, {
+        name: "exits",
+        workflow: "./exits.workflow.ts",
+        cwd: project,
+        every: "1s",
+      });
       // Before, each slot was resolved 11 times over ~150 s before it counted. Only the pause is
       // waited for: slots keep coming while each takes two serial resolutions, so a backlog
       // settled to the end grows with the load.
@@ -299,9 +293,9 @@ describe("a schedule whose workflow exits at every load", () => {
       expect(rows.filter((r) => r.state !== "failed" && r.state !== "pending")).toEqual([]);
       // add's load, then two per failed slot (its resolver and the one retry); a pending slot
       // had at most two when the host stopped.
-      const loadCount = readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
-      expect(loadCount).toBeGreaterThanOrEqual(1 + 2 * failed.length);
-      expect(loadCount).toBeLessThanOrEqual(1 + 2 * rows.length);
+      const loads = loadCount();
+      expect(loads).toBeGreaterThanOrEqual(1 + 2 * failed.length);
+      expect(loads).toBeLessThanOrEqual(1 + 2 * rows.length);
       expect(invariants).toEqual([]);
     } finally {
       await home.cleanup();
@@ -330,22 +324,15 @@ export default defineWorkflow({
 describe("a host stopped while a slot's resolver is retried", () => {
   it("records no load failure: the firing stays pending for the next host", async () => {
     const home = tempHome();
-    const project = join(home.root, "project");
-    mkdirSync(project, { recursive: true });
-    const loads = join(home.root, "loads.log");
-    writeFileSync(join(project, "hangs.workflow.ts"), EXITS_THEN_HANGS(loads));
-    const loadCount = () => readFileSync(loads, "utf8").split("\n").filter(Boolean).length;
+    const { project, loadCount } = loadCountedProject(home, "hangs.workflow.ts", EXITS_THEN_HANGS);
     try {
       const host = await startHost(home.env);
-      const client = await RawClient.connect(home.socketPath);
-      const added = await client.request(
-        hostRequest("schedule.add", {
-          payload: { name: "hangs", workflow: "./hangs.workflow.ts", cwd: project, every: "5s" },
-        }),
-        60_000,
-      );
-      client.close();
-      expect(added.outcome).toBe("accepted");
+      await addSchedule(home, {
+        name: "hangs",
+        workflow: "./hangs.workflow.ts",
+        cwd: project,
+        every: "5s",
+      });
       // The retry joins the queue behind the slots recorded meanwhile: 5 s apart, the first
       // slot's retry (0.5 s after its resolver died) is queued before the second slot comes, so
       // the third load is that retry. One firing row when it loads says so; two would mean the
